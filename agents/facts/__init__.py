@@ -1,0 +1,1 @@
+"""Facts several investigators need (GPU inventory, platform), collected once per audit."""

@@ -1,0 +1,110 @@
+"""The GPU inventory: NVIDIA GPUs from sysfs, matched with NVML indices where NVML works."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools.probe import Probe
+
+NVIDIA_VENDOR = "0x10de"
+PCI_DEVICES = "/sys/bus/pci/devices"
+
+
+def normalize_bdf(bus_id: str) -> str:
+    """``00000000:03:00.0`` (NVML) or ``0000:03:00.0`` (sysfs) -> ``0000:03:00.0``."""
+    bus_id = bus_id.strip().lower()
+    domain, _, rest = bus_id.partition(":")
+    if not rest:
+        return bus_id
+    return f"{int(domain, 16):04x}:{rest}"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    bdf: str
+    index: int | None
+    """NVML index, or ``None`` when NVML could not be matched."""
+    name: str
+    numa_node: int | None
+    local_cpulist: str | None
+
+    @property
+    def label(self) -> str:
+        return f"GPU{self.index} ({self.bdf})" if self.index is not None else f"GPU {self.bdf}"
+
+    @property
+    def sysfs(self) -> str:
+        return f"{PCI_DEVICES}/{self.bdf}"
+
+
+@dataclass(frozen=True)
+class GpuInventory:
+    gpus: tuple[Gpu, ...]
+    nvml_ok: bool
+    nvml_error: str | None
+    """Why NVML is unusable (no library, no driver...), when it is."""
+    nvml_count: int | None
+    driver_version: str | None
+
+    def by_index(self, index: int) -> Gpu | None:
+        return next((g for g in self.gpus if g.index == index), None)
+
+    @property
+    def nvml_indices(self) -> list[int]:
+        return [g.index for g in self.gpus if g.index is not None]
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+async def _sysfs_gpus(probe: Probe) -> list[str]:
+    listing = await probe.list_dir(PCI_DEVICES)
+    if listing.entries is None:
+        return []
+    bdfs = list(listing.entries)
+    vendors = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/vendor") for b in bdfs])
+    candidates = [b for b, v in zip(bdfs, vendors, strict=False) if v is not None and v.strip().lower() == NVIDIA_VENDOR]
+    classes = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/class") for b in candidates])
+    # 0x03xxxx display controllers (VGA 0x0300, 3D 0x0302); skip audio functions and NVSwitches.
+    return [b for b, c in zip(candidates, classes, strict=False) if c is not None and c.strip().lower().startswith("0x03")]
+
+
+async def collect_gpus(probe: Probe) -> GpuInventory:
+    """Enumerate GPUs. Memoized reads make repeated calls from several investigators cheap."""
+    init = await probe.nvml("nvmlInit")
+    nvml_error = init.error
+    count: int | None = None
+    driver: str | None = None
+    by_bdf: dict[str, tuple[int, str]] = {}
+    if init.ok:
+        count_result, driver_result = await probe.gather(
+            lambda: probe.nvml("nvmlDeviceGetCount"), lambda: probe.nvml("nvmlSystemGetDriverVersion")
+        )
+        driver = str(driver_result.value) if driver_result.ok else None
+        if count_result.ok and isinstance(count_result.value, int):
+            count = count_result.value
+            infos = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetPciInfo", i) for i in range(count)])
+            names = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetName", i) for i in range(count)])
+            for index, (info, name) in enumerate(zip(infos, names, strict=True)):
+                if info.ok and isinstance(info.value, dict):
+                    bus_id = info.value.get("busId") or info.value.get("busIdLegacy")
+                    if isinstance(bus_id, str):
+                        by_bdf[normalize_bdf(bus_id)] = (index, str(name.value) if name.ok else "NVIDIA GPU")
+        else:
+            nvml_error = count_result.error
+    sysfs_bdfs = await _sysfs_gpus(probe)
+    bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
+    numa = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/numa_node") for b in bdfs])
+    cpus = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/local_cpulist") for b in bdfs])
+    gpus = []
+    for bdf, node, cpulist in zip(bdfs, numa, cpus, strict=True):
+        matched = by_bdf.get(bdf)
+        gpu_index = matched[0] if matched else None
+        label = matched[1] if matched else "NVIDIA GPU"
+        gpus.append(Gpu(bdf, gpu_index, label, _int_or_none(node), cpulist.strip() if cpulist else None))
+    gpus.sort(key=lambda g: (g.index is None, g.index if g.index is not None else 0, g.bdf))
+    return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver)

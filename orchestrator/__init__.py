@@ -1,0 +1,1 @@
+"""The coordinator: fan-out, merge, plan, approve, apply, benchmark, report, and the CLI."""

@@ -1,0 +1,93 @@
+"""``rigaudit``: audit a GPU inference server, plan the fixes, apply them safely, prove the gain."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from orchestrator import commands
+from orchestrator.command import Command
+from orchestrator.errors import RigauditError
+from tools.hosts.snapshot import SnapshotError
+
+_ORDER = (
+    "audit",
+    "snapshot",
+    "apply",
+    "rollback",
+    "bench",
+    "roofline",
+    "chat",
+    "replay",
+    "transcripts",
+    "diff",
+    "policy",
+    "schema",
+)
+
+
+def _commands() -> list[Command]:
+    found: dict[str, Command] = {}
+    for info in pkgutil.iter_modules(commands.__path__):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        command = getattr(module, "COMMAND", None)
+        if isinstance(command, Command):
+            found[command.name] = command
+    ordered = [found.pop(name) for name in _ORDER if name in found]
+    return ordered + sorted(found.values(), key=lambda c: c.name)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rigaudit",
+        description=__doc__,
+        epilog="Start with `rigaudit audit --demo`, or `rigaudit audit` on the GPU server itself.",
+    )
+    parser.add_argument("--version", action="version", version=f"rigaudit {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in _commands():
+        child = sub.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description or command.help,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.add_arguments(child)
+        child.set_defaults(_run=command.run)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rigaudit")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = run(args)
+    except (RigauditError, SnapshotError) as exc:
+        print(f"rigaudit: {exc}", file=sys.stderr)
+        return exc.exit_code if isinstance(exc, RigauditError) else 2
+    except KeyboardInterrupt:
+        print("rigaudit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

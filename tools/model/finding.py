@@ -1,0 +1,124 @@
+"""Findings, fixes and actions: the answer to one check."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Area = Literal[
+    "firmware",
+    "kernel_params",
+    "kernel_version",
+    "numa",
+    "pcie",
+    "driver",
+    "cuda_memory",
+    "gpu",
+    "power",
+    "nccl_p2p",
+    "nvlink",
+    "container",
+    "runtime",
+]
+Status = Literal["ok", "problem", "unknown", "not_applicable"]
+Severity = Literal["critical", "high", "medium", "low"]
+FixKind = Literal["runtime", "restart", "reboot", "firmware", "hardware"]
+Where = Literal["host", "hypervisor", "container"]
+Risk = Literal["low", "medium", "high"]
+
+SEVERITY_ORDER: dict[str, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+FIX_KIND_ORDER: dict[str, int] = {"runtime": 0, "restart": 1, "reboot": 2, "firmware": 3, "hardware": 4}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SysctlAction(_Frozen):
+    """Write a sysctl through /proc/sys (``key`` in dotted form)."""
+
+    type: Literal["sysctl"] = "sysctl"
+    key: str
+    value: str
+
+
+class SysfsWriteAction(_Frozen):
+    """Write ``value`` to each of ``paths`` (cpuidle disable, governor, EPP, boost...)."""
+
+    type: Literal["sysfs_write"] = "sysfs_write"
+    paths: tuple[str, ...]
+    value: str
+
+
+class PciRegisterAction(_Frozen):
+    """Write ``value`` under ``mask`` into a config-space register of each device.
+
+    ``capability`` names where ``offset`` is counted from: ``"header"`` (absolute),
+    ``"exp"`` (the PCI Express capability) or ``"ecap:0x000d"`` (an extended capability).
+    """
+
+    type: Literal["pci_register"] = "pci_register"
+    devices: tuple[str, ...]
+    capability: str
+    offset: int
+    width: Literal[1, 2, 4]
+    value: int
+    mask: int
+
+
+class ModuleLoadAction(_Frozen):
+    type: Literal["module_load"] = "module_load"
+    module: str
+
+
+class ServiceStartAction(_Frozen):
+    type: Literal["service_start"] = "service_start"
+    unit: str
+
+
+class CommandAction(_Frozen):
+    """A step that can only be described as a command (kernel command line, BIOS...).
+
+    Never executed by ``apply``; shown to the person and written to emitted scripts.
+    """
+
+    type: Literal["command"] = "command"
+    argv: tuple[str, ...] = ()
+    description: str
+
+
+Action = Annotated[
+    SysctlAction | SysfsWriteAction | PciRegisterAction | ModuleLoadAction | ServiceStartAction | CommandAction,
+    Field(discriminator="type"),
+]
+
+
+class Fix(_Frozen):
+    """How to fix a problem: what kind of change, where, exactly what, and how to undo it."""
+
+    kind: FixKind
+    where: Where
+    summary: str
+    actions: tuple[Action, ...] = ()
+    risk: Risk = "low"
+    verify: str = ""
+    revert: str = ""
+    persist: str = ""
+
+
+class Finding(_Frozen):
+    """The answer to one check on one host."""
+
+    check: str
+    area: Area
+    status: Status
+    severity: Severity | None = None
+    title: str
+    subjects: tuple[str, ...] = ()
+    observed: str = ""
+    expected: str = ""
+    explanation: str = ""
+    evidence: tuple[str, ...] = ()
+    fix: Fix | None = None
+    source: Literal["rules", "llm"] = "rules"
