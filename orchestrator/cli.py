@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog="Start with `rigaudit audit --demo`, or `rigaudit audit` on the GPU server itself.",
     )
-    parser.add_argument("--version", action="version", version=f"rigaudit {_version()}")
+    parser.add_argument("--version", action="version", version=f"rigaudit {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in _commands():
         child = sub.add_parser(
@@ -60,11 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def version() -> str:
+    """The installed distribution's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
 
     try:
-        return version("rigaudit")
+        return dist_version("rigaudit")
     except PackageNotFoundError:
         return "0+unknown"
 

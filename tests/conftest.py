@@ -28,6 +28,15 @@ def _is_loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _private_state_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Transcripts, journals and caches of tests go to temporary folders, never the user's."""
+    base = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+
+
+@pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any connection to a non-loopback address fails the test at once."""
     original = socket.socket.connect

@@ -1,0 +1,73 @@
+"""Baseline facts for the report header: versions, CPU, memory, GPUs, platform."""
+
+from __future__ import annotations
+
+from agents.facts.gpus import collect_gpus
+from agents.facts.platform import detect_platform
+from tools.probe import Probe
+
+
+def _first_value(text: str | None, key: str) -> str | None:
+    for line in (text or "").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() == key:
+            return value.strip()
+    return None
+
+
+def _os_name(text: str | None) -> str | None:
+    for line in (text or "").splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+async def collect_baseline(probe: Probe) -> dict[str, str]:
+    """A flat, human-readable dict of the host's baseline state (unknown facts are left out)."""
+    osrelease, os_release, cpuinfo, meminfo, nodes, nv_version = await probe.gather(
+        lambda: probe.text("/proc/sys/kernel/osrelease"),
+        lambda: probe.text("/etc/os-release"),
+        lambda: probe.text("/proc/cpuinfo"),
+        lambda: probe.text("/proc/meminfo"),
+        lambda: probe.list_dir("/sys/devices/system/node"),
+        lambda: probe.text("/proc/driver/nvidia/version"),
+    )
+    assert not isinstance(nodes, str)
+    inventory = await collect_gpus(probe)
+    platform = await detect_platform(probe)
+    facts: dict[str, str] = {}
+    if isinstance(osrelease, str):
+        facts["kernel"] = osrelease.strip()
+    if isinstance(os_release, str) and (name := _os_name(os_release)):
+        facts["os"] = name
+    if isinstance(cpuinfo, str):
+        model = _first_value(cpuinfo, "model name")
+        logical = sum(1 for line in cpuinfo.splitlines() if line.startswith("processor"))
+        sockets = {v for line in cpuinfo.splitlines() if line.startswith("physical id") for v in [line.split(":", 1)[1].strip()]}
+        if model:
+            facts["cpu"] = f"{model} ({len(sockets) or '?'} socket(s), {logical} logical CPUs)"
+    if isinstance(meminfo, str) and (total := _first_value(meminfo, "MemTotal")):
+        kib = int(total.split()[0])
+        facts["memory"] = f"{kib / 1024 / 1024:.0f} GiB"
+    if nodes is not None and not isinstance(nodes, str) and nodes.entries is not None:
+        count = sum(1 for n in nodes.entries if n.startswith("node") and n[4:].isdigit())
+        if count:
+            facts["numa_nodes"] = str(count)
+    if inventory.gpus:
+        names: dict[str, int] = {}
+        for gpu in inventory.gpus:
+            names[gpu.name] = names.get(gpu.name, 0) + 1
+        facts["gpus"] = ", ".join(f"{n} x {name}" for name, n in names.items())
+    if inventory.driver_version:
+        facts["driver"] = inventory.driver_version
+    elif isinstance(nv_version, str) and nv_version.strip():
+        facts["driver"] = nv_version.splitlines()[0].strip()
+    if not inventory.nvml_ok:
+        facts["nvml"] = f"unavailable ({inventory.nvml_error or 'unknown error'})"
+    cuda = await probe.nvml("nvmlSystemGetCudaDriverVersion")
+    if cuda.ok and isinstance(cuda.value, int):
+        facts["cuda_driver"] = f"{cuda.value // 1000}.{cuda.value % 1000 // 10}"
+    facts["platform"] = platform.kind + (f" ({platform.virt})" if platform.virt and platform.virt != "none" else "")
+    if platform.lxc_configs:
+        facts["lxc_containers"] = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".conf") for p in platform.lxc_configs)
+    return facts

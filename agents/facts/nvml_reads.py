@@ -1,0 +1,68 @@
+"""One NVML call made for every GPU, with its evidence refs, and the words for when it failed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.facts.gpus import Gpu, GpuInventory
+from tools.hosts.base import NvmlResult
+from tools.probe import Probe, nvml_ref
+
+
+@dataclass(frozen=True)
+class GpuReads:
+    """``fn(index, *extra)`` for each NVML GPU index."""
+
+    fn: str
+    extra: tuple[int, ...]
+    results: dict[int, NvmlResult] = field(default_factory=dict)
+
+    def ref(self, index: int) -> str:
+        return nvml_ref(self.fn, (index, *self.extra))
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        return tuple(self.ref(i) for i in self.results)
+
+    def value(self, index: int) -> object:
+        result = self.results.get(index)
+        return result.value if result is not None and result.ok else None
+
+    def failed(self) -> dict[int, str]:
+        """GPU index -> NVML error name, for the GPUs whose call failed."""
+        return {i: r.error or "" for i, r in self.results.items() if not r.ok}
+
+
+async def read_per_gpu(probe: Probe, inventory: GpuInventory, fn: str, *extra: int) -> GpuReads:
+    indices = inventory.nvml_indices
+    results = await probe.gather(*[lambda i=i: probe.nvml(fn, i, *extra) for i in indices])
+    return GpuReads(fn, tuple(extra), dict(zip(indices, results, strict=True)))
+
+
+def nvml_unusable(inventory: GpuInventory) -> str | None:
+    """Why no per-GPU NVML fact can be had, or None when NVML answers for at least one GPU."""
+    if not inventory.nvml_ok:
+        return f"NVML unavailable: {inventory.nvml_error or 'unknown error'}"
+    if not inventory.nvml_indices:
+        return "NVML reports no GPU"
+    return None
+
+
+def labels(inventory: GpuInventory, indices: list[int] | tuple[int, ...]) -> list[str]:
+    out = []
+    for index in indices:
+        gpu: Gpu | None = inventory.by_index(index)
+        out.append(gpu.label if gpu is not None else f"GPU{index}")
+    return out
+
+
+def failure_text(reads: GpuReads, inventory: GpuInventory) -> str:
+    """``nvmlDeviceGetMigMode: NOT_SUPPORTED on GPU0 (0000:03:00.0), ...`` (errors grouped)."""
+    by_error: dict[str, list[int]] = {}
+    for index, error in reads.failed().items():
+        by_error.setdefault(error, []).append(index)
+    parts = []
+    for error, indices in by_error.items():
+        shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
+        parts.append(f"{shown} on {', '.join(labels(inventory, indices))}")
+    return f"{reads.fn}: " + "; ".join(parts)

@@ -1,0 +1,179 @@
+"""Run every investigator at once against a host, and merge what they find into one result."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import anyio
+
+from agents.facts.baseline import collect_baseline
+from agents.investigator import AnyInvestigator
+from agents.registry import select
+from orchestrator.planner import build_plan
+from tools.hosts.base import Host
+from tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
+from tools.model.finding import Finding
+from tools.probe import HostOpResult, Probe
+from transcripts.events import (
+    AuditFinished,
+    Event,
+    FindingReported,
+    InvestigatorActivity,
+    InvestigatorFinished,
+    InvestigatorStarted,
+    PlanReady,
+    ToolCall,
+)
+from transcripts.tool_calls import tool_call_from_probe
+
+Emit = Callable[[Event], None]
+_current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)
+
+DEFAULT_CONCURRENCY = 8
+"""Host operations in flight at once: gentle on a production host, still fast."""
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    concurrency: int = DEFAULT_CONCURRENCY
+    areas: Sequence[str] | None = None
+    timeout_s: float = 60.0
+    investigators: Sequence[AnyInvestigator] | None = None
+    """Explicit investigators (tests); default: every registered one, filtered by ``areas``."""
+
+
+@dataclass
+class AuditControl:
+    """Lets the caller stop an audit early (Ctrl-C): finished work is kept."""
+
+    _scope: anyio.CancelScope | None = None
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+
+@dataclass
+class _Outcome:
+    status: InvestigatorStatus = "cancelled"
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    duration_s: float = 0.0
+
+
+def _noop(event: Event) -> None:
+    del event
+
+
+def _error_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
+
+
+async def _investigate(inv: AnyInvestigator, probe: Probe, timeout_s: float, emit: Emit, outcome: _Outcome) -> None:
+    _current_area.set(inv.area)
+    emit(InvestigatorStarted(area=inv.area, title=inv.title))
+    started = time.perf_counter()
+    scoped = probe.scoped(on_activity=lambda ref: emit(InvestigatorActivity(area=inv.area, ref=ref)))
+    try:
+        with anyio.fail_after(timeout_s):
+            facts = await inv.collect(scoped)
+        outcome.findings = list(inv.judge(facts))
+        outcome.status = "done"
+    except TimeoutError:
+        outcome.status, outcome.error = "timeout", f"no answer within {timeout_s:g} s"
+    except anyio.get_cancelled_exc_class():
+        outcome.status, outcome.error = "cancelled", "cancelled"
+        raise
+    except Exception as exc:  # an investigator's bug must not end the audit
+        outcome.status, outcome.error = "failed", _error_line(exc)
+    finally:
+        outcome.duration_s = time.perf_counter() - started
+        counts: dict[str, int] = {}
+        for finding in outcome.findings:
+            counts[finding.status] = counts.get(finding.status, 0) + 1
+        emit(
+            InvestigatorFinished(
+                area=inv.area, status=outcome.status, duration_s=outcome.duration_s, error=outcome.error, counts=counts
+            )
+        )
+
+
+async def run_audit(
+    host: Host, *, options: AuditOptions | None = None, emit: Emit | None = None, control: AuditControl | None = None
+) -> AuditResult:
+    """Fan out every investigator; one failing or timing out is a visible entry, never the end."""
+    options = options or AuditOptions()
+    emit = emit or _noop
+    control = control or AuditControl()
+    investigators = (
+        list(options.investigators)
+        if options.investigators is not None
+        else select(list(options.areas) if options.areas else None)
+    )
+    started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = time.perf_counter()
+
+    def observe(ref: str, result: HostOpResult) -> None:
+        emit(tool_call_from_probe(_current_area.get(), ref, result))
+
+    probe = Probe(host, concurrency=options.concurrency, observer=observe)
+    outcomes = {inv.area: _Outcome() for inv in investigators}
+    baseline: dict[str, str] = {}
+    warnings: list[str] = list(getattr(host, "warnings", []))
+
+    async def take_baseline() -> None:
+        _current_area.set("baseline")
+        try:
+            baseline.update(await collect_baseline(probe.scoped()))
+        except Exception as exc:
+            warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
+
+    with anyio.CancelScope() as scope:
+        control._scope = scope
+        if control.cancelled:
+            scope.cancel()
+        async with anyio.create_task_group() as group:
+            group.start_soon(take_baseline)
+            for inv in investigators:
+                group.start_soon(_investigate, inv, probe, options.timeout_s, emit, outcomes[inv.area])
+    runs = tuple(
+        InvestigatorRun(
+            area=inv.area,
+            status=outcomes[inv.area].status,
+            duration_s=round(outcomes[inv.area].duration_s, 4),
+            error=outcomes[inv.area].error,
+            findings=len(outcomes[inv.area].findings),
+        )
+        for inv in investigators
+    )
+    findings = [f for inv in investigators for f in outcomes[inv.area].findings]
+    plan, plan_warnings = build_plan(findings)
+    warnings.extend(plan_warnings)
+    if control.cancelled:
+        warnings.append("audit interrupted: results are partial")
+    for finding in findings:
+        emit(FindingReported(finding=finding))
+    emit(PlanReady(plan=plan))
+    cited = {ref for f in findings for ref in f.evidence}
+    result = AuditResult(
+        host=HostSummary(name=host.name, source=host.source, facts=baseline),
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 4),
+        investigators=runs,
+        findings=tuple(findings),
+        plan=plan,
+        evidence=tuple(e for ref, e in sorted(probe.evidence.items()) if ref in cited),
+        warnings=tuple(warnings),
+    )
+    emit(AuditFinished(result=result))
+    return result
+
+
+__all__ = ["DEFAULT_CONCURRENCY", "AuditControl", "AuditOptions", "Emit", "ToolCall", "run_audit"]

@@ -1,0 +1,127 @@
+"""Audit a GPU inference host: every investigator at once, one prioritized plan.
+
+Examples:
+  rigaudit audit                         this machine (read-only; no GPU or root needed)
+  rigaudit audit --demo                  a snapshot shipped with rigaudit
+  rigaudit audit --snapshot DIR --report system-improve.md --json audit.json
+  rigaudit audit --fail-on high --no-live    for scripts: exit 3 when a high problem is found
+
+Exit status: 0 done; 3 a problem at or above --fail-on was found; 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+
+from agents.registry import AREA_MODULES
+from orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
+from orchestrator.command import Command
+from orchestrator.errors import UsageError
+from orchestrator.hosts import add_host_arguments, open_host
+from orchestrator.output import write_json
+from orchestrator.report import write_report
+from orchestrator.session import open_session
+from orchestrator.ui.terminal import TerminalUI
+from tools.model.audit import AuditResult
+from tools.model.finding import SEVERITY_ORDER
+from transcripts.events import ReportWritten
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("output")
+    group.add_argument("--no-live", action="store_true", help="plain lines instead of the live board (pipes, CI)")
+    group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    group.add_argument("--no-transcript", action="store_true", help="do not record this session")
+
+
+def _add(parser: argparse.ArgumentParser) -> None:
+    add_host_arguments(parser)
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the audit result (rigaudit.audit/1); - for stdout")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write system-improve.md (baseline, findings, plan)")
+    parser.add_argument("--areas", metavar="A,B", help=f"only these areas ({', '.join(AREA_MODULES)})")
+    parser.add_argument(
+        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N", help="host operations in flight at once"
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="time limit per investigator (s)")
+    parser.add_argument(
+        "--fail-on", choices=("critical", "high", "medium", "low"), help="exit 3 when a problem at or above this is found"
+    )
+    parser.add_argument("--hide-ok", action="store_true", help="list only problems and unknowns")
+    add_session_arguments(parser)
+
+
+def _areas(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    areas = [a.strip() for a in text.split(",") if a.strip()]
+    unknown = [a for a in areas if a not in AREA_MODULES]
+    if unknown:
+        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(AREA_MODULES)}")
+    return areas
+
+
+def failing(result: AuditResult, threshold: str | None) -> bool:
+    if threshold is None:
+        return False
+    limit = SEVERITY_ORDER[threshold]
+    return any(f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit for f in result.findings)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    areas = _areas(args.areas)
+    host = open_host(args)
+    json_to_stdout = args.json is not None and str(args.json) == "-"
+    console = Console(stderr=json_to_stdout)
+    ui = TerminalUI(console, live=not args.no_live and not json_to_stdout, show_ok=not args.hide_ok)
+    options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout)
+    control = AuditControl()
+    shown_areas = areas or list(AREA_MODULES)
+    with open_session(
+        "audit",
+        consumers=[ui],
+        transcript=args.transcript,
+        record=not args.no_transcript,
+        host=host.name,
+        source=host.source,
+        options={"areas": shown_areas, "concurrency": args.concurrency},
+    ) as session:
+
+        async def main() -> AuditResult:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_cancel_on_sigint, control, group.cancel_scope)
+                result = await run_audit(host, options=options, emit=session.emit, control=control)
+                group.cancel_scope.cancel()
+            await host.aclose()
+            return result
+
+        result = anyio.run(main)
+        if args.report:
+            write_report(args.report, result)
+            session.emit(ReportWritten(path=str(args.report)))
+        if args.json:
+            write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
+        session.exit_code = 3 if failing(result, args.fail_on) else (130 if control.cancelled else 0)
+        if session.transcript_path is not None and not json_to_stdout:
+            console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
+    return session.exit_code
+
+
+async def _cancel_on_sigint(control: AuditControl, scope: anyio.CancelScope) -> None:
+    """First Ctrl-C: stop the audit, keep what finished. The audit's partial result is still written."""
+    if sys.platform == "win32":
+        return
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async for _ in signals:
+            control.cancel()
+            return
+
+
+COMMAND = Command("audit", "audit this machine, a snapshot or the demo, and plan the fixes", _add, _run, __doc__ or "")

@@ -1,0 +1,49 @@
+"""Choose the host a command works on: this machine, a snapshot, or a shipped demo."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from orchestrator.errors import UsageError
+from tools.demo import DEMOS, demo_snapshot
+from tools.hosts.base import Host
+from tools.hosts.snapshot import SnapshotError, SnapshotHost
+
+
+def add_host_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("what to audit (default: this machine)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--snapshot", metavar="DIR", type=Path, help="replay a snapshot written by `rigaudit snapshot`")
+    source.add_argument(
+        "--demo",
+        nargs="?",
+        const="default",
+        metavar="NAME",
+        help=f"replay a snapshot shipped with rigaudit ({', '.join(DEMOS)}); no GPU needed",
+    )
+    group.add_argument(
+        "--replay-latency-ms", type=float, default=0.0, metavar="N", help="add N ms to every host operation (snapshots)"
+    )
+
+
+def open_host(args: argparse.Namespace) -> Host:
+    latency = max(0.0, float(getattr(args, "replay_latency_ms", 0.0) or 0.0)) / 1000.0
+    demo = getattr(args, "demo", None)
+    snapshot = getattr(args, "snapshot", None)
+    try:
+        if demo is not None:
+            try:
+                path = demo_snapshot(None if demo == "default" else demo)
+            except KeyError:
+                raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
+            return SnapshotHost(path, latency_s=latency)
+        if snapshot is not None:
+            return SnapshotHost(snapshot, latency_s=latency)
+    except SnapshotError as exc:
+        raise UsageError(str(exc)) from None
+    if latency:
+        raise UsageError("--replay-latency-ms only applies to --snapshot or --demo")
+    from tools.hosts.local import LocalHost
+
+    return LocalHost()

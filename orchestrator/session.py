@@ -1,0 +1,89 @@
+"""A session: one command's run, whose typed events go to every consumer (UI, transcript, JSON)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from transcripts.events import Event, SessionEnded, SessionStarted, Warning_
+
+Consumer = Callable[[Event], None]
+
+
+def versions() -> dict[str, str]:
+    from orchestrator.cli import version
+
+    return {"rigaudit": version(), "python": platform.python_version(), "platform": sys.platform}
+
+
+class Session:
+    """Fans events out to consumers; a consumer that fails is dropped with a warning, never the session."""
+
+    def __init__(self, command: str, consumers: list[Consumer], transcript_path: Path | None) -> None:
+        self.command = command
+        self.consumers = list(consumers)
+        self.transcript_path = transcript_path
+        self.events: list[Event] = []
+        self.exit_code = 0
+        self._writer: Any = None
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        for consumer in list(self.consumers):
+            try:
+                consumer(event)
+            except Exception as exc:  # a broken display or full disk must not lose the work
+                self.consumers.remove(consumer)
+                self.emit(Warning_(text=f"event consumer {consumer!r} failed and was detached: {exc}"))
+
+    def open_transcript(self) -> None:
+        from transcripts.store import default_transcript_path
+
+        from transcripts.writer import TranscriptWriter
+
+        path = self.transcript_path or default_transcript_path(self.command)
+        try:
+            self._writer = TranscriptWriter(path)
+        except OSError as exc:
+            self.emit(Warning_(text=f"no transcript: cannot write {path}: {exc.strerror or exc}"))
+            return
+        self.transcript_path = path
+        self.consumers.insert(0, self._writer)
+
+    def close(self, exit_code: int, reason: str = "") -> None:
+        self.emit(SessionEnded(exit_code=exit_code, reason=reason))
+        for consumer in self.consumers:
+            close = getattr(consumer, "close", None)
+            if callable(close):
+                close()
+
+
+@contextmanager
+def open_session(
+    command: str,
+    *,
+    consumers: list[Consumer],
+    transcript: Path | None = None,
+    record: bool = True,
+    host: str = "",
+    source: str = "",
+    options: dict[str, Any] | None = None,
+) -> Iterator[Session]:
+    """Start a session, record it unless ``record`` is false, and always close it (even on Ctrl-C)."""
+    session = Session(command, consumers, transcript)
+    if record:
+        session.open_transcript()
+    session.emit(SessionStarted(command=command, versions=versions(), host=host, source=source, options=options or {}))
+    try:
+        yield session
+    except KeyboardInterrupt:
+        session.close(130, "interrupted")
+        raise
+    except BaseException as exc:
+        session.close(getattr(exc, "exit_code", 1), f"{exc.__class__.__name__}: {exc}")
+        raise
+    session.close(session.exit_code)

@@ -1,0 +1,1 @@
+"""Consumers of session events that draw on the terminal."""

@@ -1,0 +1,120 @@
+"""TerminalUI: draws a session's events: the live board, findings, plan, approvals and results.
+
+The same consumer shows a session live and replays it from a transcript.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from orchestrator.ui.tables import BoardRow, board_table, findings_table, plan_table
+from transcripts.events import (
+    ApprovalDecided,
+    AuditFinished,
+    BenchResultReported,
+    ChangeApplied,
+    Event,
+    InvestigatorActivity,
+    InvestigatorFinished,
+    InvestigatorStarted,
+    Message,
+    ReportWritten,
+    SessionEnded,
+    SessionStarted,
+    Warning_,
+)
+
+
+class TerminalUI:
+    """A callable event consumer. ``live=False`` prints plain lines (pipes, CI, ``--no-live``)."""
+
+    def __init__(self, console: Console, *, live: bool, show_ok: bool = True) -> None:
+        self.console = console
+        self.live_enabled = live and console.is_terminal
+        self.show_ok = show_ok
+        self.rows: dict[str, BoardRow] = {}
+        self._live: Live | None = None
+
+    # -- board ----------------------------------------------------------------------------
+
+    def _row(self, area: str) -> BoardRow:
+        if area not in self.rows:
+            self.rows[area] = BoardRow(area)
+        return self.rows[area]
+
+    def _render(self) -> Group:
+        done = sum(1 for r in self.rows.values() if r.state not in ("waiting", "running"))
+        header = Text(f"{done}/{len(self.rows)} investigators finished", style="bold")
+        return Group(board_table(list(self.rows.values())), header)
+
+    def _start_live(self) -> None:
+        if self.live_enabled and self._live is None:
+            self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=8, transient=False)
+            self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, SessionStarted):
+            self.console.print(Text(f"rigaudit {event.command}: {event.host} ({event.source})", style="bold"))
+            for area in event.options.get("areas", []) or []:
+                self._row(str(area))
+        elif isinstance(event, InvestigatorStarted):
+            self._row(event.area).state = "running"
+            self._start_live()
+        elif isinstance(event, InvestigatorActivity):
+            row = self._row(event.area)
+            row.reading, row.reads = event.ref, row.reads + 1
+        elif isinstance(event, InvestigatorFinished):
+            row = self._row(event.area)
+            row.state, row.duration_s, row.error, row.counts = event.status, event.duration_s, event.error, event.counts
+            if not self.live_enabled:
+                summary = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items())) or "no findings"
+                tail = f": {event.error}" if event.error else ""
+                self.console.print(f"  {event.area:<15} {event.status:<8} {event.duration_s:6.2f}s  {summary}{tail}")
+        elif isinstance(event, AuditFinished):
+            self._stop_live()
+            result = event.result
+            self.console.print(findings_table(result.findings, include_ok=self.show_ok))
+            if result.plan.steps:
+                self.console.print(plan_table(result.plan))
+            else:
+                self.console.print("Plan: nothing to change.")
+            for warning in result.warnings:
+                self.console.print(Text(f"warning: {warning}", style="yellow"))
+            problems = sum(1 for f in result.findings if f.status == "problem")
+            self.console.print(
+                f"{len(result.findings)} checks, {problems} problem(s), {len(result.plan.steps)} plan step(s) "
+                f"in {result.duration_s:.2f} s"
+            )
+        elif isinstance(event, ApprovalDecided):
+            self.console.print(f"approval: {event.step_id}: {event.decision} (by {event.who})")
+        elif isinstance(event, ChangeApplied):
+            style = "green" if event.verified and not event.reverted else "bold red"
+            verdict = "verified" if event.verified else "NOT verified"
+            if event.reverted:
+                verdict += ", reverted"
+            self.console.print(Text(f"{event.step_id}: {event.target}: {event.before} -> {event.after} ({verdict})", style=style))
+            if event.message:
+                self.console.print(f"  {event.message}")
+        elif isinstance(event, BenchResultReported):
+            self.console.print(Text(f"{event.kind}: {event.summary}", style="bold"))
+        elif isinstance(event, ReportWritten):
+            self.console.print(f"report written: {event.path}" + (f" ({event.section})" if event.section else ""))
+        elif isinstance(event, Message):
+            style = {"user": "bold cyan", "assistant": "", "system": "dim"}[event.role]
+            self.console.print(Text(event.text, style=style))
+        elif isinstance(event, Warning_):
+            self.console.print(Text(f"warning: {event.text}", style="yellow"))
+        elif isinstance(event, SessionEnded):
+            self._stop_live()
+
+    def close(self) -> None:
+        self._stop_live()

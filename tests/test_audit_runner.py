@@ -1,0 +1,83 @@
+"""The fan-out: every investigator at once; failures and timeouts are entries, not the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from agents.findings import ok, problem
+from agents.investigator import Investigator
+from orchestrator.audit import AuditControl, AuditOptions, run_audit
+from tools.hosts.snapshot import SnapshotHost
+from tools.model.finding import Fix, SysctlAction
+from tools.probe import Probe
+from transcripts.events import Event, InvestigatorFinished, ToolCall
+
+
+async def _read_numa(probe: Probe) -> str | None:
+    return await probe.text("/proc/sys/kernel/numa_balancing")
+
+
+def _judge_numa(value: str | None) -> list:  # type: ignore[type-arg]
+    if value and value.strip() == "1":
+        fix = Fix(kind="runtime", where="host", summary="off", actions=(SysctlAction(key="kernel.numa_balancing", value="0"),))
+        return [
+            problem(
+                "numa.balancing", "numa", "on", "medium", "1", "0", "why", fix, evidence=["file:/proc/sys/kernel/numa_balancing"]
+            )
+        ]
+    return [ok("numa.balancing", "numa", "off", "0")]
+
+
+NUMA = Investigator("numa", "NUMA", ("numa.balancing",), _read_numa, _judge_numa)
+
+
+async def _boom(probe: Probe) -> None:
+    raise RuntimeError("parser exploded\nsecond line")
+
+
+async def _hang(probe: Probe) -> None:
+    await anyio.sleep_forever()
+
+
+BROKEN = Investigator("gpu", "GPU", ("gpu.thermals",), _boom, lambda _: [])
+HANGING = Investigator("power", "power", ("power.governor",), _hang, lambda _: [])
+
+
+def test_failures_and_timeouts_are_entries(seed_dir: Path) -> None:
+    events: list[Event] = []
+    options = AuditOptions(investigators=[NUMA, BROKEN, HANGING], timeout_s=0.2)
+    result = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options, emit=events.append))
+    runs = {r.area: r for r in result.investigators}
+    assert runs["numa"].status == "done"
+    assert runs["gpu"].status == "failed" and runs["gpu"].error == "RuntimeError: parser exploded"
+    assert runs["power"].status == "timeout"
+    assert [f.check for f in result.findings] == ["numa.balancing"]
+    assert [s.id for s in result.plan.steps] == ["numa.balancing"]
+    assert [e.ref for e in result.evidence] == ["file:/proc/sys/kernel/numa_balancing"]
+    finished = [e for e in events if isinstance(e, InvestigatorFinished)]
+    assert {e.area for e in finished} == {"numa", "gpu", "power"}
+    calls = [e for e in events if isinstance(e, ToolCall) and e.area == "numa"]
+    assert calls and calls[0].op == "read" and calls[0].target == "/proc/sys/kernel/numa_balancing"
+
+
+def test_cancel_keeps_finished_work(seed_dir: Path) -> None:
+    control = AuditControl()
+    options = AuditOptions(investigators=[NUMA, HANGING], timeout_s=30)
+
+    async def main():  # type: ignore[no-untyped-def]
+        events: list[Event] = []
+
+        def emit(event: Event) -> None:
+            events.append(event)
+            if isinstance(event, InvestigatorFinished) and event.area == "numa":
+                control.cancel()
+
+        return await run_audit(SnapshotHost(seed_dir), options=options, emit=emit, control=control)
+
+    result = anyio.run(main)
+    runs = {r.area: r.status for r in result.investigators}
+    assert runs == {"numa": "done", "power": "cancelled"}
+    assert any("interrupted" in w for w in result.warnings)
+    assert [f.check for f in result.findings] == ["numa.balancing"]

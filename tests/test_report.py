@@ -1,0 +1,92 @@
+"""system-improve.md reads like the document a senior engineer writes before touching a host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.planner import build_plan
+from orchestrator.report import PLACEHOLDER, append_section, render_report, write_report
+from tools.model.audit import AuditResult, HostSummary
+from tools.model.finding import CommandAction, Finding, Fix, SysctlAction
+
+
+def _result() -> AuditResult:
+    findings = [
+        Finding(
+            check="numa.balancing",
+            area="numa",
+            status="problem",
+            severity="medium",
+            title="NUMA balancing on",
+            observed="kernel.numa_balancing=1",
+            expected="0",
+            fix=Fix(
+                kind="runtime",
+                where="host",
+                summary="turn NUMA balancing off",
+                verify="cat /proc/sys/kernel/numa_balancing",
+                revert="sysctl -w kernel.numa_balancing=1",
+                actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
+            ),
+        ),
+        Finding(
+            check="power.scaling_driver",
+            area="power",
+            status="problem",
+            severity="medium",
+            title="acpi-cpufreq",
+            observed="acpi-cpufreq",
+            fix=Fix(
+                kind="reboot",
+                where="host",
+                summary="amd_pstate=active",
+                actions=(CommandAction(description="add amd_pstate=active to the kernel command line"),),
+            ),
+        ),
+        Finding(check="pcie.link", area="pcie", status="ok", title="links at max", observed="8/8 at 32 GT/s x16"),
+        Finding(check="runtime.env", area="runtime", status="unknown", title="server env", observed="no server process found"),
+    ]
+    plan, _ = build_plan(findings)
+    return AuditResult(
+        host=HostSummary(name="pve", source="snapshot:x", facts={"kernel": "6.8"}),
+        started_at="2026-11-29T00:00:00Z",
+        duration_s=0.5,
+        findings=tuple(findings),
+        plan=plan,
+    )
+
+
+def test_report_has_baseline_findings_plan_and_later_sections() -> None:
+    text = render_report(_result())
+    order = [
+        "## Baseline state",
+        "### Problems",
+        "### Confirmed ok",
+        "### Unknown",
+        "## Plan",
+        "### Runtime changes",
+        "### Deferred",
+        "## Applied changes",
+        "## Validation",
+        "## Benchmark comparison",
+    ]
+    positions = [text.index(h) for h in order]
+    assert positions == sorted(positions)
+    runtime = text[text.index("### Runtime changes") : text.index("### Deferred")]
+    assert "sysctl -w kernel.numa_balancing=0" in runtime and "amd_pstate" not in runtime
+    assert "amd_pstate=active" in text[text.index("### Deferred") :]
+    assert "no server process found" in text
+
+
+def test_append_section_replaces_placeholder_then_appends(tmp_path: Path) -> None:
+    path = tmp_path / "system-improve.md"
+    write_report(path, _result())
+    append_section(path, "Applied changes", "- numa: 1 -> 0 (verified)")
+    append_section(path, "Applied changes", "- rolled back")
+    text = path.read_text()
+    section = text[text.index("## Applied changes") : text.index("## Validation")]
+    assert PLACEHOLDER not in section
+    assert section.index("1 -> 0") < section.index("rolled back")
+    assert PLACEHOLDER in text[text.index("## Validation") :]
+    append_section(tmp_path / "new.md", "Benchmark comparison", "x")
+    assert (tmp_path / "new.md").read_text().startswith("## Benchmark comparison")

@@ -1,0 +1,1 @@
+"""Snapshots shipped with rigaudit for ``audit --demo``."""
