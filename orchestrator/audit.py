@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 import anyio
 
+from agents.brain import Brain, merge_refinement
 from agents.facts.baseline import collect_baseline
 from agents.investigator import AnyInvestigator
 from agents.registry import select
@@ -27,6 +28,7 @@ from transcripts.events import (
     InvestigatorStarted,
     PlanReady,
     ToolCall,
+    Warning_,
 )
 from transcripts.tool_calls import tool_call_from_probe
 
@@ -44,6 +46,8 @@ class AuditOptions:
     timeout_s: float = 60.0
     investigators: Sequence[AnyInvestigator] | None = None
     """Explicit investigators (tests); default: every registered one, filtered by ``areas``."""
+    brain: Brain | None = None
+    """An LLM brain that may dig further; ``None`` is the rules alone."""
 
 
 @dataclass
@@ -76,7 +80,8 @@ def _error_line(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
 
 
-async def _investigate(inv: AnyInvestigator, probe: Probe, timeout_s: float, emit: Emit, outcome: _Outcome) -> None:
+async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: Emit, outcome: _Outcome) -> None:
+    timeout_s = options.timeout_s
     _current_area.set(inv.area)
     emit(InvestigatorStarted(area=inv.area, title=inv.title))
     started = time.perf_counter()
@@ -86,6 +91,13 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, timeout_s: float, emi
             facts = await inv.collect(scoped)
         outcome.findings = list(inv.judge(facts))
         outcome.status = "done"
+        if options.brain is not None:
+            rule_findings = outcome.findings
+            try:
+                proposed = await options.brain.refine(inv, scoped, list(rule_findings))
+                outcome.findings = merge_refinement(rule_findings, proposed, set(probe.evidence))
+            except Exception as exc:  # the rules' findings stand whatever the brain does
+                emit(Warning_(text=f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
     except TimeoutError:
         outcome.status, outcome.error = "timeout", f"no answer within {timeout_s:g} s"
     except anyio.get_cancelled_exc_class():
@@ -142,7 +154,7 @@ async def run_audit(
         async with anyio.create_task_group() as group:
             group.start_soon(take_baseline)
             for inv in investigators:
-                group.start_soon(_investigate, inv, probe, options.timeout_s, emit, outcomes[inv.area])
+                group.start_soon(_investigate, inv, probe, options, emit, outcomes[inv.area])
     runs = tuple(
         InvestigatorRun(
             area=inv.area,

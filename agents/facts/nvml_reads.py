@@ -48,12 +48,13 @@ def nvml_unusable(inventory: GpuInventory) -> str | None:
     return None
 
 
+def label(inventory: GpuInventory, index: int) -> str:
+    gpu: Gpu | None = inventory.by_index(index)
+    return gpu.label if gpu is not None else f"GPU{index}"
+
+
 def labels(inventory: GpuInventory, indices: list[int] | tuple[int, ...]) -> list[str]:
-    out = []
-    for index in indices:
-        gpu: Gpu | None = inventory.by_index(index)
-        out.append(gpu.label if gpu is not None else f"GPU{index}")
-    return out
+    return [label(inventory, index) for index in indices]
 
 
 def failure_text(reads: GpuReads, inventory: GpuInventory) -> str:

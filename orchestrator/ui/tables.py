@@ -57,7 +57,7 @@ def board_table(rows: Sequence[BoardRow]) -> Table:
 
 def findings_table(findings: Sequence[Finding], *, include_ok: bool = True) -> Table:
     table = Table(title="Findings", show_lines=False, expand=True)
-    table.add_column("status", no_wrap=True)
+    table.add_column("status", no_wrap=True, max_width=9, overflow="ellipsis")
     table.add_column("severity", no_wrap=True)
     table.add_column("check", no_wrap=True)
     table.add_column("finding", ratio=2)
@@ -78,19 +78,26 @@ def findings_table(findings: Sequence[Finding], *, include_ok: bool = True) -> T
 
 def plan_table(plan: Plan) -> Table:
     table = Table(title="Plan", show_lines=True, expand=True)
-    for column in ("#", "prio", "step", "kind", "where", "risk", "change"):
-        table.add_column(
-            column, no_wrap=column in ("#", "prio", "kind", "where", "risk"), ratio=3 if column == "change" else None
-        )
+    table.add_column("#", no_wrap=True)
+    table.add_column("prio", no_wrap=True)
+    table.add_column("step and change", ratio=4)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("where", no_wrap=True)
+    table.add_column("risk", no_wrap=True)
     for number, step in enumerate(plan.steps, 1):
-        change = "\n".join(describe(a) for a in step.actions) or step.title
+        cell = Text()
+        cell.append(step.id, style="bold")
+        cell.append(f": {step.title}")
+        for action in step.actions:
+            cell.append(f"\n  {describe(action)}", style="dim")
+        if step.also_checks:
+            cell.append(f"\n  also resolves {', '.join(step.also_checks)}", style="dim")
         table.add_row(
             str(number),
             Text(step.priority, style="bold red" if step.priority == "P0" else "yellow" if step.priority == "P1" else ""),
-            f"{step.id}\n{step.title}",
+            cell,
             Text(step.kind, style="green" if step.kind == "runtime" else "magenta"),
             step.where,
             step.risk,
-            change,
         )
     return table

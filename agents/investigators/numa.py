@@ -1,0 +1,210 @@
+"""NUMA: automatic NUMA balancing and where each GPU sits relative to the CPU sockets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agents.facts.gpus import Gpu, collect_gpus
+from agents.facts.platform import Platform, detect_platform
+from agents.findings import not_applicable, ok, problem, unknown
+from agents.investigator import Investigator
+from tools.model.finding import Area, CommandAction, Finding, Fix, SysctlAction, Where
+from tools.probe import Probe, dir_ref, file_ref
+
+AREA: Area = "numa"
+CHECKS = ("numa.balancing", "numa.gpu_affinity")
+NODES = "/sys/devices/system/node"
+BALANCING = "/proc/sys/kernel/numa_balancing"
+SYSCTL_FILE = "/etc/sysctl.d/90-rigaudit-numa.conf"
+
+
+@dataclass(frozen=True)
+class NumaFacts:
+    platform: Platform
+    nodes: tuple[int, ...] | None
+    """NUMA node ids from /sys/devices/system/node, or ``None`` when it cannot be listed."""
+    node_cpus: dict[int, str]
+    balancing: str | None
+    balancing_error: str | None
+    gpus: tuple[Gpu, ...]
+    gpu_error: str | None
+
+
+async def collect(probe: Probe) -> NumaFacts:
+    balancing = await probe.read(BALANCING)
+    listing = await probe.list_dir(NODES)
+    nodes = None
+    node_cpus: dict[int, str] = {}
+    if listing.entries is not None:
+        nodes = tuple(sorted(int(m.group(1)) for e in listing.entries if (m := re.fullmatch(r"node(\d+)", e))))
+        texts = await probe.gather(*[lambda n=n: probe.text(f"{NODES}/node{n}/cpulist") for n in nodes])
+        node_cpus = {n: t.strip() for n, t in zip(nodes, texts, strict=True) if t is not None}
+    inventory = await collect_gpus(probe)
+    platform = await detect_platform(probe)
+    text = balancing.text()
+    return NumaFacts(
+        platform=platform,
+        nodes=nodes,
+        node_cpus=node_cpus,
+        balancing=text.strip() if text is not None else None,
+        balancing_error=balancing.error,
+        gpus=inventory.gpus,
+        gpu_error=None if inventory.gpus else f"no NVIDIA GPU in /sys/bus/pci/devices (NVML: {inventory.nvml_error or 'ok'})",
+    )
+
+
+def _where(platform: Platform) -> Where:
+    """kernel.* sysctls and firmware are the host kernel's: inside a container they belong to the hypervisor."""
+    return "hypervisor" if platform.in_container else "host"
+
+
+def judge_balancing(facts: NumaFacts) -> Finding:
+    check, title = "numa.balancing", "Automatic NUMA balancing"
+    refs = (file_ref(BALANCING), dir_ref(NODES))
+    if facts.balancing is None:
+        if facts.balancing_error == "ENOENT":
+            return not_applicable(check, AREA, title, "this kernel has no automatic NUMA balancing (no kernel.numa_balancing)")
+        return unknown(check, AREA, title, f"{BALANCING} not readable: {facts.balancing_error}", evidence=refs[:1])
+    value = facts.balancing
+    if facts.nodes is not None and len(facts.nodes) <= 1:
+        why = f"one NUMA node: nothing to balance (kernel.numa_balancing={value})"
+        return not_applicable(check, AREA, title, why, evidence=refs)
+    if value == "0":
+        return ok(check, AREA, title, "kernel.numa_balancing=0", expected="kernel.numa_balancing=0", evidence=refs)
+    if facts.nodes is None:
+        why = f"kernel.numa_balancing={value}, but {NODES} cannot be listed to tell whether the host has several NUMA nodes"
+        return unknown(check, AREA, title, why, evidence=refs)
+    nodes = len(facts.nodes)
+    fix = Fix(
+        kind="runtime",
+        where=_where(facts.platform),
+        summary="Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0",
+        actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
+        risk="low",
+        verify=f"cat {BALANCING}  -> 0",
+        revert=f"sysctl -w kernel.numa_balancing={value}",
+        persist=f"echo 'kernel.numa_balancing = 0' > {SYSCTL_FILE} && sysctl -p {SYSCTL_FILE}",
+    )
+    explanation = (
+        f"This host has {nodes} NUMA nodes and the kernel's automatic NUMA balancing is on. It periodically unmaps "
+        "ranges of every task's memory to sample accesses through NUMA hinting faults, and migrates pages (or moves "
+        "tasks) toward the node that touches them. For an inference server that is pure overhead: the worker "
+        "processes driving the GPUs take page faults and migration stalls at random moments in the decode loop, "
+        "pinned (cudaHostAlloc) buffers cannot move anyway, and NUMA placement is better decided once, by binding "
+        "each GPU's worker to the GPU's node (see numa.gpu_affinity). The usual effect is latency jitter and a few "
+        "percent of throughput; vendors' inference and HPC tuning guides turn it off. The change is instant and "
+        "harmless to revert."
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        f"kernel.numa_balancing={value} on {nodes} NUMA nodes",
+        "kernel.numa_balancing=0",
+        explanation,
+        fix,
+        subjects=("kernel.numa_balancing",),
+        evidence=refs,
+    )
+
+
+def _placement(facts: NumaFacts) -> str:
+    by_node: dict[int | None, list[Gpu]] = {}
+    for gpu in facts.gpus:
+        by_node.setdefault(gpu.numa_node, []).append(gpu)
+    parts = []
+    for node in sorted(by_node, key=lambda n: (n is None, n if n is not None else 0)):
+        gpus = by_node[node]
+        names = ", ".join(f"GPU{g.index}" if g.index is not None else g.bdf for g in gpus)
+        cpus = facts.node_cpus.get(node) if node is not None and node >= 0 else None
+        cpus = cpus or gpus[0].local_cpulist
+        label = "unreadable" if node is None else f"node {node}"
+        parts.append(f"{label}: {names}" + (f" (CPUs {cpus})" if cpus else ""))
+    return "; ".join(parts)
+
+
+def judge_gpu_affinity(facts: NumaFacts) -> Finding:
+    check, title = "numa.gpu_affinity", "GPU NUMA placement"
+    if not facts.gpus:
+        return unknown(check, AREA, title, facts.gpu_error or "no GPUs found", evidence=("dir:/sys/bus/pci/devices",))
+    refs = tuple(r for g in facts.gpus for r in (file_ref(f"{g.sysfs}/numa_node"), file_ref(f"{g.sysfs}/local_cpulist")))
+    placement = _placement(facts)
+    caveat = (
+        " Whether the server's workers actually run on their GPU's node cannot be seen without the server process "
+        "(check its CPU affinity with taskset -p PID or numactl --show inside it)."
+    )
+    if all(g.numa_node is None for g in facts.gpus):
+        return unknown(check, AREA, title, "numa_node of the GPUs is not readable", evidence=refs)
+    nodes = len(facts.nodes) if facts.nodes is not None else None
+    orphans = [g for g in facts.gpus if g.numa_node is not None and g.numa_node < 0]
+    if not orphans or (nodes is not None and nodes <= 1):
+        note = " (-1 means no proximity information, normal with one NUMA node)" if orphans else ""
+        explanation = (
+            "Each GPU is reported on the NUMA node of the CPU socket / root complex it hangs off; bind each GPU's worker "
+            "(CPU threads and host memory) to that node to keep host-device copies and launches local." + caveat
+        )
+        return ok(
+            check, AREA, title, placement + note, explanation=explanation, subjects=(g.label for g in facts.gpus), evidence=refs
+        )
+    if facts.platform.kind == "vm":
+        why = (
+            f"{len(orphans)} GPUs report numa_node -1 inside this VM ({placement}): the hypervisor does not pass PCI "
+            "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor." + caveat
+        )
+        return ok(check, AREA, title, placement, explanation=why, subjects=(g.label for g in orphans), evidence=refs)
+    if nodes is None:
+        why = f"{len(orphans)} GPUs report numa_node -1 and {NODES} cannot be listed to tell how many nodes exist"
+        return unknown(check, AREA, title, why, evidence=refs)
+    fix = Fix(
+        kind="firmware",
+        where=_where(facts.platform),
+        summary="Make the firmware describe PCI proximity (ACPI SRAT/_PXM): BIOS update or NUMA settings, then reboot",
+        actions=(
+            CommandAction(
+                description="BIOS/UEFI: enable NUMA / ACPI SRAT (AMD: NPS1 or higher, not socket-interleaved memory; Intel: "
+                "'NUMA' enabled, SNC as wanted), update to the latest BIOS (missing _PXM on PCI root bridges is a "
+                "firmware bug), then reboot"
+            ),
+            CommandAction(
+                description="Until then, bind each GPU's worker by hand to the node its slot is wired to (restart the server)",
+                argv=("numactl", "--cpunodebind=N", "--membind=N", "<worker command>"),
+            ),
+        ),
+        risk="low",
+        verify="cat /sys/bus/pci/devices/<GPU BDF>/numa_node  -> 0..N-1 for every GPU; nvidia-smi topo -m shows NUMA Affinity",
+        revert="restore the previous BIOS settings",
+    )
+    explanation = (
+        f"This {nodes}-node bare-metal host reports numa_node -1 for {len(orphans)} GPUs: the firmware did not tell the "
+        "kernel which socket their PCIe root ports belong to. The driver, NCCL and frameworks then cannot place host "
+        "buffers, pinned staging memory and CPU threads next to the GPU, so host-device copies and kernel launches may "
+        "cross the socket interconnect (tens of percent lower H2D bandwidth and higher launch latency for the "
+        "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity." + caveat
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        placement,
+        "every GPU on a NUMA node (numa_node >= 0)",
+        explanation,
+        fix,
+        subjects=tuple(g.label for g in orphans),
+        evidence=refs,
+    )
+
+
+def judge(facts: NumaFacts) -> list[Finding]:
+    return [judge_balancing(facts), judge_gpu_affinity(facts)]
+
+
+INVESTIGATOR = Investigator(
+    area="numa",
+    title="NUMA balancing and GPU placement",
+    checks=CHECKS,
+    collect=collect,
+    judge=judge,
+)

@@ -1,0 +1,94 @@
+"""The seed host (the story's 8x RTX PRO 6000 Proxmox box) is judged exactly as an expert would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agents.registry import AREA_MODULES, all_investigators
+from orchestrator.audit import run_audit
+from tools.hosts.snapshot import SnapshotHost
+from tools.model.audit import AuditResult
+
+EXPECTED_PROBLEMS = {"numa.balancing", "pcie.mrrs", "power.cstates", "power.scaling_driver"}
+EXPECTED_OK = {"kernel.iommu", "pcie.link", "firmware.rebar", "gpu.thermals", "power.governor", "pcie.acs", "p2p.status"}
+
+
+@pytest.fixture(scope="module")
+def seed_result() -> AuditResult:
+    from tests.conftest import SEED
+
+    return anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+
+
+def test_every_area_has_an_investigator() -> None:
+    assert [inv.area for inv in all_investigators()] == list(AREA_MODULES)
+
+
+def test_problems_are_exactly_what_matters(seed_result: AuditResult) -> None:
+    serious = {f.check for f in seed_result.findings if f.status == "problem" and f.severity in ("critical", "high", "medium")}
+    assert serious == EXPECTED_PROBLEMS
+    status = {f.check: f.status for f in seed_result.findings}
+    assert {c for c in EXPECTED_OK if status.get(c) != "ok"} == set()
+    assert status["driver.peermem"] == "not_applicable"
+    assert all(r.status == "done" for r in seed_result.investigators)
+
+
+def test_one_finding_per_check_and_evidence_is_cited(seed_result: AuditResult) -> None:
+    checks = [f.check for f in seed_result.findings]
+    assert len(checks) == len(set(checks))
+    declared = {c for inv in all_investigators() for c in inv.checks}
+    assert set(checks) == declared
+    cited = {e.ref for e in seed_result.evidence}
+    for finding in seed_result.findings:
+        if finding.status in ("problem", "ok"):
+            assert finding.evidence, finding.check
+            assert set(finding.evidence) <= cited, finding.check
+        if finding.status == "unknown":
+            assert finding.observed, f"{finding.check}: unknown without a reason"
+
+
+def test_plan_p0_runtime_and_deferred(seed_result: AuditResult) -> None:
+    plan = seed_result.plan
+    p0 = {s.id for s in plan.steps if s.priority == "P0"}
+    assert p0 == {"numa.balancing", "pcie.mrrs", "power.cstates"}
+    assert {s.id for s in plan.runtime_steps} >= p0
+    assert "power.scaling_driver" in {s.id for s in plan.deferred_steps}
+    mrrs = next(s for s in plan.steps if s.id == "pcie.mrrs")
+    action = mrrs.actions[0].model_dump()
+    assert (action["capability"], action["offset"], action["value"], action["mask"]) == ("exp", 8, 0x5000, 0x7000)
+    assert len(action["devices"]) == 8
+
+
+def test_cli_audit_report_and_json(tmp_path: Path) -> None:
+    from tests.conftest import SEED
+
+    report, out = tmp_path / "system-improve.md", tmp_path / "audit.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(SEED), "--no-live", "--report", str(report),
+         "--json", str(out), "--transcript", str(tmp_path / "t.jsonl"), "--fail-on", "medium"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["schema"] == "rigaudit.audit/1"
+    assert {f["check"] for f in data["findings"] if f["status"] == "problem" and f["severity"] == "medium"} == EXPECTED_PROBLEMS
+    text = report.read_text()
+    assert "## Baseline state" in text and "RTX PRO 6000" in text
+    runtime = text[text.index("### Runtime changes"):text.index("### Deferred")]
+    assert "kernel.numa_balancing=0" in runtime and "CAP_EXP+0x8.w=5000:7000" in runtime
+    assert "amd_pstate=active" in text[text.index("### Deferred"):]
+
+
+def test_bad_snapshot_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "snapshot.json").write_text('{"format": "rigaudit.snapshot/9"}')
+    proc = subprocess.run([sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(tmp_path), "--no-transcript"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "rigaudit.snapshot/9" in proc.stderr
+    assert "Traceback" not in proc.stderr
