@@ -70,9 +70,26 @@ def test_cli_audit_report_and_json(tmp_path: Path) -> None:
 
     report, out = tmp_path / "system-improve.md", tmp_path / "audit.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(SEED), "--no-live", "--report", str(report),
-         "--json", str(out), "--transcript", str(tmp_path / "t.jsonl"), "--fail-on", "medium"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "audit",
+            "--snapshot",
+            str(SEED),
+            "--no-live",
+            "--report",
+            str(report),
+            "--json",
+            str(out),
+            "--transcript",
+            str(tmp_path / "t.jsonl"),
+            "--fail-on",
+            "medium",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 3, proc.stderr
     data = json.loads(out.read_text())
@@ -80,15 +97,19 @@ def test_cli_audit_report_and_json(tmp_path: Path) -> None:
     assert {f["check"] for f in data["findings"] if f["status"] == "problem" and f["severity"] == "medium"} == EXPECTED_PROBLEMS
     text = report.read_text()
     assert "## Baseline state" in text and "RTX PRO 6000" in text
-    runtime = text[text.index("### Runtime changes"):text.index("### Deferred")]
+    runtime = text[text.index("### Runtime changes") : text.index("### Deferred")]
     assert "kernel.numa_balancing=0" in runtime and "CAP_EXP+0x8.w=5000:7000" in runtime
-    assert "amd_pstate=active" in text[text.index("### Deferred"):]
+    assert "amd_pstate=active" in text[text.index("### Deferred") :]
 
 
 def test_bad_snapshot_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "snapshot.json").write_text('{"format": "rigaudit.snapshot/9"}')
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(tmp_path), "--no-transcript"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(tmp_path), "--no-transcript"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "rigaudit.snapshot/9" in proc.stderr
     assert "Traceback" not in proc.stderr
