@@ -1,0 +1,156 @@
+"""nvlink: NVLink state per link and the links' error counters (PCIe-only cards: not applicable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.facts.gpus import GpuInventory, collect_gpus
+from agents.facts.nvml_reads import label, labels, nvml_unusable
+from agents.facts.platform import Platform, detect_platform
+from agents.findings import not_applicable, ok, problem, unknown
+from agents.investigator import Investigator
+from tools.hosts.base import NvmlResult
+from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from tools.probe import Probe, nvml_ref
+
+AREA: Area = "nvlink"
+CHECKS = ("nvlink.links",)
+MAX_LINKS = 18
+COUNTERS = {0: "DL_REPLAY", 1: "DL_RECOVERY", 2: "DL_CRC_FLIT", 3: "DL_CRC_DATA"}
+SERIOUS_COUNTERS = frozenset({1, 3})
+"""Recoveries (the link retrained) and CRC errors in data weigh more than replays."""
+_ABSENT = frozenset({"NOT_SUPPORTED", "INVALID_ARGUMENT"})
+
+
+@dataclass(frozen=True)
+class NvlinkFacts:
+    inventory: GpuInventory
+    platform: Platform
+    states: dict[int, dict[int, NvmlResult]]
+    """GPU index -> link -> nvmlDeviceGetNvLinkState result (only links that were asked)."""
+    counters: dict[tuple[int, int, int], int]
+    """(GPU, link, counter) -> value, for the counters that were read."""
+
+
+async def _links(probe: Probe, index: int) -> dict[int, NvmlResult]:
+    first = await probe.nvml("nvmlDeviceGetNvLinkState", index, 0)
+    if first.error in _ABSENT:
+        return {0: first}
+    rest = await probe.gather(*[lambda k=k: probe.nvml("nvmlDeviceGetNvLinkState", index, k) for k in range(1, MAX_LINKS)])
+    return {0: first, **dict(enumerate(rest, start=1))}
+
+
+async def collect(probe: Probe) -> NvlinkFacts:
+    inventory = await collect_gpus(probe)
+    platform = await detect_platform(probe)
+    indices = inventory.nvml_indices
+    per_gpu = await probe.gather(*[lambda i=i: _links(probe, i) for i in indices])
+    states = dict(zip(indices, per_gpu, strict=True))
+    active = [(i, k) for i, links in states.items() for k, r in links.items() if r.ok and r.value == 1]
+    wanted = [(i, k, c) for i, k in active for c in COUNTERS]
+    values = await probe.gather(*[lambda w=w: probe.nvml("nvmlDeviceGetNvLinkErrorCounter", *w) for w in wanted])
+    counters = {w: r.value for w, r in zip(wanted, values, strict=True) if r.ok and isinstance(r.value, int)}
+    return NvlinkFacts(inventory, platform, states, counters)
+
+
+def _short_names(inventory: GpuInventory) -> str:
+    names = sorted({g.name.removeprefix("NVIDIA ").strip() for g in inventory.gpus})
+    return ", ".join(names) or "these GPUs"
+
+
+def judge_links(f: NvlinkFacts) -> Finding:
+    check, title = "nvlink.links", "NVLink links"
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, k)) for i, links in f.states.items() for k in links)
+    first = {i: links[0] for i, links in f.states.items()}
+    if all(r.error == "NOT_SUPPORTED" for r in first.values()):
+        return not_applicable(check, AREA, title, f"PCIe-only cards ({_short_names(f.inventory)}): no NVLink", evidence=refs)
+    active: dict[int, set[int]] = {}
+    present: dict[int, set[int]] = {}
+    unread: list[str] = []
+    for index, links in f.states.items():
+        active[index], present[index] = set(), set()
+        for link, result in links.items():
+            if result.ok:
+                present[index].add(link)
+                if result.value == 1:
+                    active[index].add(link)
+            elif result.error not in _ABSENT:
+                error = "not recorded in this snapshot" if result.error == "NOT_RECORDED" else result.error
+                unread.append(f"{label(f.inventory, index)} link {link}: {error}")
+    if not any(present.values()):
+        return unknown(check, AREA, title, "NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
+    if not any(active.values()):
+        return unknown(
+            check,
+            AREA,
+            title,
+            "NVLink-capable GPUs report no active link: either no NVLink bridge or NVSwitch is fitted, or the fabric is "
+            "down (SXM boards: see driver.fabricmanager)",
+            evidence=refs,
+        )
+    peers_active = set().union(*active.values())
+    down = {i: sorted((present[i] & peers_active) - active[i]) for i in active}
+    down = {i: links for i, links in down.items() if links}
+    errors = {key: v for key, v in f.counters.items() if v > 0}
+    counter_refs = tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", key) for key in f.counters)
+    counts = sorted({len(v) for v in active.values()})
+    summary = f"{'/'.join(map(str, counts))} active links per GPU on {len(active)} GPUs"
+    if not down and not errors:
+        note = f"; not readable: {'; '.join(unread[:4])}" if unread else ""
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{summary}, every link active on its peers is active here, error counters 0{note}",
+            expected="the same links active on every GPU, error counters 0",
+            evidence=refs + counter_refs,
+        )
+    parts = [f"{label(f.inventory, i)}: link {', '.join(map(str, links))} inactive" for i, links in down.items()]
+    by_gpu: dict[int, list[str]] = {}
+    for (i, link, counter), value in sorted(errors.items()):
+        by_gpu.setdefault(i, []).append(f"link {link} {COUNTERS[counter]}={value}")
+    parts += [f"{label(f.inventory, i)}: {', '.join(items)}" for i, items in by_gpu.items()]
+    if down:
+        severity: Severity = "high"
+    elif any(c in SERIOUS_COUNTERS for _, _, c in errors):
+        severity = "medium"
+    else:
+        severity = "low"
+    fix = Fix(
+        kind="hardware",
+        where="hypervisor" if f.platform.is_guest else "host",
+        summary="Reset the affected GPUs; if links stay down or counters keep rising, reseat (SXM: baseboard) and RMA",
+        actions=(
+            CommandAction(description="record the state", argv=("nvidia-smi", "nvlink", "-s")),
+            CommandAction(description="record the error counters", argv=("nvidia-smi", "nvlink", "-e")),
+            CommandAction(description="with the server stopped, reset the GPUs or reboot; reseat or RMA if it persists"),
+        ),
+        risk="medium",
+        verify="nvidia-smi nvlink -s shows every link up at full speed; nvidia-smi nvlink -e counters stop rising under load",
+        revert="none",
+        persist="hardware changes persist",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        f"{'; '.join(parts)} ({summary})",
+        "the same links active on every GPU, error counters 0",
+        "An NVLink that is down where its peers have it up removes that share of the GPU's NVLink bandwidth, and "
+        "NCCL's rings and trees run at the pace of the weakest GPU. Error counters are cumulative since the last "
+        "reset: replays are retransmissions the link absorbed, recoveries and data CRC errors point at a marginal "
+        "link. Compare two readings under load before blaming hardware.",
+        fix,
+        subjects=labels(f.inventory, sorted(set(down) | set(by_gpu))),
+        evidence=refs + counter_refs,
+    )
+
+
+def judge(f: NvlinkFacts) -> list[Finding]:
+    return [judge_links(f)]
+
+
+INVESTIGATOR = Investigator(area=AREA, title="NVLink links and errors", checks=CHECKS, collect=collect, judge=judge)

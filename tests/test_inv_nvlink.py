@@ -1,0 +1,78 @@
+"""nvlink investigator: not applicable on PCIe cards; link state and error counters on NVLink GPUs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agents.investigators.nvlink import INVESTIGATOR
+from tests.mutate import light_copy, set_nvml_many
+from tools.hosts.snapshot import SnapshotHost
+from tools.model.finding import Finding
+from tools.probe import Probe
+
+
+@pytest.fixture
+def snap(seed_dir: Path, tmp_path: Path) -> Path:
+    return light_copy(seed_dir, tmp_path / "snap")
+
+
+def audit(root: Path) -> Finding:
+    facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
+    findings = INVESTIGATOR.judge(facts)
+    assert [f.check for f in findings] == ["nvlink.links"]
+    return findings[0]
+
+
+def nvlink_host(
+    root: Path, *, down: tuple[int, int] | None = None, counters: dict[tuple[int, int, int], int] | None = None, state: int = 1
+) -> None:
+    """Make the seed an 18-link NVLink machine; ``down`` = (gpu, link) inactive."""
+    records: list[tuple[str, list[int], Any]] = []
+    for gpu in range(8):
+        for link in range(18):
+            records.append(("nvmlDeviceGetNvLinkState", [gpu, link], 0 if (gpu, link) == down else state))
+            for counter in range(4):
+                value = (counters or {}).get((gpu, link, counter), 0)
+                records.append(("nvmlDeviceGetNvLinkErrorCounter", [gpu, link, counter], value))
+    set_nvml_many(root, records)
+
+
+def test_pcie_only_cards_are_not_applicable(seed_dir: Path) -> None:
+    finding = audit(seed_dir)
+    assert finding.status == "not_applicable"
+    assert finding.observed == "PCIe-only cards (RTX PRO 6000 Blackwell Server Edition): no NVLink"
+    assert "nvml:nvmlDeviceGetNvLinkState(0, 0)" in finding.evidence
+
+
+def test_all_links_up_and_clean_is_ok(snap: Path) -> None:
+    nvlink_host(snap)
+    finding = audit(snap)
+    assert finding.status == "ok"
+    assert finding.observed.startswith("18 active links per GPU on 8 GPUs")
+
+
+def test_link_down_where_peers_are_up_is_high_hardware(snap: Path) -> None:
+    nvlink_host(snap, down=(5, 11))
+    finding = audit(snap)
+    assert (finding.status, finding.severity) == ("problem", "high")
+    assert "GPU5 (0000:84:00.0): link 11 inactive" in finding.observed
+    assert finding.subjects == ("GPU5 (0000:84:00.0)",)
+    assert finding.fix is not None and finding.fix.kind == "hardware"
+
+
+@pytest.mark.parametrize(("counter", "severity"), [(0, "low"), (2, "low"), (1, "medium"), (3, "medium")])
+def test_error_counters(snap: Path, counter: int, severity: str) -> None:
+    nvlink_host(snap, counters={(2, 3, counter): 7})
+    finding = audit(snap)
+    assert (finding.status, finding.severity) == ("problem", severity)
+    assert "GPU2 (0000:43:00.0): link 3" in finding.observed and "=7" in finding.observed
+
+
+def test_no_active_link_anywhere_is_unknown(snap: Path) -> None:
+    nvlink_host(snap, state=0)
+    finding = audit(snap)
+    assert finding.status == "unknown" and "no active link" in finding.observed
