@@ -1,0 +1,100 @@
+"""The kernel_version investigator on the seed and on mutated copies of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agents.investigators.kernel_version import CHECKS, INVESTIGATOR, parse_kernel_version, parse_nvrm
+from tests.mutate import light_copy, remove_file, remove_tree, set_command, set_file
+from tools.hosts.snapshot import SnapshotHost
+from tools.model.finding import Finding
+from tools.probe import Probe
+
+MODULES = "nvidia_uvm 1925120 8 - Live 0x0\nvfio_pci 16384 0 - Live 0x0\nzfs 6582272 6 - Live 0x0\n"
+
+
+@pytest.fixture
+def seed(seed_dir: Path, tmp_path: Path) -> Path:
+    return light_copy(seed_dir, tmp_path / "seed")
+
+
+def audit(root: Path) -> Finding:
+    probe = Probe(SnapshotHost(root))
+    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
+    assert [f.check for f in findings] == list(CHECKS)
+    (finding,) = findings
+    assert all(ref in probe.evidence for ref in finding.evidence)
+    assert (finding.status == "problem") == (finding.severity is not None) == (finding.fix is not None)
+    return finding
+
+
+def _unload_nvidia(root: Path) -> None:
+    remove_file(root, "/proc/driver/nvidia/version")
+    remove_file(root, "/sys/module/nvidia/version")
+    set_file(root, "/proc/modules", MODULES)
+
+
+def _kernel(root: Path, release: str) -> None:
+    set_file(root, "/proc/sys/kernel/osrelease", release + "\n")
+    remove_tree(root, "/lib/modules/6.8.12-11-pve")
+    set_file(root, f"/lib/modules/{release}/modules.dep", "updates/dkms/nvidia.ko:\n")
+
+
+def test_seed(seed_dir: Path) -> None:
+    found = audit(seed_dir)
+    assert found.status == "ok"
+    assert found.observed.startswith("kernel 6.8.12-11-pve; NVIDIA 580.95.05 open kernel module loaded")
+    assert "/lib/modules/6.8.12-11-pve present" in found.observed
+
+
+def test_module_built_for_another_kernel(seed: Path) -> None:
+    _unload_nvidia(seed)
+    set_file(seed, "/lib/modules/6.8.12-11-pve/modules.dep", "kernel/drivers/vfio/pci/vfio-pci.ko:\n")
+    found = audit(seed)
+    assert (found.status, found.severity) == ("problem", "high")
+    assert "no nvidia.ko in /lib/modules/6.8.12-11-pve/modules.dep" in found.observed
+    assert found.fix is not None and found.fix.kind == "reboot" and "dkms" in found.fix.actions[0].description  # type: ignore[union-attr]
+
+
+def test_module_tree_of_running_kernel_removed(seed: Path) -> None:
+    remove_tree(seed, "/lib/modules/6.8.12-11-pve")
+    found = audit(seed)
+    assert (found.status, found.severity) == ("problem", "medium")
+    assert "missing although the nvidia module is loaded" in found.observed
+    _unload_nvidia(seed)
+    assert audit(seed).severity == "high"
+
+
+def test_kernel_too_old_for_amd_pstate_active_mode(seed: Path) -> None:
+    _kernel(seed, "6.1.0-18-amd64")
+    found = audit(seed)
+    assert (found.status, found.severity) == ("problem", "low")
+    assert "lacks amd_pstate active (EPP) mode (6.3)" in found.observed
+    assert found.fix is not None and found.fix.kind == "reboot"
+    _kernel(seed, "5.15.0-91-generic")
+    assert "predates amd_pstate (5.17)" in audit(seed).observed
+
+
+def test_old_kernel_on_intel_is_fine(seed: Path) -> None:
+    _kernel(seed, "5.15.0-91-generic")
+    set_file(seed, "/proc/cpuinfo", (seed / "files/proc/cpuinfo").read_text().replace("AuthenticAMD", "GenuineIntel"))
+    assert audit(seed).status == "ok"
+
+
+def test_release_from_uname_when_osrelease_is_missing(seed: Path) -> None:
+    remove_file(seed, "/proc/sys/kernel/osrelease")
+    found = audit(seed)
+    assert found.status == "ok" and "cmd:uname -r" in found.evidence
+    set_command(seed, ["uname", "-r"], error="denied")
+    assert audit(seed).status == "unknown"
+
+
+def test_parsers() -> None:
+    assert parse_kernel_version("6.8.12-11-pve") == (6, 8, 12)
+    assert parse_kernel_version("6.11-rc1") == (6, 11, 0)
+    assert parse_kernel_version("garbage") is None
+    assert parse_nvrm("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build") == ("580.95.05", True)
+    assert parse_nvrm("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12") == ("535.183.01", False)
