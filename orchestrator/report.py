@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from tools.action_text import describe, shell_lines
+from tools.atomic import atomic_write_text
 from tools.model.audit import AuditResult
 from tools.model.finding import SEVERITY_ORDER, Finding
 from tools.model.plan import PlanStep
@@ -121,21 +120,9 @@ def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:
     return [f"### {title}", "", "| check | finding | observed |", "| --- | --- | --- |", *rows, ""]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(path: Path, result: AuditResult) -> None:
     """Write the report atomically (a crash never leaves half a document)."""
-    _atomic_write(path, render_report(result))
+    atomic_write_text(path, render_report(result))
 
 
 def append_section(path: Path, title: str, markdown: str) -> None:
@@ -151,6 +138,6 @@ def append_section(path: Path, title: str, markdown: str) -> None:
             body.pop()
         new_body = [*body, "", markdown.rstrip(), ""]
         lines = lines[:start] + new_body + lines[end:]
-        _atomic_write(path, "\n".join(lines) + "\n")
+        atomic_write_text(path, "\n".join(lines) + "\n")
         return
-    _atomic_write(path, text.rstrip() + ("\n\n" if text else "") + f"{header}\n\n{markdown.rstrip()}\n")
+    atomic_write_text(path, text.rstrip() + ("\n\n" if text else "") + f"{header}\n\n{markdown.rstrip()}\n")

@@ -90,3 +90,12 @@ def test_append_section_replaces_placeholder_then_appends(tmp_path: Path) -> Non
     assert PLACEHOLDER in text[text.index("## Validation") :]
     append_section(tmp_path / "new.md", "Benchmark comparison", "x")
     assert (tmp_path / "new.md").read_text().startswith("## Benchmark comparison")
+
+
+def test_writing_to_a_device_never_replaces_it() -> None:
+    import stat
+
+    from tools.atomic import atomic_write_text
+
+    atomic_write_text(Path("/dev/null"), "discarded\n")
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)

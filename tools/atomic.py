@@ -1,0 +1,28 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename.
+
+    A path that exists and is not a regular file (``/dev/null``, a FIFO, a terminal) is written
+    through instead: renaming over it would replace the device with a plain file.
+    """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8") as stream:
+            stream.write(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
