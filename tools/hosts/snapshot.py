@@ -109,7 +109,8 @@ class SnapshotHost:
     """A host replayed from a snapshot directory.
 
     With ``writable=True`` writes go into the snapshot's own ``files/`` mirror (use it on a
-    copy: ``apply --snapshot SRC --into DST``). ``latency_s`` is added to every operation.
+    copy: ``apply --snapshot SRC --into DST``); files under /etc may be created there and
+    removed again (``apply --persist`` and its rollback). ``latency_s`` is added to every operation.
     """
 
     def __init__(self, root: Path | str, *, writable: bool = False, latency_s: float = 0.0) -> None:
@@ -286,7 +287,9 @@ class SnapshotHost:
         resolved = self.resolve(path)
         mirror = self._mirror(resolved)
         if not mirror.is_file():
-            raise HostWriteError(f"{path}: no such file in the snapshot")
+            if not (_creatable(resolved) and offset is None and not mirror.exists()):
+                raise HostWriteError(f"{path}: no such file in the snapshot")
+            mirror.parent.mkdir(parents=True, exist_ok=True)
         try:
             if offset is None:
                 mirror.write_bytes(data)
@@ -297,5 +300,28 @@ class SnapshotHost:
         except OSError as exc:
             raise HostWriteError(f"{path}: {exc.strerror or exc}") from None
 
+    async def remove(self, path: str) -> None:
+        """Delete a configuration file under /etc (rollback of ``apply --persist``), and the
+        mirror folders that removal leaves empty. Writable snapshots only."""
+        await self._pause()
+        if not self.writable:
+            raise HostWriteError(f"{path}: snapshot {self.root} is read-only (apply into a copy with --into)")
+        resolved = self.resolve(path)
+        if not _creatable(resolved):
+            raise HostWriteError(f"{path}: only files under /etc can be removed from a snapshot")
+        mirror = self._mirror(resolved)
+        if mirror.is_dir():
+            raise HostWriteError(f"{path}: is a directory")
+        mirror.unlink(missing_ok=True)
+        folder, stop = mirror.parent, self._mirror("/etc")
+        while folder != stop and folder.is_relative_to(stop) and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+
     async def aclose(self) -> None:
         return None
+
+
+def _creatable(resolved: str) -> bool:
+    """Configuration files (``/etc/...``) may be created in a writable snapshot, as ``--persist`` does."""
+    return resolved.startswith("/etc/") and ".." not in resolved.split("/")

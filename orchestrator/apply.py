@@ -1,0 +1,341 @@
+"""Apply a plan's runtime steps to a host: sort, ask, journal, change, verify, persist.
+
+Only ``runtime`` steps meant for this machine run; the rest are reported (``deferred`` for
+restart/reboot/firmware/hardware, ``elsewhere`` for the hypervisor, ``manual`` for steps that are
+only commands) and can be written out with ``--emit-script``. Steps are independent: one failing
+does not stop the others; ``quit`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from orchestrator.approval import Gate, StepView
+from tools.action_text import compress_paths, shell_lines
+from tools.actions.execute import TargetResult, apply_targets, short
+from tools.actions.ops import matches, read_value, wanted
+from tools.actions.persist import manual_persist, persist_lines, persist_targets
+from tools.actions.script import ScriptStep
+from tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand
+from tools.hosts.base import Host
+from tools.journal import Approval, Journal
+from tools.model.finding import Action, CommandAction
+from tools.model.plan import Plan, PlanStep
+from tools.pci import apply_masked
+from transcripts.events import ChangeApplied, Event
+
+Emit = Callable[[Event], None]
+StepStatus = Literal[
+    "applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "not_attempted"
+]
+SCOPES = ("runtime",)
+PAUSE_STEP_ENV = "RIGAUDIT_TEST_PAUSE_AFTER_STEP"
+PAUSE_FIFO_ENV = "RIGAUDIT_TEST_PAUSE_FIFO"
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    scope: str = "runtime"
+    only: Sequence[str] | None = None
+    persist: bool = False
+    in_container: bool = False
+    """The host is itself a container: steps whose ``where`` is ``container`` run here."""
+
+
+@dataclass
+class StepReport:
+    step: PlanStep
+    status: StepStatus
+    reason: str = ""
+    results: list[TargetResult] = field(default_factory=list)
+    approval: Approval | None = None
+
+
+@dataclass
+class ApplyReport:
+    host: str
+    source: str
+    plan_hash: str
+    journal: Path | None
+    steps: list[StepReport] = field(default_factory=list)
+    persist: list[TargetResult] = field(default_factory=list)
+    persist_notes: list[str] = field(default_factory=list)
+    quit: bool = False
+
+    def by_status(self, *statuses: StepStatus) -> list[StepReport]:
+        return [s for s in self.steps if s.status in statuses]
+
+    @property
+    def changed(self) -> list[TargetResult]:
+        return [r for s in self.steps for r in s.results if r.changed] + [r for r in self.persist if r.changed]
+
+    @property
+    def problems(self) -> list[TargetResult]:
+        return [r for s in self.steps for r in s.results if r.outcome in ("failed", "reverted")] + [
+            r for r in self.persist if r.outcome in ("failed", "reverted")
+        ]
+
+    def script_steps(self) -> list[ScriptStep]:
+        """Everything not done here, for ``--emit-script`` (runtime work for elsewhere runs live)."""
+        items: list[ScriptStep] = []
+        for report in self.steps:
+            if report.status in ("applied", "unchanged"):
+                continue
+            live = report.step.kind == "runtime" and report.status in ("elsewhere", "manual")
+            items.append(ScriptStep(report.step, report.reason or report.status, live))
+        return items
+
+
+def targets_of(step: PlanStep) -> list[AnyTarget]:
+    return [t for action in step.actions for t in expand(action)]
+
+
+def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, str]:
+    """Why a step will not run here (status and reason), or ``(None, "")`` when it will."""
+    if step.kind != "runtime":
+        need = {"restart": "a restart", "reboot": "a reboot", "firmware": "a firmware change", "hardware": "hardware work"}
+        return "deferred", f"needs {need.get(step.kind, step.kind)}; --scope {options.scope} never runs it"
+    if step.where == "hypervisor":
+        return "elsewhere", "runs on the hypervisor"
+    if step.where == "container" and not options.in_container:
+        return "elsewhere", "runs in the container"
+    if not targets_of(step):
+        return "manual", "only a command to run by hand (apply never runs commands)"
+    return None, ""
+
+
+def new_value(target: AnyTarget, current: str | None) -> str:
+    """The value the target will read after the change (registers: the whole register)."""
+    if isinstance(target, PciRegisterTarget) and current is not None:
+        digits = 2 + 2 * target.width
+        return f"{apply_masked(int(current, 16), target.value, target.mask):#0{digits}x}"
+    return short(wanted(target))
+
+
+def describe_targets(members: Sequence[AnyTarget]) -> str:
+    """Several targets in a few words: ``128 files /sys/.../cpu*/...``, ``CAP_EXP+0x8 on 8 devices (...)``."""
+    first = members[0]
+    if len(members) == 1:
+        return first.describe()
+    if all(isinstance(m, ValueFileTarget) for m in members):
+        return f"{len(members)} files {compress_paths(tuple(m.describe() for m in members))}"
+    if all(isinstance(m, PciRegisterTarget) for m in members):
+        devices = [m.describe().split(" ", 1)[0] for m in members]
+        listed = ", ".join(devices[:3]) + (", ..." if len(devices) > 3 else "")
+        return f"{first.describe().split(' ', 1)[1]} on {len(devices)} devices ({listed})"
+    return ", ".join(m.describe() for m in members)
+
+
+def summarize(rows: Sequence[tuple[AnyTarget, str | None, str | None]]) -> list[str]:
+    """``what: before -> after`` lines, folding many identical changes into one (128 CPUs, 8 GPUs)."""
+    return [f"{what}: {before} -> {after}" for what, before, after in summary_rows(rows)]
+
+
+def summary_rows(rows: Sequence[tuple[AnyTarget, str | None, str | None]]) -> list[tuple[str, str, str]]:
+    """(what, before, after) with identical changes folded together."""
+    groups: dict[tuple[str, str, str], list[AnyTarget]] = {}
+    for target, before, after in rows:
+        kind = target.label if isinstance(target, ValueFileTarget) and target.label else target.type
+        groups.setdefault((kind, short(before), short(after) if after is not None else "?"), []).append(target)
+    return [(describe_targets(members), before, after) for (_, before, after), members in groups.items()]
+
+
+async def preview(host: Host, step: PlanStep) -> tuple[StepView, bool]:
+    """The step as the person sees it (current values read now), and whether it is already in place."""
+    rows: list[tuple[AnyTarget, str | None, str | None]] = []
+    in_place = True
+    for target in targets_of(step):
+        reading = await read_value(host, target)
+        if not reading.ok:
+            rows.append((target, None, f"{new_value(target, None)} (current value unreadable: {reading.error})"))
+            in_place = False
+            continue
+        rows.append((target, reading.value, new_value(target, reading.value)))
+        in_place = in_place and matches(target, reading.value, wanted(target))
+    manual = [a.description for a in step.actions if isinstance(a, CommandAction)]
+    details = [
+        f"why: {step.rationale}" if step.rationale else "",
+        f"subjects: {', '.join(step.subjects)}" if step.subjects else "",
+        *(f"target: {t.describe()}: {short(b)} -> {a}" for t, b, a in rows),
+        *(f"command: {c}" for action in step.actions for c in shell_lines(action)),
+        *(f"not run by apply: {m}" for m in manual),
+        f"persist: {step.persist}" if step.persist else "",
+    ]
+    view = StepView(
+        step_id=step.id,
+        title=step.title,
+        where=step.where,
+        kind=step.kind,
+        risk=step.risk,
+        changes=tuple(summarize(rows)),
+        verify=step.verify,
+        revert=step.revert,
+        details=tuple(d for d in details if d),
+    )
+    return view, in_place
+
+
+def _status(results: Sequence[TargetResult]) -> StepStatus:
+    good = [r for r in results if r.verified]
+    if len(good) == len(results):
+        return "unchanged" if all(r.outcome == "unchanged" for r in results) else "applied"
+    return "partial" if good else "failed"
+
+
+def _pause_fifo(done: int) -> str | None:
+    """Test hook: the FIFO to wait on after ``RIGAUDIT_TEST_PAUSE_AFTER_STEP`` executed steps (the test
+    kills the process there, to prove that a half-done journal rolls back)."""
+    if os.environ.get(PAUSE_STEP_ENV) != str(done):
+        return None
+    return os.environ.get(PAUSE_FIFO_ENV) or None
+
+
+def _wait_on_fifo(fifo: str, done: int) -> None:
+    with open(fifo, "w", encoding="utf-8") as handle:
+        handle.write(f"paused after {done}\n")
+    with open(fifo, encoding="utf-8") as handle:
+        handle.read()
+
+
+def _noop(event: Event) -> None:
+    del event
+
+
+def _emit_results(emit: Emit, results: Sequence[TargetResult]) -> None:
+    for r in results:
+        emit(
+            ChangeApplied(
+                step_id=r.step_id,
+                target=r.target.describe(),
+                before=short(r.before),
+                after=short(r.after),
+                verified=r.verified,
+                reverted=r.outcome == "reverted",
+                message=r.message,
+            )
+        )
+
+
+def selected_steps(plan: Plan, only: Sequence[str] | None) -> list[PlanStep]:
+    """The plan's steps, or those named by ``--only`` (unknown names raise ``KeyError`` with the list)."""
+    if not only:
+        return list(plan.steps)
+    known = {s.id for s in plan.steps}
+    missing = [name for name in only if name not in known]
+    if missing:
+        raise KeyError(f"no such step: {', '.join(missing)} (the plan has: {', '.join(sorted(known)) or 'no steps'})")
+    return [s for s in plan.steps if s.id in set(only)]
+
+
+async def apply_plan(
+    host: Host,
+    plan: Plan,
+    *,
+    gate: Gate,
+    journal_path: Path,
+    options: ApplyOptions | None = None,
+    emit: Emit | None = None,
+) -> ApplyReport:
+    """Apply what may run here, asking the gate about each step; the journal is created only if
+    something may be changed (so a refused apply leaves no trace)."""
+    options = options or ApplyOptions()
+    emit = emit or _noop
+    plan_hash = plan.digest()
+    report = ApplyReport(host.name, host.source, plan_hash, None)
+    runnable: list[PlanStep] = []
+    for step in selected_steps(plan, options.only):
+        status, reason = classify(step, options)
+        if status is None:
+            runnable.append(step)
+        report.steps.append(StepReport(step, status or "not_attempted", reason))
+    if not runnable:
+        return report
+    gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting)")
+    with Journal.create(journal_path) as journal:
+        report.journal = journal.path
+        journal.append(
+            kind="session",
+            host=host.name,
+            source=host.source,
+            plan_hash=plan_hash,
+            message=f"apply scope={options.scope} steps={','.join(s.id for s in runnable)} persist={options.persist}",
+        )
+        executed = 0
+        for entry in report.steps:
+            if entry.step not in runnable:
+                continue
+            if gate.quit:
+                entry.reason = "not attempted: stopped by quit"
+                continue
+            view, in_place = await preview(host, entry.step)
+            if in_place:
+                entry.status, entry.reason = "unchanged", "already in place"
+                continue
+            approval = gate.decide(view)
+            journal.append(kind="approval", step_id=entry.step.id, approval=approval, plan_hash=plan_hash)
+            entry.approval = approval
+            if not approval.approved:
+                entry.status = "declined" if approval.decision == "no" else "not_attempted"
+                entry.reason = "declined" if approval.decision == "no" else "not attempted: stopped by quit"
+                report.quit = gate.quit
+                continue
+            entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
+            _emit_results(emit, entry.results)
+            entry.status = _status(entry.results)
+            executed += 1
+            fifo = _pause_fifo(executed)
+            if fifo is not None:
+                await anyio.to_thread.run_sync(_wait_on_fifo, fifo, executed)
+        if options.persist and not gate.quit:
+            await _persist(host, report, gate, journal, emit)
+    return report
+
+
+def _persistable(report: ApplyReport) -> list[Action]:
+    """Actions all of whose targets now hold their value (applied, or already in place)."""
+    actions: list[Action] = []
+    for entry in report.steps:
+        if entry.status not in ("applied", "partial", "unchanged"):
+            continue
+        by_target = {r.target: r for r in entry.results}
+        for action in entry.step.actions:
+            targets = expand(action)
+            if targets and all(t not in by_target or by_target[t].verified for t in targets):
+                actions.append(action)
+    return actions
+
+
+async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal, emit: Emit) -> None:
+    actions = _persistable(report)
+    report.persist_notes = manual_persist(actions)
+    targets = await persist_targets(host, actions)
+    if not targets:
+        if actions and persist_lines(actions):
+            report.persist_notes.append("persist files already hold every change")
+        return
+    rows: list[tuple[AnyTarget, str | None, str | None]] = []
+    for target in targets:
+        current = await read_value(host, target)
+        rows.append((target, current.value if current.ok else None, f"{len(target.content.splitlines())} lines"))
+    view = StepView(
+        step_id="persist",
+        title="keep these changes across reboots",
+        where=report.host,
+        changes=tuple(f"{t.describe()}: {short(b)} -> {a}" for t, b, a in rows),
+        revert="rigaudit rollback JOURNAL restores or removes these files",
+        question="Write these files so the changes survive a reboot?",
+        details=tuple(line for t in targets for line in (f"--- {t.path}", *t.content.splitlines())),
+    )
+    approval = gate.decide(view, allow_all=False)
+    journal.append(kind="approval", step_id="persist", approval=approval, plan_hash=report.plan_hash)
+    if not approval.approved:
+        report.persist_notes.append("persist declined")
+        return
+    report.persist = await apply_targets(host, journal, "persist", list(targets))
+    _emit_results(emit, report.persist)

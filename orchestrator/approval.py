@@ -1,0 +1,228 @@
+"""The approval gate: nothing changes a host (and no benchmark loads its GPUs) without a recorded yes.
+
+In a terminal each step is shown and the person answers yes / no / all (yes to every remaining
+runtime step of this plan) / details / quit. Without a terminal nothing is approved unless
+``--yes`` was given: :class:`NotApprovedError` (exit status 3). Every decision is an
+:class:`~tools.journal.Approval` (who, when, the plan's hash), emitted as an ``ApprovalDecided``
+event; apply also keeps it in its journal.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from orchestrator.errors import NotApprovedError
+from tools.journal import Approval, Decision
+from transcripts.events import ApprovalDecided, Event
+
+Emit = Callable[[Event], None]
+CHOICES = ("yes", "no", "all", "details", "quit")
+_SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}
+
+
+class Console(Protocol):
+    """Where the gate shows a step and reads the answer (a terminal, or a script in tests)."""
+
+    def show(self, text: str) -> None: ...
+
+    def ask(self, question: str, choices: Sequence[str], default: str) -> str: ...
+
+
+class TerminalConsole:
+    """rich output and ``Prompt.ask`` on the real terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console as RichConsole
+
+        self._console = RichConsole(highlight=False)
+
+    def show(self, text: str) -> None:
+        self._console.print(text, markup=False)
+
+    def ask(self, question: str, choices: Sequence[str], default: str) -> str:
+        from rich.prompt import Prompt
+
+        return Prompt.ask(question, console=self._console, choices=list(choices), default=default)
+
+
+@dataclass
+class ScriptedConsole:
+    """A console that answers from a list (tests): records what was shown and asked."""
+
+    answers: list[str]
+    shown: list[str] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+
+    def show(self, text: str) -> None:
+        self.shown.append(text)
+
+    def ask(self, question: str, choices: Sequence[str], default: str) -> str:
+        self.asked.append(question)
+        if not self.answers:
+            raise AssertionError(f"ScriptedConsole ran out of answers at: {question}")
+        return self.answers.pop(0)
+
+    def assert_complete(self) -> None:
+        assert not self.answers, f"answers left unused: {self.answers}"
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What a person sees before deciding on one step."""
+
+    step_id: str
+    title: str
+    where: str
+    kind: str = "runtime"
+    risk: str = "low"
+    changes: tuple[str, ...] = ()
+    """``what: current -> new`` lines."""
+    verify: str = ""
+    revert: str = ""
+    details: tuple[str, ...] = ()
+    """Shown on ``details``: rationale, every target, the commands."""
+    question: str = ""
+    """What to ask (default: ``Apply STEP?``)."""
+
+    def render(self) -> str:
+        head = f"{self.step_id}: {self.title}" if self.title else self.step_id
+        lines = [head, f"  where: {self.where} · kind {self.kind} · risk {self.risk}"]
+        lines += [f"  change: {c}" for c in self.changes]
+        if self.verify:
+            lines.append(f"  verify: {self.verify}")
+        if self.revert:
+            lines.append(f"  revert: {self.revert}")
+        return "\n".join(lines)
+
+
+def who_am_i() -> str:
+    """``user@machine`` of whoever runs rigaudit."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid{os.getuid()}"
+    return f"{user}@{socket.gethostname()}"
+
+
+def is_interactive() -> bool:
+    """A person can answer: both stdin and stdout are terminals."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _noop(event: Event) -> None:
+    del event
+
+
+class Gate:
+    """Decides, step by step, whether a change may be made; remembers every decision."""
+
+    def __init__(
+        self,
+        plan_hash: str,
+        *,
+        assume_yes: bool,
+        interactive: bool | None = None,
+        console: Console | None = None,
+        emit: Emit | None = None,
+        who: str | None = None,
+    ) -> None:
+        self.plan_hash = plan_hash
+        self.assume_yes = assume_yes
+        self.interactive = is_interactive() if interactive is None else interactive
+        self._console = console
+        self._emit = emit or _noop
+        self.who = who or who_am_i()
+        self.decisions: list[Approval] = []
+        self._yes_to_all = False
+        self.quit = False
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = TerminalConsole()
+        return self._console
+
+    def ensure_possible(self, what: str) -> None:
+        """Refuse at once (exit 3) when nobody can be asked and ``--yes`` was not given."""
+        if not self.assume_yes and not self.interactive:
+            raise NotApprovedError(f"no terminal to ask for approval and no --yes: {what}")
+
+    def _record(self, step_id: str, decision: Decision, note: str = "") -> Approval:
+        approval = Approval(step_id=step_id, decision=decision, who=self.who, plan_hash=self.plan_hash, note=note)
+        self.decisions.append(approval)
+        self._emit(ApprovalDecided(step_id=step_id, decision=decision, who=self.who, plan_hash=self.plan_hash, note=note))
+        return approval
+
+    def decide(self, view: StepView, *, allow_all: bool = True) -> Approval:
+        """Ask (or apply ``--yes`` / an earlier ``all``); ``quit`` sets :attr:`quit`."""
+        if self.assume_yes:
+            return self._record(view.step_id, "auto", "--yes")
+        if self._yes_to_all and allow_all:
+            return self._record(view.step_id, "all", "yes to all remaining runtime steps")
+        self.ensure_possible(f"{view.step_id} not applied")
+        choices = CHOICES if allow_all else tuple(c for c in CHOICES if c != "all")
+        self.console.show(view.render())
+        while True:
+            raw = self.console.ask(view.question or f"Apply {view.step_id}?", choices, "no").strip().lower()
+            answer = _SHORT.get(raw, raw)
+            if answer == "details":
+                self.console.show("\n".join(view.details) or "(no more details)")
+                continue
+            if answer == "yes":
+                return self._record(view.step_id, "yes")
+            if answer == "all" and allow_all:
+                self._yes_to_all = True
+                return self._record(view.step_id, "all", "yes to this and all remaining runtime steps")
+            if answer == "quit":
+                self.quit = True
+                return self._record(view.step_id, "quit", "stopped here; later steps not attempted")
+            if answer == "no":
+                return self._record(view.step_id, "no")
+            self.console.show(f"answer one of: {', '.join(choices)}")
+
+
+def require_approval(
+    what: str,
+    details: Sequence[str],
+    *,
+    assume_yes: bool,
+    emit: Emit | None = None,
+    interactive: bool | None = None,
+    console: Console | None = None,
+    plan_hash: str = "",
+) -> Approval:
+    """Gate one action that is not a plan step (a benchmark that loads the GPUs, a rollback).
+
+    Returns the approval; raises :class:`NotApprovedError` when refused, or with no terminal and no ``--yes``.
+    """
+    gate = Gate(plan_hash, assume_yes=assume_yes, interactive=interactive, console=console, emit=emit)
+    view = StepView(
+        step_id=what, title="", where="this host", changes=tuple(details), details=tuple(details), question=f"Go ahead: {what}?"
+    )
+    approval = gate.decide(view, allow_all=False)
+    if not approval.approved:
+        raise NotApprovedError(f"{what}: not approved ({approval.decision})")
+    return approval
+
+
+__all__ = [
+    "CHOICES",
+    "Approval",
+    "Console",
+    "Gate",
+    "ScriptedConsole",
+    "StepView",
+    "TerminalConsole",
+    "is_interactive",
+    "require_approval",
+    "who_am_i",
+]

@@ -1,0 +1,102 @@
+"""``apply --emit-script``: the steps apply did not run here, as a reviewed bash script for a person.
+
+Runtime steps meant for another machine (the hypervisor of a container) are live commands;
+everything else (deferred reboot/firmware work, declined or failed steps) is written commented out.
+Each step carries its before-check, verify and revert as comments; a command written as
+``# $ command`` is one to run by hand once its window (reboot, firmware) comes.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tools.action_text import compress_paths, setpci_register, shell_lines
+from tools.model.finding import (
+    Action,
+    CommandAction,
+    ModuleLoadAction,
+    PciRegisterAction,
+    ServiceStartAction,
+    SysctlAction,
+    SysfsWriteAction,
+)
+from tools.model.plan import PlanStep
+
+
+@dataclass(frozen=True)
+class ScriptStep:
+    step: PlanStep
+    reason: str
+    """Why apply did not run it here: ``runs on the hypervisor``, ``deferred (reboot)``, ``declined``..."""
+    live: bool
+    """Write its commands as commands (else commented out)."""
+
+
+def before_checks(action: Action) -> list[str]:
+    """Read-only commands that show the value before the change."""
+    if isinstance(action, SysctlAction):
+        return [f"sysctl {action.key}"]
+    if isinstance(action, SysfsWriteAction):
+        return [f"grep . {compress_paths(action.paths)}"]
+    if isinstance(action, PciRegisterAction):
+        register = setpci_register(action.capability)
+        where = f"{register}+{action.offset:#x}" if register else f"{action.offset:#x}"
+        suffix = {1: "b", 2: "w", 4: "l"}[action.width]
+        return [f"setpci -s {device} {where}.{suffix}" for device in action.devices]
+    if isinstance(action, ModuleLoadAction):
+        return [f"grep -w ^{shlex.quote(action.module.replace('-', '_'))} /proc/modules || echo 'not loaded'"]
+    if isinstance(action, ServiceStartAction):
+        return [f"systemctl is-active {shlex.quote(action.unit)}"]
+    assert isinstance(action, CommandAction)
+    return []
+
+
+def _comment(text: str, prefix: str = "# ") -> list[str]:
+    return [f"{prefix}{line}".rstrip() for line in text.splitlines() if line.strip()] or []
+
+
+def _step_lines(item: ScriptStep) -> list[str]:
+    step = item.step
+    lines = [
+        "",
+        f"# ---- [{step.priority}] {step.id}: {step.title}",
+        f"# kind {step.kind}, on the {step.where}, risk {step.risk}; not applied by rigaudit here: {item.reason}",
+    ]
+    if step.rationale:
+        lines += _comment(f"Why: {step.rationale}")
+    checks = [c for action in step.actions for c in before_checks(action)]
+    for check in checks:
+        lines.append(f"# Before: {check}")
+    if not step.actions:
+        lines.append("# (no command: see the step's title and verify line)")
+    for action in step.actions:
+        if isinstance(action, CommandAction) and action.argv:
+            lines += _comment(action.description)
+        for command in shell_lines(action):
+            if command.startswith("#") or item.live:
+                lines.append(command)
+            else:
+                lines.append(f"# $ {command}")
+    for label, text in (("Verify", step.verify), ("Revert", step.revert), ("Persist", step.persist)):
+        if text:
+            lines += _comment(f"{label}: {text}")
+    return lines
+
+
+def render_script(items: Sequence[ScriptStep], *, host: str, plan_hash: str, generated_at: str) -> str:
+    """The whole script; stable for the same input."""
+    live = sum(1 for i in items if i.live)
+    out = [
+        "#!/usr/bin/env bash",
+        f"# Written by `rigaudit apply` for {host} at {generated_at} (plan {plan_hash}).",
+        "# Review every step before running it, as root, on the machine each step names.",
+        f"# {live} step(s) run as written; {len(items) - live} are commented out (deferred, declined or failed here).",
+        "set -euo pipefail",
+    ]
+    for item in items:
+        out += _step_lines(item)
+    if not items:
+        out += ["", "# Nothing left to do elsewhere: every step was applied or is already in place."]
+    return "\n".join(out) + "\n"

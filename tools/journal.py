@@ -1,0 +1,211 @@
+"""The apply journal: an append-only JSONL file, one :class:`JournalEntry` a line, fsynced per entry.
+
+A change is journaled ``planned`` (with the value before it and its revert) and fsynced *before*
+the host is touched (the planned entries of one step are fsynced together, before any of its
+targets is written); its outcome (``verified``, ``applied``, ``reverted``, ``failed``) follows as a
+separate entry pointing back at it (``ref``). Rollback reads the file backwards: a ``planned``
+entry without an outcome (the process was killed) is restored like any other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tools.actions.targets import Target
+
+JOURNAL_SCHEMA = "rigaudit.journal/1"
+EntryKind = Literal["session", "approval", "change"]
+ChangeState = Literal["planned", "applied", "verified", "reverted", "failed"]
+Decision = Literal["yes", "no", "all", "quit", "auto"]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Approval(BaseModel):
+    """One decision about one step (or ``persist``, or a benchmark), bound to the plan's hash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step_id: str
+    decision: Decision
+    who: str
+    """``user@machine`` of the person (or ``--yes``) who decided."""
+    when: str = Field(default_factory=utc_now)
+    plan_hash: str = ""
+    note: str = ""
+
+    @property
+    def approved(self) -> bool:
+        return self.decision in ("yes", "all", "auto")
+
+
+class JournalEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: str = Field(default=JOURNAL_SCHEMA, alias="schema")
+    seq: int
+    at: str = Field(default_factory=utc_now)
+    kind: EntryKind
+    state: ChangeState | None = None
+    ref: int | None = None
+    """For an outcome: the ``seq`` of the ``planned`` entry it concludes."""
+    step_id: str = ""
+    target: Target | None = None
+    before: str | None = None
+    """The value before the change (``None``: the file did not exist)."""
+    after: str | None = None
+    revert: str = ""
+    """How a person would undo it by hand."""
+    message: str = ""
+    approval: Approval | None = None
+    host: str = ""
+    source: str = ""
+    plan_hash: str = ""
+
+
+class JournalError(Exception):
+    """The journal cannot be written or read; the message says which file and why."""
+
+
+def default_journal_path(now: datetime | None = None) -> Path:
+    """``$XDG_STATE_HOME/rigaudit/journals/<UTC timestamp>.jsonl`` (fallback ``~/.local/state``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S.%fZ")
+    return Path(base) / "rigaudit" / "journals" / f"{stamp}.jsonl"
+
+
+class Journal:
+    """Appends entries to a journal file, durably (flush + fsync after each one)."""
+
+    def __init__(self, path: Path, handle: IO[str], next_seq: int) -> None:
+        self.path = path
+        self._handle = handle
+        self._seq = next_seq
+
+    @classmethod
+    def create(cls, path: Path) -> Journal:
+        """A new journal; refuses to overwrite one that has content."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() and path.stat().st_size > 0:
+                raise JournalError(f"{path}: a journal already exists there (choose another --journal)")
+            handle = path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise JournalError(f"{path}: cannot write the journal: {exc.strerror or exc}") from None
+        _fsync_dir(path.parent)
+        return cls(path, handle, 1)
+
+    @classmethod
+    def reopen(cls, path: Path) -> Journal:
+        """Append to an existing journal (rollback records what it restored)."""
+        entries, _ = read_journal(path)
+        try:
+            handle = path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise JournalError(f"{path}: cannot append to the journal: {exc.strerror or exc}") from None
+        return cls(path, handle, max((e.seq for e in entries), default=0) + 1)
+
+    def append(self, *, sync: bool = True, **fields: object) -> JournalEntry:
+        """Write one entry; with ``sync`` (the default) it is on disk (fsync) before this returns.
+
+        ``sync=False`` lets a caller write several entries and :meth:`sync` them at once, before
+        it touches the host.
+        """
+        entry = JournalEntry.model_validate({"seq": self._seq, **fields})
+        empty = {name for name, value in entry if value == "" and name != "schema_"}
+        line = entry.model_dump_json(by_alias=True, exclude_none=True, exclude=empty)
+        try:
+            self._handle.write(line + "\n")
+        except OSError as exc:
+            raise JournalError(f"{self.path}: cannot write the journal: {exc.strerror or exc}") from None
+        self._seq += 1
+        if sync:
+            self.sync()
+        return entry
+
+    def sync(self) -> None:
+        """Flush and fsync everything appended so far."""
+        try:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError as exc:
+            raise JournalError(f"{self.path}: cannot write the journal: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(JournalError):
+            self.sync()
+        self._handle.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def read_journal(path: Path) -> tuple[list[JournalEntry], list[str]]:
+    """All entries of a journal, and one warning per damaged line (a torn last line after a kill)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise JournalError(f"{path}: no such journal") from None
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read the journal: {exc.strerror or exc}") from None
+    entries: list[JournalEntry] = []
+    warnings: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            warnings.append(f"{path.name}:{number}: damaged line ignored")
+            continue
+        if not isinstance(raw, dict) or raw.get("schema") != JOURNAL_SCHEMA:
+            warnings.append(f"{path.name}:{number}: not a {JOURNAL_SCHEMA} entry; ignored")
+            continue
+        try:
+            entries.append(JournalEntry.model_validate(raw))
+        except ValidationError as exc:
+            warnings.append(f"{path.name}:{number}: invalid entry ({exc.error_count()} error(s)); ignored")
+    if not entries and not warnings:
+        raise JournalError(f"{path}: the journal is empty")
+    if not entries:
+        raise JournalError(f"{path}: not a rigaudit journal ({warnings[0]})")
+    return entries, warnings
+
+
+__all__ = [
+    "JOURNAL_SCHEMA",
+    "Approval",
+    "ChangeState",
+    "Decision",
+    "Journal",
+    "JournalEntry",
+    "JournalError",
+    "default_journal_path",
+    "read_journal",
+    "utc_now",
+]
