@@ -42,7 +42,6 @@ class Session:
 
     def open_transcript(self) -> None:
         from transcripts.store import default_transcript_path
-
         from transcripts.writer import TranscriptWriter
 
         path = self.transcript_path or default_transcript_path(self.command)
