@@ -79,3 +79,11 @@ def test_writes_only_into_writable_copies(seed_dir: Path, seed_copy: Path) -> No
     writable = SnapshotHost(seed_copy, writable=True)
     _run(writable.write, "/proc/sys/kernel/numa_balancing", b"0\n")
     assert (seed_copy / "files/proc/sys/kernel/numa_balancing").read_bytes() == b"0\n"
+
+
+def test_dotdot_after_a_link_climbs_from_the_link_target(seed_dir: Path) -> None:
+    host = SnapshotHost(seed_dir)
+    # 0000:03:00.0 lives below the switch port 0000:02:00.0: ".." from the GPU is that bridge.
+    via_link = _run(host.read, "/sys/bus/pci/devices/0000:03:00.0/../vendor")
+    bridge = _run(host.read, "/sys/bus/pci/devices/0000:02:00.0/vendor")
+    assert via_link.data == bridge.data and via_link.data is not None

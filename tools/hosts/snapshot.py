@@ -167,7 +167,7 @@ class SnapshotHost:
 
     def resolve(self, path: str) -> str:
         """Resolve recorded links component by component, as the kernel does."""
-        parts = [p for p in posixpath.normpath(path).split("/") if p]
+        parts = [p for p in path.split("/") if p and p != "."]
         resolved = "/"
         hops = 0
         while parts:

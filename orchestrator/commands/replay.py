@@ -1,0 +1,211 @@
+"""Show a recorded session again, or re-diagnose its audit with today's investigators.
+
+Examples:
+  rigaudit replay last                          the newest transcript, at the recorded pace
+  rigaudit replay FILE --speed 4                four times faster
+  rigaudit replay FILE --no-live                plain lines, as fast as possible
+  rigaudit replay FILE --rediagnose             rebuild the host from the recorded tool results,
+                                                run today's investigators, show what changed
+  rigaudit replay FILE --rediagnose --json changes.json
+
+FILE is a path, `last`, or a unique part of a stored transcript's name (`rigaudit transcripts list`).
+Exit status: 0 replayed, or re-diagnosed with no change; 1 re-diagnosis found changes;
+2 not a transcript (or another usage error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+
+from orchestrator.audit import AuditOptions, run_audit
+from orchestrator.command import Command
+from orchestrator.errors import UsageError
+from orchestrator.output import write_json
+from orchestrator.ui.terminal import TerminalUI
+from tools.hosts.snapshot import SnapshotHost
+from tools.model.audit import AuditResult
+from tools.model.finding import Finding
+from transcripts.compare import FindingChange, audit_segments, compare_findings, recorded_findings
+from transcripts.errors import TranscriptError
+from transcripts.events import Event, SessionStarted
+from transcripts.reader import Transcript, read_transcript
+from transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
+from transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
+from transcripts.store import find_transcript
+
+REDIAGNOSE_SCHEMA = "rigaudit.rediagnose/1"
+
+
+def _add(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a transcript: path, `last`, or part of a stored name")
+    parser.add_argument("--speed", type=float, default=1.0, metavar="X", help="pace: 1 as recorded, 4 faster, 0 at once")
+    parser.add_argument("--no-live", action="store_true", help="plain lines instead of the live board, as fast as possible")
+    parser.add_argument(
+        "--max-gap", type=float, default=DEFAULT_MAX_GAP_S, metavar="S", help="shorten longer pauses to S seconds"
+    )
+    group = parser.add_argument_group("re-diagnosis")
+    group.add_argument("--rediagnose", action="store_true", help="re-run today's investigators on the recorded evidence")
+    group.add_argument("--json", type=Path, metavar="FILE", help="with --rediagnose: write the changes as JSON; - for stdout")
+    group.add_argument("--audit", type=int, default=1, metavar="N", help="which audit of the session (apply audits twice)")
+    group.add_argument("--all-areas", action="store_true", help="run every investigator, not only the areas recorded")
+    group.add_argument("--save-snapshot", type=Path, metavar="DIR", help="keep the rebuilt snapshot in DIR")
+
+
+def load(name: str) -> Transcript:
+    """Find and read a transcript; every problem with it is a usage error (exit 2), its warnings go to stderr."""
+    try:
+        transcript = read_transcript(find_transcript(name))
+    except TranscriptError as exc:
+        raise UsageError(str(exc)) from None
+    for warning in transcript.warnings:
+        print(f"rigaudit: warning: {warning}", file=sys.stderr)
+    return transcript
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
+    if args.speed < 0:
+        raise UsageError("--speed must be 0 (at once) or more")
+    console = Console()
+    speed = 0.0 if args.no_live else args.speed
+    ui = TerminalUI(console, live=not args.no_live)
+    first = transcript.events[0].t if transcript.events else 0.0
+    console.print(
+        f"[dim]replaying {transcript.path} (recorded {_when(first)}, {len(transcript.events)} events, "
+        f"{transcript.duration_s:.1f} s{'' if speed == 0 else f', speed {speed:g}'})[/dim]"
+    )
+    try:
+        replay_events(transcript.events, ui, speed=speed, max_gap_s=max(0.0, args.max_gap))
+    finally:
+        ui.close()
+    return 0
+
+
+# -- re-diagnosis ------------------------------------------------------------------------
+
+
+def _areas(events: list[Event], all_areas: bool) -> list[str] | None:
+    start = next((e for e in events if isinstance(e, SessionStarted)), None)
+    recorded = start.options.get("areas") if start else None
+    if all_areas or not isinstance(recorded, list) or not recorded:
+        return None
+    return [str(a) for a in recorded]
+
+
+def _rediagnose_segment(transcript: Transcript, number: int) -> list[Event]:
+    segments = audit_segments(transcript.events)
+    if not segments or not any(recorded_findings(s) for s in segments):
+        raise UsageError(f"{transcript.path}: the session recorded no audit findings to re-diagnose")
+    if not 1 <= number <= len(segments):
+        raise UsageError(f"--audit {number}: the session recorded {len(segments)} audit(s)")
+    segment = segments[number - 1]
+    if transcript.session is not None and not any(isinstance(e, SessionStarted) for e in segment):
+        segment = [transcript.session, *segment]
+    return segment
+
+
+def _scratch_dir() -> str | None:
+    """RAM-backed /dev/shm for the throwaway snapshot (thousands of small files), unless TMPDIR says otherwise."""
+    if os.environ.get("TMPDIR"):
+        return None
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def rediagnose(
+    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None
+) -> tuple[list[FindingChange], list[Finding], RebuildReport, list[str], AuditResult]:
+    """Rebuild the audit's snapshot, audit it today, and compare: (changes, recorded, rebuild, mismatches, result)."""
+    segment = _rediagnose_segment(transcript, number)
+    recorded = recorded_findings(segment)
+    with tempfile.TemporaryDirectory(prefix="rigaudit-rediagnose-", dir=_scratch_dir()) as tmp:
+        root = keep if keep is not None else Path(tmp) / "snapshot"
+        if keep is not None and keep.exists() and any(keep.iterdir()):
+            raise UsageError(f"--save-snapshot {keep}: the folder is not empty")
+        try:
+            report = rebuild_snapshot(segment, root, source=str(transcript.path))
+        except OSError as exc:
+            raise UsageError(f"cannot write the rebuilt snapshot to {root}: {exc.strerror or exc}") from None
+        mismatches = anyio.run(verify_rebuild, segment, root)
+        options = AuditOptions(areas=_areas(segment, all_areas))
+
+        async def audit() -> AuditResult:
+            host = SnapshotHost(root)
+            try:
+                return await run_audit(host, options=options)
+            finally:
+                await host.aclose()
+
+        result = anyio.run(audit)
+    return compare_findings(recorded, result.findings), recorded, report, mismatches, result
+
+
+def _print_changes(changes: list[FindingChange], recorded: int, current: int, out: Any) -> None:
+    if not changes:
+        print(f"No change: today's investigators reach the same {current} findings as recorded.", file=out)
+        return
+    print(f"{len(changes)} change(s) between the {recorded} recorded findings and today's {current}:", file=out)
+    width = max(len(c.check) for c in changes)
+    for change in changes:
+        print(f"  {change.kind:<9} {change.check:<{width}}  {change.detail}", file=out)
+        finding = change.after or change.before
+        if change.kind in ("appeared", "new") and finding is not None and finding.status == "problem":
+            print(f"  {'':<9} {'':<{width}}  {finding.title}: {finding.observed}", file=out)
+
+
+def _run_rediagnose(args: argparse.Namespace, transcript: Transcript) -> int:
+    json_to_stdout = args.json is not None and str(args.json) == "-"
+    out = sys.stderr if json_to_stdout else sys.stdout
+    changes, recorded, report, mismatches, result = rediagnose(
+        transcript, number=args.audit, all_areas=args.all_areas, keep=args.save_snapshot
+    )
+    session = transcript.session
+    what = f"{session.command} of {session.host or '?'}" if session else "session"
+    print(f"Re-diagnosing {transcript.path}: {what}, recorded {_when(transcript.events[0].t)}", file=out)
+    print(f"Rebuilt the host from its tool results: {report.summary()}", file=out)
+    for warning in [*report.warnings, *mismatches][:10]:
+        print(f"  warning: {warning}", file=out)
+    if args.save_snapshot:
+        print(f"Snapshot kept in {args.save_snapshot}", file=out)
+    _print_changes(changes, len(recorded), len(result.findings), out)
+    if args.json:
+        payload = {
+            "schema": REDIAGNOSE_SCHEMA,
+            "transcript": str(transcript.path),
+            "audit": args.audit,
+            "identical": not changes,
+            "recorded": len(recorded),
+            "current": len(result.findings),
+            "changes": [c.to_json() for c in changes],
+            "rebuild": {"summary": report.summary(), "warnings": report.warnings, "mismatches": mismatches},
+            "result": result.model_dump(mode="json", by_alias=True),
+        }
+        write_json(args.json, json.dumps(payload, indent=2))
+    return 0 if not changes else 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.json is not None and not args.rediagnose:
+        raise UsageError("--json needs --rediagnose")
+    transcript = load(args.file)
+    if args.rediagnose:
+        return _run_rediagnose(args, transcript)
+    return _replay(args, transcript)
+
+
+__all__ = ["COMMAND", "load", "rediagnose"]
+
+COMMAND = Command("replay", "show a recorded session again, or re-diagnose it with today's rules", _add, _run, __doc__ or "")

@@ -1,0 +1,7 @@
+"""The one exception of this package: a file that cannot be read as a transcript."""
+
+from __future__ import annotations
+
+
+class TranscriptError(Exception):
+    """Not a transcript, an unsupported version, an unreadable file: the message is one line."""

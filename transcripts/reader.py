@@ -1,0 +1,212 @@
+"""Reading transcripts: header and version check, migrations, tolerant event parsing.
+
+A damaged or truncated line, an event of an unknown type or an invalid event becomes a
+warning and is skipped: the valid rest still replays. A file that is not a transcript at all
+raises :class:`TranscriptError` with one line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+from pydantic import TypeAdapter, ValidationError
+
+from transcripts.errors import TranscriptError
+from transcripts.events import AuditFinished, Event, FindingReported, SessionEnded, SessionStarted
+from transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
+from transcripts.migrations import OLDEST_SUPPORTED, migrate_event
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+KNOWN_TYPES: frozenset[str] = frozenset(
+    model.model_fields["type"].default for model in get_args(get_args(Event)[0])
+)
+_MAX_DETAILED_WARNINGS = 5
+
+
+@dataclass
+class Transcript:
+    """A transcript read into memory: its header, its events (current version) and what was skipped."""
+
+    path: Path
+    header: dict[str, Any]
+    version: int
+    events: list[Event] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+    skipped: int = 0
+
+    @property
+    def session(self) -> SessionStarted | None:
+        return next((e for e in self.events if isinstance(e, SessionStarted)), None)
+
+    @property
+    def ended(self) -> SessionEnded | None:
+        return next((e for e in reversed(self.events) if isinstance(e, SessionEnded)), None)
+
+    @property
+    def audit(self) -> AuditFinished | None:
+        """The last audit result recorded, if the session ran an audit."""
+        return next((e for e in reversed(self.events) if isinstance(e, AuditFinished)), None)
+
+    @property
+    def findings(self) -> list[FindingReported]:
+        return [e for e in self.events if isinstance(e, FindingReported)]
+
+    @property
+    def duration_s(self) -> float:
+        return self.events[-1].t - self.events[0].t if self.events else 0.0
+
+
+def _split_lines(raw: bytes) -> tuple[list[bytes], bool]:
+    """The file's lines and whether the last one lacks its newline (the writer always ends one)."""
+    lines = raw.split(b"\n")
+    tail_missing = lines[-1] != b""
+    if not tail_missing:
+        lines.pop()
+    return lines, tail_missing
+
+
+def parse_header(line: bytes, path: Path) -> tuple[dict[str, Any], int]:
+    """The header object and its version; :class:`TranscriptError` when it is not one we can read."""
+    try:
+        header = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        header = None
+    version = parse_version(header.get(HEADER_KEY)) if isinstance(header, dict) else None
+    if not isinstance(header, dict) or version is None:
+        raise TranscriptError(f"{path}: not a rigaudit transcript (no {CURRENT_FORMAT!r} header line)")
+    if version > CURRENT_VERSION:
+        raise TranscriptError(
+            f"{path}: format {header[HEADER_KEY]!r} is newer than this rigaudit reads ({CURRENT_FORMAT!r}); upgrade rigaudit"
+        )
+    if version < OLDEST_SUPPORTED:
+        raise TranscriptError(f"{path}: format {header[HEADER_KEY]!r} is too old to read")
+    return header, version
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except IsADirectoryError:
+        raise TranscriptError(f"{path}: is a directory, not a transcript") from None
+    except FileNotFoundError:
+        raise TranscriptError(f"{path}: no such transcript") from None
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+class _Problems:
+    """Collects skipped lines; the first few are told one by one, the rest counted."""
+
+    def __init__(self) -> None:
+        self.unknown: Counter[str] = Counter()
+        self.detailed: list[str] = []
+        self.others = 0
+
+    def add(self, text: str) -> None:
+        if len(self.detailed) < _MAX_DETAILED_WARNINGS:
+            self.detailed.append(text)
+        else:
+            self.others += 1
+
+    def warnings(self) -> list[str]:
+        out = list(self.detailed)
+        if self.others:
+            out.append(f"{self.others} more damaged or invalid line(s) skipped")
+        for kind, count in sorted(self.unknown.items()):
+            out.append(f"skipped {count} event(s) of unknown type {kind!r} (written by a newer rigaudit?)")
+        return out
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg", "invalid"))
+
+
+def _parse_slow(line: bytes, number: int, version: int, problems: _Problems) -> Event | None:
+    """Parse a line the fast path refused (or any line of an older version), explaining why it is skipped."""
+    try:
+        data = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        problems.add(f"line {number}: damaged line skipped")
+        return None
+    if not isinstance(data, dict):
+        problems.add(f"line {number}: not a JSON object; skipped")
+        return None
+    if version != CURRENT_VERSION:
+        data = migrate_event(data, version)
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in KNOWN_TYPES:
+        problems.unknown[str(kind)] += 1
+        return None
+    try:
+        return EVENT_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        problems.add(f"line {number}: invalid {kind!r} event skipped ({_first_error(exc)})")
+        return None
+
+
+def iter_lines(raw: bytes, path: Path) -> tuple[dict[str, Any], int, Iterator[tuple[int, bytes]], bool]:
+    """Header, version, the numbered event lines and whether the last line is cut short."""
+    if not raw.strip():
+        raise TranscriptError(f"{path}: empty file, not a rigaudit transcript")
+    lines, tail_missing = _split_lines(raw)
+    header, version = parse_header(lines[0], path)
+    numbered = ((n, line) for n, line in enumerate(lines[1:], start=2) if line.strip())
+    return header, version, numbered, tail_missing and len(lines) > 1
+
+
+def parse_transcript(raw: bytes, path: Path) -> Transcript:
+    """Parse a transcript's bytes (see :func:`read_transcript`)."""
+    header, version, numbered, tail_missing = iter_lines(raw, path)
+    transcript = Transcript(path=path, header=header, version=version)
+    problems = _Problems()
+    events = transcript.events
+    validate_json = EVENT_ADAPTER.validator.validate_json  # the core validator: no per-call wrapper overhead
+    items = list(numbered)
+    last_number = items[-1][0] if items else 0
+    for number, line in items:
+        event: Event | None = None
+        if version == CURRENT_VERSION:
+            try:
+                event = validate_json(line)
+            except (ValidationError, ValueError):
+                event = None
+        if event is None:
+            if number == last_number and tail_missing and not _is_json(line):
+                transcript.truncated = True
+                continue
+            event = _parse_slow(line, number, version, problems)
+            if event is None:
+                transcript.skipped += 1
+                continue
+        events.append(event)
+    if transcript.truncated:
+        transcript.warnings.append(
+            f"{path}: the last line is cut short (the session was interrupted?); replaying the {len(events)} event(s) before it"
+        )
+    transcript.warnings.extend(f"{path}: {w}" for w in problems.warnings())
+    return transcript
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def read_transcript(path: Path | str) -> Transcript:
+    """Read a whole transcript; raises :class:`TranscriptError` for a file that is not one."""
+    path = Path(path)
+    return parse_transcript(_read_bytes(path), path)

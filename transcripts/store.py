@@ -1,0 +1,168 @@
+"""Where transcripts live (``$XDG_STATE_HOME/rigaudit/transcripts``) and how to list them cheaply.
+
+Listing reads a file's first lines (header, session start) and its last line (session end) and
+counts its lines; it never parses the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from transcripts.errors import TranscriptError
+from transcripts.format import HEADER_KEY, parse_version
+
+SUFFIX = ".jsonl"
+_HEAD_LINES = 8
+_TAIL_BYTES = 256 * 1024
+_CHUNK = 1 << 20
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME`` (when absolute), else ``~/.local/state``."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    return Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
+
+
+def transcripts_dir() -> Path:
+    return state_dir() / "rigaudit" / "transcripts"
+
+
+def default_transcript_path(command: str, *, now: datetime | None = None) -> Path:
+    """A new file name: ``YYYYmmdd-HHMMSS-<command>-<short id>.jsonl`` (local time) in :func:`transcripts_dir`."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in command) or "session"
+    return transcripts_dir() / f"{stamp}-{safe}-{secrets.token_hex(3)}{SUFFIX}"
+
+
+@dataclass(frozen=True)
+class TranscriptInfo:
+    """What ``transcripts list`` shows about one file."""
+
+    path: Path
+    version: int | None
+    command: str
+    host: str
+    started_at: float | None
+    events: int
+    duration_s: float | None
+    exit_code: int | None
+    """``None`` when the session never recorded its end (still running, or it crashed)."""
+    error: str | None = None
+
+    @property
+    def started(self) -> str:
+        if self.started_at is None:
+            return "?"
+        return datetime.fromtimestamp(self.started_at, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _loads(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _count_lines(path: Path) -> tuple[int, bool]:
+    """Newlines in the file, and whether it ends without one."""
+    count, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count, last != b"\n"
+
+
+def _last_object(path: Path, size: int) -> dict[str, Any] | None:
+    with path.open("rb") as handle:
+        handle.seek(max(0, size - _TAIL_BYTES))
+        tail = handle.read()
+    for line in reversed(tail.splitlines()):
+        value = _loads(line)
+        if value is not None:
+            return value
+    return None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _kind(event: dict[str, Any]) -> object:
+    return event.get("type", event.get("kind"))
+
+
+def _time(event: dict[str, Any]) -> float | None:
+    return _number(event.get("t", event.get("ts")))
+
+
+def inspect_transcript(path: Path) -> TranscriptInfo:
+    """Summarize one file from its head and tail; a file that is not a transcript gets ``error`` set."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = [handle.readline() for _ in range(_HEAD_LINES)]
+        lines, tail_missing = _count_lines(path)
+    except OSError as exc:
+        return TranscriptInfo(path, None, "?", "?", None, 0, None, None, error=exc.strerror or str(exc))
+    header = _loads(head[0]) if head else None
+    version = parse_version(header.get(HEADER_KEY)) if header else None
+    if version is None:
+        return TranscriptInfo(path, None, "?", "?", None, 0, None, None, error="not a rigaudit transcript")
+    events = [e for e in (_loads(line) for line in head[1:] if line.strip()) if e is not None]
+    start = next((e for e in events if _kind(e) == "session_started"), None)
+    first_t = _time(events[0]) if events else None
+    last = _last_object(path, size)
+    last_t = _time(last) if last is not None and HEADER_KEY not in last else None
+    exit_code = last.get("exit_code") if last is not None and _kind(last) == "session_ended" else None
+    return TranscriptInfo(
+        path=path,
+        version=version,
+        command=str(start.get("command", "?")) if start else "?",
+        host=str(start.get("host", "") or "?") if start else "?",
+        started_at=_time(start) if start else first_t,
+        events=max(0, lines + (1 if tail_missing else 0) - 1),
+        duration_s=(last_t - first_t) if first_t is not None and last_t is not None else None,
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+    )
+
+
+def list_transcripts(directory: Path | None = None) -> list[TranscriptInfo]:
+    """Every ``*.jsonl`` file in ``directory`` (default: :func:`transcripts_dir`), newest first."""
+    directory = directory or transcripts_dir()
+    try:
+        paths = [p for p in directory.iterdir() if p.suffix == SUFFIX and p.is_file()]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise TranscriptError(f"{directory}: cannot list: {exc.strerror or exc}") from None
+    infos = [inspect_transcript(p) for p in paths]
+    infos.sort(key=lambda i: (i.started_at if i.started_at is not None else i.path.stat().st_mtime, i.path.name), reverse=True)
+    return infos
+
+
+def find_transcript(name: str, directory: Path | None = None) -> Path:
+    """A path as given, ``last`` (the newest), or a unique part of a stored transcript's name."""
+    given = Path(name).expanduser()
+    if given.exists() or os.sep in name:
+        return given
+    directory = directory or transcripts_dir()
+    infos = list_transcripts(directory)
+    if name in ("last", "latest"):
+        infos = [i for i in infos if i.error is None]
+        if not infos:
+            raise TranscriptError(f"no transcripts in {directory}")
+        return infos[0].path
+    matches = [i.path for i in infos if name in i.path.name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise TranscriptError(f"{name}: no such file, and no transcript in {directory} matches it")
+    raise TranscriptError(f"{name}: matches {len(matches)} transcripts in {directory}; give more of the name")

@@ -1,0 +1,104 @@
+"""TranscriptWriter: appends a session's events to a JSONL file, one flushed line per event.
+
+The first line is the header (``{"transcript": "rigaudit.transcript/1", "created_at": ...}``);
+every later line is one event as ``Event`` serializes it, secrets redacted. Each line is
+flushed as it is written (and fsync'd with ``fsync=True`` or ``RIGAUDIT_TRANSCRIPT_FSYNC=1``), so a
+crash leaves a readable prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from transcripts.events import Event
+from transcripts.format import make_header
+from transcripts.redact import redact_event
+
+FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rigaudit")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def encode_event(event: Event, *, redact: bool = True) -> str:
+    """One transcript line (without its newline) for ``event``."""
+    data: dict[str, Any] = event.model_dump(mode="json", by_alias=True)
+    if redact:
+        data = redact_event(data)
+    return json.dumps(data, separators=(",", ":"))
+
+
+class TranscriptWriter:
+    """A callable event consumer that records every event; ``close()`` when the session ends.
+
+    Opening raises :class:`OSError` when the file cannot be created. The file is created
+    private (mode 0600) and truncated if it exists. Safe to call from several threads.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        fsync: bool | None = None,
+        redact: bool = True,
+        header: dict[str, Any] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.fsync = os.environ.get(FSYNC_ENV, "") not in ("", "0") if fsync is None else fsync
+        self.redact = redact
+        self.events_written = 0
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._file = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        self._closed = False
+        self._write_line(json.dumps(make_header(rigaudit=_version(), **(header or {})), separators=(",", ":")))
+
+    def _write_line(self, line: str) -> None:
+        self._file.write(line + "\n")
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+
+    def __call__(self, event: Event) -> None:
+        self.write(event)
+
+    def write(self, event: Event) -> None:
+        """Append one event (ignored once the writer is closed)."""
+        line = encode_event(event, redact=self.redact)
+        with self._lock:
+            if self._closed:
+                return
+            self._write_line(line)
+            self.events_written += 1
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._file.close()
+
+    def __enter__(self) -> TranscriptWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"TranscriptWriter({str(self.path)!r})"
