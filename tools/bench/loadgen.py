@@ -1,0 +1,230 @@
+"""A streaming load generator for OpenAI-compatible servers (chat and completions).
+
+For each concurrency level (and each repeat), ``requests`` requests are sent with at most
+``concurrency`` in flight. Each request records its time to first token, the gaps between streamed
+token events and its output tokens (from the final usage chunk, else the events counted). A
+level's output tokens/s is its total output tokens over its wall time. A failed request (HTTP
+error, error event, cut stream, timeout) is recorded with its error, never raised.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import anyio
+
+from tools.bench._http import HttpError, StreamingClient
+from tools.bench.results import BenchResult, Run, Sample, summarize
+
+Api = Literal["chat", "completions"]
+Progress = Callable[[str, int, int], None]
+"""``progress(label, done, total)``: called after every request of a phase (warm-up, a level)."""
+
+_WORD_TEXT = (
+        "the of and to in is was for that with as on by at from his an were are which this be or had not but "
+        "first one their its new after who they have her she two been other when there all during into school "
+        "time may years more most only over city some world would where later up such used many can state "
+        "about national out known university united then made system while part under film three team both "
+        "since between long each being well called second including him several area three house around game "
+        "life "
+)
+_WORDS = tuple(_WORD_TEXT.split())
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    base_url: str
+    model: str
+    api: Api = "chat"
+    concurrency: tuple[int, ...] = (1, 4, 16)
+    requests: int | None = None
+    """Requests per level and repeat; None: four per concurrent slot, at least 8."""
+    max_tokens: int = 128
+    prompt_tokens: int = 128
+    repeat: int = 1
+    warmup: int = 1
+    ignore_eos: bool = True
+    """Ask the server to ignore end-of-sequence (vLLM, SGLang), so every request yields max_tokens."""
+    api_key: str | None = None
+    timeout_s: float = 600.0
+    seed: int = 0
+
+    def requests_for(self, concurrency: int) -> int:
+        return self.requests if self.requests else max(8, 4 * concurrency)
+
+
+def endpoint(base_url: str, api: Api) -> str:
+    """``http://h:p`` or ``http://h:p/v1`` → the full URL of the chat or completions endpoint."""
+    base = base_url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return f"{base}/chat/completions" if api == "chat" else f"{base}/completions"
+
+
+def _path(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def make_prompt(tokens: int, index: int, seed: int = 0) -> str:
+    """About ``tokens`` tokens of common words, different for each request (no prefix-cache hits)."""
+    rng = random.Random(seed * 1_000_003 + index)
+    return " ".join(rng.choice(_WORDS) for _ in range(max(1, tokens)))
+
+
+def request_body(spec: LoadSpec, prompt: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": spec.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": spec.max_tokens,
+        "temperature": 0.0,
+    }
+    if spec.api == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    if spec.ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    choices = event.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        return ""
+    choice = choices[0]
+    delta = choice.get("delta")
+    text = delta.get("content") or delta.get("reasoning_content") or "" if isinstance(delta, dict) else choice.get("text") or ""
+    return text if isinstance(text, str) else ""
+
+
+async def one_request(client: StreamingClient, path: str, body: dict[str, Any], timeout_s: float = 600.0) -> Sample:
+    """Send one streaming request and time its token events; never raises for a failed request."""
+    arrivals: list[float] = []
+    usage_tokens: int | None = None
+    done = False
+    error: str | None = None
+    payload = json.dumps(body).encode()
+    start = time.perf_counter()
+    try:
+        with anyio.fail_after(timeout_s):
+            async with client.post(path, payload) as response:
+                if response.status != 200:
+                    text = (await response.aread())[:300].decode(errors="replace")
+                    return Sample(ok=False, error=f"HTTP {response.status}: {' '.join(text.split())}",
+                                  latency_ms=(time.perf_counter() - start) * 1000.0)
+                buffer = b""
+                async for chunk in response.aiter_bytes():
+                    now = time.perf_counter()
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for raw in lines:
+                        line = raw.strip()
+                        if not line.startswith(b"data:"):
+                            continue
+                        data = line[5:].strip()
+                        if data == b"[DONE]":
+                            done = True
+                            continue
+                        try:
+                            event = json.loads(data)
+                        except json.JSONDecodeError:
+                            error = f"bad event: {data[:80].decode(errors='replace')}"
+                            continue
+                        if not isinstance(event, dict):
+                            continue
+                        if event.get("error"):
+                            err = event["error"]
+                            error = f"error event: {err.get('message', err) if isinstance(err, dict) else err}"
+                        usage = event.get("usage")
+                        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                            usage_tokens = usage["completion_tokens"]
+                        if _event_text(event):
+                            arrivals.append(now)
+    except HttpError as exc:
+        error = str(exc)
+    except TimeoutError:
+        error = f"timed out after {timeout_s:g} s"
+    end = time.perf_counter()
+    if error is None and not done:
+        error = "stream ended before [DONE]"
+    if error is None and not arrivals:
+        error = "no tokens streamed"
+    ttft = (arrivals[0] - start) * 1000.0 if arrivals else None
+    itl = [(b - a) * 1000.0 for a, b in itertools.pairwise(arrivals)]
+    return Sample(
+        ttft_ms=ttft,
+        itl_ms=itl,
+        output_tokens=usage_tokens if usage_tokens is not None else len(arrivals),
+        latency_ms=(end - start) * 1000.0,
+        ok=error is None,
+        error=error,
+    )
+
+
+async def _phase(
+    client: StreamingClient, spec: LoadSpec, concurrency: int, count: int, offset: int, label: str, progress: Progress | None
+) -> tuple[list[Sample], float]:
+    path = _path(endpoint(spec.base_url, spec.api))
+    bodies = [request_body(spec, make_prompt(spec.prompt_tokens, offset + i, spec.seed)) for i in range(count)]
+    samples: list[Sample | None] = [None] * count
+    cursor = 0
+    finished = 0
+
+    async def worker() -> None:
+        nonlocal cursor, finished
+        while cursor < count:
+            index = cursor
+            cursor += 1
+            samples[index] = await one_request(client, path, bodies[index], spec.timeout_s)
+            finished += 1
+            if progress is not None:
+                progress(label, finished, count)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(min(concurrency, count)):
+            group.start_soon(worker)
+    duration = time.perf_counter() - start
+    return [s for s in samples if s is not None], duration
+
+
+def _client(spec: LoadSpec) -> StreamingClient:
+    headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+    return StreamingClient(endpoint(spec.base_url, spec.api), headers)
+
+
+async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchResult:
+    """Warm up, then every level ``repeat`` times, in order; returns the ``rigaudit.bench/1`` result."""
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    runs: list[Run] = []
+    offset = 0
+    async with _client(spec) as client:
+        if spec.warmup > 0:
+            await _phase(client, spec, min(spec.warmup, max(spec.concurrency)), spec.warmup, offset, "warm-up", progress)
+            offset += spec.warmup
+        for repeat in range(spec.repeat):
+            for concurrency in spec.concurrency:
+                count = spec.requests_for(concurrency)
+                label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "")
+                samples, duration = await _phase(client, spec, concurrency, count, offset, label, progress)
+                offset += count
+                runs.append(summarize(samples, concurrency=concurrency, repeat=repeat, duration_s=duration))
+    return BenchResult(
+        base_url=spec.base_url,
+        model=spec.model,
+        api=spec.api,
+        started_at=started,
+        max_tokens=spec.max_tokens,
+        prompt_tokens=spec.prompt_tokens,
+        runs=runs,
+    )

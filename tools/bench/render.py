@@ -1,0 +1,112 @@
+"""Tables of the benchmark results, as (headers, rows) and as markdown for system-improve.md."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tools.bench.compare import Comparison, MetricChange
+from tools.bench.nccl import NcclReport
+from tools.bench.nccl_parse import human_size
+from tools.bench.p2p import P2PReport
+from tools.bench.results import BenchResult
+from tools.bench.roofline import Roofline
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1%}"
+
+
+def markdown(table: Table) -> str:
+    headers, rows = table
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def p2p_table(report: P2PReport) -> Table:
+    headers = ["pair", "one way GB/s", "both ways GB/s", "staged GB/s", "link limit", "of limit", "data", "verdict"]
+    rows = [
+        [
+            f"GPU{p.src}→GPU{p.dst}",
+            _f(p.unidir_gbps),
+            _f(p.bidir_gbps),
+            _f(p.staged_gbps),
+            p.link_detail if p.limit_gbps else f"unknown ({p.link_detail})",
+            "—" if p.fraction_of_limit is None else f"{p.fraction_of_limit:.0%}",
+            "ok" if p.data_ok else "CORRUPT",
+            "; ".join(p.problems) or "ok",
+        ]
+        for p in report.pairs
+    ]
+    return headers, rows
+
+
+def nccl_table(report: NcclReport) -> Table:
+    headers = ["size", "time µs", "algbw GB/s", "busbw GB/s", "data"]
+    rows = [
+        [human_size(r.bytes), _f(r.time_us), _f(r.algbw_gbps, 2), _f(r.busbw_gbps, 2),
+         "—" if r.data_ok is None else "ok" if r.data_ok else "WRONG"]
+        for r in report.rows
+    ]
+    return headers, rows
+
+
+def bench_table(result: BenchResult) -> Table:
+    headers = ["concurrency", "repeat", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "ok", "failed"]
+    rows = [
+        [str(r.concurrency), str(r.repeat + 1), _f(r.output_tokens_per_s), _f(r.ttft_ms_p50), _f(r.ttft_ms_p99),
+         _f(r.itl_ms_p50, 2), _f(r.itl_ms_p99, 2), str(r.requests_ok), str(r.requests_failed)]
+        for r in result.runs
+    ]
+    return headers, rows
+
+
+def _change(m: MetricChange) -> str:
+    if m.change is None:
+        return "—"
+    ci = f" [{m.ci_low:+.1%}, {m.ci_high:+.1%}]" if m.ci_low is not None and m.ci_high is not None else ""
+    return f"{m.change:+.1%}{ci}"
+
+
+def compare_table(comparison: Comparison) -> Table:
+    headers = ["concurrency", "tok/s base → new", "change [95% CI]", "verdict", "TTFT p50 change", "ITL p50 change"]
+    rows = []
+    for level in comparison.levels:
+        tput, ttft, itl = level.metrics
+        rows.append([
+            f"{level.concurrency} ({level.base_repeats}×/{level.new_repeats}×)",
+            f"{_f(tput.base)} → {_f(tput.new)}",
+            _change(tput),
+            tput.verdict,
+            f"{_change(ttft)} {ttft.verdict if ttft.verdict != tput.verdict else ''}".strip(),
+            f"{_change(itl)} {itl.verdict if itl.verdict != tput.verdict else ''}".strip(),
+        ])
+    return headers, rows
+
+
+def roofline_lines(r: Roofline) -> list[str]:
+    lines = [
+        f"bytes per token: {r.bytes_per_token / 1e9:,.2f} GB = {r.active_params / 1e9:,.2f} B active params × "
+        f"{r.bytes_per_param:g} B/param" + (f" + KV {r.kv_bytes / 1e9:,.3f} GB ({r.context:,} tokens)" if r.kv_bytes else ""),
+        f"bandwidth: {r.gpus} × {r.bandwidth_gbs:,.0f} GB/s = {r.aggregate_gbs:,.0f} GB/s ({r.bandwidth_source})",
+        f"single-stream decode bound: {r.bound_tok_s:,.1f} tok/s",
+    ]
+    if r.measured_tok_s is not None and r.efficiency is not None:
+        lines.append(f"measured: {r.measured_tok_s:,.2f} tok/s = {r.efficiency:.1%} of the bound")
+        if (verdict := r.verdict()) is not None:
+            lines.append(verdict)
+    return lines
+
+
+def section(title: str, table: Table, notes: Sequence[str] = ()) -> str:
+    """A markdown block for ``orchestrator.report.append_section``."""
+    parts = [f"### {title}", "", markdown(table)]
+    if notes:
+        parts += ["", *[f"- {note}" for note in notes]]
+    return "\n".join(parts) + "\n"

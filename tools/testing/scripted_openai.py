@@ -1,0 +1,400 @@
+"""A loopback OpenAI-compatible server that replays scripted chat completions (stdlib only).
+
+It drives the real ``openai`` client end to end: tool calls, plain or JSON content, streaming
+(SSE with tool-call deltas and a usage chunk), structured output (``response_format`` json_schema,
+or a 400 as servers without it answer), HTTP errors (429 with ``retry-after-ms``, 500), slow
+answers (client timeouts) and malformed bodies.
+
+Replies are scripted per *conversation key*: by default the first word of the system prompt's
+title line (``# pcie investigator`` -> ``pcie``, ``# chat coordinator`` -> ``chat``), so agents that
+run concurrently each get their own script. A key without a script (or whose script ran out) gets
+``default``; with no default that is an unexpected request: answered 500 and reported by
+:meth:`ScriptedOpenAIServer.assert_complete`.
+
+    with ScriptedOpenAIServer({"pcie": [call("read_file", path="/proc/cmdline"), final({"findings": []})]},
+                              default=final({"findings": []})) as server:
+        ...  # point a client at server.base_url
+        server.assert_complete()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "Recorded",
+    "Reply",
+    "Responder",
+    "ScriptedOpenAIServer",
+    "ToolCallSpec",
+    "call",
+    "calls",
+    "fail",
+    "final",
+    "garbage",
+    "prompt_chars",
+    "route_by_system_prompt",
+    "say",
+    "slow",
+]
+
+_TITLE = re.compile(r"\s*#\s*([\w.-]+)")
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    name: str
+    arguments: str
+    """The arguments as the model writes them: JSON text, or anything (malformed calls)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: content and/or tool calls, or an HTTP error, or a raw body."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    status: int = 200
+    error: str = ""
+    retry_after_ms: int | None = None
+    delay_s: float = 0.0
+    """Wait this long before answering (to trip a client's timeout)."""
+    raw_body: str | None = None
+    """Send exactly this as the 200 body (a malformed response)."""
+    usage: tuple[int, int] | None = None
+    """(prompt_tokens, completion_tokens); default: estimated from characters / 4."""
+
+
+Responder = Callable[[dict[str, Any]], Reply]
+"""A dynamic script: builds the reply from the request body."""
+
+
+def say(text: str) -> Reply:
+    """A plain text answer."""
+    return Reply(content=text)
+
+
+def final(payload: Any) -> Reply:
+    """A JSON answer (``payload`` dumped)."""
+    return Reply(content=json.dumps(payload))
+
+
+def call(name: str, arguments: str | None = None, /, **kwargs: Any) -> Reply:
+    """One tool call; ``arguments`` given as text is sent verbatim (malformed JSON on purpose)."""
+    return Reply(tool_calls=(ToolCallSpec(name, arguments if arguments is not None else json.dumps(kwargs)),))
+
+
+def calls(*items: tuple[str, dict[str, Any] | str]) -> Reply:
+    """Several tool calls in one answer."""
+    return Reply(tool_calls=tuple(ToolCallSpec(n, a if isinstance(a, str) else json.dumps(a)) for n, a in items))
+
+
+def fail(status: int, message: str = "scripted failure", *, retry_after_ms: int | None = 1) -> Reply:
+    """An HTTP error answer (429, 500, 400...)."""
+    return Reply(status=status, error=message, retry_after_ms=retry_after_ms)
+
+
+def garbage(body: str = '{"id": "x", "choices": [{"message": ') -> Reply:
+    """A 200 whose body is not a chat completion."""
+    return Reply(raw_body=body)
+
+
+def slow(seconds: float, reply: Reply) -> Reply:
+    """``reply``, after ``seconds``."""
+    return dataclasses.replace(reply, delay_s=seconds)
+
+
+def route_by_system_prompt(body: Mapping[str, Any]) -> str:
+    """The conversation key: the first word of the system prompt's ``# title`` line, else ``""``."""
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "system":
+            match = _TITLE.match(str(message.get("content") or ""))
+            return match.group(1) if match else ""
+    return ""
+
+
+def prompt_chars(body: Mapping[str, Any]) -> int:
+    """What a request sends as prompt, in characters: its messages, tool schemas and response format as JSON."""
+    sent = {k: body[k] for k in ("messages", "tools", "response_format") if k in body}
+    return len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as it arrived, and what it was answered."""
+
+    key: str
+    body: dict[str, Any]
+    reply: Reply | None
+    status: int
+
+    @property
+    def prompt_chars(self) -> int:
+        return prompt_chars(self.body)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+
+@dataclass
+class _State:
+    scripts: dict[str, list[Reply | Responder]]
+    default: Reply | Responder | None
+    route: Callable[[Mapping[str, Any]], str]
+    json_schema: bool
+    model: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    requests: list[Recorded] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+
+    def next_reply(self, body: dict[str, Any]) -> tuple[str, Reply | None]:
+        key = self.route(body)
+        with self.lock:
+            queue = self.scripts.get(key)
+            item = queue.pop(0) if queue else self.default
+            if item is None:
+                self.unexpected.append(key)
+                return key, None
+        return key, item(body) if callable(item) else item
+
+    def record(self, key: str, body: dict[str, Any], reply: Reply | None, status: int) -> None:
+        with self.lock:
+            self.requests.append(Recorded(key, body, reply, status))
+
+
+def _estimate(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args
+
+    def _send(self, status: int, data: bytes, headers: Mapping[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        kind = {400: "invalid_request_error", 404: "not_found", 429: "rate_limit_exceeded"}.get(status, "server_error")
+        self._send(status, json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode(), headers)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            model = {"id": self.server.state.model, "object": "model", "owned_by": "rigaudit"}
+            self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            self._error(400, "body is not JSON")
+            return
+        if self.path.rstrip("/") != "/v1/chat/completions" or not isinstance(body, dict):
+            self._error(404, f"no route {self.path}")
+            return
+        state = self.server.state
+        response_format = body.get("response_format") or {}
+        if not state.json_schema and isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+            state.record(route_by_system_prompt(body), body, None, 400)
+            self._error(400, "response_format of type json_schema is not supported by this server")
+            return
+        key, reply = state.next_reply(body)
+        if reply is None:
+            state.record(key, body, None, 500)
+            self._error(500, f"no scripted reply left for conversation {key!r}")
+            return
+        state.record(key, body, reply, reply.status)
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if reply.status != 200:
+            headers = {"retry-after-ms": str(reply.retry_after_ms)} if reply.retry_after_ms is not None else {}
+            self._error(reply.status, reply.error or "scripted failure", headers)
+            return
+        if reply.raw_body is not None:
+            self._send(200, reply.raw_body.encode())
+            return
+        if body.get("stream"):
+            self._stream(body, reply)
+        else:
+            self._whole(body, reply)
+
+    # -- answers --------------------------------------------------------------------------
+
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        if reply.usage is not None:
+            prompt, completion = reply.usage
+        else:
+            prompt = _estimate(json.dumps(body.get("messages") or []))
+            completion = _estimate((reply.content or "") + "".join(c.arguments for c in reply.tool_calls))
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    @staticmethod
+    def _call_id(index: int) -> str:
+        return f"call_{uuid.uuid4().hex[:10]}_{index}"
+
+    def _whole(self, body: dict[str, Any], reply: Reply) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": self._call_id(i), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for i, c in enumerate(reply.tool_calls)
+            ]
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        payload = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.server.state.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": self._usage(body, reply),
+        }
+        self._send(200, json.dumps(payload).encode())
+
+    def _chunk(self, payload: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+
+    def _event(self, obj: dict[str, Any] | str) -> None:
+        text = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+        self._chunk(f"data: {text}\n\n".encode())
+
+    def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+        ident, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), self.server.state.model
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._event(chunk({"role": "assistant", "content": ""}))
+        text = reply.content or ""
+        step = max(1, len(text) // 3)
+        for start in range(0, len(text), step):
+            self._event(chunk({"content": text[start : start + step]}))
+        for index, spec in enumerate(reply.tool_calls):
+            head = {"index": index, "id": self._call_id(index), "type": "function", "function": {"name": spec.name, "arguments": ""}}
+            self._event(chunk({"tool_calls": [head]}))
+            half = len(spec.arguments) // 2
+            for piece in (spec.arguments[:half], spec.arguments[half:]):
+                if piece:
+                    self._event(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+        self._event(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+        options = body.get("stream_options") or {}
+        if isinstance(options, dict) and options.get("include_usage"):
+            self._event({"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                         "choices": [], "usage": self._usage(body, reply)})
+        self._event("[DONE]")
+        self._chunk(b"")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], state: _State) -> None:
+        super().__init__(address, _Handler)
+        self.state = state
+
+
+class ScriptedOpenAIServer:
+    """The scripted server on a background thread; a context manager."""
+
+    def __init__(
+        self,
+        scripts: Mapping[str, Sequence[Reply | Responder]] | Sequence[Reply | Responder] = (),
+        *,
+        default: Reply | Responder | None = None,
+        route: Callable[[Mapping[str, Any]], str] | None = None,
+        json_schema: bool = True,
+        model: str = "scripted",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        """``scripts`` is a list (one conversation, whatever the key) or replies by conversation key;
+        ``json_schema=False`` answers 400 to structured-output requests, as servers without it do."""
+        if isinstance(scripts, Mapping):
+            table = {key: list(items) for key, items in scripts.items()}
+            router = route or route_by_system_prompt
+        else:
+            table = {"": list(scripts)}
+            router = route or (lambda body: "")
+        self._state = _State(table, default, router, json_schema, model)
+        self._server = _Server((host, port), self._state)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="scripted-openai", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The ``.../v1`` URL, as OpenAI clients expect it."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[Recorded]:
+        """Every chat completion request, in arrival order."""
+        with self._state.lock:
+            return list(self._state.requests)
+
+    def requests_for(self, key: str) -> list[Recorded]:
+        return [r for r in self.requests if r.key == key]
+
+    def remaining(self) -> dict[str, int]:
+        """Scripted replies not yet used, by key."""
+        with self._state.lock:
+            return {key: len(items) for key, items in self._state.scripts.items() if items}
+
+    def assert_complete(self) -> None:
+        """Every scripted reply was used, and no request went unanswered."""
+        left, unexpected = self.remaining(), list(self._state.unexpected)
+        assert not left, f"scripted replies never requested: {left}"
+        assert not unexpected, f"requests with no scripted reply: {unexpected}"
+
+    def start(self) -> ScriptedOpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def serve_forever(self) -> None:
+        """Serve on the calling thread (a standalone server for trying rigaudit by hand)."""
+        self._server.serve_forever()
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
