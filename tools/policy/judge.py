@@ -1,24 +1,21 @@
-"""Placeholder judge (replaced by the full rule-based policy)."""
+"""The default policy (loaded, and its examples checked, on first import) and its two entry points."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
+from tools.policy.engine import Policy
+from tools.policy.rules import RULES
 from tools.policy.verdict import Verdict
 
-_READ_ONLY = {"uname", "dmesg", "lspci", "nvidia-smi", "systemctl", "systemd-detect-virt", "pveversion", "pct"}
+POLICY = Policy(RULES)
 
 
 def judge_argv(argv: Sequence[str]) -> Verdict:
-    argv = tuple(argv)
-    if argv and argv[0] in _READ_ONLY:
-        return Verdict("allow", "read-only diagnostic", argv)
-    return Verdict("deny", "not a known read-only diagnostic", argv)
+    """Judge a command given as argv (no shell parsing): what rule code and investigators call."""
+    return POLICY.judge_argv(argv)
 
 
 def judge_command_line(line: str) -> Verdict:
-    try:
-        return judge_argv(shlex.split(line))
-    except ValueError as exc:
-        return Verdict("deny", f"cannot parse: {exc}")
+    """Judge a command line as an LLM writes it: parsed without a shell, never run through one."""
+    return POLICY.judge_line(line)

@@ -7,9 +7,14 @@ from typing import Literal
 
 Decision = Literal["allow", "ask", "deny"]
 
+SEVERITY: dict[Decision, int] = {"deny": 0, "ask": 1, "allow": 2}
+"""Rules are tried most severe first: an ``allow`` rule can never mask a ``deny`` or ``ask`` rule."""
+
 
 @dataclass(frozen=True)
 class Verdict:
     decision: Decision
     reason: str
     argv: tuple[str, ...] = ()
+    rule: str = ""
+    """The name of the rule that decided (``unknown-program``/``unrecognized-form`` for the fallbacks)."""

@@ -1,0 +1,57 @@
+"""The policy corpus (tests/policy_corpus.txt): every command judged as its line says."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tools.policy import judge_argv, judge_command_line
+
+CORPUS = Path(__file__).parent / "policy_corpus.txt"
+_REPEAT = re.compile(r"\{\{(.)\*(\d+)\}\}")
+
+
+def _load() -> list[tuple[int, str, str]]:
+    cases: list[tuple[int, str, str]] = []
+    for number, raw in enumerate(CORPUS.read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        expected, _, command = raw.partition(" ")
+        command = command.strip(" ")
+        if command.startswith("py:"):
+            literal = ast.literal_eval(command[3:])
+            assert isinstance(literal, str)
+            command = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), literal)
+        assert expected in ("allow", "ask", "deny"), f"line {number}: bad verdict {expected!r}"
+        cases.append((number, expected, command))
+    return cases
+
+
+CASES = _load()
+
+
+def test_corpus_is_large_and_covers_every_verdict() -> None:
+    assert len(CASES) >= 300
+    counts = {d: sum(1 for _, e, _ in CASES if e == d) for d in ("allow", "ask", "deny")}
+    assert all(n >= 40 for n in counts.values()), counts
+
+
+@pytest.mark.parametrize(("number", "expected", "command"), CASES, ids=[f"L{n}" for n, _, _ in CASES])
+def test_corpus(number: int, expected: str, command: str) -> None:
+    verdict = judge_command_line(command)
+    assert verdict.decision == expected, (
+        f"line {number}: {command[:120]!r} -> {verdict.decision} [{verdict.rule}] {verdict.reason}"
+    )
+    assert verdict.reason and "\n" not in verdict.reason
+    if verdict.decision == "allow":
+        assert verdict.argv and verdict.rule
+
+
+def test_argv_and_line_agree_on_every_allowed_command() -> None:
+    for _, expected, command in CASES:
+        if expected == "allow":
+            assert judge_argv(shlex.split(command)).decision == "allow", command

@@ -1,0 +1,199 @@
+"""The policy engine: loads rules (checking every rule's examples) and judges commands.
+
+Order of judgement: guards on the raw line, then the line is split (POSIX, no expansion), guards on
+the argv, then the program's own rules, most severe first (deny, ask, allow), so an ``allow`` rule can
+never mask a ``deny``. A known program whose arguments fit no read-only form, and any unknown program,
+is ``ask``. Any internal error fails closed (``deny``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tools.policy import lexer
+from tools.policy.checks import CHECKS, ArgvCheck, LineCheck, show
+from tools.policy.forms import CompiledForm, compile_form, mismatch
+from tools.policy.schema import Rule, RuleError
+from tools.policy.verdict import SEVERITY, Decision, Verdict
+
+_FAMILY = re.compile(r"(python|pypy|pip|perl|ruby|php|lua|node|tclsh|wish)[0-9.]*|(mkfs|fsck|mkswap|mount|umount)\..+")
+
+
+def program_name(argv0: str) -> str:
+    """The name rules know a program by: the basename, without an interpreter's version (``python3.11``)."""
+    name = argv0.rsplit("/", 1)[-1]
+    match = _FAMILY.fullmatch(name)
+    if match is None:
+        return name
+    return match.group(1) or match.group(2)
+
+
+FALLBACKS: tuple[tuple[str, Decision, str], ...] = (
+    ("unknown-program", "ask", "a program no rule names: a person must approve it"),
+    ("unrecognized-form", "ask", "a known program whose arguments fit none of its read-only forms"),
+    ("policy-error", "deny", "the policy itself failed on this input (fails closed)"),
+)
+"""The verdicts no rule gives: what ``Verdict.rule`` names when no rule decided."""
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    any_arg: tuple[re.Pattern[str], ...]
+    unless_only: tuple[re.Pattern[str], ...]
+    check: ArgvCheck | None
+    form: CompiledForm | None
+
+
+def _compile(rule: Rule) -> _Compiled:
+    where = f"rule {rule.name!r}"
+    if not rule.name or not rule.description or not rule.examples:
+        raise RuleError(f"{where}: needs a name, a description and at least one example")
+    if rule.check and rule.check not in CHECKS:
+        raise RuleError(f"{where}: unknown check {rule.check!r}")
+    if not rule.programs and not rule.check:
+        raise RuleError(f"{where}: a guard (no programs) needs a check")
+    if rule.decision == "allow" and (rule.form is None or not rule.programs):
+        raise RuleError(f"{where}: an allow rule needs programs and a form (allow is a whitelist)")
+    if rule.decision != "allow" and rule.form is not None:
+        raise RuleError(f"{where}: only allow rules have a form")
+    try:
+        return _Compiled(
+            rule=rule,
+            any_arg=tuple(re.compile(p) for p in rule.any_arg),
+            unless_only=tuple(re.compile(p) for p in rule.unless_only),
+            check=CHECKS[rule.check].argv if rule.check else None,
+            form=compile_form(rule.form) if rule.form is not None else None,
+        )
+    except re.error as exc:
+        raise RuleError(f"{where}: bad pattern: {exc}") from None
+
+
+def _applies(c: _Compiled, argv: Sequence[str]) -> str | None:
+    """``None`` when the rule's conditions do not hold; otherwise a detail ('' when there is none)."""
+    rule = c.rule
+    args = argv[1:]
+    if rule.first and (not args or args[0] not in rule.first):
+        return None
+    if rule.unless_first and args and args[0] in rule.unless_first:
+        return None
+    if len(args) < rule.min_args:
+        return None
+    if c.unless_only and args and all(any(p.fullmatch(a) for p in c.unless_only) for a in args):
+        return None
+    detail = ""
+    if c.any_arg:
+        hit = next((a for a in args if any(p.fullmatch(a) for p in c.any_arg)), None)
+        if hit is None:
+            return None
+        detail = show(hit)
+    if c.check is not None:
+        found = c.check(argv)
+        if found is None:
+            return None
+        detail = detail or found
+    return detail
+
+
+class Policy:
+    """A loaded rule set. Construction checks each rule and each of its examples (:class:`RuleError`)."""
+
+    def __init__(self, rules: Iterable[Rule], *, check_examples: bool = True) -> None:
+        self.rules: tuple[Rule, ...] = tuple(rules)
+        names = [r.name for r in self.rules]
+        if duplicates := sorted({n for n in names if names.count(n) > 1}):
+            raise RuleError(f"duplicate rule names: {', '.join(duplicates)}")
+        compiled = [_compile(rule) for rule in self.rules]
+        self._line_guards: list[tuple[Rule, LineCheck]] = []
+        self._argv_guards: list[tuple[Rule, ArgvCheck]] = []
+        self._by_program: dict[str, list[_Compiled]] = {}
+        for c in compiled:
+            if not c.rule.programs:
+                check = CHECKS[c.rule.check]
+                if check.line is not None:
+                    self._line_guards.append((c.rule, check.line))
+                if check.argv is not None:
+                    self._argv_guards.append((c.rule, check.argv))
+                continue
+            for program in c.rule.programs:
+                self._by_program.setdefault(program, []).append(c)
+        for entries in self._by_program.values():
+            entries.sort(key=lambda c: SEVERITY[c.rule.decision])
+        if check_examples:
+            self.check_examples()
+
+    def check_examples(self) -> None:
+        """Judge every rule's examples; raise :class:`RuleError` at the first that disagrees with its rule."""
+        for rule in self.rules:
+            for example in rule.examples:
+                verdict = self.judge_line(example)
+                if verdict.rule != rule.name or verdict.decision != rule.decision:
+                    raise RuleError(
+                        f"rule {rule.name!r} ({rule.decision}): example {show(example)!r} was judged "
+                        f"{verdict.decision} by {verdict.rule!r}: {verdict.reason}"
+                    )
+
+    def programs(self) -> frozenset[str]:
+        return frozenset(self._by_program)
+
+    def judge_line(self, line: str) -> Verdict:
+        """Judge a command line as an LLM writes it (never run through a shell)."""
+        try:
+            for rule, line_check in self._line_guards:
+                if (detail := line_check(line)) is not None:
+                    return Verdict(rule.decision, f"{rule.description}: {detail}", rule=rule.name)
+            try:
+                argv = lexer.split(line)
+            except ValueError as exc:
+                return Verdict("deny", f"cannot be parsed: {exc}", rule="unparseable")
+            return self._judge(argv)
+        except Exception as exc:  # fail closed: a policy bug must never let a command through
+            return Verdict("deny", f"policy error ({exc.__class__.__name__}): refused", rule="policy-error")
+
+    def judge_argv(self, argv: Sequence[str]) -> Verdict:
+        """Judge an argv (as rule code and investigators build it): the same rules, no line guards."""
+        try:
+            return self._judge(tuple(str(a) for a in argv))
+        except Exception as exc:  # fail closed
+            return Verdict("deny", f"policy error ({exc.__class__.__name__}): refused", tuple(argv), "policy-error")
+
+    def _judge(self, argv: tuple[str, ...]) -> Verdict:
+        for rule, argv_check in self._argv_guards:
+            if (detail := argv_check(argv)) is not None:
+                return Verdict(rule.decision, f"{rule.description}: {detail}", argv, rule.name)
+        if not argv or not argv[0]:
+            return Verdict("deny", "nothing to run", argv, "empty")
+        program = program_name(argv[0])
+        entries = self._by_program.get(program)
+        if not entries:
+            return Verdict(
+                "ask", f"{show(program)} is not a program this policy knows: a person must approve it", argv, "unknown-program"
+            )
+        misses: list[tuple[str, str]] = []
+        for c in entries:
+            detail = _applies(c, argv)
+            if detail is None:
+                continue
+            if c.form is None:
+                reason = f"{program}: {c.rule.description}" + (f" ({detail})" if detail else "")
+                return Verdict(c.rule.decision, reason, argv, c.rule.name)
+            miss = mismatch(c.form, argv[2:] if c.rule.first else argv[1:])
+            if miss is None:
+                return Verdict("allow", f"{program}: {c.rule.description}", argv, c.rule.name)
+            misses.append((miss, c.rule.examples[0]))
+        return Verdict("ask", self._unrecognized(program, argv, entries, misses), argv, "unrecognized-form")
+
+    @staticmethod
+    def _unrecognized(program: str, argv: tuple[str, ...], entries: list[_Compiled], misses: list[tuple[str, str]]) -> str:
+        allowed = [c.rule.examples[0] for c in entries if c.rule.decision == "allow"]
+        if misses:
+            why, example = misses[0]
+        elif not allowed:
+            why, example = "this policy knows no read-only form of it", ""
+        else:
+            why = f"no read-only form starts with {show(argv[1])}" if len(argv) > 1 else "it needs arguments"
+            example = allowed[0]
+        hint = f"; a read-only form looks like `{example}`" if example else ""
+        return f"{program}: not a recognized read-only form: {why}{hint}; a person must approve it"

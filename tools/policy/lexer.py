@@ -1,0 +1,103 @@
+"""Find what a shell would have treated specially in a command line, without any shell.
+
+The line is split with :func:`shlex.split` (POSIX rules); before that, :func:`scan` walks it the way a
+shell's tokenizer would and reports every unquoted operator and every expansion, so that a command
+written for a shell (``a; b``, ``x > f``, ``$(y)``, ``"$HOME"``) is refused instead of silently run
+with different meaning.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+_OPERATOR_CHARS = frozenset(";&|<>()")
+_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_SPECIAL_PARAMS = frozenset("0123456789?$!#@*-'\"")
+
+
+@dataclass(frozen=True)
+class Special:
+    kind: Literal["operator", "expansion", "comment"]
+    text: str
+    offset: int
+
+
+def _expansion_at(line: str, i: int) -> str | None:
+    """The expansion starting with ``$`` at ``line[i]``, or ``None`` for a literal dollar."""
+    nxt = line[i + 1] if i + 1 < len(line) else ""
+    if nxt in ("(", "{", "[") or nxt in _NAME_START or nxt in _SPECIAL_PARAMS:
+        return line[i : i + 2]
+    return None
+
+
+def scan(line: str) -> list[Special]:
+    """Every unquoted operator, comment and expansion (also inside double quotes) in ``line``."""
+    found: list[Special] = []
+    quote = ""
+    word_start = True
+    i = 0
+    n = len(line)
+    while i < n:
+        c = line[i]
+        if quote == "'":
+            if c == "'":
+                quote = ""
+            i += 1
+            continue
+        if quote == '"':
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                quote = ""
+            elif c == "`":
+                found.append(Special("expansion", "`", i))
+            elif c == "$" and (text := _expansion_at(line, i)) is not None:
+                found.append(Special("expansion", text, i))
+            i += 1
+            continue
+        if c == "\\":
+            word_start = False
+            i += 2
+            continue
+        if c in "'\"":
+            quote = c
+            word_start = False
+        elif c in " \t":
+            word_start = True
+        elif c in "\n\r":
+            found.append(Special("operator", "newline", i))
+            word_start = True
+        elif c in _OPERATOR_CHARS:
+            j = i
+            while j < n and line[j] in _OPERATOR_CHARS:
+                j += 1
+            text = line[i:j]
+            kind: Literal["operator", "expansion"] = "expansion" if text in ("<(", ">(") else "operator"
+            found.append(Special(kind, text, i))
+            i = j
+            word_start = True
+            continue
+        elif c == "`":
+            found.append(Special("expansion", "`", i))
+        elif c == "$" and (text := _expansion_at(line, i)) is not None:
+            found.append(Special("expansion", text, i))
+            word_start = False
+            i += len(text)
+            continue
+        elif c == "#" and word_start:
+            found.append(Special("comment", "#", i))
+            break
+        else:
+            word_start = False
+        i += 1
+    return found
+
+
+@lru_cache(maxsize=512)
+def split(line: str) -> tuple[str, ...]:
+    """POSIX word splitting, no expansion; raises :class:`ValueError` (unbalanced quotes...)."""
+    return tuple(shlex.split(line, comments=False, posix=True))

@@ -1,0 +1,141 @@
+"""Guards: rules that apply to every command, before its program is looked at."""
+
+from __future__ import annotations
+
+from tools.policy.schema import Rule
+
+GUARDS: tuple[Rule, ...] = (
+    Rule(
+        "empty",
+        "deny",
+        "empty command",
+        examples=("", "   "),
+        check="empty",
+    ),
+    Rule(
+        "too-long",
+        "deny",
+        "command too long to judge",
+        examples=("cat /proc/" + "a" * 5000,),
+        check="too-long",
+    ),
+    Rule(
+        "nul-byte",
+        "deny",
+        "NUL byte in the command",
+        examples=("cat /proc/cpuinfo\x00/etc/shadow",),
+        check="nul-byte",
+    ),
+    Rule(
+        "unparseable",
+        "deny",
+        "cannot be parsed",
+        examples=("cat '/proc/cpuinfo", 'lspci "-vvv'),
+        check="unparseable",
+    ),
+    Rule(
+        "expansion",
+        "deny",
+        "shell expansion (command substitution, variables and process substitution are not performed here)",
+        examples=("cat $(echo /etc/shadow)", "uname `reboot`", 'cat "$HOME/x"', "cat ${HOME}"),
+        check="expansion",
+    ),
+    Rule(
+        "shell-operators",
+        "deny",
+        "shell operator (nothing here is a shell: no pipes, lists, redirections, background or newlines)",
+        examples=("nvidia-smi -L; nvidia-smi -r", "dmesg | tail", "echo 1 > /proc/sys/vm/drop_caches", "uname -r\nreboot"),
+        check="shell-operators",
+    ),
+    Rule(
+        "shell-comment",
+        "deny",
+        "shell comment (write only the command)",
+        examples=("nvidia-smi -L # list the GPUs",),
+        check="shell-comment",
+    ),
+    Rule(
+        "control-chars",
+        "deny",
+        "control or invisible character in an argument",
+        examples=("cat '/proc/cpuinfo\n'", "lspci '-v\u200b'", "cat /proc/cpu\u202einfo"),
+        check="control-chars",
+    ),
+    Rule(
+        "program-lookalike",
+        "deny",
+        "non-ASCII character in the program name (look-alike characters)",
+        examples=("nvidia-sm\u0456 -r", "\uff4cspci"),
+        check="program-lookalike",
+    ),
+    Rule(
+        "lookalike-dash",
+        "deny",
+        "look-alike dash in an option",
+        examples=("nvidia-smi \u2013q", "dmesg \u2212c"),
+        check="lookalike-dash",
+    ),
+    Rule(
+        "env-prefix",
+        "deny",
+        "environment assignment before the command (the environment is fixed here)",
+        examples=("LD_PRELOAD=/tmp/x.so nvidia-smi", "CUDA_VISIBLE_DEVICES=0 nvidia-smi -L"),
+        check="env-prefix",
+    ),
+    Rule(
+        "program-path",
+        "deny",
+        "program outside the standard bin directories",
+        examples=("/tmp/nvidia-smi -L", "./lspci", "/usr/bin/../../tmp/uname"),
+        check="program-path",
+    ),
+    Rule(
+        "operator-word",
+        "deny",
+        "an argument is a shell operator (it would not act as one here)",
+        examples=("dmesg '|' tail", "cat /proc/cpuinfo '>' /tmp/x"),
+        check="operator-word",
+    ),
+    Rule(
+        "secret-path",
+        "deny",
+        "names credentials (no diagnostic needs them)",
+        examples=(
+            "cat /etc/shadow",
+            "head /proc/../etc/shadow",
+            "cat /root/.ssh/id_rsa",
+            "ls /etc/pve/priv",
+            "grep -f/etc/gshadow x /etc/hosts",
+            "cat /home/admin/.aws/credentials",
+        ),
+        check="secret-path",
+    ),
+    Rule(
+        "proc-escape",
+        "deny",
+        "path escapes through a /proc root or cwd link",
+        examples=("cat /proc/1/root/etc/hostname", "ls /proc/self/cwd/x"),
+        check="proc-escape",
+    ),
+    Rule(
+        "raw-memory",
+        "deny",
+        "reads raw memory or I/O ports, consumes the kernel log or arms the watchdog",
+        examples=("cat /dev/mem", "hexdump -C /proc/kcore", "xxd /proc/1/mem", "cat /proc/kmsg", "cat /dev/watchdog"),
+        check="raw-memory",
+    ),
+    Rule(
+        "process-environ",
+        "ask",
+        "reads a process environment, which often holds secrets (tokens, keys)",
+        examples=("cat /proc/1234/environ", "cat /proc/self/environ"),
+        check="process-environ",
+    ),
+    Rule(
+        "unexpanded-path",
+        "deny",
+        "path with ~, $ or a glob: nothing expands them here (no shell); name the exact path",
+        examples=("ls /dev/nvidia*", "ls ~admin", "cat /sys/class/drm/card?/device/vendor", "cat /etc/{hosts,hostname}"),
+        check="unexpanded-path",
+    ),
+)
