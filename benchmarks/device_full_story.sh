@@ -22,7 +22,9 @@ step() { printf '\n=== %s === %s\n' "$*" "$(date +%T)"; }
 run() { echo "+ $*"; "$@"; local rc=$?; echo "(exit $rc)"; return $rc; }
 
 step "install (README's command, offline: wheels carried in .whl)"
-if "$PY" -m venv --system-site-packages "$WORK/venv" && \
+if [ -n "${RIGAUDIT_BIN:-}" ]; then  # an installed rigaudit (local dry runs)
+  RIG=("$RIGAUDIT_BIN"); PYV="$(dirname "$RIGAUDIT_BIN")/python"
+elif "$PY" -m venv --system-site-packages "$WORK/venv" && \
    "$WORK/venv/bin/pip" install -q --no-index --find-links .whl --no-build-isolation . ; then
   RIG=("$WORK/venv/bin/rigaudit"); PYV="$WORK/venv/bin/python"
 else

@@ -81,7 +81,7 @@ def main() -> int:
     if comparison:
         for level in comparison["levels"]:
             tput = level["metrics"][0]
-            print(f"  compare c={level['concurrency']}: {tput['change']:+.1%} [{tput['ci_low']:+.1%}, {tput['ci_high']:+.1%}] "
+            print(f"  compare c={level['concurrency']}: {(tput['change'] or 0):+.1%} [{(tput['ci_low'] or 0):+.1%}, {(tput['ci_high'] or 0):+.1%}] "
                   f"→ {level['verdict']}")
         for warning in comparison["warnings"]:
             print(f"  warning: {warning}")
