@@ -24,8 +24,10 @@ run() { echo "+ $*"; "$@"; local rc=$?; echo "(exit $rc)"; return $rc; }
 step "install (README's command, offline: wheels carried in .whl)"
 if [ -n "${RIGAUDIT_BIN:-}" ]; then  # an installed rigaudit (local dry runs)
   RIG=("$RIGAUDIT_BIN"); PYV="$(dirname "$RIGAUDIT_BIN")/python"
-elif "$PY" -m venv --system-site-packages "$WORK/venv" && \
+elif "$PY" -m venv "$WORK/venv" && \
+   "$PY" -c "import site; print(site.getsitepackages()[0])" > "$("$WORK/venv/bin/python" -c "import site; print(site.getsitepackages()[0])")/zz-parent-env.pth" && \
    "$WORK/venv/bin/pip" install -q --no-index --find-links .whl --no-build-isolation . ; then
+  # python3 there is itself a venv (torch lives in it): the .pth file above makes its packages visible after ours
   RIG=("$WORK/venv/bin/rigaudit"); PYV="$WORK/venv/bin/python"
 else
   echo "venv install failed; falling back to unpacked wheels on PYTHONPATH"

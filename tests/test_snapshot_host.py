@@ -87,3 +87,11 @@ def test_dotdot_after_a_link_climbs_from_the_link_target(seed_dir: Path) -> None
     via_link = _run(host.read, "/sys/bus/pci/devices/0000:03:00.0/../vendor")
     bridge = _run(host.read, "/sys/bus/pci/devices/0000:02:00.0/vendor")
     assert via_link.data == bridge.data and via_link.data is not None
+
+
+def test_ancestors_of_recorded_dirs_are_listed(seed_copy: Path) -> None:
+    (seed_copy / "dirs.json").write_text(json.dumps(["/opt/gcc/lib"]))
+    host = SnapshotHost(seed_copy)
+    assert _run(host.list_dir, "/opt").entries == ("gcc",)
+    assert _run(host.list_dir, "/opt/gcc").entries == ("lib",)
+    assert _run(host.exists, "/opt/gcc")

@@ -10,9 +10,10 @@ from importlib import resources
 from pathlib import Path
 
 DEMOS = {
+    "h200": ("h200x2-vm.tar.gz", "2x H200 over NVLink (NV18), recorded by rigaudit on a real GPU machine"),
     "seed": ("seed-lxc-8x-rtxpro6000.tar.gz", "8x RTX PRO 6000 Blackwell behind PCIe switches, Proxmox host (the story's host)"),
 }
-DEFAULT_DEMO = "seed"
+DEFAULT_DEMO = "h200"
 
 
 def register(name: str, archive: str, description: str) -> None:

@@ -170,7 +170,8 @@ def judge_version(facts: KernelVersionFacts) -> Finding:
                     "the NVIDIA module was built for another kernel (DKMS build failed or skipped for this one)",
                 )
             )
-    elif facts.nvidia_loaded and facts.modules_dir_exists is False:
+    elif facts.nvidia_loaded and facts.modules_dir_exists is False and not facts.platform.in_container:
+        # Inside a container the module tree belongs to the host: its absence here says nothing.
         issues.append(
             (
                 "medium",

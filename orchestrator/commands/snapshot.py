@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 
+from agents.facts.baseline import collect_baseline
 from agents.facts.gpus import collect_gpus
 from agents.facts.platform import detect_platform
 from agents.registry import all_investigators
@@ -33,10 +34,14 @@ def make_host() -> Host:
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="snapshot directory to write")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("-o", "--output", metavar="DIR", help="snapshot directory to write")
+    target.add_argument("--stdout", action="store_true", help="write the snapshot to stdout as a tar stream (fleet audits)")
     parser.add_argument("--force", action="store_true", help="replace DIR if it exists and is not empty")
     parser.add_argument("--notes", default="", metavar="TEXT", help="free text stored in snapshot.json")
     parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="host operations in flight (default 8)")
+    parser.add_argument("--share", action="store_true", help="write a bundle for a public bug report to -o FILE.tar.gz")
+    parser.add_argument("--from", dest="share_from", type=Path, metavar="DIR", help="with --share: bundle this snapshot")
 
 
 async def collect_all(probe: Probe) -> list[str]:
@@ -44,6 +49,7 @@ async def collect_all(probe: Probe) -> list[str]:
     collectors: list[tuple[str, Callable[[Probe], Awaitable[object]]]] = [
         ("gpus", collect_gpus),
         ("platform", detect_platform),
+        ("baseline", collect_baseline),
         *[(inv.area, inv.collect) for inv in all_investigators()],
     ]
     failures: list[str] = []
@@ -74,6 +80,12 @@ async def record(output: Path, *, force: bool, notes: str, concurrency: int) -> 
 def _run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1 (got {args.concurrency})")
+    if args.share or args.share_from:
+        return _share(args)
+    if args.stdout:
+        from orchestrator.fleet.node import snapshot_to_stdout
+
+        return snapshot_to_stdout(notes=args.notes, concurrency=args.concurrency)
     output = Path(args.output)
     try:
         check_target(output, force=args.force)
@@ -88,6 +100,43 @@ def _run(args: argparse.Namespace) -> int:
     for warning in summary.warnings:
         print(f"rigaudit: warning: {warning}", file=sys.stderr)
     print(f"snapshot: {summary.line()}")
+    return 0
+
+
+def _share(args: argparse.Namespace) -> int:
+    """--share: record this machine (or take --from DIR), audit it, and write a bundle safe for a public
+    bug report (identifying values replaced by placeholders; see tools/share). Prints its summary."""
+    import tempfile
+
+    from orchestrator.audit import run_audit
+    from tools.hosts.snapshot import SnapshotError, SnapshotHost
+    from tools.share import ShareError, share_bundle
+
+    output = Path(args.output or "")
+    if not args.share or not args.output:
+        raise UsageError("--from needs --share" if not args.share else "--share writes a file: give -o FILE.tar.gz")
+    if output.is_dir() or (output.exists() and not args.force):
+        raise UsageError(f"{output}: {'is a directory' if output.is_dir() else 'exists (use --force to replace it)'}")
+    with tempfile.TemporaryDirectory(prefix="rigaudit-share-") as tmp:
+        source = args.share_from or Path(tmp) / "snapshot"
+        if args.share_from is None:
+            try:
+                _, failures = anyio.run(lambda: record(source, force=False, notes=args.notes, concurrency=args.concurrency))
+            except SnapshotWriteError as exc:
+                raise OperationError(str(exc)) from None
+            for failure in failures:
+                print(f"rigaudit: warning: collection failed for {failure} (its evidence so far is kept)", file=sys.stderr)
+        try:
+            host = SnapshotHost(source)
+        except SnapshotError as exc:
+            raise UsageError(str(exc)) from None
+        result = anyio.run(lambda: run_audit(host))
+        try:
+            shared = share_bundle(source, output, audit=result, force=args.force)
+        except ShareError as exc:
+            raise OperationError(str(exc)) from None
+    print(shared.block)
+    print(f"share bundle: {shared.line()}")
     return 0
 
 

@@ -149,9 +149,12 @@ class SnapshotHost:
         # Children recorded only as links, dirs or unreadable entries, by parent folder.
         self._extra_children: dict[str, set[str]] = {}
         for path in [*self._links, *self._dirs, *self._unreadable]:
-            parent, name = posixpath.split(path.rstrip("/"))
-            if name:
+            # Every ancestor of a recorded path exists too, and lists the next component.
+            current = path.rstrip("/")
+            while current not in ("", "/"):
+                parent, name = posixpath.split(current)
                 self._extra_children.setdefault(parent or "/", set()).add(name)
+                current = parent
 
     # -- identity -------------------------------------------------------------------------
 
