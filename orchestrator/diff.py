@@ -1,0 +1,161 @@
+"""The two sides of ``rigaudit diff``: a snapshot, an audit JSON, a transcript or a share bundle.
+
+Each side becomes findings (a snapshot or a bundle is audited now; an audit JSON and a transcript
+give the findings they recorded) and, where it can, a snapshot directory whose values are compared:
+a snapshot as it is, a bundle unpacked, a transcript rebuilt from its tool calls (``values=True``).
+Bad input is a :class:`~orchestrator.errors.UsageError` with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from pydantic import ValidationError
+
+from orchestrator.audit import AuditOptions, run_audit
+from orchestrator.errors import UsageError
+from tools.diffing import SideInfo
+from tools.hosts.snapshot import SnapshotError, SnapshotHost
+from tools.model.audit import AUDIT_SCHEMA, AuditResult
+from tools.model.finding import Finding
+from transcripts.compare import audit_segments, recorded_findings
+from transcripts.errors import TranscriptError
+from transcripts.events import AuditFinished, SessionStarted, ToolCall
+from transcripts.format import HEADER_KEY
+from transcripts.reader import read_transcript
+from transcripts.rebuild import rebuild_snapshot
+
+SideKind = Literal["snapshot", "audit", "transcript", "bundle"]
+
+
+@dataclass
+class Side:
+    path: Path
+    kind: SideKind
+    host: str
+    findings: tuple[Finding, ...]
+    snapshot: Path | None = None
+    """A snapshot directory whose values can be compared (``None``: this side has none)."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def info(self) -> SideInfo:
+        return SideInfo(str(self.path), self.kind, self.host)
+
+
+def _first_line(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.readline(1 << 20)
+
+
+def detect(path: Path) -> SideKind:
+    """What ``path`` is, by its content; :class:`UsageError` when it is none of the four."""
+    if path.is_dir():
+        if (path / "snapshot.json").is_file():
+            return "snapshot"
+        raise UsageError(f"{path}: a directory without snapshot.json is not a snapshot")
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    try:
+        first = _first_line(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if first.startswith(b"\x1f\x8b"):
+        return "bundle"
+    try:
+        header = json.loads(first)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        header = None
+    if isinstance(header, dict) and HEADER_KEY in header:
+        return "transcript"
+    return "audit"
+
+
+def _audit_json(path: Path) -> AuditResult:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raise UsageError(f"{path}: not a snapshot, an audit JSON ({AUDIT_SCHEMA}) or a transcript") from None
+    schema = raw.get("schema") if isinstance(raw, dict) else None
+    if schema != AUDIT_SCHEMA:
+        raise UsageError(f"{path}: not an audit JSON (schema {schema!r}, expected {AUDIT_SCHEMA!r})")
+    try:
+        return AuditResult.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        reason = f"{'.'.join(str(p) for p in errors[0]['loc'])}: {errors[0]['msg']}" if errors else "invalid"
+        raise UsageError(f"{path}: invalid audit JSON ({reason})") from None
+
+
+def _inside(name: str) -> bool:
+    return not name.startswith("/") and ".." not in Path(name).parts
+
+
+def _unpack(path: Path, scratch: Path) -> Path:
+    """Unpack a share bundle (``snapshot --share``) and return the snapshot inside it."""
+    target = scratch / "unpacked"
+    target.mkdir(parents=True)
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            if hasattr(tarfile, "data_filter"):
+                archive.extractall(target, filter="data")
+            else:  # Python before 3.10.12: only plain files and folders, inside the target
+                members = [m for m in archive.getmembers() if (m.isfile() or m.isdir()) and _inside(m.name)]
+                archive.extractall(target, members=members)
+    except (OSError, tarfile.TarError, EOFError) as exc:
+        raise UsageError(f"{path}: not a readable share bundle ({exc.__class__.__name__})") from None
+    found = sorted(p.parent for p in target.glob("*/snapshot.json")) or sorted(p.parent for p in target.glob("snapshot.json"))
+    if not found:
+        raise UsageError(f"{path}: the archive holds no snapshot (no snapshot.json)")
+    return found[0]
+
+
+async def _audit(snapshot: Path, options: AuditOptions) -> tuple[str, tuple[Finding, ...], list[str]]:
+    try:
+        host = SnapshotHost(snapshot)
+    except SnapshotError as exc:
+        raise UsageError(str(exc)) from None
+    result = await run_audit(host, options=options)
+    return host.name, result.findings, list(result.warnings)
+
+
+async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOptions | None = None) -> Side:
+    """Read one side; ``scratch`` is a private folder for unpacked bundles and rebuilt snapshots."""
+    options = options or AuditOptions()
+    kind = detect(path)
+    if kind in ("snapshot", "bundle"):
+        snapshot = path if kind == "snapshot" else await anyio.to_thread.run_sync(_unpack, path, scratch)
+        host, findings, warnings = await _audit(snapshot, options)
+        return Side(path, kind, host, findings, snapshot, warnings)
+    if kind == "audit":
+        result = _audit_json(path)
+        return Side(path, "audit", result.host.name, result.findings)
+    try:
+        transcript = read_transcript(path)
+    except TranscriptError as exc:
+        raise UsageError(str(exc)) from None
+    segments = audit_segments(transcript.events)
+    if not segments:
+        raise UsageError(f"{path}: the transcript recorded no audit (no findings)")
+    events = segments[-1]
+    findings = tuple(recorded_findings(events))
+    if not findings:
+        raise UsageError(f"{path}: the transcript recorded no audit (no findings)")
+    started = transcript.session
+    audit = next((e for e in reversed(events) if isinstance(e, AuditFinished)), None)
+    host = (audit.result.host.name if audit else "") or (started.host if isinstance(started, SessionStarted) else "")
+    side = Side(path, "transcript", host, findings, warnings=list(transcript.warnings))
+    if values:
+        if any(isinstance(e, ToolCall) for e in events):
+            rebuilt = scratch / "rebuilt"
+            report = await anyio.to_thread.run_sync(lambda: rebuild_snapshot(events, rebuilt, source=str(path)))
+            side.snapshot = rebuilt
+            side.warnings.extend(f"{path.name}: rebuild: {w}" for w in report.warnings[:5])
+        else:
+            side.warnings.append(f"{path}: no tool calls recorded; its values cannot be compared")
+    return side

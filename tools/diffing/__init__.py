@@ -1,0 +1,26 @@
+"""What changed between two audits of a host, or of two hosts: findings and values read.
+
+``diff_findings(a, b)`` compares findings by check id; ``diff_snapshots(a_dir, b_dir)`` compares
+the values two snapshots read. ``rigaudit diff`` and ``rigaudit apply`` (before/after) use both.
+"""
+
+from tools.diffing.document import DIFF_SCHEMA, SideInfo, diff_document
+from tools.diffing.findings import CHANGE_KINDS, ChangeKind, FindingChange, FindingsDiff, diff_findings, verdict
+from tools.diffing.values import Presence, ValueChange, ValueKind, ValuesDiff, diff_snapshots
+
+__all__ = [
+    "CHANGE_KINDS",
+    "DIFF_SCHEMA",
+    "ChangeKind",
+    "FindingChange",
+    "FindingsDiff",
+    "Presence",
+    "SideInfo",
+    "ValueChange",
+    "ValueKind",
+    "ValuesDiff",
+    "diff_document",
+    "diff_findings",
+    "diff_snapshots",
+    "verdict",
+]

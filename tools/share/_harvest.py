@@ -1,0 +1,263 @@
+"""Find the identifying values that no pattern recognises by their shape: host and domain names,
+serial numbers and asset tags, machine ids; and the order GPUs are numbered in.
+
+UUIDs, MAC and IP addresses and home folders are recognised by their shape wherever they are
+(see ``_scrub``); this pass only reads the places where the others are written down.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from tools.share._tree import Tree
+
+GENERIC_HOSTS = frozenset(
+    {
+        "localhost",
+        "localhost.localdomain",
+        "localdomain",
+        "(none)",
+        "none",
+        "unknown",
+        "ubuntu",
+        "debian",
+        "pve",
+        "proxmox",
+        "fedora",
+        "centos",
+        "rocky",
+        "almalinux",
+        "rhel",
+        "archlinux",
+        "raspberrypi",
+        "linux",
+        "host",
+        "server",
+        "node",
+        "gpu",
+        "broadcasthost",
+    }
+)
+GENERIC_DOMAINS = frozenset({"localdomain", "local", "lan", "home", "internal", "localhost", "home.arpa", "(none)", "none"})
+SOFTWARE = frozenset(
+    {"vllm", "sglang", "triton", "tritonserver", "ollama", "tgi", "llama", "tensorrt", "trtllm", "nim", "python", "python3"}
+)
+"""Words too common on inference hosts to replace wherever they occur, even when a host is named so."""
+JUNK_SERIALS = frozenset(
+    {
+        "not specified",
+        "to be filled by o.e.m.",
+        "default string",
+        "system serial number",
+        "0123456789",
+        "1234567890",
+        "none",
+        "n/a",
+        "na",
+        "unknown",
+        "not available",
+        "not applicable",
+        "[n/a]",
+    }
+)
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*$")
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_GPU_UUID = re.compile(r"GPU-([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})")
+_SET_HOSTNAME = re.compile(r"Set hostname to <([^>\s]+)>")
+_HOSTNAMECTL = re.compile(r"^\s*(?:Static|Transient) hostname:\s*(\S+)\s*$", re.M)
+_SERIAL_PHRASES = (
+    re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
+    re.compile(r"(?i)(?:\bID_SERIAL(?:_SHORT)?=|\"serial(?:_?number)?\"\s*:\s*\")([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
+    re.compile(r"(?i)<serial(?:_number)?>\s*([^<\s][^<]{2,63}?)\s*</serial"),
+    re.compile(r"(?i)\bDevice Serial Number ([0-9a-f]{2}(?:-[0-9a-f]{2}){7})\b"),
+    re.compile(r"(?i)\basset[ _-]?tag\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
+)
+_DMI_SERIALS = frozenset({"product_serial", "board_serial", "chassis_serial", "board_asset_tag", "chassis_asset_tag"})
+_MACHINE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass
+class Harvest:
+    hostnames: list[str] = field(default_factory=list)
+    """Short host names, the snapshot's own first."""
+    contextual: set[str] = field(default_factory=set)
+    """Host names that are also common words (short, a program, a system path's part): replaced only
+    where a host name is written down, not wherever the word occurs."""
+    fqdns: list[tuple[str, str, str]] = field(default_factory=list)
+    domains: list[str] = field(default_factory=list)
+    serials: list[str] = field(default_factory=list)
+    machine_ids: list[str] = field(default_factory=list)
+    gpu_uuids: list[str] = field(default_factory=list)
+    """Bare, lower-case, in NVML index order, then by PCI address."""
+    efi_guids: set[str] = field(default_factory=set)
+    """Vendor GUIDs of EFI variable names: the same on every machine, kept (rules name them)."""
+
+    def _add(self, bucket: list[str], value: str) -> None:
+        if value.lower() not in (v.lower() for v in bucket):
+            bucket.append(value)
+
+    def add_hostname(self, raw: str) -> None:
+        name = raw.strip().rstrip(".")
+        if not _NAME.match(name) or name.lower() in GENERIC_HOSTS or _is_ip(name):
+            return
+        short, _, domain = name.partition(".")
+        if len(short) >= 2 and short.lower() not in GENERIC_HOSTS and not short.isdigit():
+            self._add(self.hostnames, short)
+        if domain:
+            self.add_domain(domain)
+            if all(name.lower() != f.lower() for f, _, _ in self.fqdns):
+                self.fqdns.append((name, short, domain))
+
+    def add_domain(self, raw: str) -> None:
+        domain = raw.strip().rstrip(".")
+        if "." in domain and _NAME.match(domain) and domain.lower() not in GENERIC_DOMAINS:
+            self._add(self.domains, domain)
+
+    def add_serial(self, raw: str, *, need_digit: bool = True) -> None:
+        value = raw.strip()
+        if len(value) < 4 or value.lower() in JUNK_SERIALS or len(set(value.replace("-", ""))) <= 1:
+            return
+        if need_digit and not any(c.isdigit() for c in value):
+            return
+        self._add(self.serials, value)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _first_line(data: bytes) -> str:
+    return next((line.strip() for line in _text(data).splitlines() if line.strip() and not line.startswith("#")), "")
+
+
+_SYSTEM_TREES = ("/proc/", "/sys/", "/dev/", "/usr/", "/lib/", "/lib64/", "/opt/", "/bin/", "/sbin/")
+
+
+def _common_words(tree: Tree) -> set[str]:
+    """Words the system itself uses: programs that run, components of system paths (``/proc/sys/vm``).
+    A host named like one of them (``vm``, ``sglang``) keeps them readable."""
+    words = set(SOFTWARE)
+    for path in [*tree.files, *tree.dirs, *tree.links, *tree.unreadable]:
+        if path.startswith(_SYSTEM_TREES):
+            words.update(part.lower() for part in path.split("/") if part)
+    for path, data in tree.files.items():
+        parts = path.split("/")
+        if len(parts) != 4 or parts[1] != "proc" or not parts[2].isdigit():
+            continue
+        if parts[3] == "comm":
+            words.add(_text(data).strip().lower())
+        elif parts[3] == "cmdline":
+            for arg in _text(data).split("\x00")[:8]:
+                words.update(w.lower() for w in re.split(r"[/.=:\s]+", arg) if w)
+    return words
+
+
+def _commands(tree: Tree, harvest: Harvest) -> None:
+    for record in tree.command_records():
+        argv = record.get("argv")
+        stdout = str(record.get("stdout") or "")
+        if not isinstance(argv, list) or not argv or not stdout:
+            continue
+        program = posixpath.basename(str(argv[0]))
+        if program == "hostname" or (program == "uname" and argv[1:] in (["-n"], ["--nodename"])):
+            harvest.add_hostname(stdout.split(maxsplit=1)[0] if stdout.split() else "")
+        elif program == "uname" and any(a in ("-a", "--all") for a in argv[1:]) and len(stdout.split()) > 1:
+            harvest.add_hostname(stdout.split()[1])
+        elif program == "hostnamectl":
+            for name in _HOSTNAMECTL.findall(stdout):
+                harvest.add_hostname(name)
+
+
+def _nvml(tree: Tree, harvest: Harvest) -> None:
+    records = sorted(tree.nvml_records(), key=lambda r: str(r.get("args")))
+    for record in records:
+        fn, result = str(record.get("fn") or ""), record.get("result")
+        if fn == "nvmlDeviceGetUUID" and isinstance(result, str):
+            for uuid in _GPU_UUID.findall(result):
+                harvest._add(harvest.gpu_uuids, uuid.lower())
+        if "Serial" in fn and isinstance(result, str):
+            harvest.add_serial(result, need_digit=False)
+        if isinstance(result, dict):
+            for key, value in result.items():
+                if "serial" in str(key).lower() and isinstance(value, str):
+                    harvest.add_serial(value, need_digit=False)
+
+
+def _files(tree: Tree, harvest: Harvest) -> None:
+    for path in ("/etc/hostname", "/proc/sys/kernel/hostname", "/etc/mailname"):
+        if path in tree.files:
+            harvest.add_hostname(_first_line(tree.files[path]))
+    if "/proc/sys/kernel/domainname" in tree.files:
+        harvest.add_domain(_first_line(tree.files["/proc/sys/kernel/domainname"]))
+    for line in _text(tree.files.get("/etc/resolv.conf", b"")).splitlines():
+        words = line.split()
+        if words and words[0] in ("search", "domain"):
+            for domain in words[1:]:
+                harvest.add_domain(domain)
+    for path in sorted(tree.files):
+        if path.startswith("/proc/driver/nvidia/gpus/"):
+            for uuid in _GPU_UUID.findall(_text(tree.files[path])):
+                harvest._add(harvest.gpu_uuids, uuid.lower())
+        name = posixpath.basename(path)
+        if ("/dmi/id/" in path and name in _DMI_SERIALS) or (path.startswith("/sys/") and name == "serial"):
+            harvest.add_serial(_first_line(tree.files[path]), need_digit=False)
+        elif name == "machine-id" and _MACHINE_ID.match(_first_line(tree.files[path])):
+            harvest._add(harvest.machine_ids, _first_line(tree.files[path]))
+
+
+def _hosts_file(tree: Tree, harvest: Harvest) -> None:
+    """Names on /etc/hosts lines that name this host (127.0.1.1, or a line with a known name)."""
+    known = {h.lower() for h in harvest.hostnames} | {f.lower() for f, _, _ in harvest.fqdns}
+    for line in _text(tree.files.get("/etc/hosts", b"")).splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) < 2:
+            continue
+        names = words[1:]
+        if words[0] == "127.0.1.1" or any(n.lower().rstrip(".") in known for n in names):
+            for name in names:
+                if not name.lower().startswith("ip6-"):
+                    harvest.add_hostname(name)
+
+
+def _texts(tree: Tree) -> list[str]:
+    out = [_text(d) for p, d in tree.files.items() if not p.endswith("/config")]
+    for record in tree.command_records():
+        out.extend((str(record.get("stdout") or ""), str(record.get("stderr") or "")))
+    return out
+
+
+def _efi(tree: Tree, harvest: Harvest) -> None:
+    for path in [*tree.files, *tree.unreadable, *tree.dirs, *tree.links]:
+        if path.startswith("/sys/firmware/efi/"):
+            harvest.efi_guids.update(u.lower() for u in _UUID.findall(path))
+
+
+def harvest(tree: Tree) -> Harvest:
+    """Every identifying value this snapshot writes down by name, in a stable order."""
+    found = Harvest()
+    found.add_hostname(str(tree.manifest.get("hostname") or ""))
+    _nvml(tree, found)  # first: GPU UUIDs and serial numbers are numbered in NVML index order
+    _files(tree, found)
+    _commands(tree, found)
+    for text in _texts(tree):
+        for name in _SET_HOSTNAME.findall(text):
+            found.add_hostname(name)
+        for pattern in _SERIAL_PHRASES:
+            for value in pattern.findall(text):
+                found.add_serial(value)
+    _hosts_file(tree, found)
+    _efi(tree, found)
+    common = _common_words(tree)
+    found.contextual = {h.lower() for h in found.hostnames if len(h) < 4 or h.lower() in common}
+    return found

@@ -1,0 +1,167 @@
+"""Replace identifying values in text, in one pass, by stable placeholders.
+
+Known values (host and domain names, serial numbers, machine ids: see ``_harvest``) are matched
+as whole words; UUIDs, MAC and InfiniBand addresses, IPv4 and IPv6 addresses, ``/home/NAME`` and
+``USER=NAME`` by their shape. Values that identify nothing are kept: loopback and unspecified
+addresses, netmasks, multicast and broadcast addresses, all-zero UUIDs and EFI vendor GUIDs.
+Host names are not replaced in /sys and /dev, nor in /proc paths (kernel objects such as ``node1``
+or ``vm`` would be renamed with them), and a host named like a common word (short, a program that
+runs on it, a part of a system path: ``vm``, ``sglang``) only where a host name is written down
+(``identity`` sources: /etc/hostname, ``uname -a``..., and ``HOSTNAME=``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from tools.share._harvest import Harvest
+from tools.share._pseudonyms import Kind, Pseudonyms
+
+_HEX = "[0-9A-Fa-f]"
+_UUID = rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
+_SHAPES = (
+    rf"(?P<gpu>(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9]))",
+    rf"(?P<uuid>(?<![A-Za-z0-9]){_UUID}(?![A-Za-z0-9]))",
+    rf"(?P<ib>(?<![0-9A-Fa-f:]){_HEX}{{2}}(?::{_HEX}{{2}}){{19}}(?![0-9A-Fa-f:]))",
+    rf"(?P<mac>(?<![0-9A-Fa-f:]){_HEX}{{2}}(?::{_HEX}{{2}}){{5}}(?![0-9A-Fa-f:]))",
+    rf"(?P<guid>(?<![0-9A-Fa-f:]){_HEX}{{4}}(?::{_HEX}{{4}}){{3}}(?![0-9A-Fa-f:]))",
+    r"(?P<ip4>(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\d))",
+    rf"(?P<ip6>(?<![\w:.])(?:{_HEX}{{0,4}}:){{2,7}}{_HEX}{{0,4}}(?![\w:.]))",
+    r"(?P<home>/home/)(?P<user>[A-Za-z0-9_][A-Za-z0-9._-]*)",
+    r"(?P<uvar>(?<![A-Za-z0-9_])(?:USER|LOGNAME|SUDO_USER|USERNAME)=)(?P<uval>[A-Za-z0-9_][A-Za-z0-9._-]*)",
+    r"(?P<hvar>(?<![A-Za-z0-9_])HOSTNAME=|Set hostname to <)(?P<hval>[A-Za-z0-9][A-Za-z0-9.-]*)",
+)
+_TRIGGER = re.compile(r"[:.=-]|/home/")
+"""Every shape holds one of these: text without any (most sysfs values) needs only the known words."""
+_KEEP_V4 = frozenset({"8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "169.254.169.254"})
+_NAMES: tuple[Kind, ...] = ("hostname", "domain")
+
+
+def _netmask(address: ipaddress.IPv4Address) -> bool:
+    bits = int(address)
+    inverted = ~bits & 0xFFFFFFFF
+    return bits != 0 and inverted & (inverted + 1) == 0
+
+
+class Scrubber:
+    """One bundle's text scrubber: ``text(s)`` returns ``s`` with every identifying value replaced."""
+
+    def __init__(self, pseudonyms: Pseudonyms, found: Harvest) -> None:
+        self.ps = pseudonyms
+        self.efi = found.efi_guids
+        self.contextual = found.contextual
+        self._literals: dict[str, tuple[Kind, str]] = {}
+        for name in found.hostnames:
+            self._literals[name.lower()] = ("hostname", pseudonyms.placeholder("hostname", name))
+        for domain in found.domains:
+            self._literals[domain.lower()] = ("domain", pseudonyms.placeholder("domain", domain))
+        for fqdn, short, domain in found.fqdns:
+            host = self._literals.get(short.lower(), ("hostname", short))[1]
+            dom = self._literals.get(domain.lower(), ("domain", domain))[1]
+            pseudonyms.assign("hostname", fqdn, f"{host}.{dom}")
+            self._literals[fqdn.lower()] = ("hostname", f"{host}.{dom}")
+        for uuid in found.gpu_uuids:
+            pseudonyms.placeholder("gpu_uuid", uuid)
+        for serial in found.serials:
+            style = "dsn" if re.fullmatch(r"[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){7}", serial) else None
+            self._literals[serial.lower()] = ("serial", pseudonyms.placeholder("serial", serial, style))
+        for machine_id in found.machine_ids:
+            self._literals[machine_id.lower()] = ("machine_id", pseudonyms.placeholder("machine_id", machine_id))
+        parts = list(_SHAPES)
+        if self._literals:
+            words = "|".join(re.escape(w) for w in sorted(self._literals, key=lambda w: (-len(w), w)))
+            parts.insert(0, rf"(?P<lit>(?<![A-Za-z0-9_])(?i:{words})(?![A-Za-z0-9_]))")
+            self._words: re.Pattern[str] | None = re.compile(rf"(?i:{words})")
+        else:
+            self._words = None
+        self._pattern = re.compile("|".join(parts))
+
+    def text(self, text: str, *, system: bool = False, identity: bool = False) -> str:
+        """``system``: a /sys or /dev path or value (host names kept); ``identity``: a place a host name is written down."""
+        if not _TRIGGER.search(text) and (self._words is None or not self._words.search(text)):
+            return text
+        return self._pattern.sub(lambda m: self._replace(m, system, identity), text)
+
+    def path(self, path: str) -> str:
+        """A path: host names are kept in kernel object paths (/proc, /sys, /dev), where none are."""
+        return self.text(path, system=path.startswith(("/proc/", "/sys/", "/dev/")))
+
+    # -- one match ---------------------------------------------------------------------------
+
+    def _replace(self, m: re.Match[str], system: bool, identity: bool) -> str:
+        value = m.group()
+        kind = m.lastgroup
+        if kind == "lit":
+            found_kind, placeholder = self._literals[value.lower()]
+            if found_kind in _NAMES and (system or (value.lower() in self.contextual and not identity)):
+                return value
+            return self._hit(found_kind, placeholder)
+        if kind == "gpu":
+            return value[:4] + self._hit("gpu_uuid", self.ps.placeholder("gpu_uuid", value[4:].lower()))
+        if kind == "uuid":
+            return self._uuid(value)
+        if kind in ("ib", "mac", "guid"):
+            return self._hardware(kind, value)
+        if kind == "ip4":
+            return self._ipv4(value)
+        if kind == "ip6":
+            return self._ipv6(value)
+        if kind == "user":
+            return "/home/" + self._hit("user", self.ps.placeholder("user", m.group("user"), key=m.group("user")))
+        if kind == "hval":
+            found = self._literals.get(m.group("hval").lower())
+            if found is None or found[0] != "hostname":
+                return value
+            return m.group("hvar") + self._hit("hostname", found[1])
+        if kind == "uval":
+            name = m.group("uval")
+            return value if name == "root" else m.group("uvar") + self._hit("user", self.ps.placeholder("user", name, key=name))
+        return value
+
+    def _hit(self, kind: Kind, placeholder: str) -> str:
+        self.ps.hit(kind)
+        return placeholder
+
+    def _uuid(self, value: str) -> str:
+        key = value.lower()
+        if key in self.efi or set(key) <= {"0", "-"} or set(key) <= {"f", "-"}:
+            return value
+        known = self.ps.known("gpu_uuid", key)
+        if known is not None:
+            return self._hit("gpu_uuid", known)
+        return self._hit("uuid", self.ps.placeholder("uuid", key))
+
+    def _hardware(self, kind: str, value: str) -> str:
+        key = value.lower()
+        digits = set(key) - {":"}
+        if digits <= {"0"} or digits <= {"f"}:
+            return value
+        if kind == "mac":
+            return value if int(key[:2], 16) & 1 else self._hit("mac", self.ps.placeholder("mac", key))
+        if kind == "guid":
+            return self._hit("mac", self.ps.placeholder("mac", key, "guid"))
+        prefix, guid = key[:35], key[36:]  # flags and queue pair, subnet prefix (12 bytes), then the port GUID
+        if key[3:11] == "ff:ff:ff" or set(guid) - {":"} <= {"0"} or set(guid) - {":"} <= {"f"}:
+            return value  # the broadcast address (queue pair 0xffffff), or no GUID
+        return prefix + ":" + self._hit("mac", self.ps.placeholder("mac", guid, "ibguid"))
+
+    def _ipv4(self, value: str) -> str:
+        try:
+            address = ipaddress.IPv4Address(value)
+        except ValueError:
+            return value
+        special = address.is_loopback or address.is_multicast or address.is_reserved or address.is_unspecified
+        if special or value in _KEEP_V4 or _netmask(address) or value.startswith("0."):
+            return value
+        return self._hit("ip", self.ps.placeholder("ip", value, key=value))
+
+    def _ipv6(self, value: str) -> str:
+        try:
+            address = ipaddress.IPv6Address(value)
+        except ValueError:
+            return value
+        if value.count(":") < 3 or address.is_loopback or address.is_unspecified or address.is_multicast:
+            return value
+        style = "ipv6_link" if address.is_link_local else "ipv6"
+        return self._hit("ip", self.ps.placeholder("ip", value, style, key=address.compressed))
