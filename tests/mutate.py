@@ -261,3 +261,8 @@ def add_process(
         set_link(root, f"{base}/ns/mnt", mnt_ns)
     for rel, content in (files or {}).items():
         set_file(root, f"{base}/{rel}", content)
+
+
+def remove_unreadable(root: Path, path: str) -> None:
+    """Forget that ``path`` was unreadable (then it reads from the mirror, or as ENOENT)."""
+    _edit_json(root, "unreadable.json", {}, lambda entries: {k: v for k, v in entries.items() if k != path})

@@ -90,7 +90,9 @@ def test_branch_too_old_for_blackwell_fires(seed: Path) -> None:
 
 def test_driver_library_mismatch_fires(seed: Path) -> None:
     set_nvml(seed, "nvmlInit", [], error="LIB_RM_VERSION_MISMATCH")
-    finding = audit(seed)["driver.version"]
+    found = audit(seed)
+    assert found["driver.version"].status == "unknown"
+    finding = found["driver.library_mismatch"]
     assert (finding.status, finding.severity) == ("problem", "high")
     assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("reboot", "host")
 
@@ -98,9 +100,9 @@ def test_driver_library_mismatch_fires(seed: Path) -> None:
 def test_driver_library_mismatch_inside_a_container_is_fixed_in_the_container(seed: Path) -> None:
     set_command(seed, ["systemd-detect-virt", "--container"], "lxc\n")
     set_nvml(seed, "nvmlSystemGetDriverVersion", [], "575.57.08")
-    finding = audit(seed)["driver.version"]
+    finding = audit(seed)["driver.library_mismatch"]
     assert finding.status == "problem"
-    assert "kernel module 580.95.05, user-space (NVML) 575.57.08" in finding.observed
+    assert "kernel module 580.95.05; user-space (NVML) 575.57.08" in finding.observed
     assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container")
 
 

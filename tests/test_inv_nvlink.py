@@ -20,11 +20,15 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
     return light_copy(seed_dir, tmp_path / "snap")
 
 
-def audit(root: Path) -> Finding:
+def audit_all(root: Path) -> dict[str, Finding]:
     facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
     findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == ["nvlink.links"]
-    return findings[0]
+    assert [f.check for f in findings] == ["nvlink.links", "nvlink.errors"]
+    return {f.check: f for f in findings}
+
+
+def audit(root: Path) -> Finding:
+    return audit_all(root)["nvlink.links"]
 
 
 def nvlink_host(
@@ -42,17 +46,22 @@ def nvlink_host(
 
 
 def test_pcie_only_cards_are_not_applicable(seed_dir: Path) -> None:
-    finding = audit(seed_dir)
+    found = audit_all(seed_dir)
+    assert found["nvlink.errors"].status == "not_applicable"
+    finding = found["nvlink.links"]
     assert finding.status == "not_applicable"
-    assert finding.observed == "PCIe-only cards (RTX PRO 6000 Blackwell Server Edition): no NVLink"
+    assert finding.observed.startswith("NVML reports no NVLink on RTX PRO 6000 Blackwell Server Edition")
     assert "nvml:nvmlDeviceGetNvLinkState(0, 0)" in finding.evidence
 
 
 def test_all_links_up_and_clean_is_ok(snap: Path) -> None:
     nvlink_host(snap)
-    finding = audit(snap)
+    found = audit_all(snap)
+    finding = found["nvlink.links"]
     assert finding.status == "ok"
     assert finding.observed.startswith("18 active links per GPU on 8 GPUs")
+    errors = found["nvlink.errors"]
+    assert errors.status == "ok" and errors.observed == "replay, recovery and CRC counters 0 on 144 active links"
 
 
 def test_link_down_where_peers_are_up_is_high_hardware(snap: Path) -> None:
@@ -64,15 +73,21 @@ def test_link_down_where_peers_are_up_is_high_hardware(snap: Path) -> None:
     assert finding.fix is not None and finding.fix.kind == "hardware"
 
 
-@pytest.mark.parametrize(("counter", "severity"), [(0, "low"), (2, "low"), (1, "medium"), (3, "medium")])
+@pytest.mark.parametrize(("counter", "severity"), [(0, "low"), (2, "low"), (1, "medium"), (3, "low")])
 def test_error_counters(snap: Path, counter: int, severity: str) -> None:
     nvlink_host(snap, counters={(2, 3, counter): 7})
-    finding = audit(snap)
+    found = audit_all(snap)
+    assert found["nvlink.links"].status == "ok"
+    finding = found["nvlink.errors"]
     assert (finding.status, finding.severity) == ("problem", severity)
+    assert finding.subjects == ("GPU2 (0000:43:00.0)",)
+    assert finding.fix is not None and finding.fix.kind == "hardware"
     assert "GPU2 (0000:43:00.0): link 3" in finding.observed and "=7" in finding.observed
 
 
 def test_no_active_link_anywhere_is_unknown(snap: Path) -> None:
     nvlink_host(snap, state=0)
-    finding = audit(snap)
+    found = audit_all(snap)
+    finding = found["nvlink.links"]
     assert finding.status == "unknown" and "no active link" in finding.observed
+    assert found["nvlink.errors"].status == "unknown"

@@ -69,3 +69,13 @@ def test_replay_cli_shows_the_findings() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "p2p.status" in proc.stdout and "checks" in proc.stdout
+
+
+def test_one_h200_is_judged_without_false_problems() -> None:
+    result = anyio.run(lambda: run_audit(SnapshotHost(FIXTURES / "h200x1-vm")))
+    by_check = {f.check: f for f in result.findings}
+    assert [c for c, f in by_check.items() if f.status == "problem"] == []
+    assert by_check["p2p.status"].status == "not_applicable"
+    assert by_check["p2p.bandwidth"].status == "not_applicable"
+    assert by_check["pcie.aer"].status == "ok" and "3" in by_check["pcie.aer"].observed  # 3 replays, no AER error
+    assert "single GPU passed into a VM" in by_check["nvlink.links"].observed

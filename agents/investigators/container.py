@@ -10,13 +10,14 @@ from agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig, LxcConfigs, r
 from agents.facts.platform import Platform, detect_platform
 from agents.facts.processes import ServerScan, find_servers
 from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._container_cpu import CpuFacts, collect_cpu, judge_cgroup_cpu
 from tools.hosts.base import CommandResult
 from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from tools.probe import Probe, command_ref, dir_ref, file_ref
 
 AREA: Area = "container"
-CHECKS = ("container.platform", "container.gpu_devices", "container.memlock", "container.shm")
+CHECKS = ("container.platform", "container.gpu_devices", "container.memlock", "container.shm", "container.cgroup_cpu")
 CTL_MINOR = 255
 SHM_MIN = 2**30
 PCT_LIST = ("pct", "list")
@@ -38,6 +39,7 @@ class ContainerFacts:
     server_limits: dict[int, str | None]
     server_mounts: dict[int, str | None]
     pct: CommandResult | None
+    cpu: CpuFacts
 
 
 async def _minor(probe: Probe, bdf: str) -> int | None:
@@ -61,6 +63,7 @@ async def collect(probe: Probe) -> ContainerFacts:
     limits = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/limits") for s in servers])
     server_mounts = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/mounts") for s in servers])
     pct = await probe.run(PCT_LIST) if lxc.configs else None
+    cpu = await collect_cpu(probe, platform, lxc, len(inventory.gpus))
     return ContainerFacts(
         platform=platform,
         inventory=inventory,
@@ -75,6 +78,7 @@ async def collect(probe: Probe) -> ContainerFacts:
         server_limits={s.pid: t for s, t in zip(servers, limits, strict=True)},
         server_mounts={s.pid: t for s, t in zip(servers, server_mounts, strict=True)},
         pct=pct,
+        cpu=cpu,
     )
 
 
@@ -466,7 +470,49 @@ def judge_shm(f: ContainerFacts) -> Finding:
 
 
 def judge(f: ContainerFacts) -> list[Finding]:
-    return [judge_platform(f), judge_gpu_devices(f), judge_memlock(f), judge_shm(f)]
+    return [judge_platform(f), judge_gpu_devices(f), judge_memlock(f), judge_shm(f), judge_cgroup_cpu(f.cpu)]
 
 
-INVESTIGATOR = Investigator(area=AREA, title="Platform and container GPU access", checks=CHECKS, collect=collect, judge=judge)
+DOCS = {
+    "container.platform": CheckDoc(
+        "Where the audit runs",
+        "`systemd-detect-virt`, `/proc/cpuinfo` hypervisor flag, `/proc/1/environ`, `/.dockerenv`, "
+        "`/etc/pve/lxc/*.conf`, `pct list`",
+        "never a problem: says where the audit runs and where fixes must go",
+        "—",
+    ),
+    "container.gpu_devices": CheckDoc(
+        "GPU device nodes in containers",
+        "`/dev/nvidia*`; LXC `lxc.cgroup2.devices.allow`, `lxc.mount.entry`, `devN:` entries; `/proc/devices`",
+        "a GPU, nvidiactl or nvidia-uvm not passed in or not allowed by the cgroup",
+        "edit the container config",
+        ("restart",),
+    ),
+    "container.memlock": CheckDoc(
+        "Locked-memory limit",
+        "`/proc/PID/limits` of the servers, `/proc/self/limits` in a container, LXC `lxc.prlimit.memlock`",
+        "limited (RDMA registration and pinned buffers fail or shrink)",
+        "raise it to unlimited",
+        ("restart",),
+    ),
+    "container.shm": CheckDoc(
+        "/dev/shm size in containers",
+        "`/proc/mounts`, `/proc/PID/mounts` of the servers",
+        "under 1 GiB in a container running NCCL",
+        "`--shm-size` / `--ipc=host` / a larger tmpfs",
+        ("restart",),
+    ),
+    "container.cgroup_cpu": CheckDoc(
+        "CPU quota and CPUs of the serving container",
+        "LXC `cpulimit`, `cores`, `lxc.cgroup2.cpu.max`, `lxc.cgroup2.cpuset.cpus`; inside: `/sys/fs/cgroup/cpu.max`, "
+        "`cpu.stat`, `cpuset.cpus.effective`",
+        "a CFS CPU quota on the container (throttling stalls GPU workers), or fewer than 2 CPUs per GPU",
+        "remove the quota, give it more cores",
+        ("restart",),
+    ),
+}
+
+
+INVESTIGATOR = Investigator(
+    area=AREA, title="Platform and container GPU access and limits", checks=CHECKS, collect=collect, judge=judge, docs=DOCS
+)

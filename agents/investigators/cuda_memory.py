@@ -9,13 +9,14 @@ from agents.facts.nvml_reads import GpuReads, failure_text, label, labels, nvml_
 from agents.facts.platform import Platform, detect_platform
 from agents.facts.processes import GpuProcess, ServerScan, find_servers
 from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._cuda_processes import ProcessFacts, collect_processes, judge_foreign_processes, judge_mps
 from tools.model.finding import Area, CommandAction, Finding, Fix, Where
 from tools.probe import Probe
 from tools.redact import redact_text
 
 AREA: Area = "cuda_memory"
-CHECKS = ("cuda.compute_mode", "cuda.mig", "cuda.memory_in_use", "cuda.ecc_mode")
+CHECKS = ("cuda.compute_mode", "cuda.mig", "cuda.memory_in_use", "cuda.ecc_mode", "cuda.foreign_processes", "cuda.mps")
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 LITTLE_USED = 2 * 2**30
 """Memory below this on a GPU with no process is the driver's own reservation."""
@@ -30,6 +31,7 @@ class CudaMemoryFacts:
     memory: GpuReads
     ecc: GpuReads
     scan: ServerScan
+    processes: ProcessFacts
 
 
 async def collect(probe: Probe) -> CudaMemoryFacts:
@@ -42,7 +44,8 @@ async def collect(probe: Probe) -> CudaMemoryFacts:
         ]
     )
     scan = await find_servers(probe)
-    return CudaMemoryFacts(inventory, platform, compute_mode, mig, memory, ecc, scan)
+    processes = await collect_processes(probe, inventory, platform, scan)
+    return CudaMemoryFacts(inventory, platform, compute_mode, mig, memory, ecc, scan, processes)
 
 
 def _gib(value: float) -> str:
@@ -389,9 +392,58 @@ def judge_ecc_mode(f: CudaMemoryFacts) -> Finding:
 
 
 def judge(f: CudaMemoryFacts) -> list[Finding]:
-    return [judge_compute_mode(f), judge_mig(f), judge_memory_in_use(f), judge_ecc_mode(f)]
+    return [
+        judge_compute_mode(f),
+        judge_mig(f),
+        judge_memory_in_use(f),
+        judge_ecc_mode(f),
+        judge_foreign_processes(f.processes),
+        judge_mps(f.processes),
+    ]
+
+
+DOCS = {
+    "cuda.compute_mode": CheckDoc(
+        "CUDA compute mode",
+        "NVML compute mode",
+        "Prohibited (high), Exclusive (low)",
+        "`nvidia-smi -c 0` (by a person)",
+        ("runtime",),
+    ),
+    "cuda.mig": CheckDoc(
+        "MIG mode",
+        "NVML MIG mode (current, pending)",
+        "MIG on where whole GPUs are used; current ≠ pending",
+        "`nvidia-smi -mig 0`, GPU reset or reboot",
+        ("reboot",),
+    ),
+    "cuda.memory_in_use": CheckDoc(
+        "GPU memory in use",
+        "NVML memory info and compute processes, `/proc/PID/cmdline`",
+        "memory held by processes that are not the inference server",
+        "stop them",
+        ("restart",),
+    ),
+    "cuda.ecc_mode": CheckDoc(
+        "ECC mode", "NVML ECC mode (current, pending)", "current ≠ pending", "reboot or GPU reset", ("reboot",)
+    ),
+    "cuda.foreign_processes": CheckDoc(
+        "Other users' processes on the serving GPUs",
+        "NVML compute processes per GPU, `/proc/PID/status` Uid of each and of the server",
+        "a process of another user than the server's on a GPU the server uses (high when it is another server)",
+        "stop them; reserve the GPUs (scheduler, device permissions)",
+        ("restart",),
+    ),
+    "cuda.mps": CheckDoc(
+        "CUDA MPS daemon",
+        "`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps`, the server's CUDA_MPS_* environment",
+        "an MPS daemon the server is not configured for (low), or MPS thread/memory limits on the server (medium)",
+        "stop the MPS control daemon; unset CUDA_MPS_* limits",
+        ("restart",),
+    ),
+}
 
 
 INVESTIGATOR = Investigator(
-    area=AREA, title="CUDA compute mode, MIG, memory and ECC mode", checks=CHECKS, collect=collect, judge=judge
+    area=AREA, title="CUDA compute mode, MIG, memory and ECC mode", checks=CHECKS, collect=collect, judge=judge, docs=DOCS
 )

@@ -6,15 +6,23 @@ import re
 from dataclasses import dataclass
 
 from agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
+from agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version
 from agents.facts.platform import Platform, detect_platform
 from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._driver_fabric import FabricVersion, collect_fabric_version, judge_fabricmanager_version
+from agents.investigators._driver_install import (
+    InstallFacts,
+    collect_install,
+    judge_dkms,
+    judge_library_mismatch,
+    judge_secure_boot,
+)
 from tools.model.finding import (
     Area,
     CommandAction,
     Finding,
     Fix,
-    FixKind,
     ModuleLoadAction,
     ServiceStartAction,
     Severity,
@@ -30,10 +38,13 @@ CHECKS = (
     "driver.nouveau",
     "driver.uvm",
     "driver.fabricmanager",
+    "driver.library_mismatch",
+    "driver.dkms",
+    "driver.secure_boot",
+    "driver.fabricmanager_version",
 )
-PROC_VERSION = "/proc/driver/nvidia/version"
+__all__ = ["CHECKS", "INVESTIGATOR", "kernel_version"]
 MODULE_VERSION = "/sys/module/nvidia/version"
-MODULES = "/proc/modules"
 INFINIBAND = "/sys/class/infiniband"
 ARCH_NAMES = {
     2: "Kepler",
@@ -88,6 +99,8 @@ class DriverFacts:
     fabric_state: int | None
     fabric_ref: str | None
     fabricmanager: Service | None
+    install: InstallFacts
+    fabric_version: FabricVersion | None
 
 
 # -- collect ---------------------------------------------------------------------------------
@@ -140,6 +153,8 @@ async def collect(probe: Probe) -> DriverFacts:
     nvswitch = nvswitch or fabric_state in (1, 2, 3)
     fabricmanager = await _service(probe, FABRICMANAGER) if nvswitch else None
     module_names = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.strip())
+    install = await collect_install(probe)
+    fabric_version = await collect_fabric_version(probe) if nvswitch else None
     return DriverFacts(
         platform=platform,
         gpus=inventory.gpus,
@@ -163,6 +178,8 @@ async def collect(probe: Probe) -> DriverFacts:
         fabric_state=fabric_state,
         fabric_ref=fabric_ref,
         fabricmanager=fabricmanager,
+        install=install,
+        fabric_version=fabric_version,
     )
 
 
@@ -172,14 +189,6 @@ async def collect(probe: Probe) -> DriverFacts:
 def _where(platform: Platform) -> Where:
     """Modules and driver services live with the host kernel: the hypervisor when we run in a container."""
     return "hypervisor" if platform.in_container else "host"
-
-
-def kernel_version(proc_version: str | None) -> tuple[str | None, bool | None]:
-    """The version and flavor (open or not) from ``/proc/driver/nvidia/version``."""
-    if proc_version is None:
-        return None, None
-    match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", proc_version)
-    return (match.group(1) if match else None), "Open Kernel Module" in proc_version
 
 
 def _branch(version: str) -> int | None:
@@ -229,8 +238,6 @@ def judge_version(facts: DriverFacts) -> Finding:
     kernel = kernel or facts.module_version
     refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
     refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
-    if facts.nvml_error == "LIB_RM_VERSION_MISMATCH" or (kernel and facts.nvml_version and kernel != facts.nvml_version):
-        return _mismatch(facts, kernel, refs)
     if kernel is None and facts.nvml_version is None:
         if facts.gpus:
             why = f"no NVIDIA kernel module version ({PROC_VERSION} absent) and NVML unavailable ({facts.nvml_error})"
@@ -294,51 +301,6 @@ def judge_version(facts: DriverFacts) -> Finding:
     arch_names = ", ".join(sorted({ARCH_NAMES.get(a, f"arch {a}") for a in archs.values()}))
     nvml = f"; NVML {facts.nvml_version}" if facts.nvml_version else ""
     return ok(check, AREA, title, f"{observed}{nvml} on {arch_names} GPUs", evidence=refs)
-
-
-def _mismatch(facts: DriverFacts, kernel: str | None, refs: list[str]) -> Finding:
-    user = facts.nvml_version or "another version"
-    in_container = facts.platform.in_container
-    kind: FixKind = "restart" if in_container else "reboot"
-    where: Where = "container" if in_container else "host"
-    fix = Fix(
-        kind=kind,
-        where=where,
-        summary=(
-            f"Install the user-space driver libraries of version {kernel} in this container (the host's kernel module)"
-            if in_container
-            else "Reboot so the kernel module matches the installed user-space libraries (or reinstall the matching driver)"
-        ),
-        actions=(
-            CommandAction(
-                description=f"In the container: NVIDIA-Linux-x86_64-{kernel}.run --no-kernel-module (or the matching "
-                "libnvidia-compute / nvidia-utils packages), then restart the server",
-            )
-            if in_container
-            else CommandAction(
-                description="The driver package was upgraded but the old module is still loaded: stop every GPU user and "
-                "reload the modules, or reboot",
-                argv=("systemctl", "reboot"),
-            ),
-        ),
-        risk="medium",
-        verify="nvidia-smi runs without 'Driver/library version mismatch'; NVML and /proc/driver/nvidia/version agree",
-        revert="reinstall the previous driver version",
-    )
-    return problem(
-        "driver.version",
-        AREA,
-        "NVIDIA driver version and flavor",
-        "high",
-        f"kernel module {kernel or '?'}, user-space (NVML) {user}"
-        + (f" ({facts.nvml_error})" if facts.nvml_error == "LIB_RM_VERSION_MISMATCH" else ""),
-        "kernel module and user-space libraries of the same version",
-        "The loaded kernel module and the user-space driver libraries (libcuda, libnvidia-ml) differ: NVML and CUDA "
-        "refuse to initialize ('Driver/library version mismatch'), so the server cannot start on these GPUs.",
-        fix,
-        subjects=tuple(g.label for g in facts.gpus),
-        evidence=tuple(refs),
-    )
 
 
 def judge_persistence(facts: DriverFacts) -> Finding:
@@ -600,7 +562,97 @@ def judge(facts: DriverFacts) -> list[Finding]:
         judge_nouveau(facts),
         judge_uvm(facts),
         judge_fabricmanager(facts),
+        judge_library_mismatch(facts.install),
+        judge_dkms(facts.install),
+        judge_secure_boot(facts.install),
+        judge_fabricmanager_version(facts.platform, _switches(facts), facts.nvml_version or _kernel(facts), facts.fabric_version),
     ]
+
+
+def _kernel(facts: DriverFacts) -> str | None:
+    return kernel_version(facts.proc_version)[0] or facts.module_version
+
+
+def _switches(facts: DriverFacts) -> str | None:
+    """How the NVSwitches were seen, or None on a host without them."""
+    if facts.fabricmanager is None:
+        return None
+    switches_dev = [e for e in facts.dev or () if re.fullmatch(r"nvidia-nvswitch\d+", e)]
+    switches = list(facts.nvswitch_pci) or switches_dev
+    return f"{len(switches)} NVSwitches" if switches else "an NVSwitch fabric (NVML)"
+
+
+DOCS = {
+    "driver.version": CheckDoc(
+        "NVIDIA driver version and flavor",
+        "`/proc/driver/nvidia/version`, `/sys/module/nvidia/version`, NVML driver version and GPU architecture",
+        "branch too old for the GPU; proprietary flavor on Blackwell (needs the open kernel module); open flavor on pre-Turing",
+        "install a supported driver",
+        ("reboot",),
+    ),
+    "driver.persistence": CheckDoc(
+        "GPU persistence mode",
+        "NVML persistence mode, `systemctl is-active nvidia-persistenced`",
+        "disabled (every CUDA start pays driver init; settings are lost in between)",
+        "`systemctl enable --now nvidia-persistenced`",
+        ("runtime",),
+    ),
+    "driver.peermem": CheckDoc(
+        "nvidia_peermem (GPUDirect RDMA)",
+        "`/proc/modules`, `modules.dep`, `/sys/class/infiniband`",
+        "an RDMA NIC is present and `nvidia_peermem` is not loaded; without an RDMA NIC: not applicable",
+        "`modprobe nvidia_peermem` + `/etc/modules-load.d`",
+        ("runtime",),
+    ),
+    "driver.nouveau": CheckDoc(
+        "nouveau driver", "`/proc/modules`", "nouveau loaded", "blacklist nouveau, rebuild the initramfs", ("reboot",)
+    ),
+    "driver.uvm": CheckDoc(
+        "nvidia_uvm module and /dev/nvidia-uvm",
+        "`/proc/modules`, `/dev`, `/proc/devices`",
+        "nvidia_uvm not loaded or `/dev/nvidia-uvm` missing (CUDA init fails; containers bind-mount it at start)",
+        "`modprobe nvidia_uvm`; `nvidia-modprobe -c0 -u`",
+        ("runtime",),
+    ),
+    "driver.fabricmanager": CheckDoc(
+        "NVIDIA Fabric Manager (NVSwitch)",
+        "NVIDIA PCI bridges (class 0x0680), `/dev/nvidia-nvswitch*`, NVML fabric info, "
+        "`systemctl is-active nvidia-fabricmanager`",
+        "NVSwitch system with the fabric manager not active",
+        "start and enable nvidia-fabricmanager",
+        ("runtime",),
+    ),
+    "driver.library_mismatch": CheckDoc(
+        "Driver user-space libraries vs the loaded kernel module",
+        "`/proc/driver/nvidia/version`, NVML init error and driver version, `libnvidia-ml.so.1`/`libcuda.so.1` links on the "
+        "host and in server containers (`/proc/PID/root`), libcuda mapped by the server (`/proc/PID/maps`)",
+        "any user-space library version differs from the kernel module's, or NVML reports LIB_RM_VERSION_MISMATCH",
+        "reboot after a driver upgrade (host), or install the matching libraries in the container",
+        ("reboot", "restart"),
+    ),
+    "driver.dkms": CheckDoc(
+        "NVIDIA module built for the running and newer kernels",
+        "`/proc/sys/kernel/osrelease`, `/lib/modules/*/modules.dep`, `/boot/vmlinuz-*`, `/var/lib/dkms/nvidia`, `/proc/modules`",
+        "no nvidia.ko for the running kernel (high when not loaded), or a newer installed kernel (the next boot) without it",
+        "`dkms autoinstall -k KERNEL` with its headers installed",
+        ("runtime",),
+    ),
+    "driver.secure_boot": CheckDoc(
+        "Secure Boot and the NVIDIA module's signature",
+        "EFI variable `SecureBoot-8be4df61-…`, `/sys/kernel/security/lockdown`, `/proc/modules`, kernel log (unsigned "
+        "module rejected, Lockdown)",
+        "an NVIDIA module is not loaded while Secure Boot/lockdown is on or the kernel log shows it rejected",
+        "sign the module with an enrolled MOK (`mokutil --import`) or turn Secure Boot off",
+        ("reboot",),
+    ),
+    "driver.fabricmanager_version": CheckDoc(
+        "Fabric Manager version vs the driver",
+        "`dpkg-query -W nvidia-fabricmanager*`, `/var/log/fabricmanager.log`, driver version (NVSwitch systems only)",
+        "the fabric manager's version differs from the driver's (it refuses to start; no NVLink fabric)",
+        "install the fabric manager of exactly the driver's version, restart it with the GPUs idle",
+        ("restart",),
+    ),
+}
 
 
 INVESTIGATOR = Investigator(
@@ -609,4 +661,5 @@ INVESTIGATOR = Investigator(
     checks=CHECKS,
     collect=collect,
     judge=judge,
+    docs=DOCS,
 )

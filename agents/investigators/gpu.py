@@ -1,4 +1,5 @@
-"""gpu: health of each GPU: temperature headroom, clock event reasons, ECC errors, Xid events."""
+"""gpu: health of each GPU: temperature headroom, clock event reasons, ECC errors, Xid events, GSP errors,
+application clocks, spare memory."""
 
 from __future__ import annotations
 
@@ -6,16 +7,21 @@ import re
 from dataclasses import dataclass
 
 from agents.facts.gpus import GpuInventory, collect_gpus, normalize_bdf
+from agents.facts.kernel_log import DMESG, log_unavailable, read_kernel_log
+from agents.facts.nvidia_driver import PROC_VERSION
 from agents.facts.nvml_reads import GpuReads, failure_text, label, labels, nvml_unusable, read_per_gpu
 from agents.facts.platform import Platform, detect_platform
 from agents.findings import ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._gpu_app_clocks import AppClockFacts, collect_app_clocks, judge_app_clocks
+from agents.investigators._gpu_gsp import judge_gsp
+from agents.investigators._gpu_retired import RetiredFacts, collect_retired, judge_retired_pages
 from tools.hosts.base import CommandResult
 from tools.model.finding import Area, CommandAction, Finding, Fix, FixKind, Severity, Where
 from tools.probe import Probe, command_ref
 
 AREA: Area = "gpu"
-CHECKS = ("gpu.thermals", "gpu.clocks", "gpu.ecc_errors", "gpu.xid")
+CHECKS = ("gpu.thermals", "gpu.clocks", "gpu.ecc_errors", "gpu.xid", "gpu.gsp", "gpu.app_clocks", "gpu.retired_pages")
 THERMAL_MARGIN_C = 10
 SLOWDOWN, GPU_MAX = 1, 3
 """nvmlTemperatureThresholds_t: 0 shutdown, 1 slowdown, 2 memory max, 3 GPU max operating."""
@@ -54,7 +60,6 @@ XID_MEANING = {
 CRITICAL_XIDS = frozenset({79, 48, 94, 95, 63, 64, 74})
 APPLICATION_XIDS = frozenset({13, 31, 43})
 _XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)")
-DMESG = ("dmesg",)
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,9 @@ class GpuHealthFacts:
     volatile_uncorrected: GpuReads
     retired_pending: GpuReads
     dmesg: CommandResult
+    app_clocks: AppClockFacts
+    retired: RetiredFacts
+    proc_version: str | None
 
 
 async def collect(probe: Probe) -> GpuHealthFacts:
@@ -88,8 +96,26 @@ async def collect(probe: Probe) -> GpuHealthFacts:
     temp, slow, gmax, reasons, throttle, remapped, uncorrected, pending = await probe.gather(
         *[lambda fn=fn, extra=extra: read_per_gpu(probe, inventory, fn, *extra) for fn, extra in calls]
     )
-    dmesg = await probe.run(DMESG)
-    return GpuHealthFacts(inventory, platform, temp, slow, gmax, reasons, throttle, remapped, uncorrected, pending, dmesg)
+    dmesg = await read_kernel_log(probe)
+    app_clocks = await collect_app_clocks(probe, inventory, platform)
+    retired = await collect_retired(probe, inventory, platform)
+    proc_version = await probe.text(PROC_VERSION)
+    return GpuHealthFacts(
+        inventory,
+        platform,
+        temp,
+        slow,
+        gmax,
+        reasons,
+        throttle,
+        remapped,
+        uncorrected,
+        pending,
+        dmesg,
+        app_clocks,
+        retired,
+        proc_version,
+    )
 
 
 def _hw_where(platform: Platform) -> Where:
@@ -327,19 +353,7 @@ def parse_xids(text: str) -> list[XidEvent]:
 
 
 def _dmesg_unavailable(cmd: CommandResult) -> str | None:
-    if cmd.error == "not_recorded":
-        return "the kernel log (dmesg) is not recorded in this snapshot"
-    if cmd.error == "denied":
-        return f"dmesg refused: {cmd.stderr.strip() or 'by policy'}"
-    if cmd.error == "not_found":
-        return "dmesg is not installed"
-    if cmd.error:
-        return f"dmesg failed: {cmd.error}"
-    if cmd.exit_code != 0:
-        reason = (cmd.stderr.strip().splitlines() or [f"exit status {cmd.exit_code}"])[0]
-        hint = " (kernel.dmesg_restrict=1: run as root)" if "not permitted" in reason.lower() else ""
-        return f"dmesg not permitted: {reason}{hint}" if hint else f"dmesg failed: {reason}"
-    return None
+    return log_unavailable(cmd)
 
 
 def _xid_severity(xids: set[int]) -> Severity:
@@ -461,9 +475,77 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
 
 
 def judge(f: GpuHealthFacts) -> list[Finding]:
-    return [judge_thermals(f), judge_clocks(f), judge_ecc_errors(f), judge_xid(f)]
+    reads = f.reasons if _ints(f.reasons) else f.throttle
+    return [
+        judge_thermals(f),
+        judge_clocks(f),
+        judge_ecc_errors(f),
+        judge_xid(f),
+        judge_gsp(f.dmesg, f.inventory, f.platform, f.proc_version),
+        judge_app_clocks(f.app_clocks, _ints(reads), reads.refs),
+        judge_retired_pages(f.retired, f.remapped),
+    ]
+
+
+DOCS = {
+    "gpu.thermals": CheckDoc(
+        "GPU temperature headroom",
+        "NVML temperature and slowdown / max operating thresholds",
+        "within 10 °C of slowdown",
+        "cooling: airflow, fan profile, inlet temperature",
+        ("hardware",),
+    ),
+    "gpu.clocks": CheckDoc(
+        "GPU clock event reasons",
+        "NVML current clocks event reasons",
+        "HW slowdown (0x8), SW/HW thermal (0x20/0x40) or HW power brake (0x80) set; SW power cap and idle are normal",
+        "cooling, power delivery",
+        ("hardware",),
+    ),
+    "gpu.ecc_errors": CheckDoc(
+        "GPU memory errors (row remapping, ECC, retired pages)",
+        "NVML remapped rows, volatile uncorrected ECC count, retired pages pending",
+        "remap pending (reset needed), remap failure, or uncorrectable errors",
+        "GPU reset or reboot; RMA on remap failure",
+        ("reboot", "hardware"),
+    ),
+    "gpu.xid": CheckDoc(
+        "Xid events in the kernel log",
+        "kernel log `NVRM: Xid` lines",
+        "any Xid; 79, 48/94/95, 63/64, 74 are critical",
+        "per Xid: restart, reset, reboot or hardware",
+        ("restart", "reboot", "hardware"),
+    ),
+    "gpu.gsp": CheckDoc(
+        "GSP firmware errors",
+        "kernel log: NVRM GSP timeout/error lines (`_kgspRpcRecvPoll`, heartbeat, bootstrap failures), Xid 119/120",
+        "any GSP error: the GPU stops answering until reset",
+        "reset or reboot; newest driver of the branch",
+        ("reboot",),
+    ),
+    "gpu.app_clocks": CheckDoc(
+        "Application and locked clocks",
+        "NVML `nvmlDeviceGetApplicationsClock` vs `nvmlDeviceGetDefaultApplicationsClock` (graphics, memory); clock event "
+        "reason 0x2",
+        "application clocks below their defaults, or clocks held by the applications-clocks (locked clocks) setting",
+        "`nvidia-smi -rac`, `nvidia-smi -rgc` (by a person)",
+        ("runtime",),
+    ),
+    "gpu.retired_pages": CheckDoc(
+        "Spare memory used up (retired pages, spare rows)",
+        "NVML retired pages (single- and double-bit causes), remapped rows, row-remapper histogram",
+        "a memory bank with no spare row left (high); banks low on spares or retired pages (low)",
+        "plan an RMA",
+        ("hardware",),
+    ),
+}
 
 
 INVESTIGATOR = Investigator(
-    area=AREA, title="GPU health: thermals, clocks, memory errors, Xids", checks=CHECKS, collect=collect, judge=judge
+    area=AREA,
+    title="GPU health: thermals, clocks, memory errors, Xids, GSP",
+    checks=CHECKS,
+    collect=collect,
+    judge=judge,
+    docs=DOCS,
 )

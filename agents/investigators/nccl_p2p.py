@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 
 from agents.facts.gpus import GpuInventory, collect_gpus
@@ -12,13 +12,14 @@ from agents.facts.nvml_reads import label, nvml_unusable
 from agents.facts.platform import Platform, detect_platform
 from agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
 from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._nccl_version import NcclVersionFacts, collect_nccl_version, judge_nccl_version
 from tools.hosts.base import FileResult, NvmlResult
 from tools.model.finding import Area, CommandAction, Finding, Fix, FixKind, Severity, Where
 from tools.probe import Probe, dir_ref, file_ref, nvml_ref
 
 AREA: Area = "nccl_p2p"
-CHECKS = ("p2p.status", "p2p.bandwidth", "nccl.env")
+CHECKS = ("p2p.status", "p2p.bandwidth", "nccl.env", "nccl.version")
 P2P_READ, P2P_WRITE = 0, 1
 P2P_STATUS = {
     0: "OK",
@@ -76,7 +77,8 @@ class NcclP2pFacts:
     absent: tuple[str, ...]
     """Config files looked for and not there."""
     scan: ServerScan
-    ib_devices: tuple[str, ...] = field(default=())
+    ib_devices: tuple[str, ...]
+    version: NcclVersionFacts
 
 
 async def _pair(probe: Probe, a: int, b: int) -> Pair:
@@ -144,7 +146,8 @@ async def collect(probe: Probe) -> NcclP2pFacts:
     sources += _lxc_sources(lxc)
     sources += await _process_sources(probe, scan.servers[:16], platform)
     ib = await probe.list_dir(IB_CLASS)
-    return NcclP2pFacts(inventory, platform, tuple(pairs), bench, tuple(sources), tuple(absent), scan, ib.entries or ())
+    version = await collect_nccl_version(probe, platform, scan)
+    return NcclP2pFacts(inventory, platform, tuple(pairs), bench, tuple(sources), tuple(absent), scan, ib.entries or (), version)
 
 
 def _lxc_sources(lxc: LxcConfigs) -> list[EnvSource]:
@@ -338,6 +341,8 @@ def judge_bandwidth(f: NcclP2pFacts) -> Finding:
     refs = (file_ref(BENCH_FILE),)
     text = f.bench.text()
     if text is None:
+        if len(f.inventory.gpus) < 2:
+            return not_applicable(check, AREA, title, "fewer than two GPUs: no peer pairs to benchmark", evidence=refs)
         if f.bench.error == "ENOENT":
             return unknown(check, AREA, title, "needs the P2P micro-benchmark: run `rigaudit bench p2p`", evidence=refs)
         return unknown(check, AREA, title, f"{BENCH_FILE} not readable: {f.bench.error}", evidence=refs)
@@ -516,9 +521,42 @@ def judge_env(f: NcclP2pFacts) -> Finding:
 
 
 def judge(f: NcclP2pFacts) -> list[Finding]:
-    return [judge_status(f), judge_bandwidth(f), judge_env(f)]
+    return [judge_status(f), judge_bandwidth(f), judge_env(f), judge_nccl_version(f.version)]
+
+
+DOCS = {
+    "p2p.status": CheckDoc(
+        "GPU peer-to-peer status",
+        "NVML P2P status (read, write) for each GPU pair; NVML common ancestor",
+        "a pair reports anything but OK",
+        "per cause: ACS, IOMMU, driver regkey",
+        ("runtime", "reboot", "firmware"),
+    ),
+    "p2p.bandwidth": CheckDoc(
+        "GPU peer-to-peer bandwidth and data check",
+        "the P2P micro-benchmark's result (`/var/tmp/rigaudit/p2p.json`)",
+        "a pair far below its link, slower than staging through the host, or corrupting data",
+        "per cause",
+        ("runtime", "reboot", "hardware"),
+    ),
+    "nccl.env": CheckDoc(
+        "NCCL overrides in configs and server environments",
+        "`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers",
+        "`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`, `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC",
+        "remove the override",
+        ("restart",),
+    ),
+    "nccl.version": CheckDoc(
+        "NCCL library vs the torch build",
+        "torch's wheel METADATA (`Requires-Dist: nvidia-nccl-cuXX==`), the nvidia-nccl wheel's dist-info, the libnccl the "
+        "server maps (`/proc/PID/maps`)",
+        "the NCCL loaded or installed differs from the one torch pins (medium when older or missing)",
+        "install the pinned nvidia-nccl wheel; drop LD_LIBRARY_PATH overrides",
+        ("restart",),
+    ),
+}
 
 
 INVESTIGATOR = Investigator(
-    area=AREA, title="GPU peer-to-peer and NCCL transport settings", checks=CHECKS, collect=collect, judge=judge
+    area=AREA, title="GPU peer-to-peer and NCCL transport settings", checks=CHECKS, collect=collect, judge=judge, docs=DOCS
 )

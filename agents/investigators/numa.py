@@ -1,4 +1,5 @@
-"""NUMA: automatic NUMA balancing and where each GPU sits relative to the CPU sockets."""
+"""NUMA: automatic NUMA balancing, where each GPU, its interrupts and the RDMA NICs sit relative to the CPU sockets,
+huge page reservations and zone reclaim."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ from dataclasses import dataclass
 from agents.facts.gpus import Gpu, collect_gpus
 from agents.facts.platform import Platform, detect_platform
 from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._numa_devices import DeviceFacts, collect_devices, judge_irq_affinity, judge_nic_affinity
+from agents.investigators._numa_memory import MemoryFacts, collect_memory, judge_hugepages, judge_zone_reclaim
 from tools.model.finding import Area, CommandAction, Finding, Fix, SysctlAction, Where
 from tools.probe import Probe, dir_ref, file_ref
 
 AREA: Area = "numa"
-CHECKS = ("numa.balancing", "numa.gpu_affinity")
+CHECKS = (
+    "numa.balancing",
+    "numa.gpu_affinity",
+    "numa.hugepages",
+    "numa.zone_reclaim",
+    "numa.irq_affinity",
+    "numa.nic_affinity",
+)
 NODES = "/sys/devices/system/node"
 BALANCING = "/proc/sys/kernel/numa_balancing"
 SYSCTL_FILE = "/etc/sysctl.d/90-rigaudit-numa.conf"
@@ -29,6 +39,8 @@ class NumaFacts:
     balancing_error: str | None
     gpus: tuple[Gpu, ...]
     gpu_error: str | None
+    memory: MemoryFacts
+    devices: DeviceFacts
 
 
 async def collect(probe: Probe) -> NumaFacts:
@@ -51,6 +63,8 @@ async def collect(probe: Probe) -> NumaFacts:
         balancing_error=balancing.error,
         gpus=inventory.gpus,
         gpu_error=None if inventory.gpus else f"no NVIDIA GPU in /sys/bus/pci/devices (NVML: {inventory.nvml_error or 'ok'})",
+        memory=await collect_memory(probe, platform),
+        devices=await collect_devices(probe, platform, inventory.gpus),
     )
 
 
@@ -198,13 +212,69 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
 
 
 def judge(facts: NumaFacts) -> list[Finding]:
-    return [judge_balancing(facts), judge_gpu_affinity(facts)]
+    nodes = len(facts.nodes) if facts.nodes is not None else None
+    return [
+        judge_balancing(facts),
+        judge_gpu_affinity(facts),
+        judge_hugepages(facts.memory),
+        judge_zone_reclaim(facts.memory, nodes),
+        judge_irq_affinity(facts.devices, nodes),
+        judge_nic_affinity(facts.devices, facts.gpus, nodes),
+    ]
+
+
+DOCS = {
+    "numa.balancing": CheckDoc(
+        "Automatic NUMA balancing",
+        "`/proc/sys/kernel/numa_balancing`, `/sys/devices/system/node`",
+        "`1` on a multi-node host",
+        "`sysctl -w kernel.numa_balancing=0`, persisted in `/etc/sysctl.d`",
+        ("runtime",),
+    ),
+    "numa.gpu_affinity": CheckDoc(
+        "GPU NUMA placement",
+        "each GPU's `numa_node`, `local_cpulist`; node CPU lists",
+        "`numa_node` -1 on a multi-socket bare-metal host",
+        "BIOS NUMA / SRAT settings; bind workers with numactl",
+        ("firmware",),
+    ),
+    "numa.hugepages": CheckDoc(
+        "Reserved huge pages",
+        "`/proc/meminfo` (HugePages_*, Hugetlb), `/sys/kernel/mm/hugepages/*/{nr,free}_hugepages`, `/proc/cmdline`",
+        "an unused hugetlbfs reservation of ≥ 5% of RAM (medium from 25%): memory lost to page cache, pinned buffers, KV offload",
+        "`sysctl -w vm.nr_hugepages=0` (and other sizes through sysfs); drop `hugepages=` from the boot line",
+        ("runtime",),
+    ),
+    "numa.zone_reclaim": CheckDoc(
+        "Zone reclaim mode",
+        "`/proc/sys/vm/zone_reclaim_mode`",
+        "non-zero on a multi-node host (local reclaim of the model's page cache instead of remote pages)",
+        "`sysctl -w vm.zone_reclaim_mode=0`",
+        ("runtime",),
+    ),
+    "numa.irq_affinity": CheckDoc(
+        "GPU interrupt affinity",
+        "GPU IRQ from `/proc/driver/nvidia/gpus/BDF/information`, `/proc/irq/N/{effective_,smp_}affinity_list`, GPU "
+        "`local_cpulist`, `systemctl is-active irqbalance`",
+        "a GPU's interrupt served only on CPUs of another NUMA node",
+        "write the GPU's local CPUs to `/proc/irq/N/smp_affinity_list`; ban the IRQ from irqbalance",
+        ("runtime",),
+    ),
+    "numa.nic_affinity": CheckDoc(
+        "RDMA NICs and GPUs on the same NUMA nodes",
+        "`/sys/class/infiniband/*/device/numa_node`, GPUs' `numa_node`",
+        "a NUMA node holds GPUs but no RDMA NIC (GPUDirect RDMA crosses the socket link); no RDMA NIC: not applicable",
+        "place a NIC on every GPU socket",
+        ("hardware",),
+    ),
+}
 
 
 INVESTIGATOR = Investigator(
     area="numa",
-    title="NUMA balancing and GPU placement",
+    title="NUMA placement: balancing, GPUs, interrupts, NICs and memory",
     checks=CHECKS,
     collect=collect,
     judge=judge,
+    docs=DOCS,
 )

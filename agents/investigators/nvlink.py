@@ -8,17 +8,18 @@ from agents.facts.gpus import GpuInventory, collect_gpus
 from agents.facts.nvml_reads import label, labels, nvml_unusable
 from agents.facts.platform import Platform, detect_platform
 from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
 from tools.hosts.base import NvmlResult
 from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from tools.probe import Probe, nvml_ref
 
 AREA: Area = "nvlink"
-CHECKS = ("nvlink.links",)
+CHECKS = ("nvlink.links", "nvlink.errors")
 MAX_LINKS = 18
 COUNTERS = {0: "DL_REPLAY", 1: "DL_RECOVERY", 2: "DL_CRC_FLIT", 3: "DL_CRC_DATA"}
-SERIOUS_COUNTERS = frozenset({1, 3})
-"""Recoveries (the link retrained) and CRC errors in data weigh more than replays."""
+SERIOUS_COUNTERS = frozenset({1})
+"""Recoveries (the link retrained) weigh more than replays and CRC errors, which link-level retry corrects and one
+reading cannot turn into a rate (real H200s show CRC-data counts in the tens on healthy links)."""
 _ABSENT = frozenset({"NOT_SUPPORTED", "INVALID_ARGUMENT"})
 
 
@@ -58,6 +59,13 @@ def _short_names(inventory: GpuInventory) -> str:
     return ", ".join(names) or "these GPUs"
 
 
+def _no_nvlink(f: NvlinkFacts) -> str:
+    return (
+        f"NVML reports no NVLink on {_short_names(f.inventory)} (NOT_SUPPORTED on link 0): a PCIe-only card, "
+        "or NVLink not exposed to this machine (a single GPU passed into a VM)"
+    )
+
+
 def judge_links(f: NvlinkFacts) -> Finding:
     check, title = "nvlink.links", "NVLink links"
     if why := nvml_unusable(f.inventory):
@@ -65,7 +73,7 @@ def judge_links(f: NvlinkFacts) -> Finding:
     refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, k)) for i, links in f.states.items() for k in links)
     first = {i: links[0] for i, links in f.states.items()}
     if all(r.error == "NOT_SUPPORTED" for r in first.values()):
-        return not_applicable(check, AREA, title, f"PCIe-only cards ({_short_names(f.inventory)}): no NVLink", evidence=refs)
+        return not_applicable(check, AREA, title, _no_nvlink(f), evidence=refs)
     active: dict[int, set[int]] = {}
     present: dict[int, set[int]] = {}
     unread: list[str] = []
@@ -93,32 +101,36 @@ def judge_links(f: NvlinkFacts) -> Finding:
     peers_active = set().union(*active.values())
     down = {i: sorted((present[i] & peers_active) - active[i]) for i in active}
     down = {i: links for i, links in down.items() if links}
-    errors = {key: v for key, v in f.counters.items() if v > 0}
-    counter_refs = tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", key) for key in f.counters)
     counts = sorted({len(v) for v in active.values()})
     summary = f"{'/'.join(map(str, counts))} active links per GPU on {len(active)} GPUs"
-    if not down and not errors:
+    if not down:
         note = f"; not readable: {'; '.join(unread[:4])}" if unread else ""
         return ok(
             check,
             AREA,
             title,
-            f"{summary}, every link active on its peers is active here, error counters 0{note}",
-            expected="the same links active on every GPU, error counters 0",
-            evidence=refs + counter_refs,
+            f"{summary}, every link active on its peers is active here{note}",
+            expected="the same links active on every GPU",
+            evidence=refs,
         )
     parts = [f"{label(f.inventory, i)}: link {', '.join(map(str, links))} inactive" for i, links in down.items()]
-    by_gpu: dict[int, list[str]] = {}
-    for (i, link, counter), value in sorted(errors.items()):
-        by_gpu.setdefault(i, []).append(f"link {link} {COUNTERS[counter]}={value}")
-    parts += [f"{label(f.inventory, i)}: {', '.join(items)}" for i, items in by_gpu.items()]
-    if down:
-        severity: Severity = "high"
-    elif any(c in SERIOUS_COUNTERS for _, _, c in errors):
-        severity = "medium"
-    else:
-        severity = "low"
-    fix = Fix(
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        f"{'; '.join(parts)} ({summary})",
+        "the same links active on every GPU",
+        "An NVLink that is down where its peers have it up removes that share of the GPU's NVLink bandwidth, and "
+        "NCCL's rings and trees run at the pace of the weakest GPU.",
+        _hardware_fix(f),
+        subjects=labels(f.inventory, sorted(down)),
+        evidence=refs,
+    )
+
+
+def _hardware_fix(f: NvlinkFacts) -> Fix:
+    return Fix(
         kind="hardware",
         where="hypervisor" if f.platform.is_guest else "host",
         summary="Reset the affected GPUs; if links stay down or counters keep rising, reseat (SXM: baseboard) and RMA",
@@ -132,25 +144,83 @@ def judge_links(f: NvlinkFacts) -> Finding:
         revert="none",
         persist="hardware changes persist",
     )
+
+
+def judge_errors(f: NvlinkFacts) -> Finding:
+    check, title = "nvlink.errors", "NVLink error counters"
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    first = {i: links[0] for i, links in f.states.items()}
+    state_refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, 0)) for i in f.states)
+    if all(r.error == "NOT_SUPPORTED" for r in first.values()):
+        return not_applicable(
+            check, AREA, title, _no_nvlink(f), evidence=state_refs
+        )
+    active = [(i, k) for i, links in f.states.items() for k, r in links.items() if r.ok and r.value == 1]
+    if not active:
+        return unknown(check, AREA, title, "no active NVLink to read counters from (see nvlink.links)", evidence=state_refs)
+    refs = tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", key) for key in f.counters)
+    if not f.counters:
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"nvmlDeviceGetNvLinkErrorCounter gave no value for {len(active)} active links",
+            evidence=tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", (i, k, 0)) for i, k in active[:8]),
+        )
+    errors = {key: v for key, v in f.counters.items() if v > 0}
+    links_read = len({(i, k) for i, k, _ in f.counters})
+    if not errors:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"replay, recovery and CRC counters 0 on {links_read} active links",
+            expected="error counters 0",
+            explanation="Counters are cumulative since the last driver load or reset; read them again under load.",
+            evidence=refs,
+        )
+    by_gpu: dict[int, list[str]] = {}
+    for (i, link, counter), value in sorted(errors.items()):
+        by_gpu.setdefault(i, []).append(f"link {link} {COUNTERS[counter]}={value}")
+    severity: Severity = "medium" if any(c in SERIOUS_COUNTERS for _, _, c in errors) else "low"
     return problem(
         check,
         AREA,
         title,
         severity,
-        f"{'; '.join(parts)} ({summary})",
-        "the same links active on every GPU, error counters 0",
-        "An NVLink that is down where its peers have it up removes that share of the GPU's NVLink bandwidth, and "
-        "NCCL's rings and trees run at the pace of the weakest GPU. Error counters are cumulative since the last "
-        "reset: replays are retransmissions the link absorbed, recoveries and data CRC errors point at a marginal "
-        "link. Compare two readings under load before blaming hardware.",
-        fix,
-        subjects=labels(f.inventory, sorted(set(down) | set(by_gpu))),
-        evidence=refs + counter_refs,
+        "; ".join(f"{label(f.inventory, i)}: {', '.join(items)}" for i, items in by_gpu.items()),
+        "error counters 0",
+        "NVLink error counters are cumulative since the last reset: CRC errors are detected and corrected by "
+        "link-level retry (replays), costing a little bandwidth, and healthy links accumulate some; recoveries mean "
+        "the link retrained, stalling every transfer on it. Compare two readings under load: CRC counts that climb "
+        "fast, or any recoveries, point at a marginal link, connector or bridge and precede Xid 74 and link loss.",
+        _hardware_fix(f),
+        subjects=labels(f.inventory, sorted(by_gpu)),
+        evidence=refs,
     )
 
 
 def judge(f: NvlinkFacts) -> list[Finding]:
-    return [judge_links(f)]
+    return [judge_links(f), judge_errors(f)]
 
 
-INVESTIGATOR = Investigator(area=AREA, title="NVLink links and errors", checks=CHECKS, collect=collect, judge=judge)
+DOCS = {
+    "nvlink.links": CheckDoc(
+        "NVLink links",
+        "NVML NvLink state per link",
+        "a link inactive where its peers have it active; PCIe-only cards: not applicable",
+        "reset; reseat or RMA",
+        ("hardware",),
+    ),
+    "nvlink.errors": CheckDoc(
+        "NVLink error counters",
+        "NVML NvLink error counters (replay, recovery, CRC flit, CRC data) of every active link",
+        "any counter above 0 (medium for recoveries; CRC and replay counts, corrected by link-level retry, low)",
+        "reset; reseat or RMA if they keep rising",
+        ("hardware",),
+    ),
+}
+
+
+INVESTIGATOR = Investigator(area=AREA, title="NVLink links and errors", checks=CHECKS, collect=collect, judge=judge, docs=DOCS)

@@ -639,6 +639,10 @@ def _acs_ctl(facts: PcieFacts, bridge: str) -> int:
 # -- pcie.aer ------------------------------------------------------------------------------
 
 
+REPLAY_NOISE = 100
+"""NVML PCIe replays since driver load below which, with no AER error, a single reading is not a problem."""
+
+
 def judge_aer(facts: PcieFacts) -> Finding:
     check, title = "pcie.aer", "PCIe error counters (AER, NVML replays)"
     if not facts.gpus:
@@ -660,7 +664,20 @@ def judge_aer(facts: PcieFacts) -> Finding:
     fatal = [c for c in counts if c.fatal]
     nonfatal = [c for c in counts if c.nonfatal]
     correctable = [c for c in counts if c.correctable]
-    replaying = {label: v for label, v in replays.items() if v}
+    replaying = {label: v for label, v in replays.items() if v and v >= REPLAY_NOISE}
+    few = {label: v for label, v in replays.items() if v and v < REPLAY_NOISE}
+    if not (fatal or nonfatal or correctable or replaying) and few:
+        shown = ", ".join(f"{label}: {v}" for label, v in few.items())
+        return ok(
+            check,
+            AREA,
+            title,
+            f"AER counters zero on {len(counts)} device(s); a few NVML PCIe replays since the driver loaded ({shown})",
+            expected=f"no AER errors; replay counts below {REPLAY_NOISE} and not rising",
+            explanation="A handful of link-level replays since boot is retried transparently and costs nothing measurable; "
+            "only a count that keeps rising under load points at a marginal link. Re-read it after a load run.",
+            evidence=evidence,
+        )
     if not (fatal or nonfatal or correctable or replaying):
         return ok(
             check,

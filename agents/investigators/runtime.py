@@ -1,12 +1,12 @@
-"""runtime: the serving Python's torch build against the GPUs' architecture, and debug variables left on.
+"""runtime: the serving Python's torch build against the GPUs and the driver, its environment and its limits.
 
 No interpreter is ever run (the policy denies interpreters given code): torch's ``version.py`` is read as a file,
-found through the server process (its memory maps, its interpreter path) or well-known site-packages folders.
+found through the server process (its memory maps, its interpreter path) or well-known site-packages folders
+(:mod:`agents.facts.python_env`).
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from dataclasses import dataclass
 
@@ -15,14 +15,25 @@ from agents.facts.lxc import LxcConfigs, read_lxc_configs
 from agents.facts.nvml_reads import GpuReads, read_per_gpu
 from agents.facts.platform import Platform, detect_platform
 from agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
+from agents.facts.python_env import TorchInstall, find_torch, parse_torch_version
 from agents.findings import ok, problem, unknown
-from agents.investigator import Investigator
+from agents.investigator import CheckDoc, Investigator
+from agents.investigators._runtime_cuda import CudaCompatFacts, collect_cuda, judge_cuda_driver_compat, judge_device_order
+from agents.investigators._runtime_limits import LimitsFacts, collect_limits, judge_nofile, judge_nproc
 from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
 from tools.probe import Probe, file_ref
 from tools.redact import redact_text
 
 AREA: Area = "runtime"
-CHECKS = ("runtime.torch_cuda", "runtime.env")
+CHECKS = (
+    "runtime.torch_cuda",
+    "runtime.env",
+    "runtime.cuda_driver_compat",
+    "runtime.device_order",
+    "runtime.nofile",
+    "runtime.nproc",
+)
+__all__ = ["CHECKS", "INVESTIGATOR", "debug_variables", "parse_torch_version"]
 CUDA_FOR_ARCH: dict[tuple[int, int], tuple[int, int]] = {
     (7, 0): (9, 0),
     (7, 5): (10, 0),
@@ -37,20 +48,6 @@ CUDA_FOR_ARCH: dict[tuple[int, int], tuple[int, int]] = {
     (12, 1): (12, 9),
 }
 """The first CUDA release that compiles for each compute capability."""
-GENERIC_PREFIXES = ("/usr", "/usr/local")
-_OPT_LIMIT = 16
-_MAPS_TORCH = re.compile(r"\s(/\S+?)/torch/(?:lib/libtorch|_C)")
-
-
-@dataclass(frozen=True)
-class TorchInstall:
-    site: str
-    """The site-packages folder as the process sees it."""
-    version_file: str
-    """The path read (through /proc/PID/root for a process in another mount namespace)."""
-    version: str | None
-    cuda: str | None
-    server: ServerProcess | None
 
 
 @dataclass(frozen=True)
@@ -63,59 +60,8 @@ class RuntimeFacts:
     installs: tuple[TorchInstall, ...]
     searched: tuple[str, ...]
     environs: dict[int, tuple[dict[str, str] | None, str | None]]
-
-
-def parse_torch_version(text: str) -> tuple[str | None, str | None]:
-    """``__version__`` and ``cuda`` from torch/version.py (``cuda`` is None on CPU-only builds)."""
-    version = re.search(r"^__version__\s*(?::[^=]+)?=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
-    cuda = re.search(r"^cuda\s*(?::[^=]+)?=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
-    return (version.group(1) if version else None, cuda.group(1) if cuda else None)
-
-
-async def _site_dirs(probe: Probe, root: str, prefix: str) -> list[str]:
-    """``PREFIX/lib/python3*/{site,dist}-packages`` (as the process sees them)."""
-    listing = await probe.list_dir(f"{root}{prefix}/lib")
-    out = []
-    for entry in listing.entries or ():
-        if entry == "python3":
-            out.append(f"{prefix}/lib/python3/dist-packages")
-        elif re.fullmatch(r"python3\.\d+", entry):
-            out += [f"{prefix}/lib/{entry}/site-packages", f"{prefix}/lib/{entry}/dist-packages"]
-    return out
-
-
-async def _process_sites(probe: Probe, server: ServerProcess) -> list[str]:
-    maps = await probe.text(f"/proc/{server.pid}/maps")
-    sites = sorted({m.group(1) for m in _MAPS_TORCH.finditer(maps or "")})
-    if sites:
-        return sites
-    interpreters = [a for a in server.argv[:1] if a.startswith("/") and "python" in posixpath.basename(a)]
-    exe = await probe.readlink(f"/proc/{server.pid}/exe")
-    if exe and exe.startswith("/"):
-        interpreters.append(exe)
-    found: list[str] = []
-    for interpreter in interpreters:
-        prefix = posixpath.dirname(posixpath.dirname(interpreter))
-        found += await _site_dirs(probe, server.root, prefix)
-    return list(dict.fromkeys(found))
-
-
-async def _generic_sites(probe: Probe) -> list[str]:
-    prefixes = list(GENERIC_PREFIXES)
-    opt = await probe.list_dir("/opt")
-    for entry in (opt.entries or ())[:_OPT_LIMIT]:
-        prefixes += [f"/opt/{entry}", f"/opt/{entry}/venv", f"/opt/{entry}/.venv"]
-    per_prefix = await probe.gather(*[lambda p=p: _site_dirs(probe, "", p) for p in prefixes])
-    return [site for sites in per_prefix for site in sites]
-
-
-async def _read_install(probe: Probe, site: str, root: str, server: ServerProcess | None) -> TorchInstall | None:
-    path = f"{root}{site}/torch/version.py"
-    text = await probe.text(path)
-    if text is None:
-        return None
-    version, cuda = parse_torch_version(text)
-    return TorchInstall(site, path, version, cuda, server)
+    limits: LimitsFacts
+    cuda: CudaCompatFacts
 
 
 async def collect(probe: Probe) -> RuntimeFacts:
@@ -124,22 +70,14 @@ async def collect(probe: Probe) -> RuntimeFacts:
     lxc = await read_lxc_configs(probe, platform)
     scan = await find_servers(probe)
     capability = await read_per_gpu(probe, inventory, "nvmlDeviceGetCudaComputeCapability")
-    servers = scan.servers[:8]
-    installs: list[TorchInstall] = []
-    searched: list[str] = []
-    for server in servers:
-        sites = await _process_sites(probe, server)
-        searched += [f"{server.root}{s}" for s in sites]
-        found = await probe.gather(*[lambda s=s: _read_install(probe, s, server.root, server) for s in sites])
-        installs += [i for i in found if i is not None][:1]
-    if not installs:
-        sites = await _generic_sites(probe)
-        searched += sites
-        found = await probe.gather(*[lambda s=s: _read_install(probe, s, "", None) for s in sites])
-        installs += [i for i in found if i is not None]
+    torch = await find_torch(probe)
     environ_reads = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in scan.servers[:16]])
     environs = {s.pid: (parse_environ(r.data), r.error) for s, r in zip(scan.servers[:16], environ_reads, strict=True)}
-    return RuntimeFacts(inventory, platform, lxc, scan, capability, tuple(installs), tuple(searched), environs)
+    limits = await collect_limits(probe, scan, platform)
+    cuda = await collect_cuda(probe, inventory, platform)
+    return RuntimeFacts(
+        inventory, platform, lxc, scan, capability, torch.installs, torch.searched, environs, limits=limits, cuda=cuda
+    )
 
 
 def _version_tuple(text: str | None) -> tuple[int, int] | None:
@@ -324,9 +262,67 @@ def judge_env(f: RuntimeFacts) -> Finding:
 
 
 def judge(f: RuntimeFacts) -> list[Finding]:
-    return [judge_torch_cuda(f), judge_env(f)]
+    return [
+        judge_torch_cuda(f),
+        judge_env(f),
+        judge_cuda_driver_compat(f.cuda, f.installs, _no_torch_reason(f)),
+        judge_device_order(f.cuda, f.scan.servers[:16], f.environs),
+        judge_nofile(f.limits),
+        judge_nproc(f.limits),
+    ]
+
+
+DOCS = {
+    "runtime.torch_cuda": CheckDoc(
+        "torch build vs GPU architecture",
+        "the serving Python's `torch/version.py` (through the server's maps or interpreter), NVML compute capability",
+        "the build's CUDA predates the GPU's architecture, or a CPU-only build",
+        "install a matching torch build",
+        ("restart",),
+    ),
+    "runtime.env": CheckDoc(
+        "Debug and profiler variables in the server's environment",
+        "`/proc/PID/environ` of the servers",
+        "`CUDA_LAUNCH_BLOCKING=1`, injection paths, profiler or sanitizer variables",
+        "unset them",
+        ("restart",),
+    ),
+    "runtime.cuda_driver_compat": CheckDoc(
+        "CUDA runtime of the server vs the driver's CUDA version",
+        "torch's CUDA version (`torch/version.py`), NVML `nvmlSystemGetCudaDriverVersion`",
+        "the runtime's major version is newer than the driver supports (high: CUDA init fails); a newer minor (low)",
+        "newer driver, or a torch build for the driver's CUDA",
+        ("reboot",),
+    ),
+    "runtime.device_order": CheckDoc(
+        "CUDA device order vs NVML/PCI order",
+        "NVML GPU names and PCI bus ids by index, `CUDA_DEVICE_ORDER` / `CUDA_VISIBLE_DEVICES` in the servers' environment",
+        "mixed GPU models (or NVML out of PCI order) and a server without `CUDA_DEVICE_ORDER=PCI_BUS_ID` or UUIDs",
+        "set `CUDA_DEVICE_ORDER=PCI_BUS_ID`",
+        ("restart",),
+    ),
+    "runtime.nofile": CheckDoc(
+        "Open-file limit of the server",
+        "`/proc/PID/limits` (Max open files) of the servers, `/proc/sys/fs/file-nr`",
+        "soft limit below 65536 (medium at 4096 or less), or the system's file handles nearly exhausted",
+        "`LimitNOFILE=` / `--ulimit nofile` / `lxc.prlimit.nofile`",
+        ("restart",),
+    ),
+    "runtime.nproc": CheckDoc(
+        "Process/thread limit of the server's user",
+        "`/proc/PID/limits` (Max processes), `/proc/PID/status` (Uid, Threads) of the servers",
+        "a non-root server whose soft limit is below 4096 or under twice the threads its user runs",
+        "`LimitNPROC=` / `--ulimit nproc` / `lxc.prlimit.nproc`",
+        ("restart",),
+    ),
+}
 
 
 INVESTIGATOR = Investigator(
-    area=AREA, title="Serving runtime: torch build and environment", checks=CHECKS, collect=collect, judge=judge
+    area=AREA,
+    title="Serving runtime: torch and CUDA builds, environment, limits",
+    checks=CHECKS,
+    collect=collect,
+    judge=judge,
+    docs=DOCS,
 )

@@ -1,0 +1,30 @@
+"""The kernel log (``dmesg``): read once per audit, and the words for when it cannot be read."""
+
+from __future__ import annotations
+
+from tools.hosts.base import CommandResult
+from tools.probe import Probe, command_ref
+
+DMESG = ("dmesg",)
+DMESG_REF = command_ref(DMESG)
+
+
+async def read_kernel_log(probe: Probe) -> CommandResult:
+    return await probe.run(DMESG)
+
+
+def log_unavailable(cmd: CommandResult) -> str | None:
+    """Why the kernel log gave nothing to judge, or None when its text can be used."""
+    if cmd.error == "not_recorded":
+        return "the kernel log (dmesg) is not recorded in this snapshot"
+    if cmd.error == "denied":
+        return f"dmesg refused: {cmd.stderr.strip() or 'by policy'}"
+    if cmd.error == "not_found":
+        return "dmesg is not installed"
+    if cmd.error:
+        return f"dmesg failed: {cmd.error}"
+    if cmd.exit_code != 0:
+        reason = (cmd.stderr.strip().splitlines() or [f"exit status {cmd.exit_code}"])[0]
+        hint = " (kernel.dmesg_restrict=1: run as root)" if "not permitted" in reason.lower() else ""
+        return f"dmesg not permitted: {reason}{hint}" if hint else f"dmesg failed: {reason}"
+    return None
