@@ -82,8 +82,9 @@ def progress_bar(console: Console) -> Iterator[Callable[[str, int, int], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     tasks: dict[str, Any] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
+    ) as bar:
 
         def update(label: str, done: int, total: int) -> None:
             if label not in tasks:
@@ -96,12 +97,24 @@ def progress_bar(console: Console) -> Iterator[Callable[[str, int, int], None]]:
 def approve(what: str, details: Sequence[str], args: argparse.Namespace) -> None:
     from orchestrator.approval import require_approval
 
-    require_approval(what, details, assume_yes=bool(args.yes))
+    session = getattr(args, "_session", None)
+    require_approval(what, details, assume_yes=bool(args.yes), emit=session.emit if session is not None else None)
 
 
 def write_outputs(args: argparse.Namespace, text: str, title: str, markdown: str) -> None:
     from orchestrator.output import write_json
 
+    session = getattr(args, "_session", None)
+    if session is not None:
+        import json
+
+        from transcripts.events import BenchResultReported
+
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = {}
+        session.emit(BenchResultReported(kind=str(args.bench_kind), summary=title, data=data if isinstance(data, dict) else {}))
     if getattr(args, "json", None):
         write_json(Path(args.json), text)
     if getattr(args, "report", None):
@@ -118,6 +131,8 @@ def _common(parser: argparse.ArgumentParser, *, gated: bool = True) -> None:
     parser.add_argument("--report", metavar="FILE", help="append the result to this system-improve.md")
     if gated:
         parser.add_argument("--yes", action="store_true", help="approve the run without asking (scripts)")
+    parser.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    parser.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 
 # --- p2p -------------------------------------------------------------------------------------------
@@ -133,15 +148,20 @@ def _p2p(args: argparse.Namespace) -> int:
     if args.size_mib <= 0 or args.iters <= 0:
         raise UsageError("--size-mib and --iters must be positive")
     which = "GPUs " + ",".join(map(str, gpus)) if gpus else "every visible GPU"
-    approve("run the P2P micro-benchmark", [
-        f"copy {args.size_mib} MiB between every ordered pair of {which} through {backend}: one way, both ways, "
-        f"and staged through pinned host memory, {args.iters} timed iterations each after {args.warmup} warm-up",
-        "the GPUs' copy engines and links run flat out for a few seconds per pair: serving traffic on them will stall",
-    ], args)
+    approve(
+        "run the P2P micro-benchmark",
+        [
+            f"copy {args.size_mib} MiB between every ordered pair of {which} through {backend}: one way, both ways, "
+            f"and staged through pinned host memory, {args.iters} timed iterations each after {args.warmup} warm-up",
+            "the GPUs' copy engines and links run flat out for a few seconds per pair: serving traffic on them will stall",
+        ],
+        args,
+    )
     console = _out(args)
     with progress_bar(console) as progress:
-        report = guarded(lambda: p2p.measure(backend, gpus, size_mib=args.size_mib, iters=args.iters, warmup=args.warmup,
-                                             progress=progress))
+        report = guarded(
+            lambda: p2p.measure(backend, gpus, size_mib=args.size_mib, iters=args.iters, warmup=args.warmup, progress=progress)
+        )
     show(console, p2p_table(report), f"P2P copies, {args.size_mib} MiB ({backend})")
     for gpu in report.gpus:
         console.print(f"GPU{gpu.index}: {gpu.name} at {gpu.pci_bus_id or 'unknown bus'}")
@@ -176,19 +196,26 @@ def _nccl(args: argparse.Namespace) -> int:
     sizes = guarded(lambda: parse_sizes(args.sizes))
     if args.gpus is not None and args.gpus < 2:
         raise UsageError("--gpus: the all-reduce needs at least 2 GPUs")
-    approve("run the NCCL all-reduce benchmark", [
-        f"all-reduce {', '.join(human_size(s) for s in sizes)} over {args.gpus or 'all visible'} GPUs "
-        f"({args.tool}), {args.iters} timed iterations per size; NCCL_NVLS_ENABLE=0 is forced",
-        "the GPUs and their links run flat out while it runs: serving traffic on them will stall",
-    ], args)
+    approve(
+        "run the NCCL all-reduce benchmark",
+        [
+            f"all-reduce {', '.join(human_size(s) for s in sizes)} over {args.gpus or 'all visible'} GPUs "
+            f"({args.tool}), {args.iters} timed iterations per size; NCCL_NVLS_ENABLE=0 is forced",
+            "the GPUs and their links run flat out while it runs: serving traffic on them will stall",
+        ],
+        args,
+    )
     console = _out(args)
     with progress_bar(console) as progress:
-        report = guarded(lambda: run_allreduce(args.tool, args.gpus, sizes, iters=args.iters, warmup=args.warmup,
-                                               progress=progress))
+        report = guarded(
+            lambda: run_allreduce(args.tool, args.gpus, sizes, iters=args.iters, warmup=args.warmup, progress=progress)
+        )
     show(console, nccl_table(report), f"NCCL all-reduce over {report.world_size} GPUs ({report.tool})")
-    notes = [f"NCCL {report.nccl_version or '?'}; transport: {report.transport or 'unknown'} "
-             f"({', '.join(f'{k} x{v}' for k, v in report.transports.items()) or 'no INFO transport lines'})",
-             "busbw = algbw × 2(n−1)/n; about 80% of the link's one-way peak is healthy"]
+    notes = [
+        f"NCCL {report.nccl_version or '?'}; transport: {report.transport or 'unknown'} "
+        f"({', '.join(f'{k} x{v}' for k, v in report.transports.items()) or 'no INFO transport lines'})",
+        "busbw = algbw × 2(n−1)/n; about 80% of the link's one-way peak is healthy",
+    ]
     for note in notes:
         console.print(note)
     markdown = section(f"NCCL all-reduce ({report.taken_at})", nccl_table(report), notes)
@@ -201,8 +228,12 @@ def _add_nccl(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", default="1M,16M,256M,1G", help="message sizes (default 1M,16M,256M,1G)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per size (default 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations per size (default 5)")
-    parser.add_argument("--tool", choices=("auto", "torch", "nccl-tests"), default="auto",
-                        help="auto: nccl-tests' all_reduce_perf when on PATH, else torch.distributed")
+    parser.add_argument(
+        "--tool",
+        choices=("auto", "torch", "nccl-tests"),
+        default="auto",
+        help="auto: nccl-tests' all_reduce_perf when on PATH, else torch.distributed",
+    )
     _common(parser)
 
 
@@ -218,10 +249,15 @@ def _inference(args: argparse.Namespace) -> int:
     if args.command:
         from tools.bench.external import run_command
 
-        approve("run an external serving benchmark", [f"command: {args.command}",
-                                                      "it sends load to the server it names"], args)
-        result = guarded(lambda: run_command(args.command, base_url=args.base_url, model=args.model,
-                                             on_line=lambda line: console.print(line, markup=False, highlight=False)))
+        approve("run an external serving benchmark", [f"command: {args.command}", "it sends load to the server it names"], args)
+        result = guarded(
+            lambda: run_command(
+                args.command,
+                base_url=args.base_url,
+                model=args.model,
+                on_line=lambda line: console.print(line, markup=False, highlight=False),
+            )
+        )
     else:
         if not args.base_url or not args.model:
             raise UsageError("bench inference needs --base-url and --model (or --command)")
@@ -230,8 +266,9 @@ def _inference(args: argparse.Namespace) -> int:
     errors = sorted({s.error.split(":")[0] for r in result.runs for s in r.samples if s.error})
     if errors:
         console.print(f"[yellow]failed requests:[/] {', '.join(errors)}")
-    write_outputs(args, result.to_json(), "Validation",
-                  section(f"Inference benchmark ({result.started_at})", bench_table(result)))
+    write_outputs(
+        args, result.to_json(), "Validation", section(f"Inference benchmark ({result.started_at})", bench_table(result))
+    )
     return 1 if result.runs and all(r.requests_ok == 0 for r in result.runs) else 0
 
 
@@ -241,18 +278,31 @@ def _load(args: argparse.Namespace, console: Console) -> Any:
     from tools.bench.loadgen import LoadSpec, run_load
 
     spec = LoadSpec(
-        base_url=args.base_url, model=args.model, api=args.api, concurrency=_ints(args.concurrency, "--concurrency"),
-        requests=args.requests, max_tokens=args.max_tokens, prompt_tokens=args.prompt_tokens, repeat=args.repeat,
-        warmup=args.warmup, ignore_eos=not args.no_ignore_eos, api_key=args.api_key, timeout_s=args.timeout,
+        base_url=args.base_url,
+        model=args.model,
+        api=args.api,
+        concurrency=_ints(args.concurrency, "--concurrency"),
+        requests=args.requests,
+        max_tokens=args.max_tokens,
+        prompt_tokens=args.prompt_tokens,
+        repeat=args.repeat,
+        warmup=args.warmup,
+        ignore_eos=not args.no_ignore_eos,
+        api_key=args.api_key,
+        timeout_s=args.timeout,
     )
     if min(spec.max_tokens, spec.prompt_tokens, spec.repeat) <= 0 or spec.warmup < 0 or (spec.requests or 1) <= 0:
         raise UsageError("--max-tokens, --prompt-tokens, --repeat and --requests must be positive")
     total = sum(spec.requests_for(c) for c in spec.concurrency) * spec.repeat + spec.warmup
-    approve(f"send {total} streaming requests to {spec.base_url}", [
-        f"model {spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} repeat(s), "
-        f"{spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
-        "a production server serves these requests alongside its real traffic",
-    ], args)
+    approve(
+        f"send {total} streaming requests to {spec.base_url}",
+        [
+            f"model {spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} repeat(s), "
+            f"{spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
+            "a production server serves these requests alongside its real traffic",
+        ],
+        args,
+    )
     with progress_bar(console) as progress:
         return anyio.run(run_load, spec, progress)
 
@@ -291,10 +341,17 @@ def _compare(args: argparse.Namespace) -> int:
     show(console, compare_table(result), f"{args.base} → {args.new}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    notes = [f"95% bootstrap intervals (repeats, then requests; seed {args.seed}); a change counts when its interval "
-             f"excludes 0 and it exceeds {args.noise_floor:.0%}", *result.warnings]
-    write_outputs(args, json.dumps(result.to_dict(), indent=2), "Benchmark comparison",
-                  section(f"{Path(args.base).name} → {Path(args.new).name}", compare_table(result), notes))
+    notes = [
+        f"95% bootstrap intervals (repeats, then requests; seed {args.seed}); a change counts when its interval "
+        f"excludes 0 and it exceeds {args.noise_floor:.0%}",
+        *result.warnings,
+    ]
+    write_outputs(
+        args,
+        json.dumps(result.to_dict(), indent=2),
+        "Benchmark comparison",
+        section(f"{Path(args.base).name} → {Path(args.new).name}", compare_table(result), notes),
+    )
     return 0
 
 
@@ -324,7 +381,15 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    code: int = args._bench_run(args)
+    from orchestrator.session import open_session
+
+    options = {k: v for k, v in vars(args).items() if not k.startswith("_") and isinstance(v, (str, int, float, bool))}
+    with open_session(
+        "bench", consumers=[], transcript=args.transcript, record=not args.no_transcript, options=options
+    ) as session:
+        args._session = session
+        code: int = args._bench_run(args)
+        session.exit_code = code
     sys.stdout.flush()
     return code
 

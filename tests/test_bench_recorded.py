@@ -1,0 +1,43 @@
+"""bench compare and the session transcript, on the results recorded on the 2x H200 machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from transcripts.events import BenchResultReported
+from transcripts.reader import read_transcript
+
+RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
+
+
+def test_compare_of_the_recorded_runs_finds_noise_and_says_so(tmp_path: Path) -> None:
+    transcript, out = tmp_path / "bench.jsonl", tmp_path / "compare.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "bench",
+            "compare",
+            str(RECORDED / "inference_base.json"),
+            str(RECORDED / "inference_after.json"),
+            "--json",
+            str(out),
+            "--transcript",
+            str(transcript),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert [level["verdict"] for level in result["levels"]] == ["no significant change"] * 3
+    assert "unstable" in proc.stdout + proc.stderr
+    events = read_transcript(transcript).events
+    reported = [e for e in events if isinstance(e, BenchResultReported)]
+    assert len(reported) == 1 and reported[0].kind == "compare"
+    assert reported[0].data["levels"][0]["concurrency"] == 1
