@@ -5,11 +5,12 @@ through the real openai client, and measures every request's prompt at the serve
 tool schemas and response format, as JSON). Two runs:
 
 - ``final``: every agent answers ``{"findings": []}`` at once (the cost of LLM mode itself);
-- ``tool``: every agent first reads one file, then answers (each tool round resends the conversation).
+- ``one-tool``: one agent (kernel_params) first reads a file, then answers;
+- ``every-tool``: every agent first reads one file, then answers (each tool round resends the conversation).
 
     /work/venv/bin/python benchmarks/llm_prompt_size.py [--snapshot DIR]
 
-Exit status 1 when the ``final`` run exceeds the budget.
+Exit status 1 when the ``final`` or ``one-tool`` run exceeds the budget.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _after_one_tool(body: dict[str, Any]) -> Reply:
 
 def measure(snapshot: Path, variant: str) -> tuple[int, dict[str, int], int]:
     """(total prompt characters, by agent, requests) of one LLM audit."""
-    default = final({"findings": []}) if variant == "final" else _after_one_tool
-    with ScriptedOpenAIServer({}, default=default) as server:
+    answer = final({"findings": []})
+    scripts = {"kernel_params": [call("read_file", path="/proc/cmdline"), answer]} if variant == "one-tool" else {}
+    with ScriptedOpenAIServer(scripts, default=_after_one_tool if variant == "every-tool" else answer) as server:
         brain = LLMBrain(LlmConfig(base_url=server.base_url, model="scripted", backoff_s=0.01))
 
         async def main() -> None:
@@ -62,14 +64,17 @@ def main() -> int:
     parser.add_argument("--snapshot", type=Path, default=SEED)
     args = parser.parse_args()
     totals: dict[str, int] = {}
-    for variant in ("final", "tool"):
+    for variant in ("final", "one-tool", "every-tool"):
         total, by_agent, requests = measure(args.snapshot, variant)
         totals[variant] = total
         print(f"{variant}: {total:,} prompt characters in {requests} requests")
         for agent, chars in sorted(by_agent.items(), key=lambda kv: -kv[1]):
             print(f"  {agent:<15} {chars:>8,}")
-    ok = totals["final"] <= BUDGET
-    print(f"budget {BUDGET:,}: {'within' if ok else 'EXCEEDED'} ({totals['final'] / BUDGET:.0%} used by the final-answer audit)")
+    ok = totals["final"] <= BUDGET and totals["one-tool"] <= BUDGET
+    print(
+        f"budget {BUDGET:,}: {'within' if ok else 'EXCEEDED'} (final answers: {totals['final'] / BUDGET:.0%}; "
+        f"one tool round: {totals['one-tool'] / BUDGET:.0%}; a tool round in every agent: {totals['every-tool'] / BUDGET:.0%})"
+    )
     return 0 if ok else 1
 
 

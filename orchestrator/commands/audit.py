@@ -24,6 +24,7 @@ from orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, 
 from orchestrator.command import Command
 from orchestrator.errors import UsageError
 from orchestrator.hosts import add_host_arguments, open_host
+from orchestrator.llm_options import add_llm_arguments, brain_from_args
 from orchestrator.output import write_json
 from orchestrator.report import write_report
 from orchestrator.session import open_session
@@ -54,6 +55,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--hide-ok", action="store_true", help="list only problems and unknowns")
     add_session_arguments(parser)
+    add_llm_arguments(parser)
 
 
 def _areas(text: str | None) -> list[str] | None:
@@ -81,7 +83,8 @@ def _run(args: argparse.Namespace) -> int:
     json_to_stdout = args.json is not None and str(args.json) == "-"
     console = Console(stderr=json_to_stdout)
     ui = TerminalUI(console, live=not args.no_live and not json_to_stdout, show_ok=not args.hide_ok)
-    options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout)
+    brain = brain_from_args(args)
+    options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout, brain=brain)
     control = AuditControl()
     shown_areas = areas or list(AREA_MODULES)
     with open_session(
@@ -93,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
         source=host.source,
         options={"areas": shown_areas, "concurrency": args.concurrency},
     ) as session:
+        if brain is not None:
+            brain.emit = session.emit
 
         async def main() -> AuditResult:
             async with anyio.create_task_group() as group:
@@ -100,9 +105,13 @@ def _run(args: argparse.Namespace) -> int:
                 result = await run_audit(host, options=options, emit=session.emit, control=control)
                 group.cancel_scope.cancel()
             await host.aclose()
+            if brain is not None:
+                await brain.aclose()
             return result
 
         result = anyio.run(main)
+        if brain is not None:
+            brain.report_usage()
         if args.report:
             write_report(args.report, result)
             session.emit(ReportWritten(path=str(args.report)))

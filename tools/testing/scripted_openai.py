@@ -19,10 +19,12 @@ run concurrently each get their own script. A key without a script (or whose scr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -287,8 +289,13 @@ class _Handler(BaseHTTPRequestHandler):
         ident, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), self.server.state.model
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
 
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -301,7 +308,12 @@ class _Handler(BaseHTTPRequestHandler):
         for start in range(0, len(text), step):
             self._event(chunk({"content": text[start : start + step]}))
         for index, spec in enumerate(reply.tool_calls):
-            head = {"index": index, "id": self._call_id(index), "type": "function", "function": {"name": spec.name, "arguments": ""}}
+            head = {
+                "index": index,
+                "id": self._call_id(index),
+                "type": "function",
+                "function": {"name": spec.name, "arguments": ""},
+            }
             self._event(chunk({"tool_calls": [head]}))
             half = len(spec.arguments) // 2
             for piece in (spec.arguments[:half], spec.arguments[half:]):
@@ -310,8 +322,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._event(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
         options = body.get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
-            self._event({"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-                         "choices": [], "usage": self._usage(body, reply)})
+            self._event(
+                {
+                    "id": ident,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": self._usage(body, reply),
+                }
+            )
         self._event("[DONE]")
         self._chunk(b"")
 
@@ -319,6 +339,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout test) is not an error worth a traceback."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
     def __init__(self, address: tuple[str, int], state: _State) -> None:
         super().__init__(address, _Handler)
@@ -398,3 +423,49 @@ class ScriptedOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def reply_from_json(spec: Mapping[str, Any]) -> Reply:
+    """A reply written as JSON: ``{"content": ...}``, ``{"tool_calls": [{"name": ..., "arguments": {...}}]}``,
+    ``{"status": 429, "error": ...}``."""
+    tool_calls = tuple(
+        ToolCallSpec(
+            str(c["name"]), c["arguments"] if isinstance(c.get("arguments"), str) else json.dumps(c.get("arguments") or {})
+        )
+        for c in spec.get("tool_calls") or []
+    )
+    return Reply(
+        content=spec.get("content"),
+        tool_calls=tool_calls,
+        status=int(spec.get("status", 200)),
+        error=str(spec.get("error", "")),
+        retry_after_ms=spec.get("retry_after_ms", 1 if spec.get("status") else None),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tools.testing.scripted_openai SCRIPT.json [--port N]``: serve a script by hand (try rigaudit in a terminal).
+
+    SCRIPT.json: ``{"scripts": {"chat": [reply, ...], "pcie": [...]}, "default": reply}`` (see :func:`reply_from_json`).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.testing.scripted_openai", description=main.__doc__)
+    parser.add_argument("script", help="the JSON script")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    with open(args.script, encoding="utf-8") as handle:
+        data = json.load(handle)
+    scripts = {key: [reply_from_json(r) for r in replies] for key, replies in (data.get("scripts") or {}).items()}
+    default = reply_from_json(data["default"]) if data.get("default") else None
+    server = ScriptedOpenAIServer(scripts, default=default, port=args.port)
+    sys.stderr.write(f"scripted OpenAI-compatible server at {server.base_url} (Ctrl-C stops it)\n")
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    left = server.remaining()
+    sys.stderr.write(f"replies never requested: {left}\n" if left else "every scripted reply was used\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""LLM mode's settings: the endpoint, and the budgets that bound what one audit may spend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    """Where the model is, and how much each agent and the whole audit may use."""
+
+    base_url: str | None = None
+    """An OpenAI-compatible ``.../v1`` URL; ``None`` is OpenAI's own."""
+    model: str = ""
+    """The model name; empty: the server's only model (``GET /models``)."""
+    api_key: str | None = None
+    max_steps: int = 6
+    """Requests per agent (tool rounds plus the final answer)."""
+    max_audit_tokens: int = 400_000
+    """Prompt plus completion tokens for the whole audit, shared by every agent."""
+    agent_time_s: float = 180.0
+    """Wall-clock limit for one agent."""
+    request_timeout_s: float = 90.0
+    retries: int = 3
+    """Our own retries of a request after the client's (429, 5xx, timeouts, malformed answers)."""
+    client_retries: int = 2
+    """The openai client's ``max_retries`` (it honours ``retry-after``)."""
+    backoff_s: float = 1.0
+    backoff_cap_s: float = 20.0
+    answer_retries: int = 2
+    """How often an invalid final answer is sent back with its validation error."""
+    max_completion_tokens: int = 2048
+    json_schema: bool = True
+    """Ask for structured output (``response_format`` json_schema) when the final answer is due."""
+    stream: bool = False
+    max_parallel: int = 4
+    """Requests in flight at once across all agents."""
+    temperature: float | None = None
+    evidence_chars: int = 1800
+    """The evidence summary sent to one agent, in characters."""
+    findings_chars: int = 1800
+    """The rule findings sent to one agent, in characters."""
+    tool_output_chars: int = 3000
+    """One tool result sent back to the model, in characters."""

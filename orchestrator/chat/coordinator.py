@@ -1,0 +1,457 @@
+"""The coordinator: what each conversation step does, through the same code as the commands.
+
+Audits run ``run_audit``; the report is ``write_report``; a runtime apply is ``apply_plan`` behind the
+approval :class:`~orchestrator.approval.Gate` (on a snapshot, into a copy, never the original);
+benchmarks, compare and rollback run the ``rigaudit`` commands themselves. Every step that writes
+or loads something asks first, through an injectable approval console. A step never raises: it
+returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run it, ``refused``,
+``failed``), and a refused or failed step stops the sequence it belongs to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from agents.brain import Brain
+from orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
+from orchestrator.approval import Console, Gate, require_approval
+from orchestrator.audit import AuditOptions, run_audit
+from orchestrator.chat.steps import Step
+from orchestrator.errors import NotApprovedError, RigauditError
+from orchestrator.report import append_section, write_report
+from tools.hosts.base import Host
+from tools.hosts.snapshot import SnapshotHost
+from tools.journal import JournalError, default_journal_path, utc_now
+from tools.model.audit import AuditResult
+from tools.model.finding import Finding
+from transcripts.events import Event, Message, ReportWritten
+
+Emit = Callable[[Event], None]
+OutcomeStatus = Literal["done", "skipped", "refused", "failed"]
+CliRunner = Callable[[Sequence[str]], tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: OutcomeStatus
+    text: str
+
+    @property
+    def stops(self) -> bool:
+        """A refused or failed step ends the sequence it is part of."""
+        return self.status in ("refused", "failed")
+
+
+@dataclass
+class ChatSettings:
+    snapshot: Path | None = None
+    """The snapshot the conversation audits; changes go to a copy (``into``, or a temporary one)."""
+    into: Path | None = None
+    workdir: Path = field(default_factory=Path.cwd)
+    assume_yes: bool = False
+    interactive: bool = False
+    bench_base_url: str | None = None
+    bench_model: str | None = None
+    bench_args: tuple[str, ...] = ()
+    """Extra ``bench inference`` arguments (``--concurrency 1,4 --requests 8``)."""
+    baseline: Path | None = None
+    """An earlier ``bench inference --json`` result that a rerun is compared with."""
+
+
+def run_cli(argv: Sequence[str]) -> tuple[int, str]:
+    """Run a ``rigaudit`` command in-process: (exit status, its one-line error or "")."""
+    from orchestrator.cli import build_parser
+
+    try:
+        args = build_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return (exc.code if isinstance(exc.code, int) else 2), f"bad arguments: rigaudit {' '.join(argv)}"
+    try:
+        return int(args._run(args)), ""
+    except RigauditError as exc:
+        return exc.exit_code, str(exc)
+
+
+def _noop(event: Event) -> None:
+    del event
+
+
+def copy_snapshot(src: Path, dst: Path) -> None:
+    """A writable copy of a snapshot (real files, so writes never reach the original)."""
+    if dst.exists() and any(dst.iterdir()):
+        raise RigauditError(f"{dst}: already exists and is not empty (the copy needs a new folder)")
+    if dst.resolve().is_relative_to(src.resolve()):
+        raise RigauditError(f"{dst}: must not lie inside the snapshot {src}")
+    shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)
+    for folder, _, names in os.walk(dst):
+        for path in (folder, *(os.path.join(folder, n) for n in names)):
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+
+
+def _finding_line(finding: Finding) -> str:
+    severity = f" {finding.severity}" if finding.severity else ""
+    return f"{finding.check} [{finding.status}{severity}]: {finding.title}: {finding.observed}".rstrip(": ")
+
+
+class Coordinator:
+    """Runs conversation steps against one host (and, after an apply, its changed copy)."""
+
+    def __init__(
+        self,
+        host: Host,
+        settings: ChatSettings,
+        *,
+        console: Console | None = None,
+        emit: Emit | None = None,
+        brain: Brain | None = None,
+        cli: CliRunner = run_cli,
+    ) -> None:
+        self.source = host
+        self.host = host
+        """What audits look at: the source, or the copy an apply changed."""
+        self.settings = settings
+        self.console = console
+        self.emit = emit or _noop
+        self.brain = brain
+        self.cli = cli
+        self.result: AuditResult | None = None
+        self.report_path: Path | None = None
+        self.copy: Path | None = None
+        self.journals: list[Path] = []
+        self.inference_runs: list[Path] = []
+
+    def say(self, text: str) -> None:
+        self.emit(Message(role="assistant", text=text))
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    async def run_step(self, step: Step) -> Outcome:
+        """One step; every error becomes an outcome with one line, never an exception."""
+        try:
+            match step.kind:
+                case "audit":
+                    return await self.audit()
+                case "plan":
+                    return await self.plan()
+                case "explain":
+                    return await self.explain(step.args[0] if step.args else "")
+                case "report":
+                    return await self.write_report(step.args[0] if step.args else "system-improve.md")
+                case "apply_runtime":
+                    return await self.apply_runtime()
+                case "bench_p2p":
+                    return await self.bench_p2p()
+                case "bench_inference":
+                    return await self.bench_inference(step.args)
+                case "compare":
+                    return (
+                        await self.compare(*step.args[:2])
+                        if len(step.args) >= 2
+                        else Outcome("failed", "compare needs two files")
+                    )
+                case "rollback":
+                    return await self.rollback(step.args[0] if step.args else None)
+        except NotApprovedError as exc:
+            return Outcome("refused", str(exc))
+        except (RigauditError, JournalError, OSError) as exc:
+            return Outcome("failed", str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__)
+        except Exception as exc:  # a step's bug must not end the conversation
+            return Outcome("failed", f"{exc.__class__.__name__}: {exc}")
+        return Outcome("failed", f"unknown step {step.kind}")
+
+    async def run_steps(self, steps: Sequence[Step]) -> list[Outcome]:
+        """Steps in order, each reported as it ends; a refused or failed one stops the rest."""
+        if len(steps) > 1:
+            listed = "; ".join(f"{i}. {s.describe()}" for i, s in enumerate(steps, 1))
+            self.say(f"I will: {listed}. Each change asks for your approval first.")
+        outcomes: list[Outcome] = []
+        for index, step in enumerate(steps, 1):
+            outcome = await self.run_step(step)
+            outcomes.append(outcome)
+            prefix = f"[{index}/{len(steps)}] " if len(steps) > 1 else ""
+            self.say(f"{prefix}{step.describe()}: {outcome.status}. {outcome.text}".rstrip())
+            if outcome.stops and index < len(steps):
+                rest = ", ".join(s.describe() for s in steps[index:])
+                self.say(f"Stopped at step {index} ({step.describe()}: {outcome.status}); not done: {rest}.")
+                break
+        return outcomes
+
+    def _approve(self, what: str, details: Sequence[str]) -> None:
+        require_approval(
+            what,
+            details,
+            assume_yes=self.settings.assume_yes,
+            emit=self.emit,
+            interactive=self.settings.interactive,
+            console=self.console,
+        )
+
+    # -- read-only steps ----------------------------------------------------------------------
+
+    async def _ensure_result(self) -> AuditResult:
+        if self.result is None:
+            await self.audit()
+        assert self.result is not None
+        return self.result
+
+    async def audit(self) -> Outcome:
+        self.result = await run_audit(self.host, options=AuditOptions(brain=self.brain), emit=self.emit)
+        return Outcome("done", self.audit_summary(self.result))
+
+    @staticmethod
+    def audit_summary(result: AuditResult) -> str:
+        problems = [f for f in result.findings if f.status == "problem"]
+        unknown = sum(1 for f in result.findings if f.status == "unknown")
+        runtime = [s.id for s in result.plan.steps if s.kind == "runtime"]
+        deferred = [s.id for s in result.plan.steps if s.kind != "runtime"]
+        lines = [f"{result.host.name}: {len(result.findings)} checks, {len(problems)} problem(s), {unknown} unknown."]
+        lines += [f"- {_finding_line(f)}" for f in problems]
+        lines.append(f"Plan: runtime {', '.join(runtime) or 'none'}; deferred {', '.join(deferred) or 'none'}.")
+        return "\n".join(lines)
+
+    async def plan(self) -> Outcome:
+        result = await self._ensure_result()
+        if not result.plan.steps:
+            return Outcome("done", "nothing to change.")
+        lines = [
+            f"[{s.priority}] {s.id} ({s.kind}, on the {s.where}, risk {s.risk}): {s.title}; {s.rationale}".rstrip("; ")
+            for s in result.plan.steps
+        ]
+        return Outcome("done", "\n".join(lines))
+
+    async def explain(self, check: str) -> Outcome:
+        result = await self._ensure_result()
+        matches = [f for f in result.findings if f.check == check] or [f for f in result.findings if check and check in f.check]
+        if len(matches) != 1:
+            names = ", ".join(f.check for f in (matches or result.findings))
+            return Outcome("failed", f"no single check matches {check!r}; checks: {names}")
+        finding = matches[0]
+        evidence = {e.ref: e for e in result.evidence}
+        lines = [_finding_line(finding)]
+        if finding.expected:
+            lines.append(f"expected: {finding.expected}")
+        if finding.explanation:
+            lines.append(f"why it matters: {finding.explanation}")
+        for ref in finding.evidence[:6]:
+            item = evidence.get(ref)
+            value = " ".join((item.raw if item.ok else f"error {item.error}").split())[:160] if item else ""
+            lines.append(f"evidence {ref}" + (f" = {value}" if value else ""))
+        if finding.fix is not None:
+            lines.append(f"fix ({finding.fix.kind}, on the {finding.fix.where}, risk {finding.fix.risk}): {finding.fix.summary}")
+        step = next((s for s in result.plan.steps if s.check == finding.check or finding.check in s.also_checks), None)
+        if step is not None:
+            lines.append(f"plan: [{step.priority}] {step.id}: {step.rationale}")
+        return Outcome("done", "\n".join(lines))
+
+    # -- gated steps ----------------------------------------------------------------------------
+
+    def _path(self, name: str) -> Path:
+        path = Path(name).expanduser()
+        return path if path.is_absolute() else self.settings.workdir / path
+
+    async def write_report(self, name: str) -> Outcome:
+        result = await self._ensure_result()
+        path = self._path(name)
+        problems = sum(1 for f in result.findings if f.status == "problem")
+        details = [
+            f"{len(result.findings)} findings ({problems} problems) and a plan of {len(result.plan.steps)} step(s)",
+            f"{'replaces' if path.exists() else 'creates'} {path}",
+        ]
+        self._approve(f"write the report {path.name}", details)
+        write_report(path, result)
+        self.report_path = path
+        self.emit(ReportWritten(path=str(path)))
+        return Outcome("done", f"wrote {path}.")
+
+    async def _apply_host(self) -> tuple[Host, str]:
+        """Where the apply writes: this host, or a writable copy of the snapshot (made once)."""
+        snapshot = self.settings.snapshot
+        if snapshot is None:
+            return self.source, self.source.name
+        if self.copy is None:
+            target = self.settings.into or Path(tempfile.mkdtemp(prefix="rigaudit-chat-")) / "copy"
+            await anyio.to_thread.run_sync(copy_snapshot, snapshot, target.absolute())
+            self.copy = target.absolute()
+        return SnapshotHost(self.copy, writable=True), f"the copy {self.copy} (the snapshot {snapshot} is never changed)"
+
+    async def apply_runtime(self) -> Outcome:
+        result = await self._ensure_result()
+        plan = result.plan
+        options = ApplyOptions(in_container=await _in_container(self.host))
+        runnable = [s for s in plan.steps if classify(s, options)[0] is None]
+        if not runnable:
+            return Outcome("done", "no runtime step can be applied here: " + _not_here(plan.steps, options))
+        gate = Gate(
+            plan.digest(),
+            assume_yes=self.settings.assume_yes,
+            interactive=self.settings.interactive,
+            console=self.console,
+            emit=self.emit,
+        )
+        gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
+        host, where = await self._apply_host()
+        journal = default_journal_path()
+        try:
+            report = await apply_plan(host, plan, gate=gate, journal_path=journal, options=options, emit=self.emit)
+        finally:
+            await host.aclose()
+        if report.journal is not None:
+            self.journals.append(report.journal)
+        reaudit = await self._after_apply(report)
+        return self._apply_outcome(report, where, reaudit)
+
+    async def _after_apply(self, report: ApplyReport) -> dict[str, str] | None:
+        """Re-audit what changed (the copy, on a snapshot), and append the section to the report."""
+        reaudit: dict[str, str] | None = None
+        if report.changed:
+            if self.copy is not None:
+                self.host = SnapshotHost(self.copy)
+            self.result = await run_audit(self.host, options=AuditOptions(brain=None))
+            statuses = {f.check: f.status for f in self.result.findings}
+            checks = dict.fromkeys(
+                c for e in report.steps if e.status in ("applied", "partial") for c in (e.step.check, *e.step.also_checks)
+            )
+            reaudit = {c: statuses.get(c, "not checked") for c in checks}
+        if self.report_path is not None and report.journal is not None:
+            from orchestrator.commands.apply import render_section
+
+            append_section(self.report_path, "Applied changes", render_section(report, utc_now(), reaudit))
+            self.emit(ReportWritten(path=str(self.report_path), section="Applied changes"))
+        return reaudit
+
+    def _apply_outcome(self, report: ApplyReport, where: str, reaudit: dict[str, str] | None) -> Outcome:
+        groups: dict[str, list[str]] = {}
+        for entry in report.steps:
+            groups.setdefault(entry.status, []).append(entry.step.id)
+        parts = [f"{status.replace('_', ' ')}: {', '.join(ids)}" for status, ids in groups.items()]
+        text = f"on {where}: " + "; ".join(parts) + "."
+        if reaudit:
+            text += " Re-audit: " + ", ".join(f"{c} {s}" for c, s in reaudit.items()) + "."
+        if report.journal is not None:
+            text += f" Journal {report.journal} (undo: /rollback)."
+        if report.problems:
+            return Outcome("failed", text + f" {len(report.problems)} change(s) failed or were reverted.")
+        if not report.changed and (groups.get("declined") or groups.get("not_attempted")):
+            return Outcome("refused", text)
+        return Outcome("done", text)
+
+    async def _bench(self, argv: list[str]) -> tuple[int, str]:
+        if self.report_path is not None:
+            argv += ["--report", str(self.report_path)]
+        return await anyio.to_thread.run_sync(self.cli, argv)
+
+    async def bench_p2p(self) -> Outcome:
+        details = [
+            "copies between every GPU pair of THIS machine: one way, both ways, staged through the host, with a data check",
+            "the GPUs' links run flat out for a few seconds per pair: serving traffic on them stalls",
+        ]
+        if self.settings.snapshot is not None:
+            details.append(f"note: the audited host is a snapshot ({self.settings.snapshot}); its GPUs are not these")
+        self._approve("run the P2P micro-benchmark", details)
+        code, error = await self._bench(["bench", "p2p", "--yes"])
+        if code == 0:
+            return Outcome("done", "P2P micro-benchmark done (every pair's data check passed).")
+        if code == 2:
+            return Outcome("skipped", f"not run here: needs torch/CUDA and NVIDIA GPUs: {error}")
+        return Outcome("refused" if code == 3 else "failed", error or f"bench p2p ended with status {code}")
+
+    async def bench_inference(self, extra: Sequence[str]) -> Outcome:
+        args = list(extra)
+        if "--base-url" not in args and "--command" not in args:
+            if not (self.settings.bench_base_url and self.settings.bench_model):
+                return Outcome(
+                    "failed",
+                    "which server? start the chat with --bench-base-url URL --bench-model NAME, "
+                    "or type /bench inference --base-url URL --model NAME",
+                )
+            args = [
+                "--base-url",
+                self.settings.bench_base_url,
+                "--model",
+                self.settings.bench_model,
+                *self.settings.bench_args,
+                *args,
+            ]
+        out = self._path(f"bench-inference-{utc_now().replace(':', '')}.json")
+        server = args[args.index("--base-url") + 1] if "--base-url" in args else "an external benchmark command"
+        self._approve(
+            "rerun the inference benchmark",
+            [
+                f"streaming requests to {server} ({' '.join(args)})",
+                "a production server serves them alongside its real traffic",
+                f"result: {out}",
+            ],
+        )
+        code, error = await self._bench(["bench", "inference", *args, "--json", str(out), "--yes"])
+        if code != 0:
+            return Outcome("refused" if code == 3 else "failed", error or f"bench inference ended with status {code}")
+        baseline = self.inference_runs[-1] if self.inference_runs else self.settings.baseline
+        self.inference_runs.append(out)
+        text = f"result {out}: {_bench_line(out)}"
+        if baseline is not None:
+            compared = await self.compare(str(baseline), str(out))
+            text += f" Compared with {baseline}: {compared.text}"
+        return Outcome("done", text)
+
+    async def compare(self, base: str, new: str) -> Outcome:
+        code, error = await self._bench(["bench", "compare", str(self._path(base)), str(self._path(new))])
+        return Outcome("done", "comparison shown above.") if code == 0 else Outcome("failed", error or f"status {code}")
+
+    async def rollback(self, journal: str | None) -> Outcome:
+        path = self._path(journal) if journal else (self.journals[-1] if self.journals else None)
+        if path is None:
+            return Outcome("failed", "nothing to roll back in this conversation; give the journal: /rollback JOURNAL")
+        self._approve(f"roll back {path.name}", [f"restores every value the journal {path} changed, newest first"])
+        argv = ["rollback", str(path), "--yes"]
+        if self.copy is not None:
+            argv += ["--snapshot", str(self.copy)]
+        if self.report_path is not None:
+            argv += ["--report", str(self.report_path)]
+        code, error = await anyio.to_thread.run_sync(self.cli, argv)
+        if code != 0:
+            return Outcome("failed", error or f"rollback ended with status {code}")
+        self.result = None
+        return Outcome("done", f"rolled back {path}.")
+
+
+async def _in_container(host: Host) -> bool:
+    from agents.facts.platform import detect_platform
+    from tools.probe import Probe
+
+    try:
+        return (await detect_platform(Probe(host))).in_container
+    except Exception:  # a hint only: a host it cannot read is treated as the host
+        return False
+
+
+def _not_here(steps: Sequence[object], options: ApplyOptions) -> str:
+    from tools.model.plan import PlanStep
+
+    reasons = [f"{s.id} ({classify(s, options)[1]})" for s in steps if isinstance(s, PlanStep)]
+    return "; ".join(reasons) or "the plan is empty"
+
+
+def _bench_line(path: Path) -> str:
+    """``c=1: 153.2 tok/s, TTFT p50 21 ms; ...`` from a ``rigaudit.bench/1`` file."""
+    try:
+        runs = json.loads(path.read_text(encoding="utf-8")).get("runs") or []
+    except (OSError, ValueError, AttributeError):
+        return "(result unreadable)"
+    parts = []
+    for run in runs[:4]:
+        tps, ttft = run.get("output_tokens_per_s"), run.get("ttft_ms_p50")
+        tps_text = f"{tps:.1f} tok/s" if isinstance(tps, (int, float)) else "? tok/s"
+        ttft_text = f", TTFT p50 {ttft:.0f} ms" if isinstance(ttft, (int, float)) else ""
+        parts.append(f"c={run.get('concurrency')}: {tps_text}{ttft_text}")
+    return "; ".join(parts) or "no runs"

@@ -1,0 +1,185 @@
+"""Talk with rigaudit: it audits, explains findings, answers "why", proposes the plan, writes the
+report, applies runtime fixes, benchmarks and compares, each change approved by you first.
+
+Examples:
+  rigaudit chat --demo
+  rigaudit chat --snapshot SEED --into COPY          changes go into COPY, never into SEED
+  rigaudit chat --llm --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-32B
+  rigaudit chat --bench-base-url http://127.0.0.1:30000/v1 --bench-model M --baseline before.json
+  printf '/audit\\n/report\\n' | rigaudit chat --snapshot SEED --yes      scripted: one line per command
+
+Say what you want ("write down in system-improve.md, apply the changes runtime only for now, check
+that p2p works with some manual micro bench, then rerun inference benchmark") or use commands
+(/audit, /plan, /why CHECK, /report [FILE], /apply runtime, /bench p2p, /bench inference [ARGS],
+/compare A B, /rollback [JOURNAL], /help, /quit). Without an LLM a small parser understands such
+sentences; with --llm the model plans the steps and rigaudit runs them. Without a terminal nothing
+is approved unless --yes is given.
+
+Exit status: 0 done; 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+import anyio
+from rich.console import Console as RichConsole
+
+from agents.llm import LLMBrain, LlmError, OpenAIChatModel
+from agents.llm.usage import UsageBook
+from orchestrator.approval import Console, is_interactive
+from orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
+from orchestrator.command import Command
+from orchestrator.errors import UsageError
+from orchestrator.hosts import add_host_arguments, open_host
+from orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
+from orchestrator.session import Consumer, open_session
+from orchestrator.ui.terminal import TerminalUI
+from tools.hosts.snapshot import SnapshotHost
+from transcripts.events import ChangeApplied, Event, LlmExchange, Message
+
+PROMPT = "you> "
+
+
+def _add(parser: argparse.ArgumentParser) -> None:
+    add_host_arguments(parser)
+    parser.add_argument(
+        "--into", type=Path, metavar="DIR", help="with --snapshot: the copy changes go into (default: a temporary one)"
+    )
+    parser.add_argument("--yes", action="store_true", help="approve every step without asking (scripts)")
+    bench = parser.add_argument_group("the inference benchmark a conversation reruns")
+    bench.add_argument("--bench-base-url", metavar="URL", help="the inference server to benchmark")
+    bench.add_argument("--bench-model", metavar="NAME", help="its model")
+    bench.add_argument(
+        "--bench-args", default="", metavar="'ARGS'", help="more `bench inference` options, e.g. '--concurrency 1,4'"
+    )
+    bench.add_argument("--baseline", type=Path, metavar="FILE", help="an earlier `bench inference --json` result to compare with")
+    add_llm_arguments(parser)
+    parser.add_argument("--llm-agents", action="store_true", help="with --llm: the investigators also dig with the model")
+    out = parser.add_argument_group("output")
+    out.add_argument("--no-live", action="store_true", help="plain lines instead of the live board")
+    out.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    out.add_argument("--no-transcript", action="store_true", help="do not record this session")
+
+
+class _ChatUI:
+    """The terminal UI, without echoing what the person just typed at a terminal, nor every changed file
+    (the apply step's outcome sums them up; the transcript keeps each one)."""
+
+    def __init__(self, ui: TerminalUI, echo_user: bool) -> None:
+        self.ui = ui
+        self.echo_user = echo_user
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ChangeApplied) or (isinstance(event, Message) and event.role == "user" and not self.echo_user):
+            return
+        self.ui(event)
+
+    def close(self) -> None:
+        self.ui.close()
+
+
+def _read_line(interactive: bool) -> str | None:
+    try:
+        if interactive:
+            return input(PROMPT)
+        line = sys.stdin.readline()
+    except EOFError:
+        sys.stdout.write("\n")  # end the prompt's line
+        return None
+    return None if line == "" else line.rstrip("\n")
+
+
+async def stdin_lines(interactive: bool) -> AsyncIterator[str]:
+    """Lines from standard input (a prompt at a terminal); ends at end of input."""
+    while True:
+        line = await anyio.to_thread.run_sync(_read_line, interactive)
+        if line is None:
+            return
+        yield line
+
+
+def _settings(args: argparse.Namespace, host: object, interactive: bool) -> ChatSettings:
+    if args.into is not None and args.snapshot is None and args.demo is None:
+        raise UsageError("--into goes with --snapshot (or --demo): the copy that changes are applied to")
+    if (args.bench_base_url is None) != (args.bench_model is None):
+        raise UsageError("--bench-base-url and --bench-model go together")
+    snapshot = host.root if isinstance(host, SnapshotHost) else None
+    return ChatSettings(
+        snapshot=snapshot,
+        into=args.into.absolute() if args.into is not None else None,
+        workdir=Path.cwd(),
+        assume_yes=args.yes,
+        interactive=interactive,
+        bench_base_url=args.bench_base_url,
+        bench_model=args.bench_model,
+        bench_args=tuple(args.bench_args.split()),
+        baseline=args.baseline,
+    )
+
+
+def run_chat(
+    args: argparse.Namespace,
+    *,
+    lines: Iterable[str] | None = None,
+    console: Console | None = None,
+    interactive: bool | None = None,
+    consumers: list[Consumer] | None = None,
+) -> int:
+    """The chat command; tests give the lines, the approval console and extra event consumers."""
+    interactive = is_interactive() if interactive is None else interactive
+    config = llm_config_from_args(args)
+    if args.llm_agents and config is None:
+        raise UsageError("--llm-agents goes with --llm")
+    host = open_host(args)
+    settings = _settings(args, host, interactive)
+    try:
+        model = OpenAIChatModel(config) if config is not None else None
+    except LlmError as exc:
+        raise UsageError(str(exc)) from None
+    terminal = RichConsole(highlight=False)
+    ui = _ChatUI(TerminalUI(terminal, live=not args.no_live and interactive), echo_user=not interactive)
+    with open_session(
+        "chat",
+        consumers=[ui, *(consumers or [])],
+        transcript=args.transcript,
+        record=not args.no_transcript,
+        host=host.name,
+        source=host.source,
+        options={"llm": config is not None, "snapshot": str(settings.snapshot or ""), "yes": args.yes},
+    ) as session:
+        book = UsageBook(config.max_audit_tokens) if config is not None else None
+        brain = None
+        if config is not None and model is not None and args.llm_agents:
+            brain = LLMBrain(config, model=model, emit=session.emit, approver=terminal_approver(), book=book)
+        coordinator = Coordinator(host, settings, console=console, emit=session.emit, brain=brain)
+        planner = LlmPlanner(model, coordinator, book) if model is not None and book is not None else None
+        conversation = Conversation(coordinator, planner)
+
+        async def main() -> None:
+            try:
+                await conversation.run(lines if lines is not None else stdin_lines(interactive))
+            finally:
+                if model is not None:
+                    await model.aclose()
+                await host.aclose()
+
+        anyio.run(main)
+        if book is not None:
+            session.emit(LlmExchange(agent="total", usage=book.total.as_dict()))
+            session.emit(Message(role="system", text="\n".join(book.lines())))
+        if coordinator.copy is not None:
+            session.emit(Message(role="system", text=f"the changed copy of the snapshot: {coordinator.copy}"))
+    return session.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_chat(args)
+
+
+COMMAND = Command(
+    "chat", "talk with rigaudit: audit, explain, plan, apply, benchmark (each change approved)", _add, _run, __doc__ or ""
+)

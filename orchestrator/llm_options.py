@@ -1,0 +1,165 @@
+"""``--llm`` and its settings, for any command that audits: CLI over environment over config file.
+
+The endpoint: ``--base-url`` > ``OPENAI_BASE_URL`` > ``base_url`` in the config file > OpenAI's.
+The model: ``--model`` > ``model`` in the config file > the server's only model. The key: the
+variable named by ``--api-key-env`` (default ``OPENAI_API_KEY``). The config file is
+``$XDG_CONFIG_HOME/rigaudit/config.json`` (``~/.config/...``): ``{"llm": {"base_url": ...,
+"model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, ...}}``.
+Nothing is sent to a model unless ``--llm`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.llm import LLMBrain, LlmConfig, LlmError
+from orchestrator.errors import UsageError
+from tools.policy import Verdict
+from tools.shell import Approver
+from transcripts.events import Event
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_FILE_KEYS = {f.name: f.type for f in dataclasses.fields(LlmConfig) if f.name not in ("api_key",)}
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rigaudit" / "config.json"
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """The ``llm`` settings of the config file (a flat object works too); ``{}`` when there is no file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a JSON object")
+    section = data.get("llm", data)
+    if not isinstance(section, dict):
+        raise UsageError(f'{path}: "llm" must be an object')
+    unknown = sorted(set(section) - set(_FILE_KEYS) - {"api_key_env"})
+    if unknown:
+        raise UsageError(
+            f"{path}: unknown llm setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_FILE_KEYS))}, api_key_env"
+        )
+    return dict(section)
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("LLM mode (any OpenAI-compatible endpoint: vLLM, SGLang, Ollama, llama.cpp, OpenAI)")
+    group.add_argument(
+        "--llm", action="store_true", help="each investigator also becomes an LLM agent (rule findings always stand)"
+    )
+    group.add_argument(
+        "--base-url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL)"
+    )
+    group.add_argument("--model", metavar="NAME", help="the model (default: config file, else the server's only model)")
+    group.add_argument("--api-key-env", metavar="NAME", help=f"the variable holding the API key (default {DEFAULT_KEY_ENV})")
+    group.add_argument("--llm-max-steps", type=int, metavar="N", help="requests per agent (default 6)")
+    group.add_argument("--llm-max-tokens", type=int, metavar="N", help="tokens for the whole audit (default 400000)")
+    group.add_argument("--llm-timeout", type=float, metavar="S", help="time limit per agent, seconds (default 180)")
+    group.add_argument("--llm-stream", action="store_true", help="stream completions (some servers behave better)")
+    group.add_argument("--llm-no-json-schema", action="store_true", help="never send response_format json_schema")
+
+
+def _typed(name: str, value: Any, source: str) -> Any:
+    kind = str(_FILE_KEYS[name])
+    ok = (
+        (kind in ("int",) and isinstance(value, int) and not isinstance(value, bool))
+        or (kind.startswith("float") and isinstance(value, (int, float)) and not isinstance(value, bool))
+        or (kind == "bool" and isinstance(value, bool))
+        or (kind.startswith("str") and isinstance(value, str))
+        or (kind.endswith("None") and value is None)
+    )
+    if not ok:
+        raise UsageError(f"{source}: {name} must be of type {kind}, not {value!r}")
+    return value
+
+
+def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> LlmConfig | None:
+    """The settings ``--llm`` asks for, or ``None`` without ``--llm``."""
+    env = os.environ if env is None else env
+    if not getattr(args, "llm", False):
+        stray = [flag for flag, name in (("--base-url", "base_url"), ("--model", "model")) if getattr(args, name, None)]
+        if stray:
+            raise UsageError(f"{' and '.join(stray)} only apply with --llm")
+        return None
+    path = config_path(env)
+    from_file = load_config_file(path)
+    settings: dict[str, Any] = {}
+    for name, value in from_file.items():
+        if name != "api_key_env":
+            settings[name] = _typed(name, value, str(path))
+    if env.get("OPENAI_BASE_URL"):
+        settings["base_url"] = env["OPENAI_BASE_URL"]
+    cli = {
+        "base_url": getattr(args, "base_url", None),
+        "model": getattr(args, "model", None),
+        "max_steps": getattr(args, "llm_max_steps", None),
+        "max_audit_tokens": getattr(args, "llm_max_tokens", None),
+        "agent_time_s": getattr(args, "llm_timeout", None),
+    }
+    settings.update({k: v for k, v in cli.items() if v is not None})
+    if getattr(args, "llm_stream", False):
+        settings["stream"] = True
+    if getattr(args, "llm_no_json_schema", False):
+        settings["json_schema"] = False
+    for name in ("max_steps", "max_audit_tokens", "max_parallel", "max_completion_tokens"):
+        if name in settings and settings[name] < 1:
+            raise UsageError(f"{name.replace('_', ' ')} must be at least 1")
+    if "agent_time_s" in settings and settings["agent_time_s"] <= 0:
+        raise UsageError("--llm-timeout must be positive")
+    key_env = getattr(args, "api_key_env", None) or from_file.get("api_key_env") or DEFAULT_KEY_ENV
+    settings["api_key"] = env.get(str(key_env)) or None
+    return LlmConfig(**settings)
+
+
+def terminal_approver() -> Approver | None:
+    """Asks the person at the terminal about a command the policy says ``ask``; ``None`` (refuse) without one."""
+    from orchestrator.approval import TerminalConsole, is_interactive
+
+    if not is_interactive():
+        return None
+    import anyio
+
+    lock: list[anyio.Lock] = []
+
+    def ask_sync(verdict: Verdict) -> bool:
+        console = TerminalConsole()
+        console.show(f"An LLM agent wants to run: {' '.join(verdict.argv)}\n  policy: ask ({verdict.reason})")
+        return console.ask("Run this command?", ("yes", "no"), "no").strip().lower() in ("y", "yes")
+
+    async def ask(verdict: Verdict) -> bool:
+        if not lock:
+            lock.append(anyio.Lock())
+        async with lock[0]:
+            return await anyio.to_thread.run_sync(ask_sync, verdict)
+
+    return ask
+
+
+def brain_from_args(
+    args: argparse.Namespace, emit: Callable[[Event], None] | None = None, *, approver: Approver | None = None
+) -> LLMBrain | None:
+    """The LLM brain ``--llm`` asks for (``None`` without it); a bad setting is one clear line (exit 2)."""
+    config = llm_config_from_args(args)
+    if config is None:
+        return None
+    try:
+        return LLMBrain(config, emit=emit, approver=approver if approver is not None else terminal_approver())
+    except LlmError as exc:
+        raise UsageError(str(exc)) from None

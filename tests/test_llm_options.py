@@ -1,0 +1,95 @@
+"""--llm settings: command line over environment over config file, and clear errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agents.llm import LLMBrain
+from orchestrator.errors import UsageError
+from orchestrator.llm_options import add_llm_arguments, brain_from_args, config_path, llm_config_from_args
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_llm_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def _write_config(data: object) -> Path:
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_no_llm_flag_means_no_brain_and_no_request() -> None:
+    assert llm_config_from_args(_parse()) is None
+    assert brain_from_args(_parse()) is None
+    with pytest.raises(UsageError, match="--base-url only apply with --llm"):
+        llm_config_from_args(_parse("--base-url", "http://127.0.0.1:1/v1"))
+
+
+def test_cli_beats_environment_beats_config_file() -> None:
+    assert config_path() == Path(os.environ["XDG_CONFIG_HOME"]) / "rigaudit" / "config.json"
+    _write_config({"llm": {"base_url": "http://127.0.0.1:1/v1", "model": "from-file", "max_steps": 3, "agent_time_s": 30}})
+    env = {"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
+    config = llm_config_from_args(_parse("--llm"), env)
+    assert config is not None and (config.base_url, config.model, config.max_steps, config.agent_time_s) == (
+        "http://127.0.0.1:1/v1",
+        "from-file",
+        3,
+        30,
+    )
+    env["OPENAI_BASE_URL"] = "http://127.0.0.1:2/v1"
+    config = llm_config_from_args(_parse("--llm"), env)
+    assert config is not None and config.base_url == "http://127.0.0.1:2/v1"
+    config = llm_config_from_args(
+        _parse("--llm", "--base-url", "http://127.0.0.1:3/v1", "--model", "cli", "--llm-max-steps", "9"), env
+    )
+    assert config is not None and (config.base_url, config.model, config.max_steps) == ("http://127.0.0.1:3/v1", "cli", 9)
+
+
+def test_the_key_comes_from_the_named_variable() -> None:
+    env = {"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"], "OPENAI_API_KEY": "sk-default", "MY_KEY": "sk-mine"}
+    config = llm_config_from_args(_parse("--llm"), env)
+    assert config is not None and config.api_key == "sk-default"
+    config = llm_config_from_args(_parse("--llm", "--api-key-env", "MY_KEY"), env)
+    assert config is not None and config.api_key == "sk-mine"
+    _write_config({"api_key_env": "MISSING"})
+    config = llm_config_from_args(_parse("--llm"), env)
+    assert config is not None and config.api_key is None
+
+
+def test_flat_config_files_work_and_bad_ones_are_one_clear_line() -> None:
+    _write_config({"model": "flat", "stream": True, "json_schema": False})
+    config = llm_config_from_args(_parse("--llm"))
+    assert config is not None and (config.model, config.stream, config.json_schema) == ("flat", True, False)
+    _write_config({"llm": {"max_step": 3}})
+    with pytest.raises(UsageError, match=r"unknown llm setting.*max_step"):
+        llm_config_from_args(_parse("--llm"))
+    _write_config({"llm": {"max_steps": "many"}})
+    with pytest.raises(UsageError, match="max_steps must be of type int"):
+        llm_config_from_args(_parse("--llm"))
+    config_path().write_text("{not json")
+    with pytest.raises(UsageError, match="not JSON"):
+        llm_config_from_args(_parse("--llm"))
+
+
+def test_bad_budgets_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="max steps must be at least 1"):
+        llm_config_from_args(_parse("--llm", "--llm-max-steps", "0"))
+    with pytest.raises(UsageError, match="--llm-timeout must be positive"):
+        llm_config_from_args(_parse("--llm", "--llm-timeout", "0"))
+
+
+def test_a_real_endpoint_is_a_usage_error_in_tests() -> None:
+    with pytest.raises(UsageError, match="RIGAUDIT_BLOCK_REAL_LLM is set"):
+        brain_from_args(_parse("--llm", "--base-url", "https://api.openai.com/v1"))
+    brain = brain_from_args(_parse("--llm", "--base-url", "http://127.0.0.1:9/v1", "--llm-no-json-schema", "--llm-stream"))
+    assert isinstance(brain, LLMBrain) and brain.config.json_schema is False and brain.config.stream is True
+    assert brain.approver is None  # no terminal in tests: commands the policy would ask about are refused
