@@ -81,8 +81,8 @@ def main() -> int:
     if comparison:
         for level in comparison["levels"]:
             tput = level["metrics"][0]
-            print(f"  compare c={level['concurrency']}: {(tput['change'] or 0):+.1%} [{(tput['ci_low'] or 0):+.1%}, {(tput['ci_high'] or 0):+.1%}] "
-                  f"→ {level['verdict']}")
+            change, low, high = (tput[k] or 0 for k in ("change", "ci_low", "ci_high"))
+            print(f"  compare c={level['concurrency']}: {change:+.1%} [{low:+.1%}, {high:+.1%}] → {level['verdict']}")
         for warning in comparison["warnings"]:
             print(f"  warning: {warning}")
     roof = _load(out / "roofline.json")
