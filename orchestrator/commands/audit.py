@@ -23,6 +23,7 @@ from agents.registry import AREA_MODULES
 from orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from orchestrator.command import Command
 from orchestrator.errors import UsageError
+from orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
 from orchestrator.hosts import add_host_arguments, open_host
 from orchestrator.llm_options import add_llm_arguments, brain_from_args
 from orchestrator.output import write_json
@@ -56,6 +57,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hide-ok", action="store_true", help="list only problems and unknowns")
     add_session_arguments(parser)
     add_llm_arguments(parser)
+    add_fleet_arguments(parser)
 
 
 def _areas(text: str | None) -> list[str] | None:
@@ -76,6 +78,8 @@ def failing(result: AuditResult, threshold: str | None) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if is_fleet(args):
+        return run_fleet_from_args(args)
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     areas = _areas(args.areas)

@@ -1,0 +1,203 @@
+"""``rigaudit audit --hosts FILE|h1,h2`` and ``rigaudit audit --slurm``: the fleet's arguments and run.
+
+Wired into the audit command by two calls: :func:`add_fleet_arguments` in its ``add_arguments``
+and, first thing in its ``run``, ``if is_fleet(args): return run_fleet_from_args(args)``. The
+audit's own ``--areas``, ``--concurrency``, ``--timeout``, ``--json``, ``--report``, ``--fail-on``
+and ``--no-live`` apply to the fleet (``--json``/``--report`` then hold the fleet's result).
+
+Exit status: 0 done (hosts that failed are listed, the rest completes); 3 a problem at or above
+``--fail-on`` on some host; 1 no host could be audited; 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+
+from agents.registry import AREA_MODULES
+from orchestrator.errors import OperationError, UsageError
+from orchestrator.fleet.analysis import outliers_by_host
+from orchestrator.fleet.model import FleetResult
+from orchestrator.fleet.progress import FleetProgress
+from orchestrator.fleet.report import write_fleet_report
+from orchestrator.fleet.runner import DEFAULT_HOST_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, FleetOptions, run_fleet, run_slurm_fleet
+from orchestrator.fleet.targets import parse_hosts
+from orchestrator.output import write_json
+from tools.model.finding import SEVERITY_ORDER
+from tools.remote.slurm import SlurmJob
+from tools.remote.transport import COLLECTORS, SshTransport, TransportError, check_words
+
+SUMMARY_SHOWN = 4
+"""Outlier lines printed per host (the fleet report lists them all)."""
+
+
+def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("fleet: many hosts at once (evidence collected on each host, judged here)")
+    which = group.add_mutually_exclusive_group()
+    which.add_argument(
+        "--hosts", metavar="FILE|H1,H2", help="audit these SSH destinations (a file with one a line, or a comma list)"
+    )
+    which.add_argument("--slurm", action="store_true", help="audit Slurm nodes: one srun task per node")
+    group.add_argument("--partition", metavar="P", help="Slurm partition (with --slurm)")
+    count = group.add_mutually_exclusive_group()
+    count.add_argument("--nodes", type=int, metavar="N", help="number of Slurm nodes (with --slurm; default: Slurm's)")
+    count.add_argument("--nodelist", metavar="LIST", help="these Slurm nodes, e.g. gpu[01-16] (with --slurm)")
+    group.add_argument(
+        "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N", help="SSH connections at once (default 16)"
+    )
+    group.add_argument(
+        "--host-timeout",
+        type=float,
+        default=DEFAULT_HOST_TIMEOUT_S,
+        metavar="S",
+        help="time limit for one host's connection and collection (Slurm: the whole step; default 120)",
+    )
+    group.add_argument("--out", type=Path, metavar="DIR", help="write fleet.json, system-improve.md and hosts/NAME/ here")
+    group.add_argument(
+        "--collector",
+        choices=COLLECTORS,
+        default="auto",
+        help="how nodes collect: their rigaudit, the zipapp agent sent over SSH, or auto (rigaudit when installed)",
+    )
+    group.add_argument("--node-rigaudit", default="rigaudit", metavar="CMD", help="the rigaudit command on the nodes")
+    group.add_argument("--ssh-command", default="ssh", metavar="CMD", help="the SSH client command (default: ssh)")
+    group.add_argument("--ssh-config", type=Path, metavar="FILE", help="an ssh_config to use instead of ~/.ssh/config (ssh -F)")
+    group.add_argument("--ssh-option", action="append", default=[], metavar="OPT", help="an ssh -o option (repeatable)")
+    group.add_argument("--workers", type=int, metavar="N", help="local processes judging snapshots (default: one per CPU)")
+
+
+def is_fleet(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "hosts", None)) or bool(getattr(args, "slurm", False))
+
+
+def _areas(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    areas = tuple(a.strip() for a in text.split(",") if a.strip())
+    unknown = [a for a in areas if a not in AREA_MODULES]
+    if unknown:
+        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(AREA_MODULES)}")
+    return areas
+
+
+def _check(args: argparse.Namespace) -> None:
+    if getattr(args, "snapshot", None) is not None or getattr(args, "demo", None) is not None:
+        raise UsageError("--hosts/--slurm audit other machines: leave out --snapshot and --demo")
+    if not args.slurm and (args.partition or args.nodes is not None or args.nodelist):
+        raise UsageError("--partition, --nodes and --nodelist go with --slurm")
+    if args.nodes is not None and args.nodes < 1:
+        raise UsageError("--nodes must be at least 1")
+    if args.max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+    if not args.host_timeout > 0:
+        raise UsageError("--host-timeout must be more than 0 seconds")
+    if args.workers is not None and args.workers < 0:
+        raise UsageError("--workers must be 0 (judge in this process) or more")
+    if getattr(args, "concurrency", 1) < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a directory")
+
+
+def options_from_args(args: argparse.Namespace) -> FleetOptions:
+    try:
+        check_words(args.node_rigaudit, "--node-rigaudit")
+    except TransportError as exc:
+        raise UsageError(str(exc)) from None
+    return FleetOptions(
+        max_connections=args.max_connections,
+        host_timeout_s=args.host_timeout,
+        collector=args.collector,
+        node_rigaudit=args.node_rigaudit,
+        areas=_areas(getattr(args, "areas", None)),
+        concurrency=getattr(args, "concurrency", 8),
+        timeout_s=getattr(args, "timeout", 60.0),
+        workers=args.workers,
+        out=args.out,
+    )
+
+
+def _failing(result: FleetResult, threshold: str | None) -> bool:
+    if threshold is None:
+        return False
+    limit = SEVERITY_ORDER[threshold]
+    return any(
+        f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit
+        for a in result.audits
+        for f in a.result.findings
+    )
+
+
+def _summary(console: Console, result: FleetResult) -> None:
+    by_host = outliers_by_host(result.outliers)
+    console.print(
+        f"[bold]fleet[/bold]: {len(result.audits)} of {len(result.targets)} host(s) audited in {result.duration_s:.1f} s, "
+        f"{len(result.failures)} failed, {len(by_host)} differ from their peers, {len(result.plan)} distinct fix(es)",
+        soft_wrap=True,
+    )
+    for failure in result.failures:
+        console.print(f"  [red]failed[/red] {escape(failure.target)} ({failure.stage}): {escape(failure.error)}", soft_wrap=True)
+    for host, found in by_host.items():
+        shown = found[:SUMMARY_SHOWN]
+        more = f" (+{len(found) - len(shown)} more differences)" if len(found) > len(shown) else ""
+        for outlier in shown:
+            console.print(f"  [yellow]outlier[/yellow] {escape(outlier.line())}", soft_wrap=True, highlight=False)
+        if more:
+            console.print(f"  [yellow]outlier[/yellow] {escape(host)}{more}", soft_wrap=True, highlight=False)
+    for warning in result.warnings:
+        console.print(f"  [yellow]warning[/yellow] {escape(warning)}", soft_wrap=True, highlight=False)
+
+
+def run_fleet_from_args(args: argparse.Namespace) -> int:
+    _check(args)
+    options = options_from_args(args)
+    json_to_stdout = getattr(args, "json", None) is not None and str(args.json) == "-"
+    progress = FleetProgress(Console(stderr=True), live=not getattr(args, "no_live", False))
+    if args.slurm:
+        minutes = math.ceil(options.host_timeout_s / 60) + 1
+        job = SlurmJob(partition=args.partition, nodes=args.nodes, nodelist=args.nodelist, time_limit_min=minutes)
+
+        async def main() -> FleetResult:
+            return await run_slurm_fleet(job, options, progress)
+    else:
+        targets = parse_hosts(args.hosts)
+        try:
+            command = check_words(args.ssh_command, "--ssh-command")
+        except TransportError as exc:
+            raise UsageError(str(exc)) from None
+        transport = SshTransport(
+            command=tuple(command),
+            config=args.ssh_config,
+            options=tuple(args.ssh_option),
+            connect_timeout_s=max(1, min(30, int(options.host_timeout_s))),
+        )
+
+        async def main() -> FleetResult:
+            return await run_fleet(targets, transport, options, progress)
+
+    try:
+        result = anyio.run(main)
+    finally:
+        progress.close()
+    if options.out is not None:
+        write_json(options.out / "fleet.json", result.to_json())
+        write_fleet_report(options.out / "system-improve.md", result)
+    if getattr(args, "report", None):
+        write_fleet_report(args.report, result)
+    if getattr(args, "json", None):
+        write_json(args.json, result.to_json())
+    console = Console(stderr=json_to_stdout)
+    _summary(console, result)
+    if options.out is not None:
+        console.print(f"fleet report: {escape(str(options.out / 'system-improve.md'))}", highlight=False)
+    if not result.audits:
+        raise OperationError(f"no host could be audited ({len(result.failures)} failed)")
+    return 3 if _failing(result, getattr(args, "fail_on", None)) else 0
+
+
+__all__ = ["add_fleet_arguments", "is_fleet", "run_fleet_from_args"]

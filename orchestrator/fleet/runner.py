@@ -1,0 +1,376 @@
+"""Run a fleet audit: collect every node (bounded, time-limited), judge each snapshot here, compare.
+
+Collection holds one of ``max_connections`` slots per node for at most ``host_timeout_s``;
+judging (unpack, audit, fingerprint, per-host files) runs in worker processes as each snapshot
+arrives, so a slow node delays only itself. A node that cannot be reached or fails is a
+:class:`HostFailure` with its error; the others complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import anyio
+
+from orchestrator.commands.snapshot import collect_all
+from orchestrator.fleet.analysis import fleet_plan, outliers, status_matrix
+from orchestrator.fleet.events import (
+    FleetEmit,
+    FleetFinished,
+    FleetStarted,
+    HostCollected,
+    HostConnecting,
+    HostFailed,
+    HostJudged,
+    ignore,
+)
+from orchestrator.fleet.model import FailureStage, FleetResult, HostAudit, HostFailure
+from orchestrator.fleet.pool import JudgePool
+from orchestrator.fleet.worker import Judged, JudgeJob, judge
+from tools.hosts.recording import RecordingHost
+from tools.model.audit import AuditResult
+from tools.probe import Probe
+from tools.remote.client import RemoteHost
+from tools.remote.framing import NodeStream
+from tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node
+from tools.remote.slurm import SlurmJob, expand_nodelist, run_srun, task_argv
+from tools.remote.transport import Collector, Transport, node_script
+
+DEFAULT_MAX_CONNECTIONS = 16
+DEFAULT_HOST_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    host_timeout_s: float = DEFAULT_HOST_TIMEOUT_S
+    """Connection and collection of one node (over Slurm: the whole srun step)."""
+    collector: Collector = "auto"
+    node_rigaudit: str = "rigaudit"
+    node_python: str = "python3"
+    areas: tuple[str, ...] | None = None
+    concurrency: int = 8
+    """Host operations in flight within one host's audit."""
+    timeout_s: float = 60.0
+    """Per investigator, as for a single audit."""
+    agent_concurrency: int = 32
+    """Operations in flight to one node's agent (hides the network's round trips)."""
+    workers: int | None = None
+    """Processes judging snapshots; ``None``: one per CPU when there are three hosts or more, 0: in this process."""
+    out: Path | None = None
+    """Per-host folders (audit.json, system-improve.md, snapshot/); ``None``: snapshots in a temporary folder."""
+    max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES
+
+
+def slug(target: str) -> str:
+    """A folder name for a host: ``root@gpu-7`` -> ``root@gpu-7``, ``ssh://a:22`` -> ``ssh_a_22``."""
+    return re.sub(r"[^A-Za-z0-9@._-]+", "_", target).strip("._") or "host"
+
+
+def host_names(targets: Sequence[str]) -> dict[str, str]:
+    """A distinct folder name for each target."""
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for target in targets:
+        name = base = slug(target)
+        number = 2
+        while name in used:
+            name, number = f"{base}-{number}", number + 1
+        used.add(name)
+        names[target] = name
+    return names
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where one host's snapshot is unpacked (scratch, removed once judged) and its results go (``--out``)."""
+
+    scratch: Path
+    folder: Path | None
+
+    @property
+    def snapshot(self) -> Path:
+        return self.scratch / "snapshot"
+
+    def fresh(self) -> _Place:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch.mkdir(parents=True)
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+class _Places:
+    def __init__(self, scratch: Path, out: Path | None) -> None:
+        self.scratch, self.out = scratch, out
+        self._names: dict[str, str] = {}
+
+    def add(self, targets: Sequence[str]) -> None:
+        known = list(self._names)
+        self._names = host_names([*known, *[t for t in targets if t not in self._names]])
+
+    def __getitem__(self, target: str) -> _Place:
+        if target not in self._names:
+            self.add([target])
+        name = self._names[target]
+        return _Place(self.scratch / name, self.out / "hosts" / name if self.out is not None else None)
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """Snapshots are small and short-lived: unpacked in RAM when there is /dev/shm."""
+    shm = Path("/dev/shm")
+    in_ram = shm.is_dir() and os.access(shm, os.W_OK)
+    scratch = Path(tempfile.mkdtemp(prefix="rigaudit-fleet-", dir=shm if in_ram else None))
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Run:
+    options: FleetOptions
+    emit: FleetEmit
+    kind: str
+    pool: JudgePool | None
+    """Worker processes; ``None``: judge in a thread of this process."""
+    audits: dict[str, HostAudit] = field(default_factory=dict)
+    failures: dict[str, HostFailure] = field(default_factory=dict)
+    thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
+
+    def fail(self, target: str, stage: FailureStage, error: str) -> None:
+        self.failures[target] = HostFailure(target, stage, error)
+        self.emit(HostFailed(target, stage, error))
+
+    async def judge(self, job: JudgeJob, *, mode: str, collect_s: float) -> None:
+        started = time.perf_counter()
+        judged: Judged
+        if self.pool is not None:
+            judged = await self.pool.judge(job)
+        else:
+            judged = await anyio.to_thread.run_sync(judge, job, limiter=self.thread_limiter)
+        if judged.error is not None or judged.audit_json is None:
+            self.fail(job.target, "audit", judged.error or "no result")
+            return
+        result = AuditResult.model_validate_json(judged.audit_json)
+        seconds = time.perf_counter() - started
+        folder = Path(job.host_dir) if job.host_dir is not None else None
+        audit = HostAudit(job.target, mode, result, judged.fingerprint, collect_s, seconds, folder)
+        self.audits[job.target] = audit
+        self.emit(HostJudged(job.target, audit.problems, seconds))
+
+    def job(self, target: str, source: str, place: _Place, archive: bytes | None, warnings: Sequence[str] = ()) -> JudgeJob:
+        o = self.options
+        return JudgeJob(
+            target=target,
+            source=source,
+            snapshot=str(place.snapshot),
+            archive=archive,
+            areas=o.areas,
+            concurrency=o.concurrency,
+            timeout_s=o.timeout_s,
+            host_dir=str(place.folder) if place.folder is not None else None,
+            warnings=tuple(warnings),
+        )
+
+    def result(self, targets: Sequence[str], started_at: str, started: float, warnings: Sequence[str] = ()) -> FleetResult:
+        order = {t: i for i, t in enumerate(targets)}
+        audits = sorted(self.audits.values(), key=lambda a: (order.get(a.target, len(order)), a.target))
+        failures = sorted(self.failures.values(), key=lambda f: (order.get(f.target, len(order)), f.target))
+        everyone = list(targets) + sorted(t for t in [*self.audits, *self.failures] if t not in order)
+        return FleetResult(
+            targets=tuple(everyone),
+            audits=tuple(audits),
+            failures=tuple(failures),
+            matrix=status_matrix(audits),
+            outliers=tuple(outliers(audits)),
+            plan=tuple(fleet_plan(audits)),
+            started_at=started_at,
+            duration_s=time.perf_counter() - started,
+            kind=self.kind,
+            warnings=tuple(warnings),
+        )
+
+
+def _workers(options: FleetOptions, hosts: int) -> int:
+    if options.workers is not None:
+        return max(0, options.workers)
+    return min(os.cpu_count() or 1, hosts) if hosts >= 3 and (os.cpu_count() or 1) > 1 else 0
+
+
+async def _record_through_agent(host: RemoteHost, target: Path, concurrency: int, warnings: list[str]) -> None:
+    recording = RecordingHost(host)
+    failures = await collect_all(Probe(recording, concurrency=concurrency))
+    if host.client.lost is not None:
+        return  # the session reports the lost connection
+    summary = await recording.write_snapshot(
+        target, hostname=host.name, notes=f"collected by a rigaudit fleet audit ({host.source})"
+    )
+    warnings.extend(f"collection failed for {f} (its evidence so far is kept)" for f in failures)
+    warnings.extend(summary.warnings)
+
+
+async def _collect_one(run: _Run, transport: Transport, target: str, place: _Place, limiter: anyio.CapacityLimiter) -> None:
+    options = run.options
+    source = transport.source(target)
+    async with limiter:
+        run.emit(HostConnecting(target))
+        started = time.perf_counter()
+        warnings: list[str] = []
+
+        async def with_agent(host: RemoteHost) -> None:
+            await _record_through_agent(host, place.snapshot, options.agent_concurrency, warnings)
+
+        async def attempt(collector: Collector) -> tuple[str, bytes | None, list[str]]:
+            script = node_script(collector, rigaudit=options.node_rigaudit, python=options.node_python)
+            got = await collect_node(
+                transport.argv(target, script), source=source, with_agent=with_agent, max_archive_bytes=options.max_archive_bytes
+            )
+            return got.mode, got.archive, got.warnings()
+
+        try:
+            place.fresh()
+            with anyio.fail_after(options.host_timeout_s):
+                try:
+                    mode, archive, node_warnings = await attempt(options.collector)
+                except NodeError as exc:
+                    if not (options.collector == "auto" and exc.exit_code == 2):
+                        raise
+                    # An older rigaudit without `snapshot --stdout`: send this one instead.
+                    shutil.rmtree(place.snapshot, ignore_errors=True)
+                    mode, archive, node_warnings = await attempt("agent")
+                    warnings.append(f"the node's rigaudit cannot stream snapshots ({exc}); used the zipapp agent")
+        except TimeoutError:
+            run.fail(target, "timeout", f"no snapshot within {options.host_timeout_s:g} s")
+            return
+        except NodeError as exc:
+            run.fail(target, "connect" if exc.stage == "connect" else "collect", str(exc))
+            return
+        except OSError as exc:
+            run.fail(target, "collect", f"cannot write the snapshot here: {exc.strerror or exc}")
+            return
+        except Exception as exc:  # one node's surprise must not end the fleet
+            run.fail(target, "collect", f"{exc.__class__.__name__}: {str(exc).strip()[:300]}")
+            return
+        collect_s = time.perf_counter() - started
+        size = len(archive) if archive is not None else 0
+        run.emit(HostCollected(target, mode, size, collect_s))
+    await run.judge(run.job(target, source, place, archive, [*node_warnings, *warnings]), mode=mode, collect_s=collect_s)
+
+
+async def run_fleet(
+    targets: Sequence[str], transport: Transport, options: FleetOptions | None = None, emit: FleetEmit | None = None
+) -> FleetResult:
+    """Audit every target through ``transport`` (SSH, or a stand-in)."""
+    options = options or FleetOptions()
+    emit = emit or ignore
+    targets = list(dict.fromkeys(targets))
+    started_at, started = _now(), time.perf_counter()
+    workers = _workers(options, len(targets))
+    run = _Run(options, emit, "ssh", JudgePool(workers) if workers else None)
+    emit(FleetStarted(tuple(targets), "ssh"))
+    limiter = anyio.CapacityLimiter(max(1, options.max_connections))
+    with _scratch() as scratch:
+        places = _Places(scratch, options.out)
+        places.add(targets)
+        try:
+            async with anyio.create_task_group() as group:
+                for target in targets:
+                    group.start_soon(_collect_one, run, transport, target, places[target], limiter)
+        finally:
+            if run.pool is not None:
+                await run.pool.aclose()
+    result = run.result(targets, started_at, started)
+    emit(FleetFinished(result))
+    return result
+
+
+async def run_slurm_fleet(
+    job: SlurmJob, options: FleetOptions | None = None, emit: FleetEmit | None = None, *, env: Mapping[str, str] | None = None
+) -> FleetResult:
+    """Audit the nodes of one ``srun --ntasks-per-node=1`` step (see tools/remote/slurm.py)."""
+    options = options or FleetOptions()
+    emit = emit or ignore
+    started_at, started = _now(), time.perf_counter()
+    expected = await expand_nodelist(job.nodelist) if job.nodelist else []
+    hosts = len(expected) or job.nodes or 1
+    workers = _workers(options, hosts)
+    run = _Run(options, emit, "slurm", JudgePool(workers) if workers else None)
+    emit(FleetStarted(tuple(expected), "slurm"))
+    argv = job.argv(task_argv(options.node_rigaudit, options.node_python))
+    warnings: list[str] = []
+    with _scratch() as scratch:
+        places = _Places(scratch, options.out)
+        places.add(expected)
+        seen: set[str] = set()
+
+        async def on_node(stream: NodeStream) -> None:
+            if stream.node in seen:
+                run.fail(stream.node, "collect", "two tasks reported the same node name")
+                return
+            seen.add(stream.node)
+            place = places[stream.node]
+            seconds = time.perf_counter() - started
+            if stream.error is not None or stream.exit_code != 0:
+                said = [line for line in stream.stderr.splitlines() if line.strip()]
+                why = stream.error or f"`rigaudit snapshot --stdout` failed (exit status {stream.exit_code})"
+                run.fail(stream.node, "collect", why + (f": {said[-1].strip()[:300]}" if said else ""))
+                return
+            emit(HostCollected(stream.node, "slurm", len(stream.data), seconds))
+            try:
+                place.fresh()
+            except OSError as exc:
+                run.fail(stream.node, "audit", f"cannot unpack here: {exc.strerror or exc}")
+                return
+            node_warnings = [
+                ln.strip().removeprefix("rigaudit: warning: ")
+                for ln in stream.stderr.splitlines()
+                if ln.startswith("rigaudit: warning:")
+            ]
+            job = run.job(stream.node, f"slurm:{stream.node}", place, stream.data, node_warnings)
+            await run.judge(job, mode="slurm", collect_s=seconds)
+
+        try:
+            outcome = await run_srun(argv, on_node, timeout_s=options.host_timeout_s, env=env)
+        finally:
+            if run.pool is not None:
+                await run.pool.aclose()
+    said = [line.strip() for line in outcome.stderr.splitlines() if line.strip()]
+    last = said[-1][:300] if said else ""
+    reported = {*run.audits, *run.failures}
+    for node in outcome.unfinished:
+        if node not in reported:
+            run.fail(
+                node,
+                "timeout" if outcome.timed_out else "collect",
+                "its stream stopped before the end" + (f" ({last})" if last else ""),
+            )
+    for node in expected:
+        if node not in reported and node not in outcome.unfinished:
+            why = (
+                f"no answer within {options.host_timeout_s:g} s"
+                if outcome.timed_out
+                else f"no stream from this node ({last or 'srun said nothing'})"
+            )
+            run.fail(node, "timeout" if outcome.timed_out else "collect", why)
+    if not reported and not expected and not outcome.unfinished:
+        warnings.append(f"srun ran no collection (exit status {outcome.exit_code}){': ' + last if last else ''}")
+    elif outcome.exit_code not in (0, None) and last:
+        warnings.append(f"srun exit status {outcome.exit_code}: {last}")
+    result = run.result(expected, started_at, started, warnings)
+    emit(FleetFinished(result))
+    return result

@@ -1,0 +1,102 @@
+"""Judge one node's snapshot: unpack it, audit it, take its fingerprint, write its files.
+
+Runs in worker processes (CPU-bound: parsing and rules), so a fleet's audits use every core;
+:func:`judge` takes and returns plain data. The snapshot is unpacked in a scratch folder and removed
+once judged; the host's own results go to its folder of ``--out``: ``audit.json``
+(rigaudit.audit/1), ``system-improve.md`` and ``snapshot.tar.gz`` (the evidence, as it came).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from orchestrator.audit import AuditOptions, run_audit
+from orchestrator.fleet.fingerprint import fingerprint
+from orchestrator.report import write_report
+from tools.atomic import atomic_write_text
+from tools.hosts.snapshot import SnapshotError, SnapshotHost
+from tools.model.audit import AuditResult
+from tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
+
+
+@dataclass(frozen=True)
+class JudgeJob:
+    target: str
+    source: str
+    """Where the evidence came from, as the result shows it (``ssh:HOST``, ``slurm:NODE``)."""
+    snapshot: str
+    """The snapshot folder: unpacked there from ``archive`` when one is given."""
+    archive: bytes | None = None
+    areas: tuple[str, ...] | None = None
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    host_dir: str | None = None
+    """Where audit.json, system-improve.md and snapshot.tar.gz go (``--out``); ``None``: results only."""
+    warnings: tuple[str, ...] = ()
+
+
+def _error_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+async def _audit(job: JudgeJob) -> tuple[AuditResult, dict[str, str]]:
+    host = SnapshotHost(job.snapshot)
+    options = AuditOptions(concurrency=job.concurrency, areas=job.areas, timeout_s=job.timeout_s)
+    result = await run_audit(host, options=options)
+    facts = await fingerprint(host)
+    summary = result.host.model_copy(update={"source": job.source})
+    result = result.model_copy(update={"host": summary, "warnings": (*job.warnings, *result.warnings)})
+    return result, facts
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What :func:`judge` sends back: the audit as JSON text and the fingerprint, or one error line."""
+
+    audit_json: str | None
+    fingerprint: dict[str, str]
+    error: str | None = None
+
+
+def judge(job: JudgeJob) -> Judged:
+    try:
+        if job.archive is not None:
+            extract_snapshot_tar(job.archive, Path(job.snapshot))
+        result, facts = anyio.run(_audit, job)
+    except (ArchiveError, SnapshotError) as exc:
+        return Judged(None, {}, _error_line(exc))
+    except Exception as exc:  # one host's bad evidence must not end the fleet
+        return Judged(None, {}, f"audit failed: {exc.__class__.__name__}: {_error_line(exc)}")
+    else:
+        text = result.model_dump_json(by_alias=True, indent=2)
+        if job.host_dir is not None:
+            folder = Path(job.host_dir)
+            try:
+                atomic_write_text(folder / "audit.json", text + "\n")
+                write_report(folder / "system-improve.md", result)
+                archive = job.archive if job.archive is not None else snapshot_tar_bytes(Path(job.snapshot))
+                atomic_write_bytes(folder / "snapshot.tar.gz", archive)
+            except OSError as exc:
+                return Judged(None, {}, f"cannot write {folder}: {exc.strerror or exc}")
+        return Judged(text, facts)
+    finally:
+        shutil.rmtree(job.snapshot, ignore_errors=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,36 @@
+"""Entry point of the zipapp on the node: ``python3 -I -S rigaudit-node.pyz`` (or loaded from stdin).
+
+The node's interpreter runs isolated from its site-packages (``-I -S``), so nothing installed there
+matters: only the standard library and the modules inside the payload. :mod:`tools.hosts.local`
+and :mod:`tools.hosts.nvml_local` import :mod:`anyio` at module level for their asynchronous
+halves, which the agent never calls; an inert stand-in module satisfies that import.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+MIN_PYTHON = (3, 9)
+
+
+def _stand_in_anyio() -> None:
+    try:
+        import anyio  # noqa: F401
+    except ImportError:
+        stand_in = types.ModuleType("anyio", "Inert stand-in: the node agent uses only synchronous code.")
+        abc = types.ModuleType("anyio.abc", "Inert stand-in.")
+        stand_in.abc = abc  # type: ignore[attr-defined]
+        sys.modules["anyio"] = stand_in
+        sys.modules["anyio.abc"] = abc
+
+
+def main() -> int:
+    if sys.version_info < MIN_PYTHON:
+        sys.stderr.write(f"rigaudit agent: python3 >= {'.'.join(map(str, MIN_PYTHON))} needed on the node\n")
+        return 3
+    sys.dont_write_bytecode = True
+    _stand_in_anyio()
+    from tools.remote.agent import main as serve
+
+    return serve()
