@@ -13,7 +13,7 @@ import pytest
 from orchestrator.commands.audit import COMMAND as AUDIT
 from orchestrator.errors import UsageError
 from orchestrator.fleet.analysis import fleet_plan, outliers
-from orchestrator.fleet.cli import add_fleet_arguments, run_fleet_from_args
+from orchestrator.fleet.cli import run_fleet_from_args
 from orchestrator.fleet.events import FleetEvent, FleetFinished, HostFailed, HostJudged
 from orchestrator.fleet.model import FleetResult, HostAudit
 from orchestrator.fleet.report import render_fleet_report
@@ -131,10 +131,9 @@ def test_a_node_that_hangs_is_cut_at_the_host_timeout() -> None:
 
 
 def _args(*argv: str) -> argparse.Namespace:
-    """The audit command's parser with the fleet's arguments, as the lead wires them."""
+    """The audit command's own parser (it carries the fleet's arguments)."""
     parser = argparse.ArgumentParser()
     AUDIT.add_arguments(parser)
-    add_fleet_arguments(parser)
     return parser.parse_args(list(argv))
 
 

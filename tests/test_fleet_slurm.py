@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from orchestrator.commands.audit import COMMAND as AUDIT
-from orchestrator.fleet.cli import add_fleet_arguments, run_fleet_from_args
+from orchestrator.fleet.cli import run_fleet_from_args
 from orchestrator.fleet.model import FleetResult
 from orchestrator.fleet.runner import FleetOptions, run_slurm_fleet
 from tests.fleet_env import RIGAUDIT, OneNodeSlurm, fleet_snapshots
@@ -35,7 +35,6 @@ def test_slurm_audit_through_the_cli(
     monkeypatch.setenv("RIGAUDIT_SNAPSHOT_SOURCE", str(served))  # srun passes the environment to the task
     parser = argparse.ArgumentParser()
     AUDIT.add_arguments(parser)
-    add_fleet_arguments(parser)
     out = tmp_path / "out"
     args = parser.parse_args(
         ["--slurm", "--partition", "rigaudit", "--nodes", "1", "--node-rigaudit", str(RIGAUDIT), "--out", str(out), "--no-live"]

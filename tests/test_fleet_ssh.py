@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from orchestrator.commands.audit import COMMAND as AUDIT
-from orchestrator.fleet.cli import add_fleet_arguments, run_fleet_from_args
+from orchestrator.fleet.cli import run_fleet_from_args
 from orchestrator.fleet.model import FleetResult
 from orchestrator.fleet.runner import FleetOptions, run_fleet
 from tests.fleet_env import NEW_DRIVER, LoopbackSshd, NamespaceFleet, fleet_snapshots, namespace_fleet
@@ -43,7 +43,6 @@ def fleet(tmp_path: Path) -> Iterator[NamespaceFleet]:
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     AUDIT.add_arguments(parser)
-    add_fleet_arguments(parser)
     return parser.parse_args(list(argv))
 
 
