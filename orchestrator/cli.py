@@ -1,4 +1,4 @@
-"""``rigaudit``: audit a GPU inference server, plan the fixes, apply them safely, prove the gain."""
+"""rigaudit: audit a GPU inference server, plan the fixes, apply them safely, prove the gain."""
 
 from __future__ import annotations
 
