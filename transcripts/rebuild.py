@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from tools.hosts.links import resolve_links
 from tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
 from tools.probe import HostOpResult
 from transcripts.events import AuditFinished, Event, SessionStarted, ToolCall
@@ -26,32 +27,12 @@ from transcripts.tool_calls import decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"
 """The read error of a path the session saw (listed, or found to exist) but never read."""
-_MAX_LINK_HOPS = 40
 _MAX_MISMATCHES = 20
 
 
 def resolve(links: dict[str, str], path: str) -> str:
     """Resolve ``path`` through ``links`` component by component (the same walk as SnapshotHost)."""
-    parts = [p for p in posixpath.normpath(path).split("/") if p]
-    resolved = "/"
-    hops = 0
-    while parts:
-        part = parts.pop(0)
-        if part == "..":
-            resolved = posixpath.dirname(resolved) or "/"
-            continue
-        candidate = posixpath.join(resolved, part)
-        target = links.get(candidate)
-        if target is None:
-            resolved = candidate
-            continue
-        hops += 1
-        if hops > _MAX_LINK_HOPS:
-            return candidate
-        if target.startswith("/"):
-            resolved = "/"
-        parts = [p for p in target.split("/") if p] + parts
-    return resolved
+    return resolve_links(links, path)
 
 
 def _link_key(links: dict[str, str], path: str) -> str:

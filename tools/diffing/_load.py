@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.hosts.snapshot import load_manifest
+from tools.hosts.snapshot import load_json, load_jsonl, load_manifest
 from tools.probe import command_ref, nvml_ref
 
 NOT_READ = "NOT_RECORDED"
@@ -29,38 +28,6 @@ class SnapshotValues:
     warnings: list[str] = field(default_factory=list)
 
 
-def _json(path: Path, expected: type, warnings: list[str]) -> object:
-    if not path.exists():
-        return expected()
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warnings.append(f"{path}: unreadable ({exc.__class__.__name__}); ignored")
-        return expected()
-    if not isinstance(value, expected):
-        warnings.append(f"{path}: not a JSON {expected.__name__}; ignored")
-        return expected()
-    return value
-
-
-def _jsonl(path: Path, warnings: list[str]) -> list[dict[str, object]]:
-    if not path.exists():
-        return []
-    records: list[dict[str, object]] = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                warnings.append(f"{path.name}:{number}: damaged line ignored")
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-    return records
-
-
 def load_values(root: Path | str) -> SnapshotValues:
     """Index a snapshot; raises :class:`~tools.hosts.snapshot.SnapshotError` when it is not one."""
     root = Path(root)
@@ -75,18 +42,18 @@ def load_values(root: Path | str) -> SnapshotValues:
         for name in names:
             values.files[f"{host_folder.rstrip('/')}/{name}"] = Path(folder) / name
     warnings = values.warnings
-    dirs, links = _json(root / "dirs.json", list, warnings), _json(root / "links.json", dict, warnings)
-    unreadable = _json(root / "unreadable.json", dict, warnings)
+    dirs, links = load_json(root / "dirs.json", list, warnings), load_json(root / "links.json", dict, warnings)
+    unreadable = load_json(root / "unreadable.json", dict, warnings)
     assert isinstance(dirs, list) and isinstance(links, dict) and isinstance(unreadable, dict)
     values.dirs.update(str(d).rstrip("/") or "/" for d in dirs)
     values.links = {str(k): str(v) for k, v in links.items()}
     values.unreadable = {str(k): str(v) for k, v in unreadable.items()}
-    for record in _jsonl(root / "commands.jsonl", warnings):
+    for record in load_jsonl(root / "commands.jsonl", warnings):
         argv = record.get("argv")
         if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
             ref = command_ref([str(a) for a in argv]) + (" (any args)" if record.get("any_args") is True else "")
             values.commands.setdefault(ref, record)
-    for record in _jsonl(root / "nvml.jsonl", warnings):
+    for record in load_jsonl(root / "nvml.jsonl", warnings):
         fn, args = record.get("fn"), record.get("args", [])
         if isinstance(fn, str) and isinstance(args, list) and all(isinstance(a, int) for a in args):
             values.nvml.setdefault(nvml_ref(fn, [int(a) for a in args]), (fn, record))

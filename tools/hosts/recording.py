@@ -20,10 +20,10 @@ from pathlib import Path
 import anyio
 
 from tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
+from tools.hosts.links import link_walk
 from tools.hosts.snapshot_writer import NOT_RECORDED_FILE, SnapshotSummary, write_snapshot
 
 _ABSENT = frozenset({"ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG", "EINVAL"})
-_MAX_LINK_HOPS = 40  # as SnapshotHost
 # /proc/PID/{root,cwd,exe,fd/N,...} are "magic" links (another mount namespace, a pipe): reading
 # through them is not following a path, so resolution keeps them as plain components.
 _MAGIC_LINK = re.compile(r"^/proc/[^/]+(?:/task/\d+)?/(?:root|cwd|exe|fd/[^/]+|map_files/[^/]+|ns/[^/]+)$")
@@ -82,26 +82,15 @@ class RecordingHost:
 
     async def resolve(self, path: str) -> str:
         """Resolve links component by component on the inner host, exactly as SnapshotHost replays them."""
-        parts = [p for p in posixpath.normpath(path).split("/") if p]
-        resolved = "/"
-        hops = 0
-        while parts:
-            part = parts.pop(0)
-            if part == "..":
-                resolved = posixpath.dirname(resolved) or "/"
-                continue
-            candidate = posixpath.join(resolved, part)
-            target = None if _MAGIC_LINK.match(candidate) else await self._link(candidate)
-            if target is None:
-                resolved = candidate
-                continue
-            hops += 1
-            if hops > _MAX_LINK_HOPS:
-                return candidate
-            if target.startswith("/"):
-                resolved = "/"
-            parts = [p for p in target.split("/") if p] + parts
-        return resolved
+        walk = link_walk(path)
+        try:
+            candidate = next(walk)
+            while True:
+                target = None if _MAGIC_LINK.match(candidate) else await self._link(candidate)
+                candidate = walk.send(target)
+        except StopIteration as done:
+            resolved: str = done.value
+            return resolved
 
     # -- Host protocol --------------------------------------------------------------------
 

@@ -19,9 +19,9 @@ from tools.hosts.base import (
     HostWriteError,
     NvmlResult,
 )
+from tools.hosts.links import resolve_links
 
 SNAPSHOT_FORMAT = "rigaudit.snapshot/1"
-_MAX_LINK_HOPS = 40
 
 
 class SnapshotError(Exception):
@@ -63,7 +63,7 @@ def load_manifest(root: Path) -> SnapshotManifest:
     )
 
 
-def _load_json(path: Path, expected: type, warnings: list[str]) -> object:
+def load_json(path: Path, expected: type, warnings: list[str]) -> object:
     if not path.exists():
         return expected()
     try:
@@ -77,7 +77,7 @@ def _load_json(path: Path, expected: type, warnings: list[str]) -> object:
     return value
 
 
-def _load_jsonl(path: Path, warnings: list[str]) -> list[dict[str, object]]:
+def load_jsonl(path: Path, warnings: list[str]) -> list[dict[str, object]]:
     records: list[dict[str, object]] = []
     if not path.exists():
         return records
@@ -120,16 +120,16 @@ class SnapshotHost:
         self.latency_s = latency_s
         self.warnings: list[str] = []
         self._files = self.root / "files"
-        links = _load_json(self.root / "links.json", dict, self.warnings)
-        dirs = _load_json(self.root / "dirs.json", list, self.warnings)
-        unreadable = _load_json(self.root / "unreadable.json", dict, self.warnings)
+        links = load_json(self.root / "links.json", dict, self.warnings)
+        dirs = load_json(self.root / "dirs.json", list, self.warnings)
+        unreadable = load_json(self.root / "unreadable.json", dict, self.warnings)
         assert isinstance(links, dict) and isinstance(dirs, list) and isinstance(unreadable, dict)
         self._links: dict[str, str] = {str(k): str(v) for k, v in links.items()}
         self._dirs: set[str] = {str(d).rstrip("/") or "/" for d in dirs}
         self._unreadable: dict[str, str] = {str(k): str(v) for k, v in unreadable.items()}
         self._commands_exact: dict[tuple[str, ...], dict[str, object]] = {}
         self._commands_any: dict[str, dict[str, object]] = {}
-        for record in _load_jsonl(self.root / "commands.jsonl", self.warnings):
+        for record in load_jsonl(self.root / "commands.jsonl", self.warnings):
             argv = record.get("argv")
             if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
                 self.warnings.append("commands.jsonl: a record without a valid argv ignored")
@@ -139,7 +139,7 @@ class SnapshotHost:
             else:
                 self._commands_exact.setdefault(tuple(str(a) for a in argv), record)
         self._nvml: dict[tuple[str, tuple[int, ...]], dict[str, object]] = {}
-        for record in _load_jsonl(self.root / "nvml.jsonl", self.warnings):
+        for record in load_jsonl(self.root / "nvml.jsonl", self.warnings):
             fn = record.get("fn")
             args = _int_args(record.get("args", []))
             if not isinstance(fn, str) or args is None:
@@ -170,28 +170,7 @@ class SnapshotHost:
 
     def resolve(self, path: str) -> str:
         """Resolve recorded links component by component, as the kernel does."""
-        parts = [p for p in path.split("/") if p and p != "."]
-        resolved = "/"
-        hops = 0
-        while parts:
-            part = parts.pop(0)
-            if part == "..":
-                resolved = posixpath.dirname(resolved) or "/"
-                continue
-            candidate = posixpath.join(resolved, part)
-            target = self._links.get(candidate)
-            if target is None:
-                resolved = candidate
-                continue
-            hops += 1
-            if hops > _MAX_LINK_HOPS:
-                return candidate
-            if target.startswith("/"):
-                resolved = "/"
-                parts = [p for p in target.split("/") if p] + parts
-            else:
-                parts = [p for p in target.split("/") if p] + parts
-        return resolved
+        return resolve_links(self._links, path)
 
     def _mirror(self, resolved: str) -> Path:
         return self._files / resolved.lstrip("/")
