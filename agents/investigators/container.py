@@ -192,8 +192,18 @@ def _lxc_fix(config: LxcConfig, uvm: int | None, summary: str, lines: list[str])
     )
 
 
+def _no_gpu_on_this_machine(f: ContainerFacts) -> bool:
+    """Inside a container with no NVIDIA GPU even in sysfs (which shows the host's PCI bus): nothing to pass in."""
+    return f.platform.in_container and not f.inventory.gpus and not f.inventory.nvml_ok
+
+
+NO_GPU = "no NVIDIA GPU on this machine (none on the PCI bus as sysfs shows it, NVML unavailable): nothing to pass in"
+
+
 def judge_gpu_devices(f: ContainerFacts) -> Finding:
     check, title = "container.gpu_devices", "GPU device nodes in containers"
+    if _no_gpu_on_this_machine(f):
+        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     if f.platform.in_container:
         return _judge_inside(f)
     if f.platform.kind == "vm" and not f.lxc.configs:
@@ -322,6 +332,8 @@ def _unlimited(value: str) -> bool:
 
 def judge_memlock(f: ContainerFacts) -> Finding:
     check, title = "container.memlock", "Locked-memory limit"
+    if _no_gpu_on_this_machine(f):
+        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     limited: list[str] = []
     seen: list[str] = []
     refs: list[str] = []
@@ -406,6 +418,8 @@ def shm_size(mounts: str | None) -> tuple[str, int | None] | None:
 
 def judge_shm(f: ContainerFacts) -> Finding:
     check, title = "container.shm", "/dev/shm size in containers"
+    if _no_gpu_on_this_machine(f):
+        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     readings: list[tuple[str, str, int | None]] = []
     refs: list[str] = []
     for server in f.scan.servers[:16]:

@@ -337,6 +337,14 @@ def judge_cppc(facts: FirmwareFacts) -> Finding:
         return not_applicable(
             check, AREA, title, f"{cpu.model_name or 'this AMD CPU'} predates Zen 2: amd_pstate does not support it"
         )
+    if facts.platform.is_guest and facts.scaling_driver is None and facts.cppc_entries is None:
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"{facts.platform.kind} with no cpufreq visible: the CPU's frequency and CPPC belong to the host; check there",
+            evidence=evidence,
+        )
     if facts.cppc_entries is not None:
         return ok(
             check,
