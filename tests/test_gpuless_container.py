@@ -15,7 +15,10 @@ CPUINFO = "".join(
     f"physical id\t: 0\nflags\t\t: fpu hypervisor\n\n"
     for i in range(2)
 )
-LIMITS = "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         8388608              8388608              bytes\n"
+LIMITS = (
+    "Limit                     Soft Limit           Hard Limit           Units\n"
+    "Max locked memory         8388608              8388608              bytes\n"
+)
 
 
 def _snapshot(root: Path) -> Path:
