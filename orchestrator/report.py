@@ -77,7 +77,7 @@ def render_report(result: AuditResult) -> str:
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
     )
-    out.append("")
+    out += ["", _expectation(problems), ""]
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
     out += ["", "## Baseline state", "", "| fact | value |", "| --- | --- |"]
@@ -111,6 +111,23 @@ def render_report(result: AuditResult) -> str:
     for title in LATER_SECTIONS:
         out += [f"## {title}", "", PLACEHOLDER, ""]
     return "\n".join(out)
+
+
+def _expectation(problems: list[Finding]) -> str:
+    """One paragraph on what fixing these problems can and cannot buy."""
+    serious = [f.check for f in problems if f.severity in ("critical", "high")]
+    if serious:
+        return (
+            f"**What to expect**: {', '.join(f'`{c}`' for c in serious)} can cost large factors of throughput or "
+            "stability (or correctness): fix those first, then measure again."
+        )
+    if problems:
+        return (
+            "**What to expect**: the problems found are medium or low: tuning that is worth latency jitter and a few "
+            "percent of throughput, not a multiple. If measured throughput is far below what the hardware allows, "
+            "compare it with the decode roofline (`rigaudit roofline`) and look at the serving software as well."
+        )
+    return "**What to expect**: no problem found on this host; a throughput gap lies elsewhere (see `rigaudit roofline`)."
 
 
 def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:

@@ -99,3 +99,11 @@ def test_writing_to_a_device_never_replaces_it() -> None:
 
     atomic_write_text(Path("/dev/null"), "discarded\n")
     assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+
+
+def test_report_says_what_fixing_can_buy() -> None:
+    result = _result()
+    assert "a few percent of throughput, not a multiple" in render_report(result)
+    serious = result.findings[0].model_copy(update={"severity": "critical"})
+    worse = result.model_copy(update={"findings": (serious, *result.findings[1:])})
+    assert "`numa.balancing` can cost large factors" in render_report(worse)
