@@ -61,6 +61,10 @@ BENCH=(--base-url "http://127.0.0.1:$PORT" --model tiny-llama --concurrency 1,4,
 run "${RIG[@]}" bench inference "${BENCH[@]}" --json "$OUT/inference_base.json" --report "$OUT/system-improve.md"
 
 step "4. apply the runtime plan: kernel and CPU steps only (never a GPU setting), journaled"
+if ! nvidia-smi -L >/dev/null 2>&1 && [ "${RIGAUDIT_STORY_APPLY:-}" != 1 ]; then
+  echo "no GPU here: this is not the device machine, so no real kernel setting is changed (RIGAUDIT_STORY_APPLY=1 overrides)"
+  exit 0
+fi
 ONLY=$("$PYV" - "$OUT/audit.json" <<'PYEOF'
 import json, sys
 plan = json.load(open(sys.argv[1]))["plan"]["steps"]
