@@ -79,3 +79,8 @@ def test_one_h200_is_judged_without_false_problems() -> None:
     assert by_check["p2p.bandwidth"].status == "not_applicable"
     assert by_check["pcie.aer"].status == "ok" and "3" in by_check["pcie.aer"].observed  # 3 replays, no AER error
     assert "single GPU passed into a VM" in by_check["nvlink.links"].observed
+
+
+def test_nvlink_pairs_are_named_as_such(h200: AuditResult) -> None:
+    status = next(f for f in h200.findings if f.check == "p2p.status")
+    assert "1 pairs over NVLink (GPU0–GPU1)" in status.observed and "host bridge" not in status.observed

@@ -52,6 +52,8 @@ class Pair:
     read: NvmlResult
     write: NvmlResult
     ancestor: NvmlResult
+    nvlink: bool = False
+    """Both GPUs report NVLink link 0 active: peer traffic takes NVLink, not the PCIe path of the topology."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ async def _pair(probe: Probe, a: int, b: int) -> Pair:
     read = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_READ)
     write = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_WRITE)
     ancestor = await probe.nvml("nvmlDeviceGetTopologyCommonAncestor", a, b)
-    return Pair(a, b, read, write, ancestor)
+    links = [await probe.nvml("nvmlDeviceGetNvLinkState", gpu, 0) for gpu in (a, b)]
+    return Pair(a, b, read, write, ancestor, nvlink=all(r.ok and r.value == 1 for r in links))
 
 
 def parse_nccl_conf(text: str) -> dict[str, str]:
@@ -165,7 +168,10 @@ def _status(result: NvmlResult) -> int | None:
 
 def _topology_text(f: NcclP2pFacts) -> str:
     groups: dict[int, list[str]] = {}
+    nvlinked = [f"GPU{p.a}–GPU{p.b}" for p in f.pairs if p.nvlink]
     for pair in f.pairs:
+        if pair.nvlink:
+            continue
         level = pair.ancestor.value if pair.ancestor.ok and isinstance(pair.ancestor.value, int) else -1
         groups.setdefault(level, []).append(f"GPU{pair.a}–GPU{pair.b}")
     parts = []
@@ -174,6 +180,9 @@ def _topology_text(f: NcclP2pFacts) -> str:
         where = ANCESTOR.get(level, "an unknown path" if level == -1 else f"level {level}")
         shown = f" ({', '.join(names)})" if len(names) <= 4 else ""
         parts.append(f"{len(names)} pairs through {where}{shown}")
+    if nvlinked:
+        shown = f" ({', '.join(nvlinked)})" if len(nvlinked) <= 4 else ""
+        parts.insert(0, f"{len(nvlinked)} pairs over NVLink{shown}")
     return "; ".join(parts)
 
 
