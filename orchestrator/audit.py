@@ -173,9 +173,9 @@ async def run_audit(
     for finding in findings:
         emit(FindingReported(finding=finding))
     emit(PlanReady(plan=plan))
-    manifest = getattr(host, "manifest", None)
-    if manifest is not None and getattr(manifest, "notes", ""):
-        baseline["snapshot notes"] = str(manifest.notes)
+    notes = getattr(getattr(host, "manifest", None), "notes", None)
+    if isinstance(notes, str) and notes:
+        baseline["snapshot notes"] = notes
     cited = {ref for f in findings for ref in f.evidence}
     result = AuditResult(
         host=HostSummary(name=host.name, source=host.source, facts=baseline),

@@ -67,7 +67,7 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
     cuda = await probe.nvml("nvmlSystemGetCudaDriverVersion")
     if cuda.ok and isinstance(cuda.value, int):
         facts["cuda_driver"] = f"{cuda.value // 1000}.{cuda.value % 1000 // 10}"
-    facts["platform"] = platform.kind + (f" ({platform.virt})" if platform.virt and platform.virt != "none" else "")
+    facts["platform"] = platform.label
     if platform.lxc_configs:
         facts["lxc_containers"] = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".conf") for p in platform.lxc_configs)
     return facts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tools.hosts.base import CommandResult
@@ -21,6 +21,14 @@ class Platform:
     lxc_configs: tuple[str, ...]
     """``/etc/pve/lxc/*.conf`` paths: this host runs Proxmox containers."""
     how: str
+    vm_below: str | None = None
+    """For a container: the hypervisor of the VM it runs in (``kvm``, ``hypervisor flag``), when one shows."""
+
+    @property
+    def label(self) -> str:
+        """``bare_metal``, ``vm (kvm)``, ``docker``, ``docker in a VM (kvm)``..."""
+        text = self.kind + (f" ({self.virt})" if self.virt and self.virt not in ("none", self.kind) else "")
+        return text + (f" in a VM ({self.vm_below})" if self.vm_below else "")
 
     @property
     def is_guest(self) -> bool:
@@ -43,6 +51,22 @@ def _answer(cmd: CommandResult) -> str | None:
 
 
 async def detect_platform(probe: Probe) -> Platform:
+    """The platform, with the VM below a container named too (a container in a cloud VM is common)."""
+    platform = await _detect(probe)
+    if not platform.in_container:
+        return platform
+    vm = _answer(await probe.run(["systemd-detect-virt", "--vm"]))
+    cpuinfo = await probe.text("/proc/cpuinfo")
+    flagged = cpuinfo is not None and any(
+        line.startswith("flags") and " hypervisor" in line for line in cpuinfo.splitlines()
+    )
+    below = vm if vm and vm != "none" else ("hypervisor flag" if flagged else None)
+    if below is None:
+        return platform
+    return replace(platform, vm_below=below, how=f"{platform.how}; inside a VM ({below})")
+
+
+async def _detect(probe: Probe) -> Platform:
     refs: list[str] = []
     virt_vm = await probe.run(["systemd-detect-virt", "--vm"])
     virt_ct = await probe.run(["systemd-detect-virt", "--container"])
