@@ -57,9 +57,7 @@ async def detect_platform(probe: Probe) -> Platform:
         return platform
     vm = _answer(await probe.run(["systemd-detect-virt", "--vm"]))
     cpuinfo = await probe.text("/proc/cpuinfo")
-    flagged = cpuinfo is not None and any(
-        line.startswith("flags") and " hypervisor" in line for line in cpuinfo.splitlines()
-    )
+    flagged = cpuinfo is not None and any(line.startswith("flags") and " hypervisor" in line for line in cpuinfo.splitlines())
     below = vm if vm and vm != "none" else ("hypervisor flag" if flagged else None)
     if below is None:
         return platform
