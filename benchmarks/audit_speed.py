@@ -61,9 +61,20 @@ def end_to_end(snapshot: Path, repeats: int = 3) -> tuple[float, float]:
     for _ in range(repeats):
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(snapshot), "--no-live", "--no-transcript",
-             "--json", "/dev/null"],
-            check=True, capture_output=True,
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "audit",
+                "--snapshot",
+                str(snapshot),
+                "--no-live",
+                "--no-transcript",
+                "--json",
+                "/dev/null",
+            ],
+            check=True,
+            capture_output=True,
         )
         best = min(best, time.perf_counter() - start)
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

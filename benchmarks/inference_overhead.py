@@ -32,9 +32,18 @@ from tools.bench.loadgen import LoadSpec, run_load  # noqa: E402
 
 def start_server(ttft_ms: float, itl_ms: float) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from tools.testing.fake_openai import _main; sys.exit(_main())",
-         "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tools.testing.fake_openai import _main; sys.exit(_main())",
+            "--ttft-ms",
+            str(ttft_ms),
+            "--itl-ms",
+            str(itl_ms),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -44,10 +53,19 @@ def start_server(ttft_ms: float, itl_ms: float) -> tuple[subprocess.Popen[str], 
 
 def raw_latency_ms(port: int, n: int = 200) -> float:
     """The floor: a blocking socket client that sends a prepared request and reads to the last chunk."""
-    body = json.dumps({"model": "m", "stream": True, "max_tokens": 1, "stream_options": {"include_usage": True},
-                       "messages": [{"role": "user", "content": "hello " * 128}]}).encode()
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    body = json.dumps(
+        {
+            "model": "m",
+            "stream": True,
+            "max_tokens": 1,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "hello " * 128}],
+        }
+    ).encode()
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     times = []
@@ -70,8 +88,9 @@ def main() -> int:
     proc, port = start_server(0.0, 0.0)
     try:
         floor = raw_latency_ms(port)
-        quick = anyio.run(run_load, LoadSpec(f"http://127.0.0.1:{port}", "m", concurrency=(1,), requests=200,
-                                             max_tokens=1, warmup=10))
+        quick = anyio.run(
+            run_load, LoadSpec(f"http://127.0.0.1:{port}", "m", concurrency=(1,), requests=200, max_tokens=1, warmup=10)
+        )
         ours = statistics.median([s.latency_ms for s in quick.runs[0].samples if s.latency_ms is not None][10:])
     finally:
         proc.terminate()
@@ -80,8 +99,9 @@ def main() -> int:
 
     proc, port = start_server(20.0, 10.0)
     try:
-        paced = anyio.run(run_load, LoadSpec(f"http://127.0.0.1:{port}", "m", concurrency=(1, 8), requests=16,
-                                             max_tokens=32, warmup=2))
+        paced = anyio.run(
+            run_load, LoadSpec(f"http://127.0.0.1:{port}", "m", concurrency=(1, 8), requests=16, max_tokens=32, warmup=2)
+        )
     finally:
         proc.terminate()
         proc.wait()
@@ -90,23 +110,36 @@ def main() -> int:
         itls = [gap for s in run.samples for gap in s.itl_ms]
         itl_mean = statistics.fmean(itls)
         expected_tps = 32 / (0.020 + 31 * 0.010) * run.concurrency
-        rows.append({"concurrency": run.concurrency, "itl_ms_p50": run.itl_ms_p50, "itl_ms_mean": itl_mean,
-                     "itl_error": abs(itl_mean - 10.0) / 10.0, "ttft_ms_p50": run.ttft_ms_p50,
-                     "output_tokens_per_s": run.output_tokens_per_s, "expected_tokens_per_s": expected_tps,
-                     "failed": run.requests_failed})
+        rows.append(
+            {
+                "concurrency": run.concurrency,
+                "itl_ms_p50": run.itl_ms_p50,
+                "itl_ms_mean": itl_mean,
+                "itl_error": abs(itl_mean - 10.0) / 10.0,
+                "ttft_ms_p50": run.ttft_ms_p50,
+                "output_tokens_per_s": run.output_tokens_per_s,
+                "expected_tokens_per_s": expected_tps,
+                "failed": run.requests_failed,
+            }
+        )
 
-    print(f"overhead: rigaudit {ours:.3f} ms vs raw socket {floor:.3f} ms per request → {overhead:.3f} ms "
-          f"({'PASS' if overhead < 1.0 else 'FAIL'}: target < 1 ms)")
+    print(
+        f"overhead: rigaudit {ours:.3f} ms vs raw socket {floor:.3f} ms per request → {overhead:.3f} ms "
+        f"({'PASS' if overhead < 1.0 else 'FAIL'}: target < 1 ms)"
+    )
     ok = overhead < 1.0
     for row in rows:
         good = row["itl_error"] < 0.05 and row["failed"] == 0
         ok = ok and good
-        print(f"c={row['concurrency']}: ITL p50 {row['itl_ms_p50']:.3f} ms, mean {row['itl_ms_mean']:.3f} ms vs 10 ms "
-              f"({row['itl_error']:.2%} off, {'PASS' if good else 'FAIL'}: target < 5%); TTFT p50 {row['ttft_ms_p50']:.2f} ms "
-              f"vs 20 ms; {row['output_tokens_per_s']:.1f} tok/s vs {row['expected_tokens_per_s']:.1f} scheduled")
+        print(
+            f"c={row['concurrency']}: ITL p50 {row['itl_ms_p50']:.3f} ms, mean {row['itl_ms_mean']:.3f} ms vs 10 ms "
+            f"({row['itl_error']:.2%} off, {'PASS' if good else 'FAIL'}: target < 5%); TTFT p50 {row['ttft_ms_p50']:.2f} ms "
+            f"vs 20 ms; {row['output_tokens_per_s']:.1f} tok/s vs {row['expected_tokens_per_s']:.1f} scheduled"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"overhead_ms": overhead, "rigaudit_ms": ours, "raw_socket_ms": floor,
-                                         "paced": rows}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps({"overhead_ms": overhead, "rigaudit_ms": ours, "raw_socket_ms": floor, "paced": rows}, indent=2) + "\n"
+        )
     return 0 if ok else 1
 
 

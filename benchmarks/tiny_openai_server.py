@@ -38,9 +38,17 @@ class TinyModel:
         torch.manual_seed(seed)
         self.torch = torch
         self.config = LlamaConfig(
-            hidden_size=hidden, intermediate_size=int(hidden * 2.75) // 64 * 64, num_hidden_layers=layers,
-            num_attention_heads=heads, num_key_value_heads=heads, vocab_size=vocab, max_position_embeddings=4096,
-            bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False,
+            hidden_size=hidden,
+            intermediate_size=int(hidden * 2.75) // 64 * 64,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=heads,
+            vocab_size=vocab,
+            max_position_embeddings=4096,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+            tie_word_embeddings=False,
         )
         self.model = LlamaForCausalLM(self.config).to(device=device, dtype=getattr(torch, dtype)).eval()
         self.device = device
@@ -112,8 +120,11 @@ def main() -> int:
         config["torch_dtype"] = args.dtype
         args.config_out.write_text(json.dumps(config, indent=2, default=str) + "\n")
     server = OpenAIStreamServer(make_generator(model), model=args.model_name, host=args.host, port=args.port)
-    print(f"{args.model_name}: random {args.layers}-layer Llama, hidden {args.hidden}, {params / 1e6:.1f} M parameters, "
-          f"{args.dtype} on {args.device}, built in {time.perf_counter() - started:.1f} s", flush=True)
+    print(
+        f"{args.model_name}: random {args.layers}-layer Llama, hidden {args.hidden}, {params / 1e6:.1f} M parameters, "
+        f"{args.dtype} on {args.device}, built in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
     print(f"ready on {server.base_url}", flush=True)
     try:
         server.serve_forever()

@@ -114,8 +114,10 @@ def main() -> int:
     else:
         rows = allreduce(parse_sizes(args.sizes), args.iters, args.warmup)
         for row in rows:
-            print(f"plain torch.distributed all_reduce {human_size(row['bytes'])}: {row['time_us']:.1f} µs, "
-                  f"algbw {row['algbw_gbps']:.2f} GB/s, busbw {row['busbw_gbps']:.2f} GB/s")
+            print(
+                f"plain torch.distributed all_reduce {human_size(row['bytes'])}: {row['time_us']:.1f} µs, "
+                f"algbw {row['algbw_gbps']:.2f} GB/s, busbw {row['busbw_gbps']:.2f} GB/s"
+            )
     if args.json:
         args.json.write_text(json.dumps({"kind": args.kind, "rows": rows}, indent=2) + "\n")
     return 0

@@ -31,9 +31,7 @@ from tools.pci import apply_masked
 from transcripts.events import ChangeApplied, Event
 
 Emit = Callable[[Event], None]
-StepStatus = Literal[
-    "applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "not_attempted"
-]
+StepStatus = Literal["applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "not_attempted"]
 SCOPES = ("runtime",)
 PAUSE_STEP_ENV = "RIGAUDIT_TEST_PAUSE_AFTER_STEP"
 PAUSE_FIFO_ENV = "RIGAUDIT_TEST_PAUSE_FIFO"

@@ -121,11 +121,21 @@ def _small_plan(*extra: PlanStep) -> Plan:
     return Plan(
         steps=(
             PlanStep(
-                id="power.cstates", check="power.cstates", priority="P0", kind="runtime", where="host", title="C2 off",
+                id="power.cstates",
+                check="power.cstates",
+                priority="P0",
+                kind="runtime",
+                where="host",
+                title="C2 off",
                 actions=(SysfsWriteAction(paths=CPUIDLE[:4], value="1"),),
             ),
             PlanStep(
-                id="numa.balancing", check="numa.balancing", priority="P0", kind="runtime", where="host", title="numa off",
+                id="numa.balancing",
+                check="numa.balancing",
+                priority="P0",
+                kind="runtime",
+                where="host",
+                title="numa off",
                 actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
             ),
             *extra,
@@ -165,11 +175,21 @@ def test_modules_and_services_are_changed_by_command_and_rolled_back(ram: Path) 
     host = _memory_host()
     plan = _small_plan(
         PlanStep(
-            id="driver.peermem", check="driver.peermem", priority="P1", kind="runtime", where="host", title="peermem",
+            id="driver.peermem",
+            check="driver.peermem",
+            priority="P1",
+            kind="runtime",
+            where="host",
+            title="peermem",
             actions=(ModuleLoadAction(module="nvidia-peermem"),),
         ),
         PlanStep(
-            id="driver.persistence", check="driver.persistence", priority="P1", kind="runtime", where="host", title="pd",
+            id="driver.persistence",
+            check="driver.persistence",
+            priority="P1",
+            kind="runtime",
+            where="host",
+            title="pd",
             actions=(ServiceStartAction(unit="nvidia-persistenced"),),
         ),
     )
@@ -234,7 +254,12 @@ def test_steps_already_in_place_are_not_asked_about(ram: Path) -> None:
 
 def test_container_steps_run_only_inside_the_container(ram: Path) -> None:
     step = PlanStep(
-        id="container.x", check="container.x", priority="P1", kind="runtime", where="container", title="x",
+        id="container.x",
+        check="container.x",
+        priority="P1",
+        kind="runtime",
+        where="container",
+        title="x",
         actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
     )
     plan = Plan(steps=(step,))
@@ -358,7 +383,12 @@ class _ChoiceHost(MemoryHost):
 def test_choice_files_verify_by_their_selection_and_restore_by_word(ram: Path) -> None:
     host = _ChoiceHost({_ChoiceHost.PATH: b"[always] madvise never\n"})
     step = PlanStep(
-        id="kernel.thp", check="kernel.thp", priority="P1", kind="runtime", where="host", title="THP madvise",
+        id="kernel.thp",
+        check="kernel.thp",
+        priority="P1",
+        kind="runtime",
+        where="host",
+        title="THP madvise",
         actions=(SysfsWriteAction(paths=(_ChoiceHost.PATH,), value="madvise"),),
     )
     plan = Plan(steps=(step,))

@@ -172,9 +172,7 @@ class MemoryHost:
     """An in-memory host for the cases a snapshot cannot show: writes that do not take, refused
     writes, commands (modprobe, systemctl) that change state."""
 
-    def __init__(
-        self, files: dict[str, bytes], *, mangle: dict[str, bytes] | None = None, refuse: Sequence[str] = ()
-    ) -> None:
+    def __init__(self, files: dict[str, bytes], *, mangle: dict[str, bytes] | None = None, refuse: Sequence[str] = ()) -> None:
         self.files = dict(files)
         self.mangle = dict(mangle or {})
         """The first write to each of these paths stores this value instead (a kernel that clamps it)."""

@@ -80,9 +80,29 @@ def test_cli_writes_bench_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = tmp_path / "base.json"
     report = tmp_path / "system-improve.md"
     with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.001)) as server:
-        code = main(["bench", "inference", "--base-url", server.base_url, "--model", "m", "--concurrency", "1,2",
-                     "--requests", "4", "--max-tokens", "5", "--repeat", "2", "--yes",
-                     "--json", str(out), "--report", str(report)])
+        code = main(
+            [
+                "bench",
+                "inference",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "m",
+                "--concurrency",
+                "1,2",
+                "--requests",
+                "4",
+                "--max-tokens",
+                "5",
+                "--repeat",
+                "2",
+                "--yes",
+                "--json",
+                str(out),
+                "--report",
+                str(report),
+            ]
+        )
     assert code == 0
     data = json.loads(out.read_text())
     assert data["schema"] == BENCH_SCHEMA and data["kind"] == "inference" and data["model"] == "m"

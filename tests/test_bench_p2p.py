@@ -78,11 +78,14 @@ def test_slow_pairs_are_problems() -> None:
 
 def _report(ok: bool = True) -> p2p.P2PReport:
     gpus = [GpuInfo(0, "NVIDIA H200", H200_BUS[0], 9), GpuInfo(1, "NVIDIA H200", H200_BUS[1], 9)]
-    measured = [PairMeasurement(0, 1, True, 391.2, 772.0, 24.9, ok, None if ok else "bad"),
-                PairMeasurement(1, 0, True, 390.8, 771.5, 25.1, True)]
+    measured = [
+        PairMeasurement(0, 1, True, 391.2, 772.0, 24.9, ok, None if ok else "bad"),
+        PairMeasurement(1, 0, True, 390.8, 771.5, 25.1, True),
+    ]
     links = [_switched(H200_BUS[0]), _switched(H200_BUS[1])]
-    return build_report(measured, gpus, links, backend="torch", size_mib=256, iters=20, taken_at="2026-01-01T00:00:00+00:00",
-                        host="gpu-host")
+    return build_report(
+        measured, gpus, links, backend="torch", size_mib=256, iters=20, taken_at="2026-01-01T00:00:00+00:00", host="gpu-host"
+    )
 
 
 def test_report_schema_and_save(tmp_path: Path) -> None:

@@ -92,10 +92,24 @@ def test_seeded_and_deterministic() -> None:
 
 
 def test_external_results_without_samples_compare_on_repeats() -> None:
-    base = BenchResult(started_at="t", runs=[summarize([], concurrency=4, repeat=r, duration_s=1).model_copy(
-        update={"output_tokens_per_s": v, "ttft_ms_p50": 50.0}) for r, v in enumerate([100, 101, 99])])
-    new = BenchResult(started_at="t", runs=[summarize([], concurrency=4, repeat=r, duration_s=1).model_copy(
-        update={"output_tokens_per_s": v, "ttft_ms_p50": 40.0}) for r, v in enumerate([150, 149, 151])])
+    base = BenchResult(
+        started_at="t",
+        runs=[
+            summarize([], concurrency=4, repeat=r, duration_s=1).model_copy(
+                update={"output_tokens_per_s": v, "ttft_ms_p50": 50.0}
+            )
+            for r, v in enumerate([100, 101, 99])
+        ],
+    )
+    new = BenchResult(
+        started_at="t",
+        runs=[
+            summarize([], concurrency=4, repeat=r, duration_s=1).model_copy(
+                update={"output_tokens_per_s": v, "ttft_ms_p50": 40.0}
+            )
+            for r, v in enumerate([150, 149, 151])
+        ],
+    )
     (level,) = compare(base, new).levels
     assert level.verdict == "improved" and level.metrics[1].verdict == "improved"
 

@@ -16,7 +16,9 @@ from tools.model.finding import Finding
 GPU7 = "/sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/0000:c2:01.0/0000:c4:00.0"
 
 
-def _f(check: str, status: str = "ok", severity: str | None = None, observed: str = "", subjects: tuple[str, ...] = ()) -> Finding:  # noqa: E501
+def _f(
+    check: str, status: str = "ok", severity: str | None = None, observed: str = "", subjects: tuple[str, ...] = ()
+) -> Finding:
     fields = {"check": check, "area": "pcie", "status": status, "severity": severity, "title": check}
     return Finding.model_validate({**fields, "observed": observed, "subjects": subjects})
 

@@ -18,9 +18,7 @@ def test_relative_targets_start_at_the_links_folder() -> None:
 
 
 def test_dotdot_climbs_from_the_link_target_not_the_link() -> None:
-    assert resolve_links(LINKS, "/sys/bus/pci/devices/0000:03:00.0/../config") == (
-        "/sys/devices/pci0000:00/0000:00:01.1/config"
-    )
+    assert resolve_links(LINKS, "/sys/bus/pci/devices/0000:03:00.0/../config") == ("/sys/devices/pci0000:00/0000:00:01.1/config")
 
 
 def test_loops_stop_after_the_hop_limit() -> None:

@@ -65,8 +65,12 @@ def test_transcript_replays_and_rediagnoses_to_the_snapshot_audit(h200: AuditRes
 
 
 def test_replay_cli_shows_the_findings() -> None:
-    proc = subprocess.run([sys.executable, "-m", "orchestrator", "replay", str(TRANSCRIPT), "--no-live"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "replay", str(TRANSCRIPT), "--no-live"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "p2p.status" in proc.stdout and "checks" in proc.stdout
 

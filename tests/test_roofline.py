@@ -14,21 +14,47 @@ from tools.bench.model_config import guess_bytes_per_param, shape_from_config
 from tools.bench.roofline import Roofline, lookup_bandwidth
 
 LLAMA3_8B: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False,
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
 MIXTRAL_8X7B: dict[str, Any] = {
-    "architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
-    "num_experts_per_tok": 2, "torch_dtype": "bfloat16",
+    "architectures": ["MixtralForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "torch_dtype": "bfloat16",
 }
 DEEPSEEK_V3: dict[str, Any] = {
-    "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
-    "num_hidden_layers": 61, "first_k_dense_replace": 3, "n_routed_experts": 256, "n_shared_experts": 1,
-    "num_experts_per_tok": 8, "num_attention_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512,
-    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
-    "num_nextn_predict_layers": 1, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "first_k_dense_replace": 3,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "num_attention_heads": 128,
+    "q_lora_rank": 1536,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "vocab_size": 129280,
+    "num_nextn_predict_layers": 1,
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
 }
 
 
@@ -120,8 +146,21 @@ def test_nested_text_config_and_bad_configs() -> None:
 
 
 def test_cli_from_numbers(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["roofline", "--params-b", "40", "--bytes-per-param", "0.5625", "--gpus", "8",
-                 "--gpu-model", "RTX PRO 6000 Blackwell", "--measured-tok-s", "10.34"])
+    code = main(
+        [
+            "roofline",
+            "--params-b",
+            "40",
+            "--bytes-per-param",
+            "0.5625",
+            "--gpus",
+            "8",
+            "--gpu-model",
+            "RTX PRO 6000 Blackwell",
+            "--measured-tok-s",
+            "10.34",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "637.2 tok/s" in out and "1.6% of the bound" in out and "far below" in out
@@ -131,8 +170,9 @@ def test_cli_from_config_with_json(tmp_path: Path, capsys: pytest.CaptureFixture
     config = tmp_path / "config.json"
     config.write_text(json.dumps(MIXTRAL_8X7B))
     out = tmp_path / "roof.json"
-    code = main(["roofline", "--config", str(config), "--gpu-model", "H200", "--gpus", "2", "--context", "4096",
-                 "--json", str(out)])
+    code = main(
+        ["roofline", "--config", str(config), "--gpu-model", "H200", "--gpus", "2", "--context", "4096", "--json", str(out)]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     assert data["schema"] == "rigaudit.roofline/1"

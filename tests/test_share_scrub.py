@@ -66,8 +66,10 @@ def test_gpu_uuids_keep_their_shape_and_their_numbering() -> None:
 
 def test_other_uuids_are_replaced_but_efi_vendor_guids_and_the_nil_uuid_kept() -> None:
     s = _scrubber()
-    out = s.text(f"product_uuid=4c4c4544-0042-3510-8052-b4c04f4e3432 root=UUID=0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9 "
-                 f"SecureBoot-{EFI} 00000000-0000-0000-0000-000000000000")
+    out = s.text(
+        f"product_uuid=4c4c4544-0042-3510-8052-b4c04f4e3432 root=UUID=0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9 "
+        f"SecureBoot-{EFI} 00000000-0000-0000-0000-000000000000"
+    )
     assert out == (
         "product_uuid=00000000-0000-0000-0001-000000000001 root=UUID=00000000-0000-0000-0001-000000000002 "
         f"SecureBoot-{EFI} 00000000-0000-0000-0000-000000000000"
@@ -94,9 +96,7 @@ def test_home_folders_and_user_variables_name_no_one() -> None:
 def test_host_names_serials_and_where_they_are_kept() -> None:
     s = _scrubber(hostnames=("pve-gpu01.corp.example.com", "node1"))
     text = "Linux pve-gpu01 6.8.12-11-pve; pve-gpu01.corp.example.com; mail.corp.example.com; node1 up; SN 1782523000000"
-    assert s.text(text) == (
-        "Linux host-1 6.8.12-11-pve; host-1.domain-1.invalid; mail.domain-1.invalid; host-2 up; SN serial-1"
-    )
+    assert s.text(text) == ("Linux host-1 6.8.12-11-pve; host-1.domain-1.invalid; mail.domain-1.invalid; host-2 up; SN serial-1")
     assert s.text("Device Serial Number 48-b0-2d-ff-ff-8e-1a-2c") == "Device Serial Number 00-00-00-00-00-00-00-02"
     assert s.path("/sys/devices/system/node/node1/cpulist") == "/sys/devices/system/node/node1/cpulist"  # a kernel object
     assert s.path("/etc/pve/nodes/node1/lxc/101.conf") == "/etc/pve/nodes/host-2/lxc/101.conf"
@@ -177,7 +177,10 @@ def test_serial_numbers_are_found_where_they_are_written_down() -> None:
         commands=[
             {"argv": ["dmesg"], "stdout": "Serial: 8250/16550 driver, 4 ports\nusb 1-1: Product=2, SerialNumber=3\n"},
             {"argv": ["nvidia-smi", "-q"], "stdout": "    Serial Number                         : 1320123456789\n"},
-            {"argv": ["lspci", "-vvv"], "stdout": "[SN] Serial number: MT2142X12345\nDevice Serial Number 48-b0-2d-ff-ff-8e-1a-2c"},  # noqa: E501
+            {
+                "argv": ["lspci", "-vvv"],
+                "stdout": "[SN] Serial number: MT2142X12345\nDevice Serial Number 48-b0-2d-ff-ff-8e-1a-2c",
+            },
         ],
         nvml=[{"fn": "nvmlDeviceGetSerial", "args": [0], "result": "1652722001234"}],
     )

@@ -22,9 +22,7 @@ from transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, pars
 from transcripts.migrations import OLDEST_SUPPORTED, migrate_event
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-KNOWN_TYPES: frozenset[str] = frozenset(
-    model.model_fields["type"].default for model in get_args(get_args(Event)[0])
-)
+KNOWN_TYPES: frozenset[str] = frozenset(model.model_fields["type"].default for model in get_args(get_args(Event)[0]))
 _MAX_DETAILED_WARNINGS = 5
 
 

@@ -161,6 +161,4 @@ def _run(args: argparse.Namespace) -> int:
     return session.exit_code
 
 
-COMMAND = Command(
-    "rollback", "undo an apply from its journal (newest change first, each verified)", _add, _run, __doc__ or ""
-)
+COMMAND = Command("rollback", "undo an apply from its journal (newest change first, each verified)", _add, _run, __doc__ or "")

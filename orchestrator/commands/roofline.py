@@ -62,8 +62,11 @@ def _bandwidth(args: argparse.Namespace) -> tuple[float, str]:
         from orchestrator.approval import require_approval
         from tools.bench.membw import measure_copy_bandwidth
 
-        require_approval("measure GPU memory bandwidth", [f"a 1 GiB device-to-device copy, 20 times, on GPUs 0..{args.gpus - 1}"],
-                         assume_yes=bool(args.yes))
+        require_approval(
+            "measure GPU memory bandwidth",
+            [f"a 1 GiB device-to-device copy, 20 times, on GPUs 0..{args.gpus - 1}"],
+            assume_yes=bool(args.yes),
+        )
         per_gpu = guarded(lambda: measure_copy_bandwidth(range(args.gpus)))
         each = ", ".join(f"{v:,.0f}" for v in per_gpu)
         return min(per_gpu), f"measured: device-to-device copy, read + write; per GPU {each} GB/s, the slowest counts"
@@ -78,8 +81,11 @@ def _model(args: argparse.Namespace, console: Console) -> tuple[float, float, fl
     if args.config is not None:
         config = guarded(lambda: load_config(args.config))
         shape = guarded(lambda: shape_from_config(config))
-        console.print(f"{args.config}: {shape.total_params / 1e9:,.2f} B parameters, {shape.active_params / 1e9:,.2f} B active "
-                      f"per token ({'MoE' if shape.moe else 'dense'}); " + "; ".join(shape.notes), highlight=False)
+        console.print(
+            f"{args.config}: {shape.total_params / 1e9:,.2f} B parameters, {shape.active_params / 1e9:,.2f} B active "
+            f"per token ({'MoE' if shape.moe else 'dense'}); " + "; ".join(shape.notes),
+            highlight=False,
+        )
         active = active if active is not None else shape.active_params
         if per_param is None and (guess := guess_bytes_per_param(config)) is not None:
             per_param = guess[0]

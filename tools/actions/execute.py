@@ -88,7 +88,13 @@ async def _change(host: Host, journal: Journal, planned: JournalEntry, target: A
 
     def conclude(outcome: Outcome, after: str | None, message: str) -> TargetResult:
         journal.append(
-            sync=False, kind="change", state=outcome, ref=planned.seq, step_id=step_id, target=target, after=after,
+            sync=False,
+            kind="change",
+            state=outcome,
+            ref=planned.seq,
+            step_id=step_id,
+            target=target,
+            after=after,
             message=message,
         )
         return TargetResult(step_id, target, outcome, before, after, message)

@@ -132,8 +132,13 @@ class StreamingClient:
         return _Conn(stream)
 
     def _head(self, path: str, body: bytes) -> bytes:
-        lines = [f"POST {path} HTTP/1.1", f"Host: {self._authority}", "Content-Type: application/json",
-                 "Accept: text/event-stream, application/json", f"Content-Length: {len(body)}"]
+        lines = [
+            f"POST {path} HTTP/1.1",
+            f"Host: {self._authority}",
+            "Content-Type: application/json",
+            "Accept: text/event-stream, application/json",
+            f"Content-Length: {len(body)}",
+        ]
         lines += [f"{k}: {v}" for k, v in self._headers.items()]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 

@@ -63,8 +63,12 @@ def worker(rank: int, world: int, port: int, sizes: list[int], iters: int, warmu
         rows = [_time_size(torch, dist, size, iters, warmup, rank, world) for size in sizes]
         if rank == 0:
             version = torch.cuda.nccl.version()
-            info = {"torch": torch.__version__, "rows": rows, "gpus": [torch.cuda.get_device_name(i) for i in range(world)],
-                    "nccl": ".".join(map(str, version)) if isinstance(version, tuple) else str(version)}
+            info = {
+                "torch": torch.__version__,
+                "rows": rows,
+                "gpus": [torch.cuda.get_device_name(i) for i in range(world)],
+                "nccl": ".".join(map(str, version)) if isinstance(version, tuple) else str(version),
+            }
             with open(out_path, "w", encoding="utf-8") as handle:
                 json.dump(info, handle)
     finally:

@@ -29,12 +29,12 @@ Progress = Callable[[str, int, int], None]
 """``progress(label, done, total)``: called after every request of a phase (warm-up, a level)."""
 
 _WORD_TEXT = (
-        "the of and to in is was for that with as on by at from his an were are which this be or had not but "
-        "first one their its new after who they have her she two been other when there all during into school "
-        "time may years more most only over city some world would where later up such used many can state "
-        "about national out known university united then made system while part under film three team both "
-        "since between long each being well called second including him several area three house around game "
-        "life "
+    "the of and to in is was for that with as on by at from his an were are which this be or had not but "
+    "first one their its new after who they have her she two been other when there all during into school "
+    "time may years more most only over city some world would where later up such used many can state "
+    "about national out known university united then made system while part under film three team both "
+    "since between long each being well called second including him several area three house around game "
+    "life "
 )
 _WORDS = tuple(_WORD_TEXT.split())
 
@@ -120,8 +120,11 @@ async def one_request(client: StreamingClient, path: str, body: dict[str, Any], 
             async with client.post(path, payload) as response:
                 if response.status != 200:
                     text = (await response.aread())[:300].decode(errors="replace")
-                    return Sample(ok=False, error=f"HTTP {response.status}: {' '.join(text.split())}",
-                                  latency_ms=(time.perf_counter() - start) * 1000.0)
+                    return Sample(
+                        ok=False,
+                        error=f"HTTP {response.status}: {' '.join(text.split())}",
+                        latency_ms=(time.perf_counter() - start) * 1000.0,
+                    )
                 buffer = b""
                 async for chunk in response.aiter_bytes():
                     now = time.perf_counter()

@@ -87,8 +87,11 @@ def shape_from_config(config: dict[str, Any]) -> ModelShape:
     layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer")
     vocab = _int(cfg, "vocab_size")
     heads = _int(cfg, "num_attention_heads", "n_head")
-    missing = [n for n, v in (("hidden_size", h), ("num_hidden_layers", layers), ("vocab_size", vocab),
-                              ("num_attention_heads", heads)) if not v]
+    missing = [
+        n
+        for n, v in (("hidden_size", h), ("num_hidden_layers", layers), ("vocab_size", vocab), ("num_attention_heads", heads))
+        if not v
+    ]
     if missing or h is None or layers is None or vocab is None or heads is None:
         raise BenchInputError(f"config lacks {', '.join(missing)}")
     notes = ["approximate: norms, biases and the embedding lookup left out; gated MLPs assumed"]
@@ -109,8 +112,10 @@ def shape_from_config(config: dict[str, Any]) -> ModelShape:
         n_sparse = sum(sparse)
         total += n_sparse * (experts * expert + shared + router)
         active += n_sparse * (top_k * expert + shared + router)
-        notes.append(f"MoE: {n_sparse} of {layers} layers with {experts} experts, {top_k} active per token"
-                     + (", plus shared experts" if shared else ""))
+        notes.append(
+            f"MoE: {n_sparse} of {layers} layers with {experts} experts, {top_k} active per token"
+            + (", plus shared experts" if shared else "")
+        )
     n_dense = layers - sum(sparse)
     total += layers * attention + n_dense * dense_mlp
     active += layers * attention + n_dense * dense_mlp

@@ -113,8 +113,18 @@ def run_torch(
     if progress is not None:
         progress("all-reduce", 1, 1)
     rows = [row_from_time(r["bytes"], r["seconds"], world, r["data_ok"]) for r in info["rows"]]
-    return NcclReport(_now(), socket.gethostname(), f"torch {info['torch']}", world, rows, transports.counts, transports.main,
-                      transports.version or info.get("nccl"), info.get("gpus", []), dict(FORCED_ENV))
+    return NcclReport(
+        _now(),
+        socket.gethostname(),
+        f"torch {info['torch']}",
+        world,
+        rows,
+        transports.counts,
+        transports.main,
+        transports.version or info.get("nccl"),
+        info.get("gpus", []),
+        dict(FORCED_ENV),
+    )
 
 
 def run_nccl_tests(
@@ -148,8 +158,18 @@ def run_nccl_tests(
         if progress is not None:
             progress(human_size(size), done, len(sizes))
     transports = parse_transports(lines)
-    return NcclReport(_now(), socket.gethostname(), "nccl-tests all_reduce_perf", gpus, rows, transports.counts, transports.main,
-                      transports.version, [], dict(FORCED_ENV))
+    return NcclReport(
+        _now(),
+        socket.gethostname(),
+        "nccl-tests all_reduce_perf",
+        gpus,
+        rows,
+        transports.counts,
+        transports.main,
+        transports.version,
+        [],
+        dict(FORCED_ENV),
+    )
 
 
 def _count_gpus() -> int:

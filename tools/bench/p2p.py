@@ -130,8 +130,7 @@ def build_report(
     """The report from the measurements and NVML's link records (``links[i]`` belongs to ``gpus[i]``)."""
     by_index = {g.index: link for g, link in zip(gpus, links, strict=False)}
     pairs = [
-        judge_pair(m, pair_limit(by_index.get(m.src, GpuLinks(None)), by_index.get(m.dst, GpuLinks(None))))
-        for m in measurements
+        judge_pair(m, pair_limit(by_index.get(m.src, GpuLinks(None)), by_index.get(m.dst, GpuLinks(None)))) for m in measurements
     ]
     return P2PReport(
         taken_at=taken_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -50,8 +50,13 @@ def p2p_table(report: P2PReport) -> Table:
 def nccl_table(report: NcclReport) -> Table:
     headers = ["size", "time µs", "algbw GB/s", "busbw GB/s", "data"]
     rows = [
-        [human_size(r.bytes), _f(r.time_us), _f(r.algbw_gbps, 2), _f(r.busbw_gbps, 2),
-         "—" if r.data_ok is None else "ok" if r.data_ok else "WRONG"]
+        [
+            human_size(r.bytes),
+            _f(r.time_us),
+            _f(r.algbw_gbps, 2),
+            _f(r.busbw_gbps, 2),
+            "—" if r.data_ok is None else "ok" if r.data_ok else "WRONG",
+        ]
         for r in report.rows
     ]
     return headers, rows
@@ -60,8 +65,17 @@ def nccl_table(report: NcclReport) -> Table:
 def bench_table(result: BenchResult) -> Table:
     headers = ["concurrency", "repeat", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "ok", "failed"]
     rows = [
-        [str(r.concurrency), str(r.repeat + 1), _f(r.output_tokens_per_s), _f(r.ttft_ms_p50), _f(r.ttft_ms_p99),
-         _f(r.itl_ms_p50, 2), _f(r.itl_ms_p99, 2), str(r.requests_ok), str(r.requests_failed)]
+        [
+            str(r.concurrency),
+            str(r.repeat + 1),
+            _f(r.output_tokens_per_s),
+            _f(r.ttft_ms_p50),
+            _f(r.ttft_ms_p99),
+            _f(r.itl_ms_p50, 2),
+            _f(r.itl_ms_p99, 2),
+            str(r.requests_ok),
+            str(r.requests_failed),
+        ]
         for r in result.runs
     ]
     return headers, rows
@@ -79,14 +93,16 @@ def compare_table(comparison: Comparison) -> Table:
     rows = []
     for level in comparison.levels:
         tput, ttft, itl = level.metrics
-        rows.append([
-            f"{level.concurrency} ({level.base_repeats}×/{level.new_repeats}×)",
-            f"{_f(tput.base)} → {_f(tput.new)}",
-            _change(tput),
-            tput.verdict,
-            f"{_change(ttft)} {ttft.verdict if ttft.verdict != tput.verdict else ''}".strip(),
-            f"{_change(itl)} {itl.verdict if itl.verdict != tput.verdict else ''}".strip(),
-        ])
+        rows.append(
+            [
+                f"{level.concurrency} ({level.base_repeats}×/{level.new_repeats}×)",
+                f"{_f(tput.base)} → {_f(tput.new)}",
+                _change(tput),
+                tput.verdict,
+                f"{_change(ttft)} {ttft.verdict if ttft.verdict != tput.verdict else ''}".strip(),
+                f"{_change(itl)} {itl.verdict if itl.verdict != tput.verdict else ''}".strip(),
+            ]
+        )
     return headers, rows
 
 

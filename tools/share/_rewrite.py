@@ -145,7 +145,11 @@ class Rewriter:
         values = [
             v
             for v, (kind, _) in self.ps.originals.items()
-            if len(v) >= 6 and kind != "user" and '"' not in v and "\\" not in v and v.lower() not in skip
+            if len(v) >= 6
+            and kind != "user"
+            and '"' not in v
+            and "\\" not in v
+            and v.lower() not in skip
             and (names or kind not in ("hostname", "domain"))
         ]
         if not values:

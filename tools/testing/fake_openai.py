@@ -181,8 +181,15 @@ class _Handler(BaseHTTPRequestHandler):
         count = 0
         try:
             if chat:
-                self._event({"id": ident, "object": kind, "created": created, "model": model,
-                             "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+                self._event(
+                    {
+                        "id": ident,
+                        "object": kind,
+                        "created": created,
+                        "model": model,
+                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+                    }
+                )
             for text in generation.tokens:
                 count += 1
                 self._event({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice(text, None)]})
@@ -198,8 +205,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._event({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice(None, "length")]})
         options = body.get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
-            usage = {"prompt_tokens": generation.prompt_tokens, "completion_tokens": count,
-                     "total_tokens": generation.prompt_tokens + count}
+            usage = {
+                "prompt_tokens": generation.prompt_tokens,
+                "completion_tokens": count,
+                "total_tokens": generation.prompt_tokens + count,
+            }
             self._event({"id": ident, "object": kind, "created": created, "model": model, "choices": [], "usage": usage})
         self._event("[DONE]")
         self._chunk(b"")
@@ -217,10 +227,22 @@ class _Handler(BaseHTTPRequestHandler):
             if chat
             else {"index": 0, "text": text, "finish_reason": "length"}
         )
-        usage = {"prompt_tokens": generation.prompt_tokens, "completion_tokens": len(texts),
-                 "total_tokens": generation.prompt_tokens + len(texts)}
-        self._send_json(200, {"id": f"cmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion" if chat else "text_completion",
-                              "created": int(time.time()), "model": self.server.model, "choices": [choice], "usage": usage})
+        usage = {
+            "prompt_tokens": generation.prompt_tokens,
+            "completion_tokens": len(texts),
+            "total_tokens": generation.prompt_tokens + len(texts),
+        }
+        self._send_json(
+            200,
+            {
+                "id": f"cmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()),
+                "model": self.server.model,
+                "choices": [choice],
+                "usage": usage,
+            },
+        )
 
 
 class _Server(ThreadingHTTPServer):
