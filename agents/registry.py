@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import importlib
+from typing import get_args
 
 from agents.investigator import AnyInvestigator
+from tools.model.finding import Area
 
-AREA_MODULES: tuple[str, ...] = (
-    "firmware",
-    "kernel_params",
-    "kernel_version",
-    "numa",
-    "pcie",
-    "driver",
-    "cuda_memory",
-    "gpu",
-    "power",
-    "nccl_p2p",
-    "nvlink",
-    "container",
-    "runtime",
-)
+AREA_MODULES: tuple[str, ...] = get_args(Area)
+"""Every area, in catalog order: the investigator modules under ``agents/investigators/``."""
 
 
 def all_investigators() -> list[AnyInvestigator]:

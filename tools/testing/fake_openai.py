@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tools.testing._background import BackgroundServer
+
 __all__ = ["FakeTiming", "Generation", "Generator", "InjectedError", "OpenAIStreamServer", "fake_server", "paced_generator"]
 
 
@@ -256,45 +258,18 @@ class _Server(ThreadingHTTPServer):
         self.stats = _Stats()
 
 
-class OpenAIStreamServer:
+class OpenAIStreamServer(BackgroundServer):
     """An OpenAI-compatible HTTP/1.1 server on a background thread; a context manager."""
 
+    _server: _Server
+
     def __init__(self, generator: Generator, *, model: str = "fake-model", host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = _Server((host, port), generator, model)
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="fake-openai", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """The ``.../v1`` URL, as OpenAI clients expect it."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        self._serve_in_background(_Server((host, port), generator, model), "fake-openai")
 
     @property
     def requests(self) -> int:
         """How many completion requests arrived."""
         return self._server.stats.requests
-
-    def start(self) -> OpenAIStreamServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def serve_forever(self) -> None:
-        """Serve on the calling thread (for a standalone server process)."""
-        self._server.serve_forever()
-
-    def __enter__(self) -> OpenAIStreamServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def fake_server(timing: FakeTiming | None = None, *, model: str = "fake-model") -> OpenAIStreamServer:

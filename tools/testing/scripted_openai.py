@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tools.testing._background import BackgroundServer
+
 __all__ = [
     "Recorded",
     "Reply",
@@ -350,8 +352,10 @@ class _Server(ThreadingHTTPServer):
         self.state = state
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(BackgroundServer):
     """The scripted server on a background thread; a context manager."""
+
+    _server: _Server
 
     def __init__(
         self,
@@ -373,17 +377,7 @@ class ScriptedOpenAIServer:
             table = {"": list(scripts)}
             router = route or (lambda body: "")
         self._state = _State(table, default, router, json_schema, model)
-        self._server = _Server((host, port), self._state)
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), name="scripted-openai", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """The ``.../v1`` URL, as OpenAI clients expect it."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        self._serve_in_background(_Server((host, port), self._state), "scripted-openai")
 
     @property
     def requests(self) -> list[Recorded]:
@@ -404,25 +398,6 @@ class ScriptedOpenAIServer:
         left, unexpected = self.remaining(), list(self._state.unexpected)
         assert not left, f"scripted replies never requested: {left}"
         assert not unexpected, f"requests with no scripted reply: {unexpected}"
-
-    def start(self) -> ScriptedOpenAIServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def serve_forever(self) -> None:
-        """Serve on the calling thread (a standalone server for trying rigaudit by hand)."""
-        self._server.serve_forever()
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def reply_from_json(spec: Mapping[str, Any]) -> Reply:
