@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
+from tools.diffing import diff_findings
 from tools.model.finding import Finding
-from transcripts.compare import audit_segments, compare_findings
+from transcripts.compare import audit_segments
 from transcripts.events import Event, InvestigatorActivity, SessionEnded, SessionStarted, ToolCall, Warning_
 from transcripts.reader import read_transcript
 from transcripts.replay import replay_events
@@ -77,7 +78,7 @@ def test_rediagnose_reports_what_changed(recorded: Path, tmp_path: Path, capsys:
     out = capsys.readouterr().out
     assert "1 change(s)" in out and "appeared" in out and "numa.balancing" in out and "ok -> problem (medium)" in out
     change = json.loads(out_json.read_text())["changes"][0]
-    assert (change["kind"], change["check"], change["before"]["status"], change["after"]["status"]) == (
+    assert (change["kind"], change["check"], change["a"]["status"], change["b"]["status"]) == (
         "appeared",
         "numa.balancing",
         "ok",
@@ -151,9 +152,17 @@ def test_compare_findings_names_each_kind_of_change() -> None:
         f("e", "ok", observed="2"),
         f("h", "ok"),
     ]
-    kinds = {c.check: c.kind for c in compare_findings(before, after)}
-    assert kinds == {"a": "appeared", "b": "resolved", "c": "status", "d": "severity", "e": "changed", "g": "dropped", "h": "new"}
-    assert compare_findings(before, before) == []
+    kinds = {c.check: c.kind for c in diff_findings(before, after).changes}
+    assert kinds == {
+        "a": "appeared",
+        "b": "resolved",
+        "c": "status",
+        "d": "severity",
+        "e": "observed",
+        "g": "only_a",
+        "h": "only_b",
+    }
+    assert diff_findings(before, before).changes == ()
 
 
 def test_apply_sessions_split_into_audits(recorded: Path) -> None:

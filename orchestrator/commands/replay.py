@@ -32,10 +32,11 @@ from orchestrator.command import Command
 from orchestrator.errors import UsageError
 from orchestrator.output import write_json
 from orchestrator.ui.terminal import TerminalUI
+from tools.diffing import FindingChange, diff_findings
 from tools.hosts.snapshot import SnapshotHost
 from tools.model.audit import AuditResult
 from tools.model.finding import Finding
-from transcripts.compare import FindingChange, audit_segments, compare_findings, recorded_findings
+from transcripts.compare import audit_segments, recorded_findings
 from transcripts.errors import TranscriptError
 from transcripts.events import Event, SessionStarted
 from transcripts.reader import Transcript, read_transcript
@@ -150,7 +151,11 @@ def rediagnose(
                 await host.aclose()
 
         result = anyio.run(audit)
-    return compare_findings(recorded, result.findings), recorded, report, mismatches, result
+    return list(diff_findings(recorded, result.findings).changes), recorded, report, mismatches, result
+
+
+_REDIAGNOSE_WORDS = {"only_b": "new", "only_a": "dropped", "observed": "changed"}
+"""Recorded = A, today = B: a check only today is new, one only recorded is dropped."""
 
 
 def _print_changes(changes: list[FindingChange], recorded: int, current: int, out: Any) -> None:
@@ -160,9 +165,10 @@ def _print_changes(changes: list[FindingChange], recorded: int, current: int, ou
     print(f"{len(changes)} change(s) between the {recorded} recorded findings and today's {current}:", file=out)
     width = max(len(c.check) for c in changes)
     for change in changes:
-        print(f"  {change.kind:<9} {change.check:<{width}}  {change.detail}", file=out)
+        kind = _REDIAGNOSE_WORDS.get(change.kind, change.kind)
+        print(f"  {kind:<9} {change.check:<{width}}  {change.detail}", file=out)
         finding = change.after or change.before
-        if change.kind in ("appeared", "new") and finding is not None and finding.status == "problem":
+        if change.kind in ("appeared", "only_b") and finding is not None and finding.status == "problem":
             print(f"  {'':<9} {'':<{width}}  {finding.title}: {finding.observed}", file=out)
 
 
