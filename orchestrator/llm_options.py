@@ -125,6 +125,11 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         raise UsageError("--llm-timeout must be positive")
     key_env = getattr(args, "api_key_env", None) or from_file.get("api_key_env") or DEFAULT_KEY_ENV
     settings["api_key"] = env.get(str(key_env)) or None
+    if not settings.get("base_url") and settings["api_key"] is None:
+        raise UsageError(
+            f"--llm needs a model server: --base-url URL (or OPENAI_BASE_URL) for an OpenAI-compatible server, "
+            f"or {key_env} for OpenAI's own"
+        )
     return LlmConfig(**settings)
 
 

@@ -205,3 +205,9 @@ def test_an_old_rigaudit_on_the_node_falls_back_to_the_agent(tmp_path: Path) -> 
     audit = result.audits[0].result
     assert any("cannot stream snapshots" in w and "unrecognized arguments" in w for w in audit.warnings)
     assert {f.area for f in audit.findings} == {"kernel_params", "numa"}
+
+
+def test_empty_hosts_is_a_usage_error_not_a_local_audit() -> None:
+    from orchestrator.cli import main
+
+    assert main(["audit", "--hosts", "", "--no-live", "--no-transcript"]) == 2

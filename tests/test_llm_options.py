@@ -60,13 +60,13 @@ def test_the_key_comes_from_the_named_variable() -> None:
     assert config is not None and config.api_key == "sk-default"
     config = llm_config_from_args(_parse("--llm", "--api-key-env", "MY_KEY"), env)
     assert config is not None and config.api_key == "sk-mine"
-    _write_config({"api_key_env": "MISSING"})
+    _write_config({"api_key_env": "MISSING", "base_url": "http://127.0.0.1:8000/v1"})
     config = llm_config_from_args(_parse("--llm"), env)
     assert config is not None and config.api_key is None
 
 
 def test_flat_config_files_work_and_bad_ones_are_one_clear_line() -> None:
-    _write_config({"model": "flat", "stream": True, "json_schema": False})
+    _write_config({"model": "flat", "stream": True, "json_schema": False, "base_url": "http://127.0.0.1:8000/v1"})
     config = llm_config_from_args(_parse("--llm"))
     assert config is not None and (config.model, config.stream, config.json_schema) == ("flat", True, False)
     _write_config({"llm": {"max_step": 3}})
@@ -93,3 +93,18 @@ def test_a_real_endpoint_is_a_usage_error_in_tests() -> None:
     brain = brain_from_args(_parse("--llm", "--base-url", "http://127.0.0.1:9/v1", "--llm-no-json-schema", "--llm-stream"))
     assert isinstance(brain, LLMBrain) and brain.config.json_schema is False and brain.config.stream is True
     assert brain.approver is None  # no terminal in tests: commands the policy would ask about are refused
+
+
+def test_llm_without_a_server_is_one_clear_usage_error() -> None:
+    import argparse
+
+    import pytest
+
+    from orchestrator.errors import UsageError
+    from orchestrator.llm_options import add_llm_arguments, llm_config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_llm_arguments(parser)
+    with pytest.raises(UsageError, match="--llm needs a model server"):
+        llm_config_from_args(parser.parse_args(["--llm", "--model", "m"]), env={})
+    assert llm_config_from_args(parser.parse_args(["--llm"]), env={"OPENAI_API_KEY": "sk-test"}) is not None

@@ -72,7 +72,11 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_fleet(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "hosts", None)) or bool(getattr(args, "slurm", False))
+    """``--hosts`` or ``--slurm`` given; ``--hosts ''`` is a usage error, not an audit of this machine."""
+    hosts = getattr(args, "hosts", None)
+    if hosts is not None and not str(hosts).strip():
+        raise UsageError("--hosts needs a file or host1,host2,...")
+    return bool(hosts) or bool(getattr(args, "slurm", False))
 
 
 def _areas(text: str | None) -> tuple[str, ...] | None:
