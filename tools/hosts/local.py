@@ -182,6 +182,14 @@ def _kill_group(process: anyio.abc.Process) -> None:
             process.kill()
 
 
+def start_failure(argv: tuple[str, ...], exc: OSError) -> CommandResult:
+    """The result of a command that could not start: ``not_found`` or ``failed_to_start``, with the reason."""
+    if isinstance(exc, FileNotFoundError):
+        return CommandResult(argv, error="not_found", stderr=f"{argv[0]}: no such program")
+    reason = exc.strerror or ("permission denied" if isinstance(exc, PermissionError) else str(exc))
+    return CommandResult(argv, error="failed_to_start", stderr=f"{argv[0]}: {reason}")
+
+
 async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int = MAX_OUTPUT_BYTES) -> CommandResult:
     """Run argv (never a shell) in its own process group, time-limited, output capped, secrets scrubbed."""
     key = tuple(argv)
@@ -197,12 +205,8 @@ async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int 
             env=command_environment(),
             start_new_session=True,
         )
-    except FileNotFoundError:
-        return CommandResult(key, error="not_found", stderr=f"{key[0]}: no such program")
-    except PermissionError as exc:
-        return CommandResult(key, error="failed_to_start", stderr=f"{key[0]}: {exc.strerror or 'permission denied'}")
     except OSError as exc:
-        return CommandResult(key, error="failed_to_start", stderr=f"{key[0]}: {exc.strerror or exc}")
+        return start_failure(key, exc)
     out, err = CappedOutput(max_output), CappedOutput(max_output)
     timed_out = False
     try:

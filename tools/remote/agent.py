@@ -34,6 +34,7 @@ from tools.hosts.local import (
     list_directory,
     read_file,
     read_link,
+    start_failure,
 )
 from tools.hosts.nvml_local import NvmlFacade
 from tools.remote import protocol
@@ -95,12 +96,8 @@ def run_command_sync(
             env=command_environment(),
             start_new_session=True,
         )
-    except FileNotFoundError:
-        return CommandResult(key, error="not_found", stderr=f"{key[0]}: no such program")
-    except PermissionError as exc:
-        return CommandResult(key, error="failed_to_start", stderr=f"{key[0]}: {exc.strerror or 'permission denied'}")
     except OSError as exc:
-        return CommandResult(key, error="failed_to_start", stderr=f"{key[0]}: {exc.strerror or exc}")
+        return start_failure(key, exc)
     if running is not None:
         running.add(process.pid)
     out, err = CappedOutput(max_output), CappedOutput(max_output)
