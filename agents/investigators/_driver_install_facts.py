@@ -1,0 +1,157 @@
+"""driver install facts: the kernel module's and the user-space libraries' versions (host and server containers),
+the installed kernels' module trees, DKMS builds, Secure Boot and lockdown, and the kernel log."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agents.facts.gpus import Gpu, GpuInventory, collect_gpus
+from agents.facts.kernel_log import read_kernel_log
+from agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
+from agents.facts.platform import Platform, detect_platform
+from agents.facts.processes import ServerProcess, find_servers
+from tools.hosts.base import CommandResult
+from tools.model.finding import Area, Where
+from tools.probe import Probe, file_ref
+
+AREA: Area = "driver"
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
+LIB_LINKS = ("libnvidia-ml.so.1", "libcuda.so.1")
+_LIB_VERSION = re.compile(r"lib(?:nvidia-ml|cuda)\.so\.(\d+\.\d+(?:\.\d+)?)$")
+_MAPS_LIB = re.compile(r"\s(/\S*/lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?))\s*$", re.MULTILINE)
+MODULES_ROOT = "/lib/modules"
+DKMS_TREE = "/var/lib/dkms/nvidia"
+_KERNEL_LIMIT = 8
+_NVIDIA_KO = re.compile(r"(?:^|/)nvidia\.ko(?:\.(?:xz|gz|zst))?:", re.MULTILINE)
+SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+EFI = "/sys/firmware/efi"
+LOCKDOWN = "/sys/kernel/security/lockdown"
+
+
+@dataclass(frozen=True)
+class UserLibrary:
+    """The NVIDIA user-space library version a place resolves to."""
+
+    where: str
+    """``this host``, ``pid 5000 (sglang in lxc 101)``..."""
+    version: str
+    ref: str
+    in_container: bool
+
+
+@dataclass(frozen=True)
+class KernelModules:
+    kernel: str
+    modules_dep: str | None
+    """Text of /lib/modules/KERNEL/modules.dep, or None when unreadable."""
+    error: str | None
+    has_image: bool
+
+    @property
+    def has_nvidia(self) -> bool | None:
+        return None if self.modules_dep is None else bool(_NVIDIA_KO.search(self.modules_dep))
+
+
+@dataclass(frozen=True)
+class InstallFacts:
+    platform: Platform
+    gpus: tuple[Gpu, ...]
+    proc_version: str | None
+    nvml_init_error: str | None
+    nvml_version: str | None
+    libraries: tuple[UserLibrary, ...]
+    lib_refs: tuple[str, ...]
+    modules: frozenset[str] | None
+    modules_error: str | None
+    running: str | None
+    kernels: tuple[KernelModules, ...]
+    dkms_versions: tuple[str, ...]
+    secure_boot: bytes | None
+    secure_boot_error: str | None
+    efi: bool
+    lockdown: str | None
+    dmesg: CommandResult
+
+    @property
+    def kernel_module(self) -> str | None:
+        return kernel_version(self.proc_version)[0]
+
+
+async def _libraries(probe: Probe, servers: tuple[ServerProcess, ...]) -> tuple[list[UserLibrary], list[str]]:
+    found: list[UserLibrary] = []
+    refs: list[str] = []
+    roots = [("", "", False)] + [(s.root, f"{s.label}: ", True) for s in servers if s.foreign_mnt_ns]
+    for root, owner, inside in roots:
+        for folder in LIB_DIRS:
+            for name in LIB_LINKS:
+                path = f"{root}{folder}/{name}"
+                target = await probe.readlink(path)
+                if target and (match := _LIB_VERSION.search(target)):
+                    found.append(UserLibrary(f"{owner}{folder}/{name}", match.group(1), f"link:{path}", inside))
+                    refs.append(f"link:{path}")
+                    break
+            else:
+                continue
+            break
+    for server in servers:
+        maps = await probe.text(f"/proc/{server.pid}/maps")
+        for match in _MAPS_LIB.finditer(maps or ""):
+            inside = bool(server.container) or bool(server.foreign_mnt_ns)
+            ref = file_ref(f"/proc/{server.pid}/maps")
+            found.append(UserLibrary(f"{server.label} (loaded)", match.group(2), ref, inside))
+            refs.append(file_ref(f"/proc/{server.pid}/maps"))
+            break
+    return found, refs
+
+
+async def _kernels(probe: Probe, running: str | None) -> tuple[KernelModules, ...]:
+    listing = await probe.list_dir(MODULES_ROOT)
+    names = [n for n in listing.entries or () if re.match(r"\d+\.\d+", n)]
+    names = sorted(set(names) | ({running} if running else set()), key=version_key, reverse=True)[:_KERNEL_LIMIT]
+    deps = await probe.gather(*[lambda k=k: probe.read(f"{MODULES_ROOT}/{k}/modules.dep") for k in names])
+    images = await probe.gather(*[lambda k=k: probe.exists(f"/boot/vmlinuz-{k}") for k in names])
+    return tuple(KernelModules(k, d.text(), d.error, img or k == running) for k, d, img in zip(names, deps, images, strict=True))
+
+
+async def collect_install(probe: Probe) -> InstallFacts:
+    paths = (PROC_VERSION, MODULES, "/proc/sys/kernel/osrelease", LOCKDOWN)
+    proc_version, modules, osrelease, lockdown = await probe.gather(*[lambda p=p: probe.read(p) for p in paths])
+    secure_boot = await probe.read(SECURE_BOOT)
+    efi = await probe.exists(EFI)
+    inventory: GpuInventory = await collect_gpus(probe)
+    init = await probe.nvml("nvmlInit")
+    platform = await detect_platform(probe)
+    scan = await find_servers(probe)
+    libraries, lib_refs = await _libraries(probe, scan.servers[:8])
+    running = (osrelease.text() or "").strip() or None
+    if running is None:
+        uname = await probe.run(["uname", "-r"])
+        running = (uname.stdout.strip() or None) if uname.ok else None
+    kernels = await _kernels(probe, running)
+    dkms = await probe.list_dir(DKMS_TREE)
+    dmesg = await read_kernel_log(probe)
+    return InstallFacts(
+        platform=platform,
+        gpus=inventory.gpus,
+        proc_version=proc_version.text(),
+        nvml_init_error=init.error,
+        nvml_version=inventory.driver_version,
+        libraries=tuple(libraries),
+        lib_refs=tuple(dict.fromkeys(lib_refs)),
+        modules=loaded_modules(modules.text()),
+        modules_error=modules.error,
+        running=running,
+        kernels=kernels,
+        dkms_versions=tuple(e for e in dkms.entries or () if re.match(r"\d", e)),
+        secure_boot=secure_boot.data,
+        secure_boot_error=secure_boot.error,
+        efi=efi,
+        lockdown=(lockdown.text() or "").strip() or None,
+        dmesg=dmesg,
+    )
+
+
+def host_where(platform: Platform) -> Where:
+    """Kernel and module fixes from inside a container belong to the hypervisor."""
+    return "hypervisor" if platform.in_container else "host"

@@ -1,0 +1,191 @@
+"""power facts, CPU side: cpufreq policies, EPP, boost, CPU identity and idle states; plus the helpers the CPU
+power rules share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents.facts.cpulist import cpu_ranges, parse_cpulist
+from agents.facts.platform import Platform, detect_platform
+from agents.findings import unknown
+from tools.model.finding import Area, Finding, Where
+from tools.probe import Probe, dir_ref
+
+AREA: Area = "power"
+CPU = "/sys/devices/system/cpu"
+CSTATE_LIMIT_US = 10
+EPP_DRIVERS = ("amd-pstate-epp", "intel_pstate")
+BOOST = f"{CPU}/cpufreq/boost"
+NO_TURBO = f"{CPU}/intel_pstate/no_turbo"
+AMD_PSTATE_STATUS = f"{CPU}/amd_pstate/status"
+GUEST_NO_CPUFREQ = "no cpufreq in this guest; check on the hypervisor"
+_MAX_REFS = 8
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _strip(text: str | None) -> str | None:
+    return text.strip() if text is not None else None
+
+
+def cap(refs: Sequence[str]) -> tuple[str, ...]:
+    """The first few evidence refs: one per CPU would flood the finding."""
+    return tuple(refs[:_MAX_REFS])
+
+
+def cpu_where(platform: Platform) -> Where:
+    """CPU knobs inside an LXC/docker container belong to the host kernel: the hypervisor."""
+    return "hypervisor" if platform.in_container else "host"
+
+
+def by_value(values: dict[int, str | None]) -> dict[str, list[int]]:
+    """CPUs grouped by their value of one setting (``<unreadable>`` for the ones that gave none)."""
+    groups: dict[str, list[int]] = {}
+    for cpu, value in sorted(values.items()):
+        groups.setdefault(value if value is not None else "<unreadable>", []).append(cpu)
+    return groups
+
+
+def describe(groups: dict[str, list[int]]) -> str:
+    """``value on 0-63; other on 64-127`` for grouped CPUs."""
+    return "; ".join(f"{value} on {cpu_ranges(cpus)}" for value, cpus in sorted(groups.items()))
+
+
+def oneshot_unit(name: str, script: str) -> str:
+    """Shell lines that install and enable a oneshot systemd unit running ``script`` at boot."""
+    return (
+        f"cat > /etc/systemd/system/{name}.service <<'EOF'\n[Unit]\nDescription={name} (rigaudit)\n"
+        f"[Service]\nType=oneshot\nExecStart=/bin/sh -c '{script}'\n[Install]\nWantedBy=multi-user.target\nEOF\n"
+        f"systemctl daemon-reload && systemctl enable {name}.service"
+    )
+
+
+@dataclass(frozen=True)
+class IdleState:
+    cpu: int
+    index: int
+    name: str | None
+    latency_us: int | None
+    disabled: bool | None
+
+    @property
+    def path(self) -> str:
+        return f"{CPU}/cpu{self.cpu}/cpuidle/state{self.index}"
+
+
+@dataclass(frozen=True)
+class CpuPowerFacts:
+    platform: Platform
+    cpus: tuple[int, ...]
+    cpufreq_present: bool
+    driver: str | None
+    governors: dict[int, str | None]
+    epp: dict[int, str | None]
+    boost: str | None
+    no_turbo: str | None
+    amd_pstate_status: str | None
+    has_cppc: bool
+    vendor: str | None
+    family: int | None
+    model: int | None
+    cmdline: str | None
+    cpuidle_driver: str | None
+    idle: tuple[IdleState, ...]
+
+
+def _cpu_identity(cpuinfo: str | None) -> tuple[str | None, int | None, int | None]:
+    if cpuinfo is None:
+        return None, None, None
+    first = cpuinfo.split("\n\n", 1)[0]
+    fields = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in first.splitlines()))
+    return fields.get("vendor_id"), _int(fields.get("cpu family")), _int(fields.get("model"))
+
+
+async def _cpus(probe: Probe) -> tuple[int, ...]:
+    listing = await probe.list_dir(CPU)
+    present = sorted(int(m.group(1)) for e in listing.entries or () if (m := re.fullmatch(r"cpu(\d+)", e)))
+    online = parse_cpulist(await probe.text(f"{CPU}/online"))
+    return tuple(c for c in present if online is None or c in online)
+
+
+async def _idle_states(probe: Probe, cpus: Sequence[int]) -> tuple[IdleState, ...]:
+    """Exit latency of every state on every CPU; name and disable flag only for the deep ones."""
+    listings = await probe.gather(*[lambda c=c: probe.list_dir(f"{CPU}/cpu{c}/cpuidle") for c in cpus])
+    slots = [
+        (cpu, int(m.group(1)))
+        for cpu, listing in zip(cpus, listings, strict=True)
+        for m in (re.fullmatch(r"state(\d+)", e) for e in listing.entries or ())
+        if m
+    ]
+    base = [f"{CPU}/cpu{cpu}/cpuidle/state{k}" for cpu, k in slots]
+    latencies = [_int(t) for t in await probe.gather(*[lambda p=p: probe.text(f"{p}/latency") for p in base])]
+    deep = [p for p, lat in zip(base, latencies, strict=True) if lat is not None and lat > CSTATE_LIMIT_US]
+    texts = await probe.gather(*[lambda p=p, f=f: probe.text(f"{p}/{f}") for p in deep for f in ("name", "disable")])
+    details = {p: (_strip(texts[2 * i]), _int(texts[2 * i + 1])) for i, p in enumerate(deep)}
+    states = []
+    for (cpu, k), path, latency in zip(slots, base, latencies, strict=True):
+        name, flag = details.get(path, (None, None))
+        states.append(IdleState(cpu, k, name, latency, None if flag is None else flag != 0))
+    return tuple(states)
+
+
+async def collect_cpu(probe: Probe) -> CpuPowerFacts:
+    cpus = await _cpus(probe)
+    cpu0 = f"{CPU}/cpu{cpus[0] if cpus else 0}"
+    cpufreq_present, has_cppc = await probe.gather(
+        lambda: probe.exists(f"{cpu0}/cpufreq"), lambda: probe.exists(f"{cpu0}/acpi_cppc")
+    )
+    paths = ("/proc/cpuinfo", f"{cpu0}/cpufreq/scaling_driver", BOOST, NO_TURBO, AMD_PSTATE_STATUS, "/proc/cmdline")
+    cpuinfo, driver, boost, no_turbo, status, cmdline = await probe.gather(*[lambda p=p: probe.text(p) for p in paths])
+    idle_driver = await probe.text(f"{CPU}/cpuidle/current_driver")
+    cpufreq_present = cpufreq_present and bool(cpus)
+    governors: dict[int, str | None] = {}
+    epp: dict[int, str | None] = {}
+    driver_name = _strip(driver)
+    if cpufreq_present:
+        texts = await probe.gather(*[lambda c=c: probe.text(f"{CPU}/cpu{c}/cpufreq/scaling_governor") for c in cpus])
+        governors = {c: _strip(t) for c, t in zip(cpus, texts, strict=True)}
+        if driver_name in EPP_DRIVERS:
+            texts = await probe.gather(
+                *[lambda c=c: probe.text(f"{CPU}/cpu{c}/cpufreq/energy_performance_preference") for c in cpus]
+            )
+            epp = {c: _strip(t) for c, t in zip(cpus, texts, strict=True)}
+    idle = await _idle_states(probe, cpus)
+    vendor, family, model = _cpu_identity(cpuinfo)
+    platform = await detect_platform(probe)
+    return CpuPowerFacts(
+        platform=platform,
+        cpus=cpus,
+        cpufreq_present=cpufreq_present,
+        driver=driver_name,
+        governors=governors,
+        epp=epp,
+        boost=_strip(boost),
+        no_turbo=_strip(no_turbo),
+        amd_pstate_status=_strip(status),
+        has_cppc=has_cppc,
+        vendor=vendor,
+        family=family,
+        model=model,
+        cmdline=cmdline,
+        cpuidle_driver=_strip(idle_driver),
+        idle=idle,
+    )
+
+
+def no_cpufreq(check: str, title: str, facts: CpuPowerFacts) -> Finding:
+    """The finding of a cpufreq check on a host without cpufreq (no CPUs, a guest, or no driver)."""
+    ref = (f"exists:{CPU}/cpu{facts.cpus[0]}/cpufreq",) if facts.cpus else (dir_ref(CPU),)
+    if not facts.cpus:
+        return unknown(check, AREA, title, f"no CPUs listed under {CPU}", evidence=(dir_ref(CPU),))
+    if facts.platform.is_guest:
+        return unknown(check, AREA, title, GUEST_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
+    why = f"{CPU}/cpu{facts.cpus[0]}/cpufreq is absent: no cpufreq driver is loaded (P-states under firmware control?)"
+    return unknown(check, AREA, title, why, evidence=ref)
