@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from orchestrator.audit import run_audit
-from orchestrator.commands.replay import rediagnose
+from orchestrator.rediagnose import rediagnose
 from tools.hosts.snapshot import SnapshotHost
 from tools.model.audit import AuditResult
 from transcripts.events import InvestigatorFinished

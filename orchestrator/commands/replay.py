@@ -17,30 +17,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
 from rich.console import Console
 
-from orchestrator.audit import AuditOptions, run_audit
 from orchestrator.command import Command
 from orchestrator.errors import UsageError
 from orchestrator.output import write_json
+from orchestrator.rediagnose import rediagnose
 from orchestrator.ui.terminal import TerminalUI
-from tools.diffing import FindingChange, diff_findings
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.audit import AuditResult
-from tools.model.finding import Finding
-from transcripts.compare import audit_segments, recorded_findings
+from tools.diffing import FindingChange
 from transcripts.errors import TranscriptError
-from transcripts.events import Event, SessionStarted
 from transcripts.reader import Transcript, read_transcript
-from transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
 from transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
 from transcripts.store import find_transcript
 
@@ -96,62 +87,6 @@ def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
 
 
 # -- re-diagnosis ------------------------------------------------------------------------
-
-
-def _areas(events: list[Event], all_areas: bool) -> list[str] | None:
-    start = next((e for e in events if isinstance(e, SessionStarted)), None)
-    recorded = start.options.get("areas") if start else None
-    if all_areas or not isinstance(recorded, list) or not recorded:
-        return None
-    return [str(a) for a in recorded]
-
-
-def _rediagnose_segment(transcript: Transcript, number: int) -> list[Event]:
-    segments = audit_segments(transcript.events)
-    if not segments or not any(recorded_findings(s) for s in segments):
-        raise UsageError(f"{transcript.path}: the session recorded no audit findings to re-diagnose")
-    if not 1 <= number <= len(segments):
-        raise UsageError(f"--audit {number}: the session recorded {len(segments)} audit(s)")
-    segment = segments[number - 1]
-    if transcript.session is not None and not any(isinstance(e, SessionStarted) for e in segment):
-        segment = [transcript.session, *segment]
-    return segment
-
-
-def _scratch_dir() -> str | None:
-    """RAM-backed /dev/shm for the throwaway snapshot (thousands of small files), unless TMPDIR says otherwise."""
-    if os.environ.get("TMPDIR"):
-        return None
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
-
-
-def rediagnose(
-    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None
-) -> tuple[list[FindingChange], list[Finding], RebuildReport, list[str], AuditResult]:
-    """Rebuild the audit's snapshot, audit it today, and compare: (changes, recorded, rebuild, mismatches, result)."""
-    segment = _rediagnose_segment(transcript, number)
-    recorded = recorded_findings(segment)
-    with tempfile.TemporaryDirectory(prefix="rigaudit-rediagnose-", dir=_scratch_dir()) as tmp:
-        root = keep if keep is not None else Path(tmp) / "snapshot"
-        if keep is not None and keep.exists() and any(keep.iterdir()):
-            raise UsageError(f"--save-snapshot {keep}: the folder is not empty")
-        try:
-            report = rebuild_snapshot(segment, root, source=str(transcript.path))
-        except OSError as exc:
-            raise UsageError(f"cannot write the rebuilt snapshot to {root}: {exc.strerror or exc}") from None
-        mismatches = anyio.run(verify_rebuild, segment, root)
-        options = AuditOptions(areas=_areas(segment, all_areas))
-
-        async def audit() -> AuditResult:
-            host = SnapshotHost(root)
-            try:
-                return await run_audit(host, options=options)
-            finally:
-                await host.aclose()
-
-        result = anyio.run(audit)
-    return list(diff_findings(recorded, result.findings).changes), recorded, report, mismatches, result
 
 
 _REDIAGNOSE_WORDS = {"only_b": "new", "only_a": "dropped", "observed": "changed"}
