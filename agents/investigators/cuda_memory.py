@@ -78,6 +78,20 @@ def _all_unsupported(reads: GpuReads) -> bool:
     return bool(failed) and len(failed) == len(reads.results) and set(failed.values()) == {"NOT_SUPPORTED"}
 
 
+def _modes_or_finding(
+    f: CudaMemoryFacts, reads: GpuReads, check: str, title: str, feature: str
+) -> dict[int, tuple[int, int]] | Finding:
+    """(current, pending) per GPU of a mode (MIG, ECC), or the finding when it cannot be judged."""
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    if _all_unsupported(reads):
+        return not_applicable(check, AREA, title, f"these GPUs do not support {feature} (NOT_SUPPORTED)", evidence=reads.refs)
+    modes = _pairs(reads)
+    if not modes:
+        return unknown(check, AREA, title, failure_text(reads, f.inventory), evidence=reads.refs)
+    return modes
+
+
 def judge_compute_mode(f: CudaMemoryFacts) -> Finding:
     check, title = "cuda.compute_mode", "CUDA compute mode"
     if why := nvml_unusable(f.inventory):
@@ -146,13 +160,9 @@ def judge_compute_mode(f: CudaMemoryFacts) -> Finding:
 
 def judge_mig(f: CudaMemoryFacts) -> Finding:
     check, title = "cuda.mig", "MIG mode"
-    if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
-    if _all_unsupported(f.mig):
-        return not_applicable(check, AREA, title, "these GPUs do not support MIG (NOT_SUPPORTED)", evidence=f.mig.refs)
-    modes = _pairs(f.mig)
-    if not modes:
-        return unknown(check, AREA, title, failure_text(f.mig, f.inventory), evidence=f.mig.refs)
+    modes = _modes_or_finding(f, f.mig, check, title, "MIG")
+    if isinstance(modes, Finding):
+        return modes
     on = [i for i, (current, _) in modes.items() if current == 1]
     pending = [i for i, (current, nxt) in modes.items() if current != nxt]
     if not on and not pending:
@@ -319,13 +329,9 @@ def judge_memory_in_use(f: CudaMemoryFacts) -> Finding:
 
 def judge_ecc_mode(f: CudaMemoryFacts) -> Finding:
     check, title = "cuda.ecc_mode", "ECC mode"
-    if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
-    if _all_unsupported(f.ecc):
-        return not_applicable(check, AREA, title, "these GPUs do not support ECC (NOT_SUPPORTED)", evidence=f.ecc.refs)
-    modes = _pairs(f.ecc)
-    if not modes:
-        return unknown(check, AREA, title, failure_text(f.ecc, f.inventory), evidence=f.ecc.refs)
+    modes = _modes_or_finding(f, f.ecc, check, title, "ECC")
+    if isinstance(modes, Finding):
+        return modes
     pending = [i for i, (cur, nxt) in modes.items() if cur != nxt]
     if pending:
         observed = _mode_pairs(f.inventory, modes, pending)

@@ -190,6 +190,31 @@ def start_failure(argv: tuple[str, ...], exc: OSError) -> CommandResult:
     return CommandResult(argv, error="failed_to_start", stderr=f"{argv[0]}: {reason}")
 
 
+def finished(
+    argv: tuple[str, ...],
+    returncode: int | None,
+    out: CappedOutput,
+    err: CappedOutput,
+    *,
+    started: float,
+    timed_out: bool,
+    timeout_s: float,
+) -> CommandResult:
+    """The result of a command that ran (or was killed at its time limit), its output capped."""
+    stderr = err.text()
+    if timed_out:
+        stderr += f"\n[rigaudit: killed after {timeout_s:g} s]"
+    return CommandResult(
+        argv=argv,
+        exit_code=None if timed_out else returncode,
+        stdout=out.text(),
+        stderr=stderr,
+        duration_s=round(time.monotonic() - started, 3),
+        error="timeout" if timed_out else None,
+        truncated=out.cut + err.cut,
+    )
+
+
 async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int = MAX_OUTPUT_BYTES) -> CommandResult:
     """Run argv (never a shell) in its own process group, time-limited, output capped, secrets scrubbed."""
     key = tuple(argv)
@@ -224,18 +249,7 @@ async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int 
             _kill_group(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()
-    stderr = err.text()
-    if timed_out:
-        stderr += f"\n[rigaudit: killed after {timeout_s:g} s]"
-    return CommandResult(
-        argv=key,
-        exit_code=None if timed_out else process.returncode,
-        stdout=out.text(),
-        stderr=stderr,
-        duration_s=round(time.monotonic() - started, 3),
-        error="timeout" if timed_out else None,
-        truncated=out.cut + err.cut,
-    )
+    return finished(key, process.returncode, out, err, started=started, timed_out=timed_out, timeout_s=timeout_s)
 
 
 class LocalHost:

@@ -31,6 +31,7 @@ from tools.hosts.local import (
     MAX_READ_BYTES,
     CappedOutput,
     command_environment,
+    finished,
     list_directory,
     read_file,
     read_link,
@@ -131,18 +132,7 @@ def run_command_sync(
                     stream.close()
         if running is not None:
             running.discard(process.pid)
-    stderr = err.text()
-    if timed_out:
-        stderr += f"\n[rigaudit: killed after {timeout_s:g} s]"
-    return CommandResult(
-        argv=key,
-        exit_code=None if timed_out else process.returncode,
-        stdout=out.text(),
-        stderr=stderr,
-        duration_s=round(time.monotonic() - started, 3),
-        error="timeout" if timed_out else None,
-        truncated=out.cut + err.cut,
-    )
+    return finished(key, process.returncode, out, err, started=started, timed_out=timed_out, timeout_s=timeout_s)
 
 
 def _path(request: protocol.Message) -> str:
