@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agents.investigator import AnyInvestigator
-from tools.model.finding import Finding
-from tools.probe import Probe
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 
 
 class Brain(Protocol):
     """Given the rule findings of one investigator, return the findings to report.
 
     Implementations must keep every rule finding (they may add findings, or refine their
-    explanation); ``orchestrator.audit`` enforces that, and drops added findings that cite no
+    explanation); ``rigaudit.orchestrator.audit`` enforces that, and drops added findings that cite no
     evidence the probe actually read.
     """
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.investigator import AnyInvestigator, CheckDoc
-from agents.registry import all_investigators
+from rigaudit.agents.investigator import AnyInvestigator, CheckDoc
+from rigaudit.agents.registry import all_investigators
 
 FALLBACK_DOCS: dict[str, CheckDoc] = {
     "firmware.rebar": CheckDoc(

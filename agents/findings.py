@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tools.model.finding import Area, Finding, Fix, Severity
+from rigaudit.tools.model.finding import Area, Finding, Fix, Severity
 
 
 def ok(

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from tools.model.finding import Area, Finding, FixKind
-from tools.probe import Probe
+from rigaudit.tools.model.finding import Area, Finding, FixKind
+from rigaudit.tools.probe import Probe
 
 FactsT = TypeVar("FactsT")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import get_args
 
-from agents.investigator import AnyInvestigator
-from tools.model.finding import Area
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.tools.model.finding import Area
 
 AREA_MODULES: tuple[str, ...] = get_args(Area)
 """Every area, in catalog order: the investigator modules under ``agents/investigators/``."""
@@ -16,7 +16,7 @@ def all_investigators() -> list[AnyInvestigator]:
     """Every investigator whose module exists (each module exposes ``INVESTIGATOR``)."""
     found: list[AnyInvestigator] = []
     for name in AREA_MODULES:
-        qualified = f"agents.investigators.{name}"
+        qualified = f"rigaudit.agents.investigators.{name}"
         try:
             module = importlib.import_module(qualified)
         except ModuleNotFoundError as exc:

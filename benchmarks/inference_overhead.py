@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import anyio  # noqa: E402
 
-from tools.bench.loadgen import LoadSpec, run_load  # noqa: E402
+from rigaudit.tools.bench.loadgen import LoadSpec, run_load  # noqa: E402
 
 
 def start_server(ttft_ms: float, itl_ms: float) -> tuple[subprocess.Popen[str], int]:

@@ -18,11 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.cli import main
-from tools.model.audit import AuditResult, HostSummary
-from tools.model.finding import Finding
-from tools.model.plan import Plan
-from transcripts.events import (
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.model.audit import AuditResult, HostSummary
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.model.plan import Plan
+from rigaudit.transcripts.events import (
     AuditFinished,
     Event,
     FindingReported,
@@ -34,8 +34,8 @@ from transcripts.events import (
     SessionStarted,
     ToolCall,
 )
-from transcripts.reader import read_transcript
-from transcripts.writer import TranscriptWriter
+from rigaudit.transcripts.reader import read_transcript
+from rigaudit.transcripts.writer import TranscriptWriter
 
 AREAS = ("firmware", "kernel_params", "numa", "pcie", "driver", "gpu", "power", "nccl_p2p")
 BUDGET_S = 5.0

@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.testing.fake_openai import Generation, OpenAIStreamServer  # noqa: E402
+from rigaudit.tools.testing.fake_openai import Generation, OpenAIStreamServer  # noqa: E402
 
 RESERVED = 16
 

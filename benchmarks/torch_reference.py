@@ -96,7 +96,7 @@ def allreduce(sizes: list[int], iters: int, warmup: int) -> list[dict[str, Any]]
 
 
 def main() -> int:
-    from tools.bench.nccl_parse import human_size, parse_sizes
+    from rigaudit.tools.bench.nccl_parse import human_size, parse_sizes
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=("peer", "allreduce"))

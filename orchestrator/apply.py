@@ -16,19 +16,19 @@ from typing import Literal
 
 import anyio
 
-from orchestrator.approval import Gate, StepView
-from tools.action_text import compress_paths, shell_lines
-from tools.actions.execute import TargetResult, apply_targets, short
-from tools.actions.ops import matches, read_value, wanted
-from tools.actions.persist import manual_persist, persist_lines, persist_targets
-from tools.actions.script import ScriptStep
-from tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand
-from tools.hosts.base import Host
-from tools.journal import Approval, Journal
-from tools.model.finding import Action, CommandAction
-from tools.model.plan import Plan, PlanStep
-from tools.pci import apply_masked
-from transcripts.events import ChangeApplied, Event
+from rigaudit.orchestrator.approval import Gate, StepView
+from rigaudit.tools.action_text import compress_paths, shell_lines
+from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
+from rigaudit.tools.actions.ops import matches, read_value, wanted
+from rigaudit.tools.actions.persist import manual_persist, persist_lines, persist_targets
+from rigaudit.tools.actions.script import ScriptStep
+from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.journal import Approval, Journal
+from rigaudit.tools.model.finding import Action, CommandAction
+from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.pci import apply_masked
+from rigaudit.transcripts.events import ChangeApplied, Event
 
 Emit = Callable[[Event], None]
 StepStatus = Literal["applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "not_attempted"]

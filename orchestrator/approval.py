@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from orchestrator.errors import NotApprovedError
-from tools.journal import Approval, Decision
-from transcripts.events import ApprovalDecided, Event
+from rigaudit.orchestrator.errors import NotApprovedError
+from rigaudit.tools.journal import Approval, Decision
+from rigaudit.transcripts.events import ApprovalDecided, Event
 
 Emit = Callable[[Event], None]
 CHOICES = ("yes", "no", "all", "details", "quit")

@@ -10,16 +10,16 @@ from datetime import datetime, timezone
 
 import anyio
 
-from agents.brain import Brain, merge_refinement
-from agents.facts.baseline import collect_baseline
-from agents.investigator import AnyInvestigator
-from agents.registry import select
-from orchestrator.planner import build_plan
-from tools.hosts.base import Host
-from tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
-from tools.model.finding import Finding
-from tools.probe import HostOpResult, Probe
-from transcripts.events import (
+from rigaudit.agents.brain import Brain, merge_refinement
+from rigaudit.agents.facts.baseline import collect_baseline
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.agents.registry import select
+from rigaudit.orchestrator.planner import build_plan
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import HostOpResult, Probe
+from rigaudit.transcripts.events import (
     AuditFinished,
     Event,
     FindingReported,
@@ -30,7 +30,7 @@ from transcripts.events import (
     ToolCall,
     Warning_,
 )
-from transcripts.tool_calls import tool_call_from_probe
+from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
 Emit = Callable[[Event], None]
 _current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)

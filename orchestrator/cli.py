@@ -8,10 +8,10 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from orchestrator import commands
-from orchestrator.command import Command
-from orchestrator.errors import RigauditError
-from tools.hosts.snapshot import SnapshotError
+from rigaudit.orchestrator import commands
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import RigauditError
+from rigaudit.tools.hosts.snapshot import SnapshotError
 
 _ORDER = (
     "audit",

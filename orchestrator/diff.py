@@ -17,18 +17,18 @@ from typing import Literal
 import anyio
 from pydantic import ValidationError
 
-from orchestrator.audit import AuditOptions, run_audit
-from orchestrator.errors import UsageError
-from tools.diffing import SideInfo
-from tools.hosts.snapshot import SnapshotError, SnapshotHost
-from tools.model.audit import AUDIT_SCHEMA, AuditResult
-from tools.model.finding import Finding
-from transcripts.compare import audit_segments, recorded_findings
-from transcripts.errors import TranscriptError
-from transcripts.events import AuditFinished, SessionStarted, ToolCall
-from transcripts.format import HEADER_KEY
-from transcripts.reader import read_transcript
-from transcripts.rebuild import rebuild_snapshot
+from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.diffing import SideInfo
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.compare import audit_segments, recorded_findings
+from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.transcripts.events import AuditFinished, SessionStarted, ToolCall
+from rigaudit.transcripts.format import HEADER_KEY
+from rigaudit.transcripts.reader import read_transcript
+from rigaudit.transcripts.rebuild import rebuild_snapshot
 
 SideKind = Literal["snapshot", "audit", "transcript", "bundle"]
 

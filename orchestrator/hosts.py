@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from orchestrator.errors import UsageError
-from tools.demo import DEMOS, demo_snapshot
-from tools.hosts.base import Host
-from tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.demo import DEMOS, demo_snapshot
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 
 
 def add_host_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +44,6 @@ def open_host(args: argparse.Namespace) -> Host:
         raise UsageError(str(exc)) from None
     if latency:
         raise UsageError("--replay-latency-ms only applies to --snapshot or --demo")
-    from tools.hosts.local import LocalHost
+    from rigaudit.tools.hosts.local import LocalHost
 
     return LocalHost()

@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.llm import LLMBrain, LlmConfig, LlmError
-from orchestrator.errors import UsageError
-from tools.policy import Verdict
-from tools.shell import Approver
-from transcripts.events import Event
+from rigaudit.agents.llm import LLMBrain, LlmConfig, LlmError
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.policy import Verdict
+from rigaudit.tools.shell import Approver
+from rigaudit.transcripts.events import Event
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _FILE_KEYS = {f.name: f.type for f in dataclasses.fields(LlmConfig) if f.name not in ("api_key",)}
@@ -135,7 +135,7 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
 
 def terminal_approver() -> Approver | None:
     """Asks the person at the terminal about a command the policy says ``ask``; ``None`` (refuse) without one."""
-    from orchestrator.approval import TerminalConsole, is_interactive
+    from rigaudit.orchestrator.approval import TerminalConsole, is_interactive
 
     if not is_interactive():
         return None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orchestrator.errors import UsageError
-from tools.atomic import atomic_write_text
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.atomic import atomic_write_text
 
 
 def write_json(path: Path, text: str) -> None:

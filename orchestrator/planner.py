@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tools.model.finding import FIX_KIND_ORDER, SEVERITY_ORDER, Action, Finding
-from tools.model.plan import Plan, PlanStep, Priority
+from rigaudit.tools.model.finding import FIX_KIND_ORDER, SEVERITY_ORDER, Action, Finding
+from rigaudit.tools.model.plan import Plan, PlanStep, Priority
 
 SYMPTOM_CAUSES: dict[str, tuple[str, ...]] = {
     "p2p.status": ("pcie.acs", "kernel.iommu", "driver.version"),

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.audit import AuditOptions, run_audit
-from orchestrator.errors import UsageError
-from tools.diffing import FindingChange, diff_findings
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.audit import AuditResult
-from tools.model.finding import Finding
-from transcripts.compare import audit_segments, recorded_findings
-from transcripts.events import Event, SessionStarted
-from transcripts.reader import Transcript
-from transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
+from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.diffing import FindingChange, diff_findings
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.compare import audit_segments, recorded_findings
+from rigaudit.transcripts.events import Event, SessionStarted
+from rigaudit.transcripts.reader import Transcript
+from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
 
 
 def _areas(events: list[Event], all_areas: bool) -> list[str] | None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tools.action_text import describe, shell_lines
-from tools.atomic import atomic_write_text
-from tools.model.audit import AuditResult
-from tools.model.finding import SEVERITY_ORDER, Finding
-from tools.model.plan import PlanStep
+from rigaudit.tools.action_text import describe, shell_lines
+from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
+from rigaudit.tools.model.plan import PlanStep
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"

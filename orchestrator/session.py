@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from transcripts.events import Event, SessionEnded, SessionStarted, Warning_
+from rigaudit.transcripts.events import Event, SessionEnded, SessionStarted, Warning_
 
 Consumer = Callable[[Event], None]
 
 
 def versions() -> dict[str, str]:
-    from orchestrator.cli import version
+    from rigaudit.orchestrator.cli import version
 
     return {"rigaudit": version(), "python": platform.python_version(), "platform": sys.platform}
 
@@ -41,8 +41,8 @@ class Session:
                 self.emit(Warning_(text=f"event consumer {consumer!r} failed and was detached: {exc}"))
 
     def open_transcript(self) -> None:
-        from transcripts.store import default_transcript_path
-        from transcripts.writer import TranscriptWriter
+        from rigaudit.transcripts.store import default_transcript_path
+        from rigaudit.transcripts.writer import TranscriptWriter
 
         path = self.transcript_path or default_transcript_path(self.command)
         try:

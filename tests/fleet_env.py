@@ -37,10 +37,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.tools.hosts.recording import RecordingHost
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.probe import Probe
 from tests.mutate import set_file, set_nvml
-from tools.hosts.recording import RecordingHost
-from tools.hosts.snapshot import SnapshotHost
-from tools.probe import Probe
 
 SSHD = Path("/usr/sbin/sshd")
 SUBNET = "10.77.0"
@@ -86,7 +86,7 @@ def require_netns() -> None:
 
 def record_snapshot(source: Path, target: Path) -> Path:
     """What ``rigaudit snapshot`` on a machine like ``source`` records: the collectors' reads only."""
-    from orchestrator.commands.snapshot import collect_all
+    from rigaudit.orchestrator.commands.snapshot import collect_all
 
     async def main() -> None:
         host = RecordingHost(SnapshotHost(source))

@@ -8,17 +8,17 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.apply import ApplyOptions, ApplyReport, apply_plan
-from orchestrator.approval import Gate, ScriptedConsole
-from orchestrator.errors import NotApprovedError
+from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan
+from rigaudit.orchestrator.approval import Gate, ScriptedConsole
+from rigaudit.orchestrator.errors import NotApprovedError
+from rigaudit.tools.actions.rollback import rollback
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.journal import Journal, read_journal
+from rigaudit.tools.model.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction
+from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.transcripts.events import ApprovalDecided, ChangeApplied, Event
 from tests.test_apply_support import CPUIDLE, DEVCTL, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan
-from tools.actions.rollback import rollback
-from tools.hosts.base import Host
-from tools.hosts.snapshot import SnapshotHost
-from tools.journal import Journal, read_journal
-from tools.model.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction
-from tools.model.plan import Plan, PlanStep
-from transcripts.events import ApprovalDecided, ChangeApplied, Event
 
 
 @pytest.fixture
@@ -331,7 +331,7 @@ def test_persist_creates_missing_files_with_install_on_other_hosts(ram: Path) ->
 
 
 def test_a_writable_snapshot_creates_and_removes_files_under_etc_only(ram: Path) -> None:
-    from tools.hosts.base import HostWriteError
+    from rigaudit.tools.hosts.base import HostWriteError
 
     root = mini_seed(ram / "copy")
     host = SnapshotHost(root, writable=True)
@@ -370,7 +370,7 @@ class _ChoiceHost(MemoryHost):
     async def write(self, path: str, data: bytes, *, offset: int | None = None) -> None:
         if path != self.PATH:
             return await super().write(path, data, offset=offset)
-        from tools.hosts.base import HostWriteError
+        from rigaudit.tools.hosts.base import HostWriteError
 
         self.writes.append(path)
         word = data.decode().strip()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
+from rigaudit.orchestrator.cli import main
 from tests.test_apply_support import SEED, fast_tmp, seed_digest, tree_digest
 
 
@@ -16,7 +16,7 @@ def ram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for folder in fast_tmp(tmp_path):
         monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
         monkeypatch.chdir(folder)
-        monkeypatch.setattr("orchestrator.approval.is_interactive", lambda: False)
+        monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
         yield folder
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, PciRegisterAction, SysctlAction, SysfsWriteAction
-from tools.model.plan import Plan, PlanStep
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, PciRegisterAction, SysctlAction, SysfsWriteAction
+from rigaudit.tools.model.plan import Plan, PlanStep
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 GPUS = (

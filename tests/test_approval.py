@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.approval import Gate, ScriptedConsole, StepView, require_approval
-from orchestrator.errors import NotApprovedError
-from transcripts.events import ApprovalDecided, Event
+from rigaudit.orchestrator.approval import Gate, ScriptedConsole, StepView, require_approval
+from rigaudit.orchestrator.errors import NotApprovedError
+from rigaudit.transcripts.events import ApprovalDecided, Event
 
 
 def _view(step_id: str) -> StepView:

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rigaudit.transcripts.events import SessionEnded
+from rigaudit.transcripts.reader import read_transcript
 from tests.conftest import SEED
-from transcripts.events import SessionEnded
-from transcripts.reader import read_transcript
 
 
 def test_sigint_keeps_partial_results(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_sigint_keeps_partial_results(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "orchestrator",
+            "rigaudit",
             "audit",
             "--snapshot",
             str(SEED),

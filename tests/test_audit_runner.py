@@ -6,13 +6,13 @@ from pathlib import Path
 
 import anyio
 
-from agents.findings import ok, problem
-from agents.investigator import Investigator
-from orchestrator.audit import AuditControl, AuditOptions, run_audit
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Fix, SysctlAction
-from tools.probe import Probe
-from transcripts.events import Event, InvestigatorFinished, ToolCall
+from rigaudit.agents.findings import ok, problem
+from rigaudit.agents.investigator import Investigator
+from rigaudit.orchestrator.audit import AuditControl, AuditOptions, run_audit
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Fix, SysctlAction
+from rigaudit.tools.probe import Probe
+from rigaudit.transcripts.events import Event, InvestigatorFinished, ToolCall
 
 
 async def _read_numa(probe: Probe) -> str | None:

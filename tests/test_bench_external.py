@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-from tools.bench.errors import BenchFailed, BenchInputError
-from tools.bench.external import parse_summaries, run_command
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench.errors import BenchFailed, BenchInputError
+from rigaudit.tools.bench.external import parse_summaries, run_command
 
 SGLANG = """\
 Namespace(backend='sglang', base_url=None, host='0.0.0.0', port=30000, dataset_name='random', num_prompts=200, max_concurrency=16)

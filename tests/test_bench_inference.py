@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.cli import main
-from tools.bench._http import StreamingClient
-from tools.bench.loadgen import LoadSpec, endpoint, make_prompt, one_request, request_body, run_load
-from tools.bench.results import BENCH_SCHEMA, load_result
-from tools.testing.fake_openai import FakeTiming, fake_server
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench._http import StreamingClient
+from rigaudit.tools.bench.loadgen import LoadSpec, endpoint, make_prompt, one_request, request_body, run_load
+from rigaudit.tools.bench.results import BENCH_SCHEMA, load_result
+from rigaudit.tools.testing.fake_openai import FakeTiming, fake_server
 
 
 def _run(spec: LoadSpec):  # type: ignore[no-untyped-def]

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-from tools.bench import nccl
-from tools.bench._nccl_worker import worker_env
-from tools.bench.errors import BenchInputError, BenchUnavailable
-from tools.bench.nccl_parse import bus_factor, human_size, parse_nccl_tests, parse_size, parse_sizes, parse_transports
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench import nccl
+from rigaudit.tools.bench._nccl_worker import worker_env
+from rigaudit.tools.bench.errors import BenchInputError, BenchUnavailable
+from rigaudit.tools.bench.nccl_parse import bus_factor, human_size, parse_nccl_tests, parse_size, parse_sizes, parse_transports
 
 NCCL_TESTS_NEW = """\
 # nThread 1 nGpus 2 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1

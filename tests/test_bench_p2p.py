@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator.cli import main
-from tools.bench import gpu, p2p
-from tools.bench.errors import BenchInputError, BenchUnavailable
-from tools.bench.links import GpuLinks, NvLink, norm_bus_id, pair_limit, pcie_limit, read_links
-from tools.bench.p2p import GpuInfo, PairMeasurement, build_report, judge_pair, save_for_audit
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench import gpu, p2p
+from rigaudit.tools.bench.errors import BenchInputError, BenchUnavailable
+from rigaudit.tools.bench.links import GpuLinks, NvLink, norm_bus_id, pair_limit, pcie_limit, read_links
+from rigaudit.tools.bench.p2p import GpuInfo, PairMeasurement, build_report, judge_pair, save_for_audit
 
 H200_BUS = ("0000:1b:00.0", "0000:43:00.0")
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from transcripts.events import BenchResultReported
-from transcripts.reader import read_transcript
+from rigaudit.transcripts.events import BenchResultReported
+from rigaudit.transcripts.reader import read_transcript
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
 
@@ -19,7 +19,7 @@ def test_compare_of_the_recorded_runs_finds_noise_and_says_so(tmp_path: Path) ->
         [
             sys.executable,
             "-m",
-            "orchestrator",
+            "rigaudit",
             "bench",
             "compare",
             str(RECORDED / "inference_base.json"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm.client import ToolCallRequest
-from orchestrator.chat.intent import parse_intent
-from orchestrator.chat.planner import step_for
-from orchestrator.chat.steps import CommandError, Step, parse_command
+from rigaudit.agents.llm.client import ToolCallRequest
+from rigaudit.orchestrator.chat.intent import parse_intent
+from rigaudit.orchestrator.chat.planner import step_for
+from rigaudit.orchestrator.chat.steps import CommandError, Step, parse_command
 
 STORY = (
     "write down in system-improve.md, apply the changes runtime only for now, check that p2p works with some manual "

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.approval import ScriptedConsole
-from orchestrator.cli import build_parser
-from orchestrator.commands.chat import run_chat
-from tools.testing.fake_openai import FakeTiming, OpenAIStreamServer, fake_server
-from tools.testing.scripted_openai import ScriptedOpenAIServer, call, calls, fail, say
-from transcripts.events import ApprovalDecided, Event, LlmExchange, Message
+from rigaudit.orchestrator.approval import ScriptedConsole
+from rigaudit.orchestrator.cli import build_parser
+from rigaudit.orchestrator.commands.chat import run_chat
+from rigaudit.tools.testing.fake_openai import FakeTiming, OpenAIStreamServer, fake_server
+from rigaudit.tools.testing.scripted_openai import ScriptedOpenAIServer, call, calls, fail, say
+from rigaudit.transcripts.events import ApprovalDecided, Event, LlmExchange, Message
 
 STORY = (
     "write down in system-improve.md, apply the changes runtime only for now, check that p2p works with some manual "
@@ -209,7 +209,7 @@ def test_a_failing_model_leaves_the_commands_working(seed_dir: Path, work: Path)
 @pytest.mark.slow
 def test_a_pipe_feeds_one_command_per_line_and_eof_ends(seed_dir: Path, work: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", "chat", "--snapshot", str(seed_dir), "--no-transcript"],
+        [sys.executable, "-m", "rigaudit.orchestrator.cli", "chat", "--snapshot", str(seed_dir), "--no-transcript"],
         input="/plan\n/why pcie.mrrs\nhello?\n",
         capture_output=True,
         text=True,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.catalog import catalog, render_markdown
-from agents.registry import all_investigators
-from orchestrator.cli import main
+from rigaudit.agents.catalog import catalog, render_markdown
+from rigaudit.agents.registry import all_investigators
+from rigaudit.orchestrator.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "checks.md"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-from tools.bench.compare import compare, stability_warnings
-from tools.bench.errors import BenchInputError
-from tools.bench.results import BenchResult, Sample, load_result, summarize
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench.compare import compare, stability_warnings
+from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.results import BenchResult, Sample, load_result, summarize
 
 
 def _result(levels: dict[int, list[float]], *, requests: int = 24, seed: int = 1, slow_first: int = 0) -> BenchResult:

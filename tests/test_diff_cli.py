@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator.cli import main
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.diffing import DIFF_SCHEMA
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.transcripts.events import SessionStarted
+from rigaudit.transcripts.writer import TranscriptWriter
 from tests.test_diff_support import SEED, after_update, audited, scratch
-from tools.diffing import DIFF_SCHEMA
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.audit import AuditResult
-from transcripts.events import SessionStarted
-from transcripts.writer import TranscriptWriter
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_two_snapshots_compare_findings_and_values(
     async def cached(host: SnapshotHost, **_: object) -> AuditResult:  # audited once already (the share tests audit bundles)
         return audited(host.root)[0]
 
-    monkeypatch.setattr("orchestrator.diff.run_audit", cached)
+    monkeypatch.setattr("rigaudit.orchestrator.diff.run_audit", cached)
     out = tmp_path / "d.json"
     assert main(["diff", str(SEED), str(sides["after"]), "--json", str(out), "--rows", "2"]) == 1
     doc = json.loads(out.read_text())

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit import run_audit
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.transcripts.events import SessionEnded, SessionStarted
+from rigaudit.transcripts.writer import TranscriptWriter
 from tests.mutate import light_copy, set_command, set_file, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.audit import AuditResult
-from transcripts.events import SessionEnded, SessionStarted
-from transcripts.writer import TranscriptWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"

@@ -10,18 +10,18 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.commands.audit import COMMAND as AUDIT
-from orchestrator.errors import UsageError
-from orchestrator.fleet.analysis import fleet_plan, outliers
-from orchestrator.fleet.cli import run_fleet_from_args
-from orchestrator.fleet.events import FleetEvent, FleetFinished, HostFailed, HostJudged
-from orchestrator.fleet.model import FleetResult, HostAudit
-from orchestrator.fleet.report import render_fleet_report
-from orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers
+from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
+from rigaudit.orchestrator.fleet.events import FleetEvent, FleetFinished, HostFailed, HostJudged
+from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
+from rigaudit.orchestrator.fleet.report import render_fleet_report
+from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.tools.model.audit import AuditResult, HostSummary
+from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
+from rigaudit.tools.remote.transport import ReplayTransport
 from tests.fleet_env import NEW_DRIVER, OLD_DRIVER, fleet_snapshots
-from tools.model.audit import AuditResult, HostSummary
-from tools.remote.tarstream import snapshot_tar_bytes
-from tools.remote.transport import ReplayTransport
 
 
 @pytest.fixture(scope="module")
@@ -168,8 +168,8 @@ def test_the_judging_worker_protocol(tmp_path: Path) -> None:
     import pickle
     import struct
 
-    from orchestrator.fleet.pool import serve
-    from orchestrator.fleet.worker import Judged, JudgeJob
+    from rigaudit.orchestrator.fleet.pool import serve
+    from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob
 
     job = JudgeJob("x", "test:x", str(tmp_path / "snapshot"), archive=b"not a tar stream")
     body = pickle.dumps(job)
@@ -208,6 +208,6 @@ def test_an_old_rigaudit_on_the_node_falls_back_to_the_agent(tmp_path: Path) -> 
 
 
 def test_empty_hosts_is_a_usage_error_not_a_local_audit() -> None:
-    from orchestrator.cli import main
+    from rigaudit.orchestrator.cli import main
 
     assert main(["audit", "--hosts", "", "--no-live", "--no-transcript"]) == 2

@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.commands.audit import COMMAND as AUDIT
-from orchestrator.fleet.cli import run_fleet_from_args
-from orchestrator.fleet.model import FleetResult
-from orchestrator.fleet.runner import FleetOptions, run_slurm_fleet
+from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
+from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
+from rigaudit.orchestrator.fleet.model import FleetResult
+from rigaudit.orchestrator.fleet.runner import FleetOptions, run_slurm_fleet
+from rigaudit.tools.remote.slurm import SlurmJob
 from tests.fleet_env import RIGAUDIT, OneNodeSlurm, fleet_snapshots
-from tools.remote.slurm import SlurmJob
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 

@@ -13,17 +13,17 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.commands.audit import COMMAND as AUDIT
-from orchestrator.fleet.cli import run_fleet_from_args
-from orchestrator.fleet.model import FleetResult
-from orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
+from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
+from rigaudit.orchestrator.fleet.model import FleetResult
+from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.tools.hosts.local import LocalHost
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.remote.client import RemoteHost
+from rigaudit.tools.remote.session import collect_node
+from rigaudit.tools.remote.tarstream import extract_snapshot_tar
+from rigaudit.tools.remote.transport import SshTransport, node_script
 from tests.fleet_env import NEW_DRIVER, LoopbackSshd, NamespaceFleet, fleet_snapshots, namespace_fleet
-from tools.hosts.local import LocalHost
-from tools.hosts.snapshot import SnapshotHost
-from tools.remote.client import RemoteHost
-from tools.remote.session import collect_node
-from tools.remote.tarstream import extract_snapshot_tar
-from tools.remote.transport import SshTransport, node_script
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 DEGRADED, OTHER_DRIVER = 3, 6  # node3 serves the degraded link, node6 the other driver

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.commands.snapshot import COMMAND as SNAPSHOT
-from orchestrator.errors import UsageError
-from orchestrator.fleet.targets import parse_hosts
-from tools.hosts.snapshot import SnapshotHost
-from tools.remote.framing import FRAMER, TAG, FrameReader
-from tools.remote.payload import MODULES, build_payload, framed_payload
-from tools.remote.slurm import SlurmJob, task_argv
-from tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
-from tools.remote.transport import SshTransport, TransportError, node_script
+from rigaudit.orchestrator.commands.snapshot import COMMAND as SNAPSHOT
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.fleet.targets import parse_hosts
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.remote.framing import FRAMER, TAG, FrameReader
+from rigaudit.tools.remote.payload import MODULES, build_payload, framed_payload
+from rigaudit.tools.remote.slurm import SlurmJob, task_argv
+from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
+from rigaudit.tools.remote.transport import SshTransport, TransportError, node_script
 
 BARE_PYTHON = Path("/usr/bin/python3")
 VM = Path(__file__).parent / "fixtures" / "h200x2-vm"
@@ -218,11 +218,18 @@ def _requests(*items: dict[str, object]) -> bytes:
 
 @pytest.mark.skipif(not BARE_PYTHON.exists(), reason="no /usr/bin/python3 to play a bare node")
 def test_the_payload_serves_from_memory_on_a_python_without_rigaudit_or_pydantic(tmp_path: Path) -> None:
-    from tools.remote.payload import bootstrap_command
+    from rigaudit.tools.remote.payload import bootstrap_command
 
     names = set(zipfile.ZipFile(io.BytesIO(build_payload())).namelist())
-    assert {"__main__.py", "pynvml.py", "tools/__init__.py", "tools/hosts/local.py", "tools/remote/agent.py"} <= names
-    assert not any(n.startswith(("pydantic", "anyio", "orchestrator", "agents")) for n in names)
+    assert {
+        "__main__.py",
+        "pynvml.py",
+        "rigaudit/__init__.py",
+        "rigaudit/tools/__init__.py",
+        "rigaudit/tools/hosts/local.py",
+        "rigaudit/tools/remote/agent.py",
+    } <= names
+    assert not any(n.startswith(("pydantic", "anyio", "rigaudit/orchestrator", "rigaudit/agents")) for n in names)
     marker = tmp_path / "cmdline"
     marker.write_text("quiet splash\n")
     stdin = framed_payload() + _requests(
@@ -275,7 +282,7 @@ def test_snapshot_stdout_streams_a_prepared_snapshot(
 def test_snapshot_stdout_records_this_machine(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import orchestrator.commands.snapshot as snapshot_command
+    import rigaudit.orchestrator.commands.snapshot as snapshot_command
 
     seed = VM
     monkeypatch.delenv("RIGAUDIT_SNAPSHOT_SOURCE", raising=False)
@@ -316,7 +323,7 @@ def test_payload_lists_only_stdlib_importers() -> None:
             for name in names:
                 top = name.split(".")[0]
                 assert top in allowed or top in sys.stdlib_module_names or top == "__future__", f"{module} imports {name}"
-                if top == "tools":
+                if top == "rigaudit":
                     assert name in MODULES or name.rsplit(".", 1)[0] in MODULES, f"{module} imports {name}, not in the payload"
 
 
@@ -332,7 +339,7 @@ def _interpreter(version: str) -> str | None:
 
 @pytest.mark.parametrize("version", ["3.9", "3.13"])
 def test_the_agent_runs_on_the_oldest_and_newest_supported_pythons(version: str) -> None:
-    from tools.remote.payload import bootstrap_command
+    from rigaudit.tools.remote.payload import bootstrap_command
 
     python = _interpreter(version)
     if python is None:
@@ -344,7 +351,7 @@ def test_the_agent_runs_on_the_oldest_and_newest_supported_pythons(version: str)
 
 
 def test_a_too_old_python_says_so() -> None:
-    from tools.remote.payload import bootstrap_command
+    from rigaudit.tools.remote.payload import bootstrap_command
 
     python = _interpreter("3.8")
     if python is None:

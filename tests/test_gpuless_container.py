@@ -7,8 +7,8 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.audit import run_audit
-from tools.hosts.snapshot import SnapshotHost
+from rigaudit.orchestrator.audit import run_audit
+from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 CPUINFO = "".join(
     f"processor\t: {i}\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"

@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.container import INVESTIGATOR, shm_size
+from rigaudit.agents.investigators.container import INVESTIGATOR, shm_size
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, remove_file, set_command, set_file, set_link
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding
-from tools.probe import Probe
 
 LXC = "/etc/pve/lxc/101.conf"
 LIMITS = (

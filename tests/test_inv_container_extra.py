@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.container import INVESTIGATOR
+from rigaudit.agents.investigators.container import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_command, set_file
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 CONF = "/etc/pve/lxc/101.conf"
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.cuda_memory import INVESTIGATOR
+from rigaudit.agents.investigators.cuda_memory import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, add_process, light_copy, set_nvml_many
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 GIB = 2**30
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.driver import CHECKS, INVESTIGATOR, kernel_version
+from rigaudit.agents.investigators.driver import CHECKS, INVESTIGATOR, kernel_version
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, light_copy, ram_dir, set_command, set_file, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
-from tools.probe import Probe
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 PROPRIETARY = (

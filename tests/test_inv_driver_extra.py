@@ -7,7 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.driver import INVESTIGATOR
+from rigaudit.agents.investigators.driver import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import (
     add_process,
     light_copy,
@@ -18,9 +21,6 @@ from tests.mutate import (
     set_link,
     set_nvml,
 )
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding
-from tools.probe import Probe
 
 SB_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 RUNNING = "6.8.12-11-pve"

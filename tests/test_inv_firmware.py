@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.firmware import CHECKS, INVESTIGATOR, parse_cpuinfo
+from rigaudit.agents.investigators.firmware import CHECKS, INVESTIGATOR, parse_cpuinfo
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.pci.sysfs import config_path
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_tree, set_command, set_file, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.pci.sysfs import config_path
-from tools.probe import Probe
 
 MiB = 1 << 20
 VRAM = 102641958912

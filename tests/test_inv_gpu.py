@@ -9,12 +9,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.gpu import INVESTIGATOR, parse_xids
+from rigaudit.agents.investigators.gpu import INVESTIGATOR, parse_xids
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.policy import Verdict
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_command, remove_nvml, set_command, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.policy import Verdict
-from tools.probe import Probe
 
 XID_79 = "[ 8812.114233] NVRM: Xid (PCI:0000:03:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
 XID_13 = "[  912.000001] NVRM: Xid (PCI:0000:c4:00): 13, pid=4242, name=python3, Graphics Exception\n"

@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators._gpu_gsp import gsp_lines
-from agents.investigators.gpu import INVESTIGATOR
+from rigaudit.agents.investigators._gpu_gsp import gsp_lines
+from rigaudit.agents.investigators.gpu import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_command, set_nvml, set_nvml_many
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 XID_119 = (
     "[ 8123.4] NVRM: Xid (PCI:0000:43:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response "

@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.kernel_params import CHECKS, INVESTIGATOR, selected
+from rigaudit.agents.investigators.kernel_params import CHECKS, INVESTIGATOR, selected
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction, SysfsWriteAction
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_file, remove_link, remove_tree, set_command, set_file
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding, SysctlAction, SysfsWriteAction
-from tools.probe import Probe
 
 GPU_GROUPS = (13, 15, 19, 21, 25, 27, 31, 33)
 SEED_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.12-11-pve root=/dev/mapper/pve-root ro quiet"

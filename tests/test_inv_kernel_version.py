@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.kernel_version import CHECKS, INVESTIGATOR, parse_kernel_version, parse_nvrm
+from rigaudit.agents.investigators.kernel_version import CHECKS, INVESTIGATOR, parse_kernel_version, parse_nvrm
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_file, remove_tree, set_command, set_file
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 MODULES = "nvidia_uvm 1925120 8 - Live 0x0\nvfio_pci 16384 0 - Live 0x0\nzfs 6582272 6 - Live 0x0\n"
 

@@ -9,11 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from agents.investigators.nccl_p2p import BENCH_FILE, INVESTIGATOR
+from rigaudit.agents.investigators.nccl_p2p import BENCH_FILE, INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, add_process, light_copy, remove_nvml, set_file, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 
 @pytest.fixture

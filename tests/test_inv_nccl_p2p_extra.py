@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.facts.python_env import dist_version, required_version
-from agents.investigators.nccl_p2p import INVESTIGATOR
+from rigaudit.agents.facts.python_env import dist_version, required_version
+from rigaudit.agents.investigators.nccl_p2p import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, add_process, light_copy, set_file, set_link
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 ROOT = "/proc/5000/root"

@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.numa import CHECKS, INVESTIGATOR
+from rigaudit.agents.investigators.numa import CHECKS, INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, ram_dir, remove_tree, set_command, set_file
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding, SysctlAction
-from tools.probe import Probe
 
 GPU0 = "/sys/bus/pci/devices/0000:03:00.0"
 GPU4 = "/sys/bus/pci/devices/0000:83:00.0"

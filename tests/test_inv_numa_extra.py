@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.numa import INVESTIGATOR
+from rigaudit.agents.investigators.numa import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding, SysctlAction
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, light_copy, set_command, set_file
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding, SysctlAction
-from tools.probe import Probe
 
 MEMINFO = (
     "MemTotal:       1610612736 kB\nMemFree:        1127428915 kB\n"

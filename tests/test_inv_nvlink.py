@@ -8,11 +8,11 @@ from typing import Any
 import anyio
 import pytest
 
-from agents.investigators.nvlink import INVESTIGATOR
+from rigaudit.agents.investigators.nvlink import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_nvml_many
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.pcie import CHECKS, INVESTIGATOR
+from rigaudit.agents.investigators.pcie import CHECKS, INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding, PciRegisterAction
+from rigaudit.tools.pci import register_offset
+from rigaudit.tools.pci.sysfs import config_path
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_command, set_file, set_link, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding, PciRegisterAction
-from tools.pci import register_offset
-from tools.pci.sysfs import config_path
-from tools.probe import Probe
 
 GPU0, GPU1, GPU3 = "0000:03:00.0", "0000:04:00.0", "0000:44:00.0"
 GPUS = (

@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.power import CHECKS, INVESTIGATOR, cpu_ranges, parse_cpulist
+from rigaudit.agents.investigators.power import CHECKS, INVESTIGATOR, cpu_ranges, parse_cpulist
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import CommandAction, Finding, SysfsWriteAction
+from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, ram_dir, remove_file, remove_tree, set_command, set_file, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import CommandAction, Finding, SysfsWriteAction
-from tools.probe import Probe
 
 CPU = "/sys/devices/system/cpu"
 

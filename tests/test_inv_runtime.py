@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.investigators.runtime import INVESTIGATOR, debug_variables, parse_torch_version
+from rigaudit.agents.investigators.runtime import INVESTIGATOR, debug_variables, parse_torch_version
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, set_file, set_link, set_unreadable
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 MAPS = f"7f2a1c000000-7f2a1e000000 r-xp 00000000 00:2f 1234 {SITE}/torch/lib/libtorch_cuda.so\n"

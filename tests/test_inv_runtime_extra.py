@@ -7,13 +7,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.facts.proc_info import Limit, parse_limits, status_uid
-from agents.investigators._runtime_cuda import driver_cuda
-from agents.investigators.runtime import INVESTIGATOR
+from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_uid
+from rigaudit.agents.investigators._runtime_cuda import driver_cuda
+from rigaudit.agents.investigators.runtime import INVESTIGATOR
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, set_file, set_link, set_nvml
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.finding import Finding
-from tools.probe import Probe
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 MAPS = f"7f2a1c000000-7f2a1e000000 r-xp 00000000 00:2f 1234 {SITE}/torch/lib/libtorch_cuda.so\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.actions.targets import PciRegisterTarget, ValueFileTarget
-from tools.journal import JOURNAL_SCHEMA, Approval, Journal, JournalError, default_journal_path, read_journal
+from rigaudit.tools.actions.targets import PciRegisterTarget, ValueFileTarget
+from rigaudit.tools.journal import JOURNAL_SCHEMA, Approval, Journal, JournalError, default_journal_path, read_journal
 
 NUMA = ValueFileTarget(path="/proc/sys/kernel/numa_balancing", value="0", label="kernel.numa_balancing")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.hosts.links import MAX_LINK_HOPS, resolve_links
+from rigaudit.tools.hosts.links import MAX_LINK_HOPS, resolve_links
 
 LINKS = {
     "/sys/bus/pci/devices/0000:03:00.0": "../../../devices/pci0000:00/0000:00:01.1/0000:03:00.0",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import anyio
 
-from agents.registry import select
-from orchestrator.audit import AuditOptions, run_audit
-from tools.hosts.base import CommandResult, FileResult
-from tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.registry import select
+from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.tools.hosts.base import CommandResult, FileResult
+from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tools.hosts.base import Host, HostWriteError
-from tools.hosts.local import CappedOutput, LocalHost, command_environment, read_file
+from rigaudit.tools.hosts.base import Host, HostWriteError
+from rigaudit.tools.hosts.local import CappedOutput, LocalHost, command_environment, read_file
 
 PY = sys.executable
 

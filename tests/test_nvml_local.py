@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tools.hosts.local import LocalHost
-from tools.hosts.nvml_local import NvmlFacade, device_arg_positions, is_read_only, to_json
+from rigaudit.tools.hosts.local import LocalHost
+from rigaudit.tools.hosts.nvml_local import NvmlFacade, device_arg_positions, is_read_only, to_json
 
 ERRORS = {
     "INVALID_ARGUMENT": 2,

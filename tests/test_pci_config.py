@@ -1,4 +1,4 @@
-"""tools.pci decodes configuration space: the seed's real images, cross-checked with lspci, and edge cases."""
+"""rigaudit.tools.pci decodes configuration space: the seed's real images, cross-checked with lspci, and edge cases."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tools.hosts.snapshot import SnapshotHost
-from tools.pci import PciConfig, PciConfigError, parse_config
-from tools.pci.sysfs import read_config
-from tools.probe import Probe
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.pci import PciConfig, PciConfigError, parse_config
+from rigaudit.tools.pci.sysfs import read_config
+from rigaudit.tools.probe import Probe
 
 GPU = "0000:03:00.0"
 ROOT_PORT = "0000:00:01.1"

@@ -1,4 +1,4 @@
-"""tools.pci's tree helpers: bridges above a device and the switch two devices share."""
+"""rigaudit.tools.pci's tree helpers: bridges above a device and the switch two devices share."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import anyio
 
-from tools.hosts.snapshot import SnapshotHost
-from tools.pci import bridges_above, bridges_between, common_upstream, device_chain, root_complex
-from tools.pci.sysfs import read_chain, read_driver
-from tools.probe import Probe
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.pci import bridges_above, bridges_between, common_upstream, device_chain, root_complex
+from rigaudit.tools.pci.sysfs import read_chain, read_driver
+from rigaudit.tools.probe import Probe
 
 TARGET = "../../../devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.planner import build_plan, rank
-from tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, SysctlAction
+from rigaudit.orchestrator.planner import build_plan, rank
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, SysctlAction
 
 
 def _problem(check: str, severity: str, kind: str = "runtime", risk: str = "low", actions: tuple = ()) -> Finding:  # type: ignore[type-arg]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.policy import judge_argv, judge_command_line
+from rigaudit.tools.policy import judge_argv, judge_command_line
 
 CORPUS = Path(__file__).parent / "policy_corpus.txt"
 _REPEAT = re.compile(r"\{\{(.)\*(\d+)\}\}")

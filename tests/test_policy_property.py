@@ -7,7 +7,7 @@ import shlex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools.policy import judge_argv, judge_command_line
+from rigaudit.tools.policy import judge_argv, judge_command_line
 
 NVSMI_STATE_FLAGS = [
     ["-r"],

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.cli import main
-from tools.policy import POLICY, Form, Policy, Rule, RuleError, engine, judge_argv, judge_command_line, lexer, paths
-from tools.policy.engine import FALLBACKS
-from tools.policy.rules import RULES
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.policy import POLICY, Form, Policy, Rule, RuleError, engine, judge_argv, judge_command_line, lexer, paths
+from rigaudit.tools.policy.engine import FALLBACKS
+from rigaudit.tools.policy.rules import RULES
 
 _NVSMI_BAD_ALLOW = Rule(
     "bad-allow",

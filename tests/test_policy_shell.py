@@ -8,10 +8,10 @@ from pathlib import Path
 
 import anyio
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
-from tools.hosts.snapshot import SnapshotHost
-from tools.policy import Verdict
-from tools.shell import SandboxedShell, ShellOutcome, cap_text
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.policy import Verdict
+from rigaudit.tools.shell import SandboxedShell, ShellOutcome, cap_text
 
 
 class FakeHost:

@@ -10,12 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.audit import run_audit
-from orchestrator.rediagnose import rediagnose
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.audit import AuditResult
-from transcripts.events import InvestigatorFinished
-from transcripts.reader import read_transcript
+from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.rediagnose import rediagnose
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.transcripts.events import InvestigatorFinished
+from rigaudit.transcripts.reader import read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200x2-vm"
@@ -66,7 +66,7 @@ def test_transcript_replays_and_rediagnoses_to_the_snapshot_audit(h200: AuditRes
 
 def test_replay_cli_shows_the_findings() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "replay", str(TRANSCRIPT), "--no-live"],
+        [sys.executable, "-m", "rigaudit", "replay", str(TRANSCRIPT), "--no-live"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,20 +11,20 @@ from typing import Any
 import anyio
 import pytest
 
-from agents.facts.gpus import collect_gpus
-from agents.facts.platform import detect_platform
-from agents.investigator import Investigator
-from agents.registry import all_investigators
-from orchestrator import cli
-from orchestrator.commands import snapshot as snapshot_command
-from tools.hosts import snapshot_writer
-from tools.hosts.base import Host
-from tools.hosts.local import LocalHost
-from tools.hosts.recording import RecordingHost
-from tools.hosts.snapshot import SnapshotHost
-from tools.hosts.snapshot_writer import SnapshotWriteError
-from tools.probe import Probe
-from tools.redact import REDACTED, redact_cmdline, redact_environ, redact_file, redact_text
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.agents.investigator import Investigator
+from rigaudit.agents.registry import all_investigators
+from rigaudit.orchestrator import cli
+from rigaudit.orchestrator.commands import snapshot as snapshot_command
+from rigaudit.tools.hosts import snapshot_writer
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.local import LocalHost
+from rigaudit.tools.hosts.recording import RecordingHost
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.hosts.snapshot_writer import SnapshotWriteError
+from rigaudit.tools.probe import Probe
+from rigaudit.tools.redact import REDACTED, redact_cmdline, redact_environ, redact_file, redact_text
 
 Op = tuple[str, Any]
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-from tools.diffing import diff_findings
-from tools.model.finding import Finding
-from transcripts.compare import audit_segments
-from transcripts.events import Event, InvestigatorActivity, SessionEnded, SessionStarted, ToolCall, Warning_
-from transcripts.reader import read_transcript
-from transcripts.replay import replay_events
-from transcripts.store import default_transcript_path, find_transcript, inspect_transcript, list_transcripts
-from transcripts.writer import TranscriptWriter
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.diffing import diff_findings
+from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.compare import audit_segments
+from rigaudit.transcripts.events import Event, InvestigatorActivity, SessionEnded, SessionStarted, ToolCall, Warning_
+from rigaudit.transcripts.reader import read_transcript
+from rigaudit.transcripts.replay import replay_events
+from rigaudit.transcripts.store import default_transcript_path, find_transcript, inspect_transcript, list_transcripts
+from rigaudit.transcripts.writer import TranscriptWriter
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 

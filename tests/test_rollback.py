@@ -13,12 +13,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.apply import PAUSE_FIFO_ENV, PAUSE_STEP_ENV
-from orchestrator.cli import main
+from rigaudit.orchestrator.apply import PAUSE_FIFO_ENV, PAUSE_STEP_ENV
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions.rollback import pending_changes, rollback
+from rigaudit.tools.actions.targets import ValueFileTarget
+from rigaudit.tools.journal import Journal, read_journal
 from tests.test_apply_support import CPUIDLE, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
-from tools.actions.rollback import pending_changes, rollback
-from tools.actions.targets import ValueFileTarget
-from tools.journal import Journal, read_journal
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def test_an_apply_killed_between_steps_rolls_back_byte_for_byte(ram: Path) -> No
     os.mkfifo(fifo)
     journal = ram / "j.jsonl"
     env = {**os.environ, PAUSE_STEP_ENV: "2", PAUSE_FIFO_ENV: str(fifo)}
-    argv = [sys.executable, "-m", "orchestrator", "apply", "--snapshot", str(mini), "--into", str(ram / "copy")]
+    argv = [sys.executable, "-m", "rigaudit", "apply", "--snapshot", str(mini), "--into", str(ram / "copy")]
     argv += ["--plan", str(plan), "--yes", "--journal", str(journal), "--no-transcript"]
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     paused = threading.Event()

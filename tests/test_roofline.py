@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from orchestrator.cli import main
-from tools.bench.errors import BenchInputError
-from tools.bench.model_config import guess_bytes_per_param, shape_from_config
-from tools.bench.roofline import Roofline, lookup_bandwidth
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.model_config import guess_bytes_per_param, shape_from_config
+from rigaudit.tools.bench.roofline import Roofline, lookup_bandwidth
 
 LLAMA3_8B: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],

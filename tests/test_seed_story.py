@@ -10,10 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.registry import AREA_MODULES, all_investigators
-from orchestrator.audit import run_audit
-from tools.hosts.snapshot import SnapshotHost
-from tools.model.audit import AuditResult
+from rigaudit.agents.registry import AREA_MODULES, all_investigators
+from rigaudit.orchestrator.audit import run_audit
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.audit import AuditResult
 
 EXPECTED_PROBLEMS = {"numa.balancing", "pcie.mrrs", "power.cstates", "power.scaling_driver"}
 EXPECTED_OK = {"kernel.iommu", "pcie.link", "firmware.rebar", "gpu.thermals", "power.governor", "pcie.acs", "p2p.status"}
@@ -73,7 +73,7 @@ def test_cli_audit_report_and_json(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "orchestrator",
+            "rigaudit",
             "audit",
             "--snapshot",
             str(SEED),
@@ -105,7 +105,7 @@ def test_cli_audit_report_and_json(tmp_path: Path) -> None:
 def test_bad_snapshot_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "snapshot.json").write_text('{"format": "rigaudit.snapshot/9"}')
     proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "audit", "--snapshot", str(tmp_path), "--no-transcript"],
+        [sys.executable, "-m", "rigaudit", "audit", "--snapshot", str(tmp_path), "--no-transcript"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -18,11 +18,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from orchestrator.diff import load_side
+from rigaudit.orchestrator.diff import load_side
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.share import ShareError, ShareSummary, share_bundle
 from tests.test_diff_support import audited, scratch, snapshot_dirs
-from tools.model.audit import AuditResult
-from tools.model.finding import Finding
-from tools.share import ShareError, ShareSummary, share_bundle
 
 _GPU_UUID = re.compile(r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _MAC = re.compile(r"(?<![0-9a-f:])(?:[0-9a-f]{2}:){5}[0-9a-f]{2}(?![0-9a-f:])", re.I)
@@ -177,7 +177,7 @@ def test_the_bundle_holds_none_of_the_identifying_values(shared: Shared) -> None
 
 
 def test_pcie_device_serial_numbers_are_zeroed_and_config_space_kept(shared: Shared) -> None:
-    from tools.pci import PciConfigError, parse_config
+    from rigaudit.tools.pci import PciConfigError, parse_config
 
     zeroed = 0
     for config in (shared.original / "files/sys").rglob("config"):

@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
+from rigaudit.tools.pci import parse_config
+from rigaudit.tools.share._binary import DSN_ID, mask_vpd, zero_dsn
+from rigaudit.tools.share._harvest import Harvest
+from rigaudit.tools.share._pseudonyms import Pseudonyms
+from rigaudit.tools.share._scrub import Scrubber
 from tests.test_diff_support import GPU0_CONFIG, SEED
-from tools.pci import parse_config
-from tools.share._binary import DSN_ID, mask_vpd, zero_dsn
-from tools.share._harvest import Harvest
-from tools.share._pseudonyms import Pseudonyms
-from tools.share._scrub import Scrubber
 
 GPU_A = "GPU-5a1c0000-7e2d-4c1b-9f0a-3b8e0d6c0000"
 GPU_B = "GPU-5a1c0001-7e2d-4c1b-9f0a-3b8e0d6c0001"
@@ -162,8 +162,8 @@ def test_placeholder_serials_are_not_serials(value: str) -> None:
 
 
 def test_serial_numbers_are_found_where_they_are_written_down() -> None:
-    from tools.share._harvest import harvest
-    from tools.share._tree import Tree
+    from rigaudit.tools.share._harvest import harvest
+    from rigaudit.tools.share._tree import Tree
 
     tree = Tree(
         manifest={"hostname": "gpu-node-7.corp.example.com"},

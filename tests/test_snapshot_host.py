@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 
 
 def _run(coro_fn, *args):  # type: ignore[no-untyped-def]
@@ -72,7 +72,7 @@ def test_damaged_jsonl_line_is_a_warning(seed_copy: Path) -> None:
 
 
 def test_writes_only_into_writable_copies(seed_dir: Path, seed_copy: Path) -> None:
-    from tools.hosts.base import HostWriteError
+    from rigaudit.tools.hosts.base import HostWriteError
 
     with pytest.raises(HostWriteError):
         _run(SnapshotHost(seed_dir).write, "/proc/sys/kernel/numa_balancing", b"0\n")

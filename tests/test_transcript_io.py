@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tools.model.audit import AuditResult, HostSummary, InvestigatorRun
-from tools.model.finding import Finding, Fix, SysctlAction
-from tools.model.plan import Plan, PlanStep
-from transcripts.errors import TranscriptError
-from transcripts.events import (
+from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
+from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.transcripts.events import (
     ApprovalDecided,
     AuditFinished,
     BenchResultReported,
@@ -32,10 +32,10 @@ from transcripts.events import (
     ToolCall,
     Warning_,
 )
-from transcripts.format import CURRENT_FORMAT
-from transcripts.reader import KNOWN_TYPES, read_transcript
-from transcripts.redact import REDACTED, redact_text
-from transcripts.writer import TranscriptWriter
+from rigaudit.transcripts.format import CURRENT_FORMAT
+from rigaudit.transcripts.reader import KNOWN_TYPES, read_transcript
+from rigaudit.transcripts.redact import REDACTED, redact_text
+from rigaudit.transcripts.writer import TranscriptWriter
 
 FINDING = Finding(
     check="numa.balancing",

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import anyio
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
-from tools.hosts.snapshot import SnapshotHost
-from tools.probe import Probe
-from transcripts.events import Event, SessionStarted, ToolCall
-from transcripts.rebuild import NOT_RECORDED, rebuild_snapshot, verify_rebuild
-from transcripts.tool_calls import host_result, tool_call_from_probe
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.probe import Probe
+from rigaudit.transcripts.events import Event, SessionStarted, ToolCall
+from rigaudit.transcripts.rebuild import NOT_RECORDED, rebuild_snapshot, verify_rebuild
+from rigaudit.transcripts.tool_calls import host_result, tool_call_from_probe
 
 GPU = "/sys/bus/pci/devices/0000:41:00.0"
 REAL = "/sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0"
@@ -113,7 +113,7 @@ def test_verify_names_what_reads_back_differently(tmp_path: Path) -> None:
 
 def test_probe_observer_adapter_feeds_a_rebuild(seed_dir: Path, tmp_path: Path) -> None:
     """Without run_audit: a Probe's observer alone gives tool calls that rebuild what it read."""
-    from agents.facts.gpus import collect_gpus
+    from rigaudit.agents.facts.gpus import collect_gpus
 
     events: list[Event] = []
     probe = Probe(SnapshotHost(seed_dir), observer=lambda ref, r: events.append(tool_call_from_probe("gpu", ref, r)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from tools.model.finding import (
+from rigaudit.tools.model.finding import (
     Action,
     CommandAction,
     ModuleLoadAction,

@@ -37,7 +37,7 @@ def demo_snapshot(name: str | None = None) -> Path:
         return _only_child(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".demo-", dir=target.parent))
-    with resources.as_file(resources.files("tools.data") / archive) as path, tarfile.open(path) as tar:
+    with resources.as_file(resources.files("rigaudit.tools.data") / archive) as path, tarfile.open(path) as tar:
         for member in tar.getmembers():
             if member.issym() or member.islnk() or member.name.startswith("/") or ".." in member.name.split("/"):
                 raise ValueError(f"unsafe member in demo archive: {member.name}")

@@ -18,7 +18,7 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tools.actions.targets import Target
+from rigaudit.tools.actions.targets import Target
 
 JOURNAL_SCHEMA = "rigaudit.journal/1"
 EntryKind = Literal["session", "approval", "change"]

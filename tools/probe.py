@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import anyio
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
-from tools.model.evidence import Evidence
-from tools.policy import Verdict, judge_argv
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
+from rigaudit.tools.model.evidence import Evidence
+from rigaudit.tools.policy import Verdict, judge_argv
 
 _T = TypeVar("_T")
 _RAW_LIMIT = 4000

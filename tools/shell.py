@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from tools.hosts.base import CommandResult, Host
-from tools.policy import Verdict, judge_command_line
+from rigaudit.tools.hosts.base import CommandResult, Host
+from rigaudit.tools.policy import Verdict, judge_command_line
 
 Approver = Callable[[Verdict], Awaitable[bool]]
 """Asked about an ``ask`` verdict; returns True only when a person approved this very command."""

@@ -1,14 +1,14 @@
 """Find the audits inside a recorded session, and the findings each recorded.
 
-Comparing findings is :func:`tools.diffing.diff_findings`' job (``replay --rediagnose`` and ``diff`` share it).
+Comparing findings is :func:`rigaudit.tools.diffing.diff_findings`' job (``replay --rediagnose`` and ``diff`` share it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tools.model.finding import Finding
-from transcripts.events import AuditFinished, Event, FindingReported
+from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.events import AuditFinished, Event, FindingReported
 
 
 def audit_segments(events: Sequence[Event]) -> list[list[Event]]:

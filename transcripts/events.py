@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.model.audit import AuditResult, InvestigatorStatus
-from tools.model.finding import Finding
-from tools.model.plan import Plan
+from rigaudit.tools.model.audit import AuditResult, InvestigatorStatus
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.model.plan import Plan
 
 
 class _Event(BaseModel):

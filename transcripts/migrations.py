@@ -14,7 +14,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from transcripts.format import CURRENT_VERSION
+from rigaudit.transcripts.format import CURRENT_VERSION
 
 JsonObject = dict[str, Any]
 EventMigration = Callable[[JsonObject], JsonObject]

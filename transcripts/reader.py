@@ -16,10 +16,10 @@ from typing import Any, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
-from transcripts.errors import TranscriptError
-from transcripts.events import AuditFinished, Event, FindingReported, SessionEnded, SessionStarted
-from transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
-from transcripts.migrations import OLDEST_SUPPORTED, migrate_event
+from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.transcripts.events import AuditFinished, Event, FindingReported, SessionEnded, SessionStarted
+from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
+from rigaudit.transcripts.migrations import OLDEST_SUPPORTED, migrate_event
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 KNOWN_TYPES: frozenset[str] = frozenset(model.model_fields["type"].default for model in get_args(get_args(Event)[0]))

@@ -18,12 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
-from tools.hosts.links import resolve_links
-from tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
-from tools.probe import HostOpResult
-from transcripts.events import AuditFinished, Event, SessionStarted, ToolCall
-from transcripts.tool_calls import decode_data, host_result
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.links import resolve_links
+from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
+from rigaudit.tools.probe import HostOpResult
+from rigaudit.transcripts.events import AuditFinished, Event, SessionStarted, ToolCall
+from rigaudit.transcripts.tool_calls import decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"
 """The read error of a path the session saw (listed, or found to exist) but never read."""

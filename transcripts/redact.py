@@ -1,6 +1,6 @@
 """Secrets never reach a transcript.
 
-The rules are the project's (:mod:`tools.redact`, shared with snapshots, so a transcript and a
+The rules are the project's (:mod:`rigaudit.tools.redact`, shared with snapshots, so a transcript and a
 snapshot of the same host hold the same evidence): values of names containing KEY, TOKEN, SECRET,
 PASSWORD, PASSWD or CREDENTIAL in ``NAME=value``, JSON, YAML and ``--option value`` forms, and
 ``/proc/PID/environ`` / ``cmdline`` blocks by their structure. On top of them, for LLM exchanges
@@ -16,7 +16,7 @@ import functools
 import re
 from typing import Any
 
-from tools import redact as shared
+from rigaudit.tools import redact as shared
 
 REDACTED = shared.REDACTED
 _TOKENS: tuple[tuple[re.Pattern[str], str], ...] = (

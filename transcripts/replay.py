@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from transcripts.events import Event
+from rigaudit.transcripts.events import Event
 
 Consumer = Callable[[Event], None]
 DEFAULT_MAX_GAP_S = 2.0

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from transcripts.errors import TranscriptError
-from transcripts.format import HEADER_KEY, parse_version
+from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.transcripts.format import HEADER_KEY, parse_version
 
 SUFFIX = ".jsonl"
 _HEAD_LINES = 8

@@ -10,9 +10,9 @@ import base64
 import binascii
 from typing import Any
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
-from tools.probe import HostOpResult
-from transcripts.events import ToolCall
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.probe import HostOpResult
+from rigaudit.transcripts.events import ToolCall
 
 OPS = ("read", "list_dir", "readlink", "exists", "run", "nvml")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from transcripts.events import Event
-from transcripts.format import make_header
-from transcripts.redact import redact_event
+from rigaudit.transcripts.events import Event
+from rigaudit.transcripts.format import make_header
+from rigaudit.transcripts.redact import redact_event
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agents.facts.gpus import collect_gpus
-from agents.facts.platform import detect_platform
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.tools.probe import Probe
 
 
 def _first_value(text: str | None, key: str) -> str | None:

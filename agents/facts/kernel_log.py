@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tools.hosts.base import CommandResult
-from tools.probe import Probe, command_ref
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.probe import Probe, command_ref
 
 DMESG = ("dmesg",)
 DMESG_REF = command_ref(DMESG)

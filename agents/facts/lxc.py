@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.platform import Platform
-from tools.probe import Probe, file_ref
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.tools.probe import Probe, file_ref
 
 NVIDIA_MAJOR = 195
 _NVIDIA_NODE = re.compile(r"^/dev/nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-caps)$")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.facts.gpus import Gpu, GpuInventory
-from tools.hosts.base import NvmlResult
-from tools.probe import Probe, nvml_ref
+from rigaudit.agents.facts.gpus import Gpu, GpuInventory
+from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.probe import Probe, nvml_ref
 
 
 @dataclass(frozen=True)

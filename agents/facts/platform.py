@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from tools.hosts.base import CommandResult
-from tools.probe import Probe
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.probe import Probe
 
 PlatformKind = Literal["bare_metal", "vm", "lxc", "docker", "container", "unknown"]
 _CONTAINER_NAMES = {"lxc", "lxc-libvirt", "docker", "podman", "systemd-nspawn", "openvz", "wsl", "container-other"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import collect_gpus
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.tools.probe import Probe
 
 SERVER_MARKERS: tuple[str, ...] = (
     "sglang",

@@ -11,8 +11,8 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from agents.facts.processes import ServerProcess, find_servers
-from tools.probe import Probe
+from rigaudit.agents.facts.processes import ServerProcess, find_servers
+from rigaudit.tools.probe import Probe
 
 GENERIC_PREFIXES = ("/usr", "/usr/local")
 _OPT_LIMIT = 16

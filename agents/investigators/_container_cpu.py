@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.cpulist import parse_cpulist
-from agents.facts.lxc import LxcConfig, LxcConfigs
-from agents.facts.platform import Platform
-from agents.findings import not_applicable, ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from tools.probe import Probe, file_ref
+from rigaudit.agents.facts.cpulist import parse_cpulist
+from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, file_ref
 
 AREA: Area = "container"
 CGROUP = "/sys/fs/cgroup"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._container_facts import (
+from rigaudit.agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._container_facts import (
     AREA,
     NO_GPU,
     ContainerFacts,
@@ -17,8 +17,8 @@ from agents.investigators._container_facts import (
     node_span,
     uvm_major,
 )
-from tools.model.finding import CommandAction, Finding, Fix, Severity
-from tools.probe import dir_ref, file_ref
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
 
 CTL_MINOR = 255
 

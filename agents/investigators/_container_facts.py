@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory, collect_gpus
-from agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
-from agents.facts.platform import Platform, detect_platform
-from agents.facts.processes import ServerScan, find_servers
-from agents.investigators._container_cpu import CpuFacts, collect_cpu
-from tools.hosts.base import CommandResult
-from tools.model.finding import Area, CommandAction, Fix
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.processes import ServerScan, find_servers
+from rigaudit.agents.investigators._container_cpu import CpuFacts, collect_cpu
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Fix
+from rigaudit.tools.probe import Probe
 
 AREA: Area = "container"
 PCT_LIST = ("pct", "list")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from agents.facts.lxc import LxcConfig
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._container_facts import AREA, NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
-from tools.model.finding import CommandAction, Finding, Fix
-from tools.probe import dir_ref, file_ref
+from rigaudit.agents.facts.lxc import LxcConfig
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._container_facts import AREA, NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def parse_memlock(limits: str | None) -> str | None:

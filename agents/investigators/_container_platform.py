@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agents.findings import ok, unknown
-from agents.investigators._container_facts import AREA, PCT_LIST, ContainerFacts, gpu_nodes, node_span
-from tools.model.finding import Finding
-from tools.probe import command_ref
+from rigaudit.agents.findings import ok, unknown
+from rigaudit.agents.investigators._container_facts import AREA, PCT_LIST, ContainerFacts, gpu_nodes, node_span
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import command_ref
 
 
 def _running(f: ContainerFacts) -> dict[str, str]:

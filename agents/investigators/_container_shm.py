@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._container_facts import AREA, NO_GPU, ContainerFacts, no_gpu_on_this_machine
-from tools.model.finding import CommandAction, Finding, Fix
-from tools.probe import dir_ref, file_ref
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._container_facts import AREA, NO_GPU, ContainerFacts, no_gpu_on_this_machine
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import dir_ref, file_ref
 
 SHM_MIN = 2**30
 

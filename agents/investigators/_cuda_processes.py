@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory
-from agents.facts.nvml_reads import labels, nvml_unusable
-from agents.facts.platform import Platform
-from agents.facts.proc_info import status_uid
-from agents.facts.processes import GpuProcess, ServerScan, parse_environ
-from agents.findings import ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from tools.probe import Probe, dir_ref, file_ref
-from tools.redact import redact_text
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.proc_info import status_uid
+from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, dir_ref, file_ref
+from rigaudit.tools.redact import redact_text
 
 AREA: Area = "cuda_memory"
 MPS_PIPE = "/tmp/nvidia-mps"

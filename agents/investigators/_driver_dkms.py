@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents.facts.nvidia_driver import MODULES, version_key
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._driver_install_facts import AREA, MODULES_ROOT, InstallFacts, host_where
-from tools.model.finding import CommandAction, Finding, Fix, Severity
-from tools.probe import dir_ref, file_ref
+from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._driver_install_facts import AREA, MODULES_ROOT, InstallFacts, host_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def _build_fix(f: InstallFacts, kernels: list[str], summary: str) -> Fix:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.platform import Platform
-from agents.findings import not_applicable, ok, problem, unknown
-from tools.hosts.base import CommandResult
-from tools.model.finding import Area, CommandAction, Finding, Fix
-from tools.probe import Probe, command_ref, file_ref
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.probe import Probe, command_ref, file_ref
 
 AREA: Area = "driver"
 DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")

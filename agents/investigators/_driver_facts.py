@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
-from agents.facts.nvidia_driver import MODULES, PROC_VERSION
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import unknown
-from agents.investigators._driver_fabric import FabricVersion, collect_fabric_version
-from agents.investigators._driver_install import InstallFacts, collect_install
-from tools.model.finding import Area, Finding, Where
-from tools.probe import Probe, command_ref, file_ref, nvml_ref
+from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
+from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import unknown
+from rigaudit.agents.investigators._driver_fabric import FabricVersion, collect_fabric_version
+from rigaudit.agents.investigators._driver_install import InstallFacts, collect_install
+from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.probe import Probe, command_ref, file_ref, nvml_ref
 
 AREA: Area = "driver"
 MODULE_VERSION = "/sys/module/nvidia/version"

@@ -1,13 +1,13 @@
 """driver.library_mismatch, driver.dkms, driver.secure_boot: is the installed driver the one that runs, and can it load?
 
-The facts live in :mod:`agents.investigators._driver_install_facts`; the rules in ``_driver_library``
+The facts live in :mod:`rigaudit.agents.investigators._driver_install_facts`; the rules in ``_driver_library``
 (driver.library_mismatch), ``_driver_dkms`` (driver.dkms) and ``_driver_secure_boot`` (driver.secure_boot).
 """
 
 from __future__ import annotations
 
-from agents.investigators._driver_dkms import judge_dkms
-from agents.investigators._driver_install_facts import (
+from rigaudit.agents.investigators._driver_dkms import judge_dkms
+from rigaudit.agents.investigators._driver_install_facts import (
     AREA,
     DKMS_TREE,
     EFI,
@@ -21,8 +21,8 @@ from agents.investigators._driver_install_facts import (
     UserLibrary,
     collect_install,
 )
-from agents.investigators._driver_library import judge_library_mismatch
-from agents.investigators._driver_secure_boot import judge_secure_boot, secure_boot_state
+from rigaudit.agents.investigators._driver_library import judge_library_mismatch
+from rigaudit.agents.investigators._driver_secure_boot import judge_secure_boot, secure_boot_state
 
 __all__ = [
     "AREA",

@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import Gpu, GpuInventory, collect_gpus
-from agents.facts.kernel_log import read_kernel_log
-from agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
-from agents.facts.platform import Platform, detect_platform
-from agents.facts.processes import ServerProcess, find_servers
-from tools.hosts.base import CommandResult
-from tools.model.finding import Area, Where
-from tools.probe import Probe, file_ref
+from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
+from rigaudit.agents.facts.kernel_log import read_kernel_log
+from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.processes import ServerProcess, find_servers
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.probe import Probe, file_ref
 
 AREA: Area = "driver"
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents.facts.nvidia_driver import PROC_VERSION
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._driver_install_facts import AREA, InstallFacts
-from tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
-from tools.probe import file_ref
+from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._driver_install_facts import AREA, InstallFacts
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
+from rigaudit.tools.probe import file_ref
 
 
 def judge_library_mismatch(f: InstallFacts) -> Finding:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents.facts.nvidia_driver import MODULES
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._driver_facts import AREA, INFINIBAND, DriverFacts, fix_where, module_loaded, modules_unknown
-from tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
-from tools.probe import dir_ref, file_ref
+from rigaudit.agents.facts.nvidia_driver import MODULES
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._driver_facts import AREA, INFINIBAND, DriverFacts, fix_where, module_loaded, modules_unknown
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def judge_peermem(facts: DriverFacts) -> Finding:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from agents.facts.kernel_log import DMESG_REF, log_unavailable
-from agents.facts.nvidia_driver import MODULES
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._driver_install_facts import AREA, LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
-from tools.model.finding import CommandAction, Finding, Fix
-from tools.probe import file_ref
+from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
+from rigaudit.agents.facts.nvidia_driver import MODULES
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._driver_install_facts import AREA, LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import file_ref
 
 _REJECTED = re.compile(
     r"(Lockdown: .*unsigned module|Loading of unsigned module is rejected|Key was rejected by service|"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from agents.facts.gpus import PCI_DEVICES
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._driver_facts import AREA, DriverFacts, fix_where, gpu_labels
-from tools.model.finding import Finding, Fix, ServiceStartAction, Severity
-from tools.probe import dir_ref, nvml_ref
+from rigaudit.agents.facts.gpus import PCI_DEVICES
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._driver_facts import AREA, DriverFacts, fix_where, gpu_labels
+from rigaudit.tools.model.finding import Finding, Fix, ServiceStartAction, Severity
+from rigaudit.tools.probe import dir_ref, nvml_ref
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 

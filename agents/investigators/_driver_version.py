@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents.facts.nvidia_driver import PROC_VERSION, kernel_version
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._driver_facts import AREA, MODULE_VERSION, DriverFacts, fix_where, gpu_labels
-from tools.model.finding import CommandAction, Finding, Fix
-from tools.probe import file_ref, nvml_ref
+from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._driver_facts import AREA, MODULE_VERSION, DriverFacts, fix_where, gpu_labels
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import file_ref, nvml_ref
 
 ARCH_NAMES = {
     2: "Kepler",

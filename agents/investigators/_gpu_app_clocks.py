@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory
-from agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
-from agents.facts.platform import Platform
-from agents.findings import not_applicable, ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.probe import Probe
 
 AREA: Area = "gpu"
 GRAPHICS, MEMORY = 0, 2

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
-from agents.findings import ok, problem, unknown
-from agents.investigators._gpu_facts import AREA, GpuHealthFacts, hw_where, int_values
-from tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity
+from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._gpu_facts import AREA, GpuHealthFacts, hw_where, int_values
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity
 
 
 def judge_ecc_errors(f: GpuHealthFacts) -> Finding:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory, collect_gpus
-from agents.facts.kernel_log import read_kernel_log
-from agents.facts.nvidia_driver import PROC_VERSION
-from agents.facts.nvml_reads import GpuReads, read_per_gpu
-from agents.facts.platform import Platform, detect_platform
-from agents.investigators._gpu_app_clocks import AppClockFacts, collect_app_clocks
-from agents.investigators._gpu_retired import RetiredFacts, collect_retired
-from tools.hosts.base import CommandResult
-from tools.model.finding import Area, Where
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.kernel_log import read_kernel_log
+from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
+from rigaudit.agents.facts.nvml_reads import GpuReads, read_per_gpu
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.investigators._gpu_app_clocks import AppClockFacts, collect_app_clocks
+from rigaudit.agents.investigators._gpu_retired import RetiredFacts, collect_retired
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.probe import Probe
 
 AREA: Area = "gpu"
 SLOWDOWN, GPU_MAX = 1, 3

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from agents.facts.gpus import GpuInventory, normalize_bdf
-from agents.facts.kernel_log import DMESG_REF, log_unavailable
-from agents.facts.platform import Platform
-from agents.findings import ok, problem, unknown
-from tools.hosts.base import CommandResult
-from tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.agents.facts.gpus import GpuInventory, normalize_bdf
+from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 
 AREA: Area = "gpu"
 GSP_XIDS = frozenset({119, 120})

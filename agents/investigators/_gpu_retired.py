@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory
-from agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
-from agents.facts.platform import Platform
-from agents.findings import ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe
 
 AREA: Area = "gpu"
 SBE, DBE = 0, 1

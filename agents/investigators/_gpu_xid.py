@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import normalize_bdf
-from agents.facts.kernel_log import DMESG, log_unavailable
-from agents.facts.platform import Platform
-from agents.findings import ok, problem, unknown
-from agents.investigators._gpu_facts import AREA, GpuHealthFacts, hw_where
-from tools.hosts.base import CommandResult
-from tools.model.finding import CommandAction, Finding, Fix, Severity
-from tools.probe import command_ref
+from rigaudit.agents.facts.gpus import normalize_bdf
+from rigaudit.agents.facts.kernel_log import DMESG, log_unavailable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._gpu_facts import AREA, GpuHealthFacts, hw_where
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import command_ref
 
 XID_MEANING = {
     13: "graphics engine exception",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agents.findings import ok, problem
-from agents.investigators._nccl_facts import AREA, IB_CLASS, EnvSource, NcclP2pFacts
-from tools.model.finding import CommandAction, Finding, Fix, Severity
-from tools.probe import dir_ref, file_ref
+from rigaudit.agents.findings import ok, problem
+from rigaudit.agents.investigators._nccl_facts import AREA, IB_CLASS, EnvSource, NcclP2pFacts
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def _bad_settings(env: dict[str, str], ib_present: bool) -> list[tuple[str, Severity, str]]:

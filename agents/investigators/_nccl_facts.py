@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from agents.facts.gpus import GpuInventory, collect_gpus
-from agents.facts.lxc import LxcConfigs, read_lxc_configs
-from agents.facts.platform import Platform, detect_platform
-from agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
-from agents.investigators._nccl_version import NcclVersionFacts, collect_nccl_version
-from tools.hosts.base import FileResult, NvmlResult
-from tools.model.finding import Area
-from tools.probe import Probe, file_ref
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
+from rigaudit.agents.investigators._nccl_version import NcclVersionFacts, collect_nccl_version
+from rigaudit.tools.hosts.base import FileResult, NvmlResult
+from rigaudit.tools.model.finding import Area
+from rigaudit.tools.probe import Probe, file_ref
 
 AREA: Area = "nccl_p2p"
 P2P_READ, P2P_WRITE = 0, 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from agents.facts.nvml_reads import label
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._nccl_facts import AREA, BENCH_FILE, BENCH_SCHEMA, NcclP2pFacts
-from tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
-from tools.probe import file_ref
+from rigaudit.agents.facts.nvml_reads import label
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._nccl_facts import AREA, BENCH_FILE, BENCH_SCHEMA, NcclP2pFacts
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
+from rigaudit.tools.probe import file_ref
 
 SLOW_FRACTION = 0.5
 

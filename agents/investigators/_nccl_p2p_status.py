@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from agents.facts.nvml_reads import label, nvml_unusable
-from agents.facts.platform import Platform
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._nccl_facts import AREA, P2P_READ, P2P_WRITE, NcclP2pFacts
-from tools.hosts.base import NvmlResult
-from tools.model.finding import CommandAction, Finding, Fix, Where
-from tools.probe import nvml_ref
+from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._nccl_facts import AREA, P2P_READ, P2P_WRITE, NcclP2pFacts
+from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Where
+from rigaudit.tools.probe import nvml_ref
 
 P2P_STATUS = {
     0: "OK",

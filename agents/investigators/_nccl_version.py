@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.nvidia_driver import version_key
-from agents.facts.platform import Platform
-from agents.facts.processes import ServerScan
-from agents.facts.python_env import TorchInstall, dist_version, find_torch, required_version
-from agents.findings import ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from tools.probe import Probe, dir_ref, file_ref
+from rigaudit.agents.facts.nvidia_driver import version_key
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.processes import ServerScan
+from rigaudit.agents.facts.python_env import TorchInstall, dist_version, find_torch, required_version
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, dir_ref, file_ref
 
 AREA: Area = "nccl_p2p"
 _NCCL_PROJECTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")

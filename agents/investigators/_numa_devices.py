@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.cpulist import cpu_ranges, parse_cpulist
-from agents.facts.gpus import Gpu
-from agents.facts.platform import Platform
-from agents.findings import not_applicable, ok, problem, unknown
-from tools.hosts.base import CommandResult
-from tools.model.finding import Area, CommandAction, Finding, Fix, Where
-from tools.probe import Probe, command_ref, dir_ref, file_ref
+from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
+from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
 
 AREA: Area = "numa"
 INFINIBAND = "/sys/class/infiniband"

@@ -5,10 +5,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.platform import Platform
-from agents.findings import not_applicable, ok, problem, unknown
-from tools.model.finding import Action, Area, CommandAction, Finding, Fix, Severity, SysctlAction, SysfsWriteAction, Where
-from tools.probe import Probe, dir_ref, file_ref
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.model.finding import (
+    Action,
+    Area,
+    CommandAction,
+    Finding,
+    Fix,
+    Severity,
+    SysctlAction,
+    SysfsWriteAction,
+    Where,
+)
+from rigaudit.tools.probe import Probe, dir_ref, file_ref
 
 AREA: Area = "numa"
 MEMINFO = "/proc/meminfo"

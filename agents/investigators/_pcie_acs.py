@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._pcie_facts import AREA, PcieFacts, config_refs, fix_where
-from tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
-from tools.pci import bridges_between
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._pcie_facts import AREA, PcieFacts, config_refs, fix_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
+from rigaudit.tools.pci import bridges_between
 
 
 def judge_acs(facts: PcieFacts) -> Finding:

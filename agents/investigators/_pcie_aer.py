@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agents.findings import ok, problem, unknown
-from agents.investigators._pcie_facts import AREA, PcieFacts, fix_where, no_gpus
-from tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._pcie_facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
 REPLAY_NOISE = 100
 """NVML PCIe replays since driver load below which, with no AER error, a single reading is not a problem."""

@@ -2,7 +2,7 @@
 "limited by" lines; plus the helpers the pcie rules share.
 
 Everything comes from sysfs (link attributes, AER counters, config space decoded by
-:mod:`tools.pci`) and NVML; the kernel log's "limited by" lines are supporting evidence only.
+:mod:`rigaudit.tools.pci`) and NVML; the kernel log's "limited by" lines are supporting evidence only.
 """
 
 from __future__ import annotations
@@ -12,12 +12,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from agents.facts.gpus import Gpu, collect_gpus
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import not_applicable
-from tools.model.finding import Area, Finding, Where
-from tools.pci.sysfs import AerCounts, ChainRead, ConfigRead, LinkAttrs, read_aer, read_chain, read_config, read_driver, read_link
-from tools.probe import Probe, command_ref, nvml_ref
+from rigaudit.agents.facts.gpus import Gpu, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import not_applicable
+from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.pci.sysfs import (
+    AerCounts,
+    ChainRead,
+    ConfigRead,
+    LinkAttrs,
+    read_aer,
+    read_chain,
+    read_config,
+    read_driver,
+    read_link,
+)
+from rigaudit.tools.probe import Probe, command_ref, nvml_ref
 
 AREA: Area = "pcie"
 IDLE_REASON = 0x1

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from agents.facts.gpus import Gpu
-from agents.findings import ok, problem, unknown
-from agents.investigators._pcie_facts import AREA, PcieFacts, fix_where, no_gpus
-from tools.model.finding import CommandAction, Finding, Fix, Severity
-from tools.pci import SPEEDS_GTS
+from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._pcie_facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.pci import SPEEDS_GTS
 
 
 def _gts(gen: int | None) -> float | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agents.findings import ok, problem, unknown
-from agents.investigators._pcie_facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
-from tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._pcie_facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
 
 
 def judge_mrrs(facts: PcieFacts) -> Finding:

@@ -7,11 +7,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.facts.cpulist import cpu_ranges, parse_cpulist
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import unknown
-from tools.model.finding import Area, Finding, Where
-from tools.probe import Probe, dir_ref
+from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import unknown
+from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.probe import Probe, dir_ref
 
 AREA: Area = "power"
 CPU = "/sys/devices/system/cpu"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agents.facts.cpulist import cpu_ranges
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigators._power_cpu_facts import (
+from rigaudit.agents.facts.cpulist import cpu_ranges
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators._power_cpu_facts import (
     AREA,
     BOOST,
     CPU,
@@ -18,8 +18,8 @@ from agents.investigators._power_cpu_facts import (
     no_cpufreq,
     oneshot_unit,
 )
-from tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
-from tools.probe import file_ref
+from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
+from rigaudit.tools.probe import file_ref
 
 
 def judge_governor(facts: CpuPowerFacts) -> Finding:

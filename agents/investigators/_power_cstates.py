@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents.facts.cpulist import cpu_ranges
-from agents.findings import ok, problem, unknown
-from agents.investigators._power_cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
-from tools.model.finding import Finding, Fix, SysfsWriteAction
-from tools.probe import file_ref
+from rigaudit.agents.facts.cpulist import cpu_ranges
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._power_cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
+from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
+from rigaudit.tools.probe import file_ref
 
 
 def judge_cstates(facts: CpuPowerFacts) -> Finding:

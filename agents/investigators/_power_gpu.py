@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import collect_gpus
-from agents.facts.platform import Platform
-from agents.findings import ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from tools.probe import Probe, nvml_ref
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, nvml_ref
 
 AREA: Area = "power"
 _MAX_REFS = 8

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agents.facts.cpulist import cpu_ranges
-from agents.findings import ok, problem, unknown
-from agents.investigators._power_cpu_facts import AMD_PSTATE_STATUS, AREA, CPU, CpuPowerFacts, cpu_where, no_cpufreq
-from tools.model.finding import Action, CommandAction, Finding, Fix, SysfsWriteAction
-from tools.probe import file_ref
+from rigaudit.agents.facts.cpulist import cpu_ranges
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators._power_cpu_facts import AMD_PSTATE_STATUS, AREA, CPU, CpuPowerFacts, cpu_where, no_cpufreq
+from rigaudit.tools.model.finding import Action, CommandAction, Finding, Fix, SysfsWriteAction
+from rigaudit.tools.probe import file_ref
 
 
 def _boot_line_actions(param: str, cmdline: str | None) -> tuple[Action, ...]:

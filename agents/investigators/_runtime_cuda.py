@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory
-from agents.facts.nvml_reads import nvml_unusable
-from agents.facts.platform import Platform
-from agents.facts.processes import ServerProcess
-from agents.facts.python_env import TorchInstall
-from agents.findings import not_applicable, ok, problem, unknown
-from tools.hosts.base import NvmlResult
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from tools.probe import Probe, file_ref, nvml_ref
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import nvml_unusable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.processes import ServerProcess
+from rigaudit.agents.facts.python_env import TorchInstall
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, file_ref, nvml_ref
 
 AREA: Area = "runtime"
 CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"

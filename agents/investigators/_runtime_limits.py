@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.platform import Platform
-from agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
-from agents.facts.processes import ServerProcess, ServerScan
-from agents.findings import ok, problem, unknown
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from tools.probe import Probe, file_ref
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
+from rigaudit.agents.facts.processes import ServerProcess, ServerScan
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, file_ref
 
 AREA: Area = "runtime"
 NOFILE_MIN = 65536

@@ -1,20 +1,20 @@
 """container: where the audit runs, and whether containers get their GPUs, locked memory and /dev/shm.
 
-The facts live in :mod:`agents.investigators._container_facts`; the rules in ``_container_platform``
+The facts live in :mod:`rigaudit.agents.investigators._container_facts`; the rules in ``_container_platform``
 (container.platform), ``_container_devices`` (container.gpu_devices), ``_container_memlock`` (container.memlock),
 ``_container_shm`` (container.shm) and ``_container_cpu`` (container.cgroup_cpu).
 """
 
 from __future__ import annotations
 
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._container_cpu import judge_cgroup_cpu
-from agents.investigators._container_devices import CTL_MINOR, judge_gpu_devices
-from agents.investigators._container_facts import AREA, NO_GPU, PCT_LIST, ContainerFacts, collect, uvm_major
-from agents.investigators._container_memlock import judge_memlock, parse_memlock
-from agents.investigators._container_platform import judge_platform
-from agents.investigators._container_shm import SHM_MIN, judge_shm, shm_size
-from tools.model.finding import Finding
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._container_cpu import judge_cgroup_cpu
+from rigaudit.agents.investigators._container_devices import CTL_MINOR, judge_gpu_devices
+from rigaudit.agents.investigators._container_facts import AREA, NO_GPU, PCT_LIST, ContainerFacts, collect, uvm_major
+from rigaudit.agents.investigators._container_memlock import judge_memlock, parse_memlock
+from rigaudit.agents.investigators._container_platform import judge_platform
+from rigaudit.agents.investigators._container_shm import SHM_MIN, judge_shm, shm_size
+from rigaudit.tools.model.finding import Finding
 
 __all__ = [
     "AREA",

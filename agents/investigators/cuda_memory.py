@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory, collect_gpus
-from agents.facts.nvml_reads import GpuReads, failure_text, label, labels, nvml_unusable, read_per_gpu
-from agents.facts.platform import Platform, detect_platform
-from agents.facts.processes import GpuProcess, ServerScan, find_servers
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._cuda_processes import ProcessFacts, collect_processes, judge_foreign_processes, judge_mps
-from tools.model.finding import Area, CommandAction, Finding, Fix, Where
-from tools.probe import Probe
-from tools.redact import redact_text
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.nvml_reads import GpuReads, failure_text, label, labels, nvml_unusable, read_per_gpu
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.processes import GpuProcess, ServerScan, find_servers
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._cuda_processes import ProcessFacts, collect_processes, judge_foreign_processes, judge_mps
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
+from rigaudit.tools.probe import Probe
+from rigaudit.tools.redact import redact_text
 
 AREA: Area = "cuda_memory"
 CHECKS = ("cuda.compute_mode", "cuda.mig", "cuda.memory_in_use", "cuda.ecc_mode", "cuda.foreign_processes", "cuda.mps")

@@ -1,6 +1,6 @@
 """Driver: the NVIDIA kernel driver, its modules and its services.
 
-The facts live in :mod:`agents.investigators._driver_facts`; the rules in ``_driver_version`` (driver.version),
+The facts live in :mod:`rigaudit.agents.investigators._driver_facts`; the rules in ``_driver_version`` (driver.version),
 ``_driver_modules`` (peermem, nouveau, uvm), ``_driver_services`` (persistence, fabricmanager), ``_driver_install``
 (library_mismatch, dkms, secure_boot) and ``_driver_fabric`` (fabricmanager_version).
 """
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import re
 
-from agents.facts.nvidia_driver import kernel_version
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._driver_fabric import judge_fabricmanager_version
-from agents.investigators._driver_facts import DriverFacts, collect
-from agents.investigators._driver_install import judge_dkms, judge_library_mismatch, judge_secure_boot
-from agents.investigators._driver_modules import judge_nouveau, judge_peermem, judge_uvm
-from agents.investigators._driver_services import judge_fabricmanager, judge_persistence
-from agents.investigators._driver_version import judge_version
-from tools.model.finding import Finding
+from rigaudit.agents.facts.nvidia_driver import kernel_version
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._driver_fabric import judge_fabricmanager_version
+from rigaudit.agents.investigators._driver_facts import DriverFacts, collect
+from rigaudit.agents.investigators._driver_install import judge_dkms, judge_library_mismatch, judge_secure_boot
+from rigaudit.agents.investigators._driver_modules import judge_nouveau, judge_peermem, judge_uvm
+from rigaudit.agents.investigators._driver_services import judge_fabricmanager, judge_persistence
+from rigaudit.agents.investigators._driver_version import judge_version
+from rigaudit.tools.model.finding import Finding
 
 CHECKS = (
     "driver.version",

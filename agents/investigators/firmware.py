@@ -6,13 +6,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import Investigator
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from tools.pci.sysfs import ConfigRead, read_config
-from tools.probe import Probe, dir_ref, file_ref, nvml_ref
+from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigator import Investigator
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.pci.sysfs import ConfigRead, read_config
+from rigaudit.tools.probe import Probe, dir_ref, file_ref, nvml_ref
 
 AREA: Area = "firmware"
 CHECKS = ("firmware.rebar", "firmware.vbios_consistency", "firmware.cppc")

@@ -1,23 +1,23 @@
 """gpu: health of each GPU: temperature headroom, clock event reasons, ECC errors, Xid events, GSP errors,
 application clocks, spare memory.
 
-The facts live in :mod:`agents.investigators._gpu_facts`; the rules in ``_gpu_thermals`` (gpu.thermals),
+The facts live in :mod:`rigaudit.agents.investigators._gpu_facts`; the rules in ``_gpu_thermals`` (gpu.thermals),
 ``_gpu_clocks`` (gpu.clocks), ``_gpu_ecc`` (gpu.ecc_errors), ``_gpu_xid`` (gpu.xid), ``_gpu_gsp`` (gpu.gsp),
 ``_gpu_app_clocks`` (gpu.app_clocks) and ``_gpu_retired`` (gpu.retired_pages).
 """
 
 from __future__ import annotations
 
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._gpu_app_clocks import judge_app_clocks
-from agents.investigators._gpu_clocks import BAD_CLOCK_BITS, CLOCK_REASONS, judge_clocks
-from agents.investigators._gpu_ecc import judge_ecc_errors
-from agents.investigators._gpu_facts import AREA, GPU_MAX, SLOWDOWN, GpuHealthFacts, collect, int_values
-from agents.investigators._gpu_gsp import judge_gsp
-from agents.investigators._gpu_retired import judge_retired_pages
-from agents.investigators._gpu_thermals import THERMAL_MARGIN_C, judge_thermals
-from agents.investigators._gpu_xid import APPLICATION_XIDS, CRITICAL_XIDS, XID_MEANING, XidEvent, judge_xid, parse_xids
-from tools.model.finding import Finding
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._gpu_app_clocks import judge_app_clocks
+from rigaudit.agents.investigators._gpu_clocks import BAD_CLOCK_BITS, CLOCK_REASONS, judge_clocks
+from rigaudit.agents.investigators._gpu_ecc import judge_ecc_errors
+from rigaudit.agents.investigators._gpu_facts import AREA, GPU_MAX, SLOWDOWN, GpuHealthFacts, collect, int_values
+from rigaudit.agents.investigators._gpu_gsp import judge_gsp
+from rigaudit.agents.investigators._gpu_retired import judge_retired_pages
+from rigaudit.agents.investigators._gpu_thermals import THERMAL_MARGIN_C, judge_thermals
+from rigaudit.agents.investigators._gpu_xid import APPLICATION_XIDS, CRITICAL_XIDS, XID_MEANING, XidEvent, judge_xid, parse_xids
+from rigaudit.tools.model.finding import Finding
 
 __all__ = [
     "APPLICATION_XIDS",

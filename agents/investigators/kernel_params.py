@@ -6,12 +6,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import ok, problem, unknown
-from agents.investigator import Investigator
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, SysctlAction, SysfsWriteAction, Where
-from tools.probe import Probe, command_ref, file_ref
+from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigator import Investigator
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, SysctlAction, SysfsWriteAction, Where
+from rigaudit.tools.probe import Probe, command_ref, file_ref
 
 AREA: Area = "kernel_params"
 CHECKS = ("kernel.iommu", "kernel.thp", "kernel.swappiness", "kernel.cmdline_pcie")

@@ -1,14 +1,14 @@
 """nccl_p2p: GPU peer-to-peer status and topology, the P2P micro-benchmark's verdict, NCCL overrides.
 
-The facts live in :mod:`agents.investigators._nccl_facts`; the rules in ``_nccl_p2p_status`` (p2p.status),
+The facts live in :mod:`rigaudit.agents.investigators._nccl_facts`; the rules in ``_nccl_p2p_status`` (p2p.status),
 ``_nccl_p2p_bandwidth`` (p2p.bandwidth), ``_nccl_env`` (nccl.env) and ``_nccl_version`` (nccl.version).
 """
 
 from __future__ import annotations
 
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._nccl_env import judge_env
-from agents.investigators._nccl_facts import (
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._nccl_env import judge_env
+from rigaudit.agents.investigators._nccl_facts import (
     AREA,
     BENCH_FILE,
     BENCH_SCHEMA,
@@ -22,10 +22,10 @@ from agents.investigators._nccl_facts import (
     collect,
     parse_nccl_conf,
 )
-from agents.investigators._nccl_p2p_bandwidth import SLOW_FRACTION, BenchPair, judge_bandwidth, parse_bench
-from agents.investigators._nccl_p2p_status import ANCESTOR, P2P_STATUS, judge_status
-from agents.investigators._nccl_version import judge_nccl_version
-from tools.model.finding import Finding
+from rigaudit.agents.investigators._nccl_p2p_bandwidth import SLOW_FRACTION, BenchPair, judge_bandwidth, parse_bench
+from rigaudit.agents.investigators._nccl_p2p_status import ANCESTOR, P2P_STATUS, judge_status
+from rigaudit.agents.investigators._nccl_version import judge_nccl_version
+from rigaudit.tools.model.finding import Finding
 
 __all__ = [
     "ANCESTOR",

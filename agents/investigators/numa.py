@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import Gpu, collect_gpus
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._numa_devices import DeviceFacts, collect_devices, judge_irq_affinity, judge_nic_affinity
-from agents.investigators._numa_memory import MemoryFacts, collect_memory, judge_hugepages, judge_zone_reclaim
-from tools.model.finding import Area, CommandAction, Finding, Fix, SysctlAction, Where
-from tools.probe import Probe, dir_ref, file_ref
+from rigaudit.agents.facts.gpus import Gpu, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._numa_devices import DeviceFacts, collect_devices, judge_irq_affinity, judge_nic_affinity
+from rigaudit.agents.investigators._numa_memory import MemoryFacts, collect_memory, judge_hugepages, judge_zone_reclaim
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, SysctlAction, Where
+from rigaudit.tools.probe import Probe, dir_ref, file_ref
 
 AREA: Area = "numa"
 CHECKS = (

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory, collect_gpus
-from agents.facts.nvml_reads import label, labels, nvml_unusable
-from agents.facts.platform import Platform, detect_platform
-from agents.findings import not_applicable, ok, problem, unknown
-from agents.investigator import CheckDoc, Investigator
-from tools.hosts.base import NvmlResult
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from tools.probe import Probe, nvml_ref
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, nvml_ref
 
 AREA: Area = "nvlink"
 CHECKS = ("nvlink.links", "nvlink.errors")

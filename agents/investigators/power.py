@@ -1,16 +1,17 @@
 """Power: CPU frequency scaling (governor, driver, EPP, boost), idle states, GPU power limits and performance states.
 
-The CPU rules live in :mod:`agents.investigators._power_cpu`, the GPU rules in :mod:`agents.investigators._power_gpu`.
+The CPU rules live in :mod:`rigaudit.agents.investigators._power_cpu`,
+the GPU rules in :mod:`rigaudit.agents.investigators._power_gpu`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.facts.cpulist import cpu_ranges, parse_cpulist
-from agents.facts.platform import detect_platform
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._power_cpu import (
+from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._power_cpu import (
     CpuPowerFacts,
     collect_cpu,
     judge_boost,
@@ -19,9 +20,9 @@ from agents.investigators._power_cpu import (
     judge_governor,
     judge_scaling_driver,
 )
-from agents.investigators._power_gpu import GpuPowerFacts, collect_gpu, judge_gpu_power_limit, judge_gpu_pstate
-from tools.model.finding import Finding
-from tools.probe import Probe
+from rigaudit.agents.investigators._power_gpu import GpuPowerFacts, collect_gpu, judge_gpu_power_limit, judge_gpu_pstate
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
 
 __all__ = ["CHECKS", "INVESTIGATOR", "cpu_ranges", "parse_cpulist"]
 CHECKS = (

@@ -2,7 +2,7 @@
 
 No interpreter is ever run (the policy denies interpreters given code): torch's ``version.py`` is read as a file,
 found through the server process (its memory maps, its interpreter path) or well-known site-packages folders
-(:mod:`agents.facts.python_env`).
+(:mod:`rigaudit.agents.facts.python_env`).
 """
 
 from __future__ import annotations
@@ -10,19 +10,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.facts.gpus import GpuInventory, collect_gpus
-from agents.facts.lxc import LxcConfigs, read_lxc_configs
-from agents.facts.nvml_reads import GpuReads, read_per_gpu
-from agents.facts.platform import Platform, detect_platform
-from agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
-from agents.facts.python_env import TorchInstall, find_torch, parse_torch_version
-from agents.findings import ok, problem, unknown
-from agents.investigator import CheckDoc, Investigator
-from agents.investigators._runtime_cuda import CudaCompatFacts, collect_cuda, judge_cuda_driver_compat, judge_device_order
-from agents.investigators._runtime_limits import LimitsFacts, collect_limits, judge_nofile, judge_nproc
-from tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from tools.probe import Probe, file_ref
-from tools.redact import redact_text
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
+from rigaudit.agents.facts.nvml_reads import GpuReads, read_per_gpu
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
+from rigaudit.agents.facts.python_env import TorchInstall, find_torch, parse_torch_version
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigator import CheckDoc, Investigator
+from rigaudit.agents.investigators._runtime_cuda import (
+    CudaCompatFacts,
+    collect_cuda,
+    judge_cuda_driver_compat,
+    judge_device_order,
+)
+from rigaudit.agents.investigators._runtime_limits import LimitsFacts, collect_limits, judge_nofile, judge_nproc
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.redact import redact_text
 
 AREA: Area = "runtime"
 CHECKS = (

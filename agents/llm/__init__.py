@@ -1,9 +1,9 @@
 """LLM mode: investigators as agents over any OpenAI-compatible endpoint (vLLM, SGLang, Ollama, llama.cpp, OpenAI)."""
 
-from agents.llm.brain import LLMBrain
-from agents.llm.client import ChatModel, ChatReply, ChatRequest, OpenAIChatModel, ToolCallRequest
-from agents.llm.config import LlmConfig
-from agents.llm.errors import BudgetExhausted, InvalidAnswer, LlmError, RealModelBlocked, StepBudgetExhausted
+from rigaudit.agents.llm.brain import LLMBrain
+from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, OpenAIChatModel, ToolCallRequest
+from rigaudit.agents.llm.config import LlmConfig
+from rigaudit.agents.llm.errors import BudgetExhausted, InvalidAnswer, LlmError, RealModelBlocked, StepBudgetExhausted
 
 __all__ = [
     "BudgetExhausted",

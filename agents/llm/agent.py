@@ -15,18 +15,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.investigator import AnyInvestigator
-from agents.llm.answer import RESPONSE_FORMAT, FindingsReport, parse_report, to_findings
-from agents.llm.client import ChatModel, ChatReply, ChatRequest, Message
-from agents.llm.config import LlmConfig
-from agents.llm.errors import InvalidAnswer, StepBudgetExhausted
-from agents.llm.prompt import system_prompt, user_prompt
-from agents.llm.tools import READ_TOOLS, REPORT_TOOL, AgentTools
-from agents.llm.usage import UsageBook
-from tools.model.finding import Finding
-from tools.probe import Probe
-from tools.shell import Approver
-from transcripts.events import Event, LlmExchange
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.agents.llm.answer import RESPONSE_FORMAT, FindingsReport, parse_report, to_findings
+from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message
+from rigaudit.agents.llm.config import LlmConfig
+from rigaudit.agents.llm.errors import InvalidAnswer, StepBudgetExhausted
+from rigaudit.agents.llm.prompt import system_prompt, user_prompt
+from rigaudit.agents.llm.tools import READ_TOOLS, REPORT_TOOL, AgentTools
+from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
+from rigaudit.tools.shell import Approver
+from rigaudit.transcripts.events import Event, LlmExchange
 
 Emit = Callable[[Event], None]
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tools.model.finding import Area, Finding, Fix
+from rigaudit.tools.model.finding import Area, Finding, Fix
 
 CHECK_ID = r"^[a-z][a-z0-9_]*\.[a-z0-9_.]+$"
 MAX_FINDINGS = 8

@@ -1,6 +1,6 @@
 """LLMBrain: each investigator becomes an agent that may dig further than its rules, within budgets.
 
-The rules' findings always stand (``orchestrator.audit`` enforces it); a failing, slow or confused
+The rules' findings always stand (``rigaudit.orchestrator.audit`` enforces it); a failing, slow or confused
 model ends only its own agent, with a one-line reason the audit shows as a warning.
 """
 
@@ -10,16 +10,16 @@ from collections.abc import Callable
 
 import anyio
 
-from agents.investigator import AnyInvestigator
-from agents.llm.agent import AgentRun
-from agents.llm.client import ChatModel, OpenAIChatModel
-from agents.llm.config import LlmConfig
-from agents.llm.errors import LlmError
-from agents.llm.usage import UsageBook
-from tools.model.finding import Finding
-from tools.probe import Probe
-from tools.shell import Approver
-from transcripts.events import Event, LlmExchange, Message
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.agents.llm.agent import AgentRun
+from rigaudit.agents.llm.client import ChatModel, OpenAIChatModel
+from rigaudit.agents.llm.config import LlmConfig
+from rigaudit.agents.llm.errors import LlmError
+from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import Probe
+from rigaudit.tools.shell import Approver
+from rigaudit.transcripts.events import Event, LlmExchange, Message
 
 Emit = Callable[[Event], None]
 

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 import anyio
 import anyio.lowlevel
 
-from agents.llm.config import LlmConfig
-from agents.llm.errors import LlmError
-from agents.llm.guard import ensure_allowed
+from rigaudit.agents.llm.config import LlmConfig
+from rigaudit.agents.llm.errors import LlmError
+from rigaudit.agents.llm.guard import ensure_allowed
 
 Message = dict[str, Any]
 

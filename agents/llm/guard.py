@@ -6,7 +6,7 @@ import ipaddress
 import os
 from urllib.parse import urlsplit
 
-from agents.llm.errors import RealModelBlocked
+from rigaudit.agents.llm.errors import RealModelBlocked
 
 BLOCK_ENV = "RIGAUDIT_BLOCK_REAL_LLM"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"

@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
 
-from agents.investigator import AnyInvestigator
-from tools.model.evidence import Evidence
-from tools.model.finding import Finding
-from tools.redact import redact_text
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.tools.model.evidence import Evidence
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.redact import redact_text
 
 SAFETY_PREAMBLE = """\
 ## Rules of this session (rigaudit)
@@ -38,7 +38,7 @@ _DIGITS = re.compile(r"\d+")
 def area_brief(area: str) -> str:
     """``prompts/<area>.md``, or a one-line brief when the package has none."""
     try:
-        return resources.files("prompts").joinpath(f"{area}.md").read_text(encoding="utf-8").strip()
+        return resources.files("rigaudit.prompts").joinpath(f"{area}.md").read_text(encoding="utf-8").strip()
     except (FileNotFoundError, OSError, ModuleNotFoundError):
         return f"# {area} investigator\n\nYou audit the {area} area of a GPU inference host."
 

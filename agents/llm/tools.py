@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.llm.answer import SCHEMA
-from tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
-from tools.hosts.nvml_local import is_read_only
-from tools.model.evidence import Evidence
-from tools.policy import judge_argv
-from tools.policy.paths import PROC_ENVIRON, is_secret, listable, normalize, readable
-from tools.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
-from tools.redact import redact_text
-from tools.shell import Approver, SandboxedShell, cap_text
+from rigaudit.agents.llm.answer import SCHEMA
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
+from rigaudit.tools.hosts.nvml_local import is_read_only
+from rigaudit.tools.model.evidence import Evidence
+from rigaudit.tools.policy import judge_argv
+from rigaudit.tools.policy.paths import PROC_ENVIRON, is_secret, listable, normalize, readable
+from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
+from rigaudit.tools.redact import redact_text
+from rigaudit.tools.shell import Approver, SandboxedShell, cap_text
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:

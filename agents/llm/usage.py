@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.llm.errors import BudgetExhausted
+from rigaudit.agents.llm.errors import BudgetExhausted
 
 
 @dataclass

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 
-from orchestrator.chat.coordinator import Coordinator
-from orchestrator.chat.intent import parse_intent
-from orchestrator.chat.planner import LlmPlanner
-from orchestrator.chat.steps import HELP, CommandError, parse_command
-from transcripts.events import Message
+from rigaudit.orchestrator.chat.coordinator import Coordinator
+from rigaudit.orchestrator.chat.intent import parse_intent
+from rigaudit.orchestrator.chat.planner import LlmPlanner
+from rigaudit.orchestrator.chat.steps import HELP, CommandError, parse_command
+from rigaudit.transcripts.events import Message
 
 GREETING = "rigaudit chat: say what you want done, or type /help. End with /quit (or end of input)."
 

@@ -22,19 +22,19 @@ from typing import Literal
 
 import anyio
 
-from agents.brain import Brain
-from orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
-from orchestrator.approval import Console, Gate, require_approval
-from orchestrator.audit import AuditOptions, run_audit
-from orchestrator.chat.steps import Step
-from orchestrator.errors import NotApprovedError, RigauditError
-from orchestrator.report import append_section, write_report
-from tools.hosts.base import Host
-from tools.hosts.snapshot import SnapshotHost
-from tools.journal import JournalError, default_journal_path, utc_now
-from tools.model.audit import AuditResult
-from tools.model.finding import Finding
-from transcripts.events import Event, Message, ReportWritten
+from rigaudit.agents.brain import Brain
+from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
+from rigaudit.orchestrator.approval import Console, Gate, require_approval
+from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.chat.steps import Step
+from rigaudit.orchestrator.errors import NotApprovedError, RigauditError
+from rigaudit.orchestrator.report import append_section, write_report
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.journal import JournalError, default_journal_path, utc_now
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.events import Event, Message, ReportWritten
 
 Emit = Callable[[Event], None]
 OutcomeStatus = Literal["done", "skipped", "refused", "failed"]
@@ -70,7 +70,7 @@ class ChatSettings:
 
 def run_cli(argv: Sequence[str]) -> tuple[int, str]:
     """Run a ``rigaudit`` command in-process: (exit status, its one-line error or "")."""
-    from orchestrator.cli import build_parser
+    from rigaudit.orchestrator.cli import build_parser
 
     try:
         args = build_parser().parse_args(list(argv))
@@ -324,7 +324,7 @@ class Coordinator:
             )
             reaudit = {c: statuses.get(c, "not checked") for c in checks}
         if self.report_path is not None and report.journal is not None:
-            from orchestrator.commands.apply import render_section
+            from rigaudit.orchestrator.commands.apply import render_section
 
             append_section(self.report_path, "Applied changes", render_section(report, utc_now(), reaudit))
             self.emit(ReportWritten(path=str(self.report_path), section="Applied changes"))
@@ -426,8 +426,8 @@ class Coordinator:
 
 
 async def _in_container(host: Host) -> bool:
-    from agents.facts.platform import detect_platform
-    from tools.probe import Probe
+    from rigaudit.agents.facts.platform import detect_platform
+    from rigaudit.tools.probe import Probe
 
     try:
         return (await detect_platform(Probe(host))).in_container
@@ -436,7 +436,7 @@ async def _in_container(host: Host) -> bool:
 
 
 def _not_here(steps: Sequence[object], options: ApplyOptions) -> str:
-    from tools.model.plan import PlanStep
+    from rigaudit.tools.model.plan import PlanStep
 
     reasons = [f"{s.id} ({classify(s, options)[1]})" for s in steps if isinstance(s, PlanStep)]
     return "; ".join(reasons) or "the plan is empty"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.chat.steps import Step, StepKind
+from rigaudit.orchestrator.chat.steps import Step, StepKind
 
 _CLAUSES = re.compile(r"[,;]|\.(?:\s|$)|\band then\b|\bthen\b|\band\b|\bafterwards\b", re.IGNORECASE)
 _FILE_MD = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|markdown))\b", re.IGNORECASE)

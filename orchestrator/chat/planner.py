@@ -11,13 +11,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agents.llm.agent import history_arguments
-from agents.llm.client import ChatModel, ChatRequest, Message, ToolCallRequest
-from agents.llm.errors import LlmError
-from agents.llm.usage import UsageBook
-from orchestrator.chat.coordinator import Coordinator, Outcome
-from orchestrator.chat.steps import Step
-from transcripts.events import LlmExchange
+from rigaudit.agents.llm.agent import history_arguments
+from rigaudit.agents.llm.client import ChatModel, ChatRequest, Message, ToolCallRequest
+from rigaudit.agents.llm.errors import LlmError
+from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
+from rigaudit.orchestrator.chat.steps import Step
+from rigaudit.transcripts.events import LlmExchange
 
 SYSTEM = """\
 # chat coordinator

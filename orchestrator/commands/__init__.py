@@ -1,1 +1,1 @@
-"""One module per subcommand; each exposes ``COMMAND`` (an :class:`orchestrator.command.Command`)."""
+"""One module per subcommand; each exposes ``COMMAND`` (an :class:`rigaudit.orchestrator.command.Command`)."""

@@ -26,7 +26,7 @@ from pathlib import Path
 import anyio
 from pydantic import ValidationError
 
-from orchestrator.apply import (
+from rigaudit.orchestrator.apply import (
     SCOPES,
     ApplyOptions,
     ApplyReport,
@@ -37,18 +37,18 @@ from orchestrator.apply import (
     summarize,
     summary_rows,
 )
-from orchestrator.approval import Gate
-from orchestrator.command import Command
-from orchestrator.errors import OperationError, UsageError
-from orchestrator.session import open_session
-from tools.actions.script import render_script
-from tools.actions.targets import AnyTarget
-from tools.hosts.base import Host
-from tools.hosts.snapshot import SnapshotError, SnapshotHost
-from tools.journal import JournalError, default_journal_path, utc_now
-from tools.model.audit import AuditResult
-from tools.model.plan import Plan
-from transcripts.events import ReportWritten
+from rigaudit.orchestrator.approval import Gate
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.orchestrator.session import open_session
+from rigaudit.tools.actions.script import render_script
+from rigaudit.tools.actions.targets import AnyTarget
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.journal import JournalError, default_journal_path, utc_now
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.plan import Plan
+from rigaudit.transcripts.events import ReportWritten
 
 _MARK = {
     "applied": "ok",
@@ -120,14 +120,14 @@ def _source_host(args: argparse.Namespace) -> Host:
             return SnapshotHost(args.snapshot)
         except SnapshotError as exc:
             raise UsageError(str(exc)) from None
-    from tools.hosts.local import LocalHost
+    from rigaudit.tools.hosts.local import LocalHost
 
     return LocalHost()
 
 
 async def _in_container(host: Host) -> bool:
-    from agents.facts.platform import detect_platform
-    from tools.probe import Probe
+    from rigaudit.agents.facts.platform import detect_platform
+    from rigaudit.tools.probe import Probe
 
     try:
         return (await detect_platform(Probe(host))).in_container
@@ -136,14 +136,14 @@ async def _in_container(host: Host) -> bool:
 
 
 async def _audit_plan(host: Host, emit: Emit) -> Plan:
-    from orchestrator.audit import run_audit
+    from rigaudit.orchestrator.audit import run_audit
 
     return (await run_audit(host, emit=emit)).plan
 
 
 async def _reaudit(host: Host, checks: list[str]) -> dict[str, str]:
     """Status of ``checks`` on the changed copy: the proof that the plan did what it claims."""
-    from orchestrator.audit import run_audit
+    from rigaudit.orchestrator.audit import run_audit
 
     result = await run_audit(host)
     statuses = {f.check: f.status for f in result.findings}
@@ -270,7 +270,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"script: {args.emit_script} ({sum(1 for i in report.script_steps() if i.live)} step(s) to run elsewhere)")
         report_path = _report_path(args)
         if report_path is not None and report.journal is not None:
-            from orchestrator.report import append_section
+            from rigaudit.orchestrator.report import append_section
 
             append_section(report_path, "Applied changes", render_section(report, when, reaudit))
             emit(ReportWritten(path=str(report_path), section="Applied changes"))

@@ -19,20 +19,20 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from agents.registry import AREA_MODULES
-from orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
-from orchestrator.command import Command
-from orchestrator.errors import UsageError
-from orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
-from orchestrator.hosts import add_host_arguments, open_host
-from orchestrator.llm_options import add_llm_arguments, brain_from_args
-from orchestrator.output import write_json
-from orchestrator.report import write_report
-from orchestrator.session import open_session
-from orchestrator.ui.terminal import TerminalUI
-from tools.model.audit import AuditResult
-from tools.model.finding import SEVERITY_ORDER
-from transcripts.events import ReportWritten
+from rigaudit.agents.registry import AREA_MODULES
+from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
+from rigaudit.orchestrator.hosts import add_host_arguments, open_host
+from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args
+from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.report import write_report
+from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import SEVERITY_ORDER
+from rigaudit.transcripts.events import ReportWritten
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:

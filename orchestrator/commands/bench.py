@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.command import Command
-from orchestrator.errors import OperationError, UsageError
-from tools.bench.errors import BenchFailed, BenchInputError, BenchUnavailable
-from tools.bench.render import Table as Rows
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.tools.bench.errors import BenchFailed, BenchInputError, BenchUnavailable
+from rigaudit.tools.bench.render import Table as Rows
 
 T = TypeVar("T")
 
@@ -95,20 +95,20 @@ def progress_bar(console: Console) -> Iterator[Callable[[str, int, int], None]]:
 
 
 def approve(what: str, details: Sequence[str], args: argparse.Namespace) -> None:
-    from orchestrator.approval import require_approval
+    from rigaudit.orchestrator.approval import require_approval
 
     session = getattr(args, "_session", None)
     require_approval(what, details, assume_yes=bool(args.yes), emit=session.emit if session is not None else None)
 
 
 def write_outputs(args: argparse.Namespace, text: str, title: str, markdown: str) -> None:
-    from orchestrator.output import write_json
+    from rigaudit.orchestrator.output import write_json
 
     session = getattr(args, "_session", None)
     if session is not None:
         import json
 
-        from transcripts.events import BenchResultReported
+        from rigaudit.transcripts.events import BenchResultReported
 
         try:
             data = json.loads(text)
@@ -118,7 +118,7 @@ def write_outputs(args: argparse.Namespace, text: str, title: str, markdown: str
     if getattr(args, "json", None):
         write_json(Path(args.json), text)
     if getattr(args, "report", None):
-        from orchestrator.report import append_section
+        from rigaudit.orchestrator.report import append_section
 
         try:
             append_section(Path(args.report), title, markdown)
@@ -139,9 +139,9 @@ def _common(parser: argparse.ArgumentParser, *, gated: bool = True) -> None:
 
 
 def _p2p(args: argparse.Namespace) -> int:
-    from tools.bench import p2p
-    from tools.bench.gpu import parse_gpu_list, pick_backend
-    from tools.bench.render import p2p_table, section
+    from rigaudit.tools.bench import p2p
+    from rigaudit.tools.bench.gpu import parse_gpu_list, pick_backend
+    from rigaudit.tools.bench.render import p2p_table, section
 
     backend = guarded(lambda: pick_backend(args.backend))
     gpus = guarded(lambda: parse_gpu_list(args.gpus))
@@ -189,9 +189,9 @@ def _add_p2p(parser: argparse.ArgumentParser) -> None:
 
 
 def _nccl(args: argparse.Namespace) -> int:
-    from tools.bench.nccl import run_allreduce
-    from tools.bench.nccl_parse import human_size, parse_sizes
-    from tools.bench.render import nccl_table, section
+    from rigaudit.tools.bench.nccl import run_allreduce
+    from rigaudit.tools.bench.nccl_parse import human_size, parse_sizes
+    from rigaudit.tools.bench.render import nccl_table, section
 
     sizes = guarded(lambda: parse_sizes(args.sizes))
     if args.gpus is not None and args.gpus < 2:
@@ -241,13 +241,13 @@ def _add_nccl(parser: argparse.ArgumentParser) -> None:
 
 
 def _inference(args: argparse.Namespace) -> int:
-    from tools.bench.render import bench_table, section
-    from tools.bench.results import BenchResult
+    from rigaudit.tools.bench.render import bench_table, section
+    from rigaudit.tools.bench.results import BenchResult
 
     console = _out(args)
     result: BenchResult
     if args.command:
-        from tools.bench.external import run_command
+        from rigaudit.tools.bench.external import run_command
 
         approve("run an external serving benchmark", [f"command: {args.command}", "it sends load to the server it names"], args)
         result = guarded(
@@ -275,7 +275,7 @@ def _inference(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, console: Console) -> Any:
     import anyio
 
-    from tools.bench.loadgen import LoadSpec, run_load
+    from rigaudit.tools.bench.loadgen import LoadSpec, run_load
 
     spec = LoadSpec(
         base_url=args.base_url,
@@ -328,9 +328,9 @@ def _add_inference(parser: argparse.ArgumentParser) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from tools.bench.compare import compare
-    from tools.bench.render import compare_table, section
-    from tools.bench.results import load_result
+    from rigaudit.tools.bench.compare import compare
+    from rigaudit.tools.bench.render import compare_table, section
+    from rigaudit.tools.bench.results import load_result
 
     base = guarded(lambda: load_result(Path(args.base)))
     new = guarded(lambda: load_result(Path(args.new)))
@@ -381,7 +381,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from orchestrator.session import open_session
+    from rigaudit.orchestrator.session import open_session
 
     options = {k: v for k, v in vars(args).items() if not k.startswith("_") and isinstance(v, (str, int, float, bool))}
     with open_session(

@@ -28,18 +28,18 @@ from pathlib import Path
 import anyio
 from rich.console import Console as RichConsole
 
-from agents.llm import LLMBrain, LlmError, OpenAIChatModel
-from agents.llm.usage import UsageBook
-from orchestrator.approval import Console, is_interactive
-from orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
-from orchestrator.command import Command
-from orchestrator.errors import UsageError
-from orchestrator.hosts import add_host_arguments, open_host
-from orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
-from orchestrator.session import Consumer, open_session
-from orchestrator.ui.terminal import TerminalUI
-from tools.hosts.snapshot import SnapshotHost
-from transcripts.events import ChangeApplied, Event, LlmExchange, Message
+from rigaudit.agents.llm import LLMBrain, LlmError, OpenAIChatModel
+from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.orchestrator.approval import Console, is_interactive
+from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.hosts import add_host_arguments, open_host
+from rigaudit.orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
+from rigaudit.orchestrator.session import Consumer, open_session
+from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.transcripts.events import ChangeApplied, Event, LlmExchange, Message
 
 PROMPT = "you> "
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from agents.catalog import catalog, render_markdown
-from orchestrator.command import Command
-from orchestrator.errors import UsageError
+from rigaudit.agents.catalog import catalog, render_markdown
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import UsageError
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

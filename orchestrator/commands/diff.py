@@ -30,15 +30,23 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.audit import AuditOptions
-from orchestrator.command import Command
-from orchestrator.diff import Side, load_side
-from orchestrator.errors import UsageError
-from orchestrator.output import write_json
-from orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE
-from tools.diffing import FindingChange, FindingsDiff, ValueChange, ValuesDiff, diff_document, diff_findings, diff_snapshots
-from tools.hosts.snapshot import SnapshotError
-from tools.model.finding import Finding
+from rigaudit.orchestrator.audit import AuditOptions
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.diff import Side, load_side
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE
+from rigaudit.tools.diffing import (
+    FindingChange,
+    FindingsDiff,
+    ValueChange,
+    ValuesDiff,
+    diff_document,
+    diff_findings,
+    diff_snapshots,
+)
+from rigaudit.tools.hosts.snapshot import SnapshotError
+from rigaudit.tools.model.finding import Finding
 
 _KIND_STYLE = {
     "appeared": "bold red",

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from orchestrator.command import Command
-from orchestrator.errors import UsageError
-from tools.policy import POLICY, judge_command_line
-from tools.policy.engine import FALLBACKS
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.policy import POLICY, judge_command_line
+from rigaudit.tools.policy.engine import FALLBACKS
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

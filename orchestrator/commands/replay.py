@@ -24,16 +24,16 @@ from typing import Any
 
 from rich.console import Console
 
-from orchestrator.command import Command
-from orchestrator.errors import UsageError
-from orchestrator.output import write_json
-from orchestrator.rediagnose import rediagnose
-from orchestrator.ui.terminal import TerminalUI
-from tools.diffing import FindingChange
-from transcripts.errors import TranscriptError
-from transcripts.reader import Transcript, read_transcript
-from transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
-from transcripts.store import find_transcript
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.rediagnose import rediagnose
+from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.tools.diffing import FindingChange
+from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.transcripts.reader import Transcript, read_transcript
+from rigaudit.transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
+from rigaudit.transcripts.store import find_transcript
 
 REDIAGNOSE_SCHEMA = "rigaudit.rediagnose/1"
 

@@ -18,17 +18,17 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.apply import describe_targets
-from orchestrator.approval import require_approval
-from orchestrator.command import Command
-from orchestrator.errors import OperationError, UsageError
-from orchestrator.session import open_session
-from tools.actions.execute import short
-from tools.actions.rollback import Restore, pending_changes, rollback, session_of
-from tools.hosts.base import Host
-from tools.hosts.snapshot import SnapshotError, SnapshotHost
-from tools.journal import Journal, JournalEntry, JournalError, read_journal, utc_now
-from transcripts.events import ChangeApplied, ReportWritten
+from rigaudit.orchestrator.apply import describe_targets
+from rigaudit.orchestrator.approval import require_approval
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.orchestrator.session import open_session
+from rigaudit.tools.actions.execute import short
+from rigaudit.tools.actions.rollback import Restore, pending_changes, rollback, session_of
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.journal import Journal, JournalEntry, JournalError, read_journal, utc_now
+from rigaudit.transcripts.events import ChangeApplied, ReportWritten
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +55,7 @@ def open_target_host(entries: list[JournalEntry], snapshot: Path | None) -> Host
         where = recorded.split(":", 1)[1]
         raise UsageError(f"this journal changed the snapshot copy {where}; roll it back with --snapshot {where}")
     else:
-        from tools.hosts.local import LocalHost
+        from rigaudit.tools.hosts.local import LocalHost
 
         host = LocalHost()
     if session is not None and session.host and session.host != host.name:
@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         default = Path("system-improve.md")
         report = args.report if args.report is not None else (default if default.exists() else None)
         if report is not None:
-            from orchestrator.report import append_section
+            from rigaudit.orchestrator.report import append_section
 
             append_section(report, "Applied changes", _section(args.journal, host, results, utc_now()))
             session.emit(ReportWritten(path=str(report), section="Applied changes"))

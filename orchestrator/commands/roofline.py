@@ -20,12 +20,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator.command import Command
-from orchestrator.commands.bench import guarded
-from orchestrator.errors import UsageError
-from tools.bench.model_config import guess_bytes_per_param, load_config, shape_from_config
-from tools.bench.render import roofline_lines
-from tools.bench.roofline import GPU_BANDWIDTH_GBS, Roofline, lookup_bandwidth
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands.bench import guarded
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.bench.model_config import guess_bytes_per_param, load_config, shape_from_config
+from rigaudit.tools.bench.render import roofline_lines
+from rigaudit.tools.bench.roofline import GPU_BANDWIDTH_GBS, Roofline, lookup_bandwidth
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -59,8 +59,8 @@ def _bandwidth(args: argparse.Namespace) -> tuple[float, str]:
             raise UsageError(f"--gpu-model {args.gpu_model!r} is not in the table ({known}); give --bandwidth-gbs")
         return found[1], f"{found[0]} data sheet"
     if args.measure:
-        from orchestrator.approval import require_approval
-        from tools.bench.membw import measure_copy_bandwidth
+        from rigaudit.orchestrator.approval import require_approval
+        from rigaudit.tools.bench.membw import measure_copy_bandwidth
 
         require_approval(
             "measure GPU memory bandwidth",
@@ -110,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     for line in roofline_lines(roofline):
         console.print(line, highlight=False)
     if args.json:
-        from orchestrator.output import write_json
+        from rigaudit.orchestrator.output import write_json
 
         write_json(Path(args.json), json.dumps(roofline.to_dict(), indent=2))
     return 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from orchestrator.command import Command
-from tools.model.audit import AuditResult
+from rigaudit.orchestrator.command import Command
+from rigaudit.tools.model.audit import AuditResult
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

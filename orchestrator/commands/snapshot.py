@@ -15,17 +15,17 @@ from pathlib import Path
 
 import anyio
 
-from agents.facts.baseline import collect_baseline
-from agents.facts.gpus import collect_gpus
-from agents.facts.platform import detect_platform
-from agents.registry import all_investigators
-from orchestrator.command import Command
-from orchestrator.errors import OperationError, UsageError
-from tools.hosts.base import Host
-from tools.hosts.local import LocalHost
-from tools.hosts.recording import RecordingHost
-from tools.hosts.snapshot_writer import SnapshotSummary, SnapshotWriteError, check_target
-from tools.probe import Probe
+from rigaudit.agents.facts.baseline import collect_baseline
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.agents.registry import all_investigators
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.local import LocalHost
+from rigaudit.tools.hosts.recording import RecordingHost
+from rigaudit.tools.hosts.snapshot_writer import SnapshotSummary, SnapshotWriteError, check_target
+from rigaudit.tools.probe import Probe
 
 
 def make_host() -> Host:
@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.share or args.share_from:
         return _share(args)
     if args.stdout:
-        from orchestrator.fleet.node import snapshot_to_stdout
+        from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
 
         return snapshot_to_stdout(notes=args.notes, concurrency=args.concurrency)
     output = Path(args.output)
@@ -108,9 +108,9 @@ def _share(args: argparse.Namespace) -> int:
     bug report (identifying values replaced by placeholders; see tools/share). Prints its summary."""
     import tempfile
 
-    from orchestrator.audit import run_audit
-    from tools.hosts.snapshot import SnapshotError, SnapshotHost
-    from tools.share import ShareError, share_bundle
+    from rigaudit.orchestrator.audit import run_audit
+    from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+    from rigaudit.tools.share import ShareError, share_bundle
 
     output = Path(args.output or "")
     if not args.share or not args.output:

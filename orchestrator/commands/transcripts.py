@@ -16,11 +16,11 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from orchestrator.command import Command
-from orchestrator.commands.replay import load
-from orchestrator.errors import UsageError
-from transcripts.errors import TranscriptError
-from transcripts.events import (
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands.replay import load
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.transcripts.events import (
     ApprovalDecided,
     BenchResultReported,
     ChangeApplied,
@@ -34,8 +34,8 @@ from transcripts.events import (
     ToolCall,
     Warning_,
 )
-from transcripts.reader import Transcript
-from transcripts.store import list_transcripts, transcripts_dir
+from rigaudit.transcripts.reader import Transcript
+from rigaudit.transcripts.store import list_transcripts, transcripts_dir
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -11,9 +11,9 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from orchestrator.fleet.model import FleetFix, HostAudit, Outlier
-from tools.model.finding import Finding
-from tools.model.plan import PlanStep
+from rigaudit.orchestrator.fleet.model import FleetFix, HostAudit, Outlier
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.model.plan import PlanStep
 
 MIN_COMPARED = 3
 _PRIORITY = {"P0": 0, "P1": 1, "P2": 2}

@@ -19,18 +19,24 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from agents.registry import AREA_MODULES
-from orchestrator.errors import OperationError, UsageError
-from orchestrator.fleet.analysis import outliers_by_host
-from orchestrator.fleet.model import FleetResult
-from orchestrator.fleet.progress import FleetProgress
-from orchestrator.fleet.report import write_fleet_report
-from orchestrator.fleet.runner import DEFAULT_HOST_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, FleetOptions, run_fleet, run_slurm_fleet
-from orchestrator.fleet.targets import parse_hosts
-from orchestrator.output import write_json
-from tools.model.finding import SEVERITY_ORDER
-from tools.remote.slurm import SlurmJob
-from tools.remote.transport import COLLECTORS, SshTransport, TransportError, check_words
+from rigaudit.agents.registry import AREA_MODULES
+from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.orchestrator.fleet.analysis import outliers_by_host
+from rigaudit.orchestrator.fleet.model import FleetResult
+from rigaudit.orchestrator.fleet.progress import FleetProgress
+from rigaudit.orchestrator.fleet.report import write_fleet_report
+from rigaudit.orchestrator.fleet.runner import (
+    DEFAULT_HOST_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    FleetOptions,
+    run_fleet,
+    run_slurm_fleet,
+)
+from rigaudit.orchestrator.fleet.targets import parse_hosts
+from rigaudit.orchestrator.output import write_json
+from rigaudit.tools.model.finding import SEVERITY_ORDER
+from rigaudit.tools.remote.slurm import SlurmJob
+from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, TransportError, check_words
 
 SUMMARY_SHOWN = 4
 """Outlier lines printed per host (the fleet report lists them all)."""

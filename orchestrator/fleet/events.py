@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
 
-from orchestrator.fleet.model import FleetResult
+from rigaudit.orchestrator.fleet.model import FleetResult
 
 
 @dataclass(frozen=True)

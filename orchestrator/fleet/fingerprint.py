@@ -7,9 +7,9 @@ host (``GPU3 PCIe link``), values are short texts compared as they are.
 
 from __future__ import annotations
 
-from agents.facts.gpus import collect_gpus
-from tools.hosts.base import Host
-from tools.probe import Probe
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.probe import Probe
 
 P2P_STATUS = {
     0: "OK",

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from tools.model.audit import AuditResult
-from tools.model.plan import PlanStep
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.plan import PlanStep
 
 FLEET_SCHEMA = "rigaudit.fleet/1"
 FailureStage = Literal["connect", "collect", "timeout", "audit"]

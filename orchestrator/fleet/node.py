@@ -18,10 +18,10 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.errors import OperationError, UsageError
-from tools.hosts.snapshot import SnapshotError, load_manifest
-from tools.hosts.snapshot_writer import SnapshotWriteError
-from tools.remote.tarstream import write_snapshot_tar
+from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.tools.hosts.snapshot import SnapshotError, load_manifest
+from rigaudit.tools.hosts.snapshot_writer import SnapshotWriteError
+from rigaudit.tools.remote.tarstream import write_snapshot_tar
 
 SOURCE_ENV = "RIGAUDIT_SNAPSHOT_SOURCE"
 
@@ -47,7 +47,7 @@ def snapshot_to_stdout(*, notes: str = "", concurrency: int = 8) -> int:
             raise UsageError(f"{SOURCE_ENV}: {exc}") from None
         _stream(Path(prepared))
         return 0
-    from orchestrator.commands.snapshot import record
+    from rigaudit.orchestrator.commands.snapshot import record
 
     with tempfile.TemporaryDirectory(prefix="rigaudit-snapshot-") as scratch:
         target = Path(scratch) / "snapshot"

@@ -1,9 +1,9 @@
 """Worker processes that judge snapshots, so a fleet's audits use every core.
 
-Each worker is ``python -m orchestrator.fleet.pool``: it reads a pickled :class:`JudgeJob` (length
+Each worker is ``python -m rigaudit.orchestrator.fleet.pool``: it reads a pickled :class:`JudgeJob` (length
 prefixed) from stdin, writes the pickled :class:`Judged` to stdout, and waits for the next one.
 Unlike ``multiprocessing`` or ``anyio.to_process`` it never re-runs the parent's ``__main__``, so it
-works however rigaudit was started (``rigaudit``, ``python -m orchestrator``, a user's script).
+works however rigaudit was started (``rigaudit``, ``python -m rigaudit``, a user's script).
 Jobs only ever come from the parent that started the worker (pickle is trusted here, nowhere else).
 """
 
@@ -21,7 +21,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from orchestrator.fleet.worker import Judged, JudgeJob, judge
+from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob, judge
 
 _HEADER = struct.Struct("!Q")
 
@@ -38,7 +38,7 @@ class JudgePool:
     async def _start(self) -> tuple[anyio.abc.Process, BufferedByteReceiveStream]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         process = await anyio.open_process(
-            [sys.executable, "-m", "orchestrator.fleet.pool"],
+            [sys.executable, "-m", "rigaudit.orchestrator.fleet.pool"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from orchestrator.fleet.events import (
+from rigaudit.orchestrator.fleet.events import (
     FleetEvent,
     FleetFinished,
     FleetStarted,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.fleet.analysis import outliers_by_host
-from orchestrator.fleet.model import FleetFix, FleetResult, Outlier
-from tools.action_text import describe, shell_lines
-from tools.atomic import atomic_write_text
+from rigaudit.orchestrator.fleet.analysis import outliers_by_host
+from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, Outlier
+from rigaudit.tools.action_text import describe, shell_lines
+from rigaudit.tools.atomic import atomic_write_text
 
 OUTLIER_CHECKS_SHOWN = 12
 """Per host; a host that differs on more checks is probably another kind of machine."""

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.commands.snapshot import collect_all
-from orchestrator.fleet.analysis import fleet_plan, outliers, status_matrix
-from orchestrator.fleet.events import (
+from rigaudit.orchestrator.commands.snapshot import collect_all
+from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers, status_matrix
+from rigaudit.orchestrator.fleet.events import (
     FleetEmit,
     FleetFinished,
     FleetStarted,
@@ -33,17 +33,17 @@ from orchestrator.fleet.events import (
     HostJudged,
     ignore,
 )
-from orchestrator.fleet.model import FailureStage, FleetResult, HostAudit, HostFailure
-from orchestrator.fleet.pool import JudgePool
-from orchestrator.fleet.worker import Judged, JudgeJob, judge
-from tools.hosts.recording import RecordingHost
-from tools.model.audit import AuditResult
-from tools.probe import Probe
-from tools.remote.client import RemoteHost
-from tools.remote.framing import NodeStream
-from tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node
-from tools.remote.slurm import SlurmJob, expand_nodelist, run_srun, task_argv
-from tools.remote.transport import Collector, Transport, node_script
+from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit, HostFailure
+from rigaudit.orchestrator.fleet.pool import JudgePool
+from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob, judge
+from rigaudit.tools.hosts.recording import RecordingHost
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.probe import Probe
+from rigaudit.tools.remote.client import RemoteHost
+from rigaudit.tools.remote.framing import NodeStream
+from rigaudit.tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node
+from rigaudit.tools.remote.slurm import SlurmJob, expand_nodelist, run_srun, task_argv
+from rigaudit.tools.remote.transport import Collector, Transport, node_script
 
 DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_HOST_TIMEOUT_S = 120.0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.errors import UsageError
-from tools.remote.transport import TransportError, check_target
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.remote.transport import TransportError, check_target
 
 
 def parse_hosts(value: str) -> list[str]:

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import anyio
 
-from orchestrator.audit import AuditOptions, run_audit
-from orchestrator.fleet.fingerprint import fingerprint
-from orchestrator.report import write_report
-from tools.atomic import atomic_write_text
-from tools.hosts.snapshot import SnapshotError, SnapshotHost
-from tools.model.audit import AuditResult
-from tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
+from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.fleet.fingerprint import fingerprint
+from rigaudit.orchestrator.report import write_report
+from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
-from tools.action_text import describe
-from tools.model.finding import SEVERITY_ORDER, Finding
-from tools.model.plan import Plan
+from rigaudit.tools.action_text import describe
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
+from rigaudit.tools.model.plan import Plan
 
 STATUS_STYLE = {"problem": "bold red", "ok": "green", "unknown": "yellow", "not_applicable": "dim"}
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan"}

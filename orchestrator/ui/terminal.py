@@ -9,8 +9,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from orchestrator.ui.tables import BoardRow, board_table, findings_table, plan_table
-from transcripts.events import (
+from rigaudit.orchestrator.ui.tables import BoardRow, board_table, findings_table, plan_table
+from rigaudit.transcripts.events import (
     ApprovalDecided,
     AuditFinished,
     BenchResultReported,

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tools.actions.ops import ActionError, identical, matches, read_value, revert_text, set_value, wanted
-from tools.actions.targets import AnyTarget
-from tools.hosts.base import Host
-from tools.journal import Journal, JournalEntry
+from rigaudit.tools.actions.ops import ActionError, identical, matches, read_value, revert_text, set_value, wanted
+from rigaudit.tools.actions.targets import AnyTarget
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.journal import Journal, JournalEntry
 
 Outcome = Literal["verified", "applied", "unchanged", "reverted", "failed"]
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from tools.actions.targets import (
+from rigaudit.tools.actions.targets import (
     AnyTarget,
     ConfigFileTarget,
     ModuleTarget,
@@ -19,8 +19,8 @@ from tools.actions.targets import (
     ServiceTarget,
     ValueFileTarget,
 )
-from tools.hosts.base import Host, HostWriteError
-from tools.pci import apply_masked, register_offset
+from rigaudit.tools.hosts.base import Host, HostWriteError
+from rigaudit.tools.pci import apply_masked, register_offset
 
 _CHOICE = re.compile(r"\[([^\]\s]+)\]")
 ABSENT = None

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tools.action_text import shell_lines
-from tools.actions.ops import read_value
-from tools.actions.targets import ConfigFileTarget
-from tools.hosts.base import Host
-from tools.model.finding import (
+from rigaudit.tools.action_text import shell_lines
+from rigaudit.tools.actions.ops import read_value
+from rigaudit.tools.actions.targets import ConfigFileTarget
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.model.finding import (
     Action,
     ModuleLoadAction,
     PciRegisterAction,

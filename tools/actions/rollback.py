@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tools.actions.execute import restore_target, short
-from tools.actions.targets import AnyTarget
-from tools.hosts.base import Host
-from tools.journal import Journal, JournalEntry
+from rigaudit.tools.actions.execute import restore_target, short
+from rigaudit.tools.actions.targets import AnyTarget
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.journal import Journal, JournalEntry
 
 RestoreOutcome = Literal["restored", "skipped", "failed"]
 

@@ -12,8 +12,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tools.action_text import compress_paths, setpci_register, shell_lines
-from tools.model.finding import (
+from rigaudit.tools.action_text import compress_paths, setpci_register, shell_lines
+from rigaudit.tools.model.finding import (
     Action,
     CommandAction,
     ModuleLoadAction,
@@ -22,7 +22,7 @@ from tools.model.finding import (
     SysctlAction,
     SysfsWriteAction,
 )
-from tools.model.plan import PlanStep
+from rigaudit.tools.model.plan import PlanStep
 
 
 @dataclass(frozen=True)

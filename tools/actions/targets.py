@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.action_text import setpci_register
-from tools.model.finding import (
+from rigaudit.tools.action_text import setpci_register
+from rigaudit.tools.model.finding import (
     Action,
     ModuleLoadAction,
     PciRegisterAction,

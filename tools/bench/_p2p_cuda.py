@@ -14,9 +14,9 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from tools.bench.errors import BenchFailed, BenchUnavailable
-from tools.bench.gpu import check_gpus
-from tools.bench.p2p import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.bench.errors import BenchFailed, BenchUnavailable
+from rigaudit.tools.bench.gpu import check_gpus
+from rigaudit.tools.bench.p2p import GpuInfo, PairMeasurement, Progress
 
 
 def _driver() -> Any:

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tools.bench.errors import BenchUnavailable
-from tools.bench.gpu import check_gpus
-from tools.bench.links import bus_id_from_uuid
-from tools.bench.p2p import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.bench.errors import BenchUnavailable
+from rigaudit.tools.bench.gpu import check_gpus
+from rigaudit.tools.bench.links import bus_id_from_uuid
+from rigaudit.tools.bench.p2p import GpuInfo, PairMeasurement, Progress
 
 _SEED = 0x1F2E3D4C
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from tools.bench.results import BenchResult, Run
-from tools.bench.stats import bootstrap_change, median, relative_spread
+from rigaudit.tools.bench.results import BenchResult, Run
+from rigaudit.tools.bench.stats import bootstrap_change, median, relative_spread
 
 COMPARE_SCHEMA = "rigaudit.compare/1"
 Verdict = Literal["improved", "regressed", "no significant change", "not enough data"]

@@ -12,8 +12,8 @@ import subprocess
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from tools.bench.errors import BenchFailed, BenchInputError
-from tools.bench.results import BenchResult, Run
+from rigaudit.tools.bench.errors import BenchFailed, BenchInputError
+from rigaudit.tools.bench.results import BenchResult, Run
 
 _ROW = re.compile(r"^\s*([A-Za-z][^:]*?)\s*:\s*(\S+)")
 _FIELDS: dict[str, str] = {

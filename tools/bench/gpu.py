@@ -6,7 +6,7 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Literal
 
-from tools.bench.errors import BenchInputError, BenchUnavailable
+from rigaudit.tools.bench.errors import BenchInputError, BenchUnavailable
 
 Backend = Literal["torch", "cuda-bindings"]
 

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from tools.bench._http import HttpError, StreamingClient
-from tools.bench.results import BenchResult, Run, Sample, summarize
+from rigaudit.tools.bench._http import HttpError, StreamingClient
+from rigaudit.tools.bench.results import BenchResult, Run, Sample, summarize
 
 Api = Literal["chat", "completions"]
 Progress = Callable[[str, int, int], None]

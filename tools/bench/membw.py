@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from tools.bench.errors import BenchUnavailable
+from rigaudit.tools.bench.errors import BenchUnavailable
 
 
 def measure_copy_bandwidth(gpus: Sequence[int], *, size_mib: int = 1024, iters: int = 20, warmup: int = 3) -> list[float]:

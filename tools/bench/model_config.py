@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.errors import BenchInputError
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from tools.bench.errors import BenchFailed, BenchUnavailable
-from tools.bench.nccl_parse import Transports, bus_factor, human_size, parse_nccl_tests, parse_transports
+from rigaudit.tools.bench.errors import BenchFailed, BenchUnavailable
+from rigaudit.tools.bench.nccl_parse import Transports, bus_factor, human_size, parse_nccl_tests, parse_transports
 
 NCCL_SCHEMA = "rigaudit.nccl/1"
 Tool = Literal["auto", "torch", "nccl-tests"]
@@ -95,7 +95,7 @@ def run_torch(
         raise BenchUnavailable(f"--gpus {world}: between 2 and {visible} GPUs are visible here")
     if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
         raise BenchUnavailable("this torch build has no NCCL backend")
-    from tools.bench._nccl_worker import FORCED_ENV, worker
+    from rigaudit.tools.bench._nccl_worker import FORCED_ENV, worker
 
     with tempfile.TemporaryDirectory(prefix="rigaudit-nccl-") as tmp:
         out = Path(tmp) / "result.json"
@@ -131,7 +131,7 @@ def run_nccl_tests(
     binary: str, world: int | None, sizes: Sequence[int], *, iters: int, warmup: int, progress: Progress | None = None
 ) -> NcclReport:
     """Run all_reduce_perf once per size (``-b S -e S``) and parse its table and INFO lines."""
-    from tools.bench._nccl_worker import FORCED_ENV
+    from rigaudit.tools.bench._nccl_worker import FORCED_ENV
 
     env = {**os.environ, **FORCED_ENV}
     gpus = world or int(os.environ.get("RIGAUDIT_NCCL_GPUS", "0")) or _count_gpus()

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.errors import BenchInputError
 
 _UNITS = {
     "": 1,

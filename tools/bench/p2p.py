@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tools.bench.links import GpuLinks, LinkLimit, pair_limit
+from rigaudit.tools.bench.links import GpuLinks, LinkLimit, pair_limit
 
 P2P_SCHEMA = "rigaudit.p2p/1"
 DEFAULT_PATH = Path("/var/tmp/rigaudit/p2p.json")
@@ -160,11 +160,11 @@ def measure(
 ) -> P2PReport:
     """Run the benchmark on every ordered pair of ``gpus`` (None: all visible) with the chosen backend."""
     if backend == "torch":
-        from tools.bench import _p2p_torch as impl
+        from rigaudit.tools.bench import _p2p_torch as impl
     else:
-        from tools.bench import _p2p_cuda as impl  # type: ignore[no-redef]
+        from rigaudit.tools.bench import _p2p_cuda as impl  # type: ignore[no-redef]
     infos, measurements = impl.measure_pairs(gpus, size_mib * 2**20, iters=iters, warmup=warmup, progress=progress)
-    from tools.bench.links import read_links
+    from rigaudit.tools.bench.links import read_links
 
     links = read_links([g.pci_bus_id for g in infos], [g.compute_major for g in infos])
     return build_report(measurements, infos, links, backend=backend, size_mib=size_mib, iters=iters)

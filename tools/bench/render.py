@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tools.bench.compare import Comparison, MetricChange
-from tools.bench.nccl import NcclReport
-from tools.bench.nccl_parse import human_size
-from tools.bench.p2p import P2PReport
-from tools.bench.results import BenchResult
-from tools.bench.roofline import Roofline
+from rigaudit.tools.bench.compare import Comparison, MetricChange
+from rigaudit.tools.bench.nccl import NcclReport
+from rigaudit.tools.bench.nccl_parse import human_size
+from rigaudit.tools.bench.p2p import P2PReport
+from rigaudit.tools.bench.results import BenchResult
+from rigaudit.tools.bench.roofline import Roofline
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -121,7 +121,7 @@ def roofline_lines(r: Roofline) -> list[str]:
 
 
 def section(title: str, table: Table, notes: Sequence[str] = ()) -> str:
-    """A markdown block for ``orchestrator.report.append_section``."""
+    """A markdown block for ``rigaudit.orchestrator.report.append_section``."""
     parts = [f"### {title}", "", markdown(table)]
     if notes:
         parts += ["", *[f"- {note}" for note in notes]]

@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tools.bench.errors import BenchInputError
-from tools.bench.stats import percentile
+from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.stats import percentile
 
 BENCH_SCHEMA = "rigaudit.bench/1"
 

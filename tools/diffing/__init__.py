@@ -4,9 +4,9 @@
 the values two snapshots read. ``rigaudit diff`` and ``rigaudit apply`` (before/after) use both.
 """
 
-from tools.diffing.document import DIFF_SCHEMA, SideInfo, diff_document
-from tools.diffing.findings import CHANGE_KINDS, ChangeKind, FindingChange, FindingsDiff, diff_findings, verdict
-from tools.diffing.values import Presence, ValueChange, ValueKind, ValuesDiff, diff_snapshots
+from rigaudit.tools.diffing.document import DIFF_SCHEMA, SideInfo, diff_document
+from rigaudit.tools.diffing.findings import CHANGE_KINDS, ChangeKind, FindingChange, FindingsDiff, diff_findings, verdict
+from rigaudit.tools.diffing.values import Presence, ValueChange, ValueKind, ValuesDiff, diff_snapshots
 
 __all__ = [
     "CHANGE_KINDS",

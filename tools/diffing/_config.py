@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tools.diffing._text import bytes_detail
-from tools.pci import PciConfig, PciConfigError, parse_config
+from rigaudit.tools.diffing._text import bytes_detail
+from rigaudit.tools.pci import PciConfig, PciConfigError, parse_config
 
 
 def _size(size: int) -> str:

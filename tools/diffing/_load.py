@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.hosts.snapshot import load_json, load_jsonl, load_manifest
-from tools.probe import command_ref, nvml_ref
+from rigaudit.tools.hosts.snapshot import load_json, load_jsonl, load_manifest
+from rigaudit.tools.probe import command_ref, nvml_ref
 
 NOT_READ = "NOT_RECORDED"
 """``unreadable.json`` value of a path seen (listed) but never read."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from tools.diffing._text import changed_lines
+from rigaudit.tools.diffing._text import changed_lines
 
 VOLATILE_NVML = frozenset(
     {

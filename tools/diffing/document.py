@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tools.diffing.findings import FindingsDiff
-from tools.diffing.values import ValuesDiff
+from rigaudit.tools.diffing.findings import FindingsDiff
+from rigaudit.tools.diffing.values import ValuesDiff
 
 DIFF_SCHEMA = "rigaudit.diff/1"
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tools.model.finding import Finding
+from rigaudit.tools.model.finding import Finding
 
 ChangeKind = Literal["appeared", "resolved", "status", "severity", "observed", "only_a", "only_b"]
 CHANGE_KINDS: tuple[ChangeKind, ...] = ("appeared", "resolved", "status", "severity", "observed", "only_a", "only_b")

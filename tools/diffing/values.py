@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tools.diffing._config import config_detail
-from tools.diffing._load import NOT_READ, SnapshotValues, load_values
-from tools.diffing._text import as_text, bytes_detail, is_text, json_detail, json_short, text_detail
-from tools.diffing._volatile import volatile_file, volatile_nvml
+from rigaudit.tools.diffing._config import config_detail
+from rigaudit.tools.diffing._load import NOT_READ, SnapshotValues, load_values
+from rigaudit.tools.diffing._text import as_text, bytes_detail, is_text, json_detail, json_short, text_detail
+from rigaudit.tools.diffing._volatile import volatile_file, volatile_nvml
 
 ValueKind = Literal["file", "dir", "link", "command", "nvml"]
 Presence = Literal["changed", "only_a", "only_b"]

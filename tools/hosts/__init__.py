@@ -1,6 +1,6 @@
 """Hosts: the one interface through which evidence is read and changes are made."""
 
-from tools.hosts.base import (
+from rigaudit.tools.hosts.base import (
     CommandResult,
     DirResult,
     FileResult,

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
-from tools.hosts.nvml_local import NvmlFacade
-from tools.redact import scrub_environment
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
+from rigaudit.tools.hosts.nvml_local import NvmlFacade
+from rigaudit.tools.redact import scrub_environment
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """Files larger than this read as ``EFBIG`` (never silently cut)."""

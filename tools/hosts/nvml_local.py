@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from tools.hosts.base import JsonValue, NvmlResult
+from rigaudit.tools.hosts.base import JsonValue, NvmlResult
 
 INIT_FUNCTIONS = frozenset({"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags"})
 TWO_DEVICE_FUNCTIONS = frozenset({"nvmlDeviceGetP2PStatus", "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceOnSameBoard"})

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import anyio
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
-from tools.hosts.links import link_walk
-from tools.hosts.snapshot_writer import NOT_RECORDED_FILE, SnapshotSummary, write_snapshot
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
+from rigaudit.tools.hosts.links import link_walk
+from rigaudit.tools.hosts.snapshot_writer import NOT_RECORDED_FILE, SnapshotSummary, write_snapshot
 
 _ABSENT = frozenset({"ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG", "EINVAL"})
 # /proc/PID/{root,cwd,exe,fd/N,...} are "magic" links (another mount namespace, a pipe): reading

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from tools.hosts.base import (
+from rigaudit.tools.hosts.base import (
     NOT_RECORDED,
     CommandResult,
     DirResult,
@@ -19,7 +19,7 @@ from tools.hosts.base import (
     HostWriteError,
     NvmlResult,
 )
-from tools.hosts.links import resolve_links
+from rigaudit.tools.hosts.links import resolve_links
 
 SNAPSHOT_FORMAT = "rigaudit.snapshot/1"
 

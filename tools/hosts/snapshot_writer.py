@@ -2,7 +2,7 @@
 
 The snapshot is built in a temporary folder beside the target and renamed into place, so a
 failure leaves no partial target. An existing non-empty target is refused unless ``force``.
-Secrets are redacted on the way out (:mod:`tools.redact`); PCI config space and other binary
+Secrets are redacted on the way out (:mod:`rigaudit.tools.redact`); PCI config space and other binary
 files are written byte for byte.
 """
 
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from tools.hosts.base import CommandResult, NvmlResult
-from tools.hosts.snapshot import SNAPSHOT_FORMAT
-from tools.redact import redact_file, redact_text
+from rigaudit.tools.hosts.base import CommandResult, NvmlResult
+from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT
+from rigaudit.tools.redact import redact_file, redact_text
 
 if TYPE_CHECKING:
-    from tools.hosts.recording import Recording
+    from rigaudit.tools.hosts.recording import Recording
 
 
 NOT_RECORDED_FILE = "NOT_RECORDED"

@@ -1,8 +1,8 @@
 """The typed data that crosses every boundary of rigaudit (pydantic, frozen)."""
 
-from tools.model.audit import AUDIT_SCHEMA, AuditResult, InvestigatorRun, InvestigatorStatus
-from tools.model.evidence import Evidence, EvidenceKind
-from tools.model.finding import (
+from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult, InvestigatorRun, InvestigatorStatus
+from rigaudit.tools.model.evidence import Evidence, EvidenceKind
+from rigaudit.tools.model.finding import (
     Action,
     Area,
     Finding,
@@ -13,7 +13,7 @@ from tools.model.finding import (
     Status,
     Where,
 )
-from tools.model.plan import Plan, PlanStep, Priority
+from rigaudit.tools.model.plan import Plan, PlanStep, Priority
 
 __all__ = [
     "AUDIT_SCHEMA",

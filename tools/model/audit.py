@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.model.evidence import Evidence
-from tools.model.finding import Area, Finding
-from tools.model.plan import Plan
+from rigaudit.tools.model.evidence import Evidence
+from rigaudit.tools.model.finding import Area, Finding
+from rigaudit.tools.model.plan import Plan
 
 AUDIT_SCHEMA = "rigaudit.audit/1"
 InvestigatorStatus = Literal["done", "failed", "timeout", "cancelled"]

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from tools.model.finding import Action, FixKind, Risk, Severity, Where
+from rigaudit.tools.model.finding import Action, FixKind, Risk, Severity, Where
 
 Priority = Literal["P0", "P1", "P2"]
 

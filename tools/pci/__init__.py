@@ -1,9 +1,9 @@
 """PCI configuration space, decoded without lspci: header, capabilities, PCI Express, AER, ACS,
 Resizable BAR; the tree of bridges from sysfs; and register writes for the apply engine."""
 
-from tools.pci._config import PciConfig, PciConfigError, parse_config
-from tools.pci._express import EXPRESS_CAP_ID, PORT_TYPES, SPEEDS_GTS, ExpressCap, payload_bytes, payload_code
-from tools.pci._extended import (
+from rigaudit.tools.pci._config import PciConfig, PciConfigError, parse_config
+from rigaudit.tools.pci._express import EXPRESS_CAP_ID, PORT_TYPES, SPEEDS_GTS, ExpressCap, payload_bytes, payload_code
+from rigaudit.tools.pci._extended import (
     ACS_CTRL,
     ACS_ID,
     AER_ID,
@@ -15,9 +15,9 @@ from tools.pci._extended import (
     ResizableBar,
     ResizableBarCap,
 )
-from tools.pci._header import Bar, Capability
-from tools.pci._registers import PciRegisterError, RegisterWrite, apply_masked, register_offset, register_write
-from tools.pci._tree import bridges_above, bridges_between, common_upstream, device_chain, is_bdf, root_complex
+from rigaudit.tools.pci._header import Bar, Capability
+from rigaudit.tools.pci._registers import PciRegisterError, RegisterWrite, apply_masked, register_offset, register_write
+from rigaudit.tools.pci._tree import bridges_above, bridges_between, common_upstream, device_chain, is_bdf, root_complex
 
 __all__ = [
     "ACS_CTRL",

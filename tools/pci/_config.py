@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.pci._bytes import u8, u16
-from tools.pci._express import EXPRESS_CAP_ID, ExpressCap, parse_express
-from tools.pci._extended import (
+from rigaudit.tools.pci._bytes import u8, u16
+from rigaudit.tools.pci._express import EXPRESS_CAP_ID, ExpressCap, parse_express
+from rigaudit.tools.pci._extended import (
     ACS_ID,
     AER_ID,
     EXTENDED_START,
@@ -20,7 +20,7 @@ from tools.pci._extended import (
     parse_rebar,
     walk_extended,
 )
-from tools.pci._header import HEADER_SIZE, Bar, Capability, parse_bars, walk_capabilities
+from rigaudit.tools.pci._header import HEADER_SIZE, Bar, Capability, parse_bars, walk_capabilities
 
 
 class PciConfigError(ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.pci._bytes import u16, u32
+from rigaudit.tools.pci._bytes import u16, u32
 
 EXPRESS_CAP_ID = 0x10
 DEVCAP = 0x04

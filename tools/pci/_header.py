@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tools.pci._bytes import u8, u32
+from rigaudit.tools.pci._bytes import u8, u32
 
 HEADER_SIZE = 64
 STATUS_CAP_LIST = 0x10

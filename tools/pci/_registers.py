@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.pci._bytes import u8, u16, u32
-from tools.pci._config import PciConfigError, parse_config
+from rigaudit.tools.pci._bytes import u8, u16, u32
+from rigaudit.tools.pci._config import PciConfigError, parse_config
 
 
 class PciRegisterError(ValueError):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tools.pci._config import PciConfig, PciConfigError, parse_config
-from tools.pci._tree import device_chain
-from tools.probe import Probe, file_ref
+from rigaudit.tools.pci._config import PciConfig, PciConfigError, parse_config
+from rigaudit.tools.pci._tree import device_chain
+from rigaudit.tools.probe import Probe, file_ref
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tools.policy import lexer, paths
+from rigaudit.tools.policy import lexer, paths
 
 MAX_LENGTH = 4096
 ArgvCheck = Callable[[Sequence[str]], str | None]

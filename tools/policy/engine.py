@@ -12,11 +12,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tools.policy import lexer
-from tools.policy.checks import CHECKS, ArgvCheck, LineCheck, show
-from tools.policy.forms import CompiledForm, compile_form, mismatch
-from tools.policy.schema import Rule, RuleError
-from tools.policy.verdict import SEVERITY, Decision, Verdict
+from rigaudit.tools.policy import lexer
+from rigaudit.tools.policy.checks import CHECKS, ArgvCheck, LineCheck, show
+from rigaudit.tools.policy.forms import CompiledForm, compile_form, mismatch
+from rigaudit.tools.policy.schema import Rule, RuleError
+from rigaudit.tools.policy.verdict import SEVERITY, Decision, Verdict
 
 _FAMILY = re.compile(r"(python|pypy|pip|perl|ruby|php|lua|node|tclsh|wish)[0-9.]*|(mkfs|fsck|mkswap|mount|umount)\..+")
 

@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tools.policy import paths
-from tools.policy.checks import show
-from tools.policy.schema import READ_PATH, Form
+from rigaudit.tools.policy import paths
+from rigaudit.tools.policy.checks import show
+from rigaudit.tools.policy.schema import READ_PATH, Form
 
 _GREP_PATTERN_OPTIONS = ("-e", "-f", "--regexp", "--file")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tools.policy.engine import Policy
-from tools.policy.rules import RULES
-from tools.policy.verdict import Verdict
+from rigaudit.tools.policy.engine import Policy
+from rigaudit.tools.policy.rules import RULES
+from rigaudit.tools.policy.verdict import Verdict
 
 POLICY = Policy(RULES)
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tools.policy.verdict import Decision
+from rigaudit.tools.policy.verdict import Decision
 
 OperandKind = Literal["none", "read", "list", "grep", "match"]
 """How a form judges its operands (non-option arguments).
@@ -53,7 +53,7 @@ class Rule:
     """One named rule. ``examples`` are command lines the policy must judge ``decision`` by this very rule.
 
     A rule with no ``programs`` is a guard: it applies to every command, through its named ``check``
-    (see :mod:`tools.policy.checks`). A program rule applies when all of its conditions hold; an
+    (see :mod:`rigaudit.tools.policy.checks`). A program rule applies when all of its conditions hold; an
     ``allow`` rule needs a ``form`` that the whole argument list parses as.
     """
 

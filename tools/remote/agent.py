@@ -1,10 +1,10 @@
 """The node agent: answers the read half of the Host protocol over stdin/stdout.
 
 Sent to a node that has no rigaudit (see ``payload``), it runs on the node's own ``python3 -I -S``:
-the standard library, plus the synchronous primitives of :mod:`tools.hosts.local` and the NVML
+the standard library, plus the synchronous primitives of :mod:`rigaudit.tools.hosts.local` and the NVML
 facade's core with a vendored ``pynvml``, so files, commands and NVML are read exactly as
 ``rigaudit snapshot`` reads them on its own machine. The investigators and the snapshot writer run
-on the coordinator, through :class:`tools.remote.client.RemoteHost`: no pydantic on the node.
+on the coordinator, through :class:`rigaudit.tools.remote.client.RemoteHost`: no pydantic on the node.
 
 Requests are served by a small thread pool (a slow command does not hold up sysfs reads); every
 command runs in its own process group, and groups still running when the session ends are killed.
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, BinaryIO
 
-from tools.hosts.base import CommandResult
-from tools.hosts.local import (
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.local import (
     MAX_OUTPUT_BYTES,
     MAX_READ_BYTES,
     CappedOutput,
@@ -37,8 +37,8 @@ from tools.hosts.local import (
     read_link,
     start_failure,
 )
-from tools.hosts.nvml_local import NvmlFacade
-from tools.remote import protocol
+from rigaudit.tools.hosts.nvml_local import NvmlFacade
+from rigaudit.tools.remote import protocol
 
 WORKERS = 16
 MAX_TIMEOUT_S = 600.0
@@ -83,7 +83,7 @@ def _drain(stream: IO[bytes] | None, sink: CappedOutput) -> None:
 def run_command_sync(
     argv: Sequence[str], *, timeout_s: float, max_output: int = MAX_OUTPUT_BYTES, running: _Running | None = None
 ) -> CommandResult:
-    """:func:`tools.hosts.local.run_command` without an event loop: same environment, cap, timeout and results."""
+    """:func:`rigaudit.tools.hosts.local.run_command` without an event loop: same environment, cap, timeout and results."""
     key = tuple(argv)
     if not key or any("\x00" in a for a in key):
         return CommandResult(key, error="failed_to_start", stderr="invalid argv")

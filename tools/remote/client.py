@@ -15,8 +15,8 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
-from tools.remote import protocol
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
+from rigaudit.tools.remote import protocol
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """One answer's size limit (a file is at most 8 MiB, base64 adds a third)."""

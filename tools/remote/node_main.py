@@ -1,8 +1,8 @@
 """Entry point of the zipapp on the node: ``python3 -I -S rigaudit-node.pyz`` (or loaded from stdin).
 
 The node's interpreter runs isolated from its site-packages (``-I -S``), so nothing installed there
-matters: only the standard library and the modules inside the payload. :mod:`tools.hosts.local`
-and :mod:`tools.hosts.nvml_local` import :mod:`anyio` at module level for their asynchronous
+matters: only the standard library and the modules inside the payload. :mod:`rigaudit.tools.hosts.local`
+and :mod:`rigaudit.tools.hosts.nvml_local` import :mod:`anyio` at module level for their asynchronous
 halves, which the agent never calls; an inert stand-in module satisfies that import.
 """
 
@@ -31,6 +31,6 @@ def main() -> int:
         return 3
     sys.dont_write_bytecode = True
     _stand_in_anyio()
-    from tools.remote.agent import main as serve
+    from rigaudit.tools.remote.agent import main as serve
 
     return serve()

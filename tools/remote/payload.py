@@ -1,6 +1,6 @@
 """The zipapp sent to a node without rigaudit, and the bootstrap that runs it from memory.
 
-The payload holds exactly the modules the node side imports (:mod:`tools.remote.agent` and what it
+The payload holds exactly the modules the node side imports (:mod:`rigaudit.tools.remote.agent` and what it
 needs) plus the coordinator's own ``pynvml`` (pure Python, ctypes): no pydantic, no anyio. It is a
 real zipapp (``python3 rigaudit-node.pyz`` runs it from a file), but over SSH it never touches the
 node's disk: :data:`BOOTSTRAP` reads ``<length>\\n<zip bytes>`` from stdin, imports the modules
@@ -17,22 +17,23 @@ from functools import lru_cache
 from pathlib import Path
 
 MODULES: tuple[str, ...] = (
-    "tools",
-    "tools.redact",
-    "tools.hosts",
-    "tools.hosts.base",
-    "tools.hosts.local",
-    "tools.hosts.nvml_local",
-    "tools.remote",
-    "tools.remote.protocol",
-    "tools.remote.agent",
-    "tools.remote.node_main",
+    "rigaudit",
+    "rigaudit.tools",
+    "rigaudit.tools.redact",
+    "rigaudit.tools.hosts",
+    "rigaudit.tools.hosts.base",
+    "rigaudit.tools.hosts.local",
+    "rigaudit.tools.hosts.nvml_local",
+    "rigaudit.tools.remote",
+    "rigaudit.tools.remote.protocol",
+    "rigaudit.tools.remote.agent",
+    "rigaudit.tools.remote.node_main",
 )
 """What the node imports, as dotted names; ``pynvml`` is added when the coordinator has it."""
 
 OPTIONAL_MODULES: tuple[str, ...] = ("pynvml",)
 
-MAIN = "from tools.remote.node_main import main\nraise SystemExit(main())\n"
+MAIN = "from rigaudit.tools.remote.node_main import main\nraise SystemExit(main())\n"
 
 BOOTSTRAP = """\
 import io, sys, zipfile
@@ -59,7 +60,7 @@ class _PayloadFinder:
         exec(compile(_zip.read(origin), "rigaudit-payload/" + origin, "exec"), module.__dict__)
 sys.meta_path.insert(0, _PayloadFinder)
 sys.dont_write_bytecode = True
-from tools.remote.node_main import main
+from rigaudit.tools.remote.node_main import main
 sys.exit(main())
 """
 

@@ -13,7 +13,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 
-from tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 
 PROTOCOL = "rigaudit-agent/1"
 OPS = frozenset({"read", "list_dir", "readlink", "exists", "run", "nvml"})

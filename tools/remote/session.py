@@ -20,10 +20,10 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tools.hosts.local import CappedOutput
-from tools.remote.client import AgentClient, AgentError, RemoteHost
-from tools.remote.payload import framed_payload
-from tools.remote.transport import MARK
+from rigaudit.tools.hosts.local import CappedOutput
+from rigaudit.tools.remote.client import AgentClient, AgentError, RemoteHost
+from rigaudit.tools.remote.payload import framed_payload
+from rigaudit.tools.remote.transport import MARK
 
 DEFAULT_MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
 _MAX_NOISE_LINES = 200

@@ -20,9 +20,9 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tools.hosts.local import CappedOutput
-from tools.remote.framing import FRAMER, FrameReader, NodeStream
-from tools.remote.transport import check_words
+from rigaudit.tools.hosts.local import CappedOutput
+from rigaudit.tools.remote.framing import FRAMER, FrameReader, NodeStream
+from rigaudit.tools.remote.transport import check_words
 
 _MAX_LINE = 1024 * 1024
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from tools.remote.payload import bootstrap_command
+from rigaudit.tools.remote.payload import bootstrap_command
 
 Collector = Literal["auto", "installed", "agent"]
 COLLECTORS: tuple[Collector, ...] = ("auto", "installed", "agent")

@@ -6,7 +6,7 @@ decodes the same links, payload sizes, ACS and ReBAR as the audit of the origina
 
 from __future__ import annotations
 
-from tools.pci import PciConfigError, parse_config
+from rigaudit.tools.pci import PciConfigError, parse_config
 
 DSN_ID = 0x0003
 """Extended capability id of the Device Serial Number: a header, then the 8-byte serial."""

@@ -12,7 +12,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from tools.share._tree import Tree
+from rigaudit.tools.share._tree import Tree
 
 GENERIC_HOSTS = frozenset(
     {

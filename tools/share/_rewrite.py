@@ -7,11 +7,11 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from tools.redact import REDACTED, redact_cmdline, redact_file, redact_text
-from tools.share._binary import mask_vpd, zero_dsn
-from tools.share._pseudonyms import Pseudonyms
-from tools.share._scrub import Scrubber
-from tools.share._tree import Tree
+from rigaudit.tools.redact import REDACTED, redact_cmdline, redact_file, redact_text
+from rigaudit.tools.share._binary import mask_vpd, zero_dsn
+from rigaudit.tools.share._pseudonyms import Pseudonyms
+from rigaudit.tools.share._scrub import Scrubber
+from rigaudit.tools.share._tree import Tree
 
 IDENTITY_FILES = frozenset({"/etc/hostname", "/proc/sys/kernel/hostname", "/etc/mailname", "/etc/hosts"})
 """Files that write the host's name down: a host named like a program is replaced there too."""
@@ -27,7 +27,7 @@ _TOKENS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
 )
-"""Tokens recognised by their shape, on top of :mod:`tools.redact`'s secret names."""
+"""Tokens recognised by their shape, on top of :mod:`rigaudit.tools.redact`'s secret names."""
 _SYSTEM = ("/sys/", "/dev/")
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from tools.share._harvest import Harvest
-from tools.share._pseudonyms import Kind, Pseudonyms
+from rigaudit.tools.share._harvest import Harvest
+from rigaudit.tools.share._pseudonyms import Kind, Pseudonyms
 
 _HEX = "[0-9A-Fa-f]"
 _UUID = rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from tools.model.finding import SEVERITY_ORDER, Finding
-from tools.share._pseudonyms import KIND_LABELS
-from tools.share._rewrite import Stats
-from tools.share._tree import Tree
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
+from rigaudit.tools.share._pseudonyms import KIND_LABELS
+from rigaudit.tools.share._rewrite import Stats
+from rigaudit.tools.share._tree import Tree
 
 _FACT_ORDER = ("platform", "cpu", "memory", "numa_nodes", "gpus", "driver", "cuda_driver", "kernel", "os")
 _CLIP = 110

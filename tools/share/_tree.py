@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.hosts.snapshot import load_manifest
+from rigaudit.tools.hosts.snapshot import load_manifest
 
 KNOWN = ("snapshot.json", "links.json", "dirs.json", "unreadable.json", "commands.jsonl", "nvml.jsonl")
 SHARE_NOTE = "SHARE.md"

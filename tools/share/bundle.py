@@ -3,7 +3,7 @@
 Host and domain names, serial numbers and asset tags, UUIDs (GPU, DMI product, boot and file
 system ids), MAC, InfiniBand and IP addresses, user names and home folders are replaced by stable
 placeholders (``_pseudonyms``), in file contents, file names, commands, NVML results and the
-manifest; secrets are redacted (:mod:`tools.redact`); serial numbers in PCI configuration space
+manifest; secrets are redacted (:mod:`rigaudit.tools.redact`); serial numbers in PCI configuration space
 (Device Serial Number) and VPD are zeroed. The archive holds one folder: the scrubbed snapshot,
 whose ``SHARE.md`` opens with a summary block to paste into a support thread. It audits to the
 same findings as the original (same check ids, statuses and severities).
@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tools.hosts.snapshot import SnapshotError
-from tools.hosts.snapshot_writer import rigaudit_version
-from tools.model.audit import AuditResult
-from tools.model.finding import Finding
-from tools.share._harvest import harvest
-from tools.share._pseudonyms import Pseudonyms
-from tools.share._rewrite import Rewriter, Stats
-from tools.share._scrub import Scrubber
-from tools.share._summary import light_facts, share_markdown, summary_block
-from tools.share._tree import SHARE_NOTE, Tree, load_tree
+from rigaudit.tools.hosts.snapshot import SnapshotError
+from rigaudit.tools.hosts.snapshot_writer import rigaudit_version
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.share._harvest import harvest
+from rigaudit.tools.share._pseudonyms import Pseudonyms
+from rigaudit.tools.share._rewrite import Rewriter, Stats
+from rigaudit.tools.share._scrub import Scrubber
+from rigaudit.tools.share._summary import light_facts, share_markdown, summary_block
+from rigaudit.tools.share._tree import SHARE_NOTE, Tree, load_tree
 
 _BINARY = re.compile(r"^files/sys/.*/(?:config|vpd)$")
 _PATH_JSON = frozenset({"links.json", "dirs.json", "unreadable.json"})

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tools.testing._background import BackgroundServer
+from rigaudit.tools.testing._background import BackgroundServer
 
 __all__ = ["FakeTiming", "Generation", "Generator", "InjectedError", "OpenAIStreamServer", "fake_server", "paced_generator"]
 
@@ -278,11 +278,11 @@ def fake_server(timing: FakeTiming | None = None, *, model: str = "fake-model") 
 
 
 def _main(argv: list[str] | None = None) -> int:
-    """``python -m tools.testing.fake_openai --port 8000 --ttft-ms 20 --itl-ms 10``: serve the fake until killed."""
+    """``python -m rigaudit.tools.testing.fake_openai --port 8000 --ttft-ms 20 --itl-ms 10``: serve the fake until killed."""
     import argparse
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m tools.testing.fake_openai", description=_main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rigaudit.tools.testing.fake_openai", description=_main.__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ttft-ms", type=float, default=20.0)
     parser.add_argument("--itl-ms", type=float, default=10.0)

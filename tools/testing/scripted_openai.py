@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tools.testing._background import BackgroundServer
+from rigaudit.tools.testing._background import BackgroundServer
 
 __all__ = [
     "Recorded",
@@ -419,13 +419,13 @@ def reply_from_json(spec: Mapping[str, Any]) -> Reply:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tools.testing.scripted_openai SCRIPT.json [--port N]``: serve a script by hand (try rigaudit in a terminal).
+    """``python -m rigaudit.tools.testing.scripted_openai SCRIPT.json [--port N]``: serve a script by hand.
 
     SCRIPT.json: ``{"scripts": {"chat": [reply, ...], "pcie": [...]}, "default": reply}`` (see :func:`reply_from_json`).
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tools.testing.scripted_openai", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rigaudit.tools.testing.scripted_openai", description=main.__doc__)
     parser.add_argument("script", help="the JSON script")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)

@@ -32,13 +32,13 @@ refuses to load if one is judged differently, so these tables cannot drift from 
 
 from __future__ import annotations
 
-from tools.policy.rules.changes import CHANGES
-from tools.policy.rules.files import FILES
-from tools.policy.rules.gpu import GPU
-from tools.policy.rules.guards import GUARDS
-from tools.policy.rules.info import INFO
-from tools.policy.rules.system import SYSTEM
-from tools.policy.schema import Rule
+from rigaudit.tools.policy.rules.changes import CHANGES
+from rigaudit.tools.policy.rules.files import FILES
+from rigaudit.tools.policy.rules.gpu import GPU
+from rigaudit.tools.policy.rules.guards import GUARDS
+from rigaudit.tools.policy.rules.info import INFO
+from rigaudit.tools.policy.rules.system import SYSTEM
+from rigaudit.tools.policy.schema import Rule
 
 RULES: tuple[Rule, ...] = (*GUARDS, *CHANGES, *GPU, *SYSTEM, *FILES, *INFO)
 

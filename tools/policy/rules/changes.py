@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.policy.schema import Rule
+from rigaudit.tools.policy.schema import Rule
 
 INTERPRETERS = (
     "python",

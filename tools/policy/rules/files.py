@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.policy.schema import READ_PATH, Form, Rule
+from rigaudit.tools.policy.schema import READ_PATH, Form, Rule
 
 _N = r"[+-]?[0-9]+[kKmMbB]?"
 

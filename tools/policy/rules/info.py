@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.policy.schema import Form, Rule
+from rigaudit.tools.policy.schema import Form, Rule
 
 _COLUMNS = r"[A-Za-z0-9_,%:+-]+"
 _PACKAGE = r"[A-Za-z0-9_.+:*-]+"

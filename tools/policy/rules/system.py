@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.policy.schema import READ_PATH, Form, Rule
+from rigaudit.tools.policy.schema import READ_PATH, Form, Rule
 
 _UNIT = r"[A-Za-z0-9@_.:\\*-]+"
 _LINES = r"[1-9][0-9]{0,3}|10000"

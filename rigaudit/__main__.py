@@ -1,0 +1,5 @@
+import sys
+
+from rigaudit.orchestrator.cli import main
+
+sys.exit(main())
