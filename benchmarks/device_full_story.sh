@@ -33,7 +33,7 @@ else
   echo "venv install failed; falling back to unpacked wheels on PYTHONPATH"
   DEPS="$WORK/site"; mkdir -p "$DEPS"
   for wheel in .whl/*.whl; do "$PY" -m zipfile -e "$wheel" "$DEPS"; done
-  export PYTHONPATH="$PWD:$DEPS"; RIG=("$PY" -m orchestrator); PYV="$PY"
+  export PYTHONPATH="$PWD:$DEPS"; RIG=("$PY" -m rigaudit); PYV="$PY"
 fi
 run "${RIG[@]}" --version
 nvidia-smi -L; nvidia-smi topo -m | head -6; uname -r; nproc

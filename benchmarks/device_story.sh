@@ -38,7 +38,7 @@ if ! "$PY" -c "import pydantic, anyio, rich, pynvml, openai" 2>/dev/null; then
   echo "dependencies unpacked from $WHEELS into $DEPS"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-RIG=("$PY" -m orchestrator)
+RIG=("$PY" -m rigaudit)
 "$PY" - <<'PYEOF'
 import platform, sys
 print("python", sys.version.split()[0], platform.machine())
