@@ -11,8 +11,18 @@ from typing import Any
 import anyio
 import pytest
 
+from rigaudit.tools.hosts import launch
 from rigaudit.tools.hosts.base import Host, HostWriteError
-from rigaudit.tools.hosts.local import CappedOutput, LocalHost, command_environment, read_file
+from rigaudit.tools.hosts.launch import (
+    FIXED_ENVIRONMENT,
+    SYSTEM_PATH,
+    ProgramError,
+    command_environment,
+    resolve_program,
+    trusted_id,
+    untrusted_writer,
+)
+from rigaudit.tools.hosts.local import CappedOutput, LocalHost, read_file
 
 PY = sys.executable
 
@@ -127,16 +137,91 @@ def test_capped_output_counts_what_it_cut() -> None:
     assert bytes(capped.head) == b"abcde" and bytes(capped.tail) == b"nopqr" and capped.cut == 8
 
 
-def test_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123")
-    monkeypatch.setenv("HF_TOKEN", "hf_abc")
-    monkeypatch.setenv("RIGAUDIT_HARMLESS", "visible")
+def test_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "OPENAI_API_KEY": "sk-test-123",
+        "HF_TOKEN": "hf_abc",
+        "LD_PRELOAD": "/tmp/evil.so",
+        "LD_LIBRARY_PATH": "/tmp/evil",
+        "PYTHONPATH": "/tmp/evil",
+        "RIGAUDIT_HARMLESS": "visible",
+        "HOME": "/tmp/not-home",
+        "TZ": "Europe/Paris",
+    }.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("PATH", "/nonexistent")
     result = _run(LocalHost().run, ["env"])
     assert result.ok
-    assert "sk-test-123" not in result.stdout and "hf_abc" not in result.stdout
-    assert "RIGAUDIT_HARMLESS=visible" in result.stdout and "LC_ALL=C" in result.stdout
-    assert "/usr/sbin" in command_environment({"PATH": "/bin"})["PATH"].split(":")
+    seen = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    assert set(seen) == {"PATH", "HOME", "TZ", *FIXED_ENVIRONMENT}
+    assert seen["PATH"].split(":") == list(SYSTEM_PATH) and seen["LC_ALL"] == "C" and seen["TZ"] == "Europe/Paris"
+    assert seen["HOME"] != "/tmp/not-home"
+
+
+@pytest.mark.parametrize("zone", ["../../etc/shadow", ":/tmp/zone", "/etc/shadow", "a b"])
+def test_a_time_zone_that_names_a_file_is_dropped(zone: str) -> None:
+    assert "TZ" not in command_environment({"TZ": zone})
+
+
+def _planted(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    script = folder / name
+    script.write_text("#!/bin/sh\necho planted\n")
+    script.chmod(0o755)
+    return folder
+
+
+def test_a_planted_program_first_on_path_is_never_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _planted(tmp_path, "uname")
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ.get('PATH', '')}")
+    result = _run(LocalHost().run, ["uname", "-r"])
+    assert result.ok and result.stdout.strip() == os.uname().release
+
+
+def test_a_program_found_only_outside_the_system_directories_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _planted(tmp_path, "rigaudit-planted-tool")
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin")
+    result = _run(LocalHost().run, ["rigaudit-planted-tool"])
+    assert result.error == "not_found" and "planted" not in result.stdout
+    assert str(folder / "rigaudit-planted-tool") in result.stderr and "system directories" in result.stderr
+    assert "\n" not in result.stderr
+
+
+def test_a_relative_program_path_is_refused() -> None:
+    result = _run(LocalHost().run, ["./uname"])
+    assert result.error == "failed_to_start" and "relative" in result.stderr
+
+
+def test_a_program_in_a_directory_anyone_can_write_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _planted(tmp_path, "rigaudit-shared-tool")
+    folder.chmod(0o777)
+    monkeypatch.setattr(launch, "SYSTEM_PATH", (str(folder),))
+    with pytest.raises(ProgramError, match="writable by everyone"):
+        resolve_program("rigaudit-shared-tool")
+    folder.chmod(0o755)
+    (folder / "rigaudit-shared-tool").chmod(0o777)
+    with pytest.raises(ProgramError, match="writable by everyone"):
+        resolve_program("rigaudit-shared-tool")
+    (folder / "rigaudit-shared-tool").chmod(0o755)
+    assert resolve_program("rigaudit-shared-tool") == str(folder / "rigaudit-shared-tool")
+
+
+def test_untrusted_writers(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = shared / "mine"
+    mine.write_text("x")
+    assert untrusted_writer(os.stat(shared), entry=os.stat(mine)) is None  # sticky: only its owner (us) may swap it
+    shared.chmod(0o777)
+    assert untrusted_writer(os.stat(shared), entry=os.stat(mine)) == "writable by everyone"
+    assert trusted_id(0, 1000) and trusted_id(1000, 1000) and trusted_id(104, 1000)
+    assert not trusted_id(1001, 1000) and not trusted_id(65534, 1000)
+
+
+def test_commands_run_in_the_root_directory() -> None:
+    assert _run(LocalHost().run, ["pwd"]).stdout.strip() == "/"
 
 
 def test_write_whole_and_at_offset(tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ import anyio
 import anyio.abc
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
+from rigaudit.tools.hosts.launch import WORKING_DIRECTORY, command_environment, launch_argv
 from rigaudit.tools.hosts.nvml_local import NvmlFacade
-from rigaudit.tools.redact import scrub_environment
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """Files larger than this read as ``EFBIG`` (never silently cut)."""
@@ -41,7 +41,6 @@ MAX_OUTPUT_BYTES = 1024 * 1024
 _CHUNK = 64 * 1024
 _SLOW_NAMES = frozenset({"config", "vpd", "rom"})
 _PROC_PID = re.compile(r"^/proc/(?:\d+|self|thread-self)/")
-_STANDARD_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
 def errno_name(exc: OSError) -> str:
@@ -120,16 +119,6 @@ def write_file(path: str, data: bytes, offset: int | None) -> None:
         os.close(fd)
     if written != len(data):
         raise HostWriteError(f"{path}: short write ({written} of {len(data)} bytes)")
-
-
-def command_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment commands run with: no secrets, ``LC_ALL=C``, the standard sbin/bin dirs on PATH."""
-    env = scrub_environment(dict(os.environ) if base is None else base)
-    path = [p for p in env.get("PATH", "").split(":") if p]
-    env["PATH"] = ":".join(path + [p for p in _STANDARD_PATH if p not in path])
-    env["LC_ALL"] = "C"
-    env.pop("LANGUAGE", None)
-    return env
 
 
 class CappedOutput:
@@ -216,17 +205,19 @@ def finished(
 
 
 async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int = MAX_OUTPUT_BYTES) -> CommandResult:
-    """Run argv (never a shell) in its own process group, time-limited, output capped, secrets scrubbed."""
+    """Run argv (never a shell) in its own process group, time-limited, output capped (see :mod:`.launch`)."""
     key = tuple(argv)
-    if not key or any("\x00" in a for a in key):
-        return CommandResult(key, error="failed_to_start", stderr="invalid argv")
+    launch = launch_argv(key)
+    if isinstance(launch, CommandResult):
+        return launch
     started = time.monotonic()
     try:
         process = await anyio.open_process(
-            list(key),
+            launch,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            cwd=WORKING_DIRECTORY,
             env=command_environment(),
             start_new_session=True,
         )

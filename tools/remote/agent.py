@@ -26,11 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import IO, BinaryIO
 
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.launch import WORKING_DIRECTORY, command_environment, launch_argv
 from rigaudit.tools.hosts.local import (
     MAX_OUTPUT_BYTES,
     MAX_READ_BYTES,
     CappedOutput,
-    command_environment,
     finished,
     list_directory,
     read_file,
@@ -85,15 +85,17 @@ def run_command_sync(
 ) -> CommandResult:
     """:func:`rigaudit.tools.hosts.local.run_command` without an event loop: same environment, cap, timeout and results."""
     key = tuple(argv)
-    if not key or any("\x00" in a for a in key):
-        return CommandResult(key, error="failed_to_start", stderr="invalid argv")
+    launch = launch_argv(key)
+    if isinstance(launch, CommandResult):
+        return launch
     started = time.monotonic()
     try:
         process = subprocess.Popen(
-            list(key),
+            launch,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            cwd=WORKING_DIRECTORY,
             env=command_environment(),
             start_new_session=True,
         )

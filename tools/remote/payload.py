@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "rigaudit.tools.redact",
     "rigaudit.tools.hosts",
     "rigaudit.tools.hosts.base",
+    "rigaudit.tools.hosts.launch",
     "rigaudit.tools.hosts.local",
     "rigaudit.tools.hosts.nvml_local",
     "rigaudit.tools.remote",
