@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from rigaudit.tools.model.finding import Area, Finding, FixKind
+from rigaudit.agents.check import Check
+from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 
 FactsT = TypeVar("FactsT")
-
-
-@dataclass(frozen=True)
-class CheckDoc:
-    """One line of the check catalog (``docs/checks.md``, ``rigaudit checks``): what a check reads,
-    when it is a problem, and how it is fixed."""
-
-    title: str
-    reads: str
-    problem: str
-    fix: str
-    kinds: tuple[FixKind, ...] = ()
-    """The fix kinds its problems carry (empty: never a problem, or described only)."""
 
 
 @dataclass(frozen=True)
@@ -30,20 +18,32 @@ class Investigator(Generic[FactsT]):
     """One area of the check catalog.
 
     ``collect`` reads evidence through the probe (files before commands) into a facts object;
-    ``judge`` is pure: it turns those facts into exactly one finding per check id in ``checks``.
-    ``docs`` (optional) describes each check for the catalog.
+    ``judge`` is pure: it turns those facts into exactly one finding per check of ``checks``, in that order.
+    ``checks`` are the declarations (:class:`~rigaudit.agents.check.Check`) every list of checks derives from.
     """
 
-    area: Area
+    area: str
     title: str
-    checks: tuple[str, ...]
+    checks: tuple[Check, ...]
     collect: Callable[[Probe], Awaitable[FactsT]]
     judge: Callable[[FactsT], list[Finding]]
-    docs: Mapping[str, CheckDoc] = field(default_factory=dict, hash=False, compare=False)
 
     @property
-    def prompt_name(self) -> str:
-        return f"{self.area}.md"
+    def check_ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.checks)
+
+    def contract_breaches(self, findings: list[Finding]) -> list[str]:
+        """What is wrong with ``findings`` as this investigator's judgement (empty: nothing): checks declared but
+        never judged, judged but never declared, judged twice, out of declaration order, or of another area."""
+        judged = [f.check for f in findings]
+        declared = set(self.check_ids)
+        breaches = [f"{c}: declared but never judged" for c in self.check_ids if c not in judged]
+        breaches += [f"{c}: judged but not declared" for c in dict.fromkeys(judged) if c not in declared]
+        breaches += [f"{c}: judged {judged.count(c)} times" for c in dict.fromkeys(judged) if judged.count(c) > 1]
+        if not breaches and judged != list(self.check_ids):
+            breaches.append(f"findings in the order {judged}, not the declared {list(self.check_ids)}")
+        breaches += [f"{f.check}: area {f.area!r}, not {self.area!r}" for f in findings if f.area != self.area]
+        return breaches
 
 
 AnyInvestigator = Investigator[Any]

@@ -1,35 +1,74 @@
-"""All investigators, in catalog order."""
+"""All investigators, discovered: every sub-package of ``agents/investigators/`` is an area.
+
+An area package exposes ``INVESTIGATOR`` (its :class:`~rigaudit.agents.investigator.Investigator`, whose area is
+the package's name) and ``ORDER`` (an int: where it stands in the catalog). A new area is a new package; nothing
+else lists the areas.
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import get_args
+import pkgutil
+from functools import cache
 
-from rigaudit.agents.investigator import AnyInvestigator
-from rigaudit.tools.model.finding import Area
-
-AREA_MODULES: tuple[str, ...] = get_args(Area)
-"""Every area, in catalog order: the investigator modules under ``agents/investigators/``."""
+from rigaudit.agents import investigators as _package
+from rigaudit.agents.investigator import AnyInvestigator, Investigator
+from rigaudit.tools.model.finding import RENAMED_AREAS
 
 
-def all_investigators() -> list[AnyInvestigator]:
-    """Every investigator whose module exists (each module exposes ``INVESTIGATOR``)."""
-    found: list[AnyInvestigator] = []
-    for name in AREA_MODULES:
-        qualified = f"rigaudit.agents.investigators.{name}"
-        try:
-            module = importlib.import_module(qualified)
-        except ModuleNotFoundError as exc:
-            if exc.name == qualified:
-                continue
-            raise
-        found.append(module.INVESTIGATOR)
-    return found
+class RegistryError(RuntimeError):
+    """An area package that does not declare itself as the registry expects (a bug of rigaudit, not of the host)."""
+
+
+@cache
+def all_investigators() -> tuple[AnyInvestigator, ...]:
+    """Every investigator, in catalog order (``ORDER``, then the area's name)."""
+    found: list[tuple[int, str, AnyInvestigator]] = []
+    for info in pkgutil.iter_modules(_package.__path__):
+        if not info.ispkg or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{_package.__name__}.{info.name}")
+        investigator = getattr(module, "INVESTIGATOR", None)
+        order = getattr(module, "ORDER", None)
+        if not isinstance(investigator, Investigator) or not isinstance(order, int):
+            raise RegistryError(f"{module.__name__} must define INVESTIGATOR (an Investigator) and ORDER (an int)")
+        if investigator.area != info.name:
+            raise RegistryError(f"{module.__name__}: its investigator's area is {investigator.area!r}, not {info.name!r}")
+        found.append((order, info.name, investigator))
+    return tuple(inv for _, _, inv in sorted(found, key=lambda item: item[:2]))
+
+
+def area_names() -> tuple[str, ...]:
+    """Every area, in catalog order."""
+    return tuple(inv.area for inv in all_investigators())
+
+
+def is_area(name: str) -> bool:
+    return name in area_names()
+
+
+def resolve_areas(text: str) -> tuple[list[str], list[str], list[str]]:
+    """``--areas A,B`` -> (current areas, in the order given, without repeats; notes on renamed ones; unknown names)."""
+    areas: dict[str, None] = {}
+    notes: list[str] = []
+    unknown: list[str] = []
+    for name in (a.strip() for a in text.split(",")):
+        if not name:
+            continue
+        if is_area(name):
+            areas[name] = None
+        elif name in RENAMED_AREAS:
+            now = RENAMED_AREAS[name]
+            areas.update(dict.fromkeys(now))
+            notes.append(f"area {name} is now called {' and '.join(now)}; running {', '.join(now)}")
+        else:
+            unknown.append(name)
+    return list(areas), notes, unknown
 
 
 def select(areas: list[str] | None) -> list[AnyInvestigator]:
-    investigators = all_investigators()
+    """The investigators of ``areas`` (all when none), in catalog order; an older area name selects its successors."""
     if not areas:
-        return investigators
-    wanted = set(areas)
-    return [inv for inv in investigators if inv.area in wanted]
+        return list(all_investigators())
+    wanted = {now for area in areas for now in RENAMED_AREAS.get(area, (area,))}
+    return [inv for inv in all_investigators() if inv.area in wanted]

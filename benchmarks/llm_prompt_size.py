@@ -5,7 +5,7 @@ through the real openai client, and measures every request's prompt at the serve
 tool schemas and response format, as JSON). Two runs:
 
 - ``final``: every agent answers ``{"findings": []}`` at once (the cost of LLM mode itself);
-- ``one-tool``: one agent (kernel_params) first reads a file, then answers;
+- ``one-tool``: one agent (kernel) first reads a file, then answers;
 - ``every-tool``: every agent first reads one file, then answers (each tool round resends the conversation).
 
     /work/venv/bin/python benchmarks/llm_prompt_size.py [--snapshot DIR]
@@ -42,7 +42,7 @@ def _after_one_tool(body: dict[str, Any]) -> Reply:
 def measure(snapshot: Path, variant: str) -> tuple[int, dict[str, int], int]:
     """(total prompt characters, by agent, requests) of one LLM audit."""
     answer = final({"findings": []})
-    scripts = {"kernel_params": [call("read_file", path="/proc/cmdline"), answer]} if variant == "one-tool" else {}
+    scripts = {"kernel": [call("read_file", path="/proc/cmdline"), answer]} if variant == "one-tool" else {}
     with ScriptedOpenAIServer(scripts, default=_after_one_tool if variant == "every-tool" else answer) as server:
         brain = LLMBrain(LlmConfig(base_url=server.base_url, model="scripted", backoff_s=0.01))
 

@@ -37,7 +37,7 @@ from rigaudit.transcripts.events import (
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
 
-AREAS = ("firmware", "kernel_params", "numa", "pcie", "driver", "gpu", "power", "nccl_p2p")
+AREAS = ("firmware", "kernel", "numa", "pcie", "driver", "gpu", "power", "p2p", "nccl")
 BUDGET_S = 5.0
 
 

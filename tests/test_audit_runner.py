@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem
 from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.audit import AuditControl, AuditOptions, run_audit
@@ -13,6 +14,10 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Fix, SysctlAction
 from rigaudit.tools.probe import Probe
 from rigaudit.transcripts.events import Event, InvestigatorFinished, ToolCall
+
+
+def _check(check_id: str) -> Check:
+    return Check(check_id, check_id, reads="a test double", problem="never", fix="none")
 
 
 async def _read_numa(probe: Probe) -> str | None:
@@ -30,7 +35,7 @@ def _judge_numa(value: str | None) -> list:  # type: ignore[type-arg]
     return [ok("numa.balancing", "numa", "off", "0")]
 
 
-NUMA = Investigator("numa", "NUMA", ("numa.balancing",), _read_numa, _judge_numa)
+NUMA = Investigator("numa", "NUMA", (_check("numa.balancing"),), _read_numa, _judge_numa)
 
 
 async def _boom(probe: Probe) -> None:
@@ -41,8 +46,8 @@ async def _hang(probe: Probe) -> None:
     await anyio.sleep_forever()
 
 
-BROKEN = Investigator("gpu", "GPU", ("gpu.thermals",), _boom, lambda _: [])
-HANGING = Investigator("power", "power", ("power.governor",), _hang, lambda _: [])
+BROKEN = Investigator("gpu", "GPU", (_check("gpu.thermals"),), _boom, lambda _: [])
+HANGING = Investigator("power", "power", (_check("power.governor"),), _hang, lambda _: [])
 
 
 def test_failures_and_timeouts_are_entries(seed_dir: Path) -> None:

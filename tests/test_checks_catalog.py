@@ -1,19 +1,29 @@
-"""The check catalog: 60+ unique ids, each documented in docs/checks.md and exercised by a test."""
+"""The check catalog: 60+ unique ids, each declared once, judged by its investigator, documented in docs/checks.md
+and exercised by a test."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import re
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rigaudit.agents.catalog import catalog, render_markdown
-from rigaudit.agents.registry import all_investigators
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import ok
+from rigaudit.agents.investigator import AnyInvestigator, Investigator
+from rigaudit.agents.registry import all_investigators, area_names, resolve_areas
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.probe import Probe
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "checks.md"
+FIXTURES = sorted(p.parent for p in (ROOT / "tests" / "fixtures").glob("*/snapshot.json"))
 DESIGN_IDS = (
     "firmware.rebar",
     "firmware.vbios_consistency",
@@ -65,7 +75,21 @@ DESIGN_IDS = (
 
 
 def _ids() -> list[str]:
-    return [c for inv in all_investigators() for c in inv.checks]
+    return [c.id for c in catalog()]
+
+
+def _declared_in(investigator: AnyInvestigator) -> dict[str, Check]:
+    """Every ``Check`` a module of the investigator's package declares, by the module and name declaring it."""
+    package = importlib.import_module(f"rigaudit.agents.investigators.{investigator.area}")
+    modules = [package] + [
+        importlib.import_module(info.name) for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+    ]
+    return {
+        f"{module.__name__}.{name}": value
+        for module in modules
+        for name, value in vars(module).items()
+        if isinstance(value, Check) and getattr(module, "__name__", "") == module.__name__
+    }
 
 
 def test_at_least_60_unique_ids_with_area_prefixes() -> None:
@@ -73,8 +97,7 @@ def test_at_least_60_unique_ids_with_area_prefixes() -> None:
     assert len(ids) >= 60
     assert len(ids) == len(set(ids))
     for inv in all_investigators():
-        for check in inv.checks:
-            assert re.fullmatch(r"[a-z0-9]+\.[a-z0-9_]+", check), check
+        assert [c.area for c in inv.checks] == [inv.area] * len(inv.checks), f"{inv.area}: a check prefix is not its area"
 
 
 def test_design_ids_are_all_still_there() -> None:
@@ -82,11 +105,55 @@ def test_design_ids_are_all_still_there() -> None:
 
 
 def test_every_check_is_documented() -> None:
-    for entry in catalog():
-        assert entry.doc is not None, f"{entry.check}: no CheckDoc (docs= on its investigator, or FALLBACK_DOCS)"
-        assert entry.doc.title and entry.doc.reads and entry.doc.problem and entry.doc.fix, entry.check
+    for check in catalog():
+        assert check.title and check.reads and check.problem and check.fix, check.id
+
+
+def test_every_declared_check_belongs_to_its_investigator() -> None:
+    """A ``Check`` declared in an area package but missing from its investigator's ``checks`` is never run."""
     for inv in all_investigators():
-        assert set(inv.docs) <= set(inv.checks), f"{inv.area}: docs for checks it does not run"
+        declared = _declared_in(inv)
+        assert {c.id for c in declared.values()} == set(inv.check_ids), inv.area
+        for where, check in declared.items():
+            assert check in inv.checks, f"{where} ({check.id}) is not in {inv.area}'s checks"
+
+
+@pytest.mark.parametrize("root", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_every_declared_check_is_judged_and_nothing_else(root: Path) -> None:
+    probe = Probe(SnapshotHost(root))
+    for inv in all_investigators():
+        findings = inv.judge(anyio.run(inv.collect, probe))
+        assert inv.contract_breaches(findings) == [], f"{inv.area} on {root.name}"
+
+
+def _probe_nothing(probe: Probe) -> object:
+    async def read() -> None:
+        return None
+
+    return read()
+
+
+def test_the_contract_catches_unjudged_undeclared_and_foreign_checks() -> None:
+    declared = Check("numa.a", "A", reads="r", problem="p", fix="f")
+    other = Check("numa.b", "B", reads="r", problem="p", fix="f")
+    inv = Investigator("numa", "NUMA", (declared, other), _probe_nothing, lambda _: [])  # type: ignore[arg-type]
+    judged = [ok("numa.a", "numa", "A", "fine"), ok("numa.c", "numa", "C", "fine"), ok("numa.a", "pcie", "A", "x")]
+    breaches = inv.contract_breaches(judged)
+    assert "numa.b: declared but never judged" in breaches
+    assert "numa.c: judged but not declared" in breaches
+    assert "numa.a: judged 2 times" in breaches
+    assert "numa.a: area 'pcie', not 'numa'" in breaches
+    in_order = [ok("numa.b", "numa", "B", "fine"), ok("numa.a", "numa", "A", "fine")]
+    assert inv.contract_breaches(in_order) == [
+        "findings in the order ['numa.b', 'numa.a'], not the declared ['numa.a', 'numa.b']"
+    ]
+    assert inv.contract_breaches(list(reversed(in_order))) == []
+
+
+def test_a_check_id_is_shaped_area_name() -> None:
+    with pytest.raises(ValueError, match=r"not shaped area\.name"):
+        Check("Kernel.IOMMU", "t", reads="r", problem="p", fix="f")
+    assert Check("kernel.iommu", "t", reads="r", problem="p", fix="f").area == "kernel"
 
 
 def test_docs_checks_md_is_generated_from_the_code() -> None:
@@ -104,6 +171,22 @@ def test_every_check_id_is_exercised_by_a_test() -> None:
     assert missing == [], f"no test names these checks: {missing}"
 
 
+def test_every_area_has_its_brief() -> None:
+    for area in area_names():
+        assert (ROOT / "prompts" / f"{area}.md").is_file(), f"prompts/{area}.md is missing"
+    assert sorted(p.stem for p in (ROOT / "prompts").glob("*.md")) == sorted(area_names())
+
+
+def test_renamed_areas_resolve_to_the_areas_that_hold_their_checks() -> None:
+    assert resolve_areas("kernel_params,numa") == (
+        ["kernel", "numa"],
+        ["area kernel_params is now called kernel; running kernel"],
+        [],
+    )
+    areas, notes, unknown = resolve_areas("nccl_p2p, kernel_version,kernel,warp")
+    assert areas == ["p2p", "nccl", "kernel"] and len(notes) == 2 and unknown == ["warp"]
+
+
 def test_cli_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["checks", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -114,6 +197,13 @@ def test_cli_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["checks", "--area", "nvlink"]) == 0
     out = capsys.readouterr().out
     assert "nvlink.errors" in out and out.strip().endswith("2 checks") and "pcie.link" not in out
+
+
+def test_cli_takes_an_old_area_name_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["checks", "--area", "nccl_p2p"]) == 0
+    captured = capsys.readouterr()
+    assert "area nccl_p2p is now called p2p and nccl" in captured.err
+    assert "p2p.status" in captured.out and "nccl.env" in captured.out and captured.out.strip().endswith("4 checks")
 
 
 def test_cli_rejects_an_unknown_area(capsys: pytest.CaptureFixture[str]) -> None:

@@ -198,13 +198,13 @@ def test_an_old_rigaudit_on_the_node_falls_back_to_the_agent(tmp_path: Path) -> 
             return f"local:{target}"
 
     async def main() -> FleetResult:
-        return await run_fleet(["here"], LocalShell(), FleetOptions(workers=0, areas=("kernel_params", "numa")))
+        return await run_fleet(["here"], LocalShell(), FleetOptions(workers=0, areas=("kernel", "numa")))
 
     result = anyio.run(main)
     assert result.failures == () and [a.mode for a in result.audits] == ["agent"]
     audit = result.audits[0].result
     assert any("cannot stream snapshots" in w and "unrecognized arguments" in w for w in audit.warnings)
-    assert {f.area for f in audit.findings} == {"kernel_params", "numa"}
+    assert {f.area for f in audit.findings} == {"kernel", "numa"}
 
 
 def test_empty_hosts_is_a_usage_error_not_a_local_audit() -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.container import INVESTIGATOR, shm_size
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.container import INVESTIGATOR
+from rigaudit.agents.investigators.container.shm import shm_size
 from rigaudit.tools.model.finding import CommandAction, Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, remove_file, set_command, set_file, set_link
+from tests.support.investigators import audit_snapshot
 
 LXC = "/etc/pve/lxc/101.conf"
 LIMITS = (
@@ -26,10 +25,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == list(INVESTIGATOR.checks)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root)
 
 
 def edit_lxc(root: Path, drop: str = "", add: str = "") -> None:

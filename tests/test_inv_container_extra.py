@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.investigators.container import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_command, set_file
+from tests.support.investigators import audit_snapshot
 
 CONF = "/etc/pve/lxc/101.conf"
 
@@ -22,8 +20,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def cgroup_cpu(root: Path) -> Finding:
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root))))
-    return next(f for f in findings if f.check == "container.cgroup_cpu")
+    return audit_snapshot(INVESTIGATOR, root)["container.cgroup_cpu"]
 
 
 def edit_conf(root: Path, old: str, new: str) -> None:

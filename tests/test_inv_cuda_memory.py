@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.cuda_memory import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.cuda import INVESTIGATOR
 from rigaudit.tools.model.finding import CommandAction, Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, remove_nvml, set_nvml, set_nvml_many
+from tests.support.investigators import audit_snapshot
 
 GIB = 2**30
 
@@ -22,15 +20,12 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == list(INVESTIGATOR.checks)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root)
 
 
 def test_seed_is_all_ok(seed_dir: Path) -> None:
     found = audit(seed_dir)
-    expected = dict.fromkeys(INVESTIGATOR.checks, "ok") | {"cuda.mps": "unknown"}
+    expected = dict.fromkeys(INVESTIGATOR.check_ids, "ok") | {"cuda.mps": "unknown"}
     assert {c: f.status for c, f in found.items()} == expected
     assert "process list is not recorded" in found["cuda.mps"].observed
     assert found["cuda.compute_mode"].observed.startswith("Default on 8/8 GPUs")

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.cuda_memory import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.cuda import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, add_process, light_copy, set_nvml_many
+from tests.support.investigators import audit_snapshot
 
 GIB = 2**30
 
@@ -22,8 +20,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root))))
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root)
 
 
 def status(uid: int) -> str:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.driver import CHECKS, INVESTIGATOR, kernel_version
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.facts.nvidia_driver import kernel_version
+from rigaudit.agents.investigators.driver import INVESTIGATOR
 from rigaudit.tools.model.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, light_copy, ram_dir, set_command, set_file, set_nvml
+from tests.support.investigators import audit_snapshot
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 PROPRIETARY = (
@@ -29,12 +28,7 @@ def seed(tmp_path: Path, seed_dir: Path) -> Iterator[Path]:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    assert [f.check for f in findings] == list(CHECKS)
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)
 
 
 def _modules(root: Path, *, add: str = "", drop: str = "") -> None:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.investigators.driver import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import (
     add_process,
     light_copy,
@@ -21,6 +18,7 @@ from tests.mutate import (
     set_link,
     set_nvml,
 )
+from tests.support.investigators import audit_snapshot
 
 SB_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 RUNNING = "6.8.12-11-pve"
@@ -34,11 +32,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)
 
 
 def drop_module(root: Path, name: str) -> None:

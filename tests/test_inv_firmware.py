@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.firmware import CHECKS, INVESTIGATOR, parse_cpuinfo
+from rigaudit.agents.investigators.firmware import INVESTIGATOR
+from rigaudit.agents.investigators.firmware.facts import parse_cpuinfo
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.pci.sysfs import config_path
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_tree, set_command, set_file, set_nvml
+from tests.support.investigators import audit_snapshot
 
 MiB = 1 << 20
 VRAM = 102641958912
@@ -24,13 +24,7 @@ def seed(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    assert [f.check for f in findings] == list(CHECKS)
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-        assert (finding.status == "problem") == (finding.severity is not None) == (finding.fix is not None)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True, problem_has_fix=True)
 
 
 def _small_bar1(root: Path, *, largest_mib: int) -> None:

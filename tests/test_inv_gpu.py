@@ -6,15 +6,16 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.gpu import INVESTIGATOR, parse_xids
+from rigaudit.agents.investigators.gpu import INVESTIGATOR
+from rigaudit.agents.investigators.gpu.xid import parse_xids
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy import Verdict
 from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_command, remove_nvml, set_command, set_nvml
+from tests.support.investigators import audit_snapshot
 
 XID_79 = "[ 8812.114233] NVRM: Xid (PCI:0000:03:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
 XID_13 = "[  912.000001] NVRM: Xid (PCI:0000:c4:00): 13, pid=4242, name=python3, Graphics Exception\n"
@@ -26,10 +27,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path, probe: Probe | None = None) -> dict[str, Finding]:
-    facts = anyio.run(INVESTIGATOR.collect, probe or Probe(SnapshotHost(root)))
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == list(INVESTIGATOR.checks)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, probe=probe)
 
 
 def seed_dmesg(seed_dir: Path) -> str:
@@ -42,7 +40,7 @@ def seed_dmesg(seed_dir: Path) -> str:
 
 def test_seed_is_all_ok(seed_dir: Path) -> None:
     found = audit(seed_dir)
-    expected = dict.fromkeys(INVESTIGATOR.checks, "ok") | {"gpu.app_clocks": "unknown"}
+    expected = dict.fromkeys(INVESTIGATOR.check_ids, "ok") | {"gpu.app_clocks": "unknown"}
     assert {c: f.status for c, f in found.items()} == expected
     assert found["gpu.app_clocks"].observed == "nvmlDeviceGetApplicationsClock: not recorded in this snapshot"
     assert "slowdown at 95 °C" in found["gpu.thermals"].observed

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators._gpu_gsp import gsp_lines
 from rigaudit.agents.investigators.gpu import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.gpu.gsp import gsp_lines
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_command, set_nvml, set_nvml_many
+from tests.support.investigators import audit_snapshot
 
 XID_119 = (
     "[ 8123.4] NVRM: Xid (PCI:0000:43:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response "
@@ -27,8 +25,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root))))
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root)
 
 
 def test_gsp_lines_parse_xid_and_rpc_lines() -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.kernel_params import CHECKS, INVESTIGATOR, selected
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.kernel import INVESTIGATOR
+from rigaudit.agents.investigators.kernel.params import selected
 from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction, SysfsWriteAction
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_file, remove_link, remove_tree, set_command, set_file
+from tests.support.investigators import audit_snapshot
 
 GPU_GROUPS = (13, 15, 19, 21, 25, 27, 31, 33)
 SEED_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.12-11-pve root=/dev/mapper/pve-root ro quiet"
@@ -24,13 +23,7 @@ def seed(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    assert [f.check for f in findings] == list(CHECKS)
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-        assert (finding.status == "problem") == (finding.severity is not None) == (finding.fix is not None)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True, problem_has_fix=True)
 
 
 def _translated(root: Path) -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.kernel_version import CHECKS, INVESTIGATOR, parse_kernel_version, parse_nvrm
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.kernel import INVESTIGATOR
+from rigaudit.agents.investigators.kernel.version import parse_kernel_version, parse_nvrm
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_file, remove_tree, set_command, set_file
+from tests.support.investigators import audit_snapshot
 
 MODULES = "nvidia_uvm 1925120 8 - Live 0x0\nvfio_pci 16384 0 - Live 0x0\nzfs 6582272 6 - Live 0x0\n"
 
@@ -22,13 +21,7 @@ def seed(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> Finding:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    assert [f.check for f in findings] == list(CHECKS)
-    (finding,) = findings
-    assert all(ref in probe.evidence for ref in finding.evidence)
-    assert (finding.status == "problem") == (finding.severity is not None) == (finding.fix is not None)
-    return finding
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True, problem_has_fix=True)["kernel.version"]
 
 
 def _unload_nvidia(root: Path) -> None:

@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.nccl_p2p import BENCH_FILE, INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.nccl import INVESTIGATOR as NCCL
+from rigaudit.agents.investigators.p2p import INVESTIGATOR as P2P
+from rigaudit.agents.investigators.p2p.facts import BENCH_FILE
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, add_process, light_copy, remove_nvml, set_file, set_nvml
+from tests.support.investigators import audit_snapshot
 
 
 @pytest.fixture
@@ -22,10 +22,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == list(INVESTIGATOR.checks)
-    return {f.check: f for f in findings}
+    return audit_snapshot((P2P, NCCL), root)
 
 
 def bench(pairs: list[dict[str, Any]]) -> str:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.facts.python_env import dist_version, required_version
-from rigaudit.agents.investigators.nccl_p2p import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.nccl import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, add_process, light_copy, set_file, set_link
+from tests.support.investigators import audit_snapshot
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 ROOT = "/proc/5000/root"
@@ -29,11 +27,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> Finding:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    finding = next(f for f in findings if f.check == "nccl.version")
-    assert all(ref in probe.evidence for ref in finding.evidence)
-    return finding
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)["nccl.version"]
 
 
 def server(root: Path, nccl_map: str, wheel: str = "2.27.3") -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.numa import CHECKS, INVESTIGATOR
+from rigaudit.agents.investigators.numa import INVESTIGATOR
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, ram_dir, remove_tree, set_command, set_file
+from tests.support.investigators import audit_snapshot
 
 GPU0 = "/sys/bus/pci/devices/0000:03:00.0"
 GPU4 = "/sys/bus/pci/devices/0000:83:00.0"
@@ -25,12 +24,7 @@ def seed(tmp_path: Path, seed_dir: Path) -> Iterator[Path]:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    assert [f.check for f in findings] == list(CHECKS)
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)
 
 
 def _set_gpu_file(root: Path, path: str, value: str) -> None:

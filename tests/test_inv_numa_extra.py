@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.investigators.numa import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding, SysctlAction
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_dir, light_copy, set_command, set_file
+from tests.support.investigators import audit_snapshot
 
 MEMINFO = (
     "MemTotal:       1610612736 kB\nMemFree:        1127428915 kB\n"
@@ -25,11 +23,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)
 
 
 def test_seed(seed_dir: Path) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from rigaudit.agents.investigators.nvlink import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_nvml_many
+from tests.support.investigators import audit_snapshot
 
 
 @pytest.fixture
@@ -21,10 +19,9 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit_all(root: Path) -> dict[str, Finding]:
-    facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == ["nvlink.links", "nvlink.errors"]
-    return {f.check: f for f in findings}
+    found = audit_snapshot(INVESTIGATOR, root)
+    assert list(found) == ["nvlink.links", "nvlink.errors"]
+    return found
 
 
 def audit(root: Path) -> Finding:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.pcie import CHECKS, INVESTIGATOR
+from rigaudit.agents.investigators.pcie import INVESTIGATOR
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding, PciRegisterAction
 from rigaudit.tools.pci import register_offset
 from rigaudit.tools.pci.sysfs import config_path
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, set_command, set_file, set_link, set_nvml
+from tests.support.investigators import audit_snapshot
 
 GPU0, GPU1, GPU3 = "0000:03:00.0", "0000:04:00.0", "0000:44:00.0"
 GPUS = (
@@ -35,13 +34,7 @@ def seed(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    assert [f.check for f in findings] == list(CHECKS)
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-        assert (finding.status == "problem") == (finding.severity is not None) == (finding.fix is not None)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True, problem_has_fix=True)
 
 
 def _config(root: Path, bdf: str) -> tuple[str, bytearray]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.power import CHECKS, INVESTIGATOR, cpu_ranges, parse_cpulist
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.investigators.power import INVESTIGATOR
 from rigaudit.tools.model.finding import CommandAction, Finding, SysfsWriteAction
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, ram_dir, remove_file, remove_tree, set_command, set_file, set_nvml
+from tests.support.investigators import audit_snapshot
 
 CPU = "/sys/devices/system/cpu"
 
@@ -25,13 +24,7 @@ def seed(tmp_path: Path, seed_dir: Path) -> Iterator[Path]:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    facts = anyio.run(INVESTIGATOR.collect, probe)
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == list(CHECKS)
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)
 
 
 def _all_cpus(root: Path, rel: str, value: str, cpus: range = range(128)) -> None:

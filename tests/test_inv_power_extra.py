@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.investigators.power import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import light_copy, remove_nvml, set_nvml
+from tests.support.investigators import audit_snapshot
 
 
 @pytest.fixture
@@ -20,8 +18,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def pstate(root: Path) -> Finding:
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root))))
-    return next(f for f in findings if f.check == "power.gpu_pstate")
+    return audit_snapshot(INVESTIGATOR, root)["power.gpu_pstate"]
 
 
 def test_idle_gpus_in_p8_are_ok(seed_dir: Path) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.agents.investigators.runtime import INVESTIGATOR, debug_variables, parse_torch_version
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.facts.python_env import parse_torch_version
+from rigaudit.agents.investigators.runtime import INVESTIGATOR
+from rigaudit.agents.investigators.runtime.debug_env import debug_variables
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, set_file, set_link, set_unreadable
+from tests.support.investigators import audit_snapshot
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 MAPS = f"7f2a1c000000-7f2a1e000000 r-xp 00000000 00:2f 1234 {SITE}/torch/lib/libtorch_cuda.so\n"
@@ -31,10 +31,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    facts = anyio.run(INVESTIGATOR.collect, Probe(SnapshotHost(root)))
-    findings = INVESTIGATOR.judge(facts)
-    assert [f.check for f in findings] == list(INVESTIGATOR.checks)
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root)
 
 
 def container_server(root: Path, cuda: str | None, environ: dict[str, str] | None = None) -> None:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_uid
-from rigaudit.agents.investigators._runtime_cuda import driver_cuda
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.agents.investigators.runtime.cuda import driver_cuda
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 from tests.mutate import add_process, light_copy, set_file, set_link, set_nvml
+from tests.support.investigators import audit_snapshot
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 MAPS = f"7f2a1c000000-7f2a1e000000 r-xp 00000000 00:2f 1234 {SITE}/torch/lib/libtorch_cuda.so\n"
@@ -39,11 +37,7 @@ def snap(seed_dir: Path, tmp_path: Path) -> Path:
 
 
 def audit(root: Path) -> dict[str, Finding]:
-    probe = Probe(SnapshotHost(root))
-    findings = INVESTIGATOR.judge(anyio.run(INVESTIGATOR.collect, probe))
-    for finding in findings:
-        assert all(ref in probe.evidence for ref in finding.evidence), finding.check
-    return {f.check: f for f in findings}
+    return audit_snapshot(INVESTIGATOR, root, evidence_read=True)
 
 
 def server(

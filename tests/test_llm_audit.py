@@ -30,7 +30,7 @@ ADDED = {
 
 def _script() -> dict[str, list]:  # type: ignore[type-arg]
     return {
-        "kernel_params": [
+        "kernel": [
             call("read_file", path="/etc/gpu-notes.conf"),
             call("shell", command="rm -rf /"),
             final({"findings": [ADDED]}),
@@ -45,7 +45,7 @@ def _args(url: str, *extra: str) -> argparse.Namespace:
     return parser.parse_args(["--llm", "--base-url", url, "--model", "scripted", *extra])
 
 
-@pytest.mark.parametrize(("stream", "areas"), [(False, None), (True, ["kernel_params", "numa", "pcie"])])
+@pytest.mark.parametrize(("stream", "areas"), [(False, None), (True, ["kernel", "numa", "pcie"])])
 def test_llm_audit_keeps_rule_findings_adds_a_cited_one_denies_rm_within_150k_chars(
     stream: bool, areas: list[str] | None
 ) -> None:
@@ -64,7 +64,7 @@ def test_llm_audit_keeps_rule_findings_adds_a_cited_one_denies_rm_within_150k_ch
         result = anyio.run(audit)
         server.assert_complete()
         first_requests = {r.key: r.prompt_chars for r in reversed(server.requests) if r.status == 200}
-        denial = server.requests_for("kernel_params")[2].messages[-1]
+        denial = server.requests_for("kernel")[2].messages[-1]
     data = json.loads(result.model_dump_json())
     assert [f for f in data["findings"] if f["source"] == "rules"] == rule_findings(areas)
     added = [f for f in data["findings"] if f["source"] == "llm"]
@@ -74,7 +74,7 @@ def test_llm_audit_keeps_rule_findings_adds_a_cited_one_denies_rm_within_150k_ch
     assert not [argv for argv in host.ran if "rm" in argv]
     assert not [e for e in events if isinstance(e, Warning_)]
     assert {e.agent for e in events if isinstance(e, LlmExchange)} == set(brain.book.agents)
-    assert brain.book.agents["kernel_params"].requests == 3
+    assert brain.book.agents["kernel"].requests == 3
     if areas is None:  # the cost of LLM mode: every agent's first request is what an audit answering at once sends
         assert len(first_requests) == len(result.investigators)
         assert sum(first_requests.values()) <= 150_000, f"{sum(first_requests.values()):,} prompt characters"
@@ -82,7 +82,7 @@ def test_llm_audit_keeps_rule_findings_adds_a_cited_one_denies_rm_within_150k_ch
 
 
 def test_a_failing_model_server_leaves_the_rule_audit_whole() -> None:
-    areas = ["kernel_params", "numa", "power"]
+    areas = ["kernel", "numa", "power"]
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "rigaudit" / "config.json"
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps({"llm": {"retries": 1, "client_retries": 0, "backoff_s": 0.001}}))
@@ -105,7 +105,7 @@ def test_rigaudit_audit_llm_on_the_command_line(tmp_path: Path) -> None:
         pytest.skip("orchestrator/commands/audit.py does not wire --llm yet (the lead's 3 lines)")
     added = {**ADDED, "evidence": ["file:/proc/cmdline"]}
     script = {
-        "kernel_params": [
+        "kernel": [
             call("read_file", path="/proc/cmdline"),
             call("shell", command="rm -rf /"),
             final({"findings": [added]}),
@@ -130,7 +130,7 @@ def test_rigaudit_audit_llm_on_the_command_line(tmp_path: Path) -> None:
             ]
         )
         server.assert_complete()
-        denial = server.requests_for("kernel_params")[2].messages[-1]["content"]
+        denial = server.requests_for("kernel")[2].messages[-1]["content"]
     assert code == 0 and denial.startswith("not run: deny (rm")
     data = json.loads(out.read_text())
     assert [f for f in data["findings"] if f["source"] == "rules"] == rule_findings()

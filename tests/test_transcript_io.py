@@ -32,7 +32,7 @@ from rigaudit.transcripts.events import (
     ToolCall,
     Warning_,
 )
-from rigaudit.transcripts.format import CURRENT_FORMAT
+from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION
 from rigaudit.transcripts.reader import KNOWN_TYPES, read_transcript
 from rigaudit.transcripts.redact import REDACTED, redact_text
 from rigaudit.transcripts.writer import TranscriptWriter
@@ -107,7 +107,7 @@ def test_every_event_type_round_trips(tmp_path: Path) -> None:
     transcript = read_transcript(write(tmp_path / "t.jsonl", events))
     assert transcript.events == events
     assert transcript.warnings == [] and not transcript.truncated
-    assert transcript.version == 1 and transcript.header["transcript"] == CURRENT_FORMAT
+    assert transcript.version == CURRENT_VERSION and transcript.header["transcript"] == CURRENT_FORMAT
     assert transcript.session is not None and transcript.session.command == "audit"
     assert transcript.ended is not None and transcript.ended.exit_code == 3
     assert transcript.duration_s == pytest.approx(15.0)

@@ -49,7 +49,7 @@ def _calls() -> list[Event]:
         _read("/sys/class", None, "EISDIR"),
         tool_call_from_probe("container", "exists:/.dockerenv", ("/.dockerenv", False)),
         tool_call_from_probe("container", "exists:/dev/nvidia0", ("/dev/nvidia0", True)),
-        tool_call_from_probe("kernel_version", "cmd:uname -r", CommandResult(("uname", "-r"), 0, "6.8.12-4-pve\n", "", 0.01)),
+        tool_call_from_probe("kernel", "cmd:uname -r", CommandResult(("uname", "-r"), 0, "6.8.12-4-pve\n", "", 0.01)),
         tool_call_from_probe("pcie", "cmd:lspci -vvv", CommandResult(("lspci", "-vvv"), error="not_found")),
         tool_call_from_probe("pcie", "cmd:foo", CommandResult(("foo",), error="not_recorded", stderr="not recorded")),
         tool_call_from_probe("gpu", "nvml:nvmlInit()", NvmlResult("nvmlInit", ())),

@@ -6,6 +6,9 @@ a new format version adds a function here and never edits an older one.
 Version 0 (the prototype's format) named an event's kind ``kind`` and its time ``ts``, called the
 finding event ``finding_reported``, and recorded a file read as UTF-8 text (``{"text": ...}``)
 instead of base64 bytes.
+
+Version 1 named areas since renamed (``kernel_params`` and ``kernel_version`` are ``kernel``, ``cuda_memory``
+is ``cuda``, ``nccl_p2p`` is ``p2p`` and ``nccl``): version 2 names them as today, a finding's by its check.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from rigaudit.tools.model.finding import RENAMED_AREAS, current_area
 from rigaudit.transcripts.format import CURRENT_VERSION
 
 JsonObject = dict[str, Any]
@@ -36,7 +40,26 @@ def _v0_to_v1(event: JsonObject) -> JsonObject:
     return out
 
 
-MIGRATIONS: dict[int, EventMigration] = {0: _v0_to_v1}
+def _v1_to_v2(event: JsonObject) -> JsonObject:
+    """Areas by today's names. A progress event of a split area (``nccl_p2p``) goes to the first area holding its
+    checks (``p2p``); findings go each to their own; the audit result's runs are split by the model itself."""
+    out = dict(event)
+    area = out.get("area")
+    if isinstance(area, str) and area in RENAMED_AREAS:
+        out["area"] = current_area(area)
+    if out.get("type") == "llm_exchange" and out.get("agent") in RENAMED_AREAS:
+        out["agent"] = current_area(str(out["agent"]))
+    options = out.get("options")
+    if out.get("type") == "session_started" and isinstance(options, dict) and isinstance(options.get("areas"), list):
+        areas = [now for a in options["areas"] for now in RENAMED_AREAS.get(a, (a,)) if isinstance(a, str)]
+        out["options"] = {**options, "areas": list(dict.fromkeys(areas))}
+    finding = out.get("finding")
+    if isinstance(finding, dict) and finding.get("area") in RENAMED_AREAS:
+        out["finding"] = {**finding, "area": current_area(str(finding["area"]), str(finding.get("check", "")))}
+    return out
+
+
+MIGRATIONS: dict[int, EventMigration] = {0: _v0_to_v1, 1: _v1_to_v2}
 """``MIGRATIONS[n]`` upgrades an event from version ``n`` to ``n + 1``."""
 
 OLDEST_SUPPORTED = min(MIGRATIONS)

@@ -75,7 +75,10 @@ class AgentRun:
             evidence_chars=self.config.evidence_chars,
             findings_chars=self.config.findings_chars,
         )
-        return [{"role": "system", "content": system_prompt(self.area)}, {"role": "user", "content": user}]
+        return [
+            {"role": "system", "content": system_prompt(self.area, self.investigator.checks)},
+            {"role": "user", "content": user},
+        ]
 
     async def _ask(self, step: int, final: bool, pending: Sequence[dict[str, Any]]) -> ChatReply:
         tools = () if final else (*READ_TOOLS, REPORT_TOOL)

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.model.finding import Finding
@@ -43,12 +44,20 @@ def area_brief(area: str) -> str:
         return f"# {area} investigator\n\nYou audit the {area} area of a GPU inference host."
 
 
-def system_prompt(area: str) -> str:
-    """``# AREA investigator`` (the title names the conversation), the area's brief, then the preamble."""
+def check_list(checks: Sequence[Check]) -> str:
+    """The area's checks as its investigator declares them (the brief never types this list)."""
+    if not checks:
+        return ""
+    lines = "\n".join(f"- `{c.id}`: {c.title}; a problem when {c.problem}" for c in checks)
+    return f"## The checks of this area (the rules judge each once)\n{lines}\n\n"
+
+
+def system_prompt(area: str, checks: Sequence[Check] = ()) -> str:
+    """``# AREA investigator`` (the title names the conversation), the area's brief, its checks, then the preamble."""
     brief = area_brief(area)
     if brief.startswith("#"):
         brief = brief.split("\n", 1)[1].lstrip("\n") if "\n" in brief else ""
-    return f"# {area} investigator\n\n{brief}\n\n{SAFETY_PREAMBLE}"
+    return f"# {area} investigator\n\n{brief}\n\n{check_list(checks)}{SAFETY_PREAMBLE}"
 
 
 def _cut(text: str, limit: int) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from rigaudit.agents.registry import AREA_MODULES
+from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.errors import UsageError
@@ -46,7 +46,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     add_host_arguments(parser)
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the audit result (rigaudit.audit/1); - for stdout")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write system-improve.md (baseline, findings, plan)")
-    parser.add_argument("--areas", metavar="A,B", help=f"only these areas ({', '.join(AREA_MODULES)})")
+    parser.add_argument("--areas", metavar="A,B", help=f"only these areas ({', '.join(area_names())})")
     parser.add_argument(
         "--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N", help="host operations in flight at once"
     )
@@ -63,11 +63,12 @@ def _add(parser: argparse.ArgumentParser) -> None:
 def _areas(text: str | None) -> list[str] | None:
     if not text:
         return None
-    areas = [a.strip() for a in text.split(",") if a.strip()]
-    unknown = [a for a in areas if a not in AREA_MODULES]
+    areas, notes, unknown = resolve_areas(text)
     if unknown:
-        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(AREA_MODULES)}")
-    return areas
+        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(area_names())}")
+    for note in notes:
+        print(f"rigaudit: note: {note}", file=sys.stderr)
+    return areas or None
 
 
 def failing(result: AuditResult, threshold: str | None) -> bool:
@@ -90,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     brain = brain_from_args(args)
     options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout, brain=brain)
     control = AuditControl()
-    shown_areas = areas or list(AREA_MODULES)
+    shown_areas = areas or list(area_names())
     with open_session(
         "audit",
         consumers=[ui],

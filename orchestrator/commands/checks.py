@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from rigaudit.agents.catalog import catalog, render_markdown
+from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.errors import UsageError
 
@@ -22,25 +24,24 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    entries = catalog()
+    checks = catalog()
     if args.area:
-        known = {e.area for e in entries}
-        unknown = sorted(set(args.area) - known)
+        areas, notes, unknown = resolve_areas(",".join(args.area))
         if unknown:
-            raise UsageError(f"unknown area {', '.join(unknown)} (areas: {', '.join(sorted(known))})")
-        entries = [e for e in entries if e.area in set(args.area)]
+            raise UsageError(f"unknown area {', '.join(unknown)} (areas: {', '.join(area_names())})")
+        for note in notes:
+            print(f"rigaudit: note: {note}", file=sys.stderr)
+        checks = [c for c in checks if c.area in set(areas)]
     if args.json:
-        print(json.dumps({"schema": "rigaudit.checks/1", "checks": [e.as_dict() for e in entries]}, indent=2))
+        print(json.dumps({"schema": "rigaudit.checks/1", "checks": [c.as_dict() for c in checks]}, indent=2))
     elif args.markdown:
-        print(render_markdown(entries), end="")
+        print(render_markdown(checks), end="")
     else:
-        width = max(len(e.check) for e in entries)
-        for entry in entries:
-            doc = entry.doc
-            title = doc.title if doc else ""
-            kinds = f"  [{', '.join(doc.kinds)}]" if doc and doc.kinds else ""
-            print(f"{entry.check:<{width}}  {title}{kinds}")
-        print(f"{len(entries)} checks")
+        width = max((len(c.id) for c in checks), default=0)
+        for check in checks:
+            kinds = f"  [{', '.join(check.kinds)}]" if check.kinds else ""
+            print(f"{check.id:<{width}}  {check.title}{kinds}")
+        print(f"{len(checks)} checks")
     return 0
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from rigaudit.agents.registry import AREA_MODULES
+from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.errors import OperationError, UsageError
 from rigaudit.orchestrator.fleet.analysis import outliers_by_host
 from rigaudit.orchestrator.fleet.model import FleetResult
@@ -88,11 +89,12 @@ def is_fleet(args: argparse.Namespace) -> bool:
 def _areas(text: str | None) -> tuple[str, ...] | None:
     if not text:
         return None
-    areas = tuple(a.strip() for a in text.split(",") if a.strip())
-    unknown = [a for a in areas if a not in AREA_MODULES]
+    areas, notes, unknown = resolve_areas(text)
     if unknown:
-        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(AREA_MODULES)}")
-    return areas
+        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(area_names())}")
+    for note in notes:
+        print(f"rigaudit: note: {note}", file=sys.stderr)
+    return tuple(areas) or None
 
 
 def _check(args: argparse.Namespace) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.model.finding import Area, Finding
+from rigaudit.tools.model.finding import RENAMED_AREAS, Area, Finding, current_area
 from rigaudit.tools.model.plan import Plan
 
 AUDIT_SCHEMA = "rigaudit.audit/1"
@@ -48,3 +48,49 @@ class AuditResult(BaseModel):
     warnings: tuple[str, ...] = ()
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_areas(cls, data: Any) -> Any:
+        """An audit of an older release ran investigators under names since renamed: one run per current area."""
+        if not isinstance(data, dict) or not isinstance(data.get("investigators"), list | tuple):
+            return data
+        runs = data["investigators"]
+        if not any(isinstance(r, dict) and r.get("area") in RENAMED_AREAS for r in runs):
+            return data
+        return {**data, "investigators": _current_runs(runs, data.get("findings"))}
+
+
+_STATUS_RANK = {"done": 0, "cancelled": 1, "timeout": 2, "failed": 3}
+
+
+def _current_runs(runs: list[Any] | tuple[Any, ...], findings: Any) -> list[Any]:
+    """Runs under renamed areas become runs of today's areas: merged (``kernel_params`` and ``kernel_version`` are
+    ``kernel``) or split (``nccl_p2p`` is ``p2p`` and ``nccl``), each counting the findings of its own checks."""
+    counts: dict[str, int] = {}
+    for f in findings if isinstance(findings, list | tuple) else ():
+        if isinstance(f, dict) and isinstance(f.get("area"), str):
+            area = current_area(f["area"], str(f.get("check", "")))
+            counts[area] = counts.get(area, 0) + 1
+    out: list[Any] = []
+    at: dict[str, int] = {}
+    for run in runs:
+        if not isinstance(run, dict) or run.get("area") not in RENAMED_AREAS:
+            out.append(run)
+            continue
+        for area in RENAMED_AREAS[str(run["area"])]:
+            if area not in at:
+                at[area] = len(out)
+                out.append({**run, "area": area, "findings": counts.get(area, 0)})
+                continue
+            merged = out[at[area]]
+            worse = max(merged.get("status"), run.get("status"), key=lambda s: _STATUS_RANK.get(str(s), 0))
+            errors = [e for e in (merged.get("error"), run.get("error")) if e]
+            durations = [d for d in (merged.get("duration_s"), run.get("duration_s")) if isinstance(d, int | float)]
+            out[at[area]] = {
+                **merged,
+                "status": worse,
+                "duration_s": sum(durations),
+                "error": "; ".join(str(e) for e in errors) or None,
+            }
+    return out

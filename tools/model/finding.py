@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-Area = Literal[
-    "firmware",
-    "kernel_params",
-    "kernel_version",
-    "numa",
-    "pcie",
-    "driver",
-    "cuda_memory",
-    "gpu",
-    "power",
-    "nccl_p2p",
-    "nvlink",
-    "container",
-    "runtime",
-]
+Area = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+"""An investigator's area: a lower-case name. Which areas exist is discovered (``rigaudit.agents.registry``), so
+this type only checks the shape; the orchestrator checks a finding's area is one it knows."""
+
+RENAMED_AREAS: dict[str, tuple[str, ...]] = {
+    "kernel_params": ("kernel",),
+    "kernel_version": ("kernel",),
+    "cuda_memory": ("cuda",),
+    "nccl_p2p": ("p2p", "nccl"),
+}
+"""Areas of older releases and the areas that hold their checks now. Findings, audit results and transcripts
+written with the old names load with the new ones (a check's area is the prefix of its id)."""
+
+
+def current_area(area: str, check: str = "") -> str:
+    """``area`` as today's releases name it: a renamed area becomes the one holding ``check``."""
+    now = RENAMED_AREAS.get(area)
+    if now is None:
+        return area
+    prefix = check.split(".", 1)[0]
+    return prefix if prefix in now else now[0]
+
+
 Status = Literal["ok", "problem", "unknown", "not_applicable"]
 Severity = Literal["critical", "high", "medium", "low"]
 FixKind = Literal["runtime", "restart", "reboot", "firmware", "hardware"]
@@ -109,6 +117,14 @@ class Fix(_Frozen):
 
 class Finding(_Frozen):
     """The answer to one check on one host."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_area(cls, data: Any) -> Any:
+        """A finding of an older release names its area as it was then (``kernel_params``): name it as now."""
+        if isinstance(data, dict) and data.get("area") in RENAMED_AREAS:
+            return {**data, "area": current_area(str(data["area"]), str(data.get("check", "")))}
+        return data
 
     check: str
     area: Area

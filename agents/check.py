@@ -1,0 +1,50 @@
+"""A check, declared once: its id, title and the catalog's words on it.
+
+Every list of checks is derived from these declarations: an investigator's ``checks``, ``docs/checks.md``,
+``rigaudit checks``, the LLM briefs' check lists and the catalog. A check's area is the prefix of its id
+(``pcie.acs`` belongs to ``pcie``), so an id can never name another area than the one that runs it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.tools.model.finding import FixKind
+
+CHECK_ID = re.compile(r"[a-z][a-z0-9]*\.[a-z0-9_]+")
+"""``area.name``: lower case, one dot."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the catalog: what it reads, when it is a problem, and how it is fixed."""
+
+    id: str
+    title: str
+    reads: str
+    problem: str
+    fix: str
+    kinds: tuple[FixKind, ...] = ()
+    """The fix kinds its problems carry (empty: never a problem)."""
+
+    def __post_init__(self) -> None:
+        if not CHECK_ID.fullmatch(self.id):
+            raise ValueError(f"check id {self.id!r} is not shaped area.name")
+
+    @property
+    def area(self) -> str:
+        """The area whose investigator runs it: the id's prefix."""
+        return self.id.split(".", 1)[0]
+
+    def as_dict(self) -> dict[str, object]:
+        """The catalog's JSON entry (``rigaudit checks --json``)."""
+        return {
+            "check": self.id,
+            "area": self.area,
+            "title": self.title,
+            "reads": self.reads,
+            "problem": self.problem,
+            "fix": self.fix,
+            "fix_kinds": list(self.kinds),
+        }

@@ -1,0 +1,186 @@
+"""container.cgroup_cpu: CPU quota and CPU count of the container that runs the server."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cpulist import parse_cpulist
+from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, file_ref
+
+AREA: Area = "container"
+CGROUP = "/sys/fs/cgroup"
+CGROUP_V1 = "/sys/fs/cgroup/cpu"
+PER_GPU = 2
+"""CPUs a tensor-parallel server wants per GPU: the worker's launch loop plus its share of scheduler, tokenizer, I/O."""
+_GPU_NODE = re.compile(r"^/dev/nvidia(\d+)$")
+
+
+@dataclass(frozen=True)
+class CpuLimit:
+    who: str
+    """``container 101`` or ``this container``."""
+    quota_cpus: float | None
+    """CPUs worth of CFS quota (None: no quota)."""
+    cpus: int | None
+    """CPUs it may run on (cores / cpuset), None when unknown."""
+    gpus: int
+    throttled: tuple[int, int] | None
+    """(periods throttled, periods) from cpu.stat, inside a container."""
+    ref: str
+    config: LxcConfig | None = None
+
+
+@dataclass(frozen=True)
+class CgroupCpuFacts:
+    platform: Platform
+    limits: tuple[CpuLimit, ...]
+    error: str | None
+
+
+def _quota(text: str | None) -> float | None:
+    """``cpu.max`` (``max 100000`` / ``400000 100000``) -> CPUs of quota."""
+    fields = (text or "").split()
+    if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and int(fields[1]) > 0:
+        return int(fields[0]) / int(fields[1])
+    return None
+
+
+def _stat(text: str | None) -> tuple[int, int] | None:
+    values = dict(line.split(maxsplit=1) for line in (text or "").splitlines() if len(line.split()) == 2)
+    if values.get("nr_throttled", "").isdigit() and values.get("nr_periods", "").isdigit():
+        return int(values["nr_throttled"]), int(values["nr_periods"])
+    return None
+
+
+async def _cgroup_v1(probe: Probe) -> tuple[float | None, str] | None:
+    """(CPUs of quota or None, evidence ref) from cgroup v1's cpu.cfs_quota_us / cpu.cfs_period_us."""
+    quota_path = f"{CGROUP_V1}/cpu.cfs_quota_us"
+    quota, period = await probe.gather(lambda: probe.text(quota_path), lambda: probe.text(f"{CGROUP_V1}/cpu.cfs_period_us"))
+    if quota is None:
+        return None
+    value = quota.strip()
+    if value == "-1":
+        return None, file_ref(quota_path)
+    return _quota(f"{value} {(period or '100000').strip()}"), file_ref(quota_path)
+
+
+def _lxc_limit(config: LxcConfig) -> CpuLimit:
+    gpus = len({m.group(1) for n in config.mounted_nodes | config.dev_nodes if (m := _GPU_NODE.match(n))})
+    quota: float | None = None
+    for value in config.values("cpulimit"):
+        try:
+            quota = float(value) or None
+        except ValueError:
+            continue
+    for value in config.values("lxc.cgroup2.cpu.max"):
+        quota = _quota(value) or quota
+    cpus = None
+    for value in config.values("cores"):
+        cpus = int(value) if value.isdigit() else cpus
+    for value in config.values("lxc.cgroup2.cpuset.cpus"):
+        cpus = len(parse_cpulist(value) or []) or cpus
+    return CpuLimit(f"container {config.ctid}", quota, cpus, gpus, None, config.ref, config)
+
+
+async def collect_cgroup_cpu(probe: Probe, platform: Platform, lxc: LxcConfigs, gpus: int) -> CgroupCpuFacts:
+    limits = [_lxc_limit(c) for c in lxc.gpu_configs]
+    error = None
+    if platform.in_container:
+        cpu_max = await probe.read(f"{CGROUP}/cpu.max")
+        stat, cpuset = await probe.gather(
+            lambda: probe.text(f"{CGROUP}/cpu.stat"), lambda: probe.text(f"{CGROUP}/cpuset.cpus.effective")
+        )
+        cpus = len(parse_cpulist(cpuset) or []) or None
+        if cpu_max.ok:
+            limits.append(
+                CpuLimit("this container", _quota(cpu_max.text()), cpus, gpus, _stat(stat), file_ref(f"{CGROUP}/cpu.max"))
+            )
+        elif (v1 := await _cgroup_v1(probe)) is not None:
+            quota, ref = v1
+            v1_stat = await probe.text(f"{CGROUP_V1}/cpu.stat")
+            limits.append(CpuLimit("this container", quota, cpus, gpus, _stat(v1_stat), ref))
+        else:
+            error = f"{CGROUP}/cpu.max: {cpu_max.error}; {CGROUP_V1}/cpu.cfs_quota_us not readable either"
+    return CgroupCpuFacts(platform, tuple(limits), error)
+
+
+CGROUP_CPU_CHECK = Check(
+    "container.cgroup_cpu",
+    "CPU quota and CPUs of the serving container",
+    reads=(
+        "LXC `cpulimit`, `cores`, `lxc.cgroup2.cpu.max`, `lxc.cgroup2.cpuset.cpus`; inside: `/sys/fs/cgroup/cpu.max`, "
+        "`cpu.stat`, `cpuset.cpus.effective`"
+    ),
+    problem="a CFS CPU quota on the container (throttling stalls GPU workers), or fewer than 2 CPUs per GPU",
+    fix="remove the quota, give it more cores",
+    kinds=("restart",),
+)
+
+
+def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
+    check, title = CGROUP_CPU_CHECK.id, CGROUP_CPU_CHECK.title
+    if not f.limits:
+        if f.platform.in_container:
+            return unknown(check, AREA, title, f"cgroup CPU limits not readable ({f.error})")
+        return not_applicable(check, AREA, title, "not a container, and hosts no GPU containers")
+    refs = tuple(dict.fromkeys(limit.ref for limit in f.limits))
+    found: list[tuple[CpuLimit, Severity, str]] = []
+    for limit in f.limits:
+        need = max(limit.gpus, 1) * PER_GPU
+        if limit.quota_cpus is not None:
+            throttled = ""
+            if limit.throttled and limit.throttled[0]:
+                throttled = f", throttled in {limit.throttled[0]} of {limit.throttled[1]} periods"
+            found.append((limit, "medium", f"{limit.who}: CPU quota of {limit.quota_cpus:g} CPUs{throttled}"))
+        if limit.cpus is not None and limit.gpus and limit.cpus < need:
+            severity: Severity = "medium" if limit.cpus < limit.gpus + 2 else "low"
+            found.append((limit, severity, f"{limit.who}: {limit.cpus} CPUs for {limit.gpus} GPUs"))
+    if not found:
+        shown = "; ".join(
+            f"{limit.who}: {limit.cpus if limit.cpus is not None else 'all'} CPUs for {limit.gpus} GPUs, no CPU quota"
+            for limit in f.limits
+        )
+        return ok(check, AREA, title, shown, expected=f"no CPU quota; at least {PER_GPU} CPUs per GPU", evidence=refs)
+    target = found[0][0]
+    lines = ["remove 'cpulimit:' and any lxc.cgroup2.cpu.max line"] if target.quota_cpus is not None else []
+    if target.cpus is not None and target.gpus and target.cpus < max(target.gpus, 1) * PER_GPU:
+        lines.append(f"cores: {max(target.gpus, 1) * PER_GPU * 2} (or more)")
+    config = target.config
+    fix = Fix(
+        kind="restart",
+        where="container",
+        summary=f"Lift the CPU quota / give {target.who} more CPUs, then restart it",
+        actions=(
+            *(CommandAction(description=f"in {config.path}: {line}" if config else line) for line in lines),
+            CommandAction(
+                description=f"restart container {config.ctid}" if config else "recreate the container without --cpus / cpu quota",
+                argv=("pct", "reboot", config.ctid) if config else (),
+            ),
+        ),
+        risk="low",
+        verify="cat /sys/fs/cgroup/cpu.max inside the container -> 'max 100000'; nproc shows the CPU count",
+        revert="restore the previous lines and restart the container",
+        persist="the container config persists",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium" if any(s == "medium" for _, s, _ in found) else "low",
+        "; ".join(text for _, _, text in found),
+        f"no CPU quota; at least {PER_GPU} CPUs per GPU",
+        "A CFS quota lets the container's threads run only for their share of each 100 ms period: once it is used "
+        "up, every thread stops until the next period, so a GPU worker waiting to launch the next kernel stalls for "
+        "tens of milliseconds even when the average CPU load is low (tail latency, lower decode throughput). Each "
+        "tensor-parallel worker also keeps one CPU busy driving its GPU; with fewer CPUs than GPUs plus the "
+        "scheduler and tokenizer, they preempt each other.",
+        fix,
+        subjects=tuple(dict.fromkeys(limit.who for limit, _, _ in found)),
+        evidence=refs,
+    )

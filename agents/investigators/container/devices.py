@@ -1,0 +1,181 @@
+"""container.gpu_devices: GPU device nodes passed into containers and allowed by their cgroup."""
+
+from __future__ import annotations
+
+import re
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.container.facts import (
+    AREA,
+    NO_GPU,
+    ContainerFacts,
+    gpu_minors,
+    gpu_nodes,
+    lxc_fix,
+    no_gpu_on_this_machine,
+    node_span,
+    uvm_major,
+)
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
+
+CTL_MINOR = 255
+
+
+def _lxc_device_problems(f: ContainerFacts, config: LxcConfig, others: set[int]) -> list[tuple[Severity, str]]:
+    out: list[tuple[Severity, str]] = []
+    passed_nodes = config.mounted_nodes | config.dev_nodes
+    mounted = config.mounted_nodes
+    uvm = uvm_major(f.proc_devices)
+    missing_gpus = [m for m in gpu_minors(f) if f"/dev/nvidia{m}" not in passed_nodes and m not in others]
+    if missing_gpus:
+        out.append(("medium", f"{node_span(missing_gpus)} not passed in (and not given to another container)"))
+    for node in ("/dev/nvidiactl", "/dev/nvidia-uvm"):
+        if node not in passed_nodes:
+            out.append(("high", f"{node} not passed in"))
+    needs = [(f"/dev/nvidia{m}", NVIDIA_MAJOR, m) for m in gpu_minors(f)]
+    needs.append(("/dev/nvidiactl", NVIDIA_MAJOR, CTL_MINOR))
+    if uvm is not None:
+        needs.append(("/dev/nvidia-uvm", uvm, 0))
+    denied = [node for node, major, minor in needs if node in mounted and not config.allowed(major, minor)]
+    if denied:
+        out.append(("high", f"cgroup does not allow {', '.join(denied)} (lxc.cgroup2.devices.allow)"))
+    return out
+
+
+def _rule_text(rule: DeviceAllow, uvm: int | None) -> str:
+    text = f"{rule.kind} {rule.major}:{rule.minor}"
+    names = {str(NVIDIA_MAJOR): "nvidia", str(uvm): "nvidia-uvm"}
+    return f"{text} ({names[rule.major]})" if rule.major in names else text
+
+
+GPU_DEVICES_CHECK = Check(
+    "container.gpu_devices",
+    "GPU device nodes in containers",
+    reads="`/dev/nvidia*`; LXC `lxc.cgroup2.devices.allow`, `lxc.mount.entry`, `devN:` entries; `/proc/devices`",
+    problem="a GPU, nvidiactl or nvidia-uvm not passed in or not allowed by the cgroup",
+    fix="edit the container config",
+    kinds=("restart",),
+)
+
+
+def judge_gpu_devices(f: ContainerFacts) -> Finding:
+    check, title = GPU_DEVICES_CHECK.id, GPU_DEVICES_CHECK.title
+    if no_gpu_on_this_machine(f):
+        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+    if f.platform.in_container:
+        return _judge_inside(f)
+    if f.platform.kind == "vm" and not f.lxc.configs:
+        return not_applicable(check, AREA, title, "a VM guest: GPUs arrive by PCI passthrough (see pcie and driver)")
+    gpu_configs = f.lxc.gpu_configs
+    refs = (*(c.ref for c in f.lxc.configs), file_ref("/proc/devices"))
+    if not gpu_configs:
+        why = "no container config on this host passes GPUs" if f.lxc.configs else "not a container, and hosts no LXC containers"
+        return not_applicable(check, AREA, title, why, evidence=refs)
+    uvm = uvm_major(f.proc_devices)
+    found: list[tuple[LxcConfig, Severity, str]] = []
+    for config in gpu_configs:
+        others = {m for c in gpu_configs if c is not config for m in gpu_nodes(c)}
+        found += [(config, sev, text) for sev, text in _lxc_device_problems(f, config, others)]
+    if not found:
+        uvm_note = "" if uvm is not None else " (nvidia-uvm major unknown: /proc/devices unreadable)"
+        parts = [
+            f"container {c.ctid}: {node_span(gpu_nodes(c))}, nvidiactl, nvidia-uvm passed in; cgroup allows "
+            + (", ".join(_rule_text(r, uvm) for r in c.allows) or "them through devN entries")
+            for c in gpu_configs
+        ]
+        return ok(
+            check,
+            AREA,
+            title,
+            "; ".join(parts) + uvm_note,
+            expected="every GPU, nvidiactl and nvidia-uvm passed in and allowed by the cgroup",
+            evidence=refs,
+        )
+    config = found[0][0]
+    severity: Severity = "high" if any(s == "high" for _, s, _ in found) else "medium"
+    lines = [f"lxc.cgroup2.devices.allow: c {NVIDIA_MAJOR}:* rwm"]
+    if uvm is not None:
+        lines.append(f"lxc.cgroup2.devices.allow: c {uvm}:* rwm")
+    lines += [
+        f"lxc.mount.entry: {n} {n[1:]} none bind,optional,create=file"
+        for n in [*(f"/dev/nvidia{m}" for m in gpu_minors(f)), "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+        if n not in config.mounted_nodes | config.dev_nodes
+    ]
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(f"container {c.ctid}: {text}" for c, _, text in found),
+        "every GPU, nvidiactl and nvidia-uvm passed in and allowed by the cgroup",
+        "A container sees a GPU only if its device node is mounted in and its cgroup allows the major:minor. Without "
+        "nvidiactl or nvidia-uvm, CUDA cannot initialise at all (NVML may still list GPUs); a missing /dev/nvidiaN "
+        "silently shrinks the GPUs the server can use.",
+        lxc_fix(config, uvm, f"Pass the missing devices into container {config.ctid}", lines),
+        subjects=tuple(f"container {c.ctid}" for c, _, _ in found),
+        evidence=refs,
+    )
+
+
+def _judge_inside(f: ContainerFacts) -> Finding:
+    check, title = GPU_DEVICES_CHECK.id, GPU_DEVICES_CHECK.title
+    refs = (dir_ref("/dev"), *(file_ref(f"/proc/driver/nvidia/gpus/{b}/information") for b in f.minors))
+    if f.dev_entries is None:
+        return unknown(check, AREA, title, f"/dev not listable: {f.dev_error}", evidence=refs)
+    present = set(f.dev_entries)
+    problems: list[str] = []
+    for node in ("nvidiactl", "nvidia-uvm"):
+        if node not in present:
+            problems.append(f"/dev/{node} missing")
+    minors_by_index = {g.index: f.minors[g.bdf] for g in f.inventory.gpus if g.index is not None and g.bdf in f.minors}
+    missing = sorted(m for m in minors_by_index.values() if f"nvidia{m}" not in present)
+    if missing:
+        problems.append(f"{node_span(missing)} missing for GPUs NVML lists")
+    gpu_nodes = sorted(int(e[6:]) for e in present if re.fullmatch(r"nvidia\d+", e))
+    if not gpu_nodes and f.minors:
+        problems.append(f"no /dev/nvidiaN at all while the host driver has {len(f.minors)} GPUs")
+    host_total = len(f.minors)
+    if not problems:
+        share = f" of the host's {host_total}" if host_total and host_total != len(gpu_nodes) else ""
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{node_span(gpu_nodes)}{share}, nvidiactl, nvidia-uvm present",
+            expected="a node for every GPU, nvidiactl and nvidia-uvm",
+            evidence=refs,
+        )
+    docker = f.platform.kind == "docker"
+    fix = Fix(
+        kind="restart",
+        where="container",
+        summary="Pass the GPU device nodes into the container"
+        + (" (docker run --gpus all with the NVIDIA container toolkit)" if docker else " (its config on the host)"),
+        actions=(
+            CommandAction(
+                description="docker: recreate with --gpus all (or --device for each /dev/nvidia*, nvidiactl, nvidia-uvm)"
+                if docker
+                else "on the host: add lxc.mount.entry and lxc.cgroup2.devices.allow lines for each missing node, "
+                "then restart the container"
+            ),
+        ),
+        risk="medium",
+        verify="ls -l /dev/nvidia* inside the container shows every node; nvidia-smi -L lists every GPU",
+        revert="recreate/restart the container with its previous config",
+        persist="the container's config",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        "; ".join(problems),
+        "a node for every GPU, nvidiactl and nvidia-uvm",
+        "CUDA opens /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidiaN for each GPU; without them it fails to "
+        "initialise or sees fewer GPUs than the server was told to use.",
+        fix,
+        evidence=refs,
+    )

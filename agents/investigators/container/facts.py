@@ -1,0 +1,130 @@
+"""container facts: the platform, LXC configs, GPU device minors, /dev, limits and mounts of this container and of
+the servers, `pct list`; plus the helpers the container rules share."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.processes import ServerScan, find_servers
+from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_cgroup_cpu
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Fix
+from rigaudit.tools.probe import Probe
+
+AREA: Area = "container"
+PCT_LIST = ("pct", "list")
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    platform: Platform
+    inventory: GpuInventory
+    lxc: LxcConfigs
+    minors: dict[str, int]
+    """GPU BDF -> /dev/nvidiaN minor, from /proc/driver/nvidia/gpus/BDF/information."""
+    proc_devices: str | None
+    dev_entries: tuple[str, ...] | None
+    dev_error: str | None
+    self_limits: str | None
+    mounts: str | None
+    scan: ServerScan
+    server_limits: dict[int, str | None]
+    server_mounts: dict[int, str | None]
+    pct: CommandResult | None
+    cpu: CgroupCpuFacts
+
+
+async def _minor(probe: Probe, bdf: str) -> int | None:
+    text = await probe.text(f"/proc/driver/nvidia/gpus/{bdf}/information")
+    match = re.search(r"^Device Minor:\s*(\d+)", text or "", re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+async def collect(probe: Probe) -> ContainerFacts:
+    platform = await detect_platform(probe)
+    inventory = await collect_gpus(probe)
+    lxc = await read_lxc_configs(probe, platform)
+    bdfs = [g.bdf for g in inventory.gpus]
+    minors = await probe.gather(*[lambda b=b: _minor(probe, b) for b in bdfs])
+    proc_devices = await probe.text("/proc/devices")
+    dev = await probe.list_dir("/dev") if platform.in_container else None
+    self_limits = await probe.text("/proc/self/limits") if platform.in_container else None
+    mounts = await probe.text("/proc/mounts") if platform.in_container else None
+    scan = await find_servers(probe)
+    servers = scan.servers[:16]
+    limits = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/limits") for s in servers])
+    server_mounts = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/mounts") for s in servers])
+    pct = await probe.run(PCT_LIST) if lxc.configs else None
+    cpu = await collect_cgroup_cpu(probe, platform, lxc, len(inventory.gpus))
+    return ContainerFacts(
+        platform=platform,
+        inventory=inventory,
+        lxc=lxc,
+        minors={b: m for b, m in zip(bdfs, minors, strict=True) if m is not None},
+        proc_devices=proc_devices,
+        dev_entries=dev.entries if dev is not None else None,
+        dev_error=dev.error if dev is not None else None,
+        self_limits=self_limits,
+        mounts=mounts,
+        scan=scan,
+        server_limits={s.pid: t for s, t in zip(servers, limits, strict=True)},
+        server_mounts={s.pid: t for s, t in zip(servers, server_mounts, strict=True)},
+        pct=pct,
+        cpu=cpu,
+    )
+
+
+def uvm_major(proc_devices: str | None) -> int | None:
+    match = re.search(r"^\s*(\d+)\s+nvidia-uvm\s*$", proc_devices or "", re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def gpu_minors(f: ContainerFacts) -> list[int]:
+    """The /dev/nvidiaN minors of the GPUs (NVML indices when the driver's minors are unknown)."""
+    if f.minors:
+        return sorted(f.minors.values())
+    return sorted(f.inventory.nvml_indices)
+
+
+def node_span(minors: list[int]) -> str:
+    """``/dev/nvidia0–7`` for a contiguous run of more than two minors, else the nodes listed."""
+    if not minors:
+        return "none"
+    if minors == list(range(minors[0], minors[-1] + 1)) and len(minors) > 2:
+        return f"/dev/nvidia{minors[0]}–{minors[-1]}"
+    return ", ".join(f"/dev/nvidia{m}" for m in minors)
+
+
+def gpu_nodes(config: LxcConfig) -> list[int]:
+    """The /dev/nvidiaN minors a container config passes in."""
+    nodes = config.mounted_nodes | config.dev_nodes
+    return sorted(int(n.removeprefix("/dev/nvidia")) for n in nodes if re.fullmatch(r"/dev/nvidia\d+", n))
+
+
+def lxc_fix(config: LxcConfig, uvm: int | None, summary: str, lines: list[str]) -> Fix:
+    """Add config lines to an LXC container and restart it."""
+    return Fix(
+        kind="restart",
+        where="container",
+        summary=summary,
+        actions=(
+            *(CommandAction(description=f"add to {config.path}: {line}") for line in lines),
+            CommandAction(description=f"restart container {config.ctid}", argv=("pct", "reboot", config.ctid)),
+        ),
+        risk="medium",
+        verify=f"pct exec {config.ctid} -- nvidia-smi -L lists every GPU; ls -l /dev/nvidia* inside shows the nodes",
+        revert=f"remove the added lines from {config.path} and restart the container",
+        persist=f"{config.path} is persistent",
+    )
+
+
+def no_gpu_on_this_machine(f: ContainerFacts) -> bool:
+    """Inside a container with no NVIDIA GPU even in sysfs (which shows the host's PCI bus): nothing to pass in."""
+    return f.platform.in_container and not f.inventory.gpus and not f.inventory.nvml_ok
+
+
+NO_GPU = "no NVIDIA GPU on this machine (none on the PCI bus as sysfs shows it, NVML unavailable): nothing to pass in"

@@ -1,0 +1,105 @@
+"""container.memlock: the locked-memory limit of GPU containers and servers."""
+
+from __future__ import annotations
+
+import re
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.lxc import LxcConfig
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import dir_ref, file_ref
+
+
+def parse_memlock(limits: str | None) -> str | None:
+    """The soft limit of ``Max locked memory`` in /proc/PID/limits (``unlimited`` or bytes)."""
+    match = re.search(r"^Max locked memory\s+(\S+)\s+(\S+)", limits or "", re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def _unlimited(value: str) -> bool:
+    return value.split(":", maxsplit=1)[0].strip().lower() in ("unlimited", "infinity", "-1")
+
+
+MEMLOCK_CHECK = Check(
+    "container.memlock",
+    "Locked-memory limit",
+    reads="`/proc/PID/limits` of the servers, `/proc/self/limits` in a container, LXC `lxc.prlimit.memlock`",
+    problem="limited (RDMA registration and pinned buffers fail or shrink)",
+    fix="raise it to unlimited",
+    kinds=("restart",),
+)
+
+
+def judge_memlock(f: ContainerFacts) -> Finding:
+    check, title = MEMLOCK_CHECK.id, MEMLOCK_CHECK.title
+    if no_gpu_on_this_machine(f):
+        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+    limited: list[str] = []
+    seen: list[str] = []
+    refs: list[str] = []
+    lxc_fix_config: LxcConfig | None = None
+    for config in f.lxc.gpu_configs:
+        refs.append(config.ref)
+        value = config.memlock
+        if value is not None and _unlimited(value):
+            seen.append(f"container {config.ctid}: lxc.prlimit.memlock {value}")
+        else:
+            limited.append(f"container {config.ctid}: lxc.prlimit.memlock {value or 'not set (inherits the LXC default)'}")
+            lxc_fix_config = lxc_fix_config or config
+    for server in f.scan.servers[:16]:
+        soft = parse_memlock(f.server_limits.get(server.pid))
+        if soft is None:
+            continue
+        refs.append(file_ref(f"/proc/{server.pid}/limits"))
+        (seen if _unlimited(soft) else limited).append(f"{server.label}: max locked memory {soft}")
+    if not limited and not seen and f.platform.in_container:
+        soft = parse_memlock(f.self_limits)
+        refs.append(file_ref("/proc/self/limits"))
+        if soft is None:
+            return unknown(check, AREA, title, "/proc/self/limits not readable", evidence=refs)
+        (seen if _unlimited(soft) else limited).append(f"this container: max locked memory {soft}")
+    if not limited and not seen:
+        if f.platform.in_container or f.lxc.gpu_configs:
+            return unknown(check, AREA, title, "locked-memory limit not readable", evidence=refs)
+        return not_applicable(check, AREA, title, "not a container, and hosts no GPU containers", evidence=refs)
+    if not limited:
+        return ok(check, AREA, title, "; ".join(seen), expected="unlimited", evidence=refs)
+    if lxc_fix_config is not None:
+        fix = lxc_fix(
+            lxc_fix_config,
+            None,
+            f"Set lxc.prlimit.memlock: unlimited for container {lxc_fix_config.ctid}",
+            ["lxc.prlimit.memlock: unlimited"],
+        )
+    else:
+        fix = Fix(
+            kind="restart",
+            where="container" if f.platform.in_container or any(s.container for s in f.scan.servers) else "host",
+            summary="Raise the locked-memory limit of the server to unlimited",
+            actions=(
+                CommandAction(
+                    description="docker: --ulimit memlock=-1:-1; systemd unit: LimitMEMLOCK=infinity; "
+                    "LXC: lxc.prlimit.memlock: unlimited; then restart the server"
+                ),
+            ),
+            risk="low",
+            verify="grep 'Max locked memory' /proc/PID/limits of the server shows unlimited",
+            revert="restore the previous limit and restart",
+            persist="the container or unit config",
+        )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        "; ".join(limited),
+        "unlimited",
+        "RDMA memory registration (NCCL over InfiniBand/RoCE, GPUDirect) and mlock-based pinned buffers count "
+        "against RLIMIT_MEMLOCK; with a small limit they fail or fall back to slower paths. CUDA's own pinned "
+        "allocations are not bound by it, so the effect is largest on multi-node or RDMA setups.",
+        fix,
+        subjects=tuple(s.split(":")[0] for s in limited),
+        evidence=tuple(refs),
+    )

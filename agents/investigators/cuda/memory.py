@@ -1,0 +1,125 @@
+"""cuda.memory_in_use: GPU memory held by processes that are not the server."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
+from rigaudit.agents.facts.processes import GpuProcess
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cuda.facts import AREA, LITTLE_USED, CudaFacts, gib_text
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.redact import redact_text
+
+
+def _memory_used(f: CudaFacts) -> dict[int, tuple[int, int]]:
+    out = {}
+    for index in f.memory.results:
+        value = f.memory.value(index)
+        if isinstance(value, dict) and isinstance(value.get("used"), int) and isinstance(value.get("total"), int):
+            out[index] = (value["used"], value["total"])
+    return out
+
+
+def _proc_text(p: GpuProcess) -> str:
+    cmd = redact_text(" ".join(p.argv))[:80] if p.argv else "command unknown"
+    used = f" {gib_text(p.used_bytes)}" if p.used_bytes is not None else ""
+    return f"pid {p.pid} ({cmd}){used} on GPU{p.gpu_index}"
+
+
+MEMORY_IN_USE_CHECK = Check(
+    "cuda.memory_in_use",
+    "GPU memory in use",
+    reads="NVML memory info and compute processes, `/proc/PID/cmdline`",
+    problem="memory held by processes that are not the inference server",
+    fix="stop them",
+    kinds=("restart",),
+)
+
+
+def judge_memory_in_use(f: CudaFacts) -> Finding:
+    check, title = MEMORY_IN_USE_CHECK.id, MEMORY_IN_USE_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    used = _memory_used(f)
+    proc_refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in f.memory.results)
+    refs = f.memory.refs + proc_refs
+    if not used:
+        return unknown(check, AREA, title, failure_text(f.memory, f.inventory), evidence=refs)
+    procs = f.scan.gpu_processes
+    others = [p for p in procs if p.argv is not None and not p.server]
+    unidentified = [p for p in procs if p.argv is None]
+    if others:
+        pids = sorted({p.pid for p in others})
+        fix = Fix(
+            kind="restart",
+            where="container" if f.platform.in_container else "host",
+            summary="Stop the processes that hold GPU memory but are not the inference server: pid " + ", ".join(map(str, pids)),
+            actions=tuple(
+                CommandAction(description=f"stop pid {pid} once you know it is not needed", argv=("kill", str(pid)))
+                for pid in pids
+            ),
+            risk="medium",
+            verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv lists only the server's processes",
+            revert="start the stopped programs again if they were needed",
+            persist="disable whatever starts them (their systemd unit, cron job or container)",
+        )
+        return problem(
+            check,
+            AREA,
+            title,
+            "medium",
+            "; ".join(_proc_text(p) for p in others),
+            "only the inference server holds GPU memory",
+            "Memory held by other processes is memory the server cannot use for the KV cache: its start-up memory "
+            "fraction check fails or it allocates fewer KV blocks (less concurrency, more preemption). Leftover "
+            "processes from a crashed server, notebooks and monitoring tools that create a CUDA context are the usual "
+            "culprits.",
+            fix,
+            subjects=labels(f.inventory, sorted({p.gpu_index for p in others})),
+            evidence=refs,
+        )
+    if unidentified:
+        held = sum(p.used_bytes or 0 for p in unidentified)
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"{len(unidentified)} processes hold {gib_text(held)} on the GPUs but their command lines could not be read "
+            f"(pids {', '.join(str(p.pid) for p in unidentified[:8])}: another PID namespace, or gone)",
+            evidence=refs,
+        )
+    if procs:
+        total = sum(p.used_bytes or 0 for p in procs)
+        return ok(
+            check,
+            AREA,
+            title,
+            f"GPU memory held by the inference server only: {len(procs)} processes, {gib_text(total)} in all",
+            expected="only the inference server holds GPU memory",
+            evidence=refs,
+        )
+    busy = {i: u for i, (u, _) in used.items() if u >= LITTLE_USED}
+    if busy and f.scan.nvml_listed:
+        return unknown(
+            check,
+            AREA,
+            title,
+            "memory in use with no compute process visible to NVML: "
+            + ", ".join(f"{label(f.inventory, i)} {gib_text(u)}" for i, u in busy.items())
+            + " (held from another PID namespace, e.g. a container, or by a process NVML cannot list)",
+            evidence=refs,
+        )
+    if busy:
+        return unknown(check, AREA, title, "memory in use and the compute process list is unavailable", evidence=refs)
+    lo, hi = gib_text(min(u for u, _ in used.values())), gib_text(max(u for u, _ in used.values()))
+    span = lo if lo == hi else f"{lo}–{hi}"
+    total = max(t for _, t in used.values())
+    return ok(
+        check,
+        AREA,
+        title,
+        f"no compute process; {span} used of {gib_text(total)} per GPU (the driver's reservation)",
+        expected="no memory held by processes other than the server",
+        explanation="Idle GPUs: nothing holds memory the server could use for its KV cache.",
+        evidence=refs,
+    )

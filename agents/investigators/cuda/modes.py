@@ -1,0 +1,239 @@
+"""cuda.compute_mode, cuda.mig, cuda.ecc_mode: the NVML modes a GPU runs in, current and pending."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cuda.facts import AREA, COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+
+COMPUTE_MODE_CHECK = Check(
+    "cuda.compute_mode",
+    "CUDA compute mode",
+    reads="NVML compute mode",
+    problem="Prohibited (high), Exclusive (low)",
+    fix="`nvidia-smi -c 0` (by a person)",
+    kinds=("runtime",),
+)
+
+
+def judge_compute_mode(f: CudaFacts) -> Finding:
+    check, title = COMPUTE_MODE_CHECK.id, COMPUTE_MODE_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    modes = {i: v for i in f.compute_mode.results if isinstance(v := f.compute_mode.value(i), int)}
+    if not modes:
+        return unknown(check, AREA, title, failure_text(f.compute_mode, f.inventory), evidence=f.compute_mode.refs)
+    bad = {i: m for i, m in modes.items() if m in (1, 2, 3)}
+    partial = f" ({failure_text(f.compute_mode, f.inventory)})" if f.compute_mode.failed() else ""
+    if not bad:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"Default on {len(modes)}/{len(f.compute_mode.results)} GPUs{partial}",
+            expected="Default (0)",
+            evidence=f.compute_mode.refs,
+        )
+    prohibited = [i for i, m in bad.items() if m == 2]
+    observed = "; ".join(f"{label(f.inventory, i)}: {COMPUTE_MODES[m]}" for i, m in bad.items())
+    actions = tuple(
+        CommandAction(description=f"set GPU{i} to the Default compute mode", argv=("nvidia-smi", "-i", str(i), "-c", "0"))
+        for i in bad
+    )
+    fix = Fix(
+        kind="runtime",
+        where=driver_where(f.platform),
+        summary="Set the compute mode back to Default (nvidia-smi -c 0) on " + ", ".join(f"GPU{i}" for i in bad),
+        actions=actions,
+        risk="low",
+        verify="nvidia-smi --query-gpu=index,compute_mode --format=csv shows Default on every GPU",
+        revert="; ".join(f"nvidia-smi -i {i} -c {m}" for i, m in bad.items()),
+        persist="compute mode returns to Default whenever the driver reloads: remove whatever sets it at boot "
+        "(a unit or script running `nvidia-smi -c`)",
+    )
+    if prohibited:
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            observed,
+            "Default (0) on every GPU",
+            "A GPU in Prohibited compute mode accepts no CUDA context at all: a tensor-parallel server that needs it "
+            'fails at start-up ("all CUDA-capable devices are busy or unavailable") or silently runs on fewer GPUs. '
+            "rigaudit never changes GPU settings itself; the command below is for the operator.",
+            fix,
+            subjects=labels(f.inventory, list(bad)),
+            evidence=f.compute_mode.refs,
+        )
+    return problem(
+        check,
+        AREA,
+        title,
+        "low",
+        observed,
+        "Default (0) on every GPU",
+        "Exclusive compute mode allows one CUDA context per GPU. One TP worker per GPU still works, but any second "
+        "context on that GPU (the API process touching CUDA, a health check, a profiler, a second server) fails with "
+        '"busy or unavailable". Keep it only if a scheduler relies on it.',
+        fix,
+        subjects=labels(f.inventory, list(bad)),
+        evidence=f.compute_mode.refs,
+    )
+
+
+MIG_CHECK = Check(
+    "cuda.mig",
+    "MIG mode",
+    reads="NVML MIG mode (current, pending)",
+    problem="MIG on where whole GPUs are used; current ≠ pending",
+    fix="`nvidia-smi -mig 0`, GPU reset or reboot",
+    kinds=("reboot",),
+)
+
+
+def judge_mig(f: CudaFacts) -> Finding:
+    check, title = MIG_CHECK.id, MIG_CHECK.title
+    modes = modes_or_finding(f, f.mig, check, title, "MIG")
+    if isinstance(modes, Finding):
+        return modes
+    on = [i for i, (current, _) in modes.items() if current == 1]
+    pending = [i for i, (current, nxt) in modes.items() if current != nxt]
+    if not on and not pending:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"MIG off (current = pending) on {len(modes)}/{len(f.mig.results)} GPUs",
+            expected="MIG off on every GPU used whole",
+            evidence=f.mig.refs,
+        )
+    targets = sorted(set(on) | set(pending))
+    subjects = labels(f.inventory, targets)
+    observed = mode_pairs(f.inventory, modes, targets)
+    fix = Fix(
+        kind="reboot",
+        where=driver_where(f.platform),
+        summary="Turn MIG off and reset the GPUs (or reboot) so current and pending modes agree",
+        actions=(
+            *(
+                CommandAction(description=f"disable MIG on GPU{i}", argv=("nvidia-smi", "-i", str(i), "-mig", "0"))
+                for i in targets
+            ),
+            CommandAction(description="with the server stopped, reset those GPUs (nvidia-smi -r) or reboot the host"),
+        ),
+        risk="medium",
+        verify="nvidia-smi --query-gpu=index,mig.mode.current,mig.mode.pending --format=csv shows Disabled, Disabled",
+        revert="nvidia-smi -i N -mig 1, then reset the GPU",
+        persist="MIG mode is stored on the GPU and survives reboots",
+    )
+    if on:
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            observed,
+            "MIG off on GPUs used whole for tensor parallelism",
+            "With MIG on, CUDA sees MIG slices (a fraction of the SMs and memory each), not whole GPUs, and there is no "
+            "peer-to-peer between slices: a TP-8 server either fails to start or runs on slices with NCCL going through "
+            "host memory. If slicing is intended (many small models), ignore this.",
+            fix,
+            subjects=subjects,
+            evidence=f.mig.refs,
+        )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        observed,
+        "current MIG mode = pending MIG mode",
+        "A MIG mode change is pending: it takes effect at the next GPU reset or reboot, so the GPU will change under the "
+        "server at an unplanned moment. Finish it (reset) or undo it now.",
+        fix,
+        subjects=subjects,
+        evidence=f.mig.refs,
+    )
+
+
+ECC_MODE_CHECK = Check(
+    "cuda.ecc_mode",
+    "ECC mode",
+    reads="NVML ECC mode (current, pending)",
+    problem="current ≠ pending",
+    fix="reboot or GPU reset",
+    kinds=("reboot",),
+)
+
+
+def judge_ecc_mode(f: CudaFacts) -> Finding:
+    check, title = ECC_MODE_CHECK.id, ECC_MODE_CHECK.title
+    modes = modes_or_finding(f, f.ecc, check, title, "ECC")
+    if isinstance(modes, Finding):
+        return modes
+    pending = [i for i, (cur, nxt) in modes.items() if cur != nxt]
+    if pending:
+        observed = mode_pairs(f.inventory, modes, pending)
+        fix = Fix(
+            kind="reboot",
+            where=driver_where(f.platform),
+            summary="Reboot (or reset the GPUs with the server stopped) so the pending ECC mode takes effect",
+            actions=(CommandAction(description="stop the server, then reboot the host (or nvidia-smi -r -i N per GPU)"),),
+            risk="medium",
+            verify="nvidia-smi --query-gpu=index,ecc.mode.current,ecc.mode.pending --format=csv: current = pending",
+            revert="nvidia-smi -i N -e <previous 0|1>, then reboot",
+            persist="ECC mode is stored on the GPU",
+        )
+        return problem(
+            check,
+            AREA,
+            title,
+            "medium",
+            observed,
+            "current ECC mode = pending ECC mode",
+            "An ECC change is waiting for a reset: until then the GPU runs in the old mode, and at the next reboot its "
+            "usable memory and behaviour change under the server (ECC costs a few percent of capacity and bandwidth on "
+            "some memories). Mixed modes inside one TP group also make the GPUs' free memory differ.",
+            fix,
+            subjects=labels(f.inventory, pending),
+            evidence=f.ecc.refs,
+        )
+    states = {cur for cur, _ in modes.values()}
+    if len(states) > 1:
+        off = [i for i, (cur, _) in modes.items() if cur == 0]
+        fix = Fix(
+            kind="reboot",
+            where=driver_where(f.platform),
+            summary="Use one ECC mode on all GPUs of the TP group",
+            actions=tuple(
+                CommandAction(description=f"enable ECC on GPU{i}", argv=("nvidia-smi", "-i", str(i), "-e", "1")) for i in off
+            ),
+            verify="nvidia-smi --query-gpu=index,ecc.mode.current --format=csv shows one mode after the reboot",
+            revert="nvidia-smi -i N -e 0, then reboot",
+            persist="ECC mode is stored on the GPU",
+        )
+        return problem(
+            check,
+            AREA,
+            title,
+            "low",
+            f"ECC off on {', '.join(labels(f.inventory, off))}; on elsewhere",
+            "one ECC mode on every GPU",
+            "GPUs of one tensor-parallel group with different ECC modes have different usable memory; the server sizes "
+            "its KV cache by the smallest.",
+            fix,
+            subjects=labels(f.inventory, off),
+            evidence=f.ecc.refs,
+        )
+    mode = "on" if states == {1} else "off"
+    return ok(
+        check,
+        AREA,
+        title,
+        f"ECC {mode} (current = pending) on {len(modes)}/{len(f.ecc.results)} GPUs",
+        expected="current = pending",
+        evidence=f.ecc.refs,
+    )

@@ -1,0 +1,238 @@
+"""cuda.foreign_processes and cuda.mps: who else computes on the serving GPUs, and whether an MPS daemon sits between."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.proc_info import status_uid
+from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, dir_ref, file_ref
+from rigaudit.tools.redact import redact_text
+
+AREA: Area = "cuda"
+MPS_PIPE = "/tmp/nvidia-mps"
+MPS_COMMS = ("nvidia-cuda-mps", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server")
+MPS_LIMITS = ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
+_SCAN_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class ProcessFacts:
+    inventory: GpuInventory
+    platform: Platform
+    scan: ServerScan
+    uids: dict[int, int | None]
+    """pid -> real uid, for every NVML GPU process and every server."""
+    pids: tuple[int, ...] | None
+    """Every PID under /proc (None: /proc not listable; empty: the process list is not recorded)."""
+    mps_pids: tuple[int, ...]
+    mps_pipe: tuple[str, ...] | None
+    """Entries of /tmp/nvidia-mps, or None when it does not exist."""
+    server_env: dict[int, dict[str, str]]
+
+
+async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Platform, scan: ServerScan) -> ProcessFacts:
+    pids_of_interest = sorted({p.pid for p in scan.gpu_processes} | {s.pid for s in scan.servers})
+    status = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/status") for p in pids_of_interest])
+    listing = await probe.list_dir("/proc")
+    pids = None if listing.entries is None else tuple(sorted(int(n) for n in listing.entries if n.isdigit())[:_SCAN_LIMIT])
+    comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids or ()])
+    mps = tuple(p for p, c in zip(pids or (), comms, strict=True) if c and c.strip().startswith(MPS_COMMS[0]))
+    pipe = await probe.list_dir(MPS_PIPE)
+    environs = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in scan.servers[:16]])
+    server_env = {s.pid: env for s, r in zip(scan.servers[:16], environs, strict=True) if (env := parse_environ(r.data))}
+    return ProcessFacts(
+        inventory,
+        platform,
+        scan,
+        {p: status_uid(t) for p, t in zip(pids_of_interest, status, strict=True)},
+        pids,
+        mps,
+        pipe.entries,
+        server_env,
+    )
+
+
+def _cmd(p: GpuProcess) -> str:
+    return redact_text(" ".join(p.argv))[:60] if p.argv else "command unknown"
+
+
+FOREIGN_PROCESSES_CHECK = Check(
+    "cuda.foreign_processes",
+    "Other users' processes on the serving GPUs",
+    reads="NVML compute processes per GPU, `/proc/PID/status` Uid of each and of the server",
+    problem="a process of another user than the server's on a GPU the server uses (high when it is another server)",
+    fix="stop them; reserve the GPUs (scheduler, device permissions)",
+    kinds=("restart",),
+)
+
+
+def judge_foreign_processes(f: ProcessFacts) -> Finding:
+    check, title = FOREIGN_PROCESSES_CHECK.id, FOREIGN_PROCESSES_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    indices = f.inventory.nvml_indices
+    refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in indices)
+    if not f.scan.nvml_listed:
+        return unknown(check, AREA, title, "nvmlDeviceGetComputeRunningProcesses gave no answer", evidence=refs)
+    procs = f.scan.gpu_processes
+    if not procs:
+        return ok(
+            check, AREA, title, f"no compute process on {len(indices)} GPUs", expected="only the server's user", evidence=refs
+        )
+    refs += tuple(file_ref(f"/proc/{p}/status") for p in sorted({p.pid for p in procs}))
+    servers = [p for p in procs if p.server]
+    if not servers:
+        uids = sorted({str(f.uids.get(p.pid)) for p in procs})
+        why = f"{len(procs)} compute processes (uids {', '.join(uids)}) but none of them is a recognized inference server"
+        return unknown(check, AREA, title, why, evidence=refs)
+    memory: dict[int | None, int] = {}
+    for p in servers:
+        memory[f.uids.get(p.pid)] = memory.get(f.uids.get(p.pid), 0) + (p.used_bytes or 0)
+    owner = max(memory, key=lambda u: memory[u])
+    if owner is None:
+        return unknown(check, AREA, title, "the server's user id is not readable (/proc/PID/status)", evidence=refs)
+    serving = {p.gpu_index for p in servers if f.uids.get(p.pid) == owner}
+    foreign = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) not in (owner, None)]
+    unreadable = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) is None]
+    if not foreign:
+        if unreadable:
+            shown = ", ".join(str(p.pid) for p in unreadable[:8])
+            return unknown(check, AREA, title, f"user of pids {shown} on the serving GPUs not readable", evidence=refs)
+        return ok(
+            check,
+            AREA,
+            title,
+            f"every compute process on the {len(serving)} serving GPUs runs as uid {owner} (the server's)",
+            expected="only the server's user on its GPUs",
+            evidence=refs,
+        )
+    pids = sorted({p.pid for p in foreign})
+    severity: Severity = "high" if any(p.server for p in foreign) else "medium"
+    fix = Fix(
+        kind="restart",
+        where="container" if f.platform.in_container else "host",
+        summary="Keep other users off the serving GPUs: stop their processes and reserve the GPUs",
+        actions=(
+            *(CommandAction(description=f"ask the owner, then stop pid {pid}", argv=("kill", str(pid))) for pid in pids),
+            CommandAction(
+                description="reserve the GPUs: a scheduler (Slurm gres, Kubernetes device plugin), device permissions "
+                "(/dev/nvidiaN group), or CUDA_VISIBLE_DEVICES conventions for the other users"
+            ),
+        ),
+        risk="medium",
+        verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv lists only the server's processes",
+        revert="none",
+        persist="the GPU reservation (scheduler or device permissions)",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(f"pid {p.pid} (uid {f.uids.get(p.pid)}, {_cmd(p)}) on GPU{p.gpu_index}" for p in foreign)
+        + f"; the server runs as uid {owner}",
+        "only the server's user on its GPUs",
+        "Processes of other users time-slice the GPU with the server (CUDA contexts of different processes do not run "
+        "concurrently without MPS) and take memory the server sized its KV cache for: latency jumps whenever they "
+        "compute, and the server can fail with out-of-memory when they grow. Another user's inference server on the "
+        "same GPUs halves both."
+        if severity == "medium"
+        else "Another user's inference server shares these GPUs: both time-slice the SMs and split the memory, so "
+        "each runs at a fraction of its throughput with unpredictable latency.",
+        fix,
+        subjects=labels(f.inventory, sorted({p.gpu_index for p in foreign})),
+        evidence=refs,
+    )
+
+
+MPS_DAEMON_CHECK = Check(
+    "cuda.mps",
+    "CUDA MPS daemon",
+    reads="`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps`, the server's CUDA_MPS_* environment",
+    problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on the server (medium)",
+    fix="stop the MPS control daemon; unset CUDA_MPS_* limits",
+    kinds=("restart",),
+)
+
+
+def judge_mps_daemon(f: ProcessFacts) -> Finding:
+    check, title = MPS_DAEMON_CHECK.id, MPS_DAEMON_CHECK.title
+    refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
+    env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
+    configured = [pid for pid, env in f.server_env.items() if "CUDA_MPS_PIPE_DIRECTORY" in env]
+    limits = {
+        pid: [f"{k}={env[k]}" for k in MPS_LIMITS if k in env and env[k].strip() not in ("", "100")]
+        for pid, env in f.server_env.items()
+    }
+    limits = {pid: v for pid, v in limits.items() if v}
+    daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
+    if not daemon and not limits:
+        if f.pids is None or not f.pids:
+            return unknown(
+                check,
+                AREA,
+                title,
+                f"{MPS_PIPE} absent, but the process list is not recorded here (no PID under /proc), so a daemon using "
+                "another pipe directory, or one inside a container, cannot be ruled out",
+                evidence=refs,
+            )
+        return ok(
+            check,
+            AREA,
+            title,
+            f"no nvidia-cuda-mps process among {len(f.pids)} /proc entries; no {MPS_PIPE}/control",
+            expected="no MPS daemon unless the server is set up for it",
+            evidence=refs,
+        )
+    if daemon and configured and not limits:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"MPS daemon running and the server is configured for it (CUDA_MPS_PIPE_DIRECTORY in pids "
+            f"{', '.join(map(str, configured))})",
+            expected="no MPS daemon unless the server is set up for it",
+            evidence=refs + env_refs,
+        )
+    parts = []
+    if f.mps_pids:
+        parts.append(f"nvidia-cuda-mps processes: pids {', '.join(map(str, f.mps_pids[:8]))}")
+    if f.mps_pipe is not None and "control" in f.mps_pipe:
+        parts.append(f"{MPS_PIPE}/control present")
+    parts += [f"pid {pid}: {', '.join(v)}" for pid, v in limits.items()]
+    severity: Severity = "medium" if limits else "low"
+    fix = Fix(
+        kind="restart",
+        where="container" if f.platform.in_container else "host",
+        summary="Stop the MPS control daemon (and unset MPS limits) unless the deployment relies on MPS, then restart the server",
+        actions=(
+            CommandAction(description="stop MPS: echo quit | nvidia-cuda-mps-control (as the user that started it)"),
+            CommandAction(description="remove CUDA_MPS_* variables from the server's environment and restart it"),
+        ),
+        risk="medium",
+        verify=f"no nvidia-cuda-mps process (ps -e); {MPS_PIPE} gone; nvidia-smi shows the server's own processes",
+        revert="nvidia-cuda-mps-control -d (and set the variables again)",
+        persist="disable the unit or script that starts nvidia-cuda-mps-control at boot",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(parts),
+        "no MPS daemon unless the server is set up for it",
+        "With an MPS control daemon running, every CUDA process on those GPUs becomes a client of one MPS server: "
+        "clients of another user cannot start, one client's fatal fault tears down all of them, and "
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT cap the SMs and memory the server may "
+        "use. Inference servers that own whole GPUs gain nothing from it.",
+        fix,
+        subjects=tuple(f"pid {pid}" for pid in (*f.mps_pids, *limits)) or (MPS_PIPE,),
+        evidence=refs + env_refs,
+    )

@@ -1,0 +1,116 @@
+"""driver.dkms: the NVIDIA module built for the running kernel and every newer installed kernel."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver.install_facts import AREA, MODULES_ROOT, InstallFacts, host_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
+
+
+def _build_fix(f: InstallFacts, kernels: list[str], summary: str) -> Fix:
+    actions = [
+        CommandAction(
+            description=f"install the kernel headers of {k} and build the NVIDIA module for it",
+            argv=("dkms", "autoinstall", "-k", k),
+        )
+        for k in kernels
+    ]
+    actions.append(
+        CommandAction(description="check the result", argv=("dkms", "status", "nvidia")),
+    )
+    return Fix(
+        kind="runtime",
+        where=host_where(f.platform),
+        summary=summary,
+        actions=tuple(actions),
+        risk="low",
+        verify="dkms status nvidia lists 'installed' for "
+        + ", ".join(kernels)
+        + "; grep nvidia.ko /lib/modules/KERNEL/modules.dep",
+        revert="dkms remove nvidia/VERSION -k KERNEL",
+        persist="the built module stays installed; keep the headers package installed so DKMS rebuilds on kernel updates",
+    )
+
+
+DKMS_CHECK = Check(
+    "driver.dkms",
+    "NVIDIA module built for the running and newer kernels",
+    reads=(
+        "`/proc/sys/kernel/osrelease`, `/lib/modules/*/modules.dep`, `/boot/vmlinuz-*`, `/var/lib/dkms/nvidia`, `/proc/modules`"
+    ),
+    problem=(
+        "no nvidia.ko for the running kernel (high when not loaded), or a newer installed kernel (the next boot) without it"
+    ),
+    fix="`dkms autoinstall -k KERNEL` with its headers installed",
+    kinds=("runtime",),
+)
+
+
+def judge_dkms(f: InstallFacts) -> Finding:
+    check, title = DKMS_CHECK.id, DKMS_CHECK.title
+    if f.running is None:
+        return unknown(check, AREA, title, "the running kernel is unknown (/proc/sys/kernel/osrelease unreadable)")
+    running = next((k for k in f.kernels if k.kernel == f.running), None)
+    refs = [dir_ref(MODULES_ROOT), *(file_ref(f"{MODULES_ROOT}/{k.kernel}/modules.dep") for k in f.kernels)]
+    refs.append(file_ref(MODULES))
+    loaded = None if f.modules is None else "nvidia" in f.modules
+    if running is None or running.has_nvidia is None:
+        error = running.error if running else "not listed"
+        why = f"{MODULES_ROOT}/{f.running}/modules.dep: {error}"
+        if f.platform.in_container:
+            why += " (inside a container the kernel's module tree and its DKMS builds belong to the host: check there)"
+        return unknown(check, AREA, title, why, evidence=refs[:2])
+    if not f.gpus and not loaded and not running.has_nvidia:
+        return not_applicable(check, AREA, title, "no NVIDIA GPU and no NVIDIA module on this host", evidence=refs)
+    newer = [k for k in f.kernels if k.has_image and version_key(k.kernel) > version_key(f.running) and k.has_nvidia is False]
+    dkms = f" (DKMS builds: nvidia {', '.join(f.dkms_versions)})" if f.dkms_versions else ""
+    if running.has_nvidia and not newer:
+        others = [k.kernel for k in f.kernels if k.kernel != f.running and k.has_nvidia]
+        extra = f"; also built for {', '.join(others)}" if others else ""
+        return ok(
+            check,
+            AREA,
+            title,
+            f"nvidia.ko in modules.dep of the running kernel {f.running}{extra}{dkms}",
+            expected="the NVIDIA module built for the running kernel and every newer installed kernel",
+            evidence=refs,
+        )
+    if not running.has_nvidia:
+        severity: Severity = "low" if loaded else "high"
+        observed = f"no nvidia.ko in {MODULES_ROOT}/{f.running}/modules.dep" + (
+            " (the module is loaded: modules.dep is stale)" if loaded else "; the nvidia module is not loaded"
+        )
+        kernels = [f.running]
+        explanation = "The running kernel has no NVIDIA module registered: " + (
+            "the loaded one came from elsewhere (insmod, an unfinished install), and modprobe will not find it "
+            "at the next boot. Run depmod -a after checking where it lives."
+            if loaded
+            else "the driver cannot load, every GPU is unusable for CUDA, and nvidia-smi fails with 'couldn't "
+            "communicate with the NVIDIA driver'. This follows a kernel update whose DKMS build failed (missing "
+            "headers, compiler mismatch) or a driver installed for another kernel."
+        )
+    else:
+        severity = "medium"
+        observed = "newer installed kernels without the NVIDIA module: " + ", ".join(k.kernel for k in newer)
+        observed += f" (running {f.running} has it)"
+        kernels = [k.kernel for k in newer]
+        explanation = (
+            "The bootloader normally starts the newest installed kernel: the next reboot (a power cut, an unattended "
+            "upgrade) comes up without the NVIDIA module, and every GPU is gone until someone builds it. DKMS builds "
+            "it at kernel installation only when the matching headers are installed and the build succeeds."
+        )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed + dkms,
+        "the NVIDIA module built for the running kernel and every newer installed kernel",
+        explanation,
+        _build_fix(f, kernels, "Build the NVIDIA module for " + ", ".join(kernels)),
+        subjects=tuple(kernels),
+        evidence=refs,
+    )

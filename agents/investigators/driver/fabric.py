@@ -1,0 +1,111 @@
+"""driver.fabricmanager_version: the NVIDIA Fabric Manager's version against the driver's (NVSwitch systems)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.probe import Probe, command_ref, file_ref
+
+AREA: Area = "driver"
+DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")
+FM_LOG = "/var/log/fabricmanager.log"
+_LOG_VERSION = re.compile(r"Fabric\s*Manager\s+version(?:\s+is)?\s*:?\s*(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE)
+_LOG_TAIL = 200_000
+
+
+@dataclass(frozen=True)
+class FabricVersion:
+    packages: CommandResult
+    log: str | None
+    log_error: str | None
+
+    @property
+    def package_versions(self) -> dict[str, str]:
+        """package -> upstream version (``580.95.05`` of ``580.95.05-1``) of installed fabric manager packages."""
+        out = {}
+        if self.packages.error is None:
+            for line in self.packages.stdout.splitlines():
+                name, _, version = line.partition("\t")
+                if name.strip() and (match := re.match(r"(?:\d+:)?(\d+\.\d+(?:\.\d+)?)", version.strip())):
+                    out[name.strip()] = match.group(1)
+        return out
+
+    @property
+    def log_version(self) -> str | None:
+        found = _LOG_VERSION.findall((self.log or "")[-_LOG_TAIL:])
+        return found[-1] if found else None
+
+
+async def collect_fabric_version(probe: Probe) -> FabricVersion:
+    log = await probe.read(FM_LOG)
+    packages = await probe.run(DPKG_FM)
+    return FabricVersion(packages, log.text(), log.error)
+
+
+FABRICMANAGER_VERSION_CHECK = Check(
+    "driver.fabricmanager_version",
+    "Fabric Manager version vs the driver",
+    reads="`dpkg-query -W nvidia-fabricmanager*`, `/var/log/fabricmanager.log`, driver version (NVSwitch systems only)",
+    problem="the fabric manager's version differs from the driver's (it refuses to start; no NVLink fabric)",
+    fix="install the fabric manager of exactly the driver's version, restart it with the GPUs idle",
+    kinds=("restart",),
+)
+
+
+def judge_fabricmanager_version(
+    platform: Platform, switches: str | None, driver: str | None, fm: FabricVersion | None
+) -> Finding:
+    """``switches`` describes the NVSwitches found (None: no NVSwitch system)."""
+    check, title = FABRICMANAGER_VERSION_CHECK.id, FABRICMANAGER_VERSION_CHECK.title
+    refs = (command_ref(DPKG_FM), file_ref(FM_LOG))
+    if switches is None or fm is None:
+        return not_applicable(check, AREA, title, "no NVSwitch: no fabric manager to match with the driver")
+    versions = dict(fm.package_versions)
+    if (logged := fm.log_version) is not None:
+        versions[f"running (per {FM_LOG})"] = logged
+    if driver is None:
+        return unknown(check, AREA, title, "the driver version is unknown", evidence=refs)
+    if not versions:
+        why = f"{switches}; fabric manager version not found (dpkg-query: {fm.packages.error or 'no package'}, {FM_LOG}: "
+        why += f"{fm.log_error or 'no version line'})"
+        return unknown(check, AREA, title, why, evidence=refs)
+    wrong = {name: v for name, v in versions.items() if v != driver}
+    shown = "; ".join(f"{name} {v}" for name, v in versions.items())
+    if not wrong:
+        return ok(check, AREA, title, f"driver {driver}; {shown}", expected=f"fabric manager {driver}", evidence=refs)
+    fix = Fix(
+        kind="restart",
+        where="hypervisor" if platform.in_container else "host",
+        summary=f"Install the fabric manager of exactly the driver's version ({driver}) and restart it with the GPUs idle",
+        actions=(
+            CommandAction(
+                description=f"install nvidia-fabricmanager {driver} (same branch package as the driver, e.g. "
+                f"nvidia-fabricmanager-{driver.split('.')[0]}={driver}-1) and hold both packages together"
+            ),
+            CommandAction(description="with the server stopped", argv=("systemctl", "restart", "nvidia-fabricmanager")),
+        ),
+        risk="medium",
+        verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
+        revert="reinstall the previous fabric manager package and restart it",
+        persist="apt-mark hold the driver and fabric manager packages so they upgrade together",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        f"driver {driver}; {shown}",
+        f"fabric manager {driver}",
+        "The fabric manager must be exactly the driver's version: a mismatched one refuses to start (or stops at the "
+        "next restart, typically after a driver upgrade), the NVSwitch fabric is not programmed, and CUDA fails or "
+        "hangs on these GPUs with no NVLink between them.",
+        fix,
+        subjects=tuple(wrong),
+        evidence=refs,
+    )

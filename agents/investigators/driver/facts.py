@@ -1,0 +1,159 @@
+"""driver facts: the kernel module and NVML versions, loaded modules, device nodes, RDMA NICs, NVSwitches and the
+driver services; plus the helpers the driver rules share.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
+from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import unknown
+from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
+from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
+from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.probe import Probe, command_ref, file_ref, nvml_ref
+
+AREA: Area = "driver"
+MODULE_VERSION = "/sys/module/nvidia/version"
+INFINIBAND = "/sys/class/infiniband"
+PERSISTENCED = ("systemctl", "is-active", "nvidia-persistenced")
+FABRICMANAGER = ("systemctl", "is-active", "nvidia-fabricmanager")
+
+
+@dataclass(frozen=True)
+class Service:
+    state: str | None
+    """``active``, ``inactive``, ``failed``... or ``None`` when the command gave no answer."""
+    error: str | None
+    ref: str
+
+
+@dataclass(frozen=True)
+class DriverFacts:
+    platform: Platform
+    gpus: tuple[Gpu, ...]
+    nvml_init: bool
+    nvml_ok: bool
+    nvml_error: str | None
+    nvml_version: str | None
+    proc_version: str | None
+    module_version: str | None
+    archs: dict[int, int | None]
+    persistence: dict[int, int | None]
+    persistenced: Service
+    modules: frozenset[str] | None
+    modules_error: str | None
+    proc_devices: str | None
+    dev: tuple[str, ...] | None
+    infiniband: tuple[str, ...] | None
+    infiniband_error: str | None
+    peermem_built: bool | None
+    nvswitch_pci: tuple[str, ...]
+    fabric_state: int | None
+    fabric_ref: str | None
+    fabricmanager: Service | None
+    install: InstallFacts
+    fabric_version: FabricVersion | None
+
+
+# -- collect ---------------------------------------------------------------------------------
+
+
+async def _nvswitch_pci(probe: Probe) -> tuple[str, ...]:
+    """NVIDIA bridge devices (class 0x0680): NVSwitches. Re-uses the reads collect_gpus made."""
+    listing = await probe.list_dir(PCI_DEVICES)
+    bdfs = list(listing.entries or ())
+    vendors = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/vendor") for b in bdfs])
+    nvidia = [b for b, v in zip(bdfs, vendors, strict=True) if v is not None and v.strip().lower() == NVIDIA_VENDOR]
+    classes = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/class") for b in nvidia])
+    return tuple(b for b, c in zip(nvidia, classes, strict=True) if c is not None and c.strip().lower().startswith("0x0680"))
+
+
+async def _service(probe: Probe, argv: tuple[str, ...]) -> Service:
+    result = await probe.run(argv)
+    answer = result.stdout.strip().splitlines()[0] if result.error is None and result.stdout.strip() else None
+    return Service(answer, result.error, command_ref(argv))
+
+
+async def _per_gpu(probe: Probe, fn: str, indices: list[int]) -> dict[int, int | None]:
+    results = await probe.gather(*[lambda i=i: probe.nvml(fn, i) for i in indices])
+    return {i: r.value if r.ok and isinstance(r.value, int) else None for i, r in zip(indices, results, strict=True)}
+
+
+async def collect(probe: Probe) -> DriverFacts:
+    names = (PROC_VERSION, MODULE_VERSION, MODULES, "/proc/devices", "/proc/sys/kernel/osrelease")
+    files = await probe.gather(*[lambda p=p: probe.read(p) for p in names])
+    proc_version, module_version, modules, devices, osrelease = (f.text() for f in files)
+    ib, dev = await probe.gather(lambda: probe.list_dir(INFINIBAND), lambda: probe.list_dir("/dev"))
+    peermem_built = None
+    if osrelease is not None:
+        dep = await probe.text(f"/lib/modules/{osrelease.strip()}/modules.dep")
+        peermem_built = None if dep is None else "nvidia-peermem.ko" in dep or "nvidia_peermem.ko" in dep
+    inventory: GpuInventory = await collect_gpus(probe)
+    nvswitch_pci = await _nvswitch_pci(probe)
+    indices = inventory.nvml_indices
+    archs = await _per_gpu(probe, "nvmlDeviceGetArchitecture", indices)
+    persistence = await _per_gpu(probe, "nvmlDeviceGetPersistenceMode", indices)
+    fabric_state = fabric_ref = None
+    if indices:
+        fabric_ref = nvml_ref("nvmlDeviceGetGpuFabricInfo", (indices[0],))
+        fabric = await probe.nvml("nvmlDeviceGetGpuFabricInfo", indices[0])
+        if fabric.ok and isinstance(fabric.value, dict) and isinstance(fabric.value.get("state"), int):
+            fabric_state = fabric.value["state"]
+    platform = await detect_platform(probe)
+    persistenced = await _service(probe, PERSISTENCED)
+    nvswitch = bool(nvswitch_pci) or any(re.fullmatch(r"nvidia-nvswitch\d+", e) for e in dev.entries or ())
+    nvswitch = nvswitch or fabric_state in (1, 2, 3)
+    fabricmanager = await _service(probe, FABRICMANAGER) if nvswitch else None
+    module_names = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.strip())
+    install = await collect_install(probe)
+    fabric_version = await collect_fabric_version(probe) if nvswitch else None
+    return DriverFacts(
+        platform=platform,
+        gpus=inventory.gpus,
+        nvml_init=(await probe.nvml("nvmlInit")).ok,
+        nvml_ok=inventory.nvml_ok,
+        nvml_error=inventory.nvml_error,
+        nvml_version=inventory.driver_version,
+        proc_version=proc_version,
+        module_version=module_version.strip() if module_version else None,
+        archs=archs,
+        persistence=persistence,
+        persistenced=persistenced,
+        modules=module_names,
+        modules_error=files[2].error,
+        proc_devices=devices,
+        dev=dev.entries,
+        infiniband=ib.entries,
+        infiniband_error=ib.error,
+        peermem_built=peermem_built,
+        nvswitch_pci=nvswitch_pci,
+        fabric_state=fabric_state,
+        fabric_ref=fabric_ref,
+        fabricmanager=fabricmanager,
+        install=install,
+        fabric_version=fabric_version,
+    )
+
+
+# -- helpers shared by the driver rules ----------------------------------------------------
+
+
+def fix_where(platform: Platform) -> Where:
+    """Modules and driver services live with the host kernel: the hypervisor when we run in a container."""
+    return "hypervisor" if platform.in_container else "host"
+
+
+def gpu_labels(facts: DriverFacts, indices: list[int]) -> tuple[str, ...]:
+    return tuple(g.label for g in facts.gpus if g.index in indices)
+
+
+def module_loaded(facts: DriverFacts, name: str) -> bool | None:
+    return None if facts.modules is None else name in facts.modules
+
+
+def modules_unknown(check: str, title: str, facts: DriverFacts) -> Finding:
+    return unknown(check, AREA, title, f"{MODULES} not readable: {facts.modules_error}", evidence=(file_ref(MODULES),))

@@ -1,0 +1,194 @@
+"""driver.peermem, driver.nouveau, driver.uvm: the kernel modules around the NVIDIA driver."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvidia_driver import MODULES
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver.facts import AREA, INFINIBAND, DriverFacts, fix_where, module_loaded, modules_unknown
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
+
+PEERMEM_CHECK = Check(
+    "driver.peermem",
+    "nvidia_peermem (GPUDirect RDMA)",
+    reads="`/proc/modules`, `modules.dep`, `/sys/class/infiniband`",
+    problem="an RDMA NIC is present and `nvidia_peermem` is not loaded; without an RDMA NIC: not applicable",
+    fix="`modprobe nvidia_peermem` + `/etc/modules-load.d`",
+    kinds=("runtime",),
+)
+
+
+def judge_peermem(facts: DriverFacts) -> Finding:
+    check, title = PEERMEM_CHECK.id, PEERMEM_CHECK.title
+    refs = (dir_ref(INFINIBAND), file_ref(MODULES))
+    purpose = (
+        "nvidia_peermem lets an RDMA NIC (InfiniBand/RoCE) read and write GPU memory directly (GPUDirect RDMA, "
+        "multi-node NCCL); it does nothing for GPU-to-GPU P2P inside one host."
+    )
+    if facts.infiniband is None and facts.infiniband_error not in (None, "ENOENT"):
+        return unknown(check, AREA, title, f"{INFINIBAND} not readable: {facts.infiniband_error}", evidence=refs[:1])
+    if not facts.infiniband:
+        quiet = not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries)", evidence=refs)
+        return quiet.model_copy(update={"explanation": purpose})
+    nics = ", ".join(facts.infiniband)
+    loaded = module_loaded(facts, "nvidia_peermem")
+    if loaded is None:
+        return modules_unknown(check, title, facts)
+    if loaded:
+        return ok(check, AREA, title, f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
+    built = {True: "", False: " (nvidia-peermem.ko is not in modules.dep: install/rebuild it first)", None: ""}
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Load nvidia_peermem and load it at boot" + built[facts.peermem_built],
+        actions=(ModuleLoadAction(module="nvidia_peermem"),),
+        risk="low",
+        verify="grep nvidia_peermem /proc/modules; NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled'",
+        revert="modprobe -r nvidia_peermem",
+        persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        f"RDMA devices {nics} present; nvidia_peermem not loaded",
+        "nvidia_peermem loaded",
+        purpose + " Without it (and without DMA-BUF support: open kernel module, kernel >= 5.12, recent NCCL) "
+        "inter-node traffic is staged through host memory, cutting multi-node bandwidth and adding latency. "
+        "Single-node tensor parallelism is not affected.",
+        fix,
+        subjects=tuple(facts.infiniband),
+        evidence=refs,
+    )
+
+
+NOUVEAU_CHECK = Check(
+    "driver.nouveau",
+    "nouveau driver",
+    reads="`/proc/modules`",
+    problem="nouveau loaded",
+    fix="blacklist nouveau, rebuild the initramfs",
+    kinds=("reboot",),
+)
+
+
+def judge_nouveau(facts: DriverFacts) -> Finding:
+    check, title = NOUVEAU_CHECK.id, NOUVEAU_CHECK.title
+    loaded = module_loaded(facts, "nouveau")
+    if loaded is None:
+        return modules_unknown(check, title, facts)
+    if not loaded:
+        return ok(check, AREA, title, "nouveau not loaded", evidence=(file_ref(MODULES),))
+    conf = "/etc/modprobe.d/blacklist-nouveau.conf"
+    fix = Fix(
+        kind="reboot",
+        where=fix_where(facts.platform),
+        summary="Blacklist nouveau, rebuild the initramfs, reboot",
+        actions=(
+            CommandAction(
+                description=f"Write {conf}",
+                argv=("sh", "-c", f"printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > {conf}"),
+            ),
+            CommandAction(description="Rebuild every initramfs", argv=("update-initramfs", "-u", "-k", "all")),
+            CommandAction(description="Reboot", argv=("systemctl", "reboot")),
+        ),
+        risk="low",
+        verify="after the reboot: grep -w nouveau /proc/modules  -> nothing; nvidia-smi lists every GPU",
+        revert=f"rm {conf}; update-initramfs -u -k all; reboot",
+        persist="the blacklist persists by itself",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        "nouveau loaded",
+        "nouveau not loaded",
+        "The open-source nouveau driver has claimed (or may claim) NVIDIA GPUs; the NVIDIA driver cannot bind a GPU "
+        "nouveau holds, so those GPUs are missing for CUDA.",
+        fix,
+        evidence=(file_ref(MODULES),),
+    )
+
+
+UVM_CHECK = Check(
+    "driver.uvm",
+    "nvidia_uvm module and /dev/nvidia-uvm",
+    reads="`/proc/modules`, `/dev`, `/proc/devices`",
+    problem="nvidia_uvm not loaded or `/dev/nvidia-uvm` missing (CUDA init fails; containers bind-mount it at start)",
+    fix="`modprobe nvidia_uvm`; `nvidia-modprobe -c0 -u`",
+    kinds=("runtime",),
+)
+
+
+def judge_uvm(facts: DriverFacts) -> Finding:
+    check, title = UVM_CHECK.id, UVM_CHECK.title
+    refs = [file_ref(MODULES), dir_ref("/dev"), file_ref("/proc/devices")]
+    loaded = module_loaded(facts, "nvidia_uvm")
+    if loaded is None:
+        return modules_unknown(check, title, facts)
+    if not facts.gpus and not loaded:
+        return not_applicable(check, AREA, title, "no NVIDIA GPU on this host", evidence=refs)
+    node = None if facts.dev is None else "nvidia-uvm" in facts.dev
+    feeds_containers = bool(facts.platform.lxc_configs) or facts.platform.in_container
+    where = fix_where(facts.platform)
+    create = CommandAction(
+        description="Create the device nodes (/dev/nvidia-uvm, /dev/nvidia-uvm-tools)", argv=("nvidia-modprobe", "-c0", "-u")
+    )
+    if loaded and node is not False:
+        major = facts.proc_devices is not None and "nvidia-uvm" in facts.proc_devices
+        node_seen = "/dev/nvidia-uvm present" if node else "/dev not listable, node not checked"
+        observed = "nvidia_uvm loaded" + (" (nvidia-uvm major registered)" if major else "") + f"; {node_seen}"
+        return ok(check, AREA, title, observed, evidence=refs)
+    if not loaded:
+        fix = Fix(
+            kind="runtime",
+            where=where,
+            summary="Load nvidia_uvm (and create its device node); load it at boot",
+            actions=(ModuleLoadAction(module="nvidia_uvm"), create),
+            risk="low",
+            verify="grep -w nvidia_uvm /proc/modules; ls -l /dev/nvidia-uvm",
+            revert="modprobe -r nvidia_uvm",
+            persist="echo nvidia_uvm > /etc/modules-load.d/nvidia-uvm.conf",
+        )
+        observed = "nvidia_uvm not loaded"
+        severity: Severity = "high"
+    else:
+        fix = Fix(
+            kind="runtime",
+            where=where,
+            summary="Create /dev/nvidia-uvm" + (" before the containers start" if feeds_containers else ""),
+            actions=(create,),
+            risk="low",
+            verify="ls -l /dev/nvidia-uvm",
+            revert="none needed (device nodes are recreated at boot)",
+            persist="run nvidia-modprobe -c0 -u from a oneshot systemd unit before the containers start"
+            if feeds_containers
+            else "CUDA creates it on first use through nvidia-modprobe",
+        )
+        observed = "nvidia_uvm loaded but /dev/nvidia-uvm absent"
+        severity = "high" if feeds_containers else "low"
+    explanation = (
+        "CUDA needs the nvidia_uvm module and its /dev/nvidia-uvm node (unified memory, and the CUDA runtime's own "
+        "initialization): without them cudaInit fails with 'no CUDA-capable device' or error 999."
+        + (
+            " Containers bind-mount /dev/nvidia-uvm at start: if it is missing then, CUDA fails inside them until "
+            "they are restarted."
+            if feeds_containers
+            else ""
+        )
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed,
+        "nvidia_uvm loaded and /dev/nvidia-uvm present",
+        explanation,
+        fix,
+        subjects=tuple(g.label for g in facts.gpus),
+        evidence=refs,
+    )

@@ -1,0 +1,121 @@
+"""driver.secure_boot: Secure Boot or lockdown keeping an unsigned NVIDIA module from loading."""
+
+from __future__ import annotations
+
+import re
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
+from rigaudit.agents.facts.nvidia_driver import MODULES
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver.install_facts import AREA, LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import file_ref
+
+_REJECTED = re.compile(
+    r"(Lockdown: .*unsigned module|Loading of unsigned module is rejected|Key was rejected by service|"
+    r"module verification failed.*(?:rejected|denied)|nvidia\S*: .*Key was rejected)",
+    re.IGNORECASE,
+)
+
+
+def secure_boot_state(data: bytes | None) -> bool | None:
+    """The SecureBoot EFI variable: 4 bytes of attributes, then 1 (on) or 0 (off)."""
+    if data is None or len(data) < 5:
+        return None
+    return data[4] == 1
+
+
+SECURE_BOOT_CHECK = Check(
+    "driver.secure_boot",
+    "Secure Boot and the NVIDIA module's signature",
+    reads=(
+        "EFI variable `SecureBoot-8be4df61-…`, `/sys/kernel/security/lockdown`, `/proc/modules`, kernel log (unsigned "
+        "module rejected, Lockdown)"
+    ),
+    problem="an NVIDIA module is not loaded while Secure Boot/lockdown is on or the kernel log shows it rejected",
+    fix="sign the module with an enrolled MOK (`mokutil --import`) or turn Secure Boot off",
+    kinds=("reboot",),
+)
+
+
+def judge_secure_boot(f: InstallFacts) -> Finding:
+    check, title = SECURE_BOOT_CHECK.id, SECURE_BOOT_CHECK.title
+    refs = [file_ref(SECURE_BOOT), file_ref(MODULES), DMESG_REF]
+    state = secure_boot_state(f.secure_boot)
+    if state is None and f.secure_boot_error == "ENOENT" and not f.efi:
+        sb_text = "legacy BIOS boot (no Secure Boot)"
+        state = False
+    elif state is None:
+        sb_text = f"Secure Boot state unreadable ({f.secure_boot_error or 'short variable'})"
+    else:
+        sb_text = "Secure Boot on" if state else "Secure Boot off"
+    if f.lockdown and "[none]" not in f.lockdown:
+        sb_text += f", lockdown {f.lockdown}"
+        refs.append(file_ref(LOCKDOWN))
+    if f.modules is None:
+        return unknown(check, AREA, title, f"{MODULES} not readable: {f.modules_error}", evidence=refs)
+    log = f.dmesg.stdout if log_unavailable(f.dmesg) is None else ""
+    rejected = [line.strip() for line in log.splitlines() if _REJECTED.search(line) and "nvidia" in line.lower()]
+    rejected += [line.strip() for line in log.splitlines() if "Lockdown:" in line and "unsigned module" in line]
+    missing = [m for m in ("nvidia", "nvidia_uvm") if m not in f.modules]
+    if "nvidia" in f.modules and not (rejected and missing):
+        signed = (
+            " (so it is signed with a key the firmware trusts: rebuilt modules must be signed with the same MOK)" if state else ""
+        )
+        return ok(
+            check,
+            AREA,
+            title,
+            f"nvidia module loaded; {sb_text}{signed}",
+            expected="the NVIDIA modules load",
+            evidence=refs,
+        )
+    if not f.gpus and "nvidia" not in f.modules:
+        return not_applicable(check, AREA, title, "no NVIDIA GPU on this host", evidence=refs)
+    if not rejected and state is not True and not (f.lockdown and "[none]" not in f.lockdown):
+        if state is False:
+            return ok(
+                check,
+                AREA,
+                title,
+                f"nvidia module not loaded, but {sb_text}: not the cause (see driver.dkms)",
+                expected="the NVIDIA modules load",
+                evidence=refs,
+            )
+        return unknown(check, AREA, title, f"nvidia module not loaded; {sb_text}; no rejection in the kernel log", evidence=refs)
+    observed = f"{', '.join(missing)} not loaded; {sb_text}"
+    if rejected:
+        observed += "; kernel log: " + rejected[-1][:200]
+    fix = Fix(
+        kind="reboot",
+        where=host_where(f.platform),
+        summary="Sign the NVIDIA modules with a Machine Owner Key and enroll it (or turn Secure Boot off in the firmware)",
+        actions=(
+            CommandAction(
+                description="enroll the DKMS signing key (Ubuntu/Debian: /var/lib/dkms/mok.pub; set a one-time password)",
+                argv=("mokutil", "--import", "/var/lib/dkms/mok.pub"),
+            ),
+            CommandAction(description="rebuild and sign the module for the running kernel", argv=("dkms", "autoinstall")),
+            CommandAction(description="reboot and confirm the key in MokManager at the console; or disable Secure Boot in setup"),
+        ),
+        risk="medium",
+        verify="after the reboot: grep -w nvidia /proc/modules; mokutil --sb-state; nvidia-smi lists every GPU",
+        revert="mokutil --delete /var/lib/dkms/mok.pub (or re-enable Secure Boot), then reboot",
+        persist="the enrolled key persists in the firmware; DKMS signs future builds with it",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        observed,
+        "the NVIDIA modules load",
+        "With UEFI Secure Boot on, the kernel's lockdown refuses modules that are not signed by a trusted key: an "
+        "NVIDIA module built by DKMS or the .run installer without signing never loads, so CUDA sees no GPU. The fix "
+        "is to sign it with a Machine Owner Key enrolled in the firmware (needs a person at the console once), or to "
+        "turn Secure Boot off where policy allows.",
+        fix,
+        subjects=tuple(g.label for g in f.gpus),
+        evidence=refs,
+    )

@@ -1,0 +1,132 @@
+"""driver.persistence, driver.fabricmanager: the driver's daemons (nvidia-persistenced, nvidia-fabricmanager)."""
+
+from __future__ import annotations
+
+import re
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import PCI_DEVICES
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels
+from rigaudit.tools.model.finding import Finding, Fix, ServiceStartAction, Severity
+from rigaudit.tools.probe import dir_ref, nvml_ref
+
+FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
+
+
+PERSISTENCE_CHECK = Check(
+    "driver.persistence",
+    "GPU persistence mode",
+    reads="NVML persistence mode, `systemctl is-active nvidia-persistenced`",
+    problem="disabled (every CUDA start pays driver init; settings are lost in between)",
+    fix="`systemctl enable --now nvidia-persistenced`",
+    kinds=("runtime",),
+)
+
+
+def judge_persistence(facts: DriverFacts) -> Finding:
+    check, title = PERSISTENCE_CHECK.id, PERSISTENCE_CHECK.title
+    daemon = facts.persistenced
+    refs = [*[nvml_ref("nvmlDeviceGetPersistenceMode", (i,)) for i in sorted(facts.persistence)][:8], daemon.ref]
+    if not facts.nvml_ok:
+        return unknown(check, AREA, title, f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()", daemon.ref))
+    known = {i: v for i, v in facts.persistence.items() if v is not None}
+    if not known:
+        return unknown(check, AREA, title, "nvmlDeviceGetPersistenceMode gave no answer", evidence=refs)
+    off = sorted(i for i, v in known.items() if v == 0)
+    service = daemon.state or f"unknown ({daemon.error or 'no answer'})"
+    if not off:
+        observed = f"enabled on {len(known)}/{len(facts.persistence)} GPUs; nvidia-persistenced {service}"
+        return ok(check, AREA, title, observed, expected="enabled on every GPU", evidence=refs)
+    severity: Severity = "low" if daemon.state == "active" else "medium"
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
+        actions=(ServiceStartAction(unit="nvidia-persistenced"),),
+        risk="low",
+        verify="systemctl is-active nvidia-persistenced  -> active; nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
+        revert="systemctl stop nvidia-persistenced",
+        persist="systemctl enable nvidia-persistenced",
+    )
+    explanation = (
+        "Without persistence the driver tears a GPU's state down when its last client exits and rebuilds it on the "
+        "next open: every CUDA start (server restart, health check, nvidia-smi) pays seconds of initialization, and "
+        "settings such as application clocks and power limits can be lost in between. nvidia-persistenced is the "
+        "supported way to keep GPUs initialized (the legacy nvidia-smi -pm switch is deprecated)."
+        + (
+            " The daemon is active yet these GPUs report persistence off: check its options (--no-persistence-mode)."
+            if daemon.state == "active"
+            else ""
+        )
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        f"persistence off on {len(off)}/{len(known)} GPUs; nvidia-persistenced {service}",
+        "persistence enabled on every GPU; nvidia-persistenced active",
+        explanation,
+        fix,
+        subjects=gpu_labels(facts, off),
+        evidence=refs,
+    )
+
+
+FABRICMANAGER_CHECK = Check(
+    "driver.fabricmanager",
+    "NVIDIA Fabric Manager (NVSwitch)",
+    reads=(
+        "NVIDIA PCI bridges (class 0x0680), `/dev/nvidia-nvswitch*`, NVML fabric info, `systemctl is-active nvidia-fabricmanager`"
+    ),
+    problem="NVSwitch system with the fabric manager not active",
+    fix="start and enable nvidia-fabricmanager",
+    kinds=("runtime",),
+)
+
+
+def judge_fabricmanager(facts: DriverFacts) -> Finding:
+    check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
+    switches_dev = [e for e in facts.dev or () if re.fullmatch(r"nvidia-nvswitch\d+", e)]
+    refs = [dir_ref(PCI_DEVICES), dir_ref("/dev")] + ([facts.fabric_ref] if facts.fabric_ref else [])
+    fabric = FABRIC_STATES.get(facts.fabric_state) if facts.fabric_state is not None else None
+    if facts.fabricmanager is None:
+        why = "no NVSwitch (no NVIDIA PCI bridge of class 0x0680"
+        why += ", no /dev/nvidia-nvswitch*" if facts.dev is not None else ""
+        why += f", NVML fabric state: {fabric})" if fabric else ")"
+        return not_applicable(check, AREA, title, why + ": PCIe-only or NVLink-bridge GPUs need no fabric manager", evidence=refs)
+    switches = list(facts.nvswitch_pci) or switches_dev
+    seen = f"{len(switches)} NVSwitches" if switches else "an NVSwitch fabric (NVML)"
+    service = facts.fabricmanager
+    refs.append(service.ref)
+    if service.state == "active":
+        state = f"; GPU fabric state: {fabric}" if fabric else ""
+        return ok(check, AREA, title, f"{seen}; nvidia-fabricmanager active{state}", evidence=refs)
+    if service.state is None:
+        why = f"{seen}, but the state of nvidia-fabricmanager is unknown (systemctl: {service.error or 'no answer'})"
+        return unknown(check, AREA, title, why, evidence=refs)
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Start nvidia-fabricmanager (its version must equal the driver's) and enable it at boot",
+        actions=(ServiceStartAction(unit="nvidia-fabricmanager"),),
+        risk="low",
+        verify="systemctl is-active nvidia-fabricmanager  -> active; nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
+        revert="systemctl stop nvidia-fabricmanager",
+        persist="systemctl enable nvidia-fabricmanager",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "critical",
+        f"{seen}; nvidia-fabricmanager {service.state}",
+        "nvidia-fabricmanager active",
+        "On NVSwitch systems the fabric manager programs the switches; without it the GPUs' NVLink fabric is not set "
+        "up, CUDA initialization fails or hangs on these GPUs, and NCCL cannot use NVLink. If it fails to start, "
+        "check that its package version equals the driver version exactly.",
+        fix,
+        subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
+        evidence=refs,
+    )

@@ -1,0 +1,136 @@
+"""driver.version: is the driver's branch and kernel module flavor right for the GPUs?"""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver.facts import AREA, MODULE_VERSION, DriverFacts, fix_where, gpu_labels
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import file_ref, nvml_ref
+
+ARCH_NAMES = {
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada",
+    9: "Hopper",
+    10: "Blackwell",
+}
+MIN_BRANCH = {7: 450, 8: 525, 9: 525, 10: 570}
+"""The first driver branch that supports each NVML architecture (nvmlDeviceGetArchitecture)."""
+OPEN_MIN_ARCH = 6
+"""The open kernel module drives Turing and newer only."""
+BLACKWELL = 10
+
+
+def _branch(version: str) -> int | None:
+    try:
+        return int(version.split(".", maxsplit=1)[0])
+    except ValueError:
+        return None
+
+
+def _install_fix(facts: DriverFacts, summary: str) -> Fix:
+    return Fix(
+        kind="reboot",
+        where=fix_where(facts.platform),
+        summary=summary,
+        actions=(
+            CommandAction(
+                description="Install a driver of a supported branch in its open kernel module flavor (NVIDIA .run installer "
+                "with -m=kernel-open, or the distribution's nvidia-open / nvidia-kernel-open-dkms packages), then reboot",
+            ),
+            CommandAction(description="After the reboot, check the loaded module", argv=("cat", PROC_VERSION)),
+        ),
+        risk="medium",
+        verify=f"cat {PROC_VERSION}  -> 'Open Kernel Module' and the new version; nvidia-smi lists every GPU",
+        revert="reinstall the previous driver package and reboot",
+        persist="the installed driver persists by itself",
+    )
+
+
+DRIVER_VERSION_CHECK = Check(
+    "driver.version",
+    "NVIDIA driver version and flavor",
+    reads="`/proc/driver/nvidia/version`, `/sys/module/nvidia/version`, NVML driver version and GPU architecture",
+    problem=(
+        "branch too old for the GPU; proprietary flavor on Blackwell (needs the open kernel module); open flavor on pre-Turing"
+    ),
+    fix="install a supported driver",
+    kinds=("reboot",),
+)
+
+
+def judge_driver_version(facts: DriverFacts) -> Finding:
+    check, title = DRIVER_VERSION_CHECK.id, DRIVER_VERSION_CHECK.title
+    kernel, is_open = kernel_version(facts.proc_version)
+    kernel = kernel or facts.module_version
+    refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
+    refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
+    if kernel is None and facts.nvml_version is None:
+        if facts.gpus:
+            why = f"no NVIDIA kernel module version ({PROC_VERSION} absent) and NVML unavailable ({facts.nvml_error})"
+            return unknown(check, AREA, title, why, subjects=(g.label for g in facts.gpus), evidence=refs)
+        return not_applicable(check, AREA, title, "no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs)
+    version = kernel or facts.nvml_version or "?"
+    flavor = "" if is_open is None else (" (open kernel module)" if is_open else " (proprietary kernel module)")
+    observed = f"{version}{flavor}"
+    archs = {i: a for i, a in facts.archs.items() if a is not None}
+    refs += [nvml_ref("nvmlDeviceGetArchitecture", (i,)) for i in sorted(archs)][:4]
+    if not archs:
+        why = f"driver {observed}; GPU architecture unknown (NVML: {facts.nvml_error or 'no architecture recorded'})"
+        return unknown(check, AREA, title, why, evidence=refs)
+    branch = _branch(version)
+    too_old = [i for i, a in archs.items() if branch is not None and branch < MIN_BRANCH.get(a, 0)]
+    if too_old:
+        arch = max(archs[i] for i in too_old)
+        need = MIN_BRANCH[arch]
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            f"driver {observed} on {ARCH_NAMES.get(arch, arch)} GPUs",
+            f"branch >= {need}" + (" with the open kernel module" if arch >= BLACKWELL else ""),
+            f"{ARCH_NAMES.get(arch, arch)} GPUs are supported from the R{need} driver branch on; older branches lack the "
+            "GPU's firmware and features (and newer CUDA toolkits refuse them).",
+            _install_fix(facts, f"Install an R{need}+ driver"),
+            subjects=gpu_labels(facts, too_old),
+            evidence=refs,
+        )
+    blackwell = [i for i, a in archs.items() if a >= BLACKWELL]
+    if blackwell and is_open is False:
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            f"driver {observed} on Blackwell GPUs",
+            "the open kernel module (NVIDIA UNIX Open Kernel Module)",
+            "Blackwell GPUs are supported only by the open GPU kernel modules; the proprietary flavor does not drive "
+            "them (GPUs missing or failing to initialize).",
+            _install_fix(facts, "Install the open kernel module flavor of the driver"),
+            subjects=gpu_labels(facts, blackwell),
+            evidence=refs,
+        )
+    legacy = [i for i, a in archs.items() if a < OPEN_MIN_ARCH]
+    if legacy and is_open:
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            f"open kernel module on pre-Turing GPUs ({', '.join(sorted({ARCH_NAMES.get(archs[i], '?') for i in legacy}))})",
+            "the proprietary kernel module",
+            "The open GPU kernel modules drive Turing and newer only; older GPUs need the proprietary flavor.",
+            _install_fix(facts, "Install the proprietary kernel module flavor"),
+            subjects=gpu_labels(facts, legacy),
+            evidence=refs,
+        )
+    arch_names = ", ".join(sorted({ARCH_NAMES.get(a, f"arch {a}") for a in archs.values()}))
+    nvml = f"; NVML {facts.nvml_version}" if facts.nvml_version else ""
+    return ok(check, AREA, title, f"{observed}{nvml} on {arch_names} GPUs", evidence=refs)

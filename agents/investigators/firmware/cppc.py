@@ -1,0 +1,82 @@
+"""firmware.cppc: does the firmware publish ACPI CPPC, which amd_pstate needs?"""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.firmware.facts import AREA, CPPC_DIR, FirmwareFacts, fix_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+
+CPPC_CHECK = Check(
+    "firmware.cppc",
+    "ACPI CPPC for amd_pstate",
+    reads="`/sys/devices/system/cpu/cpu0/acpi_cppc/` on AMD",
+    problem="missing while amd_pstate is wanted",
+    fix="BIOS: CPPC on",
+    kinds=("firmware",),
+)
+
+
+def judge_cppc(facts: FirmwareFacts) -> Finding:
+    check, title = CPPC_CHECK.id, CPPC_CHECK.title
+    evidence = [*facts.refs.get("cpu", ()), *facts.refs.get("cppc", ())]
+    cpu = facts.cpu
+    if cpu is None or cpu.vendor is None:
+        return unknown(check, AREA, title, "/proc/cpuinfo not readable", evidence=evidence)
+    if cpu.vendor != "AuthenticAMD":
+        return not_applicable(check, AREA, title, f"{cpu.model_name or cpu.vendor}: CPPC for amd_pstate concerns AMD CPUs")
+    if facts.platform.kind == "vm":
+        return not_applicable(check, AREA, title, "VM guest: CPU frequency is managed by the hypervisor's firmware and kernel")
+    if not cpu.amd_pstate_capable:
+        return not_applicable(
+            check, AREA, title, f"{cpu.model_name or 'this AMD CPU'} predates Zen 2: amd_pstate does not support it"
+        )
+    if facts.platform.is_guest and facts.scaling_driver is None and facts.cppc_entries is None:
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"{facts.platform.kind} with no cpufreq visible: the CPU's frequency and CPPC belong to the host; check there",
+            evidence=evidence,
+        )
+    if facts.cppc_entries is not None:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{CPPC_DIR} present ({', '.join(facts.cppc_entries[:4]) or 'empty'}) on {cpu.model_name}",
+            expected="acpi_cppc present (firmware exposes CPPC)",
+            explanation="The firmware publishes CPPC, so amd_pstate can drive this CPU.",
+            evidence=evidence,
+        )
+    if facts.scaling_driver and facts.scaling_driver.startswith("amd-pstate"):
+        return ok(check, AREA, title, f"scaling_driver {facts.scaling_driver}", evidence=evidence)
+    if facts.cppc_error not in (None, "ENOENT"):
+        return unknown(check, AREA, title, f"{CPPC_DIR} not listable: {facts.cppc_error}", evidence=evidence)
+    fix = Fix(
+        kind="firmware",
+        where=fix_where(facts.platform),
+        summary="Enable CPPC in the BIOS so the kernel can use amd_pstate",
+        actions=(
+            CommandAction(
+                description="BIOS: AMD CBS > NBIO Common Options > SMU Common Options > CPPC = Enabled (and 'CPPC Preferred "
+                "Cores' = Enabled where offered), then reboot"
+            ),
+        ),
+        risk="low",
+        verify=f"ls {CPPC_DIR} lists highest_perf, nominal_perf...; dmesg has no 'amd_pstate: the _CPC object is not present'",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        observed=f"{CPPC_DIR} missing on {cpu.model_name} (scaling_driver {facts.scaling_driver or 'unknown'})",
+        expected="acpi_cppc present",
+        explanation="amd_pstate needs the ACPI _CPC objects the firmware publishes when CPPC is enabled. Without them "
+        "the kernel falls back to acpi-cpufreq with three coarse P-states and slow transitions, which delays the CPU "
+        "thread that launches GPU kernels and lengthens time per output token in latency-bound decoding.",
+        fix=fix,
+        subjects=["cpu0"],
+        evidence=evidence,
+    )

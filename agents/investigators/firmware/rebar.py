@@ -1,0 +1,111 @@
+"""firmware.rebar: is BAR1 large enough to map a GPU's memory (Resizable BAR / Above 4G decoding)?"""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.firmware.facts import AREA, NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+
+REBAR_CHECK = Check(
+    "firmware.rebar",
+    "GPU BAR1 size (Resizable BAR / Above 4G decoding)",
+    reads="NVML BAR1 total vs framebuffer total; PCI extended capability 0x15 (Resizable BAR)",
+    problem="BAR1 far below VRAM (e.g. 256 MiB)",
+    fix="BIOS: Above 4G decoding + Re-Size BAR",
+    kinds=("firmware",),
+)
+
+
+def judge_rebar(facts: FirmwareFacts) -> Finding:
+    check, title = REBAR_CHECK.id, REBAR_CHECK.title
+    if not facts.gpus:
+        return not_applicable(check, AREA, title, "no NVIDIA GPU found")
+    evidence = [r for g in facts.gpus for r in g.refs if "Vbios" not in r and "/information" not in r]
+    known = [g for g in facts.gpus if g.bar1 is not None]
+    if not known:
+        why = f"BAR1 size not readable (NVML: {facts.nvml_error or 'no BAR1 info'}; sysfs resource not readable)"
+        return unknown(check, AREA, title, why, evidence=evidence)
+    small: list[GpuFirmware] = []
+    for g in known:
+        assert g.bar1 is not None
+        limit = g.vram // 4 if g.vram else 256 * MiB
+        if g.bar1 < limit or g.bar1 <= 256 * MiB:
+            small.append(g)
+    rebar_notes = []
+    for g in known:
+        cap = g.config.config.rebar if g.config and g.config.config else None
+        bar = cap.bar(NVIDIA_BAR1) if cap else None
+        if bar is not None:
+            rebar_notes.append((g, bar.current_size, bar.largest_supported))
+    if not small:
+        sizes = sorted({size_text(g.bar1 or 0) for g in known})
+        vram = sorted({size_text(g.vram) for g in known if g.vram})
+        observed = f"BAR1 {'/'.join(sizes)} on {len(known)}/{len(facts.gpus)} GPUs"
+        observed += f" (VRAM {'/'.join(vram)})" if vram else ""
+        if rebar_notes:
+            at_max = sum(1 for _, cur, top in rebar_notes if top is not None and cur >= top)
+            observed += f"; Resizable BAR capability present, BAR1 at its largest supported size on {at_max}/{len(rebar_notes)}"
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="BAR1 at least as large as VRAM (or the largest size the GPU supports)",
+            explanation="A large BAR1 lets the driver map all of a GPU's memory for PCIe peer access and GPUDirect RDMA.",
+            evidence=evidence,
+        )
+    can_grow = [g for g, cur, top in rebar_notes if g in small and top is not None and top > cur]
+    at_top = [g for g, cur, top in rebar_notes if g in small and top is not None and top <= cur]
+    cap_unknown = [g for g in small if not (g.config and g.config.config and g.config.config.extended_known)]
+    severity: Severity = "medium" if can_grow or cap_unknown else "low"
+    if len(at_top) == len(small):
+        return ok(
+            check,
+            AREA,
+            title,
+            "; ".join(f"{g.gpu.label}: BAR1 {size_text(g.bar1 or 0)}, the largest size it supports" for g in small),
+            expected="BAR1 at the largest supported size",
+            explanation="The Resizable BAR capability shows BAR1 already at the largest size this GPU offers: a product "
+            "limit, not a firmware setting.",
+            evidence=evidence,
+        )
+    observed = "; ".join(
+        f"{g.gpu.label}: BAR1 {size_text(g.bar1 or 0)}" + (f" vs VRAM {size_text(g.vram)}" if g.vram else "") for g in small
+    )
+    if can_grow:
+        observed += f"; Resizable BAR supports a larger BAR1 on {len(can_grow)} of them"
+    fix = Fix(
+        kind="firmware",
+        where=fix_where(facts.platform),
+        summary="Enable Above 4G Decoding and Re-Size BAR Support in the BIOS/UEFI, then reboot",
+        actions=(
+            CommandAction(
+                description="BIOS/UEFI: PCI Subsystem Settings: Above 4G Decoding = Enabled, Re-Size BAR Support = "
+                "Enabled (Auto); boot in UEFI mode; on a hypervisor also give the VM a large enough 64-bit MMIO window"
+            ),
+        ),
+        risk="low",
+        verify="nvidia-smi -q -d MEMORY: BAR1 Memory Usage Total at least the framebuffer size; lspci -vvv: "
+        "'Physical Resizable BAR: BAR 1: current size' at the largest supported size",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed=observed,
+        expected="BAR1 at least as large as VRAM",
+        explanation="BAR1 is the window through which the CPU, peer GPUs (PCIe P2P) and RDMA NICs reach GPU memory. A "
+        "256 MiB window forces the driver to remap constantly or refuse large peer/RDMA registrations; with Above 4G "
+        "decoding and Resizable BAR the firmware maps all of VRAM at boot."
+        + (
+            ""
+            if can_grow or cap_unknown
+            else " These GPUs expose no Resizable BAR capability: some models have a fixed small BAR1, so check the "
+            "model's specification before changing firmware settings."
+        ),
+        fix=fix,
+        subjects=[g.gpu.label for g in small],
+        evidence=evidence,
+    )

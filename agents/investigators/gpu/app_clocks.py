@@ -1,0 +1,133 @@
+"""gpu.app_clocks: application clocks below their defaults, or clocks held by the applications-clocks setting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.probe import Probe
+
+AREA: Area = "gpu"
+GRAPHICS, MEMORY = 0, 2
+"""nvmlClockType_t."""
+APP_CLOCKS_REASON = 0x2
+"""nvmlClocksEventReasonApplicationsClocksSetting: clocks held by application (or locked) clocks."""
+
+
+@dataclass(frozen=True)
+class AppClockFacts:
+    inventory: GpuInventory
+    platform: Platform
+    app: dict[int, GpuReads]
+    default: dict[int, GpuReads]
+
+
+async def collect_app_clocks(probe: Probe, inventory: GpuInventory, platform: Platform) -> AppClockFacts:
+    app, default = {}, {}
+    for clock in (GRAPHICS, MEMORY):
+        app[clock] = await read_per_gpu(probe, inventory, "nvmlDeviceGetApplicationsClock", clock)
+        default[clock] = await read_per_gpu(probe, inventory, "nvmlDeviceGetDefaultApplicationsClock", clock)
+    return AppClockFacts(inventory, platform, app, default)
+
+
+def _int(reads: GpuReads, index: int) -> int | None:
+    value = reads.value(index)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+APP_CLOCKS_CHECK = Check(
+    "gpu.app_clocks",
+    "Application and locked clocks",
+    reads=(
+        "NVML `nvmlDeviceGetApplicationsClock` vs `nvmlDeviceGetDefaultApplicationsClock` (graphics, memory); clock "
+        "event reason 0x2"
+    ),
+    problem="application clocks below their defaults, or clocks held by the applications-clocks (locked clocks) setting",
+    fix="`nvidia-smi -rac`, `nvidia-smi -rgc` (by a person)",
+    kinds=("runtime",),
+)
+
+
+def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tuple[str, ...]) -> Finding:
+    check, title = APP_CLOCKS_CHECK.id, APP_CLOCKS_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    refs = tuple(r for reads in (*f.app.values(), *f.default.values()) for r in reads.refs)
+    low: dict[int, list[str]] = {}
+    compared = set()
+    for clock, name in ((GRAPHICS, "graphics"), (MEMORY, "memory")):
+        for index in f.inventory.nvml_indices:
+            current, default = _int(f.app[clock], index), _int(f.default[clock], index)
+            if current is None or default is None:
+                continue
+            compared.add(index)
+            if current < default:
+                low.setdefault(index, []).append(f"{name} {current} MHz (default {default} MHz)")
+    held = sorted(i for i, mask in reasons.items() if mask & APP_CLOCKS_REASON)
+    if not low and not held:
+        if compared:
+            return ok(
+                check,
+                AREA,
+                title,
+                f"application clocks at their defaults on {len(compared)}/{len(f.inventory.nvml_indices)} GPUs; "
+                "no clock held by the applications-clocks setting",
+                expected="application clocks = defaults; no locked clocks",
+                evidence=refs + reason_refs,
+            )
+        errors = {e for reads in f.app.values() for e in reads.failed().values()}
+        if errors == {"NOT_SUPPORTED"}:
+            return not_applicable(
+                check,
+                AREA,
+                title,
+                "these GPUs do not support application clocks (NOT_SUPPORTED); locked clocks would show as clock "
+                "event reason 0x2, which is not set",
+                evidence=refs + reason_refs,
+            )
+        shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in errors))
+        return unknown(check, AREA, title, f"nvmlDeviceGetApplicationsClock: {shown or 'no value'}", evidence=refs)
+    subjects = sorted(set(low) | set(held))
+    parts = [f"{label(f.inventory, i)}: {', '.join(low[i])}" for i in sorted(low)]
+    parts += [f"{label(f.inventory, i)}: clock event reason 0x2 (applications clocks / locked clocks)" for i in held]
+    fix = Fix(
+        kind="runtime",
+        where="hypervisor" if f.platform.in_container else "host",
+        summary="Reset application and locked clocks to their defaults (run by a person; rigaudit never changes GPU "
+        "settings automatically)",
+        actions=(
+            *(
+                CommandAction(description=f"GPU{i}: reset application clocks", argv=("nvidia-smi", "-i", str(i), "-rac"))
+                for i in subjects
+            ),
+            *(
+                CommandAction(description=f"GPU{i}: reset locked GPU clocks", argv=("nvidia-smi", "-i", str(i), "-rgc"))
+                for i in subjects
+            ),
+        ),
+        risk="low",
+        verify="nvidia-smi -q -d CLOCK: Applications Clocks = Default Applications Clocks; no 'Applications Clocks "
+        "Setting' among the clocks event reasons",
+        revert="nvidia-smi -ac MEM,GRAPHICS / -lgc MIN,MAX with the previous values",
+        persist="clocks return to defaults when the driver reloads: remove the unit or script that sets them at boot",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        "; ".join(parts),
+        "application clocks = defaults; no locked clocks",
+        "Someone lowered the application clocks (nvidia-smi -ac) or locked the GPU clocks (nvidia-smi -lgc/-lmc), "
+        "often for a benchmark, power test or stability work-around. The GPU then never boosts past that value: "
+        "prefill slows with the graphics clock and decode with the memory clock. Keep them only if they are a "
+        "deliberate power or stability decision.",
+        fix,
+        subjects=labels(f.inventory, subjects),
+        evidence=refs + reason_refs,
+    )

@@ -1,0 +1,140 @@
+"""gpu.retired_pages: how much of a GPU's spare memory is used up (retired pages; row-remapper spare rows per bank)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe
+
+AREA: Area = "gpu"
+SBE, DBE = 0, 1
+"""nvmlPageRetirementCause_t: multiple single-bit errors, double-bit error."""
+
+
+@dataclass(frozen=True)
+class RetiredFacts:
+    inventory: GpuInventory
+    platform: Platform
+    pages_sbe: GpuReads
+    pages_dbe: GpuReads
+    histogram: GpuReads
+
+
+async def collect_retired(probe: Probe, inventory: GpuInventory, platform: Platform) -> RetiredFacts:
+    sbe = await read_per_gpu(probe, inventory, "nvmlDeviceGetRetiredPages", SBE)
+    dbe = await read_per_gpu(probe, inventory, "nvmlDeviceGetRetiredPages", DBE)
+    histogram = await read_per_gpu(probe, inventory, "nvmlDeviceGetRowRemapperHistogram")
+    return RetiredFacts(inventory, platform, sbe, dbe, histogram)
+
+
+def _error(reads: GpuReads) -> str:
+    error = next(iter(reads.failed().values()), "no value")
+    return "not recorded in this snapshot" if error == "NOT_RECORDED" else error
+
+
+def _count(reads: GpuReads, index: int) -> int | None:
+    value = reads.value(index)
+    return len(value) if isinstance(value, list) else None
+
+
+def _rows(remapped: GpuReads, index: int) -> int | None:
+    value = remapped.value(index)
+    if isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) for v in value[:2]):
+        return int(value[0]) + int(value[1])
+    return None
+
+
+RETIRED_PAGES_CHECK = Check(
+    "gpu.retired_pages",
+    "Spare memory used up (retired pages, spare rows)",
+    reads="NVML retired pages (single- and double-bit causes), remapped rows, row-remapper histogram",
+    problem="a memory bank with no spare row left (high); banks low on spares or retired pages (low)",
+    fix="plan an RMA",
+    kinds=("hardware",),
+)
+
+
+def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
+    check, title = RETIRED_PAGES_CHECK.id, RETIRED_PAGES_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    refs = f.pages_sbe.refs + f.pages_dbe.refs + remapped.refs + f.histogram.refs
+    exhausted, low_banks, retired, unknown_spares = [], [], {}, []
+    judged = 0
+    for index in f.inventory.nvml_indices:
+        sbe, dbe = _count(f.pages_sbe, index), _count(f.pages_dbe, index)
+        rows = _rows(remapped, index)
+        histogram = f.histogram.value(index)
+        if sbe is None and dbe is None and rows is None and not isinstance(histogram, dict):
+            continue
+        judged += 1
+        if (sbe or 0) + (dbe or 0):
+            retired[index] = (sbe or 0, dbe or 0)
+        if isinstance(histogram, dict):
+            if int(histogram.get("none") or 0) > 0:
+                exhausted.append((index, int(histogram["none"])))
+            elif int(histogram.get("low") or 0) > 0:
+                low_banks.append((index, int(histogram["low"])))
+        elif rows:
+            unknown_spares.append((index, rows))
+    if not judged:
+        failed = {e for reads in (f.pages_sbe, remapped) for e in reads.failed().values()}
+        shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in failed))
+        return unknown(check, AREA, title, f"retired pages and remapped rows not readable: {shown}", evidence=refs)
+    if not (exhausted or low_banks or retired):
+        if unknown_spares:
+            rows_text = ", ".join(f"{label(f.inventory, i)} {n} rows remapped" for i, n in unknown_spares)
+            return unknown(
+                check,
+                AREA,
+                title,
+                f"{rows_text}; spare rows per bank unknown (nvmlDeviceGetRowRemapperHistogram: {_error(f.histogram)})",
+                evidence=refs,
+            )
+        return ok(
+            check,
+            AREA,
+            title,
+            f"no retired pages, no bank short of spare rows on {judged}/{len(f.inventory.nvml_indices)} GPUs",
+            expected="spare rows left in every bank; no retired pages",
+            evidence=refs,
+        )
+    parts = [f"{label(f.inventory, i)}: {n} banks with no spare row left" for i, n in exhausted]
+    parts += [f"{label(f.inventory, i)}: {n} banks with few spare rows left" for i, n in low_banks]
+    parts += [f"{label(f.inventory, i)}: {s + d} retired pages ({d} double-bit)" for i, (s, d) in retired.items()]
+    severity: Severity = "high" if exhausted else "low"
+    subjects = sorted({i for i, _ in exhausted} | {i for i, _ in low_banks} | set(retired))
+    fix = Fix(
+        kind="hardware",
+        where="hypervisor" if f.platform.is_guest else "host",
+        summary="Plan the replacement of " + ", ".join(labels(f.inventory, subjects)) + " with the vendor",
+        actions=(
+            CommandAction(description="record the state", argv=("nvidia-smi", "-q", "-d", "ROW_REMAPPER,PAGE_RETIREMENT")),
+            CommandAction(description="open an RMA with the vendor (attach nvidia-bug-report.sh); run dcgmi diag -r 3 on it"),
+        ),
+        risk="low",
+        verify="nvidia-smi -q -d ROW_REMAPPER on the replacement: all banks at Max availability",
+        revert="none",
+        persist="hardware changes persist",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(parts),
+        "spare rows left in every bank; no retired pages",
+        "GPU memory replaces failing rows with spare ones (row remapping, Ampere and newer) or retires failing pages "
+        "(older GPUs). A bank with no spare row left cannot absorb its next error: it ends in a remap failure, an "
+        "uncontained error that kills the server, and a GPU that must be replaced. A few retired pages or low banks "
+        "are a trend to watch rather than an outage.",
+        fix,
+        subjects=labels(f.inventory, subjects),
+        evidence=refs,
+    )

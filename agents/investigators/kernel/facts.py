@@ -1,0 +1,22 @@
+"""kernel facts: the boot command line and runtime knobs (:mod:`.params`) and the running kernel's version
+(:mod:`.version`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigaudit.agents.investigators.kernel.params import KernelParamsFacts
+from rigaudit.agents.investigators.kernel.params import collect as collect_params
+from rigaudit.agents.investigators.kernel.version import KernelVersionFacts
+from rigaudit.agents.investigators.kernel.version import collect as collect_version
+from rigaudit.tools.probe import Probe
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    params: KernelParamsFacts
+    version: KernelVersionFacts
+
+
+async def collect(probe: Probe) -> KernelFacts:
+    return KernelFacts(await collect_params(probe), await collect_version(probe))

@@ -1,0 +1,113 @@
+"""kernel.iommu: is GPU DMA translated by the IOMMU where PCIe P2P needs passthrough?"""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.kernel.params import AREA, BOOTLOADER, KernelParamsFacts, cmdline_tokens, fix_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+
+IOMMU_CHECK = Check(
+    "kernel.iommu",
+    "IOMMU mode for GPU DMA and P2P",
+    reads="`/proc/cmdline`, `/sys/kernel/iommu_groups/*/type`, kernel log",
+    problem="translated DMA on a bare-metal multi-GPU host doing PCIe P2P (normal inside a VM guest)",
+    fix="`iommu=pt` (+ `amd_iommu=on`/`intel_iommu=on`) on the command line",
+    kinds=("reboot",),
+)
+
+
+def judge_iommu(facts: KernelParamsFacts) -> Finding:
+    check, title = IOMMU_CHECK.id, IOMMU_CHECK.title
+    evidence = list(facts.refs.get("iommu", ()))
+    tokens = cmdline_tokens(facts.cmdline)
+    iommu_args = [t for t in tokens if t.startswith(("iommu=", "amd_iommu=", "intel_iommu="))]
+    args_text = " ".join(iommu_args) or "no IOMMU options"
+    host_gpus = [g for g in facts.gpus if g.domain_type not in ("unmanaged", "blocked")]
+    typed = [g for g in host_gpus if g.domain_type]
+    translated = [g for g in typed if g.domain_type in ("DMA", "DMA-FQ")]
+    if facts.cmdline is None and not typed:
+        return unknown(check, AREA, title, "/proc/cmdline and the GPUs' IOMMU groups are not readable", evidence=evidence)
+    if not facts.gpus:
+        return ok(check, AREA, title, f"no NVIDIA GPU; command line: {args_text}", evidence=evidence)
+    if not typed:
+        if facts.groups_listed is not None and facts.groups_listed:
+            return unknown(check, AREA, title, "IOMMU groups exist but the GPUs' group types are not readable", evidence=evidence)
+        return ok(
+            check,
+            AREA,
+            title,
+            f"no IOMMU groups: DMA is not translated ({args_text})",
+            expected="passthrough (identity) or no IOMMU for GPU DMA on bare metal",
+            explanation="With no IOMMU domain, GPU DMA and PCIe P2P go untranslated.",
+            evidence=evidence,
+        )
+    if not translated:
+        kinds = sorted({g.domain_type or "" for g in typed})
+        observed = f"{args_text}; {len(typed)}/{len(facts.gpus)} GPU IOMMU groups {'/'.join(kinds)}"
+        observed += " (passthrough)" if kinds == ["identity"] else ""
+        vfio = len(facts.gpus) - len(host_gpus)
+        if vfio:
+            observed += f"; {vfio} GPU(s) in vfio-owned groups (passed to VMs)"
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="identity (passthrough) domains for host GPUs",
+            explanation="GPU DMA bypasses IOMMU translation, which is what NVIDIA supports for PCIe P2P on bare metal.",
+            evidence=evidence,
+        )
+    observed = f"{args_text}; {len(translated)}/{len(facts.gpus)} GPU IOMMU groups translated ({translated[0].domain_type})"
+    if facts.kernel_iommu_line:
+        observed += f"; kernel: {facts.kernel_iommu_line}"
+    if facts.platform.kind == "vm":
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="translated DMA is normal inside a VM guest",
+            explanation="Inside a VM the guest's IOMMU (if any) is virtual; GPU DMA isolation is the hypervisor's job, and "
+            "P2P between passed-through GPUs depends on the hypervisor's configuration, not the guest's iommu= option.",
+            evidence=evidence,
+        )
+    host_count = len(host_gpus)
+    if host_count < 2:
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="passthrough on multi-GPU hosts",
+            explanation="Translated DMA costs some IOTLB overhead, but with a single GPU there is no GPU-to-GPU P2P "
+            "for it to break.",
+            evidence=evidence,
+        )
+    vendor_opt = {"AuthenticAMD": "amd_iommu=on ", "GenuineIntel": "intel_iommu=on "}.get(facts.cpu_vendor or "", "")
+    fix = Fix(
+        kind="reboot",
+        where=fix_where(facts.platform),
+        summary=f"Boot with {vendor_opt}iommu=pt so host GPUs get identity (passthrough) DMA domains",
+        actions=(CommandAction(description=f"Add '{vendor_opt}iommu=pt' to the kernel command line: {BOOTLOADER}"),),
+        risk="low",
+        verify="cat /sys/kernel/iommu_groups/*/type shows identity for the GPUs' groups; dmesg shows "
+        "'iommu: Default domain type: Passthrough'",
+        revert="remove iommu=pt from the command line, update the boot loader, reboot",
+        persist="the command line persists once the boot loader is updated",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        observed=observed,
+        expected="identity (passthrough) domains for GPUs on a bare-metal multi-GPU host",
+        explanation="With translated IOMMU domains every GPU DMA goes through the IOMMU; NVIDIA does not support PCIe P2P "
+        "through a translating IOMMU: peer copies can fail, hang or silently corrupt data, and NCCL falls back to "
+        "slower paths. iommu=pt keeps the IOMMU on (VFIO and interrupt remapping still work) but gives host-owned "
+        "devices identity mappings.",
+        fix=fix,
+        subjects=[g.gpu.label for g in translated],
+        evidence=evidence,
+    )

@@ -1,0 +1,275 @@
+"""kernel.version: is the running kernel right for the GPU driver and the CPU's frequency driver?"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, command_ref, file_ref
+
+AREA: Area = "kernel"
+OSRELEASE = "/proc/sys/kernel/osrelease"
+NV_VERSION = "/proc/driver/nvidia/version"
+NV_MODULE_VERSION = "/sys/module/nvidia/version"
+MIN_KERNEL_FOR_DRIVER = (4, 15)
+"""Oldest kernel the current NVIDIA driver branches (R525 and later, open and proprietary) build for."""
+AMD_PSTATE_KERNEL = (5, 17)
+AMD_PSTATE_EPP_KERNEL = (6, 3)
+
+KernelVersion = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class KernelVersionFacts:
+    platform: Platform
+    release: str | None
+    proc_version: str | None
+    nv_version_line: str | None
+    """The ``NVRM version:`` line of /proc/driver/nvidia/version (the loaded module)."""
+    module_version: str | None
+    module_gcc: str | None
+    """The compiler the loaded NVIDIA module was built with (its ``GCC version:`` line)."""
+    nvidia_loaded: bool | None
+    gpu_count: int
+    modules_dir_exists: bool | None
+    modules_dep_has_nvidia: bool | None
+    cpu_vendor: str | None
+    cpu_family: int | None
+    cpu_model: int | None
+    refs: Mapping[str, tuple[str, ...]]
+
+
+def parse_kernel_version(release: str | None) -> KernelVersion | None:
+    """``6.8.12-11-pve`` -> (6, 8, 12)."""
+    match = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", release or "")
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
+def parse_nvrm(line: str | None) -> tuple[str | None, bool | None]:
+    """(driver version, open kernel module?) from the ``NVRM version:`` line."""
+    if not line:
+        return None, None
+    version = re.search(r"\s(\d+\.\d+(?:\.\d+)?)\s", line + " ")
+    return (version.group(1) if version else None), ("Open Kernel Module" in line)
+
+
+def _gcc(text: str | None) -> str | None:
+    match = re.search(r"gcc[^0-9]*?(\d+\.\d+\.\d+)", text or "")
+    return match.group(1) if match else None
+
+
+async def collect(probe: Probe) -> KernelVersionFacts:
+    inventory = await collect_gpus(probe)
+    paths = (OSRELEASE, "/proc/version", NV_VERSION, NV_MODULE_VERSION, "/proc/modules", "/proc/cpuinfo")
+    release, proc_version, nv_version, module_version, modules, cpuinfo = await probe.gather(
+        *[lambda p=p: probe.text(p) for p in paths]
+    )
+    refs = [file_ref(p) for p in paths[:5]]
+    if release is None:
+        uname = await probe.run(["uname", "-r"])
+        release = uname.stdout if uname.ok else None
+        refs.append(command_ref(["uname", "-r"]))
+    release = release.strip() if release else None
+    modules_dir_exists = dep_has_nvidia = None
+    if release:
+        modules_dir = f"/lib/modules/{release}"
+        modules_dir_exists = await probe.exists(modules_dir)
+        refs.append(f"exists:{modules_dir}")
+        if modules_dir_exists:
+            dep = await probe.text(f"{modules_dir}/modules.dep")
+            if dep is not None:
+                dep_has_nvidia = bool(re.search(r"(^|/)nvidia\.ko(\.[a-z]+)?:", dep, re.MULTILINE))
+                refs.append(file_ref(f"{modules_dir}/modules.dep"))
+    platform = await detect_platform(probe)
+    nv_line = next((ln for ln in (nv_version or "").splitlines() if ln.startswith("NVRM version")), None)
+    loaded = None if modules is None else any(ln.split()[:1] == ["nvidia"] for ln in modules.splitlines())
+    if nv_line or module_version:
+        loaded = True
+
+    def cpu_field(key: str) -> str | None:
+        match = re.search(rf"^{key}\s*:\s*(.+)$", cpuinfo or "", re.MULTILINE)
+        return match.group(1).strip() if match else None
+
+    def cpu_int(key: str) -> int | None:
+        value = cpu_field(key)
+        return int(value) if value and value.isdigit() else None
+
+    return KernelVersionFacts(
+        platform=platform,
+        release=release,
+        proc_version=proc_version.strip() if proc_version else None,
+        nv_version_line=nv_line,
+        module_version=module_version.strip() if module_version else None,
+        module_gcc=_gcc(next((ln for ln in (nv_version or "").splitlines() if ln.startswith("GCC")), None)),
+        nvidia_loaded=loaded,
+        gpu_count=len(inventory.gpus),
+        modules_dir_exists=modules_dir_exists,
+        modules_dep_has_nvidia=dep_has_nvidia,
+        cpu_vendor=cpu_field("vendor_id"),
+        cpu_family=cpu_int("cpu family"),
+        cpu_model=cpu_int("model"),
+        refs={"kernel": tuple(refs), "cpu": (file_ref("/proc/cpuinfo"),)},
+    )
+
+
+def _where(platform: Platform) -> Where:
+    return "hypervisor" if platform.is_guest else "host"
+
+
+def _zen2_or_later(facts: KernelVersionFacts) -> bool:
+    if facts.cpu_vendor != "AuthenticAMD" or facts.cpu_family is None:
+        return False
+    return facts.cpu_family > 0x17 or (facts.cpu_family == 0x17 and (facts.cpu_model or 0) >= 0x30)
+
+
+def _v(version: tuple[int, ...]) -> str:
+    return ".".join(str(p) for p in version)
+
+
+KERNEL_VERSION_CHECK = Check(
+    "kernel.version",
+    "Kernel version vs GPU driver and CPU frequency driver",
+    reads="`/proc/sys/kernel/osrelease`, `/proc/version`, driver build",
+    problem="kernel too old for the CPU's frequency driver or the GPU driver branch; module built for another kernel",
+    fix="upgrade the kernel",
+    kinds=("reboot",),
+)
+
+
+def judge_kernel_version(facts: KernelVersionFacts) -> Finding:
+    check, title = KERNEL_VERSION_CHECK.id, KERNEL_VERSION_CHECK.title
+    evidence = [*facts.refs.get("kernel", ()), *facts.refs.get("cpu", ())]
+    version = parse_kernel_version(facts.release)
+    if version is None:
+        return unknown(check, AREA, title, f"{OSRELEASE} and uname -r not readable", evidence=evidence)
+    driver, open_module = parse_nvrm(facts.nv_version_line)
+    driver = driver or facts.module_version
+    issues: list[tuple[Severity, str, str]] = []  # (severity, observed, why) for each thing wrong
+    if driver and version[:2] < MIN_KERNEL_FOR_DRIVER:
+        issues.append(
+            (
+                "high",
+                f"kernel {facts.release} is older than {_v(MIN_KERNEL_FOR_DRIVER)}",
+                f"NVIDIA driver {driver} supports kernels from {_v(MIN_KERNEL_FOR_DRIVER)} on",
+            )
+        )
+    if facts.gpu_count and facts.nvidia_loaded is False:
+        if facts.modules_dir_exists is False:
+            issues.append(
+                (
+                    "high",
+                    f"/lib/modules/{facts.release} is missing and the nvidia module is not loaded",
+                    "the running kernel's module tree was removed (kernel upgraded or purged without a reboot): no module can "
+                    "be loaded, the NVIDIA driver included",
+                )
+            )
+        elif facts.modules_dep_has_nvidia is False:
+            issues.append(
+                (
+                    "high",
+                    f"no nvidia.ko in /lib/modules/{facts.release}/modules.dep and the nvidia module is not loaded",
+                    "the NVIDIA module was built for another kernel (DKMS build failed or skipped for this one)",
+                )
+            )
+    elif facts.nvidia_loaded and facts.modules_dir_exists is False and not facts.platform.in_container:
+        # Inside a container the module tree belongs to the host: its absence here says nothing.
+        issues.append(
+            (
+                "medium",
+                f"/lib/modules/{facts.release} is missing although the nvidia module is loaded",
+                "the running kernel's modules were removed after boot: further modprobe calls (nvidia_peermem, nvidia_uvm "
+                "after an unload, vfio) will fail until a reboot into an installed kernel",
+            )
+        )
+    if _zen2_or_later(facts) and facts.platform.kind != "vm":
+        if version[:2] < AMD_PSTATE_KERNEL:
+            issues.append(
+                (
+                    "low",
+                    f"kernel {facts.release} predates amd_pstate ({_v(AMD_PSTATE_KERNEL)})",
+                    "this AMD Zen CPU can only use acpi-cpufreq's three coarse P-states",
+                )
+            )
+        elif version[:2] < AMD_PSTATE_EPP_KERNEL:
+            issues.append(
+                (
+                    "low",
+                    f"kernel {facts.release} lacks amd_pstate active (EPP) mode ({_v(AMD_PSTATE_EPP_KERNEL)})",
+                    "amd_pstate runs only in passive mode here; active mode lets the CPU's firmware pick frequencies "
+                    "with an energy-performance preference, and 6.5+ makes it the default on Zen 2 and later",
+                )
+            )
+    flavor = "open" if open_module else "proprietary" if open_module is False else ""
+    summary = f"kernel {facts.release}"
+    if driver:
+        summary += f"; NVIDIA {driver}" + (f" {flavor} kernel module" if flavor else "")
+        summary += " loaded" if facts.nvidia_loaded else ""
+    kernel_gcc = _gcc(facts.proc_version)
+    if not issues:
+        notes = []
+        if facts.modules_dir_exists:
+            notes.append(f"/lib/modules/{facts.release} present")
+        if kernel_gcc and facts.module_gcc:
+            notes.append(
+                f"module and kernel built with gcc {kernel_gcc}"
+                if kernel_gcc == facts.module_gcc
+                else f"module built with gcc {facts.module_gcc}, kernel with {kernel_gcc}"
+            )
+        return ok(
+            check,
+            AREA,
+            title,
+            summary + ("; " + ", ".join(notes) if notes else ""),
+            expected=f"kernel >= {_v(MIN_KERNEL_FOR_DRIVER)} with the NVIDIA module built for it"
+            + (f"; >= {_v(AMD_PSTATE_EPP_KERNEL)} for amd_pstate active mode" if _zen2_or_later(facts) else ""),
+            explanation=(
+                "The loaded NVIDIA module was built for the running kernel, which is new enough for the driver branch"
+                if facts.nvidia_loaded
+                else "The kernel is new enough for current NVIDIA driver branches"
+            )
+            + (" and for amd_pstate's active (EPP) mode on this Zen CPU." if _zen2_or_later(facts) else "."),
+            evidence=evidence,
+        )
+    order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+    severity: Severity = min((s for s, _, _ in issues), key=lambda s: order[s])
+    module_issue = any("nvidia" in obs or "modules" in obs for _, obs, _ in issues)
+    fix = Fix(
+        kind="reboot",
+        where=_where(facts.platform),
+        summary="Rebuild the NVIDIA module for the running kernel or boot the kernel it was built for"
+        if module_issue
+        else "Upgrade to a current kernel of the distribution (6.x) and reboot",
+        actions=(
+            CommandAction(
+                description="dkms status; dkms autoinstall -k $(uname -r) (or reinstall the driver package), or boot the "
+                "kernel whose /lib/modules holds nvidia.ko"
+                if module_issue
+                else "Install the distribution's current kernel series (e.g. proxmox-kernel-6.8 / linux-generic-hwe), keep "
+                "the NVIDIA DKMS module building for it, reboot"
+            ),
+        ),
+        risk="medium",
+        verify="uname -r; cat /proc/driver/nvidia/version; nvidia-smi lists every GPU; re-run the audit",
+        revert="select the previous kernel in the boot menu",
+        persist="set the default boot entry to the new kernel",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed=summary + "; " + "; ".join(obs for _, obs, _ in issues),
+        expected=f"kernel >= {_v(MIN_KERNEL_FOR_DRIVER)} with the NVIDIA module built for it"
+        + (f"; >= {_v(AMD_PSTATE_EPP_KERNEL)} on AMD Zen 2+" if _zen2_or_later(facts) else ""),
+        explanation="; ".join(why for _, _, why in issues) + ".",
+        fix=fix,
+        evidence=evidence,
+    )

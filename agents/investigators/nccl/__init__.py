@@ -1,0 +1,27 @@
+"""nccl: NCCL overrides in config files, container configs and server environments, and the NCCL library in use.
+
+``facts`` reads the evidence (with ``version``); the rules: ``env`` (nccl.env) and ``version`` (nccl.version).
+"""
+
+from __future__ import annotations
+
+from rigaudit.agents.investigator import Investigator
+from rigaudit.agents.investigators.nccl.env import NCCL_ENV_CHECK, judge_nccl_env
+from rigaudit.agents.investigators.nccl.facts import AREA, NcclFacts, collect
+from rigaudit.agents.investigators.nccl.version import NCCL_VERSION_CHECK, judge_nccl_version
+from rigaudit.tools.model.finding import Finding
+
+ORDER = 95
+
+
+def judge(f: NcclFacts) -> list[Finding]:
+    return [judge_nccl_env(f), judge_nccl_version(f.version)]
+
+
+INVESTIGATOR: Investigator[NcclFacts] = Investigator(
+    area=AREA,
+    title="NCCL transport settings and library",
+    checks=(NCCL_ENV_CHECK, NCCL_VERSION_CHECK),
+    collect=collect,
+    judge=judge,
+)

@@ -1,0 +1,95 @@
+"""nccl.env: NCCL overrides that turn off P2P, SHM or IB, in config files, LXC configs and server environments."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import ok, problem
+from rigaudit.agents.investigators.nccl.facts import AREA, IB_CLASS, EnvSource, NcclFacts
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import dir_ref, file_ref
+
+
+def _bad_settings(env: dict[str, str], ib_present: bool) -> list[tuple[str, Severity, str]]:
+    bad: list[tuple[str, Severity, str]] = []
+    if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
+        bad.append(("NCCL_P2P_DISABLE=1", "high", "P2P off: every GPU-to-GPU transfer staged through host memory"))
+    level = env.get("NCCL_P2P_LEVEL", "").strip().upper()
+    if level in ("LOC", "0"):
+        bad.append((f"NCCL_P2P_LEVEL={level}", "high", "P2P allowed only within one GPU: the same as P2P off"))
+    if env.get("NCCL_SHM_DISABLE", "").strip() == "1":
+        bad.append(("NCCL_SHM_DISABLE=1", "medium", "shared-memory transport off: pairs without P2P fall to sockets"))
+    if ib_present and env.get("NCCL_IB_DISABLE", "").strip() == "1":
+        bad.append(("NCCL_IB_DISABLE=1", "medium", "InfiniBand present but disabled: inter-node traffic over TCP"))
+    return bad
+
+
+NCCL_ENV_CHECK = Check(
+    "nccl.env",
+    "NCCL overrides in configs and server environments",
+    reads="`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers",
+    problem="`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`, `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC",
+    fix="remove the override",
+    kinds=("restart",),
+)
+
+
+def judge_nccl_env(f: NcclFacts) -> Finding:
+    check, title = NCCL_ENV_CHECK.id, NCCL_ENV_CHECK.title
+    refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(IB_CLASS),)
+    hits: list[tuple[EnvSource, str, Severity, str]] = []
+    for source in f.sources:
+        if source.variables is not None:
+            hits += [(source, setting, sev, why) for setting, sev, why in _bad_settings(source.variables, bool(f.ib_devices))]
+    searched = [s.name for s in f.sources if s.variables is not None]
+    unreadable = [f"{s.name} ({s.error})" for s in f.sources if s.variables is None]
+    if not hits:
+        parts = []
+        if searched:
+            parts.append("no NCCL_P2P_DISABLE/P2P_LEVEL=LOC/SHM_DISABLE/IB_DISABLE override in " + ", ".join(searched))
+        if f.absent:
+            parts.append("absent: " + ", ".join(f.absent))
+        if not f.scan.servers:
+            parts.append(f"no inference server process found to read its environment ({f.scan.searched})")
+        if unreadable:
+            parts.append("not readable: " + ", ".join(unreadable))
+        return ok(
+            check,
+            AREA,
+            title,
+            "; ".join(parts),
+            expected="no override that turns off P2P, SHM or IB",
+            explanation="NCCL picks P2P, SHM or network transports by topology; these variables force it off a "
+            "transport and are often left behind from debugging.",
+            evidence=refs,
+        )
+    severity: Severity = "high" if any(h[2] == "high" for h in hits) else "medium"
+    in_container = any(h[0].in_container for h in hits)
+    actions = (
+        *(CommandAction(description=f"remove {setting} from {source.name}") for source, setting, _, _ in hits),
+        CommandAction(description="restart the inference server (or its container) so the environment is read again"),
+    )
+    fix = Fix(
+        kind="restart",
+        where="container" if in_container else "host",
+        summary="Remove the NCCL overrides and restart the server: " + ", ".join(sorted({h[1] for h in hits})),
+        actions=actions,
+        risk="low",
+        verify="after the restart, tr '\\0' '\\n' < /proc/PID/environ | grep ^NCCL_ shows none of them, and NCCL_DEBUG=INFO "
+        "logs 'via P2P' for the GPU channels",
+        revert="put the removed lines back and restart: " + "; ".join(f"{h[1]} in {h[0].name}" for h in hits),
+        persist="the edited files are persistent",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(f"{setting} in {source.name}" for source, setting, _, _ in hits),
+        "no override that turns off P2P, SHM or IB",
+        "; ".join(sorted({h[3] for h in hits})) + ". With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about "
+        "half its bandwidth. Such overrides are sometimes a deliberate workaround for broken P2P (the IOMMU data "
+        "corruption case): remove them only once p2p.bandwidth shows the data check passing on every pair.",
+        fix,
+        subjects=tuple(sorted({h[0].name for h in hits})),
+        evidence=refs,
+    )

@@ -1,0 +1,69 @@
+"""numa.balancing: automatic NUMA balancing on a multi-node host."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, SYSCTL_FILE, NumaFacts, fix_where
+from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.probe import dir_ref, file_ref
+
+BALANCING_CHECK = Check(
+    "numa.balancing",
+    "Automatic NUMA balancing",
+    reads="`/proc/sys/kernel/numa_balancing`, `/sys/devices/system/node`",
+    problem="`1` on a multi-node host",
+    fix="`sysctl -w kernel.numa_balancing=0`, persisted in `/etc/sysctl.d`",
+    kinds=("runtime",),
+)
+
+
+def judge_balancing(facts: NumaFacts) -> Finding:
+    check, title = BALANCING_CHECK.id, BALANCING_CHECK.title
+    refs = (file_ref(BALANCING), dir_ref(NODES))
+    if facts.balancing is None:
+        if facts.balancing_error == "ENOENT":
+            return not_applicable(check, AREA, title, "this kernel has no automatic NUMA balancing (no kernel.numa_balancing)")
+        return unknown(check, AREA, title, f"{BALANCING} not readable: {facts.balancing_error}", evidence=refs[:1])
+    value = facts.balancing
+    if facts.nodes is not None and len(facts.nodes) <= 1:
+        why = f"one NUMA node: nothing to balance (kernel.numa_balancing={value})"
+        return not_applicable(check, AREA, title, why, evidence=refs)
+    if value == "0":
+        return ok(check, AREA, title, "kernel.numa_balancing=0", expected="kernel.numa_balancing=0", evidence=refs)
+    if facts.nodes is None:
+        why = f"kernel.numa_balancing={value}, but {NODES} cannot be listed to tell whether the host has several NUMA nodes"
+        return unknown(check, AREA, title, why, evidence=refs)
+    nodes = len(facts.nodes)
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0",
+        actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
+        risk="low",
+        verify=f"cat {BALANCING}  -> 0",
+        revert=f"sysctl -w kernel.numa_balancing={value}",
+        persist=f"echo 'kernel.numa_balancing = 0' > {SYSCTL_FILE} && sysctl -p {SYSCTL_FILE}",
+    )
+    explanation = (
+        f"This host has {nodes} NUMA nodes and the kernel's automatic NUMA balancing is on. It periodically unmaps "
+        "ranges of every task's memory to sample accesses through NUMA hinting faults, and migrates pages (or moves "
+        "tasks) toward the node that touches them. For an inference server that is pure overhead: the worker "
+        "processes driving the GPUs take page faults and migration stalls at random moments in the decode loop, "
+        "pinned (cudaHostAlloc) buffers cannot move anyway, and NUMA placement is better decided once, by binding "
+        "each GPU's worker to the GPU's node (see numa.gpu_affinity). The usual effect is latency jitter and a few "
+        "percent of throughput; vendors' inference and HPC tuning guides turn it off. The change is instant and "
+        "harmless to revert."
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        f"kernel.numa_balancing={value} on {nodes} NUMA nodes",
+        "kernel.numa_balancing=0",
+        explanation,
+        fix,
+        subjects=("kernel.numa_balancing",),
+        evidence=refs,
+    )

@@ -1,0 +1,246 @@
+"""numa.irq_affinity and numa.nic_affinity: GPU interrupts and RDMA NICs against the GPUs' NUMA nodes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
+from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
+
+AREA: Area = "numa"
+INFINIBAND = "/sys/class/infiniband"
+IRQBALANCE = ("systemctl", "is-active", "irqbalance")
+_IRQ_LINE = re.compile(r"^IRQ:\s*(\d+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class GpuIrq:
+    gpu: Gpu
+    irq: int | None
+    affinity: str | None
+    """effective_affinity_list, else smp_affinity_list."""
+    source: str | None
+    """The file the affinity came from."""
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Nic:
+    name: str
+    numa_node: int | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    platform: Platform
+    irqs: tuple[GpuIrq, ...]
+    irqbalance: CommandResult
+    nics: tuple[Nic, ...] | None
+    """None when /sys/class/infiniband could not be listed for another reason than its absence."""
+    nics_error: str | None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+async def _gpu_irq(probe: Probe, gpu: Gpu) -> GpuIrq:
+    info = await probe.text(f"/proc/driver/nvidia/gpus/{gpu.bdf}/information")
+    match = _IRQ_LINE.search(info or "")
+    if match is None:
+        return GpuIrq(gpu, None, None, None, "no IRQ line in /proc/driver/nvidia/gpus/BDF/information")
+    irq = int(match.group(1))
+    for name in ("effective_affinity_list", "smp_affinity_list"):
+        path = f"/proc/irq/{irq}/{name}"
+        result = await probe.read(path)
+        if result.ok and (text := result.text()) is not None and text.strip():
+            return GpuIrq(gpu, irq, text.strip(), path, None)
+        error = result.error
+    return GpuIrq(gpu, irq, None, None, f"/proc/irq/{irq}: {error}")
+
+
+async def collect_devices(probe: Probe, platform: Platform, gpus: tuple[Gpu, ...]) -> DeviceFacts:
+    irqs = await probe.gather(*[lambda g=g: _gpu_irq(probe, g) for g in gpus])
+    listing = await probe.list_dir(INFINIBAND)
+    nics: tuple[Nic, ...] | None = None
+    if listing.entries is not None or listing.error == "ENOENT":
+        names = list(listing.entries or ())
+        nodes = await probe.gather(*[lambda n=n: probe.read(f"{INFINIBAND}/{n}/device/numa_node") for n in names])
+        nics = tuple(Nic(n, _int(r.text()), r.error) for n, r in zip(names, nodes, strict=True))
+    irqbalance = await probe.run(IRQBALANCE)
+    return DeviceFacts(platform, tuple(irqs), irqbalance, nics, listing.error)
+
+
+def _where(platform: Platform) -> Where:
+    return "hypervisor" if platform.in_container else "host"
+
+
+def _irqbalance_state(cmd: CommandResult) -> str:
+    if cmd.error is None and cmd.stdout.strip():
+        return cmd.stdout.strip().splitlines()[0]
+    return "unknown" if cmd.error in (None, "not_recorded") else cmd.error
+
+
+IRQ_AFFINITY_CHECK = Check(
+    "numa.irq_affinity",
+    "GPU interrupt affinity",
+    reads=(
+        "GPU IRQ from `/proc/driver/nvidia/gpus/BDF/information`, `/proc/irq/N/{effective_,smp_}affinity_list`, GPU "
+        "`local_cpulist`, `systemctl is-active irqbalance`"
+    ),
+    problem="a GPU's interrupt served only on CPUs of another NUMA node",
+    fix="write the GPU's local CPUs to `/proc/irq/N/smp_affinity_list`; ban the IRQ from irqbalance",
+    kinds=("runtime",),
+)
+
+
+def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
+    check, title = IRQ_AFFINITY_CHECK.id, IRQ_AFFINITY_CHECK.title
+    if not f.irqs:
+        return not_applicable(check, AREA, title, "no NVIDIA GPU on this host")
+    if nodes is not None and nodes <= 1:
+        return not_applicable(check, AREA, title, "one NUMA node: every CPU is local to every GPU")
+    refs = [file_ref(r.source) for r in f.irqs if r.source] + [command_ref(IRQBALANCE)]
+    read = [r for r in f.irqs if r.affinity is not None and r.gpu.local_cpulist]
+    if not read:
+        missing = [r.irq for r in f.irqs if r.irq is not None and r.error and r.error.endswith("ENOENT")]
+        others = sorted({r.error or "local_cpulist unreadable" for r in f.irqs if r.irq not in missing})
+        shown = (
+            [f"/proc/irq/N/*affinity_list of GPU IRQs {', '.join(map(str, missing))}: not recorded in this snapshot"]
+            if missing
+            else []
+        )
+        why = "; ".join([*shown, *others[:3]])
+        return unknown(check, AREA, title, f"GPU interrupt affinity not readable ({why})", evidence=refs[-1:])
+    balance = _irqbalance_state(f.irqbalance)
+    remote = []
+    for row in read:
+        local = set(parse_cpulist(row.gpu.local_cpulist) or [])
+        cpus = set(parse_cpulist(row.affinity) or [])
+        if local and cpus and not cpus & local:
+            remote.append((row, cpus, local))
+    if not remote:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"interrupts of {len(read)}/{len(f.irqs)} GPUs are served on CPUs of their own NUMA node; irqbalance {balance}",
+            expected="each GPU's interrupts on CPUs of its NUMA node",
+            evidence=tuple(refs),
+        )
+    fix = Fix(
+        kind="runtime",
+        where=_where(f.platform),
+        summary="Route each GPU's interrupt to CPUs of the GPU's NUMA node",
+        actions=tuple(
+            CommandAction(
+                description=f"{row.gpu.label}: IRQ {row.irq} to its local CPUs",
+                argv=("sh", "-c", f"echo {row.gpu.local_cpulist} > /proc/irq/{row.irq}/smp_affinity_list"),
+            )
+            for row, _, _ in remote
+        ),
+        risk="low",
+        verify="cat /proc/irq/N/effective_affinity_list of each GPU IRQ lies in the GPU's local_cpulist",
+        revert="; ".join(f"echo {row.affinity} > /proc/irq/{row.irq}/smp_affinity_list" for row, _, _ in remote),
+        persist="irqbalance rewrites affinities: ban these IRQs from it (IRQBALANCE_ARGS=--banirq=N in /etc/default/irqbalance) "
+        "and set them from a oneshot unit at boot",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "low",
+        "; ".join(
+            f"{row.gpu.label}: IRQ {row.irq} on {cpu_ranges(cpus)}, GPU local {cpu_ranges(local)}" for row, cpus, local in remote
+        )
+        + f"; irqbalance {balance}",
+        "each GPU's interrupts on CPUs of its NUMA node",
+        "A GPU interrupt (a completed copy or kernel the host waits on with blocking sync) served on the far socket "
+        "adds a cross-socket wake-up to every such wait. The effect is small for servers that spin-wait on the GPU "
+        "(the default of most frameworks) and larger for blocking synchronization; it matters most for the NICs.",
+        fix,
+        subjects=tuple(row.gpu.label for row, _, _ in remote),
+        evidence=tuple(refs),
+    )
+
+
+NIC_AFFINITY_CHECK = Check(
+    "numa.nic_affinity",
+    "RDMA NICs and GPUs on the same NUMA nodes",
+    reads="`/sys/class/infiniband/*/device/numa_node`, GPUs' `numa_node`",
+    problem="a NUMA node holds GPUs but no RDMA NIC (GPUDirect RDMA crosses the socket link); no RDMA NIC: not applicable",
+    fix="place a NIC on every GPU socket",
+    kinds=("hardware",),
+)
+
+
+def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None) -> Finding:
+    check, title = NIC_AFFINITY_CHECK.id, NIC_AFFINITY_CHECK.title
+    refs = [dir_ref(INFINIBAND)]
+    if f.nics is None:
+        return unknown(check, AREA, title, f"{INFINIBAND} not readable: {f.nics_error}", evidence=refs)
+    if not f.nics:
+        return not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries)", evidence=refs)
+    if nodes is not None and nodes <= 1:
+        return not_applicable(check, AREA, title, "one NUMA node: every NIC is local to every GPU", evidence=refs)
+    refs += [file_ref(f"{INFINIBAND}/{n.name}/device/numa_node") for n in f.nics]
+    refs += [file_ref(f"{g.sysfs}/numa_node") for g in gpus]
+    nic_nodes = {n.numa_node for n in f.nics if n.numa_node is not None and n.numa_node >= 0}
+    gpu_nodes = {g.numa_node for g in gpus if g.numa_node is not None and g.numa_node >= 0}
+    if not nic_nodes or not gpu_nodes:
+        what = "NICs" if not nic_nodes else "GPUs"
+        return unknown(check, AREA, title, f"NUMA node of the {what} unknown (numa_node unreadable or -1)", evidence=refs)
+    placement = ", ".join(f"{n.name} node {n.numa_node}" for n in f.nics)
+    lonely = sorted(gpu_nodes - nic_nodes)
+    if not lonely:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{placement}; GPUs on nodes {', '.join(map(str, sorted(gpu_nodes)))}: every GPU node has a local RDMA NIC",
+            expected="an RDMA NIC on every NUMA node that holds GPUs",
+            evidence=refs,
+        )
+    far = [g for g in gpus if g.numa_node in lonely]
+    fix = Fix(
+        kind="hardware",
+        where=_where(f.platform),
+        summary="Give every socket with GPUs its own RDMA NIC (move or add a NIC in a slot of that socket)",
+        actions=(
+            CommandAction(description="place a NIC in a PCIe slot (ideally the same PCIe switch) of each GPU socket"),
+            CommandAction(
+                description="until then NCCL can be told to use the far NIC with GPUDirect anyway: NCCL_NET_GDR_LEVEL=SYS "
+                "(measure: it can be slower than staging through host memory)"
+            ),
+        ),
+        risk="medium",
+        verify="cat /sys/class/infiniband/*/device/numa_node covers every GPU node; nvidia-smi topo -m shows NIC PIX/PXB",
+        revert="none",
+        persist="hardware changes persist",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "low",
+        f"{placement}; GPUs on node(s) {', '.join(map(str, lonely))} have no local RDMA NIC",
+        "an RDMA NIC on every NUMA node that holds GPUs",
+        "GPUs on a socket without an RDMA NIC reach the network across the socket interconnect: NCCL disables GPUDirect "
+        "RDMA at that distance by default and stages through host memory, roughly halving inter-node bandwidth for "
+        "those GPUs and adding latency. It matters for multi-node serving (pipeline or expert parallel across hosts); "
+        "a single-node tensor-parallel server does not use the NICs.",
+        fix,
+        subjects=tuple(g.label for g in far),
+        evidence=refs,
+    )

@@ -1,0 +1,107 @@
+"""numa.gpu_affinity: does each GPU know its NUMA node on a multi-socket host?"""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.numa.facts import AREA, NODES, NumaFacts, fix_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.probe import file_ref
+
+
+def _placement(facts: NumaFacts) -> str:
+    by_node: dict[int | None, list[Gpu]] = {}
+    for gpu in facts.gpus:
+        by_node.setdefault(gpu.numa_node, []).append(gpu)
+    parts = []
+    for node in sorted(by_node, key=lambda n: (n is None, n if n is not None else 0)):
+        gpus = by_node[node]
+        names = ", ".join(f"GPU{g.index}" if g.index is not None else g.bdf for g in gpus)
+        cpus = facts.node_cpus.get(node) if node is not None and node >= 0 else None
+        cpus = cpus or gpus[0].local_cpulist
+        label = "unreadable" if node is None else f"node {node}"
+        parts.append(f"{label}: {names}" + (f" (CPUs {cpus})" if cpus else ""))
+    return "; ".join(parts)
+
+
+GPU_AFFINITY_CHECK = Check(
+    "numa.gpu_affinity",
+    "GPU NUMA placement",
+    reads="each GPU's `numa_node`, `local_cpulist`; node CPU lists",
+    problem="`numa_node` -1 on a multi-socket bare-metal host",
+    fix="BIOS NUMA / SRAT settings; bind workers with numactl",
+    kinds=("firmware",),
+)
+
+
+def judge_gpu_affinity(facts: NumaFacts) -> Finding:
+    check, title = GPU_AFFINITY_CHECK.id, GPU_AFFINITY_CHECK.title
+    if not facts.gpus:
+        return unknown(check, AREA, title, facts.gpu_error or "no GPUs found", evidence=("dir:/sys/bus/pci/devices",))
+    refs = tuple(r for g in facts.gpus for r in (file_ref(f"{g.sysfs}/numa_node"), file_ref(f"{g.sysfs}/local_cpulist")))
+    placement = _placement(facts)
+    caveat = (
+        " Whether the server's workers actually run on their GPU's node cannot be seen without the server process "
+        "(check its CPU affinity with taskset -p PID or numactl --show inside it)."
+    )
+    if all(g.numa_node is None for g in facts.gpus):
+        return unknown(check, AREA, title, "numa_node of the GPUs is not readable", evidence=refs)
+    nodes = len(facts.nodes) if facts.nodes is not None else None
+    orphans = [g for g in facts.gpus if g.numa_node is not None and g.numa_node < 0]
+    if not orphans or (nodes is not None and nodes <= 1):
+        note = " (-1 means no proximity information, normal with one NUMA node)" if orphans else ""
+        explanation = (
+            "Each GPU is reported on the NUMA node of the CPU socket / root complex it hangs off; bind each GPU's worker "
+            "(CPU threads and host memory) to that node to keep host-device copies and launches local." + caveat
+        )
+        return ok(
+            check, AREA, title, placement + note, explanation=explanation, subjects=(g.label for g in facts.gpus), evidence=refs
+        )
+    if facts.platform.kind == "vm":
+        why = (
+            f"{len(orphans)} GPUs report numa_node -1 inside this VM ({placement}): the hypervisor does not pass PCI "
+            "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor." + caveat
+        )
+        return ok(check, AREA, title, placement, explanation=why, subjects=(g.label for g in orphans), evidence=refs)
+    if nodes is None:
+        why = f"{len(orphans)} GPUs report numa_node -1 and {NODES} cannot be listed to tell how many nodes exist"
+        return unknown(check, AREA, title, why, evidence=refs)
+    fix = Fix(
+        kind="firmware",
+        where=fix_where(facts.platform),
+        summary="Make the firmware describe PCI proximity (ACPI SRAT/_PXM): BIOS update or NUMA settings, then reboot",
+        actions=(
+            CommandAction(
+                description="BIOS/UEFI: enable NUMA / ACPI SRAT (AMD: NPS1 or higher, not socket-interleaved memory; Intel: "
+                "'NUMA' enabled, SNC as wanted), update to the latest BIOS (missing _PXM on PCI root bridges is a "
+                "firmware bug), then reboot"
+            ),
+            CommandAction(
+                description="Until then, bind each GPU's worker by hand to the node its slot is wired to (restart the server)",
+                argv=("numactl", "--cpunodebind=N", "--membind=N", "<worker command>"),
+            ),
+        ),
+        risk="low",
+        verify="cat /sys/bus/pci/devices/<GPU BDF>/numa_node  -> 0..N-1 for every GPU; nvidia-smi topo -m shows NUMA Affinity",
+        revert="restore the previous BIOS settings",
+    )
+    explanation = (
+        f"This {nodes}-node bare-metal host reports numa_node -1 for {len(orphans)} GPUs: the firmware did not tell the "
+        "kernel which socket their PCIe root ports belong to. The driver, NCCL and frameworks then cannot place host "
+        "buffers, pinned staging memory and CPU threads next to the GPU, so host-device copies and kernel launches may "
+        "cross the socket interconnect (tens of percent lower H2D bandwidth and higher launch latency for the "
+        "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity." + caveat
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        placement,
+        "every GPU on a NUMA node (numa_node >= 0)",
+        explanation,
+        fix,
+        subjects=tuple(g.label for g in orphans),
+        evidence=refs,
+    )

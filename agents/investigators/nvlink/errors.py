@@ -1,0 +1,94 @@
+"""nvlink.errors: NVLink error counters (replay, recovery, CRC)."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.nvlink.facts import (
+    AREA,
+    COUNTERS,
+    CRC_COUNTERS,
+    SERIOUS_COUNTERS,
+    NvlinkFacts,
+    hardware_fix,
+    no_nvlink_reason,
+)
+from rigaudit.tools.model.finding import Finding, Severity
+from rigaudit.tools.probe import nvml_ref
+
+NVLINK_ERRORS_CHECK = Check(
+    "nvlink.errors",
+    "NVLink error counters",
+    reads="NVML NvLink error counters (replay, recovery, CRC flit, CRC data) of every active link",
+    problem="any counter above 0 (medium for recoveries; CRC and replay counts, corrected by link-level retry, low)",
+    fix="reset; reseat or RMA if they keep rising",
+    kinds=("hardware",),
+)
+
+
+def judge_errors(f: NvlinkFacts) -> Finding:
+    check, title = NVLINK_ERRORS_CHECK.id, NVLINK_ERRORS_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    first = {i: links[0] for i, links in f.states.items()}
+    state_refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, 0)) for i in f.states)
+    if all(r.error == "NOT_SUPPORTED" for r in first.values()):
+        return not_applicable(check, AREA, title, no_nvlink_reason(f), evidence=state_refs)
+    active = [(i, k) for i, links in f.states.items() for k, r in links.items() if r.ok and r.value == 1]
+    if not active:
+        return unknown(check, AREA, title, "no active NVLink to read counters from (see nvlink.links)", evidence=state_refs)
+    refs = tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", key) for key in f.counters)
+    if not f.counters:
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"nvmlDeviceGetNvLinkErrorCounter gave no value for {len(active)} active links",
+            evidence=tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", (i, k, 0)) for i, k in active[:8]),
+        )
+    errors = {key: v for key, v in f.counters.items() if v > 0}
+    links_read = len({(i, k) for i, k, _ in f.counters})
+    if not errors:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"replay, recovery and CRC counters 0 on {links_read} active links",
+            expected="error counters 0",
+            explanation="Counters are cumulative since the last driver load or reset; read them again under load.",
+            evidence=refs,
+        )
+    by_gpu: dict[int, list[str]] = {}
+    for (i, link, counter), value in sorted(errors.items()):
+        by_gpu.setdefault(i, []).append(f"link {link} {COUNTERS[counter]}={value}")
+    observed = "; ".join(f"{label(f.inventory, i)}: {', '.join(items)}" for i, items in by_gpu.items())
+    if all(c in CRC_COUNTERS for _, _, c in errors):
+        # Seen on healthy H200s: CRC counts on every link, no replay or recovery. Retry corrects them.
+        return ok(
+            check,
+            AREA,
+            title,
+            f"CRC counts only, no replay or recovery on {links_read} active links: {observed}",
+            expected="no replays or recoveries; CRC counts that do not climb fast under load",
+            explanation="Receive CRC errors are detected and corrected by link-level retry; healthy NVLink4 links "
+            "accumulate some, and one reading cannot show a rate. Read `nvidia-smi nvlink -e` before and after a load: "
+            "CRC counts climbing by thousands, or any replay or recovery, point at a marginal link.",
+            evidence=refs,
+        )
+    severity: Severity = "medium" if any(c in SERIOUS_COUNTERS for _, _, c in errors) else "low"
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed,
+        "error counters 0",
+        "NVLink error counters are cumulative since the last reset: CRC errors are detected and corrected by "
+        "link-level retry (replays), costing a little bandwidth, and healthy links accumulate some; recoveries mean "
+        "the link retrained, stalling every transfer on it. Compare two readings under load: CRC counts that climb "
+        "fast, or any recoveries, point at a marginal link, connector or bridge and precede Xid 74 and link loss.",
+        hardware_fix(f),
+        subjects=labels(f.inventory, sorted(by_gpu)),
+        evidence=refs,
+    )

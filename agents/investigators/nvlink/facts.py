@@ -1,0 +1,92 @@
+"""nvlink facts: NVML NvLink state and error counters of every link of every GPU; plus the helpers the nvlink rules share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.model.finding import Area, CommandAction, Fix
+from rigaudit.tools.probe import Probe
+
+AREA: Area = "nvlink"
+
+
+MAX_LINKS = 18
+
+
+COUNTERS = {0: "DL_REPLAY", 1: "DL_RECOVERY", 2: "DL_CRC_FLIT", 3: "DL_CRC_DATA"}
+
+
+SERIOUS_COUNTERS = frozenset({1})
+
+
+CRC_COUNTERS = frozenset({2, 3})
+"""CRC counts alone (no replay, no recovery) are judged ok: retry corrects them.
+
+Recoveries (the link retrained) weigh more than replays and CRC errors, which link-level retry corrects and one
+reading cannot turn into a rate (real H200s show CRC-data counts in the tens on healthy links)."""
+
+
+ABSENT_STATES = frozenset({"NOT_SUPPORTED", "INVALID_ARGUMENT"})
+
+
+@dataclass(frozen=True)
+class NvlinkFacts:
+    inventory: GpuInventory
+    platform: Platform
+    states: dict[int, dict[int, NvmlResult]]
+    """GPU index -> link -> nvmlDeviceGetNvLinkState result (only links that were asked)."""
+    counters: dict[tuple[int, int, int], int]
+    """(GPU, link, counter) -> value, for the counters that were read."""
+
+
+async def _links(probe: Probe, index: int) -> dict[int, NvmlResult]:
+    first = await probe.nvml("nvmlDeviceGetNvLinkState", index, 0)
+    if first.error in ABSENT_STATES:
+        return {0: first}
+    rest = await probe.gather(*[lambda k=k: probe.nvml("nvmlDeviceGetNvLinkState", index, k) for k in range(1, MAX_LINKS)])
+    return {0: first, **dict(enumerate(rest, start=1))}
+
+
+async def collect(probe: Probe) -> NvlinkFacts:
+    inventory = await collect_gpus(probe)
+    platform = await detect_platform(probe)
+    indices = inventory.nvml_indices
+    per_gpu = await probe.gather(*[lambda i=i: _links(probe, i) for i in indices])
+    states = dict(zip(indices, per_gpu, strict=True))
+    active = [(i, k) for i, links in states.items() for k, r in links.items() if r.ok and r.value == 1]
+    wanted = [(i, k, c) for i, k in active for c in COUNTERS]
+    values = await probe.gather(*[lambda w=w: probe.nvml("nvmlDeviceGetNvLinkErrorCounter", *w) for w in wanted])
+    counters = {w: r.value for w, r in zip(wanted, values, strict=True) if r.ok and isinstance(r.value, int)}
+    return NvlinkFacts(inventory, platform, states, counters)
+
+
+def _short_names(inventory: GpuInventory) -> str:
+    names = sorted({g.name.removeprefix("NVIDIA ").strip() for g in inventory.gpus})
+    return ", ".join(names) or "these GPUs"
+
+
+def no_nvlink_reason(f: NvlinkFacts) -> str:
+    return (
+        f"NVML reports no NVLink on {_short_names(f.inventory)} (NOT_SUPPORTED on link 0): a PCIe-only card, "
+        "or NVLink not exposed to this machine (a single GPU passed into a VM)"
+    )
+
+
+def hardware_fix(f: NvlinkFacts) -> Fix:
+    return Fix(
+        kind="hardware",
+        where="hypervisor" if f.platform.is_guest else "host",
+        summary="Reset the affected GPUs; if links stay down or counters keep rising, reseat (SXM: baseboard) and RMA",
+        actions=(
+            CommandAction(description="record the state", argv=("nvidia-smi", "nvlink", "-s")),
+            CommandAction(description="record the error counters", argv=("nvidia-smi", "nvlink", "-e")),
+            CommandAction(description="with the server stopped, reset the GPUs or reboot; reseat or RMA if it persists"),
+        ),
+        risk="medium",
+        verify="nvidia-smi nvlink -s shows every link up at full speed; nvidia-smi nvlink -e counters stop rising under load",
+        revert="none",
+        persist="hardware changes persist",
+    )

@@ -1,0 +1,82 @@
+"""nvlink.links: is every NVLink link of every GPU active?"""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, AREA, NvlinkFacts, hardware_fix, no_nvlink_reason
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import nvml_ref
+
+NVLINK_LINKS_CHECK = Check(
+    "nvlink.links",
+    "NVLink links",
+    reads="NVML NvLink state per link",
+    problem="a link inactive where its peers have it active; PCIe-only cards: not applicable",
+    fix="reset; reseat or RMA",
+    kinds=("hardware",),
+)
+
+
+def judge_links(f: NvlinkFacts) -> Finding:
+    check, title = NVLINK_LINKS_CHECK.id, NVLINK_LINKS_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, k)) for i, links in f.states.items() for k in links)
+    first = {i: links[0] for i, links in f.states.items()}
+    if all(r.error == "NOT_SUPPORTED" for r in first.values()):
+        return not_applicable(check, AREA, title, no_nvlink_reason(f), evidence=refs)
+    active: dict[int, set[int]] = {}
+    present: dict[int, set[int]] = {}
+    unread: list[str] = []
+    for index, links in f.states.items():
+        active[index], present[index] = set(), set()
+        for link, result in links.items():
+            if result.ok:
+                present[index].add(link)
+                if result.value == 1:
+                    active[index].add(link)
+            elif result.error not in ABSENT_STATES:
+                error = "not recorded in this snapshot" if result.error == "NOT_RECORDED" else result.error
+                unread.append(f"{label(f.inventory, index)} link {link}: {error}")
+    if not any(present.values()):
+        return unknown(check, AREA, title, "NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
+    if not any(active.values()):
+        return unknown(
+            check,
+            AREA,
+            title,
+            "NVLink-capable GPUs report no active link: either no NVLink bridge or NVSwitch is fitted, or the fabric is "
+            "down (SXM boards: see driver.fabricmanager)",
+            evidence=refs,
+        )
+    peers_active = set().union(*active.values())
+    down = {i: sorted((present[i] & peers_active) - active[i]) for i in active}
+    down = {i: links for i, links in down.items() if links}
+    counts = sorted({len(v) for v in active.values()})
+    summary = f"{'/'.join(map(str, counts))} active links per GPU on {len(active)} GPUs"
+    if not down:
+        note = f"; not readable: {'; '.join(unread[:4])}" if unread else ""
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{summary}, every link active on its peers is active here{note}",
+            expected="the same links active on every GPU",
+            evidence=refs,
+        )
+    parts = [f"{label(f.inventory, i)}: link {', '.join(map(str, links))} inactive" for i, links in down.items()]
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        f"{'; '.join(parts)} ({summary})",
+        "the same links active on every GPU",
+        "An NVLink that is down where its peers have it up removes that share of the GPU's NVLink bandwidth, and "
+        "NCCL's rings and trees run at the pace of the weakest GPU.",
+        hardware_fix(f),
+        subjects=labels(f.inventory, sorted(down)),
+        evidence=refs,
+    )

@@ -1,0 +1,176 @@
+"""p2p.bandwidth: the P2P micro-benchmark's verdict (bandwidth per pair against its link, data check)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.nvml_reads import label
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, BENCH_SCHEMA, P2pFacts
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
+from rigaudit.tools.probe import file_ref
+
+SLOW_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class BenchPair:
+    src: int
+    dst: int
+    unidir: float
+    bidir: float | None
+    staged: float | None
+    limit: float | None
+    data_ok: bool
+
+
+def parse_bench(text: str) -> list[BenchPair] | str:
+    """The pairs of a ``rigaudit.p2p/1`` result, or why the file is not one."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{BENCH_FILE} is not JSON ({exc.msg} at line {exc.lineno})"
+    if not isinstance(raw, dict) or raw.get("schema") != BENCH_SCHEMA:
+        return f"{BENCH_FILE} is not a {BENCH_SCHEMA} result"
+    pairs = []
+    for item in raw.get("pairs") or []:
+        if not isinstance(item, dict):
+            continue
+        try:
+            pairs.append(
+                BenchPair(
+                    int(item["src"]),
+                    int(item["dst"]),
+                    float(item["unidir_gbps"]),
+                    _num(item.get("bidir_gbps")),
+                    _num(item.get("staged_gbps")),
+                    _num(item.get("limit_gbps")),
+                    item.get("data_ok") is True,
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            return f"{BENCH_FILE}: a pair lacks src, dst or unidir_gbps"
+    if not pairs:
+        return f"{BENCH_FILE} holds no pairs"
+    return pairs
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+P2P_BANDWIDTH_CHECK = Check(
+    "p2p.bandwidth",
+    "GPU peer-to-peer bandwidth and data check",
+    reads="the P2P micro-benchmark's result (`/var/tmp/rigaudit/p2p.json`)",
+    problem="a pair far below its link, slower than staging through the host, or corrupting data",
+    fix="per cause",
+    kinds=("runtime", "reboot", "hardware"),
+)
+
+
+def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
+    check, title = P2P_BANDWIDTH_CHECK.id, P2P_BANDWIDTH_CHECK.title
+    refs = (file_ref(BENCH_FILE),)
+    text = f.bench.text()
+    if text is None:
+        if len(f.inventory.gpus) < 2:
+            return not_applicable(check, AREA, title, "fewer than two GPUs: no peer pairs to benchmark", evidence=refs)
+        if f.bench.error == "ENOENT":
+            return unknown(check, AREA, title, "needs the P2P micro-benchmark: run `rigaudit bench p2p`", evidence=refs)
+        return unknown(check, AREA, title, f"{BENCH_FILE} not readable: {f.bench.error}", evidence=refs)
+    parsed = parse_bench(text)
+    if isinstance(parsed, str):
+        return unknown(check, AREA, title, parsed, evidence=refs)
+    corrupt = [p for p in parsed if not p.data_ok]
+    slow = [
+        p
+        for p in parsed
+        if (p.limit is not None and p.unidir < SLOW_FRACTION * p.limit) or (p.staged is not None and p.unidir < p.staged)
+    ]
+    uni = [p.unidir for p in parsed]
+    limits = sorted({p.limit for p in parsed if p.limit is not None})
+    limit_text = f" (limit {'/'.join(f'{v:.0f}' for v in limits)} GB/s)" if limits else ""
+    summary = f"{len(parsed)} pairs: unidirectional {min(uni):.1f}–{max(uni):.1f} GB/s{limit_text}"
+    if not corrupt and not slow:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{summary}; data check passed on every pair",
+            expected=f"≥ {SLOW_FRACTION:.0%} of the link limit, faster than staging through the host, data intact",
+            evidence=refs,
+        )
+    where: Where = "hypervisor" if f.platform.is_guest else "host"
+    subjects = sorted({label(f.inventory, i) for p in (corrupt or slow) for i in (p.src, p.dst)})
+    if corrupt:
+        fix = Fix(
+            kind="reboot",
+            where=where,
+            summary="Stop translating peer DMA through the IOMMU (iommu=pt) and keep P2P off in NCCL until the data check passes",
+            actions=(
+                CommandAction(
+                    description="add iommu=pt (with amd_iommu=on or intel_iommu=on) to the kernel command line "
+                    "and reboot; see kernel.iommu"
+                ),
+                CommandAction(description="until then run the server with NCCL_P2P_DISABLE=1 so NCCL stages through host memory"),
+            ),
+            risk="medium",
+            verify="rigaudit bench p2p: data_ok true on every pair",
+            revert="restore the previous kernel command line",
+            persist="kernel command line",
+        )
+        pairs = ", ".join(f"GPU{p.src}→GPU{p.dst}" for p in corrupt[:8])
+        return problem(
+            check,
+            AREA,
+            title,
+            "critical",
+            f"data check FAILED on {len(corrupt)} pairs ({pairs}); {summary}",
+            "data copied peer-to-peer arrives intact on every pair",
+            "A peer copy that completes but delivers wrong bytes is the IOMMU failure mode: with DMA translation on, "
+            "peer writes can be dropped or land elsewhere without an error. A model served over such a path returns "
+            "wrong results silently. This outranks any performance finding.",
+            fix,
+            subjects=subjects,
+            evidence=refs,
+        )
+    shown = "; ".join(
+        f"GPU{p.src}→GPU{p.dst} {p.unidir:.1f} GB/s"
+        + (f" of {p.limit:.0f}" if p.limit is not None else "")
+        + (f", staged {p.staged:.1f}" if p.staged is not None else "")
+        for p in slow[:8]
+    )
+    kind: FixKind = "reboot"
+    fix = Fix(
+        kind=kind,
+        where=where,
+        summary="Find what slows the P2P path: ACS redirect (pcie.acs), IOMMU translation (kernel.iommu), a degraded "
+        "link (pcie.link); fix that, then re-run `rigaudit bench p2p`",
+        actions=(
+            CommandAction(
+                description="apply the fixes of the pcie.acs, kernel.iommu and pcie.link findings, then re-run rigaudit bench p2p"
+            ),
+        ),
+        risk="low",
+        verify="rigaudit bench p2p: every pair above half its limit and faster than staged copies",
+        revert="per the underlying fix",
+        persist="per the underlying fix",
+    )
+    severity: Severity = "high"
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        f"{len(slow)} slow pairs: {shown}; {summary}",
+        f"≥ {SLOW_FRACTION:.0%} of the link limit and faster than staging through the host",
+        "Tensor-parallel all-reduce runs at the speed of the slowest pair in the ring. A pair below half its link, "
+        "or slower than bouncing through host memory, usually has its traffic redirected through the root complex "
+        "(ACS, IOMMU) or a link that trained down.",
+        fix,
+        subjects=subjects,
+        evidence=refs,
+    )

@@ -1,0 +1,53 @@
+"""p2p facts: NVML P2P status and topology of every GPU pair, and the P2P benchmark's file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.tools.hosts.base import FileResult, NvmlResult
+from rigaudit.tools.model.finding import Area
+from rigaudit.tools.probe import Probe
+
+AREA: Area = "p2p"
+P2P_READ, P2P_WRITE = 0, 1
+BENCH_FILE = "/var/tmp/rigaudit/p2p.json"
+BENCH_SCHEMA = "rigaudit.p2p/1"
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: int
+    b: int
+    read: NvmlResult
+    write: NvmlResult
+    ancestor: NvmlResult
+    nvlink: bool = False
+    """Both GPUs report NVLink link 0 active: peer traffic takes NVLink, not the PCIe path of the topology."""
+
+
+@dataclass(frozen=True)
+class P2pFacts:
+    inventory: GpuInventory
+    platform: Platform
+    pairs: tuple[Pair, ...]
+    bench: FileResult
+
+
+async def _pair(probe: Probe, a: int, b: int) -> Pair:
+    read = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_READ)
+    write = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_WRITE)
+    ancestor = await probe.nvml("nvmlDeviceGetTopologyCommonAncestor", a, b)
+    links = [await probe.nvml("nvmlDeviceGetNvLinkState", gpu, 0) for gpu in (a, b)]
+    return Pair(a, b, read, write, ancestor, nvlink=all(r.ok and r.value == 1 for r in links))
+
+
+async def collect(probe: Probe) -> P2pFacts:
+    inventory = await collect_gpus(probe)
+    platform = await detect_platform(probe)
+    indices = inventory.nvml_indices
+    pairs = await probe.gather(*[lambda a=a, b=b: _pair(probe, a, b) for a, b in combinations(indices, 2)])
+    bench = await probe.read(BENCH_FILE)
+    return P2pFacts(inventory, platform, tuple(pairs), bench)

@@ -1,0 +1,140 @@
+"""pcie.acs: ACS P2P redirect on the switch ports between GPUs."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
+from rigaudit.tools.pci import bridges_between
+
+ACS_CHECK = Check(
+    "pcie.acs",
+    "ACS redirect on switch ports between GPUs",
+    reads="ACS extended capability (0x000D) control register on every bridge between GPUs",
+    problem="ReqRedir/CmpltRedir set on a switch port between GPUs",
+    fix="`setpci -s BRIDGE ECAP_ACS+6.w=0000`; `pci=disable_acs_redir=` or BIOS",
+    kinds=("runtime", "reboot"),
+)
+
+
+def judge_acs(facts: PcieFacts) -> Finding:
+    check, title = ACS_CHECK.id, ACS_CHECK.title
+    if len(facts.gpus) < 2:
+        return not_applicable(check, AREA, title, f"{len(facts.gpus)} GPU(s): there is no GPU pair for peer-to-peer traffic")
+    vfio = [g for g in facts.gpus if facts.drivers.get(g.bdf) == "vfio-pci"]
+    host_gpus = [g for g in facts.gpus if g not in vfio]
+    if len(host_gpus) < 2:
+        return not_applicable(
+            check, AREA, title, f"{len(vfio)} GPU(s) are bound to vfio-pci for VMs; ACS isolation is wanted there"
+        )
+    chains = {g.bdf: facts.chains[g.bdf].chain for g in host_gpus if g.bdf in facts.chains and facts.chains[g.bdf].chain}
+    evidence = [facts.chains[g.bdf].ref for g in host_gpus if g.bdf in facts.chains]
+    if len(chains) < 2:
+        return unknown(check, AREA, title, "the PCI tree is not readable (no /sys/bus/pci/devices/BDF links)", evidence=evidence)
+    between: dict[str, None] = {}
+    shared_pairs = 0
+    for a, b in combinations(sorted(chains), 2):
+        ports = bridges_between(chains[a] or (), chains[b] or ())
+        if ports:
+            shared_pairs += 1
+        between.update(dict.fromkeys(ports))
+    evidence += config_refs(facts, list(between))
+    redirecting: dict[str, str] = {}
+    unread: list[str] = []
+    for bridge in between:
+        read = facts.configs.get(bridge)
+        config = read.config if read else None
+        if config is None or not config.extended_known:
+            unread.append(bridge)
+            continue
+        if config.acs is not None and config.acs.redirects:
+            redirecting[bridge] = " ".join(config.acs.control.names)
+    root_notes = []
+    for bridge in facts.bridges:
+        read = facts.configs.get(bridge)
+        config = read.config if read else None
+        if config and config.express and config.express.port_type == 0x4 and config.acs is not None:
+            root_notes.append(f"{bridge} (root port) ACSCtl {' '.join(config.acs.control.names) or 'none set'}")
+    if redirecting:
+        where = fix_where(facts.platform)
+        bridges = tuple(redirecting)
+        if vfio:
+            fix = Fix(
+                kind="reboot",
+                where=where,
+                summary="Do not clear ACS at runtime on a host that passes GPUs to VMs; keep host GPUs behind their own switch",
+                actions=(
+                    CommandAction(
+                        description=f"GPUs {', '.join(g.bdf for g in vfio)} are bound to vfio-pci: clearing ACS "
+                        "redirect would merge IOMMU groups and break VM isolation. Only if those GPUs "
+                        "sit behind other switches: pci=disable_acs_redir=" + ";".join(bridges)
+                    ),
+                ),
+                risk="high",
+                verify="lspci -vvv -s BRIDGE: ACSCtl ReqRedir- CmpltRedir-",
+            )
+        else:
+            fix = Fix(
+                kind="runtime",
+                where=where,
+                summary=f"Clear ACS P2P Request/Completion Redirect on {len(bridges)} switch port(s) between GPUs",
+                actions=(PciRegisterAction(devices=bridges, capability="ecap:0x000d", offset=6, width=2, value=0, mask=0x000C),),
+                risk="medium",
+                verify=f"lspci -vvv -s {bridges[0]} shows 'ACSCtl: ... ReqRedir- CmpltRedir-'; nvidia-smi topo -p2p r shows OK "
+                "for the GPU pairs; re-run the P2P benchmark",
+                revert="; ".join(f"setpci -s {b} ECAP_ACS+6.w={_acs_ctl(facts, b):04x}:000c" for b in bridges),
+                persist="pci=disable_acs_redir=" + ";".join(bridges) + " on the kernel command line (kernel >= 5.1), or ACS "
+                "disabled for these ports in the BIOS",
+            )
+        vfio_note = (
+            " vfio_pci is loaded but every GPU is bound to nvidia: do not apply this while planning to pass these GPUs to "
+            "VMs, since the redirect is what isolates devices behind one switch."
+            if facts.vfio_loaded and not vfio
+            else ""
+        )
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            observed="; ".join(f"{b} ACSCtl {names}" for b, names in redirecting.items()),
+            expected="ReqRedir- CmpltRedir- on switch ports between GPUs",
+            explanation="With P2P Request/Completion Redirect set, peer writes between GPUs under one switch are sent up to "
+            "the root complex instead of being routed inside the switch: P2P bandwidth drops, latency rises, "
+            "and on AMD platforms hangs and IO_PAGE_FAULTs have been reported. Linux enables ACS redirect "
+            "when the IOMMU is on and the port supports it." + vfio_note,
+            fix=fix,
+            subjects=bridges,
+            evidence=evidence,
+        )
+    if unread and not (set(between) - set(unread)):
+        return unknown(
+            check, AREA, title, f"extended config space not readable for {', '.join(unread[:4])} (needs root)", evidence=evidence
+        )
+    if not between:
+        observed = "no GPU pair shares a PCIe switch: peer traffic meets in the root complex, where switch ACS does not apply"
+    else:
+        readable = [b for b in between if b not in unread]
+        without = [b for b in readable if _acs_absent(facts, b)]
+        observed = f"{len(readable)} switch port(s) between {shared_pairs} GPU pair(s) ({', '.join(readable)}): no ACS redirect"
+        if without:
+            observed += f" ({len(without)} of them have no ACS capability at all)"
+    if unread:
+        observed += f"; not readable: {', '.join(unread)}"
+    if root_notes:
+        observed += "; " + "; ".join(root_notes)
+    return ok(check, AREA, title, observed, expected="ReqRedir- CmpltRedir- on switch ports between GPUs", evidence=evidence)
+
+
+def _acs_absent(facts: PcieFacts, bridge: str) -> bool:
+    read = facts.configs.get(bridge)
+    return read is not None and read.config is not None and read.config.acs is None
+
+
+def _acs_ctl(facts: PcieFacts, bridge: str) -> int:
+    read = facts.configs.get(bridge)
+    acs = read.config.acs if read and read.config else None
+    return acs.control.raw if acs else 0

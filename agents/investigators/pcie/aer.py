@@ -1,0 +1,106 @@
+"""pcie.aer: PCIe error counters (AER in sysfs, NVML replays) of the GPUs and the bridges above them."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+
+REPLAY_NOISE = 100
+"""NVML PCIe replays since driver load below which, with no AER error, a single reading is not a problem."""
+
+
+AER_CHECK = Check(
+    "pcie.aer",
+    "PCIe error counters (AER, NVML replays)",
+    reads="`/sys/bus/pci/devices/BDF/aer_dev_{correctable,nonfatal,fatal}`, NVML PCIe replay counter",
+    problem="counters non-zero and rising",
+    fix="reseat/riser",
+    kinds=("hardware",),
+)
+
+
+def judge_aer(facts: PcieFacts) -> Finding:
+    check, title = AER_CHECK.id, AER_CHECK.title
+    if not facts.gpus:
+        return no_gpus(check, title)
+    devices = [g.bdf for g in facts.gpus] + list(facts.bridges)
+    labels = {g.bdf: g.label for g in facts.gpus}
+    counts = [facts.aer[d] for d in devices if d in facts.aer and facts.aer[d].known]
+    replays = {g.label: facts.nvml[g.bdf].replays for g in facts.gpus if g.bdf in facts.nvml}
+    evidence = [r for c in counts for r in c.refs]
+    evidence += [r for g in facts.gpus if g.bdf in facts.nvml for r in facts.nvml[g.bdf].refs if "Replay" in r]
+    if not counts and not any(v is not None for v in replays.values()):
+        return unknown(
+            check,
+            AREA,
+            title,
+            "no aer_dev_* counters in sysfs (AER off or not exposed) and no NVML replay counter",
+            evidence=evidence,
+        )
+    fatal = [c for c in counts if c.fatal]
+    nonfatal = [c for c in counts if c.nonfatal]
+    correctable = [c for c in counts if c.correctable]
+    replaying = {label: v for label, v in replays.items() if v and v >= REPLAY_NOISE}
+    few = {label: v for label, v in replays.items() if v and v < REPLAY_NOISE}
+    if not (fatal or nonfatal or correctable or replaying) and few:
+        shown = ", ".join(f"{label}: {v}" for label, v in few.items())
+        return ok(
+            check,
+            AREA,
+            title,
+            f"AER counters zero on {len(counts)} device(s); a few NVML PCIe replays since the driver loaded ({shown})",
+            expected=f"no AER errors; replay counts below {REPLAY_NOISE} and not rising",
+            explanation="A handful of link-level replays since boot is retried transparently and costs nothing measurable; "
+            "only a count that keeps rising under load points at a marginal link. Re-read it after a load run.",
+            evidence=evidence,
+        )
+    if not (fatal or nonfatal or correctable or replaying):
+        return ok(
+            check,
+            AREA,
+            title,
+            f"AER counters zero on {len(counts)} device(s) (GPUs and bridges above them); NVML PCIe replays "
+            f"0 on {sum(1 for v in replays.values() if v == 0)}/{len(facts.gpus)} GPUs",
+            expected="no PCIe errors",
+            evidence=evidence,
+        )
+    severity: Severity = "high" if fatal else "medium" if nonfatal else "low"
+    parts = [
+        f"{labels.get(c.bdf, c.bdf)}: correctable {c.correctable or 0}, nonfatal {c.nonfatal or 0}, fatal {c.fatal or 0}"
+        + (f" ({', '.join(c.nonzero[:4])})" if c.nonzero else "")
+        for c in counts
+        if c.fatal or c.nonfatal or c.correctable
+    ]
+    parts += [f"{label}: {v} PCIe replays (NVML)" for label, v in replaying.items()]
+    subjects = [labels.get(c.bdf, c.bdf) for c in counts if c.fatal or c.nonfatal or c.correctable] + list(replaying)
+    fix = Fix(
+        kind="hardware",
+        where=fix_where(facts.platform),
+        summary="Find the failing link: reseat the GPU, riser and cables of the devices with errors",
+        actions=(
+            CommandAction(
+                description="Note the counters, run a load, re-read them: if they rise, reseat/replace the "
+                "riser or cable of that link (or force one PCIe generation lower in the BIOS as a test)"
+            ),
+        ),
+        risk="low",
+        verify="after a load run, aer_dev_* counters in /sys/bus/pci/devices/BDF/ and nvidia-smi -q -d PCIE replay counters "
+        "stay unchanged",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed="; ".join(parts),
+        expected="AER and replay counters at zero",
+        explanation="Counters count since boot; one sample cannot show whether they are still rising. Correctable errors "
+        "and replays are retried transparently but cost bandwidth and usually mean a marginal link (riser, "
+        "cable, connector, retimer); uncorrectable (nonfatal/fatal) errors can stall DMA, corrupt transfers or "
+        "drop the GPU off the bus (Xid 79).",
+        fix=fix,
+        subjects=subjects,
+        evidence=evidence,
+    )

@@ -1,0 +1,210 @@
+"""pcie.link: is every GPU's link trained to the fastest speed and full width its slot allows?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.pci import SPEEDS_GTS
+
+
+def _gts(gen: int | None) -> float | None:
+    return SPEEDS_GTS.get(gen) if gen is not None else None
+
+
+def _speed(gts: float | None) -> str:
+    return "?" if gts is None else f"{gts:g} GT/s"
+
+
+LinkKind = Literal["width_down", "busy_down", "slot_limited", "load_unknown_down", "idle_down", "ok", "unknown"]
+_LINK_RANK: dict[LinkKind, int] = {
+    "width_down": 0,
+    "busy_down": 1,
+    "slot_limited": 2,
+    "load_unknown_down": 3,
+    "idle_down": 4,
+    "ok": 5,
+    "unknown": 6,
+}
+
+_LINK_SEVERITY: dict[LinkKind, Severity] = {"width_down": "high", "busy_down": "high", "slot_limited": "medium"}
+
+
+@dataclass(frozen=True)
+class _LinkView:
+    gpu: Gpu
+    kind: LinkKind
+    text: str
+
+
+def _link_view(facts: PcieFacts, gpu: Gpu) -> _LinkView:
+    attrs = facts.links.get(gpu.bdf)
+    nv = facts.nvml.get(gpu.bdf)
+    chain = facts.chains.get(gpu.bdf)
+    # A VM guest's root ports are emulated: their link attributes say nothing about the real slot.
+    in_vm = facts.platform.kind == "vm"
+    parent = facts.links.get(chain.bridges[-1]) if chain and chain.bridges and not in_vm else None
+    cur_s = attrs.current_speed if attrs and attrs.current_speed else _gts(nv.cur_gen if nv else None)
+    max_s = attrs.max_speed if attrs and attrs.max_speed else _gts(nv.gpu_max_gen or nv.max_gen if nv else None)
+    cur_w = attrs.current_width if attrs and attrs.current_width else (nv.cur_width if nv else None)
+    max_w = attrs.max_width if attrs and attrs.max_width else (nv.max_width if nv else None)
+    slot_s = parent.max_speed if parent and parent.max_speed else None
+    if nv and nv.max_gen and nv.gpu_max_gen and nv.max_gen < nv.gpu_max_gen:
+        slot_s = min(slot_s or 1e9, _gts(nv.max_gen) or 1e9)
+    slot_w = parent.max_width if parent and parent.max_width else None
+    if cur_s is None or max_s is None or cur_w is None or max_w is None:
+        return _LinkView(gpu, "unknown", f"{gpu.label}: link speed/width not readable")
+    load = nv.load if nv else "unknown"
+    text = f"{gpu.label}: {_speed(cur_s)} x{cur_w} (GPU max {_speed(max_s)} x{max_w}"
+    text += f", slot max {_speed(slot_s)} x{slot_w or '?'}" if slot_s or slot_w else ""
+    text += f", {load}" + (f", pstate P{nv.pstate}" if nv and nv.pstate is not None else "") + ")"
+    eff_s = min(max_s, slot_s) if slot_s else max_s
+    eff_w = min(max_w, slot_w) if slot_w else max_w
+    if cur_w < eff_w:
+        return _LinkView(gpu, "width_down", text)
+    if cur_s < eff_s:
+        kind: LinkKind = "busy_down" if load == "busy" else "idle_down" if load == "idle" else "load_unknown_down"
+        if kind == "idle_down" and eff_s < max_s:
+            kind = "slot_limited"
+        return _LinkView(gpu, kind, text)
+    if eff_s < max_s or eff_w < max_w:
+        return _LinkView(gpu, "slot_limited", text)
+    return _LinkView(gpu, "ok", text)
+
+
+PCIE_LINK_CHECK = Check(
+    "pcie.link",
+    "PCIe link speed and width of every GPU",
+    reads="`/sys/bus/pci/devices/BDF/{current,max}_link_{speed,width}`, NVML link generation and width, kernel log",
+    problem="below max (GPUs train down at idle: re-read under load)",
+    fix="reseat/riser/slot, or BIOS slot speed",
+    kinds=("hardware", "firmware"),
+)
+
+
+def judge_link(facts: PcieFacts) -> Finding:
+    check, title = PCIE_LINK_CHECK.id, PCIE_LINK_CHECK.title
+    if not facts.gpus:
+        return no_gpus(check, title)
+    views = [_link_view(facts, g) for g in facts.gpus]
+    evidence = [r for g in facts.gpus if g.bdf in facts.links for r in facts.links[g.bdf].refs]
+    evidence += [r for g in facts.gpus if g.bdf in facts.nvml for r in facts.nvml[g.bdf].refs if "Replay" not in r]
+    kernel = [f"kernel log: {b}: limited by {w}" for b, w in facts.limited_by.items() if any(g.bdf == b for g in facts.gpus)]
+    if facts.dmesg_ref and kernel:
+        evidence.append(facts.dmesg_ref)
+    known = [v for v in views if v.kind != "unknown"]
+    if not known:
+        why = "neither sysfs link attributes nor NVML link information could be read"
+        return unknown(check, AREA, title, f"{why} ({facts.nvml_error or 'NVML gave no link data'})", evidence=evidence)
+    worst = min(known, key=lambda v: _LINK_RANK[v.kind])
+    total = len(views)
+    if worst.kind in ("ok", "idle_down"):
+        at_max = [v for v in known if v.kind == "ok"]
+        speeds = sorted({v.text.split(": ", 1)[1].split(" (", 1)[0] for v in at_max})
+        observed = f"{len(at_max)}/{total} GPUs at full link" + (f" ({', '.join(speeds)})" if speeds else "")
+        idle = [v for v in known if v.kind == "idle_down"]
+        explanation = "Every GPU trained to the fastest speed and full width its slot and the GPU support."
+        if idle:
+            observed += f"; {len(idle)} idle GPU(s) trained down: " + "; ".join(v.text for v in idle)
+            explanation = (
+                "GPUs lower their link speed when idle (P8, clocks event reason 'idle') to save power and retrain to "
+                "full speed within microseconds of load: a lower speed at idle is not a fault. Re-read "
+                "current_link_speed while the GPU is busy to confirm it reaches the maximum."
+            )
+        unread = [v.text for v in views if v.kind == "unknown"]
+        if unread:
+            observed += f"; not readable: {'; '.join(unread)}"
+        if kernel:
+            explanation += " " + " ".join(kernel) + " (boot-time enumeration; links often retrain after driver load)."
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="current = max speed and width (at least under load)",
+            explanation=explanation,
+            subjects=[v.gpu.label for v in idle],
+            evidence=evidence,
+        )
+    bad = [v for v in known if _LINK_RANK[v.kind] <= _LINK_RANK["load_unknown_down"]]
+    severity: Severity = _LINK_SEVERITY.get(worst.kind, "low")
+    where = fix_where(facts.platform)
+    first = bad[0].gpu.bdf
+    verify = (
+        f"with the GPU busy: cat /sys/bus/pci/devices/{first}/current_link_speed /sys/bus/pci/devices/{first}/current_link_width "
+        "shows the maximum (e.g. 32.0 GT/s PCIe and 16); nvidia-smi -q -d PCIE under load"
+    )
+    if worst.kind == "slot_limited":
+        fix = Fix(
+            kind="firmware",
+            where=where,
+            summary="Set the slot's PCIe link speed to Auto in the BIOS, or move the GPU to a full-speed slot",
+            actions=(
+                CommandAction(
+                    description="BIOS: PCIe slot/port link speed Auto (or Gen5) for the GPU slots; "
+                    "check risers/retimers are rated for that generation; reboot"
+                ),
+            ),
+            risk="low",
+            verify=verify,
+        )
+        explanation = (
+            "The slot (or what the BIOS allows on it) caps the GPU below its own maximum. Host-to-device copies, weight "
+            "loading and PCIe P2P between GPUs scale with link bandwidth: one generation down halves it."
+        )
+    elif worst.kind == "load_unknown_down":
+        fix = Fix(
+            kind="hardware",
+            where=where,
+            summary="Re-check the link under load; if it stays below max, reseat the GPU, check the riser and BIOS slot speed",
+            actions=(
+                CommandAction(
+                    description="Run a GPU workload and re-read current_link_speed; only if it stays low: "
+                    "reseat, check riser/cable, BIOS slot speed"
+                ),
+            ),
+            risk="low",
+            verify=verify,
+        )
+        explanation = (
+            "The link is below its maximum speed and NVML could not say whether the GPU is idle. GPUs train down at "
+            "idle, so this is only a fault if it persists under load."
+        )
+    else:
+        fix = Fix(
+            kind="hardware",
+            where=where,
+            summary="Reseat the GPU, check the riser/cable and the slot; check the BIOS slot speed setting",
+            actions=(
+                CommandAction(
+                    description="Power down; reseat the GPU and its riser/cable; confirm the slot is wired x16 "
+                    "and the BIOS link speed is Auto; replace the riser if the link stays degraded"
+                ),
+            ),
+            risk="low",
+            verify=verify,
+        )
+        explanation = (
+            "A link trained below its width, or below its speed while the GPU is busy, is a signal-integrity or seating "
+            "problem (riser, cable, dirty or damaged edge connector) or a slot/BIOS limit. It cuts host-to-device and "
+            "PCIe P2P bandwidth proportionally (x8 = half), which directly slows tensor-parallel all-reduce on PCIe GPUs."
+        )
+    if kernel:
+        explanation += " " + " ".join(kernel)
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        observed="; ".join(v.text for v in bad),
+        expected="every GPU at its (and its slot's) maximum speed and width under load",
+        explanation=explanation,
+        fix=fix,
+        subjects=[v.gpu.label for v in bad],
+        evidence=evidence,
+    )

@@ -1,0 +1,175 @@
+"""pcie.mrrs, pcie.mps: the GPUs' Max Read Request size, and MaxPayload against the bridges above them."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
+
+MAX_READ_REQUEST_CHECK = Check(
+    "pcie.mrrs",
+    "GPU PCIe Max Read Request size",
+    reads="PCIe Device Control bits 14:12 in `/sys/bus/pci/devices/BDF/config`",
+    problem="GPU MaxReadReq below 4096 bytes",
+    fix="`setpci -s BDF CAP_EXP+8.w=5000:7000` with the GPU idle",
+    kinds=("runtime",),
+)
+
+
+def judge_max_read_request(facts: PcieFacts) -> Finding:
+    check, title = MAX_READ_REQUEST_CHECK.id, MAX_READ_REQUEST_CHECK.title
+    if not facts.gpus:
+        return no_gpus(check, title)
+    values: dict[str, int] = {}
+    errors: list[str] = []
+    ext_tags_off: list[str] = []
+    for gpu in facts.gpus:
+        read = facts.configs.get(gpu.bdf)
+        express = read.config.express if read and read.config else None
+        if express is None or express.max_read_request is None:
+            errors.append(read.error if read and read.error else f"{gpu.label}: no PCI Express capability in the bytes read")
+            continue
+        values[gpu.bdf] = express.max_read_request
+        if express.extended_tags is False:
+            ext_tags_off.append(gpu.bdf)
+    evidence = config_refs(facts, [g.bdf for g in facts.gpus])
+    if not values:
+        return unknown(
+            check, AREA, title, "; ".join(errors[:2]) + " (config space beyond 64 bytes needs root)", evidence=evidence
+        )
+    low = [g for g in facts.gpus if values.get(g.bdf, 4096) < 4096]
+    summary = ", ".join(
+        f"{size} bytes on {sum(1 for v in values.values() if v == size)}/{len(facts.gpus)} GPUs"
+        for size in sorted(set(values.values()))
+    )
+    if not low:
+        note = f"; unknown on {len(errors)}: {errors[0]}" if errors else ""
+        return ok(check, AREA, title, f"MaxReadReq {summary}{note}", expected="MaxReadReq 4096 bytes", evidence=evidence)
+    bdfs = tuple(g.bdf for g in low)
+    reverts = "; ".join(f"setpci -s {g.bdf} CAP_EXP+8.w={(values[g.bdf].bit_length() - 8) << 12:04x}:7000" for g in low)
+    smallest = min(values[g.bdf] for g in low)
+    tags = (
+        f" Extended Tags are off on {len(ext_tags_off)}/{len(facts.gpus)} GPUs (DevCtl ExtTag-), so at most 32 reads can be "
+        f"outstanding: 32 x {smallest} bytes = {32 * smallest // 1024} KiB in flight, which with about 1 us of read latency "
+        f"behind a switch bounds reads near {32 * smallest / 1000:.0f} GB/s, well under a Gen5 x16 link; 4096-byte requests "
+        "allow 128 KiB in flight."
+        if ext_tags_off
+        else ""
+    )
+    explanation = (
+        "MaxReadReq caps every DMA read the GPU issues: host-to-device copies (the GPU's copy engines read host memory), "
+        "model weight loading, KV-cache offload and PCIe peer reads are split into requests of this size. Small requests "
+        "cost more request TLPs and completion tags per byte, which lowers achievable read bandwidth, most visibly "
+        "behind PCIe switches where read latency is higher." + tags + " Completions still arrive in MaxPayload-sized packets, "
+        "so the change is safe for the fabric; NCCL's P2P transport mostly uses writes (bounded by MaxPayload), so measure "
+        "the gain with a copy benchmark. The setting is lost at reboot (firmware or pci=pcie_bus_perf sets it again)."
+    )
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary=f"Set MaxReadReq to 4096 bytes on {len(low)} GPU(s) (PCIe DevCtl bits 14:12 = 5), with the GPUs idle",
+        actions=(PciRegisterAction(devices=bdfs, capability="exp", offset=8, width=2, value=0x5000, mask=0x7000),),
+        risk="medium",
+        verify=f"setpci -s {bdfs[0]} CAP_EXP+8.w shows bits 14:12 = 5 (0x5xxx); lspci -vvv -s {bdfs[0]} shows "
+        "'MaxReadReq 4096 bytes'; re-run the audit",
+        revert=reverts,
+        persist="a oneshot unit run at boot before the inference service, e.g. /etc/systemd/system/rigaudit-mrrs.service with "
+        + " ".join(f"ExecStart=/usr/bin/setpci -s {b} CAP_EXP+8.w=5000:7000" for b in bdfs)
+        + " (Type=oneshot, WantedBy=multi-user.target), then systemctl enable rigaudit-mrrs",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        observed=f"MaxReadReq {summary}",
+        expected="MaxReadReq 4096 bytes on every GPU",
+        explanation=explanation,
+        fix=fix,
+        subjects=[g.label for g in low],
+        evidence=evidence,
+    )
+
+
+MAX_PAYLOAD_CHECK = Check(
+    "pcie.mps",
+    "MaxPayload of GPUs and the bridges above them",
+    reads="Device Capabilities/Control MaxPayload on the GPU and every bridge above it",
+    problem="endpoint payload larger than a bridge's",
+    fix="BIOS or `pci=pcie_bus_safe`",
+    kinds=("reboot",),
+)
+
+
+def judge_max_payload(facts: PcieFacts) -> Finding:
+    check, title = MAX_PAYLOAD_CHECK.id, MAX_PAYLOAD_CHECK.title
+    if not facts.gpus:
+        return no_gpus(check, title)
+    mismatches: list[str] = []
+    checked: list[str] = []
+    unread: list[str] = []
+    for gpu in facts.gpus:
+        read, chain = facts.configs.get(gpu.bdf), facts.chains.get(gpu.bdf)
+        gpu_mps = read.config.express.max_payload if read and read.config and read.config.express else None
+        if gpu_mps is None or chain is None or chain.chain is None:
+            unread.append(gpu.label)
+            continue
+        bridge_mps: dict[str, int] = {}
+        for bridge in chain.bridges:
+            bread = facts.configs.get(bridge)
+            value = bread.config.express.max_payload if bread and bread.config and bread.config.express else None
+            if value is None:
+                unread.append(bridge)
+            else:
+                bridge_mps[bridge] = value
+        smaller = {b: v for b, v in bridge_mps.items() if v < gpu_mps}
+        if smaller:
+            mismatches.append(f"{gpu.label} MaxPayload {gpu_mps} > " + ", ".join(f"{b} {v}" for b, v in smaller.items()))
+        else:
+            checked.append(f"{gpu_mps}")
+    evidence = config_refs(facts, [*[g.bdf for g in facts.gpus], *facts.bridges]) + [c.ref for c in facts.chains.values()]
+    if mismatches:
+        fix = Fix(
+            kind="reboot",
+            where=fix_where(facts.platform),
+            summary="Make MaxPayload consistent: pci=pcie_bus_safe on the kernel command line, or the BIOS",
+            actions=(
+                CommandAction(
+                    description="Add pci=pcie_bus_safe to the kernel command line (GRUB_CMDLINE_LINUX_DEFAULT in "
+                    "/etc/default/grub, or /etc/kernel/cmdline with proxmox-boot-tool), update the "
+                    "boot loader, reboot; or set PCIe MaxPayload to Auto in the BIOS. Never edit "
+                    "MaxPayload by hand with setpci."
+                ),
+            ),
+            risk="low",
+            verify="lspci -vvv: DevCtl MaxPayload of each GPU <= every bridge above it; re-run the audit",
+            revert="remove pci=pcie_bus_safe from the command line and reboot",
+            persist="the kernel command line is persistent once the boot loader is updated",
+        )
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            observed="; ".join(mismatches),
+            expected="each GPU's MaxPayload no larger than any bridge's on its path",
+            explanation="A device sending TLPs larger than a bridge on its path accepts makes the bridge drop them as "
+            "Malformed TLPs: AER errors, stalls and in the worst case a GPU falling off the bus. The kernel "
+            "normally makes the path consistent at boot; a mismatch means firmware or a hand edit changed it.",
+            fix=fix,
+            subjects=[m.split(" MaxPayload")[0] for m in mismatches],
+            evidence=evidence,
+        )
+    if not checked:
+        return unknown(check, AREA, title, f"config space not readable for: {', '.join(unread[:4])}", evidence=evidence)
+    note = f"; not readable: {', '.join(unread[:4])}" if unread else ""
+    return ok(
+        check,
+        AREA,
+        title,
+        f"MaxPayload {'/'.join(sorted(set(checked)))} bytes on {len(checked)}/{len(facts.gpus)} GPUs; "
+        f"no bridge above them smaller{note}",
+        expected="GPU MaxPayload <= every bridge above it",
+        evidence=evidence,
+    )

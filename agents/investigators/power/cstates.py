@@ -1,0 +1,90 @@
+"""power.cstates: enabled CPU idle states whose exit latency stalls the threads that drive the GPUs."""
+
+from __future__ import annotations
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cpulist import cpu_ranges
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.power.cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
+from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
+from rigaudit.tools.probe import file_ref
+
+CSTATES_CHECK = Check(
+    "power.cstates",
+    "CPU idle states (C-states)",
+    reads="`/sys/devices/system/cpu/cpu*/cpuidle/state*/{name,latency,disable}`",
+    problem="enabled idle states with exit latency above 10 µs",
+    fix="write 1 to `stateN/disable` on every CPU; `processor.max_cstate=1`",
+    kinds=("runtime", "reboot"),
+)
+
+
+def judge_cstates(facts: CpuPowerFacts) -> Finding:
+    check, title = CSTATES_CHECK.id, CSTATES_CHECK.title
+    if not facts.idle:
+        if facts.platform.is_guest:
+            return unknown(
+                check, AREA, title, "no cpuidle in this guest; check on the hypervisor", evidence=facts.platform.evidence
+            )
+        why = f"no cpuidle states under {CPU}/cpu*/cpuidle (driver: {facts.cpuidle_driver or 'unknown'})"
+        return unknown(check, AREA, title, why, evidence=(file_ref(f"{CPU}/cpuidle/current_driver"),))
+    readable = [s for s in facts.idle if s.latency_us is not None]
+    if not readable:
+        return unknown(check, AREA, title, "cpuidle state latency files are not readable")
+    deep = [s for s in readable if (s.latency_us or 0) > CSTATE_LIMIT_US]
+    bad = [s for s in deep if s.disabled is False]
+    if not bad and any(s.disabled is None for s in deep):
+        why = f"the disable flag of idle states above {CSTATE_LIMIT_US} us is not readable"
+        return unknown(check, AREA, title, why, evidence=cap([file_ref(f"{s.path}/disable") for s in deep]))
+    kinds: dict[tuple[str, int], list[int]] = {}
+    for s in bad or deep:
+        kinds.setdefault((s.name or f"state{s.index}", s.latency_us or 0), []).append(s.cpu)
+    summary = "; ".join(f"{n} ({lat} us) on {cpu_ranges(cpus)}" for (n, lat), cpus in sorted(kinds.items()))
+    if not bad:
+        shallow = max((s.latency_us or 0 for s in readable if s not in deep), default=0)
+        observed = f"no enabled idle state above {CSTATE_LIMIT_US} us (deepest allowed: {shallow} us)"
+        observed += f"; disabled: {summary}" if deep else ""
+        refs = [file_ref(f"{s.path}/disable") for s in deep] or [file_ref(f"{readable[0].path}/latency")]
+        return ok(check, AREA, title, observed, expected=f"no enabled state above {CSTATE_LIMIT_US} us", evidence=cap(refs))
+    paths = tuple(f"{s.path}/disable" for s in bad)
+    cpus = sorted({s.cpu for s in bad})
+    driver = facts.cpuidle_driver or "acpi_idle"
+    boot = "intel_idle.max_cstate=1" if driver == "intel_idle" else "processor.max_cstate=1"
+    fix = Fix(
+        kind="runtime",
+        where=cpu_where(facts.platform),
+        summary=f"Disable idle states with exit latency above {CSTATE_LIMIT_US} us on every CPU ({len(paths)} states)",
+        actions=(SysfsWriteAction(paths=paths, value="1"),),
+        risk="low",
+        verify=f"grep . {CPU}/cpu*/cpuidle/state*/disable: each listed state reads 1; its 'usage' counter stops growing",
+        revert=f"write 0 to the same {len(paths)} stateN/disable files",
+        persist=oneshot_unit(
+            "rigaudit-cstates",
+            f"for s in {CPU}/cpu[0-9]*/cpuidle/state*; do "
+            f"[ $(cat $s/latency) -gt {CSTATE_LIMIT_US} ] && echo 1 > $s/disable; done; true",
+        )
+        + f"\n(alternative, with a reboot: {boot} on the kernel command line; do not use idle=poll or cpuidle.off=1, "
+        "which burn power on idle cores, cost boost headroom, and remove the shallow states too)",
+    )
+    explanation = (
+        f"Deep idle states are enabled: {summary}. The inference server's threads block between "
+        "decode steps (waiting on the GPU, on NCCL, on the next request); a core that dropped into a deep C-state pays "
+        "its exit latency before it can launch the next kernel or answer a collective, and with tensor parallelism "
+        "every step waits for the slowest rank. On latency-bound single-stream decode this is typically a few percent "
+        "of TPOT plus jitter. Keeping C1 (and POLL) preserves most idle savings; idle power rises (often tens of watts "
+        "per socket) and some all-core boost headroom may be lost, so measure. The menu/teo governor avoids deep "
+        f"states for predicted short idles, but mispredictions hit the full exit cost. The {CPU}/cpu*/cpuidle writes "
+        "take effect immediately, without a reboot."
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        summary + " (enabled)",
+        f"no enabled idle state with exit latency above {CSTATE_LIMIT_US} us",
+        explanation,
+        fix,
+        subjects=(cpu_ranges(cpus),),
+        evidence=cap([ref for s in bad for ref in (file_ref(f"{s.path}/latency"), file_ref(f"{s.path}/disable"))]),
+    )

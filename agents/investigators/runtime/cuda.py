@@ -1,0 +1,254 @@
+"""runtime.cuda_driver_compat and runtime.device_order: the CUDA runtime against the driver, and GPU numbering."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.nvml_reads import nvml_unusable
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.processes import ServerProcess
+from rigaudit.agents.facts.python_env import TorchInstall
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, file_ref, nvml_ref
+
+AREA: Area = "runtime"
+CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"
+_UUID = re.compile(r"^(GPU|MIG)-", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CudaCompatFacts:
+    platform: Platform
+    inventory: GpuInventory
+    driver_cuda: NvmlResult
+
+
+async def collect_cuda(probe: Probe, inventory: GpuInventory, platform: Platform) -> CudaCompatFacts:
+    return CudaCompatFacts(platform, inventory, await probe.nvml(CUDA_DRIVER_FN))
+
+
+def cuda_tuple(text: str | None) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", text or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def driver_cuda(value: object) -> tuple[int, int] | None:
+    """13000 -> (13, 0); 12080 -> (12, 8)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value // 1000, value % 1000 // 10
+    return None
+
+
+def _driver_where(platform: Platform) -> Where:
+    return "hypervisor" if platform.in_container else "host"
+
+
+CUDA_DRIVER_COMPAT_CHECK = Check(
+    "runtime.cuda_driver_compat",
+    "CUDA runtime of the server vs the driver's CUDA version",
+    reads="torch's CUDA version (`torch/version.py`), NVML `nvmlSystemGetCudaDriverVersion`",
+    problem="the runtime's major version is newer than the driver supports (high: CUDA init fails); a newer minor (low)",
+    fix="newer driver, or a torch build for the driver's CUDA",
+    kinds=("reboot",),
+)
+
+
+def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, ...], no_torch: str) -> Finding:
+    check, title = CUDA_DRIVER_COMPAT_CHECK.id, CUDA_DRIVER_COMPAT_CHECK.title
+    ref = nvml_ref(CUDA_DRIVER_FN, ())
+    if not installs:
+        return unknown(check, AREA, title, no_torch, evidence=(ref,))
+    judged = [i for i in installs if i.server is not None] or list(installs)
+    refs = (*(file_ref(i.version_file) for i in judged), ref)
+    with_cuda = [i for i in judged if cuda_tuple(i.cuda) is not None]
+    if not with_cuda:
+        return not_applicable(check, AREA, title, "CPU-only torch build: no CUDA runtime (see runtime.torch_cuda)", evidence=refs)
+    supported = driver_cuda(f.driver_cuda.value) if f.driver_cuda.ok else None
+    if supported is None:
+        error = f.driver_cuda.error or f"unexpected value {f.driver_cuda.value!r}"
+        shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
+        return unknown(check, AREA, title, f"{CUDA_DRIVER_FN}: {shown}", evidence=refs)
+    drv = f"{supported[0]}.{supported[1]}"
+    rows = [(i, cuda_tuple(i.cuda) or (0, 0)) for i in with_cuda]
+    newer_major = [(i, v) for i, v in rows if v[0] > supported[0]]
+    newer_minor = [(i, v) for i, v in rows if v[0] == supported[0] and v > supported]
+    described = "; ".join(
+        f"torch {i.version or '?'} built for CUDA {i.cuda} at {i.site}" + (f" ({i.server.label})" if i.server else "")
+        for i, _ in rows
+    )
+    if not newer_major and not newer_minor:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{described}; the driver supports CUDA up to {drv}",
+            expected=f"CUDA runtime <= {drv}",
+            evidence=refs,
+        )
+    bad = newer_major or newer_minor
+    target = bad[0][0]
+    wanted = max(v for _, v in bad)
+    severity: Severity = "high" if newer_major else "low"
+    if not target.server:
+        severity = "low"
+    fix = Fix(
+        kind="reboot",
+        where=_driver_where(f.platform),
+        summary=f"Install a driver that supports CUDA {wanted[0]}.{wanted[1]} (or a torch build for CUDA <= {drv})",
+        actions=(
+            CommandAction(
+                description=f"install a driver branch whose CUDA version is >= {wanted[0]}.{wanted[1]} "
+                "(nvidia-smi's 'CUDA Version' after the reboot), then reboot"
+            ),
+            CommandAction(
+                description=f"or, without touching the driver: in {target.site}, install the serving framework's torch "
+                f"build for CUDA <= {drv} and restart the server"
+            ),
+        ),
+        risk="medium",
+        verify=f"nvidia-smi shows CUDA Version >= {wanted[0]}.{wanted[1]}; python -c 'import torch; torch.cuda.init()' "
+        "in the serving environment raises nothing",
+        revert="reinstall the previous driver (or torch build)",
+        persist="installed packages persist",
+    )
+    if newer_major:
+        explanation = (
+            f"The server's CUDA runtime is of a newer major version than the driver supports (CUDA {drv}): CUDA "
+            "initialization fails with 'The NVIDIA driver on your system is too old' / 'CUDA driver version is "
+            "insufficient for CUDA runtime version', so the server cannot use the GPUs at all. The CUDA forward-"
+            "compatibility package (cuda-compat) lifts this only on datacenter GPUs and only for the libraries it ships."
+        )
+    else:
+        explanation = (
+            f"The runtime is a newer minor release of the same major version than the driver's CUDA {drv}. CUDA's "
+            "minor-version compatibility lets it run, but PTX compiled by the newer toolkit cannot be JIT-compiled by "
+            "this driver ('the provided PTX was compiled with an unsupported toolchain'), which breaks libraries that "
+            "ship PTX or JIT-compile kernels at run time; features added in the newer minor release are unavailable."
+        )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        f"{described}; the driver supports CUDA up to {drv}",
+        f"CUDA runtime <= {drv}",
+        explanation,
+        fix,
+        subjects=tuple(i.site for i, _ in bad),
+        evidence=refs,
+    )
+
+
+def _visible(env: dict[str, str]) -> str | None:
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    return value.strip() if value is not None else None
+
+
+DEVICE_ORDER_CHECK = Check(
+    "runtime.device_order",
+    "CUDA device order vs NVML/PCI order",
+    reads=("NVML GPU names and PCI bus ids by index, `CUDA_DEVICE_ORDER` / `CUDA_VISIBLE_DEVICES` in the servers' environment"),
+    problem="mixed GPU models (or NVML out of PCI order) and a server without `CUDA_DEVICE_ORDER=PCI_BUS_ID` or UUIDs",
+    fix="set `CUDA_DEVICE_ORDER=PCI_BUS_ID`",
+    kinds=("restart",),
+)
+
+
+def judge_device_order(
+    f: CudaCompatFacts,
+    servers: tuple[ServerProcess, ...],
+    environs: dict[int, tuple[dict[str, str] | None, str | None]],
+) -> Finding:
+    check, title = DEVICE_ORDER_CHECK.id, DEVICE_ORDER_CHECK.title
+    if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    gpus = sorted((g for g in f.inventory.gpus if g.index is not None), key=lambda g: g.index or 0)
+    refs = tuple(nvml_ref("nvmlDeviceGetPciInfo", (g.index or 0,)) for g in gpus) + tuple(
+        nvml_ref("nvmlDeviceGetName", (g.index or 0,)) for g in gpus
+    )
+    models = sorted({g.name for g in gpus})
+    pci_order = [g.bdf for g in gpus] == sorted(g.bdf for g in gpus)
+    if len(models) <= 1 and pci_order:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{len(gpus)} × {models[0] if models else 'GPU'} in PCI bus order (NVML index = PCI order)",
+            expected="CUDA, NVML and PCI orders agree",
+            explanation="With identical GPUs CUDA's default FASTEST_FIRST order has no faster GPU to move forward, so "
+            "CUDA indices, nvidia-smi indices and PCI order agree whether or not CUDA_DEVICE_ORDER is set.",
+            evidence=refs,
+        )
+    causes: list[str] = []
+    if len(models) > 1:
+        causes.append(f"mixed models ({', '.join(models)})")
+    if not pci_order:
+        causes.append("NVML indices are not in PCI bus order (" + ", ".join(f"{g.index}={g.bdf}" for g in gpus) + ")")
+    reason = "; ".join(causes)
+    env_refs = tuple(file_ref(f"/proc/{s.pid}/environ") for s in servers)
+    readable = [(s, env) for s in servers if (env := environs.get(s.pid, (None, None))[0]) is not None]
+    if not readable:
+        searched = "no inference server process found" if not servers else "the servers' environments are not readable"
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"{reason}: CUDA's default order may differ from nvidia-smi's, but {searched} to see CUDA_DEVICE_ORDER",
+            evidence=refs + env_refs,
+        )
+    bad = []
+    for server, env in readable:
+        order = env.get("CUDA_DEVICE_ORDER", "").strip()
+        visible = _visible(env)
+        by_uuid = visible is not None and visible != "" and all(_UUID.match(v.strip()) for v in visible.split(","))
+        if order != "PCI_BUS_ID" and not by_uuid:
+            bad.append((server, order or "unset (FASTEST_FIRST)", visible))
+    if not bad:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{reason}; the servers use CUDA_DEVICE_ORDER=PCI_BUS_ID or GPU UUIDs",
+            expected="CUDA_DEVICE_ORDER=PCI_BUS_ID (or UUIDs in CUDA_VISIBLE_DEVICES)",
+            evidence=refs + env_refs,
+        )
+    fix = Fix(
+        kind="restart",
+        where="container" if f.platform.in_container or any(s.container or s.foreign_mnt_ns for s, _, _ in bad) else "host",
+        summary="Start the server with CUDA_DEVICE_ORDER=PCI_BUS_ID (or name GPUs by UUID in CUDA_VISIBLE_DEVICES)",
+        actions=(
+            CommandAction(
+                description="add CUDA_DEVICE_ORDER=PCI_BUS_ID to the server's unit, container environment or launch script"
+            ),
+            CommandAction(description="restart the inference server"),
+        ),
+        risk="low",
+        verify="tr '\\0' '\\n' < /proc/PID/environ of the server shows CUDA_DEVICE_ORDER=PCI_BUS_ID; the GPUs the server "
+        "holds (nvidia-smi) are the ones it was told to use",
+        revert="remove the variable and restart",
+        persist="the edited launch config persists",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "medium",
+        f"{reason}; "
+        + "; ".join(
+            f"{s.label}: CUDA_DEVICE_ORDER {order}, CUDA_VISIBLE_DEVICES={visible if visible is not None else 'unset'}"
+            for s, order, visible in bad
+        ),
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID (or UUIDs in CUDA_VISIBLE_DEVICES)",
+        "CUDA numbers GPUs fastest first by default, nvidia-smi and NVML in PCI bus order. On a host with mixed models "
+        "(or NVML indices out of PCI order) CUDA device 0 is not nvidia-smi's GPU0: CUDA_VISIBLE_DEVICES=0,1 then "
+        "selects other GPUs than the operator meant (a display card, GPUs on the far socket, GPUs another server "
+        "uses), and per-GPU tuning, NUMA binding and monitoring point at the wrong cards.",
+        fix,
+        subjects=tuple(s.label for s, _, _ in bad),
+        evidence=refs + env_refs,
+    )

@@ -1,0 +1,229 @@
+"""runtime.nofile and runtime.nproc: the open-file and process limits of the inference server's processes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigaudit.agents.check import Check
+from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
+from rigaudit.agents.facts.processes import ServerProcess, ServerScan
+from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.probe import Probe, file_ref
+
+AREA: Area = "runtime"
+NOFILE_MIN = 65536
+NOFILE_LOW = 4096
+NPROC_MIN = 4096
+FILE_NR = "/proc/sys/fs/file-nr"
+_NOFILE, _NPROC = "Max open files", "Max processes"
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    server: ServerProcess
+    limits: dict[str, Limit] | None
+    """None when /proc/PID/limits could not be read."""
+    error: str | None
+    uid: int | None
+    threads: int | None
+
+
+@dataclass(frozen=True)
+class LimitsFacts:
+    platform: Platform
+    servers: tuple[ServerLimits, ...]
+    searched: str
+    file_nr: tuple[int, int] | None
+    """(allocated, max) file handles of the whole system, from /proc/sys/fs/file-nr."""
+
+
+def _file_nr(text: str | None) -> tuple[int, int] | None:
+    fields = (text or "").split()
+    if len(fields) == 3 and all(f.isdigit() for f in fields):
+        return int(fields[0]), int(fields[2])
+    return None
+
+
+async def collect_limits(probe: Probe, scan: ServerScan, platform: Platform) -> LimitsFacts:
+    servers = scan.servers[:16]
+    limits = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/limits") for s in servers])
+    status = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/status") for s in servers])
+    file_nr = await probe.text(FILE_NR)
+    rows = tuple(
+        ServerLimits(s, parse_limits(r.text()) if r.ok else None, r.error, status_uid(st), status_threads(st))
+        for s, r, st in zip(servers, limits, status, strict=True)
+    )
+    return LimitsFacts(platform, rows, scan.searched, _file_nr(file_nr))
+
+
+def _where(f: LimitsFacts, server: ServerProcess) -> Where:
+    inside = f.platform.in_container or bool(server.container) or bool(server.foreign_mnt_ns)
+    return "container" if inside else "host"
+
+
+def _refs(rows: list[ServerLimits], status: bool = False) -> tuple[str, ...]:
+    refs = [file_ref(f"/proc/{r.server.pid}/limits") for r in rows]
+    if status:
+        refs += [file_ref(f"/proc/{r.server.pid}/status") for r in rows]
+    return tuple(refs)
+
+
+def _limit_fix(f: LimitsFacts, server: ServerProcess, what: str, systemd: str, docker: str, lxc: str) -> Fix:
+    return Fix(
+        kind="restart",
+        where=_where(f, server),
+        summary=f"Raise the {what} limit of the inference server and restart it",
+        actions=(
+            CommandAction(
+                description=f"systemd unit: {systemd}; docker: {docker}; LXC (on the host): {lxc}; "
+                "a shell launch: ulimit in the launching script (the hard limit bounds it)"
+            ),
+            CommandAction(description="restart the inference server"),
+        ),
+        risk="low",
+        verify=f"grep '{what}' /proc/PID/limits of the restarted server",
+        revert="restore the previous limit in the same place and restart",
+        persist="the unit, container or launch config holds it",
+    )
+
+
+def _with(f: LimitsFacts, name: str) -> list[tuple[ServerLimits, Limit]]:
+    return [(r, r.limits[name]) for r in f.servers if r.limits is not None and name in r.limits]
+
+
+def _no_rows(check: str, title: str, f: LimitsFacts) -> Finding | None:
+    if not f.servers:
+        return unknown(check, AREA, title, f"no inference server process found ({f.searched})")
+    if all(r.limits is None for r in f.servers):
+        why = "; ".join(f"/proc/{r.server.pid}/limits: {r.error}" for r in f.servers[:4])
+        return unknown(check, AREA, title, f"server limits not readable: {why}", evidence=_refs(list(f.servers)))
+    return None
+
+
+NOFILE_CHECK = Check(
+    "runtime.nofile",
+    "Open-file limit of the server",
+    reads="`/proc/PID/limits` (Max open files) of the servers, `/proc/sys/fs/file-nr`",
+    problem="soft limit below 65536 (medium at 4096 or less), or the system's file handles nearly exhausted",
+    fix="`LimitNOFILE=` / `--ulimit nofile` / `lxc.prlimit.nofile`",
+    kinds=("restart",),
+)
+
+
+def judge_nofile(f: LimitsFacts) -> Finding:
+    check, title = NOFILE_CHECK.id, NOFILE_CHECK.title
+    if (quiet := _no_rows(check, title, f)) is not None:
+        return quiet
+    pairs = _with(f, _NOFILE)
+    if not pairs:
+        return unknown(check, AREA, title, f"no '{_NOFILE}' line in the servers' limits", evidence=_refs(list(f.servers)))
+    rows = [r for r, _ in pairs]
+    refs = _refs(rows) + ((file_ref(FILE_NR),) if f.file_nr else ())
+    low = [(r, lim) for r, lim in pairs if lim.soft is not None and lim.soft < NOFILE_MIN]
+    system = ""
+    exhausted = f.file_nr is not None and f.file_nr[0] >= 0.9 * f.file_nr[1]
+    if f.file_nr:
+        system = f"; system file handles {f.file_nr[0]} of {f.file_nr[1]}"
+    if not low and not exhausted:
+        shown = sorted({str(lim) for _, lim in pairs})
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{'; '.join(shown)} on {len(rows)} server processes{system}",
+            expected=f"soft limit >= {NOFILE_MIN}",
+            evidence=refs,
+        )
+    parts = [f"{r.server.label}: {lim}" for r, lim in low]
+    if exhausted and f.file_nr:
+        parts.append(f"system: {f.file_nr[0]} of {f.file_nr[1]} file handles allocated (fs.file-max)")
+    softs = [lim.soft or 0 for _, lim in low]
+    severity: Severity = "high" if exhausted else "medium" if softs and min(softs) <= NOFILE_LOW else "low"
+    target = low[0][0].server if low else rows[0].server
+    fix = _limit_fix(f, target, _NOFILE, "LimitNOFILE=1048576", "--ulimit nofile=1048576:1048576", "lxc.prlimit.nofile: 1048576")
+    if exhausted:
+        fix = fix.model_copy(
+            update={"summary": fix.summary + "; raise fs.file-max and find the process leaking descriptors (ls /proc/*/fd)"}
+        )
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(parts),
+        f"soft limit >= {NOFILE_MIN} open files",
+        "Every client connection, ZMQ socket between the API server and its workers, shared-memory segment and "
+        "loaded shard holds a file descriptor; with the common default of 1024 a server under a few hundred "
+        "concurrent requests fails with 'Too many open files' (OSError 24) and drops requests. vLLM and SGLang "
+        "try to raise their soft limit to the hard limit at start, so a low value seen on a running server means "
+        "the hard limit stopped them (or another server is in use).",
+        fix,
+        subjects=tuple(r.server.label for r, _ in low) or ("fs.file-max",),
+        evidence=refs,
+    )
+
+
+NPROC_CHECK = Check(
+    "runtime.nproc",
+    "Process/thread limit of the server's user",
+    reads="`/proc/PID/limits` (Max processes), `/proc/PID/status` (Uid, Threads) of the servers",
+    problem="a non-root server whose soft limit is below 4096 or under twice the threads its user runs",
+    fix="`LimitNPROC=` / `--ulimit nproc` / `lxc.prlimit.nproc`",
+    kinds=("restart",),
+)
+
+
+def judge_nproc(f: LimitsFacts) -> Finding:
+    check, title = NPROC_CHECK.id, NPROC_CHECK.title
+    if (quiet := _no_rows(check, title, f)) is not None:
+        return quiet
+    pairs = _with(f, _NPROC)
+    if not pairs:
+        return unknown(check, AREA, title, f"no '{_NPROC}' line in the servers' limits", evidence=_refs(list(f.servers)))
+    rows = [r for r, _ in pairs]
+    refs = _refs(rows, status=True)
+    threads: dict[int | None, int] = {}
+    for r in rows:
+        threads[r.uid] = threads.get(r.uid, 0) + (r.threads or 0)
+    tight: list[tuple[ServerLimits, int, int]] = []
+    for r, lim in pairs:
+        soft = lim.soft
+        if soft is None or r.uid == 0:
+            continue
+        used = threads.get(r.uid, 0)
+        if soft < NPROC_MIN or used >= soft // 2:
+            tight.append((r, soft, used))
+    if not tight:
+        root = " (root: RLIMIT_NPROC is not enforced for it)" if any(r.uid == 0 for r in rows) else ""
+        shown = sorted({Limit.word(lim.soft) for _, lim in pairs})
+        total = sum(threads.values())
+        return ok(
+            check,
+            AREA,
+            title,
+            f"soft {', '.join(shown)}; {total} threads in {len(rows)} server processes{root}",
+            expected=f"soft limit >= {NPROC_MIN} and well above the threads in use",
+            evidence=refs,
+        )
+    severity: Severity = "medium" if any(used >= 0.8 * soft for _, soft, used in tight) else "low"
+    uid_text = {r.uid for r, _, _ in tight}
+    fix = _limit_fix(f, tight[0][0].server, _NPROC, "LimitNPROC=infinity", "--ulimit nproc=-1", "lxc.prlimit.nproc: unlimited")
+    return problem(
+        check,
+        AREA,
+        title,
+        severity,
+        "; ".join(
+            f"{r.server.label}: {_NPROC} soft {soft}, {used} threads of uid {r.uid} in the servers" for r, soft, used in tight
+        ),
+        f"soft limit >= {NPROC_MIN} and at least twice the threads in use",
+        "RLIMIT_NPROC counts every thread of the user, not processes: each tensor-parallel worker runs OpenMP, NCCL, "
+        "tokenizer and CUDA threads, often over a hundred each. When the count reaches the limit, thread creation "
+        "fails ('Resource temporarily unavailable', 'pthread_create failed') and workers die at start or under load. "
+        f"Root is exempt; these processes run as uid {', '.join(str(u) for u in sorted(uid_text, key=str))}.",
+        fix,
+        subjects=tuple(r.server.label for r, _, _ in tight),
+        evidence=refs,
+    )
