@@ -91,6 +91,8 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
             facts = await inv.collect(scoped)
         outcome.findings = list(inv.judge(facts))
         outcome.status = "done"
+        for breach in inv.contract_breaches(outcome.findings):
+            emit(Warning_(text=f"{inv.area}: {breach} (a bug of rigaudit's rules: please report it)"))
         if options.brain is not None:
             rule_findings = outcome.findings
             try:

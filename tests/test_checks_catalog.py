@@ -17,9 +17,11 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok
 from rigaudit.agents.investigator import AnyInvestigator, Investigator
 from rigaudit.agents.registry import all_investigators, area_names, resolve_areas
+from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.probe import Probe
+from rigaudit.transcripts.events import Event, Warning_
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "checks.md"
@@ -126,17 +128,14 @@ def test_every_declared_check_is_judged_and_nothing_else(root: Path) -> None:
         assert inv.contract_breaches(findings) == [], f"{inv.area} on {root.name}"
 
 
-def _probe_nothing(probe: Probe) -> object:
-    async def read() -> None:
-        return None
-
-    return read()
+async def _collect_nothing(probe: Probe) -> None:
+    return None
 
 
 def test_the_contract_catches_unjudged_undeclared_and_foreign_checks() -> None:
     declared = Check("numa.a", "A", reads="r", problem="p", fix="f")
     other = Check("numa.b", "B", reads="r", problem="p", fix="f")
-    inv = Investigator("numa", "NUMA", (declared, other), _probe_nothing, lambda _: [])  # type: ignore[arg-type]
+    inv = Investigator("numa", "NUMA", (declared, other), _collect_nothing, lambda _: [])
     judged = [ok("numa.a", "numa", "A", "fine"), ok("numa.c", "numa", "C", "fine"), ok("numa.a", "pcie", "A", "x")]
     breaches = inv.contract_breaches(judged)
     assert "numa.b: declared but never judged" in breaches
@@ -209,3 +208,14 @@ def test_cli_takes_an_old_area_name_with_a_note(capsys: pytest.CaptureFixture[st
 def test_cli_rejects_an_unknown_area(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["checks", "--area", "warp_drive"]) == 2
     assert "unknown area warp_drive" in capsys.readouterr().err
+
+
+def test_an_audit_warns_when_rules_break_the_contract(seed_dir: Path) -> None:
+    declared = Check("numa.a", "A", reads="r", problem="p", fix="f")
+    inv = Investigator("numa", "NUMA", (declared,), _collect_nothing, lambda _: [ok("numa.z", "numa", "Z", "fine")])
+    events: list[Event] = []
+    result = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=AuditOptions(investigators=[inv]), emit=events.append))
+    warnings = [e.text for e in events if isinstance(e, Warning_)]
+    assert "numa: numa.a: declared but never judged (a bug of rigaudit's rules: please report it)" in warnings
+    assert any("numa.z: judged but not declared" in w for w in warnings)
+    assert [f.check for f in result.findings] == ["numa.z"]

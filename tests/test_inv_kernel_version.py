@@ -1,4 +1,4 @@
-"""The kernel_version investigator on the seed and on mutated copies of it."""
+"""kernel.version on the seed and on mutated copies of it."""
 
 from __future__ import annotations
 

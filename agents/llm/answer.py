@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rigaudit.tools.model.finding import Area, Finding, Fix
+from rigaudit.tools.model.finding import Finding, Fix
 
 CHECK_ID = r"^[a-z][a-z0-9_]*\.[a-z0-9_.]+$"
 MAX_FINDINGS = 8
@@ -156,7 +156,7 @@ def to_findings(report: FindingsReport, area: str, rule_findings: list[Finding])
         out.append(
             Finding(
                 check=item.check,
-                area=_area(area),
+                area=area,
                 status=rule.status if rule is not None else item.status,
                 severity=rule.severity if rule is not None else item.severity,
                 title=item.title or (rule.title if rule is not None else item.check),
@@ -170,7 +170,3 @@ def to_findings(report: FindingsReport, area: str, rule_findings: list[Finding])
             )
         )
     return out
-
-
-def _area(area: str) -> Area:
-    return area  # type: ignore[return-value]  # an investigator's area is always an Area

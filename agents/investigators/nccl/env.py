@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem
-from rigaudit.agents.investigators.nccl.facts import AREA, IB_CLASS, EnvSource, NcclFacts
+from rigaudit.agents.investigators.nccl.facts import AREA, INFINIBAND, EnvSource, NcclFacts
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import dir_ref, file_ref
 
@@ -35,7 +35,7 @@ NCCL_ENV_CHECK = Check(
 
 def judge_nccl_env(f: NcclFacts) -> Finding:
     check, title = NCCL_ENV_CHECK.id, NCCL_ENV_CHECK.title
-    refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(IB_CLASS),)
+    refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
     hits: list[tuple[EnvSource, str, Severity, str]] = []
     for source in f.sources:
         if source.variables is not None:

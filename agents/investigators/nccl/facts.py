@@ -13,7 +13,7 @@ from rigaudit.tools.probe import Probe, file_ref
 
 AREA: Area = "nccl"
 NCCL_CONF_FILES = ("/etc/nccl.conf", "/root/.nccl.conf")
-IB_CLASS = "/sys/class/infiniband"
+INFINIBAND = "/sys/class/infiniband"
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ async def collect(probe: Probe) -> NcclFacts:
     sources, absent = await _conf_sources(probe, list(dict.fromkeys(conf_paths)))
     sources += _lxc_sources(lxc)
     sources += await _process_sources(probe, scan.servers[:16], platform)
-    ib = await probe.list_dir(IB_CLASS)
+    ib = await probe.list_dir(INFINIBAND)
     version = await collect_nccl_version(probe, platform, scan)
     return NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version)
 

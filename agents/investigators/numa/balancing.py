@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, SYSCTL_FILE, NumaFacts, fix_where
+from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, NumaFacts, fix_where
+from rigaudit.agents.investigators.numa.memory import SYSCTL_FILE
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 from rigaudit.tools.probe import dir_ref, file_ref
 

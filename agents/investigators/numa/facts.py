@@ -22,9 +22,6 @@ NODES = "/sys/devices/system/node"
 BALANCING = "/proc/sys/kernel/numa_balancing"
 
 
-SYSCTL_FILE = "/etc/sysctl.d/90-rigaudit-numa.conf"
-
-
 @dataclass(frozen=True)
 class NumaFacts:
     platform: Platform

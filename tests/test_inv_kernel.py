@@ -1,4 +1,4 @@
-"""The kernel_params investigator on the seed and on mutated copies of it."""
+"""The kernel investigator (command line and runtime knobs) on the seed and on mutated copies of it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""cuda_memory: other users' processes on the serving GPUs; the MPS daemon."""
+"""cuda: other users' processes on the serving GPUs; the MPS daemon."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""nccl_p2p investigator: P2P status and topology, the P2P benchmark's verdict, NCCL overrides."""
+"""The p2p and nccl investigators: P2P status and topology, the P2P benchmark's verdict, NCCL overrides."""
 
 from __future__ import annotations
 

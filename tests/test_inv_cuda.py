@@ -1,4 +1,4 @@
-"""cuda_memory investigator: compute mode, MIG, memory in use, ECC mode."""
+"""The cuda investigator: compute mode, MIG, memory in use, ECC mode."""
 
 from __future__ import annotations
 
