@@ -9,14 +9,18 @@ does not stop the others; ``quit`` does.
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import anyio
+from pydantic import ValidationError
 
 from rigaudit.orchestrator.approval import Gate, StepView
+from rigaudit.orchestrator.errors import OperationError, UsageError
 from rigaudit.tools.action_text import compress_paths, shell_lines
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.ops import matches, read_value, wanted
@@ -25,6 +29,7 @@ from rigaudit.tools.actions.script import ScriptStep
 from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Approval, Journal
+from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Action, CommandAction
 from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.pci import apply_masked
@@ -35,6 +40,7 @@ StepStatus = Literal["applied", "partial", "failed", "unchanged", "declined", "d
 SCOPES = ("runtime",)
 PAUSE_STEP_ENV = "RIGAUDIT_TEST_PAUSE_AFTER_STEP"
 PAUSE_FIFO_ENV = "RIGAUDIT_TEST_PAUSE_FIFO"
+MAX_PLAN_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,51 @@ class ApplyReport:
             live = report.step.kind == "runtime" and report.status in ("elsewhere", "manual")
             items.append(ScriptStep(report.step, report.reason or report.status, live))
         return items
+
+
+def load_plan(path: Path) -> Plan:
+    """The plan of an ``audit --json`` file (or a bare plan); one clear line when it is not one."""
+    try:
+        if path.stat().st_size > MAX_PLAN_BYTES:
+            raise UsageError(f"{path}: larger than {MAX_PLAN_BYTES // (1024 * 1024)} MiB: not a plan")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the plan: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not an `audit --json` result (not UTF-8 text)") from None
+    try:
+        if '"steps"' in text[:200] and '"schema"' not in text[:200]:
+            return Plan.model_validate_json(text)
+        return AuditResult.model_validate_json(text).plan
+    except ValidationError as exc:
+        raise UsageError(f"{path}: not an `audit --json` result ({exc.error_count()} validation error(s))") from None
+
+
+def copy_snapshot(src: Path, dst: Path) -> None:
+    """Copy a snapshot into a new folder (real files, writable) for ``--snapshot SRC --into DST``."""
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise UsageError(f"{dst}: already exists and is not empty (--into needs a new folder)")
+    if dst.resolve().is_relative_to(src.resolve()):
+        raise UsageError(f"{dst}: must not lie inside the snapshot {src}")
+    try:
+        shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)  # real files: writes never leak out
+        for folder, _, names in os.walk(dst):
+            for path in (folder, *(os.path.join(folder, n) for n in names)):
+                if not os.path.islink(path):
+                    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    except OSError as exc:
+        raise OperationError(f"cannot copy {src} to {dst}: {exc.strerror or exc}") from None
+
+
+async def host_in_container(host: Host) -> bool:
+    """Whether the host is itself a container (steps meant for the container then run there)."""
+    from rigaudit.agents.facts.platform import detect_platform
+    from rigaudit.tools.probe import Probe
+
+    try:
+        return (await detect_platform(Probe(host))).in_container
+    except Exception:  # platform detection is a hint; a host it cannot read is treated as the host
+        return False
 
 
 def targets_of(step: PlanStep) -> list[AnyTarget]:
@@ -205,7 +256,8 @@ def _noop(event: Event) -> None:
     del event
 
 
-def _emit_results(emit: Emit, results: Sequence[TargetResult]) -> None:
+def emit_results(emit: Emit, results: Sequence[TargetResult]) -> None:
+    """One ``ChangeApplied`` event per target result."""
     for r in results:
         emit(
             ChangeApplied(
@@ -284,7 +336,7 @@ async def apply_plan(
                 report.quit = gate.quit
                 continue
             entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
-            _emit_results(emit, entry.results)
+            emit_results(emit, entry.results)
             entry.status = _status(entry.results)
             executed += 1
             fifo = _pause_fifo(executed)
@@ -336,4 +388,4 @@ async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal
         report.persist_notes.append("persist declined")
         return
     report.persist = await apply_targets(host, journal, "persist", list(targets))
-    _emit_results(emit, report.persist)
+    emit_results(emit, report.persist)

@@ -106,11 +106,17 @@ def test_cli_writes_bench_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 0
     data = json.loads(out.read_text())
     assert data["schema"] == BENCH_SCHEMA and data["kind"] == "inference" and data["model"] == "m"
-    assert [(r["concurrency"], r["repeat"]) for r in data["runs"]] == [(1, 0), (2, 0), (1, 1), (2, 1)]
+    # balanced order: the second repeat runs the levels the other way round (a Williams Latin square)
+    assert [(r["concurrency"], r["repeat"]) for r in data["runs"]] == [(1, 0), (2, 0), (2, 1), (1, 1)]
+    assert [r["order"] for r in data["runs"]] == [0, 1, 2, 3] and data["order"] == "balanced"
+    assert data["tool"].startswith("rigaudit ") and data["warmup"] == 2 and data["ignore_eos"] is True
     assert {"ttft_ms", "itl_ms", "output_tokens", "ok", "error"} <= set(data["runs"][0]["samples"][0])
     assert load_result(out).runs[0].requests_ok == 4
     assert "## Validation" in report.read_text() and "| concurrency |" in report.read_text()
-    assert "Inference benchmark" in capsys.readouterr().out
+    assert "| 1 | TPOT ms |" in report.read_text()
+    out_text = capsys.readouterr().out
+    assert "Inference benchmark" in out_text and "Serving metrics" in out_text
+    assert "warm-up: the first 2 request(s) were untimed and are excluded from every figure" in out_text
 
 
 def test_cli_refuses_without_approval(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,3 +130,64 @@ def test_cli_refuses_without_approval(capsys: pytest.CaptureFixture[str]) -> Non
 def test_cli_needs_url_and_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "inference", "--yes"]) == 2
     assert "--base-url" in capsys.readouterr().err
+
+
+def test_serving_metrics_match_the_servers_known_timing() -> None:
+    # 10 tokens: first after 20 ms, then one every 5 ms, so E2E = 20 + 9 x 5 = 65 ms and TPOT = 45 / 9 = 5 ms
+    with fake_server(FakeTiming(ttft_s=0.02, itl_s=0.005)) as server:
+        spec = LoadSpec(server.base_url, "m", concurrency=(1,), requests=6, max_tokens=10, warmup=0, slo={"ttft_ms": 500.0})
+        result = _run(spec)
+    (run,) = result.runs
+    serving = run.serving
+    assert serving is not None
+    for dist, known in ((serving.ttft_ms, 20.0), (serving.tpot_ms, 5.0), (serving.itl_ms, 5.0), (serving.e2e_ms, 65.0)):
+        assert dist.median == pytest.approx(known, rel=0.15, abs=1.5)
+        assert dist.mean is not None and dist.p90 is not None and dist.p95 is not None and dist.p99 is not None
+        assert dist.median <= dist.p90 <= dist.p95 <= dist.p99 and dist.std is not None and dist.std < known
+    assert serving.itl_ms.n == 6 * 9 and serving.tpot_ms.n == serving.ttft_ms.n == serving.e2e_ms.n == 6
+    assert serving.request_throughput == pytest.approx(6 / run.duration_s)
+    assert serving.goodput == pytest.approx(serving.request_throughput) and serving.good_fraction == 1.0
+    assert result.slo == {"ttft_ms": 500.0}
+
+
+def test_goodput_counts_only_requests_within_every_objective() -> None:
+    # every 2nd request fails; the rest meet a generous E2E objective and miss a 1 ms TPOT one
+    with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.004, fail_every=2)) as server:
+        loose = _run(LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"e2e_ms": 10_000.0}))
+        strict = _run(LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"tpot_ms": 1.0}))
+    assert loose.runs[0].serving is not None and loose.runs[0].serving.good_fraction == 0.5
+    assert strict.runs[0].serving is not None and strict.runs[0].serving.good_fraction == 0.0
+    assert strict.runs[0].serving.goodput == 0.0
+
+
+def test_runs_record_when_they_ran() -> None:
+    with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.001)) as server:
+        result = _run(LoadSpec(server.base_url, "m", concurrency=(1, 2, 4), requests=2, max_tokens=3, repeat=2, warmup=1))
+    assert [r.order for r in result.runs] == list(range(6))
+    starts = [r.started_s for r in result.runs]
+    assert starts[0] == 0.0 and all(a is not None and b is not None and a < b for a, b in zip(starts, starts[1:]))
+    # each level once per repeat, in a different order each repeat
+    first, second = [r.concurrency for r in result.runs[:3]], [r.concurrency for r in result.runs[3:]]
+    assert sorted(first) == sorted(second) == [1, 2, 4] and first != second
+
+
+@pytest.mark.parametrize(
+    ("extra", "text"),
+    [
+        (["--repeat", "0"], "--repeat wants a whole number from 1 to 100"),
+        (["--repeat", "1000"], "--repeat wants a whole number from 1 to 100"),
+        (["--concurrency", "0"], "--concurrency wants positive numbers"),
+        (["--concurrency", "1,1"], "--concurrency wants up to 32 different levels"),
+        (["--max-tokens", "0"], "--max-tokens wants a whole number"),
+        (["--timeout", "0"], "--timeout wants seconds"),
+        (["--slo", "ttft=5"], "--slo wants KEY=MILLISECONDS"),
+        (["--slo", "ttft_ms=-1"], "--slo ttft_ms: wants a positive number"),
+        (["--slo", "tpot_ms=abc"], "is not a number of milliseconds"),
+    ],
+)
+def test_cli_bounds_every_load_parameter(extra: list[str], text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with fake_server() as server:
+        code = main(["bench", "inference", "--base-url", server.base_url, "--model", "m", "--yes", "--no-transcript", *extra])
+        assert server.requests == 0
+    assert code == 2
+    assert text in capsys.readouterr().err

@@ -23,7 +23,7 @@ from typing import Literal
 import anyio
 
 from rigaudit.agents.brain import Brain
-from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
+from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify, host_in_container
 from rigaudit.orchestrator.approval import Console, Gate, require_approval
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.orchestrator.chat.steps import Step
@@ -288,7 +288,7 @@ class Coordinator:
     async def apply_runtime(self) -> Outcome:
         result = await self._ensure_result()
         plan = result.plan
-        options = ApplyOptions(in_container=await _in_container(self.host))
+        options = ApplyOptions(in_container=await host_in_container(self.host))
         runnable = [s for s in plan.steps if classify(s, options)[0] is None]
         if not runnable:
             return Outcome("done", "no runtime step can be applied here: " + _not_here(plan.steps, options))
@@ -423,16 +423,6 @@ class Coordinator:
             return Outcome("failed", error or f"rollback ended with status {code}")
         self.result = None
         return Outcome("done", f"rolled back {path}.")
-
-
-async def _in_container(host: Host) -> bool:
-    from rigaudit.agents.facts.platform import detect_platform
-    from rigaudit.tools.probe import Probe
-
-    try:
-        return (await detect_platform(Probe(host))).in_container
-    except Exception:  # a hint only: a host it cannot read is treated as the host
-        return False
 
 
 def _not_here(steps: Sequence[object], options: ApplyOptions) -> str:

@@ -18,13 +18,9 @@ Exit status: 0 done; 1 a change failed (and was reverted where it could be); 2 u
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import stat
 from pathlib import Path
 
 import anyio
-from pydantic import ValidationError
 
 from rigaudit.orchestrator.apply import (
     SCOPES,
@@ -33,6 +29,9 @@ from rigaudit.orchestrator.apply import (
     Emit,
     apply_plan,
     classify,
+    copy_snapshot,
+    host_in_container,
+    load_plan,
     selected_steps,
     summarize,
     summary_rows,
@@ -46,7 +45,6 @@ from rigaudit.tools.actions.targets import AnyTarget
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.journal import JournalError, default_journal_path, utc_now
-from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.plan import Plan
 from rigaudit.transcripts.events import ReportWritten
 
@@ -81,35 +79,6 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 
-def load_plan(path: Path) -> Plan:
-    """The plan of an ``audit --json`` file (or a bare plan); one clear line when it is not one."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the plan: {exc.strerror or exc}") from None
-    try:
-        if '"steps"' in text[:200] and '"schema"' not in text[:200]:
-            return Plan.model_validate_json(text)
-        return AuditResult.model_validate_json(text).plan
-    except ValidationError as exc:
-        raise UsageError(f"{path}: not an `audit --json` result ({exc.error_count()} validation error(s))") from None
-
-
-def _copy_snapshot(src: Path, dst: Path) -> None:
-    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise UsageError(f"{dst}: already exists and is not empty (apply --into needs a new folder)")
-    if dst.resolve().is_relative_to(src.resolve()):
-        raise UsageError(f"{dst}: must not lie inside the snapshot {src}")
-    try:
-        shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)  # real files: writes never leak out
-        for folder, _, names in os.walk(dst):
-            for path in (folder, *(os.path.join(folder, n) for n in names)):
-                if not os.path.islink(path):
-                    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
-    except OSError as exc:
-        raise OperationError(f"cannot copy {src} to {dst}: {exc.strerror or exc}") from None
-
-
 def _source_host(args: argparse.Namespace) -> Host:
     if args.into is not None:
         args.into = args.into.absolute()
@@ -123,16 +92,6 @@ def _source_host(args: argparse.Namespace) -> Host:
     from rigaudit.tools.hosts.local import LocalHost
 
     return LocalHost()
-
-
-async def _in_container(host: Host) -> bool:
-    from rigaudit.agents.facts.platform import detect_platform
-    from rigaudit.tools.probe import Probe
-
-    try:
-        return (await detect_platform(Probe(host))).in_container
-    except Exception:  # platform detection is a hint; a host it cannot read is treated as the host
-        return False
 
 
 async def _audit_plan(host: Host, emit: Emit) -> Plan:
@@ -232,7 +191,7 @@ def _run(args: argparse.Namespace) -> int:
 
         async def prepare() -> tuple[Plan, bool]:
             plan = plan_from_file if plan_from_file is not None else await _audit_plan(source, emit)
-            return plan, await _in_container(source)
+            return plan, await host_in_container(source)
 
         plan, in_container = anyio.run(prepare)
         options = ApplyOptions(scope=args.scope, only=only, persist=args.persist, in_container=in_container)
@@ -246,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
             gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
         host: Host = source
         if args.into is not None:
-            _copy_snapshot(args.snapshot, args.into)
+            copy_snapshot(args.snapshot, args.into)
             host = SnapshotHost(args.into, writable=True)
         try:
             report = anyio.run(_apply, host, plan, gate, journal_path, options, emit)

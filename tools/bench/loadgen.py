@@ -5,6 +5,11 @@ For each concurrency level (and each repeat), ``requests`` requests are sent wit
 token events and its output tokens (from the final usage chunk, else the events counted). A
 level's output tokens/s is its total output tokens over its wall time. A failed request (HTTP
 error, error event, cut stream, timeout) is recorded with its error, never raised.
+
+Warm-up requests go first and are excluded from every figure. The (level, repeat) runs follow a
+balanced order (a Williams Latin square, :mod:`rigaudit.tools.bench.schedule`), so that a drift
+over the session is not mistaken for a difference between levels; each run records its position
+and start time, from which ``compare`` detects such a drift.
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ import itertools
 import json
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -22,7 +27,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from rigaudit.tools.bench._http import HttpError, StreamingClient
-from rigaudit.tools.bench.results import BenchResult, Run, Sample, summarize
+from rigaudit.tools.bench.results import BenchResult, Run, Sample, summarize, tool_version
+from rigaudit.tools.bench.schedule import Order, visit_order
 
 Api = Literal["chat", "completions"]
 Progress = Callable[[str, int, int], None]
@@ -56,9 +62,33 @@ class LoadSpec:
     api_key: str | None = None
     timeout_s: float = 600.0
     seed: int = 0
+    order: Order = "balanced"
+    slo: Mapping[str, float] = field(default_factory=dict)
+    """Service-level objectives for goodput: ``{"ttft_ms": 200.0, "tpot_ms": 50.0}``."""
 
     def requests_for(self, concurrency: int) -> int:
         return self.requests if self.requests else max(8, 4 * concurrency)
+
+    def total_requests(self, rounds: int) -> int:
+        """Requests sent by ``rounds`` rounds of every level, warm-up included."""
+        return sum(self.requests_for(c) for c in self.concurrency) * rounds + self.warmup
+
+    def result(self, runs: list[Run], started_at: str) -> BenchResult:
+        """The ``rigaudit.bench/1`` result of these runs, with the workload that produced them."""
+        return BenchResult(
+            base_url=self.base_url,
+            model=self.model,
+            api=self.api,
+            started_at=started_at,
+            max_tokens=self.max_tokens,
+            prompt_tokens=self.prompt_tokens,
+            tool=tool_version(),
+            ignore_eos=self.ignore_eos,
+            warmup=self.warmup,
+            order=self.order,
+            slo=dict(self.slo),
+            runs=runs,
+        )
 
 
 def endpoint(base_url: str, api: Api) -> str:
@@ -174,60 +204,89 @@ async def one_request(client: StreamingClient, path: str, body: dict[str, Any], 
     )
 
 
-async def _phase(
-    client: StreamingClient, spec: LoadSpec, concurrency: int, count: int, offset: int, label: str, progress: Progress | None
-) -> tuple[list[Sample], float]:
-    path = _path(endpoint(spec.base_url, spec.api))
-    bodies = [request_body(spec, make_prompt(spec.prompt_tokens, offset + i, spec.seed)) for i in range(count)]
-    samples: list[Sample | None] = [None] * count
-    cursor = 0
-    finished = 0
+class LoadSession:
+    """One client, one clock and one request counter for a whole session: warm-up, then timed runs.
 
-    async def worker() -> None:
-        nonlocal cursor, finished
-        while cursor < count:
-            index = cursor
-            cursor += 1
-            samples[index] = await one_request(client, path, bodies[index], spec.timeout_s)
-            finished += 1
-            if progress is not None:
-                progress(label, finished, count)
+    Every prompt is different (no prefix-cache hits across the session); every timed run records
+    its position in the session and its start time relative to the first timed run.
+    """
 
-    start = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for _ in range(min(concurrency, count)):
-            group.start_soon(worker)
-    duration = time.perf_counter() - start
-    return [s for s in samples if s is not None], duration
+    def __init__(self, client: StreamingClient, spec: LoadSpec, progress: Progress | None = None) -> None:
+        self._client = client
+        self._spec = spec
+        self._progress = progress
+        self._path = _path(endpoint(spec.base_url, spec.api))
+        self._offset = 0
+        self._runs = 0
+        self._clock: float | None = None
+
+    async def requests(self, concurrency: int, count: int, label: str) -> tuple[list[Sample], float]:
+        """Send ``count`` requests with at most ``concurrency`` in flight; (samples in order, wall time)."""
+        spec = self._spec
+        bodies = [request_body(spec, make_prompt(spec.prompt_tokens, self._offset + i, spec.seed)) for i in range(count)]
+        self._offset += count
+        samples: list[Sample | None] = [None] * count
+        cursor = 0
+        finished = 0
+
+        async def worker() -> None:
+            nonlocal cursor, finished
+            while cursor < count:
+                index = cursor
+                cursor += 1
+                samples[index] = await one_request(self._client, self._path, bodies[index], spec.timeout_s)
+                finished += 1
+                if self._progress is not None:
+                    self._progress(label, finished, count)
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for _ in range(min(concurrency, count)):
+                group.start_soon(worker)
+        return [s for s in samples if s is not None], time.perf_counter() - start
+
+    async def warm_up(self, count: int, label: str = "warm-up") -> None:
+        """Untimed requests (a cold server, a changed setting): excluded from every figure."""
+        if count > 0:
+            await self.requests(min(count, max(self._spec.concurrency)), count, label)
+
+    async def run(self, concurrency: int, repeat: int, label: str) -> Run:
+        """One timed run of one level."""
+        now = time.perf_counter()
+        if self._clock is None:
+            self._clock = now
+        started = now - self._clock
+        samples, duration = await self.requests(concurrency, self._spec.requests_for(concurrency), label)
+        run = summarize(
+            samples,
+            concurrency=concurrency,
+            repeat=repeat,
+            duration_s=duration,
+            order=self._runs,
+            started_s=started,
+            slo=self._spec.slo,
+        )
+        self._runs += 1
+        return run
 
 
-def _client(spec: LoadSpec) -> StreamingClient:
+def client_for(spec: LoadSpec) -> StreamingClient:
     headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
     return StreamingClient(endpoint(spec.base_url, spec.api), headers)
 
 
+def now_utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchResult:
-    """Warm up, then every level ``repeat`` times, in order; returns the ``rigaudit.bench/1`` result."""
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    """Warm up, then every level ``repeat`` times in the spec's order; returns the ``rigaudit.bench/1`` result."""
+    started = now_utc()
     runs: list[Run] = []
-    offset = 0
-    async with _client(spec) as client:
-        if spec.warmup > 0:
-            await _phase(client, spec, min(spec.warmup, max(spec.concurrency)), spec.warmup, offset, "warm-up", progress)
-            offset += spec.warmup
-        for repeat in range(spec.repeat):
-            for concurrency in spec.concurrency:
-                count = spec.requests_for(concurrency)
-                label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "")
-                samples, duration = await _phase(client, spec, concurrency, count, offset, label, progress)
-                offset += count
-                runs.append(summarize(samples, concurrency=concurrency, repeat=repeat, duration_s=duration))
-    return BenchResult(
-        base_url=spec.base_url,
-        model=spec.model,
-        api=spec.api,
-        started_at=started,
-        max_tokens=spec.max_tokens,
-        prompt_tokens=spec.prompt_tokens,
-        runs=runs,
-    )
+    async with client_for(spec) as client:
+        session = LoadSession(client, spec, progress)
+        await session.warm_up(spec.warmup)
+        for repeat, concurrency in visit_order(list(spec.concurrency), spec.repeat, spec.order):
+            label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "")
+            runs.append(await session.run(concurrency, repeat, label))
+    return spec.result(runs, started)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rigaudit.tools.bench.ab import AbComparison
 from rigaudit.tools.bench.compare import Comparison, MetricChange
 from rigaudit.tools.bench.nccl import NcclReport
 from rigaudit.tools.bench.nccl_parse import human_size
 from rigaudit.tools.bench.p2p import P2PReport
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.bench.roofline import Roofline
+from rigaudit.tools.bench.serving import level_serving
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -81,6 +83,36 @@ def bench_table(result: BenchResult) -> Table:
     return headers, rows
 
 
+def serving_table(result: BenchResult) -> Table:
+    """Per level, every timed request of every repeat pooled: TTFT, TPOT, ITL and E2E latency (ms)."""
+    headers = ["concurrency", "metric", "mean", "median", "p90", "p95", "p99", "std", "n"]
+    rows: list[list[str]] = []
+    for concurrency, metrics in level_serving(result):
+        for name, dist in (
+            ("TTFT ms", metrics.ttft_ms),
+            ("TPOT ms", metrics.tpot_ms),
+            ("ITL ms", metrics.itl_ms),
+            ("E2E ms", metrics.e2e_ms),
+        ):
+            values = (dist.mean, dist.median, dist.p90, dist.p95, dist.p99, dist.std)
+            rows.append([str(concurrency), name, *(_f(v, 2) for v in values), str(dist.n)])
+    return headers, rows
+
+
+def serving_notes(result: BenchResult) -> list[str]:
+    """Request throughput and goodput per level, and what was excluded."""
+    notes = []
+    slo = ", ".join(f"{k} <= {v:g}" for k, v in result.slo.items())
+    for concurrency, metrics in level_serving(result):
+        line = f"concurrency {concurrency}: {metrics.request_throughput:.2f} requests/s"
+        if metrics.goodput is not None and metrics.good_fraction is not None:
+            line += f"; goodput {metrics.goodput:.2f} requests/s ({metrics.good_fraction:.0%} of requests met {slo})"
+        notes.append(line)
+    if result.warmup:
+        notes.append(f"warm-up: the first {result.warmup} request(s) were untimed and are excluded from every figure")
+    return notes
+
+
 def _change(m: MetricChange) -> str:
     if m.change is None:
         return "—"
@@ -88,21 +120,66 @@ def _change(m: MetricChange) -> str:
     return f"{m.change:+.1%}{ci}"
 
 
+def _p(m: MetricChange) -> str:
+    return "—" if m.p_adjusted is None else f"{m.p_adjusted:.3f}"
+
+
+_MARKS = {"improved": "improved", "regressed": "regressed", "no significant change": "~"}
+
+
+def _secondary(m: MetricChange | None) -> str:
+    """A secondary metric in few characters: ``-12.0% [-20%, -4%] improved``, ``+1.0% [...] ~``, ``... ? need 9``."""
+    if m is None:
+        return "—"
+    mark = _MARKS.get(m.verdict) or (f"? need {m.repeats_needed}" if m.repeats_needed else "?")
+    return f"{_change(m)} {mark}"
+
+
+COMPARE_LEGEND = "~ no significant change; ? not enough repeats (need: repeats per side at the observed spread)"
+
+
 def compare_table(comparison: Comparison) -> Table:
-    headers = ["concurrency", "tok/s base → new", "change [95% CI]", "verdict", "TTFT p50 change", "ITL p50 change"]
+    confidence = f"{comparison.confidence:.0%}"
+    headers = ["concurrency", "tok/s base → new", f"change [{confidence} CI]", "p (Holm)", "verdict", "TTFT p50", "ITL p50"]
     rows = []
     for level in comparison.levels:
-        tput, ttft, itl = level.metrics
+        tput = level.headline
+        others = {m.metric: m for m in level.metrics[1:]}
         rows.append(
             [
                 f"{level.concurrency} ({level.base_repeats}×/{level.new_repeats}×)",
                 f"{_f(tput.base)} → {_f(tput.new)}",
                 _change(tput),
-                tput.verdict,
-                f"{_change(ttft)} {ttft.verdict if ttft.verdict != tput.verdict else ''}".strip(),
-                f"{_change(itl)} {itl.verdict if itl.verdict != tput.verdict else ''}".strip(),
+                _p(tput),
+                tput.label,
+                _secondary(others.get("ttft_ms_p50")),
+                _secondary(others.get("itl_ms_p50")),
             ]
         )
+    return headers, rows
+
+
+def ab_table(comparison: AbComparison) -> Table:
+    """Each fix against the baseline, level by level (paired over the A/B cycles)."""
+    confidence = f"{comparison.confidence:.0%}"
+    headers = ["fix", "concurrency", "tok/s A → B", f"change [{confidence} CI]", "p (Holm)", "verdict", "TTFT p50", "ITL p50"]
+    rows = []
+    for arm in comparison.arms:
+        for level in arm.levels:
+            tput = level.headline
+            others = {m.metric: m for m in level.metrics[1:]}
+            rows.append(
+                [
+                    arm.arm,
+                    f"{level.concurrency} ({level.base_repeats} pairs)",
+                    f"{_f(tput.base)} → {_f(tput.new)}",
+                    _change(tput),
+                    _p(tput),
+                    tput.label,
+                    _secondary(others.get("ttft_ms_p50")),
+                    _secondary(others.get("itl_ms_p50")),
+                ]
+            )
     return headers, rows
 
 

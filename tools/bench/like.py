@@ -1,0 +1,69 @@
+"""Only like with like: the workload two benchmark results must share before their figures are compared.
+
+Two results measure the same thing only when the same tool sent the same requests to the same
+server: model, URL, API, max and prompt tokens, the concurrency levels, the requests per run, the
+tool's version (and, for external benchmarks, the command). Anything else is a different
+experiment, and a comparison of its figures says nothing about a fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.results import BenchResult
+
+
+class WorkloadMismatch(BenchInputError):
+    """The two results ran different workloads; ``differences`` says how."""
+
+    def __init__(self, differences: list[str]) -> None:
+        super().__init__(
+            "not like with like: " + "; ".join(differences) + " (compare runs of the same workload, or pass --allow-different)"
+        )
+        self.differences = differences
+
+
+def _url(result: BenchResult) -> str | None:
+    if result.base_url is None:
+        return None
+    return result.base_url.rstrip("/").removesuffix("/v1")
+
+
+def _levels(result: BenchResult) -> str:
+    return ",".join(str(c) for c in sorted({r.concurrency for r in result.runs})) or "none"
+
+
+def _requests(result: BenchResult) -> str:
+    counts: dict[int, set[int]] = {}
+    for run in result.runs:
+        counts.setdefault(run.concurrency, set()).add(run.requests)
+    return " ".join(f"c={c}:{'/'.join(map(str, sorted(n)))}" for c, n in sorted(counts.items())) or "none"
+
+
+_FIELDS: tuple[tuple[str, Callable[[BenchResult], object]], ...] = (
+    ("model", lambda r: r.model),
+    ("URL", _url),
+    ("API", lambda r: r.api),
+    ("max tokens", lambda r: r.max_tokens),
+    ("prompt tokens", lambda r: r.prompt_tokens),
+    ("ignore_eos", lambda r: r.ignore_eos),
+    ("concurrency levels", _levels),
+    ("requests per run", _requests),
+    ("tool", lambda r: r.tool),
+    ("external command", lambda r: r.command),
+)
+
+
+def _show(value: object) -> str:
+    return "not recorded" if value is None else str(value)
+
+
+def differences(base: BenchResult, new: BenchResult) -> list[str]:
+    """``"max tokens 128 vs 64"`` for every part of the workload that differs (empty: like with like)."""
+    found: list[str] = []
+    for name, read in _FIELDS:
+        before, after = read(base), read(new)
+        if before != after:
+            found.append(f"{name} {_show(before)} vs {_show(after)}")
+    return found
