@@ -153,7 +153,9 @@ def test_serving_metrics_match_the_servers_known_timing() -> None:
 def test_goodput_counts_only_requests_within_every_objective() -> None:
     # every 2nd request fails; the rest meet a generous E2E objective and miss a 1 ms TPOT one
     with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.004, fail_every=2)) as server:
-        loose = _run(LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"e2e_ms": 10_000.0}))
+        loose = _run(
+            LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"e2e_ms": 10_000.0})
+        )
         strict = _run(LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"tpot_ms": 1.0}))
     assert loose.runs[0].serving is not None and loose.runs[0].serving.good_fraction == 0.5
     assert strict.runs[0].serving is not None and strict.runs[0].serving.good_fraction == 0.0

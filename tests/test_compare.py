@@ -179,7 +179,9 @@ def test_the_same_server_with_or_without_v1_is_alike() -> None:
 def test_external_results_without_samples_compare_on_repeats() -> None:
     def external(rates: list[float], ttft: float) -> BenchResult:
         runs = [
-            summarize([], concurrency=4, repeat=r, duration_s=1).model_copy(update={"output_tokens_per_s": v, "ttft_ms_p50": ttft + r})
+            summarize([], concurrency=4, repeat=r, duration_s=1).model_copy(
+                update={"output_tokens_per_s": v, "ttft_ms_p50": ttft + r}
+            )
             for r, v in enumerate(rates)
         ]
         return BenchResult(started_at="t", runs=runs)
@@ -233,7 +235,11 @@ def test_cli_refuses_different_workloads_with_exit_2(tmp_path: Path, capsys: pyt
 
 @pytest.mark.parametrize(
     ("flag", "value", "text"),
-    [("--confidence", "1.5", "--confidence is a fraction"), ("--noise-floor", "-1", "--noise-floor"), ("--resolution", "0", "--resolution")],
+    [
+        ("--confidence", "1.5", "--confidence is a fraction"),
+        ("--noise-floor", "-1", "--noise-floor"),
+        ("--resolution", "0", "--resolution"),
+    ],
 )
 def test_cli_bounds_every_parameter(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, text: str) -> None:
     base, new = _files(tmp_path, _result({4: FIVE_BASE}), _result({4: FIVE_BASE}, seed=2))
@@ -251,11 +257,15 @@ def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     with pytest.raises(BenchInputError, match=r"runs\.0"):
         load_result(broken)
     crafted = tmp_path / "nan.json"
-    crafted.write_text('{"schema": "rigaudit.bench/1", "started_at": "t", "runs": [{"concurrency": 1, "output_tokens_per_s": NaN}]}')
+    crafted.write_text(
+        '{"schema": "rigaudit.bench/1", "started_at": "t", "runs": [{"concurrency": 1, "output_tokens_per_s": NaN}]}'
+    )
     with pytest.raises(BenchInputError, match=r"output_tokens_per_s"):
         load_result(crafted)
     negative = tmp_path / "neg.json"
-    negative.write_text('{"schema": "rigaudit.bench/1", "started_at": "t", "runs": [{"concurrency": 1, "output_tokens_per_s": -5}]}')
+    negative.write_text(
+        '{"schema": "rigaudit.bench/1", "started_at": "t", "runs": [{"concurrency": 1, "output_tokens_per_s": -5}]}'
+    )
     with pytest.raises(BenchInputError, match=r"output_tokens_per_s"):
         load_result(negative)
     deep = tmp_path / "deep.json"

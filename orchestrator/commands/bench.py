@@ -542,7 +542,7 @@ def _ab(args: argparse.Namespace) -> int:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     console.print(f"method: {comparison.method}; {COMPARE_LEGEND}", highlight=False)
     restored = sum(1 for r in outcome.restores if r.outcome == "restored")
-    back = f"back to the baseline: {restored} value(s) restored and verified, {len(outcome.restore_failed)} failed"
+    back = f"back to the baseline: {restored} value(s) restored at the end, {len(outcome.restore_failed)} failed"
     console.print(f"{back}; journal {result.journal}", highlight=False)
     problems = [f"{r.step_id} {r.target.describe()}: {r.message}" for r in outcome.restore_failed]
     if outcome.restore_error:
