@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -167,7 +168,7 @@ def test_runs_record_when_they_ran() -> None:
         result = _run(LoadSpec(server.base_url, "m", concurrency=(1, 2, 4), requests=2, max_tokens=3, repeat=2, warmup=1))
     assert [r.order for r in result.runs] == list(range(6))
     starts = [r.started_s for r in result.runs]
-    assert starts[0] == 0.0 and all(a is not None and b is not None and a < b for a, b in zip(starts, starts[1:]))
+    assert starts[0] == 0.0 and all(a is not None and b is not None and a < b for a, b in itertools.pairwise(starts))
     # each level once per repeat, in a different order each repeat
     first, second = [r.concurrency for r in result.runs[:3]], [r.concurrency for r in result.runs[3:]]
     assert sorted(first) == sorted(second) == [1, 2, 4] and first != second

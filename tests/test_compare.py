@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.bench.compare import Settings, Contrast, compare, judge
+from rigaudit.tools.bench.compare import Contrast, Settings, compare, judge
 from rigaudit.tools.bench.drift import stability_warnings
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.like import WorkloadMismatch
 from rigaudit.tools.bench.results import BenchResult, Sample, load_result, summarize
-from rigaudit.tools.bench.stats import repeats_needed, t_quantile
+from rigaudit.tools.bench.stats import t_quantile
 
 TOKENS = 16
 
@@ -270,7 +270,7 @@ def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
         load_result(negative)
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(BenchInputError, match="nested too deeply|not a rigaudit"):
+    with pytest.raises(BenchInputError, match=r"nested too deeply|not a rigaudit"):
         load_result(deep)
     with pytest.raises(BenchInputError, match="not a regular file"):
         load_result(tmp_path)
