@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigaudit.tools.bench.compare import (
+    Contrast,
     LevelComparison,
     MetricChange,
     Settings,
-    Contrast,
     judge,
     level_tests,
     method,
