@@ -37,6 +37,16 @@ def _private_state_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytes
 
 
 @pytest.fixture(autouse=True)
+def _release_light_copies() -> Iterator[None]:
+    """The light copies a test made (tests.mutate.light_copy) go when it ends (they live in RAM)."""
+    from tests.mutate import live_copies, release_light_copies
+
+    before = live_copies()
+    yield
+    release_light_copies(before)
+
+
+@pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any connection to a non-loopback address fails the test at once."""
     original = socket.socket.connect

@@ -24,40 +24,93 @@ def _guard(root: Path) -> None:
         raise AssertionError(f"refusing to mutate a fixture in place: {root}")
 
 
-_PRISTINE: dict[Path, Path] = {}
+_PRISTINE: dict[tuple[Path, int], tuple[Path, list[str], list[str]]] = {}
 
 
-def _pristine_files(source: Path) -> Path:
-    """A private copy of ``source/files`` made once per test session, so that light copies link
-    into it and never into tests/fixtures, whatever a careless test does."""
-    key = source.resolve()
+def _scratch_base() -> Path | None:
+    """/dev/shm when it is writable (creating thousands of links costs about a millisecond each on
+    some disks, microseconds in RAM), else the default temporary folder."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def _scratch(prefix: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=_scratch_base()))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _pristine_files(source: Path) -> tuple[Path, list[str], list[str]]:
+    """A private, read-only copy of ``source/files`` made once per test session (on the scratch
+    file system), with its folders and files listed, so that light copies hard-link into it and
+    never into tests/fixtures, whatever a careless test does."""
+    base = _scratch_base()
+    key = (source.resolve(), os.stat(base or tempfile.gettempdir()).st_dev)
     if key not in _PRISTINE:
-        shm = Path("/dev/shm")
-        in_ram = shm.is_dir() and os.access(shm, os.W_OK)
-        cache = Path(tempfile.mkdtemp(prefix="rigaudit-pristine-", dir=shm if in_ram else None))
-        atexit.register(shutil.rmtree, cache, True)
-        shutil.copytree(key / "files", cache / "files", symlinks=True)
-        _PRISTINE[key] = cache / "files"
+        cache = _scratch("rigaudit-pristine-")
+        shutil.copytree(key[0] / "files", cache / "files", symlinks=True)
+        dirs: list[str] = []
+        files: list[str] = []
+        root = str(cache / "files")
+        for folder, _, names in os.walk(root):
+            relative = folder[len(root) :]
+            if relative:
+                dirs.append(relative)
+            for name in names:
+                files.append(f"{relative}/{name}")
+                os.chmod(f"{folder}/{name}", 0o444)
+        _PRISTINE[key] = (cache / "files", dirs, files)
     return _PRISTINE[key]
 
 
 def light_copy(source: Path, target: Path) -> Path:
-    """A fast copy-on-write copy of a snapshot (milliseconds after the first, instead of seconds).
+    """A fast copy of a snapshot (tens of milliseconds instead of seconds): a real snapshot whose
+    ``files/`` are hard links into a read-only pristine copy of ``source/files`` shared by the
+    test session (a snapshot never holds symbolic links: rigaudit refuses to follow them).
 
-    The JSON files are copied; ``files/`` holds symbolic links into a pristine copy of
-    ``source/files`` shared by the test session. The helpers of this module replace the links along
-    a path by real folders and files before they change it: anything else that changes the copy
-    must call :func:`materialize` on the path first (``shutil.rmtree(materialize(root, path))``).
+    It lives on the scratch file system (RAM where there is one); ``target`` is a link to it
+    unless it is on that file system already. The helpers of this module give a file its own copy
+    before they change it: anything else that writes a file of the copy in place must call
+    :func:`materialize` on it first (rigaudit's own writes replace files, which is safe).
     """
-    files = _pristine_files(source)
-    target.mkdir(parents=True)
+    pristine, dirs, files = _pristine_files(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if os.stat(target.parent).st_dev == os.stat(pristine).st_dev:
+        home = target
+    else:
+        store = Path(tempfile.mkdtemp(prefix="rigaudit-light-", dir=pristine.parent.parent))
+        _LIVE.append(store)
+        home = store / "snap"
+    home.mkdir()
     for item in source.iterdir():
         if item.is_file():
-            shutil.copy2(item, target / item.name)
-    (target / "files").mkdir()
-    for child in files.iterdir():
-        (target / "files" / child.name).symlink_to(child)
+            shutil.copy2(item, home / item.name)
+    out, src = str(home / "files"), str(pristine)
+    os.mkdir(out)
+    for folder in dirs:
+        os.mkdir(out + folder)
+    for name in files:
+        os.link(src + name, out + name)
+    if home != target:
+        target.symlink_to(home, target_is_directory=True)
     return target
+
+
+_LIVE: list[Path] = []
+"""Light copies kept on the scratch file system for a ``target`` elsewhere, oldest first."""
+
+
+def live_copies() -> int:
+    return len(_LIVE)
+
+
+def release_light_copies(since: int) -> None:
+    """Remove the light copies made after the first ``since`` (a test's own, once it is over)."""
+    while len(_LIVE) > since:
+        shutil.rmtree(_LIVE.pop(), ignore_errors=True)
+
+
+atexit.register(release_light_copies, 0)
 
 
 @contextmanager
@@ -78,24 +131,20 @@ def ram_dir(fallback: Path) -> Iterator[Path]:
 
 
 def materialize(root: Path, path: str) -> Path:
-    """Make the mirror of ``path`` (and the folders above it) real in a :func:`light_copy`; returns it.
-
-    A no-op on an ordinary copy. Folders become real folders of links; the file itself a real copy.
+    """The mirror of ``path`` in the snapshot ``root``, made safe to change in place: a file shared
+    with the pristine copy of a :func:`light_copy` (a hard link) becomes a private copy. A no-op
+    on an ordinary copy; a folder is returned as it is (its files are each materialized on change).
     """
     _guard(root)
-    current = root / "files"
-    for part in Path(path.lstrip("/")).parts:
-        current = current / part
-        if not current.is_symlink():
-            continue
-        source = current.resolve()
+    current = root / "files" / path.lstrip("/")
+    try:
+        st = current.lstat()
+    except FileNotFoundError:
+        return current
+    if current.is_file() and not current.is_symlink() and st.st_nlink > 1:
+        data = current.read_bytes()
         current.unlink()
-        if source.is_dir():
-            current.mkdir()
-            for child in source.iterdir():
-                (current / child.name).symlink_to(child)
-        elif source.exists():
-            shutil.copy2(source, current)
+        current.write_bytes(data)
     return current
 
 

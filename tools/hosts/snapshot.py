@@ -1,9 +1,12 @@
-"""SnapshotHost: replays a recorded snapshot exactly as ``snapshot-format.md`` says."""
+"""SnapshotHost: replays a recorded snapshot exactly as ``snapshot-format.md`` says.
+
+A snapshot is untrusted input: its files are read through :class:`~tools.hosts.mirror.Mirror`
+(never following a link out of it, only regular files, each bounded), its JSON indexes are bounded
+in size, depth and entries, and recorded command output is capped as a live run caps it.
+"""
 
 from __future__ import annotations
 
-import json
-import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,6 +14,16 @@ from pathlib import Path
 
 import anyio
 
+from rigaudit.tools.bounded import (
+    MAX_ENTRIES,
+    MAX_LINE_BYTES,
+    InputError,
+    JsonError,
+    cap_text,
+    iter_lines,
+    loads,
+)
+from rigaudit.tools.bounded import load_json as load_bounded
 from rigaudit.tools.hosts.base import (
     NOT_RECORDED,
     CommandResult,
@@ -20,8 +33,15 @@ from rigaudit.tools.hosts.base import (
     NvmlResult,
 )
 from rigaudit.tools.hosts.links import resolve_links
+from rigaudit.tools.hosts.mirror import MAX_DEPTH, Mirror, MirrorError
 
 SNAPSHOT_FORMAT = "rigaudit.snapshot/1"
+MANIFEST_BYTES = 1024 * 1024
+MAX_NAME = 255
+MAX_NOTES = 64 * 1024
+MAX_PATH = 4096
+MAX_RECORDS = 1_000_000
+"""Commands and NVML calls kept from one snapshot."""
 
 
 class SnapshotError(Exception):
@@ -38,63 +58,114 @@ class SnapshotManifest:
 
 
 def load_manifest(root: Path) -> SnapshotManifest:
-    """Read and validate ``snapshot.json``; raise :class:`SnapshotError` with one clear line."""
+    """Read and validate ``snapshot.json``; raise :class:`SnapshotError` with one clear line.
+
+    The snapshot folder is the one named; inside it nothing is a link: ``snapshot.json`` must be a
+    regular file and ``files/``, when present, a real folder (``files -> /`` would make the host's
+    own files the snapshot's).
+    """
     manifest_path = root / "snapshot.json"
     if not root.is_dir():
         raise SnapshotError(f"{root}: no such snapshot directory")
+    files = root / "files"
+    if files.is_symlink() or (files.exists() and not files.is_dir()):
+        raise SnapshotError(f"{files}: is not a real folder (a snapshot's files/ is never a link); refused")
+    if not (manifest_path.exists() or manifest_path.is_symlink()):
+        raise SnapshotError(f"{root}: not a snapshot (snapshot.json is missing)")
     try:
-        raw = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SnapshotError(f"{root}: not a snapshot (snapshot.json is missing)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SnapshotError(f"{manifest_path}: unreadable manifest ({exc.__class__.__name__})") from None
+        raw = load_bounded(manifest_path, limit=MANIFEST_BYTES, follow=False)
+    except InputError as exc:
+        raise SnapshotError(f"unreadable manifest: {exc}") from None
     if not isinstance(raw, dict):
         raise SnapshotError(f"{manifest_path}: manifest is not a JSON object")
     fmt = raw.get("format")
     if fmt != SNAPSHOT_FORMAT:
-        raise SnapshotError(f"{manifest_path}: format {fmt!r} is not supported (expected {SNAPSHOT_FORMAT!r})")
+        shown = repr(fmt)[:80]
+        raise SnapshotError(f"{manifest_path}: format {shown} is not supported (expected {SNAPSHOT_FORMAT!r})")
     known = {"format", "hostname", "taken_at", "taken_by", "notes"}
     return SnapshotManifest(
-        hostname=str(raw.get("hostname") or root.name),
-        taken_at=str(raw.get("taken_at") or ""),
-        taken_by=str(raw.get("taken_by") or ""),
-        notes=str(raw.get("notes") or ""),
+        hostname=_one_line(raw.get("hostname")) or root.name,
+        taken_at=_one_line(raw.get("taken_at")),
+        taken_by=_one_line(raw.get("taken_by")),
+        notes=str(raw.get("notes") or "")[:MAX_NOTES],
         extra={k: v for k, v in raw.items() if k not in known},
     )
 
 
+def _one_line(value: object) -> str:
+    """A manifest field as one short line (a host name never carries a newline into a report)."""
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    return " ".join(text.split())[:MAX_NAME]
+
+
 def load_json(path: Path, expected: type, warnings: list[str]) -> object:
-    if not path.exists():
+    """An optional JSON index of a snapshot (``links.json``...): bounded; damage is a warning."""
+    if not (path.exists() or path.is_symlink()):
         return expected()
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warnings.append(f"{path.name}: unreadable ({exc.__class__.__name__}); ignored")
+        value = load_bounded(path, follow=False, what=path.name)
+    except InputError as exc:
+        warnings.append(f"{exc}; ignored")
         return expected()
     if not isinstance(value, expected):
         warnings.append(f"{path.name}: expected a JSON {expected.__name__}; ignored")
+        return expected()
+    if isinstance(value, (dict, list)) and len(value) > MAX_ENTRIES:
+        warnings.append(f"{path.name}: more than {MAX_ENTRIES} entries; ignored")
         return expected()
     return value
 
 
 def load_jsonl(path: Path, warnings: list[str]) -> list[dict[str, object]]:
+    """The JSON objects of an optional JSONL file of a snapshot; damaged lines are warnings."""
     records: list[dict[str, object]] = []
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return records
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
+    damaged = 0
+    try:
+        for number, line in iter_lines(path, follow=False, what=path.name):
+            if line is None:
+                warnings.append(f"{path.name}:{number}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB; ignored")
+                continue
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                warnings.append(f"{path.name}:{number}: damaged line ignored")
+                record = loads(line)
+            except JsonError:
+                damaged += 1
+                if damaged <= 5:
+                    warnings.append(f"{path.name}:{number}: damaged line ignored")
                 continue
             if not isinstance(record, dict):
-                warnings.append(f"{path.name}:{number}: not a JSON object; ignored")
+                damaged += 1
+                if damaged <= 5:
+                    warnings.append(f"{path.name}:{number}: not a JSON object; ignored")
                 continue
             records.append(record)
+    except InputError as exc:
+        warnings.append(f"{exc}; read {len(records)} record(s) before it")
+    if damaged > 5:
+        warnings.append(f"{path.name}: {damaged - 5} more damaged line(s) ignored")
     return records
+
+
+def host_paths(values: object, what: str, warnings: list[str]) -> list[str]:
+    """The entries of a snapshot index that are usable host paths (absolute, no NUL, bounded)."""
+    items = list(values) if isinstance(values, (list, dict)) else []
+    good = [p for p in items if _usable_path(p)]
+    if len(good) < len(items):
+        warnings.append(f"{what}: {len(items) - len(good)} entry(ies) that are not absolute paths ignored")
+    return [str(p) for p in good]
+
+
+def _usable_path(path: object) -> bool:
+    return (
+        isinstance(path, str)
+        and path.startswith("/")
+        and "\x00" not in path
+        and len(path) <= MAX_PATH
+        and path.count("/") <= MAX_DEPTH
+    )
 
 
 def _int_args(raw: object) -> tuple[int, ...] | None:
@@ -119,31 +190,36 @@ class SnapshotHost:
         self.writable = writable
         self.latency_s = latency_s
         self.warnings: list[str] = []
-        self._files = self.root / "files"
-        links = load_json(self.root / "links.json", dict, self.warnings)
-        dirs = load_json(self.root / "dirs.json", list, self.warnings)
-        unreadable = load_json(self.root / "unreadable.json", dict, self.warnings)
+        self._mirror = Mirror(self.root, "files")
+        warn = self.warnings
+        links = load_json(self.root / "links.json", dict, warn)
+        dirs = load_json(self.root / "dirs.json", list, warn)
+        unreadable = load_json(self.root / "unreadable.json", dict, warn)
         assert isinstance(links, dict) and isinstance(dirs, list) and isinstance(unreadable, dict)
-        self._links: dict[str, str] = {str(k): str(v) for k, v in links.items()}
-        self._dirs: set[str] = {str(d).rstrip("/") or "/" for d in dirs}
-        self._unreadable: dict[str, str] = {str(k): str(v) for k, v in unreadable.items()}
+        self._links: dict[str, str] = {
+            k: links[k] for k in host_paths(links, "links.json", warn) if isinstance(links[k], str) and "\x00" not in links[k]
+        }
+        self._dirs: set[str] = {d.rstrip("/") or "/" for d in host_paths(dirs, "dirs.json", warn)}
+        self._unreadable: dict[str, str] = {
+            k: _one_line(unreadable[k])[:64] for k in host_paths(unreadable, "unreadable.json", warn)
+        }
         self._commands_exact: dict[tuple[str, ...], dict[str, object]] = {}
         self._commands_any: dict[str, dict[str, object]] = {}
-        for record in load_jsonl(self.root / "commands.jsonl", self.warnings):
+        for record in load_jsonl(self.root / "commands.jsonl", warn)[:MAX_RECORDS]:
             argv = record.get("argv")
             if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-                self.warnings.append("commands.jsonl: a record without a valid argv ignored")
+                warn.append("commands.jsonl: a record without a valid argv ignored")
                 continue
             if record.get("any_args") is True:
                 self._commands_any.setdefault(str(argv[0]), record)
             else:
                 self._commands_exact.setdefault(tuple(str(a) for a in argv), record)
         self._nvml: dict[tuple[str, tuple[int, ...]], dict[str, object]] = {}
-        for record in load_jsonl(self.root / "nvml.jsonl", self.warnings):
+        for record in load_jsonl(self.root / "nvml.jsonl", warn)[:MAX_RECORDS]:
             fn = record.get("fn")
             args = _int_args(record.get("args", []))
             if not isinstance(fn, str) or args is None:
-                self.warnings.append("nvml.jsonl: a record without a valid fn/args ignored")
+                warn.append("nvml.jsonl: a record without a valid fn/args ignored")
                 continue
             self._nvml.setdefault((fn, args), record)
         # Children recorded only as links, dirs or unreadable entries, by parent folder.
@@ -172,9 +248,6 @@ class SnapshotHost:
         """Resolve recorded links component by component, as the kernel does."""
         return resolve_links(self._links, path)
 
-    def _mirror(self, resolved: str) -> Path:
-        return self._files / resolved.lstrip("/")
-
     async def _pause(self) -> None:
         if self.latency_s > 0:
             await anyio.sleep(self.latency_s)
@@ -183,32 +256,31 @@ class SnapshotHost:
 
     async def read(self, path: str) -> FileResult:
         await self._pause()
+        if "\x00" in path:
+            return FileResult(path, None, "EINVAL")
         resolved = self.resolve(path)
         if resolved in self._unreadable:
             return FileResult(path, None, self._unreadable[resolved])
-        mirror = self._mirror(resolved)
         try:
-            return FileResult(path, mirror.read_bytes())
-        except IsADirectoryError:
-            return FileResult(path, None, "EISDIR")
-        except FileNotFoundError:
-            if resolved in self._dirs:
+            return FileResult(path, self._mirror.read(resolved))
+        except MirrorError as exc:
+            if exc.code == "ENOENT" and resolved in self._dirs:
                 return FileResult(path, None, "EISDIR")
-            return FileResult(path, None, "ENOENT")
-        except OSError as exc:
-            return FileResult(path, None, f"E{exc.__class__.__name__}")
+            return FileResult(path, None, exc.code)
 
     async def list_dir(self, path: str) -> DirResult:
         await self._pause()
+        if "\x00" in path:
+            return DirResult(path, None, "EINVAL")
         resolved = self.resolve(path)
-        mirror = self._mirror(resolved)
         names: set[str] = set()
         found = resolved in self._dirs or resolved in self._extra_children
-        if mirror.is_dir():
+        try:
+            names.update(name for name, kind in self._mirror.list(resolved) if kind != "other")
             found = True
-            names.update(os.listdir(mirror))
-        elif mirror.exists():
-            return DirResult(path, None, "ENOTDIR")
+        except MirrorError as exc:
+            if exc.code not in ("ENOENT", "ENOTREG") or (exc.code == "ENOTREG" and not found):
+                return DirResult(path, None, exc.code)
         names.update(self._extra_children.get(resolved, ()))
         if not found:
             return DirResult(path, None, "ENOENT")
@@ -222,12 +294,14 @@ class SnapshotHost:
 
     async def exists(self, path: str) -> bool:
         await self._pause()
+        if "\x00" in path:
+            return False
         resolved = self.resolve(path)
         return (
             resolved in self._dirs
             or resolved in self._unreadable
             or resolved in self._extra_children
-            or self._mirror(resolved).exists()
+            or self._mirror.kind(resolved) in ("file", "dir")
         )
 
     async def run(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> CommandResult:
@@ -241,13 +315,17 @@ class SnapshotHost:
         exit_code = record.get("exit_code")
         error = record.get("error")
         duration = record.get("duration_s", 0.0)
+        stdout, cut_out = cap_text(_text(record.get("stdout")))
+        stderr, cut_err = cap_text(_text(record.get("stderr")))
+        truncated = record.get("truncated")
         return CommandResult(
             argv=key,
-            exit_code=exit_code if isinstance(exit_code, int) else None,
-            stdout=str(record.get("stdout") or ""),
-            stderr=str(record.get("stderr") or ""),
-            duration_s=float(duration) if isinstance(duration, (int, float)) else 0.0,
-            error=str(error) if error else None,
+            exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
+            stdout=stdout,
+            stderr=stderr,
+            duration_s=float(duration) if isinstance(duration, (int, float)) and 0 <= duration < 1e9 else 0.0,
+            error=_one_line(error)[:64] if error else None,
+            truncated=cut_out + cut_err + (truncated if isinstance(truncated, int) and truncated > 0 else 0),
         )
 
     async def nvml(self, fn: str, *args: int) -> NvmlResult:
@@ -257,51 +335,54 @@ class SnapshotHost:
             return NvmlResult(fn, tuple(args), error="NOT_RECORDED")
         error = record.get("error")
         if error:
-            return NvmlResult(fn, tuple(args), error=str(error))
+            return NvmlResult(fn, tuple(args), error=_one_line(error)[:64])
         return NvmlResult(fn, tuple(args), value=record.get("result"))
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def write(self, path: str, data: bytes, *, offset: int | None = None) -> None:
-        await self._pause()
+    def _writable_path(self, path: str) -> str:
         if not self.writable:
             raise HostWriteError(f"{path}: snapshot {self.root} is read-only (apply into a copy with --into)")
-        resolved = self.resolve(path)
-        mirror = self._mirror(resolved)
-        if not mirror.is_file():
-            if not (_creatable(resolved) and offset is None and not mirror.exists()):
-                raise HostWriteError(f"{path}: no such file in the snapshot")
-            mirror.parent.mkdir(parents=True, exist_ok=True)
+        if "\x00" in path:
+            raise HostWriteError(f"{path!r}: a NUL byte in the path")
+        return self.resolve(path)
+
+    async def write(self, path: str, data: bytes, *, offset: int | None = None) -> None:
+        await self._pause()
+        resolved = self._writable_path(path)
         try:
-            if offset is None:
-                mirror.write_bytes(data)
-            else:
-                with mirror.open("r+b") as handle:
-                    handle.seek(offset)
-                    handle.write(data)
-        except OSError as exc:
-            raise HostWriteError(f"{path}: {exc.strerror or exc}") from None
+            self._mirror.write(resolved, data, offset=offset, create=_creatable(resolved) and offset is None)
+        except MirrorError as exc:
+            raise HostWriteError(f"{path}: {_write_problem(exc)}") from None
 
     async def remove(self, path: str) -> None:
         """Delete a configuration file under /etc (rollback of ``apply --persist``), and the
         mirror folders that removal leaves empty. Writable snapshots only."""
         await self._pause()
-        if not self.writable:
-            raise HostWriteError(f"{path}: snapshot {self.root} is read-only (apply into a copy with --into)")
-        resolved = self.resolve(path)
+        resolved = self._writable_path(path)
         if not _creatable(resolved):
             raise HostWriteError(f"{path}: only files under /etc can be removed from a snapshot")
-        mirror = self._mirror(resolved)
-        if mirror.is_dir():
-            raise HostWriteError(f"{path}: is a directory")
-        mirror.unlink(missing_ok=True)
-        folder, stop = mirror.parent, self._mirror("/etc")
-        while folder != stop and folder.is_relative_to(stop) and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-            folder = folder.parent
+        try:
+            self._mirror.remove(resolved, prune_to="/etc")
+        except MirrorError as exc:
+            raise HostWriteError(f"{path}: {_write_problem(exc)}") from None
 
     async def aclose(self) -> None:
         return None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)[:MAX_NAME]
+
+
+def _write_problem(exc: MirrorError) -> str:
+    if exc.code == "ENOENT":
+        return "no such file in the snapshot"
+    if exc.code == "ENOTREG":
+        return "not a regular file in the snapshot (nothing is written through a link); refused"
+    if exc.code == "EISDIR":
+        return "is a directory"
+    return str(exc) if str(exc) != exc.code else f"cannot write ({exc.code})"
 
 
 def _creatable(resolved: str) -> bool:
