@@ -8,8 +8,6 @@ Bad input is a :class:`~orchestrator.errors.UsageError` with one line.
 
 from __future__ import annotations
 
-import json
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -19,10 +17,12 @@ from pydantic import ValidationError
 
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.bounded import InputError, JsonError, load_json, loads, open_regular
 from rigaudit.tools.diffing import SideInfo
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.share import BundleError, unpack_bundle
 from rigaudit.transcripts.compare import audit_segments, recorded_findings
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.events import AuditFinished, SessionStarted, ToolCall
@@ -49,7 +49,7 @@ class Side:
 
 
 def _first_line(path: Path) -> bytes:
-    with path.open("rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         return handle.readline(1 << 20)
 
 
@@ -63,13 +63,15 @@ def detect(path: Path) -> SideKind:
         raise UsageError(f"{path}: no such file or directory")
     try:
         first = _first_line(path)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if first.startswith(b"\x1f\x8b"):
         return "bundle"
     try:
-        header = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        header = loads(first)
+    except JsonError:
         header = None
     if isinstance(header, dict) and HEADER_KEY in header:
         return "transcript"
@@ -78,12 +80,12 @@ def detect(path: Path) -> SideKind:
 
 def _audit_json(path: Path) -> AuditResult:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise UsageError(f"{path}: not a snapshot, an audit JSON ({AUDIT_SCHEMA}) or a transcript") from None
+        raw = load_json(path)
+    except InputError as exc:
+        raise UsageError(f"{exc} (not a snapshot, an audit JSON ({AUDIT_SCHEMA}) or a transcript)") from None
     schema = raw.get("schema") if isinstance(raw, dict) else None
     if schema != AUDIT_SCHEMA:
-        raise UsageError(f"{path}: not an audit JSON (schema {schema!r}, expected {AUDIT_SCHEMA!r})")
+        raise UsageError(f"{path}: not an audit JSON (schema {repr(schema)[:60]}, expected {AUDIT_SCHEMA!r})")
     try:
         return AuditResult.model_validate(raw)
     except ValidationError as exc:
@@ -92,27 +94,12 @@ def _audit_json(path: Path) -> AuditResult:
         raise UsageError(f"{path}: invalid audit JSON ({reason})") from None
 
 
-def _inside(name: str) -> bool:
-    return not name.startswith("/") and ".." not in Path(name).parts
-
-
 def _unpack(path: Path, scratch: Path) -> Path:
-    """Unpack a share bundle (``snapshot --share``) and return the snapshot inside it."""
-    target = scratch / "unpacked"
-    target.mkdir(parents=True)
+    """Unpack a share bundle (``snapshot --share``), bounded, and return the snapshot inside it."""
     try:
-        with tarfile.open(path, "r:gz") as archive:
-            if hasattr(tarfile, "data_filter"):
-                archive.extractall(target, filter="data")
-            else:  # Python before 3.10.12: only plain files and folders, inside the target
-                members = [m for m in archive.getmembers() if (m.isfile() or m.isdir()) and _inside(m.name)]
-                archive.extractall(target, members=members)
-    except (OSError, tarfile.TarError, EOFError) as exc:
-        raise UsageError(f"{path}: not a readable share bundle ({exc.__class__.__name__})") from None
-    found = sorted(p.parent for p in target.glob("*/snapshot.json")) or sorted(p.parent for p in target.glob("snapshot.json"))
-    if not found:
-        raise UsageError(f"{path}: the archive holds no snapshot (no snapshot.json)")
-    return found[0]
+        return unpack_bundle(path, scratch / "unpacked")
+    except BundleError as exc:
+        raise UsageError(str(exc)) from None
 
 
 async def _audit(snapshot: Path, options: AuditOptions) -> tuple[str, tuple[Finding, ...], list[str]]:

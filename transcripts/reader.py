@@ -2,12 +2,12 @@
 
 A damaged or truncated line, an event of an unknown type or an invalid event becomes a
 warning and is skipped: the valid rest still replays. A file that is not a transcript at all
-raises :class:`TranscriptError` with one line.
+raises :class:`TranscriptError` with one line. A transcript is untrusted input: only a regular file
+is read, bounded in size, line length and JSON depth.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,6 +16,7 @@ from typing import Any, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
+from rigaudit.tools.bounded import MAX_INPUT_BYTES, MAX_LINE_BYTES, InputError, JsonError, loads, read_regular
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.events import AuditFinished, Event, FindingReported, SessionEnded, SessionStarted
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
@@ -72,8 +73,8 @@ def _split_lines(raw: bytes) -> tuple[list[bytes], bool]:
 def parse_header(line: bytes, path: Path) -> tuple[dict[str, Any], int]:
     """The header object and its version; :class:`TranscriptError` when it is not one we can read."""
     try:
-        header = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        header = loads(line) if len(line) <= MAX_LINE_BYTES else None
+    except JsonError:
         header = None
     version = parse_version(header.get(HEADER_KEY)) if isinstance(header, dict) else None
     if not isinstance(header, dict) or version is None:
@@ -88,14 +89,14 @@ def parse_header(line: bytes, path: Path) -> tuple[dict[str, Any], int]:
 
 
 def _read_bytes(path: Path) -> bytes:
+    if path.is_dir():
+        raise TranscriptError(f"{path}: is a directory, not a transcript")
+    if not (path.exists() or path.is_symlink()):
+        raise TranscriptError(f"{path}: no such transcript")
     try:
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise TranscriptError(f"{path}: is a directory, not a transcript") from None
-    except FileNotFoundError:
-        raise TranscriptError(f"{path}: no such transcript") from None
-    except OSError as exc:
-        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return read_regular(path, limit=MAX_INPUT_BYTES)
+    except InputError as exc:
+        raise TranscriptError(str(exc)) from None
 
 
 class _Problems:
@@ -132,9 +133,12 @@ def _first_error(exc: ValidationError) -> str:
 
 def _parse_slow(line: bytes, number: int, version: int, problems: _Problems) -> Event | None:
     """Parse a line the fast path refused (or any line of an older version), explaining why it is skipped."""
+    if len(line) > MAX_LINE_BYTES:
+        problems.add(f"line {number}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB; skipped")
+        return None
     try:
-        data = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = loads(line)
+    except JsonError:
         problems.add(f"line {number}: damaged line skipped")
         return None
     if not isinstance(data, dict):
@@ -198,8 +202,8 @@ def parse_transcript(raw: bytes, path: Path) -> Transcript:
 
 def _is_json(line: bytes) -> bool:
     try:
-        json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        loads(line)
+    except JsonError:
         return False
     return True
 

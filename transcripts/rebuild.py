@@ -20,6 +20,7 @@ from typing import Any
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 from rigaudit.tools.hosts.links import resolve_links
+from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
 from rigaudit.tools.probe import HostOpResult
 from rigaudit.transcripts.events import AuditFinished, Event, SessionStarted, ToolCall
@@ -203,18 +204,13 @@ def rebuild_snapshot(events: Iterable[Event], root: Path, *, source: str = "") -
     tree.finish(warnings)
 
     root.mkdir(parents=True, exist_ok=True)
-    files_root = root / "files"
-    files_root.mkdir(exist_ok=True)
-    made: set[Path] = set()
+    (root / "files").mkdir(exist_ok=True)
+    mirror = Mirror(root, "files")
     for path, data in tree.files.items():
-        mirror = files_root / path.lstrip("/")
         try:
-            if mirror.parent not in made:
-                mirror.parent.mkdir(parents=True, exist_ok=True)
-                made.update(mirror.parents)
-            mirror.write_bytes(data)
-        except OSError as exc:
-            warnings.append(f"{path}: not stored: {exc.strerror or exc}")
+            mirror.write(path, data, create=True)  # never outside files/, whatever the path says
+        except MirrorError as exc:
+            warnings.append(f"{path!r}: not stored: {exc}")
             continue
         report.files += 1
     (root / "links.json").write_text(json.dumps(tree.links, indent=1, sort_keys=True), encoding="utf-8")

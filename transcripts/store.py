@@ -6,7 +6,6 @@ counts its lines; it never parses the whole file.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rigaudit.tools.bounded import InputError, JsonError, loads, open_regular
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import HEADER_KEY, parse_version
 
@@ -21,6 +21,7 @@ SUFFIX = ".jsonl"
 _HEAD_LINES = 8
 _TAIL_BYTES = 256 * 1024
 _CHUNK = 1 << 20
+_HEAD_LINE_BYTES = 16 * 1024 * 1024
 
 
 def state_dir() -> Path:
@@ -64,8 +65,8 @@ class TranscriptInfo:
 
 def _loads(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        value = loads(line)
+    except JsonError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -73,7 +74,7 @@ def _loads(line: bytes) -> dict[str, Any] | None:
 def _count_lines(path: Path) -> tuple[int, bool]:
     """Newlines in the file, and whether it ends without one."""
     count, last = 0, b"\n"
-    with path.open("rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         while chunk := handle.read(_CHUNK):
             count += chunk.count(b"\n")
             last = chunk[-1:]
@@ -81,7 +82,7 @@ def _count_lines(path: Path) -> tuple[int, bool]:
 
 
 def _last_object(path: Path, size: int) -> dict[str, Any] | None:
-    with path.open("rb") as handle:
+    with open(open_regular(path), "rb") as handle:
         handle.seek(max(0, size - _TAIL_BYTES))
         tail = handle.read()
     for line in reversed(tail.splitlines()):
@@ -107,9 +108,11 @@ def inspect_transcript(path: Path) -> TranscriptInfo:
     """Summarize one file from its head and tail; a file that is not a transcript gets ``error`` set."""
     try:
         size = path.stat().st_size
-        with path.open("rb") as handle:
-            head = [handle.readline() for _ in range(_HEAD_LINES)]
+        with open(open_regular(path), "rb") as handle:
+            head = [handle.readline(_HEAD_LINE_BYTES) for _ in range(_HEAD_LINES)]
         lines, tail_missing = _count_lines(path)
+    except InputError as exc:
+        return TranscriptInfo(path, None, "?", "?", None, 0, None, None, error=str(exc))
     except OSError as exc:
         return TranscriptInfo(path, None, "?", "?", None, 0, None, None, error=exc.strerror or str(exc))
     header = _loads(head[0]) if head else None

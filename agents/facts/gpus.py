@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rigaudit.tools.pci import is_bdf
 from rigaudit.tools.probe import Probe
 
 NVIDIA_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"
+MAX_GPUS = 64
+"""More GPUs than this in one host is not believed (a damaged or crafted NVML answer)."""
 
 
 def normalize_bdf(bus_id: str) -> str:
@@ -16,7 +19,10 @@ def normalize_bdf(bus_id: str) -> str:
     domain, _, rest = bus_id.partition(":")
     if not rest:
         return bus_id
-    return f"{int(domain, 16):04x}:{rest}"
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:
+        return bus_id
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ async def _sysfs_gpus(probe: Probe) -> list[str]:
     listing = await probe.list_dir(PCI_DEVICES)
     if listing.entries is None:
         return []
-    bdfs = list(listing.entries)
+    bdfs = [b for b in listing.entries if is_bdf(b)]  # a name that is not a PCI address is no device
     vendors = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/vendor") for b in bdfs])
     candidates = [b for b, v in zip(bdfs, vendors, strict=False) if v is not None and v.strip().lower() == NVIDIA_VENDOR]
     classes = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/class") for b in candidates])
@@ -85,15 +91,18 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
             lambda: probe.nvml("nvmlDeviceGetCount"), lambda: probe.nvml("nvmlSystemGetDriverVersion")
         )
         driver = str(driver_result.value) if driver_result.ok else None
-        if count_result.ok and isinstance(count_result.value, int):
+        if count_result.ok and isinstance(count_result.value, int) and not 0 <= count_result.value <= MAX_GPUS:
+            nvml_error = f"nvmlDeviceGetCount answered {count_result.value}, not a GPU count (0 to {MAX_GPUS})"
+        elif count_result.ok and isinstance(count_result.value, int):
             count = count_result.value
             infos = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetPciInfo", i) for i in range(count)])
             names = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetName", i) for i in range(count)])
             for index, (info, name) in enumerate(zip(infos, names, strict=True)):
                 if info.ok and isinstance(info.value, dict):
                     bus_id = info.value.get("busId") or info.value.get("busIdLegacy")
-                    if isinstance(bus_id, str):
-                        by_bdf[normalize_bdf(bus_id)] = (index, str(name.value) if name.ok else "NVIDIA GPU")
+                    bdf = normalize_bdf(bus_id) if isinstance(bus_id, str) else ""
+                    if is_bdf(bdf):
+                        by_bdf[bdf] = (index, str(name.value)[:128] if name.ok else "NVIDIA GPU")
         else:
             nvml_error = count_result.error
     sysfs_bdfs = await _sysfs_gpus(probe)

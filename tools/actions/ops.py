@@ -8,6 +8,7 @@ back is the one wanted (whitespace-insensitive for kernel files, under the mask 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -209,19 +210,28 @@ async def set_value(host: Host, target: AnyTarget, value: str | None) -> None:
 
 
 def revert_text(target: AnyTarget, before: str | None) -> str:
-    """How a person would undo the change by hand."""
+    """How a person would undo the change by hand (one shell line; every word from the host quoted)."""
     if isinstance(target, ValueFileTarget):
+        old = shlex.quote(" ".join((before or "").split()))
         if target.label:
-            return f"sysctl -w {target.label}={(before or '').strip()}"
-        return f"echo {(before or '').strip()} > {target.path}"
+            return f"sysctl -w {shlex.quote(target.label)}={old}"
+        return f"echo {old} > {shlex.quote(target.path)}"
     if isinstance(target, ConfigFileTarget):
-        return f"rm {target.path}" if before is None else f"restore the previous content of {target.path} (in this journal)"
+        path = shlex.quote(target.path)
+        return f"rm {path}" if before is None else f"restore the previous content of {path} (in this journal)"
     if isinstance(target, PciRegisterTarget):
         register = target.describe().split(" ", 1)[1]
         digits = 2 * target.width
         suffix = {1: "b", 2: "w", 4: "l"}[target.width]
-        old = int(before or "0", 16) & target.mask
-        return f"setpci -s {target.device} {register}.{suffix}={old:0{digits}x}:{target.mask:0{digits}x}"
+        bits = _hex(before) & target.mask
+        return f"setpci -s {shlex.quote(target.device)} {register}.{suffix}={bits:0{digits}x}:{target.mask:0{digits}x}"
     if isinstance(target, ModuleTarget):
-        return "nothing (it was already loaded)" if before == "loaded" else f"modprobe -r {target.module}"
-    return "nothing (it was already active)" if before == "active" else f"systemctl stop {target.unit}"
+        return "nothing (it was already loaded)" if before == "loaded" else f"modprobe -r {shlex.quote(target.module)}"
+    return "nothing (it was already active)" if before == "active" else f"systemctl stop {shlex.quote(target.unit)}"
+
+
+def _hex(text: str | None) -> int:
+    try:
+        return int(text or "0", 16)
+    except ValueError:
+        return 0

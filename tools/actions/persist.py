@@ -52,7 +52,10 @@ def persist_lines(actions: Sequence[Action]) -> dict[str, list[str]]:
             for path in action.paths:
                 add(TMPFILES_FILE, f"w {path} - - - - {action.value}")
         elif isinstance(action, PciRegisterAction):
-            for device, command in zip(action.devices, shell_lines(action), strict=True):
+            for device in action.devices:
+                (command,) = shell_lines(action.model_copy(update={"devices": (device,)}))
+                if command.startswith("#") or "'" in command or '"' in command:
+                    continue  # never a rule from a name that is not a plain PCI address
                 add(UDEV_FILE, f'ACTION=="add", SUBSYSTEM=="pci", KERNEL=="{device}", RUN+="/bin/sh -c \'{command}\'"')
     return files
 

@@ -12,7 +12,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rigaudit.tools.action_text import compress_paths, setpci_register, shell_lines
+from rigaudit.tools.action_text import comment, compress_paths, quoted, setpci_register, shell_lines
+from rigaudit.tools.model import names
 from rigaudit.tools.model.finding import (
     Action,
     CommandAction,
@@ -35,40 +36,49 @@ class ScriptStep:
 
 
 def before_checks(action: Action) -> list[str]:
-    """Read-only commands that show the value before the change."""
+    """Read-only commands that show the value before the change (names checked and quoted)."""
+    try:
+        return _before_checks(action)
+    except ValueError as exc:
+        return [f"not shown: {names.one_line(str(exc))}"]
+
+
+def _before_checks(action: Action) -> list[str]:
     if isinstance(action, SysctlAction):
-        return [f"sysctl {action.key}"]
+        return [f"sysctl {quoted(names.sysctl_key, action.key)}"]
     if isinstance(action, SysfsWriteAction):
-        return [f"grep . {compress_paths(action.paths)}"]
+        return [f"grep . {compress_paths(tuple(names.sysfs_path(p) for p in action.paths))}"]
     if isinstance(action, PciRegisterAction):
-        register = setpci_register(action.capability)
+        register = setpci_register(names.pci_capability(action.capability))
         where = f"{register}+{action.offset:#x}" if register else f"{action.offset:#x}"
         suffix = {1: "b", 2: "w", 4: "l"}[action.width]
-        return [f"setpci -s {device} {where}.{suffix}" for device in action.devices]
+        return [f"setpci -s {quoted(names.bdf, device)} {where}.{suffix}" for device in action.devices]
     if isinstance(action, ModuleLoadAction):
-        return [f"grep -w ^{shlex.quote(action.module.replace('-', '_'))} /proc/modules || echo 'not loaded'"]
+        module = names.module_name(action.module).replace("-", "_")
+        return [f"grep -w ^{shlex.quote(module)} /proc/modules || echo 'not loaded'"]
     if isinstance(action, ServiceStartAction):
-        return [f"systemctl is-active {shlex.quote(action.unit)}"]
+        return [f"systemctl is-active {quoted(names.unit_name, action.unit)}"]
     assert isinstance(action, CommandAction)
     return []
 
 
 def _comment(text: str, prefix: str = "# ") -> list[str]:
-    return [f"{prefix}{line}".rstrip() for line in text.splitlines() if line.strip()] or []
+    """Each line of ``text`` as a comment; control characters within a line become spaces."""
+    return [f"{prefix}{names.one_line(line)}".rstrip() for line in text.splitlines() if line.strip()] or []
 
 
 def _step_lines(item: ScriptStep) -> list[str]:
     step = item.step
     lines = [
         "",
-        f"# ---- [{step.priority}] {step.id}: {step.title}",
-        f"# kind {step.kind}, on the {step.where}, risk {step.risk}; not applied by rigaudit here: {item.reason}",
+        comment(f"---- [{step.priority}] {step.id}: {step.title}"),
+        comment(f"kind {step.kind}, on the {step.where}, risk {step.risk}; not applied by rigaudit here: {item.reason}"),
     ]
     if step.rationale:
         lines += _comment(f"Why: {step.rationale}")
     checks = [c for action in step.actions for c in before_checks(action)]
     for check in checks:
-        lines.append(f"# Before: {check}")
+        lines.append(comment(f"Before: {check}"))
     if not step.actions:
         lines.append("# (no command: see the step's title and verify line)")
     for action in step.actions:
@@ -78,7 +88,7 @@ def _step_lines(item: ScriptStep) -> list[str]:
             if command.startswith("#") or item.live:
                 lines.append(command)
             else:
-                lines.append(f"# $ {command}")
+                lines.append(comment(f"$ {command}"))
     for label, text in (("Verify", step.verify), ("Revert", step.revert), ("Persist", step.persist)):
         if text:
             lines += _comment(f"{label}: {text}")
@@ -90,7 +100,7 @@ def render_script(items: Sequence[ScriptStep], *, host: str, plan_hash: str, gen
     live = sum(1 for i in items if i.live)
     out = [
         "#!/usr/bin/env bash",
-        f"# Written by `rigaudit apply` for {host} at {generated_at} (plan {plan_hash}).",
+        comment(f"Written by `rigaudit apply` for {host} at {generated_at} (plan {plan_hash})."),
         "# Review every step before running it, as root, on the machine each step names.",
         f"# {live} step(s) run as written; {len(items) - live} are commented out (deferred, declined or failed here).",
         "set -euo pipefail",

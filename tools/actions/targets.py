@@ -3,23 +3,47 @@
 A :class:`~tools.model.finding.SysfsWriteAction` on 128 CPUs is 128 targets; a PCI register write
 on 8 GPUs is 8. Values are text: file contents, ``0x283f`` for registers, ``loaded``/``absent`` for
 modules, the ``systemctl is-active`` word for services.
+
+Targets are also what a journal records, and a journal is untrusted input: each field is checked
+against its grammar, and :func:`refusal` says whether a target is one an apply can produce at all
+(the kernel files, sysctl keys, registers, modules, units and persist files that rigaudit's
+fixes touch). Apply never changes, and rollback never restores, anything else.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rigaudit.tools.action_text import setpci_register
+from rigaudit.tools.model import names
 from rigaudit.tools.model.finding import (
     Action,
+    BdfName,
     ModuleLoadAction,
+    ModuleName,
+    PciCapability,
     PciRegisterAction,
     ServiceStartAction,
     SysctlAction,
     SysfsWriteAction,
+    UnitName,
+    ValueText,
 )
+
+
+def _no_nul(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("a NUL byte in a configuration file")
+    return text
+
+
+KernelFile = Annotated[str, AfterValidator(lambda p: names.kernel_path(p, under=("/proc/sys/", "/sys/")))]
+ConfigPath = Annotated[str, AfterValidator(lambda p: names.kernel_path(p, under=("/etc/",)))]
+MAX_CONFIG_BYTES = 1024 * 1024
+ConfigText = Annotated[str, Field(max_length=MAX_CONFIG_BYTES), AfterValidator(_no_nul)]
 
 
 class _Frozen(BaseModel):
@@ -30,9 +54,9 @@ class ValueFileTarget(_Frozen):
     """A kernel value file (``/proc/sys/...`` or sysfs): written whole, compared ignoring whitespace."""
 
     type: Literal["value_file"] = "value_file"
-    path: str
-    value: str
-    label: str = ""
+    path: KernelFile
+    value: ValueText
+    label: Annotated[str, AfterValidator(lambda k: names.sysctl_key(k) if k else k)] = ""
     """``kernel.numa_balancing`` for a sysctl; empty for sysfs."""
 
     def describe(self) -> str:
@@ -43,12 +67,12 @@ class PciRegisterTarget(_Frozen):
     """One register of one device's config space, changed only under ``mask``."""
 
     type: Literal["pci_register"] = "pci_register"
-    device: str
-    capability: str
-    offset: int
+    device: BdfName
+    capability: PciCapability
+    offset: int = Field(ge=0, lt=4096)
     width: Literal[1, 2, 4]
-    value: int
-    mask: int
+    value: int = Field(ge=0, lt=1 << 32)
+    mask: int = Field(ge=0, lt=1 << 32)
 
     @property
     def config_path(self) -> str:
@@ -62,7 +86,7 @@ class PciRegisterTarget(_Frozen):
 
 class ModuleTarget(_Frozen):
     type: Literal["module"] = "module"
-    module: str
+    module: ModuleName
 
     def describe(self) -> str:
         return f"module {self.module}"
@@ -70,7 +94,7 @@ class ModuleTarget(_Frozen):
 
 class ServiceTarget(_Frozen):
     type: Literal["service"] = "service"
-    unit: str
+    unit: UnitName
 
     def describe(self) -> str:
         return f"service {self.unit}"
@@ -80,8 +104,8 @@ class ConfigFileTarget(_Frozen):
     """A whole configuration file (``--persist``): ``content`` replaces it; before ``None`` = absent."""
 
     type: Literal["config_file"] = "config_file"
-    path: str
-    content: str
+    path: ConfigPath
+    content: ConfigText
 
     def describe(self) -> str:
         return self.path
@@ -96,7 +120,60 @@ AnyTarget = ValueFileTarget | PciRegisterTarget | ModuleTarget | ServiceTarget |
 
 def sysctl_path(key: str) -> str:
     """``kernel.numa_balancing`` -> ``/proc/sys/kernel/numa_balancing``."""
-    return "/proc/sys/" + key.strip().replace(".", "/")
+    return "/proc/sys/" + names.sysctl_key(key.strip()).replace(".", "/")
+
+
+_CPU = r"/sys/devices/system/cpu"
+SYSFS_FILES = tuple(
+    re.compile(pattern)
+    for pattern in (
+        rf"{_CPU}/cpu\d+/cpuidle/state\d+/disable",
+        rf"{_CPU}/cpu\d+/cpufreq/(?:scaling_governor|energy_performance_preference)",
+        rf"{_CPU}/cpufreq/policy\d+/(?:scaling_governor|energy_performance_preference)",
+        rf"{_CPU}/cpufreq/boost",
+        rf"{_CPU}/intel_pstate/no_turbo",
+        rf"{_CPU}/amd_pstate/status",
+        r"/sys/kernel/mm/transparent_hugepage/(?:enabled|defrag)",
+        r"/sys/kernel/mm/hugepages/hugepages-\d+kB/nr_hugepages",
+        r"/sys/devices/system/node/node\d+/hugepages/hugepages-\d+kB/nr_hugepages",
+    )
+)
+"""The sysfs files a fix of rigaudit writes (cpuidle, governor, EPP, boost, amd_pstate, THP, huge pages)."""
+SYSCTL_KEYS = frozenset({"kernel.numa_balancing", "vm.swappiness", "vm.nr_hugepages", "vm.zone_reclaim_mode"})
+MODULES = frozenset({"nvidia_peermem", "nvidia-peermem", "nvidia_uvm", "nvidia-uvm"})
+UNITS = frozenset({"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-persistenced.service", "nvidia-fabricmanager.service"})
+PCI_REGISTERS = frozenset({("exp", 8, 2, 0x7000), ("ecap:0x000d", 6, 2, 0x000C)})
+"""(capability, offset, width, mask): PCIe MaxReadReq (DevCtl 14:12) and ACS P2P redirect (ACSCtl 3:2)."""
+PERSIST_FILES = frozenset(
+    {
+        "/etc/sysctl.d/90-rigaudit.conf",
+        "/etc/modules-load.d/rigaudit.conf",
+        "/etc/tmpfiles.d/rigaudit.conf",
+        "/etc/udev/rules.d/90-rigaudit.rules",
+    }
+)
+
+
+def refusal(target: AnyTarget) -> str | None:
+    """Why no apply of rigaudit changes ``target`` (``None``: it is one that an apply can produce)."""
+    if isinstance(target, ValueFileTarget):
+        if target.path.startswith("/proc/sys/"):
+            key = target.label or target.path.removeprefix("/proc/sys/").replace("/", ".")
+            if key not in SYSCTL_KEYS or sysctl_path(key) != target.path:
+                return f"sysctl {key} is not one rigaudit changes"
+            return None
+        if not any(p.fullmatch(target.path) for p in SYSFS_FILES):
+            return f"{target.path} is not a kernel file rigaudit writes"
+        return None
+    if isinstance(target, PciRegisterTarget):
+        if (target.capability.lower(), target.offset, target.width, target.mask) not in PCI_REGISTERS:
+            return f"register {target.describe()} under mask {target.mask:#x} is not one rigaudit changes"
+        return None
+    if isinstance(target, ModuleTarget):
+        return None if target.module in MODULES else f"module {target.module} is not one rigaudit loads"
+    if isinstance(target, ServiceTarget):
+        return None if target.unit in UNITS else f"unit {target.unit} is not one rigaudit starts"
+    return None if target.path in PERSIST_FILES else f"{target.path} is not a persist file of rigaudit"
 
 
 def expand(action: Action) -> list[AnyTarget]:

@@ -120,8 +120,8 @@ def _paths(a: SnapshotValues, b: SnapshotValues, counted: list[int]) -> list[Val
         sa, sb = _state(a, path), _state(b, path)
         if sa == sb == "file":
             counted[0] += 1
-            da, db = a.files[path].read_bytes(), b.files[path].read_bytes()
-            if da != db:
+            da, db = a.read(path), b.read(path)
+            if da is not None and db is not None and da != db:
                 changes.append(_file_change(path, da, db))
         elif sa is None or sb is None:
             if not (sa in ("link", None) and sb in ("link", None)):

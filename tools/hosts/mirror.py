@@ -72,16 +72,23 @@ class TreeWalk:
 
 
 class Mirror:
-    """The folder ``root/name`` (``files``), whose own entry must be a real folder, not a link."""
+    """The folder ``root/name`` (``files``), whose own entry must be a real folder, not a link;
+    with ``name=None``, ``root`` itself (a folder the person named, followed if it is a link)."""
 
-    def __init__(self, root: Path | str, name: str = "files") -> None:
+    def __init__(self, root: Path | str, name: str | None = "files") -> None:
         self.root = Path(root)
         self.name = name
+
+    @property
+    def path(self) -> Path:
+        return self.root if self.name is None else self.root / self.name
 
     # -- descriptors ----------------------------------------------------------------------
 
     def _open_top(self) -> int:
         top = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if self.name is None:
+            return top
         try:
             return os.open(self.name, _DIR_FLAGS, dir_fd=top)
         finally:
@@ -187,8 +194,11 @@ class Mirror:
         finally:
             os.close(fd)
 
-    def walk(self, *, max_entries: int = MAX_TREE_ENTRIES, max_bytes: int = MAX_TREE_BYTES) -> TreeWalk:
-        """Every folder and regular file of the mirror (links and special files skipped and named).
+    def walk(
+        self, *, max_entries: int = MAX_TREE_ENTRIES, max_bytes: int = MAX_TREE_BYTES, skip: frozenset[str] = frozenset()
+    ) -> TreeWalk:
+        """Every folder and regular file of the mirror (links and special files skipped and named),
+        except the top-level entries named in ``skip``.
 
         :class:`MirrorError` past ``max_entries`` entries or ``max_bytes`` bytes of files.
         """
@@ -208,6 +218,8 @@ class Mirror:
                 entries = _entries(fd, max_entries)
                 for name, kind in entries:
                     host_path = f"{base}/{name}"
+                    if not parts and name in skip:
+                        continue
                     if len(found.dirs) + len(found.files) >= max_entries:
                         raise MirrorError("E2BIG", f"more than {max_entries} files and folders")
                     if kind == "dir":

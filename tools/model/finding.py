@@ -1,10 +1,17 @@
-"""Findings, fixes and actions: the answer to one check."""
+"""Findings, fixes and actions: the answer to one check.
+
+Every name an Action carries (PCI address, sysctl key, module, unit, sysfs path, value) is
+checked against its grammar when the Action is built (:mod:`rigaudit.tools.model.names`), so
+text read from a host can never become a shell word or a path outside /sys.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from rigaudit.tools.model import names
 
 Area = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 """An investigator's area: a lower-case name. Which areas exist is discovered (``rigaudit.agents.registry``), so
@@ -43,20 +50,29 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+BdfName = Annotated[str, AfterValidator(names.bdf)]
+SysctlKey = Annotated[str, AfterValidator(names.sysctl_key)]
+ModuleName = Annotated[str, AfterValidator(names.module_name)]
+UnitName = Annotated[str, AfterValidator(names.unit_name)]
+SysfsPath = Annotated[str, AfterValidator(names.sysfs_path)]
+ValueText = Annotated[str, AfterValidator(names.value_text)]
+PciCapability = Annotated[str, AfterValidator(names.pci_capability)]
+
+
 class SysctlAction(_Frozen):
     """Write a sysctl through /proc/sys (``key`` in dotted form)."""
 
     type: Literal["sysctl"] = "sysctl"
-    key: str
-    value: str
+    key: SysctlKey
+    value: ValueText
 
 
 class SysfsWriteAction(_Frozen):
     """Write ``value`` to each of ``paths`` (cpuidle disable, governor, EPP, boost...)."""
 
     type: Literal["sysfs_write"] = "sysfs_write"
-    paths: tuple[str, ...]
-    value: str
+    paths: tuple[SysfsPath, ...] = Field(min_length=1)
+    value: ValueText
 
 
 class PciRegisterAction(_Frozen):
@@ -67,22 +83,29 @@ class PciRegisterAction(_Frozen):
     """
 
     type: Literal["pci_register"] = "pci_register"
-    devices: tuple[str, ...]
-    capability: str
-    offset: int
+    devices: tuple[BdfName, ...] = Field(min_length=1)
+    capability: PciCapability
+    offset: int = Field(ge=0, lt=4096)
     width: Literal[1, 2, 4]
-    value: int
-    mask: int
+    value: int = Field(ge=0)
+    mask: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _fits(self) -> PciRegisterAction:
+        top = 1 << (8 * self.width)
+        if self.value >= top or self.mask >= top:
+            raise ValueError(f"value {self.value:#x} or mask {self.mask:#x} does not fit {self.width} byte(s)")
+        return self
 
 
 class ModuleLoadAction(_Frozen):
     type: Literal["module_load"] = "module_load"
-    module: str
+    module: ModuleName
 
 
 class ServiceStartAction(_Frozen):
     type: Literal["service_start"] = "service_start"
-    unit: str
+    unit: UnitName
 
 
 class CommandAction(_Frozen):

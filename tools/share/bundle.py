@@ -203,4 +203,5 @@ def share_bundle(
         _write(out, folder, entries, _mtime(tree.manifest.get("taken_at")))
     except OSError as exc:
         raise ShareError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from None
-    return ShareSummary(out, folder, len(clean.files), counts, rewriter.stats, block, markdown, tuple(rewriter.stats.warnings))
+    warnings = (*tree.warnings, *rewriter.stats.warnings)
+    return ShareSummary(out, folder, len(clean.files), counts, rewriter.stats, block, markdown, warnings)
