@@ -104,11 +104,14 @@ def _extract(archive: tarfile.TarFile, dest: Path, max_members: int) -> int:
     return files
 
 
-def unpack_bundle(path: Path, dest: Path, *, max_bytes: int = MAX_BUNDLE_BYTES, max_members: int = MAX_BUNDLE_MEMBERS) -> Path:
+def unpack_bundle(path: Path, dest: Path, *, max_bytes: int | None = None, max_members: int | None = None) -> Path:
     """Unpack the bundle ``path`` into ``dest`` (created; must not exist) and return the snapshot in it.
 
-    Raises :class:`BundleError` with one line; ``dest`` is then left for the caller to remove.
+    Limits default to :data:`MAX_BUNDLE_BYTES` and :data:`MAX_BUNDLE_MEMBERS`. Raises
+    :class:`BundleError` with one line; ``dest`` is then left for the caller to remove.
     """
+    max_bytes = MAX_BUNDLE_BYTES if max_bytes is None else max_bytes
+    max_members = MAX_BUNDLE_MEMBERS if max_members is None else max_members
     try:
         fd = open_regular(path)
     except InputError as exc:
