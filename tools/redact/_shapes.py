@@ -110,6 +110,7 @@ _HASH_CONTEXT = re.compile(
     r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|digest|integrity|checksum|hash|fingerprint)[=:\s-]*$"
 )
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]+")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _VOWELS = re.compile(r"[aeiouyAEIOUY]")
 
@@ -138,9 +139,8 @@ def looks_random(value: str) -> bool:
     if re.fullmatch(r"[0-9a-fA-F_-]+", core):
         return False
     runs = _ALNUM_RUN.findall(core)
-    longest = max(runs, key=len, default="")
-    if len(longest) < 14:
-        return False
+    if not any(len(run) >= 14 and not _HEX_RUN.fullmatch(run) for run in runs):
+        return False  # words, paths, or hex ids joined by separators
     letters = "".join(runs)
     has_upper, has_lower = any(c.isupper() for c in letters), any(c.islower() for c in letters)
     digits = sum(c.isdigit() for c in letters)

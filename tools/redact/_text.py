@@ -32,7 +32,7 @@ _HEADER = re.compile(
     r"(?:(?:Bearer|Basic|Token|Digest|Negotiate|ApiKey)[ \t]+)?(?!<redacted>)([^\s\"',;]+)",
     re.M,
 )
-_COOKIE = re.compile(r"(?im)\b((?:set-)?cookie[ \t]*:[ \t]*)(?!<redacted>)([^\r\n\"']+)")
+_COOKIE = re.compile(r"(?im)\b((?:set-)?cookie[ \t]*:(?![ \t]*<redacted>)[ \t]*)([^\r\n\"']+)")
 _XML = re.compile(r"<([A-Za-z_][\w.-]*)(\s[^<>]*)?>([^<]{1,4096})</\1\s*>")
 _SCALAR = re.compile(r"[\"']?(?:-?\d+(?:\.\d+)?|0x[0-9A-Fa-f]+|true|false|yes|no|on|off|none|null|nil|\*+)[\"']?", re.I)
 _HEX = re.compile(r"[0-9A-Fa-f:-]+")
