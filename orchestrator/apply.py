@@ -30,7 +30,7 @@ from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFi
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Action, CommandAction
+from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction
 from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.pci import apply_masked
 from rigaudit.transcripts.events import ChangeApplied, Event
@@ -150,8 +150,8 @@ def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, 
     if step.kind != "runtime":
         need = {"restart": "a restart", "reboot": "a reboot", "firmware": "a firmware change", "hardware": "hardware work"}
         return "deferred", f"needs {need.get(step.kind, step.kind)}; --scope {options.scope} never runs it"
-    if step.where == "hypervisor":
-        return "elsewhere", "runs on the hypervisor"
+    if step.where in ("hypervisor", "container_host", "container_config", "guest"):
+        return "elsewhere", f"runs on {WHERE_TEXT[step.where]}"
     if step.where == "container" and not options.in_container:
         return "elsewhere", "runs in the container"
     if not targets_of(step):

@@ -8,9 +8,8 @@ from pathlib import Path
 from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
+from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import PlanStep
-from rigaudit.tools.redact import redact_text
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"
@@ -42,14 +41,14 @@ def _problem_block(finding: Finding) -> list[str]:
         lines.append(f"- **Evidence**: {shown}{more}")
     if finding.fix is not None:
         lines.append(
-            f"- **Fix** ({finding.fix.kind}, on the {finding.fix.where}, risk {finding.fix.risk}): {finding.fix.summary}"
+            f"- **Fix** ({finding.fix.kind}, on {WHERE_TEXT[finding.fix.where]}, risk {finding.fix.risk}): {finding.fix.summary}"
         )
     return [*lines, ""]
 
 
 def _step_block(number: int, step: PlanStep) -> list[str]:
     also = f" (also resolves {', '.join(step.also_checks)})" if step.also_checks else ""
-    lines = [f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}, on the {step.where}, risk {step.risk}"]
+    lines = [f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}, on {WHERE_TEXT[step.where]}, risk {step.risk}"]
     lines.append(f"   - Why this rank: {step.rationale}")
     for action in step.actions:
         lines.append(f"   - Change: {describe(action)}")
@@ -140,13 +139,12 @@ def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:
 
 def write_report(path: Path, result: AuditResult) -> None:
     """Write the report atomically (a crash never leaves half a document)."""
-    atomic_write_text(path, redact_text(render_report(result)))
+    atomic_write_text(path, render_report(result))
 
 
 def append_section(path: Path, title: str, markdown: str) -> None:
     """Add ``markdown`` under ``## title`` (replacing its placeholder), or a new section at the end."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    markdown = redact_text(markdown)
     header = f"## {title}"
     lines = text.splitlines()
     if header in lines:

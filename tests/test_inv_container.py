@@ -44,7 +44,7 @@ def test_seed_proxmox_host(seed_dir: Path) -> None:
     found = audit(seed_dir)
     platform = found["container.platform"]
     assert platform.status == "ok"
-    assert platform.observed.startswith("bare_metal")
+    assert platform.observed.startswith("bare metal")
     assert "101 (running): 8 GPUs (/dev/nvidia0–7)" in platform.observed
     devices = found["container.gpu_devices"]
     assert devices.status == "ok"
@@ -61,7 +61,7 @@ def test_missing_uvm_mount_is_high(snap: Path) -> None:
     finding = audit(snap)["container.gpu_devices"]
     assert (finding.status, finding.severity) == ("problem", "high")
     assert "container 101: /dev/nvidia-uvm not passed in" in finding.observed
-    assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container")
+    assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container_config")
     descriptions = [a.description for a in finding.fix.actions if isinstance(a, CommandAction)]
     assert any("lxc.mount.entry: /dev/nvidia-uvm dev/nvidia-uvm" in d for d in descriptions)
     assert finding.fix.actions[-1].argv == ("pct", "reboot", "101")  # type: ignore[union-attr]
@@ -86,7 +86,7 @@ def test_memlock_not_set_is_medium_restart(snap: Path) -> None:
     finding = audit(snap)["container.memlock"]
     assert (finding.status, finding.severity) == ("problem", "medium")
     assert "not set" in finding.observed
-    assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container")
+    assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container_config")
     assert any("lxc.prlimit.memlock: unlimited" in a.description for a in finding.fix.actions)  # type: ignore[union-attr]
 
 
@@ -136,7 +136,7 @@ def test_inside_docker_small_shm_and_memlock(snap: Path) -> None:
     shm = found["container.shm"]
     assert (shm.status, shm.severity) == ("problem", "medium")
     assert "64 MiB" in shm.observed
-    assert shm.fix is not None and "--shm-size" in shm.fix.summary and shm.fix.where == "container"
+    assert shm.fix is not None and "--shm-size" in shm.fix.summary and shm.fix.where == "container_config"
 
 
 def test_server_in_lxc_container_seen_from_host(snap: Path) -> None:

@@ -41,7 +41,7 @@ def test_cpu_quota_is_medium(snap: Path) -> None:
     finding = cgroup_cpu(snap)
     assert (finding.status, finding.severity) == ("problem", "medium")
     assert finding.observed == "container 101: CPU quota of 16 CPUs"
-    assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container")
+    assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "container_config")
     assert finding.fix.actions[-1].model_dump()["argv"] == ("pct", "reboot", "101")
 
 

@@ -99,11 +99,11 @@ def test_cppc_missing_on_zen4(seed: Path) -> None:
     assert "acpi-cpufreq" in cppc.observed
 
 
-def test_cppc_fix_goes_to_the_hypervisor_from_a_container(seed: Path) -> None:
+def test_cppc_fix_goes_to_the_containers_host_from_a_container(seed: Path) -> None:
     remove_tree(seed, "/sys/devices/system/cpu/cpu0/acpi_cppc")
     set_command(seed, ["systemd-detect-virt", "--container"], "lxc\n")
     cppc = audit(seed)["firmware.cppc"]
-    assert cppc.fix is not None and cppc.fix.where == "hypervisor"
+    assert cppc.fix is not None and cppc.fix.where == "container_host"
 
 
 def test_cppc_not_applicable_on_intel(seed: Path) -> None:

@@ -61,14 +61,20 @@ def test_module_tree_of_running_kernel_removed(seed: Path) -> None:
     assert audit(seed).severity == "high"
 
 
-def test_kernel_too_old_for_amd_pstate_active_mode(seed: Path) -> None:
+def test_amd_pstate_of_the_kernel_is_noted_and_left_to_power_scaling_driver(seed: Path) -> None:
     _kernel(seed, "6.1.0-18-amd64")
     found = audit(seed)
-    assert (found.status, found.severity) == ("problem", "low")
-    assert "lacks amd_pstate active (EPP) mode (6.3)" in found.observed
-    assert found.fix is not None and found.fix.kind == "reboot"
+    assert found.status == "ok"
+    assert "amd_pstate has no active (EPP) mode (6.3+): see power.scaling_driver" in found.observed
     _kernel(seed, "5.15.0-91-generic")
-    assert "predates amd_pstate (5.17)" in audit(seed).observed
+    assert "this kernel has no amd_pstate driver (kernel 5.15.0-91-generic)" in audit(seed).observed
+
+
+def test_a_kernel_booted_from_outside_the_image_has_no_module_tree(seed: Path) -> None:
+    remove_tree(seed, "/lib/modules/6.8.12-11-pve")
+    set_file(seed, "/proc/cmdline", "console=ttyS0 reboot=k panic=1 root=/dev/vda\n")
+    found = audit(seed)
+    assert found.status == "ok" and "the kernel is booted from outside it" in found.observed
 
 
 def test_old_kernel_on_intel_is_fine(seed: Path) -> None:

@@ -67,10 +67,10 @@ def test_balancing_on_one_node_is_not_applicable(seed: Path) -> None:
     assert finding.status == "not_applicable" and "one NUMA node" in finding.observed
 
 
-def test_balancing_fix_belongs_to_the_hypervisor_inside_lxc(seed: Path) -> None:
+def test_balancing_fix_belongs_to_the_containers_host_inside_lxc(seed: Path) -> None:
     set_command(seed, ["systemd-detect-virt", "--container"], "lxc\n")
     fix = audit(seed)["numa.balancing"].fix
-    assert fix is not None and fix.where == "hypervisor"
+    assert fix is not None and fix.where == "container_host"
 
 
 def test_gpu_without_numa_node_on_two_sockets_fires(seed: Path) -> None:

@@ -116,13 +116,13 @@ def test_p2p_disable_in_nccl_conf_is_high_host_restart(snap: Path) -> None:
     assert finding.fix is not None and (finding.fix.kind, finding.fix.where) == ("restart", "host")
 
 
-def test_lxc_environment_override_belongs_to_the_container(snap: Path) -> None:
+def test_lxc_environment_override_belongs_to_the_containers_config(snap: Path) -> None:
     conf = (snap / "files/etc/pve/lxc/101.conf").read_text() + "lxc.environment: NCCL_SHM_DISABLE=1\n"
     set_file(snap, "/etc/pve/lxc/101.conf", conf)
     finding = audit(snap)["nccl.env"]
     assert (finding.status, finding.severity) == ("problem", "medium")
     assert "NCCL_SHM_DISABLE=1 in /etc/pve/lxc/101.conf" in finding.observed
-    assert finding.fix is not None and finding.fix.where == "container"
+    assert finding.fix is not None and finding.fix.where == "container_config"
 
 
 def test_ib_disable_matters_only_with_an_ib_nic(snap: Path) -> None:

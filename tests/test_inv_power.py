@@ -157,12 +157,12 @@ def test_cstates_partial_lists_only_enabled_cpus(seed: Path) -> None:
     assert isinstance(action, SysfsWriteAction) and len(action.paths) == 64
 
 
-def test_fixes_belong_to_the_hypervisor_inside_lxc(seed: Path) -> None:
+def test_fixes_belong_to_the_containers_host_inside_lxc(seed: Path) -> None:
     _as_lxc(seed)
     found = audit(seed)
     for check in ("power.cstates", "power.scaling_driver"):
         fix = found[check].fix
-        assert fix is not None and fix.where == "hypervisor"
+        assert fix is not None and fix.where == "container_host"
 
 
 def test_vm_guest_without_cpufreq_is_unknown_never_a_problem(seed: Path) -> None:

@@ -39,10 +39,28 @@ async def read_per_gpu(probe: Probe, inventory: GpuInventory, fn: str, *extra: i
     return GpuReads(fn, tuple(extra), dict(zip(indices, results, strict=True)))
 
 
+NVML_ERRORS = {
+    "LIB_RM_VERSION_MISMATCH": "the driver's user-space libraries and the loaded kernel module differ: a driver upgrade "
+    "waits for a reboot (see driver.library_mismatch)",
+    "DRIVER_NOT_LOADED": "the NVIDIA kernel module is not loaded",
+    "LIBRARY_NOT_FOUND": "libnvidia-ml.so.1 is not installed here (no driver, or not passed into this container)",
+    "NO_PERMISSION": "this user may not open the GPU device nodes",
+    "GPU_IS_LOST": "a GPU has fallen off the bus",
+}
+"""What the NVML init errors mean for the audit."""
+
+
+def nvml_error_text(error: str | None) -> str:
+    """``LIB_RM_VERSION_MISMATCH (the driver's user-space libraries ...)``."""
+    name = error or "unknown error"
+    words = NVML_ERRORS.get(name)
+    return f"{name} ({words})" if words else name
+
+
 def nvml_unusable(inventory: GpuInventory) -> str | None:
     """Why no per-GPU NVML fact can be had, or None when NVML answers for at least one GPU."""
     if not inventory.nvml_ok:
-        return f"NVML unavailable: {inventory.nvml_error or 'unknown error'}"
+        return f"NVML unavailable: {nvml_error_text(inventory.nvml_error)}"
     if not inventory.nvml_indices:
         return "NVML reports no GPU"
     return None

@@ -32,6 +32,8 @@ SCAN_LIMIT = 4096
 _ANCESTOR_HOPS = 4
 _LXC_ID = re.compile(r"/lxc(?:\.payload)?[./](\d+)")
 _DOCKER_ID = re.compile(r"docker[-/]([0-9a-f]{12})")
+_POD_ID = re.compile(r"kubepods.*?pod([0-9a-f]{8})[0-9a-f_-]*")
+_PODMAN_ID = re.compile(r"libpod-([0-9a-f]{12})")
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,12 @@ def _container(cgroup: str | None) -> str | None:
         return None
     if match := _LXC_ID.search(cgroup):
         return f"lxc {match.group(1)}"
+    if match := _POD_ID.search(cgroup):
+        return f"k8s pod {match.group(1)}"
     if match := _DOCKER_ID.search(cgroup):
         return f"docker {match.group(1)}"
+    if match := _PODMAN_ID.search(cgroup):
+        return f"podman {match.group(1)}"
     return None
 
 

@@ -39,7 +39,29 @@ def current_area(area: str, check: str = "") -> str:
 Status = Literal["ok", "problem", "unknown", "not_applicable"]
 Severity = Literal["critical", "high", "medium", "low"]
 FixKind = Literal["runtime", "restart", "reboot", "firmware", "hardware"]
-Where = Literal["host", "hypervisor", "container"]
+Where = Literal["host", "hypervisor", "container_host", "container_config", "container", "guest"]
+"""The layer a fix runs on, seen from where the audit ran.
+
+- ``host``: this host, the machine (or VM guest) whose kernel the audit ran on;
+- ``hypervisor``: the VM's definition or the hypervisor below it (its BIOS, slots, CPU power management, vCPU
+  pinning, MMIO window), or the cloud provider: the audit ran in a VM guest;
+- ``container_host``: the machine that runs the container the audit ran in (its kernel, modules, NVIDIA driver,
+  BIOS): a Docker host, a Kubernetes node, a Proxmox node;
+- ``container_config``: the container's runtime options (``docker run`` flags, a pod spec, an LXC config);
+- ``container``: inside the container (its processes, environment, packages);
+- ``guest``: a VM guest that this host serves (a GPU bound to vfio-pci belongs to it).
+
+Snapshots of older audits carry only ``host``, ``hypervisor`` and ``container``, which keep their meaning.
+"""
+WHERE_TEXT: dict[str, str] = {
+    "host": "this host",
+    "hypervisor": "the hypervisor",
+    "container_host": "the container's host",
+    "container_config": "the container's runtime options",
+    "container": "inside the container",
+    "guest": "the VM guest",
+}
+"""How a person reads each layer: "runs on this host", "runs on the container's host"."""
 Risk = Literal["low", "medium", "high"]
 
 SEVERITY_ORDER: dict[str, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}

@@ -154,7 +154,7 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
     config = target.config
     fix = Fix(
         kind="restart",
-        where="container",
+        where="container_config",
         summary=f"Lift the CPU quota / give {target.who} more CPUs, then restart it",
         actions=(
             *(CommandAction(description=f"in {config.path}: {line}" if config else line) for line in lines),

@@ -151,7 +151,7 @@ def _judge_inside(f: ContainerFacts) -> Finding:
     docker = f.platform.kind == "docker"
     fix = Fix(
         kind="restart",
-        where="container",
+        where="container_config",
         summary="Pass the GPU device nodes into the container"
         + (" (docker run --gpus all with the NVIDIA container toolkit)" if docker else " (its config on the host)"),
         actions=(

@@ -109,7 +109,7 @@ def lxc_fix(config: LxcConfig, uvm: int | None, summary: str, lines: list[str]) 
     """Add config lines to an LXC container and restart it."""
     return Fix(
         kind="restart",
-        where="container",
+        where="container_config",
         summary=summary,
         actions=(
             *(CommandAction(description=f"add to {config.path}: {line}") for line in lines),

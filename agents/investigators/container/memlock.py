@@ -76,7 +76,7 @@ def judge_memlock(f: ContainerFacts) -> Finding:
     else:
         fix = Fix(
             kind="restart",
-            where="container" if f.platform.in_container or any(s.container for s in f.scan.servers) else "host",
+            where="container_config" if f.platform.in_container or any(s.container for s in f.scan.servers) else "host",
             summary="Raise the locked-memory limit of the server to unlimited",
             actions=(
                 CommandAction(

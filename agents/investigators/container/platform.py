@@ -25,13 +25,48 @@ PLATFORM_CHECK = Check(
     "container.platform",
     "Where the audit runs",
     reads=(
-        "`systemd-detect-virt`, `/proc/cpuinfo` hypervisor flag, `/proc/1/environ`, `/.dockerenv`, "
-        "`/etc/pve/lxc/*.conf`, `pct list`"
+        "`/proc/cpuinfo` hypervisor flag, `/sys/class/dmi/id`, `/sys/hypervisor/type`, `/proc/cmdline`, `/.dockerenv`, "
+        "`/run/.containerenv`, `/dev/.lxc-boot-id`, PID 1's environment and cgroup, `/proc/self/mountinfo`, "
+        "`/var/run/secrets/kubernetes.io`, `systemd-detect-virt`, `/etc/pve/lxc/*.conf`, `pct list`"
     ),
-    problem="never a problem: says where the audit runs and where fixes must go",
+    problem="never a problem: says the layers the audit runs on (bare metal, VM guest, container, and their "
+    "combinations) and where fixes must go",
     fix="—",
     kinds=(),
 )
+
+
+_OPTIONS = {
+    "docker": "its docker run / compose options",
+    "podman": "its podman run options",
+    "kubernetes": "its pod spec (resources, volumes, securityContext)",
+    "containerd": "its runtime spec (nerdctl/ctr options, or the pod spec that made it)",
+    "lxc": "its LXC config",
+}
+
+
+def _where(f: ContainerFacts) -> str:
+    """Where fixes go, layer by layer, in words."""
+    platform = f.platform
+    vm, container = platform.vm, platform.container
+    parts = []
+    if container is not None:
+        host = f"a VM ({vm.name})" if vm else "bare metal"
+        parts.append(
+            f"the container shares its host's kernel: kernel, CPU, PCI, module and NVIDIA driver fixes go to the "
+            f"container's host ({host}); {_OPTIONS.get(container.name, 'its runtime options')} hold its devices, "
+            "/dev/shm, limits and environment"
+        )
+    if vm is not None:
+        parts.append(
+            ("the container's host is a VM guest: " if container else "")
+            + "the guest's own kernel settings are fixed in the guest; BIOS, PCIe slots and switches, CPU power "
+            "management and the VM's definition (vCPU pinning, NUMA, MMIO window, passthrough) belong to the hypervisor"
+            + (f" (on {vm.cloud or platform.cloud}: the provider, or another instance type)" if platform.cloud else "")
+        )
+    if not parts:
+        parts.append("fixes apply on this host")
+    return "; ".join(parts)
 
 
 def judge_platform(f: ContainerFacts) -> Finding:
@@ -39,17 +74,9 @@ def judge_platform(f: ContainerFacts) -> Finding:
     refs = f.platform.evidence + tuple(c.ref for c in f.lxc.configs)
     if f.platform.kind == "unknown":
         return unknown(check, AREA, title, f.platform.how, evidence=refs)
-    observed = f"{f.platform.kind} ({f.platform.how})"
-    where = {
-        "bare_metal": "fixes apply on this host",
-        "vm": "kernel, PCI and CPU fixes belong to the guest kernel; BIOS, IOMMU and ACS of the physical host belong to "
-        "the hypervisor",
-        "lxc": "kernel, PCI, CPU and driver fixes belong to the hypervisor (the container shares its kernel); the "
-        "container's config holds its devices, limits and environment",
-        "docker": "kernel, PCI, CPU and driver fixes belong to the host; the container's run options hold its devices, "
-        "shm size, limits and environment",
-        "container": "kernel, PCI, CPU and driver fixes belong to the host",
-    }[f.platform.kind]
+    observed = f"{f.platform.label} ({f.platform.how})"
+    observed += "".join(f"; {note}" for note in f.platform.notes)
+    where = _where(f)
     if f.lxc.configs:
         status = _running(f)
         parts = []
@@ -62,4 +89,7 @@ def judge_platform(f: ContainerFacts) -> Finding:
         where += "; container-level fixes go in /etc/pve/lxc/ID.conf and need a container restart"
         if f.pct is not None:
             refs += (command_ref(PCT_LIST),)
-    return ok(check, AREA, title, observed, explanation=where.capitalize() + ".", evidence=refs)
+    if f.platform.vm_configs:
+        observed += f"; hosts {len(f.platform.vm_configs)} VM definition(s)"
+        where += "; a GPU bound to vfio-pci belongs to the VM guest it is passed to"
+    return ok(check, AREA, title, observed, explanation=where[0].upper() + where[1:] + ".", evidence=refs)

@@ -74,7 +74,7 @@ def judge_shm(f: ContainerFacts) -> Finding:
     docker = f.platform.kind == "docker" or any(s.container and s.container.startswith("docker") for s in f.scan.servers)
     fix = Fix(
         kind="restart",
-        where="container",
+        where="container_config",
         summary="Give the container a larger /dev/shm" + (" (--shm-size=16g or --ipc=host)" if docker else ""),
         actions=(
             CommandAction(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvml_reads import GpuReads, failure_text, label, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerScan, find_servers
 from rigaudit.agents.findings import not_applicable, unknown
 from rigaudit.agents.investigators.cuda.processes import ProcessFacts, collect_processes
@@ -56,7 +57,7 @@ def gib_text(value: float) -> str:
 
 def driver_where(platform: Platform) -> Where:
     """GPU driver settings belong to whoever runs the driver: the host of a container."""
-    return "hypervisor" if platform.in_container else "host"
+    return layer_where(platform, "gpu_driver")
 
 
 def _pairs(reads: GpuReads) -> dict[int, tuple[int, int]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import GpuProcess
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cuda.facts import AREA, LITTLE_USED, CudaFacts, gib_text
@@ -52,7 +53,7 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
         pids = sorted({p.pid for p in others})
         fix = Fix(
             kind="restart",
-            where="container" if f.platform.in_container else "host",
+            where=layer_where(f.platform, "workload"),
             summary="Stop the processes that hold GPU memory but are not the inference server: pid " + ", ".join(map(str, pids)),
             actions=tuple(
                 CommandAction(description=f"stop pid {pid} once you know it is not needed", argv=("kill", str(pid)))

@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.proc_info import status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
 from rigaudit.agents.findings import ok, problem, unknown
@@ -117,7 +118,7 @@ def judge_foreign_processes(f: ProcessFacts) -> Finding:
     severity: Severity = "high" if any(p.server for p in foreign) else "medium"
     fix = Fix(
         kind="restart",
-        where="container" if f.platform.in_container else "host",
+        where=layer_where(f.platform, "workload"),
         summary="Keep other users off the serving GPUs: stop their processes and reserve the GPUs",
         actions=(
             *(CommandAction(description=f"ask the owner, then stop pid {pid}", argv=("kill", str(pid))) for pid in pids),
@@ -210,7 +211,7 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
     severity: Severity = "medium" if limits else "low"
     fix = Fix(
         kind="restart",
-        where="container" if f.platform.in_container else "host",
+        where=layer_where(f.platform, "workload"),
         summary="Stop the MPS control daemon (and unset MPS limits) unless the deployment relies on MPS, then restart the server",
         actions=(
             CommandAction(description="stop MPS: echo quit | nvidia-cuda-mps-control (as the user that started it)"),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
@@ -81,7 +82,7 @@ def judge_fabricmanager_version(
         return ok(check, AREA, title, f"driver {driver}; {shown}", expected=f"fabric manager {driver}", evidence=refs)
     fix = Fix(
         kind="restart",
-        where="hypervisor" if platform.in_container else "host",
+        where=layer_where(platform, "gpu_driver"),
         summary=f"Install the fabric manager of exactly the driver's version ({driver}) and restart it with the GPUs idle",
         actions=(
             CommandAction(

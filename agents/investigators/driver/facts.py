@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
@@ -143,8 +144,8 @@ async def collect(probe: Probe) -> DriverFacts:
 
 
 def fix_where(platform: Platform) -> Where:
-    """Modules and driver services live with the host kernel: the hypervisor when we run in a container."""
-    return "hypervisor" if platform.in_container else "host"
+    """Modules and driver services live with the kernel: the container's host when we run in a container."""
+    return layer_where(platform, "gpu_driver")
 
 
 def gpu_labels(facts: DriverFacts, indices: list[int]) -> tuple[str, ...]:

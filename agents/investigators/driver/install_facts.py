@@ -10,6 +10,7 @@ from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess, find_servers
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, Where
@@ -153,5 +154,5 @@ async def collect_install(probe: Probe) -> InstallFacts:
 
 
 def host_where(platform: Platform) -> Where:
-    """Kernel and module fixes from inside a container belong to the hypervisor."""
-    return "hypervisor" if platform.in_container else "host"
+    """Kernel and module fixes from inside a container belong to the container's host."""
+    return layer_where(platform, "kernel")

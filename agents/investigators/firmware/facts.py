@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.pci.sysfs import ConfigRead, read_config
 from rigaudit.tools.probe import Probe, dir_ref, file_ref, nvml_ref
@@ -166,7 +167,8 @@ async def collect(probe: Probe) -> FirmwareFacts:
 
 
 def fix_where(platform: Platform) -> Where:
-    return "hypervisor" if platform.is_guest else "host"
+    """BIOS and VBIOS are the machine's: the hypervisor's below a VM guest, the host's below a container."""
+    return layer_where(platform, "firmware")
 
 
 def size_text(n: int) -> str:

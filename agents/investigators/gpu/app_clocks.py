@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 from rigaudit.tools.probe import Probe
@@ -97,7 +98,7 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
     parts += [f"{label(f.inventory, i)}: clock event reason 0x2 (applications clocks / locked clocks)" for i in held]
     fix = Fix(
         kind="runtime",
-        where="hypervisor" if f.platform.in_container else "host",
+        where=layer_where(f.platform, "gpu_driver"),
         summary="Reset application and locked clocks to their defaults (run by a person; rigaudit never changes GPU "
         "settings automatically)",
         actions=(

@@ -10,6 +10,7 @@ from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
 from rigaudit.agents.facts.nvml_reads import GpuReads, read_per_gpu
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.gpu.app_clocks import AppClockFacts, collect_app_clocks
 from rigaudit.agents.investigators.gpu.retired import RetiredFacts, collect_retired
 from rigaudit.tools.hosts.base import CommandResult
@@ -78,8 +79,8 @@ async def collect(probe: Probe) -> GpuHealthFacts:
 
 
 def hw_where(platform: Platform) -> Where:
-    """Hardware fixes of a guest belong to the hypervisor."""
-    return "hypervisor" if platform.is_guest else "host"
+    """Hardware fixes of a VM guest belong to the hypervisor, of a container to its host."""
+    return layer_where(platform, "hardware")
 
 
 def int_values(reads: GpuReads) -> dict[int, int]:

@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory, normalize_bdf
 from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
@@ -74,7 +75,7 @@ def judge_gsp(dmesg: CommandResult, inventory: GpuInventory, platform: Platform,
     )
     fix = Fix(
         kind="reboot",
-        where="hypervisor" if platform.is_guest else "host",
+        where=layer_where(platform, "gpu_driver"),
         summary="Recover the GPUs (reset or reboot) and move to the latest driver of the branch; GSP timeouts are "
         "driver/firmware bugs fixed release by release",
         actions=(

@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe
@@ -112,7 +113,7 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
     subjects = sorted({i for i, _ in exhausted} | {i for i, _ in low_banks} | set(retired))
     fix = Fix(
         kind="hardware",
-        where="hypervisor" if f.platform.is_guest else "host",
+        where=layer_where(f.platform, "hardware"),
         summary="Plan the replacement of " + ", ".join(labels(f.inventory, subjects)) + " with the vendor",
         actions=(
             CommandAction(description="record the state", argv=("nvidia-smi", "-q", "-d", "ROW_REMAPPER,PAGE_RETIREMENT")),

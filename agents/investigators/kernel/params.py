@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.probe import Probe, command_ref, file_ref
 
@@ -133,7 +134,8 @@ async def collect(probe: Probe) -> KernelParamsFacts:
 
 
 def fix_where(platform: Platform) -> Where:
-    return "hypervisor" if platform.is_guest else "host"
+    """The running kernel's settings: this host or VM guest; a container's host from inside a container."""
+    return layer_where(platform, "kernel")
 
 
 def cmdline_tokens(cmdline: str | None) -> list[str]:

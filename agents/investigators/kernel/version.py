@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
 from rigaudit.agents.facts.gpus import collect_gpus
-from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
 from rigaudit.agents.findings import ok, problem, unknown
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from rigaudit.tools.probe import Probe, command_ref, file_ref
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
 
 AREA: Area = "kernel"
 OSRELEASE = "/proc/sys/kernel/osrelease"
@@ -19,7 +20,6 @@ NV_VERSION = "/proc/driver/nvidia/version"
 NV_MODULE_VERSION = "/sys/module/nvidia/version"
 MIN_KERNEL_FOR_DRIVER = (4, 15)
 """Oldest kernel the current NVIDIA driver branches (R525 and later, open and proprietary) build for."""
-AMD_PSTATE_KERNEL = (5, 17)
 AMD_PSTATE_EPP_KERNEL = (6, 3)
 
 KernelVersion = tuple[int, int, int]
@@ -39,6 +39,11 @@ class KernelVersionFacts:
     gpu_count: int
     modules_dir_exists: bool | None
     modules_dep_has_nvidia: bool | None
+    installed_kernels: tuple[str, ...] | None
+    """Kernels with a module tree under /lib/modules (None: not listable); empty: the image holds none."""
+    booted_from_image: bool | None
+    """The kernel was booted from this filesystem (``BOOT_IMAGE=`` on its command line, or its ``/boot/vmlinuz``)."""
+    drivers: FrequencyDrivers
     cpu_vendor: str | None
     cpu_family: int | None
     cpu_model: int | None
@@ -88,6 +93,13 @@ async def collect(probe: Probe) -> KernelVersionFacts:
             if dep is not None:
                 dep_has_nvidia = bool(re.search(r"(^|/)nvidia\.ko(\.[a-z]+)?:", dep, re.MULTILINE))
                 refs.append(file_ref(f"{modules_dir}/modules.dep"))
+    root = await probe.list_dir("/lib/modules")
+    installed = tuple(e for e in root.entries or () if re.match(r"\d+\.\d+", e)) if root.ok or root.error == "ENOENT" else None
+    refs.append(dir_ref("/lib/modules"))
+    drivers = await collect_frequency_drivers(probe)
+    cmdline = await probe.text("/proc/cmdline")
+    image = await probe.exists(f"/boot/vmlinuz-{release}") if release else False
+    booted = None if cmdline is None and not image else ("BOOT_IMAGE=" in (cmdline or "") or image)
     platform = await detect_platform(probe)
     nv_line = next((ln for ln in (nv_version or "").splitlines() if ln.startswith("NVRM version")), None)
     loaded = None if modules is None else any(ln.split()[:1] == ["nvidia"] for ln in modules.splitlines())
@@ -113,15 +125,14 @@ async def collect(probe: Probe) -> KernelVersionFacts:
         gpu_count=len(inventory.gpus),
         modules_dir_exists=modules_dir_exists,
         modules_dep_has_nvidia=dep_has_nvidia,
+        installed_kernels=installed,
+        booted_from_image=booted,
+        drivers=drivers,
         cpu_vendor=cpu_field("vendor_id"),
         cpu_family=cpu_int("cpu family"),
         cpu_model=cpu_int("model"),
         refs={"kernel": tuple(refs), "cpu": (file_ref("/proc/cpuinfo"),)},
     )
-
-
-def _where(platform: Platform) -> Where:
-    return "hypervisor" if platform.is_guest else "host"
 
 
 def _zen2_or_later(facts: KernelVersionFacts) -> bool:
@@ -161,7 +172,17 @@ def judge_kernel_version(facts: KernelVersionFacts) -> Finding:
                 f"NVIDIA driver {driver} supports kernels from {_v(MIN_KERNEL_FOR_DRIVER)} on",
             )
         )
-    if facts.gpu_count and facts.nvidia_loaded is False:
+    notes: list[str] = []
+    if facts.gpu_count and facts.nvidia_loaded is False and facts.platform.in_container:
+        issues.append(
+            (
+                "high",
+                "the nvidia module is not loaded on the container's host",
+                "a container shares its host's kernel: the host must load the NVIDIA driver (inside a container the "
+                "missing /lib/modules is normal and says nothing)",
+            )
+        )
+    elif facts.gpu_count and facts.nvidia_loaded is False:
         if facts.modules_dir_exists is False:
             issues.append(
                 (
@@ -180,33 +201,25 @@ def judge_kernel_version(facts: KernelVersionFacts) -> Finding:
                 )
             )
     elif facts.nvidia_loaded and facts.modules_dir_exists is False and not facts.platform.in_container:
-        # Inside a container the module tree belongs to the host: its absence here says nothing.
-        issues.append(
-            (
-                "medium",
-                f"/lib/modules/{facts.release} is missing although the nvidia module is loaded",
-                "the running kernel's modules were removed after boot: further modprobe calls (nvidia_peermem, nvidia_uvm "
-                "after an unload, vfio) will fail until a reboot into an installed kernel",
+        if facts.installed_kernels == () and facts.booted_from_image is False:
+            notes.append(
+                "no kernel module tree in this image at all: the kernel is booted from outside it (a VM's direct kernel "
+                "boot, an appliance), with its modules supplied by the platform"
             )
-        )
-    if _zen2_or_later(facts) and facts.platform.kind != "vm":
-        if version[:2] < AMD_PSTATE_KERNEL:
+        else:
             issues.append(
                 (
-                    "low",
-                    f"kernel {facts.release} predates amd_pstate ({_v(AMD_PSTATE_KERNEL)})",
-                    "this AMD Zen CPU can only use acpi-cpufreq's three coarse P-states",
+                    "medium",
+                    f"/lib/modules/{facts.release} is missing although the nvidia module is loaded",
+                    "the running kernel's modules were removed after boot: further modprobe calls (nvidia_peermem, "
+                    "nvidia_uvm after an unload, vfio) will fail until a reboot into an installed kernel",
                 )
             )
-        elif version[:2] < AMD_PSTATE_EPP_KERNEL:
-            issues.append(
-                (
-                    "low",
-                    f"kernel {facts.release} lacks amd_pstate active (EPP) mode ({_v(AMD_PSTATE_EPP_KERNEL)})",
-                    "amd_pstate runs only in passive mode here; active mode lets the CPU's firmware pick frequencies "
-                    "with an energy-performance preference, and 6.5+ makes it the default on Zen 2 and later",
-                )
-            )
+    if _zen2_or_later(facts) and not facts.platform.in_vm:
+        if facts.drivers.amd_pstate == "no":
+            notes.append(f"this kernel has no amd_pstate driver ({facts.drivers.how}): see power.scaling_driver")
+        elif facts.drivers.amd_pstate_active == "no":
+            notes.append("this kernel's amd_pstate has no active (EPP) mode (6.3+): see power.scaling_driver")
     flavor = "open" if open_module else "proprietary" if open_module is False else ""
     summary = f"kernel {facts.release}"
     if driver:
@@ -214,7 +227,6 @@ def judge_kernel_version(facts: KernelVersionFacts) -> Finding:
         summary += " loaded" if facts.nvidia_loaded else ""
     kernel_gcc = _gcc(facts.proc_version)
     if not issues:
-        notes = []
         if facts.modules_dir_exists:
             notes.append(f"/lib/modules/{facts.release} present")
         if kernel_gcc and facts.module_gcc:
@@ -235,7 +247,11 @@ def judge_kernel_version(facts: KernelVersionFacts) -> Finding:
                 if facts.nvidia_loaded
                 else "The kernel is new enough for current NVIDIA driver branches"
             )
-            + (" and for amd_pstate's active (EPP) mode on this Zen CPU." if _zen2_or_later(facts) else "."),
+            + (
+                " and for amd_pstate's active (EPP) mode on this Zen CPU."
+                if _zen2_or_later(facts) and facts.drivers.amd_pstate_active == "yes"
+                else "."
+            ),
             evidence=evidence,
         )
     order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
@@ -243,7 +259,7 @@ def judge_kernel_version(facts: KernelVersionFacts) -> Finding:
     module_issue = any("nvidia" in obs or "modules" in obs for _, obs, _ in issues)
     fix = Fix(
         kind="reboot",
-        where=_where(facts.platform),
+        where=fix_where(facts.platform, "kernel"),
         summary="Rebuild the NVIDIA module for the running kernel or boot the kernel it was built for"
         if module_issue
         else "Upgrade to a current kernel of the distribution (6.x) and reboot",

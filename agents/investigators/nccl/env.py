@@ -33,6 +33,18 @@ NCCL_ENV_CHECK = Check(
 )
 
 
+def _from_runtime_options(source: EnvSource) -> bool:
+    """The variable comes from the container's definition: an LXC config's lxc.environment, or the environment of
+    a process in an application container (docker run -e, a pod spec's env); an LXC system container's services
+    set their own."""
+    if source.ref.endswith(".conf") and "lxc.environment" in source.name:
+        return True
+    if not source.ref.endswith("/environ") or not source.in_container:
+        return False
+    label = source.container or ""
+    return not label.startswith("lxc")
+
+
 def judge_nccl_env(f: NcclFacts) -> Finding:
     check, title = NCCL_ENV_CHECK.id, NCCL_ENV_CHECK.title
     refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
@@ -64,13 +76,14 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
         )
     severity: Severity = "high" if any(h[2] == "high" for h in hits) else "medium"
     in_container = any(h[0].in_container for h in hits)
+    from_options = any(_from_runtime_options(h[0]) for h in hits)
     actions = (
         *(CommandAction(description=f"remove {setting} from {source.name}") for source, setting, _, _ in hits),
         CommandAction(description="restart the inference server (or its container) so the environment is read again"),
     )
     fix = Fix(
         kind="restart",
-        where="container" if in_container else "host",
+        where="container_config" if from_options else "container" if in_container else "host",
         summary="Remove the NCCL overrides and restart the server: " + ", ".join(sorted({h[1] for h in hits})),
         actions=actions,
         risk="low",

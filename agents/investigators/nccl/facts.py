@@ -75,7 +75,7 @@ async def _process_sources(probe: Probe, servers: tuple[ServerProcess, ...], pla
                 parse_environ(result.data),
                 result.error,
                 inside,
-                server.container,
+                server.container or platform.container_runtime,
             )
         )
     return out

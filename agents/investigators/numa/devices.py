@@ -9,6 +9,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
@@ -83,7 +84,7 @@ async def collect_devices(probe: Probe, platform: Platform, gpus: tuple[Gpu, ...
 
 
 def _where(platform: Platform) -> Where:
-    return "hypervisor" if platform.in_container else "host"
+    return layer_where(platform, "kernel")
 
 
 def _irqbalance_state(cmd: CommandResult) -> str:

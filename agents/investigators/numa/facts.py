@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
-from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.numa.devices import DeviceFacts, collect_devices
 from rigaudit.agents.investigators.numa.memory import MemoryFacts, collect_memory
 from rigaudit.tools.model.finding import Area, Where
@@ -61,6 +62,6 @@ async def collect(probe: Probe) -> NumaFacts:
     )
 
 
-def fix_where(platform: Platform) -> Where:
-    """kernel.* sysctls and firmware are the host kernel's: inside a container they belong to the hypervisor."""
-    return "hypervisor" if platform.in_container else "host"
+def fix_where(platform: Platform, target: FixTarget = "kernel") -> Where:
+    """kernel.* sysctls are the running kernel's (a container's host from inside one); firmware the machine's."""
+    return layer_where(platform, target)

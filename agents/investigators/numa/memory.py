@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.model.finding import (
     Action,
@@ -91,7 +92,7 @@ async def collect_memory(probe: Probe, platform: Platform) -> MemoryFacts:
 
 
 def _where(platform: Platform) -> Where:
-    return "hypervisor" if platform.in_container else "host"
+    return layer_where(platform, "kernel")
 
 
 def _gib(kib: float) -> str:

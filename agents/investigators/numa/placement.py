@@ -69,7 +69,7 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         return unknown(check, AREA, title, why, evidence=refs)
     fix = Fix(
         kind="firmware",
-        where=fix_where(facts.platform),
+        where=fix_where(facts.platform, "firmware"),
         summary="Make the firmware describe PCI proximity (ACPI SRAT/_PXM): BIOS update or NUMA settings, then reboot",
         actions=(
             CommandAction(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
 from rigaudit.tools.probe import Probe
@@ -78,7 +79,7 @@ def no_nvlink_reason(f: NvlinkFacts) -> str:
 def hardware_fix(f: NvlinkFacts) -> Fix:
     return Fix(
         kind="hardware",
-        where="hypervisor" if f.platform.is_guest else "host",
+        where=layer_where(f.platform, "hardware"),
         summary="Reset the affected GPUs; if links stay down or counters keep rising, reseat (SXM: baseboard) and RMA",
         actions=(
             CommandAction(description="record the state", argv=("nvidia-smi", "nvlink", "-s")),

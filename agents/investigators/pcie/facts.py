@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
-from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.pci.sysfs import (
@@ -165,8 +166,9 @@ async def collect(probe: Probe) -> PcieFacts:
 # -- helpers shared by the pcie rules ------------------------------------------------------
 
 
-def fix_where(platform: Platform) -> Where:
-    return "hypervisor" if platform.is_guest else "host"
+def fix_where(platform: Platform, target: FixTarget = "hardware") -> Where:
+    """PCIe links, slots, switches and error sources are the machine's: in a VM guest, the hypervisor's."""
+    return layer_where(platform, target)
 
 
 def config_refs(facts: PcieFacts, bdfs: list[str] | tuple[str, ...]) -> list[str]:

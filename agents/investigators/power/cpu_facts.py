@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import unknown
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.probe import Probe, dir_ref
@@ -41,8 +42,8 @@ def cap(refs: Sequence[str]) -> tuple[str, ...]:
 
 
 def cpu_where(platform: Platform) -> Where:
-    """CPU knobs inside an LXC/docker container belong to the host kernel: the hypervisor."""
-    return "hypervisor" if platform.in_container else "host"
+    """CPU knobs seen in this kernel's sysfs: the container's host from inside a container."""
+    return layer_where(platform, "kernel")
 
 
 def by_value(values: dict[int, str | None]) -> dict[str, list[int]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import Probe, nvml_ref
@@ -27,7 +28,7 @@ def _cap(refs: list[str]) -> tuple[str, ...]:
 
 def _where(platform: Platform) -> Where:
     """GPU settings belong to whoever runs the driver: the hypervisor when we run in a container."""
-    return "hypervisor" if platform.in_container else "host"
+    return layer_where(platform, "gpu_driver")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import nvml_unusable
 from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.facts.python_env import TorchInstall
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
@@ -45,7 +46,7 @@ def driver_cuda(value: object) -> tuple[int, int] | None:
 
 
 def _driver_where(platform: Platform) -> Where:
-    return "hypervisor" if platform.in_container else "host"
+    return layer_where(platform, "gpu_driver")
 
 
 CUDA_DRIVER_COMPAT_CHECK = Check(

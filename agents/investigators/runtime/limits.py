@@ -59,8 +59,9 @@ async def collect_limits(probe: Probe, scan: ServerScan, platform: Platform) -> 
 
 
 def _where(f: LimitsFacts, server: ServerProcess) -> Where:
+    """A container's limits are its runtime options (docker --ulimit, the LXC config); a host server's, its unit."""
     inside = f.platform.in_container or bool(server.container) or bool(server.foreign_mnt_ns)
-    return "container" if inside else "host"
+    return "container_config" if inside else "host"
 
 
 def _refs(rows: list[ServerLimits], status: bool = False) -> tuple[str, ...]:

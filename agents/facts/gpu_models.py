@@ -1,0 +1,51 @@
+"""What a GPU model can do, from its NVML name: PCIe peer-to-peer, NVLink, MIG.
+
+NVIDIA enables PCIe peer-to-peer on data-center and professional (RTX/Quadro) GPUs only. GeForce cards have none
+over PCIe (since the RTX 30 series; the RTX 3090 and TITAN RTX peer only across an NVLink bridge, the RTX 40 and
+50 series not at all): on them NCCL stages GPU-to-GPU traffic through host memory whatever the IOMMU, ACS or
+NCCL settings say. MIG exists on A100, A30, H100, H200, H20, B200, GB200 and the RTX PRO 6000 Blackwell.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+ProductLine = Literal["datacenter", "workstation", "geforce", "unknown"]
+P2pSupport = Literal["yes", "nvlink_bridge", "no", "unknown"]
+
+_DATACENTER = re.compile(r"\b([ABHLTV]\d{1,3}[A-Z]?|GB?\d{3}|B\d{3}|H\d{2,3}|GH\d{3}|A\d{2}|L\d{1,2}S?|T4|P\d{2,3}|K\d{2})\b")
+_WORKSTATION = re.compile(r"\bRTX (A\d{4}|\d{4} Ada|PRO \d{4}|\d{4})\b|\bQuadro\b|\bTITAN V\b|\bRTX PRO\b")
+_BRIDGE_ONLY = re.compile(r"GeForce RTX 3090|TITAN RTX|GeForce RTX 2080 Ti|GeForce RTX 2080\b")
+_MIG = re.compile(r"\b(A100|A30|H100|H200|H20|H800|A800|B200|B300|GB200|GB300|GH200|RTX PRO 6000)\b")
+
+
+def product_line(name: str) -> ProductLine:
+    """``NVIDIA GeForce RTX 4090`` -> geforce; ``NVIDIA H200`` -> datacenter; ``NVIDIA RTX 6000 Ada Generation`` ->
+    workstation."""
+    text = name.replace("NVIDIA ", "").strip()
+    if "GeForce" in text or re.search(r"\bTITAN (RTX|Xp?|X)\b", text):
+        return "geforce"
+    if _WORKSTATION.search(text):
+        return "workstation"
+    if _DATACENTER.search(text):
+        return "datacenter"
+    return "unknown"
+
+
+def p2p_support(name: str) -> P2pSupport:
+    """Whether the model allows CUDA peer-to-peer over PCIe (``nvlink_bridge``: only across an NVLink bridge)."""
+    line = product_line(name)
+    if line == "geforce":
+        return "nvlink_bridge" if _BRIDGE_ONLY.search(name) else "no"
+    if line in ("datacenter", "workstation"):
+        return "yes"
+    return "unknown"
+
+
+def has_mig(name: str) -> bool:
+    return bool(_MIG.search(name))
+
+
+def short_name(name: str) -> str:
+    return name.removeprefix("NVIDIA ").strip() or name

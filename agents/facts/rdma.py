@@ -1,0 +1,134 @@
+"""RDMA NICs and the GPUDirect RDMA path in use: nvidia_peermem, or DMA-BUF, or none.
+
+GPUDirect RDMA lets an InfiniBand/RoCE (or EFA) NIC read and write GPU memory directly. Two paths exist: the
+``nvidia_peermem`` module (it needs the MLNX_OFED / DOCA-OFED ``ib_core``, whose peer-memory API the inbox kernel
+stack lacks), or DMA-BUF, which needs Linux 5.12+, NVIDIA's open kernel module (R515+) and a recent NCCL (2.19+ uses
+it by default). Either serves; having neither stages inter-node traffic through host memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
+from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules
+from rigaudit.tools.probe import Probe, dir_ref, file_ref
+
+INFINIBAND = "/sys/class/infiniband"
+DMABUF_KERNEL = (5, 12, 0)
+DMABUF_DRIVER = 515
+GpuDirectPath = Literal["peermem", "dmabuf", "none", "unknown"]
+
+
+@dataclass(frozen=True)
+class RdmaNic:
+    name: str
+    link_layer: str | None
+    """``InfiniBand`` or ``Ethernet`` (RoCE) of port 1."""
+    state: str | None
+    """``ACTIVE``, ``DOWN``... of port 1."""
+    rate: str | None
+
+    @property
+    def active(self) -> bool:
+        return self.state == "ACTIVE"
+
+    @property
+    def kind(self) -> str:
+        if self.name.startswith("efa"):
+            return "EFA"
+        return "RoCE" if self.link_layer == "Ethernet" else "InfiniBand"
+
+
+@dataclass(frozen=True)
+class RdmaFacts:
+    nics: tuple[RdmaNic, ...] | None
+    """None when /sys/class/infiniband could not be listed for another reason than its absence."""
+    error: str | None
+    modules: frozenset[str] | None
+    kernel: tuple[int, int, int] | None
+    driver: str | None
+    open_module: bool | None
+    refs: tuple[str, ...]
+
+    @property
+    def active_nics(self) -> tuple[RdmaNic, ...]:
+        return tuple(n for n in self.nics or () if n.active)
+
+    @property
+    def ofed(self) -> bool | None:
+        """MLNX_OFED / DOCA-OFED's ib_core is loaded (``mlx_compat``): nvidia_peermem can attach to it."""
+        return None if self.modules is None else "mlx_compat" in self.modules
+
+    @property
+    def dmabuf_capable(self) -> bool | None:
+        """Kernel 5.12+ with NVIDIA's open kernel module R515+: GPUDirect RDMA over DMA-BUF is possible."""
+        if self.kernel is None or self.open_module is None:
+            return None
+        branch = int(self.driver.split(".")[0]) if self.driver and self.driver.split(".")[0].isdigit() else None
+        return self.kernel >= DMABUF_KERNEL and self.open_module and (branch is None or branch >= DMABUF_DRIVER)
+
+    @property
+    def path(self) -> GpuDirectPath:
+        if self.modules is not None and "nvidia_peermem" in self.modules:
+            return "peermem"
+        capable = self.dmabuf_capable
+        if capable:
+            return "dmabuf"
+        if capable is None or self.modules is None:
+            return "unknown"
+        return "none"
+
+    def path_text(self) -> str:
+        return {
+            "peermem": "nvidia_peermem loaded",
+            "dmabuf": f"DMA-BUF (kernel {'.'.join(map(str, (self.kernel or ())[:2]))}, open kernel module {self.driver})",
+            "none": "neither nvidia_peermem nor DMA-BUF ("
+            + ("proprietary kernel module" if self.open_module is False else "kernel older than 5.12")
+            + ")",
+            "unknown": "unknown (kernel, NVIDIA module flavor or loaded modules not readable)",
+        }[self.path]
+
+
+def _port(text: str | None) -> str | None:
+    """``4: ACTIVE`` -> ``ACTIVE``."""
+    if text is None:
+        return None
+    return text.split(":", 1)[-1].strip() or None
+
+
+async def _nic(probe: Probe, name: str) -> RdmaNic:
+    base = f"{INFINIBAND}/{name}/ports/1"
+    link, state, rate = await probe.gather(*[lambda f=f: probe.text(f"{base}/{f}") for f in ("link_layer", "state", "rate")])
+    return RdmaNic(name, link.strip() if link else None, _port(state), rate.strip() if rate else None)
+
+
+async def collect_rdma(probe: Probe) -> RdmaFacts:
+    listing = await probe.list_dir(INFINIBAND)
+    nics: tuple[RdmaNic, ...] | None = None
+    if listing.entries is not None or listing.error == "ENOENT":
+        nics = tuple(await probe.gather(*[lambda n=n: _nic(probe, n) for n in listing.entries or ()]))
+    modules, proc_version, osrelease = await probe.gather(
+        lambda: probe.text(MODULES), lambda: probe.text(PROC_VERSION), lambda: probe.text("/proc/sys/kernel/osrelease")
+    )
+    driver, open_module = kernel_version(proc_version)
+    refs = (dir_ref(INFINIBAND), file_ref(MODULES), file_ref(PROC_VERSION), file_ref("/proc/sys/kernel/osrelease"))
+    return RdmaFacts(
+        nics=nics,
+        error=None if nics is not None else listing.error,
+        modules=loaded_modules(modules),
+        kernel=parse_kernel_version(osrelease),
+        driver=driver,
+        open_module=open_module if proc_version is not None else None,
+        refs=refs,
+    )
+
+
+def describe_nics(nics: tuple[RdmaNic, ...]) -> str:
+    """``8 InfiniBand NICs (mlx5_0–mlx5_7), 8 active``."""
+    kinds = sorted({n.kind for n in nics})
+    names = [n.name for n in nics]
+    shown = f"{names[0]}–{names[-1]}" if len(names) > 3 else ", ".join(names)
+    active = sum(1 for n in nics if n.active)
+    return f"{len(nics)} {'/'.join(kinds)} NIC{'s' if len(nics) != 1 else ''} ({shown}), {active} active"
