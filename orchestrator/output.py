@@ -7,9 +7,12 @@ from pathlib import Path
 
 from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.redact import redact_json_text
 
 
 def write_json(path: Path, text: str) -> None:
+    """Write a JSON document (secrets redacted) to ``path``, or to stdout for ``-``."""
+    text = redact_json_text(text)
     if str(path) == "-":
         sys.stdout.write(text + "\n")
         return

@@ -10,6 +10,7 @@ from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.redact import redact_text
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"
@@ -139,12 +140,13 @@ def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:
 
 def write_report(path: Path, result: AuditResult) -> None:
     """Write the report atomically (a crash never leaves half a document)."""
-    atomic_write_text(path, render_report(result))
+    atomic_write_text(path, redact_text(render_report(result)))
 
 
 def append_section(path: Path, title: str, markdown: str) -> None:
     """Add ``markdown`` under ``## title`` (replacing its placeholder), or a new section at the end."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
+    markdown = redact_text(markdown)
     header = f"## {title}"
     lines = text.splitlines()
     if header in lines:

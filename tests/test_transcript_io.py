@@ -12,6 +12,7 @@ import pytest
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.redact import REDACTED, redact_text
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.events import (
     ApprovalDecided,
@@ -34,7 +35,6 @@ from rigaudit.transcripts.events import (
 )
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION
 from rigaudit.transcripts.reader import KNOWN_TYPES, read_transcript
-from rigaudit.transcripts.redact import REDACTED, redact_text
 from rigaudit.transcripts.writer import TranscriptWriter
 
 FINDING = Finding(

@@ -15,9 +15,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rigaudit.tools.redact import redact_json
 from rigaudit.transcripts.events import Event
 from rigaudit.transcripts.format import make_header
-from rigaudit.transcripts.redact import redact_event
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
 
@@ -35,7 +35,7 @@ def encode_event(event: Event, *, redact: bool = True) -> str:
     """One transcript line (without its newline) for ``event``."""
     data: dict[str, Any] = event.model_dump(mode="json", by_alias=True)
     if redact:
-        data = redact_event(data)
+        data = redact_json(data)
     return json.dumps(data, separators=(",", ":"))
 
 

@@ -19,6 +19,7 @@ import anyio.lowlevel
 from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.guard import ensure_allowed
+from rigaudit.tools.redact import redact_json
 
 Message = dict[str, Any]
 
@@ -131,7 +132,7 @@ class OpenAIChatModel:
     # -- one request ------------------------------------------------------------------------
 
     def _kwargs(self, request: ChatRequest, model: str, structured: bool) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": model, "messages": list(request.messages)}
+        kwargs: dict[str, Any] = {"model": model, "messages": redact_json(list(request.messages))}
         token_key = (
             "max_tokens" if self.config.base_url and "api.openai.com" not in self.config.base_url else "max_completion_tokens"
         )

@@ -22,6 +22,7 @@ from rigaudit.orchestrator.report import write_report
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.redact import redact_json_text
 from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
 
 
@@ -75,7 +76,7 @@ def judge(job: JudgeJob) -> Judged:
     except Exception as exc:  # one host's bad evidence must not end the fleet
         return Judged(None, {}, f"audit failed: {exc.__class__.__name__}: {_error_line(exc)}")
     else:
-        text = result.model_dump_json(by_alias=True, indent=2)
+        text = redact_json_text(result.model_dump_json(by_alias=True, indent=2))
         if job.host_dir is not None:
             folder = Path(job.host_dir)
             try:

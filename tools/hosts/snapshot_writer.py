@@ -23,7 +23,7 @@ import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT
-from rigaudit.tools.redact import redact_file, redact_text
+from rigaudit.tools.redact import redact_argv, redact_file, redact_output
 
 if TYPE_CHECKING:
     from rigaudit.tools.hosts.recording import Recording
@@ -78,14 +78,14 @@ def check_target(target: Path, *, force: bool) -> None:
 
 
 def command_record(result: CommandResult) -> dict[str, object]:
-    record: dict[str, object] = {"argv": list(result.argv)}
+    record: dict[str, object] = {"argv": redact_argv(result.argv)}
     if result.error is not None:
         record["error"] = result.error
     if result.error is None or result.exit_code is not None:
         record["exit_code"] = result.exit_code
     if result.error is None or result.stdout or result.stderr:
-        record["stdout"] = redact_text(result.stdout)
-        record["stderr"] = redact_text(result.stderr)
+        record["stdout"] = redact_output(result.argv, result.stdout)
+        record["stderr"] = redact_output(result.argv, result.stderr)
     if result.error is None:
         record["duration_s"] = result.duration_s
     if result.truncated:

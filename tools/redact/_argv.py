@@ -1,0 +1,149 @@
+"""Command lines: the program and its flags are kept, the values of flags that carry credentials are not.
+
+A flag carries a credential when its name is a secret name (``--api-key``, ``--auth``, ``--hf-token``,
+``--password``, ``-pass``), or by the program's convention: ``mysql -pSECRET``, ``sshpass -p``,
+``redis-cli -a``, ``ipmitool -P``, ``docker login -p``, ``curl -u user:pass``, and ``-k VALUE``
+(a key; ``curl -k URL`` keeps its URL). ``NAME=value`` words (``env HF_TOKEN=x python ...``) are
+judged by their name. The same walk serves argument vectors and the words of a ``ps`` line.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+
+from rigaudit.tools.redact._names import is_secret_name
+from rigaudit.tools.redact._shapes import REDACTED
+from rigaudit.tools.redact._tally import Tally
+
+_MYSQL = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlcheck", "mysqlsh", "mariadb", "mariadb-dump"})
+_NEXT = {
+    "sshpass": frozenset({"-p"}),
+    "redis-cli": frozenset({"-a"}),
+    "valkey-cli": frozenset({"-a"}),
+    "keydb-cli": frozenset({"-a"}),
+    "ipmitool": frozenset({"-P", "-K", "-y"}),
+    "mongo": frozenset({"-p"}),
+    "mongosh": frozenset({"-p"}),
+    "mongodump": frozenset({"-p"}),
+    "smbclient": frozenset({"-U"}),
+}
+"""Short flags whose next word (or glued rest) is a password, by program."""
+_LOGIN = frozenset({"docker", "podman", "nerdctl", "helm", "buildah", "skopeo"})
+_USERPASS = frozenset({"-u", "--user", "-U", "--proxy-user"})
+_URL_TOOLS = frozenset({"curl", "wget", "http", "https", "xh", "httpie"})
+_KNOWN = _MYSQL | frozenset(_NEXT) | _LOGIN | _URL_TOOLS
+_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+_FLAG = re.compile(r"(--?[A-Za-z][A-Za-z0-9_.-]*)(?:=(.*))?", re.DOTALL)
+
+
+def _program(word: str) -> str:
+    return posixpath.basename(word.strip("\"'"))
+
+
+def _value_like(word: str) -> bool:
+    """Whether ``word`` can be a flag's value (not the next flag)."""
+    return bool(word) and (not word.startswith("-") or _NUMBER.fullmatch(word) is not None) and word != REDACTED
+
+
+def _plain(word: str) -> bool:
+    """Values ``-k`` keeps: URLs, paths, numbers (``curl -k URL``, ``sort -k 2``)."""
+    bare = word.strip("\"'")
+    return "://" in bare or bare.startswith(("/", "./", "~")) or _NUMBER.fullmatch(bare) is not None
+
+
+class ArgvWalk:
+    """One left-to-right pass over the words of a command line."""
+
+    def __init__(self, tally: Tally | None) -> None:
+        self.tally = tally
+        self.program = ""
+        self.login = False
+        self.hide: str | None = None
+        """How the next word is a secret: ``all`` (the whole word) or ``userpass`` (after its colon)."""
+
+    def _count(self, kind: str = "credential") -> None:
+        if self.tally is not None:
+            self.tally.add(kind)
+
+    def _hidden(self, word: str) -> str:
+        how, self.hide = self.hide, None
+        if how == "userpass":
+            user, colon, password = word.partition(":")
+            if not colon or not password or password == REDACTED:
+                return word
+            self._count()
+            return f"{user}:{REDACTED}"
+        self._count()
+        return REDACTED
+
+    def _short(self, word: str) -> str | None:
+        """A program's own short credential flag (``-pSECRET``, ``-a``, ``-P``); ``None`` when not one."""
+        flag, rest = word[:2], word[2:]
+        glued = rest[1:] if rest.startswith("=") else rest
+        if self.program in _MYSQL and flag == "-p" and glued:
+            self._count()
+            return f"-p{REDACTED}"
+        if flag in _NEXT.get(self.program, ()) or (self.login and flag == "-p"):
+            if glued:
+                self._count()
+                return f"{flag}{REDACTED}"
+            self.hide = "all"
+            return word
+        if self.program in _URL_TOOLS and word in _USERPASS:
+            self.hide = "userpass"
+            return word
+        return None
+
+    def word(self, word: str, next_word: str | None) -> str:
+        """The word, redacted as its place on the command line says."""
+        if self.hide is not None:
+            if _value_like(word):
+                return self._hidden(word)
+            self.hide = None
+        if word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word):
+            return self._flag(word, next_word)
+        assign = _ASSIGN.fullmatch(word)
+        if assign:
+            if assign.group(2) and assign.group(2) != REDACTED and is_secret_name(assign.group(1)):
+                self._count()
+                return f"{assign.group(1)}={REDACTED}"
+            return word
+        base = _program(word)
+        if not self.program or base in _KNOWN:
+            self.program, self.login = base, False
+        elif self.program in _LOGIN and word == "login":
+            self.login = True
+        return word
+
+    def _flag(self, word: str, next_word: str | None) -> str:
+        short = self._short(word) if not word.startswith("--") else None
+        if short is not None:
+            return short
+        flag = _FLAG.fullmatch(word)
+        if flag is None:
+            return word
+        name, value = flag.group(1), flag.group(2)
+        if self.program in _URL_TOOLS and name in _USERPASS:
+            self.hide = "userpass"
+            return f"{name}={self._hidden(value)}" if value else word
+        if name == "-k" and value is None and next_word is not None and _value_like(next_word) and not _plain(next_word):
+            self.hide = "all"
+            return word
+        if not is_secret_name(name):
+            return word
+        if value is None:
+            self.hide = "all"
+            return word
+        if value and value != REDACTED:
+            self._count()
+            return f"{name}={REDACTED}"
+        return word
+
+
+def redact_words(words: Sequence[str], tally: Tally | None = None) -> list[str]:
+    """The words of one command line with credential values replaced (the number of words is kept)."""
+    walk = ArgvWalk(tally)
+    return [walk.word(w, words[i + 1] if i + 1 < len(words) else None) for i, w in enumerate(words)]

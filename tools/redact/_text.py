@@ -1,0 +1,237 @@
+"""Free text (files, command output, log lines, model messages): secrets replaced, everything else kept.
+
+Three passes, each leaving ``<redacted>`` where a value was:
+1. shapes (:mod:`._shapes`): private key blocks, token formats, JWTs, webhook paths, URL userinfo,
+   ``Bearer``/``Basic`` credentials, password hashes;
+2. names (:mod:`._names`): the values of secret names in ``NAME=value`` (``export``, ``env``, query
+   strings, connection strings), ``"name": "value"`` (JSON, Python), ``name: value`` (YAML, HTTP
+   headers, ``Cookie``), ``name = value`` (INI), ``<name>value</name>`` (XML), and the flags of
+   command lines, word by word (:mod:`._argv`);
+3. long random strings that are left (:func:`._shapes.looks_random`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rigaudit.tools.redact._argv import redact_words
+from rigaudit.tools.redact._names import secret_strength
+from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
+from rigaudit.tools.redact._tally import Tally
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_ASSIGN = re.compile(rf"(?<![A-Za-z0-9_.\-])({_NAME})=")
+_FLAG_AFTER = re.compile(r"\s--?[A-Za-z]")
+_LINE_START = re.compile(r"(?:export\s+|declare\s+-x\s+|set\s+|setenv\s+)?", re.ASCII)
+_JSON_PAIR = re.compile(r"([\"'])([A-Za-z_][\w.-]*)\1(\s*:\s*)([\"'])((?:(?!\4)[^\\]|\\.)*)\4")
+_YAML_PAIR = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.-]*)([ \t]*:[ \t]+)(?![{\[&*#])(\S[^\r\n]*?)[ \t]*$", re.M)
+_INI_PAIR = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+=[ \t]*|=[ \t]+)(\S[^\r\n]*?)[ \t]*$", re.M)
+_HEADER = re.compile(
+    r"(?:^|(?<=[\s\"'{(,;]))([A-Za-z][\w-]*)([ \t]*:[ \t]*)"
+    r"(?!(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]+<redacted>)"
+    r"(?:(?:Bearer|Basic|Token|Digest|Negotiate|ApiKey)[ \t]+)?(?!<redacted>)([^\s\"',;]+)",
+    re.M,
+)
+_COOKIE = re.compile(r"(?im)\b((?:set-)?cookie[ \t]*:(?![ \t]*<redacted>)[ \t]*)([^\r\n\"']+)")
+_XML = re.compile(r"<([A-Za-z_][\w.-]*)(\s[^<>]*)?>([^<]{1,4096})</\1\s*>")
+_SCALAR = re.compile(r"[\"']?(?:-?\d+(?:\.\d+)?|0x[0-9A-Fa-f]+|true|false|yes|no|on|off|none|null|nil|\*+)[\"']?", re.I)
+_HEX = re.compile(r"[0-9A-Fa-f:-]+")
+_WHITESPACE = re.compile(r"(\s+)")
+_OPTION_HINT = re.compile(
+    r"(?i)(?:^|\s)(?:--?[\w.-]*(?:key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|sig|dsn|webhook|jwt|pat|otp|sas)"
+    r"|-[kpaPKUuy])|mysql|mariadb|sshpass|redis-cli|valkey-cli|keydb-cli|ipmitool|mongo|smbclient|curl|wget|login"
+)
+
+
+def _count(tally: Tally | None, kind: str) -> None:
+    if tally is not None:
+        tally.add(kind)
+
+
+def secret_value(name: str, value: str, *, loose: bool = False) -> bool:
+    """Whether ``value`` of ``name`` is to be redacted: a secret name, and not a number or boolean of a weak one.
+
+    ``loose`` (a ``name: value`` inside a line of prose, a log line) also keeps a weak name's hex ids
+    (``kernel key: 3a5f...``)."""
+    strength = secret_strength(name)
+    if strength == 0 or not value or REDACTED in value:
+        return False
+    if strength == 2:
+        return True
+    bare = value.strip()
+    return _SCALAR.fullmatch(bare) is None and not (loose and _HEX.fullmatch(bare))
+
+
+def _value_end(text: str, start: int) -> int:
+    """Where an inline ``NAME=value`` ends: its closing quote, a blank, a quote, or ``&``/``;`` before the next ``NAME=``."""
+    if start < len(text) and text[start] in "\"'":
+        close = text.find(text[start], start + 1)
+        return len(text) if close < 0 else close + 1
+    end = start
+    while end < len(text) and not text[end].isspace() and text[end] not in "\"'":
+        if text[end] in "&;," and re.match(rf"[&;,]\s*{_NAME}=", text[end:]):
+            break
+        end += 1
+    return end
+
+
+def _line_end(text: str, start: int) -> int:
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    return end - 1 if end > start and text[end - 1] == "\r" else end
+
+
+def _assignments(text: str, tally: Tally | None) -> str:
+    if "=" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    for match in _ASSIGN.finditer(text):
+        if match.start() < pos:
+            continue
+        name, value_start = match.group(1), match.end()
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        prefix = _LINE_START.match(text, line_start)
+        rest = text[value_start : _line_end(text, value_start)]
+        whole = prefix is not None and prefix.end() == match.start() and not _FLAG_AFTER.search(rest)
+        value_end = _line_end(text, value_start) if whole else _value_end(text, value_start)
+        value = text[value_start:value_end]
+        if not secret_value(name, value.strip("\"'")):
+            continue
+        out += [text[pos:value_start], REDACTED]
+        pos = value_end
+        _count(tally, "credential")
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _pairs(text: str, tally: Tally | None) -> str:
+    def json_pair(m: re.Match[str]) -> str:
+        if not secret_value(m.group(2), m.group(5)):
+            return m.group(0)
+        _count(tally, "credential")
+        return f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{REDACTED}{m.group(4)}"
+
+    def line_pair(m: re.Match[str]) -> str:
+        value = m.group(4)
+        if value[:1] in "|>" and value.strip("|>+-0123456789") == "":
+            return m.group(0)  # a block scalar: its lines follow (see _blocks)
+        if not secret_value(m.group(2), value.strip("\"'")):
+            return m.group(0)
+        _count(tally, "credential")
+        return f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}"
+
+    def header(m: re.Match[str]) -> str:
+        if not secret_value(m.group(1), m.group(3), loose=True):
+            return m.group(0)
+        _count(tally, "credential")
+        return m.group(0)[: m.start(3) - m.start(0)] + REDACTED
+
+    def cookie(m: re.Match[str]) -> str:
+        _count(tally, "credential")
+        return m.group(1) + REDACTED
+
+    def xml(m: re.Match[str]) -> str:
+        if not secret_value(m.group(1), m.group(3).strip()):
+            return m.group(0)
+        _count(tally, "credential")
+        return f"<{m.group(1)}{m.group(2) or ''}>{REDACTED}</{m.group(1)}>"
+
+    if '"' in text or "'" in text:
+        text = _JSON_PAIR.sub(json_pair, text)
+    if ":" in text:
+        text = _YAML_PAIR.sub(line_pair, text)
+        text = _COOKIE.sub(cookie, text)
+        text = _HEADER.sub(header, text)
+    if "=" in text:
+        text = _INI_PAIR.sub(line_pair, text)
+    if "</" in text:
+        text = _XML.sub(xml, text)
+    return _blocks(text, tally)
+
+
+_BLOCK_KEY = re.compile(r"^([ \t]*)(?:-[ \t]+)?([A-Za-z_][\w.-]*)[ \t]*:[ \t]*[|>][+-]?\d*[ \t]*$")
+
+
+def _blocks(text: str, tally: Tally | None) -> str:
+    """YAML block scalars under a secret key (``private_key: |``): the indented lines below it."""
+    if "|" not in text and ">" not in text:
+        return text
+    lines = text.splitlines(True)
+    indent: int | None = None
+    for i, line in enumerate(lines):
+        if indent is not None:
+            body = line.rstrip("\r\n")
+            if body.strip() and len(body) - len(body.lstrip()) > indent:
+                lines[i] = body[: len(body) - len(body.lstrip())] + REDACTED + line[len(body) :]
+                continue
+            if body.strip():
+                indent = None
+        key = _BLOCK_KEY.match(line.rstrip("\r\n"))
+        if key and secret_strength(key.group(2)):
+            indent = len(key.group(1))
+            _count(tally, "credential")
+    return "".join(lines)
+
+
+def _options(text: str, tally: Tally | None) -> str:
+    """Command lines written as text (``ps`` output, scripts, unit files): word by word."""
+    if not _OPTION_HINT.search(text):
+        return text
+    out = []
+    for line in text.splitlines(True):
+        if not _OPTION_HINT.search(line):
+            out.append(line)
+            continue
+        parts = _WHITESPACE.split(line)
+        words = parts[0::2]
+        redacted = redact_words(words, tally)
+        if redacted != words:
+            parts[0::2] = redacted
+        out.append("".join(parts))
+    return "".join(out)
+
+
+def _shapes(text: str, tally: Tally | None) -> str:
+    def pem(m: re.Match[str]) -> str:
+        _count(tally, "private_key")
+        end = m.group(0)[m.end("body") - m.start(0) :]
+        return f"-----BEGIN {m.group(1)}-----{REDACTED}{end}"
+
+    if "PRIVATE KEY" in text:
+        text = PEM.sub(pem, text)
+    for shape in SHAPES:
+
+        def sub(m: re.Match[str], kind: str = shape.kind, group: int | str = shape.group) -> str:
+            if REDACTED in m.group(group):
+                return m.group(0)
+            _count(tally, kind)
+            start, end = m.start(group) - m.start(0), m.end(group) - m.start(0)
+            return m.group(0)[:start] + REDACTED + m.group(0)[end:]
+
+        text = shape.pattern.sub(sub, text)
+    return text
+
+
+def _random(text: str, tally: Tally | None) -> str:
+    spans = random_spans(text)
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end in spans:
+        out += [text[pos:start], REDACTED]
+        pos = end
+        _count(tally, "random")
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_QUICK = re.compile(r"[=:$<-]|[A-Za-z0-9+/_]{16}|(?i:bearer|basic|token)")
+
+
+def redact_text(text: str, tally: Tally | None = None) -> str:
+    """``text`` with every secret value replaced by ``<redacted>`` (the same object when nothing changed)."""
+    if len(text) < 4 or not _QUICK.search(text):
+        return text
+    out = _random(_options(_pairs(_assignments(_shapes(text, tally), tally), tally), tally), tally)
+    return text if out == text else out
