@@ -25,8 +25,9 @@ from rigaudit.tools.action_text import compress_paths, shell_lines
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.ops import matches, read_value, wanted
 from rigaudit.tools.actions.persist import manual_persist, persist_lines, persist_targets
+from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.script import ScriptStep
-from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand
+from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand, refusal
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult
@@ -156,6 +157,9 @@ def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, 
         return "elsewhere", "runs in the container"
     if not targets_of(step):
         return "manual", "only a command to run by hand (apply never runs commands)"
+    refused = next((why for t in targets_of(step) if (why := refusal(t)) is not None), None)
+    if refused is not None:
+        return "not_attempted", f"refused: {refused}"
     return None, ""
 
 
@@ -307,14 +311,13 @@ async def apply_plan(
     if not runnable:
         return report
     gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting)")
+    session = await session_fields(host, plan)  # the plan and the machine: rollback checks the journal against them
     with Journal.create(journal_path) as journal:
         report.journal = journal.path
         journal.append(
             kind="session",
-            host=host.name,
-            source=host.source,
-            plan_hash=plan_hash,
             message=f"apply scope={options.scope} steps={','.join(s.id for s in runnable)} persist={options.persist}",
+            **session,
         )
         executed = 0
         for entry in report.steps:

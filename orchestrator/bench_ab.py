@@ -26,6 +26,7 @@ from rigaudit.orchestrator.apply import ApplyOptions, Emit, classify, emit_resul
 from rigaudit.orchestrator.approval import Gate, StepView
 from rigaudit.orchestrator.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.actions.execute import apply_targets
+from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
 from rigaudit.tools.bench.ab import ALL_STEPS, BASELINE, AbResult, ArmResult, Visit
 from rigaudit.tools.bench.loadgen import LoadSession, LoadSpec, Progress, client_for, now_utc
@@ -297,9 +298,7 @@ def run_ab(
     with journal:
         journal.append(
             kind="session",
-            host=host.name,
-            source=host.source,
-            plan_hash=plan.digest(),
+            **anyio.run(session_fields, host, plan),
             message=f"bench ab steps={','.join(s.id for s in steps)} cycles={options.cycles} "
             f"arms={','.join(a.name for a in arms)}",
         )

@@ -10,8 +10,8 @@ entry without an outcome (the process was killed) is restored like any other.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Literal
@@ -19,6 +19,8 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigaudit.tools.actions.targets import Target
+from rigaudit.tools.bounded import InputError, JsonError, iter_lines, loads
+from rigaudit.tools.model.plan import Plan
 
 JOURNAL_SCHEMA = "rigaudit.journal/1"
 EntryKind = Literal["session", "approval", "change"]
@@ -69,7 +71,11 @@ class JournalEntry(BaseModel):
     approval: Approval | None = None
     host: str = ""
     source: str = ""
+    host_id: str = ""
+    """The session's machine: ``machine-id:...`` (rollback refuses another machine)."""
     plan_hash: str = ""
+    plan: Plan | None = None
+    """The session's plan, whose hash is ``plan_hash``: rollback undoes only its targets."""
 
 
 class JournalError(Exception):
@@ -165,36 +171,65 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+@dataclass
+class JournalRead:
+    """A journal as read: its valid entries, a warning per line skipped, and which lines those were."""
+
+    path: Path
+    entries: list[JournalEntry] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    damaged: list[int] = field(default_factory=list)
+    last_line: int = 0
+
+
+def read_journal_lines(path: Path) -> JournalRead:
+    """Read a journal (untrusted: bounded, regular file only); :class:`JournalError` when it has no entry."""
+    read = JournalRead(path)
+    if path.is_dir():
+        raise JournalError(f"{path}: is a directory, not a journal")
+    try:
+        for number, line in iter_lines(path, what=str(path)):
+            read.last_line = number
+            if line is None or not line.strip():
+                if line is None:
+                    read.damaged.append(number)
+                    read.warnings.append(f"{path.name}:{number}: line too long; ignored")
+                continue
+            _parse_line(read, number, line)
+    except InputError as exc:
+        if not (path.exists() or path.is_symlink()):
+            raise JournalError(f"{path}: no such journal") from None
+        raise JournalError(str(exc)) from None
+    if not read.entries and not read.warnings:
+        raise JournalError(f"{path}: the journal is empty")
+    if not read.entries:
+        raise JournalError(f"{path}: not a rigaudit journal ({read.warnings[0]})")
+    return read
+
+
+def _parse_line(read: JournalRead, number: int, line: bytes) -> None:
+    name = read.path.name
+    try:
+        raw = loads(line)
+    except JsonError:
+        read.damaged.append(number)
+        read.warnings.append(f"{name}:{number}: damaged line ignored")
+        return
+    if not isinstance(raw, dict) or raw.get("schema") != JOURNAL_SCHEMA:
+        read.damaged.append(number)
+        read.warnings.append(f"{name}:{number}: not a {JOURNAL_SCHEMA} entry; ignored")
+        return
+    try:
+        read.entries.append(JournalEntry.model_validate(raw))
+    except ValidationError as exc:
+        read.damaged.append(number)
+        read.warnings.append(f"{name}:{number}: invalid entry ({exc.error_count()} error(s)); ignored")
+
+
 def read_journal(path: Path) -> tuple[list[JournalEntry], list[str]]:
     """All entries of a journal, and one warning per damaged line (a torn last line after a kill)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise JournalError(f"{path}: no such journal") from None
-    except OSError as exc:
-        raise JournalError(f"{path}: cannot read the journal: {exc.strerror or exc}") from None
-    entries: list[JournalEntry] = []
-    warnings: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError:
-            warnings.append(f"{path.name}:{number}: damaged line ignored")
-            continue
-        if not isinstance(raw, dict) or raw.get("schema") != JOURNAL_SCHEMA:
-            warnings.append(f"{path.name}:{number}: not a {JOURNAL_SCHEMA} entry; ignored")
-            continue
-        try:
-            entries.append(JournalEntry.model_validate(raw))
-        except ValidationError as exc:
-            warnings.append(f"{path.name}:{number}: invalid entry ({exc.error_count()} error(s)); ignored")
-    if not entries and not warnings:
-        raise JournalError(f"{path}: the journal is empty")
-    if not entries:
-        raise JournalError(f"{path}: not a rigaudit journal ({warnings[0]})")
-    return entries, warnings
+    read = read_journal_lines(path)
+    return read.entries, read.warnings
 
 
 __all__ = [
@@ -205,7 +240,9 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "JournalError",
+    "JournalRead",
     "default_journal_path",
     "read_journal",
+    "read_journal_lines",
     "utc_now",
 ]

@@ -8,7 +8,13 @@ A journal of an apply that was killed half-way rolls back too: a change journale
 concluded is restored to its value before (writing it again is harmless). Each restore is
 appended to the journal, so running rollback twice restores nothing twice.
 
-Exit status: 0 done; 1 a value could not be restored; 2 usage error; 3 not approved.
+A journal only undoes what its apply wrote: it is checked first against the plan it records (and
+that plan's hash), the kinds of change an apply makes, and the machine it was written on; a
+journal that fails any check is refused with one line and nothing is touched. The approval lists
+every path, value and command the rollback will touch.
+
+Exit status: 0 done; 1 a value could not be restored; 2 usage error or a journal refused;
+3 not approved.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.errors import OperationError, UsageError
 from rigaudit.orchestrator.session import open_session
 from rigaudit.tools.actions.execute import short
+from rigaudit.tools.actions.provenance import JournalRefused, host_identity, restore_lines, verify_journal
 from rigaudit.tools.actions.rollback import Restore, pending_changes, rollback, session_of
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
-from rigaudit.tools.journal import Journal, JournalEntry, JournalError, read_journal, utc_now
+from rigaudit.tools.journal import Journal, JournalEntry, JournalError, read_journal_lines, utc_now
 from rigaudit.transcripts.events import ChangeApplied, ReportWritten
 
 
@@ -89,12 +96,22 @@ def _section(path: Path, host: Host, results: list[Restore], when: str) -> str:
     return "\n".join(lines)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _verified(args: argparse.Namespace) -> tuple[list[JournalEntry], list[str], Host]:
+    """The journal's entries, once checked against its plan, its kinds of change and this host."""
     try:
-        entries, warnings = read_journal(args.journal)
+        read = read_journal_lines(args.journal)
     except JournalError as exc:
         raise UsageError(str(exc)) from None
-    host = open_target_host(entries, args.snapshot)
+    host = open_target_host(read.entries, args.snapshot)
+    try:
+        verify_journal(read, host_name=host.name, host_id=anyio.run(host_identity, host))
+    except JournalRefused as exc:
+        raise UsageError(str(exc)) from None
+    return read.entries, read.warnings, host
+
+
+def _run(args: argparse.Namespace) -> int:
+    entries, warnings, host = _verified(args)
     todo = [(p, o) for p, o in pending_changes(entries) if o is None or o.state != "reverted"]
     for warning in warnings:
         print(f"rigaudit: warning: {warning}")
@@ -111,9 +128,10 @@ def _run(args: argparse.Namespace) -> int:
         options={"journal": str(args.journal)},
     ) as session:
         steps = sorted({p.step_id for p, _ in todo})
+        touched = restore_lines([(p.target, p.before) for p, _ in reversed(todo) if p.target is not None])
         approval = require_approval(
             f"roll back {len(todo)} change(s) on {host.name}",
-            [f"journal {args.journal}", f"steps: {', '.join(steps)}"],
+            [f"journal {args.journal}", f"steps: {', '.join(steps)}", *touched],
             assume_yes=args.yes,
             emit=session.emit,
             plan_hash=next((e.plan_hash for e in entries if e.kind == "session"), ""),

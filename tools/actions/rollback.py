@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.tools.actions.execute import restore_target, short
-from rigaudit.tools.actions.targets import AnyTarget
+from rigaudit.tools.actions.targets import AnyTarget, refusal
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalEntry
 
@@ -46,6 +46,10 @@ async def rollback(host: Host, entries: list[JournalEntry], journal: Journal | N
         assert target is not None
         if outcome is not None and outcome.state == "reverted":
             results.append(Restore(planned.step_id, target, planned.before, "skipped", "already reverted"))
+            continue
+        refused = refusal(target)
+        if refused is not None:  # never a change no apply makes, whatever the journal says
+            results.append(Restore(planned.step_id, target, planned.before, "failed", f"refused: {refused}"))
             continue
         ok, message = await restore_target(host, target, planned.before)
         if journal is not None:

