@@ -9,8 +9,6 @@ does not stop the others; ``quit`` does.
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +26,10 @@ from rigaudit.tools.actions.persist import manual_persist, persist_lines, persis
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.script import ScriptStep
 from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand, refusal
+from rigaudit.tools.bounded import InputError, read_regular
 from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotError
+from rigaudit.tools.hosts.snapshot_copy import copy_snapshot as copy_tree
 from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction
@@ -98,13 +99,15 @@ class ApplyReport:
 
 
 def load_plan(path: Path) -> Plan:
-    """The plan of an ``audit --json`` file (or a bare plan); one clear line when it is not one."""
+    """The plan of an ``audit --json`` file (or a bare plan); one clear line when it is not one.
+
+    A plan file is untrusted input: a regular file only, bounded in size; every action in it is
+    validated (names, paths, values) before anything can run.
+    """
     try:
-        if path.stat().st_size > MAX_PLAN_BYTES:
-            raise UsageError(f"{path}: larger than {MAX_PLAN_BYTES // (1024 * 1024)} MiB: not a plan")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the plan: {exc.strerror or exc}") from None
+        text = read_regular(path, limit=MAX_PLAN_BYTES, what=str(path)).decode("utf-8")
+    except InputError as exc:
+        raise UsageError(f"cannot read the plan: {exc}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not an `audit --json` result (not UTF-8 text)") from None
     try:
@@ -116,17 +119,16 @@ def load_plan(path: Path) -> Plan:
 
 
 def copy_snapshot(src: Path, dst: Path) -> None:
-    """Copy a snapshot into a new folder (real files, writable) for ``--snapshot SRC --into DST``."""
-    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+    """Copy a snapshot into a new folder for ``--snapshot SRC --into DST``: only its folders and
+    regular files (never through a link), built beside DST and renamed into place."""
+    if dst.is_symlink() or (dst.exists() and (not dst.is_dir() or any(dst.iterdir()))):
         raise UsageError(f"{dst}: already exists and is not empty (--into needs a new folder)")
     if dst.resolve().is_relative_to(src.resolve()):
         raise UsageError(f"{dst}: must not lie inside the snapshot {src}")
     try:
-        shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)  # real files: writes never leak out
-        for folder, _, names in os.walk(dst):
-            for path in (folder, *(os.path.join(folder, n) for n in names)):
-                if not os.path.islink(path):
-                    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+        copy_tree(src, dst)
+    except SnapshotError as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise OperationError(f"cannot copy {src} to {dst}: {exc.strerror or exc}") from None
 

@@ -172,6 +172,10 @@ async def run_audit(
     warnings.extend(plan_warnings)
     if control.cancelled:
         warnings.append("audit interrupted: results are partial")
+    lost = [r for r in runs if r.status in ("failed", "timeout")]
+    if lost:
+        what = "; ".join(f"{r.area} {r.status} ({r.error})" if r.error else f"{r.area} {r.status}" for r in lost)
+        warnings.append(f"audit incomplete: {len(lost)} investigator(s) did not finish, their checks were not judged: {what}")
     for finding in findings:
         emit(FindingReported(finding=finding))
     emit(PlanReady(plan=plan))
@@ -180,6 +184,7 @@ async def run_audit(
         baseline["snapshot notes"] = notes
     cited = {ref for f in findings for ref in f.evidence}
     result = AuditResult(
+        status="interrupted" if control.cancelled else "incomplete" if lost else "complete",
         host=HostSummary(name=host.name, source=host.source, facts=baseline),
         started_at=started_at,
         duration_s=round(time.perf_counter() - started, 4),

@@ -11,9 +11,6 @@ returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +27,8 @@ from rigaudit.orchestrator.chat.steps import Step
 from rigaudit.orchestrator.errors import NotApprovedError, RigauditError
 from rigaudit.orchestrator.report import append_section, write_report
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.hosts.snapshot_copy import copy_snapshot as copy_tree
 from rigaudit.tools.journal import JournalError, default_journal_path, utc_now
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
@@ -87,16 +85,15 @@ def _noop(event: Event) -> None:
 
 
 def copy_snapshot(src: Path, dst: Path) -> None:
-    """A writable copy of a snapshot (real files, so writes never reach the original)."""
+    """A writable copy of a snapshot (its folders and regular files, never through a link)."""
     if dst.exists() and any(dst.iterdir()):
         raise RigauditError(f"{dst}: already exists and is not empty (the copy needs a new folder)")
     if dst.resolve().is_relative_to(src.resolve()):
         raise RigauditError(f"{dst}: must not lie inside the snapshot {src}")
-    shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)
-    for folder, _, names in os.walk(dst):
-        for path in (folder, *(os.path.join(folder, n) for n in names)):
-            if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    try:
+        copy_tree(src, dst)
+    except SnapshotError as exc:
+        raise RigauditError(str(exc)) from None
 
 
 def _finding_line(finding: Finding) -> str:

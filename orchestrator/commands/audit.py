@@ -6,7 +6,9 @@ Examples:
   rigaudit audit --snapshot DIR --report system-improve.md --json audit.json
   rigaudit audit --fail-on high --no-live    for scripts: exit 3 when a high problem is found
 
-Exit status: 0 done; 3 a problem at or above --fail-on was found; 2 usage error.
+Exit status: 0 done; 3 a problem at or above --fail-on was found; 4 the audit is incomplete (an
+investigator crashed or timed out: its checks were not judged; "status": "incomplete" in --json
+and in the transcript); 2 usage error; 130 interrupted (Ctrl-C). 3 wins over 4, and 4 over 0.
 """
 
 from __future__ import annotations
@@ -71,6 +73,17 @@ def _areas(text: str | None) -> list[str] | None:
     return areas or None
 
 
+EXIT_INCOMPLETE = 4
+"""An investigator crashed or timed out: the audit is not a clean one."""
+
+
+def exit_status(result: AuditResult, threshold: str | None) -> int:
+    """3 a problem at or above ``threshold``; 130 interrupted; 4 incomplete; 0 a clean audit."""
+    if failing(result, threshold):
+        return 3
+    return {"interrupted": 130, "incomplete": EXIT_INCOMPLETE}.get(result.status, 0)
+
+
 def failing(result: AuditResult, threshold: str | None) -> bool:
     if threshold is None:
         return False
@@ -122,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
             session.emit(ReportWritten(path=str(args.report)))
         if args.json:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
-        session.exit_code = 3 if failing(result, args.fail_on) else (130 if control.cancelled else 0)
+        session.exit_code = exit_status(result, args.fail_on)
         if session.transcript_path is not None and not json_to_stdout:
             console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
     return session.exit_code

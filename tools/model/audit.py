@@ -12,6 +12,9 @@ from rigaudit.tools.model.plan import Plan
 
 AUDIT_SCHEMA = "rigaudit.audit/1"
 InvestigatorStatus = Literal["done", "failed", "timeout", "cancelled"]
+AuditStatus = Literal["complete", "incomplete", "interrupted"]
+"""``complete``: every investigator finished; ``incomplete``: one or more crashed or timed out (their
+checks were not judged, so the audit is not a clean one); ``interrupted``: stopped early (Ctrl-C)."""
 
 
 class InvestigatorRun(BaseModel):
@@ -38,6 +41,7 @@ class AuditResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_: str = Field(default=AUDIT_SCHEMA, alias="schema")
+    status: AuditStatus = "complete"
     host: HostSummary
     started_at: str
     duration_s: float
