@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rigaudit.tools.pci import is_bdf
@@ -25,6 +26,16 @@ def normalize_bdf(bus_id: str) -> str:
         return bus_id
 
 
+_UUID = re.compile(r"^GPU-[0-9a-fA-F-]{36}$")
+_SERIAL = re.compile(r"^[0-9A-Za-z]{1,24}$")
+_DEVICE_ID = re.compile(r"^0x[0-9a-fA-F]{4}$")
+
+
+def _checked(value: object, pattern: re.Pattern[str]) -> str | None:
+    """A value from an untrusted snapshot, kept only when it has the shape it must have."""
+    return value if isinstance(value, str) and pattern.match(value) else None
+
+
 @dataclass(frozen=True)
 class Gpu:
     bdf: str
@@ -33,6 +44,12 @@ class Gpu:
     name: str
     numa_node: int | None
     local_cpulist: str | None
+    uuid: str | None = None
+    """``GPU-8f3c...``: the same on every layer that runs the driver (host, guest, container)."""
+    serial: str | None = None
+    """The board serial number (printed on the card; what a hypervisor's admin or a cloud provider can match)."""
+    device_id: str | None = None
+    """The PCI device id (``0x2335``): the same in a VM guest and on its hypervisor."""
 
     @property
     def label(self) -> str:
@@ -85,7 +102,7 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
     nvml_error = init.error
     count: int | None = None
     driver: str | None = None
-    by_bdf: dict[str, tuple[int, str]] = {}
+    by_bdf: dict[str, tuple[int, str, str | None, str | None]] = {}
     if init.ok:
         count_result, driver_result = await probe.gather(
             lambda: probe.nvml("nvmlDeviceGetCount"), lambda: probe.nvml("nvmlSystemGetDriverVersion")
@@ -97,23 +114,37 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
             count = count_result.value
             infos = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetPciInfo", i) for i in range(count)])
             names = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetName", i) for i in range(count)])
-            for index, (info, name) in enumerate(zip(infos, names, strict=True)):
+            uuids = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetUUID", i) for i in range(count)])
+            serials = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetSerial", i) for i in range(count)])
+            for i, (info, name, uuid_read, serial_read) in enumerate(zip(infos, names, uuids, serials, strict=True)):
                 if info.ok and isinstance(info.value, dict):
                     bus_id = info.value.get("busId") or info.value.get("busIdLegacy")
                     bdf = normalize_bdf(bus_id) if isinstance(bus_id, str) else ""
                     if is_bdf(bdf):
-                        by_bdf[bdf] = (index, str(name.value)[:128] if name.ok else "NVIDIA GPU")
+                        label = str(name.value)[:128] if name.ok else "NVIDIA GPU"
+                        by_bdf[bdf] = (i, label, _checked(uuid_read.value, _UUID), _checked(serial_read.value, _SERIAL))
         else:
             nvml_error = count_result.error
     sysfs_bdfs = await _sysfs_gpus(probe)
     bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
     numa = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/numa_node") for b in bdfs])
     cpus = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/local_cpulist") for b in bdfs])
+    devices = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/device") for b in bdfs])
     gpus = []
-    for bdf, node, cpulist in zip(bdfs, numa, cpus, strict=True):
-        matched = by_bdf.get(bdf)
-        gpu_index = matched[0] if matched else None
-        label = matched[1] if matched else "NVIDIA GPU"
-        gpus.append(Gpu(bdf, gpu_index, label, _int_or_none(node), cpulist.strip() if cpulist else None))
+    for bdf, node, cpulist, device in zip(bdfs, numa, cpus, devices, strict=True):
+        found = by_bdf.get(bdf)
+        index, label, uuid, serial = found if found else (None, "NVIDIA GPU", None, None)
+        gpus.append(
+            Gpu(
+                bdf,
+                index,
+                label,
+                _int_or_none(node),
+                cpulist.strip() if cpulist else None,
+                uuid,
+                serial,
+                _checked(device.strip() if device else None, _DEVICE_ID),
+            )
+        )
     gpus.sort(key=lambda g: (g.index is None, g.index if g.index is not None else 0, g.bdf))
     return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver)

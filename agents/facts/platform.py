@@ -292,7 +292,7 @@ def _container_layer(s: _Signals) -> tuple[Layer | None, str | None]:
         if vm_image:
             note = (
                 f"/.dockerenv exists, but / is the block device {s.mounts.root_source} and /dev the kernel's devtmpfs: "
-                "a VM booted from an image built with Docker, not a container"
+                "a system booted from an image built with Docker, not a container"
             )
         else:
             candidates.append(("docker", "/.dockerenv exists", ("exists:/.dockerenv",)))

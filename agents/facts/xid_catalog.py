@@ -52,7 +52,7 @@ RESOLUTION_RANK: dict[Resolution, int] = {
     "none": 7,
 }
 """The strongest resolution first: when several Xids are logged, the strongest one's action covers the others."""
-_SEVERITY: dict[Resolution, Severity] = {
+RESOLUTION_SEVERITY: dict[Resolution, Severity] = {
     "none": "low",
     "restart_app": "medium",
     "report": "medium",
@@ -139,7 +139,7 @@ class Xid:
 
     @property
     def severity(self) -> Severity:
-        return "critical" if self.code in CRITICAL else _SEVERITY[self.resolution]
+        return "critical" if self.code in CRITICAL else RESOLUTION_SEVERITY[self.resolution]
 
     @property
     def fix_kind(self) -> FixKind | None:

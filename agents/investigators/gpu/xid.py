@@ -1,4 +1,10 @@
-"""gpu.xid: NVRM Xid events in the kernel log, their meaning, severity and fix."""
+"""gpu.xid: NVRM Xid events in the kernel log, judged by NVIDIA's Xid catalog (meaning, resolution, severity).
+
+Each Xid's meaning and the resolution NVIDIA gives come from :mod:`rigaudit.agents.facts.xid_catalog` (all 172
+codes); the finding takes the worst severity of the Xids logged and the strongest resolution among them, on the layer
+that resolution runs on: a GPU reset where the NVIDIA driver runs, a reboot of the machine (for a VM guest whose GPU
+fell off the bus, a stop and start from the hypervisor), a restart of the serving application, a report to support.
+"""
 
 from __future__ import annotations
 
@@ -6,35 +12,25 @@ import re
 from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.gpus import normalize_bdf
+from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words
+from rigaudit.agents.facts.gpus import Gpu, normalize_bdf
 from rigaudit.agents.facts.kernel_log import DMESG, log_unavailable
-from rigaudit.agents.facts.platform import Platform
+from rigaudit.agents.facts.platform import Platform, fix_where
+from rigaudit.agents.facts.xid_catalog import (
+    RESOLUTION_FIX_KIND,
+    RESOLUTION_RANK,
+    RESOLUTION_SEVERITY,
+    RESOLUTION_TEXT,
+    Resolution,
+    Xid,
+    lookup,
+    recovery_action,
+)
 from rigaudit.agents.findings import ok, problem, unknown
-from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where
-from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import command_ref
 
-XID_MEANING = {
-    13: "graphics engine exception",
-    31: "GPU memory page fault",
-    43: "GPU stopped processing",
-    45: "preemptive cleanup (a process was killed)",
-    48: "double-bit ECC error",
-    61: "internal micro-controller breakpoint",
-    62: "internal micro-controller halt",
-    63: "ECC page retirement / row remapping event",
-    64: "ECC page retirement / row remapping failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    119: "GSP RPC timeout",
-    120: "GSP error",
-}
-CRITICAL_XIDS = frozenset({79, 48, 94, 95, 63, 64, 74})
-APPLICATION_XIDS = frozenset({13, 31, 43})
 _XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)")
 
 
@@ -56,90 +52,86 @@ def parse_xids(text: str) -> list[XidEvent]:
     return events
 
 
-def _dmesg_unavailable(cmd: CommandResult) -> str | None:
-    return log_unavailable(cmd)
+@dataclass(frozen=True)
+class _Judged:
+    """One Xid code as logged here: its catalog entry, its resolution (Xid 154: the one its line names)."""
+
+    code: int
+    entry: Xid | None
+    resolution: Resolution
+    count: int
+    gpus: tuple[str, ...]
+
+    @property
+    def severity(self) -> Severity:
+        if self.entry is not None and self.code != 154:
+            return self.entry.severity
+        return RESOLUTION_SEVERITY[self.resolution]
+
+    @property
+    def text(self) -> str:
+        if self.entry is None:
+            return "not in NVIDIA's Xid catalog (a newer driver's code?)"
+        return self.entry.text
 
 
-def _xid_severity(xids: set[int]) -> Severity:
-    if xids & CRITICAL_XIDS:
-        return "critical"
-    if xids <= {45}:
-        return "low"
-    if xids <= APPLICATION_XIDS | {45}:
-        return "medium"
-    return "high"
+def _judge_codes(events: list[XidEvent]) -> list[_Judged]:
+    out = []
+    for code in sorted({e.xid for e in events}):
+        mine = [e for e in events if e.xid == code]
+        entry = lookup(code)
+        resolution: Resolution = entry.resolution if entry else "report"
+        if code == 154:
+            asked = [r for e in mine if (r := recovery_action(e.line)) is not None]
+            resolution = min(asked, key=lambda r: RESOLUTION_RANK[r]) if asked else "none"
+        out.append(_Judged(code, entry, resolution, len(mine), tuple(dict.fromkeys(e.bdf for e in mine))))
+    return out
 
 
-def _xid_fix(xids: set[int], platform: Platform) -> Fix:
-    where = hw_where(platform)
-    verify = "dmesg | grep -i xid shows no new events after a load run"
-    if xids & {79, 74}:
-        return Fix(
-            kind="hardware",
-            where=where,
-            summary="GPU fell off the bus / NVLink errors: reboot to recover, then check seating, risers, power and "
-            "cooling; RMA if it repeats",
-            actions=(
-                CommandAction(
-                    description="reboot, then reseat the GPU and its power cables; check slot/riser and "
-                    "PSU; open an RMA if the Xid returns"
-                ),
-            ),
-            risk="medium",
-            verify=verify,
-            revert="none",
-            persist="hardware changes persist",
-        )
-    if xids & {48, 63, 64, 94, 95, 92}:
-        return Fix(
-            kind="reboot",
-            where=where,
-            summary="Memory error Xids: reset the GPU or reboot so remaps take effect; see gpu.ecc_errors (RMA on failure)",
-            actions=(CommandAction(description="stop the server, reset the affected GPUs (nvidia-smi -r -i N) or reboot"),),
-            risk="medium",
-            verify=verify,
-            revert="none",
-            persist="remaps are stored on the GPU",
-        )
-    if xids <= APPLICATION_XIDS | {45}:
-        return Fix(
-            kind="restart",
-            where=where,
-            summary="Application-side GPU faults: restart the server and look at what it ran when the Xid appeared",
-            actions=(
-                CommandAction(
-                    description="restart the inference server; if the Xid repeats, collect "
-                    "nvidia-bug-report.sh and the server log of that moment"
-                ),
-            ),
-            risk="low",
-            verify=verify,
-            revert="none",
-            persist="none",
-        )
-    return Fix(
-        kind="reboot",
-        where=where,
-        summary="Driver/firmware Xids: reboot, update the driver if they repeat",
-        actions=(
-            CommandAction(
-                description="reboot; if the Xid returns, update to the latest driver of the branch and "
-                "collect nvidia-bug-report.sh"
-            ),
-        ),
-        risk="medium",
-        verify=verify,
-        revert="none",
-        persist="none",
+def _where(platform: Platform, resolution: Resolution) -> Where:
+    if resolution == "restart_app":
+        return fix_where(platform, "workload")
+    if resolution in ("reset_gpu", "update_software"):
+        return fix_where(platform, "gpu_driver")
+    if resolution in ("reboot", "restart_vm"):
+        # A VM guest's GPU that fell off the bus comes back when the hypervisor restarts the VM (a reboot inside the
+        # guest may not reset it); a container's host reboots, not the container.
+        return fix_where(platform, "vm_definition") if platform.in_vm else fix_where(platform, "kernel")
+    return fix_where(platform, "hardware")
+
+
+def _actions(resolution: Resolution, where: Where, gpus: list[Gpu], investigate: list[str]) -> tuple[Action, ...]:
+    actions: list[Action] = []
+    if resolution == "reset_gpu":
+        for gpu in gpus:
+            arg = gpu_selector(gpu, where)
+            words = f"reset {gpu_words(gpu, where)} with every process on it stopped"
+            actions.append(CommandAction(description=words, argv=("nvidia-smi", "-r", "-i", arg) if arg else ()))
+    elif resolution == "reboot":
+        if where == "hypervisor":
+            names = "; ".join(gpu_words(g, where) for g in gpus)
+            actions.append(
+                CommandAction(description=f"stop and start this VM from the hypervisor (or the cloud console): {names}")
+            )
+        else:
+            actions.append(CommandAction(description="drain the server, then reboot the machine", argv=("systemctl", "reboot")))
+    else:
+        actions.append(CommandAction(description=RESOLUTION_TEXT[resolution]))
+    actions += [CommandAction(description=f"if it repeats: {what}") for what in dict.fromkeys(investigate) if what]
+    actions.append(
+        CommandAction(description="collect nvidia-bug-report.sh (it holds the kernel log and the GPU state) before resetting")
     )
+    return tuple(actions)
 
 
 XID_CHECK = Check(
     "gpu.xid",
     "Xid events in the kernel log",
-    reads="kernel log `NVRM: Xid` lines",
-    problem="any Xid; 79, 48/94/95, 63/64, 74 are critical",
-    fix="per Xid: restart, reset, reboot or hardware",
+    reads="kernel log `NVRM: Xid` lines, judged by NVIDIA's Xid catalog (172 codes)",
+    problem="any Xid; severity by NVIDIA's resolution: informational low, restart-the-application medium, GPU reset or "
+    "reboot high; critical when data or the GPU is lost (48, 64, 79, 95, 140, 167, 171, 172)",
+    fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
+    "report to support",
     kinds=("restart", "reboot", "hardware"),
 )
 
@@ -147,7 +139,7 @@ XID_CHECK = Check(
 def judge_xid(f: GpuHealthFacts) -> Finding:
     check, title = XID_CHECK.id, XID_CHECK.title
     refs = (command_ref(DMESG),)
-    if why := _dmesg_unavailable(f.dmesg):
+    if why := log_unavailable(f.dmesg):
         return unknown(check, AREA, title, why, evidence=refs)
     events = parse_xids(f.dmesg.stdout)
     lines = len(f.dmesg.stdout.splitlines())
@@ -161,28 +153,67 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
             explanation="The ring buffer holds the messages since boot unless it has wrapped.",
             evidence=refs,
         )
-    by_bdf = {g.bdf: g.label for g in f.inventory.gpus}
-    counts: dict[tuple[str, int], int] = {}
-    for event in events:
-        counts[(event.bdf, event.xid)] = counts.get((event.bdf, event.xid), 0) + 1
+    by_bdf = {g.bdf: g for g in f.inventory.gpus}
+    judged = _judge_codes(events)
+    severity = min((j.severity for j in judged), key=lambda s: SEVERITY_ORDER[s])
+    strongest = min((j.resolution for j in judged), key=lambda r: RESOLUTION_RANK[r])
     parts = []
-    for (bdf, xid), n in sorted(counts.items()):
-        meaning = XID_MEANING.get(xid, "see NVIDIA's Xid catalog")
-        parts.append(f"Xid {xid} ({meaning}) on {by_bdf.get(bdf, f'GPU {bdf}')} ×{n}")
-    xids = {e.xid for e in events}
-    subjects = sorted({by_bdf.get(e.bdf, f"GPU {e.bdf}") for e in events})
+    for j in judged:
+        where_seen = ", ".join(by_bdf[b].label if b in by_bdf else f"GPU {b}" for b in j.gpus)
+        parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}")
+    explanation = " ".join(
+        f"Xid {j.code}: NVIDIA's resolution is to {RESOLUTION_TEXT[j.resolution]}"
+        + (f"; if it repeats, {j.entry.investigate}" if j.entry and j.entry.investigate else "")
+        + "."
+        for j in judged
+    )
+    explanation += (
+        f" The worst of them sets the severity ({severity}): "
+        + {
+            "critical": "data on the GPU may be wrong or the GPU is gone until the machine is reset",
+            "high": "the GPU is unusable for every process until it is reset, so the server is down on it",
+            "medium": "the application that hit it was stopped; the GPU itself keeps working",
+            "low": "informational: nothing to do unless it repeats or accompanies another Xid",
+        }[severity]
+        + ". Last line: "
+        + events[-1].line[:200]
+    )
+    subjects = sorted({by_bdf[e.bdf].label if e.bdf in by_bdf else f"GPU {e.bdf}" for e in events})
+    kind = RESOLUTION_FIX_KIND[strongest]
+    if kind is None:
+        return ok(
+            check,
+            AREA,
+            title,
+            "; ".join(parts) + " (informational in NVIDIA's catalog)",
+            expected="no Xid that needs an action",
+            explanation=explanation,
+            subjects=subjects,
+            evidence=refs,
+        )
+    where = _where(f.platform, strongest)
+    gpus = [by_bdf[b] for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf]
+    investigate = [j.entry.investigate for j in judged if j.entry and j.entry.investigate]
+    fix = Fix(
+        kind=kind,
+        where=where,
+        summary=f"Xid {', '.join(str(j.code) for j in judged if j.resolution == strongest)}: "
+        f"{RESOLUTION_TEXT[strongest]} (NVIDIA's resolution)",
+        actions=_actions(strongest, where, gpus, investigate),
+        risk="medium" if strongest in ("reset_gpu", "reboot", "restart_vm") else "low",
+        verify="dmesg | grep -i xid shows no new event after a load run; nvidia-smi -q shows the GPU healthy",
+        revert="none",
+        persist="none",
+    )
     return problem(
         check,
         AREA,
         title,
-        _xid_severity(xids),
+        severity,
         "; ".join(parts),
         "no Xid events",
-        "Xid lines are the driver's record of GPU faults. 79 (fallen off the bus) points at PCIe/power/thermal "
-        "hardware; 48/94/95 are ECC errors and 63/64 row-remapping events (see gpu.ecc_errors); 74 is NVLink. "
-        "13/31/43 usually come from the application (bad kernel, illegal address) and 45 follows a killed process. "
-        "Last line: " + events[-1].line[:200],
-        _xid_fix(xids, f.platform),
+        explanation,
+        fix,
         subjects=subjects,
         evidence=refs,
     )
