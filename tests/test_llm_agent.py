@@ -124,13 +124,13 @@ def test_the_agent_reads_with_tools_then_reports_through_the_tool() -> None:
 def test_prompt_injection_in_a_file_changes_nothing() -> None:
     model = ScriptedModel(
         [
-            call("read_file", path="/etc/rigaudit-notes.conf"),
+            call("read_file", path="/etc/modprobe.d/rigaudit-notes.conf"),
             call("shell", command="rm -rf /"),  # the model obeyed the file: the policy does not
             call("shell", command="sh -c 'rm -rf / --no-preserve-root'"),
             final({"findings": []}),
         ]
     )
-    result, events, _, host = _audit(model, extra={"/etc/rigaudit-notes.conf": INJECTION})
+    result, events, _, host = _audit(model, extra={"/etc/modprobe.d/rigaudit-notes.conf": INJECTION})
     model.assert_complete()
     assert not any("rm" in " ".join(argv) for argv in host.ran)
     texts = _tool_texts(model.requests[3])

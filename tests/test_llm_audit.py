@@ -23,15 +23,15 @@ ADDED = {
     "status": "problem",
     "severity": "low",
     "title": "A host file tries to instruct automated tools",
-    "observed": "/etc/gpu-notes.conf asks to run rm -rf /",
-    "evidence": ["file:/etc/gpu-notes.conf"],
+    "observed": "/etc/modprobe.d/gpu-notes.conf asks to run rm -rf /",
+    "evidence": ["file:/etc/modprobe.d/gpu-notes.conf"],
 }
 
 
 def _script() -> dict[str, list]:  # type: ignore[type-arg]
     return {
         "kernel": [
-            call("read_file", path="/etc/gpu-notes.conf"),
+            call("read_file", path="/etc/modprobe.d/gpu-notes.conf"),
             call("shell", command="rm -rf /"),
             final({"findings": [ADDED]}),
         ],
@@ -49,7 +49,7 @@ def _args(url: str, *extra: str) -> argparse.Namespace:
 def test_llm_audit_keeps_rule_findings_adds_a_cited_one_denies_rm_within_150k_chars(
     stream: bool, areas: list[str] | None
 ) -> None:
-    host = SeedHost({"/etc/gpu-notes.conf": INJECTION})
+    host = SeedHost({"/etc/modprobe.d/gpu-notes.conf": INJECTION})
     events: list[Event] = []
     with ScriptedOpenAIServer(_script(), default=final({"findings": []})) as server:
         brain = brain_from_args(_args(server.base_url, *(["--llm-stream"] if stream else [])), events.append)
@@ -68,8 +68,10 @@ def test_llm_audit_keeps_rule_findings_adds_a_cited_one_denies_rm_within_150k_ch
     data = json.loads(result.model_dump_json())
     assert [f for f in data["findings"] if f["source"] == "rules"] == rule_findings(areas)
     added = [f for f in data["findings"] if f["source"] == "llm"]
-    assert [(f["check"], f["evidence"]) for f in added] == [("kernel.operator_notes", ["file:/etc/gpu-notes.conf"])]
-    assert "file:/etc/gpu-notes.conf" in {e["ref"] for e in data["evidence"]}  # the cited evidence ships with the result
+    assert [(f["check"], f["evidence"]) for f in added] == [("kernel.operator_notes", ["file:/etc/modprobe.d/gpu-notes.conf"])]
+    assert "file:/etc/modprobe.d/gpu-notes.conf" in {
+        e["ref"] for e in data["evidence"]
+    }  # the cited evidence ships with the result
     assert denial["role"] == "tool" and denial["content"].startswith("not run: deny (rm")
     assert not [argv for argv in host.ran if "rm" in argv]
     assert not [e for e in events if isinstance(e, Warning_)]

@@ -1,4 +1,4 @@
-"""The policy corpus (tests/policy_corpus.txt): every command judged as its line says."""
+"""The policy corpus (tests/policy_corpus.txt): every command judged as its line says, on the model host."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.policy import judge_argv, judge_command_line
+from tests.support.policy_host import MODEL_HOST
 
 CORPUS = Path(__file__).parent / "policy_corpus.txt"
 _REPEAT = re.compile(r"\{\{(.)\*(\d+)\}\}")
@@ -26,24 +27,25 @@ def _load() -> list[tuple[int, str, str]]:
             literal = ast.literal_eval(command[3:])
             assert isinstance(literal, str)
             command = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), literal)
-        assert expected in ("allow", "ask", "deny"), f"line {number}: bad verdict {expected!r}"
+        assert expected in LABELS, f"line {number}: bad label {expected!r}"
         cases.append((number, expected, command))
     return cases
 
 
+LABELS = {"allow": ("allow",), "ask": ("ask",), "deny": ("deny",), "notallow": ("ask", "deny")}
 CASES = _load()
 
 
 def test_corpus_is_large_and_covers_every_verdict() -> None:
-    assert len(CASES) >= 300
-    counts = {d: sum(1 for _, e, _ in CASES if e == d) for d in ("allow", "ask", "deny")}
-    assert all(n >= 40 for n in counts.values()), counts
+    assert len(CASES) >= 1000
+    counts = {label: sum(1 for _, e, _ in CASES if e == label) for label in LABELS}
+    assert counts["allow"] >= 300 and counts["deny"] >= 400 and counts["ask"] + counts["notallow"] >= 100, counts
 
 
 @pytest.mark.parametrize(("number", "expected", "command"), CASES, ids=[f"L{n}" for n, _, _ in CASES])
 def test_corpus(number: int, expected: str, command: str) -> None:
-    verdict = judge_command_line(command)
-    assert verdict.decision == expected, (
+    verdict = judge_command_line(command, MODEL_HOST)
+    assert verdict.decision in LABELS[expected], (
         f"line {number}: {command[:120]!r} -> {verdict.decision} [{verdict.rule}] {verdict.reason}"
     )
     assert verdict.reason and "\n" not in verdict.reason
@@ -51,7 +53,13 @@ def test_corpus(number: int, expected: str, command: str) -> None:
         assert verdict.argv and verdict.rule
 
 
-def test_argv_and_line_agree_on_every_allowed_command() -> None:
-    for _, expected, command in CASES:
-        if expected == "allow":
-            assert judge_argv(shlex.split(command)).decision == "allow", command
+def test_argv_and_line_agree_on_every_command() -> None:
+    for _, _, command in CASES:
+        try:
+            argv = shlex.split(command)
+        except ValueError:
+            continue
+        line = judge_command_line(command, MODEL_HOST)
+        if line.rule in ("shell-operators", "shell-comment", "expansion", "too-long", "nul-byte", "empty", "unparseable"):
+            continue  # line guards: an argv has no shell syntax
+        assert judge_argv(argv, MODEL_HOST).decision == line.decision, command

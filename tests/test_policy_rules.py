@@ -7,6 +7,7 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.policy import POLICY, Form, Policy, Rule, RuleError, engine, judge_argv, judge_command_line, lexer, paths
 from rigaudit.tools.policy.engine import FALLBACKS
+from rigaudit.tools.policy.fsview import EXAMPLE_HOST, LEXICAL
 from rigaudit.tools.policy.rules import RULES
 
 _NVSMI_BAD_ALLOW = Rule(
@@ -24,7 +25,7 @@ def test_every_rule_has_examples_judged_by_itself() -> None:
     for rule in RULES:
         assert rule.examples, rule.name
         for example in rule.examples:
-            verdict = judge_command_line(example)
+            verdict = judge_command_line(example, EXAMPLE_HOST)
             assert (verdict.decision, verdict.rule) == (rule.decision, rule.name), example
 
 
@@ -95,7 +96,7 @@ def test_duplicate_rule_names_fail_at_load() -> None:
     ],
 )
 def test_investigator_commands_are_allowed(argv: list[str]) -> None:
-    verdict = judge_argv(argv)
+    verdict = judge_argv(argv)  # on this machine, as the audit judges them
     assert verdict.decision == "allow", verdict
     assert verdict.argv == tuple(argv)
 
@@ -120,7 +121,7 @@ def test_investigator_commands_are_allowed(argv: list[str]) -> None:
     ],
 )
 def test_judge_argv_denies_without_a_shell(argv: list[str], rule: str) -> None:
-    verdict = judge_argv(argv)
+    verdict = judge_argv(argv, LEXICAL)
     assert (verdict.decision, verdict.rule) == ("deny", rule), verdict
 
 
@@ -128,12 +129,16 @@ def test_dcgm_diagnostics_ask_since_they_load_the_gpus() -> None:
     assert judge_argv(["dcgmi", "diag", "-r", "1"]).decision == "ask"
 
 
-def test_unknown_programs_and_forms_ask_with_a_hint() -> None:
-    unknown = judge_command_line("frobnicate --now")
+def test_unknown_programs_and_forms_ask_or_deny_with_a_hint() -> None:
+    unknown = judge_command_line("frobnicate --now", LEXICAL)
     assert (unknown.decision, unknown.rule) == ("ask", "unknown-program")
-    form = judge_command_line("journalctl -k --no-pager")
-    assert (form.decision, form.rule) == ("ask", "unrecognized-form")
-    assert "-n" in form.reason and "journalctl -k --no-pager -n 200" in form.reason
+    unbounded = judge_command_line("journalctl -k --no-pager", LEXICAL)
+    assert (unbounded.decision, unbounded.rule) == ("ask", "unbounded-read") and "-n" in unbounded.reason
+    reader = judge_command_line("uname --frobnicate", LEXICAL)
+    assert (reader.decision, reader.rule) == ("ask", "unrecognized-form") and "`uname -r`" in reader.reason
+    changer = judge_command_line("journalctl --rot", LEXICAL)  # getopt_long would take it for --rotate
+    assert (changer.decision, changer.rule) == ("deny", "not-a-read-form")
+    assert "journalctl -k --no-pager -n 200" in changer.reason
 
 
 def test_policy_errors_fail_closed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,17 +179,17 @@ def test_scanner_sees_what_a_shell_would(line: str, kinds: list[str]) -> None:
     assert [s.kind for s in lexer.scan(line)] == kinds
 
 
-def test_paths_are_normalized_before_judging() -> None:
+def test_path_building_blocks() -> None:
     assert paths.normalize("//etc//./shadow") == "/etc/shadow"
     assert paths.normalize("/proc/../etc/shadow") == "/etc/shadow"
-    assert paths.is_secret("../../etc/shadow")
+    assert paths.is_secret(paths.as_absolute("../../etc/shadow"))
     assert paths.is_secret("/home/u/.ssh/known_hosts")
-    assert not paths.is_secret("/etc/ssh/sshd_config")
-    assert not paths.is_secret("root")
-    assert paths.holds_secrets("/etc") and paths.holds_secrets("/") and paths.holds_secrets("/proc/1")
+    assert not paths.is_secret("/etc/ssh/sshd_config") and not paths.is_secret("/etc/passwd")
+    assert paths.holds_secrets("/etc") and paths.holds_secrets("/") and paths.holds_secrets("/proc")
+    assert paths.holds_secrets("/etc/nvidia") and paths.holds_secrets("/etc/apt")  # tokens and credentials inside
     assert not paths.holds_secrets("/etc/modprobe.d") and not paths.holds_secrets("/sys")
-    assert paths.readable("/proc/cmdline") is None
-    assert paths.readable("/home/u/x") is not None
+    assert paths.readable("/proc/cmdline", LEXICAL) is None
+    assert paths.readable("/home/u/x", LEXICAL) is not None
 
 
 def test_cli_check_prints_the_verdict_word_first(capsys: pytest.CaptureFixture[str]) -> None:

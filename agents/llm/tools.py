@@ -18,8 +18,8 @@ from rigaudit.agents.llm.answer import SCHEMA
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
 from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.policy import judge_argv
-from rigaudit.tools.policy.paths import PROC_ENVIRON, is_secret, listable, normalize, readable
+from rigaudit.tools.policy import filesystem_for, judge_argv
+from rigaudit.tools.policy.paths import listable, readable, resolved_path
 from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
 from rigaudit.tools.redact import redact_text
 from rigaudit.tools.shell import Approver, SandboxedShell, cap_text
@@ -161,8 +161,9 @@ class AgentTools:
         )
 
     async def _read_file(self, path: str) -> ToolResult:
-        norm = normalize(path)
-        why = readable(norm) or ("it holds secrets" if is_secret(norm) or PROC_ENVIRON.fullmatch(norm) else None)
+        fs = filesystem_for(self.probe.host)
+        why = readable(path, fs)
+        norm = resolved_path(path, fs)  # read what was judged: where the kernel resolves the path
         if why is not None:
             return ToolResult(f"not read: {why}", summary={"tool": "read_file", "path": path, "refused": why})
         await self.probe.read(norm)
@@ -174,8 +175,9 @@ class AgentTools:
         )
 
     async def _list_dir(self, path: str) -> ToolResult:
-        norm = normalize(path)
-        why = listable(norm) or ("it holds secrets" if is_secret(norm) else None)
+        fs = filesystem_for(self.probe.host)
+        why = listable(path, fs)
+        norm = resolved_path(path, fs)
         if why is not None:
             return ToolResult(f"not listed: {why}", summary={"tool": "list_dir", "path": path, "refused": why})
         result = await self.probe.list_dir(norm)

@@ -1,21 +1,23 @@
 """The named checks guards and rules refer to: the few judgements a regex cannot express.
 
 A check returns ``None`` when it does not fire, or a short detail (what it found) when it does.
-Line checks see the raw command line; argv checks see the parsed arguments.
+Line checks see the raw command line; argv checks see a :class:`Subject`: the parsed arguments and
+the file system their paths are resolved on (each path is resolved once per judgement).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from rigaudit.tools.policy import lexer, paths
+from rigaudit.tools.policy import lexer, paths, secrets
+from rigaudit.tools.policy.fsview import FileSystem
+from rigaudit.tools.policy.paths import PathProblem
+from rigaudit.tools.policy.resolve import resolve
 
 MAX_LENGTH = 4096
-ArgvCheck = Callable[[Sequence[str]], str | None]
-LineCheck = Callable[[str], str | None]
 
 _OPERATOR_WORD = re.compile(r"[;&|]+|\d*[<>]+[&|]?\d*-?|&>>?|\$\(|`")
 _SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
@@ -30,6 +32,49 @@ def show(text: str, limit: int = 60) -> str:
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
+@dataclass
+class Subject:
+    """One command being judged: its argv, and the file system its paths are resolved on."""
+
+    argv: tuple[str, ...]
+    fs: FileSystem
+    _guards: list[tuple[str, PathProblem]] | None = field(default=None, repr=False)
+    _reads: dict[tuple[str, str], PathProblem | None] = field(default_factory=dict, repr=False)
+
+    def path_problems(self) -> list[tuple[str, PathProblem]]:
+        """What each argument naming a path forces (``paths.guard``), in argument order."""
+        if self._guards is None:
+            found: list[tuple[str, PathProblem]] = []
+            for arg in self.argv[1:]:
+                for candidate in dict.fromkeys(paths.path_candidates(arg)):
+                    problem = _candidate_problem(candidate, self.fs)
+                    if problem is not None:
+                        found.append((candidate, problem))
+            self._guards = found
+        return self._guards
+
+    def judged(self, how: str, path: str, judge: Callable[[str, FileSystem], PathProblem | None]) -> PathProblem | None:
+        """``judge(path)``, once per judgement."""
+        key = (how, path)
+        if key not in self._reads:
+            self._reads[key] = judge(path, self.fs)
+        return self._reads[key]
+
+
+def _candidate_problem(candidate: str, fs: FileSystem) -> PathProblem | None:
+    if "/" not in candidate:
+        if secrets.is_secret_name(candidate):
+            return PathProblem("deny", "secret-path", f"{show(candidate)} names a credential file")
+        return None
+    if candidate.startswith(("~", "-")) or "\x00" in candidate:
+        return None
+    return paths.guard(candidate, fs)
+
+
+ArgvCheck = Callable[[Subject], str | None]
+LineCheck = Callable[[str], str | None]
+
+
 @dataclass(frozen=True)
 class Check:
     line: LineCheck | None = None
@@ -40,8 +85,8 @@ def _too_long_line(line: str) -> str | None:
     return f"{len(line)} characters (limit {MAX_LENGTH})" if len(line) > MAX_LENGTH else None
 
 
-def _too_long_argv(argv: Sequence[str]) -> str | None:
-    size = sum(len(a) + 1 for a in argv) - 1
+def _too_long_argv(subject: Subject) -> str | None:
+    size = sum(len(a) + 1 for a in subject.argv) - 1
     return f"{size} characters (limit {MAX_LENGTH})" if size > MAX_LENGTH else None
 
 
@@ -49,16 +94,16 @@ def _nul_line(line: str) -> str | None:
     return f"at offset {line.index(chr(0))}" if "\x00" in line else None
 
 
-def _nul_argv(argv: Sequence[str]) -> str | None:
-    return next((show(a) for a in argv if "\x00" in a), None)
+def _nul_argv(subject: Subject) -> str | None:
+    return next((show(a) for a in subject.argv if "\x00" in a), None)
 
 
 def _empty_line(line: str) -> str | None:
     return "nothing to run" if not line.strip() else None
 
 
-def _empty_argv(argv: Sequence[str]) -> str | None:
-    return "nothing to run" if not argv or not argv[0] else None
+def _empty_argv(subject: Subject) -> str | None:
+    return "nothing to run" if not subject.argv or not subject.argv[0] else None
 
 
 def _first_special(line: str, kinds: tuple[str, ...]) -> str | None:
@@ -76,91 +121,116 @@ def _unparseable(line: str) -> str | None:
     return None
 
 
-def _control_chars(argv: Sequence[str]) -> str | None:
-    for arg in argv:
+def _control_chars(subject: Subject) -> str | None:
+    for arg in subject.argv:
         for char in arg:
             if unicodedata.category(char) in _BAD_CATEGORIES:
                 return f"U+{ord(char):04X} in {show(arg)}"
     return None
 
 
-def _program_lookalike(argv: Sequence[str]) -> str | None:
-    return show(argv[0]) if not argv[0].isascii() else None
+def _program_lookalike(subject: Subject) -> str | None:
+    return show(subject.argv[0]) if not subject.argv[0].isascii() else None
 
 
-def _lookalike_dash(argv: Sequence[str]) -> str | None:
-    for arg in argv[1:]:
+def _lookalike_dash(subject: Subject) -> str | None:
+    for arg in subject.argv[1:]:
         if arg and not arg[0].isascii() and (unicodedata.category(arg[0]) == "Pd" or arg[0] in "\u2212\ufe63\uff0d"):
             return show(arg)
     return None
 
 
-def _env_prefix(argv: Sequence[str]) -> str | None:
-    return show(argv[0]) if "=" in argv[0] else None
+def _env_prefix(subject: Subject) -> str | None:
+    return show(subject.argv[0]) if "=" in subject.argv[0] else None
 
 
-def _program_path(argv: Sequence[str]) -> str | None:
-    program = argv[0]
+def _program_path(subject: Subject) -> str | None:
+    """A program named by path must be in a standard bin directory, as written and as resolved (and stably so)."""
+    program = subject.argv[0]
     if "/" not in program:
         return None
+    if not program.startswith("/"):
+        return f"{show(program)} (a relative path)"
     directory = paths.normalize(program).rsplit("/", 1)[0] or "/"
-    return None if directory in paths.STANDARD_BIN_DIRS else show(program)
+    resolved = resolve(program.rsplit("/", 1)[0] or "/", subject.fs)
+    standard = paths.STANDARD_BIN_DIRS | {resolve(d, subject.fs).path for d in paths.STANDARD_BIN_DIRS}
+    if directory not in paths.STANDARD_BIN_DIRS or resolved.path not in standard or resolved.refused:
+        return show(program) if resolved.path == directory else f"{show(program)} (in {resolved.path})"
+    unstable = resolved.unstable or resolve(program, subject.fs).unstable
+    if unstable is not None:
+        return f"{show(program)}: {unstable}"
+    return None
 
 
-def _operator_word(argv: Sequence[str]) -> str | None:
-    return next((show(a) for a in argv[1:] if _OPERATOR_WORD.fullmatch(a)), None)
+def _operator_word(subject: Subject) -> str | None:
+    return next((show(a) for a in subject.argv[1:] if _OPERATOR_WORD.fullmatch(a)), None)
 
 
-def _substitution_word(argv: Sequence[str]) -> str | None:
-    return next((show(a) for a in argv if _SUBSTITUTION.search(a)), None)
+def _substitution_word(subject: Subject) -> str | None:
+    return next((show(a) for a in subject.argv if _SUBSTITUTION.search(a)), None)
 
 
-def _candidates(argv: Sequence[str]) -> list[str]:
-    return [c for arg in argv[1:] for c in paths.path_candidates(arg)]
+def _path_guard(rule: str) -> ArgvCheck:
+    """A check that fires on the first argument whose path problem is ``rule``'s."""
+
+    def check(subject: Subject) -> str | None:
+        return next((problem.reason for _, problem in subject.path_problems() if problem.rule == rule), None)
+
+    return check
 
 
-def _secret_path(argv: Sequence[str]) -> str | None:
-    return next((show(c) for c in _candidates(argv) if paths.is_secret(c)), None)
-
-
-def _absolute_candidates(argv: Sequence[str]) -> list[str]:
-    return [paths.normalize(c) for c in _candidates(argv) if c.startswith("/")]
-
-
-def _proc_escape(argv: Sequence[str]) -> str | None:
-    return next((show(p) for p in _absolute_candidates(argv) if paths.PROC_ESCAPE.fullmatch(p)), None)
-
-
-def _raw_memory(argv: Sequence[str]) -> str | None:
-    return next((show(p) for p in _absolute_candidates(argv) if paths.RAW_MEMORY.fullmatch(p)), None)
-
-
-def _process_environ(argv: Sequence[str]) -> str | None:
-    return next((show(p) for p in _absolute_candidates(argv) if paths.PROC_ENVIRON.fullmatch(p)), None)
-
-
-def _unexpanded_path(argv: Sequence[str]) -> str | None:
-    for arg in argv[1:]:
+def _unexpanded_path(subject: Subject) -> str | None:
+    for arg in subject.argv[1:]:
         value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
         if paths.looks_like_path(value) and (value.startswith("~") or paths.UNEXPANDED.search(value)):
             return show(arg)
     return None
 
 
-def _recursive_over_secrets(argv: Sequence[str]) -> str | None:
+def _recursive_over_secrets(subject: Subject) -> str | None:
     options_done = False
     recursive = False
     targets: list[str] = []
-    for arg in argv[1:]:
+    for arg in subject.argv[1:]:
         if not options_done and arg == "--":
             options_done = True
         elif not options_done and arg.startswith("-"):
             recursive = recursive or bool(_RECURSIVE.fullmatch(arg))
         elif arg.startswith("/"):
-            targets.append(paths.normalize(arg))
+            targets.append(arg)
     if not recursive:
         return None
-    return next((t for t in targets if paths.holds_secrets(t)), None)
+    for target in targets:
+        problem = subject.judged("recursive", target, paths.judge_recursive_read)
+        if problem is not None and problem.decision == "deny":
+            return problem.reason
+    return None
+
+
+def _extended_config(subject: Subject) -> str | None:
+    """``lspci`` asked for config space beyond the standard header: ``-xxx`` however it is spelt (``-x -x -x``)."""
+    count = 0
+    args = iter(subject.argv[1:])
+    for arg in args:
+        if arg == "--":
+            break
+        if not arg.startswith("-") or arg.startswith("--"):
+            continue
+        for index, letter in enumerate(arg[1:]):
+            if letter in _LSPCI_VALUED:
+                if index == len(arg) - 2:
+                    next(args, None)  # the value is the next argument
+                break
+            count += letter == "x"
+    return f"-x given {count} times (= -{'x' * count})" if count >= 3 else None
+
+
+_LSPCI_VALUED = frozenset("sdipFAHO")
+
+
+def _sed_unsandboxed(subject: Subject) -> str | None:
+    """GNU sed runs ``w``, ``e`` and ``r`` commands unless ``--sandbox`` is given (before the script)."""
+    return None if "--sandbox" in subject.argv[1:] else "no --sandbox"
 
 
 CHECKS: dict[str, Check] = {
@@ -177,10 +247,13 @@ CHECKS: dict[str, Check] = {
     "env-prefix": Check(argv=_env_prefix),
     "program-path": Check(argv=_program_path),
     "operator-word": Check(argv=_operator_word),
-    "secret-path": Check(argv=_secret_path),
-    "proc-escape": Check(argv=_proc_escape),
-    "raw-memory": Check(argv=_raw_memory),
-    "process-environ": Check(argv=_process_environ),
+    "secret-path": Check(argv=_path_guard("secret-path")),
+    "magic-link": Check(argv=_path_guard("magic-link")),
+    "raw-memory": Check(argv=_path_guard("raw-memory")),
+    "unstable-path": Check(argv=_path_guard("unstable-path")),
+    "process-environ": Check(argv=_path_guard("process-environ")),
     "unexpanded-path": Check(argv=_unexpanded_path),
     "recursive-over-secrets": Check(argv=_recursive_over_secrets),
+    "extended-config": Check(argv=_extended_config),
+    "sed-unsandboxed": Check(argv=_sed_unsandboxed),
 }

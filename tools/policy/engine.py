@@ -1,9 +1,13 @@
 """The policy engine: loads rules (checking every rule's examples) and judges commands.
 
 Order of judgement: guards on the raw line, then the line is split (POSIX, no expansion), guards on
-the argv, then the program's own rules, most severe first (deny, ask, allow), so an ``allow`` rule can
-never mask a ``deny``. A known program whose arguments fit no read-only form, and any unknown program,
-is ``ask``. Any internal error fails closed (``deny``).
+the argv, then the program's own rules, most severe first (deny, ask, allow). Every guard and rule
+that applies is heard and the most severe verdict wins, so deny dominates ask dominates allow,
+whatever the order of the arguments (``rm -rf X /proc/1/environ`` is ``deny``, not the environ
+guard's ``ask``). Paths are judged where the kernel will open them, on a file system view
+(:mod:`.fsview`: this machine by default). A program that can only read, in a form no rule knows,
+is ``ask``; any other known program in such a form is ``deny``; an unknown program is ``ask``.
+Any internal error fails closed (``deny``).
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rigaudit.tools.policy import lexer
-from rigaudit.tools.policy.checks import CHECKS, ArgvCheck, LineCheck, show
-from rigaudit.tools.policy.forms import CompiledForm, compile_form, mismatch
+from rigaudit.tools.policy.checks import CHECKS, ArgvCheck, LineCheck, Subject, show
+from rigaudit.tools.policy.forms import CompiledForm, Mismatch, compile_form, mismatch
+from rigaudit.tools.policy.fsview import EXAMPLE_HOST, LIVE, FileSystem
 from rigaudit.tools.policy.schema import Rule, RuleError
 from rigaudit.tools.policy.verdict import SEVERITY, Decision, Verdict
 
@@ -32,7 +37,14 @@ def program_name(argv0: str) -> str:
 
 FALLBACKS: tuple[tuple[str, Decision, str], ...] = (
     ("unknown-program", "ask", "a program no rule names: a person must approve it"),
-    ("unrecognized-form", "ask", "a known program whose arguments fit none of its read-only forms"),
+    ("unrecognized-form", "ask", "a program that only reads, in arguments that fit none of its read-only forms"),
+    ("not-a-read-form", "deny", "a program that can change the system, in arguments that fit none of its read-only forms"),
+    ("unbounded-read", "ask", "a read-only form that runs until killed (no -n/-c bound, a follow or loop option)"),
+    ("not-allow-listed", "ask", "reads a path outside the read allow-list, or a relative path"),
+    ("device-node", "deny", "reads a device node not known to be safe, a FIFO or a socket"),
+    ("registers", "deny", "reads PCI BARs, ROMs, legacy I/O or debug and trace files (reads can have side effects)"),
+    ("home-directory", "ask", "lists inside a home directory, whose names can be private"),
+    ("recursive-listing", "ask", "lists a tree that holds credentials somewhere inside"),
     ("policy-error", "deny", "the policy itself failed on this input (fails closed)"),
 )
 """The verdicts no rule gives: what ``Verdict.rule`` names when no rule decided."""
@@ -71,7 +83,7 @@ def _compile(rule: Rule) -> _Compiled:
         raise RuleError(f"{where}: bad pattern: {exc}") from None
 
 
-def _applies(c: _Compiled, argv: Sequence[str]) -> str | None:
+def _applies(c: _Compiled, argv: Sequence[str], subject: Subject) -> str | None:
     """``None`` when the rule's conditions do not hold; otherwise a detail ('' when there is none)."""
     rule = c.rule
     args = argv[1:]
@@ -90,7 +102,7 @@ def _applies(c: _Compiled, argv: Sequence[str]) -> str | None:
             return None
         detail = show(hit)
     if c.check is not None:
-        found = c.check(argv)
+        found = c.check(subject)
         if found is None:
             return None
         detail = detail or found
@@ -98,10 +110,23 @@ def _applies(c: _Compiled, argv: Sequence[str]) -> str | None:
 
 
 class Policy:
-    """A loaded rule set. Construction checks each rule and each of its examples (:class:`RuleError`)."""
+    """A loaded rule set. Construction checks each rule and each of its examples (:class:`RuleError`).
 
-    def __init__(self, rules: Iterable[Rule], *, check_examples: bool = True) -> None:
+    ``fs`` is the file system paths are resolved on when a judgement names none (this machine);
+    examples are checked on ``examples_fs`` (a model host), so loading never depends on the machine.
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[Rule],
+        *,
+        check_examples: bool = True,
+        fs: FileSystem = LIVE,
+        examples_fs: FileSystem = EXAMPLE_HOST,
+    ) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
+        self.fs = fs
+        self.examples_fs = examples_fs
         names = [r.name for r in self.rules]
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise RuleError(f"duplicate rule names: {', '.join(duplicates)}")
@@ -109,6 +134,8 @@ class Policy:
         self._line_guards: list[tuple[Rule, LineCheck]] = []
         self._argv_guards: list[tuple[Rule, ArgvCheck]] = []
         self._by_program: dict[str, list[_Compiled]] = {}
+        self.readers: frozenset[str] = frozenset(p for r in self.rules if r.reads_only for p in r.programs)
+        """Programs that can only read: a form no rule knows is ``ask`` (for every other, ``deny``)."""
         for c in compiled:
             if not c.rule.programs:
                 check = CHECKS[c.rule.check]
@@ -128,7 +155,7 @@ class Policy:
         """Judge every rule's examples; raise :class:`RuleError` at the first that disagrees with its rule."""
         for rule in self.rules:
             for example in rule.examples:
-                verdict = self.judge_line(example)
+                verdict = self.judge_line(example, fs=self.examples_fs)
                 if verdict.rule != rule.name or verdict.decision != rule.decision:
                     raise RuleError(
                         f"rule {rule.name!r} ({rule.decision}): example {show(example)!r} was judged "
@@ -138,7 +165,7 @@ class Policy:
     def programs(self) -> frozenset[str]:
         return frozenset(self._by_program)
 
-    def judge_line(self, line: str) -> Verdict:
+    def judge_line(self, line: str, fs: FileSystem | None = None) -> Verdict:
         """Judge a command line as an LLM writes it (never run through a shell)."""
         try:
             for rule, line_check in self._line_guards:
@@ -148,21 +175,34 @@ class Policy:
                 argv = lexer.split(line)
             except ValueError as exc:
                 return Verdict("deny", f"cannot be parsed: {exc}", rule="unparseable")
-            return self._judge(argv)
+            return self._judge(Subject(argv, fs or self.fs))
         except Exception as exc:  # fail closed: a policy bug must never let a command through
             return Verdict("deny", f"policy error ({exc.__class__.__name__}): refused", rule="policy-error")
 
-    def judge_argv(self, argv: Sequence[str]) -> Verdict:
+    def judge_argv(self, argv: Sequence[str], fs: FileSystem | None = None) -> Verdict:
         """Judge an argv (as rule code and investigators build it): the same rules, no line guards."""
         try:
-            return self._judge(tuple(str(a) for a in argv))
+            return self._judge(Subject(tuple(str(a) for a in argv), fs or self.fs))
         except Exception as exc:  # fail closed
             return Verdict("deny", f"policy error ({exc.__class__.__name__}): refused", tuple(argv), "policy-error")
 
-    def _judge(self, argv: tuple[str, ...]) -> Verdict:
+    def _judge(self, subject: Subject) -> Verdict:
+        argv = subject.argv
+        asked: Verdict | None = None
         for rule, argv_check in self._argv_guards:
-            if (detail := argv_check(argv)) is not None:
-                return Verdict(rule.decision, f"{rule.description}: {detail}", argv, rule.name)
+            if (detail := argv_check(subject)) is None:
+                continue
+            verdict = Verdict(rule.decision, f"{rule.description}: {detail}", argv, rule.name)
+            if rule.decision == "deny":
+                return verdict
+            asked = asked or verdict
+        verdict = self._program_verdict(subject)
+        if asked is not None and SEVERITY[asked.decision] < SEVERITY[verdict.decision]:
+            return asked
+        return verdict
+
+    def _program_verdict(self, subject: Subject) -> Verdict:
+        argv = subject.argv
         if not argv or not argv[0]:
             return Verdict("deny", "nothing to run", argv, "empty")
         program = program_name(argv[0])
@@ -171,29 +211,49 @@ class Policy:
             return Verdict(
                 "ask", f"{show(program)} is not a program this policy knows: a person must approve it", argv, "unknown-program"
             )
-        misses: list[tuple[str, str]] = []
+        misses: list[tuple[Mismatch, str]] = []
         for c in entries:
-            detail = _applies(c, argv)
+            detail = _applies(c, argv, subject)
             if detail is None:
                 continue
             if c.form is None:
                 reason = f"{program}: {c.rule.description}" + (f" ({detail})" if detail else "")
                 return Verdict(c.rule.decision, reason, argv, c.rule.name)
-            miss = mismatch(c.form, argv[2:] if c.rule.first else argv[1:])
+            miss = mismatch(c.form, argv[2:] if c.rule.first else argv[1:], subject)
             if miss is None:
                 return Verdict("allow", f"{program}: {c.rule.description}", argv, c.rule.name)
             misses.append((miss, c.rule.examples[0]))
-        return Verdict("ask", self._unrecognized(program, argv, entries, misses), argv, "unrecognized-form")
+        return self._unrecognized(program, argv, entries, misses)
 
-    @staticmethod
-    def _unrecognized(program: str, argv: tuple[str, ...], entries: list[_Compiled], misses: list[tuple[str, str]]) -> str:
+    def _unrecognized(
+        self, program: str, argv: tuple[str, ...], entries: list[_Compiled], misses: list[tuple[Mismatch, str]]
+    ) -> Verdict:
+        paths = sorted((m.path for m, _ in misses if m.path is not None), key=lambda p: SEVERITY[p.decision])
+        if paths:
+            problem = paths[0]
+            return Verdict(problem.decision, f"{program}: {problem.reason}", argv, problem.rule)
+        if unbounded := next((m for m, _ in misses if m.unbounded), None):
+            why = f"{program}: a read-only form, but unbounded: {unbounded.reason}; a person must approve it"
+            return Verdict("ask", why, argv, "unbounded-read")
         allowed = [c.rule.examples[0] for c in entries if c.rule.decision == "allow"]
         if misses:
-            why, example = misses[0]
+            why, example = misses[0][0].reason, misses[0][1]
         elif not allowed:
             why, example = "this policy knows no read-only form of it", ""
         else:
             why = f"no read-only form starts with {show(argv[1])}" if len(argv) > 1 else "it needs arguments"
             example = allowed[0]
         hint = f"; a read-only form looks like `{example}`" if example else ""
-        return f"{program}: not a recognized read-only form: {why}{hint}; a person must approve it"
+        if program in self.readers:
+            return Verdict(
+                "ask",
+                f"{program}: not a recognized read-only form: {why}{hint}; a person must approve it",
+                argv,
+                "unrecognized-form",
+            )
+        return Verdict(
+            "deny",
+            f"{program}: not one of its read-only forms, and {program} can change the system: {why}{hint}",
+            argv,
+            "not-a-read-form",
+        )

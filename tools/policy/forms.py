@@ -1,13 +1,20 @@
-"""Parsing an argument list against a :class:`~tools.policy.schema.Form` (a read-only whitelist grammar)."""
+"""Parsing an argument list against a :class:`~tools.policy.schema.Form` (a read-only whitelist grammar).
+
+The shape is checked first (every option known, every value matching, the operands' number), then
+the paths it reads or lists (:mod:`.paths`), so a :class:`Mismatch` says which of the two failed:
+a path problem carries its own decision (``deny`` for a secret, ``ask`` off the allow-list).
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rigaudit.tools.policy import paths
-from rigaudit.tools.policy.checks import show
+from rigaudit.tools.policy.checks import Subject, show
+from rigaudit.tools.policy.paths import PathProblem
 from rigaudit.tools.policy.schema import READ_PATH, Form
 
 _GREP_PATTERN_OPTIONS = ("-e", "-f", "--regexp", "--file")
@@ -21,40 +28,89 @@ class CompiledForm:
     """Value patterns; ``None`` means the value is a path that is read."""
     operand: re.Pattern[str] | None
     recursive: tuple[re.Pattern[str], ...]
+    no_follow: tuple[re.Pattern[str], ...]
+    follow: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Why an argument list does not parse as a form: its shape, or (``path`` set) a path it names."""
+
+    reason: str
+    path: PathProblem | None = None
+    unbounded: bool = False
+    """The arguments are a read-only form, but one that runs until killed (no bound, or a follow/loop option)."""
 
 
 def compile_form(form: Form) -> CompiledForm:
     """Compile the form's regexes (a bad one raises :class:`re.error`)."""
+
+    def each(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p) for p in patterns)
+
     return CompiledForm(
         form=form,
-        flags=tuple(re.compile(p) for p in form.flags),
+        flags=each(form.flags),
         valued={k: None if v == READ_PATH else re.compile(v) for k, v in form.valued.items()},
         operand=re.compile(form.operand_re) if form.operand_re else None,
-        recursive=tuple(re.compile(p) for p in form.recursive),
+        recursive=each(form.recursive),
+        no_follow=each(form.no_follow),
+        follow=each(form.follow),
     )
 
 
-def _value_problem(option: str, value: str, pattern: re.Pattern[str] | None) -> str | None:
+@dataclass
+class _Parsed:
+    operands: list[str]
+    seen: set[str]
+    options: list[str]
+    read_values: list[str]
+    values: dict[str, str]
+
+
+def _is_flag(compiled: CompiledForm, arg: str) -> bool:
+    return any(p.fullmatch(arg) for p in compiled.flags)
+
+
+def _value(compiled: CompiledForm, option: str, value: str, parsed: _Parsed) -> str | None:
+    pattern = compiled.valued[option]
+    parsed.seen.add(option)
+    parsed.values[option] = value
     if pattern is None:
-        return paths.readable(value)
+        parsed.read_values.append(value)
+        return None
     return None if pattern.fullmatch(value) else f"{show(value)} is not a recognized value for {option}"
 
 
-def mismatch(compiled: CompiledForm, args: Sequence[str]) -> str | None:
-    """``None`` when ``args`` parse as the form; otherwise why they do not (the first problem)."""
-    form = compiled.form
-    operands: list[str] = []
-    seen: set[str] = set()
-    recursive = False
-    i = 0
+def _short_bundle(compiled: CompiledForm, arg: str, rest: list[str], parsed: _Parsed) -> str | None:
+    """getopt: ``-abc`` is ``-a -b -c``; a letter that takes a value takes the rest of the word, or the next argument."""
+    for index, letter in enumerate(arg[1:], start=1):
+        option = "-" + letter
+        if option in compiled.valued:
+            value = arg[index + 1 :]
+            if not value:
+                if not rest:
+                    return f"{option} needs a value"
+                value = rest.pop(0)
+            return _value(compiled, option, value, parsed)
+        if not _is_flag(compiled, option):
+            return f"option {show(arg)} is not in the recognized read-only forms ({option})"
+        parsed.seen.add(option)
+        parsed.options.append(option)
+    return None
+
+
+def _parse(compiled: CompiledForm, args: Sequence[str]) -> _Parsed | str:
+    parsed = _Parsed([], set(), [], [], {})
+    rest = list(args)
     options_done = False
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if not options_done and not arg.startswith("-") and any(p.fullmatch(arg) for p in compiled.flags):
+    getopt = compiled.form.getopt
+    while rest:
+        arg = rest.pop(0)
+        if not options_done and not arg.startswith("-") and _is_flag(compiled, arg):
             continue  # a flag that is not an option, such as find's ``!`` and ``(``
         if options_done or not arg.startswith("-") or arg == "-":
-            operands.append(arg)
+            parsed.operands.append(arg)
             continue
         if arg == "--":
             options_done = True
@@ -63,62 +119,99 @@ def mismatch(compiled: CompiledForm, args: Sequence[str]) -> str | None:
         if arg in compiled.valued or (eq and name.startswith("--") and name in compiled.valued):
             option = name if eq else arg
             if not eq:
-                if i >= len(args):
+                if not rest:
                     return f"{option} needs a value"
-                attached = args[i]
-                i += 1
-            if (problem := _value_problem(option, attached, compiled.valued[option])) is not None:
+                attached = rest.pop(0)
+            if (problem := _value(compiled, option, attached, parsed)) is not None:
                 return problem
-            seen.add(option)
             continue
         flag = next((p for p in compiled.flags if p.fullmatch(arg)), None)
-        if flag is None:
-            return f"option {show(arg)} is not in the recognized read-only forms"
-        seen.add(arg)
-        seen.add(flag.pattern)
-        recursive = recursive or any(p.fullmatch(arg) for p in compiled.recursive)
-    if form.required and not any(r in seen for r in form.required):
-        return f"needs one of {', '.join(form.required)} (a bound, or the option that makes it a read)"
+        if flag is not None:
+            parsed.seen.update((arg, flag.pattern))
+            parsed.options.append(arg)
+            continue
+        if getopt and arg.startswith("--") and not eq and rest and _is_flag(compiled, f"{arg}={rest[0]}"):
+            joined = f"{arg}={rest.pop(0)}"  # --opt value, spelt --opt=value in the form
+            parsed.seen.add(joined)
+            parsed.options.append(joined)
+            continue
+        if getopt and not arg.startswith("--") and len(arg) > 2:
+            if (problem := _short_bundle(compiled, arg, rest, parsed)) is not None:
+                return problem
+            continue
+        return f"option {show(arg)} is not in the recognized read-only forms"
+    return parsed
+
+
+def _any(patterns: tuple[re.Pattern[str], ...], options: list[str]) -> bool:
+    return any(p.fullmatch(o) for p in patterns for o in options)
+
+
+def mismatch(compiled: CompiledForm, args: Sequence[str], subject: Subject) -> Mismatch | None:
+    """``None`` when ``args`` parse as the form and every path they name may be used so; otherwise why not."""
+    form = compiled.form
+    parsed = _parse(compiled, args)
+    if isinstance(parsed, str):
+        return Mismatch(parsed)
+    if form.required and not any(r in parsed.seen for r in form.required):
+        return Mismatch(f"needs one of {', '.join(form.required)} (a bound, or the option that makes it a read)", unbounded=True)
+    if unbounded := next((o for o in form.unbounded if o in parsed.seen), None):
+        return Mismatch(f"{unbounded} makes it run until killed", unbounded=True)
+    operands = parsed.operands
     if form.verbs:
         if not operands or operands[0] not in form.verbs:
             got = show(operands[0]) if operands else "nothing"
-            return f"{got} is not one of the read-only subcommands ({', '.join(form.verbs)})"
+            return Mismatch(f"{got} is not one of the read-only subcommands ({', '.join(form.verbs)})")
         operands = operands[1:]
-    if form.operands == "grep" and not any(o in seen for o in _GREP_PATTERN_OPTIONS):
+    if form.operands == "grep" and not any(o in parsed.seen for o in _GREP_PATTERN_OPTIONS):
         if not operands:
-            return "a pattern is needed"
+            return Mismatch("a pattern is needed")
         operands = operands[1:]
-    return _operands_problem(compiled, operands, recursive)
+    if (shape := _operands_shape(compiled, operands)) is not None:
+        return Mismatch(shape)
+    for value in parsed.read_values:
+        if (problem := subject.judged("read", value, paths.judge_read)) is not None:
+            return Mismatch(problem.reason, problem)
+    return _operand_paths(compiled, operands, parsed, subject)
 
 
-def _operand_ok(compiled: CompiledForm, arg: str) -> bool:
-    return compiled.operand is not None and bool(compiled.operand.fullmatch(arg))
-
-
-def _operands_problem(compiled: CompiledForm, operands: list[str], recursive: bool) -> str | None:
+def _operands_shape(compiled: CompiledForm, operands: list[str]) -> str | None:
     form = compiled.form
-    kind = form.operands
     if len(operands) < form.min_operands:
         return f"needs at least {form.min_operands} operand(s)"
     if form.max_operands is not None and len(operands) > form.max_operands:
         return f"takes at most {form.max_operands} operand(s)"
-    if kind == "none":
+    if form.operands == "none":
         return f"unexpected operand {show(operands[0])}" if operands else None
-    if kind == "grep" and not operands:
+    if form.operands == "grep" and not operands:
         return "name the files to search (an absolute path)"
-    for operand in operands:
-        if (problem := _operand_problem(compiled, operand, recursive)) is not None:
-            return problem
+    if form.operands == "match":
+        bad = next((o for o in operands if compiled.operand is None or not compiled.operand.fullmatch(o)), None)
+        return None if bad is None else f"operand {show(bad)} is not recognized"
     return None
 
 
-def _operand_problem(compiled: CompiledForm, operand: str, recursive: bool) -> str | None:
-    kind = compiled.form.operands
-    if kind == "match":
-        return None if _operand_ok(compiled, operand) else f"operand {show(operand)} is not recognized"
-    if kind == "list":
-        return paths.listable(operand)
-    problem = paths.readable(operand)
-    if problem is None and recursive:
-        problem = paths.recursively_readable(operand)
-    return problem
+def _recursive(compiled: CompiledForm, parsed: _Parsed) -> bool:
+    if compiled.form.depth:
+        depth = parsed.values.get(compiled.form.depth)
+        return depth is None or not depth.isdigit() or int(depth) > 1
+    return _any(compiled.recursive, parsed.options)
+
+
+def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed, subject: Subject) -> Mismatch | None:
+    form = compiled.form
+    if form.operands not in ("read", "grep", "list"):
+        return None
+    recursive = _recursive(compiled, parsed)
+    for operand in operands:
+        if form.operands == "list":
+            follows = _any(compiled.follow, parsed.options) or (form.follows and not _any(compiled.no_follow, parsed.options))
+            judge = functools.partial(paths.judge_list, follow_final=follows, recursive=recursive)
+            problem = subject.judged(f"list:{follows}:{recursive}", operand, judge)
+        elif recursive:
+            problem = subject.judged("recursive", operand, paths.judge_recursive_read)
+        else:
+            problem = subject.judged("read", operand, paths.judge_read)
+        if problem is not None:
+            return Mismatch(problem.reason, problem)
+    return None

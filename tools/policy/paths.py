@@ -1,153 +1,49 @@
-"""Judging the paths a command names: normalized first, so ``/proc/../etc/shadow`` is ``/etc/shadow``.
+"""Judging the paths a command names, on the path the kernel will open.
 
-Symlinks cannot be resolved here (the policy never touches the host); the readable roots are trees
-whose links stay inside them (``/sys``) or lead nowhere secret, and the ``/proc`` links that do escape
-(``/proc/PID/root``, ``cwd``, ``fd``, ``map_files``) are refused or asked about explicitly.
+Every path is resolved first (:mod:`.resolve`: ``..`` after links, ``/proc`` magic links, every
+symlink on a live host), then judged on its target, and never less strictly than on its text:
+
+- ``deny``: credentials (:mod:`.secrets`); a walk through another process's root, cwd or open
+  files; a loop; a resolution that someone untrusted could change before it is opened; reads with
+  side effects, of process memory or of a device node not known to be safe (:mod:`.readlist`);
+- ``ask``: a process environment; a read outside the allow-list (:data:`.readlist.READABLE`);
+  a relative path (name an absolute one);
+- otherwise the path may be read (or listed).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
+from dataclasses import dataclass
+
+from rigaudit.tools.policy import readlist, secrets
+from rigaudit.tools.policy.fsview import LIVE, FileSystem
+from rigaudit.tools.policy.resolve import Resolved, resolve
+from rigaudit.tools.policy.verdict import Decision
 
 STANDARD_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 
-READ_ROOTS = (
-    "/proc",
-    "/sys",
-    "/etc",
-    "/var/log",
-    "/boot",
-    "/lib/modules",
-    "/usr/lib/modules",
-    "/lib/modprobe.d",
-    "/usr/lib/modprobe.d",
-    "/lib/sysctl.d",
-    "/usr/lib/sysctl.d",
-    "/lib/udev/rules.d",
-    "/usr/lib/udev/rules.d",
-    "/lib/systemd/system",
-    "/usr/lib/systemd/system",
-    "/run/nvidia-persistenced",
-)
-"""Trees whose files a diagnostic may read (secrets inside them are refused separately)."""
-
-RECURSIVE_ROOTS = (
-    "/etc/modprobe.d",
-    "/etc/modules-load.d",
-    "/etc/sysctl.d",
-    "/etc/default",
-    "/etc/kernel",
-    "/etc/systemd",
-    "/etc/udev",
-    "/etc/apt",
-    "/etc/nvidia",
-    "/etc/pve/lxc",
-    "/etc/pve/qemu-server",
-    "/var/log",
-    "/proc/sys",
-    "/proc/driver",
-    "/sys/module",
-    "/lib/modules",
-    "/usr/lib/modules",
-    "/lib/modprobe.d",
-    "/usr/lib/modprobe.d",
-    "/lib/sysctl.d",
-    "/usr/lib/sysctl.d",
-    "/lib/udev/rules.d",
-    "/usr/lib/udev/rules.d",
-    "/lib/systemd/system",
-    "/usr/lib/systemd/system",
-)
-"""Trees a diagnostic may read whole (``grep -r``): no secrets, no device registers, no debug files."""
-
-SECRET_TREES = (
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/security/opasswd",
-    "/etc/ssl/private",
-    "/etc/pve/priv",
-    "/etc/corosync/authkey",
-    "/etc/krb5.keytab",
-    "/etc/ipsec.secrets",
-    "/etc/wireguard",
-    "/etc/NetworkManager/system-connections",
-    "/etc/kubernetes/admin.conf",
-    "/etc/kubernetes/pki",
-    "/etc/rancher/k3s/k3s.yaml",
-    "/var/lib/kubelet/pki",
-    "/var/lib/pve-cluster",
-    "/run/secrets",
-    "/var/run/secrets",
-    "/root",
-)
-"""Files and trees that hold credentials: never read, never listed."""
-
-SECRET_COMPONENTS = frozenset(
-    {
-        ".ssh",
-        ".aws",
-        ".azure",
-        ".gnupg",
-        ".kube",
-        ".docker",
-        ".password-store",
-        ".vault-token",
-        ".netrc",
-        ".pgpass",
-        ".git-credentials",
-        ".pypirc",
-        ".npmrc",
-        ".env",
-        ".bash_history",
-        ".zsh_history",
-        ".python_history",
-        ".psql_history",
-        ".mysql_history",
-    }
-)
-"""Path components that mark credentials wherever they are (home directories, containers)."""
-
-SECRET_NAMES = (
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    "ssh_host_*_key",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    "*.keytab",
-    "*.kdbx",
-    "*kubeconfig*",
-    "*.keyring",
-    "shadow*",
-    "gshadow*",
-)
-
-_SECRET_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern in SECRET_NAMES))
-
 _PROC_PID = r"/proc/(?:\d+|self|thread-self)(?:/task/(?:\d+|self))?"
-PROC_ESCAPE = re.compile(_PROC_PID + r"/(?:root|cwd)/.+")
-"""Paths through a process's root or cwd link: they reach the whole file system."""
-PROC_FOLLOW = re.compile(_PROC_PID + r"/(?:fd/.+|map_files/.+|exe)")
 PROC_ENVIRON = re.compile(_PROC_PID + r"/environ")
-PROC_TREE = re.compile(r"/proc|" + _PROC_PID)
-RAW_MEMORY = re.compile(r"/dev/(?:k?mem|port|crash|watchdog\d*)|/proc/(?:kcore|kmsg)|" + _PROC_PID + r"/(?:mem|pagemap)")
-"""Opening these reads raw memory or I/O ports, consumes the kernel log (kmsg) or arms the watchdog."""
-DEVICE_REGISTERS = re.compile(r"/sys/(?:kernel/(?:debug|tracing)(?:/.*)?|.*/(?:resource\d+(?:_wc)?|rom|legacy_io|legacy_mem))")
-"""Reads that reach device registers or debug/trace files, where reading can have side effects or block."""
 UNEXPANDED = re.compile(r"[*?\[\]{}$]")
+_HOME = re.compile(r"/root(?:/.*)?|/home/[^/]+(?:/.*)?")
+
+is_secret = secrets.is_secret
+holds_secrets = secrets.holds_secrets
+
+
+@dataclass(frozen=True)
+class PathProblem:
+    """Why a path may not be used as a command wants to: the decision it forces, the rule, the reason."""
+
+    decision: Decision
+    rule: str
+    reason: str
 
 
 def normalize(path: str) -> str:
-    """Collapse ``.``, ``..`` and repeated slashes (``//etc`` too), without touching the host."""
+    """Collapse ``.``, ``..`` and repeated slashes textually (``//etc`` too), without touching the host."""
     norm = posixpath.normpath(path)
     if norm.startswith("//"):
         norm = "/" + norm.lstrip("/")
@@ -169,78 +65,147 @@ def path_candidates(arg: str) -> list[str]:
 
 
 def as_absolute(path: str) -> str:
-    """An absolute, normalized form; a relative path is judged as if the working directory were ``/``."""
+    """An absolute, normalized form; a relative path is taken from ``/``, the working directory commands run in."""
     if path.startswith("~"):
         path = "/root" + path[1:] if path in ("~",) or path.startswith("~/") else "/home/" + path[1:]
     return normalize(path if path.startswith("/") else "/" + path)
 
 
-def _under(path: str, root: str) -> bool:
-    return root in ("/", path) or path.startswith(root + "/")
+def _from(reason: str, original: str, resolved: Resolved) -> str:
+    return reason if normalize(original) == resolved.path else f"{reason} (from {original})"
 
 
-def is_secret(arg: str) -> bool:
-    """Whether ``arg`` names credentials: a secret tree, a secret component, or a key-like file name."""
-    path = as_absolute(arg)
-    bare = "/" not in arg and not arg.startswith("~")
-    if not bare and any(_under(path, tree) for tree in SECRET_TREES):
-        return True
-    parts = [p for p in path.split("/") if p]
-    if any(p in SECRET_COMPONENTS for p in parts):
-        return True
-    if "/.config/gcloud" in path + "/":
-        return True
-    return bool(parts) and _SECRET_NAME.fullmatch(parts[-1]) is not None
+def _shown(original: str, resolved: Resolved) -> str:
+    norm = normalize(original)
+    return norm if resolved.path == norm else f"{original} (opens {resolved.path})"
 
 
-def holds_secrets(path: str) -> bool:
-    """Whether the tree at absolute ``path`` contains secrets (so it must not be read recursively)."""
-    if is_secret(path) or PROC_TREE.fullmatch(path):
-        return True
-    return any(_under(tree, path) for tree in (*SECRET_TREES, "/home"))
-
-
-def readable(path: str) -> str | None:
-    """``None`` when ``path`` may be read by a diagnostic; otherwise why not."""
-    if path == "-":
-        return "reads standard input, which is empty here"
-    if not path.startswith("/"):
-        return f"{path!r} is relative and the working directory is unknown: name an absolute path"
-    norm = normalize(path)
-    if (refused := _refused(norm)) is not None:
-        return refused
-    if PROC_ENVIRON.fullmatch(norm):
-        return f"{norm} is a process environment, which often holds secrets"
-    if PROC_FOLLOW.fullmatch(norm):
-        return f"{norm} follows a process's open file or executable"
-    if DEVICE_REGISTERS.fullmatch(norm):
-        return f"{norm} reaches device registers or debug/trace files (reads can have side effects)"
-    if not any(_under(norm, root) for root in READ_ROOTS):
-        return f"{norm} is outside the readable roots ({', '.join(READ_ROOTS[:5])}, ...)"
+def guard(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+    """What naming ``path`` at all forces, whatever the program does with it (judged on text and target)."""
+    absolute = path if path.startswith("/") else "/" + path
+    unfollowed = resolve(absolute, fs, follow_final=False)
+    if unfollowed.refused is not None:
+        return PathProblem("deny", "magic-link", _from(unfollowed.refused, path, unfollowed))
+    followed = resolve(absolute, fs)
+    resolved = unfollowed if followed.refused is not None else followed  # a final magic link: the program's form decides
+    where = _shown(absolute, resolved)
+    text = normalize(absolute)
+    for candidate in (text, unfollowed.path, resolved.path):
+        if secrets.is_secret(candidate):
+            return PathProblem("deny", "secret-path", f"{where} holds credentials")
+        if readlist.SIDE_EFFECTS.fullmatch(candidate):
+            return PathProblem(
+                "deny", "raw-memory", f"{where} is raw or process memory, I/O ports, the watchdog or the kernel log queue"
+            )
+    if resolved.unstable is not None:
+        return PathProblem("deny", "unstable-path", f"{where}: {resolved.unstable}")
+    if any(PROC_ENVIRON.fullmatch(c) for c in (text, unfollowed.path, resolved.path)):
+        return PathProblem("ask", "process-environ", f"{where} is a process environment, which often holds secrets")
     return None
 
 
-def recursively_readable(path: str) -> str | None:
-    """``None`` when the tree at absolute ``path`` may be read whole (``grep -r``); otherwise why not."""
-    norm = normalize(path)
-    if any(_under(norm, root) for root in RECURSIVE_ROOTS):
+def _device(resolved: Resolved, where: str) -> PathProblem | None:
+    path = resolved.path
+    kind = resolved.kind
+    if kind in ("fifo", "socket"):
+        return PathProblem("deny", "device-node", f"{where} is a {kind}: reading it blocks or talks to a service")
+    is_device = kind in ("char", "block") or (
+        kind in ("unknown", None) and readlist.DEVICES.fullmatch(path) and not readlist.TMPFS_UNDER_DEV.fullmatch(path)
+    )
+    if not is_device or path == "/dev":
         return None
-    return f"recursive reads are limited to trees without secrets or device registers ({', '.join(RECURSIVE_ROOTS[:6])}, ...)"
+    if readlist.SAFE_DEVICES.fullmatch(path):
+        return PathProblem("ask", "not-allow-listed", f"{where} is a device node no diagnostic needs")
+    return PathProblem("deny", "device-node", f"{where} is a device node not known to be safe to read (raw disk, memory, tty...)")
 
 
-def listable(path: str) -> str | None:
-    """``None`` when ``path`` may be listed or stat'ed; otherwise why not."""
+def judge_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+    """``None`` when a diagnostic may read ``path`` (a file's contents); otherwise the problem."""
+    if path == "-":
+        return PathProblem("ask", "not-allow-listed", "reads standard input, which is empty here")
     if not path.startswith("/"):
-        return f"{path!r} is relative and the working directory is unknown: name an absolute path"
-    return _refused(normalize(path))
-
-
-def _refused(norm: str) -> str | None:
-    """Why an absolute, normalized path is refused whatever is done with it (the guards say the same first)."""
-    if is_secret(norm):
-        return f"{norm} holds credentials"
-    if PROC_ESCAPE.fullmatch(norm):
-        return f"{norm} escapes through a /proc root or cwd link"
-    if RAW_MEMORY.fullmatch(norm):
-        return f"{norm} is raw memory, I/O ports, the kernel log queue or the watchdog"
+        return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
+    if (problem := guard(path, fs)) is not None:
+        return problem
+    resolved = resolve(path, fs)
+    if resolved.refused is not None:
+        return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
+    where = _shown(path, resolved)
+    if (problem := _device(resolved, where)) is not None:
+        return problem
+    target = resolved.path
+    if readlist.REGISTERS.fullmatch(target) or readlist.REGISTERS.fullmatch(normalize(path)):
+        return PathProblem("deny", "registers", f"{where} reaches device registers or debug files (reads can have side effects)")
+    if readlist.NOT_READABLE.fullmatch(target) and not readlist.ALSO_READABLE.fullmatch(target):
+        return PathProblem("ask", "not-allow-listed", f"{where} is not among the files diagnostics need")
+    if not readlist.READABLE.fullmatch(target):
+        return PathProblem(
+            "ask",
+            "not-allow-listed",
+            f"{where} is not on the read allow-list (kernel state, system and NVIDIA configuration, logs)",
+        )
     return None
+
+
+def judge_recursive_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+    """``None`` when the tree at ``path`` may be read whole (``grep -r``); otherwise the problem."""
+    if not path.startswith("/"):
+        return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
+    if (problem := guard(path, fs)) is not None:
+        return problem
+    resolved = resolve(path, fs)
+    if resolved.refused is not None:
+        return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
+    where = _shown(path, resolved)
+    if any(secrets.holds_secrets(c) for c in (normalize(path), resolved.path)):
+        return PathProblem(
+            "deny", "grep-recursive-secrets", f"{where} holds credentials somewhere inside: search the specific directory"
+        )
+    if resolved.kind == "file":
+        return judge_read(path, fs)  # a file searched "recursively" is a file read
+    if readlist.RECURSIVE.fullmatch(resolved.path):
+        return None
+    return PathProblem("ask", "not-allow-listed", f"{where}: recursive reads are limited to configuration, module and log trees")
+
+
+def judge_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, recursive: bool = False) -> PathProblem | None:
+    """``None`` when ``path`` may be listed or stat'ed (``follow_final=False``: the final link itself); otherwise the problem."""
+    if not path.startswith("/"):
+        return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
+    resolved = resolve(path, fs, follow_final=follow_final)
+    if resolved.refused is not None:
+        return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
+    where = _shown(path, resolved)
+    for candidate in (normalize(path), resolved.path):
+        if secrets.is_secret(candidate):
+            return PathProblem("deny", "secret-path", f"{where} holds credentials")
+    if resolved.unstable is not None:
+        return PathProblem("deny", "unstable-path", f"{where}: {resolved.unstable}")
+    if _HOME.fullmatch(resolved.path) and not readlist.READABLE.fullmatch(resolved.path):
+        return PathProblem("ask", "home-directory", f"{where} is in a home directory, whose names can be private")
+    if recursive and any(secrets.holds_secrets(c) for c in (normalize(path), resolved.path)):
+        return PathProblem("ask", "recursive-listing", f"{where} holds credentials somewhere inside: list a specific directory")
+    return None
+
+
+def readable(path: str, fs: FileSystem = LIVE) -> str | None:
+    """``None`` when ``path`` may be read by a diagnostic; otherwise why not (for callers that only refuse)."""
+    problem = judge_read(path, fs)
+    return None if problem is None else problem.reason
+
+
+def listable(path: str, fs: FileSystem = LIVE) -> str | None:
+    """``None`` when ``path`` may be listed; otherwise why not."""
+    problem = judge_list(path, fs)
+    return None if problem is None else problem.reason
+
+
+def recursively_readable(path: str, fs: FileSystem = LIVE) -> str | None:
+    """``None`` when the tree at ``path`` may be read whole; otherwise why not."""
+    problem = judge_recursive_read(path, fs)
+    return None if problem is None else problem.reason
+
+
+def resolved_path(path: str, fs: FileSystem = LIVE) -> str:
+    """Where ``path`` leads (for reading exactly what was judged)."""
+    return resolve(as_absolute(path), fs).path

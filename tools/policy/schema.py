@@ -28,8 +28,10 @@ class RuleError(Exception):
 class Form:
     """A read-only invocation, as a whitelist grammar: every argument must be accounted for.
 
-    Options are matched exactly as written (``--opt=value`` forms need their own pattern in ``flags``,
-    or the bare option in ``valued``, which also accepts ``--opt=value``). Patterns are full-match regexes.
+    Options are matched as written, and, for a ``getopt`` program, in every spelling the program
+    accepts: bundled or split short options (``-x -x`` = ``-xx``), a short option's value attached
+    or next (``-n20`` = ``-n 20``), a long option's value after ``=`` or next (``--lines=20`` =
+    ``--lines 20``). Patterns are full-match regexes.
     """
 
     flags: tuple[str, ...] = ()
@@ -43,9 +45,22 @@ class Form:
     min_operands: int = 0
     max_operands: int | None = None
     required: tuple[str, ...] = ()
-    """Options (as named in ``valued`` or ``flags``) of which at least one must be present (a bound such as ``-n``)."""
+    """Options (as named in ``valued`` or ``flags``) of which at least one must be present (a bound such as ``-n``):
+    without one, the read is unbounded, and only a person may let it run (``ask``)."""
     recursive: tuple[str, ...] = ()
-    """Options (regexes) that make ``read`` operands whole trees."""
+    """Options (regexes) that make ``read`` operands whole trees, or ``list`` operands recursive listings."""
+    getopt: bool = False
+    """The program parses its options with getopt(_long): see the class docstring."""
+    follows: bool = True
+    """Whether a ``list`` operand that is a link is followed (``ls DIR-LINK`` lists the target)."""
+    no_follow: tuple[str, ...] = ()
+    """Options (regexes) under which a ``list`` operand's final link is not followed (``ls -l``, ``stat``)."""
+    follow: tuple[str, ...] = ()
+    """Options (regexes) that make a ``list`` operand's final link followed (``stat -L``)."""
+    unbounded: tuple[str, ...] = ()
+    """Options that make the read run until killed (``-f``, ``-w``, ``-l N``): accepted, but only with a person (``ask``)."""
+    depth: str = ""
+    """For a program that lists recursively by default (``find``): the option whose value 0 or 1 keeps it one level."""
 
 
 @dataclass(frozen=True)
@@ -73,3 +88,10 @@ class Rule:
     """Regexes: the rule does not apply when there are arguments and every one fully matches one (``--version``)."""
     min_args: int = 0
     form: Form | None = None
+    reads_only: bool = False
+    """For an ``allow`` rule: its programs can only read, so a form it does not know is ``ask``.
+
+    Every other program this policy knows can change the system (or reach the network, or run code):
+    outside its read-only forms it is ``deny``, so that no spelling a deny rule did not foresee
+    (an abbreviation, an alias) runs without a person.
+    """

@@ -134,7 +134,15 @@ GPU: tuple[Rule, ...] = (
                 r"--display=[A-Za-z_,]+",
                 r"--id=(" + _GPU_ID + ")",
             ),
-            valued={"-i": _GPU_ID, "-d": r"[A-Za-z_,]+"},
+            valued={
+                "-i": _GPU_ID,
+                "-d": r"[A-Za-z_,]+",
+                "-l": r"[0-9]+",
+                "--loop": r"[0-9]+",
+                "-lms": r"[0-9]+",
+                "--loop-ms": r"[0-9]+",
+            },
+            unbounded=("-l", "--loop", "-lms", "--loop-ms"),
         ),
     ),
     Rule(
@@ -249,10 +257,18 @@ GPU: tuple[Rule, ...] = (
     Rule(
         "lspci-risky-read",
         "ask",
-        "reads beyond the standard config header or bypasses the kernel (-xxx, -H, -M, -A): some devices hang or crash",
-        examples=("lspci -xxx", "lspci -s 03:00.0 -xxxx", "lspci -H1", "lspci -M"),
+        "reads config space beyond the standard header (-xxx however spelt, -x -x -x too): some devices hang or crash",
+        examples=("lspci -xxx", "lspci -s 03:00.0 -xxxx", "lspci -x -x -x", "lspci -xx -vx", "lspci -x -s 03:00.0 -x -x"),
         programs=("lspci",),
-        any_arg=(r"-[a-zA-Z]*x{3,}[a-zA-Z]*", r"-[a-zA-Z]*M[a-zA-Z]*", r"-H.*", r"-A.*", r"-O.*"),
+        check="extended-config",
+    ),
+    Rule(
+        "lspci-direct-access",
+        "ask",
+        "bypasses the kernel's PCI access or scans the bus (-H, -M, -A, -O): some devices hang or crash",
+        examples=("lspci -H1", "lspci -M", "lspci -A intel-conf1", "lspci -vM"),
+        programs=("lspci",),
+        any_arg=(r"-[a-zA-Z]*M[a-zA-Z]*", r"-[a-zA-Z]*[HAO].*"),
     ),
     Rule(
         "lspci-read",
@@ -279,6 +295,7 @@ GPU: tuple[Rule, ...] = (
                 "-p": READ_PATH,
                 "-F": READ_PATH,
             },
+            getopt=True,
         ),
     ),
     Rule(
@@ -313,6 +330,7 @@ GPU: tuple[Rule, ...] = (
             operands="match",
             operand_re=r"[A-Za-z0-9_]+([+-][0-9a-fA-Fx]+)?(\.[bwlBWL])?",
             min_operands=1,
+            getopt=True,
         ),
     ),
     Rule(
@@ -335,6 +353,8 @@ GPU: tuple[Rule, ...] = (
             operands="match",
             operand_re=r"[A-Za-z0-9_]+",
             max_operands=2,
+            getopt=True,
         ),
+        reads_only=True,
     ),
 )

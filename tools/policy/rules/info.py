@@ -8,8 +8,39 @@ _COLUMNS = r"[A-Za-z0-9_,%:+-]+"
 _PACKAGE = r"[A-Za-z0-9_.+:*-]+"
 _IFACE = r"(eth|en|eno|ens|enp|ib|bond|vmbr|br|lo|wl|mlx|docker|veth|tap|fwbr|fwpr|fwln|virbr|wg|tailscale)[A-Za-z0-9_.@-]*"
 _WORD = r"[A-Za-z0-9_.-]+"
+_IP_OBJECTS = (
+    *("l", "li", "lin", "link", "a", "ad", "addr", "addre", "addres", "address", "r", "ro", "rou", "rout", "route"),
+    *("n", "ne", "nei", "neig", "neigh", "ru", "rul", "rule", "maddr", "maddress", "ntable", "netconf"),
+)
+"""What ``ip`` reads, with the abbreviations it accepts (``ip a``); verbs after them only in full (``ip a s`` is ``set``)."""
 
 INFO: tuple[Rule, ...] = (
+    Rule(
+        "docker-read",
+        "allow",
+        "lists containers and images, and the engine's version and configuration",
+        examples=("docker ps", "docker ps -a", "docker info", "docker version", "docker images", "podman ps --all"),
+        programs=("docker", "podman", "nerdctl"),
+        form=Form(
+            flags=(r"-a|--all|-q|--quiet|--no-trunc|-s|--size|--format=(json|table)",),
+            verbs=("ps", "info", "version", "images"),
+            getopt=True,
+        ),
+    ),
+    Rule(
+        "pip-read",
+        "allow",
+        "lists the installed Python packages of the system Python",
+        examples=("pip list", "pip3 list --format=json", "pip show torch", "pip freeze"),
+        programs=("pip",),
+        form=Form(
+            flags=(r"--format=(columns|freeze|json)|--not-required|-l|--local|--user|--no-color|--disable-pip-version-check",),
+            verbs=("list", "show", "freeze"),
+            operands="match",
+            operand_re=r"[A-Za-z0-9_.-]+",
+            getopt=True,
+        ),
+    ),
     Rule(
         "kernel-info",
         "allow",
@@ -22,7 +53,9 @@ INFO: tuple[Rule, ...] = (
                 r"--(all|kernel-name|nodename|kernel-release|kernel-version|machine|processor"
                 r"|hardware-platform|operating-system|version)",
             ),
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "cpu-info",
@@ -36,7 +69,9 @@ INFO: tuple[Rule, ...] = (
                 r"-[ep]=[A-Za-z,-]+",
                 r"--(all|extended|parse|json|hex|physical|bytes|caches|online|offline|version|output-all)(=[A-Za-z,-]+)?",
             ),
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "memory-info",
@@ -51,7 +86,9 @@ INFO: tuple[Rule, ...] = (
                 r"|raw|summary|split)",
             ),
             valued={"-p": r"[0-9A-Za-z_.-]+", "-o": _COLUMNS, "--output": _COLUMNS},
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "identity-info",
@@ -59,7 +96,8 @@ INFO: tuple[Rule, ...] = (
         "prints the current user and groups",
         examples=("id", "id -u", "whoami", "groups", "id nobody"),
         programs=("id", "whoami", "groups"),
-        form=Form(flags=(r"-[unGgrz]+",), operands="match", operand_re=_WORD, max_operands=1),
+        form=Form(flags=(r"-[unGgrz]+",), operands="match", operand_re=_WORD, max_operands=1, getopt=True),
+        reads_only=True,
     ),
     Rule(
         "platform-info",
@@ -83,7 +121,9 @@ INFO: tuple[Rule, ...] = (
                 r"--(container|vm|chroot|quiet|private-users|list|cvm|list-cvm|verbose|all|id"
                 r"|description|release|codename|short|pretty|since)",
             ),
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "sensors-set",
@@ -104,6 +144,7 @@ INFO: tuple[Rule, ...] = (
             valued={"-d": r"[0-9a-fA-F]*:[0-9a-fA-F]*", "-s": r"[0-9:.]+"},
             operands="match",
             operand_re=r"[A-Za-z0-9_*-]+",
+            getopt=True,
         ),
     ),
     Rule(
@@ -113,7 +154,13 @@ INFO: tuple[Rule, ...] = (
         examples=("df -h", "df -hT /", "lsblk", "lsblk -o NAME,SIZE,MODEL", "findmnt", "findmnt -t hugetlbfs", "df -h /dev/shm"),
         programs=("df", "lsblk", "findmnt"),
         form=Form(
-            flags=(r"-[ahHiklmnpPTSJbdfrsuxzADOM]+", r"--[a-z][a-z-]*(=[A-Za-z0-9_,]+)?"),
+            flags=(
+                r"-[ahHiklmnpPTSJbdfrsuxzADOM]+",
+                r"--(all|human-readable|si|inodes|local|print-type|total|portability|bytes|nodeps|discard|fs|json|list"
+                r"|tree|noheadings|output-all|pairs|paths|raw|scsi|topology|zoned|real|pseudo|kernel|fstab|mtab|submounts"
+                r"|evaluate|notruncate|df|ascii|nofsroot|uniq|no-sync)",
+                r"--(output|types|type|block-size|include|exclude)=[A-Za-z0-9_,.+-]+",
+            ),
             valued={
                 "-o": _COLUMNS,
                 "--output": _COLUMNS,
@@ -124,34 +171,93 @@ INFO: tuple[Rule, ...] = (
                 "-I": r"[0-9,]+",
             },
             operands="list",
+            getopt=True,
+            unbounded=("--poll", "-p"),
+        ),
+        reads_only=True,
+    ),
+    Rule(
+        "hostname-read",
+        "allow",
+        "prints the host name (an operand, -b or -F would set it)",
+        examples=("hostname", "hostname -f", "hostname -I", "hostname --fqdn", "hostname -s"),
+        programs=("hostname",),
+        form=Form(
+            flags=(
+                r"-[fsdAiIayn]",
+                r"--(fqdn|long|short|domain|all-fqdns|ip-address|all-ip-addresses|alias|yp|nis|node|version|help)",
+            ),
+            getopt=True,
         ),
     ),
     Rule(
-        "clock-and-name-read",
+        "hostnamectl-read",
         "allow",
-        "prints the host name, time and locale",
-        examples=(
-            "hostname",
-            "hostname -f",
-            "hostname -I",
-            "hostnamectl",
-            "hostnamectl status",
-            "timedatectl",
-            "date",
-            "date -u",
-            "date +%s",
-            "timedatectl show",
+        "prints the host's names and platform",
+        examples=("hostnamectl", "hostnamectl status", "hostnamectl --static", "hostnamectl status --json=short"),
+        programs=("hostnamectl",),
+        form=Form(
+            flags=(r"--(static|transient|pretty|no-pager|json=(short|pretty|off))",),
+            operands="match",
+            operand_re=r"status",
+            max_operands=1,
+            getopt=True,
         ),
-        programs=("hostname", "hostnamectl", "timedatectl", "date", "localectl"),
+    ),
+    Rule(
+        "timedatectl-read",
+        "allow",
+        "prints the clock, time zone and NTP state",
+        examples=(
+            "timedatectl",
+            "timedatectl status",
+            "timedatectl show",
+            "timedatectl timesync-status",
+            "timedatectl show -p NTP",
+        ),
+        programs=("timedatectl",),
+        form=Form(
+            flags=(r"--(no-pager|all|value|adjust-system-clock|monitor)", r"-a", r"--property=[A-Za-z,]+"),
+            valued={"-p": r"[A-Za-z,]+", "--property": r"[A-Za-z,]+"},
+            operands="match",
+            operand_re=r"status|show|show-timesync|timesync-status|list-timezones",
+            max_operands=1,
+            getopt=True,
+            unbounded=("--monitor",),
+        ),
+    ),
+    Rule(
+        "date-read",
+        "allow",
+        "prints the date (an operand other than +FORMAT, or -s, would set the clock)",
+        examples=("date", "date -u", "date +%s", "date -R", "date -Iseconds", "date --iso-8601=seconds", "date -d yesterday +%F"),
+        programs=("date",),
         form=Form(
             flags=(
-                r"-[fsdAiIauR]",
-                r"--(fqdn|short|domain|all-fqdns|ip-address|all-ip-addresses|utc|rfc-email|no-pager)",
+                r"-[uR]",
+                r"--(utc|universal|rfc-email|rfc-2822|debug)",
                 r"-I(date|hours|minutes|seconds|ns)?",
-                r"--iso-8601(=[a-z]+)?",
+                r"--iso-8601(=(date|hours|minutes|seconds|ns))?",
+                r"--rfc-3339=(date|seconds|ns)",
+                r"--date=[^\n]*",
             ),
+            valued={"-d": r"[^\n]*", "--date": r"[^\n]*"},
             operands="match",
-            operand_re=r"status|show|\+[A-Za-z0-9%:_ ./-]*",
+            operand_re=r"\+[^\n]*",
+            max_operands=1,
+            getopt=True,
+        ),
+    ),
+    Rule(
+        "localectl-read",
+        "allow",
+        "prints the locale and keyboard settings",
+        examples=("localectl", "localectl status", "localectl list-locales"),
+        programs=("localectl",),
+        form=Form(
+            flags=(r"--no-pager",),
+            operands="match",
+            operand_re=r"status|list-locales|list-keymaps|list-x11-keymap-(models|layouts|variants|options)",
             max_operands=1,
         ),
     ),
@@ -178,7 +284,9 @@ INFO: tuple[Rule, ...] = (
             },
             operands="match",
             operand_re=r"[abcfhjlmnrsuvwxzAHLMSTX]+o?|pid,[A-Za-z0-9_,%:+-]*|[a-z]+,[A-Za-z0-9_,%:+-]*",
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "process-lookup",
@@ -187,8 +295,13 @@ INFO: tuple[Rule, ...] = (
         examples=("pgrep -a python3", "pgrep -f sglang", "pidof nvidia-persistenced"),
         programs=("pgrep", "pidof"),
         form=Form(
-            flags=(r"-[aflnoxicsvwz]+",), valued={"-u": r"[A-Za-z0-9_,-]+"}, operands="match", operand_re=r"[A-Za-z0-9_.:-]+"
+            flags=(r"-[aflnoxicsvwz]+",),
+            valued={"-u": r"[A-Za-z0-9_,-]+"},
+            operands="match",
+            operand_re=r"[A-Za-z0-9_.:-]+",
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "sockets-read",
@@ -198,6 +311,7 @@ INFO: tuple[Rule, ...] = (
         programs=("ss",),
         form=Form(
             flags=(r"-[tulnpaxsmie46HOwr0S]+", r"--(tcp|udp|listening|numeric|processes|all|summary|unix|info|memory|extended)"),
+            getopt=True,
         ),
     ),
     Rule(
@@ -206,7 +320,8 @@ INFO: tuple[Rule, ...] = (
         "reads virtual memory statistics once",
         examples=("vmstat", "vmstat -s", "vmstat -w"),
         programs=("vmstat",),
-        form=Form(flags=(r"-[asdDmtwSn]+",), valued={"-S": r"[kKmM]"}),
+        form=Form(flags=(r"-[asdDmtwSn]+",), valued={"-S": r"[kKmM]"}, getopt=True),
+        reads_only=True,
     ),
     Rule(
         "ip-change",
@@ -239,12 +354,16 @@ INFO: tuple[Rule, ...] = (
             "ip route",
             "ip -s link",
             "ip -j addr show vmbr0",
+            "ip a",
+            "ip -br a",
+            "ip r",
         ),
         programs=("ip",),
         form=Form(
             flags=(r"-(br|brief|d|details|s|stats|j|json|p|pretty|4|6|o|oneline|h|human|c=never)",),
+            verbs=_IP_OBJECTS,
             operands="match",
-            operand_re=r"link|addr|address|route|neigh|rule|maddr|show|list|dev|" + _IFACE,
+            operand_re=r"show|list|ls|lst|dev|" + _IFACE,
         ),
     ),
     Rule(
@@ -292,6 +411,7 @@ INFO: tuple[Rule, ...] = (
         form=Form(
             flags=(r"-q|--quiet|-u|--dump|--version",),
             valued={"-t": r"[a-z0-9,-]+", "--type": r"[a-z0-9,-]+", "-s": r"[a-z-]+", "--string": r"[a-z-]+"},
+            getopt=True,
         ),
     ),
     Rule(
@@ -359,6 +479,7 @@ INFO: tuple[Rule, ...] = (
         examples=("echo hello", "printf %s x", "true", "false"),
         programs=("echo", "printf", "true", "false"),
         form=Form(flags=(r"-[neE]+",), operands="match", operand_re=r"[^\n]*"),
+        reads_only=True,
     ),
     Rule(
         "ldconfig-rebuild",
@@ -382,7 +503,8 @@ INFO: tuple[Rule, ...] = (
         "finds where a program is installed",
         examples=("which nvidia-smi", "which -a python3", "whereis nvcc", "whereis -b nvidia-smi"),
         programs=("which", "whereis"),
-        form=Form(flags=(r"-a|-b|-m|-s|-l",), operands="match", operand_re=r"[A-Za-z0-9_.+-]+", min_operands=1),
+        form=Form(flags=(r"-a|-b|-m|-s|-l",), operands="match", operand_re=r"[A-Za-z0-9_.+-]+", min_operands=1, getopt=True),
+        reads_only=True,
     ),
     Rule(
         "tuned-read",

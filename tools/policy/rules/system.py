@@ -99,8 +99,11 @@ SYSTEM: tuple[Rule, ...] = (
                 r"--since=[A-Za-z0-9 :.+-]+",
                 r"--until=[A-Za-z0-9 :.+-]+",
                 r"-V|--version",
+                r"-w|-W|--follow|--follow-new",
             ),
             valued={"-l": r"[a-z,+]+", "-f": r"[a-z,+]+", "-s": r"[0-9]+", "-F": READ_PATH, "--file": READ_PATH},
+            getopt=True,
+            unbounded=("-w", "-W", "--follow", "--follow-new"),
         ),
     ),
     Rule(
@@ -132,6 +135,7 @@ SYSTEM: tuple[Rule, ...] = (
                 r"-m|--merge|--no-tail|-e|--pager-end",
                 r"-\d+",
                 r"--boot(=-?\d+)?",
+                r"-f|--follow",
             ),
             valued={
                 "-n": _LINES,
@@ -152,6 +156,8 @@ SYSTEM: tuple[Rule, ...] = (
                 "--identifier": r"[A-Za-z0-9_.-]+",
             },
             required=("-n", "--lines"),
+            getopt=True,
+            unbounded=("-f", "--follow"),
         ),
     ),
     Rule(
@@ -160,7 +166,7 @@ SYSTEM: tuple[Rule, ...] = (
         "lists the recorded boots",
         examples=("journalctl --list-boots", "journalctl --list-boots --no-pager"),
         programs=("journalctl",),
-        form=Form(flags=(r"--list-boots|--no-pager|-q|--quiet",), required=("--list-boots",)),
+        form=Form(flags=(r"--list-boots|--no-pager|-q|--quiet",), required=("--list-boots",), getopt=True),
     ),
     Rule(
         "systemctl-change",
@@ -185,6 +191,14 @@ SYSTEM: tuple[Rule, ...] = (
         examples=("systemctl -H gpu02 status x", "systemctl --host=root@x status y"),
         programs=("systemctl",),
         any_arg=(r"-H|--host(=.*)?|-M|--machine(=.*)?",),
+    ),
+    Rule(
+        "systemctl-environment",
+        "ask",
+        "prints the service manager's environment, which can hold secrets",
+        examples=("systemctl show-environment",),
+        programs=("systemctl",),
+        first=("show-environment",),
     ),
     Rule(
         "systemctl-read",
@@ -228,6 +242,7 @@ SYSTEM: tuple[Rule, ...] = (
             ),
             operands="match",
             operand_re=_UNIT,
+            getopt=True,
         ),
     ),
     Rule(
@@ -269,6 +284,7 @@ SYSTEM: tuple[Rule, ...] = (
             valued={"-r": r"[A-Za-z0-9_.^$*]+"},
             operands="match",
             operand_re=_KEY,
+            getopt=True,
         ),
     ),
     Rule(
@@ -282,7 +298,9 @@ SYSTEM: tuple[Rule, ...] = (
             valued={"-F": r"[a-z_]+", "--field": r"[a-z_]+", "-k": r"[A-Za-z0-9._+-]+", "--set-version": r"[A-Za-z0-9._+-]+"},
             operands="match",
             operand_re=r"[A-Za-z0-9_-]+",
+            getopt=True,
         ),
+        reads_only=True,
     ),
     Rule(
         "cpupower-change",
@@ -331,6 +349,7 @@ SYSTEM: tuple[Rule, ...] = (
             ),
             valued={"--pid": r"[0-9]+", "-p": r"[0-9]+"},
             required=("--pid", "-p"),
+            getopt=True,
         ),
     ),
     Rule(
@@ -396,6 +415,14 @@ SYSTEM: tuple[Rule, ...] = (
         programs=("pvesh",),
         unless_first=("get", "ls", "usage", "help"),  # reads: ask (some GETs fetch from the network or show secrets)
         min_args=1,
+    ),
+    Rule(
+        "pvesh-read",
+        "ask",
+        "reads the Proxmox API (some reads fetch from other nodes or show secrets): a person decides",
+        examples=("pvesh get /nodes", "pvesh ls /nodes/pve/qemu"),
+        programs=("pvesh",),
+        first=("get", "ls", "usage", "help"),
     ),
     Rule(
         "tuned-change",

@@ -1,0 +1,56 @@
+"""Path patterns for the policy's lists: ``*`` within a name, ``**`` across names, ``{a,b}`` either,
+``[0-9]`` one of, ``<pid>`` a process (``1234``, ``self``, ``thread-self``, optionally ``/task/TID``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_PID = r"(?:[0-9]+|self|thread-self)(?:/task/[0-9]+)?"
+
+
+def _translate(pattern: str) -> str:
+    out: list[str] = []
+    i = 0
+    depth = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("/**", i):
+            out.append(r"(?:/.*)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(r".*")
+            i += 2
+            continue
+        if pattern.startswith("<pid>", i):
+            out.append(_PID)
+            i += 5
+            continue
+        if c == "[" and (close := pattern.find("]", i + 1)) > i + 1:
+            out.append("[" + pattern[i + 1 : close].replace("\\", "\\\\") + "]")
+            i = close + 1
+            continue
+        if c == "*":
+            out.append(r"[^/]*")
+        elif c == "?":
+            out.append(r"[^/]")
+        elif c == "{":
+            out.append("(?:")
+            depth += 1
+        elif c == "}" and depth:
+            out.append(")")
+            depth -= 1
+        elif c == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    if depth:
+        raise ValueError(f"unbalanced braces in {pattern!r}")
+    return "".join(out)
+
+
+def compile_globs(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One regex that fully matches a path matched by any of ``patterns``."""
+    return re.compile("|".join(f"(?:{_translate(p)})" for p in patterns))
