@@ -45,9 +45,10 @@ class Subject:
         """What each argument naming a path forces (``paths.guard``), in argument order."""
         if self._guards is None:
             found: list[tuple[str, PathProblem]] = []
+            follows = self.argv[0].rsplit("/", 1)[-1] not in NAMES_ONLY
             for arg in self.argv[1:]:
                 for candidate in dict.fromkeys(paths.path_candidates(arg)):
-                    problem = _candidate_problem(candidate, self.fs)
+                    problem = _candidate_problem(candidate, self.fs, follows)
                     if problem is not None:
                         found.append((candidate, problem))
             self._guards = found
@@ -61,14 +62,18 @@ class Subject:
         return self._reads[key]
 
 
-def _candidate_problem(candidate: str, fs: FileSystem) -> PathProblem | None:
+NAMES_ONLY = frozenset({"ls", "readlink", "realpath", "stat", "find", "lsblk", "df", "findmnt"})
+"""Programs that may name a final magic link without opening it (``readlink /proc/1/exe``): their forms judge it."""
+
+
+def _candidate_problem(candidate: str, fs: FileSystem, follows: bool) -> PathProblem | None:
     if "/" not in candidate:
         if secrets.is_secret_name(candidate):
             return PathProblem("deny", "secret-path", f"{show(candidate)} names a credential file")
         return None
     if candidate.startswith(("~", "-")) or "\x00" in candidate:
         return None
-    return paths.guard(candidate, fs)
+    return paths.guard(candidate, fs, follow_final=follows)
 
 
 ArgvCheck = Callable[[Subject], str | None]
@@ -228,6 +233,16 @@ def _extended_config(subject: Subject) -> str | None:
 _LSPCI_VALUED = frozenset("sdipFAHO")
 
 
+def _reads_device(subject: Subject) -> str | None:
+    """For a program that reads its path arguments: one of them is a device node, FIFO, socket or register file."""
+    for arg in subject.argv[1:]:
+        for candidate in dict.fromkeys(paths.path_candidates(arg)):
+            problem = paths.device_problem(candidate, subject.fs) if candidate.startswith("/") else None
+            if problem is not None and problem.decision == "deny":
+                return problem.reason
+    return None
+
+
 def _sed_unsandboxed(subject: Subject) -> str | None:
     """GNU sed runs ``w``, ``e`` and ``r`` commands unless ``--sandbox`` is given (before the script)."""
     return None if "--sandbox" in subject.argv[1:] else "no --sandbox"
@@ -256,4 +271,5 @@ CHECKS: dict[str, Check] = {
     "recursive-over-secrets": Check(argv=_recursive_over_secrets),
     "extended-config": Check(argv=_extended_config),
     "sed-unsandboxed": Check(argv=_sed_unsandboxed),
+    "reads-device": Check(argv=_reads_device),
 }

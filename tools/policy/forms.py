@@ -169,10 +169,12 @@ def mismatch(compiled: CompiledForm, args: Sequence[str], subject: Subject) -> M
         operands = operands[1:]
     if (shape := _operands_shape(compiled, operands)) is not None:
         return Mismatch(shape)
-    for value in parsed.read_values:
-        if (problem := subject.judged("read", value, paths.judge_read)) is not None:
-            return Mismatch(problem.reason, problem)
-    return _operand_paths(compiled, operands, parsed, subject)
+    problems = [p for value in parsed.read_values if (p := subject.judged("read", value, paths.judge_read)) is not None]
+    problems += _operand_paths(compiled, operands, parsed, subject)
+    if not problems:
+        return None
+    worst = min(problems, key=lambda p: 0 if p.decision == "deny" else 1)  # every path is judged: deny dominates
+    return Mismatch(worst.reason, worst)
 
 
 def _operands_shape(compiled: CompiledForm, operands: list[str]) -> str | None:
@@ -198,11 +200,12 @@ def _recursive(compiled: CompiledForm, parsed: _Parsed) -> bool:
     return _any(compiled.recursive, parsed.options)
 
 
-def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed, subject: Subject) -> Mismatch | None:
+def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed, subject: Subject) -> list[PathProblem]:
     form = compiled.form
     if form.operands not in ("read", "grep", "list"):
-        return None
+        return []
     recursive = _recursive(compiled, parsed)
+    problems: list[PathProblem] = []
     for operand in operands:
         if form.operands == "list":
             follows = _any(compiled.follow, parsed.options) or (form.follows and not _any(compiled.no_follow, parsed.options))
@@ -213,5 +216,5 @@ def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed,
         else:
             problem = subject.judged("read", operand, paths.judge_read)
         if problem is not None:
-            return Mismatch(problem.reason, problem)
-    return None
+            problems.append(problem)
+    return problems

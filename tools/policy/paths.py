@@ -80,14 +80,19 @@ def _shown(original: str, resolved: Resolved) -> str:
     return norm if resolved.path == norm else f"{original} (opens {resolved.path})"
 
 
-def guard(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
-    """What naming ``path`` at all forces, whatever the program does with it (judged on text and target)."""
+def guard(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True) -> PathProblem | None:
+    """What naming ``path`` at all forces, wherever it appears in a command (judged on text and target).
+
+    ``follow_final=False`` for a program that may name a final magic link without opening it
+    (``readlink /proc/1/exe``): its form then judges that link.
+    """
     absolute = path if path.startswith("/") else "/" + path
     unfollowed = resolve(absolute, fs, follow_final=False)
-    if unfollowed.refused is not None:
-        return PathProblem("deny", "magic-link", _from(unfollowed.refused, path, unfollowed))
     followed = resolve(absolute, fs)
-    resolved = unfollowed if followed.refused is not None else followed  # a final magic link: the program's form decides
+    for walk in (unfollowed, followed) if follow_final else (unfollowed,):
+        if walk.refused is not None:
+            return PathProblem("deny", "magic-link", _from(walk.refused, path, walk))
+    resolved = unfollowed if followed.refused is not None else followed
     where = _shown(absolute, resolved)
     text = normalize(absolute)
     for candidate in (text, unfollowed.path, resolved.path):
@@ -119,6 +124,17 @@ def _device(resolved: Resolved, where: str) -> PathProblem | None:
     return PathProblem("deny", "device-node", f"{where} is a device node not known to be safe to read (raw disk, memory, tty...)")
 
 
+def device_problem(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+    """Why reading the absolute ``path`` is not reading a file: a device node, FIFO or socket, or device registers."""
+    resolved = resolve(path, fs)
+    where = _shown(path, resolved)
+    if (problem := _device(resolved, where)) is not None:
+        return problem
+    if readlist.REGISTERS.fullmatch(resolved.path) or readlist.REGISTERS.fullmatch(normalize(path)):
+        return PathProblem("deny", "registers", f"{where} reaches device registers or debug files (reads can have side effects)")
+    return None
+
+
 def judge_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     """``None`` when a diagnostic may read ``path`` (a file's contents); otherwise the problem."""
     if path == "-":
@@ -131,11 +147,9 @@ def judge_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     if resolved.refused is not None:
         return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
     where = _shown(path, resolved)
-    if (problem := _device(resolved, where)) is not None:
+    if (problem := device_problem(path, fs)) is not None:
         return problem
     target = resolved.path
-    if readlist.REGISTERS.fullmatch(target) or readlist.REGISTERS.fullmatch(normalize(path)):
-        return PathProblem("deny", "registers", f"{where} reaches device registers or debug files (reads can have side effects)")
     if readlist.NOT_READABLE.fullmatch(target) and not readlist.ALSO_READABLE.fullmatch(target):
         return PathProblem("ask", "not-allow-listed", f"{where} is not among the files diagnostics need")
     if not readlist.READABLE.fullmatch(target):
@@ -208,4 +222,4 @@ def recursively_readable(path: str, fs: FileSystem = LIVE) -> str | None:
 
 def resolved_path(path: str, fs: FileSystem = LIVE) -> str:
     """Where ``path`` leads (for reading exactly what was judged)."""
-    return resolve(as_absolute(path), fs).path
+    return resolve(path if path.startswith("/") else "/" + path, fs).path

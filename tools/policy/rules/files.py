@@ -10,7 +10,7 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "read-files",
         "allow",
-        "reads files under the readable roots",
+        "reads files on the read allow-list",
         examples=(
             "cat /proc/cmdline",
             "cat /sys/bus/pci/devices/0000:03:00.0/current_link_speed",
@@ -38,7 +38,7 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "cut-files",
         "allow",
-        "cuts fields from files under the readable roots",
+        "cuts fields from files on the read allow-list",
         examples=("cut -d ' ' -f1 /proc/loadavg", "cut -c1-20 /proc/cmdline"),
         programs=("cut",),
         form=Form(
@@ -59,7 +59,7 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "read-file-ends",
         "allow",
-        "reads the head or tail of files under the readable roots (never following them)",
+        "reads the head or tail of files on the read allow-list (never following them)",
         examples=(
             "head -n 20 /var/log/syslog",
             "tail -n 100 /var/log/kern.log",
@@ -80,7 +80,7 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "dump-files",
         "allow",
-        "dumps bytes of files under the readable roots (PCI config space, firmware tables)",
+        "dumps bytes of files on the read allow-list (PCI config space, firmware tables)",
         examples=(
             "hexdump -C /sys/bus/pci/devices/0000:03:00.0/config",
             "od -An -tx1 /sys/firmware/acpi/tables/DMAR",
@@ -183,7 +183,7 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "grep-files",
         "allow",
-        "searches files under the readable roots (recursively only through trees without secrets)",
+        "searches files on the read allow-list (recursively only through trees without secrets)",
         examples=(
             "grep -i nvrm /var/log/kern.log",
             "grep -r nvidia /etc/modprobe.d",
@@ -274,10 +274,22 @@ FILES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        "read-raw-disk",
+        "read-device",
         "deny",
-        "reads a raw disk or partition (it holds every file, secrets included)",
-        examples=("cat /dev/sda", "head -c 512 /dev/nvme0n1", "hexdump -C /dev/mapper/pve-root", "strings /dev/disk/by-id/x"),
+        "reads a device node (a raw disk holds every file; a tty, /dev/kmsg or /dev/rtc blocks), a FIFO or a socket, "
+        "or device registers",
+        examples=(
+            "cat /dev/sda",
+            "head -c 512 /dev/nvme0n1",
+            "hexdump -C /dev/mapper/pve-root",
+            "strings /dev/disk/by-id/x",
+            "head -c 4096 /proc/self/root/../../dev/nvme0n1",
+            "cat /dev/tty1",
+            "cat /run/app.sock",
+            "xxd /sys/bus/pci/devices/0000:03:00.0/resource0",
+            "dmesg -F /dev/sda",
+            "lspci -F /dev/sda",
+        ),
         programs=(
             "cat",
             "zcat",
@@ -296,11 +308,18 @@ FILES: tuple[Rule, ...] = (
             "egrep",
             "fgrep",
             "zgrep",
-            "cut",
             "nl",
             "tac",
+            "cut",
+            "dmesg",
+            "lspci",
+            "sed",
+            "awk",
+            "gawk",
+            "mawk",
+            "nawk",
         ),
-        any_arg=(r"(.*=)?/dev/(sd|hd|vd|xvd|nvme|mmcblk|dm-|md|zd|loop|sr|sg|mapper/|disk/|pve/|zvol/).*",),
+        check="reads-device",
     ),
     Rule(
         "awk-program",
@@ -320,7 +339,7 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "sed-sandboxed",
         "allow",
-        "edits text it reads from files under the readable roots (--sandbox: no w, e or r commands)",
+        "edits text it reads from files on the read allow-list (--sandbox: no w, e or r commands)",
         examples=("sed --sandbox -n 1,5p /etc/fstab", "sed --sandbox -n '/nvidia/p' /etc/modprobe.d/nvidia.conf"),
         programs=("sed",),
         form=Form(
