@@ -13,10 +13,11 @@ from functools import cache
 
 from rigaudit.agents import investigators as _package
 from rigaudit.agents.investigator import AnyInvestigator, Investigator
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.finding import RENAMED_AREAS
 
 
-class RegistryError(RuntimeError):
+class RegistryError(OperationError):
     """An area package that does not declare itself as the registry expects (a bug of rigaudit, not of the host)."""
 
 

@@ -20,9 +20,7 @@ from pathlib import Path
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import Plan
-from rigaudit.transcripts.events import (
+from rigaudit.tools.model.events import (
     AuditFinished,
     Event,
     FindingReported,
@@ -34,6 +32,8 @@ from rigaudit.transcripts.events import (
     SessionStarted,
     ToolCall,
 )
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.model.plan import Plan
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
 

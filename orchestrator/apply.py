@@ -9,7 +9,7 @@ does not stop the others; ``quit`` does.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -18,7 +18,6 @@ import anyio
 from pydantic import ValidationError
 
 from rigaudit.orchestrator.approval import Gate, StepView
-from rigaudit.orchestrator.errors import OperationError, UsageError
 from rigaudit.tools.action_text import compress_paths, shell_lines
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.ops import matches, read_value, wanted
@@ -27,17 +26,15 @@ from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.script import ScriptStep
 from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand, refusal
 from rigaudit.tools.bounded import InputError, read_regular
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.hosts.snapshot import SnapshotError
-from rigaudit.tools.hosts.snapshot_copy import copy_snapshot as copy_tree
 from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import ChangeApplied, EventSink, discard
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction
 from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.pci import apply_masked
-from rigaudit.transcripts.events import ChangeApplied, Event
 
-Emit = Callable[[Event], None]
 StepStatus = Literal["applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "not_attempted"]
 SCOPES = ("runtime",)
 PAUSE_STEP_ENV = "RIGAUDIT_TEST_PAUSE_AFTER_STEP"
@@ -116,32 +113,6 @@ def load_plan(path: Path) -> Plan:
         return AuditResult.model_validate_json(text).plan
     except ValidationError as exc:
         raise UsageError(f"{path}: not an `audit --json` result ({exc.error_count()} validation error(s))") from None
-
-
-def copy_snapshot(src: Path, dst: Path) -> None:
-    """Copy a snapshot into a new folder for ``--snapshot SRC --into DST``: only its folders and
-    regular files (never through a link), built beside DST and renamed into place."""
-    if dst.is_symlink() or (dst.exists() and (not dst.is_dir() or any(dst.iterdir()))):
-        raise UsageError(f"{dst}: already exists and is not empty (--into needs a new folder)")
-    if dst.resolve().is_relative_to(src.resolve()):
-        raise UsageError(f"{dst}: must not lie inside the snapshot {src}")
-    try:
-        copy_tree(src, dst)
-    except SnapshotError as exc:
-        raise UsageError(str(exc)) from None
-    except OSError as exc:
-        raise OperationError(f"cannot copy {src} to {dst}: {exc.strerror or exc}") from None
-
-
-async def host_in_container(host: Host) -> bool:
-    """Whether the host is itself a container (steps meant for the container then run there)."""
-    from rigaudit.agents.facts.platform import detect_platform
-    from rigaudit.tools.probe import Probe
-
-    try:
-        return (await detect_platform(Probe(host))).in_container
-    except Exception:  # platform detection is a hint; a host it cannot read is treated as the host
-        return False
 
 
 def targets_of(step: PlanStep) -> list[AnyTarget]:
@@ -258,11 +229,7 @@ def _wait_on_fifo(fifo: str, done: int) -> None:
         handle.read()
 
 
-def _noop(event: Event) -> None:
-    del event
-
-
-def emit_results(emit: Emit, results: Sequence[TargetResult]) -> None:
+def emit_results(emit: EventSink, results: Sequence[TargetResult]) -> None:
     """One ``ChangeApplied`` event per target result."""
     for r in results:
         emit(
@@ -296,12 +263,12 @@ async def apply_plan(
     gate: Gate,
     journal_path: Path,
     options: ApplyOptions | None = None,
-    emit: Emit | None = None,
+    emit: EventSink | None = None,
 ) -> ApplyReport:
     """Apply what may run here, asking the gate about each step; the journal is created only if
     something may be changed (so a refused apply leaves no trace)."""
     options = options or ApplyOptions()
-    emit = emit or _noop
+    emit = emit or discard
     plan_hash = plan.digest()
     report = ApplyReport(host.name, host.source, plan_hash, None)
     runnable: list[PlanStep] = []
@@ -366,7 +333,7 @@ def _persistable(report: ApplyReport) -> list[Action]:
     return actions
 
 
-async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal, emit: Emit) -> None:
+async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal, emit: EventSink) -> None:
     actions = _persistable(report)
     report.persist_notes = manual_persist(actions)
     targets = await persist_targets(host, actions)

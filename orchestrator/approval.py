@@ -13,15 +13,14 @@ import getpass
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rigaudit.orchestrator.errors import NotApprovedError
+from rigaudit.tools.errors import NotApprovedError
 from rigaudit.tools.journal import Approval, Decision
-from rigaudit.transcripts.events import ApprovalDecided, Event
+from rigaudit.tools.model.events import ApprovalDecided, EventSink, discard
 
-Emit = Callable[[Event], None]
 CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}
 
@@ -118,10 +117,6 @@ def is_interactive() -> bool:
         return False
 
 
-def _noop(event: Event) -> None:
-    del event
-
-
 class Gate:
     """Decides, step by step, whether a change may be made; remembers every decision."""
 
@@ -132,14 +127,14 @@ class Gate:
         assume_yes: bool,
         interactive: bool | None = None,
         console: Console | None = None,
-        emit: Emit | None = None,
+        emit: EventSink | None = None,
         who: str | None = None,
     ) -> None:
         self.plan_hash = plan_hash
         self.assume_yes = assume_yes
         self.interactive = is_interactive() if interactive is None else interactive
         self._console = console
-        self._emit = emit or _noop
+        self._emit = emit or discard
         self.who = who or who_am_i()
         self.decisions: list[Approval] = []
         self._yes_to_all = False
@@ -195,7 +190,7 @@ def require_approval(
     details: Sequence[str],
     *,
     assume_yes: bool,
-    emit: Emit | None = None,
+    emit: EventSink | None = None,
     interactive: bool | None = None,
     console: Console | None = None,
     plan_hash: str = "",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -17,11 +17,9 @@ from rigaudit.agents.registry import select
 from rigaudit.orchestrator.planner import build_plan
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
-from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import HostOpResult, Probe
-from rigaudit.transcripts.events import (
+from rigaudit.tools.model.events import (
     AuditFinished,
-    Event,
+    EventSink,
     FindingReported,
     InvestigatorActivity,
     InvestigatorFinished,
@@ -29,10 +27,12 @@ from rigaudit.transcripts.events import (
     PlanReady,
     ToolCall,
     Warning_,
+    discard,
 )
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.probe import HostOpResult, Probe
 from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
-Emit = Callable[[Event], None]
 _current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)
 
 DEFAULT_CONCURRENCY = 8
@@ -71,16 +71,12 @@ class _Outcome:
     duration_s: float = 0.0
 
 
-def _noop(event: Event) -> None:
-    del event
-
-
 def _error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
 
 
-async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: Emit, outcome: _Outcome) -> None:
+async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: EventSink, outcome: _Outcome) -> None:
     timeout_s = options.timeout_s
     _current_area.set(inv.area)
     emit(InvestigatorStarted(area=inv.area, title=inv.title))
@@ -120,11 +116,11 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
 
 
 async def run_audit(
-    host: Host, *, options: AuditOptions | None = None, emit: Emit | None = None, control: AuditControl | None = None
+    host: Host, *, options: AuditOptions | None = None, emit: EventSink | None = None, control: AuditControl | None = None
 ) -> AuditResult:
     """Fan out every investigator; one failing or timing out is a visible entry, never the end."""
     options = options or AuditOptions()
-    emit = emit or _noop
+    emit = emit or discard
     control = control or AuditControl()
     investigators = (
         list(options.investigators)
@@ -198,4 +194,4 @@ async def run_audit(
     return result
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "AuditControl", "AuditOptions", "Emit", "ToolCall", "run_audit"]
+__all__ = ["DEFAULT_CONCURRENCY", "AuditControl", "AuditOptions", "EventSink", "ToolCall", "run_audit"]

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.apply import ApplyOptions, Emit, classify, emit_results, preview, selected_steps, targets_of
+from rigaudit.orchestrator.apply import ApplyOptions, classify, emit_results, preview, selected_steps, targets_of
 from rigaudit.orchestrator.approval import Gate, StepView
-from rigaudit.orchestrator.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
@@ -32,10 +31,11 @@ from rigaudit.tools.bench.ab import ALL_STEPS, BASELINE, AbResult, ArmResult, Vi
 from rigaudit.tools.bench.loadgen import LoadSession, LoadSpec, Progress, client_for, now_utc
 from rigaudit.tools.bench.results import Run
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
+from rigaudit.tools.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalError, read_journal
+from rigaudit.tools.model.events import ChangeApplied, EventSink, discard
 from rigaudit.tools.model.plan import Plan, PlanStep
-from rigaudit.transcripts.events import ChangeApplied
 
 MAX_CYCLES = 100
 MAX_SETTLE = 1000
@@ -154,7 +154,7 @@ def _approval_view(
     )
 
 
-def _emit_restores(emit: Emit, restores: Sequence[Restore]) -> None:
+def _emit_restores(emit: EventSink, restores: Sequence[Restore]) -> None:
     for r in restores:
         if r.outcome != "skipped":
             emit(
@@ -170,14 +170,14 @@ def _emit_restores(emit: Emit, restores: Sequence[Restore]) -> None:
             )
 
 
-async def _to_baseline(host: Host, journal: Journal, emit: Emit) -> list[Restore]:
+async def _to_baseline(host: Host, journal: Journal, emit: EventSink) -> list[Restore]:
     entries, _ = read_journal(journal.path)
     restores = await rollback(host, entries, journal)
     _emit_restores(emit, restores)
     return restores
 
 
-async def _switch(host: Host, journal: Journal, current: Arm, target: Arm, emit: Emit) -> None:
+async def _switch(host: Host, journal: Journal, current: Arm, target: Arm, emit: EventSink) -> None:
     if current.steps:
         failed = [r for r in await _to_baseline(host, journal, emit) if r.outcome == "failed"]
         if failed:
@@ -205,7 +205,7 @@ async def _measure(
     spec: LoadSpec,
     options: AbOptions,
     state: _Session,
-    emit: Emit,
+    emit: EventSink,
     progress: Progress | None,
 ) -> None:
     try:
@@ -222,7 +222,7 @@ async def _visits(
     spec: LoadSpec,
     options: AbOptions,
     state: _Session,
-    emit: Emit,
+    emit: EventSink,
     progress: Progress | None,
 ) -> None:
     rows = williams_rows(len(spec.concurrency))
@@ -249,15 +249,11 @@ async def _visits(
             state.visits.append(Visit(cycle=cycle, arm=arm.name, started_s=runs[0].started_s or 0.0, switched=switched))
 
 
-async def _restore(host: Host, journal: Journal, emit: Emit) -> list[Restore]:
+async def _restore(host: Host, journal: Journal, emit: EventSink) -> list[Restore]:
     try:
         return await _to_baseline(host, journal, emit)
     finally:
         await host.aclose()
-
-
-def _noop(event: object) -> None:
-    del event
 
 
 def run_ab(
@@ -269,7 +265,7 @@ def run_ab(
     journal_path: Path,
     options: AbOptions,
     *,
-    emit: Emit | None = None,
+    emit: EventSink | None = None,
     progress: Progress | None = None,
 ) -> AbRun:
     """Ask once, then measure the arms cycle by cycle, switching through the journal; always end on the baseline.
@@ -277,7 +273,7 @@ def run_ab(
     ``open_host`` gives the host to change (called again for the final rollback, in a fresh event loop).
     Raises :class:`NotApprovedError` (nothing changed, no journal) when the switches are not approved.
     """
-    emit = emit or _noop
+    emit = emit or discard
     if not 2 <= options.cycles <= MAX_CYCLES or not 0 <= options.settle <= MAX_SETTLE:
         raise UsageError(f"--cycles wants 2 to {MAX_CYCLES} and --settle 0 to {MAX_SETTLE}")
     gate.ensure_possible("nothing switched")
@@ -291,11 +287,7 @@ def run_ab(
     state = _Session({arm.name: [] for arm in arms})
     started = now_utc()
     outcome = AbRun(_assemble(host, plan, steps, spec, options, arms, state, journal_path, started, complete=False))
-    try:
-        journal = Journal.create(journal_path)
-    except JournalError as exc:
-        raise OperationError(str(exc)) from None
-    with journal:
+    with Journal.create(journal_path) as journal:
         journal.append(
             kind="session",
             **anyio.run(session_fields, host, plan),

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import RigauditError
-from rigaudit.tools.hosts.snapshot import SnapshotError
+from rigaudit.tools.errors import RigauditError
+from rigaudit.tools.version import rigaudit_version
 
 _ORDER = (
     "audit",
@@ -62,13 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def version() -> str:
     """The installed distribution's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("rigaudit")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return rigaudit_version()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,9 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = run(args)
-    except (RigauditError, SnapshotError) as exc:
+    except RigauditError as exc:
         print(f"rigaudit: {exc}", file=sys.stderr)
-        return exc.exit_code if isinstance(exc, RigauditError) else 2
+        return exc.exit_code
     except KeyboardInterrupt:
         print("rigaudit: interrupted", file=sys.stderr)
         return 130

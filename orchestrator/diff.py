@@ -3,7 +3,7 @@
 Each side becomes findings (a snapshot or a bundle is audited now; an audit JSON and a transcript
 give the findings they recorded) and, where it can, a snapshot directory whose values are compared:
 a snapshot as it is, a bundle unpacked, a transcript rebuilt from its tool calls (``values=True``).
-Bad input is a :class:`~orchestrator.errors.UsageError` with one line.
+Bad input is a :class:`~rigaudit.tools.errors.UsageError` with one line.
 """
 
 from __future__ import annotations
@@ -16,16 +16,15 @@ import anyio
 from pydantic import ValidationError
 
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.bounded import InputError, JsonError, load_json, loads, open_regular
 from rigaudit.tools.diffing import SideInfo
-from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.errors import UsageError
+from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.model.events import AuditFinished, SessionStarted, ToolCall
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.share import BundleError, unpack_bundle
+from rigaudit.tools.share import unpack_bundle
 from rigaudit.transcripts.compare import audit_segments, recorded_findings
-from rigaudit.transcripts.errors import TranscriptError
-from rigaudit.transcripts.events import AuditFinished, SessionStarted, ToolCall
 from rigaudit.transcripts.format import HEADER_KEY
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.rebuild import rebuild_snapshot
@@ -63,8 +62,6 @@ def detect(path: Path) -> SideKind:
         raise UsageError(f"{path}: no such file or directory")
     try:
         first = _first_line(path)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if first.startswith(b"\x1f\x8b"):
@@ -96,17 +93,11 @@ def _audit_json(path: Path) -> AuditResult:
 
 def _unpack(path: Path, scratch: Path) -> Path:
     """Unpack a share bundle (``snapshot --share``), bounded, and return the snapshot inside it."""
-    try:
-        return unpack_bundle(path, scratch / "unpacked")
-    except BundleError as exc:
-        raise UsageError(str(exc)) from None
+    return unpack_bundle(path, scratch / "unpacked")
 
 
 async def _audit(snapshot: Path, options: AuditOptions) -> tuple[str, tuple[Finding, ...], list[str]]:
-    try:
-        host = SnapshotHost(snapshot)
-    except SnapshotError as exc:
-        raise UsageError(str(exc)) from None
+    host = SnapshotHost(snapshot)
     result = await run_audit(host, options=options)
     return host.name, result.findings, list(result.warnings)
 
@@ -122,10 +113,7 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
     if kind == "audit":
         result = _audit_json(path)
         return Side(path, "audit", result.host.name, result.findings)
-    try:
-        transcript = read_transcript(path)
-    except TranscriptError as exc:
-        raise UsageError(str(exc)) from None
+    transcript = read_transcript(path)
     segments = audit_segments(transcript.events)
     if not segments:
         raise UsageError(f"{path}: the transcript recorded no audit (no findings)")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.demo import DEMOS, demo_snapshot
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
+from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 
 def add_host_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,19 +31,27 @@ def open_host(args: argparse.Namespace) -> Host:
     latency = max(0.0, float(getattr(args, "replay_latency_ms", 0.0) or 0.0)) / 1000.0
     demo = getattr(args, "demo", None)
     snapshot = getattr(args, "snapshot", None)
-    try:
-        if demo is not None:
-            try:
-                path = demo_snapshot(None if demo == "default" else demo)
-            except KeyError:
-                raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
-            return SnapshotHost(path, latency_s=latency)
-        if snapshot is not None:
-            return SnapshotHost(snapshot, latency_s=latency)
-    except SnapshotError as exc:
-        raise UsageError(str(exc)) from None
+    if demo is not None:
+        try:
+            path = demo_snapshot(None if demo == "default" else demo)
+        except KeyError:
+            raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
+        return SnapshotHost(path, latency_s=latency)
+    if snapshot is not None:
+        return SnapshotHost(snapshot, latency_s=latency)
     if latency:
         raise UsageError("--replay-latency-ms only applies to --snapshot or --demo")
     from rigaudit.tools.hosts.local import LocalHost
 
     return LocalHost()
+
+
+async def in_container(host: Host) -> bool:
+    """Whether ``host`` is itself a container (steps meant for the container then run on it)."""
+    from rigaudit.agents.facts.platform import detect_platform
+    from rigaudit.tools.probe import Probe
+
+    try:
+        return (await detect_platform(Probe(host))).in_container
+    except Exception:  # platform detection is a hint; a host it cannot read is treated as the host
+        return False

@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rigaudit.agents.llm import LLMBrain, LlmConfig, LlmError
-from rigaudit.orchestrator.errors import UsageError
+from rigaudit.agents.llm import LLMBrain, LlmConfig
+from rigaudit.tools.errors import UsageError
+from rigaudit.tools.model.events import Event
 from rigaudit.tools.policy import Verdict
 from rigaudit.tools.shell import Approver
-from rigaudit.transcripts.events import Event
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _FILE_KEYS = {f.name: f.type for f in dataclasses.fields(LlmConfig) if f.name not in ("api_key",)}
@@ -164,7 +164,4 @@ def brain_from_args(
     config = llm_config_from_args(args)
     if config is None:
         return None
-    try:
-        return LLMBrain(config, emit=emit, approver=approver if approver is not None else terminal_approver())
-    except LlmError as exc:
-        raise UsageError(str(exc)) from None
+    return LLMBrain(config, emit=emit, approver=approver if approver is not None else terminal_approver())

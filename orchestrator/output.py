@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.redact import redact_json_text
 
 
@@ -20,3 +21,9 @@ def write_json(path: Path, text: str) -> None:
         atomic_write_text(path, text + "\n")
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def warn(lines: Iterable[str]) -> None:
+    """``rigaudit: warning: ...`` on stderr, one line each (for commands that have no session to report to)."""
+    for line in lines:
+        print(f"rigaudit: warning: {line}", file=sys.stderr)

@@ -9,13 +9,13 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.diffing import FindingChange, diff_findings
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import Event, SessionStarted
 from rigaudit.tools.model.finding import Finding
 from rigaudit.transcripts.compare import audit_segments, recorded_findings
-from rigaudit.transcripts.events import Event, SessionStarted
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
 

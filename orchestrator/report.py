@@ -160,3 +160,11 @@ def append_section(path: Path, title: str, markdown: str) -> None:
         atomic_write_text(path, "\n".join(lines) + "\n")
         return
     atomic_write_text(path, text.rstrip() + ("\n\n" if text else "") + f"{header}\n\n{markdown.rstrip()}\n")
+
+
+def default_report(given: Path | None) -> Path | None:
+    """The report apply and rollback append to: ``given``, else ./system-improve.md when it exists."""
+    if given is not None:
+        return Path(given)
+    default = Path("system-improve.md")
+    return default if default.exists() else None

@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
+import argparse
 import platform
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rigaudit.transcripts.events import Event, SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.model.events import Event, EventSink, SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.version import rigaudit_version
 
-Consumer = Callable[[Event], None]
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--no-live``, ``--transcript FILE`` and ``--no-transcript``: how a command's session is shown and recorded."""
+    group = parser.add_argument_group("output")
+    group.add_argument("--no-live", action="store_true", help="plain lines instead of the live board (pipes, CI)")
+    group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    group.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 
 def versions() -> dict[str, str]:
-    from rigaudit.orchestrator.cli import version
-
-    return {"rigaudit": version(), "python": platform.python_version(), "platform": sys.platform}
+    return {"rigaudit": rigaudit_version(), "python": platform.python_version(), "platform": sys.platform}
 
 
 class Session:
     """Fans events out to consumers; a consumer that fails is dropped with a warning, never the session."""
 
-    def __init__(self, command: str, consumers: list[Consumer], transcript_path: Path | None) -> None:
+    def __init__(self, command: str, consumers: list[EventSink], transcript_path: Path | None) -> None:
         self.command = command
         self.consumers = list(consumers)
         self.transcript_path = transcript_path
@@ -65,7 +71,7 @@ class Session:
 def open_session(
     command: str,
     *,
-    consumers: list[Consumer],
+    consumers: list[EventSink],
     transcript: Path | None = None,
     record: bool = True,
     host: str = "",

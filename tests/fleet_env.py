@@ -86,7 +86,7 @@ def require_netns() -> None:
 
 def record_snapshot(source: Path, target: Path) -> Path:
     """What ``rigaudit snapshot`` on a machine like ``source`` records: the collectors' reads only."""
-    from rigaudit.orchestrator.commands.snapshot import collect_all
+    from rigaudit.orchestrator.snapshots import collect_all
 
     async def main() -> None:
         host = RecordingHost(SnapshotHost(source))

@@ -10,14 +10,14 @@ import pytest
 
 from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan
 from rigaudit.orchestrator.approval import Gate, ScriptedConsole
-from rigaudit.orchestrator.errors import NotApprovedError
 from rigaudit.tools.actions.rollback import rollback
+from rigaudit.tools.errors import NotApprovedError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import Journal, read_journal
+from rigaudit.tools.model.events import ApprovalDecided, ChangeApplied, Event
 from rigaudit.tools.model.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction
 from rigaudit.tools.model.plan import Plan, PlanStep
-from rigaudit.transcripts.events import ApprovalDecided, ChangeApplied, Event
 from tests.test_apply_support import CPUIDLE, DEVCTL, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan
 
 

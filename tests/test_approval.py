@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rigaudit.orchestrator.approval import Gate, ScriptedConsole, StepView, require_approval
-from rigaudit.orchestrator.errors import NotApprovedError
-from rigaudit.transcripts.events import ApprovalDecided, Event
+from rigaudit.tools.errors import NotApprovedError
+from rigaudit.tools.model.events import ApprovalDecided, Event
 
 
 def _view(step_id: str) -> StepView:

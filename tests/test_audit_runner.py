@@ -11,9 +11,9 @@ from rigaudit.agents.findings import ok, problem
 from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.audit import AuditControl, AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.events import Event, InvestigatorFinished, ToolCall
 from rigaudit.tools.model.finding import Fix, SysctlAction
 from rigaudit.tools.probe import Probe
-from rigaudit.transcripts.events import Event, InvestigatorFinished, ToolCall
 
 
 def _check(check_id: str) -> Check:

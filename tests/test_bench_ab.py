@@ -15,10 +15,10 @@ import pytest
 from rigaudit.orchestrator.approval import Gate
 from rigaudit.orchestrator.bench_ab import AbOptions, ab_steps, arms_for, run_ab
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.actions.rollback import pending_changes
 from rigaudit.tools.bench.ab import analyze
 from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import read_journal
 from rigaudit.tools.model.plan import Plan

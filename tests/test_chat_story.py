@@ -18,9 +18,9 @@ import pytest
 from rigaudit.orchestrator.approval import ScriptedConsole
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
+from rigaudit.tools.model.events import ApprovalDecided, Event, LlmExchange, Message
 from rigaudit.tools.testing.fake_openai import FakeTiming, OpenAIStreamServer, fake_server
 from rigaudit.tools.testing.scripted_openai import ScriptedOpenAIServer, call, calls, fail, say
-from rigaudit.transcripts.events import ApprovalDecided, Event, LlmExchange, Message
 
 STORY = (
     "write down in system-improve.md, apply the changes runtime only for now, check that p2p works with some manual "

@@ -11,13 +11,13 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers
 from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
 from rigaudit.orchestrator.fleet.events import FleetEvent, FleetFinished, HostFailed, HostJudged
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.actions.targets import PciRegisterTarget, ValueFileTarget
-from rigaudit.tools.journal import JOURNAL_SCHEMA, Approval, Journal, JournalError, default_journal_path, read_journal
+from rigaudit.tools.journal import (
+    JOURNAL_SCHEMA,
+    Approval,
+    Journal,
+    JournalError,
+    JournalReadError,
+    default_journal_path,
+    read_journal,
+)
 
 NUMA = ValueFileTarget(path="/proc/sys/kernel/numa_balancing", value="0", label="kernel.numa_balancing")
 
@@ -85,9 +93,9 @@ def test_unsynced_entries_reach_disk_on_sync(tmp_path: Path) -> None:
 def test_bad_journals_are_one_clear_error(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "j.jsonl"
     path.write_text(content)
-    with pytest.raises(JournalError, match=message):
+    with pytest.raises(JournalReadError, match=message):
         read_journal(path)
-    with pytest.raises(JournalError, match="no such journal"):
+    with pytest.raises(JournalReadError, match="no such journal"):
         read_journal(tmp_path / "missing.jsonl")
 
 

@@ -16,13 +16,13 @@ from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.investigator import Investigator
 from rigaudit.agents.registry import all_investigators
 from rigaudit.orchestrator import cli
-from rigaudit.orchestrator.commands import snapshot as snapshot_command
+from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.tools.hosts import snapshot_writer
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.hosts.snapshot_writer import SnapshotWriteError
+from rigaudit.tools.hosts.snapshot_writer import SnapshotTargetError, SnapshotWriteError
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.redact import REDACTED, redact_cmdline, redact_environ, redact_file, redact_text
 
@@ -294,7 +294,7 @@ def test_an_existing_snapshot_is_replaced_only_with_force(seed_dir: Path, tmp_pa
     target = tmp_path / "snap"
     target.mkdir()
     (target / "keep.txt").write_text("mine")
-    with pytest.raises(SnapshotWriteError, match="not empty"):
+    with pytest.raises(SnapshotTargetError, match="not empty"):
         _record_something(target, seed_dir)
     assert (target / "keep.txt").read_text() == "mine"
     _record_something(target, seed_dir, force=True)

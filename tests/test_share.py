@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.diff import load_side
+from rigaudit.tools.hosts.snapshot import SnapshotError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.share import ShareError, ShareSummary, share_bundle
@@ -237,7 +238,7 @@ def test_the_bundle_is_written_atomically_and_not_over_another(shared: Shared) -
     assert sorted(p.name for p in shared.bundle.parent.iterdir() if p.is_file()) == [shared.bundle.name]
     with pytest.raises(ShareError, match="exists"):
         share_bundle(shared.original, shared.bundle)
-    with pytest.raises(ShareError, match="not a snapshot"):
+    with pytest.raises(SnapshotError, match="not a snapshot"):
         share_bundle(shared.bundle.parent / "unpacked", shared.bundle.parent / "x.tar.gz")
     assert not (shared.bundle.parent / "x.tar.gz").exists()
 

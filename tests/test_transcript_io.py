@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
-from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
-from rigaudit.tools.model.plan import Plan, PlanStep
-from rigaudit.tools.redact import REDACTED, redact_text
-from rigaudit.transcripts.errors import TranscriptError
-from rigaudit.transcripts.events import (
+from rigaudit.tools.model.events import (
+    AppliedStep,
+    ApplyFinished,
     ApprovalDecided,
     AuditFinished,
     BenchResultReported,
+    BenchTable,
     ChangeApplied,
     Event,
     FindingReported,
@@ -26,13 +25,21 @@ from rigaudit.transcripts.events import (
     InvestigatorStarted,
     LlmExchange,
     Message,
+    Output,
     PlanReady,
+    Progress,
     ReportWritten,
+    RestoredGroup,
+    RollbackFinished,
     SessionEnded,
     SessionStarted,
     ToolCall,
     Warning_,
 )
+from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.redact import REDACTED, redact_text
+from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION
 from rigaudit.transcripts.reader import KNOWN_TYPES, read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
@@ -86,7 +93,35 @@ def every_event() -> list[Event]:
         ),
         ApprovalDecided(t=t + 9, step_id="S1", decision="yes", who="alice", plan_hash="abc", note="ok"),
         ChangeApplied(t=t + 10, step_id="S1", target="/proc/sys/kernel/numa_balancing", before="1", after="0", verified=True),
-        BenchResultReported(t=t + 11, kind="p2p", summary="52 GB/s", data={"gbps": 52.0}),
+        BenchResultReported(
+            t=t + 11,
+            kind="p2p",
+            summary="52 GB/s",
+            data={"gbps": 52.0},
+            tables=[BenchTable(title="P2P", headers=["pair", "GB/s"], rows=[["0->1", "52.0"]])],
+            notes=["GPU0: H200"],
+        ),
+        Progress(t=t + 11.2, label="c=4", done=3, total=8),
+        Output(t=t + 11.4, text="Successful requests: 8"),
+        ApplyFinished(
+            t=t + 11.6,
+            host="h",
+            source="snapshot:/s",
+            plan_hash="abc",
+            steps=[AppliedStep(step_id="S1", status="applied", changes=[("numa: 1 -> 0", "verified")])],
+            journal="/j.jsonl",
+            undo="rigaudit rollback /j.jsonl",
+            reaudit={"numa.balancing": "ok"},
+            reaudited="/copy",
+        ),
+        RollbackFinished(
+            t=t + 11.8,
+            journal="/j.jsonl",
+            host="h",
+            source="snapshot:/s",
+            groups=[RestoredGroup(step_id="S1", outcome="restored", what="numa", text="restored 1")],
+            restored=1,
+        ),
         ReportWritten(t=t + 12, path="/tmp/r.md", section="plan"),
         Message(t=t + 13, role="assistant", text="done"),
         Warning_(t=t + 14, text="careful"),

@@ -11,8 +11,8 @@ import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.events import Event, SessionStarted, ToolCall
 from rigaudit.tools.probe import Probe
-from rigaudit.transcripts.events import Event, SessionStarted, ToolCall
 from rigaudit.transcripts.rebuild import NOT_RECORDED, rebuild_snapshot, verify_rebuild
 from rigaudit.transcripts.tool_calls import host_result, tool_call_from_probe
 

@@ -15,6 +15,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from rigaudit.tools.errors import UsageError
+
 MAX_FILE_BYTES = 8 * 1024 * 1024
 """One file of a snapshot's ``files/`` mirror (as ``LocalHost`` reads a live file)."""
 MAX_INPUT_BYTES = 256 * 1024 * 1024
@@ -33,12 +35,12 @@ MAX_TEXT = 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """An input file is refused or damaged; the message is one line naming the file."""
 
 
-class JsonError(ValueError):
-    """Text that is not JSON, or JSON nested deeper than allowed."""
+class JsonError(UsageError, ValueError):
+    """Text that is not JSON, or JSON nested deeper than allowed (still a ``ValueError``, as ``json.loads`` raises)."""
 
 
 def _mib(n: int) -> str:

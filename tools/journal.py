@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigaudit.tools.actions.targets import Target
 from rigaudit.tools.bounded import InputError, JsonError, iter_lines, loads
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.plan import Plan
 
 JOURNAL_SCHEMA = "rigaudit.journal/1"
@@ -78,8 +79,12 @@ class JournalEntry(BaseModel):
     """The session's plan, whose hash is ``plan_hash``: rollback undoes only its targets."""
 
 
-class JournalError(Exception):
-    """The journal cannot be written or read; the message says which file and why."""
+class JournalError(OperationError):
+    """The journal cannot be written; the message says which file and why."""
+
+
+class JournalReadError(InputError):
+    """The file is not a journal, or cannot be read; the message says which file and why."""
 
 
 def default_journal_path(now: datetime | None = None) -> Path:
@@ -183,10 +188,10 @@ class JournalRead:
 
 
 def read_journal_lines(path: Path) -> JournalRead:
-    """Read a journal (untrusted: bounded, regular file only); :class:`JournalError` when it has no entry."""
+    """Read a journal (untrusted: bounded, regular file only); :class:`JournalReadError` when it has no entry."""
     read = JournalRead(path)
     if path.is_dir():
-        raise JournalError(f"{path}: is a directory, not a journal")
+        raise JournalReadError(f"{path}: is a directory, not a journal")
     try:
         for number, line in iter_lines(path, what=str(path)):
             read.last_line = number
@@ -198,12 +203,12 @@ def read_journal_lines(path: Path) -> JournalRead:
             _parse_line(read, number, line)
     except InputError as exc:
         if not (path.exists() or path.is_symlink()):
-            raise JournalError(f"{path}: no such journal") from None
-        raise JournalError(str(exc)) from None
+            raise JournalReadError(f"{path}: no such journal") from None
+        raise JournalReadError(str(exc)) from None
     if not read.entries and not read.warnings:
-        raise JournalError(f"{path}: the journal is empty")
+        raise JournalReadError(f"{path}: the journal is empty")
     if not read.entries:
-        raise JournalError(f"{path}: not a rigaudit journal ({read.warnings[0]})")
+        raise JournalReadError(f"{path}: not a rigaudit journal ({read.warnings[0]})")
     return read
 
 
@@ -241,6 +246,7 @@ __all__ = [
     "JournalEntry",
     "JournalError",
     "JournalRead",
+    "JournalReadError",
     "default_journal_path",
     "read_journal",
     "read_journal_lines",

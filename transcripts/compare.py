@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rigaudit.tools.model.events import AuditFinished, Event, FindingReported
 from rigaudit.tools.model.finding import Finding
-from rigaudit.transcripts.events import AuditFinished, Event, FindingReported
 
 
 def audit_segments(events: Sequence[Event]) -> list[list[Event]]:

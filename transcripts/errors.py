@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rigaudit.tools.bounded import InputError
 
-class TranscriptError(Exception):
+
+class TranscriptError(InputError):
     """Not a transcript, an unsupported version, an unreadable file: the message is one line."""

@@ -22,8 +22,8 @@ from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Nvml
 from rigaudit.tools.hosts.links import resolve_links
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
+from rigaudit.tools.model.events import AuditFinished, Event, SessionStarted, ToolCall
 from rigaudit.tools.probe import HostOpResult
-from rigaudit.transcripts.events import AuditFinished, Event, SessionStarted, ToolCall
 from rigaudit.transcripts.tool_calls import decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"

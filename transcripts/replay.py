@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from rigaudit.transcripts.events import Event
+from rigaudit.tools.model.events import Event, EventSink
 
-Consumer = Callable[[Event], None]
 DEFAULT_MAX_GAP_S = 2.0
 """A pause longer than this (a person thinking over an approval) is shortened to it."""
 _MIN_SLEEP_S = 0.005
@@ -25,7 +24,7 @@ class ReplayStats:
 
 def replay_events(
     events: Iterable[Event],
-    consumer: Consumer,
+    consumer: EventSink,
     *,
     speed: float = 0.0,
     max_gap_s: float = DEFAULT_MAX_GAP_S,

@@ -11,8 +11,8 @@ import binascii
 from typing import Any
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.model.events import ToolCall
 from rigaudit.tools.probe import HostOpResult
-from rigaudit.transcripts.events import ToolCall
 
 OPS = ("read", "list_dir", "readlink", "exists", "run", "nvml")
 

@@ -15,20 +15,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rigaudit.tools.model.events import Event
 from rigaudit.tools.redact import redact_json
-from rigaudit.transcripts.events import Event
+from rigaudit.tools.version import rigaudit_version
 from rigaudit.transcripts.format import make_header
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rigaudit")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def encode_event(event: Event, *, redact: bool = True) -> str:
@@ -63,7 +55,7 @@ class TranscriptWriter:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._file = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         self._closed = False
-        self._write_line(json.dumps(make_header(rigaudit=_version(), **(header or {})), separators=(",", ":")))
+        self._write_line(json.dumps(make_header(rigaudit=rigaudit_version(), **(header or {})), separators=(",", ":")))
 
     def _write_line(self, line: str) -> None:
         self._file.write(line + "\n")

@@ -11,7 +11,7 @@ the model as errors; nothing it writes is ever run without the policy's verdict.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,12 +23,10 @@ from rigaudit.agents.llm.errors import InvalidAnswer, StepBudgetExhausted
 from rigaudit.agents.llm.prompt import system_prompt, user_prompt
 from rigaudit.agents.llm.tools import READ_TOOLS, REPORT_TOOL, AgentTools
 from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.model.events import EventSink, LlmExchange
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.shell import Approver
-from rigaudit.transcripts.events import Event, LlmExchange
-
-Emit = Callable[[Event], None]
 
 
 def request_chars(request: ChatRequest) -> int:
@@ -56,7 +54,7 @@ class AgentRun:
     model: ChatModel
     config: LlmConfig
     book: UsageBook
-    emit: Emit
+    emit: EventSink
     approver: Approver | None = None
     messages: list[Message] = field(default_factory=list)
     tool_log: list[dict[str, Any]] = field(default_factory=list)

@@ -6,8 +6,6 @@ model ends only its own agent, with a one-line reason the audit shows as a warni
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import anyio
 
 from rigaudit.agents.investigator import AnyInvestigator
@@ -16,16 +14,10 @@ from rigaudit.agents.llm.client import ChatModel, OpenAIChatModel
 from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.model.events import EventSink, LlmExchange, Message, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.shell import Approver
-from rigaudit.transcripts.events import Event, LlmExchange, Message
-
-Emit = Callable[[Event], None]
-
-
-def _noop(event: Event) -> None:
-    del event
 
 
 class LLMBrain:
@@ -36,13 +28,13 @@ class LLMBrain:
         config: LlmConfig,
         *,
         model: ChatModel | None = None,
-        emit: Emit | None = None,
+        emit: EventSink | None = None,
         approver: Approver | None = None,
         book: UsageBook | None = None,
     ) -> None:
         self.config = config
         self.model: ChatModel = model if model is not None else OpenAIChatModel(config)
-        self.emit: Emit = emit or _noop
+        self.emit: EventSink = emit or discard
         """Where LlmExchange events go; settable, so a brain can be built before its session."""
         self.approver = approver
         self.book = book if book is not None else UsageBook(config.max_audit_tokens)
@@ -61,7 +53,7 @@ class LLMBrain:
     def usage_lines(self) -> list[str]:
         return self.book.lines()
 
-    def report_usage(self, emit: Emit | None = None) -> None:
+    def report_usage(self, emit: EventSink | None = None) -> None:
         """Record the totals (an ``LlmExchange`` of agent ``total``) and show them (a system message)."""
         emit = emit or self.emit
         emit(LlmExchange(agent="total", usage=self.book.total.as_dict()))

@@ -239,7 +239,7 @@ class OpenAIChatModel:
         return ChatReply(content, tool_calls, choices[0].finish_reason, prompt, completion)
 
 
-class _Fatal(Exception):
+class _Fatal(LlmError):
     """An endpoint error that retrying cannot fix, for this request or any later one."""
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from rigaudit.tools.errors import OperationError, UsageError
 
-class LlmError(Exception):
+
+class LlmError(OperationError):
     """The model could not be used for this agent; the message is one line a person can act on."""
 
 
-class RealModelBlocked(LlmError):
+class RealModelBlocked(UsageError):
     """``RIGAUDIT_BLOCK_REAL_LLM`` is set (tests) and the endpoint is not on this machine."""
 
 

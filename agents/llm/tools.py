@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigaudit.agents.llm.answer import SCHEMA
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
 from rigaudit.tools.model.evidence import Evidence
@@ -211,8 +212,8 @@ class AgentTools:
         return ToolResult(_framed("shell", ref, outcome.for_model(), self.output_chars), ref, summary)
 
 
-class _BadArgument(Exception):
-    pass
+class _BadArgument(OperationError):
+    """A model function called with an argument it cannot take; the message goes back to the model."""
 
 
 def _text_arg(arguments: dict[str, Any], key: str) -> str:

@@ -1,8 +1,9 @@
 """The coordinator: what each conversation step does, through the same code as the commands.
 
 Audits run ``run_audit``; the report is ``write_report``; a runtime apply is ``apply_plan`` behind the
-approval :class:`~orchestrator.approval.Gate` (on a snapshot, into a copy, never the original);
-benchmarks, compare and rollback run the ``rigaudit`` commands themselves. Every step that writes
+approval :class:`~rigaudit.orchestrator.approval.Gate` (on a snapshot, into a copy, never the original);
+benchmarks, compare and rollback are :mod:`rigaudit.orchestrator.bench` and
+:mod:`rigaudit.orchestrator.rollback`, called with typed settings, as the commands call them. Every step that writes
 or loads something asks first, through an injectable approval console. A step never raises: it
 returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run it, ``refused``,
 ``failed``), and a refused or failed step stops the sequence it belongs to.
@@ -10,9 +11,11 @@ returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run 
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
-from collections.abc import Callable, Sequence
+import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,23 +23,35 @@ from typing import Literal
 import anyio
 
 from rigaudit.agents.brain import Brain
-from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify, host_in_container
+from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
 from rigaudit.orchestrator.approval import Console, Gate, require_approval
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.bench import (
+    CompareRun,
+    InferenceRun,
+    Outputs,
+    P2PRun,
+    add_inference_arguments,
+    compare_runs,
+    inference_run_from_args,
+    run_inference,
+    run_p2p,
+)
 from rigaudit.orchestrator.chat.steps import Step
-from rigaudit.orchestrator.errors import NotApprovedError, RigauditError
+from rigaudit.orchestrator.hosts import in_container
 from rigaudit.orchestrator.report import append_section, write_report
+from rigaudit.orchestrator.rollback import prepare_rollback, run_rollback
+from rigaudit.orchestrator.sections import apply_section
+from rigaudit.orchestrator.snapshots import copy_snapshot
+from rigaudit.tools.errors import NotApprovedError, RigauditError, UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
-from rigaudit.tools.hosts.snapshot_copy import copy_snapshot as copy_tree
-from rigaudit.tools.journal import JournalError, default_journal_path, utc_now
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.journal import default_journal_path, utc_now
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import EventSink, Message, ReportWritten, discard
 from rigaudit.tools.model.finding import Finding
-from rigaudit.transcripts.events import Event, Message, ReportWritten
 
-Emit = Callable[[Event], None]
 OutcomeStatus = Literal["done", "skipped", "refused", "failed"]
-CliRunner = Callable[[Sequence[str]], tuple[int, str]]
 
 
 @dataclass(frozen=True)
@@ -66,34 +81,18 @@ class ChatSettings:
     """An earlier ``bench inference --json`` result that a rerun is compared with."""
 
 
-def run_cli(argv: Sequence[str]) -> tuple[int, str]:
-    """Run a ``rigaudit`` command in-process: (exit status, its one-line error or "")."""
-    from rigaudit.orchestrator.cli import build_parser
+class _OptionParser(argparse.ArgumentParser):
+    """Reads ``/bench inference`` options; a mistake is a one-line :class:`UsageError`, never an exit."""
 
-    try:
-        args = build_parser().parse_args(list(argv))
-    except SystemExit as exc:
-        return (exc.code if isinstance(exc.code, int) else 2), f"bad arguments: rigaudit {' '.join(argv)}"
-    try:
-        return int(args._run(args)), ""
-    except RigauditError as exc:
-        return exc.exit_code, str(exc)
+    def error(self, message: str) -> typing.NoReturn:
+        raise UsageError(f"bench inference: {message}")
 
 
-def _noop(event: Event) -> None:
-    del event
-
-
-def copy_snapshot(src: Path, dst: Path) -> None:
-    """A writable copy of a snapshot (its folders and regular files, never through a link)."""
-    if dst.exists() and any(dst.iterdir()):
-        raise RigauditError(f"{dst}: already exists and is not empty (the copy needs a new folder)")
-    if dst.resolve().is_relative_to(src.resolve()):
-        raise RigauditError(f"{dst}: must not lie inside the snapshot {src}")
-    try:
-        copy_tree(src, dst)
-    except SnapshotError as exc:
-        raise RigauditError(str(exc)) from None
+def inference_run(words: Sequence[str]) -> InferenceRun:
+    """The typed run for ``bench inference`` options given as words (``--base-url URL --model M ...``)."""
+    parser = _OptionParser(prog="bench inference", add_help=False)
+    add_inference_arguments(parser)
+    return inference_run_from_args(parser.parse_args(list(words)))
 
 
 def _finding_line(finding: Finding) -> str:
@@ -110,18 +109,16 @@ class Coordinator:
         settings: ChatSettings,
         *,
         console: Console | None = None,
-        emit: Emit | None = None,
+        emit: EventSink | None = None,
         brain: Brain | None = None,
-        cli: CliRunner = run_cli,
     ) -> None:
         self.source = host
         self.host = host
         """What audits look at: the source, or the copy an apply changed."""
         self.settings = settings
         self.console = console
-        self.emit = emit or _noop
+        self.emit = emit or discard
         self.brain = brain
-        self.cli = cli
         self.result: AuditResult | None = None
         self.report_path: Path | None = None
         self.copy: Path | None = None
@@ -161,7 +158,7 @@ class Coordinator:
                     return await self.rollback(step.args[0] if step.args else None)
         except NotApprovedError as exc:
             return Outcome("refused", str(exc))
-        except (RigauditError, JournalError, OSError) as exc:
+        except (RigauditError, OSError) as exc:
             return Outcome("failed", str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__)
         except Exception as exc:  # a step's bug must not end the conversation
             return Outcome("failed", f"{exc.__class__.__name__}: {exc}")
@@ -285,7 +282,7 @@ class Coordinator:
     async def apply_runtime(self) -> Outcome:
         result = await self._ensure_result()
         plan = result.plan
-        options = ApplyOptions(in_container=await host_in_container(self.host))
+        options = ApplyOptions(in_container=await in_container(self.host))
         runnable = [s for s in plan.steps if classify(s, options)[0] is None]
         if not runnable:
             return Outcome("done", "no runtime step can be applied here: " + _not_here(plan.steps, options))
@@ -321,9 +318,7 @@ class Coordinator:
             )
             reaudit = {c: statuses.get(c, "not checked") for c in checks}
         if self.report_path is not None and report.journal is not None:
-            from rigaudit.orchestrator.commands.apply import render_section
-
-            append_section(self.report_path, "Applied changes", render_section(report, utc_now(), reaudit))
+            append_section(self.report_path, "Applied changes", apply_section(report, utc_now(), reaudit))
             self.emit(ReportWritten(path=str(self.report_path), section="Applied changes"))
         return reaudit
 
@@ -343,10 +338,13 @@ class Coordinator:
             return Outcome("refused", text)
         return Outcome("done", text)
 
-    async def _bench(self, argv: list[str]) -> tuple[int, str]:
-        if self.report_path is not None:
-            argv += ["--report", str(self.report_path)]
-        return await anyio.to_thread.run_sync(self.cli, argv)
+    def _outputs(self, json_path: Path | None = None) -> Outputs:
+        return Outputs(json=json_path, report=self.report_path)
+
+    @staticmethod
+    def _approved(what: str, details: Sequence[str]) -> None:
+        """The step asked the person already (with what the conversation knows): the benchmark does not ask again."""
+        del what, details
 
     async def bench_p2p(self) -> Outcome:
         details = [
@@ -356,12 +354,16 @@ class Coordinator:
         if self.settings.snapshot is not None:
             details.append(f"note: the audited host is a snapshot ({self.settings.snapshot}); its GPUs are not these")
         self._approve("run the P2P micro-benchmark", details)
-        code, error = await self._bench(["bench", "p2p", "--yes"])
-        if code == 0:
-            return Outcome("done", "P2P micro-benchmark done (every pair's data check passed).")
-        if code == 2:
-            return Outcome("skipped", f"not run here: needs torch/CUDA and NVIDIA GPUs: {error}")
-        return Outcome("refused" if code == 3 else "failed", error or f"bench p2p ended with status {code}")
+        outputs = self._outputs()
+        try:
+            report = await anyio.to_thread.run_sync(
+                lambda: run_p2p(P2PRun(), approve=self._approved, emit=self.emit, outputs=outputs)
+            )
+        except UsageError as exc:
+            return Outcome("skipped", f"not run here: needs torch/CUDA and NVIDIA GPUs: {exc}")
+        if any(not pair.data_ok for pair in report.pairs):
+            return Outcome("failed", "data corrupted in a peer copy: P2P is unsafe on this host")
+        return Outcome("done", "P2P micro-benchmark done (every pair's data check passed).")
 
     async def bench_inference(self, extra: Sequence[str]) -> Outcome:
         args = list(extra)
@@ -380,8 +382,9 @@ class Coordinator:
                 *self.settings.bench_args,
                 *args,
             ]
+        run = inference_run(args)
         out = self._path(f"bench-inference-{utc_now().replace(':', '')}.json")
-        server = args[args.index("--base-url") + 1] if "--base-url" in args else "an external benchmark command"
+        server = run.spec.base_url if run.spec is not None else "an external benchmark command"
         self._approve(
             "rerun the inference benchmark",
             [
@@ -390,9 +393,9 @@ class Coordinator:
                 f"result: {out}",
             ],
         )
-        code, error = await self._bench(["bench", "inference", *args, "--json", str(out), "--yes"])
-        if code != 0:
-            return Outcome("refused" if code == 3 else "failed", error or f"bench inference ended with status {code}")
+        result = await run_inference(run, approve=self._approved, emit=self.emit, outputs=self._outputs(out))
+        if result.runs and all(r.requests_ok == 0 for r in result.runs):
+            return Outcome("failed", f"no request succeeded (result {out})")
         baseline = self.inference_runs[-1] if self.inference_runs else self.settings.baseline
         self.inference_runs.append(out)
         text = f"result {out}: {_bench_line(out)}"
@@ -402,22 +405,22 @@ class Coordinator:
         return Outcome("done", text)
 
     async def compare(self, base: str, new: str) -> Outcome:
-        code, error = await self._bench(["bench", "compare", str(self._path(base)), str(self._path(new))])
-        return Outcome("done", "comparison shown above.") if code == 0 else Outcome("failed", error or f"status {code}")
+        run = CompareRun(base=self._path(base), new=self._path(new))
+        try:
+            await anyio.to_thread.run_sync(lambda: compare_runs(run, emit=self.emit, outputs=self._outputs()))
+        except RigauditError as exc:
+            return Outcome("failed", str(exc))
+        return Outcome("done", "comparison shown above.")
 
     async def rollback(self, journal: str | None) -> Outcome:
         path = self._path(journal) if journal else (self.journals[-1] if self.journals else None)
         if path is None:
             return Outcome("failed", "nothing to roll back in this conversation; give the journal: /rollback JOURNAL")
         self._approve(f"roll back {path.name}", [f"restores every value the journal {path} changed, newest first"])
-        argv = ["rollback", str(path), "--yes"]
-        if self.copy is not None:
-            argv += ["--snapshot", str(self.copy)]
-        if self.report_path is not None:
-            argv += ["--report", str(self.report_path)]
-        code, error = await anyio.to_thread.run_sync(self.cli, argv)
-        if code != 0:
-            return Outcome("failed", error or f"rollback ended with status {code}")
+        prepared = await prepare_rollback(path, self.copy)
+        finished = await run_rollback(prepared, assume_yes=True, emit=self.emit, report=self.report_path)
+        if finished.failed:
+            return Outcome("failed", f"{finished.failed} value(s) could not be restored from {path}")
         self.result = None
         return Outcome("done", f"rolled back {path}.")
 

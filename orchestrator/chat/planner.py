@@ -17,7 +17,7 @@ from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
 from rigaudit.orchestrator.chat.steps import Step
-from rigaudit.transcripts.events import LlmExchange
+from rigaudit.tools.model.events import LlmExchange
 
 SYSTEM = """\
 # chat coordinator

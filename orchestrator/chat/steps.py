@@ -6,6 +6,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rigaudit.tools.errors import UsageError
+
 StepKind = Literal["audit", "plan", "explain", "report", "apply_runtime", "bench_p2p", "bench_inference", "compare", "rollback"]
 GATED: frozenset[str] = frozenset({"report", "apply_runtime", "bench_p2p", "bench_inference", "rollback"})
 """Steps that change something or load the GPUs/server: each asks for approval."""
@@ -46,7 +48,7 @@ check that p2p works with some manual micro bench, then rerun inference benchmar
   /help, /quit"""
 
 
-class CommandError(ValueError):
+class CommandError(UsageError):
     """A slash command that cannot be understood; the message says how to write it."""
 
 

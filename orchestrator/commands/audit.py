@@ -24,24 +24,17 @@ from rich.console import Console
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
 from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args
 from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.report import write_report
-from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import ReportWritten
 from rigaudit.tools.model.finding import SEVERITY_ORDER
-from rigaudit.transcripts.events import ReportWritten
-
-
-def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("output")
-    group.add_argument("--no-live", action="store_true", help="plain lines instead of the live board (pipes, CI)")
-    group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
-    group.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

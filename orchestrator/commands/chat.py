@@ -28,18 +28,18 @@ from pathlib import Path
 import anyio
 from rich.console import Console as RichConsole
 
-from rigaudit.agents.llm import LLMBrain, LlmError, OpenAIChatModel
+from rigaudit.agents.llm import LLMBrain, OpenAIChatModel
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.approval import Console, is_interactive
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
 from rigaudit.orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
-from rigaudit.orchestrator.session import Consumer, open_session
+from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.transcripts.events import ChangeApplied, Event, LlmExchange, Message
+from rigaudit.tools.model.events import Event, EventSink, LlmExchange, Message
 
 PROMPT = "you> "
 
@@ -66,15 +66,14 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 class _ChatUI:
-    """The terminal UI, without echoing what the person just typed at a terminal, nor every changed file
-    (the apply step's outcome sums them up; the transcript keeps each one)."""
+    """The terminal UI, without echoing what the person just typed at a terminal."""
 
     def __init__(self, ui: TerminalUI, echo_user: bool) -> None:
         self.ui = ui
         self.echo_user = echo_user
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, ChangeApplied) or (isinstance(event, Message) and event.role == "user" and not self.echo_user):
+        if isinstance(event, Message) and event.role == "user" and not self.echo_user:
             return
         self.ui(event)
 
@@ -127,7 +126,7 @@ def run_chat(
     lines: Iterable[str] | None = None,
     console: Console | None = None,
     interactive: bool | None = None,
-    consumers: list[Consumer] | None = None,
+    consumers: list[EventSink] | None = None,
 ) -> int:
     """The chat command; tests give the lines, the approval console and extra event consumers."""
     interactive = is_interactive() if interactive is None else interactive
@@ -136,10 +135,7 @@ def run_chat(
         raise UsageError("--llm-agents goes with --llm")
     host = open_host(args)
     settings = _settings(args, host, interactive)
-    try:
-        model = OpenAIChatModel(config) if config is not None else None
-    except LlmError as exc:
-        raise UsageError(str(exc)) from None
+    model = OpenAIChatModel(config) if config is not None else None
     terminal = RichConsole(highlight=False)
     ui = _ChatUI(TerminalUI(terminal, live=not args.no_live and interactive), echo_user=not interactive)
     with open_session(

@@ -13,7 +13,7 @@ import sys
 from rigaudit.agents.catalog import catalog, render_markdown
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.errors import UsageError
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

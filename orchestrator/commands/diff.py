@@ -33,7 +33,6 @@ from rich.text import Text
 from rigaudit.orchestrator.audit import AuditOptions
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.diff import Side, load_side
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE
 from rigaudit.tools.diffing import (
@@ -45,7 +44,7 @@ from rigaudit.tools.diffing import (
     diff_findings,
     diff_snapshots,
 )
-from rigaudit.tools.hosts.snapshot import SnapshotError
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import Finding
 
 _KIND_STYLE = {
@@ -154,10 +153,7 @@ def _values(a: Side, b: Side) -> tuple[ValuesDiff | None, str]:
         hint = " (add --values)" if any(s.kind == "transcript" for s in lacking) else ""
         what = ", ".join(f"{s.path} is {'an' if s.kind == 'audit' else 'a'} {s.kind}" for s in lacking)
         return None, f"values not compared: {what}{hint}"
-    try:
-        return diff_snapshots(a.snapshot, b.snapshot), ""
-    except SnapshotError as exc:
-        raise UsageError(str(exc)) from None
+    return diff_snapshots(a.snapshot, b.snapshot), ""
 
 
 def _run(args: argparse.Namespace) -> int:

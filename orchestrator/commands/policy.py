@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.policy import POLICY, judge_command_line
 from rigaudit.tools.policy.engine import FALLBACKS
 

@@ -25,12 +25,11 @@ from typing import Any
 from rich.console import Console
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import UsageError
-from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.output import warn, write_json
 from rigaudit.orchestrator.rediagnose import rediagnose
 from rigaudit.orchestrator.ui.terminal import TerminalUI
 from rigaudit.tools.diffing import FindingChange
-from rigaudit.transcripts.errors import TranscriptError
+from rigaudit.tools.errors import UsageError
 from rigaudit.transcripts.reader import Transcript, read_transcript
 from rigaudit.transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
 from rigaudit.transcripts.store import find_transcript
@@ -54,13 +53,9 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 def load(name: str) -> Transcript:
-    """Find and read a transcript; every problem with it is a usage error (exit 2), its warnings go to stderr."""
-    try:
-        transcript = read_transcript(find_transcript(name))
-    except TranscriptError as exc:
-        raise UsageError(str(exc)) from None
-    for warning in transcript.warnings:
-        print(f"rigaudit: warning: {warning}", file=sys.stderr)
+    """Find and read a transcript (every problem with it is a usage error, exit 2); its warnings go to stderr."""
+    transcript = read_transcript(find_transcript(name))
+    warn(transcript.warnings)
     return transcript
 
 
@@ -146,7 +141,5 @@ def _run(args: argparse.Namespace) -> int:
         return _run_rediagnose(args, transcript)
     return _replay(args, transcript)
 
-
-__all__ = ["COMMAND", "load", "rediagnose"]
 
 COMMAND = Command("replay", "show a recorded session again, or re-diagnose it with today's rules", _add, _run, __doc__ or "")

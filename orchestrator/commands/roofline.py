@@ -21,11 +21,10 @@ from pathlib import Path
 from rich.console import Console
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands.bench import guarded
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.tools.bench.model_config import guess_bytes_per_param, load_config, shape_from_config
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import GPU_BANDWIDTH_GBS, Roofline, lookup_bandwidth
+from rigaudit.tools.errors import UsageError
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +66,7 @@ def _bandwidth(args: argparse.Namespace) -> tuple[float, str]:
             [f"a 1 GiB device-to-device copy, 20 times, on GPUs 0..{args.gpus - 1}"],
             assume_yes=bool(args.yes),
         )
-        per_gpu = guarded(lambda: measure_copy_bandwidth(range(args.gpus)))
+        per_gpu = measure_copy_bandwidth(range(args.gpus))
         each = ", ".join(f"{v:,.0f}" for v in per_gpu)
         return min(per_gpu), f"measured: device-to-device copy, read + write; per GPU {each} GB/s, the slowest counts"
     raise UsageError("say how fast the GPUs' memory is: --bandwidth-gbs X, --gpu-model NAME, or --measure")
@@ -79,8 +78,8 @@ def _model(args: argparse.Namespace, console: Console) -> tuple[float, float, fl
     per_param = args.bytes_per_param
     kv = args.kv_bytes_per_token
     if args.config is not None:
-        config = guarded(lambda: load_config(args.config))
-        shape = guarded(lambda: shape_from_config(config))
+        config = load_config(args.config)
+        shape = shape_from_config(config)
         console.print(
             f"{args.config}: {shape.total_params / 1e9:,.2f} B parameters, {shape.active_params / 1e9:,.2f} B active "
             f"per token ({'MoE' if shape.moe else 'dense'}); " + "; ".join(shape.notes),

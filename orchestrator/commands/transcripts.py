@@ -17,10 +17,9 @@ from collections import Counter
 from pathlib import Path
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands.replay import load
-from rigaudit.orchestrator.errors import UsageError
-from rigaudit.transcripts.errors import TranscriptError
-from rigaudit.transcripts.events import (
+from rigaudit.orchestrator.output import warn
+from rigaudit.tools.errors import UsageError
+from rigaudit.tools.model.events import (
     ApprovalDecided,
     BenchResultReported,
     ChangeApplied,
@@ -34,8 +33,8 @@ from rigaudit.transcripts.events import (
     ToolCall,
     Warning_,
 )
-from rigaudit.transcripts.reader import Transcript
-from rigaudit.transcripts.store import list_transcripts, transcripts_dir
+from rigaudit.transcripts.reader import Transcript, read_transcript
+from rigaudit.transcripts.store import find_transcript, list_transcripts, transcripts_dir
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -59,10 +58,7 @@ def _duration(seconds: float | None) -> str:
 
 def _list(directory: Path | None) -> int:
     folder = directory or transcripts_dir()
-    try:
-        infos = list_transcripts(folder)
-    except TranscriptError as exc:
-        raise UsageError(str(exc)) from None
+    infos = list_transcripts(folder)
     if not infos:
         print(f"no transcripts in {folder}")
         return 0
@@ -157,7 +153,9 @@ def _run(args: argparse.Namespace) -> int:
     if action == "list":
         return _list(args.dir)
     if action == "show":
-        return _show(load(args.file), args.events)
+        transcript = read_transcript(find_transcript(args.file))
+        warn(transcript.warnings)
+        return _show(transcript, args.events)
     raise UsageError("say what to do: rigaudit transcripts list | show FILE | path")
 
 

@@ -21,7 +21,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from rigaudit.agents.registry import area_names, resolve_areas
-from rigaudit.orchestrator.errors import OperationError, UsageError
 from rigaudit.orchestrator.fleet.analysis import outliers_by_host
 from rigaudit.orchestrator.fleet.model import FleetResult
 from rigaudit.orchestrator.fleet.progress import FleetProgress
@@ -35,9 +34,10 @@ from rigaudit.orchestrator.fleet.runner import (
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
 from rigaudit.orchestrator.output import write_json
+from rigaudit.tools.errors import OperationError, UsageError
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 from rigaudit.tools.remote.slurm import SlurmJob
-from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, TransportError, check_words
+from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_words
 
 SUMMARY_SHOWN = 4
 """Outlier lines printed per host (the fleet report lists them all)."""
@@ -117,10 +117,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> FleetOptions:
-    try:
-        check_words(args.node_rigaudit, "--node-rigaudit")
-    except TransportError as exc:
-        raise UsageError(str(exc)) from None
+    check_words(args.node_rigaudit, "--node-rigaudit")
     return FleetOptions(
         max_connections=args.max_connections,
         host_timeout_s=args.host_timeout,
@@ -178,10 +175,7 @@ def run_fleet_from_args(args: argparse.Namespace) -> int:
             return await run_slurm_fleet(job, options, progress)
     else:
         targets = parse_hosts(args.hosts)
-        try:
-            command = check_words(args.ssh_command, "--ssh-command")
-        except TransportError as exc:
-            raise UsageError(str(exc)) from None
+        command = check_words(args.ssh_command, "--ssh-command")
         transport = SshTransport(
             command=tuple(command),
             config=args.ssh_config,

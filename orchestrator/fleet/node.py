@@ -18,9 +18,8 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.errors import OperationError, UsageError
+from rigaudit.tools.errors import OperationError, UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotError, load_manifest
-from rigaudit.tools.hosts.snapshot_writer import SnapshotWriteError
 from rigaudit.tools.remote.tarstream import write_snapshot_tar
 
 SOURCE_ENV = "RIGAUDIT_SNAPSHOT_SOURCE"
@@ -44,20 +43,15 @@ def snapshot_to_stdout(*, notes: str = "", concurrency: int = 8) -> int:
         try:
             load_manifest(Path(prepared))
         except SnapshotError as exc:
-            raise UsageError(f"{SOURCE_ENV}: {exc}") from None
+            raise SnapshotError(f"{SOURCE_ENV}: {exc}") from None
         _stream(Path(prepared))
         return 0
-    from rigaudit.orchestrator.commands.snapshot import record
+    from rigaudit.orchestrator.snapshots import record_snapshot
 
     with tempfile.TemporaryDirectory(prefix="rigaudit-snapshot-") as scratch:
         target = Path(scratch) / "snapshot"
-        try:
-            summary, failures = anyio.run(lambda: record(target, force=False, notes=notes, concurrency=concurrency))
-        except SnapshotWriteError as exc:
-            raise OperationError(str(exc)) from None
-        for failure in failures:
-            print(f"rigaudit: warning: collection failed for {failure} (its evidence so far is kept)", file=sys.stderr)
-        for warning in summary.warnings:
+        recorded = anyio.run(lambda: record_snapshot(target, notes=notes, concurrency=concurrency))
+        for warning in recorded.warnings():
             print(f"rigaudit: warning: {warning}", file=sys.stderr)
         _stream(target)
     return 0

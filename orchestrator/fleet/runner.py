@@ -21,7 +21,6 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.commands.snapshot import collect_all
 from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers, status_matrix
 from rigaudit.orchestrator.fleet.events import (
     FleetEmit,
@@ -36,6 +35,7 @@ from rigaudit.orchestrator.fleet.events import (
 from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit, HostFailure
 from rigaudit.orchestrator.fleet.pool import JudgePool
 from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob, judge
+from rigaudit.orchestrator.snapshots import collect_all
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.probe import Probe
@@ -248,7 +248,7 @@ async def _collect_one(run: _Run, transport: Transport, target: str, place: _Pla
                 try:
                     mode, archive, node_warnings = await attempt(options.collector)
                 except NodeError as exc:
-                    if not (options.collector == "auto" and exc.exit_code == 2):
+                    if not (options.collector == "auto" and exc.node_status == 2):
                         raise
                     # An older rigaudit without `snapshot --stdout`: send this one instead.
                     shutil.rmtree(place.snapshot, ignore_errors=True)

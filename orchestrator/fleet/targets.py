@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.remote.transport import TransportError, check_target
 
 

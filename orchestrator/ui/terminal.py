@@ -5,30 +5,51 @@ The same consumer shows a session live and replays it from a transcript.
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from rich.console import Console, Group
 from rich.live import Live
+from rich.table import Table
 from rich.text import Text
 
+from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table, findings_table, plan_table
-from rigaudit.transcripts.events import (
+from rigaudit.tools.model.events import (
+    ApplyFinished,
     ApprovalDecided,
     AuditFinished,
     BenchResultReported,
-    ChangeApplied,
     Event,
     InvestigatorActivity,
     InvestigatorFinished,
     InvestigatorStarted,
     Message,
+    Output,
+    Progress,
     ReportWritten,
+    RollbackFinished,
     SessionEnded,
     SessionStarted,
     Warning_,
 )
 
 
+def terminal_for(args: argparse.Namespace) -> TerminalUI:
+    """The UI a command's options ask for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``."""
+    json_to_stdout = str(getattr(args, "json", None) or "") == "-"
+    console = Console(stderr=json_to_stdout, highlight=False)
+    if not console.is_terminal:
+        console = Console(stderr=json_to_stdout, highlight=False, width=200)
+    return TerminalUI(console, live=not getattr(args, "no_live", False) and not json_to_stdout)
+
+
 class TerminalUI:
-    """A callable event consumer. ``live=False`` prints plain lines (pipes, CI, ``--no-live``)."""
+    """A callable event consumer. ``live=False`` prints plain lines (pipes, CI, ``--no-live``).
+
+    Each changed value (``ChangeApplied``) is kept in the transcript, not drawn: the apply's and the
+    rollback's summaries fold them into a line per step.
+    """
 
     def __init__(self, console: Console, *, live: bool, show_ok: bool = True) -> None:
         self.console = console
@@ -36,6 +57,8 @@ class TerminalUI:
         self.show_ok = show_ok
         self.rows: dict[str, BoardRow] = {}
         self._live: Live | None = None
+        self._bars: Any = None
+        self._tasks: dict[str, Any] = {}
 
     # -- board ----------------------------------------------------------------------------
 
@@ -58,12 +81,60 @@ class TerminalUI:
         if self._live is not None:
             self._live.stop()
             self._live = None
+        self._stop_bars()
+
+    # -- progress bars (a terminal only; they vanish when done) ----------------------------
+
+    def _progress(self, event: Progress) -> None:
+        if not self.live_enabled or self._live is not None:
+            return
+        if self._bars is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bars
+
+            self._bars = Bars(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bars.start()
+        if event.label not in self._tasks:
+            self._tasks[event.label] = self._bars.add_task(event.label, total=event.total)
+        self._bars.update(self._tasks[event.label], completed=event.done, total=event.total)
+
+    def _stop_bars(self) -> None:
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
+            self._tasks = {}
+
+    def _lines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def _bench(self, event: BenchResultReported) -> None:
+        self._stop_bars()
+        if not event.tables and not event.notes:
+            self.console.print(Text(f"{event.kind}: {event.summary}", style="bold"))
+            return
+        for shown in event.tables:
+            table = Table(title=shown.title, title_justify="left")
+            for header in shown.headers:
+                table.add_column(header)
+            for row in shown.rows:
+                table.add_row(*row)
+            self.console.print(table)
+        self._lines(event.notes)
 
     # -- events ---------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, SessionStarted):
-            self.console.print(Text(f"rigaudit {event.command}: {event.host} ({event.source})", style="bold"))
+            if event.host:
+                self.console.print(Text(f"rigaudit {event.command}: {event.host} ({event.source})", style="bold"))
             for area in event.options.get("areas", []) or []:
                 self._row(str(area))
         elif isinstance(event, InvestigatorStarted):
@@ -96,16 +167,16 @@ class TerminalUI:
             )
         elif isinstance(event, ApprovalDecided):
             self.console.print(f"approval: {event.step_id}: {event.decision} (by {event.who})")
-        elif isinstance(event, ChangeApplied):
-            style = "green" if event.verified and not event.reverted else "bold red"
-            verdict = "verified" if event.verified else "NOT verified"
-            if event.reverted:
-                verdict += ", reverted"
-            self.console.print(Text(f"{event.step_id}: {event.target}: {event.before} -> {event.after} ({verdict})", style=style))
-            if event.message:
-                self.console.print(f"  {event.message}")
+        elif isinstance(event, Progress):
+            self._progress(event)
+        elif isinstance(event, Output):
+            self._lines([event.text])
         elif isinstance(event, BenchResultReported):
-            self.console.print(Text(f"{event.kind}: {event.summary}", style="bold"))
+            self._bench(event)
+        elif isinstance(event, ApplyFinished):
+            self._lines(apply_lines(event))
+        elif isinstance(event, RollbackFinished):
+            self._lines(rollback_lines(event))
         elif isinstance(event, ReportWritten):
             self.console.print(f"report written: {event.path}" + (f" ({event.section})" if event.section else ""))
         elif isinstance(event, Message):

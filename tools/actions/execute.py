@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rigaudit.tools.actions.ops import ActionError, identical, matches, read_value, revert_text, set_value, wanted
+from rigaudit.tools.actions.ops import CHANGE_FAILED, identical, matches, read_value, revert_text, set_value, wanted
 from rigaudit.tools.actions.targets import AnyTarget
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalEntry
@@ -101,7 +101,7 @@ async def _change(host: Host, journal: Journal, planned: JournalEntry, target: A
 
     try:
         await set_value(host, target, desired)
-    except ActionError as exc:
+    except CHANGE_FAILED as exc:
         # The write was refused; restore anyway in case part of it landed (restoring is idempotent).
         await _restore_quietly(host, target, before)
         return conclude("failed", before, f"write refused: {exc}")
@@ -111,7 +111,7 @@ async def _change(host: Host, journal: Journal, planned: JournalEntry, target: A
     seen = short(after.value) if after.ok else f"unreadable ({after.error})"
     try:
         await set_value(host, target, before)
-    except ActionError as exc:
+    except CHANGE_FAILED as exc:
         return conclude("failed", after.value, f"did not verify (read {seen}, wanted {short(desired)}) and revert failed: {exc}")
     check = await read_value(host, target)
     if check.ok and matches(target, check.value, before):
@@ -125,7 +125,7 @@ async def _restore_quietly(host: Host, target: AnyTarget, before: str | None) ->
         return
     try:
         await set_value(host, target, before)
-    except ActionError:
+    except CHANGE_FAILED:
         return
 
 
@@ -136,7 +136,7 @@ async def restore_target(host: Host, target: AnyTarget, before: str | None) -> t
         return True, "already at the value before"
     try:
         await set_value(host, target, before)
-    except ActionError as exc:
+    except CHANGE_FAILED as exc:
         return False, f"restore refused: {exc}"
     check = await read_value(host, target)
     if check.ok and matches(target, check.value, before):

@@ -20,6 +20,7 @@ from rigaudit.tools.actions.targets import (
     ServiceTarget,
     ValueFileTarget,
 )
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import Host, HostWriteError
 from rigaudit.tools.pci import apply_masked, register_offset
 
@@ -28,8 +29,12 @@ ABSENT = None
 """The value of a configuration file that does not exist."""
 
 
-class ActionError(Exception):
+class ActionError(OperationError):
     """A target could not be read, set or restored; the message says which and why."""
+
+
+CHANGE_FAILED = (ActionError, HostWriteError)
+"""What a refused change raises: ours, or the host's own write error (its message says which path and why)."""
 
 
 @dataclass(frozen=True)
@@ -147,8 +152,6 @@ def identical(target: AnyTarget, current: str | None, before: str | None) -> boo
 async def _write(host: Host, path: str, data: bytes, offset: int | None = None) -> None:
     try:
         await host.write(path, data, offset=offset)
-    except HostWriteError as exc:
-        raise ActionError(str(exc)) from None
     except OSError as exc:
         raise ActionError(f"{path}: {exc.strerror or exc}") from None
 
@@ -162,10 +165,7 @@ async def _run(host: Host, argv: list[str]) -> None:
 
 async def _remove(host: Host, path: str) -> None:
     if isinstance(host, ConfigFileHost):
-        try:
-            await host.remove(path)
-        except HostWriteError as exc:
-            raise ActionError(str(exc)) from None
+        await host.remove(path)
         return
     await _run(host, ["rm", "-f", "--", path])
 
@@ -177,7 +177,7 @@ async def set_value(host: Host, target: AnyTarget, value: str | None) -> None:
             raise ActionError(f"{target.path}: no value to write")
         try:
             await _write(host, target.path, value.encode())
-        except ActionError:
+        except CHANGE_FAILED:
             chosen = _selected(value)  # a choice file takes the word, not the list it reads as
             if chosen is None:
                 raise

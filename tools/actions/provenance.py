@@ -38,6 +38,7 @@ from rigaudit.tools.actions.targets import (
     expand,
     refusal,
 )
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import JournalEntry, JournalRead
 from rigaudit.tools.model.names import one_line
@@ -49,7 +50,7 @@ _SERVICE_STATE = re.compile(r"[a-z-]{1,32}")
 MAX_BEFORE = 4096
 
 
-class JournalRefused(Exception):
+class JournalRefused(UsageError):
     """The journal is not one an apply of this rigaudit wrote for this host; the message is one line."""
 
 

@@ -17,10 +17,12 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
+from rigaudit.tools.errors import OperationError
+
 _MAX_HEAD = 64 * 1024
 
 
-class HttpError(Exception):
+class HttpError(OperationError):
     """The connection failed or the server broke the protocol (a cut stream is one)."""
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from rigaudit.tools.bench.errors import BenchFailed, BenchUnavailable
 from rigaudit.tools.bench.gpu import check_gpus
-from rigaudit.tools.bench.p2p import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
 
 
 def _driver() -> Any:

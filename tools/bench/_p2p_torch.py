@@ -17,7 +17,7 @@ from typing import Any
 from rigaudit.tools.bench.errors import BenchUnavailable
 from rigaudit.tools.bench.gpu import check_gpus
 from rigaudit.tools.bench.links import bus_id_from_uuid
-from rigaudit.tools.bench.p2p import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
 
 _SEED = 0x1F2E3D4C
 

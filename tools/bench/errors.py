@@ -1,25 +1,17 @@
-"""The exceptions of the benchmarks (the CLI maps them to one-line messages).
-
-BenchError
-├── BenchUnavailable   what a benchmark needs is missing here (torch, GPUs, a tool): exit 2
-├── BenchInputError    an input file or argument is unreadable or of the wrong format: exit 2
-└── BenchFailed        the benchmark ran and failed (a worker crashed, a command exited non-zero): exit 1
-"""
+"""The benchmarks' errors (drawn in the tree of :mod:`rigaudit.tools.errors`)."""
 
 from __future__ import annotations
 
-
-class BenchError(Exception):
-    """Base of the benchmark errors."""
+from rigaudit.tools.errors import OperationError, UsageError
 
 
-class BenchUnavailable(BenchError):
-    """The benchmark cannot run here; the message says what is missing."""
+class BenchUnavailable(UsageError):
+    """The benchmark cannot run here (torch, GPUs, a tool missing); the message says what is missing."""
 
 
-class BenchInputError(BenchError):
+class BenchInputError(UsageError):
     """An input (a result file, a config.json, a size list) is unreadable or malformed."""
 
 
-class BenchFailed(BenchError):
-    """The benchmark started and failed."""
+class BenchFailed(OperationError):
+    """The benchmark started and failed (a worker crashed, a command exited non-zero)."""

@@ -11,41 +11,18 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rigaudit.tools.bench.links import GpuLinks, LinkLimit, pair_limit
+from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
 
 P2P_SCHEMA = "rigaudit.p2p/1"
 DEFAULT_PATH = Path("/var/tmp/rigaudit/p2p.json")
 FAR_BELOW = 0.6
 """A pair below this fraction of its link's limit is reported as a problem."""
-
-Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    index: int
-    name: str
-    pci_bus_id: str | None
-    compute_major: int | None = None
-
-
-@dataclass(frozen=True)
-class PairMeasurement:
-    """What a backend measured for one ordered pair (GB/s = 1e9 bytes/s, per direction except bidir)."""
-
-    src: int
-    dst: int
-    p2p_access: bool
-    unidir_gbps: float
-    bidir_gbps: float
-    staged_gbps: float
-    data_ok: bool
-    data_error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from rigaudit.tools.errors import OperationError
+
 JsonValue = object
 """A JSON value as decoded by :mod:`json` (number, string, list, dict, bool, None)."""
 
@@ -87,7 +89,7 @@ class NvmlResult:
         return self.error is None
 
 
-class HostWriteError(Exception):
+class HostWriteError(OperationError):
     """A write to the host failed; the message says which path and why."""
 
 

@@ -20,6 +20,7 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult
 
 SYSTEM_PATH: tuple[str, ...] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
@@ -88,7 +89,7 @@ def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]
     return env
 
 
-class ProgramError(Exception):
+class ProgramError(OperationError):
     """A program that is not run: not in the system directories, or changeable by someone untrusted."""
 
     def __init__(self, message: str, *, not_found: bool) -> None:

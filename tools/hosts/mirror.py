@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.bounded import MAX_FILE_BYTES, InputError, kind_of, open_regular, read_fd_bounded
+from rigaudit.tools.errors import OperationError
 
 Kind = Literal["file", "dir", "other"]
 MAX_DEPTH = 64
@@ -35,7 +36,7 @@ MAX_TREE_BYTES = 1024 * 1024 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class MirrorError(Exception):
+class MirrorError(OperationError):
     """An access refused or failed; ``code`` is the errno name a Host result carries."""
 
     def __init__(self, code: str, message: str = "") -> None:

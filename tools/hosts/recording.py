@@ -14,43 +14,18 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
 from rigaudit.tools.hosts.links import link_walk
-from rigaudit.tools.hosts.snapshot_writer import NOT_RECORDED_FILE, SnapshotSummary, write_snapshot
+from rigaudit.tools.hosts.snapshot_writer import NOT_RECORDED_FILE, Recording, SnapshotSummary, write_snapshot
 
 _ABSENT = frozenset({"ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG", "EINVAL"})
 # /proc/PID/{root,cwd,exe,fd/N,...} are "magic" links (another mount namespace, a pipe): reading
 # through them is not following a path, so resolution keeps them as plain components.
 _MAGIC_LINK = re.compile(r"^/proc/[^/]+(?:/task/\d+)?/(?:root|cwd|exe|fd/[^/]+|map_files/[^/]+|ns/[^/]+)$")
-
-
-@dataclass
-class Recording:
-    """What was read, keyed by resolved path (files, dirs) or exactly (commands, NVML calls)."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-    unreadable: dict[str, str] = field(default_factory=dict)
-    dirs: set[str] = field(default_factory=set)
-    links: dict[str, str] = field(default_factory=dict)
-    listings: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    existing: set[str] = field(default_factory=set)
-    commands: dict[tuple[str, ...], CommandResult] = field(default_factory=dict)
-    nvml: dict[tuple[str, tuple[int, ...]], NvmlResult] = field(default_factory=dict)
-
-    def known_paths(self) -> set[str]:
-        """Every path the snapshot will show as existing, with all their ancestors."""
-        known: set[str] = set()
-        for recorded in [*self.files, *self.unreadable, *self.dirs, *self.links]:
-            path = recorded
-            while path not in known and path != "/":
-                known.add(path)
-                path = posixpath.dirname(path)
-        return known
 
 
 class RecordingHost:

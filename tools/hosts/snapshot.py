@@ -44,7 +44,7 @@ MAX_RECORDS = 1_000_000
 """Commands and NVML calls kept from one snapshot."""
 
 
-class SnapshotError(Exception):
+class SnapshotError(InputError):
     """The snapshot cannot be read at all (missing manifest, other format...)."""
 
 

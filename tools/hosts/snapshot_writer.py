@@ -11,30 +11,56 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import posixpath
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 
+from rigaudit.tools.errors import OperationError, UsageError
 from rigaudit.tools.hosts.base import CommandResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT
 from rigaudit.tools.redact import redact_argv, redact_file, redact_output
-
-if TYPE_CHECKING:
-    from rigaudit.tools.hosts.recording import Recording
-
+from rigaudit.tools.version import rigaudit_version
 
 NOT_RECORDED_FILE = "NOT_RECORDED"
 """``unreadable.json`` value of a path known to exist (listed, ``exists``) whose content was never read."""
 
 
-class SnapshotWriteError(Exception):
+class SnapshotWriteError(OperationError):
     """The snapshot could not be written; the message is one line."""
+
+
+class SnapshotTargetError(UsageError):
+    """The folder to write the snapshot to is taken (a file, or not empty without ``force``)."""
+
+
+@dataclass
+class Recording:
+    """What was read, keyed by resolved path (files, dirs) or exactly (commands, NVML calls)."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+    links: dict[str, str] = field(default_factory=dict)
+    listings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    existing: set[str] = field(default_factory=set)
+    commands: dict[tuple[str, ...], CommandResult] = field(default_factory=dict)
+    nvml: dict[tuple[str, tuple[int, ...]], NvmlResult] = field(default_factory=dict)
+
+    def known_paths(self) -> set[str]:
+        """Every path the snapshot will show as existing, with all their ancestors."""
+        known: set[str] = set()
+        for recorded in [*self.files, *self.unreadable, *self.dirs, *self.links]:
+            path = recorded
+            while path not in known and path != "/":
+                known.add(path)
+                path = posixpath.dirname(path)
+        return known
 
 
 @dataclass(frozen=True)
@@ -56,15 +82,6 @@ class SnapshotSummary:
         )
 
 
-def rigaudit_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("rigaudit")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -72,9 +89,9 @@ def utc_now() -> str:
 def check_target(target: Path, *, force: bool) -> None:
     """Refuse a target that is not a directory, or a non-empty one without ``force``."""
     if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise SnapshotWriteError(f"{target}: exists and is not a directory")
+        raise SnapshotTargetError(f"{target}: exists and is not a directory")
     if target.is_dir() and any(target.iterdir()) and not force:
-        raise SnapshotWriteError(f"{target}: directory is not empty (use --force to replace it)")
+        raise SnapshotTargetError(f"{target}: directory is not empty (use --force to replace it)")
 
 
 def command_record(result: CommandResult) -> dict[str, object]:

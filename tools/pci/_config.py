@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.pci._bytes import u8, u16
 from rigaudit.tools.pci._express import EXPRESS_CAP_ID, ExpressCap, parse_express
 from rigaudit.tools.pci._extended import (
@@ -23,7 +24,7 @@ from rigaudit.tools.pci._extended import (
 from rigaudit.tools.pci._header import HEADER_SIZE, Bar, Capability, parse_bars, walk_capabilities
 
 
-class PciConfigError(ValueError):
+class PciConfigError(OperationError):
     """The bytes are not a configuration space (too short, or all ones: the device is gone)."""
 
 

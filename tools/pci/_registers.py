@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.pci._bytes import u8, u16, u32
 from rigaudit.tools.pci._config import PciConfigError, parse_config
 
 
-class PciRegisterError(ValueError):
+class PciRegisterError(OperationError):
     """The register cannot be located or written (capability absent, config too short...)."""
 
 

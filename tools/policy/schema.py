@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.policy.verdict import Decision
 
 OperandKind = Literal["none", "read", "list", "grep", "match"]
@@ -20,7 +21,7 @@ READ_PATH = "@read"
 """Use as an option's value pattern in :attr:`Form.valued` when the value is a path that is read."""
 
 
-class RuleError(Exception):
+class RuleError(OperationError):
     """A rule is malformed, or one of its examples is not judged the way the rule says."""
 
 

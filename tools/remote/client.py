@@ -15,6 +15,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.remote import protocol
 
@@ -22,7 +23,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 """One answer's size limit (a file is at most 8 MiB, base64 adds a third)."""
 
 
-class AgentError(Exception):
+class NodeServerError(OperationError):
     """The agent did not start or broke the protocol; the message is one line."""
 
 
@@ -43,11 +44,11 @@ class AgentClient:
             line = await self._receive.receive_until(b"\n", MAX_LINE_BYTES)
             hello = protocol.loads(line)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise AgentError("the node's python3 exited before the agent started") from None
+            raise NodeServerError("the node's python3 exited before the agent started") from None
         except (ValueError, anyio.DelimiterNotFound) as exc:
-            raise AgentError(f"the agent's first line is not its hello ({exc.__class__.__name__})") from None
+            raise NodeServerError(f"the agent's first line is not its hello ({exc.__class__.__name__})") from None
         if hello.get("hello") != protocol.PROTOCOL:
-            raise AgentError(f"the node answered {str(hello.get('hello'))!r}, not {protocol.PROTOCOL!r}")
+            raise NodeServerError(f"the node answered {str(hello.get('hello'))!r}, not {protocol.PROTOCOL!r}")
         self.hello = hello
         return hello
 

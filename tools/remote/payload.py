@@ -16,9 +16,12 @@ import zipfile
 from functools import lru_cache
 from pathlib import Path
 
+from rigaudit.tools.errors import OperationError
+
 MODULES: tuple[str, ...] = (
     "rigaudit",
     "rigaudit.tools",
+    "rigaudit.tools.errors",
     "rigaudit.tools.redact",
     "rigaudit.tools.hosts",
     "rigaudit.tools.hosts.base",
@@ -66,7 +69,7 @@ sys.exit(main())
 """
 
 
-class PayloadError(Exception):
+class PayloadError(OperationError):
     """A module the node side needs could not be found in this installation."""
 
 

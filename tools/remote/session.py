@@ -20,8 +20,9 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.local import CappedOutput
-from rigaudit.tools.remote.client import AgentClient, AgentError, RemoteHost
+from rigaudit.tools.remote.client import AgentClient, NodeServerError, RemoteHost
 from rigaudit.tools.remote.payload import framed_payload
 from rigaudit.tools.remote.transport import MARK
 
@@ -30,13 +31,14 @@ _MAX_NOISE_LINES = 200
 _STDERR_CAP = 64 * 1024
 
 
-class NodeError(Exception):
-    """Collection on a node failed; ``stage`` is ``connect`` or ``collect``."""
+class NodeError(OperationError):
+    """Collection on a node failed; ``stage`` is ``connect`` or ``collect``; ``node_status`` is the exit
+    status of the node's ``rigaudit snapshot --stdout`` when that is what failed."""
 
-    def __init__(self, message: str, *, stage: str = "collect", exit_code: int | None = None) -> None:
+    def __init__(self, message: str, *, stage: str = "collect", node_status: int | None = None) -> None:
         super().__init__(message)
         self.stage = stage
-        self.exit_code = exit_code
+        self.node_status = node_status
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,7 @@ async def _converse(
         code = await finish()
         if code != 0:
             said = last_words(stderr.text())
-            raise NodeError(f"`rigaudit snapshot --stdout` failed on the node (exit status {code}): {said}", exit_code=code)
+            raise NodeError(f"`rigaudit snapshot --stdout` failed on the node (exit status {code}): {said}", node_status=code)
         return NodeCollection("installed", archive, stderr.text())
     if mode != "agent":
         raise NodeError(f"the node announced an unknown mode {mode!r}")
@@ -194,7 +196,7 @@ async def _converse(
     client = AgentClient(process.stdin, reader)
     try:
         hello = await client.handshake()
-    except AgentError as exc:
+    except NodeServerError as exc:
         await finish()
         said = last_words(stderr.text())
         raise NodeError(f"{exc}{': ' + said if said else ''}") from None

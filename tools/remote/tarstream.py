@@ -17,11 +17,13 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
+from rigaudit.tools.errors import OperationError
+
 MAX_BYTES = 1024 * 1024 * 1024
 MAX_MEMBERS = 200_000
 
 
-class ArchiveError(Exception):
+class ArchiveError(OperationError):
     """The stream is not a snapshot archive this coordinator accepts; the message is one line."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.remote.payload import bootstrap_command
 
 Collector = Literal["auto", "installed", "agent"]
@@ -25,7 +26,7 @@ _SAFE_WORD = re.compile(r"[A-Za-z0-9_./+:=@%-]+")
 _DESTINATION = re.compile(r"[^\s'\"`$;&|<>()\\]+")
 
 
-class TransportError(ValueError):
+class TransportError(UsageError):
     """A target or option that cannot be used safely; the message is one line."""
 
 

@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 
 from rigaudit.tools.bounded import InputError, open_regular
+from rigaudit.tools.errors import OperationError
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024
 """Bytes of the unpacked tar stream (headers included)."""
@@ -24,7 +25,7 @@ MAX_BUNDLE_MEMBERS = 200_000
 _CHUNK = 1024 * 1024
 
 
-class BundleError(Exception):
+class BundleError(InputError):
     """The bundle is refused or damaged; the message is one line naming it."""
 
 
@@ -48,8 +49,8 @@ class _Capped(io.RawIOBase):
         return len(data)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(OperationError):
+    """A member past the bundle's limits (turned into a :class:`BundleError` naming the bundle)."""
 
 
 def _parts(name: str) -> list[str]:

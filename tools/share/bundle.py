@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from rigaudit.tools.hosts.snapshot import SnapshotError
-from rigaudit.tools.hosts.snapshot_writer import rigaudit_version
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.share._harvest import harvest
@@ -32,12 +31,13 @@ from rigaudit.tools.share._rewrite import Rewriter, Stats
 from rigaudit.tools.share._scrub import Scrubber
 from rigaudit.tools.share._summary import light_facts, share_markdown, summary_block
 from rigaudit.tools.share._tree import SHARE_NOTE, Tree, load_tree
+from rigaudit.tools.version import rigaudit_version
 
 _BINARY = re.compile(r"^files/sys/.*/(?:config|vpd)$")
 _PATH_JSON = frozenset({"links.json", "dirs.json", "unreadable.json"})
 
 
-class ShareError(Exception):
+class ShareError(OperationError):
     """The bundle cannot be written (not a snapshot, output refused...); the message is one line."""
 
 
@@ -172,8 +172,6 @@ def share_bundle(
         raise ShareError(f"{out}: exists (use --force to replace it)")
     try:
         tree = load_tree(root)
-    except SnapshotError as exc:
-        raise ShareError(str(exc)) from None
     except OSError as exc:
         raise ShareError(f"{root}: cannot read the snapshot: {exc.strerror or exc}") from None
     corpus = _corpus(tree)

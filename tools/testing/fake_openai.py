@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from rigaudit.tools.errors import OperationError
 from rigaudit.tools.testing._background import BackgroundServer
 
 __all__ = ["FakeTiming", "Generation", "Generator", "InjectedError", "OpenAIStreamServer", "fake_server", "paced_generator"]
 
 
-class InjectedError(Exception):
+class InjectedError(OperationError):
     """Raised by a generator before its first token: the server answers with ``status``."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -36,7 +37,7 @@ class InjectedError(Exception):
         self.status = status
 
 
-class DropStream(Exception):
+class DropStream(OperationError):
     """Raised by a generator mid-stream: the server cuts the connection without ending the stream."""
 
 

@@ -1,8 +1,15 @@
-"""The typed events a session emits. The live board, the transcript writer and ``--json`` all consume them."""
+"""The typed events a session emits: the one stream every command (and the fleet) reports through.
+
+A command emits events into its session; the terminal UI draws them, the transcript writer records
+them, ``--json`` is written from them, and ``rigaudit replay`` draws the recorded ones again with the
+same UI. An :data:`EventSink` is anything that takes an event; :func:`discard` is the one that
+ignores them.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -112,12 +119,104 @@ class ChangeApplied(_Event):
     message: str = ""
 
 
+class BenchTable(BaseModel):
+    """A result as the person sees it: a titled table of text cells."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
 class BenchResultReported(_Event):
     type: Literal["bench_result"] = "bench_result"
     kind: str
     """``p2p``, ``nccl``, ``inference``, ``compare``, ``roofline``."""
     summary: str
+    """The report section it belongs to (``Validation``, ``Benchmark comparison``)."""
     data: dict[str, Any] = Field(default_factory=dict)
+    """The result as its own JSON (``rigaudit.p2p/1``, ``rigaudit.bench/1``...): what ``--json`` writes."""
+    tables: list[BenchTable] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    """Lines shown under the table (versions, GPUs, how to read it)."""
+
+
+class Progress(_Event):
+    """Long work advancing: ``done`` of ``total`` under ``label`` (a bar on a terminal, nothing elsewhere)."""
+
+    type: Literal["progress"] = "progress"
+    label: str
+    done: int
+    total: int
+
+
+class Output(_Event):
+    """A line of another program's own output, shown as it is (an external benchmark's log)."""
+
+    type: Literal["output"] = "output"
+    text: str
+
+
+class AppliedStep(BaseModel):
+    """One plan step as an apply left it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step_id: str
+    status: str
+    """``applied``, ``partial``, ``failed``, ``unchanged``, ``declined``, ``deferred``, ``elsewhere``, ``manual``,
+    ``not_attempted``."""
+    reason: str = ""
+    changes: list[tuple[str, str]] = Field(default_factory=list)
+    """``(what: before -> after, outcome)``, identical changes folded into one line."""
+    problems: list[str] = Field(default_factory=list)
+    """``target: message`` for each change reverted or failed."""
+
+
+class ApplyFinished(_Event):
+    """What an apply did, step by step; where its journal is and how to undo it."""
+
+    type: Literal["apply_finished"] = "apply_finished"
+    host: str
+    source: str
+    plan_hash: str
+    steps: list[AppliedStep] = Field(default_factory=list)
+    persist: list[tuple[str, bool]] = Field(default_factory=list)
+    """``(persist file: outcome message, verified)``."""
+    persist_notes: list[str] = Field(default_factory=list)
+    journal: str | None = None
+    undo: str = ""
+    """The rollback command that undoes it."""
+    reaudit: dict[str, str] = Field(default_factory=dict)
+    """Check -> status on the changed copy (``apply --into``)."""
+    reaudited: str = ""
+    """What was re-audited (the copy's folder)."""
+
+
+class RestoredGroup(BaseModel):
+    """Restores of one step with one outcome and value (128 CPUs restored is one group)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step_id: str
+    outcome: Literal["restored", "skipped", "failed"]
+    what: str
+    text: str
+
+
+class RollbackFinished(_Event):
+    """What a rollback restored from its journal."""
+
+    type: Literal["rollback_finished"] = "rollback_finished"
+    journal: str
+    host: str
+    source: str
+    groups: list[RestoredGroup] = Field(default_factory=list)
+    restored: int = 0
+    failed: int = 0
+    nothing_to_do: bool = False
+    """Every change of the journal was already reverted."""
 
 
 class ReportWritten(_Event):
@@ -158,9 +257,21 @@ Event = Annotated[
     | ApprovalDecided
     | ChangeApplied
     | BenchResultReported
+    | Progress
+    | Output
+    | ApplyFinished
+    | RollbackFinished
     | ReportWritten
     | Message
     | Warning_
     | SessionEnded,
     Field(discriminator="type"),
 ]
+
+EventSink = Callable[[Event], None]
+"""Anything that takes events: a session's ``emit``, the terminal UI, the transcript writer."""
+
+
+def discard(event: Event) -> None:
+    """The sink that ignores every event (work run with nobody watching)."""
+    del event

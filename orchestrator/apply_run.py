@@ -1,0 +1,143 @@
+"""One apply from start to end, as ``rigaudit apply`` runs it: plan, copy, apply, re-audit, script, report.
+
+The work is :func:`rigaudit.orchestrator.apply.apply_plan`; this module adds what surrounds it for
+a command (and what the chat reuses: :func:`reaudit`, :func:`finished`). Its summary is one
+:class:`~rigaudit.tools.model.events.ApplyFinished` event; nothing here prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, StepReport, apply_plan, classify, selected_steps, summarize
+from rigaudit.orchestrator.approval import Console, Gate
+from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.hosts import in_container
+from rigaudit.orchestrator.report import append_section
+from rigaudit.orchestrator.sections import apply_section
+from rigaudit.orchestrator.snapshots import copy_snapshot
+from rigaudit.tools.actions.script import render_script
+from rigaudit.tools.actions.targets import AnyTarget
+from rigaudit.tools.errors import UsageError
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.journal import utc_now
+from rigaudit.tools.model.events import AppliedStep, ApplyFinished, EventSink, ReportWritten, discard
+from rigaudit.tools.model.plan import Plan
+
+__all__ = ["ApplyRequest", "finished", "reaudit", "run_apply"]
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    journal: Path
+    plan: Plan | None = None
+    """The plan to apply; ``None``: audit the host first and apply its plan."""
+    snapshot: Path | None = None
+    into: Path | None = None
+    """With ``snapshot``: the new copy that is changed (the snapshot itself never is)."""
+    scope: str = "runtime"
+    only: Sequence[str] | None = None
+    persist: bool = False
+    assume_yes: bool = False
+    emit_script: Path | None = None
+    report: Path | None = None
+
+
+async def reaudit(host: Host, steps: Sequence[StepReport]) -> dict[str, str]:
+    """Status of the steps' checks on the changed host: the proof that the plan did what it claims."""
+    checks = dict.fromkeys(c for e in steps for c in (e.step.check, *e.step.also_checks))
+    statuses = {f.check: f.status for f in (await run_audit(host)).findings}
+    return {check: statuses.get(check, "not checked") for check in checks}
+
+
+def _step(entry: StepReport) -> AppliedStep:
+    changes: list[tuple[str, str]] = []
+    for outcome in ("verified", "applied", "reverted", "failed"):
+        rows: list[tuple[AnyTarget, str | None, str | None]] = [
+            (r.target, r.before, r.after) for r in entry.results if r.outcome == outcome
+        ]
+        changes += [(text, outcome) for text in summarize(rows)]
+    problems = [f"{r.target.describe()}: {r.message}" for r in entry.results if r.outcome in ("reverted", "failed")]
+    return AppliedStep(step_id=entry.step.id, status=entry.status, reason=entry.reason, changes=changes, problems=problems)
+
+
+def finished(report: ApplyReport, *, reaudited: dict[str, str] | None = None, copy: Path | None = None) -> ApplyFinished:
+    """The event that sums up ``report``."""
+    undo = ""
+    if report.journal is not None:
+        undo = f"rigaudit rollback {report.journal}" + (f" --snapshot {copy}" if copy is not None else "")
+    return ApplyFinished(
+        host=report.host,
+        source=report.source,
+        plan_hash=report.plan_hash,
+        steps=[_step(e) for e in report.steps],
+        persist=[(f"{r.target.describe()}: {r.outcome} {r.message}".rstrip(), r.verified) for r in report.persist],
+        persist_notes=list(report.persist_notes),
+        journal=str(report.journal) if report.journal is not None else None,
+        undo=undo,
+        reaudit=reaudited or {},
+        reaudited=str(copy) if copy is not None and reaudited else "",
+    )
+
+
+def _write_script(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+async def run_apply(
+    source: Host,
+    request: ApplyRequest,
+    *,
+    emit: EventSink = discard,
+    interactive: bool | None = None,
+    console: Console | None = None,
+) -> ApplyReport:
+    """Plan (or take the given one), ask about each runtime step, apply into ``into`` or ``source``, then
+    re-audit the copy, write ``--emit-script`` and the report section. Emits :class:`ApplyFinished`."""
+    plan = request.plan if request.plan is not None else (await run_audit(source, emit=emit)).plan
+    options = ApplyOptions(
+        scope=request.scope, only=request.only, persist=request.persist, in_container=await in_container(source)
+    )
+    try:
+        steps = selected_steps(plan, request.only)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    gate = Gate(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
+    runnable = [s for s in steps if classify(s, options)[0] is None]
+    if runnable:
+        gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
+    host = source
+    if request.into is not None:
+        if request.snapshot is None:
+            raise UsageError("--into needs --snapshot: a snapshot is changed only as a new copy")
+        await anyio.to_thread.run_sync(copy_snapshot, request.snapshot, request.into)
+        host = SnapshotHost(request.into, writable=True)
+    try:
+        report = await apply_plan(host, plan, gate=gate, journal_path=request.journal, options=options, emit=emit)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await host.aclose()
+    when = utc_now()
+    checked: dict[str, str] | None = None
+    if request.into is not None and report.changed:
+        checked = await reaudit(SnapshotHost(request.into), report.steps)
+    emit(finished(report, reaudited=checked, copy=request.into))
+    if request.emit_script is not None:
+        script = render_script(report.script_steps(), host=report.host, plan_hash=report.plan_hash, generated_at=when)
+        _write_script(request.emit_script, script)
+        live = sum(1 for item in report.script_steps() if item.live)
+        emit(ReportWritten(path=str(request.emit_script), section=f"script: {live} step(s) to run elsewhere"))
+    if request.report is not None and report.journal is not None:
+        append_section(request.report, "Applied changes", apply_section(report, when, checked))
+        emit(ReportWritten(path=str(request.report), section="Applied changes"))
+    return report

@@ -1,0 +1,32 @@
+"""What a P2P backend (``_p2p_torch``, ``_p2p_cuda``) measures and reports back to :mod:`rigaudit.tools.bench.p2p`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["GpuInfo", "PairMeasurement", "Progress"]
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str
+    pci_bus_id: str | None
+    compute_major: int | None = None
+
+
+@dataclass(frozen=True)
+class PairMeasurement:
+    """What a backend measured for one ordered pair (GB/s = 1e9 bytes/s, per direction except bidir)."""
+
+    src: int
+    dst: int
+    p2p_access: bool
+    unidir_gbps: float
+    bidir_gbps: float
+    staged_gbps: float
+    data_ok: bool
+    data_error: str | None = None
