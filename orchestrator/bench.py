@@ -97,7 +97,7 @@ def _publish(
             kind=kind,
             summary=section_title,
             data=data if isinstance(data, dict) else {},
-            tables=[BenchTable(title=t, headers=list(h), rows=[list(r) for r in rows]) for t, (h, rows) in tables if rows],
+            tables=[BenchTable(title=t, headers=list(h), rows=[list(r) for r in rows]) for t, (h, rows) in tables],
             notes=list(notes),
         )
     )
@@ -362,7 +362,7 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
         section_title="Validation",
         tables=[
             (f"Inference benchmark: {result.model or '?'} at {result.base_url or '?'}", table),
-            ("Serving metrics, every repeat's requests pooled", serving),
+            *([("Serving metrics, every repeat's requests pooled", serving)] if serving[1] else []),
         ],
         markdown=markdown,
         notes=notes,
@@ -514,7 +514,7 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = Outputs(
     result = outcome.result
     comparison = analyze(result, bench.settings)
     restored = sum(1 for r in outcome.restores if r.outcome == "restored")
-    back = f"back to the baseline: {restored} value(s) restored and verified, {len(outcome.restore_failed)} failed"
+    back = f"back to the baseline: {restored} value(s) restored at the end, {len(outcome.restore_failed)} failed"
     method = f"method: {comparison.method}; {COMPARE_LEGEND}"
     table = ab_table(comparison)
     _publish(

@@ -16,6 +16,7 @@ The classes live beside the code that raises them; this is the whole tree (exit 
     │   ├── JournalRefused        2  tools.actions.provenance: a journal this apply did not write for this host
     │   ├── BenchUnavailable      2  tools.bench.errors: torch, GPUs or a tool missing here
     │   ├── BenchInputError       2  tools.bench.errors: a result file, config.json or size list unfit
+    │   │   └── WorkloadMismatch  2  tools.bench.like: two results of different workloads compared
     │   ├── TransportError        2  tools.remote.transport: a target or option unsafe to pass to ssh
     │   ├── RealModelBlocked      2  agents.llm.errors: RIGAUDIT_BLOCK_REAL_LLM refuses the endpoint
     │   └── CommandError          2  orchestrator.chat.steps: a chat /command that does not parse
@@ -31,6 +32,7 @@ The classes live beside the code that raises them; this is the whole tree (exit 
         ├── JournalError          1  tools.journal: the journal could not be written
         ├── ShareError            1  tools.share.bundle: the share bundle could not be written
         ├── BenchFailed           1  tools.bench.errors: a benchmark started and failed
+        ├── SwitchFailed          1  orchestrator.bench_ab: an A/B switch did not verify, or the server stopped
         ├── HttpError             1  tools.bench._http: a connection failed or broke the protocol
         ├── RuleError             1  tools.policy.schema: a policy rule is malformed
         ├── RegistryError         1  agents.registry: an area package that does not declare itself
