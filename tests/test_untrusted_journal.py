@@ -230,7 +230,7 @@ def test_the_rollback_approval_lists_the_changes(
         seen.extend(details)
         raise SystemExit(0)
 
-    monkeypatch.setattr("rigaudit.orchestrator.commands.rollback.require_approval", approve)
+    monkeypatch.setattr("rigaudit.orchestrator.rollback.require_approval", approve)
     with pytest.raises(SystemExit):
         _rollback(work, applied[2], capsys)
     assert f"write '1\\n' to {NUMA}" in seen
