@@ -1,0 +1,42 @@
+"""Archetype snapshots written once per test session (in RAM when /dev/shm is there), shared read-only."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from tests.hostgen.build import Built, build, write
+from tests.hostgen.spec import HostSpec
+
+_ROOTS: list[Path] = []
+_WRITTEN: dict[HostSpec, Path] = {}
+
+
+def scratch() -> Path:
+    """A session folder for generated snapshots, removed at exit."""
+    if not _ROOTS:
+        shm = Path("/dev/shm")
+        in_ram = shm.is_dir() and os.access(shm, os.W_OK)
+        _ROOTS.append(Path(tempfile.mkdtemp(prefix="rigaudit-hostgen-", dir=shm if in_ram else None)))
+        atexit.register(shutil.rmtree, _ROOTS[0], True)
+    return _ROOTS[0]
+
+
+def snapshot(spec: HostSpec) -> Path:
+    """The snapshot of ``spec``, written on first use. Read only: copy it (tests/mutate.light_copy) to change it."""
+    if spec not in _WRITTEN:
+        _WRITTEN[spec] = write(spec, scratch() / f"{len(_WRITTEN):03d}-{spec.name.replace('+', '_')}")
+    return _WRITTEN[spec]
+
+
+_BUILT: dict[HostSpec, Built] = {}
+
+
+def built(spec: HostSpec) -> Built:
+    """The in-memory build of ``spec``, made once per session. Read only."""
+    if spec not in _BUILT:
+        _BUILT[spec] = build(spec)
+    return _BUILT[spec]

@@ -1,0 +1,169 @@
+"""Fault injection: each helper returns a changed COPY of a host description (specs are frozen).
+
+``write(faults.fabricmanager_down(ARCHETYPES["hgx-h100-jammy"]), dir)`` is the HGX host with its fabric manager
+failed. Helpers change the facts a real fault changes together (a driver upgraded without a reboot changes the
+user-space libraries, NVML, nvidia-smi, the kernel log and the fabric manager at once), never one file alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.hostgen.spec import HostSpec, MigInstance, ProcessSpec
+
+
+def _named(spec: HostSpec, suffix: str, summary: str) -> HostSpec:
+    return replace(spec, name=f"{spec.name}+{suffix}", summary=f"{spec.summary}; FAULT: {summary}")
+
+
+def fabricmanager_down(spec: HostSpec) -> HostSpec:
+    """nvidia-fabricmanager failed: the NVSwitch fabric is not programmed (NVML fabric state not started)."""
+    return _named(
+        replace(spec, driver=replace(spec.driver, fabricmanager="failed")), "fabricmanager-down", "nvidia-fabricmanager failed"
+    )
+
+
+def driver_upgraded_without_reboot(spec: HostSpec, new: str = "550.144.03") -> HostSpec:
+    """Packages upgraded to ``new`` while the old kernel module stays loaded: NVML fails with a version mismatch,
+    the fabric manager (upgraded with the driver) refuses to start, DKMS and modinfo show the new version."""
+    driver = replace(
+        spec.driver, userspace=new, fabricmanager_version=new, fabricmanager="failed" if spec.driver.fabricmanager else None
+    )
+    return _named(replace(spec, driver=driver), "upgraded-no-reboot", f"driver packages upgraded to {new} without a reboot")
+
+
+def peermem_unloaded(spec: HostSpec) -> HostSpec:
+    return _named(replace(spec, driver=replace(spec.driver, peermem=False)), "no-peermem", "nvidia_peermem not loaded")
+
+
+def governor(spec: HostSpec, name: str = "powersave", epp: str = "balance_performance") -> HostSpec:
+    return _named(
+        replace(spec, cpu=replace(spec.cpu, governor=name, epp=epp)), f"governor-{name}", f"CPU governor {name}, EPP {epp}"
+    )
+
+
+def scaling_driver(spec: HostSpec, driver: str) -> HostSpec:
+    """Another cpufreq driver (``acpi-cpufreq`` on an AMD host without ``amd_pstate=``...)."""
+    return _named(replace(spec, cpu=replace(spec.cpu, freq_driver=driver)), f"cpufreq-{driver}", f"cpufreq driver {driver}")
+
+
+def shm(spec: HostSpec, size: int = 64 * 2**20) -> HostSpec:
+    """The container's /dev/shm at ``size`` bytes (64 MiB: Docker's and containerd's default)."""
+    return _named(
+        replace(spec, platform=replace(spec.platform, shm_bytes=size)), f"shm-{size >> 20}m", f"/dev/shm {size >> 20} MiB"
+    )
+
+
+def cpu_throttled(spec: HostSpec, cpus: float = 4, throttled: tuple[int, int] = (81234, 91234)) -> HostSpec:
+    platform = replace(spec.platform, cpu_quota=cpus, throttled=throttled)
+    return _named(
+        replace(spec, platform=platform),
+        f"cpu-quota-{cpus:g}",
+        f"CPU quota {cpus:g} CPUs, throttled {throttled[0]}/{throttled[1]} periods",
+    )
+
+
+def mig_pending(spec: HostSpec, gpus: tuple[int, ...] = (0,)) -> HostSpec:
+    return _named(
+        replace(spec, gpus=replace(spec.gpus, mig_pending=gpus)), "mig-pending", f"MIG mode change pending on GPUs {gpus}"
+    )
+
+
+def mig_unused(spec: HostSpec, gpus: tuple[int, ...] = (0, 1)) -> HostSpec:
+    """MIG enabled on ``gpus`` with one 7g instance each and nothing running on them (left on by mistake)."""
+    mig = list(spec.gpus.mig) + [None] * (spec.gpus.count - len(spec.gpus.mig))
+    for g in gpus:
+        mig[g] = (MigInstance("7g.80gb", 0),)
+    processes = tuple(p for p in spec.processes if not set(p.gpus) & set(gpus))
+    return _named(
+        replace(spec, gpus=replace(spec.gpus, mig=tuple(mig)), processes=processes),
+        "mig-unused",
+        f"MIG on GPUs {gpus} with nothing using it",
+    )
+
+
+def nvlink_down(spec: HostSpec, links: tuple[tuple[int, int], ...] = ((3, 5),)) -> HostSpec:
+    return _named(replace(spec, gpus=replace(spec.gpus, nvlink_down=links)), "nvlink-down", f"NVLinks {links} inactive")
+
+
+def link_degraded(spec: HostSpec, gpu: int = 2, gen: int = 4, width: int = 8) -> HostSpec:
+    down = (*spec.gpus.link_down, (gpu, gen, width))
+    return _named(
+        replace(spec, gpus=replace(spec.gpus, link_down=down)),
+        f"gpu{gpu}-gen{gen}x{width}",
+        f"GPU{gpu} link trained at Gen{gen} x{width}",
+    )
+
+
+def acs_redirect(spec: HostSpec) -> HostSpec:
+    return _named(
+        replace(spec, acs_redirect=True, iommu=spec.iommu or "identity"),
+        "acs-redirect",
+        "ACS redirect on switch downstream ports",
+    )
+
+
+def iommu_translated(spec: HostSpec) -> HostSpec:
+    cmdline = spec.os.cmdline.replace("iommu=pt", "").strip() + (
+        " intel_iommu=on" if spec.cpu.vendor == "intel" else " amd_iommu=on"
+    )
+    os = replace(spec.os, cmdline=cmdline.strip())
+    return _named(
+        replace(spec, iommu="DMA-FQ", acs_redirect=True, os=os), "iommu-dma", "IOMMU translating DMA (DMA-FQ) with ACS redirect"
+    )
+
+
+def bar1_small(spec: HostSpec) -> HostSpec:
+    return _named(replace(spec, gpus=replace(spec.gpus, bar1_small=True)), "bar1-256m", "BAR1 256 MiB (Resizable BAR off)")
+
+
+def max_read_request(spec: HostSpec, size: int = 512) -> HostSpec:
+    return _named(replace(spec, gpus=replace(spec.gpus, max_read_request=size)), f"mrrs-{size}", f"GPU MaxReadReq {size} bytes")
+
+
+def xid(
+    spec: HostSpec, gpu: int = 0, code: int = 79, text: str = "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+) -> HostSpec:
+    xids = (*spec.gpus.xids, (gpu, code, text))
+    return _named(replace(spec, gpus=replace(spec.gpus, xids=xids)), f"xid{code}", f"Xid {code} on GPU{gpu}")
+
+
+def power_capped(spec: HostSpec, watts: int = 400) -> HostSpec:
+    limits = tuple(watts for _ in range(spec.gpus.count))
+    return _named(replace(spec, gpus=replace(spec.gpus, power_limit_w=limits)), f"power-{watts}w", f"GPU power limit {watts} W")
+
+
+def persistence_off(spec: HostSpec) -> HostSpec:
+    driver = replace(spec.driver, persistence=False, persistenced="inactive")
+    return _named(replace(spec, driver=driver), "persistence-off", "persistence mode off, nvidia-persistenced inactive")
+
+
+def thp_always(spec: HostSpec) -> HostSpec:
+    return _named(
+        replace(spec, os=replace(spec.os, thp="always", thp_defrag="always")), "thp-always", "THP always with synchronous defrag"
+    )
+
+
+def numa_balancing_on(spec: HostSpec) -> HostSpec:
+    return _named(replace(spec, os=replace(spec.os, numa_balancing=1)), "numa-balancing", "kernel.numa_balancing=1")
+
+
+def server_env(spec: HostSpec, **env: str) -> HostSpec:
+    """Extra environment variables on every server process (``NCCL_P2P_DISABLE="1"``...)."""
+    processes = tuple(replace(p, env=(*p.env, *env.items())) for p in spec.processes)
+    shown = ",".join(f"{k}={v}" for k, v in env.items())
+    return _named(replace(spec, processes=processes), "env-" + "-".join(k.lower() for k in env), f"server environment {shown}")
+
+
+def memlock(spec: HostSpec, value: str = "65536") -> HostSpec:
+    processes = tuple(replace(p, memlock=value) for p in spec.processes)
+    platform = replace(spec.platform, memlock=value)
+    return _named(replace(spec, processes=processes, platform=platform), f"memlock-{value}", f"RLIMIT_MEMLOCK {value} bytes")
+
+
+def no_server(spec: HostSpec) -> HostSpec:
+    return _named(replace(spec, processes=()), "idle", "no inference server running")
+
+
+def server(spec: HostSpec, process: ProcessSpec) -> HostSpec:
+    return _named(replace(spec, processes=(*spec.processes, process)), "extra-process", "another process holds GPU memory")

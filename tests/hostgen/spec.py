@@ -1,0 +1,193 @@
+"""The declarative description of a host: what an archetype is made of. Frozen: faults return changed copies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tests.hostgen.cpu import CpuSpec
+
+if TYPE_CHECKING:
+    from tests.hostgen.build import Built
+
+
+@dataclass(frozen=True)
+class OsSpec:
+    distro: str
+    """``ubuntu-22.04``, ``ubuntu-24.04``, ``rhel-9.4``, ``debian-12``."""
+    kernel: str
+    """``uname -r``: ``5.15.0-105-generic``."""
+    cmdline: str = ""
+    """The boot line after ``BOOT_IMAGE=... root=...`` (iommu, amd_pstate...)."""
+    thp: str = "madvise"
+    thp_defrag: str = "madvise"
+    numa_balancing: int = 0
+    swappiness: int = 60
+    zone_reclaim: int = 0
+    memory_kib: int = 2113245184
+    swap_kib: int = 0
+    secure_boot: bool = False
+    efi: bool = True
+    old_kernels: tuple[str, ...] = ()
+    """Other kernels installed under /lib/modules and /boot."""
+    irqbalance: str = "active"
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    profile: str
+    """``3g.40gb``."""
+    gi: int
+    ci: int = 0
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    version: str = "550.127.05"
+    open: bool = False
+    """The open kernel module (``NVIDIA UNIX Open Kernel Module``)."""
+    userspace: str | None = None
+    """Installed user-space version when it differs from the loaded module (upgrade without reboot)."""
+    persistence: bool = True
+    persistenced: str = "active"
+    fabricmanager: str | None = None
+    """``systemctl is-active nvidia-fabricmanager``: ``active``, ``failed``...; None: not installed."""
+    fabricmanager_version: str | None = None
+    peermem: bool = False
+    """nvidia_peermem loaded."""
+    dkms: bool = True
+    cuda: int = 12040
+    """nvmlSystemGetCudaDriverVersion (12040 = CUDA 12.4)."""
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    model: str
+    count: int
+    nvswitches: int = 0
+    """NVSwitch chips on the baseboard (visible as PCI bridges, class 0x0680)."""
+    mig: tuple[tuple[MigInstance, ...] | None, ...] = ()
+    """Per GPU: None (MIG off) or the instances configured (MIG on)."""
+    mig_pending: tuple[int, ...] = ()
+    """GPUs whose pending MIG mode differs from the current one (changed, reset pending)."""
+    ecc: bool | None = None
+    """None: the model's default."""
+    power_limit_w: tuple[int, ...] = ()
+    """Enforced limit per GPU (W) when lowered; empty: the default."""
+    p2p: str | None = None
+    """Override of the P2P status code name for every pair: ``OK``, ``NOT_SUPPORTED``, ``CHIPSET_NOT_SUPPORTED``..."""
+    nvlink_down: tuple[tuple[int, int], ...] = ()
+    """(gpu, link) pairs whose NVLink is inactive."""
+    temperature_c: int = 34
+    clocks_event_reasons: int = 0x1
+    """nvmlDeviceGetCurrentClocksEventReasons (0x1 idle)."""
+    xids: tuple[tuple[int, int, str], ...] = ()
+    """Kernel-log Xid lines: (gpu, xid, text)."""
+    max_read_request: int = 4096
+    bar1_small: bool = False
+    link_down: tuple[tuple[int, int, int], ...] = ()
+    """(gpu, gen, width) GPUs whose link trained below its capability."""
+    remapped_pending: tuple[int, ...] = ()
+    vbios_odd: tuple[int, ...] = ()
+    """GPUs flashed with another VBIOS than their siblings."""
+
+
+@dataclass(frozen=True)
+class NicSpec:
+    kind: str = "cx7"
+    """``cx7``, ``cx6``, ``efa``."""
+    count: int = 8
+    link_layer: str = "InfiniBand"
+    rate_gbps: int = 400
+    ofed: str | None = "MLNX_OFED_LINUX-23.10-2.1.3.1"
+    """MLNX_OFED version installed (None: the distribution's inbox rdma-core)."""
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    gpus: tuple[int, ...] = ()
+    """GPUs it holds (NVML compute processes)."""
+    gpu_memory_mib: int = 0
+    user: int = 0
+    threads: int = 64
+    cgroup: str | None = None
+    """Overrides the platform's cgroup line."""
+    memlock: str = "unlimited"
+    nofile: tuple[int, int] = (1048576, 1048576)
+    mig: tuple[tuple[int, int, int], ...] = ()
+    """(gpu, gi, ci) MIG instances it runs on."""
+    python: str = "/usr/bin/python3"
+    site: str = "/usr/local/lib/python3.10/dist-packages"
+    in_container: bool = False
+    """Runs in a Docker container on this host (seen from the host: another mount namespace, a docker cgroup)."""
+    torch: str | None = "2.4.0+cu124"
+    torch_cuda: str | None = "12.4"
+    nccl: str | None = "2.20.5"
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    """The layers: bare metal, a VM guest, a container (docker / containerd-k8s), or a container in a VM."""
+
+    vm: str | None = None
+    """``kvm``, ``amazon``, ``google``: the hypervisor of the VM the audit runs in (or the container's VM)."""
+    cloud: str | None = None
+    """``aws``, ``gcp``: whose DMI the VM shows."""
+    instance_type: str = ""
+    container: str | None = None
+    """``docker`` or ``k8s`` (containerd)."""
+    shm_bytes: int | None = None
+    """/dev/shm size inside the container (None: --ipc=host, the host's)."""
+    cpu_quota: float | None = None
+    """CPUs of CFS quota for the container (cpu.max); None: max."""
+    throttled: tuple[int, int] = (0, 0)
+    """(nr_throttled, nr_periods) in the container's cpu.stat."""
+    memlock: str = "unlimited"
+    pod: str = "vllm-0"
+    namespace: str = "inference"
+    dmi: tuple[tuple[str, str], ...] = ()
+    """Bare-metal DMI (sys_vendor, product_name, board_name, bios_version...)."""
+    visible_gpus: tuple[int, ...] | None = None
+    """Physical GPUs (in bus order) the container was given; None: all of them."""
+
+
+Tweak = Callable[["Built"], None]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A named change applied to the built host (its tree, with the topology known)."""
+
+    name: str
+    summary: str
+    apply: Tweak
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    summary: str
+    hostname: str
+    cpu: CpuSpec
+    os: OsSpec
+    gpus: GpuSpec
+    driver: DriverSpec = field(default_factory=DriverSpec)
+    topology: str = "direct"
+    """``hgx`` (a PCIe switch per GPU, NIC beside it), ``direct`` (a root port per GPU), ``switch`` (GPUs in
+    fours behind PEX switches), ``flat`` (a VM: devices on the root bus), ``grace`` (GH200)."""
+    root_complex: str = "intel-spr"
+    nics: NicSpec | None = None
+    platform: PlatformSpec = field(default_factory=PlatformSpec)
+    processes: tuple[ProcessSpec, ...] = ()
+    iommu: str | None = "identity"
+    """IOMMU group type on the host (None: no IOMMU, no groups)."""
+    acs_redirect: bool = False
+    """Kernel enabled ACS redirect on switch downstream ports (an IOMMU driver asked for ACS)."""
+    faults: tuple[Fault, ...] = ()
+    nccl_conf: str | None = None
+    dmesg_extra: tuple[str, ...] = ()
+    expect: str = ""
+    """What an expert would say of this host: problems they would report, in words."""

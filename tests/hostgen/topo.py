@@ -1,0 +1,399 @@
+"""Server PCI layouts: where GPUs, NVSwitches and NICs sit (HGX baseboards, one root port per GPU, GPUs behind
+PEX switches, a VM's flat bus, a Grace Hopper node)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tests.hostgen import devices as dv
+from tests.hostgen import pciconfig as pc
+from tests.hostgen.catalog import GpuModel
+from tests.hostgen.cpu import CpuSpec, cpulist, cpumask, node_cpulist, node_cpumask
+from tests.hostgen.pci import Function, RootComplex, Topology
+
+
+@dataclass
+class Placed:
+    topology: Topology
+    gpus: list[Function] = field(default_factory=list)
+    nvswitches: list[Function] = field(default_factory=list)
+    nics: list[Function] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Parts:
+    model: GpuModel
+    count: int
+    gpu_pci: dv.GpuPci
+    nvswitches: int = 0
+    nvswitch_key: str = "nvswitch-h100"
+    nics: int = 0
+    nic_key: str = "cx7"
+    root: str = "intel-spr"
+    """Root complex family: ``intel-spr``, ``intel-icx``, ``intel-clx``, ``amd-genoa``, ``amd-rome`` (Rome/Milan)."""
+    acs_control: int = 0
+    """ACS control bits the kernel set on switch downstream ports (and root ports)."""
+    iommu: str | None = "identity"
+
+
+def _rc(cpu: CpuSpec, bus: int, node: int, domain: int = 0) -> RootComplex:
+    node = min(node, cpu.nodes - 1)
+    return RootComplex(domain, bus, node, node_cpulist(cpu, node), node_cpumask(cpu, node))
+
+
+def _root_port_key(root: str) -> str:
+    return {
+        "intel-spr": "intel-spr-rp",
+        "intel-icx": "intel-icx-rp",
+        "intel-clx": "intel-clx-rp",
+        "amd-genoa": "amd-genoa-rp",
+        "amd-rome": "amd-rome-rp",
+    }[root]
+
+
+def _gen(root: str) -> int:
+    return 5 if root in ("intel-spr", "amd-genoa") else 4 if root in ("amd-rome", "intel-icx") else 3
+
+
+def _node_of_stack(cpu: CpuSpec, stack: int, stacks: int) -> int:
+    """NUMA node of the ``stack``-th of ``stacks`` root complexes, spread over sockets then nodes."""
+    per_socket = max(1, stacks // cpu.sockets)
+    socket = min(stack // per_socket, cpu.sockets - 1)
+    within = stack % per_socket
+    return socket * cpu.nodes_per_socket + min(within * cpu.nodes_per_socket // per_socket, cpu.nodes_per_socket - 1)
+
+
+def _host_bridge(root: str, mmio: dv.Mmio, bus: int) -> Function:
+    key = "amd-genoa-host" if root == "amd-genoa" else "amd-rome-host" if root == "amd-rome" else "intel-spr-host"
+    return dv.legacy(key, mmio, f"host{bus:02x}", slot=0)
+
+
+def _platform_devices(rc: RootComplex, parts: Parts, mmio: dv.Mmio) -> None:
+    """BMC VGA behind its bridge, a management NIC and a boot NVMe on the first root complex."""
+    gen = _gen(parts.root)
+    rp = rc.add(dv.port(_root_port_key(parts.root), pc.PORT_ROOT, "rp-bmc", gen=2, width=1, slot=0x1C, fn=0, physical_slot=None))
+    bridge = rp.add(dv.legacy("aspeed-bridge", mmio, "bmc-bridge", slot=0))
+    bridge.role = "bridge"
+    bridge.add(dv.legacy("aspeed-vga", mmio, "bmc-vga", slot=0))
+    rp2 = rc.add(dv.port(_root_port_key(parts.root), pc.PORT_ROOT, "rp-lan", gen=3, width=8, slot=0x1C, fn=4))
+    rp2.add(dv.endpoint("intel-x710", mmio, "lan0", gen=3, width=8))
+    rp3 = rc.add(dv.port(_root_port_key(parts.root), pc.PORT_ROOT, "rp-boot", gen=gen, width=4, slot=0x1D, fn=0))
+    rp3.add(dv.endpoint("nvme-samsung", mmio, "nvme0", gen=4, width=4, bar_layout=[(16384, True, False)]))
+
+
+def hgx(cpu: CpuSpec, parts: Parts) -> Placed:
+    """HGX baseboard: each GPU behind a PCIe switch with one RDMA NIC beside it; NVSwitches behind their own switch."""
+    placed = Placed(Topology(iommu=parts.iommu))
+    mmio = dv.Mmio()
+    stacks = parts.count
+    buses = (
+        [0x15, 0x26, 0x37, 0x48, 0x97, 0xA8, 0xB9, 0xCA]
+        if parts.root.startswith("intel")
+        else [0x00, 0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0]
+    )
+    first = _rc(cpu, 0x00, 0)
+    first.add(_host_bridge(parts.root, mmio, 0))
+    placed.topology.roots.append(first)
+    _platform_devices(first, parts, mmio)
+    if parts.nvswitches:
+        rp = first.add(
+            dv.port(
+                _root_port_key(parts.root), pc.PORT_ROOT, "rp-nvsw", gen=_gen(parts.root), width=16, slot=0x01, physical_slot=None
+            )
+        )
+        usp = rp.add(dv.port("pex-gen5", pc.PORT_UPSTREAM, "nvsw-usp", gen=5, width=16))
+        for k in range(parts.nvswitches):
+            dsp = usp.add(
+                dv.port(
+                    "pex-gen5",
+                    pc.PORT_DOWNSTREAM,
+                    f"nvsw-dsp{k}",
+                    gen=4,
+                    width=2,
+                    slot=k,
+                    port_number=k,
+                    acs_control=parts.acs_control,
+                )
+            )
+            sw = dv.endpoint(
+                parts.nvswitch_key, mmio, f"NVSwitch{k}", gen=4, width=2, bar_layout=[(32 * 1024 * 1024, True, False)]
+            )
+            sw.role = "nvswitch"
+            dsp.add(sw)
+            placed.nvswitches.append(sw)
+    for index in range(parts.count):
+        bus = buses[index % len(buses)]
+        node = _node_of_stack(cpu, index, stacks)
+        rc = first if bus == 0 else _rc(cpu, bus, node)
+        if rc is not first:
+            rc.add(_host_bridge(parts.root, mmio, bus))
+            placed.topology.roots.append(rc)
+        rp = rc.add(
+            dv.port(
+                _root_port_key(parts.root),
+                pc.PORT_ROOT,
+                f"rp{index}",
+                gen=_gen(parts.root),
+                width=16,
+                slot=0x01 if bus else 0x03,
+                physical_slot=index + 1,
+            )
+        )
+        usp = rp.add(dv.port("pex-gen5", pc.PORT_UPSTREAM, f"usp{index}", gen=5, width=16))
+        dsp_gpu = usp.add(
+            dv.port(
+                "pex-gen5",
+                pc.PORT_DOWNSTREAM,
+                f"dsp{index}",
+                gen=5,
+                width=16,
+                slot=0,
+                port_number=0,
+                acs_control=parts.acs_control,
+            )
+        )
+        dsp_gpu.add(dv.gpu(parts.model, mmio, index, parts.gpu_pci))
+        if index < parts.nics:
+            dsp_nic = usp.add(
+                dv.port(
+                    "pex-gen5",
+                    pc.PORT_DOWNSTREAM,
+                    f"dsp{index}-nic",
+                    gen=5,
+                    width=16,
+                    slot=1,
+                    port_number=1,
+                    acs_control=parts.acs_control,
+                )
+            )
+            nic = dsp_nic.add(
+                dv.endpoint(
+                    parts.nic_key,
+                    mmio,
+                    f"nic{index}",
+                    gen=5 if parts.nic_key == "cx7" else 4,
+                    width=16,
+                    sriov_vfs=16,
+                    max_read_request=4096,
+                )
+            )
+            placed.nics.append(nic)
+        dsp_nvme = usp.add(
+            dv.port(
+                "pex-gen5",
+                pc.PORT_DOWNSTREAM,
+                f"dsp{index}-nvme",
+                gen=4,
+                width=4,
+                slot=2,
+                port_number=2,
+                acs_control=parts.acs_control,
+            )
+        )
+        dsp_nvme.add(dv.endpoint("nvme-kioxia", mmio, f"nvme{index + 1}", gen=4, width=4, bar_layout=[(16384, True, False)]))
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
+def direct(cpu: CpuSpec, parts: Parts) -> Placed:
+    """One root port per GPU (workstations, 2U servers), spread over the sockets' root complexes."""
+    placed = Placed(Topology(iommu=parts.iommu))
+    mmio = dv.Mmio()
+    first = _rc(cpu, 0x00, 0)
+    first.add(_host_bridge(parts.root, mmio, 0))
+    placed.topology.roots.append(first)
+    _platform_devices(first, parts, mmio)
+    stacks = max(parts.count, 1)
+    buses = [0x00, 0x40, 0x80, 0xC0] if parts.root.startswith("amd") else [0x00, 0x16, 0x30, 0x4A, 0x80, 0x97, 0xB0, 0xC9]
+    roots: dict[int, RootComplex] = {0: first}
+    for index in range(parts.count):
+        bus = buses[index % len(buses)] if parts.count > 1 else 0
+        node = _node_of_stack(cpu, index, stacks) if cpu.nodes > 1 else 0
+        rc = roots.get(bus)
+        if rc is None:
+            rc = _rc(cpu, bus, node)
+            rc.add(_host_bridge(parts.root, mmio, bus))
+            placed.topology.roots.append(rc)
+            roots[bus] = rc
+        slot = 0x01 + sum(1 for f in rc.functions if f.role == "root_port" and f.slot < 0x1C)
+        rp = rc.add(
+            dv.port(
+                _root_port_key(parts.root),
+                pc.PORT_ROOT,
+                f"rp{index}",
+                gen=_gen(parts.root),
+                width=16,
+                slot=slot,
+                fn=1 if parts.root.startswith("amd") else 0,
+                physical_slot=index + 1,
+                acs_control=parts.acs_control,
+            )
+        )
+        rp.add(dv.gpu(parts.model, mmio, index, parts.gpu_pci))
+        if parts.model.audio_function is not None:
+            rp.add(dv.gpu_audio(parts.model, mmio, index))
+    for index in range(parts.nics):
+        rc = placed.topology.roots[index % len(placed.topology.roots)]
+        rp = rc.add(
+            dv.port(
+                _root_port_key(parts.root),
+                pc.PORT_ROOT,
+                f"rp-nic{index}",
+                gen=_gen(parts.root),
+                width=16,
+                slot=0x07,
+                fn=index // len(placed.topology.roots) + 1,
+            )
+        )
+        placed.nics.append(
+            rp.add(
+                dv.endpoint(
+                    parts.nic_key, mmio, f"nic{index}", gen=5 if parts.nic_key == "cx7" else 4, width=16, max_read_request=4096
+                )
+            )
+        )
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
+def switched(cpu: CpuSpec, parts: Parts, per_switch: int = 4) -> Placed:
+    """GPUs in groups behind Broadcom PEX switches, one switch per root port (4U PCIe GPU servers)."""
+    placed = Placed(Topology(iommu=parts.iommu, group_per_switch=False))
+    mmio = dv.Mmio()
+    first = _rc(cpu, 0x00, 0)
+    first.add(_host_bridge(parts.root, mmio, 0))
+    placed.topology.roots.append(first)
+    _platform_devices(first, parts, mmio)
+    switches = (parts.count + per_switch - 1) // per_switch
+    buses = [0x16, 0x97, 0x30, 0xB0] if parts.root.startswith("intel") else [0x40, 0xC0, 0x00, 0x80]
+    pex = "pex-gen5" if parts.model.pcie_gen >= 5 else "pex-gen4"
+    gen = min(_gen(parts.root), 5 if pex == "pex-gen5" else 4)
+    index = 0
+    for s in range(switches):
+        bus = buses[s % len(buses)]
+        node = _node_of_stack(cpu, s, switches)
+        rc = _rc(cpu, bus, node) if bus else first
+        if rc is not first:
+            rc.add(_host_bridge(parts.root, mmio, bus))
+            placed.topology.roots.append(rc)
+        rp = rc.add(
+            dv.port(
+                _root_port_key(parts.root),
+                pc.PORT_ROOT,
+                f"rp-sw{s}",
+                gen=_gen(parts.root),
+                width=16,
+                slot=0x01,
+                physical_slot=s + 1,
+                acs_control=parts.acs_control,
+            )
+        )
+        usp = rp.add(dv.port(pex, pc.PORT_UPSTREAM, f"usp{s}", gen=gen, width=16))
+        for k in range(per_switch):
+            if index >= parts.count:
+                break
+            dsp = usp.add(
+                dv.port(
+                    pex,
+                    pc.PORT_DOWNSTREAM,
+                    f"dsp{s}.{k}",
+                    gen=gen,
+                    width=16,
+                    slot=k,
+                    port_number=k + 8,
+                    acs_control=parts.acs_control,
+                    physical_slot=10 + index,
+                )
+            )
+            dsp.add(dv.gpu(parts.model, mmio, index, parts.gpu_pci))
+            index += 1
+        if s < parts.nics:
+            dsp = usp.add(
+                dv.port(
+                    pex,
+                    pc.PORT_DOWNSTREAM,
+                    f"dsp{s}.nic",
+                    gen=gen,
+                    width=16,
+                    slot=per_switch,
+                    port_number=per_switch + 8,
+                    acs_control=parts.acs_control,
+                )
+            )
+            placed.nics.append(
+                dsp.add(dv.endpoint(parts.nic_key, mmio, f"nic{s}", gen=min(gen, 5), width=16, max_read_request=4096))
+            )
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
+def flat_vm(cpu: CpuSpec, parts: Parts, *, cloud: str, numa_aware: bool) -> Placed:
+    """A VM guest: the GPUs passed through with vfio sit on root buses with no bridge above them; no ACS visible.
+
+    ``numa_aware``: each GPU on its own host bridge with the guest NUMA node it is near (large cloud instances);
+    otherwise everything on bus 0 with ``numa_node`` -1 (small instances, most KVM setups).
+    """
+    placed = Placed(Topology(iommu=None))
+    mmio = dv.Mmio(low=0xC000_0000, high=0x1000_0000_0000)
+    every = list(range(cpu.logical))
+    first = RootComplex(0, 0, -1, cpulist(every), cpumask(every, cpu.logical))
+    placed.topology.roots.append(first)
+    first.add(dv.legacy("qemu-i440fx", mmio, "host", slot=0))
+    first.add(dv.legacy("qemu-isa", mmio, "isa", slot=1))
+    net = "ena" if cloud == "aws" else "gvnic" if cloud == "gcp" else "virtio-net"
+    disk = "nvme-aws" if cloud == "aws" else "virtio-scsi" if cloud == "gcp" else "virtio-blk"
+    first.add(dv.legacy(net, mmio, "eth0", slot=3, express=cloud != "kvm"))
+    first.add(dv.legacy(disk, mmio, "disk0", slot=4, express=cloud != "kvm"))
+    guest_pci = dv.GpuPci(**{**parts.gpu_pci.__dict__, "guest": True})
+    for index in range(parts.count):
+        if numa_aware:
+            node = _node_of_stack(cpu, index, parts.count)
+            rc = RootComplex(0, 0x10 * (index + 1) + 0x40, node, node_cpulist(cpu, node), node_cpumask(cpu, node))
+            placed.topology.roots.append(rc)
+            rc.add(dv.gpu(parts.model, mmio, index, guest_pci, slot=0))
+            if index < parts.nics:
+                for k in range(parts.nics // max(parts.count, 1) or 1):
+                    placed.nics.append(
+                        rc.add(
+                            dv.endpoint(parts.nic_key, mmio, f"nic{len(placed.nics)}", gen=4, width=16, slot=k + 1, guest=True)
+                        )
+                    )
+        else:
+            first.add(dv.gpu(parts.model, mmio, index, guest_pci, slot=5 + index))
+    if parts.nvswitches:
+        rc = RootComplex(0, 0x30, 0, node_cpulist(cpu, 0), node_cpumask(cpu, 0))
+        placed.topology.roots.append(rc)
+        for k in range(parts.nvswitches):
+            sw = dv.endpoint(
+                parts.nvswitch_key,
+                mmio,
+                f"NVSwitch{k}",
+                gen=4,
+                width=2,
+                slot=k,
+                guest=True,
+                bar_layout=[(32 * 1024 * 1024, True, False)],
+            )
+            sw.role = "nvswitch"
+            placed.nvswitches.append(rc.add(sw))
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
+def grace(cpu: CpuSpec, parts: Parts) -> Placed:
+    """A GH200 node: the Hopper GPU on its own PCIe domain (0009) behind a Grace root port; NICs and NVMe on others."""
+    placed = Placed(Topology(iommu=parts.iommu))
+    mmio = dv.Mmio(low=0x4000_0000, high=0x6100_0000_0000)
+    gpu_rc = RootComplex(0x0009, 0, 0, node_cpulist(cpu, 0), node_cpumask(cpu, 0))
+    rp = gpu_rc.add(dv.port("grace-rp", pc.PORT_ROOT, "rp-gpu", gen=5, width=16, slot=0, physical_slot=None))
+    rp.add(dv.gpu(parts.model, mmio, 0, parts.gpu_pci))
+    nic_rc = RootComplex(0x0000, 0, 0, node_cpulist(cpu, 0), node_cpumask(cpu, 0))
+    rp_nic = nic_rc.add(dv.port("grace-rp", pc.PORT_ROOT, "rp-nic", gen=5, width=16, slot=0))
+    for k in range(parts.nics):
+        placed.nics.append(rp_nic.add(dv.endpoint(parts.nic_key, mmio, f"nic{k}", gen=5, width=16, fn=k, max_read_request=4096)))
+    nvme_rc = RootComplex(0x0004, 0, 0, node_cpulist(cpu, 0), node_cpumask(cpu, 0))
+    rp_nvme = nvme_rc.add(dv.port("grace-rp", pc.PORT_ROOT, "rp-nvme", gen=5, width=4, slot=0))
+    rp_nvme.add(dv.endpoint("nvme-samsung", mmio, "nvme0", gen=4, width=4, bar_layout=[(16384, True, False)]))
+    placed.topology.roots += [nic_rc, nvme_rc, gpu_rc]
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
