@@ -20,6 +20,87 @@ from tests.hostgen.archetypes import ALL
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
 
+REVIEW: dict[str, tuple[str, ...]] = {
+    "*": (
+        "`power.cstates` medium on every bare-metal host with C6/C2 enabled: deep C-states do add wake-up latency at "
+        "batch-1 decode, but this is the vendor default on every archetype here and its cost is small next to GPU time "
+        "for batched serving; an expert rates it low unless the server is latency-bound (and a host that uses tuned's "
+        "PM QoS keeps the states enabled in sysfs while never entering them).",
+    ),
+    "hgx-h200-noble": (
+        "`driver.peermem` medium is wrong: kernel 6.8 with the open 570 driver and inbox rdma-core does GPUDirect RDMA "
+        "through dma-buf; nvidia_peermem is not needed (and is not built without MLNX_OFED).",
+    ),
+    "dgx-a100-mig": (
+        "`cuda.mig` high ('turn MIG off') is wrong: every MIG instance is in use by a vLLM replica; MIG is deliberate.",
+        "`p2p.status` high is wrong: P2P between MIG-enabled GPUs is unsupported by design; the 6 pairs among GPUs "
+        "4-7 are OK over NVLink.",
+        "`power.scaling_driver` medium is advice the running kernel cannot take: 5.15 has no amd_pstate (5.17+), as "
+        "`kernel.version` says in the same report.",
+        "`kernel.version` low names amd_pstate as a reason to upgrade a DGX OS kernel: not an expert's reason.",
+    ),
+    "aws-p5-vm": (
+        "`driver.peermem` medium is doubtful: the RDMA devices are EFA (not mlx5); GPUDirect RDMA on EFA goes through "
+        "the efa driver's own peer-memory / dma-buf path with libfabric, not nvidia_peermem. Should be not applicable "
+        "or unknown with what would tell.",
+    ),
+    "gcp-g2-2xl4-vm": (
+        "`p2p.status` high with a fix 'on the hypervisor, reboot' is wrong: a cloud VM does not offer P2P between "
+        "passed-through L4s (CHIPSET_NOT_SUPPORTED) and the user cannot change the hypervisor; NCCL falls back to "
+        "shared memory. Informational (low) at most.",
+    ),
+    "k8s-pod-h100": (
+        "`container.platform` says bare metal: the pod is not recognized (containerd, no /.dockerenv, no systemd; "
+        "KUBERNETES_SERVICE_HOST and the kubepods cgroup/service-account mount tell). Hence `container.shm`, "
+        "`container.cgroup_cpu`, `container.gpu_devices` read not applicable.",
+        "`kernel.version` medium ('/lib/modules missing although nvidia is loaded') is wrong: a container has no "
+        "/lib/modules; the module belongs to the node.",
+        "`cuda.memory_in_use` medium is wrong: the workers belong to the vLLM server, which is PID 1 of the pod (the "
+        "ancestor walk stops before PID 1).",
+        "The baseline lists '4 x NVIDIA GPU' besides the 4 H100s: sysfs shows the node's 8 GPUs, NVML the 4 the device "
+        "plugin gave; the other 4 are not this pod's.",
+        "`driver.fabricmanager` and `gpu.xid` unknown: right that they cannot be seen here, but they should say it is "
+        "the node's to check.",
+    ),
+    "docker-h100-bm": (
+        "`cuda.memory_in_use` medium is wrong (the server is PID 1 of the container, as in the pod).",
+        "`power.cstates` puts the fix on 'hypervisor': a Docker host on bare metal is not a hypervisor; the fix runs on "
+        "the container's host.",
+    ),
+    "docker-in-gcp-vm": (
+        "`cuda.memory_in_use` medium is wrong (the server is PID 1).",
+        "`p2p.status` high: as in gcp-g2-2xl4-vm, not a fault the user can fix.",
+        "`container.shm` medium is right in substance (64 MiB breaks NCCL's shared-memory transport between the two "
+        "workers); an expert would rate it high for a TP 2 server.",
+    ),
+    "intel-snc-h100pcie": (
+        "`p2p.status` high: GPUs on different sockets of an Intel host report IOH_TOPOLOGY_NOT_SUPPORTED (P2P over "
+        "UPI is not supported); that is the platform, not a fault with a reboot fix. Low/informational, and a hint to "
+        "keep TP groups within a socket.",
+    ),
+    "geforce-4x4090": (
+        "`p2p.status` high is wrong: GeForce boards have no P2P (NOT_SUPPORTED by the driver); nothing to fix.",
+        "`nccl.env` high is wrong: NCCL_P2P_DISABLE=1 is harmless where P2P is not supported.",
+    ),
+    "l40s-pex-iommu": (
+        "`pcie.acs` high is right: ACS ReqRedir/CmpltRedir on the PEX downstream ports send GPU-GPU traffic through "
+        "the root complex.",
+        "`p2p.status` high on the cross-socket pairs: the platform (Intel, UPI), as on intel-snc-h100pcie.",
+    ),
+    "gh200-node": (
+        "`driver.peermem` medium is wrong: kernel 6.8 with the open driver uses dma-buf for GPUDirect RDMA.",
+        "`firmware.cppc` unknown and `power.boost` unknown on Grace: cppc_cpufreq is the only driver there; these "
+        "checks are x86 notions and should be not applicable.",
+    ),
+    "hgx-h100-upgraded-no-reboot": (
+        "One cause, three problems: `driver.library_mismatch` (high) is the root cause (reboot pending); "
+        "`driver.fabricmanager` critical offers 'start it', which cannot work before the reboot; "
+        "`driver.fabricmanager_version` high is a consequence of the same upgrade.",
+        "Every NVML-based check reads unknown (right), but none says the reboot is what would tell.",
+    ),
+}
+"""What an expert says of today's verdicts on each archetype (reviewed by hand against the table; ``*``: all)."""
+
 SHORT = {"problem": "P", "unknown": "?", "not_applicable": "n/a", "ok": "ok"}
 
 
@@ -59,6 +140,12 @@ def render(specs: Iterable[HostSpec], results: Mapping[str, AuditResult]) -> str
     for check in checks:
         row = [table[name].get(check, "-") for name in names]
         out.append(f"| `{check}` | " + " | ".join(row) + " |")
+    out += ["", "## Verdicts that look wrong to an expert", ""]
+    for note in REVIEW.get("*", ()):
+        out.append(f"- all archetypes: {note}")
+    for spec in specs:
+        for note in REVIEW.get(spec.name, ()):
+            out.append(f"- `{spec.name}`: {note}")
     out += ["", "## Problems reported, per archetype", ""]
     for spec in specs:
         result = results[spec.name]
