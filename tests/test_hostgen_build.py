@@ -136,20 +136,22 @@ def test_model_names_are_nvidias() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "kind", "below"),
+    ("name", "kind", "in_vm"),
     [
-        ("hgx-h100-jammy", "bare_metal", None),
-        ("aws-p5-vm", "vm", None),
-        ("docker-h100-bm", "docker", None),
-        ("docker-in-gcp-vm", "docker", "hypervisor flag"),
-        ("gh200-node", "bare_metal", None),
+        ("hgx-h100-jammy", "bare_metal", False),
+        ("aws-p5-vm", "vm", True),
+        ("docker-h100-bm", "docker", False),
+        ("docker-in-gcp-vm", "docker", True),
+        ("k8s-pod-h100", "container", False),
+        ("gh200-node", "bare_metal", False),
     ],
 )
-def test_platform_markers(name: str, kind: str, below: str | None) -> None:
+def test_platform_markers(name: str, kind: str, in_vm: bool) -> None:
+    """The layers the platform facts find in each generated host (what the markers are made to show)."""
     host = SnapshotHost(snapshot(ARCHETYPES[name]))
     platform = anyio.run(lambda: detect_platform(Probe(host)))
     assert platform.kind == kind
-    assert platform.vm_below == below
+    assert platform.in_vm == in_vm
 
 
 def test_kubernetes_pod_looks_like_one() -> None:
