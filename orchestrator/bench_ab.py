@@ -54,8 +54,8 @@ class Arm:
 
 @dataclass(frozen=True)
 class AbOptions:
-    cycles: int = 4
-    """Visits of every arm; each visit runs every level once."""
+    cycles: int = 6
+    """Visits of every arm; each visit runs every level once (6 finds a 30% gain at 10% noise per visit 80% of the time)."""
     settle: int = 1
     """Untimed requests before every visit (after a switch, or not: every arm is treated alike)."""
     together: bool = False

@@ -225,7 +225,10 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--snapshot", metavar="SRC", help="a snapshot to copy and switch (needs --into)")
     where.add_argument("--into", metavar="DST", help="the new copy of --snapshot that is changed")
     parser.add_argument(
-        "--cycles", type=int, default=4, help=f"visits of every arm, 2-{MAX_CYCLES} (default 4; each visit runs every level once)"
+        "--cycles",
+        type=int,
+        default=6,
+        help=f"visits of every arm, 2-{MAX_CYCLES} (default 6; each visit runs every level once)",
     )
     parser.add_argument("--settle", type=int, default=1, help=f"untimed requests before every visit, 0-{MAX_SETTLE} (default 1)")
     parser.add_argument("--together", action="store_true", help="with several steps, measure only all of them together")
