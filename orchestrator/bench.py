@@ -376,8 +376,22 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
 # --- compare ---------------------------------------------------------------------------------------
 
 
+JUDGING = """how the verdicts are reached (the repeat is the unit):
+  each repeat's figure per level (output tok/s, the headline; TTFT and ITL medians) counts once;
+  change = ratio of geometric means, with a Welch t interval on the log of the repeats' figures
+  (bench ab: a paired t interval over its A/B cycles); the p-values of every level and metric shown
+  are adjusted together (Holm's weighted step-down; output tok/s carries 2/3 of each level's
+  weight), so identical configurations are called different at most 1 - confidence of the time.
+  improved / regressed: adjusted p < 1 - confidence and |change| >= --noise-floor;
+  no significant change: the interval lies within ±--resolution;
+  not enough repeats (need >= N): a wider interval; N repeats per side would narrow it at the
+  observed spread. A trend within a session (warm-up, clocks, another tenant) is reported."""
+
+
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
-    """How ``bench compare`` and ``bench ab`` judge a change."""
+    """How ``bench compare`` and ``bench ab`` judge a change (the method is the help's epilog)."""
+    parser.epilog = JUDGING
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
         "--confidence", type=float, default=0.95, help="of the intervals and the verdicts, 0.5-0.999 (default 0.95)"
     )

@@ -276,3 +276,13 @@ def test_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
         load_result(tmp_path)
     assert main(["bench", "compare", str(tmp_path / "missing.json"), str(wrong), "--no-transcript"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["compare", "ab"])
+def test_help_states_the_method(kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", kind, "--help"])
+    assert stopped.value.code == 0
+    text = capsys.readouterr().out
+    assert "the repeat is the unit" in text and "Welch t interval" in text and "Holm" in text
+    assert "not enough repeats (need >= N)" in text and "--fail-on-regression" in text
