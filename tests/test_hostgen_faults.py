@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
+from pathlib import Path
 
 import pytest
 
-from tests.hostgen import ARCHETYPES, build, faults
+from tests.hostgen import ARCHETYPES, build, faults, write
 from tests.hostgen.cache import built as build_once
+from tests.hostgen.cache import snapshot
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
 
 HGX = ARCHETYPES["hgx-h100-jammy"]
@@ -99,3 +101,17 @@ def test_mig_faults() -> None:
     unused = build(faults.mig_unused(HGX, (0, 1))).tree
     assert unused.nvml_result("nvmlDeviceGetMigMode", 1) == [1, 1]
     assert unused.nvml_result("nvmlDeviceGetComputeRunningProcesses", 1) == []
+
+
+def test_a_fault_variant_is_written_as_its_archetype_with_shared_files(tmp_path: Path) -> None:
+    spec = faults.persistence_off(ARCHETYPES["gcp-g2-2xl4-vm"])
+    light, full = snapshot(spec), write(spec, tmp_path / "full")
+
+    def contents(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    assert contents(light) == contents(full)
+    shared = [p for p in (light / "files").rglob("*") if p.is_file() and p.stat().st_nlink > 1]
+    assert shared, "unchanged files are hard links into the archetype's snapshot"
+    assert (light / "files/proc/driver/nvidia/version").stat().st_nlink > 1
+    assert b'"result": 0' in (light / "nvml.jsonl").read_bytes()  # persistence mode 0 recorded

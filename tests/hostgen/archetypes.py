@@ -383,7 +383,7 @@ AWS_P5 = HostSpec(
     GpuSpec("h100-sxm", 8, nvswitches=4),
     DriverSpec("550.127.05", fabricmanager="active", peermem=False, cuda=12040),
     topology="flat",
-    nics=NicSpec("efa", 32, link_layer="Unspecified", rate_gbps=100, ofed=None),
+    nics=NicSpec("efa", 32, link_layer="Unknown", rate_gbps=100, ofed=None),
     platform=PlatformSpec(vm="amazon", cloud="aws", instance_type="p5.48xlarge"),
     processes=(
         vllm(

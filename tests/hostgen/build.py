@@ -13,7 +13,7 @@ from tests.hostgen import topo
 from tests.hostgen.catalog import GPUS, MIB, GpuModel
 from tests.hostgen.cpu import Layout, cpulist, write_cpus
 from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
-from tests.hostgen.pci import Function, write_topology
+from tests.hostgen.pci import Function, lspci_lines, write_topology
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
 from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
 from tests.hostgen.rdma import ib_name, write_rdma
@@ -704,13 +704,13 @@ def build(spec: HostSpec) -> Built:
     tree_layout = write_cpus(tree, spec.cpu, ktuple, spec.os.memory_kib)
     placed = _placed(spec)
     built = Built(spec, tree, placed, tree_layout)
-    built.rdma_names = [ib_name(spec.nics.kind if spec.nics else "cx7", k, f) for k, f in enumerate(placed.nics)]
     irq = 140
     for function in placed.topology.functions():
         if function.role in ("gpu", "nic", "nvswitch", "nvme"):
             function.irq = irq
             irq += 17
     write_topology(tree, placed.topology)
+    built.rdma_names = [ib_name(spec.nics.kind if spec.nics else "cx7", k, f) for k, f in enumerate(placed.nics)]
     _server_processes(built)
     _gpu_states(built)
     built.gpu_states_all = _all_states(built)
@@ -862,6 +862,10 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
     tree.command(("systemd-detect-virt",), virt + "\n", exit_code=code)
     tree.command(("systemd-detect-virt", "--vm"), virt + "\n", exit_code=code)
     tree.command(("systemd-detect-virt", "--container"), "none\n", exit_code=1)
+    topology = built.placed.topology
+    tree.command(("lspci",), lspci_lines(topology))
+    tree.command(("lspci", "-nn"), lspci_lines(topology, numeric=True))
+    tree.command(("lspci", "-D"), lspci_lines(topology, domains=True))
     tree.command(
         ("systemctl", "is-active", "irqbalance"), spec.os.irqbalance + "\n", exit_code=0 if spec.os.irqbalance == "active" else 3
     )
@@ -1036,7 +1040,17 @@ def _container_layer(built: Built, self_pid: int) -> None:
             f"search {p.namespace}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n",
         )
         tree.file("/dev/termination-log", b"")
-    for program in ("systemd-detect-virt", "systemctl", "pct", "dpkg-query", "ibstat", "ibv_devinfo", "ofed_info", "modinfo"):
+    for program in (
+        "systemd-detect-virt",
+        "systemctl",
+        "pct",
+        "dpkg-query",
+        "ibstat",
+        "ibv_devinfo",
+        "ofed_info",
+        "modinfo",
+        "lspci",
+    ):
         tree.missing_program(program)
     tree.command(("dmesg",), "", exit_code=1, stderr="dmesg: read kernel buffer failed: Operation not permitted\n")
     mounts = pf.container_mounts(built)

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tests.hostgen.archetypes import ALL as ARCHETYPES
 from tests.hostgen.build import Built, build, write
 from tests.hostgen.spec import HostSpec
 
@@ -26,9 +27,18 @@ def scratch() -> Path:
 
 
 def snapshot(spec: HostSpec) -> Path:
-    """The snapshot of ``spec``, written on first use. Read only: copy it (tests/mutate.light_copy) to change it."""
+    """The snapshot of ``spec``, written on first use. Read only: copy it (tests/mutate.light_copy) to change it.
+
+    A fault variant (``faults.*`` names it ``archetype+fault``) shares, by hard links, the files it has in common
+    with its archetype's snapshot.
+    """
     if spec not in _WRITTEN:
-        _WRITTEN[spec] = write(spec, scratch() / f"{len(_WRITTEN):03d}-{spec.name.replace('+', '_')}")
+        target = scratch() / f"{len(_WRITTEN):03d}-{spec.name.replace('+', '_')}"
+        base = ARCHETYPES.get(spec.name.split("+", 1)[0])
+        if base is not None and base != spec:
+            _WRITTEN[spec] = built(spec).tree.write(target, like=(built(base).tree, snapshot(base)))
+        else:
+            _WRITTEN[spec] = write(spec, target)
     return _WRITTEN[spec]
 
 

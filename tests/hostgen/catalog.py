@@ -392,7 +392,7 @@ PCI: dict[str, PciModel] = {
     ),
     "efa": PciModel(
         0x1D0F,
-        0xEFA1,
+        0xEFA2,
         0x020000,
         "Ethernet controller: Amazon.com, Inc. Elastic Fabric Adapter (EFA)",
         0x00,

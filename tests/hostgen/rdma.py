@@ -14,7 +14,9 @@ RATES = {400: "400 Gb/sec (4X NDR)", 200: "200 Gb/sec (4X HDR)", 100: "100 Gb/se
 
 def ib_name(kind: str, index: int, function: Function) -> str:
     if kind == "efa":
-        return f"rdmap{index + 16}s{27 + index % 4}"
+        # rdma-core names EFA devices by PCI address: rdmap<bus>s<slot>, in decimal (rdmap115s0)
+        bus, slot = function.bdf.split(":")[1], function.bdf.split(":")[2].split(".")[0]
+        return f"rdmap{int(bus, 16)}s{int(slot, 16)}"
     return f"mlx5_{index}"
 
 
@@ -24,8 +26,10 @@ def write_rdma(built: Built) -> None:
     if nic is None or not built.placed.nics:
         tree.missing_program("ibstat", "ibv_devinfo", "ofed_info")
         return
-    hca = {"cx7": "MT4129", "cx6": "MT4123", "efa": "efa"}.get(nic.kind, "MT4129")
-    fw = {"cx7": "28.39.1002", "cx6": "20.39.1002", "efa": "0.0.0"}.get(nic.kind, "28.39.1002")
+    efa = nic.kind == "efa"
+    hca = {"cx7": "MT4129", "cx6": "MT4123", "efa": ""}.get(nic.kind, "MT4129")
+    fw = {"cx7": "28.39.1002", "cx6": "20.39.1002", "efa": "0.0.0.0"}.get(nic.kind, "28.39.1002")
+    link_layer = "Unknown" if efa else nic.link_layer  # the efa driver reports no link layer
     for index, function in enumerate(built.placed.nics):
         name = built.rdma_names[index]
         folder = f"{function.path}/infiniband/{name}"
@@ -49,7 +53,7 @@ def write_rdma(built: Built) -> None:
                 "state": "4: ACTIVE",
                 "phys_state": "5: LinkUp",
                 "rate": RATES.get(nic.rate_gbps, f"{nic.rate_gbps} Gb/sec"),
-                "link_layer": nic.link_layer if nic.kind != "efa" else "Unspecified",
+                "link_layer": link_layer,
                 "lid": f"0x{index + 1:x}" if nic.link_layer == "InfiniBand" else "0x0",
                 "sm_lid": "0x1",
                 "lid_mask_count": 0,
@@ -83,14 +87,14 @@ def write_rdma(built: Built) -> None:
             f"\t\tBase lid: {index + 1}",
             "\t\tSM lid: 1",
             "\t\tCapability mask: 0xa751e848",
-            f"\t\tLink layer: {nic.link_layer if nic.kind != 'efa' else 'Unspecified'}",
+            f"\t\tLink layer: {link_layer}",
         ]
     tree.command(("ibstat",), "\n".join(lines) + "\n")
     info = []
     for index, name in enumerate(built.rdma_names):
         info += [
             f"hca_id:\t{name}",
-            "\ttransport:\t\t\tInfiniBand (0)",
+            "\ttransport:\t\t\tunspecified (4)" if efa else "\ttransport:\t\t\tInfiniBand (0)",
             f"\tfw_ver:\t\t\t\t{fw}",
             f"\tvendor_id:\t\t\t0x{built.placed.nics[index].vendor:04x}",
             f"\tvendor_part_id:\t\t\t{built.placed.nics[index].device}",
@@ -99,7 +103,7 @@ def write_rdma(built: Built) -> None:
             "\t\t\tstate:\t\t\tPORT_ACTIVE (4)",
             "\t\t\tmax_mtu:\t\t4096 (5)",
             "\t\t\tactive_mtu:\t\t4096 (5)",
-            f"\t\t\tlink_layer:\t\t{nic.link_layer if nic.kind != 'efa' else 'Unspecified'}",
+            f"\t\t\tlink_layer:\t\t{'InfiniBand' if efa else nic.link_layer}",
             "",
         ]
     tree.command(("ibv_devinfo",), "\n".join(info))

@@ -108,17 +108,27 @@ class Tree:
         return None if record is None else record.get("result")
 
     # -- output --------------------------------------------------------------------------
-    def write(self, root: Path) -> Path:
-        """Write the snapshot into ``root`` (created; must not exist or be empty)."""
+    def write(self, root: Path, *, like: tuple[Tree, Path] | None = None) -> Path:
+        """Write the snapshot into ``root`` (created; must not exist or be empty).
+
+        ``like``: (a tree, the snapshot it was written to): files with the same bytes there are hard-linked
+        instead of written (a fault variant of a cached archetype costs a third of a full write). Such files are
+        shared: change them only by replacing them, as rigaudit's own writes do.
+        """
         root.mkdir(parents=True, exist_ok=True)
         files = root / "files"
         made: set[str] = set()
+        same = like[0].files if like is not None else {}
+        base = str(like[1] / "files") if like is not None else ""
         for path, data in sorted(self.files.items()):
-            target = files / path.lstrip("/")
-            parent = str(target.parent)
+            target = str(files) + path
+            parent = target.rsplit("/", 1)[0]
             if parent not in made:
                 os.makedirs(parent, exist_ok=True)
                 made.add(parent)
+            if same.get(path) == data:
+                os.link(base + path, target)
+                continue
             with open(target, "wb") as handle:
                 handle.write(data)
         files.mkdir(exist_ok=True)
