@@ -13,19 +13,19 @@ import pytest
 from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
 from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers
 from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
-from rigaudit.orchestrator.fleet.events import FleetEvent, FleetFinished, HostFailed, HostJudged
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult, HostSummary
+from rigaudit.tools.model.events import Event, FleetFinished, HostAudited, HostFailed
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
 from tests.fleet_env import NEW_DRIVER, OLD_DRIVER, fleet_snapshots
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[FleetResult, list[FleetEvent], Path]:
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[FleetResult, list[Event], Path]:
     seed = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
     snapshots = fleet_snapshots(seed)
     folder = tmp_path_factory.mktemp("replay")
@@ -36,7 +36,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[FleetResult, lis
     archives["b"] = archives["c"] = archives["a"]
     archives["junk"] = folder / "junk.tar.gz"
     archives["junk"].write_bytes(b"Welcome to gpu-9! Last login: never\n")
-    events: list[FleetEvent] = []
+    events: list[Event] = []
     out = folder / "out"
     targets = ["a", "b", "c", "d", "e", "ghost", "junk"]
 
@@ -46,7 +46,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[FleetResult, lis
     return anyio.run(main), events, out
 
 
-def test_the_degraded_link_and_the_other_driver_are_named(replayed: tuple[FleetResult, list[FleetEvent], Path]) -> None:
+def test_the_degraded_link_and_the_other_driver_are_named(replayed: tuple[FleetResult, list[Event], Path]) -> None:
     result, _, _ = replayed
     assert [a.target for a in result.audits] == ["a", "b", "c", "d", "e"]
     named = {(o.host, o.kind, o.key, o.value, o.usual) for o in result.outliers}
@@ -59,18 +59,22 @@ def test_the_degraded_link_and_the_other_driver_are_named(replayed: tuple[FleetR
     assert result.matrix["pcie.link"] == {"a": "ok", "b": "ok", "c": "ok", "d": "problem", "e": "ok"}
 
 
-def test_failing_nodes_are_listed_and_the_rest_completes(replayed: tuple[FleetResult, list[FleetEvent], Path]) -> None:
+def test_failing_nodes_are_listed_and_the_rest_completes(replayed: tuple[FleetResult, list[Event], Path]) -> None:
     result, events, _ = replayed
     failures = {f.target: f for f in result.failures}
     assert set(failures) == {"ghost", "junk"}
     assert failures["ghost"].stage == "connect" and "Could not resolve hostname ghost" in failures["ghost"].error
     assert failures["junk"].stage == "audit" and "not a readable snapshot stream" in failures["junk"].error
-    assert sum(isinstance(e, HostJudged) for e in events) == 5 and sum(isinstance(e, HostFailed) for e in events) == 2
-    assert isinstance(events[-1], FleetFinished) and events[-1].result is result
+    assert sum(isinstance(e, HostAudited) for e in events) == 5 and sum(isinstance(e, HostFailed) for e in events) == 2
+    finished = events[-1]
+    assert isinstance(finished, FleetFinished) and (finished.hosts, finished.audited) == (7, 5)
+    assert {f.target for f in finished.failures} == {"ghost", "junk"} and finished.differ == len(
+        {o.host for o in result.outliers}
+    )
     assert all(a.mode == "installed" and a.result.host.source == f"replay:{a.target}" for a in result.audits)
 
 
-def test_identical_fixes_are_grouped(replayed: tuple[FleetResult, list[FleetEvent], Path]) -> None:
+def test_identical_fixes_are_grouped(replayed: tuple[FleetResult, list[Event], Path]) -> None:
     result, _, _ = replayed
     by_check = {f.step.check: f for f in result.plan}
     assert by_check["numa.balancing"].hosts == ("a", "b", "c", "d", "e")
@@ -79,7 +83,7 @@ def test_identical_fixes_are_grouped(replayed: tuple[FleetResult, list[FleetEven
     assert len(result.plan) < steps and sum(len(f.hosts) for f in result.plan) == steps
 
 
-def test_per_host_files_and_the_fleet_report(replayed: tuple[FleetResult, list[FleetEvent], Path]) -> None:
+def test_per_host_files_and_the_fleet_report(replayed: tuple[FleetResult, list[Event], Path]) -> None:
     result, _, out = replayed
     for target in "abcde":
         folder = out / "hosts" / target

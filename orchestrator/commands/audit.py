@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import anyio
-from rich.console import Console
 
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
@@ -30,7 +29,7 @@ from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args
 from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.report import write_report
 from rigaudit.orchestrator.session import add_session_arguments, open_session
-from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import ReportWritten
@@ -92,8 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     areas = _areas(args.areas)
     host = open_host(args)
     json_to_stdout = args.json is not None and str(args.json) == "-"
-    console = Console(stderr=json_to_stdout)
-    ui = TerminalUI(console, live=not args.no_live and not json_to_stdout, show_ok=not args.hide_ok)
+    ui = terminal_for(args, show_ok=not args.hide_ok)
     brain = brain_from_args(args)
     options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout, brain=brain)
     control = AuditControl()
@@ -130,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
         session.exit_code = exit_status(result, args.fail_on)
         if session.transcript_path is not None and not json_to_stdout:
-            console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
+            ui.console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
     return session.exit_code
 
 

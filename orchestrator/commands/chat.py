@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import anyio
-from rich.console import Console as RichConsole
 
 from rigaudit.agents.llm import LLMBrain, OpenAIChatModel
 from rigaudit.agents.llm.usage import UsageBook
@@ -36,7 +35,7 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
 from rigaudit.orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
 from rigaudit.orchestrator.session import open_session
-from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events import Event, EventSink, LlmExchange, Message
@@ -136,8 +135,7 @@ def run_chat(
     host = open_host(args)
     settings = _settings(args, host, interactive)
     model = OpenAIChatModel(config) if config is not None else None
-    terminal = RichConsole(highlight=False)
-    ui = _ChatUI(TerminalUI(terminal, live=not args.no_live and interactive), echo_user=not interactive)
+    ui = _ChatUI(terminal_for(args, live=interactive), echo_user=not interactive)
     with open_session(
         "chat",
         consumers=[ui, *(consumers or [])],

@@ -22,12 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.output import warn, write_json
 from rigaudit.orchestrator.rediagnose import rediagnose
-from rigaudit.orchestrator.ui.terminal import TerminalUI
+from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.diffing import FindingChange
 from rigaudit.tools.errors import UsageError
 from rigaudit.transcripts.reader import Transcript, read_transcript
@@ -66,9 +64,9 @@ def _when(t: float) -> str:
 def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
     if args.speed < 0:
         raise UsageError("--speed must be 0 (at once) or more")
-    console = Console()
     speed = 0.0 if args.no_live else args.speed
-    ui = TerminalUI(console, live=not args.no_live)
+    ui = terminal_for(args)
+    console = ui.console
     first = transcript.events[0].t if transcript.events else 0.0
     console.print(
         f"[dim]replaying {transcript.path} (recorded {_when(first)}, {len(transcript.events)} events, "

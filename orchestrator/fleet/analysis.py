@@ -11,7 +11,8 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from rigaudit.orchestrator.fleet.model import FleetFix, HostAudit, Outlier
+from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, HostAudit, Outlier
+from rigaudit.tools.model.events import FleetFinished
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.model.plan import PlanStep
 
@@ -98,3 +99,28 @@ def fleet_plan(audits: Sequence[HostAudit]) -> list[FleetFix]:
     fixes = [FleetFix(step, tuple(hosts)) for step, hosts in groups.values()]
     fixes.sort(key=lambda f: (f.step.kind != "runtime", _PRIORITY[f.step.priority], -len(f.hosts), f.step.check))
     return fixes
+
+
+SUMMARY_SHOWN = 4
+"""Outlier lines shown per host (the fleet report lists them all)."""
+
+
+def fleet_finished(result: FleetResult, shown: int = SUMMARY_SHOWN) -> FleetFinished:
+    """The event that sums a fleet result up: counts, every failure, a few differences per host."""
+    by_host = outliers_by_host(result.outliers)
+    lines: list[str] = []
+    for host, found in by_host.items():
+        lines += [outlier.line() for outlier in found[:shown]]
+        if len(found) > shown:
+            lines.append(f"{host} (+{len(found) - shown} more differences)")
+    return FleetFinished(
+        kind=result.kind,
+        hosts=len(result.targets),
+        audited=len(result.audits),
+        failures=list(result.failures),
+        differ=len(by_host),
+        outliers=lines,
+        fixes=len(result.plan),
+        duration_s=result.duration_s,
+        warnings=list(result.warnings),
+    )

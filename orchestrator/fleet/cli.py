@@ -17,13 +17,9 @@ import sys
 from pathlib import Path
 
 import anyio
-from rich.console import Console
-from rich.markup import escape
 
 from rigaudit.agents.registry import area_names, resolve_areas
-from rigaudit.orchestrator.fleet.analysis import outliers_by_host
 from rigaudit.orchestrator.fleet.model import FleetResult
-from rigaudit.orchestrator.fleet.progress import FleetProgress
 from rigaudit.orchestrator.fleet.report import write_fleet_report
 from rigaudit.orchestrator.fleet.runner import (
     DEFAULT_HOST_TIMEOUT_S,
@@ -34,13 +30,13 @@ from rigaudit.orchestrator.fleet.runner import (
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
 from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import OperationError, UsageError
+from rigaudit.tools.model.events import EventSink, ReportWritten
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 from rigaudit.tools.remote.slurm import SlurmJob
 from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_words
-
-SUMMARY_SHOWN = 4
-"""Outlier lines printed per host (the fleet report lists them all)."""
 
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,37 +138,15 @@ def _failing(result: FleetResult, threshold: str | None) -> bool:
     )
 
 
-def _summary(console: Console, result: FleetResult) -> None:
-    by_host = outliers_by_host(result.outliers)
-    console.print(
-        f"[bold]fleet[/bold]: {len(result.audits)} of {len(result.targets)} host(s) audited in {result.duration_s:.1f} s, "
-        f"{len(result.failures)} failed, {len(by_host)} differ from their peers, {len(result.plan)} distinct fix(es)",
-        soft_wrap=True,
-    )
-    for failure in result.failures:
-        console.print(f"  [red]failed[/red] {escape(failure.target)} ({failure.stage}): {escape(failure.error)}", soft_wrap=True)
-    for host, found in by_host.items():
-        shown = found[:SUMMARY_SHOWN]
-        more = f" (+{len(found) - len(shown)} more differences)" if len(found) > len(shown) else ""
-        for outlier in shown:
-            console.print(f"  [yellow]outlier[/yellow] {escape(outlier.line())}", soft_wrap=True, highlight=False)
-        if more:
-            console.print(f"  [yellow]outlier[/yellow] {escape(host)}{more}", soft_wrap=True, highlight=False)
-    for warning in result.warnings:
-        console.print(f"  [yellow]warning[/yellow] {escape(warning)}", soft_wrap=True, highlight=False)
-
-
 def run_fleet_from_args(args: argparse.Namespace) -> int:
     _check(args)
     options = options_from_args(args)
-    json_to_stdout = getattr(args, "json", None) is not None and str(args.json) == "-"
-    progress = FleetProgress(Console(stderr=True), live=not getattr(args, "no_live", False))
     if args.slurm:
         minutes = math.ceil(options.host_timeout_s / 60) + 1
         job = SlurmJob(partition=args.partition, nodes=args.nodes, nodelist=args.nodelist, time_limit_min=minutes)
 
-        async def main() -> FleetResult:
-            return await run_slurm_fleet(job, options, progress)
+        async def main(emit: EventSink) -> FleetResult:
+            return await run_slurm_fleet(job, options, emit)
     else:
         targets = parse_hosts(args.hosts)
         command = check_words(args.ssh_command, "--ssh-command")
@@ -183,27 +157,30 @@ def run_fleet_from_args(args: argparse.Namespace) -> int:
             connect_timeout_s=max(1, min(30, int(options.host_timeout_s))),
         )
 
-        async def main() -> FleetResult:
-            return await run_fleet(targets, transport, options, progress)
+        async def main(emit: EventSink) -> FleetResult:
+            return await run_fleet(targets, transport, options, emit)
 
-    try:
-        result = anyio.run(main)
-    finally:
-        progress.close()
-    if options.out is not None:
-        write_json(options.out / "fleet.json", result.to_json())
-        write_fleet_report(options.out / "system-improve.md", result)
-    if getattr(args, "report", None):
-        write_fleet_report(args.report, result)
-    if getattr(args, "json", None):
-        write_json(args.json, result.to_json())
-    console = Console(stderr=json_to_stdout)
-    _summary(console, result)
-    if options.out is not None:
-        console.print(f"fleet report: {escape(str(options.out / 'system-improve.md'))}", highlight=False)
-    if not result.audits:
-        raise OperationError(f"no host could be audited ({len(result.failures)} failed)")
-    return 3 if _failing(result, getattr(args, "fail_on", None)) else 0
+    with open_session(
+        "audit",
+        consumers=[terminal_for(args)],
+        transcript=getattr(args, "transcript", None),
+        record=not getattr(args, "no_transcript", False),
+        options={"fleet": "slurm" if args.slurm else "ssh", "areas": list(options.areas or [])},
+    ) as session:
+        result = anyio.run(main, session.emit)
+        if options.out is not None:
+            write_json(options.out / "fleet.json", result.to_json())
+            write_fleet_report(options.out / "system-improve.md", result)
+            session.emit(ReportWritten(path=str(options.out / "system-improve.md"), section="fleet"))
+        if getattr(args, "report", None):
+            write_fleet_report(args.report, result)
+            session.emit(ReportWritten(path=str(args.report), section="fleet"))
+        if getattr(args, "json", None):
+            write_json(args.json, result.to_json())
+        if not result.audits:
+            raise OperationError(f"no host could be audited ({len(result.failures)} failed)")
+        session.exit_code = 3 if _failing(result, getattr(args, "fail_on", None)) else 0
+    return session.exit_code
 
 
 __all__ = ["add_fleet_arguments", "is_fleet", "run_fleet_from_args"]

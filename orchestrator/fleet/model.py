@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import HostFailure
 from rigaudit.tools.model.plan import PlanStep
 
 FLEET_SCHEMA = "rigaudit.fleet/1"
@@ -30,13 +31,6 @@ class HostAudit:
     @property
     def problems(self) -> int:
         return sum(1 for f in self.result.findings if f.status == "problem")
-
-
-@dataclass(frozen=True)
-class HostFailure:
-    target: str
-    stage: FailureStage
-    error: str
 
 
 @dataclass(frozen=True)

@@ -21,23 +21,23 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers, status_matrix
-from rigaudit.orchestrator.fleet.events import (
-    FleetEmit,
-    FleetFinished,
-    FleetStarted,
-    HostCollected,
-    HostConnecting,
-    HostFailed,
-    HostJudged,
-    ignore,
-)
-from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit, HostFailure
+from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
+from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.pool import JudgePool
 from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob, judge
 from rigaudit.orchestrator.snapshots import collect_all
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import (
+    EventSink,
+    FleetStarted,
+    HostAudited,
+    HostCollected,
+    HostConnecting,
+    HostFailed,
+    HostFailure,
+    discard,
+)
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.framing import NodeStream
@@ -144,7 +144,7 @@ def _now() -> str:
 @dataclass
 class _Run:
     options: FleetOptions
-    emit: FleetEmit
+    emit: EventSink
     kind: str
     pool: JudgePool | None
     """Worker processes; ``None``: judge in a thread of this process."""
@@ -153,8 +153,8 @@ class _Run:
     thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
 
     def fail(self, target: str, stage: FailureStage, error: str) -> None:
-        self.failures[target] = HostFailure(target, stage, error)
-        self.emit(HostFailed(target, stage, error))
+        self.failures[target] = HostFailure(target=target, stage=stage, error=error)
+        self.emit(HostFailed(target=target, stage=stage, error=error))
 
     async def judge(self, job: JudgeJob, *, mode: str, collect_s: float) -> None:
         started = time.perf_counter()
@@ -171,7 +171,7 @@ class _Run:
         folder = Path(job.host_dir) if job.host_dir is not None else None
         audit = HostAudit(job.target, mode, result, judged.fingerprint, collect_s, seconds, folder)
         self.audits[job.target] = audit
-        self.emit(HostJudged(job.target, audit.problems, seconds))
+        self.emit(HostAudited(target=job.target, problems=audit.problems, seconds=seconds))
 
     def job(self, target: str, source: str, place: _Place, archive: bytes | None, warnings: Sequence[str] = ()) -> JudgeJob:
         o = self.options
@@ -228,7 +228,7 @@ async def _collect_one(run: _Run, transport: Transport, target: str, place: _Pla
     options = run.options
     source = transport.source(target)
     async with limiter:
-        run.emit(HostConnecting(target))
+        run.emit(HostConnecting(target=target))
         started = time.perf_counter()
         warnings: list[str] = []
 
@@ -268,21 +268,21 @@ async def _collect_one(run: _Run, transport: Transport, target: str, place: _Pla
             return
         collect_s = time.perf_counter() - started
         size = len(archive) if archive is not None else 0
-        run.emit(HostCollected(target, mode, size, collect_s))
+        run.emit(HostCollected(target=target, mode=mode, size_bytes=size, seconds=collect_s))
     await run.judge(run.job(target, source, place, archive, [*node_warnings, *warnings]), mode=mode, collect_s=collect_s)
 
 
 async def run_fleet(
-    targets: Sequence[str], transport: Transport, options: FleetOptions | None = None, emit: FleetEmit | None = None
+    targets: Sequence[str], transport: Transport, options: FleetOptions | None = None, emit: EventSink | None = None
 ) -> FleetResult:
     """Audit every target through ``transport`` (SSH, or a stand-in)."""
     options = options or FleetOptions()
-    emit = emit or ignore
+    emit = emit or discard
     targets = list(dict.fromkeys(targets))
     started_at, started = _now(), time.perf_counter()
     workers = _workers(options, len(targets))
     run = _Run(options, emit, "ssh", JudgePool(workers) if workers else None)
-    emit(FleetStarted(tuple(targets), "ssh"))
+    emit(FleetStarted(targets=list(targets), kind="ssh"))
     limiter = anyio.CapacityLimiter(max(1, options.max_connections))
     with _scratch() as scratch:
         places = _Places(scratch, options.out)
@@ -295,22 +295,22 @@ async def run_fleet(
             if run.pool is not None:
                 await run.pool.aclose()
     result = run.result(targets, started_at, started)
-    emit(FleetFinished(result))
+    emit(fleet_finished(result))
     return result
 
 
 async def run_slurm_fleet(
-    job: SlurmJob, options: FleetOptions | None = None, emit: FleetEmit | None = None, *, env: Mapping[str, str] | None = None
+    job: SlurmJob, options: FleetOptions | None = None, emit: EventSink | None = None, *, env: Mapping[str, str] | None = None
 ) -> FleetResult:
     """Audit the nodes of one ``srun --ntasks-per-node=1`` step (see tools/remote/slurm.py)."""
     options = options or FleetOptions()
-    emit = emit or ignore
+    emit = emit or discard
     started_at, started = _now(), time.perf_counter()
     expected = await expand_nodelist(job.nodelist) if job.nodelist else []
     hosts = len(expected) or job.nodes or 1
     workers = _workers(options, hosts)
     run = _Run(options, emit, "slurm", JudgePool(workers) if workers else None)
-    emit(FleetStarted(tuple(expected), "slurm"))
+    emit(FleetStarted(targets=list(expected), kind="slurm"))
     argv = job.argv(task_argv(options.node_rigaudit, options.node_python))
     warnings: list[str] = []
     with _scratch() as scratch:
@@ -330,7 +330,7 @@ async def run_slurm_fleet(
                 why = stream.error or f"`rigaudit snapshot --stdout` failed (exit status {stream.exit_code})"
                 run.fail(stream.node, "collect", why + (f": {said[-1].strip()[:300]}" if said else ""))
                 return
-            emit(HostCollected(stream.node, "slurm", len(stream.data), seconds))
+            emit(HostCollected(target=stream.node, mode="slurm", size_bytes=len(stream.data), seconds=seconds))
             try:
                 place.fresh()
             except OSError as exc:
@@ -372,5 +372,5 @@ async def run_slurm_fleet(
     elif outcome.exit_code not in (0, None) and last:
         warnings.append(f"srun exit status {outcome.exit_code}: {last}")
     result = run.result(expected, started_at, started, warnings)
-    emit(FleetFinished(result))
+    emit(fleet_finished(result))
     return result

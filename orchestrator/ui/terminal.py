@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
 from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table, findings_table, plan_table
 from rigaudit.tools.model.events import (
@@ -35,13 +36,14 @@ from rigaudit.tools.model.events import (
 )
 
 
-def terminal_for(args: argparse.Namespace) -> TerminalUI:
-    """The UI a command's options ask for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``."""
+def terminal_for(args: argparse.Namespace, *, live: bool = True, show_ok: bool = True) -> TerminalUI:
+    """The UI a command's options ask for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``
+    (or ``live=False``). Not on a terminal, lines are 200 columns wide, the same live and in a replay."""
     json_to_stdout = str(getattr(args, "json", None) or "") == "-"
     console = Console(stderr=json_to_stdout, highlight=False)
     if not console.is_terminal:
         console = Console(stderr=json_to_stdout, highlight=False, width=200)
-    return TerminalUI(console, live=not getattr(args, "no_live", False) and not json_to_stdout)
+    return TerminalUI(console, live=live and not getattr(args, "no_live", False) and not json_to_stdout, show_ok=show_ok)
 
 
 class TerminalUI:
@@ -59,6 +61,7 @@ class TerminalUI:
         self._live: Live | None = None
         self._bars: Any = None
         self._tasks: dict[str, Any] = {}
+        self._fleet: FleetProgress | None = None
 
     # -- board ----------------------------------------------------------------------------
 
@@ -132,7 +135,11 @@ class TerminalUI:
     # -- events ---------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, SessionStarted):
+        if isinstance(event, FLEET_EVENTS):
+            if self._fleet is None:
+                self._fleet = FleetProgress(self.console, live=self.live_enabled)
+            self._fleet(event)
+        elif isinstance(event, SessionStarted):
             if event.host:
                 self.console.print(Text(f"rigaudit {event.command}: {event.host} ({event.source})", style="bold"))
             for area in event.options.get("areas", []) or []:
@@ -189,3 +196,5 @@ class TerminalUI:
 
     def close(self) -> None:
         self._stop_live()
+        if self._fleet is not None:
+            self._fleet.close()

@@ -219,6 +219,72 @@ class RollbackFinished(_Event):
     """Every change of the journal was already reverted."""
 
 
+class FleetStarted(_Event):
+    """A fleet audit begins: the hosts it knows up front (empty when Slurm picks the nodes)."""
+
+    type: Literal["fleet_started"] = "fleet_started"
+    targets: list[str] = Field(default_factory=list)
+    kind: str
+    """``ssh`` or ``slurm``."""
+
+
+class HostConnecting(_Event):
+    type: Literal["host_connecting"] = "host_connecting"
+    target: str
+
+
+class HostCollected(_Event):
+    type: Literal["host_collected"] = "host_collected"
+    target: str
+    mode: str
+    """How the node collected: ``installed`` (its rigaudit), ``agent`` (the node server), ``slurm``."""
+    size_bytes: int = 0
+    seconds: float = 0.0
+
+
+class HostAudited(_Event):
+    type: Literal["host_audited"] = "host_audited"
+    target: str
+    problems: int
+    seconds: float = 0.0
+
+
+class HostFailed(_Event):
+    type: Literal["host_failed"] = "host_failed"
+    target: str
+    stage: str
+    """``connect``, ``collect``, ``timeout`` or ``audit``."""
+    error: str
+
+
+class HostFailure(BaseModel):
+    """One host a fleet audit could not audit, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: str
+    stage: str
+    error: str
+
+
+class FleetFinished(_Event):
+    """What a fleet audit found, as its summary shows it (``fleet.json`` holds the whole result)."""
+
+    type: Literal["fleet_finished"] = "fleet_finished"
+    kind: str
+    hosts: int
+    audited: int
+    failures: list[HostFailure] = Field(default_factory=list)
+    differ: int = 0
+    """Hosts that differ from their peers."""
+    outliers: list[str] = Field(default_factory=list)
+    """The differences shown, a few per host (the fleet report lists them all)."""
+    fixes: int = 0
+    """Distinct fixes of the fleet plan."""
+    duration_s: float = 0.0
+    warnings: list[str] = Field(default_factory=list)
+
+
 class ReportWritten(_Event):
     type: Literal["report_written"] = "report_written"
     path: str
@@ -261,6 +327,12 @@ Event = Annotated[
     | Output
     | ApplyFinished
     | RollbackFinished
+    | FleetStarted
+    | HostConnecting
+    | HostCollected
+    | HostAudited
+    | HostFailed
+    | FleetFinished
     | ReportWritten
     | Message
     | Warning_

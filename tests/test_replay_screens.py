@@ -1,0 +1,126 @@
+"""Every command renders from its events: replaying its transcript draws the screen the live run drew.
+
+Each command runs in-process as a person would run it (plain lines: no terminal), recording its
+transcript; ``rigaudit replay FILE --no-live`` then draws that transcript. The two screens must be
+the same, but for the replay's own header line and the audit's ``transcript: FILE`` footer (neither
+is an event). Timings are the recorded ones, so nothing else may differ.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.ui.terminal import terminal_for
+from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
+from rigaudit.tools.remote.transport import ReplayTransport
+from rigaudit.tools.testing.fake_openai import FakeTiming, fake_server
+from rigaudit.transcripts.reader import read_transcript
+
+RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
+NOT_EVENTS = ("replaying ", "transcript: ")
+
+
+def _screen(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines() if not line.startswith(NOT_EVENTS)]
+
+
+def _live_then_replayed(
+    capsys: pytest.CaptureFixture[str], run: Callable[[], int], transcript: Path
+) -> tuple[list[str], list[str]]:
+    capsys.readouterr()
+    code = run()
+    live = capsys.readouterr()
+    assert code in (0, 1, 3), live.err
+    assert main(["replay", str(transcript), "--no-live"]) == 0
+    replayed = capsys.readouterr()
+    assert replayed.err == ""
+    return _screen(live.out), _screen(replayed.out)
+
+
+def _same(live: list[str], replayed: list[str], *, expect: str) -> None:
+    assert len(live) > 3 and any(expect in line for line in live), live  # the live run drew something real
+    assert replayed == live
+
+
+def test_audit(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
+    t = tmp_path / "audit.jsonl"
+    argv = ["audit", "--snapshot", str(seed_dir), "--no-live", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="plan step(s)")
+
+
+def test_apply_into_a_copy_then_rollback(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
+    copy, journal, t1, t2 = tmp_path / "copy", tmp_path / "j.jsonl", tmp_path / "apply.jsonl", tmp_path / "rollback.jsonl"
+    apply = ["apply", "--snapshot", str(seed_dir), "--into", str(copy), "--yes", "--journal", str(journal)]
+    live, replayed = _live_then_replayed(capsys, lambda: main([*apply, "--no-live", "--transcript", str(t1)]), t1)
+    _same(live, replayed, expect="undo: rigaudit rollback")
+    rollback = ["rollback", str(journal), "--snapshot", str(copy), "--yes", "--no-live", "--transcript", str(t2)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(rollback), t2)
+    _same(live, replayed, expect="restored and verified")
+
+
+def test_bench_compare(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t = tmp_path / "compare.jsonl"
+    argv = ["bench", "compare", str(RECORDED / "inference_base.json"), str(RECORDED / "inference_after.json")]
+    live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--transcript", str(t)]), t)
+    _same(live, replayed, expect="method:")
+
+
+def test_bench_inference_on_a_fake_server(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t = tmp_path / "inference.jsonl"
+    with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.001)) as server:
+        argv = ["bench", "inference", "--base-url", server.base_url, "--model", "m", "--concurrency", "1,2"]
+        argv += ["--requests", "4", "--max-tokens", "5", "--yes", "--transcript", str(t)]
+        live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="Inference benchmark: m")
+
+
+def test_chat_without_an_llm(
+    capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = tmp_path / "chat.jsonl"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("/audit\n/plan\n/why pcie.mrrs\n/report\n"))
+    argv = ["chat", "--snapshot", str(seed_dir), "--yes", "--no-live", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="pcie.mrrs [problem medium]")
+
+
+def test_fleet(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "a.tar.gz"
+    archive.write_bytes(snapshot_tar_bytes(seed_dir))
+    (tmp_path / "junk.tar.gz").write_bytes(b"not a snapshot stream\n")
+    archives = {"a": archive, "b": archive, "junk": tmp_path / "junk.tar.gz"}
+    t = tmp_path / "fleet.jsonl"
+
+    def run() -> int:
+        args = type("Args", (), {"no_live": True, "json": None})()
+        with open_session("audit", consumers=[terminal_for(args)], transcript=t) as session:  # type: ignore[arg-type]
+            anyio.run(lambda: run_fleet(["a", "b", "junk"], ReplayTransport(archives), FleetOptions(workers=0), session.emit))
+        return 0
+
+    live, replayed = _live_then_replayed(capsys, run, t)
+    _same(live, replayed, expect="host(s) audited")
+    kinds = {e.type for e in read_transcript(t).events}
+    assert {"fleet_started", "host_collected", "host_audited", "host_failed", "fleet_finished"} <= kinds
+
+
+def test_rollback_warnings_reach_its_transcript(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
+    copy, journal = tmp_path / "copy", tmp_path / "j.jsonl"
+    assert main(["apply", "--snapshot", str(seed_dir), "--into", str(copy), "--yes", "--journal", str(journal)]) == 0
+    with journal.open("a") as handle:
+        handle.write('{"torn": \n')  # a crash mid-line: the journal still rolls back, with a warning
+    t = tmp_path / "rollback.jsonl"
+    assert main(["rollback", str(journal), "--snapshot", str(copy), "--yes", "--no-live", "--transcript", str(t)]) == 0
+    warnings = [json.loads(line) for line in t.read_text().splitlines()[1:] if '"type":"warning"' in line]
+    assert any("damaged line" in w["text"] for w in warnings)
+    capsys.readouterr()
