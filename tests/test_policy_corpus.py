@@ -7,8 +7,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
-
 from rigaudit.tools.policy import judge_argv, judge_command_line
 from tests.support.policy_host import MODEL_HOST
 
@@ -42,15 +40,15 @@ def test_corpus_is_large_and_covers_every_verdict() -> None:
     assert counts["allow"] >= 300 and counts["deny"] >= 400 and counts["ask"] + counts["notallow"] >= 100, counts
 
 
-@pytest.mark.parametrize(("number", "expected", "command"), CASES, ids=[f"L{n}" for n, _, _ in CASES])
-def test_corpus(number: int, expected: str, command: str) -> None:
-    verdict = judge_command_line(command, MODEL_HOST)
-    assert verdict.decision in LABELS[expected], (
-        f"line {number}: {command[:120]!r} -> {verdict.decision} [{verdict.rule}] {verdict.reason}"
-    )
-    assert verdict.reason and "\n" not in verdict.reason
-    if verdict.decision == "allow":
-        assert verdict.argv and verdict.rule
+def test_every_corpus_line_is_judged_as_labelled() -> None:
+    wrong = []
+    for number, expected, command in CASES:
+        verdict = judge_command_line(command, MODEL_HOST)
+        if verdict.decision not in LABELS[expected] or not verdict.reason or "\n" in verdict.reason:
+            wrong.append(f"line {number}: {command[:100]!r} -> {verdict.decision} [{verdict.rule}] {verdict.reason[:160]}")
+        elif verdict.decision == "allow" and not (verdict.argv and verdict.rule):
+            wrong.append(f"line {number}: allowed without an argv or a rule")
+    assert not wrong, f"{len(wrong)} of {len(CASES)} lines judged wrongly:\n" + "\n".join(wrong)
 
 
 def test_argv_and_line_agree_on_every_command() -> None:

@@ -34,9 +34,10 @@ DENIED = [
 ]
 """Every must-deny line of the corpus that an argv can carry."""
 
-EXTRA = ["/proc/1/environ", "/proc/self/environ", "/etc/os-release", "/proc/cpuinfo", "-q", "-v", "x", "0", "1", "-n"]
+EXTRA = ["/proc/1/environ", "/proc/self/environ", "/etc/os-release", "/proc/cpuinfo", "-q", "-v", "x", "0", "1"]
 """Arguments with no power of their own: adding any of them, anywhere, never makes a denied command acceptable.
-(Not ``--``: after it, options are operands, so ``grep -- -r x /`` searches nothing recursively.)"""
+(Not ``--``: after it, options are operands, so ``grep -- -r x /`` searches nothing recursively; not ``-n``:
+``ls -n /proc/1/root`` shows the link instead of listing that process's root.)"""
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -22,7 +22,9 @@ MAX_LENGTH = 4096
 _OPERATOR_WORD = re.compile(r"[;&|]+|\d*[<>]+[&|]?\d*-?|&>>?|\$\(|`")
 _SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
-_RECURSIVE = re.compile(r"-[a-zA-Z]*[rR][a-zA-Z]*|--recursive|--dereference-recursive")
+_RECURSIVE = re.compile(r"-[a-zA-Z]*[rR][a-zA-Z]*|--recursive|--dereference-recursive|--d[a-z]*=recurse|-[a-zA-Z]*drecurse")
+_RECURSE_ACTION = re.compile(r"(-[a-zA-Z]*d|--d[a-z]*) recurse")
+"""grep's ``-d recurse`` / ``--directories=recurse`` (in any abbreviation) is ``-r``."""
 
 
 def show(text: str, limit: int = 60) -> str:
@@ -196,11 +198,14 @@ def _recursive_over_secrets(subject: Subject) -> str | None:
     options_done = False
     recursive = False
     targets: list[str] = []
-    for arg in subject.argv[1:]:
+    args = subject.argv[1:]
+    for index, arg in enumerate(args):
         if not options_done and arg == "--":
             options_done = True
         elif not options_done and arg.startswith("-"):
-            recursive = recursive or bool(_RECURSIVE.fullmatch(arg))
+            following = args[index + 1] if index + 1 < len(args) else ""
+            action = _RECURSE_ACTION.fullmatch(f"{arg} {following}")
+            recursive = recursive or bool(_RECURSIVE.fullmatch(arg)) or action is not None
         elif arg.startswith("/"):
             targets.append(arg)
     if not recursive:

@@ -206,6 +206,8 @@ def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed,
         return []
     recursive = _recursive(compiled, parsed)
     problems: list[PathProblem] = []
+    if form.operands == "list" and not operands:
+        operands = ["/"]  # ls, find: no operand is the working directory, which is / (``ls -R`` lists the whole tree)
     for operand in operands:
         if form.operands == "list":
             follows = _any(compiled.follow, parsed.options) or (form.follows and not _any(compiled.no_follow, parsed.options))

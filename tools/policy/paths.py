@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from rigaudit.tools.policy import readlist, secrets
-from rigaudit.tools.policy.fsview import LIVE, FileSystem
+from rigaudit.tools.policy.fsview import LEXICAL, LIVE, FileSystem
 from rigaudit.tools.policy.resolve import Resolved, resolve
 from rigaudit.tools.policy.verdict import Decision
 
@@ -71,6 +71,14 @@ def as_absolute(path: str) -> str:
     return normalize(path if path.startswith("/") else "/" + path)
 
 
+def lexical(path: str) -> str:
+    """The path as its text says, ``..`` collapsed after the kernel's own links (``/proc/self/root`` is ``/``).
+
+    Judging it as well as the real target keeps the policy never less strict than the text.
+    """
+    return resolve(path if path.startswith("/") else "/" + path, LEXICAL).path
+
+
 def _from(reason: str, original: str, resolved: Resolved) -> str:
     return reason if normalize(original) == resolved.path else f"{reason} (from {original})"
 
@@ -89,12 +97,13 @@ def guard(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True) -> Pat
     absolute = path if path.startswith("/") else "/" + path
     unfollowed = resolve(absolute, fs, follow_final=False)
     followed = resolve(absolute, fs)
-    for walk in (unfollowed, followed) if follow_final else (unfollowed,):
+    as_written = resolve(absolute, LEXICAL, follow_final=False)
+    for walk in (as_written, unfollowed, followed) if follow_final else (as_written, unfollowed):
         if walk.refused is not None:
             return PathProblem("deny", "magic-link", _from(walk.refused, path, walk))
     resolved = unfollowed if followed.refused is not None else followed
     where = _shown(absolute, resolved)
-    text = normalize(absolute)
+    text = lexical(absolute)
     for candidate in (text, unfollowed.path, resolved.path):
         if secrets.is_secret(candidate):
             return PathProblem("deny", "secret-path", f"{where} holds credentials")
@@ -130,7 +139,7 @@ def device_problem(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     where = _shown(path, resolved)
     if (problem := _device(resolved, where)) is not None:
         return problem
-    if readlist.REGISTERS.fullmatch(resolved.path) or readlist.REGISTERS.fullmatch(normalize(path)):
+    if readlist.REGISTERS.fullmatch(resolved.path) or readlist.REGISTERS.fullmatch(lexical(path)):
         return PathProblem("deny", "registers", f"{where} reaches device registers or debug files (reads can have side effects)")
     return None
 
@@ -171,7 +180,7 @@ def judge_recursive_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None
     if resolved.refused is not None:
         return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
     where = _shown(path, resolved)
-    if any(secrets.holds_secrets(c) for c in (normalize(path), resolved.path)):
+    if any(secrets.holds_secrets(c) for c in (lexical(path), resolved.path)):
         return PathProblem(
             "deny", "grep-recursive-secrets", f"{where} holds credentials somewhere inside: search the specific directory"
         )
@@ -190,14 +199,14 @@ def judge_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, r
     if resolved.refused is not None:
         return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
     where = _shown(path, resolved)
-    for candidate in (normalize(path), resolved.path):
+    for candidate in (lexical(path), resolved.path):
         if secrets.is_secret(candidate):
             return PathProblem("deny", "secret-path", f"{where} holds credentials")
     if resolved.unstable is not None:
         return PathProblem("deny", "unstable-path", f"{where}: {resolved.unstable}")
     if _HOME.fullmatch(resolved.path) and not readlist.READABLE.fullmatch(resolved.path):
         return PathProblem("ask", "home-directory", f"{where} is in a home directory, whose names can be private")
-    if recursive and any(secrets.holds_secrets(c) for c in (normalize(path), resolved.path)):
+    if recursive and any(secrets.holds_secrets(c) for c in (lexical(path), resolved.path)):
         return PathProblem("ask", "recursive-listing", f"{where} holds credentials somewhere inside: list a specific directory")
     return None
 

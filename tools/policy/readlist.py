@@ -58,7 +58,8 @@ READABLE = compile_globs(
         "/boot/efi/loader/entries/*.conf",
         "/boot/efi/EFI/*/grub.cfg",
         # installed software: the vendor tree, kernel modules and firmware, Python packages, DKMS
-        "/usr/**",
+        "/usr/{bin,sbin,lib,lib32,lib64,libx32,libexec,include,share,src}/**",
+        "/usr/local/{bin,sbin,lib,lib64,include,share,src,cuda*,nvidia,nccl*,mpi}/**",
         "/{lib,lib64,lib32}/**",
         "/opt/**/{site-packages,dist-packages}/**",
         "/opt/{nvidia,cuda*,rocm*,mellanox}/**",
@@ -82,7 +83,6 @@ NOT_READABLE = compile_globs(
         "/sys/kernel/{security,config}/**",
         "/sys/fs/{bpf,pstore,fuse/connections}/**",
         "/sys/**/{vpd,remove,rescan,reset,bind,unbind,new_id,remove_id,uevent}",
-        "/usr/local/etc/**",
         "/etc/systemd/credstore{,.encrypted}/**",
     )
 )

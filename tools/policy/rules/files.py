@@ -19,16 +19,29 @@ FILES: tuple[Rule, ...] = (
             "zcat /proc/config.gz",
             "wc -l /proc/interrupts",
             "cat /proc/driver/nvidia/version",
-            "md5sum /lib/modules/6.8.12-11-pve/modules.dep",
             "file -b /sys/firmware/acpi/tables/DMAR",
         ),
-        programs=("cat", "zcat", "wc", "md5sum", "sha256sum", "sha1sum", "file", "strings", "nl", "tac"),
+        programs=("cat", "zcat", "wc", "file", "strings", "nl", "tac"),
         form=Form(
             flags=(
                 r"-[AbeEnstTuvlwcmLzkBiN]+",
                 r"--(lines|words|bytes|chars|max-line-length|number|number-nonblank|show-all"
                 r"|show-ends|show-tabs|squeeze-blank|brief|mime|mime-type|dereference|zero)",
             ),
+            operands="read",
+            min_operands=1,
+            getopt=True,
+        ),
+        reads_only=True,
+    ),
+    Rule(
+        "checksum-files",
+        "allow",
+        "checksums files on the read allow-list (never -c: a check list names further files to read)",
+        examples=("md5sum /lib/modules/6.8.12-11-pve/modules.dep", "sha256sum /usr/bin/nvidia-smi", "sha1sum -b /boot/vmlinuz"),
+        programs=("md5sum", "sha256sum", "sha1sum", "sha512sum", "b2sum"),
+        form=Form(
+            flags=(r"-[btz]+", r"--(binary|text|tag|zero)"),
             operands="read",
             min_operands=1,
             getopt=True,
@@ -106,7 +119,6 @@ FILES: tuple[Rule, ...] = (
             max_operands=1,
             getopt=True,
         ),
-        reads_only=True,
     ),
     Rule(
         "list-files",
