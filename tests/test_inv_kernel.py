@@ -51,8 +51,8 @@ def test_translated_dma_on_bare_metal(seed: Path) -> None:
     assert (iommu.status, iommu.severity) == ("problem", "high")
     assert "no IOMMU options; 8/8 GPU IOMMU groups translated (DMA-FQ)" in iommu.observed
     assert iommu.fix is not None and (iommu.fix.kind, iommu.fix.where) == ("reboot", "host")
-    action = iommu.fix.actions[0]
-    assert isinstance(action, CommandAction) and "amd_iommu=on iommu=pt" in action.description
+    edits = [a for a in iommu.fix.actions if isinstance(a, CommandAction) and "amd_iommu=on iommu=pt" in a.description]
+    assert edits and ("proxmox-boot-tool", "refresh") in [a.argv for a in iommu.fix.actions if isinstance(a, CommandAction)]
 
 
 def test_translated_dma_inside_a_vm_is_normal(seed: Path) -> None:

@@ -62,7 +62,9 @@ def test_refused_pair_is_high_and_names_the_cause(snap: Path) -> None:
     assert (finding.status, finding.severity) == ("problem", "high")
     assert "1/28 pairs refuse P2P: GPU0–GPU4: read IOH_TOPOLOGY_NOT_SUPPORTED, write OK" in finding.observed
     assert finding.subjects == ("GPU0 (0000:03:00.0)", "GPU4 (0000:83:00.0)")
-    assert finding.fix is not None and finding.fix.kind == "reboot" and "iommu" in finding.fix.summary.lower()
+    # IOMMU in passthrough, no ACS redirect, the other 15 cross-socket pairs fine on this AMD host: the path itself
+    # (root complex, BIOS) is what is left, not "iommu=pt and ACS" by reflex.
+    assert finding.fix is not None and finding.fix.kind == "firmware" and "BIOS" in finding.explanation
 
 
 def test_regkey_disabled_points_at_the_driver_option(snap: Path) -> None:

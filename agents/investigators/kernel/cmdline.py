@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
-from rigaudit.agents.investigators.kernel.params import AREA, BOOTLOADER, CMDLINE, KernelParamsFacts, cmdline_tokens, fix_where
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.investigators.kernel.params import AREA, CMDLINE, KernelParamsFacts, cmdline_tokens, fix_where
+from rigaudit.tools.model.finding import Finding, Fix, Severity
 
 CMDLINE_PCIE_CHECK = Check(
     "kernel.cmdline_pcie",
@@ -55,7 +55,7 @@ def judge_cmdline_pcie(facts: KernelParamsFacts) -> Finding:
         kind="reboot",
         where=fix_where(facts.platform),
         summary=f"Remove {' '.join(found)} from the kernel command line",
-        actions=(CommandAction(description=f"Remove '{' '.join(found)}' from the kernel command line: {BOOTLOADER}"),),
+        actions=tuple(a for token in found for a in facts.boot.remove(token)[:-1]) + facts.boot.remove(found[-1])[-1:],
         risk="low",
         verify=f"cat {CMDLINE} no longer contains {' '.join(found)}",
         revert=f"add '{' '.join(found)}' back and reboot",

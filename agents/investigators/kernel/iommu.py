@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
-from rigaudit.agents.investigators.kernel.params import AREA, BOOTLOADER, KernelParamsFacts, cmdline_tokens, fix_where
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.agents.investigators.kernel.params import AREA, KernelParamsFacts, cmdline_tokens, fix_where
+from rigaudit.tools.model.finding import Finding, Fix, Severity
 
 IOMMU_CHECK = Check(
     "kernel.iommu",
@@ -61,7 +61,7 @@ def judge_iommu(facts: KernelParamsFacts) -> Finding:
     observed = f"{args_text}; {len(translated)}/{len(facts.gpus)} GPU IOMMU groups translated ({translated[0].domain_type})"
     if facts.kernel_iommu_line:
         observed += f"; kernel: {facts.kernel_iommu_line}"
-    if facts.platform.kind == "vm":
+    if facts.platform.in_vm:
         return ok(
             check,
             AREA,
@@ -89,25 +89,40 @@ def judge_iommu(facts: KernelParamsFacts) -> Finding:
         kind="reboot",
         where=fix_where(facts.platform),
         summary=f"Boot with {vendor_opt}iommu=pt so host GPUs get identity (passthrough) DMA domains",
-        actions=(CommandAction(description=f"Add '{vendor_opt}iommu=pt' to the kernel command line: {BOOTLOADER}"),),
+        actions=facts.boot.add(f"{vendor_opt}iommu=pt".strip()),
         risk="low",
         verify="cat /sys/kernel/iommu_groups/*/type shows identity for the GPUs' groups; dmesg shows "
         "'iommu: Default domain type: Passthrough'",
-        revert="remove iommu=pt from the command line, update the boot loader, reboot",
+        revert=facts.boot.words("remove iommu=pt"),
         persist="the command line persists once the boot loader is updated",
     )
+    moot = facts.p2p.pcie_peer_traffic()
+    severity: Severity = "high"
+    if moot is not None:
+        severity = "medium" if facts.p2p.rdma_active else "low"
+        why = f"Translated DMA matters little for GPU peer traffic here: {moot}. " + (
+            "It still sits between the RDMA NICs and the GPUs: GPUDirect RDMA through a translating IOMMU is not "
+            "supported by NVIDIA and falls back or fails, so multi-node and disaggregated traffic pays for it."
+            if facts.p2p.rdma_active
+            else "What remains is the IOTLB cost of translating host-to-device copies and pinned-memory mappings: "
+            "small, so iommu=pt is hygiene here."
+        )
+    else:
+        why = (
+            "With translated IOMMU domains every GPU DMA goes through the IOMMU; NVIDIA does not support PCIe P2P "
+            "through a translating IOMMU: peer copies can fail, hang or silently corrupt data, and NCCL falls back to "
+            "slower paths."
+        )
     return problem(
         check,
         AREA,
         title,
-        "high",
+        severity,
         observed=observed,
         expected="identity (passthrough) domains for GPUs on a bare-metal multi-GPU host",
-        explanation="With translated IOMMU domains every GPU DMA goes through the IOMMU; NVIDIA does not support PCIe P2P "
-        "through a translating IOMMU: peer copies can fail, hang or silently corrupt data, and NCCL falls back to "
-        "slower paths. iommu=pt keeps the IOMMU on (VFIO and interrupt remapping still work) but gives host-owned "
+        explanation=why + " iommu=pt keeps the IOMMU on (VFIO and interrupt remapping still work) but gives host-owned "
         "devices identity mappings.",
         fix=fix,
         subjects=[g.gpu.label for g in translated],
-        evidence=evidence,
+        evidence=[*evidence, *facts.p2p.refs],
     )

@@ -7,7 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
+from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.model.finding import Area, Where
@@ -29,12 +31,6 @@ SWAPPINESS = "/proc/sys/vm/swappiness"
 
 
 SWAPPINESS_TARGET = 10
-
-
-BOOTLOADER = (
-    "edit GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub and run update-grub (or, on Proxmox with systemd-boot, "
-    "/etc/kernel/cmdline and proxmox-boot-tool refresh), then reboot"
-)
 
 
 @dataclass(frozen=True)
@@ -62,6 +58,8 @@ class KernelParamsFacts:
     swappiness: int | None
     swap_total_kb: int | None
     swap_free_kb: int | None
+    p2p: P2pContext
+    boot: BootLine
     refs: Mapping[str, tuple[str, ...]]
 
 
@@ -124,6 +122,8 @@ async def collect(probe: Probe) -> KernelParamsFacts:
         swappiness=_int(swappiness),
         swap_total_kb=_meminfo_kb(meminfo, "SwapTotal"),
         swap_free_kb=_meminfo_kb(meminfo, "SwapFree"),
+        p2p=await collect_p2p_context(probe, inventory),
+        boot=await collect_boot_line(probe),
         refs={
             "iommu": (file_ref(CMDLINE), *group_refs, *((command_ref(["dmesg"]),) if iommu_line else ())),
             "thp": (file_ref(f"{THP}/enabled"), file_ref(f"{THP}/defrag"), file_ref("/proc/vmstat")),

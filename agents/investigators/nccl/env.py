@@ -3,24 +3,45 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.findings import ok, problem
 from rigaudit.agents.investigators.nccl.facts import AREA, INFINIBAND, EnvSource, NcclFacts
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import dir_ref, file_ref
 
 
-def _bad_settings(env: dict[str, str], ib_present: bool) -> list[tuple[str, Severity, str]]:
+def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tuple[list[tuple[str, Severity, str]], list[str]]:
+    """(overrides that cost something here, overrides that are harmless here with why)."""
     bad: list[tuple[str, Severity, str]] = []
+    harmless: list[str] = []
+    moot = ctx.pcie_peer_traffic() if not ctx.all_nvlink else None
+    p2p_cost: Severity = "medium" if ctx.tp == 1 else "high"
+    p2p_off = []
     if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
-        bad.append(("NCCL_P2P_DISABLE=1", "high", "P2P off: every GPU-to-GPU transfer staged through host memory"))
+        p2p_off.append(("NCCL_P2P_DISABLE=1", "P2P off: every GPU-to-GPU transfer staged through host memory"))
     level = env.get("NCCL_P2P_LEVEL", "").strip().upper()
     if level in ("LOC", "0"):
-        bad.append((f"NCCL_P2P_LEVEL={level}", "high", "P2P allowed only within one GPU: the same as P2P off"))
+        p2p_off.append((f"NCCL_P2P_LEVEL={level}", "P2P allowed only within one GPU: the same as P2P off"))
+    for setting, why in p2p_off:
+        if moot is not None:
+            harmless.append(f"{setting} is harmless here ({moot})")
+        elif ctx.all_nvlink:
+            bad.append((setting, "high", why + ", NVLink included (hundreds of GB/s given up for PCIe through the host)"))
+        else:
+            bad.append((setting, p2p_cost, why))
     if env.get("NCCL_SHM_DISABLE", "").strip() == "1":
-        bad.append(("NCCL_SHM_DISABLE=1", "medium", "shared-memory transport off: pairs without P2P fall to sockets"))
+        if ctx.support == "no" and len(ctx.gpus) > 1:
+            bad.append(
+                ("NCCL_SHM_DISABLE=1", "high", "shared-memory transport off on GPUs without P2P: every transfer falls to sockets")
+            )
+        else:
+            bad.append(("NCCL_SHM_DISABLE=1", "medium", "shared-memory transport off: pairs without P2P fall to sockets"))
     if ib_present and env.get("NCCL_IB_DISABLE", "").strip() == "1":
-        bad.append(("NCCL_IB_DISABLE=1", "medium", "InfiniBand present but disabled: inter-node traffic over TCP"))
-    return bad
+        if ctx.rdma.nics and all(n.state is not None and not n.active for n in ctx.rdma.nics):
+            harmless.append("NCCL_IB_DISABLE=1 is harmless here (no RDMA port is active)")
+        else:
+            bad.append(("NCCL_IB_DISABLE=1", "medium", "InfiniBand present but disabled: inter-node traffic over TCP"))
+    return bad, harmless
 
 
 NCCL_ENV_CHECK = Check(
@@ -49,14 +70,19 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
     check, title = NCCL_ENV_CHECK.id, NCCL_ENV_CHECK.title
     refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
     hits: list[tuple[EnvSource, str, Severity, str]] = []
+    harmless: list[str] = []
     for source in f.sources:
         if source.variables is not None:
-            hits += [(source, setting, sev, why) for setting, sev, why in _bad_settings(source.variables, bool(f.ib_devices))]
+            bad, fine = _bad_settings(source.variables, bool(f.ib_devices), f.p2p)
+            hits += [(source, setting, sev, why) for setting, sev, why in bad]
+            harmless += [f"{text} in {source.name}" for text in fine]
     searched = [s.name for s in f.sources if s.variables is not None]
     unreadable = [f"{s.name} ({s.error})" for s in f.sources if s.variables is None]
     if not hits:
         parts = []
-        if searched:
+        if harmless:
+            parts += harmless
+        elif searched:
             parts.append("no NCCL_P2P_DISABLE/P2P_LEVEL=LOC/SHM_DISABLE/IB_DISABLE override in " + ", ".join(searched))
         if f.absent:
             parts.append("absent: " + ", ".join(f.absent))
@@ -74,7 +100,7 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
             "transport and are often left behind from debugging.",
             evidence=refs,
         )
-    severity: Severity = "high" if any(h[2] == "high" for h in hits) else "medium"
+    severity: Severity = min((h[2] for h in hits), key=lambda sev: SEVERITY_ORDER[sev])
     in_container = any(h[0].in_container for h in hits)
     from_options = any(_from_runtime_options(h[0]) for h in hits)
     actions = (

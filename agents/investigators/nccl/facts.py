@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
+from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
@@ -37,6 +38,7 @@ class NcclFacts:
     scan: ServerScan
     ib_devices: tuple[str, ...]
     version: NcclVersionFacts
+    p2p: P2pContext
 
 
 def parse_nccl_conf(text: str) -> dict[str, str]:
@@ -94,7 +96,7 @@ async def collect(probe: Probe) -> NcclFacts:
     sources += await _process_sources(probe, scan.servers[:16], platform)
     ib = await probe.list_dir(INFINIBAND)
     version = await collect_nccl_version(probe, platform, scan)
-    return NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version)
+    return NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, await collect_p2p_context(probe))
 
 
 def _lxc_sources(lxc: LxcConfigs) -> list[EnvSource]:

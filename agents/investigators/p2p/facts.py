@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import combinations
 
+from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
+from rigaudit.agents.facts.pci_paths import PciPaths, collect_pci_paths
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.tools.hosts.base import FileResult, NvmlResult
 from rigaudit.tools.model.finding import Area
@@ -34,6 +38,10 @@ class P2pFacts:
     platform: Platform
     pairs: tuple[Pair, ...]
     bench: FileResult
+    context: P2pContext
+    paths: PciPaths
+    cpu_vendor: str | None
+    boot: BootLine
 
 
 async def _pair(probe: Probe, a: int, b: int) -> Pair:
@@ -50,4 +58,9 @@ async def collect(probe: Probe) -> P2pFacts:
     indices = inventory.nvml_indices
     pairs = await probe.gather(*[lambda a=a, b=b: _pair(probe, a, b) for a, b in combinations(indices, 2)])
     bench = await probe.read(BENCH_FILE)
-    return P2pFacts(inventory, platform, tuple(pairs), bench)
+    context = await collect_p2p_context(probe, inventory)
+    paths = await collect_pci_paths(probe, context.gpus)
+    cpuinfo = await probe.text("/proc/cpuinfo")
+    vendor = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo or "", re.MULTILINE)
+    boot = await collect_boot_line(probe)
+    return P2pFacts(inventory, platform, tuple(pairs), bench, context, paths, vendor.group(1) if vendor else None, boot)

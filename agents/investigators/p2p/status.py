@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
-from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.p2p.facts import AREA, P2P_READ, P2P_WRITE, P2pFacts
+from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, Cause, Context, PairView, cause, fix_for
+from rigaudit.agents.investigators.p2p.facts import AREA, P2P_READ, P2P_WRITE, P2pFacts, Pair
 from rigaudit.tools.hosts.base import NvmlResult
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Where
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
 from rigaudit.tools.probe import nvml_ref
 
 P2P_STATUS = {
@@ -54,61 +54,15 @@ def _topology_text(f: P2pFacts) -> str:
     return "; ".join(parts)
 
 
-def _p2p_fix(codes: set[int], platform: Platform) -> Fix:
-    where: Where = "hypervisor" if platform.is_guest else "host"
-    verify = "nvidia-smi topo -p2p r and -p2p w show OK for every pair; then `rigaudit bench p2p`"
-    if codes == {2}:
-        return Fix(
-            kind="hardware",
-            where=where,
-            summary="These GPUs do not support peer-to-peer (consumer cards): "
-            "use P2P-capable GPUs or accept NCCL staging through host memory",
-            actions=(CommandAction(description="no software fix: GPU_NOT_SUPPORTED is a property of the card"),),
-            verify=verify,
-            revert="none",
-            persist="none",
-        )
-    if 4 in codes:
-        return Fix(
-            kind="reboot",
-            where=where,
-            summary="Remove the driver registry key that disables P2P, then reload the driver",
-            actions=(
-                CommandAction(
-                    description="remove the P2P-disabling NVreg_RegistryDwords entry from "
-                    "/etc/modprobe.d/*.conf, update the initramfs and reboot"
-                ),
-            ),
-            risk="medium",
-            verify=verify,
-            revert="put the registry key back and reboot",
-            persist="the modprobe.d edit is persistent",
-        )
-    return Fix(
-        kind="reboot",
-        where=where,
-        summary="Let P2P through the PCIe path: IOMMU in passthrough (kernel.iommu) and no ACS redirect on the switch "
-        "ports between GPUs (pcie.acs)",
-        actions=(
-            CommandAction(
-                description="apply the kernel.iommu and pcie.acs fixes (iommu=pt on the kernel command "
-                "line; ACS redirect off on switch downstream ports), reboot, and re-read nvidia-smi topo -p2p r"
-            ),
-        ),
-        risk="medium",
-        verify=verify,
-        revert="restore the previous kernel command line",
-        persist="kernel command line",
-    )
-
-
 P2P_STATUS_CHECK = Check(
     "p2p.status",
     "GPU peer-to-peer status",
     reads="NVML P2P status (read, write) for each GPU pair; NVML common ancestor",
-    problem="a pair reports anything but OK",
-    fix="per cause: ACS, IOMMU, driver regkey",
-    kinds=("runtime", "reboot", "firmware"),
+    problem="a pair reports anything but OK, by cause read off this host: driver regkey, NVLink fabric down, "
+    "translating IOMMU, ACS redirect, the VM's emulated topology, the BIOS; pairs across an Intel CPU interconnect are a "
+    "low topology note; GeForce cards and MIG slices have no P2P by design (not applicable)",
+    fix="per cause: regkey, fabric manager, iommu=pt, ACS, the VM definition (x-nv-gpudirect-clique), BIOS, TP placement",
+    kinds=("runtime", "restart", "reboot", "firmware"),
 )
 
 
@@ -149,26 +103,60 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
             "micro-benchmark (p2p.bandwidth) shows the bandwidth and whether the copied data is intact.",
             evidence=refs,
         )
-    codes: set[int] = set()
+    across = [p for p in f.pairs if p.ancestor.ok and p.ancestor.value == SYS and not p.nvlink]
+    within = [p for p in f.pairs if p not in across and p not in missing]
+    pattern = bool(across) and all(p in bad for p in across) and not any(p in bad for p in within)
+    context = Context(f.platform, f.context, f.paths, f.cpu_vendor, f.boot, pattern)
+    bdf = {g.index: g.bdf for g in f.inventory.gpus if g.index is not None}
+    by_cause: dict[Cause, list[Pair]] = {}
     parts = []
     for p in bad:
         r, w = _status(p.read), _status(p.write)
-        codes |= {c for c in (r, w) if c}
+        view = PairView(
+            p.a,
+            p.b,
+            bdf.get(p.a, ""),
+            bdf.get(p.b, ""),
+            frozenset(c for c in (r, w) if c),
+            p.ancestor.value if p.ancestor.ok and isinstance(p.ancestor.value, int) else None,
+            p.nvlink,
+        )
+        by_cause.setdefault(cause(view, context), []).append(p)
         parts.append(f"GPU{p.a}–GPU{p.b}: read {P2P_STATUS.get(r or 0, str(r))}, write {P2P_STATUS.get(w or 0, str(w))}")
     shown = "; ".join(parts[:8]) + (f"; and {len(parts) - 8} more" if len(parts) > 8 else "")
     subjects = sorted({label(f.inventory, i) for p in bad for i in (p.a, p.b)})
+    kinds = sorted(by_cause, key=lambda k: RANK[k])
+    causes_text = " ".join(f"{len(by_cause[k])} pair(s): {WHY[k]}." for k in kinds)
+    observed = f"{len(bad)}/{len(f.pairs)} pairs refuse P2P: {shown}; topology: {topology}"
+    faults = [k for k in kinds if SEVERITY[k] is not None]
+    refs = (*refs, *f.context.refs, *f.paths.refs)
+    if not faults:
+        return not_applicable(
+            check,
+            AREA,
+            title,
+            f"{observed}. {causes_text} Not a fault: NCCL moves GPU-to-GPU traffic through host memory on these GPUs, "
+            "whatever the IOMMU, ACS or NCCL settings say.",
+            evidence=refs,
+        )
+    severity: Severity = min((SEVERITY[k] or "low" for k in faults), key=lambda s: SEVERITY_ORDER[s])
+    if severity == "high" and f.context.tp == 1:
+        severity = "medium"
+    names = ", ".join(subjects)
+    cost = (
+        "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce bandwidth "
+        "in tensor parallelism drops by about half on PCIe and latency rises."
+        + (" The servers here run with tensor parallelism 1, so only multi-GPU work would pay." if f.context.tp == 1 else "")
+    )
     return problem(
         check,
         AREA,
         title,
-        "high",
-        f"{len(bad)}/{len(f.pairs)} pairs refuse P2P: {shown}; topology: {topology}",
+        severity,
+        observed,
         "OK for read and write on every pair",
-        "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce bandwidth "
-        "in tensor parallelism drops by about half on PCIe and latency rises. CHIPSET/IOH_TOPOLOGY_NOT_SUPPORTED usually "
-        "means the IOMMU translates DMA or ACS redirects peer traffic to the root complex; DISABLED_BY_REGKEY is a "
-        "driver option; GPU_NOT_SUPPORTED is the card itself.",
-        _p2p_fix(codes, f.platform),
+        f"{cost} Causes, read off this host: {causes_text}",
+        fix_for(faults, context, names),
         subjects=subjects,
         evidence=refs,
     )

@@ -7,7 +7,7 @@ from itertools import combinations
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 from rigaudit.tools.pci import bridges_between
 
 ACS_CHECK = Check(
@@ -24,6 +24,12 @@ def judge_acs(facts: PcieFacts) -> Finding:
     check, title = ACS_CHECK.id, ACS_CHECK.title
     if len(facts.gpus) < 2:
         return not_applicable(check, AREA, title, f"{len(facts.gpus)} GPU(s): there is no GPU pair for peer-to-peer traffic")
+    if facts.platform.in_vm:
+        why = (
+            "a VM guest: the bridges seen here are the hypervisor's emulation, and ACS on the physical switches is set "
+            "on the hypervisor (see p2p.status for what the guest's GPUs are allowed)"
+        )
+        return not_applicable(check, AREA, title, why)
     vfio = [g for g in facts.gpus if facts.drivers.get(g.bdf) == "vfio-pci"]
     host_gpus = [g for g in facts.gpus if g not in vfio]
     if len(host_gpus) < 2:
@@ -95,17 +101,27 @@ def judge_acs(facts: PcieFacts) -> Finding:
             if facts.vfio_loaded and not vfio
             else ""
         )
+        moot = facts.p2p.pcie_peer_traffic()
+        severity: Severity = "high"
+        cost = ""
+        if moot is not None:
+            severity = "medium" if facts.p2p.rdma_active else "low"
+            cost = f" For GPU-to-GPU traffic it is moot here ({moot})" + (
+                "; but the active RDMA NICs' GPUDirect traffic to GPUs under these switches is redirected too."
+                if facts.p2p.rdma_active
+                else "; what is left is hygiene."
+            )
         return problem(
             check,
             AREA,
             title,
-            "high",
+            severity,
             observed="; ".join(f"{b} ACSCtl {names}" for b, names in redirecting.items()),
             expected="ReqRedir- CmpltRedir- on switch ports between GPUs",
             explanation="With P2P Request/Completion Redirect set, peer writes between GPUs under one switch are sent up to "
             "the root complex instead of being routed inside the switch: P2P bandwidth drops, latency rises, "
             "and on AMD platforms hangs and IO_PAGE_FAULTs have been reported. Linux enables ACS redirect "
-            "when the IOMMU is on and the port supports it." + vfio_note,
+            "when the IOMMU is on and the port supports it." + vfio_note + cost,
             fix=fix,
             subjects=bridges,
             evidence=evidence,

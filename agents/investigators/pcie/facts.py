@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
+from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable
@@ -78,6 +79,7 @@ class PcieFacts:
     limited_by: Mapping[str, str]
     """Kernel log "limited by" lines, by BDF."""
     dmesg_ref: str | None
+    p2p: P2pContext
 
     @property
     def bridges(self) -> tuple[str, ...]:
@@ -160,6 +162,7 @@ async def collect(probe: Probe) -> PcieFacts:
         vfio_loaded=None if modules is None else any(line.split()[:1] == ["vfio_pci"] for line in modules.splitlines()),
         limited_by=limited,
         dmesg_ref=command_ref(["dmesg"]) if dmesg.ok else None,
+        p2p=await collect_p2p_context(probe, inventory),
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
@@ -133,11 +134,27 @@ def judge_link(facts: PcieFacts) -> Finding:
         )
     bad = [v for v in known if _LINK_RANK[v.kind] <= _LINK_RANK["load_unknown_down"]]
     severity: Severity = _LINK_SEVERITY.get(worst.kind, "low")
+    p2p = facts.p2p
+    gpu_traffic_on_pcie = len(p2p.gpus) > 1 and not p2p.all_nvlink and not p2p.all_mig and p2p.tp != 1
+    if severity == "high" and not gpu_traffic_on_pcie:
+        severity = "medium"
     where = fix_where(facts.platform)
     first = bad[0].gpu.bdf
     verify = (
-        f"with the GPU busy: cat /sys/bus/pci/devices/{first}/current_link_speed /sys/bus/pci/devices/{first}/current_link_width "
-        "shows the maximum (e.g. 32.0 GT/s PCIe and 16); nvidia-smi -q -d PCIE under load"
+        "with the GPU busy, inside this VM: nvidia-smi -q -d PCIE shows the maximum generation and width"
+        if facts.platform.in_vm
+        else f"with the GPU busy: cat /sys/bus/pci/devices/{first}/current_link_speed "
+        f"/sys/bus/pci/devices/{first}/current_link_width shows the maximum (e.g. 32.0 GT/s PCIe and 16); "
+        "nvidia-smi -q -d PCIE under load"
+    )
+    which = "; ".join(gpu_words(v.gpu, where) for v in bad) if where == "hypervisor" else ""
+    cost = (
+        " Here the GPUs' tensor-parallel traffic crosses PCIe, so the narrower link slows every decode step (high)."
+        if gpu_traffic_on_pcie
+        else " Here GPU-to-GPU traffic does not cross PCIe ("
+        + ("NVLink" if p2p.all_nvlink else "MIG slices" if p2p.all_mig else "tensor parallelism 1" if p2p.tp == 1 else "one GPU")
+        + "): the link carries host-to-device copies and weight loading, so it costs start-up time and offload "
+        "bandwidth more than decode speed."
     )
     if worst.kind == "slot_limited":
         fix = Fix(
@@ -196,6 +213,12 @@ def judge_link(facts: PcieFacts) -> Finding:
         )
     if kernel:
         explanation += " " + " ".join(kernel)
+    if worst.kind in ("width_down", "busy_down", "slot_limited"):
+        explanation += cost
+    if which:
+        fix = fix.model_copy(
+            update={"actions": (*fix.actions, CommandAction(description=f"the GPU(s) on the hypervisor: {which}"))}
+        )
     return problem(
         check,
         AREA,

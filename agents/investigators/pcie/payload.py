@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
 MAX_READ_REQUEST_CHECK = Check(
     "pcie.mrrs",
@@ -15,6 +16,20 @@ MAX_READ_REQUEST_CHECK = Check(
     fix="`setpci -s BDF CAP_EXP+8.w=5000:7000` with the GPU idle",
     kinds=("runtime",),
 )
+
+
+_LANE_GBS = {2.5: 0.25, 5.0: 0.5, 8.0: 0.985, 16.0: 1.969, 32.0: 3.938, 64.0: 7.563}
+"""GB/s per lane and direction by link speed (GT/s), after encoding."""
+
+
+def _link_gbs(facts: PcieFacts, gpus: list[Gpu]) -> float:
+    """The fastest of the GPUs' links (max speed and width), in GB/s; Gen5 x16 when sysfs does not say."""
+    best = 0.0
+    for gpu in gpus:
+        attrs = facts.links.get(gpu.bdf)
+        if attrs and attrs.max_speed and attrs.max_width:
+            best = max(best, _LANE_GBS.get(attrs.max_speed, 3.938) * attrs.max_width)
+    return best or 63.0
 
 
 def judge_max_read_request(facts: PcieFacts) -> Finding:
@@ -49,13 +64,21 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
     bdfs = tuple(g.bdf for g in low)
     reverts = "; ".join(f"setpci -s {g.bdf} CAP_EXP+8.w={(values[g.bdf].bit_length() - 8) << 12:04x}:7000" for g in low)
     smallest = min(values[g.bdf] for g in low)
+    tags_in_flight = 32 if ext_tags_off else 256
+    bound = tags_in_flight * smallest / 1000
+    link = _link_gbs(facts, low)
+    severity: Severity = "medium" if bound < 0.8 * link else "low"
     tags = (
-        f" Extended Tags are off on {len(ext_tags_off)}/{len(facts.gpus)} GPUs (DevCtl ExtTag-), so at most 32 reads can be "
-        f"outstanding: 32 x {smallest} bytes = {32 * smallest // 1024} KiB in flight, which with about 1 us of read latency "
-        f"behind a switch bounds reads near {32 * smallest / 1000:.0f} GB/s, well under a Gen5 x16 link; 4096-byte requests "
-        "allow 128 KiB in flight."
-        if ext_tags_off
-        else ""
+        f" Extended Tags are {'off' if ext_tags_off else 'on'}"
+        + (f" on {len(ext_tags_off)}/{len(facts.gpus)} GPUs (DevCtl ExtTag-)" if ext_tags_off else "")
+        + f", so at most {tags_in_flight} reads can be outstanding: {tags_in_flight} x {smallest} bytes = "
+        f"{tags_in_flight * smallest // 1024} KiB in flight, which with about 1 us of read latency behind a switch "
+        f"bounds reads near {bound:.0f} GB/s against the link's {link:.0f} GB/s: "
+        + (
+            "a real limit on host-to-device copies and weight loading (medium)."
+            if severity == "medium"
+            else "enough to fill the link, so the larger request buys little (low)."
+        )
     )
     explanation = (
         "MaxReadReq caps every DMA read the GPU issues: host-to-device copies (the GPU's copy engines read host memory), "
@@ -67,7 +90,7 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
     )
     fix = Fix(
         kind="runtime",
-        where=fix_where(facts.platform),
+        where=fix_where(facts.platform, "kernel"),
         summary=f"Set MaxReadReq to 4096 bytes on {len(low)} GPU(s) (PCIe DevCtl bits 14:12 = 5), with the GPUs idle",
         actions=(PciRegisterAction(devices=bdfs, capability="exp", offset=8, width=2, value=0x5000, mask=0x7000),),
         risk="medium",
@@ -82,7 +105,7 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
         check,
         AREA,
         title,
-        "medium",
+        severity,
         observed=f"MaxReadReq {summary}",
         expected="MaxReadReq 4096 bytes on every GPU",
         explanation=explanation,
@@ -132,7 +155,7 @@ def judge_max_payload(facts: PcieFacts) -> Finding:
     if mismatches:
         fix = Fix(
             kind="reboot",
-            where=fix_where(facts.platform),
+            where=fix_where(facts.platform, "firmware"),
             summary="Make MaxPayload consistent: pci=pcie_bus_safe on the kernel command line, or the BIOS",
             actions=(
                 CommandAction(

@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
+from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -22,6 +24,7 @@ BOOST = f"{CPU}/cpufreq/boost"
 NO_TURBO = f"{CPU}/intel_pstate/no_turbo"
 AMD_PSTATE_STATUS = f"{CPU}/amd_pstate/status"
 GUEST_NO_CPUFREQ = "no cpufreq in this guest; check on the hypervisor"
+CONTAINER_NO_CPUFREQ = "no cpufreq in the kernel this container shares with its host; check on the container's host"
 _MAX_REFS = 8
 
 
@@ -99,6 +102,8 @@ class CpuPowerFacts:
     cmdline: str | None
     cpuidle_driver: str | None
     idle: tuple[IdleState, ...]
+    drivers: FrequencyDrivers
+    boot: BootLine
 
 
 def _cpu_identity(cpuinfo: str | None) -> tuple[str | None, int | None, int | None]:
@@ -178,6 +183,8 @@ async def collect_cpu(probe: Probe) -> CpuPowerFacts:
         cmdline=cmdline,
         cpuidle_driver=_strip(idle_driver),
         idle=idle,
+        drivers=await collect_frequency_drivers(probe),
+        boot=await collect_boot_line(probe),
     )
 
 
@@ -186,7 +193,9 @@ def no_cpufreq(check: str, title: str, facts: CpuPowerFacts) -> Finding:
     ref = (f"exists:{CPU}/cpu{facts.cpus[0]}/cpufreq",) if facts.cpus else (dir_ref(CPU),)
     if not facts.cpus:
         return unknown(check, AREA, title, f"no CPUs listed under {CPU}", evidence=(dir_ref(CPU),))
-    if facts.platform.is_guest:
+    if facts.platform.in_vm:
         return unknown(check, AREA, title, GUEST_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
+    if facts.platform.in_container:
+        return unknown(check, AREA, title, CONTAINER_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
     why = f"{CPU}/cpu{facts.cpus[0]}/cpufreq is absent: no cpufreq driver is loaded (P-states under firmware control?)"
     return unknown(check, AREA, title, why, evidence=ref)

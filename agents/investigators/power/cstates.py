@@ -6,7 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power.cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
-from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
+from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
 from rigaudit.tools.probe import file_ref
 
 CSTATES_CHECK = Check(
@@ -19,13 +19,20 @@ CSTATES_CHECK = Check(
 )
 
 
+SHALLOW_US = 50
+"""Exit latencies up to this (Intel C1E, AMD C1) cost little against a decode step; above it (C6, AMD C2) they show."""
+
+
 def judge_cstates(facts: CpuPowerFacts) -> Finding:
     check, title = CSTATES_CHECK.id, CSTATES_CHECK.title
     if not facts.idle:
-        if facts.platform.is_guest:
+        if facts.platform.in_vm:
             return unknown(
                 check, AREA, title, "no cpuidle in this guest; check on the hypervisor", evidence=facts.platform.evidence
             )
+        if facts.platform.in_container:
+            why = "no cpuidle in the kernel this container shares with its host; check on the container's host"
+            return unknown(check, AREA, title, why, evidence=facts.platform.evidence)
         why = f"no cpuidle states under {CPU}/cpu*/cpuidle (driver: {facts.cpuidle_driver or 'unknown'})"
         return unknown(check, AREA, title, why, evidence=(file_ref(f"{CPU}/cpuidle/current_driver"),))
     readable = [s for s in facts.idle if s.latency_us is not None]
@@ -66,6 +73,8 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         + f"\n(alternative, with a reboot: {boot} on the kernel command line; do not use idle=poll or cpuidle.off=1, "
         "which burn power on idle cores, cost boost headroom, and remove the shallow states too)",
     )
+    worst = max(s.latency_us or 0 for s in bad)
+    severity: Severity = "medium" if worst > SHALLOW_US else "low"
     explanation = (
         f"Deep idle states are enabled: {summary}. The inference server's threads block between "
         "decode steps (waiting on the GPU, on NCCL, on the next request); a core that dropped into a deep C-state pays "
@@ -74,13 +83,20 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         "of TPOT plus jitter. Keeping C1 (and POLL) preserves most idle savings; idle power rises (often tens of watts "
         "per socket) and some all-core boost headroom may be lost, so measure. The menu/teo governor avoids deep "
         f"states for predicted short idles, but mispredictions hit the full exit cost. The {CPU}/cpu*/cpuidle writes "
-        "take effect immediately, without a reboot."
+        "take effect immediately, without a reboot. "
+        + (
+            f"Medium: the deepest enabled state costs {worst} us per wake-up, a noticeable share of a decode step "
+            "of a few milliseconds at batch 1."
+            if severity == "medium"
+            else f"Low: the deepest enabled state costs {worst} us per wake-up, little against a decode step of a "
+            "few milliseconds."
+        )
     )
     return problem(
         check,
         AREA,
         title,
-        "medium",
+        severity,
         summary + " (enabled)",
         f"no enabled idle state with exit latency above {CSTATE_LIMIT_US} us",
         explanation,

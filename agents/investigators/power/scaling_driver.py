@@ -6,46 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power.cpu_facts import AMD_PSTATE_STATUS, AREA, CPU, CpuPowerFacts, cpu_where, no_cpufreq
-from rigaudit.tools.model.finding import Action, CommandAction, Finding, Fix, SysfsWriteAction
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysfsWriteAction
 from rigaudit.tools.probe import file_ref
-
-
-def _boot_line_actions(param: str, cmdline: str | None) -> tuple[Action, ...]:
-    grub = (
-        CommandAction(
-            description=f"GRUB (BOOT_IMAGE= in /proc/cmdline): append {param} to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub",
-            argv=(
-                "sed",
-                "-i",
-                rf's/^GRUB_CMDLINE_LINUX_DEFAULT="\(.*\)"/GRUB_CMDLINE_LINUX_DEFAULT="\1 {param}"/',
-                "/etc/default/grub",
-            ),
-        ),
-        CommandAction(
-            description="GRUB: regenerate the boot config (Proxmox: proxmox-boot-tool refresh also syncs every ESP; "
-            "plain Debian: update-grub)",
-            argv=("proxmox-boot-tool", "refresh"),
-        ),
-    )
-    sdboot = (
-        CommandAction(
-            description=f"systemd-boot (Proxmox ZFS/UEFI via proxmox-boot-tool): /etc/kernel/cmdline is one line; append {param}",
-            argv=("sed", "-i", f"1s/$/ {param}/", "/etc/kernel/cmdline"),
-        ),
-        CommandAction(description="systemd-boot: copy the new command line to every ESP", argv=("proxmox-boot-tool", "refresh")),
-    )
-    head = (
-        CommandAction(
-            description="See which boot loader this host uses (GRUB or systemd-boot)", argv=("proxmox-boot-tool", "status")
-        ),
-    )
-    tail = (CommandAction(description=f"Reboot, then check that {param} is in /proc/cmdline", argv=("systemctl", "reboot")),)
-    if cmdline is not None and "BOOT_IMAGE=" in cmdline:
-        return head + grub + tail
-    if cmdline is not None and "initrd=" in cmdline:
-        return head + sdboot + tail
-    return head + grub + sdboot + tail
-
 
 SCALING_DRIVER_CHECK = Check(
     "power.scaling_driver",
@@ -80,14 +42,9 @@ def judge_scaling_driver(facts: CpuPowerFacts) -> Finding:
             summary="Let intel_pstate drive the CPU: drop intel_pstate=disable from the boot line"
             if disabled
             else "Let intel_pstate drive the CPU: enable HWP ('Hardware P-States: Native') in the BIOS",
-            actions=(
-                CommandAction(
-                    description="Remove intel_pstate=disable from /etc/default/grub or /etc/kernel/cmdline, then "
-                    "proxmox-boot-tool refresh (or update-grub) and reboot"
-                    if disabled
-                    else "BIOS: Hardware P-States = Native (HWP), then reboot"
-                ),
-            ),
+            actions=facts.boot.remove("intel_pstate=disable")
+            if disabled
+            else (CommandAction(description="BIOS: Hardware P-States = Native (HWP), then reboot"),),
             verify=f"cat {CPU}/cpu0/cpufreq/scaling_driver  -> intel_pstate",
             revert="restore the previous boot line / BIOS setting and reboot",
         )
@@ -108,11 +65,67 @@ def judge_scaling_driver(facts: CpuPowerFacts) -> Finding:
     return ok(check, AREA, title, facts.driver, evidence=refs[:2])
 
 
+def _kernel_lacks_it(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
+    """acpi-cpufreq on a CPPC-capable Zen CPU whose running kernel has no amd_pstate, or may not have it."""
+    d = facts.drivers
+    known_missing = d.amd_pstate == "no"
+    where = cpu_where(facts.platform)
+    fix = Fix(
+        kind="reboot",
+        where=where,
+        summary="Boot a kernel that has amd_pstate (Linux 5.17+), then add amd_pstate=active"
+        if known_missing
+        else "Check whether this kernel has amd_pstate; if it has, add amd_pstate=active, else boot one that has",
+        actions=(
+            *(
+                ()
+                if known_missing
+                else (CommandAction(description=f"grep CONFIG_X86_AMD_PSTATE /boot/config-{d.release_text}  -> =y"),)
+            ),
+            CommandAction(
+                description="install the distribution's newer kernel series (Ubuntu 22.04: linux-generic-hwe-22.04, "
+                "6.8; Debian 11: the bookworm-backports kernel; RHEL 8: none carries it) with the NVIDIA driver "
+                "built for it (DKMS)"
+            ),
+            *facts.boot.add("amd_pstate=active"),
+        ),
+        risk="medium",
+        verify=f"uname -r; cat {CPU}/cpu0/cpufreq/scaling_driver  -> amd-pstate-epp",
+        revert="boot the previous kernel (it stays installed)",
+        persist="the new kernel stays the default boot entry",
+    )
+    why = (
+        f"The running kernel has no amd_pstate driver ({d.how}): amd_pstate arrived in Linux 5.17 and its active "
+        "(EPP) mode in 6.3, so the boot option alone would be ignored and the advice is a kernel change first. "
+        if known_missing
+        else f"Whether this kernel carries amd_pstate cannot be told here ({d.how}): its build configuration would "
+        f"tell (/boot/config-{d.release_text}). "
+    )
+    return problem(
+        SCALING_DRIVER_CHECK.id,
+        AREA,
+        SCALING_DRIVER_CHECK.title,
+        "low",
+        f"scaling_driver acpi-cpufreq on AMD family 0x{facts.family or 0:x} with acpi_cppc present; kernel "
+        f"{d.release_text}: amd_pstate {'absent' if known_missing else 'unknown'}",
+        "amd-pstate-epp on a kernel that has it",
+        why + "Low: with the performance governor acpi-cpufreq already holds the top P-state and boost; what amd_pstate "
+        "adds (per-core CPPC requests, EPP, preferred cores) is a small gain in CPU-bound decode steps, and it costs "
+        "a kernel change on this host.",
+        fix,
+        subjects=(cpu_ranges(facts.cpus),),
+        evidence=(*refs, *d.refs),
+    )
+
+
 def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
-    param = "amd_pstate=active"
+    if facts.drivers.amd_pstate != "yes":
+        return _kernel_lacks_it(facts, refs)
+    active = facts.drivers.amd_pstate_active == "yes"
+    param = "amd_pstate=active" if active else "amd_pstate=passive"
     where = cpu_where(facts.platform)
     status_ref = file_ref(AMD_PSTATE_STATUS)
-    persist = f"add {param} to the kernel command line (/etc/default/grub or /etc/kernel/cmdline, then proxmox-boot-tool refresh)"
+    persist = facts.boot.words(f"add {param}")
     if facts.amd_pstate_status is not None:
         fix = Fix(
             kind="runtime",
@@ -130,16 +143,21 @@ def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
             kind="reboot",
             where=where,
             summary=f"Add {param} to the kernel command line and reboot",
-            actions=_boot_line_actions(param, facts.cmdline),
+            actions=facts.boot.add(param),
             risk="low",
-            verify=f"grep -o {param} /proc/cmdline; cat {CPU}/cpu0/cpufreq/scaling_driver  -> amd-pstate-epp; "
-            f"cat {AMD_PSTATE_STATUS}  -> active",
-            revert=f"remove {param} from the same file, proxmox-boot-tool refresh (or update-grub), reboot",
+            verify=f"grep -o {param} /proc/cmdline; cat {CPU}/cpu0/cpufreq/scaling_driver  -> "
+            + ("amd-pstate-epp" if active else "amd-pstate"),
+            revert=facts.boot.words(f"remove {param}"),
             persist="the boot line is persistent by itself",
         )
         runtime_note = (
             f"A runtime switch is possible only when {AMD_PSTATE_STATUS} exists; it is absent here (the driver did not "
             "register at boot), so this needs the boot option and a reboot."
+        )
+    if not active:
+        runtime_note += (
+            f" This kernel ({facts.drivers.release_text}) has amd_pstate without its active (EPP) mode (6.3+): passive "
+            "mode under the performance governor is what it offers."
         )
     explanation = (
         "This AMD Zen 2+ CPU exposes ACPI CPPC, but the kernel runs the legacy acpi-cpufreq driver, which only knows "
@@ -148,7 +166,8 @@ def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
         "millisecond, EPP hints, preferred-core ranking on recent kernels), so the bursty CPU work of an inference "
         "server (scheduler step, sampling, kernel launches, NCCL proxy threads) runs at full clock sooner. Expect a "
         "small to moderate gain in single-stream decode latency; measure before and after. On EPYC servers the kernel "
-        "does not pick amd-pstate on its own, so it must be asked for on the command line. "
+        "does not pick amd-pstate on its own (the firmware declares a server power profile), so it must be asked for "
+        "on the command line. "
         + runtime_note
         + " After the switch, keep governor 'performance' (or EPP 'performance'); see power.epp."
     )
@@ -156,11 +175,11 @@ def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
         "power.scaling_driver",
         AREA,
         "CPU frequency scaling driver",
-        "medium",
+        "medium" if active else "low",
         f"scaling_driver acpi-cpufreq on AMD family 0x{facts.family or 0:x} with acpi_cppc present",
-        "amd-pstate-epp (amd_pstate=active)",
+        "amd-pstate-epp (amd_pstate=active)" if active else "amd-pstate (amd_pstate=passive)",
         explanation,
         fix,
         subjects=(cpu_ranges(facts.cpus),),
-        evidence=(*refs, status_ref, "file:/proc/cmdline"),
+        evidence=(*refs, status_ref, "file:/proc/cmdline", *facts.drivers.refs),
     )

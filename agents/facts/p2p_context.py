@@ -1,0 +1,126 @@
+"""What GPU-to-GPU traffic on this host actually crosses, for the rules that judge IOMMU, ACS, P2P and NCCL overrides.
+
+An IOMMU that translates DMA, or ACS redirect on a PCIe switch, hurts GPU peer-to-peer only where peers talk over
+PCIe: not between GPUs joined by NVLink (an NVSwitch fabric, or bridges), not on GeForce cards (no PCIe P2P at all),
+not between MIG slices (no P2P between them), not on a host with a single GPU. PCIe still carries GPUDirect RDMA
+between a NIC and a GPU under one switch, and host-to-device copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from rigaudit.agents.facts.gpu_models import P2pSupport, p2p_support, short_name
+from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, GpuInventory, collect_gpus
+from rigaudit.agents.facts.processes import find_servers
+from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
+from rigaudit.agents.facts.serving import largest_tp
+from rigaudit.tools.pci.sysfs import read_driver
+from rigaudit.tools.probe import Probe, nvml_ref
+
+P2P_NVLINK_CAPS = 2
+"""NVML_P2P_CAPS_INDEX_NVLINK: ``nvmlDeviceGetP2PStatus(a, b, 2)`` is OK when the pair peers over NVLink."""
+
+
+@dataclass(frozen=True)
+class P2pContext:
+    gpus: tuple[Gpu, ...]
+    """The GPUs this host drives (not the ones bound to vfio-pci for VMs)."""
+    vfio: tuple[Gpu, ...]
+    support: P2pSupport
+    """PCIe P2P support of the models: ``no`` when any GPU has none."""
+    nvlink_gpus: frozenset[int]
+    """NVML indices of GPUs with NVLink link 0 active."""
+    nvlink_pairs: frozenset[tuple[int, int]]
+    """Pairs that peer over NVLink (NVML's NVLink P2P capability, else both GPUs' NVLink up)."""
+    mig_on: frozenset[int]
+    rdma: RdmaFacts
+    tp: int | None
+    """The largest tensor-parallel size on a server's command line."""
+    refs: tuple[str, ...]
+
+    @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        indices = sorted(g.index for g in self.gpus if g.index is not None)
+        return tuple(combinations(indices, 2))
+
+    @property
+    def all_nvlink(self) -> bool:
+        """Every GPU pair peers over NVLink: PCIe carries no GPU-to-GPU traffic."""
+        return bool(self.pairs) and all(p in self.nvlink_pairs for p in self.pairs)
+
+    @property
+    def all_mig(self) -> bool:
+        indices = {g.index for g in self.gpus if g.index is not None}
+        return bool(indices) and indices <= self.mig_on
+
+    @property
+    def models(self) -> str:
+        return ", ".join(sorted({short_name(g.name) for g in self.gpus})) or "these GPUs"
+
+    def pcie_peer_traffic(self) -> str | None:
+        """Why GPU peer traffic does not cross PCIe here (None: it does, or may)."""
+        if len(self.gpus) < 2:
+            return f"{len(self.gpus)} GPU(s) on this host: no GPU pair"
+        if self.support == "no":
+            return f"{self.models} have no PCIe peer-to-peer: NCCL stages GPU-to-GPU traffic through host memory anyway"
+        if self.all_mig:
+            return "MIG is on on every GPU: there is no peer-to-peer between MIG slices"
+        if self.all_nvlink:
+            return f"every GPU pair peers over NVLink ({len(self.pairs)} pairs): GPU-to-GPU traffic does not cross PCIe"
+        return None
+
+    @property
+    def rdma_active(self) -> bool:
+        return bool(self.rdma.active_nics)
+
+
+async def _nvlink_pair(probe: Probe, a: int, b: int, up: frozenset[int]) -> bool:
+    caps = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_NVLINK_CAPS)
+    if caps.ok and isinstance(caps.value, int):
+        return caps.value == 0
+    return a in up and b in up
+
+
+async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = None) -> P2pContext:
+    inventory = inventory or await collect_gpus(probe)
+    drivers = await probe.gather(*[lambda g=g: read_driver(probe, g.bdf) for g in inventory.gpus])
+    vfio = tuple(g for g, d in zip(inventory.gpus, drivers, strict=True) if d == "vfio-pci")
+    gpus = tuple(g for g in inventory.gpus if g not in vfio)
+    indices = [g.index for g in gpus if g.index is not None]
+    links = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetNvLinkState", i, 0) for i in indices])
+    up = frozenset(i for i, r in zip(indices, links, strict=True) if r.ok and r.value == 1)
+    pairs = list(combinations(sorted(indices), 2))
+    nvlinked = await probe.gather(*[lambda p=p: _nvlink_pair(probe, p[0], p[1], up) for p in pairs])
+    modes = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetMigMode", i) for i in indices])
+    mig_on = frozenset(
+        i for i, r in zip(indices, modes, strict=True) if r.ok and isinstance(r.value, list) and r.value[:1] == [1]
+    )
+    supports = {p2p_support(g.name) for g in gpus}
+    support: P2pSupport = (
+        "no"
+        if "no" in supports
+        else "nvlink_bridge"
+        if "nvlink_bridge" in supports
+        else "unknown"
+        if "unknown" in supports or not supports
+        else "yes"
+    )
+    scan = await find_servers(probe)
+    refs = (
+        f"dir:{PCI_DEVICES}",
+        *(nvml_ref("nvmlDeviceGetNvLinkState", (i, 0)) for i in indices),
+        *(nvml_ref("nvmlDeviceGetMigMode", (i,)) for i in indices),
+    )
+    return P2pContext(
+        gpus=gpus,
+        vfio=vfio,
+        support=support,
+        nvlink_gpus=up,
+        nvlink_pairs=frozenset(p for p, linked in zip(pairs, nvlinked, strict=True) if linked),
+        mig_on=mig_on,
+        rdma=await collect_rdma(probe),
+        tp=largest_tp([s.argv for s in scan.servers]),
+        refs=refs,
+    )

@@ -1,0 +1,183 @@
+"""Why a GPU pair refuses peer-to-peer, read off the facts of this host rather than off NVML's code alone.
+
+NVML's status codes say what the driver decided, not why: GPU_NOT_SUPPORTED is the card (GeForce) or a MIG slice,
+DISABLED_BY_REGKEY a driver option, CHIPSET_NOT_SUPPORTED / IOH_TOPOLOGY_NOT_SUPPORTED / NOT_SUPPORTED the path: a
+translating IOMMU, ACS redirect on the switch between them, a pair across the CPU interconnect of an Intel machine
+(unsupported there), the emulated topology of a VM guest, or a platform the driver does not trust for P2P.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rigaudit.agents.facts.boot_line import BootLine
+from rigaudit.agents.facts.p2p_context import P2pContext
+from rigaudit.agents.facts.pci_paths import PciPaths
+from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
+from rigaudit.tools.model.finding import Action, CommandAction, Fix, FixKind, Severity
+
+Cause = Literal["model", "mig", "regkey", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"]
+SYS = 50
+"""nvmlGpuTopologyLevel_t SYSTEM: the pair's path crosses the CPU interconnect (QPI/UPI, xGMI)."""
+
+
+@dataclass(frozen=True)
+class PairView:
+    a: int
+    b: int
+    bdf_a: str
+    bdf_b: str
+    codes: frozenset[int]
+    ancestor: int | None
+    nvlink: bool
+
+
+@dataclass(frozen=True)
+class Context:
+    platform: Platform
+    p2p: P2pContext
+    paths: PciPaths
+    cpu_vendor: str | None
+    boot: BootLine
+    socket_pattern: bool = False
+    """Every pair across the CPU interconnect refuses P2P and every pair within a socket allows it."""
+
+
+def cause(pair: PairView, c: Context) -> Cause:
+    if c.p2p.support == "no":
+        return "model"
+    if pair.a in c.p2p.mig_on or pair.b in c.p2p.mig_on:
+        return "mig"
+    if 4 in pair.codes:
+        return "regkey"
+    if pair.nvlink:
+        return "nvlink_fabric"
+    if c.platform.in_vm:
+        return "hypervisor"
+    if c.paths.translated(pair.bdf_a) or c.paths.translated(pair.bdf_b):
+        return "iommu"
+    if c.paths.redirect_between(pair.bdf_a, pair.bdf_b):
+        return "acs"
+    if pair.ancestor == SYS and (c.cpu_vendor == "GenuineIntel" or c.socket_pattern):
+        return "topology"
+    return "platform"
+
+
+SEVERITY: dict[Cause, Severity | None] = {
+    "model": None,
+    "mig": None,
+    "regkey": "high",
+    "nvlink_fabric": "high",
+    "hypervisor": "high",
+    "iommu": "high",
+    "acs": "high",
+    "topology": "low",
+    "platform": "high",
+}
+"""None: not a fault (the card or MIG has no P2P by design). Low: a topology fact to place TP groups by."""
+
+WHY: dict[Cause, str] = {
+    "model": "these GPUs have no PCIe peer-to-peer (a property of the product line)",
+    "mig": "MIG is on: there is no peer-to-peer between MIG slices",
+    "regkey": "a driver registry key (NVreg_RegistryDwords) disables peer-to-peer",
+    "nvlink_fabric": "the pair is joined by NVLink yet P2P is refused: the NVLink fabric is not up (NVSwitch systems "
+    "need nvidia-fabricmanager running, see driver.fabricmanager; bridged pairs need their bridge seated)",
+    "hypervisor": "inside a VM guest the PCIe topology is the hypervisor's emulation: the guest driver allows P2P only "
+    "between GPUs the hypervisor declares peers (QEMU's x-nv-gpudirect-clique on the vfio-pci devices), behind a "
+    "physical path with passthrough IOMMU and no ACS redirect on the host",
+    "iommu": "the IOMMU translates the GPUs' DMA (see kernel.iommu): NVIDIA does not support PCIe P2P through it",
+    "acs": "ACS P2P redirect on the switch ports between them sends peer traffic to the root complex (see pcie.acs)",
+    "topology": "the pair crosses the CPU interconnect, where the platform does not support PCIe P2P (Intel's "
+    "UPI): a property of the machine, not a setting",
+    "platform": "the path between them (the root complex or the firmware's PCIe settings) is not one the driver trusts "
+    "for P2P: check the BIOS (ACS, 'PCIe peer-to-peer', IOMMU) and the platform's support",
+}
+RANK: dict[Cause, int] = {
+    "regkey": 0,
+    "nvlink_fabric": 1,
+    "iommu": 2,
+    "acs": 3,
+    "hypervisor": 4,
+    "platform": 5,
+    "topology": 6,
+    "mig": 7,
+    "model": 8,
+}
+
+
+def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, ...], FixKind]:
+    actions: list[Action] = []
+    kind: FixKind = "reboot"
+    for k in kinds:
+        if k == "regkey":
+            actions.append(
+                CommandAction(
+                    description="remove the P2P-disabling NVreg_RegistryDwords entry from /etc/modprobe.d/*.conf, "
+                    "rebuild the initramfs and reboot"
+                )
+            )
+        elif k == "nvlink_fabric":
+            actions.append(
+                CommandAction(
+                    description="NVSwitch system: start nvidia-fabricmanager (of exactly the driver's version) with the "
+                    "GPUs idle; bridged pairs: reseat the NVLink bridge",
+                )
+            )
+            kind = "runtime"
+        elif k == "iommu":
+            actions += c.boot.add("iommu=pt")
+        elif k == "acs":
+            actions.append(CommandAction(description="clear ACS redirect on the switch ports between the GPUs (pcie.acs)"))
+        elif k == "hypervisor":
+            actions.append(
+                CommandAction(
+                    description=f"on the hypervisor, for the GPUs passed to this VM ({names}): put them behind one "
+                    "virtual PCIe root port or switch and give their vfio-pci devices one x-nv-gpudirect-clique id "
+                    "(libvirt: <qemu:arg value='-set'/> device.hostdevN.x-nv-gpudirect-clique=0; Proxmox: args: in "
+                    "the VM config); on the host itself: iommu=pt and no ACS redirect between them. In a cloud: an "
+                    "instance type whose GPUs peer (NVLink / P2P-enabled)"
+                )
+            )
+            kind = "restart"
+        elif k == "platform":
+            actions.append(
+                CommandAction(
+                    description="BIOS: enable 'PCIe peer-to-peer' / disable ACS where offered, IOMMU off or passthrough; "
+                    "check the platform's P2P support with the server vendor"
+                )
+            )
+            kind = "firmware"
+        elif k == "topology":
+            actions.append(
+                CommandAction(
+                    description="keep each tensor-parallel group within one CPU socket (CUDA_VISIBLE_DEVICES of the "
+                    "GPUs on one NUMA node), or accept NCCL's host-memory path across sockets"
+                )
+            )
+            kind = "restart" if len(kinds) == 1 else kind
+    return tuple(actions), kind
+
+
+_TARGET: dict[Cause, FixTarget] = {
+    "hypervisor": "vm_definition",
+    "platform": "firmware",
+    "topology": "workload",
+    "nvlink_fabric": "gpu_driver",
+}
+
+
+def fix_for(kinds: list[Cause], c: Context, names: str) -> Fix:
+    strongest = min(kinds, key=lambda k: RANK[k])
+    actions, kind = _actions(sorted(set(kinds), key=lambda k: RANK[k]), c, names)
+    target: FixTarget = _TARGET.get(strongest, "kernel")
+    return Fix(
+        kind=kind,
+        where=fix_where(c.platform, target),
+        summary="Let peer-to-peer through: " + "; ".join(WHY[k].split(":")[0] for k in sorted(set(kinds), key=lambda k: RANK[k])),
+        actions=actions,
+        risk="medium",
+        verify="nvidia-smi topo -p2p r and -p2p w show OK for every pair; then `rigaudit bench p2p`",
+        revert="restore the previous settings",
+        persist="the boot line, BIOS and VM definition changes persist",
+    )
