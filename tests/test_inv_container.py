@@ -81,8 +81,10 @@ def test_uvm_major_not_allowed_by_cgroup(snap: Path) -> None:
     assert "cgroup does not allow /dev/nvidia-uvm" in finding.observed
 
 
-def test_memlock_not_set_is_medium_restart(snap: Path) -> None:
+def test_memlock_not_set_is_medium_restart_with_rdma_low_without(snap: Path) -> None:
     edit_lxc(snap, drop="lxc.prlimit.memlock")
+    assert audit(snap)["container.memlock"].severity == "low"  # no RDMA NIC: little registers memory
+    set_file(snap, "/sys/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n")
     finding = audit(snap)["container.memlock"]
     assert (finding.status, finding.severity) == ("problem", "medium")
     assert "not set" in finding.observed
@@ -131,10 +133,10 @@ def test_inside_docker_small_shm_and_memlock(snap: Path) -> None:
     set_file(snap, "/proc/mounts", "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\n")
     found = audit(snap)
     memlock = found["container.memlock"]
-    assert (memlock.status, memlock.severity) == ("problem", "medium")
+    assert (memlock.status, memlock.severity) == ("problem", "low")  # no RDMA NIC here
     assert "8388608" in memlock.observed
     shm = found["container.shm"]
-    assert (shm.status, shm.severity) == ("problem", "medium")
+    assert (shm.status, shm.severity) == ("problem", "high")  # 8 GPUs in the container: NCCL needs /dev/shm
     assert "64 MiB" in shm.observed
     assert shm.fix is not None and "--shm-size" in shm.fix.summary and shm.fix.where == "container_config"
 
@@ -151,7 +153,7 @@ def test_server_in_lxc_container_seen_from_host(snap: Path) -> None:
     )
     found = audit(snap)
     shm = found["container.shm"]
-    assert (shm.status, shm.severity) == ("problem", "medium")
+    assert (shm.status, shm.severity) == ("problem", "high")  # container 101 is given 8 GPUs
     assert "pid 7000 (sglang in lxc 101): 64 MiB" in shm.observed
     assert found["container.memlock"].status == "ok"
 

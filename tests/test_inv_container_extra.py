@@ -58,8 +58,12 @@ def test_quota_seen_from_inside_a_container(snap: Path) -> None:
     set_file(snap, "/sys/fs/cgroup/cpu.max", "400000 100000\n")
     set_file(snap, "/sys/fs/cgroup/cpu.stat", "usage_usec 10\nnr_periods 1000\nnr_throttled 120\nthrottled_usec 5\n")
     finding = cgroup_cpu(snap)
-    assert (finding.status, finding.severity) == ("problem", "medium")
-    assert "this container: CPU quota of 4 CPUs, throttled in 120 of 1000 periods" in finding.observed
+    assert (finding.status, finding.severity) == ("problem", "high")  # 12% of periods throttled, 4 CPUs for 8 GPUs
+    assert "this container: CPU quota of 4 CPUs, throttled in 120 of 1000 periods (12.0%)" in finding.observed
+    set_file(snap, "/sys/fs/cgroup/cpu.max", "1600000 100000\n")
+    set_file(snap, "/sys/fs/cgroup/cpu.stat", "usage_usec 10\nnr_periods 1000\nnr_throttled 0\nthrottled_usec 0\n")
+    finding = cgroup_cpu(snap)
+    assert (finding.status, finding.severity) == ("problem", "low")  # a quota never hit so far
 
 
 def test_no_quota_inside_a_container_is_ok(snap: Path) -> None:

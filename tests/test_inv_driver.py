@@ -111,13 +111,40 @@ def test_persistence_off_fires_with_service_start(seed: Path) -> None:
     assert "-pm" not in finding.fix.model_dump_json()
 
 
-def test_peermem_missing_with_an_rdma_nic_fires(seed: Path) -> None:
-    add_dir(seed, "/sys/class/infiniband/mlx5_0")
+def _ib(root: Path, state: str = "4: ACTIVE") -> None:
+    set_file(root, "/sys/class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand\n")
+    set_file(root, "/sys/class/infiniband/mlx5_0/ports/1/state", state + "\n")
+
+
+def test_peermem_missing_with_ofed_and_the_proprietary_module_fires(seed: Path) -> None:
+    _ib(seed)
+    _driver(seed, "580.95.05", open_module=False)
+    _modules(seed, add="mlx_compat")
     finding = audit(seed)["driver.peermem"]
     assert (finding.status, finding.severity) == ("problem", "medium")
     assert finding.fix is not None and finding.fix.kind == "runtime"
     assert finding.fix.actions == (ModuleLoadAction(module="nvidia_peermem"),)
     assert "/etc/modules-load.d/" in finding.fix.persist
+
+
+def test_inbox_rdma_stack_needs_the_open_module_not_peermem(seed: Path) -> None:
+    _ib(seed)
+    _driver(seed, "580.95.05", open_module=False)
+    finding = audit(seed)["driver.peermem"]
+    assert (finding.status, finding.severity) == ("problem", "medium")
+    assert finding.fix is not None and finding.fix.kind == "reboot" and "open NVIDIA kernel module" in finding.fix.summary
+
+
+def test_dma_buf_serves_gpudirect_without_peermem(seed: Path) -> None:
+    _ib(seed)  # the seed runs the open kernel module on Linux 6.8
+    finding = audit(seed)["driver.peermem"]
+    assert finding.status == "ok" and "DMA-BUF" in finding.observed
+
+
+def test_rdma_ports_all_down_need_no_gpudirect(seed: Path) -> None:
+    _ib(seed, "1: DOWN")
+    _driver(seed, "580.95.05", open_module=False)
+    assert audit(seed)["driver.peermem"].status == "ok"
 
 
 def test_peermem_loaded_with_an_rdma_nic_is_ok(seed: Path) -> None:

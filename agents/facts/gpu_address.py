@@ -10,7 +10,7 @@ device id are what the hypervisor's admin or a cloud provider can match.
 from __future__ import annotations
 
 from rigaudit.agents.facts.gpu_models import short_name
-from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.gpus import Gpu, GpuInventory
 from rigaudit.tools.model.finding import Where
 
 
@@ -50,3 +50,10 @@ def gpu_words(gpu: Gpu, where: Where) -> str:
         seen = f"{gpu.label} inside the container"
         return f"the GPU at PCI {gpu.bdf}" + (f" ({gpu.uuid}; {seen})" if gpu.uuid else f" ({seen})")
     return gpu.label
+
+
+def index_selector(inventory: GpuInventory, index: int, where: Where) -> str:
+    """The ``-i`` argument for the GPU NVML calls ``index`` here, valid on ``where`` (the index itself when the GPU
+    is not in the inventory, or on the layer that read it)."""
+    gpu = inventory.by_index(index)
+    return (gpu_selector(gpu, where) if gpu is not None else None) or str(index)

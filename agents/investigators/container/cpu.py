@@ -10,7 +10,7 @@ from rigaudit.agents.facts.cpulist import parse_cpulist
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe, file_ref
 
 AREA: Area = "container"
@@ -135,9 +135,15 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
         need = max(limit.gpus, 1) * PER_GPU
         if limit.quota_cpus is not None:
             throttled = ""
-            if limit.throttled and limit.throttled[0]:
-                throttled = f", throttled in {limit.throttled[0]} of {limit.throttled[1]} periods"
-            found.append((limit, "medium", f"{limit.who}: CPU quota of {limit.quota_cpus:g} CPUs{throttled}"))
+            quota_severity: Severity = "medium"
+            if limit.throttled and limit.throttled[1]:
+                hit, periods = limit.throttled
+                share = hit / periods
+                throttled = f", throttled in {hit} of {periods} periods ({share:.1%})"
+                quota_severity = "high" if share >= 0.05 else "medium" if hit else "low"
+            if limit.quota_cpus < limit.gpus + 2:
+                quota_severity = "high" if quota_severity == "high" else "medium"
+            found.append((limit, quota_severity, f"{limit.who}: CPU quota of {limit.quota_cpus:g} CPUs{throttled}"))
         if limit.cpus is not None and limit.gpus and limit.cpus < need:
             severity: Severity = "medium" if limit.cpus < limit.gpus + 2 else "low"
             found.append((limit, severity, f"{limit.who}: {limit.cpus} CPUs for {limit.gpus} GPUs"))
@@ -152,6 +158,16 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
     if target.cpus is not None and target.gpus and target.cpus < max(target.gpus, 1) * PER_GPU:
         lines.append(f"cores: {max(target.gpus, 1) * PER_GPU * 2} (or more)")
     config = target.config
+    if config is None:
+        runtime = f.platform.container_runtime or ""
+        lines = [
+            {
+                "kubernetes": "raise or remove resources.limits.cpu in the pod spec (keep the request): a CPU limit is a "
+                "CFS quota; with the static CPU manager and integer CPUs, pin whole cores instead",
+                "docker": "recreate the container without --cpus / --cpu-quota (pin with --cpuset-cpus if needed)",
+                "podman": "recreate the container without --cpus / --cpu-quota (pin with --cpuset-cpus if needed)",
+            }.get(runtime, "remove the container's CPU quota (docker --cpus, a pod's resources.limits.cpu)")
+        ]
     fix = Fix(
         kind="restart",
         where="container_config",
@@ -172,7 +188,7 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
         check,
         AREA,
         title,
-        "medium" if any(s == "medium" for _, s, _ in found) else "low",
+        min((s for _, s, _ in found), key=lambda s: SEVERITY_ORDER[s]),
         "; ".join(text for _, _, text in found),
         f"no CPU quota; at least {PER_GPU} CPUs per GPU",
         "A CFS quota lets the container's threads run only for their share of each 100 ms period: once it is used "

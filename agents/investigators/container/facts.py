@@ -10,6 +10,7 @@ from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerScan, find_servers
+from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_cgroup_cpu
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
@@ -36,6 +37,7 @@ class ContainerFacts:
     server_mounts: dict[int, str | None]
     pct: CommandResult | None
     cpu: CgroupCpuFacts
+    rdma: RdmaFacts
 
 
 async def _minor(probe: Probe, bdf: str) -> int | None:
@@ -75,6 +77,7 @@ async def collect(probe: Probe) -> ContainerFacts:
         server_mounts={s.pid: t for s, t in zip(servers, server_mounts, strict=True)},
         pct=pct,
         cpu=cpu,
+        rdma=await collect_rdma(probe),
     )
 
 

@@ -74,32 +74,46 @@ def judge_memlock(f: ContainerFacts) -> Finding:
             ["lxc.prlimit.memlock: unlimited"],
         )
     else:
+        runtime = f.platform.container_runtime or next((s.container.split()[0] for s in f.scan.servers if s.container), None)
+        k8s = runtime in ("kubernetes", "k8s", "containerd")
+        how = {
+            "docker": "recreate the container with --ulimit memlock=-1:-1",
+            "podman": "recreate the container with --ulimit memlock=-1:-1",
+            "lxc": "set lxc.prlimit.memlock: unlimited in its config",
+        }.get(runtime or "", "docker: --ulimit memlock=-1:-1; systemd unit: LimitMEMLOCK=infinity; LXC: lxc.prlimit.memlock")
+        if k8s:
+            how = (
+                "a pod cannot raise its own RLIMIT_MEMLOCK: containers inherit the container runtime's, so set "
+                "LimitMEMLOCK=infinity for containerd (systemctl edit containerd) on the node, restart it, then the pod"
+            )
+        inside = f.platform.in_container or any(s.container for s in f.scan.servers)
         fix = Fix(
             kind="restart",
-            where="container_config" if f.platform.in_container or any(s.container for s in f.scan.servers) else "host",
+            where="container_host" if k8s else "container_config" if inside else "host",
             summary="Raise the locked-memory limit of the server to unlimited",
-            actions=(
-                CommandAction(
-                    description="docker: --ulimit memlock=-1:-1; systemd unit: LimitMEMLOCK=infinity; "
-                    "LXC: lxc.prlimit.memlock: unlimited; then restart the server"
-                ),
-            ),
+            actions=(CommandAction(description=how + "; then restart the server"),),
             risk="low",
             verify="grep 'Max locked memory' /proc/PID/limits of the server shows unlimited",
             revert="restore the previous limit and restart",
             persist="the container or unit config",
         )
+    rdma = bool(f.rdma.active_nics)
     return problem(
         check,
         AREA,
         title,
-        "medium",
-        "; ".join(limited),
+        "medium" if rdma else "low",
+        "; ".join(limited) + ("" if rdma else "; no active RDMA NIC"),
         "unlimited",
         "RDMA memory registration (NCCL over InfiniBand/RoCE, GPUDirect) and mlock-based pinned buffers count "
         "against RLIMIT_MEMLOCK; with a small limit they fail or fall back to slower paths. CUDA's own pinned "
-        "allocations are not bound by it, so the effect is largest on multi-node or RDMA setups.",
+        "allocations (cudaHostAlloc) are not bound by it. "
+        + (
+            "This host has active RDMA NICs, so NCCL's registrations hit the limit (medium)."
+            if rdma
+            else "This host has no active RDMA NIC, so little here registers memory against the limit (low)."
+        ),
         fix,
         subjects=tuple(s.split(":")[0] for s in limited),
-        evidence=tuple(refs),
+        evidence=(*refs, *f.rdma.refs),
     )

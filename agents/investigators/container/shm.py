@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, no_gpu_on_this_machine
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, gpu_nodes, no_gpu_on_this_machine
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import dir_ref, file_ref
 
 SHM_MIN = 2**30
@@ -34,6 +35,21 @@ SHM_CHECK = Check(
     fix="`--shm-size` / `--ipc=host` / a larger tmpfs",
     kinds=("restart",),
 )
+
+
+def _gpus_of(f: ContainerFacts, who: str) -> int:
+    """GPUs the container behind a reading uses: NVML's processes of its servers, else what it is given."""
+    if who == "this container":
+        nodes = [e for e in f.dev_entries or () if re.fullmatch(r"nvidia\d+", e)]
+        return len(f.inventory.nvml_indices) or len(nodes)
+    server = next((s for s in f.scan.servers if s.label == who), None)
+    label = server.container if server else None
+    pids = {s.pid for s in f.scan.servers if s.container == label}
+    used = {p.gpu_index for p in f.scan.gpu_processes if p.pid in pids}
+    if used:
+        return len(used)
+    config = next((c for c in f.lxc.gpu_configs if label == f"lxc {c.ctid}"), None)
+    return len(gpu_nodes(config)) if config else len(f.inventory.gpus)
 
 
 def judge_shm(f: ContainerFacts) -> Finding:
@@ -71,32 +87,50 @@ def judge_shm(f: ContainerFacts) -> Finding:
     )
     if not small:
         return ok(check, AREA, title, f"/dev/shm {shown}", expected="at least 1 GiB", evidence=tuple(refs))
-    docker = f.platform.kind == "docker" or any(s.container and s.container.startswith("docker") for s in f.scan.servers)
+    runtime = f.platform.container_runtime or next((s.container.split()[0] for s in f.scan.servers if s.container), "")
+    how = {
+        "docker": "recreate the container with --shm-size=16g (or --ipc=host)",
+        "podman": "recreate the container with --shm-size=16g (or --ipc=host)",
+        "kubernetes": "mount an emptyDir volume with medium: Memory (sizeLimit: 16Gi) at /dev/shm in the pod spec",
+        "k8s": "mount an emptyDir volume with medium: Memory (sizeLimit: 16Gi) at /dev/shm in the pod spec",
+        "lxc": "mount a larger tmpfs on /dev/shm in the container's config (lxc.mount.entry: tmpfs dev/shm tmpfs "
+        "size=16g,nosuid,nodev 0 0)",
+    }.get(
+        runtime,
+        "docker: --shm-size=16g or --ipc=host; Kubernetes: an emptyDir of medium Memory at /dev/shm; LXC: a larger tmpfs mount",
+    )
     fix = Fix(
         kind="restart",
         where="container_config",
-        summary="Give the container a larger /dev/shm" + (" (--shm-size=16g or --ipc=host)" if docker else ""),
-        actions=(
-            CommandAction(
-                description="docker: recreate with --shm-size=16g (or --ipc=host); LXC: mount a larger "
-                "tmpfs on /dev/shm in the container's config; then restart"
-            ),
-        ),
+        summary="Give the container a larger /dev/shm: " + how,
+        actions=(CommandAction(description=how + "; then restart it"),),
         risk="low",
         verify="df -h /dev/shm inside the container shows the new size",
         revert="recreate/restart with the previous size",
         persist="the container's config",
     )
+    tp = largest_tp([s.argv for s in f.scan.servers])
+    gpus = max(_gpus_of(f, who) for who, _ in small)
+    multi = (tp is not None and tp > 1) or (tp is None and gpus > 1)
+    severity: Severity = "high" if multi else "low"
+    cost = (
+        f"With {f'tensor parallelism {tp}' if tp else f'{gpus} GPUs in the container'}, NCCL's shared-memory and "
+        "proxy buffers and the server's broadcast rings need far more than this: start-up or the first all-reduce "
+        "fails (high)."
+        if multi
+        else "With one GPU in use, no NCCL communicator needs it; only data-loader workers and tokenizer pools would (low)."
+    )
     return problem(
         check,
         AREA,
         title,
-        "medium",
+        severity,
         f"/dev/shm {shown}",
         "at least 1 GiB",
         "NCCL's shared-memory transport, PyTorch's inter-process tensors and the servers' input broadcast rings live "
-        "in /dev/shm. Docker's 64 MiB default makes NCCL fail with 'No space left on device' or errors such as "
-        "'unhandled system error' once tensor parallelism starts.",
+        "in /dev/shm. Docker's 64 MiB default (and a Kubernetes pod's, without an emptyDir of medium Memory) makes "
+        "NCCL fail with 'No space left on device' or errors such as 'unhandled system error' once tensor parallelism "
+        "starts. " + cost,
         fix,
         subjects=tuple(who for who, _ in small),
         evidence=tuple(refs),

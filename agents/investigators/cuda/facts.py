@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.mig import GpuMig, collect_mig, mig_devices
 from rigaudit.agents.facts.nvml_reads import GpuReads, failure_text, label, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.facts.processes import ServerScan, find_servers
+from rigaudit.agents.facts.processes import ServerScan, find_servers, parse_environ
+from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.findings import not_applicable, unknown
 from rigaudit.agents.investigators.cuda.processes import ProcessFacts, collect_processes
 from rigaudit.tools.model.finding import Area, Finding, Where
@@ -35,6 +37,10 @@ class CudaFacts:
     ecc: GpuReads
     scan: ServerScan
     processes: ProcessFacts
+    mig_states: tuple[GpuMig, ...]
+    server_mig_devices: tuple[str, ...]
+    """``MIG-...`` devices the servers are given (CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES)."""
+    tp: int | None
 
 
 async def collect(probe: Probe) -> CudaFacts:
@@ -48,7 +54,11 @@ async def collect(probe: Probe) -> CudaFacts:
     )
     scan = await find_servers(probe)
     processes = await collect_processes(probe, inventory, platform, scan)
-    return CudaFacts(inventory, platform, compute_mode, mig, memory, ecc, scan, processes)
+    states = await collect_mig(probe, inventory)
+    environs = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in scan.servers[:16]])
+    devices = tuple(dict.fromkeys(d for e in environs for d in mig_devices(parse_environ(e.data))))
+    tp = largest_tp([s.argv for s in scan.servers])
+    return CudaFacts(inventory, platform, compute_mode, mig, memory, ecc, scan, processes, states, devices, tp)
 
 
 def gib_text(value: float) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cuda.facts import AREA, COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
@@ -38,18 +39,20 @@ def judge_compute_mode(f: CudaFacts) -> Finding:
         )
     prohibited = [i for i, m in bad.items() if m == 2]
     observed = "; ".join(f"{label(f.inventory, i)}: {COMPUTE_MODES[m]}" for i, m in bad.items())
+    where = driver_where(f.platform)
+    arg = {i: index_selector(f.inventory, i, where) for i in bad}
     actions = tuple(
-        CommandAction(description=f"set GPU{i} to the Default compute mode", argv=("nvidia-smi", "-i", str(i), "-c", "0"))
+        CommandAction(description=f"set GPU{i} to the Default compute mode", argv=("nvidia-smi", "-i", arg[i], "-c", "0"))
         for i in bad
     )
     fix = Fix(
         kind="runtime",
-        where=driver_where(f.platform),
+        where=where,
         summary="Set the compute mode back to Default (nvidia-smi -c 0) on " + ", ".join(f"GPU{i}" for i in bad),
         actions=actions,
         risk="low",
         verify="nvidia-smi --query-gpu=index,compute_mode --format=csv shows Default on every GPU",
-        revert="; ".join(f"nvidia-smi -i {i} -c {m}" for i, m in bad.items()),
+        revert="; ".join(f"nvidia-smi -i {arg[i]} -c {m}" for i, m in bad.items()),
         persist="compute mode returns to Default whenever the driver reloads: remove whatever sets it at boot "
         "(a unit or script running `nvidia-smi -c`)",
     )
@@ -94,6 +97,30 @@ MIG_CHECK = Check(
 )
 
 
+def _mig_off_fix(f: CudaFacts, targets: list[int]) -> Fix:
+    where = driver_where(f.platform)
+    gpus = [g for g in f.inventory.gpus if g.index in targets]
+    return Fix(
+        kind="reboot",
+        where=where,
+        summary="Turn MIG off and reset the GPUs (or reboot) so current and pending modes agree",
+        actions=(
+            *(
+                CommandAction(
+                    description=f"disable MIG on {gpu_words(g, where)}",
+                    argv=("nvidia-smi", "-i", arg, "-mig", "0") if (arg := gpu_selector(g, where)) else (),
+                )
+                for g in gpus
+            ),
+            CommandAction(description="with the server stopped, reset those GPUs (nvidia-smi -r) or reboot the host"),
+        ),
+        risk="medium",
+        verify="nvidia-smi --query-gpu=index,mig.mode.current,mig.mode.pending --format=csv shows Disabled, Disabled",
+        revert="nvidia-smi -i N -mig 1, then reset the GPU and recreate the instances",
+        persist="MIG mode is stored on the GPU and survives reboots",
+    )
+
+
 def judge_mig(f: CudaFacts) -> Finding:
     check, title = MIG_CHECK.id, MIG_CHECK.title
     modes = modes_or_finding(f, f.mig, check, title, "MIG")
@@ -101,6 +128,7 @@ def judge_mig(f: CudaFacts) -> Finding:
         return modes
     on = [i for i, (current, _) in modes.items() if current == 1]
     pending = [i for i, (current, nxt) in modes.items() if current != nxt]
+    refs = (*f.mig.refs, *(r for s in f.mig_states for r in s.refs))
     if not on and not pending:
         return ok(
             check,
@@ -113,37 +141,68 @@ def judge_mig(f: CudaFacts) -> Finding:
     targets = sorted(set(on) | set(pending))
     subjects = labels(f.inventory, targets)
     observed = mode_pairs(f.inventory, modes, targets)
-    fix = Fix(
-        kind="reboot",
-        where=driver_where(f.platform),
-        summary="Turn MIG off and reset the GPUs (or reboot) so current and pending modes agree",
-        actions=(
-            *(
-                CommandAction(description=f"disable MIG on GPU{i}", argv=("nvidia-smi", "-i", str(i), "-mig", "0"))
-                for i in targets
-            ),
-            CommandAction(description="with the server stopped, reset those GPUs (nvidia-smi -r) or reboot the host"),
-        ),
-        risk="medium",
-        verify="nvidia-smi --query-gpu=index,mig.mode.current,mig.mode.pending --format=csv shows Disabled, Disabled",
-        revert="nvidia-smi -i N -mig 1, then reset the GPU",
-        persist="MIG mode is stored on the GPU and survives reboots",
-    )
-    if on:
+    states = {s.gpu.index: s for s in f.mig_states if s.gpu.index is not None}
+    empty = [i for i in on if i in states and states[i].instances == ()]
+    sliced = [i for i in on if i not in empty]
+    used = [i for i in sliced if i in states and states[i].in_use] or (sliced if f.server_mig_devices else [])
+    counts = {i: len(states[i].instances or ()) for i in sliced if i in states}
+    if counts:
+        observed += "; GPU instances: " + ", ".join(f"{label(f.inventory, i)} {n}" for i, n in counts.items())
+    whole_gpu_server = f.tp is not None and f.tp > 1 and not f.server_mig_devices
+    if empty:
+        fix = _mig_off_fix(f, empty).model_copy(
+            update={
+                "summary": "Create the GPU and compute instances the servers need (nvidia-smi mig -cgi PROFILES -C), or "
+                "turn MIG off"
+            }
+        )
         return problem(
             check,
             AREA,
             title,
             "high",
-            observed,
+            observed + "; no GPU instance created on " + ", ".join(labels(f.inventory, empty)),
+            "MIG off, or MIG on with the instances the servers run on",
+            "MIG is on but no GPU instance exists on these GPUs: CUDA sees no device there, so no server can run on them at all.",
+            fix,
+            subjects=labels(f.inventory, empty),
+            evidence=refs,
+        )
+    if sliced and whole_gpu_server and not used:
+        return problem(
+            check,
+            AREA,
+            title,
+            "high",
+            observed + f"; a server runs tensor parallelism {f.tp} on whole GPUs",
             "MIG off on GPUs used whole for tensor parallelism",
             "With MIG on, CUDA sees MIG slices (a fraction of the SMs and memory each), not whole GPUs, and there is no "
-            "peer-to-peer between slices: a TP-8 server either fails to start or runs on slices with NCCL going through "
-            "host memory. If slicing is intended (many small models), ignore this.",
-            fix,
-            subjects=subjects,
-            evidence=f.mig.refs,
+            f"peer-to-peer between slices: the server asking for tensor parallelism {f.tp} either fails to start or "
+            "runs on slices with NCCL going through host memory.",
+            _mig_off_fix(f, sliced),
+            subjects=labels(f.inventory, sliced),
+            evidence=refs,
         )
+    if sliced and not pending:
+        who = (
+            f"processes run on the MIG instances of {', '.join(labels(f.inventory, used))}"
+            if used and not f.server_mig_devices
+            else f"the servers are given MIG devices ({', '.join(f.server_mig_devices[:4])})"
+            if f.server_mig_devices
+            else "no process runs on them now"
+        )
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{observed}; {who}",
+            expected="MIG as the servers use it",
+            explanation="MIG partitions each GPU into isolated slices on purpose (several small models or tenants per "
+            "GPU): a deliberate configuration, not a fault. It would be one only for a server that needs whole GPUs "
+            "for tensor parallelism, and none asks for that here.",
+            evidence=refs,
+        )
+    fix = _mig_off_fix(f, targets)
     return problem(
         check,
         AREA,
@@ -155,7 +214,7 @@ def judge_mig(f: CudaFacts) -> Finding:
         "server at an unplanned moment. Finish it (reset) or undo it now.",
         fix,
         subjects=subjects,
-        evidence=f.mig.refs,
+        evidence=refs,
     )
 
 
@@ -209,7 +268,11 @@ def judge_ecc_mode(f: CudaFacts) -> Finding:
             where=driver_where(f.platform),
             summary="Use one ECC mode on all GPUs of the TP group",
             actions=tuple(
-                CommandAction(description=f"enable ECC on GPU{i}", argv=("nvidia-smi", "-i", str(i), "-e", "1")) for i in off
+                CommandAction(
+                    description=f"enable ECC on GPU{i}",
+                    argv=("nvidia-smi", "-i", index_selector(f.inventory, i, driver_where(f.platform)), "-e", "1"),
+                )
+                for i in off
             ),
             verify="nvidia-smi --query-gpu=index,ecc.mode.current --format=csv shows one mode after the reboot",
             revert="nvidia-smi -i N -e 0, then reboot",

@@ -11,6 +11,7 @@ from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInven
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
@@ -52,6 +53,7 @@ class DriverFacts:
     infiniband: tuple[str, ...] | None
     infiniband_error: str | None
     peermem_built: bool | None
+    rdma: RdmaFacts
     nvswitch_pci: tuple[str, ...]
     fabric_state: int | None
     fabric_ref: str | None
@@ -131,6 +133,7 @@ async def collect(probe: Probe) -> DriverFacts:
         infiniband=ib.entries,
         infiniband_error=ib.error,
         peermem_built=peermem_built,
+        rdma=await collect_rdma(probe),
         nvswitch_pci=nvswitch_pci,
         fabric_state=fabric_state,
         fabric_ref=fabric_ref,

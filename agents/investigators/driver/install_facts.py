@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
+from rigaudit.agents.facts.pending_reboot import PendingReboot, collect_pending_reboot
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess, find_servers
@@ -58,6 +59,7 @@ class KernelModules:
 class InstallFacts:
     platform: Platform
     gpus: tuple[Gpu, ...]
+    pending: PendingReboot
     proc_version: str | None
     nvml_init_error: str | None
     nvml_version: str | None
@@ -133,6 +135,7 @@ async def collect_install(probe: Probe) -> InstallFacts:
     dkms = await probe.list_dir(DKMS_TREE)
     dmesg = await read_kernel_log(probe)
     return InstallFacts(
+        pending=await collect_pending_reboot(probe),
         platform=platform,
         gpus=inventory.gpus,
         proc_version=proc_version.text(),

@@ -57,13 +57,20 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     container_side = f.platform.in_container or (bool(wrong) and all(inside for _, _, inside in wrong))
     kind: FixKind = "restart" if container_side else "reboot"
     where: Where = "container" if container_side else "host"
+    pending = f.pending
+    upgrade = not container_side and (pending.driver_upgraded or bool(pending.nvidia_packages))
     fix = Fix(
         kind=kind,
         where=where,
         summary=(
             f"Install the user-space driver libraries of version {kernel} in the container (the host's kernel module)"
             if container_side
-            else "Reboot so the kernel module matches the installed user-space libraries (or reinstall the matching driver)"
+            else (
+                f"A driver upgrade to {pending.new_version or 'a new version'} waits for a reboot: reboot (or reload the "
+                "modules with every GPU user stopped)"
+                if upgrade
+                else "Reboot so the kernel module matches the installed user-space libraries (or reinstall the matching driver)"
+            )
         ),
         actions=(
             CommandAction(
@@ -85,6 +92,11 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     observed = f"kernel module {kernel}; " + "; ".join(f"{w} {v}" for w, v, _ in wrong)
     if rm_mismatch:
         observed += "; nvmlInit: LIB_RM_VERSION_MISMATCH"
+    if not container_side and pending.api_mismatch:
+        observed += f"; kernel log: NVRM API mismatch (client {pending.api_mismatch[0]}, module {pending.api_mismatch[1]})"
+    if not container_side and pending.nvidia_packages:
+        observed += f"; /var/run/reboot-required.pkgs lists {', '.join(pending.nvidia_packages)}"
+    refs = [*refs, *pending.refs]
     return problem(
         check,
         AREA,
@@ -94,8 +106,14 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
         f"user-space libraries {kernel}, like the kernel module",
         "The loaded kernel module and the user-space driver libraries (libcuda, libnvidia-ml) differ: NVML and CUDA "
         "refuse to initialize ('Driver/library version mismatch', 'CUDA driver version is insufficient'), so the "
-        "server cannot start on these GPUs. It follows a driver upgrade without a reboot, or a container whose "
-        "libraries were installed for another host driver.",
+        "server cannot start on these GPUs. "
+        + (
+            "Here it is a driver upgrade that has not been booted into: the packages are installed and built, nothing "
+            "is broken; the new module loads at the next reboot. Every GPU fact NVML would give is unknown until then."
+            if upgrade
+            else "It follows a driver upgrade without a reboot, or a container whose libraries were installed for "
+            "another host driver."
+        ),
         fix,
         subjects=tuple(w for w, _, _ in wrong) or tuple(g.label for g in f.gpus),
         evidence=refs,

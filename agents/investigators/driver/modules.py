@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import MODULES
+from rigaudit.agents.facts.rdma import describe_nics
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, INFINIBAND, DriverFacts, fix_where, module_loaded, modules_unknown
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
@@ -12,16 +13,18 @@ from rigaudit.tools.probe import dir_ref, file_ref
 PEERMEM_CHECK = Check(
     "driver.peermem",
     "nvidia_peermem (GPUDirect RDMA)",
-    reads="`/proc/modules`, `modules.dep`, `/sys/class/infiniband`",
-    problem="an RDMA NIC is present and `nvidia_peermem` is not loaded; without an RDMA NIC: not applicable",
+    reads="`/proc/modules` (nvidia_peermem, mlx_compat of MLNX_OFED), `modules.dep`, `/sys/class/infiniband/*/ports/1/"
+    "{link_layer,state}`, the NVIDIA module's flavor, the kernel version",
+    problem="an active RDMA NIC and no GPUDirect RDMA path (nvidia_peermem not loaded and no DMA-BUF: open kernel "
+    "module on Linux 5.12+); without an RDMA NIC: not applicable",
     fix="`modprobe nvidia_peermem` + `/etc/modules-load.d`",
-    kinds=("runtime",),
+    kinds=("runtime", "reboot"),
 )
 
 
 def judge_peermem(facts: DriverFacts) -> Finding:
     check, title = PEERMEM_CHECK.id, PEERMEM_CHECK.title
-    refs = (dir_ref(INFINIBAND), file_ref(MODULES))
+    refs: tuple[str, ...] = (dir_ref(INFINIBAND), file_ref(MODULES))
     purpose = (
         "nvidia_peermem lets an RDMA NIC (InfiniBand/RoCE) read and write GPU memory directly (GPUDirect RDMA, "
         "multi-node NCCL); it does nothing for GPU-to-GPU P2P inside one host."
@@ -31,32 +34,77 @@ def judge_peermem(facts: DriverFacts) -> Finding:
     if not facts.infiniband:
         quiet = not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries)", evidence=refs)
         return quiet.model_copy(update={"explanation": purpose})
-    nics = ", ".join(facts.infiniband)
+    rdma = facts.rdma
+    nics = describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)
+    refs = (*refs, *rdma.refs)
     loaded = module_loaded(facts, "nvidia_peermem")
     if loaded is None:
         return modules_unknown(check, title, facts)
     if loaded:
         return ok(check, AREA, title, f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
+    if rdma.path == "dmabuf":
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{nics}; GPUDirect RDMA over {rdma.path_text()}; nvidia_peermem not loaded",
+            expected="a GPUDirect RDMA path: nvidia_peermem or DMA-BUF",
+            explanation=purpose + " With the open kernel module on Linux 5.12+, NCCL 2.19+ registers GPU memory with the "
+            "NIC through DMA-BUF, so nvidia_peermem is not needed (it needs MLNX_OFED's ib_core besides).",
+            evidence=refs,
+        )
+    if rdma.nics and all(n.state is not None and not n.active for n in rdma.nics):
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{nics}; nvidia_peermem not loaded, but no RDMA port is active",
+            expected="a GPUDirect RDMA path on hosts whose RDMA ports carry traffic",
+            explanation=purpose + " With every port down, nothing crosses the NICs now.",
+            evidence=refs,
+        )
+    if rdma.path == "unknown":
+        why = f"{nics}; nvidia_peermem not loaded and whether DMA-BUF can serve is unknown ({rdma.path_text()})"
+        return unknown(check, AREA, title, why, evidence=refs)
     built = {True: "", False: " (nvidia-peermem.ko is not in modules.dep: install/rebuild it first)", None: ""}
-    fix = Fix(
-        kind="runtime",
-        where=fix_where(facts.platform),
-        summary="Load nvidia_peermem and load it at boot" + built[facts.peermem_built],
-        actions=(ModuleLoadAction(module="nvidia_peermem"),),
-        risk="low",
-        verify="grep nvidia_peermem /proc/modules; NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled'",
-        revert="modprobe -r nvidia_peermem",
-        persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
-    )
+    if rdma.ofed is False:
+        fix = Fix(
+            kind="reboot",
+            where=fix_where(facts.platform),
+            summary="Give the NICs a GPUDirect path: the open NVIDIA kernel module (DMA-BUF) on this inbox RDMA stack",
+            actions=(
+                CommandAction(
+                    description="install the open kernel module flavor of the same driver (e.g. nvidia-driver-XXX-open, "
+                    "or the .run with --kernel-module-type=open), rebuild the initramfs and reboot; NCCL 2.19+ then "
+                    "uses DMA-BUF. nvidia_peermem would need MLNX_OFED / DOCA-OFED's ib_core instead of the inbox one"
+                ),
+            ),
+            risk="medium",
+            verify="cat /proc/driver/nvidia/version shows 'Open Kernel Module'; NCCL_DEBUG=INFO shows 'DMABUF' or "
+            "'GPU Direct RDMA Enabled'",
+            revert="reinstall the proprietary module flavor",
+            persist="the installed driver flavor persists",
+        )
+    else:
+        fix = Fix(
+            kind="runtime",
+            where=fix_where(facts.platform),
+            summary="Load nvidia_peermem and load it at boot" + built[facts.peermem_built],
+            actions=(ModuleLoadAction(module="nvidia_peermem"),),
+            risk="low",
+            verify="grep nvidia_peermem /proc/modules; NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled'",
+            revert="modprobe -r nvidia_peermem",
+            persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
+        )
     return problem(
         check,
         AREA,
         title,
         "medium",
-        f"RDMA devices {nics} present; nvidia_peermem not loaded",
-        "nvidia_peermem loaded",
-        purpose + " Without it (and without DMA-BUF support: open kernel module, kernel >= 5.12, recent NCCL) "
-        "inter-node traffic is staged through host memory, cutting multi-node bandwidth and adding latency. "
+        f"RDMA devices {nics} present; no GPUDirect RDMA path: {rdma.path_text()}",
+        "nvidia_peermem loaded, or DMA-BUF (open kernel module, Linux 5.12+)",
+        purpose + " Without either path inter-node traffic (multi-node tensor or pipeline parallelism, disaggregated "
+        "prefill/decode KV transfers) is staged through host memory, cutting its bandwidth and adding latency. "
         "Single-node tensor parallelism is not affected.",
         fix,
         subjects=tuple(facts.infiniband),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpu_address import index_selector
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
@@ -96,18 +97,20 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
     subjects = sorted(set(low) | set(held))
     parts = [f"{label(f.inventory, i)}: {', '.join(low[i])}" for i in sorted(low)]
     parts += [f"{label(f.inventory, i)}: clock event reason 0x2 (applications clocks / locked clocks)" for i in held]
+    where = layer_where(f.platform, "gpu_driver")
+    arg = {i: index_selector(f.inventory, i, where) for i in subjects}
     fix = Fix(
         kind="runtime",
-        where=layer_where(f.platform, "gpu_driver"),
+        where=where,
         summary="Reset application and locked clocks to their defaults (run by a person; rigaudit never changes GPU "
         "settings automatically)",
         actions=(
             *(
-                CommandAction(description=f"GPU{i}: reset application clocks", argv=("nvidia-smi", "-i", str(i), "-rac"))
+                CommandAction(description=f"GPU{i}: reset application clocks", argv=("nvidia-smi", "-i", arg[i], "-rac"))
                 for i in subjects
             ),
             *(
-                CommandAction(description=f"GPU{i}: reset locked GPU clocks", argv=("nvidia-smi", "-i", str(i), "-rgc"))
+                CommandAction(description=f"GPU{i}: reset locked GPU clocks", argv=("nvidia-smi", "-i", arg[i], "-rgc"))
                 for i in subjects
             ),
         ),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.facts.gpu_address import index_selector
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
@@ -74,6 +75,7 @@ class GpuPowerFacts:
     gpus: tuple[GpuPower, ...]
     nvml_error: str | None
     pstates: tuple[GpuPState, ...]
+    inventory: GpuInventory | None = None
 
 
 async def _pstates(probe: Probe) -> tuple[GpuPState, ...]:
@@ -94,7 +96,7 @@ async def _pstates(probe: Probe) -> tuple[GpuPState, ...]:
 
 async def collect_gpu(probe: Probe, platform: Platform) -> GpuPowerFacts:
     gpus, nvml_error = await _gpu_power(probe)
-    return GpuPowerFacts(platform, gpus, nvml_error, await _pstates(probe))
+    return GpuPowerFacts(platform, gpus, nvml_error, await _pstates(probe), await collect_gpus(probe))
 
 
 def _watts(mw: int | None) -> str:
@@ -129,22 +131,24 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
     ratio = min((g.enforced_mw or 0) / (g.default_mw or 1) for g in low)
     severity: Severity = "medium" if ratio < 0.9 else "low"
     user_capped = [g for g in low if g.requested_mw is not None and g.requested_mw < (g.default_mw or 0)]
+    where = _where(facts.platform)
+    arg = {g.index: index_selector(facts.inventory, g.index, where) if facts.inventory else str(g.index) for g in low}
     actions = tuple(
         CommandAction(
             description=f"{g.label}: restore the default power limit (described only: rigaudit never changes GPU settings)",
-            argv=("nvidia-smi", "-i", str(g.index), "-pl", f"{(g.default_mw or 0) // 1000}"),
+            argv=("nvidia-smi", "-i", arg[g.index], "-pl", f"{(g.default_mw or 0) // 1000}"),
         )
         for g in low
     )
     fix = Fix(
         kind="runtime",
-        where=_where(facts.platform),
+        where=where,
         summary="Restore the default GPU power limit with nvidia-smi -pl (run by a person; rigaudit never changes GPU "
         "settings automatically)",
         actions=actions,
         risk="low",
         verify="nvidia-smi --query-gpu=index,power.limit,power.default_limit --format=csv  -> limit = default",
-        revert="; ".join(f"nvidia-smi -i {g.index} -pl {(g.enforced_mw or 0) // 1000}" for g in low),
+        revert="; ".join(f"nvidia-smi -i {arg[g.index]} -pl {(g.enforced_mw or 0) // 1000}" for g in low),
         persist="the limit holds while the driver stays loaded (keep nvidia-persistenced running); remove whatever "
         "lowers it at boot (a systemd unit or script running nvidia-smi -pl) or re-apply it from a oneshot unit",
     )
