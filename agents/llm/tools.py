@@ -97,7 +97,7 @@ class _ProbeHost:
         return await self._probe.nvml(fn, *args)
 
     async def run(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> CommandResult:
-        if judge_argv(argv).decision == "allow":
+        if judge_argv(argv, filesystem_for(self._probe.host)).decision == "allow":
             return await self._probe.run(argv, timeout_s=timeout_s)
         # a command the person approved (``ask``): run once, and keep it as evidence like any read
         result = await self._probe.host.run(tuple(argv), timeout_s=timeout_s)
