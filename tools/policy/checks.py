@@ -22,9 +22,9 @@ MAX_LENGTH = 4096
 _OPERATOR_WORD = re.compile(r"[;&|]+|\d*[<>]+[&|]?\d*-?|&>>?|\$\(|`")
 _SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
-_RECURSIVE = re.compile(r"-[a-zA-Z]*[rR][a-zA-Z]*|--recursive|--dereference-recursive|--d[a-z]*=recurse|-[a-zA-Z]*drecurse")
+_RECURSIVE = re.compile(r"-[a-zA-Z]*[rR][a-zA-Z]*|--rec[a-z]*|--der[a-z-]*|--d[a-z]*=recurse|-[a-zA-Z]*drecurse")
 _RECURSE_ACTION = re.compile(r"(-[a-zA-Z]*d|--d[a-z]*) recurse")
-"""grep's ``-d recurse`` / ``--directories=recurse`` (in any abbreviation) is ``-r``."""
+"""grep's ``-d recurse`` / ``--directories=recurse`` is ``-r`` (and getopt_long takes ``--recu`` for ``--recursive``)."""
 
 
 def show(text: str, limit: int = 60) -> str:
