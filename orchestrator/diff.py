@@ -24,10 +24,10 @@ from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.events import AuditFinished, SessionStarted, ToolCall
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.share import unpack_bundle
-from rigaudit.transcripts.compare import audit_segments, recorded_findings
 from rigaudit.transcripts.format import HEADER_KEY
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.rebuild import rebuild_snapshot
+from rigaudit.transcripts.segments import audit_segments, recorded_findings
 
 SideKind = Literal["snapshot", "audit", "transcript", "bundle"]
 

@@ -15,9 +15,9 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import Event, SessionStarted
 from rigaudit.tools.model.finding import Finding
-from rigaudit.transcripts.compare import audit_segments, recorded_findings
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
+from rigaudit.transcripts.segments import audit_segments, recorded_findings
 
 
 def _areas(events: list[Event], all_areas: bool) -> list[str] | None:

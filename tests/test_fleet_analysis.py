@@ -173,19 +173,23 @@ def test_the_judging_worker_protocol(tmp_path: Path) -> None:
     import struct
 
     from rigaudit.orchestrator.fleet.pool import serve
-    from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob
+    from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome
 
-    job = JudgeJob("x", "test:x", str(tmp_path / "snapshot"), archive=b"not a tar stream")
+    job = AuditJob("x", "test:x", str(tmp_path / "snapshot"), archive=b"not a tar stream")
     body = pickle.dumps(job)
     out = io.BytesIO()
     assert serve(io.BytesIO(struct.pack("!Q", len(body)) + body), out) == 0
     size = struct.unpack("!Q", out.getvalue()[:8])[0]
-    judged = pickle.loads(out.getvalue()[8 : 8 + size])
-    assert isinstance(judged, Judged) and judged.audit_json is None and "not a readable snapshot stream" in (judged.error or "")
+    audited = pickle.loads(out.getvalue()[8 : 8 + size])
+    assert (
+        isinstance(audited, AuditOutcome)
+        and audited.audit_json is None
+        and "not a readable snapshot stream" in (audited.error or "")
+    )
     assert not (tmp_path / "snapshot").exists()  # the scratch snapshot is removed whatever happened
 
 
-def test_an_old_rigaudit_on_the_node_falls_back_to_the_agent(tmp_path: Path) -> None:
+def test_an_old_rigaudit_on_the_node_falls_back_to_the_node_server(tmp_path: Path) -> None:
     """A node whose rigaudit predates ``snapshot --stdout`` (usage error, exit 2) gets the zipapp instead."""
     old = tmp_path / "bin" / "rigaudit"
     old.parent.mkdir()
@@ -205,7 +209,7 @@ def test_an_old_rigaudit_on_the_node_falls_back_to_the_agent(tmp_path: Path) -> 
         return await run_fleet(["here"], LocalShell(), FleetOptions(workers=0, areas=("kernel", "numa")))
 
     result = anyio.run(main)
-    assert result.failures == () and [a.mode for a in result.audits] == ["agent"]
+    assert result.failures == () and [a.mode for a in result.audits] == ["server"]
     audit = result.audits[0].result
     assert any("cannot stream snapshots" in w and "unrecognized arguments" in w for w in audit.warnings)
     assert {f.area for f in audit.findings} == {"kernel", "numa"}

@@ -1,6 +1,6 @@
 """Fleets over real OpenSSH: eight namespace hosts (one with a degraded link, one with another
 driver) plus one that refuses connections, audited through ``rigaudit audit --hosts``; and this
-machine behind a loopback sshd, without rigaudit, collected by the zipapp agent."""
+machine behind a loopback sshd, without rigaudit, collected by the node server."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def bare_node(tmp_path: Path) -> Iterator[LoopbackSshd]:
         yield node
 
 
-def _agent_processes() -> list[int]:
+def _server_processes() -> list[int]:
     """Processes still running the bootstrap (a node must not keep any once the session ends)."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -119,29 +119,29 @@ def test_a_node_without_rigaudit_gets_the_zipapp_and_keeps_nothing(bare_node: Lo
 
     seen: list[tuple[str, str | None]] = []
 
-    async def with_agent(host: RemoteHost) -> None:
+    async def with_server(host: RemoteHost) -> None:
         seen.append(((await host.read("/proc/sys/kernel/osrelease")).text() or "", (await host.run(["uname", "-r"])).stdout))
 
     async def session() -> object:
         argv = transport.argv("127.0.0.1", node_script("auto"))
-        return await collect_node(argv, source="ssh:127.0.0.1", with_agent=with_agent)
+        return await collect_node(argv, source="ssh:127.0.0.1", with_server=with_server)
 
     got = anyio.run(session)
-    assert getattr(got, "mode") == "agent"  # noqa: B009
+    assert getattr(got, "mode") == "server"  # noqa: B009
     hello = getattr(got, "hello")  # noqa: B009
     assert hello["no_site"] and hello["isolated"] and hello["pydantic_loaded"] is False
     local = (anyio.run(LocalHost().read, "/proc/sys/kernel/osrelease")).text()
     assert seen == [(local, local)]
-    assert list(bare_node.home.iterdir()) == [] and _agent_processes() == []
+    assert list(bare_node.home.iterdir()) == [] and _server_processes() == []
 
 
-def test_the_agent_fleet_audits_this_machine_like_a_local_snapshot(bare_node: LoopbackSshd, tmp_path: Path) -> None:
+def test_the_node_server_fleet_audits_this_machine_like_a_local_snapshot(bare_node: LoopbackSshd, tmp_path: Path) -> None:
     async def main() -> FleetResult:
         transport = SshTransport(config=bare_node.ssh_config)
         return await run_fleet(["127.0.0.1"], transport, FleetOptions(out=tmp_path / "out", workers=0))
 
     result = anyio.run(main)
-    assert result.failures == () and [a.mode for a in result.audits] == ["agent"]
+    assert result.failures == () and [a.mode for a in result.audits] == ["server"]
     audit = result.audits[0].result
     snapshot = tmp_path / "snapshot"
     extract_snapshot_tar((tmp_path / "out" / "hosts" / "127.0.0.1" / "snapshot.tar.gz").read_bytes(), snapshot)

@@ -1,5 +1,5 @@
 """Fleet plumbing without daemons: host lists, the node script, ssh argv, tar streams, Slurm
-framing, the zipapp agent on a bare python3, and ``rigaudit snapshot --stdout``."""
+framing, the node server on a bare python3, and ``rigaudit snapshot --stdout``."""
 
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ def test_a_missing_hosts_file_is_a_usage_error(tmp_path: Path) -> None:
 def test_node_script_survives_any_login_shell_and_announces_its_mode() -> None:
     script = node_script("auto", rigaudit="/opt/ra/bin/rigaudit")
     assert "'" not in script and "\n" not in script
-    assert script.index("RIGAUDIT-NODE installed") < script.index("RIGAUDIT-NODE agent") < script.index("RIGAUDIT-NODE missing")
+    assert script.index("RIGAUDIT-NODE installed") < script.index("RIGAUDIT-NODE server") < script.index("RIGAUDIT-NODE missing")
     assert "exec /opt/ra/bin/rigaudit snapshot --stdout" in script and "-I -S -c" in script
-    assert "RIGAUDIT-NODE agent" not in node_script("installed") and "RIGAUDIT-NODE installed" not in node_script("agent")
+    assert "RIGAUDIT-NODE server" not in node_script("installed") and "RIGAUDIT-NODE installed" not in node_script("server")
     with pytest.raises(TransportError):
         node_script("auto", rigaudit="rigaudit; rm -rf ~")
 
 
-def test_the_script_runs_under_sh_and_picks_the_agent_without_rigaudit(tmp_path: Path) -> None:
+def test_the_script_runs_under_sh_and_picks_the_node_server_without_rigaudit(tmp_path: Path) -> None:
     result = subprocess.run(
         ["sh", "-c", node_script("auto", rigaudit="rigaudit-not-here")],
         env={"PATH": "/usr/bin:/bin"},
@@ -72,7 +72,7 @@ def test_the_script_runs_under_sh_and_picks_the_agent_without_rigaudit(tmp_path:
         capture_output=True,
         timeout=30,
     )
-    assert result.stdout.startswith(b"RIGAUDIT-NODE agent\n")  # then python3 found no payload on stdin
+    assert result.stdout.startswith(b"RIGAUDIT-NODE server\n")  # then python3 found no payload on stdin
     assert result.returncode != 0
 
 
@@ -209,7 +209,7 @@ def test_the_framer_runs_on_a_bare_python(tmp_path: Path) -> None:
     assert stream is not None and stream.exit_code == 127 and "no-such-rigaudit" in stream.stderr
 
 
-# -- the zipapp agent on a bare python3 -----------------------------------------------------------
+# -- the node server on a bare python3 -----------------------------------------------------------
 
 
 def _requests(*items: dict[str, object]) -> bytes:
@@ -227,7 +227,7 @@ def test_the_payload_serves_from_memory_on_a_python_without_rigaudit_or_pydantic
         "rigaudit/__init__.py",
         "rigaudit/tools/__init__.py",
         "rigaudit/tools/hosts/local.py",
-        "rigaudit/tools/remote/agent.py",
+        "rigaudit/tools/remote/node_server.py",
     } <= names
     assert not any(n.startswith(("pydantic", "anyio", "rigaudit/orchestrator", "rigaudit/agents")) for n in names)
     marker = tmp_path / "cmdline"
@@ -247,7 +247,7 @@ def test_the_payload_serves_from_memory_on_a_python_without_rigaudit_or_pydantic
     )
     assert result.returncode == 0, result.stderr.decode()
     hello, *answers = [json.loads(line) for line in result.stdout.splitlines()]
-    assert hello["hello"] == "rigaudit-agent/1" and hello["no_site"] and hello["isolated"] and not hello["pydantic_loaded"]
+    assert hello["hello"] == "rigaudit-node-server/1" and hello["no_site"] and hello["isolated"] and not hello["pydantic_loaded"]
     by_id = {a["id"]: a for a in answers}
     assert base64.b64decode(by_id[1]["data"]) == b"quiet splash\n"
     assert by_id[2]["entries"] == ["cmdline"]
@@ -338,7 +338,7 @@ def _interpreter(version: str) -> str | None:
 
 
 @pytest.mark.parametrize("version", ["3.9", "3.13"])
-def test_the_agent_runs_on_the_oldest_and_newest_supported_pythons(version: str) -> None:
+def test_the_node_server_runs_on_the_oldest_and_newest_supported_pythons(version: str) -> None:
     from rigaudit.tools.remote.payload import bootstrap_command
 
     python = _interpreter(version)

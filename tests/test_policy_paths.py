@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.agents.llm.tools import AgentTools
+from rigaudit.agents.llm.functions import ModelFunctions
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.policy import LEXICAL, LIVE, Verdict, filesystem_for, judge_argv, judge_command_line, paths
@@ -200,7 +200,7 @@ def test_judging_that_hangs_on_the_file_system_is_refused(monkeypatch: pytest.Mo
 
 def _read_file(path: str) -> str:
     async def go() -> str:
-        tools = AgentTools(Probe(SnapshotHost(SEED)), approver=None)
+        tools = ModelFunctions(Probe(SnapshotHost(SEED)), approver=None)
         return (await tools.call("read_file", json.dumps({"path": path}))).text
 
     return anyio.run(go)

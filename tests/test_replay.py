@@ -12,9 +12,9 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.tools.diffing import diff_findings
 from rigaudit.tools.model.events import Event, InvestigatorActivity, SessionEnded, SessionStarted, ToolCall, Warning_
 from rigaudit.tools.model.finding import Finding
-from rigaudit.transcripts.compare import audit_segments
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.replay import replay_events
+from rigaudit.transcripts.segments import audit_segments
 from rigaudit.transcripts.store import default_transcript_path, find_transcript, inspect_transcript, list_transcripts
 from rigaudit.transcripts.writer import TranscriptWriter
 

@@ -20,8 +20,8 @@ from rigaudit.agents.llm.answer import RESPONSE_FORMAT, FindingsReport, parse_re
 from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message
 from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.errors import InvalidAnswer, StepBudgetExhausted
+from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, ModelFunctions
 from rigaudit.agents.llm.prompt import system_prompt, user_prompt
-from rigaudit.agents.llm.tools import READ_TOOLS, REPORT_TOOL, AgentTools
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.model.events import EventSink, LlmExchange
 from rigaudit.tools.model.finding import Finding
@@ -79,7 +79,7 @@ class AgentRun:
         ]
 
     async def _ask(self, step: int, final: bool, pending: Sequence[dict[str, Any]]) -> ChatReply:
-        tools = () if final else (*READ_TOOLS, REPORT_TOOL)
+        tools = () if final else (*READ_FUNCTIONS, REPORT_FUNCTION)
         request = ChatRequest(tuple(self.messages), tools, RESPONSE_FORMAT if final else None, self.config.max_completion_tokens)
         chars = request_chars(request)
         self.book.check(self.area, chars // 4)
@@ -117,7 +117,7 @@ class AgentRun:
         return reply
 
     async def run(self) -> list[Finding]:
-        tools = AgentTools(self.probe, approver=self.approver, output_chars=self.config.tool_output_chars)
+        tools = ModelFunctions(self.probe, approver=self.approver, output_chars=self.config.tool_output_chars)
         self.messages = self._opening()
         invalid = 0
         final = False
@@ -157,7 +157,7 @@ class AgentRun:
         raise StepBudgetExhausted(f"used its {self.config.max_steps} steps without a final answer{why}")
 
     async def _tool_round(
-        self, reply: ChatReply, tools: AgentTools, pending: list[dict[str, Any]]
+        self, reply: ChatReply, tools: ModelFunctions, pending: list[dict[str, Any]]
     ) -> tuple[FindingsReport | None, str | None]:
         """Answer every call of one reply; a valid ``report_findings`` ends the agent."""
         self.messages.append(

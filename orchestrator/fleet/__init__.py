@@ -1,4 +1,4 @@
-"""Fleet audits: many hosts over SSH or Slurm, judged here with one version of the rules.
+"""Fleet audits: many hosts over SSH or Slurm, audited here with one version of the rules.
 
 ``cli`` (arguments for ``rigaudit audit --hosts/--slurm``), ``runner`` (collection, bounded
 concurrency, timeouts, events), ``worker`` (unpack and audit one snapshot, in worker processes),

@@ -40,7 +40,7 @@ from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_word
 
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("fleet: many hosts at once (evidence collected on each host, judged here)")
+    group = parser.add_argument_group("fleet: many hosts at once (evidence collected on each host, audited here)")
     which = group.add_mutually_exclusive_group()
     which.add_argument(
         "--hosts", metavar="FILE|H1,H2", help="audit these SSH destinations (a file with one a line, or a comma list)"
@@ -65,13 +65,13 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         "--collector",
         choices=COLLECTORS,
         default="auto",
-        help="how nodes collect: their rigaudit, the zipapp agent sent over SSH, or auto (rigaudit when installed)",
+        help="how nodes collect: their rigaudit, the node server sent over SSH, or auto (rigaudit when installed)",
     )
     group.add_argument("--node-rigaudit", default="rigaudit", metavar="CMD", help="the rigaudit command on the nodes")
     group.add_argument("--ssh-command", default="ssh", metavar="CMD", help="the SSH client command (default: ssh)")
     group.add_argument("--ssh-config", type=Path, metavar="FILE", help="an ssh_config to use instead of ~/.ssh/config (ssh -F)")
     group.add_argument("--ssh-option", action="append", default=[], metavar="OPT", help="an ssh -o option (repeatable)")
-    group.add_argument("--workers", type=int, metavar="N", help="local processes judging snapshots (default: one per CPU)")
+    group.add_argument("--workers", type=int, metavar="N", help="local processes auditing snapshots (default: one per CPU)")
 
 
 def is_fleet(args: argparse.Namespace) -> bool:
@@ -105,7 +105,7 @@ def _check(args: argparse.Namespace) -> None:
     if not args.host_timeout > 0:
         raise UsageError("--host-timeout must be more than 0 seconds")
     if args.workers is not None and args.workers < 0:
-        raise UsageError("--workers must be 0 (judge in this process) or more")
+        raise UsageError("--workers must be 0 (audit in this process) or more")
     if getattr(args, "concurrency", 1) < 1:
         raise UsageError("--concurrency must be at least 1")
     if args.out is not None and args.out.exists() and not args.out.is_dir():

@@ -19,12 +19,12 @@ FailureStage = Literal["connect", "collect", "timeout", "audit"]
 class HostAudit:
     target: str
     mode: str
-    """How the evidence came: ``installed`` (the node's rigaudit), ``agent`` (the zipapp), ``slurm``, ``replay``."""
+    """How the evidence came: ``installed`` (the node's rigaudit), ``server`` (the zipapp), ``slurm``, ``replay``."""
     result: AuditResult
     facts: dict[str, str]
     """The fingerprint compared across hosts (see fingerprint.py)."""
     collect_s: float
-    judge_s: float
+    audit_s: float
     folder: Path | None = None
     """This host's folder under ``--out``: audit.json, system-improve.md, snapshot/."""
 
@@ -95,7 +95,7 @@ class FleetResult:
                     "plan_steps": len(a.result.plan.steps),
                     "facts": a.facts,
                     "collect_s": round(a.collect_s, 3),
-                    "judge_s": round(a.judge_s, 3),
+                    "audit_s": round(a.audit_s, 3),
                     "folder": str(a.folder) if a.folder else None,
                 }
                 for a in self.audits

@@ -1,7 +1,7 @@
-"""Worker processes that judge snapshots, so a fleet's audits use every core.
+"""Worker processes that audit snapshots, so a fleet's audits use every core.
 
-Each worker is ``python -m rigaudit.orchestrator.fleet.pool``: it reads a pickled :class:`JudgeJob` (length
-prefixed) from stdin, writes the pickled :class:`Judged` to stdout, and waits for the next one.
+Each worker is ``python -m rigaudit.orchestrator.fleet.pool``: it reads a pickled :class:`AuditJob` (length
+prefixed) from stdin, writes the pickled :class:`AuditOutcome` to stdout, and waits for the next one.
 Unlike ``multiprocessing`` or ``anyio.to_process`` it never re-runs the parent's ``__main__``, so it
 works however rigaudit was started (``rigaudit``, ``python -m rigaudit``, a user's script).
 Jobs only ever come from the parent that started the worker (pickle is trusted here, nowhere else).
@@ -21,12 +21,12 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob, judge
+from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
 
 _HEADER = struct.Struct("!Q")
 
 
-class JudgePool:
+class AuditPool:
     """At most ``size`` workers, started on demand and reused; :meth:`aclose` ends them all."""
 
     def __init__(self, size: int) -> None:
@@ -49,7 +49,7 @@ class JudgePool:
         assert process.stdout is not None
         return process, BufferedByteReceiveStream(process.stdout)
 
-    async def judge(self, job: JudgeJob) -> Judged:
+    async def audit(self, job: AuditJob) -> AuditOutcome:
         async with self._limiter:
             worker = self._idle.pop() if self._idle else await self._start()
             process, reader = worker
@@ -58,17 +58,17 @@ class JudgePool:
                 data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
                 await process.stdin.send(_HEADER.pack(len(data)) + data)
                 size = _HEADER.unpack(await reader.receive_exactly(_HEADER.size))[0]
-                judged = pickle.loads(await reader.receive_exactly(size))
+                audited = pickle.loads(await reader.receive_exactly(size))
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await self._discard(process)
-                return Judged(None, {}, f"the judging worker died (exit status {process.returncode})")
+                return AuditOutcome(None, {}, f"the audit worker died (exit status {process.returncode})")
             except BaseException:
                 await self._discard(process)  # cancelled mid-job: its answer would be out of step
                 raise
             self._idle.append(worker)
-            if not isinstance(judged, Judged):
-                return Judged(None, {}, "the judging worker answered nonsense")
-            return judged
+            if not isinstance(audited, AuditOutcome):
+                return AuditOutcome(None, {}, "the audit worker answered nonsense")
+            return audited
 
     async def _discard(self, process: anyio.abc.Process) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -110,7 +110,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> int:
         if body is None:
             return 1
         job = pickle.loads(body)
-        result = judge(job) if isinstance(job, JudgeJob) else Judged(None, {}, "not a judge job")
+        result = audit_job(job) if isinstance(job, AuditJob) else AuditOutcome(None, {}, "not an audit job")
         data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.write(_HEADER.pack(len(data)) + data)
         stdout.flush()

@@ -77,7 +77,7 @@ def render_fleet_report(result: FleetResult) -> str:
     out = [f"# Fleet improvement plan: {len(result.targets)} host(s)", ""]
     out.append(
         f"Audited {result.started_at} by rigaudit ({result.kind}) in {result.duration_s:.1f} s: {audited} host(s) audited, "
-        f"{len(result.failures)} failed. Evidence was collected on each host and judged here, with one version of the rules."
+        f"{len(result.failures)} failed. Evidence was collected on each host and audited here, with one version of the rules."
     )
     out += ["", "Nothing has been changed. Each host's own report is in its folder (hosts/NAME/system-improve.md).", ""]
     if result.warnings:
@@ -116,13 +116,13 @@ def render_fleet_report(result: FleetResult) -> str:
         "",
         "## Hosts",
         "",
-        "| host | name | collected by | problems | plan steps | collect (s) | judge (s) |",
+        "| host | name | collected by | problems | plan steps | collect (s) | audit (s) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for a in result.audits:
         out.append(
             f"| {_cell(a.target)} | {_cell(a.result.host.name)} | {a.mode} | {a.problems} | {len(a.result.plan.steps)} | "
-            f"{a.collect_s:.2f} | {a.judge_s:.2f} |"
+            f"{a.collect_s:.2f} | {a.audit_s:.2f} |"
         )
     return "\n".join(out) + "\n"
 

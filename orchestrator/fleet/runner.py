@@ -1,7 +1,7 @@
-"""Run a fleet audit: collect every node (bounded, time-limited), judge each snapshot here, compare.
+"""Run a fleet audit: collect every node (bounded, time-limited), audit each snapshot here, compare.
 
 Collection holds one of ``max_connections`` slots per node for at most ``host_timeout_s``;
-judging (unpack, audit, fingerprint, per-host files) runs in worker processes as each snapshot
+auditing (unpack, audit, fingerprint, per-host files) runs in worker processes as each snapshot
 arrives, so a slow node delays only itself. A node that cannot be reached or fails is a
 :class:`HostFailure` with its error; the others complete.
 """
@@ -23,8 +23,8 @@ import anyio
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
 from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit
-from rigaudit.orchestrator.fleet.pool import JudgePool
-from rigaudit.orchestrator.fleet.worker import Judged, JudgeJob, judge
+from rigaudit.orchestrator.fleet.pool import AuditPool
+from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
 from rigaudit.orchestrator.snapshots import collect_all
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.model.audit import AuditResult
@@ -62,10 +62,10 @@ class FleetOptions:
     """Host operations in flight within one host's audit."""
     timeout_s: float = 60.0
     """Per investigator, as for a single audit."""
-    agent_concurrency: int = 32
-    """Operations in flight to one node's agent (hides the network's round trips)."""
+    server_concurrency: int = 32
+    """Operations in flight to one node's node server (hides the network's round trips)."""
     workers: int | None = None
-    """Processes judging snapshots; ``None``: one per CPU when there are three hosts or more, 0: in this process."""
+    """Processes auditing snapshots; ``None``: one per CPU when there are three hosts or more, 0: in this process."""
     out: Path | None = None
     """Per-host folders (audit.json, system-improve.md, snapshot/); ``None``: snapshots in a temporary folder."""
     max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES
@@ -92,7 +92,7 @@ def host_names(targets: Sequence[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class _Place:
-    """Where one host's snapshot is unpacked (scratch, removed once judged) and its results go (``--out``)."""
+    """Where one host's snapshot is unpacked (scratch, removed once audited) and its results go (``--out``)."""
 
     scratch: Path
     folder: Path | None
@@ -146,8 +146,8 @@ class _Run:
     options: FleetOptions
     emit: EventSink
     kind: str
-    pool: JudgePool | None
-    """Worker processes; ``None``: judge in a thread of this process."""
+    pool: AuditPool | None
+    """Worker processes; ``None``: audit in a thread of this process."""
     audits: dict[str, HostAudit] = field(default_factory=dict)
     failures: dict[str, HostFailure] = field(default_factory=dict)
     thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
@@ -156,26 +156,26 @@ class _Run:
         self.failures[target] = HostFailure(target=target, stage=stage, error=error)
         self.emit(HostFailed(target=target, stage=stage, error=error))
 
-    async def judge(self, job: JudgeJob, *, mode: str, collect_s: float) -> None:
+    async def audit(self, job: AuditJob, *, mode: str, collect_s: float) -> None:
         started = time.perf_counter()
-        judged: Judged
+        audited: AuditOutcome
         if self.pool is not None:
-            judged = await self.pool.judge(job)
+            audited = await self.pool.audit(job)
         else:
-            judged = await anyio.to_thread.run_sync(judge, job, limiter=self.thread_limiter)
-        if judged.error is not None or judged.audit_json is None:
-            self.fail(job.target, "audit", judged.error or "no result")
+            audited = await anyio.to_thread.run_sync(audit_job, job, limiter=self.thread_limiter)
+        if audited.error is not None or audited.audit_json is None:
+            self.fail(job.target, "audit", audited.error or "no result")
             return
-        result = AuditResult.model_validate_json(judged.audit_json)
+        result = AuditResult.model_validate_json(audited.audit_json)
         seconds = time.perf_counter() - started
         folder = Path(job.host_dir) if job.host_dir is not None else None
-        audit = HostAudit(job.target, mode, result, judged.fingerprint, collect_s, seconds, folder)
+        audit = HostAudit(job.target, mode, result, audited.fingerprint, collect_s, seconds, folder)
         self.audits[job.target] = audit
         self.emit(HostAudited(target=job.target, problems=audit.problems, seconds=seconds))
 
-    def job(self, target: str, source: str, place: _Place, archive: bytes | None, warnings: Sequence[str] = ()) -> JudgeJob:
+    def job(self, target: str, source: str, place: _Place, archive: bytes | None, warnings: Sequence[str] = ()) -> AuditJob:
         o = self.options
-        return JudgeJob(
+        return AuditJob(
             target=target,
             source=source,
             snapshot=str(place.snapshot),
@@ -212,7 +212,7 @@ def _workers(options: FleetOptions, hosts: int) -> int:
     return min(os.cpu_count() or 1, hosts) if hosts >= 3 and (os.cpu_count() or 1) > 1 else 0
 
 
-async def _record_through_agent(host: RemoteHost, target: Path, concurrency: int, warnings: list[str]) -> None:
+async def _record_through_server(host: RemoteHost, target: Path, concurrency: int, warnings: list[str]) -> None:
     recording = RecordingHost(host)
     failures = await collect_all(Probe(recording, concurrency=concurrency))
     if host.client.lost is not None:
@@ -232,13 +232,16 @@ async def _collect_one(run: _Run, transport: Transport, target: str, place: _Pla
         started = time.perf_counter()
         warnings: list[str] = []
 
-        async def with_agent(host: RemoteHost) -> None:
-            await _record_through_agent(host, place.snapshot, options.agent_concurrency, warnings)
+        async def with_server(host: RemoteHost) -> None:
+            await _record_through_server(host, place.snapshot, options.server_concurrency, warnings)
 
         async def attempt(collector: Collector) -> tuple[str, bytes | None, list[str]]:
             script = node_script(collector, rigaudit=options.node_rigaudit, python=options.node_python)
             got = await collect_node(
-                transport.argv(target, script), source=source, with_agent=with_agent, max_archive_bytes=options.max_archive_bytes
+                transport.argv(target, script),
+                source=source,
+                with_server=with_server,
+                max_archive_bytes=options.max_archive_bytes,
             )
             return got.mode, got.archive, got.warnings()
 
@@ -252,8 +255,8 @@ async def _collect_one(run: _Run, transport: Transport, target: str, place: _Pla
                         raise
                     # An older rigaudit without `snapshot --stdout`: send this one instead.
                     shutil.rmtree(place.snapshot, ignore_errors=True)
-                    mode, archive, node_warnings = await attempt("agent")
-                    warnings.append(f"the node's rigaudit cannot stream snapshots ({exc}); used the zipapp agent")
+                    mode, archive, node_warnings = await attempt("server")
+                    warnings.append(f"the node's rigaudit cannot stream snapshots ({exc}); used the node server")
         except TimeoutError:
             run.fail(target, "timeout", f"no snapshot within {options.host_timeout_s:g} s")
             return
@@ -269,7 +272,7 @@ async def _collect_one(run: _Run, transport: Transport, target: str, place: _Pla
         collect_s = time.perf_counter() - started
         size = len(archive) if archive is not None else 0
         run.emit(HostCollected(target=target, mode=mode, size_bytes=size, seconds=collect_s))
-    await run.judge(run.job(target, source, place, archive, [*node_warnings, *warnings]), mode=mode, collect_s=collect_s)
+    await run.audit(run.job(target, source, place, archive, [*node_warnings, *warnings]), mode=mode, collect_s=collect_s)
 
 
 async def run_fleet(
@@ -281,7 +284,7 @@ async def run_fleet(
     targets = list(dict.fromkeys(targets))
     started_at, started = _now(), time.perf_counter()
     workers = _workers(options, len(targets))
-    run = _Run(options, emit, "ssh", JudgePool(workers) if workers else None)
+    run = _Run(options, emit, "ssh", AuditPool(workers) if workers else None)
     emit(FleetStarted(targets=list(targets), kind="ssh"))
     limiter = anyio.CapacityLimiter(max(1, options.max_connections))
     with _scratch() as scratch:
@@ -309,7 +312,7 @@ async def run_slurm_fleet(
     expected = await expand_nodelist(job.nodelist) if job.nodelist else []
     hosts = len(expected) or job.nodes or 1
     workers = _workers(options, hosts)
-    run = _Run(options, emit, "slurm", JudgePool(workers) if workers else None)
+    run = _Run(options, emit, "slurm", AuditPool(workers) if workers else None)
     emit(FleetStarted(targets=list(expected), kind="slurm"))
     argv = job.argv(task_argv(options.node_rigaudit, options.node_python))
     warnings: list[str] = []
@@ -342,7 +345,7 @@ async def run_slurm_fleet(
                 if ln.startswith("rigaudit: warning:")
             ]
             job = run.job(stream.node, f"slurm:{stream.node}", place, stream.data, node_warnings)
-            await run.judge(job, mode="slurm", collect_s=seconds)
+            await run.audit(job, mode="slurm", collect_s=seconds)
 
         try:
             outcome = await run_srun(argv, on_node, timeout_s=options.host_timeout_s, env=env)

@@ -1,8 +1,8 @@
-"""Judge one node's snapshot: unpack it, audit it, take its fingerprint, write its files.
+"""Audit one node's snapshot: unpack it, audit it, take its fingerprint, write its files.
 
 Runs in worker processes (CPU-bound: parsing and rules), so a fleet's audits use every core;
-:func:`judge` takes and returns plain data. The snapshot is unpacked in a scratch folder and removed
-once judged; the host's own results go to its folder of ``--out``: ``audit.json``
+:func:`audit_job` takes and returns plain data. The snapshot is unpacked in a scratch folder and removed
+once audited; the host's own results go to its folder of ``--out``: ``audit.json``
 (rigaudit.audit/1), ``system-improve.md`` and ``snapshot.tar.gz`` (the evidence, as it came).
 """
 
@@ -27,7 +27,7 @@ from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, 
 
 
 @dataclass(frozen=True)
-class JudgeJob:
+class AuditJob:
     target: str
     source: str
     """Where the evidence came from, as the result shows it (``ssh:HOST``, ``slurm:NODE``)."""
@@ -47,7 +47,7 @@ def _error_line(exc: BaseException) -> str:
     return text[0] if text else exc.__class__.__name__
 
 
-async def _audit(job: JudgeJob) -> tuple[AuditResult, dict[str, str]]:
+async def _audit(job: AuditJob) -> tuple[AuditResult, dict[str, str]]:
     host = SnapshotHost(job.snapshot)
     options = AuditOptions(concurrency=job.concurrency, areas=job.areas, timeout_s=job.timeout_s)
     result = await run_audit(host, options=options)
@@ -58,23 +58,23 @@ async def _audit(job: JudgeJob) -> tuple[AuditResult, dict[str, str]]:
 
 
 @dataclass(frozen=True)
-class Judged:
-    """What :func:`judge` sends back: the audit as JSON text and the fingerprint, or one error line."""
+class AuditOutcome:
+    """What :func:`audit_job` sends back: the audit as JSON text and the fingerprint, or one error line."""
 
     audit_json: str | None
     fingerprint: dict[str, str]
     error: str | None = None
 
 
-def judge(job: JudgeJob) -> Judged:
+def audit_job(job: AuditJob) -> AuditOutcome:
     try:
         if job.archive is not None:
             extract_snapshot_tar(job.archive, Path(job.snapshot))
         result, facts = anyio.run(_audit, job)
     except (ArchiveError, SnapshotError) as exc:
-        return Judged(None, {}, _error_line(exc))
+        return AuditOutcome(None, {}, _error_line(exc))
     except Exception as exc:  # one host's bad evidence must not end the fleet
-        return Judged(None, {}, f"audit failed: {exc.__class__.__name__}: {_error_line(exc)}")
+        return AuditOutcome(None, {}, f"audit failed: {exc.__class__.__name__}: {_error_line(exc)}")
     else:
         text = redact_json_text(result.model_dump_json(by_alias=True, indent=2))
         if job.host_dir is not None:
@@ -85,8 +85,8 @@ def judge(job: JudgeJob) -> Judged:
                 archive = job.archive if job.archive is not None else snapshot_tar_bytes(Path(job.snapshot))
                 atomic_write_bytes(folder / "snapshot.tar.gz", archive)
             except OSError as exc:
-                return Judged(None, {}, f"cannot write {folder}: {exc.strerror or exc}")
-        return Judged(text, facts)
+                return AuditOutcome(None, {}, f"cannot write {folder}: {exc.strerror or exc}")
+        return AuditOutcome(text, facts)
     finally:
         shutil.rmtree(job.snapshot, ignore_errors=True)
 

@@ -1,8 +1,8 @@
-"""RemoteHost: a node's machine through the agent protocol (the coordinator's side).
+"""RemoteHost: a node's machine through the node server protocol (the coordinator's side).
 
 Requests are pipelined: every operation in flight is one line on the wire, answered by id, so
 the investigators' concurrency hides the round trips. Reads never raise: when the connection is
-lost every pending and later operation answers with an error, and :attr:`AgentClient.lost` says why
+lost every pending and later operation answers with an error, and :attr:`NodeClient.lost` says why
 (the caller must then treat the node as failed rather than trust a snapshot of errors).
 """
 
@@ -24,11 +24,11 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 class NodeServerError(OperationError):
-    """The agent did not start or broke the protocol; the message is one line."""
+    """The node server did not start or broke the protocol; the message is one line."""
 
 
-class AgentClient:
-    """Request/answer matching over one agent's stdin/stdout."""
+class NodeClient:
+    """Request/answer matching over one node server's stdin/stdout."""
 
     def __init__(self, send: anyio.abc.ByteSendStream, receive: BufferedByteReceiveStream) -> None:
         self._send = send
@@ -44,9 +44,9 @@ class AgentClient:
             line = await self._receive.receive_until(b"\n", MAX_LINE_BYTES)
             hello = protocol.loads(line)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise NodeServerError("the node's python3 exited before the agent started") from None
+            raise NodeServerError("the node's python3 exited before the node server started") from None
         except (ValueError, anyio.DelimiterNotFound) as exc:
-            raise NodeServerError(f"the agent's first line is not its hello ({exc.__class__.__name__})") from None
+            raise NodeServerError(f"the node server's first line is not its hello ({exc.__class__.__name__})") from None
         if hello.get("hello") != protocol.PROTOCOL:
             raise NodeServerError(f"the node answered {str(hello.get('hello'))!r}, not {protocol.PROTOCOL!r}")
         self.hello = hello
@@ -61,7 +61,7 @@ class AgentClient:
                 try:
                     message = protocol.loads(line)
                 except ValueError:
-                    reason = "the agent sent an unreadable line"
+                    reason = "the node server sent an unreadable line"
                     break
                 request_id = message.get("id")
                 waiter = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
@@ -106,9 +106,9 @@ class AgentClient:
 
 
 class RemoteHost:
-    """A node's machine, read through its agent. Read-only: a fleet audit changes nothing."""
+    """A node's machine, read through its node server. Read-only: a fleet audit changes nothing."""
 
-    def __init__(self, client: AgentClient, *, source: str) -> None:
+    def __init__(self, client: NodeClient, *, source: str) -> None:
         self.client = client
         self._source = source
 

@@ -1,10 +1,10 @@
 """The zipapp sent to a node without rigaudit, and the bootstrap that runs it from memory.
 
-The payload holds exactly the modules the node side imports (:mod:`rigaudit.tools.remote.agent` and what it
+The payload holds exactly the modules the node side imports (:mod:`rigaudit.tools.remote.node_server` and what it
 needs) plus the coordinator's own ``pynvml`` (pure Python, ctypes): no pydantic, no anyio. It is a
 real zipapp (``python3 rigaudit-node.pyz`` runs it from a file), but over SSH it never touches the
 node's disk: :data:`BOOTSTRAP` reads ``<length>\\n<zip bytes>`` from stdin, imports the modules
-from memory, then serves the agent protocol on the same stdin/stdout. Nothing is left behind.
+from memory, then serves the node server protocol on the same stdin/stdout. Nothing is left behind.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ MODULES: tuple[str, ...] = (
     "rigaudit.tools.hosts.nvml_local",
     "rigaudit.tools.remote",
     "rigaudit.tools.remote.protocol",
-    "rigaudit.tools.remote.agent",
+    "rigaudit.tools.remote.node_server",
     "rigaudit.tools.remote.node_main",
 )
 """What the node imports, as dotted names; ``pynvml`` is added when the coordinator has it."""

@@ -1,10 +1,10 @@
-"""The node agent's wire protocol: one JSON object a line, each way (stdlib only: runs on the node).
+"""The node server's wire protocol: one JSON object a line, each way (stdlib only: runs on the node).
 
-The coordinator sends ``{"id": 7, "op": "read", "path": "/proc/cmdline"}``; the agent answers
+The coordinator sends ``{"id": 7, "op": "read", "path": "/proc/cmdline"}``; the node server answers
 ``{"id": 7, "data": "<base64>"}`` or ``{"id": 7, "error": "ENOENT"}``. Operations are the read half
 of the Host protocol: ``read``, ``list_dir``, ``readlink``, ``exists``, ``run``, ``nvml``; ``bye``
-ends the session. The agent's first line is its hello: ``{"hello": "rigaudit-agent/1", ...}``.
-A request the agent cannot parse is answered ``{"id": N, "fail": "why"}``.
+ends the session. The node server's first line is its hello: ``{"hello": "rigaudit-node-server/1", ...}``.
+A request the node server cannot parse is answered ``{"id": N, "fail": "why"}``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 
-PROTOCOL = "rigaudit-agent/1"
+PROTOCOL = "rigaudit-node-server/1"
 OPS = frozenset({"read", "list_dir", "readlink", "exists", "run", "nvml"})
 Message = Mapping[str, object]
 
@@ -31,7 +31,7 @@ def loads(line: bytes) -> dict[str, object]:
     return value
 
 
-# -- agent side: results to messages ------------------------------------------------------------
+# -- node server side: results to messages ------------------------------------------------------------
 
 
 def encode_file(result: FileResult) -> dict[str, object]:
@@ -99,7 +99,7 @@ def decode_command(argv: Sequence[str], message: Message) -> CommandResult:
     truncated = message.get("truncated")
     error = message.get("error")
     if "fail" in message:
-        return CommandResult(tuple(argv), error="failed_to_start", stderr=f"agent: {message['fail']}")
+        return CommandResult(tuple(argv), error="failed_to_start", stderr=f"node server: {message['fail']}")
     return CommandResult(
         argv=tuple(argv),
         exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,

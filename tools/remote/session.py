@@ -1,8 +1,8 @@
-"""One node's collection over one pipe: its mode line, then a snapshot stream or an agent session.
+"""One node's collection over one pipe: its mode line, then a snapshot stream or a node server session.
 
 :func:`collect_node` starts the transport's process (``ssh ... sh -c SCRIPT``), reads the node's
 ``RIGAUDIT-NODE`` line and then either reads the ``snapshot --stdout`` stream to its end, or sends
-the zipapp and hands a :class:`RemoteHost` to ``with_agent`` (the caller records a snapshot through
+the zipapp and hands a :class:`RemoteHost` to ``with_server`` (the caller records a snapshot through
 it). Failures raise :class:`NodeError` with one line a person can act on (ssh's own last words
 when the connection failed). The node's process group is killed on the way out, whatever happened.
 """
@@ -22,7 +22,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.local import CappedOutput
-from rigaudit.tools.remote.client import AgentClient, NodeServerError, RemoteHost
+from rigaudit.tools.remote.client import NodeClient, NodeServerError, RemoteHost
 from rigaudit.tools.remote.payload import framed_payload
 from rigaudit.tools.remote.transport import MARK
 
@@ -43,7 +43,7 @@ class NodeError(OperationError):
 
 @dataclass(frozen=True)
 class NodeCollection:
-    """What came back: ``archive`` (installed mode) or nothing (agent mode: ``with_agent`` kept it)."""
+    """What came back: ``archive`` (installed mode) or nothing (server mode: ``with_server`` kept it)."""
 
     mode: str
     archive: bytes | None
@@ -112,7 +112,7 @@ async def collect_node(
     argv: Sequence[str],
     *,
     source: str,
-    with_agent: Callable[[RemoteHost], Awaitable[None]],
+    with_server: Callable[[RemoteHost], Awaitable[None]],
     max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES,
     env: Mapping[str, str] | None = None,
 ) -> NodeCollection:
@@ -142,7 +142,7 @@ async def collect_node(
         async with anyio.create_task_group() as group:
             group.start_soon(_drain, process.stderr, stderr, stderr_done)
             try:
-                outcome.append(await _converse(process, group, stderr, finish, source, with_agent, max_archive_bytes))
+                outcome.append(await _converse(process, group, stderr, finish, source, with_server, max_archive_bytes))
             except NodeError as exc:
                 outcome.append(exc)
             group.cancel_scope.cancel()
@@ -163,7 +163,7 @@ async def _converse(
     stderr: CappedOutput,
     finish: Callable[[], Awaitable[int]],
     source: str,
-    with_agent: Callable[[RemoteHost], Awaitable[None]],
+    with_server: Callable[[RemoteHost], Awaitable[None]],
     max_archive_bytes: int,
 ) -> NodeCollection:
     assert process.stdout is not None and process.stdin is not None
@@ -186,14 +186,14 @@ async def _converse(
             said = last_words(stderr.text())
             raise NodeError(f"`rigaudit snapshot --stdout` failed on the node (exit status {code}): {said}", node_status=code)
         return NodeCollection("installed", archive, stderr.text())
-    if mode != "agent":
+    if mode != "server":
         raise NodeError(f"the node announced an unknown mode {mode!r}")
     try:
         await process.stdin.send(framed_payload())
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         await finish()
-        raise NodeError(f"the node closed the connection before the agent started: {last_words(stderr.text())}") from None
-    client = AgentClient(process.stdin, reader)
+        raise NodeError(f"the node closed the connection before the node server started: {last_words(stderr.text())}") from None
+    client = NodeClient(process.stdin, reader)
     try:
         hello = await client.handshake()
     except NodeServerError as exc:
@@ -201,10 +201,10 @@ async def _converse(
         said = last_words(stderr.text())
         raise NodeError(f"{exc}{': ' + said if said else ''}") from None
     group.start_soon(client.read_answers)
-    await with_agent(RemoteHost(client, source=source))
+    await with_server(RemoteHost(client, source=source))
     if client.lost is not None:
-        raise NodeError(f"lost the agent during collection ({client.lost}) {last_words(stderr.text())}".strip())
+        raise NodeError(f"lost the node server during collection ({client.lost}) {last_words(stderr.text())}".strip())
     await client.bye()
     await process.stdin.aclose()
     await finish()
-    return NodeCollection("agent", None, stderr.text(), hello)
+    return NodeCollection("server", None, stderr.text(), hello)

@@ -1,8 +1,8 @@
 """How a command reaches a node: OpenSSH (the user's own configuration applies), or a stand-in.
 
 The command a node runs is a POSIX ``sh`` script (:func:`node_script`): it announces how it will
-collect (``RIGAUDIT-NODE installed|agent|missing`` on a line of its own), then either streams
-``rigaudit snapshot --stdout`` (a gzip'd tar of the snapshot directory) or starts the zipapp agent
+collect (``RIGAUDIT-NODE installed|server|missing`` on a line of its own), then either streams
+``rigaudit snapshot --stdout`` (a gzip'd tar of the snapshot directory) or starts the node server
 with the node's ``python3``. The script has no single quote, so it survives any login shell as
 one ``sh -c '...'`` word.
 """
@@ -19,8 +19,8 @@ from typing import Literal, Protocol
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.remote.payload import bootstrap_command
 
-Collector = Literal["auto", "installed", "agent"]
-COLLECTORS: tuple[Collector, ...] = ("auto", "installed", "agent")
+Collector = Literal["auto", "installed", "server"]
+COLLECTORS: tuple[Collector, ...] = ("auto", "installed", "server")
 MARK = "RIGAUDIT-NODE"
 _SAFE_WORD = re.compile(r"[A-Za-z0-9_./+:=@%-]+")
 _DESTINATION = re.compile(r"[^\s'\"`$;&|<>()\\]+")
@@ -42,8 +42,8 @@ def node_script(collector: Collector = "auto", *, rigaudit: str = "rigaudit", py
     rig = check_words(rigaudit, "node rigaudit command")
     py = check_words(python, "node python command")
     installed = f"if command -v {rig[0]} >/dev/null 2>&1; then echo {MARK} installed; exec {' '.join(rig)} snapshot --stdout; fi"
-    agent = f"if command -v {py[0]} >/dev/null 2>&1; then echo {MARK} agent; exec {bootstrap_command(' '.join(py))}; fi"
-    steps = {"auto": [installed, agent], "installed": [installed], "agent": [agent]}[collector]
+    server = f"if command -v {py[0]} >/dev/null 2>&1; then echo {MARK} server; exec {bootstrap_command(' '.join(py))}; fi"
+    steps = {"auto": [installed, server], "installed": [installed], "server": [server]}[collector]
     return "; ".join([*steps, f"echo {MARK} missing; exit 127"])
 
 
@@ -66,7 +66,7 @@ class Transport(Protocol):
 class SshTransport:
     """The OpenSSH client: ``BatchMode`` (never a password prompt), a connect timeout, keepalives.
 
-    ``~/.ssh/config``, the agent, ``ProxyJump`` and ``known_hosts`` apply as for any ``ssh`` the user
+    ``~/.ssh/config``, the ssh-agent, ``ProxyJump`` and ``known_hosts`` apply as for any ``ssh`` the user
     runs; ``config`` passes ``-F`` (tests), ``options`` adds ``-o`` settings, ``command`` replaces
     the program (a wrapper such as ``ip netns exec NS ssh``).
     """

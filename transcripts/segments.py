@@ -1,4 +1,4 @@
-"""Find the audits inside a recorded session, and the findings each recorded.
+"""A recorded session cut into its audits (an apply audits twice), and the findings each recorded.
 
 Comparing findings is :func:`rigaudit.tools.diffing.diff_findings`' job (``replay --rediagnose`` and ``diff`` share it).
 """

@@ -1,4 +1,4 @@
-"""The node agent: answers the read half of the Host protocol over stdin/stdout.
+"""The node server: answers the read half of the Host protocol over stdin/stdout.
 
 Sent to a node that has no rigaudit (see ``payload``), it runs on the node's own ``python3 -I -S``:
 the standard library, plus the synchronous primitives of :mod:`rigaudit.tools.hosts.local` and the NVML
@@ -8,7 +8,7 @@ on the coordinator, through :class:`rigaudit.tools.remote.client.RemoteHost`: no
 
 Requests are served by a small thread pool (a slow command does not hold up sysfs reads); every
 command runs in its own process group, and groups still running when the session ends are killed.
-The agent writes nothing on the node.
+The node server writes nothing on the node.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _int_list(raw: object, what: str) -> list[int]:
     return [int(a) for a in raw]
 
 
-class Agent:
+class NodeServer:
     """The operations, with the NVML facade this node's session owns."""
 
     def __init__(self, *, nvml: NvmlFacade | None = None) -> None:
@@ -216,15 +216,15 @@ class _Writer:
                 self.broken = True
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO, agent: Agent | None = None, *, workers: int = WORKERS) -> int:
+def serve(stdin: BinaryIO, stdout: BinaryIO, server: NodeServer | None = None, *, workers: int = WORKERS) -> int:
     """Answer requests until ``bye`` or end of input; return the exit status."""
-    agent = agent or Agent()
+    server = server or NodeServer()
     writer = _Writer(stdout)
-    writer.send(agent.hello())
+    writer.send(server.hello())
 
     def answer(request_id: object, request: protocol.Message) -> None:
         try:
-            reply = agent.handle(request)
+            reply = server.handle(request)
         except (ValueError, TypeError) as exc:
             reply = {"fail": str(exc) or exc.__class__.__name__}
         except Exception as exc:  # one request's bug must not end the session
@@ -232,7 +232,7 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, agent: Agent | None = None, *, work
         writer.send({"id": request_id, **reply})
 
     clean = False
-    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rigaudit-agent")
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rigaudit-node-server")
     try:
         for line in iter(stdin.readline, b""):
             if not line.strip():
@@ -248,9 +248,9 @@ def serve(stdin: BinaryIO, stdout: BinaryIO, agent: Agent | None = None, *, work
             pool.submit(answer, request.get("id"), request)
     finally:
         if not clean:
-            agent.running.kill_all()  # the coordinator is gone: stop what it asked for
+            server.running.kill_all()  # the coordinator is gone: stop what it asked for
         pool.shutdown(wait=True, cancel_futures=not clean)
-        agent.close()
+        server.close()
     return 0
 
 
