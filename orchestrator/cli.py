@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -40,7 +41,17 @@ def _commands() -> list[Command]:
     return ordered + sorted(found.values(), key=lambda c: c.name)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _named(name: str) -> Command | None:
+    """The command of the module ``commands/<name>.py``, imported alone: one command starts without the
+    imports of all the others (``rigaudit check`` as a prolog must start fast). ``None``: no such module."""
+    if not name.isidentifier() or importlib.util.find_spec(f"{commands.__name__}.{name}") is None:
+        return None
+    command = getattr(importlib.import_module(f"{commands.__name__}.{name}"), "COMMAND", None)
+    return command if isinstance(command, Command) and command.name == name else None
+
+
+def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; with ``only``, just that command's (what ``main`` uses to run one)."""
     parser = argparse.ArgumentParser(
         prog="rigaudit",
         description=__doc__,
@@ -48,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rigaudit {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in _commands():
+    for command in [only] if only is not None else _commands():
         child = sub.add_parser(
             command.name,
             help=command.help,
@@ -66,7 +77,9 @@ def version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    only = _named(argv[0]) if argv and not argv[0].startswith("-") else None
+    parser = build_parser(only)
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:

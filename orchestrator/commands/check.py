@@ -1,0 +1,176 @@
+"""Judge this machine (or a snapshot) as a scheduler's health check: the rules alone, within a deadline.
+
+The first line printed is one short reason naming the check ids that decided (Slurm shows it in
+`sinfo -R`, node-problem-detector as the condition's message); the problems and the checks that
+could not be made follow, then a summary line. No transcript is recorded unless --transcript.
+
+Examples:
+  rigaudit check                                   this machine; exit 1 on a problem at or above high
+  rigaudit check --only pcie,gpu.xid --fail-on critical
+  rigaudit check --expect /etc/rigaudit/expect.conf --prometheus /var/lib/node_exporter/rigaudit.prom
+  rigaudit check --snapshot DIR --json result.json  a recorded host (the fleet report reads such files)
+
+Exit status: 0 healthy; 1 a problem at or above --fail-on; 2 usage error; 3 could not check (a check
+did not finish within the deadline or its investigator failed, an --expect value could not be read,
+or with --strict any unknown; or, healthy, an output could not be written); 4 rigaudit itself
+failed. Wrappers must never drain on 3 or 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.errors import RigauditError, UsageError
+from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S, INTERNAL, NOT_CHECKED
+from rigaudit.orchestrator.hosts import add_host_arguments, open_host
+from rigaudit.tools.hosts.snapshot import SnapshotError
+
+if TYPE_CHECKING:
+    from rigaudit.orchestrator.gate.model import CheckResult
+
+SEVERITIES = ("critical", "high", "medium", "low")
+
+
+def _add(parser: argparse.ArgumentParser) -> None:
+    add_host_arguments(parser)
+    judge = parser.add_argument_group("what to judge")
+    judge.add_argument("--only", metavar="IDS", help="only these check ids or areas, comma-separated (pcie,gpu.xid)")
+    judge.add_argument("--skip", metavar="IDS", help="leave out these check ids or areas, comma-separated")
+    judge.add_argument(
+        "--fail-on", choices=SEVERITIES, default="high", help="exit 1 on a problem of this severity or worse (default: high)"
+    )
+    judge.add_argument(
+        "--expect",
+        type=Path,
+        metavar="FILE",
+        help="the fleet's expected values (driver, gpus, pcie_width...): docs/fleet.md",
+    )
+    judge.add_argument("--strict", action="store_true", help="an unknown verdict on a selected check counts as could not check")
+    judge.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        metavar="S",
+        help=f"the verdict comes within S seconds; checks still running then are not checked (default {DEFAULT_DEADLINE_S:g})",
+    )
+    judge.add_argument("--concurrency", type=int, default=8, metavar="N", help="host operations in flight at once (default 8)")
+    out = parser.add_argument_group("output")
+    out.add_argument("-q", "--quiet", action="store_true", help="print the reason line alone")
+    out.add_argument("-v", "--verbose", action="store_true", help="list every check, not only those that matter")
+    out.add_argument("--json", type=Path, metavar="FILE", help="write the result (rigaudit.check/1); - for stdout")
+    out.add_argument("--prometheus", type=Path, metavar="FILE", help="write node_exporter textfile metrics (atomically)")
+    out.add_argument("--transcript", type=Path, metavar="FILE", help="record this run as a transcript (default: none)")
+
+
+def _writable(option: str, path: Path | None) -> None:
+    if path is None or str(path) == "-":
+        return
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a directory")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {path}: no directory {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write in {folder}")
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if not 0 < args.deadline <= 3600:
+        raise UsageError("--deadline must be more than 0 and at most 3600 seconds")
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.quiet and args.verbose:
+        raise UsageError("--quiet and --verbose exclude each other")
+    _writable("--json", args.json)
+    _writable("--prometheus", args.prometheus)
+    _writable("--transcript", args.transcript)
+    if args.prometheus is not None and not args.prometheus.name.endswith(".prom"):
+        raise UsageError(f"--prometheus {args.prometheus}: node_exporter reads only files named *.prom")
+
+
+def _run(args: argparse.Namespace) -> int:
+    _validate(args)
+    from rigaudit.orchestrator.gate.watchdog import Watchdog
+
+    watchdog = Watchdog(args.deadline, f"could not check: no verdict {args.deadline:g} s past the deadline (stopped)")
+    with watchdog:
+        try:
+            return _check(args)
+        except (RigauditError, SnapshotError):
+            raise
+        except Exception as exc:  # the gate's answer to its own bug: could not check, never a traceback
+            text = str(exc).strip().splitlines()
+            print(f"could not check: rigaudit failed: {exc.__class__.__name__}" + (f": {text[0]}" if text else ""))
+            print("rigaudit check: this is a bug of rigaudit; please report it with the line above", file=sys.stderr)
+            return INTERNAL
+
+
+def _check(args: argparse.Namespace) -> int:
+    import anyio
+
+    from rigaudit.orchestrator.gate.expect import load_expectations
+    from rigaudit.orchestrator.gate.render import lines
+    from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
+
+    expectations = load_expectations(args.expect) if args.expect is not None else None
+    plan = plan_gate(args.only, args.skip, expectations)
+    host = open_host(args)
+    options = GateOptions(
+        fail_on=args.fail_on,
+        deadline_s=args.deadline,
+        strict=args.strict,
+        facts=args.json is not None,
+        concurrency=args.concurrency,
+    )
+
+    async def main() -> CheckResult:
+        try:
+            if args.transcript is None:
+                return await run_gate(host, plan, options)
+            from rigaudit.orchestrator.session import open_session
+
+            with open_session("check", consumers=[], transcript=args.transcript, host=host.name, source=host.source) as session:
+                result = await run_gate(host, plan, options, emit=session.emit)
+                session.exit_code = result.exit_code
+                return result
+        finally:
+            await host.aclose()
+
+    result = anyio.run(main)
+    to_stdout = args.json is not None and str(args.json) == "-"
+    stream = sys.stderr if to_stdout else sys.stdout
+    shown = [result.reason] if args.quiet else lines(result, verbose=args.verbose)
+    print("\n".join(shown), file=stream, flush=True)
+    failed = _write_outputs(args, result)
+    return NOT_CHECKED if failed and result.exit_code == 0 else result.exit_code
+
+
+def _write_outputs(args: argparse.Namespace, result: CheckResult) -> bool:
+    """Write --json and --prometheus; a failure is one line on stderr. True when one failed."""
+    from rigaudit.orchestrator.gate.prometheus import write_textfile
+    from rigaudit.orchestrator.output import write_json
+
+    failed = False
+    if args.prometheus is not None:
+        try:
+            write_textfile(args.prometheus, result)
+        except OSError as exc:
+            print(f"rigaudit check: cannot write {args.prometheus}: {exc.strerror or exc}", file=sys.stderr)
+            failed = True
+    if args.json is not None:
+        try:
+            write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
+        except UsageError as exc:
+            print(f"rigaudit check: {exc}", file=sys.stderr)
+            failed = True
+    return failed
+
+
+COMMAND = Command(
+    "check", "judge this machine as a scheduler's health check (exit 0/1/3, one reason line)", _add, _run, __doc__ or ""
+)

@@ -1,0 +1,119 @@
+"""Run the gate: the selected areas' investigators (rules only) under one deadline, judged into a
+:class:`~rigaudit.orchestrator.gate.model.CheckResult`.
+
+The deadline covers everything: at it, whatever still runs is cancelled and its checks are
+``not_checked`` (what finished is kept), so the verdict comes in time even when a read hangs. The
+command adds a watchdog past the deadline for what cancellation cannot reach (a blocked thread).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import anyio
+
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.agents.registry import all_investigators
+from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, Emit, run_audit
+from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S
+from rigaudit.orchestrator.gate.expect import Expectations, investigator
+from rigaudit.orchestrator.gate.model import CheckResult
+from rigaudit.orchestrator.gate.selection import Selection, select
+from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdict_of
+from rigaudit.orchestrator.planner import build_plan
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.finding import Severity
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    fail_on: Severity = "high"
+    deadline_s: float = DEFAULT_DEADLINE_S
+    strict: bool = False
+    """An ``unknown`` on any selected check counts as "could not check"."""
+    facts: bool = False
+    """Also read the fingerprint the fleet compares (for ``--json``)."""
+    concurrency: int = DEFAULT_CONCURRENCY
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """What to judge and who judges it."""
+
+    selection: Selection
+    investigators: tuple[AnyInvestigator, ...]
+
+
+def plan_gate(only: str | None = None, skip: str | None = None, expectations: Expectations | None = None) -> GatePlan:
+    """The checks ``--only``/``--skip`` select (the expectations' among them) and the investigators they need."""
+    registered = all_investigators()
+    extra = (investigator(expectations),) if expectations is not None else ()
+    every = (*registered, *extra)
+    selection = select([c for inv in every for c in inv.checks], only, skip)
+    areas = set(selection.areas)
+    return GatePlan(selection, tuple(inv for inv in every if inv.area in areas))
+
+
+def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
+    """The audit of the selected checks alone, without evidence (the gate's result stays small)."""
+    wanted = set(selection.ids)
+    findings = tuple(f for f in audit.findings if f.check in wanted)
+    plan = audit.plan if len(findings) == len(audit.findings) else build_plan(findings)[0]
+    return audit.model_copy(update={"findings": findings, "plan": plan, "evidence": ()})
+
+
+async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = None, emit: Emit | None = None) -> CheckResult:
+    """Judge ``plan`` on ``host`` within ``options.deadline_s``."""
+    options = options or GateOptions()
+    started = time.monotonic()
+    control = AuditControl()
+    stopped = False
+    facts: dict[str, str] = {}
+
+    async def stop_at_deadline() -> None:
+        nonlocal stopped
+        await anyio.sleep(options.deadline_s)
+        stopped = True
+        control.cancel()
+
+    audit_options = AuditOptions(concurrency=options.concurrency, timeout_s=options.deadline_s, investigators=plan.investigators)
+    async with anyio.create_task_group() as group:
+        group.start_soon(stop_at_deadline)
+        audit = await run_audit(host, options=audit_options, emit=emit, control=control)
+        if options.facts and not stopped:
+            from rigaudit.orchestrator.fleet.fingerprint import fingerprint
+
+            with anyio.move_on_after(max(0.0, options.deadline_s - (time.monotonic() - started))):
+                facts = await fingerprint(host)
+        group.cancel_scope.cancel()
+    checks = judge_checks(
+        plan.selection,
+        audit.findings,
+        audit.investigators,
+        fail_on=options.fail_on,
+        deadline_s=options.deadline_s,
+        stopped=stopped,
+        strict=options.strict,
+    )
+    verdict, code = verdict_of(checks)
+    return CheckResult(
+        verdict=verdict,
+        exit_code=code,
+        reason=reason_line(checks, verdict, options.fail_on),
+        host=audit.host.name,
+        source=audit.host.source,
+        started_at=audit.started_at,
+        finished_at=round(time.time(), 3),
+        duration_s=round(time.monotonic() - started, 4),
+        fail_on=options.fail_on,
+        deadline_s=options.deadline_s,
+        strict=options.strict,
+        checks=checks,
+        facts=facts,
+        audit=_selected(audit, plan.selection),
+    )
+
+
+__all__ = ["GateOptions", "GatePlan", "plan_gate", "run_gate"]
