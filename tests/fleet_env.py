@@ -435,7 +435,8 @@ class OneNodeSlurm:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, root: Path) -> Iterator[OneNodeSlurm]:
+    def start(cls, root: Path, extra: Sequence[str] = ()) -> Iterator[OneNodeSlurm]:
+        """``extra``: more slurm.conf lines (Prolog=, HealthCheckProgram=, ...)."""
         require_slurm()
         node = socket.gethostname().split(".")[0]
         for sub in ("state", "spool", "log"):
@@ -467,6 +468,7 @@ class OneNodeSlurm:
                     "SelectType=select/cons_tres",
                     "SelectTypeParameters=CR_CPU",
                     "ReturnToService=2",
+                    *extra,
                     f"NodeName={node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} State=UNKNOWN",
                     f"PartitionName=rigaudit Nodes={node} Default=YES MaxTime=INFINITE State=UP",
                 ]

@@ -1,4 +1,6 @@
-"""``rigaudit audit --hosts FILE|h1,h2`` and ``rigaudit audit --slurm``: the fleet's arguments and run.
+"""``rigaudit audit --hosts FILE|h1,h2``, ``--slurm`` and ``--results DIR``: the fleet's arguments and run.
+
+``--results DIR`` collects nothing: it judges the result files the nodes wrote (fleet/gathered.py).
 
 Wired into the audit command by two calls: :func:`add_fleet_arguments` in its ``add_arguments``
 and, first thing in its ``run``, ``if is_fleet(args): return run_fleet_from_args(args)``. The
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -46,6 +49,12 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         "--hosts", metavar="FILE|H1,H2", help="audit these SSH destinations (a file with one a line, or a comma list)"
     )
     which.add_argument("--slurm", action="store_true", help="audit Slurm nodes: one srun task per node")
+    which.add_argument(
+        "--results",
+        type=Path,
+        metavar="DIR",
+        help="judge a fleet from the result files its nodes wrote (rigaudit check --json, audit --json) in DIR",
+    )
     group.add_argument("--partition", metavar="P", help="Slurm partition (with --slurm)")
     count = group.add_mutually_exclusive_group()
     count.add_argument("--nodes", type=int, metavar="N", help="number of Slurm nodes (with --slurm; default: Slurm's)")
@@ -79,7 +88,7 @@ def is_fleet(args: argparse.Namespace) -> bool:
     hosts = getattr(args, "hosts", None)
     if hosts is not None and not str(hosts).strip():
         raise UsageError("--hosts needs a file or host1,host2,...")
-    return bool(hosts) or bool(getattr(args, "slurm", False))
+    return bool(hosts) or bool(getattr(args, "slurm", False)) or getattr(args, "results", None) is not None
 
 
 def _areas(text: str | None) -> tuple[str, ...] | None:
@@ -95,7 +104,7 @@ def _areas(text: str | None) -> tuple[str, ...] | None:
 
 def _check(args: argparse.Namespace) -> None:
     if getattr(args, "snapshot", None) is not None or getattr(args, "demo", None) is not None:
-        raise UsageError("--hosts/--slurm audit other machines: leave out --snapshot and --demo")
+        raise UsageError("--hosts/--slurm/--results audit other machines: leave out --snapshot and --demo")
     if not args.slurm and (args.partition or args.nodes is not None or args.nodelist):
         raise UsageError("--partition, --nodes and --nodelist go with --slurm")
     if args.nodes is not None and args.nodes < 1:
@@ -140,6 +149,15 @@ def _failing(result: FleetResult, threshold: str | None) -> bool:
 
 def run_fleet_from_args(args: argparse.Namespace) -> int:
     _check(args)
+    if args.results is not None:
+        from rigaudit.orchestrator.fleet.gathered import read_gathered
+
+        folder, out = args.results, args.out
+
+        async def gathered(emit: EventSink) -> FleetResult:
+            return read_gathered(folder, out, emit)
+
+        return _finish(args, gathered, "gathered", out, [])
     options = options_from_args(args)
     if args.slurm:
         minutes = math.ceil(options.host_timeout_s / 60) + 1
@@ -160,18 +178,25 @@ def run_fleet_from_args(args: argparse.Namespace) -> int:
         async def main(emit: EventSink) -> FleetResult:
             return await run_fleet(targets, transport, options, emit)
 
+    return _finish(args, main, "slurm" if args.slurm else "ssh", options.out, list(options.areas or []))
+
+
+def _finish(
+    args: argparse.Namespace, main: Callable[[EventSink], Awaitable[FleetResult]], kind: str, out: Path | None, areas: list[str]
+) -> int:
+    """Run the fleet in a session, write its files and say how it ended."""
     with open_session(
         "audit",
         consumers=[terminal_for(args)],
         transcript=getattr(args, "transcript", None),
         record=not getattr(args, "no_transcript", False),
-        options={"fleet": "slurm" if args.slurm else "ssh", "areas": list(options.areas or [])},
+        options={"fleet": kind, "areas": areas},
     ) as session:
         result = anyio.run(main, session.emit)
-        if options.out is not None:
-            write_json(options.out / "fleet.json", result.to_json())
-            write_fleet_report(options.out / "system-improve.md", result)
-            session.emit(ReportWritten(path=str(options.out / "system-improve.md"), section="fleet"))
+        if out is not None:
+            write_json(out / "fleet.json", result.to_json())
+            write_fleet_report(out / "system-improve.md", result)
+            session.emit(ReportWritten(path=str(out / "system-improve.md"), section="fleet"))
         if getattr(args, "report", None):
             write_fleet_report(args.report, result)
             session.emit(ReportWritten(path=str(args.report), section="fleet"))

@@ -48,6 +48,8 @@ def _resolve(option: str, text: str | None, checks: Sequence[Check]) -> set[str]
             unknown.append(name)
         chosen.update(c.id for c in found)
     if unknown:
+        if any(n == "expect" or n.startswith("expect.") for n in unknown):
+            raise UsageError(f"{option}: the expect checks need --expect FILE (the fleet's expected values)")
         areas = ", ".join(dict.fromkeys(c.area for c in checks))
         raise UsageError(
             f"{option}: no check or area named {', '.join(unknown)} (areas: {areas}; `rigaudit checks` lists the check ids)"

@@ -1,0 +1,172 @@
+"""A fleet judged after the fact: the result files its nodes wrote (``rigaudit check --json`` from a
+prolog, the Slurm health check or the DaemonSet; ``rigaudit audit --json`` too), one folder of them.
+
+``rigaudit audit --results DIR`` reads every ``*.json`` directly in DIR (regular files only: links
+are not followed, at most :data:`MAX_FILES` files of at most :data:`MAX_FILE_BYTES` each). A node is
+named by the host its result names; when a node has several results, the newest is used and the
+others are named in a warning. A file that is not such a result is listed as a failure with its
+reason; a check that could not be completed is kept (its checks that ran are compared) with its
+reason as a warning. The outlier analysis, matrix and plan are the fleet audit's own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rigaudit.orchestrator.errors import UsageError
+from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
+from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
+from rigaudit.orchestrator.gate.model import CHECK_SCHEMA, CheckResult
+from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.model.events import EventSink, FleetStarted, HostAudited, HostFailed, HostFailure, discard
+
+MAX_FILES = 10_000
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Read:
+    file: str
+    audit: AuditResult
+    facts: dict[str, str]
+    when: float
+    note: str | None = None
+
+
+def _error(exc: ValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
+
+
+def _parse(path: Path, data: bytes) -> _Read | str:
+    """The result in ``data``, or why it is none."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({exc.__class__.__name__})"
+    schema = value.get("schema") if isinstance(value, dict) else None
+    try:
+        if schema == CHECK_SCHEMA:
+            check = CheckResult.model_validate(value)
+            note = f"{check.host} could not be fully checked: {check.reason}" if check.verdict == "could_not_check" else None
+            return _Read(path.name, check.audit, dict(check.facts), check.finished_at, note)
+        if schema == AUDIT_SCHEMA:
+            audit = AuditResult.model_validate(value)
+            return _Read(path.name, audit, {}, _when(audit.started_at, path))
+    except ValidationError as exc:
+        return f"not a valid {schema} result ({_error(exc)})"
+    return f"not a {CHECK_SCHEMA} or {AUDIT_SCHEMA} result"
+
+
+def _when(started_at: str, path: Path) -> float:
+    try:
+        return datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return path.stat().st_mtime
+
+
+def _files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise UsageError(f"--results {folder}: not a directory")
+    try:
+        entries = sorted(
+            (e for e in folder.iterdir() if e.name.endswith(".json") and not e.name.startswith(".")), key=lambda p: p.name
+        )
+    except OSError as exc:
+        raise UsageError(f"--results {folder}: {exc.strerror or exc}") from None
+    if len(entries) > MAX_FILES:
+        raise UsageError(f"--results {folder}: more than {MAX_FILES} result files")
+    return entries
+
+
+def _read(path: Path) -> bytes | str:
+    if path.is_symlink() or not path.is_file():
+        return "not a regular file (links are not followed)"
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return data if len(data) <= MAX_FILE_BYTES else f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+
+
+def read_results(folder: Path) -> FleetResult:
+    """The fleet of the result files in ``folder`` (see the module docstring)."""
+    started = time.perf_counter()
+    started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    newest: dict[str, _Read] = {}
+    older: dict[str, list[str]] = {}
+    failures: list[HostFailure] = []
+    for path in _files(folder):
+        data = _read(path)
+        parsed = _parse(path, data) if isinstance(data, bytes) else data
+        if isinstance(parsed, str):
+            failures.append(HostFailure(target=path.name, stage="collect", error=parsed))
+            continue
+        host = parsed.audit.host.name
+        kept = newest.get(host)
+        if kept is None:
+            newest[host] = parsed
+            continue
+        winner, loser = (parsed, kept) if parsed.when > kept.when else (kept, parsed)
+        newest[host] = winner
+        older.setdefault(host, []).append(loser.file)
+    warnings = [f"{host}: {len(files) + 1} results, the newest ({newest[host].file}) is used" for host, files in older.items()]
+    warnings += [r.note for r in newest.values() if r.note]
+    audits = [HostAudit(host, "gathered", r.audit, r.facts, 0.0, r.audit.duration_s, None) for host, r in sorted(newest.items())]
+    return FleetResult(
+        targets=(*[a.target for a in audits], *[f.target for f in failures]),
+        audits=tuple(audits),
+        failures=tuple(failures),
+        matrix=status_matrix(audits),
+        outliers=tuple(outliers(audits)),
+        plan=tuple(fleet_plan(audits)),
+        started_at=started_at,
+        duration_s=time.perf_counter() - started,
+        kind="gathered",
+        warnings=tuple(warnings),
+    )
+
+
+def write_host_files(result: FleetResult, out: Path) -> FleetResult:
+    """Each node's ``audit.json`` and ``system-improve.md`` under ``out/hosts/NAME/``, as a fleet audit writes them."""
+    from rigaudit.orchestrator.fleet.runner import host_names
+    from rigaudit.orchestrator.report import write_report
+    from rigaudit.tools.atomic import atomic_write_text
+
+    names = host_names([a.target for a in result.audits])
+    audits = []
+    for audit in result.audits:
+        folder = out / "hosts" / names[audit.target]
+        try:
+            atomic_write_text(folder / "audit.json", audit.result.model_dump_json(by_alias=True, indent=2) + "\n")
+            write_report(folder / "system-improve.md", audit.result)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot write {folder}: {exc.strerror or exc}") from None
+        audits.append(replace(audit, folder=folder))
+    return replace(result, audits=tuple(audits))
+
+
+def read_gathered(folder: Path, out: Path | None = None, emit: EventSink = discard) -> FleetResult:
+    """:func:`read_results`, each node's files under ``out`` when given, and the fleet's events as a fleet audit
+    emits them (what the terminal shows and the transcript records)."""
+    emit(FleetStarted(kind="gathered"))
+    result = read_results(folder)
+    if out is not None:
+        result = write_host_files(result, out)
+    for failure in result.failures:
+        emit(HostFailed(target=failure.target, stage=failure.stage, error=failure.error))
+    for audit in result.audits:
+        emit(HostAudited(target=audit.target, problems=audit.problems, seconds=audit.judge_s))
+    emit(fleet_finished(result))
+    return result
+
+
+__all__ = ["MAX_FILES", "MAX_FILE_BYTES", "read_gathered", "read_results", "write_host_files"]

@@ -1,0 +1,248 @@
+"""deploy/slurm/rigaudit-health as a real slurmd runs it (HealthCheckProgram, Prolog, Epilog), against the
+real slurmctld of a private one-node cluster (Debian's packages, ``tests.fleet_env.OneNodeSlurm``).
+
+A node whose snapshot has a problem is drained with rigaudit's reason; a healthy one stays idle; nothing is
+drained without --drain, nor when the check could not be made. The snapshot is injected through the
+wrapper's configuration (``--snapshot``), as an administrator would pass any other option.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.fleet_env import RIGAUDIT, OneNodeSlurm, degrade_link, require_slurm
+from tests.mutate import light_copy
+
+REPO = Path(__file__).resolve().parent.parent
+WRAPPER = REPO / "deploy" / "slurm" / "rigaudit-health"
+HEALTHY = Path(__file__).parent / "fixtures" / "h200x2-vm"
+MODES = ("health", "prolog", "epilog")
+
+
+@dataclass
+class Hooks:
+    """The wrapper as each of slurmd's hooks: a shim per mode that points it at that mode's settings file."""
+
+    folder: Path
+    slurm_conf: Path | None = None
+
+    def shim(self, mode: str) -> Path:
+        path = self.folder / f"{mode}-shim"
+        off = self.folder / f"{mode}.off"
+        conf = self.folder / f"{mode}.conf"
+        path.write_text(f"#!/bin/sh\n[ -e {off} ] && exit 0\nRIGAUDIT_SLURM_CONF={conf} exec {WRAPPER}\n")
+        path.chmod(0o755)
+        return path
+
+    def configure(self, mode: str, snapshot: Path, *, drain: bool, args: str = "", rigaudit: Path = RIGAUDIT) -> None:
+        lines = [
+            f"RIGAUDIT={rigaudit}",
+            f"RIGAUDIT_DRAIN={int(drain)}",
+            f'RIGAUDIT_ARGS="--snapshot {snapshot} --only pcie --deadline 15 {args}"',
+            f"RIGAUDIT_LOG={self.log_path(mode)}",
+        ]
+        if self.slurm_conf is not None:
+            lines.append(f"SLURM_CONF={self.slurm_conf}; export SLURM_CONF")
+        (self.folder / f"{mode}.conf").write_text("\n".join(lines) + "\n")
+
+    def log_path(self, mode: str) -> Path:
+        return self.folder / f"{mode}.log"
+
+    def log(self, mode: str) -> list[str]:
+        path = self.log_path(mode)
+        return path.read_text().splitlines() if path.exists() else []
+
+    def switch(self, mode: str, on: bool) -> None:
+        off = self.folder / f"{mode}.off"
+        if on:
+            off.unlink(missing_ok=True)
+        else:
+            off.touch()
+
+
+@dataclass
+class Cluster:
+    slurm: OneNodeSlurm
+    hooks: Hooks
+    degraded: Path
+
+    def scontrol(self, *args: str) -> str:
+        done = subprocess.run(["scontrol", *args], env=self.slurm.env, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def node(self) -> dict[str, str]:
+        """``scontrol -o show node``'s fields (Reason keeps its spaces)."""
+        line = self.scontrol("-o", "show", "node", self.slurm.node).strip()
+        head, _, reason = line.partition(" Reason=")
+        fields = dict(item.split("=", 1) for item in head.split() if "=" in item)
+        if reason:
+            fields["Reason"] = reason.rsplit(" [", 1)[0]
+        return fields
+
+    def drained(self) -> bool:
+        return "DRAIN" in self.node()["State"]
+
+    def resume(self) -> None:
+        if self.drained():
+            self.scontrol("update", f"nodename={self.slurm.node}", "state=resume")
+        wait_for(lambda: not self.drained() and "IDLE" in self.node()["State"], "the node to be idle again")
+
+    def srun(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["srun", "--nodes=1", "--immediate=30", "true"], env=self.slurm.env, capture_output=True, text=True, timeout=90
+        )
+
+    def run_wrapper(self, mode: str, *options: str) -> subprocess.CompletedProcess[str]:
+        """The wrapper as slurmd starts a HealthCheckProgram: no environment but SLURMD_NODENAME."""
+        env = {"SLURMD_NODENAME": self.slurm.node, "RIGAUDIT_SLURM_CONF": str(self.hooks.folder / f"{mode}.conf")}
+        return subprocess.run(["/bin/sh", str(WRAPPER), *options], env=env, capture_output=True, text=True, timeout=90)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    """Poll a daemon's state until ``condition`` holds (slurmd acts on its own schedule)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    require_slurm()
+    folder = tmp_path_factory.mktemp("hooks")
+    degraded = light_copy(HEALTHY, folder / "degraded")
+    degrade_link(degraded, "0000:00:06.0", 0)
+    hooks = Hooks(folder)
+    for mode in MODES:
+        hooks.configure(mode, HEALTHY, drain=True)
+    extra = [
+        f"HealthCheckProgram={hooks.shim('health')}",
+        "HealthCheckInterval=2",
+        f"Prolog={hooks.shim('prolog')}",
+        f"Epilog={hooks.shim('epilog')}",
+        "MessageTimeout=60",  # a prolog runs inside the launch request; this machine's CPUs are shared
+    ]
+    with OneNodeSlurm.start(tmp_path_factory.mktemp("slurm"), extra) as slurm:
+        hooks.slurm_conf = Path(slurm.env["SLURM_CONF"])
+        for mode in MODES:
+            hooks.configure(mode, HEALTHY, drain=True)
+        yield Cluster(slurm, hooks, degraded)
+
+
+@pytest.fixture
+def idle(cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster with its node idle and the periodic health check off, before and after the test."""
+    cluster.hooks.switch("health", on=False)
+    for mode in MODES:
+        cluster.hooks.configure(mode, HEALTHY, drain=True)
+    cluster.resume()
+    yield cluster
+    cluster.hooks.switch("health", on=False)
+    for mode in MODES:
+        cluster.hooks.configure(mode, HEALTHY, drain=True)
+    cluster.resume()
+
+
+def test_a_healthy_node_stays_idle_through_every_hook(cluster: Cluster) -> None:
+    hooks = cluster.hooks
+    wait_for(lambda: len(hooks.log("health")) >= 1, "slurmd's first health check")
+    hooks.switch("health", on=False)
+    assert cluster.srun().returncode == 0
+    wait_for(lambda: len(hooks.log("epilog")) >= 2, "the job's epilog")
+    for mode in MODES:
+        assert all(" exit=0 action=none healthy: " in line for line in hooks.log(mode)), hooks.log(mode)
+    fields = cluster.node()
+    assert "DRAIN" not in fields["State"] and fields["State"].startswith("IDLE")
+    assert "Reason" not in fields
+
+
+def test_slurmd_health_check_drains_a_faulty_node_and_resumes_it_when_healthy(idle: Cluster) -> None:
+    hooks = idle.hooks
+    hooks.configure("health", idle.degraded, drain=True)
+    hooks.switch("health", on=True)
+    wait_for(idle.drained, "slurmd's health check to drain the node")
+    reason = idle.node()["Reason"]
+    assert reason.startswith("rigaudit: pcie.link high: GPU0 (0000:00:06.0)"), reason
+    assert any(" exit=1 action=drained pcie.link high" in line for line in hooks.log("health"))
+    hooks.configure("health", HEALTHY, drain=True)
+    wait_for(lambda: not idle.drained(), "slurmd's health check to resume the node")
+    assert "Reason" not in idle.node()
+    assert any(" action=resumed healthy: " in line for line in hooks.log("health"))
+
+
+def test_an_administrators_drain_is_left_alone(idle: Cluster) -> None:
+    idle.scontrol("update", f"nodename={idle.slurm.node}", "state=drain", "reason=maintenance")
+    done = idle.run_wrapper("health")
+    assert done.returncode == 0
+    assert idle.drained() and idle.node()["Reason"] == "maintenance"
+
+
+@pytest.mark.parametrize(
+    ("case", "drain", "args", "logged"),
+    [
+        ("problem without --drain", False, "", "exit=1 action=none (no --drain) pcie.link high"),
+        ("could not check", True, "--replay-latency-ms 400 --deadline 0.2", "exit=3 action=none (could not check"),
+        ("usage error", True, "--only nothing.here", "exit=2 action=none (could not check"),
+        ("rigaudit missing", True, "", "exit=127 action=none (could not check"),
+    ],
+)
+def test_never_drained_without_drain_or_when_the_check_was_not_made(
+    idle: Cluster, case: str, drain: bool, args: str, logged: str
+) -> None:
+    rigaudit = Path("/nonexistent/rigaudit") if case == "rigaudit missing" else RIGAUDIT
+    idle.hooks.configure("health", idle.degraded, drain=drain, args=args, rigaudit=rigaudit)
+    done = idle.run_wrapper("health")
+    assert done.returncode == 0, done.stderr
+    assert logged in idle.hooks.log("health")[-1], idle.hooks.log("health")[-1]
+    assert not idle.drained()
+
+
+def test_drain_on_the_command_line(idle: Cluster) -> None:
+    idle.hooks.configure("health", idle.degraded, drain=False)
+    done = idle.run_wrapper("health", "--drain")
+    assert done.returncode == 0
+    assert idle.node()["Reason"].startswith("rigaudit: pcie.link high")
+
+
+def test_a_faulty_prolog_keeps_the_job_off_and_drains_the_node(idle: Cluster) -> None:
+    idle.hooks.configure("prolog", idle.degraded, drain=True)
+    job = idle.srun()
+    assert job.returncode != 0 and "prolog" in job.stderr.lower(), job.stderr
+    assert idle.drained()
+    assert idle.node()["Reason"].startswith("rigaudit: pcie.link high: GPU0")
+    assert " exit=1 action=drained " in idle.hooks.log("prolog")[-1]
+
+
+def test_a_faulty_prolog_without_drain_lets_the_job_run(idle: Cluster) -> None:
+    idle.hooks.configure("prolog", idle.degraded, drain=False)
+    assert idle.srun().returncode == 0
+    assert " exit=1 action=none (no --drain) " in idle.hooks.log("prolog")[-1]
+    assert not idle.drained()
+
+
+def test_a_faulty_epilog_drains_the_node_after_the_job(idle: Cluster) -> None:
+    idle.hooks.configure("epilog", idle.degraded, drain=True)
+    before = len(idle.hooks.log("epilog"))
+    assert idle.srun().returncode == 0  # the job itself ran
+    wait_for(lambda: len(idle.hooks.log("epilog")) > before, "the job's epilog")
+    wait_for(idle.drained, "the epilog's drain")
+    assert idle.node()["Reason"].startswith("rigaudit: pcie.link high")
+
+
+def test_the_wrapper_explains_itself_and_refuses_unknown_options(tmp_path: Path) -> None:
+    helped = subprocess.run(["/bin/sh", str(WRAPPER), "--help"], capture_output=True, text=True, timeout=30)
+    assert helped.returncode == 0 and "HealthCheckProgram" in helped.stdout and "NEVER drained" in helped.stdout
+    refused = subprocess.run(["/bin/sh", str(WRAPPER), "--drian"], capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 2 and "unknown option --drian" in refused.stderr
+    assert os.access(WRAPPER, os.X_OK)
+    assert shlex.split(WRAPPER.read_text().splitlines()[0]) == ["#!/bin/sh"]
