@@ -85,9 +85,7 @@ def test_bad_files_are_usage_errors_naming_the_line(text: str, said: str) -> Non
         (b"gpus = \xff\n", "not UTF-8"),
     ],
 )
-def test_unreadable_files_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, said: str
-) -> None:
+def test_unreadable_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, said: str) -> None:
     path = tmp_path / "expect.conf"
     path.write_bytes(content)
     assert main(["check", "--snapshot", str(H200), "--expect", str(path)]) == 2

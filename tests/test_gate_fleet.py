@@ -86,7 +86,8 @@ def test_bad_files_are_listed_never_followed(results: Path, tmp_path: Path) -> N
 def test_audit_results_and_partial_checks_are_read_too(tmp_path: Path) -> None:
     folder = tmp_path / "mixed"
     folder.mkdir()
-    assert main(["audit", "--snapshot", str(node(tmp_path, "a1")), "--json", str(folder / "a1.json"), "--no-transcript", "--no-live"]) == 0
+    audit = ["audit", "--snapshot", str(node(tmp_path, "a1")), "--json", str(folder / "a1.json"), "--no-transcript", "--no-live"]
+    assert main(audit) == 0
     late = node(tmp_path, "late")
     assert gather(late, folder / "late.json", "--replay-latency-ms", "300", "--deadline", "0.2", "--only", "pcie") == 3
     out = tmp_path / "fleet.json"

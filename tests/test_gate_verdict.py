@@ -17,12 +17,12 @@ FIX = Fix(kind="runtime", where="host", summary="fix it")
 
 
 def bad(check: str, severity: str, observed: str = "seen") -> Finding:
-    area = check.split(".")[0]
+    area = check.split(".", maxsplit=1)[0]
     return problem(check, area, check, severity, observed, "e", "x", FIX)  # type: ignore[arg-type]
 
 
 def good(check: str) -> Finding:
-    return ok(check, check.split(".")[0], check, "fine")
+    return ok(check, check.split(".", maxsplit=1)[0], check, "fine")
 
 
 def runs(**status: str) -> list[InvestigatorRun]:

@@ -100,7 +100,7 @@ def test_promtool_accepts_the_metrics(tmp_path: Path, degraded: Path) -> None:
     if promtool is None:
         pytest.skip("promtool is not installed (Debian package prometheus): run .ci/fleet-setup.sh")
     for root in (degraded, H200):
-        result, prom = gate(tmp_path, root)
+        result, _ = gate(tmp_path, root)
         text = render(result)
         checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
         assert checked.returncode == 0, checked.stdout + checked.stderr
