@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import selectors
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -126,18 +126,21 @@ def node_exporter(directory: Path) -> Iterator[str]:
         argv = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *argv]
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     log: list[str] = []
-    try:
+    listening = threading.Event()
+
+    def read_log() -> None:  # a thread: a pipe left unread would stall node_exporter
         assert process.stderr is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stderr, selectors.EVENT_READ)
-            deadline = time.monotonic() + 20
-            while not any('msg="Listening on"' in line for line in log):
-                if time.monotonic() > deadline or not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                    raise AssertionError(f"node_exporter did not listen: {' | '.join(log[-5:])}")
-                line = process.stderr.readline().decode(errors="replace")
-                if not line:
-                    raise AssertionError(f"node_exporter exited: {' | '.join(log[-5:])}")
-                log.append(line.strip())
+        for raw in iter(process.stderr.readline, b""):
+            log.append(raw.decode(errors="replace").strip())
+            if 'msg="Listening on"' in log[-1]:
+                listening.set()
+        listening.set()
+
+    reader = threading.Thread(target=read_log, daemon=True)
+    reader.start()
+    try:
+        if not listening.wait(timeout=30) or process.poll() is not None:
+            raise AssertionError(f"node_exporter did not listen: {' | '.join(log[-5:])}")
         yield f"http://127.0.0.1:{port}/metrics"
     finally:
         process.terminate()
@@ -146,6 +149,7 @@ def node_exporter(directory: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+        reader.join(timeout=10)  # the log's end: the process is gone
         if process.stderr is not None:
             process.stderr.close()
 

@@ -1,0 +1,118 @@
+"""The gate's speed: `rigaudit check` as a new process (what a prolog pays), on snapshots and live.
+
+Run:
+  python benchmarks/gate_speed.py                 the seed and the H200 fixtures (snapshots), and the imports
+  python benchmarks/gate_speed.py --live          also `rigaudit check` on this machine (the H200 figure)
+  python benchmarks/gate_speed.py --repeats 9 --snapshot DIR
+
+Prints, for each run: wall time with process start (best and median of the repeats), CPU time
+(user + system), and the verdict; then the interpreter's start, the gate's imports (`python -X
+importtime`, top-level modules summed) and the ten costliest imports. With $OUT set, the figures also
+go to $OUT/gate_speed.json. docs/performance.md records them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+SNAPSHOTS = ("seed-lxc-8x-rtxpro6000", "h200x1-vm", "h200x2-vm")
+PROLOG = "pcie,gpu,driver,nvlink"
+"""The areas deploy/slurm/prolog.sh judges (its expectations aside)."""
+_IMPORT = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], repeats: int) -> dict[str, object]:
+    """Wall and CPU seconds of ``argv`` as a new process, ``repeats`` times."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    first = ""
+    code = None
+    for _ in range(repeats):
+        cpu = _children_cpu()
+        start = time.perf_counter()
+        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_children_cpu() - cpu)
+        code = done.returncode
+        first = (done.stdout.splitlines() or [done.stderr.strip()])[0]
+    return {
+        "best_s": round(min(walls), 3),
+        "median_s": round(statistics.median(walls), 3),
+        "cpu_best_s": round(min(cpus), 3),
+        "exit": code,
+        "reason": first[:100],
+    }
+
+
+def imports(argv: list[str]) -> dict[str, object]:
+    """The gate's imports as ``-X importtime`` reports them: total of the top-level modules, and the costliest."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], check=False, capture_output=True, text=True, timeout=120)
+    rows = [m for line in done.stderr.splitlines() if (m := _IMPORT.match(line))]
+    top = [(m.group(4), int(m.group(2))) for m in rows if len(m.group(3)) == 1]  # depth 0: one space after '|'
+    by_package: dict[str, int] = {}
+    for m in rows:
+        name = m.group(4)
+        parts = name.split(".")
+        key = ".".join(parts[:3]) if parts[0] == "rigaudit" else parts[0]
+        by_package[key] = by_package.get(key, 0) + int(m.group(1))
+    costly = sorted(by_package.items(), key=lambda kv: -kv[1])[:10]
+    return {
+        "modules": len(rows),
+        "total_s": round(sum(us for _, us in top) / 1e6, 3),
+        "costliest_ms": {name: round(us / 1000, 1) for name, us in costly},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--snapshot", type=Path, action="append", help="measure this snapshot (repeatable)")
+    parser.add_argument("--live", action="store_true", help="also `rigaudit check` on this machine")
+    args = parser.parse_args()
+    rigaudit = [sys.executable, "-m", "rigaudit", "check", "-q"]
+    figures: dict[str, object] = {"python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
+    snapshots = args.snapshot or [FIXTURES / name for name in SNAPSHOTS]
+    runs: dict[str, object] = {}
+    for snapshot in snapshots:
+        for label, extra in (
+            ("all checks", []),
+            ("prolog set (--only pcie,gpu,driver,nvlink)", ["--only", "pcie,gpu,driver,nvlink"]),
+        ):
+            key = f"{snapshot.name}: {label}"
+            runs[key] = timed([*rigaudit, "--snapshot", str(snapshot), *extra], args.repeats)
+            print(f"{key:<62} {runs[key]}", flush=True)
+    if args.live:
+        runs["live: all checks"] = timed(rigaudit, args.repeats)
+        print(f"{'live: all checks':<62} {runs['live: all checks']}", flush=True)
+        runs["live: prolog set"] = timed([*rigaudit, "--only", PROLOG], args.repeats)
+        print(f"{'live: prolog set':<62} {runs['live: prolog set']}", flush=True)
+    figures["runs"] = runs
+    figures["interpreter_start"] = timed([sys.executable, "-c", "pass"], args.repeats)
+    print(f"{'interpreter start (python -c pass)':<62} {figures['interpreter_start']}")
+    figures["imports"] = imports(["-m", "rigaudit", "check", "-q", "--snapshot", str(snapshots[-1])])
+    print(f"{'imports of the gate (-X importtime)':<62} {figures['imports']}")
+    print(f"load average: {os.getloadavg()[0]:.1f} (this machine's CPUs may be shared)")
+    out = os.environ.get("OUT")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "gate_speed.json").write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
