@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.errors import UsageError
 from rigaudit.orchestrator.gate.expect import KEYS, MAX_FILE_BYTES, parse_expectations
 from rigaudit.orchestrator.gate.model import CheckResult
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from tests.fleet_env import degrade_link
 from tests.mutate import light_copy, remove_file, remove_nvml, set_nvml

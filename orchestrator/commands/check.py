@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.errors import RigauditError, UsageError
 from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S, INTERNAL, NOT_CHECKED
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
-from rigaudit.tools.hosts.snapshot import SnapshotError
+from rigaudit.tools.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.model import CheckResult
@@ -101,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     with watchdog:
         try:
             return _check(args)
-        except (RigauditError, SnapshotError):
+        except RigauditError:
             raise
         except Exception as exc:  # the gate's answer to its own bug: could not check, never a traceback
             text = str(exc).strip().splitlines()

@@ -30,7 +30,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigator import Investigator
-from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
 from rigaudit.tools.probe import Probe
 

@@ -15,7 +15,7 @@ import anyio
 
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import all_investigators
-from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, Emit, run_audit
+from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S
 from rigaudit.orchestrator.gate.expect import Expectations, investigator
 from rigaudit.orchestrator.gate.model import CheckResult
@@ -24,6 +24,7 @@ from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdic
 from rigaudit.orchestrator.planner import build_plan
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import EventSink
 from rigaudit.tools.model.finding import Severity
 
 
@@ -64,7 +65,7 @@ def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
     return audit.model_copy(update={"findings": findings, "plan": plan, "evidence": ()})
 
 
-async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = None, emit: Emit | None = None) -> CheckResult:
+async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = None, emit: EventSink | None = None) -> CheckResult:
     """Judge ``plan`` on ``host`` within ``options.deadline_s``."""
     options = options or GateOptions()
     started = time.monotonic()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rigaudit.agents.check import Check
-from rigaudit.orchestrator.errors import UsageError
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import RENAMED_AREAS
 
 
