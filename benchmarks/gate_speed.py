@@ -6,9 +6,10 @@ Run:
   python benchmarks/gate_speed.py --repeats 9 --snapshot DIR
 
 Prints, for each run: wall time with process start (best and median of the repeats), CPU time
-(user + system), and the verdict; then the interpreter's start, the gate's imports (`python -X
-importtime`, top-level modules summed) and the ten costliest imports. With $OUT set, the figures also
-go to $OUT/gate_speed.json. docs/performance.md records them.
+(user + system), and the verdict; then the interpreter's start, a process that only starts and
+imports what the gate imports, the gate's imports as `python -X importtime` reports them (top-level
+modules summed) and the ten costliest packages. On a loaded machine the CPU figures are the steadier.
+With $OUT set, the figures also go to $OUT/gate_speed.json. docs/performance.md records them.
 """
 
 from __future__ import annotations
@@ -104,6 +105,12 @@ def main() -> int:
     figures["runs"] = runs
     figures["interpreter_start"] = timed([sys.executable, "-c", "pass"], args.repeats)
     print(f"{'interpreter start (python -c pass)':<62} {figures['interpreter_start']}")
+    gate_imports = (
+        "import rigaudit.orchestrator.cli, rigaudit.orchestrator.commands.check, rigaudit.orchestrator.gate.run, "
+        "rigaudit.orchestrator.gate.render; from rigaudit.agents.registry import all_investigators; all_investigators()"
+    )
+    figures["start_and_imports"] = timed([sys.executable, "-c", gate_imports], args.repeats)
+    print(f"{'interpreter start + the imports of the gate (no run)':<62} {figures['start_and_imports']}")
     figures["imports"] = imports(["-m", "rigaudit", "check", "-q", "--snapshot", str(snapshots[-1])])
     print(f"{'imports of the gate (-X importtime)':<62} {figures['imports']}")
     print(f"load average: {os.getloadavg()[0]:.1f} (this machine's CPUs may be shared)")
