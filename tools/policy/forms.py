@@ -152,7 +152,7 @@ def mismatch(compiled: CompiledForm, args: Sequence[str], subject: Subject) -> M
     form = compiled.form
     parsed = _parse(compiled, args)
     if isinstance(parsed, str):
-        return Mismatch(parsed)
+        return Mismatch(parsed, _denied_path(args, subject))
     if form.required and not any(r in parsed.seen for r in form.required):
         return Mismatch(f"needs one of {', '.join(form.required)} (a bound, or the option that makes it a read)", unbounded=True)
     if unbounded := next((o for o in form.unbounded if o in parsed.seen), None):
@@ -175,6 +175,17 @@ def mismatch(compiled: CompiledForm, args: Sequence[str], subject: Subject) -> M
         return None
     worst = min(problems, key=lambda p: 0 if p.decision == "deny" else 1)  # every path is judged: deny dominates
     return Mismatch(worst.reason, worst)
+
+
+def _denied_path(args: Sequence[str], subject: Subject) -> PathProblem | None:
+    """A path among arguments that fit no form (``-x /p``, ``--x=/p``, ``/p``) whose read is denied: deny dominates
+    whatever option made the form not match, so an added flag never turns a denied path into a question."""
+    for arg in args:
+        value = arg.partition("=")[2] if arg.startswith("-") else arg
+        problem = subject.judged("read", value, paths.judge_read) if value.startswith("/") else None
+        if problem is not None and problem.decision == "deny":
+            return problem
+    return None
 
 
 def _operands_shape(compiled: CompiledForm, operands: list[str]) -> str | None:
