@@ -164,7 +164,7 @@ def read_gathered(folder: Path, out: Path | None = None, emit: EventSink = disca
     for failure in result.failures:
         emit(HostFailed(target=failure.target, stage=failure.stage, error=failure.error))
     for audit in result.audits:
-        emit(HostAudited(target=audit.target, problems=audit.problems, seconds=audit.judge_s))
+        emit(HostAudited(target=audit.target, problems=audit.problems, seconds=audit.audit_s))
     emit(fleet_finished(result))
     return result
 
