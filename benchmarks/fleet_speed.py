@@ -37,7 +37,7 @@ from rigaudit.orchestrator.fleet.model import FleetResult  # noqa: E402
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet  # noqa: E402
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes  # noqa: E402
 from rigaudit.tools.remote.transport import ReplayTransport, SshTransport, Transport  # noqa: E402
-from tests.fleet_env import fleet_snapshots, namespace_fleet  # noqa: E402
+from tests.support.fleet import fleet_snapshots, namespace_fleet  # noqa: E402
 
 SEED = ROOT / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
 

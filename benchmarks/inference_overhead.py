@@ -1,6 +1,6 @@
 """How exact is `rigaudit bench inference`? Its own overhead per request, and its timing against a known server.
 
-Runs the fake OpenAI server (tools.testing.fake_openai) in a separate process, so the client and the
+Runs the fake OpenAI server (rigaudit.tools.bench.fake_server) in a separate process, so the client and the
 server do not share a GIL, and prints:
   - overhead: rigaudit's median request latency minus a raw-socket client's, on a server that
     answers at once (target: under 1 ms);
@@ -35,7 +35,7 @@ def start_server(ttft_ms: float, itl_ms: float) -> tuple[subprocess.Popen[str], 
         [
             sys.executable,
             "-c",
-            "import sys; from tools.testing.fake_openai import _main; sys.exit(_main())",
+            "import sys; from rigaudit.tools.bench.fake_server import _main; sys.exit(_main())",
             "--ttft-ms",
             str(ttft_ms),
             "--itl-ms",

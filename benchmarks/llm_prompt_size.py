@@ -24,9 +24,9 @@ from typing import Any
 import anyio
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
+from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call, final
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.testing.scripted_openai import Reply, ScriptedOpenAIServer, call, final
 
 BUDGET = 150_000
 SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"

@@ -4,7 +4,7 @@ No weights can be downloaded on the benchmark machine, so the model is built fro
 (a 4-layer Llama, hidden 512, vocabulary 32000) with random weights; its text is nonsense, its
 timing is real: prefill, then one forward pass per token with a KV cache, streamed as SSE.
 Needs only torch, transformers and the standard library (the HTTP side is
-tools.testing.fake_openai.OpenAIStreamServer, stdlib only).
+rigaudit.tools.bench.fake_server.OpenAIStreamServer, stdlib only).
 
 Usage: python benchmarks/tiny_openai_server.py --port 18000 [--device cuda:0] [--config-out tiny_config.json]
 Then:  rigaudit bench inference --base-url http://127.0.0.1:18000 --model tiny-llama --yes
@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rigaudit.tools.testing.fake_openai import Generation, OpenAIStreamServer  # noqa: E402
+from rigaudit.tools.bench.fake_server import Generation, OpenAIStreamServer  # noqa: E402
 
 RESERVED = 16
 

@@ -38,8 +38,8 @@ def _private_state_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytes
 
 @pytest.fixture(autouse=True)
 def _release_light_copies() -> Iterator[None]:
-    """The light copies a test made (tests.mutate.light_copy) go when it ends (they live in RAM)."""
-    from tests.mutate import live_copies, release_light_copies
+    """The light copies a test made (tests.support.mutate.light_copy) go when it ends (they live in RAM)."""
+    from tests.support.mutate import live_copies, release_light_copies
 
     before = live_copies()
     yield

@@ -18,7 +18,7 @@ from rigaudit.tools.journal import Journal, read_journal
 from rigaudit.tools.model.events import ApprovalDecided, ChangeApplied, Event
 from rigaudit.tools.model.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction
 from rigaudit.tools.model.plan import Plan, PlanStep
-from tests.test_apply_support import CPUIDLE, DEVCTL, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan
+from tests.support.apply import CPUIDLE, DEVCTL, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 
 @pytest.fixture
@@ -398,3 +398,11 @@ def test_choice_files_verify_by_their_selection_and_restore_by_word(ram: Path) -
     results = anyio.run(rollback, host, read_journal(ram / "j.jsonl")[0], None)
     assert [r.outcome for r in results] == ["restored"]
     assert host.files[_ChoiceHost.PATH] == b"[always] madvise never\n"
+
+
+def test_mini_seed_holds_the_known_values(ram: Path) -> None:
+    root = mini_seed(ram / "mini")
+    assert read(root, NUMA) == b"1\n"
+    assert {read(root, p) for p in CPUIDLE} == {b"0\n"}
+    assert {devctl(root, gpu) for gpu in GPUS} == {0x283F}
+    assert len(tree_digest(root / "files")) > len(CPUIDLE) + len(GPUS)

@@ -12,7 +12,7 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.journal import read_journal
-from tests.test_apply_support import CPUIDLE, GPUS, NUMA, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
+from tests.support.apply import CPUIDLE, GPUS, NUMA, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 
 @pytest.fixture

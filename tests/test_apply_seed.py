@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from tests.test_apply_support import SEED, fast_tmp, seed_digest, tree_digest
+from tests.support.apply import SEED, fast_tmp, seed_digest, tree_digest
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import read_journal
 from rigaudit.tools.model.plan import Plan
-from tests.test_bench_ab_support import NUMA, SWAPPINESS, FailingHost, make_plan, make_snapshot, speed_server, tree_digest, value
+from tests.support.bench_ab import NUMA, SWAPPINESS, FailingHost, make_plan, make_snapshot, speed_server, tree_digest, value
 
 LOAD = ["--concurrency", "1,2", "--requests", "3", "--max-tokens", "8", "--warmup", "1"]
 

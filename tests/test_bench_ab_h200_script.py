@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_bench_ab_support import make_snapshot, tree_digest
+from tests.support.bench_ab import make_snapshot, tree_digest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stats_h200.py"
 

@@ -11,9 +11,9 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.bench._http import StreamingClient
+from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
 from rigaudit.tools.bench.loadgen import LoadSpec, endpoint, make_prompt, one_request, request_body, run_load
 from rigaudit.tools.bench.results import BENCH_SCHEMA, load_result
-from rigaudit.tools.testing.fake_openai import FakeTiming, fake_server
 
 
 def _run(spec: LoadSpec):  # type: ignore[no-untyped-def]

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, calls, fail, say
 from rigaudit.orchestrator.approval import ScriptedConsole
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
+from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server
 from rigaudit.tools.model.events import ApprovalDecided, Event, LlmExchange, Message
-from rigaudit.tools.testing.fake_openai import FakeTiming, OpenAIStreamServer, fake_server
-from rigaudit.tools.testing.scripted_openai import ScriptedOpenAIServer, call, calls, fail, say
 
 STORY = (
     "write down in system-improve.md, apply the changes runtime only for now, check that p2p works with some manual "

@@ -10,8 +10,8 @@ import pytest
 from rigaudit.tools.diffing import diff_findings, diff_snapshots
 from rigaudit.tools.hosts.snapshot import SnapshotError
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import light_copy, remove_tree, set_command, set_file, set_link, set_nvml, set_unreadable
-from tests.test_diff_support import DEVCTL_HIGH, GPU0_CONFIG, SEED, scratch
+from tests.support.diff import DEVCTL_HIGH, GPU0_CONFIG, SEED, scratch
+from tests.support.mutate import light_copy, remove_tree, set_command, set_file, set_link, set_nvml, set_unreadable
 
 GPU7 = "/sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/0000:c2:01.0/0000:c4:00.0"
 

@@ -15,7 +15,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import SessionStarted
 from rigaudit.transcripts.writer import TranscriptWriter
-from tests.test_diff_support import SEED, after_update, audited, scratch
+from tests.support.diff import SEED, after_update, audited, scratch
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma, describe_nics
 from rigaudit.agents.facts.serving import largest_tp, tensor_parallel
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.probe import Probe
-from tests.fakesnap import write_snapshot
+from tests.support.fakesnap import write_snapshot
 
 
 @pytest.mark.parametrize(

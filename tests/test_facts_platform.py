@@ -10,7 +10,7 @@ import pytest
 from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.probe import Probe
-from tests.fakesnap import write_snapshot
+from tests.support.fakesnap import write_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FLAGS = "fpu vme de pse tsc msr pae mce cx8 apic sep"

@@ -21,7 +21,7 @@ from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.events import Event, FleetFinished, HostAudited, HostFailed
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
-from tests.fleet_env import NEW_DRIVER, OLD_DRIVER, fleet_snapshots
+from tests.support.fleet import NEW_DRIVER, OLD_DRIVER, fleet_snapshots
 
 
 @pytest.fixture(scope="module")

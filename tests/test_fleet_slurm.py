@@ -16,7 +16,7 @@ from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
 from rigaudit.orchestrator.fleet.model import FleetResult
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_slurm_fleet
 from rigaudit.tools.remote.slurm import SlurmJob
-from tests.fleet_env import RIGAUDIT, OneNodeSlurm, fleet_snapshots
+from tests.support.fleet import RIGAUDIT, OneNodeSlurm, fleet_snapshots
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 

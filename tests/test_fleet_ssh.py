@@ -23,7 +23,7 @@ from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.session import collect_node
 from rigaudit.tools.remote.tarstream import extract_snapshot_tar
 from rigaudit.tools.remote.transport import SshTransport, node_script
-from tests.fleet_env import NEW_DRIVER, LoopbackSshd, NamespaceFleet, fleet_snapshots, namespace_fleet
+from tests.support.fleet import NEW_DRIVER, LoopbackSshd, NamespaceFleet, fleet_snapshots, namespace_fleet
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 DEGRADED, OTHER_DRIVER = 3, 6  # node3 serves the degraded link, node6 the other driver

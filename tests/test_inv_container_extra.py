@@ -8,8 +8,8 @@ import pytest
 
 from rigaudit.agents.investigators.container import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import light_copy, set_command, set_file
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, set_command, set_file
 
 CONF = "/etc/pve/lxc/101.conf"
 

@@ -14,8 +14,8 @@ from rigaudit.agents.investigators.pcie import INVESTIGATOR as PCIE
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding
 from rigaudit.tools.pci.sysfs import config_path
-from tests.mutate import add_process, light_copy, set_file, set_nvml
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import add_process, light_copy, set_file, set_nvml
 from tests.support.platforms import as_kubernetes, as_vm
 
 GPUS = (

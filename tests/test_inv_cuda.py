@@ -8,8 +8,8 @@ import pytest
 
 from rigaudit.agents.investigators.cuda import INVESTIGATOR
 from rigaudit.tools.model.finding import CommandAction, Finding
-from tests.mutate import add_process, light_copy, remove_nvml, set_nvml, set_nvml_many
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import add_process, light_copy, remove_nvml, set_nvml, set_nvml_many
 
 GIB = 2**30
 

@@ -8,8 +8,8 @@ import pytest
 
 from rigaudit.agents.investigators.cuda import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import add_dir, add_process, light_copy, set_nvml_many
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import add_dir, add_process, light_copy, set_nvml_many
 
 GIB = 2**30
 

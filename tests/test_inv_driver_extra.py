@@ -8,7 +8,8 @@ import pytest
 
 from rigaudit.agents.investigators.driver import INVESTIGATOR
 from rigaudit.tools.model.finding import CommandAction, Finding
-from tests.mutate import (
+from tests.support.investigators import audit_snapshot
+from tests.support.mutate import (
     add_process,
     light_copy,
     remove_file,
@@ -18,7 +19,6 @@ from tests.mutate import (
     set_link,
     set_nvml,
 )
-from tests.support.investigators import audit_snapshot
 
 SB_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 RUNNING = "6.8.12-11-pve"

@@ -11,8 +11,8 @@ from rigaudit.agents.investigators.firmware.facts import parse_cpuinfo
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.pci.sysfs import config_path
-from tests.mutate import light_copy, remove_tree, set_command, set_file, set_nvml
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, remove_tree, set_command, set_file, set_nvml
 
 MiB = 1 << 20
 VRAM = 102641958912

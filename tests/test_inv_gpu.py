@@ -14,8 +14,8 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy import Verdict
 from rigaudit.tools.probe import Probe
-from tests.mutate import light_copy, remove_command, remove_nvml, set_command, set_nvml
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, remove_command, remove_nvml, set_command, set_nvml
 
 XID_79 = "[ 8812.114233] NVRM: Xid (PCI:0000:03:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
 XID_13 = "[  912.000001] NVRM: Xid (PCI:0000:c4:00): 13, pid=4242, name=python3, Graphics Exception\n"

@@ -9,8 +9,8 @@ import pytest
 from rigaudit.agents.investigators.gpu import INVESTIGATOR
 from rigaudit.agents.investigators.gpu.gsp import gsp_lines
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import light_copy, set_command, set_nvml, set_nvml_many
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, set_command, set_nvml, set_nvml_many
 
 XID_119 = (
     "[ 8123.4] NVRM: Xid (PCI:0000:43:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response "

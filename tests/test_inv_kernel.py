@@ -10,8 +10,8 @@ import pytest
 from rigaudit.agents.investigators.kernel import INVESTIGATOR
 from rigaudit.agents.investigators.kernel.params import selected
 from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction, SysfsWriteAction
-from tests.mutate import light_copy, remove_file, remove_link, remove_tree, set_command, set_file
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, remove_file, remove_link, remove_tree, set_command, set_file
 
 GPU_GROUPS = (13, 15, 19, 21, 25, 27, 31, 33)
 SEED_CMDLINE = "BOOT_IMAGE=/boot/vmlinuz-6.8.12-11-pve root=/dev/mapper/pve-root ro quiet"

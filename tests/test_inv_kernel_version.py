@@ -9,8 +9,8 @@ import pytest
 from rigaudit.agents.investigators.kernel import INVESTIGATOR
 from rigaudit.agents.investigators.kernel.version import parse_kernel_version, parse_nvrm
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import light_copy, remove_file, remove_tree, set_command, set_file
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, remove_file, remove_tree, set_command, set_file
 
 MODULES = "nvidia_uvm 1925120 8 - Live 0x0\nvfio_pci 16384 0 - Live 0x0\nzfs 6582272 6 - Live 0x0\n"
 

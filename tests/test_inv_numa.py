@@ -10,8 +10,8 @@ import pytest
 from rigaudit.agents.investigators.numa import INVESTIGATOR
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction
-from tests.mutate import light_copy, ram_dir, remove_tree, set_command, set_file
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, ram_dir, remove_tree, set_command, set_file
 
 GPU0 = "/sys/bus/pci/devices/0000:03:00.0"
 GPU4 = "/sys/bus/pci/devices/0000:83:00.0"

@@ -8,8 +8,8 @@ import pytest
 
 from rigaudit.agents.investigators.numa import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding, SysctlAction
-from tests.mutate import add_dir, light_copy, set_command, set_file
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import add_dir, light_copy, set_command, set_file
 
 MEMINFO = (
     "MemTotal:       1610612736 kB\nMemFree:        1127428915 kB\n"

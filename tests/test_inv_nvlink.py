@@ -9,8 +9,8 @@ import pytest
 
 from rigaudit.agents.investigators.nvlink import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import light_copy, set_nvml_many
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, set_nvml_many
 
 
 @pytest.fixture

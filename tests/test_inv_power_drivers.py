@@ -9,8 +9,8 @@ import pytest
 
 from rigaudit.agents.investigators.power import INVESTIGATOR
 from rigaudit.tools.model.finding import CommandAction, Finding
-from tests.mutate import light_copy, remove_tree, set_file
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, remove_tree, set_file
 from tests.support.platforms import as_docker
 
 UBUNTU = 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\n'

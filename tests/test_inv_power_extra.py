@@ -8,8 +8,8 @@ import pytest
 
 from rigaudit.agents.investigators.power import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import light_copy, remove_nvml, set_nvml
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import light_copy, remove_nvml, set_nvml
 
 
 @pytest.fixture

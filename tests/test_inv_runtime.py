@@ -10,8 +10,8 @@ from rigaudit.agents.facts.python_env import parse_torch_version
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.agents.investigators.runtime.debug_env import debug_variables
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import add_process, light_copy, set_file, set_link, set_unreadable
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import add_process, light_copy, set_file, set_link, set_unreadable
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 MAPS = f"7f2a1c000000-7f2a1e000000 r-xp 00000000 00:2f 1234 {SITE}/torch/lib/libtorch_cuda.so\n"

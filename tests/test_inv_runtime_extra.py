@@ -10,8 +10,8 @@ from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_uid
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.agents.investigators.runtime.cuda import driver_cuda
 from rigaudit.tools.model.finding import Finding
-from tests.mutate import add_process, light_copy, set_file, set_link, set_nvml
 from tests.support.investigators import audit_snapshot
+from tests.support.mutate import add_process, light_copy, set_file, set_link, set_nvml
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 MAPS = f"7f2a1c000000-7f2a1e000000 r-xp 00000000 00:2f 1234 {SITE}/torch/lib/libtorch_cuda.so\n"

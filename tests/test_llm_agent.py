@@ -12,13 +12,13 @@ import pytest
 from rigaudit.agents.llm import ChatReply, ChatRequest, LLMBrain, LlmConfig
 from rigaudit.agents.llm.prompt import SAFETY_PREAMBLE, summarize_evidence
 from rigaudit.agents.llm.testing import ScriptedModel
+from rigaudit.agents.llm.testing.server import Reply, call, final, say
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import Event, LlmExchange, Message, Warning_
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import Verdict
-from rigaudit.tools.testing.scripted_openai import Reply, call, final, say
 from tests.test_llm_support import SeedHost, rule_findings
 
 AREA = "kernel"

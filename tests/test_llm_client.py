@@ -12,7 +12,7 @@ import pytest
 from rigaudit.agents.llm import ChatRequest, LlmConfig, LlmError, OpenAIChatModel, RealModelBlocked
 from rigaudit.agents.llm.answer import RESPONSE_FORMAT
 from rigaudit.agents.llm.guard import BLOCK_ENV
-from rigaudit.tools.testing.scripted_openai import Reply, ScriptedOpenAIServer, call, calls, fail, final, garbage, say, slow
+from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call, calls, fail, final, garbage, say, slow
 
 FAST = {"backoff_s": 0.001, "client_retries": 0, "model": "scripted"}
 HELLO = ChatRequest([{"role": "system", "content": "# t test"}, {"role": "user", "content": "hi"}])

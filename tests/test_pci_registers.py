@@ -11,7 +11,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.pci import PciRegisterError, apply_masked, parse_config, register_offset, register_write
 from rigaudit.tools.pci.sysfs import config_path, read_config
 from rigaudit.tools.probe import Probe
-from tests.mutate import light_copy, materialize
+from tests.support.mutate import light_copy, materialize
 
 GPU = "0000:03:00.0"
 ROOT_PORT = "0000:00:01.1"

@@ -20,9 +20,9 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
 from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
+from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
-from rigaudit.tools.testing.fake_openai import FakeTiming, fake_server
 from rigaudit.transcripts.reader import read_transcript
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"

@@ -18,7 +18,7 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.rollback import pending_changes, rollback
 from rigaudit.tools.actions.targets import ValueFileTarget
 from rigaudit.tools.journal import Journal, read_journal
-from tests.test_apply_support import CPUIDLE, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
+from tests.support.apply import CPUIDLE, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.share import ShareError, ShareSummary, share_bundle
-from tests.test_diff_support import audited, scratch, snapshot_dirs
+from tests.support.diff import audited, scratch, snapshot_dirs
 
 _GPU_UUID = re.compile(r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _MAC = re.compile(r"(?<![0-9a-f:])(?:[0-9a-f]{2}:){5}[0-9a-f]{2}(?![0-9a-f:])", re.I)
@@ -245,8 +245,8 @@ def test_the_bundle_is_written_atomically_and_not_over_another(shared: Shared) -
 
 def _inject(root: Path) -> set[str]:
     """Write one identifying value of every kind into a copy of the seed; return them all."""
-    from tests.mutate import add_process, set_command, set_file
-    from tests.test_diff_support import GPU0_CONFIG, SEED
+    from tests.support.diff import GPU0_CONFIG, SEED
+    from tests.support.mutate import add_process, set_command, set_file
     from tests.test_share_scrub import _vpd, _with_dsn
 
     set_file(root, "/etc/hosts", "127.0.0.1 localhost\n127.0.1.1 pve-gpu01.corp.example.com pve-gpu01\n")
@@ -293,8 +293,8 @@ def _inject(root: Path) -> set[str]:
 
 
 def test_every_kind_of_identifying_value_is_replaced_the_same_way_everywhere() -> None:
-    from tests.mutate import light_copy
-    from tests.test_diff_support import GPU0_CONFIG, SEED
+    from tests.support.diff import GPU0_CONFIG, SEED
+    from tests.support.mutate import light_copy
 
     folder = scratch("inject")
     root = light_copy(SEED, folder / "snap")

@@ -11,7 +11,7 @@ from rigaudit.tools.share._binary import DSN_ID, mask_vpd, zero_dsn
 from rigaudit.tools.share._harvest import Harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._scrub import Scrubber
-from tests.test_diff_support import GPU0_CONFIG, SEED
+from tests.support.diff import GPU0_CONFIG, SEED
 
 GPU_A = "GPU-5a1c0000-7e2d-4c1b-9f0a-3b8e0d6c0000"
 GPU_B = "GPU-5a1c0001-7e2d-4c1b-9f0a-3b8e0d6c0001"

@@ -16,7 +16,7 @@ from rigaudit.tools.actions.provenance import restore_lines
 from rigaudit.tools.actions.targets import ConfigFileTarget, ModuleTarget, PciRegisterTarget, ServiceTarget, ValueFileTarget
 from rigaudit.tools.model.finding import ModuleLoadAction
 from rigaudit.tools.model.plan import Plan, PlanStep
-from tests.test_apply_support import NUMA, MemoryHost, fast_tmp, mini_seed, read, seed_plan, tree_digest
+from tests.support.apply import NUMA, MemoryHost, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 Entry = dict[str, Any]
 

@@ -25,7 +25,7 @@ from rigaudit.tools.model.finding import (
 )
 from rigaudit.tools.model.plan import PlanStep
 from tests.conftest import SEED
-from tests.mutate import light_copy, set_file, set_link, set_nvml
+from tests.support.mutate import light_copy, set_file, set_link, set_nvml
 
 EVIL = ["$(reboot)", "`id`", "a;rm -rf /", "a b", "a\nb", "x'y", "-r", "--all", "\x00", "", "a|b", "a>b"]
 

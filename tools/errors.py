@@ -40,8 +40,8 @@ The classes live beside the code that raises them; this is the whole tree (exit 
         ├── PayloadError          1  tools.remote.payload: a module the node program needs is missing
         ├── NodeServerError       1  tools.remote.client: the node server broke the protocol
         ├── NodeError             1  tools.remote.session: collection on a node failed
-        ├── InjectedError         1  tools.testing.fake_openai: a test generator's scripted HTTP failure
-        ├── DropStream            1  tools.testing.fake_openai: a test generator cuts its stream
+        ├── InjectedError         1  tools.bench.fake_server: a test generator's scripted HTTP failure
+        ├── DropStream            1  tools.bench.fake_server: a test generator cuts its stream
         └── LlmError              1  agents.llm.errors: the model could not be used
             ├── BudgetExhausted   1  the token budget is spent
             ├── StepBudgetExhausted 1 an agent used its steps without an answer

@@ -65,6 +65,7 @@ from rigaudit.orchestrator.bench import (
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
+from rigaudit.tools.bench.p2p import DEFAULT_PATH
 from rigaudit.tools.errors import UsageError
 
 Run = Callable[[argparse.Namespace, Session], int]
@@ -111,7 +112,7 @@ def _add_p2p(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per measurement (default 20; the median counts)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed copies first (default 3)")
     parser.add_argument("--backend", choices=("torch", "cuda-bindings"), help="default: torch if installed, else cuda-bindings")
-    parser.add_argument("--save-to", default=str(Path("/var/tmp/rigaudit/p2p.json")), help="where the audit reads the result")
+    parser.add_argument("--save-to", default=str(DEFAULT_PATH), help="where the audit reads the result")
     _common(parser)
 
 

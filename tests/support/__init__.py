@@ -1,1 +1,1 @@
-"""Test support shared by the test modules (import as ``tests.support...``, like ``tests.mutate``)."""
+"""Test support shared by the test modules (import as ``tests.support...``, like ``tests.support.mutate``)."""

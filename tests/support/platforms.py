@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.mutate import set_file
+from tests.support.mutate import set_file
 
 DOCKER_MOUNTS = (
     "overlay / overlay rw,relatime,lowerdir=/var/lib/docker/overlay2/l/A,upperdir=/var/lib/docker/overlay2/x/diff 0 0\n"

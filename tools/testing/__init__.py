@@ -1,14 +1,5 @@
-"""Test doubles shipped with the library, so tests (ours and yours) never need a real server."""
+"""The plumbing rigaudit's loopback test servers share (:mod:`.loopback`), and the bench statistics model.
 
-from rigaudit.tools.testing.fake_openai import FakeTiming, Generation, OpenAIStreamServer, fake_server, paced_generator
-from rigaudit.tools.testing.scripted_openai import Reply, ScriptedOpenAIServer
-
-__all__ = [
-    "FakeTiming",
-    "Generation",
-    "OpenAIStreamServer",
-    "Reply",
-    "ScriptedOpenAIServer",
-    "fake_server",
-    "paced_generator",
-]
+The test doubles live beside the code they fake: the scripted model server and ``ScriptedModel`` in
+:mod:`rigaudit.agents.llm.testing`, the fake inference server in :mod:`rigaudit.tools.bench.fake_server`.
+"""

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, BENCH_SCHEMA, P2pFacts
+from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, P2pFacts
+from rigaudit.tools.bench.p2p import P2P_SCHEMA
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
 from rigaudit.tools.probe import file_ref
 
@@ -32,8 +33,8 @@ def parse_bench(text: str) -> list[BenchPair] | str:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         return f"{BENCH_FILE} is not JSON ({exc.msg} at line {exc.lineno})"
-    if not isinstance(raw, dict) or raw.get("schema") != BENCH_SCHEMA:
-        return f"{BENCH_FILE} is not a {BENCH_SCHEMA} result"
+    if not isinstance(raw, dict) or raw.get("schema") != P2P_SCHEMA:
+        return f"{BENCH_FILE} is not a {P2P_SCHEMA} result"
     pairs = []
     for item in raw.get("pairs") or []:
         if not isinstance(item, dict):

@@ -11,14 +11,15 @@ from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.pci_paths import PciPaths, collect_pci_paths
 from rigaudit.agents.facts.platform import Platform, detect_platform
+from rigaudit.tools.bench.p2p import DEFAULT_PATH
 from rigaudit.tools.hosts.base import FileResult, NvmlResult
 from rigaudit.tools.model.finding import Area
 from rigaudit.tools.probe import Probe
 
 AREA: Area = "p2p"
 P2P_READ, P2P_WRITE = 0, 1
-BENCH_FILE = "/var/tmp/rigaudit/p2p.json"
-BENCH_SCHEMA = "rigaudit.p2p/1"
+BENCH_FILE = str(DEFAULT_PATH)
+"""Where ``rigaudit bench p2p`` saves its ``rigaudit.p2p/1`` result for this check."""
 
 
 @dataclass(frozen=True)

@@ -23,17 +23,15 @@ import contextlib
 import dataclasses
 import json
 import re
-import socket
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rigaudit.tools.testing._background import BackgroundServer
+from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = [
     "Recorded",
@@ -181,34 +179,16 @@ def _estimate(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(LoopbackHandler):
     server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        del format, args
-
-    def _send(self, status: int, data: bytes, headers: Mapping[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
 
     def _error(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         kind = {400: "invalid_request_error", 404: "not_found", 429: "rate_limit_exceeded"}.get(status, "server_error")
-        self._send(status, json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode(), headers)
+        self.send_body(status, json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode(), headers)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            model = {"id": self.server.state.model, "object": "model", "owned_by": "rigaudit"}
-            self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
+            self.send_models(self.server.state.model)
         else:
             self._error(404, f"no route {self.path}")
 
@@ -241,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(reply.status, reply.error or "scripted failure", headers)
             return
         if reply.raw_body is not None:
-            self._send(200, reply.raw_body.encode())
+            self.send_body(200, reply.raw_body.encode())
             return
         if body.get("stream"):
             self._stream(body, reply)
@@ -278,14 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": self._usage(body, reply),
         }
-        self._send(200, json.dumps(payload).encode())
-
-    def _chunk(self, payload: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
-
-    def _event(self, obj: dict[str, Any] | str) -> None:
-        text = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
-        self._chunk(f"data: {text}\n\n".encode())
+        self.send_body(200, json.dumps(payload).encode())
 
     def _stream(self, body: dict[str, Any], reply: Reply) -> None:
         ident, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), self.server.state.model
@@ -299,16 +272,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
 
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self._event(chunk({"role": "assistant", "content": ""}))
+        self.start_events()
+        self.event(chunk({"role": "assistant", "content": ""}))
         text = reply.content or ""
         step = max(1, len(text) // 3)
         for start in range(0, len(text), step):
-            self._event(chunk({"content": text[start : start + step]}))
+            self.event(chunk({"content": text[start : start + step]}))
         for index, spec in enumerate(reply.tool_calls):
             head = {
                 "index": index,
@@ -316,15 +285,15 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "function",
                 "function": {"name": spec.name, "arguments": ""},
             }
-            self._event(chunk({"tool_calls": [head]}))
+            self.event(chunk({"tool_calls": [head]}))
             half = len(spec.arguments) // 2
             for piece in (spec.arguments[:half], spec.arguments[half:]):
                 if piece:
-                    self._event(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
-        self._event(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+                    self.event(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+        self.event(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
         options = body.get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
-            self._event(
+            self.event(
                 {
                     "id": ident,
                     "object": "chat.completion.chunk",
@@ -334,19 +303,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": self._usage(body, reply),
                 }
             )
-        self._event("[DONE]")
-        self._chunk(b"")
+        self.end_events()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that gave up (a timeout test) is not an error worth a traceback."""
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
-
+class _Server(LoopbackHTTPServer):
     def __init__(self, address: tuple[str, int], state: _State) -> None:
         super().__init__(address, _Handler)
         self.state = state
@@ -419,13 +379,13 @@ def reply_from_json(spec: Mapping[str, Any]) -> Reply:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rigaudit.tools.testing.scripted_openai SCRIPT.json [--port N]``: serve a script by hand.
+    """``python -m rigaudit.agents.llm.testing.server SCRIPT.json [--port N]``: serve a script by hand.
 
     SCRIPT.json: ``{"scripts": {"chat": [reply, ...], "pcie": [...]}, "default": reply}`` (see :func:`reply_from_json`).
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rigaudit.tools.testing.scripted_openai", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rigaudit.agents.llm.testing.server", description=main.__doc__)
     parser.add_argument("script", help="the JSON script")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)

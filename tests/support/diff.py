@@ -21,9 +21,9 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import SessionEnded, SessionStarted
 from rigaudit.transcripts.writer import TranscriptWriter
-from tests.mutate import light_copy, set_command, set_file, set_nvml
+from tests.support.mutate import light_copy, set_command, set_file, set_nvml
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"
 GPU0_CONFIG = "/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0/config"
 DEVCTL_HIGH = 0x78 + 8 + 1

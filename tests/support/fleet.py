@@ -40,7 +40,7 @@ import pytest
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.probe import Probe
-from tests.mutate import set_file, set_nvml
+from tests.support.mutate import set_file, set_nvml
 
 SSHD = Path("/usr/sbin/sshd")
 SUBNET = "10.77.0"

@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible streaming server (stdlib only), for tests and benchmarks.
+"""The fake inference server: a loopback OpenAI-compatible streaming server (stdlib only), for the bench tests.
 
 ``fake_server(FakeTiming(ttft_s=0.02, itl_s=0.01))`` serves ``/v1/chat/completions`` and
 ``/v1/completions`` (streaming SSE with a usage chunk, or plain JSON) and ``/v1/models``, emitting
@@ -20,11 +20,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from rigaudit.tools.errors import OperationError
-from rigaudit.tools.testing._background import BackgroundServer
+from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = ["FakeTiming", "Generation", "Generator", "InjectedError", "OpenAIStreamServer", "fake_server", "paced_generator"]
 
@@ -107,42 +106,25 @@ class _Stats:
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(LoopbackHandler):
     server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        del format, args
-
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            model = {"id": self.server.model, "object": "model", "owned_by": "rigaudit"}
-            self._send_json(200, {"object": "list", "data": [model]})
+            self.send_models(self.server.model)
         else:
-            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError:
-            self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            self.send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
         route = self.path.rstrip("/")
         if route not in ("/v1/chat/completions", "/v1/completions") or not isinstance(body, dict):
-            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         chat = route.endswith("chat/completions")
         with self.server.stats.lock:
@@ -152,19 +134,12 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             generation = self.server.generator(body, _prompt(body), max_tokens, number)
         except InjectedError as exc:
-            self._send_json(exc.status, {"error": {"message": str(exc), "type": "server_error"}})
+            self.send_json(exc.status, {"error": {"message": str(exc), "type": "server_error"}})
             return
         if body.get("stream"):
             self._stream(body, generation, chat)
         else:
             self._whole(generation, chat)
-
-    def _chunk(self, payload: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
-
-    def _event(self, obj: dict[str, Any] | str) -> None:
-        text = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
-        self._chunk(f"data: {text}\n\n".encode())
 
     def _stream(self, body: dict[str, Any], generation: Generation, chat: bool) -> None:
         ident, created, model = f"cmpl-{uuid.uuid4().hex[:12]}", int(time.time()), self.server.model
@@ -176,15 +151,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return {"index": 0, "delta": delta, "finish_reason": finish}
             return {"index": 0, "text": text or "", "finish_reason": finish}
 
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self.start_events()
         count = 0
         try:
             if chat:
-                self._event(
+                self.event(
                     {
                         "id": ident,
                         "object": kind,
@@ -195,17 +166,16 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             for text in generation.tokens:
                 count += 1
-                self._event({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice(text, None)]})
+                self.event({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice(text, None)]})
         except DropStream:
             self.close_connection = True
             self.request.shutdown(socket.SHUT_RDWR)
             return
         except Exception as exc:  # a real generator failed mid-stream: say so in-band, as servers do
-            self._event({"error": {"message": f"{type(exc).__name__}: {exc}", "type": "server_error"}})
-            self._event("[DONE]")
-            self._chunk(b"")
+            self.event({"error": {"message": f"{type(exc).__name__}: {exc}", "type": "server_error"}})
+            self.end_events()
             return
-        self._event({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice(None, "length")]})
+        self.event({"id": ident, "object": kind, "created": created, "model": model, "choices": [choice(None, "length")]})
         options = body.get("stream_options") or {}
         if isinstance(options, dict) and options.get("include_usage"):
             usage = {
@@ -213,9 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "completion_tokens": count,
                 "total_tokens": generation.prompt_tokens + count,
             }
-            self._event({"id": ident, "object": kind, "created": created, "model": model, "choices": [], "usage": usage})
-        self._event("[DONE]")
-        self._chunk(b"")
+            self.event({"id": ident, "object": kind, "created": created, "model": model, "choices": [], "usage": usage})
+        self.end_events()
 
     def _whole(self, generation: Generation, chat: bool) -> None:
         try:
@@ -235,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": len(texts),
             "total_tokens": generation.prompt_tokens + len(texts),
         }
-        self._send_json(
+        self.send_json(
             200,
             {
                 "id": f"cmpl-{uuid.uuid4().hex[:12]}",
@@ -248,10 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class _Server(LoopbackHTTPServer):
     def __init__(self, address: tuple[str, int], generator: Generator, model: str) -> None:
         super().__init__(address, _Handler)
         self.generator = generator
@@ -279,11 +245,11 @@ def fake_server(timing: FakeTiming | None = None, *, model: str = "fake-model") 
 
 
 def _main(argv: list[str] | None = None) -> int:
-    """``python -m rigaudit.tools.testing.fake_openai --port 8000 --ttft-ms 20 --itl-ms 10``: serve the fake until killed."""
+    """``python -m rigaudit.tools.bench.fake_server --port 8000 --ttft-ms 20 --itl-ms 10``: serve the fake until killed."""
     import argparse
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m rigaudit.tools.testing.fake_openai", description=_main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rigaudit.tools.bench.fake_server", description=_main.__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ttft-ms", type=float, default=20.0)
     parser.add_argument("--itl-ms", type=float, default=10.0)

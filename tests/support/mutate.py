@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 _UNSET: Any = object()
-_FIXTURES = (Path(__file__).parent / "fixtures").resolve()
+_FIXTURES = (Path(__file__).parent.parent / "fixtures").resolve()
 
 
 def _guard(root: Path) -> None:

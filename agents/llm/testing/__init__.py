@@ -1,6 +1,6 @@
 """A scripted chat model for unit tests: no HTTP, no real model, every reply written down in advance.
 
-Scripts use the same replies as the loopback server (``rigaudit.tools.testing.scripted_openai``: ``call``,
+Scripts use the same replies as the loopback server (``rigaudit.agents.llm.testing.server``: ``call``,
 ``final``, ``say``, ``fail``...), or :class:`ChatReply` objects, or exceptions to raise. A script is
 one list, or lists by conversation key (the system prompt's title word, as the server routes).
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rigaudit.agents.llm.client import ChatReply, ChatRequest, ToolCallRequest
 from rigaudit.agents.llm.errors import LlmError
-from rigaudit.tools.testing.scripted_openai import Reply, route_by_system_prompt
+from rigaudit.agents.llm.testing.server import Reply, route_by_system_prompt
 
 Scripted = ChatReply | Reply | BaseException | Callable[[ChatRequest], "ChatReply | Reply"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rigaudit.tools.bench.fake_server import FakeTiming, Generation, OpenAIStreamServer, paced_generator
 from rigaudit.tools.hosts.base import HostWriteError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.testing.fake_openai import FakeTiming, Generation, OpenAIStreamServer, paced_generator
 
 SWAPPINESS = "/proc/sys/vm/swappiness"
 NUMA = "/proc/sys/kernel/numa_balancing"
