@@ -15,8 +15,8 @@ from rigaudit.agents.catalog import catalog
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.model import CheckResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from tests.fleet_env import degrade_link
-from tests.mutate import light_copy, set_file
+from tests.support.fleet import degrade_link
+from tests.support.mutate import light_copy, set_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"

@@ -11,8 +11,8 @@ from rigaudit.orchestrator.gate.expect import KEYS, MAX_FILE_BYTES, parse_expect
 from rigaudit.orchestrator.gate.model import CheckResult
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from tests.fleet_env import degrade_link
-from tests.mutate import light_copy, remove_file, remove_nvml, set_nvml
+from tests.support.fleet import degrade_link
+from tests.support.mutate import light_copy, remove_file, remove_nvml, set_nvml
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"

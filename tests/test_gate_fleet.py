@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from tests.fleet_env import degrade_link, set_hostname
-from tests.mutate import light_copy
+from tests.support.fleet import degrade_link, set_hostname
+from tests.support.mutate import light_copy
 
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"
 

@@ -25,8 +25,8 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.model import GATE_STATUSES, CheckResult
 from rigaudit.orchestrator.gate.prometheus import _label, render
-from tests.fleet_env import degrade_link, free_port
-from tests.mutate import light_copy
+from tests.support.fleet import degrade_link, free_port
+from tests.support.mutate import light_copy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"

@@ -1,5 +1,5 @@
 """deploy/slurm/rigaudit-health as a real slurmd runs it (HealthCheckProgram, Prolog, Epilog), against the
-real slurmctld of a private one-node cluster (Debian's packages, ``tests.fleet_env.OneNodeSlurm``).
+real slurmctld of a private one-node cluster (Debian's packages, ``tests.support.fleet.OneNodeSlurm``).
 
 A node whose snapshot has a problem is drained with rigaudit's reason; a healthy one stays idle; nothing is
 drained without --drain, nor when the check could not be made. The snapshot is injected through the
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet_env import RIGAUDIT, OneNodeSlurm, degrade_link, require_slurm
-from tests.mutate import light_copy
+from tests.support.fleet import RIGAUDIT, OneNodeSlurm, degrade_link, require_slurm
+from tests.support.mutate import light_copy
 
 REPO = Path(__file__).resolve().parent.parent
 WRAPPER = REPO / "deploy" / "slurm" / "rigaudit-health"
