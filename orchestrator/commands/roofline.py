@@ -1,14 +1,21 @@
-"""The single-stream decode roofline: the most tokens/s any system can give one request.
+"""The single-stream decode roofline: the most tokens/s any system can give one request, as a range.
 
-tokens/s <= aggregate memory bandwidth / bytes read per token, where a token reads every active
-weight once (active parameters x bytes per parameter) plus the KV cache of its context. Measured
-/ bound is the efficiency: far below the bound, no PCIe, NUMA or clock fix explains the gap.
+time per token >= bytes per token / (GPUs x bandwidth) + layers x all-reduces x latency. A token
+reads every active weight once, each in its own format (from the checkpoint's config.json and its
+quantization config: an NVFP4 export keeps attention and the LM head, often the shared experts,
+in BF16), plus the KV cache of its context; under tensor parallelism it waits for two all-reduces
+per layer. The bound's high end takes the peak bandwidth and fast all-reduces, its low end 80% of a
+data-sheet peak and slow ones; the assumptions are printed with it. Measured / bound is the
+efficiency: far below the bound, no PCIe, NUMA or clock fix explains the gap.
 
 Examples:
-  rigaudit roofline --params-b 40 --bytes-per-param 0.5625 --gpus 8 --gpu-model "RTX PRO 6000 Blackwell" --measured-tok-s 10.34
-  rigaudit roofline --config /models/Qwen3-30B-A3B/config.json --gpu-model H200 --gpus 2 --context 8192
+  rigaudit roofline --params-b 40 --bytes-per-param 1.16 --gpus 8 --gpu-model "RTX PRO 6000" --measured-tok-s 10.34
+  rigaudit roofline --params-b 40 --bytes-per-param 1.16 --gpus 8 --gpu-model "RTX PRO 6000" --layers 78 --interconnect pcie
+  rigaudit roofline --config /models/GLM-4.6-NVFP4/ --gpu-model "NVIDIA B200" --gpus 8 --nccl nccl.json --context 8192
   rigaudit roofline --params-b 8 --bytes-per-param 2 --measure --gpus 2 --yes
 
+--gpu-model takes the name exactly as nvidia-smi / NVML prints it ("NVIDIA A100-SXM4-80GB") or a
+listed short name ("H200", "H100 SXM"); an ambiguous one ("A100") is refused with what it could be.
 Parameter counts from a config.json are approximate (norms, biases, the embedding lookup left out).
 """
 
@@ -21,93 +28,82 @@ from pathlib import Path
 from rich.console import Console
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.tools.bench.model_config import guess_bytes_per_param, load_config, shape_from_config
+from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
+from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
-from rigaudit.tools.bench.roofline import GPU_BANDWIDTH_GBS, Roofline, lookup_bandwidth
+from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
 from rigaudit.tools.errors import UsageError
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
-    model = parser.add_argument_group("the model")
-    model.add_argument("--params-b", type=float, help="active parameters per token, billions (overrides --config)")
-    model.add_argument("--bytes-per-param", type=float, help="bytes per weight: 2 BF16, 1 FP8, 0.5625 NVFP4 with scales")
-    model.add_argument("--config", type=Path, help="a Hugging Face config.json: active parameters (dense or MoE) and KV size")
-    model.add_argument("--kv-bytes-per-token", type=float, help="KV-cache bytes per context token (default: --config, else 0)")
-    model.add_argument("--kv-bytes-per-element", type=float, default=2.0, help="KV dtype bytes with --config (2; FP8 KV: 1)")
-    model.add_argument("--context", type=int, default=0, help="context length whose KV cache each token reads (default 0)")
+    add_model_arguments(parser)
+    parser.add_argument("--context", type=int, default=0, help="context length whose KV cache each token reads (default 0)")
     hw = parser.add_argument_group("the GPUs")
     hw.add_argument("--gpus", type=int, default=1, help="GPUs the model is split over (default 1)")
     source = hw.add_mutually_exclusive_group()
-    source.add_argument("--bandwidth-gbs", type=float, help="memory bandwidth per GPU, GB/s")
-    source.add_argument("--gpu-model", help=f"a GPU from the table: {', '.join(GPU_BANDWIDTH_GBS)}")
-    source.add_argument("--measure", action="store_true", help="measure it: a device-to-device copy on each GPU (torch)")
+    source.add_argument("--bandwidth-gbs", type=float, help="memory bandwidth per GPU that decode achieves, GB/s")
+    source.add_argument("--gpu-model", help=f"a GPU by its NVML name, e.g. {', '.join(s.name for s in SPECS[:3])}")
+    source.add_argument("--measure", action="store_true", help="measure it: a matrix-vector product on each GPU (torch)")
+    add_comm_arguments(parser)
     parser.add_argument("--measured-tok-s", type=float, help="single-stream decode tok/s you measured: prints measured / bound")
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON (no FILE or '-': stdout)")
     parser.add_argument("--yes", action="store_true", help="approve --measure without asking")
 
 
-def _bandwidth(args: argparse.Namespace) -> tuple[float, str]:
+def _bandwidth(args: argparse.Namespace) -> tuple[float, str, tuple[float, float]]:
+    """(GB/s per GPU, where it comes from, the share of it decode achieves)."""
     if args.bandwidth_gbs is not None:
-        if args.bandwidth_gbs <= 0:
-            raise UsageError("--bandwidth-gbs must be positive")
-        return args.bandwidth_gbs, "given"
+        if not 0 < args.bandwidth_gbs < 1e6:
+            raise UsageError("--bandwidth-gbs must be a positive number of GB/s")
+        return args.bandwidth_gbs, "given", (1.0, 1.0)
     if args.gpu_model:
-        found = lookup_bandwidth(args.gpu_model)
-        if found is None:
-            known = ", ".join(GPU_BANDWIDTH_GBS)
-            raise UsageError(f"--gpu-model {args.gpu_model!r} is not in the table ({known}); give --bandwidth-gbs")
-        return found[1], f"{found[0]} data sheet"
+        spec = lookup(args.gpu_model)
+        if spec is None:
+            raise UsageError(unknown_message(args.gpu_model))
+        return spec.bandwidth_gbs, f"{spec.name}, {spec.memory}, data sheet", PEAK_ACHIEVABLE
     if args.measure:
         from rigaudit.orchestrator.approval import require_approval
-        from rigaudit.tools.bench.membw import measure_copy_bandwidth
+        from rigaudit.tools.bench.membw import READ_HOW, measure_read_bandwidth
 
         require_approval(
             "measure GPU memory bandwidth",
-            [f"a 1 GiB device-to-device copy, 20 times, on GPUs 0..{args.gpus - 1}"],
+            [f"a matrix-vector product over 1 GiB of weights, 20 times, on GPUs 0..{args.gpus - 1}"],
             assume_yes=bool(args.yes),
         )
-        per_gpu = measure_copy_bandwidth(range(args.gpus))
+        per_gpu = measure_read_bandwidth(range(args.gpus))
         each = ", ".join(f"{v:,.0f}" for v in per_gpu)
-        return min(per_gpu), f"measured: device-to-device copy, read + write; per GPU {each} GB/s, the slowest counts"
+        return min(per_gpu), f"{READ_HOW}; per GPU {each} GB/s, the slowest counts", (1.0, 1.0)
     raise UsageError("say how fast the GPUs' memory is: --bandwidth-gbs X, --gpu-model NAME, or --measure")
 
 
-def _model(args: argparse.Namespace, console: Console) -> tuple[float, float, float]:
-    """(active params, bytes per param, KV bytes per token)."""
-    active = args.params_b * 1e9 if args.params_b is not None else None
-    per_param = args.bytes_per_param
-    kv = args.kv_bytes_per_token
-    if args.config is not None:
-        config = load_config(args.config)
-        shape = shape_from_config(config)
-        console.print(
-            f"{args.config}: {shape.total_params / 1e9:,.2f} B parameters, {shape.active_params / 1e9:,.2f} B active "
-            f"per token ({'MoE' if shape.moe else 'dense'}); " + "; ".join(shape.notes),
-            highlight=False,
-        )
-        active = active if active is not None else shape.active_params
-        if per_param is None and (guess := guess_bytes_per_param(config)) is not None:
-            per_param = guess[0]
-            console.print(f"bytes per parameter: {guess[0]:g} ({guess[1]}); override with --bytes-per-param", highlight=False)
-        if kv is None:
-            kv = shape.kv_elements_per_token * args.kv_bytes_per_element
-    if active is None or active <= 0:
-        raise UsageError("give the active parameters: --params-b N (billions) or --config config.json")
-    if per_param is None or per_param <= 0:
-        raise UsageError("give --bytes-per-param (2 BF16, 1 FP8, 0.5625 NVFP4)")
-    return active, per_param, kv or 0.0
-
-
 def _run(args: argparse.Namespace) -> int:
-    if args.gpus <= 0 or args.context < 0:
-        raise UsageError("--gpus must be positive and --context non-negative")
+    if not 0 < args.gpus <= 4096 or not 0 <= args.context <= 100_000_000:
+        raise UsageError("--gpus must be from 1 to 4096 and --context non-negative")
+    if args.measured_tok_s is not None and not 0 < args.measured_tok_s < 1e9:
+        raise UsageError("--measured-tok-s must be a positive number")
     console = Console(stderr=args.json == "-", highlight=False)
     console = console if console.is_terminal else Console(stderr=args.json == "-", highlight=False, width=200)
-    active, per_param, kv = _model(args, console)
-    bandwidth, source = _bandwidth(args)
-    roofline = Roofline(active, per_param, kv, args.context, args.gpus, bandwidth, source, args.measured_tok_s)
+    spec = spec_from_args(args)
+    if args.config is not None:
+        console.print(spec.source, highlight=False)
+    comm = comm_from_args(args, spec, args.gpus)
+    bandwidth, source, achievable = _bandwidth(args)
+    roofline = Roofline(
+        spec.active_params,
+        spec.bytes_per_param,
+        spec.kv_bytes_per_token,
+        args.context,
+        args.gpus,
+        bandwidth,
+        source,
+        args.measured_tok_s,
+        achievable=achievable,
+        comm=comm,
+        weights=spec.mix(),
+        notes=tuple(spec.notes),
+    )
     for line in roofline_lines(roofline):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)
     if args.json:
         from rigaudit.orchestrator.output import write_json
 
@@ -115,4 +111,6 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("roofline", "single-stream decode bound from memory bandwidth; measured / bound", _add, _run, __doc__ or "")
+COMMAND = Command(
+    "roofline", "single-stream decode bound (a range) from bandwidth and all-reduces; measured / bound", _add, _run, __doc__ or ""
+)

@@ -8,12 +8,28 @@ and exotic attention (sliding windows, linear attention, sparse indexers) is cou
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rigaudit.tools.bench.errors import BenchInputError
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+Kind = Literal["embed", "lm_head", "attn", "mlp", "experts", "shared", "router"]
+
+
+@dataclass(frozen=True)
+class Component:
+    """One group of weights: its kind, its layer (None for the embedding and the LM head) and its size."""
+
+    kind: Kind
+    layer: int | None
+    total: float
+    """Parameters stored."""
+    active: float
+    """Parameters read for one token (the routed experts: top-k of them)."""
+    module: str
+    """A representative module name (Hugging Face naming), matched against a quantization config's lists."""
 
 
 @dataclass(frozen=True)
@@ -24,15 +40,22 @@ class ModelShape:
     """KV-cache elements stored per context token over all layers (multiply by the KV dtype's bytes)."""
     moe: bool
     notes: list[str] = field(default_factory=list)
+    components: tuple[Component, ...] = ()
+    layers: int = 0
+    hidden: int = 0
+    experts: int = 0
+    """Routed experts per MoE layer (0: dense)."""
+    top_k: int = 0
+    moe_layers: int = 0
+    expert_params: float = 0.0
+    """Parameters of one routed expert of one layer."""
 
 
 def load_config(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BenchInputError(f"{path} is not JSON: {exc}") from None
+    """A config.json, bounded in size and depth (an untrusted input); one clear line when it is not one."""
+    from rigaudit.tools.bounded import load_json
+
+    raw = load_json(path, limit=MAX_CONFIG_BYTES)
     if not isinstance(raw, dict):
         raise BenchInputError(f"{path} is not a model config (a JSON object)")
     return raw
@@ -80,6 +103,25 @@ def _moe_layers(cfg: dict[str, Any], layers: int) -> list[bool]:
     return [i >= first_dense and (i + 1) % step == 0 and i not in dense_only for i in range(layers)]
 
 
+def _names(cfg: dict[str, Any]) -> dict[str, str]:
+    """Representative module names per kind, with ``{i}`` for the layer (Hugging Face naming of the architecture)."""
+    model_type = str(cfg.get("model_type", "")).lower()
+    names = {
+        "attn": "model.layers.{i}.self_attn.o_proj",
+        "mlp": "model.layers.{i}.mlp.down_proj",
+        "experts": "model.layers.{i}.mlp.experts.0.down_proj",
+        "shared": "model.layers.{i}.mlp.shared_experts.down_proj",
+        "router": "model.layers.{i}.mlp.gate",
+    }
+    if model_type.startswith("mixtral"):
+        names |= {"experts": "model.layers.{i}.block_sparse_moe.experts.0.w2", "router": "model.layers.{i}.block_sparse_moe.gate"}
+    elif model_type.startswith("qwen") and "moe" in model_type:
+        names["shared"] = "model.layers.{i}.mlp.shared_expert.down_proj"
+    elif model_type.startswith("gpt_oss"):
+        names |= {"experts": "model.layers.{i}.mlp.experts", "router": "model.layers.{i}.mlp.router"}
+    return names
+
+
 def shape_from_config(config: dict[str, Any]) -> ModelShape:
     """Count parameters from a config; raises BenchInputError on a config without the basic sizes."""
     cfg = _text_config(config)
@@ -94,37 +136,59 @@ def shape_from_config(config: dict[str, Any]) -> ModelShape:
     ]
     if missing or h is None or layers is None or vocab is None or heads is None:
         raise BenchInputError(f"config lacks {', '.join(missing)}")
+    if layers > 100_000 or h > 10_000_000 or vocab > 100_000_000:
+        raise BenchInputError("config sizes out of any model's range (layers, hidden_size or vocab_size)")
     notes = ["approximate: norms, biases and the embedding lookup left out; gated MLPs assumed"]
+    names = _names(cfg)
     attention, kv_per_layer = _attention(cfg, h, heads)
     intermediate = _int(cfg, "intermediate_size", "ffn_hidden_size", default=4 * h) or 4 * h
     dense_mlp = 3 * h * intermediate
-    experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-    top_k = _int(cfg, "num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k")
-    moe = bool(experts and experts > 1 and top_k)
+    experts = _int(cfg, "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts") or 0
+    top_k = _int(cfg, "num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k") or 0
+    moe = bool(experts > 1 and top_k)
     sparse = _moe_layers(cfg, layers) if moe else [False] * layers
-    total = active = 0
-    if moe and experts and top_k:
+    expert = shared = 0
+    parts: list[Component] = []
+    if moe:
         expert = 3 * h * (_int(cfg, "moe_intermediate_size", "expert_intermediate_size", default=intermediate) or intermediate)
         shared_size = _int(cfg, "shared_expert_intermediate_size")
         shared_count = _int(cfg, "n_shared_experts", "num_shared_experts", default=0) or 0
         shared = 3 * h * shared_size if shared_size else shared_count * expert
-        router = h * experts
-        n_sparse = sum(sparse)
-        total += n_sparse * (experts * expert + shared + router)
-        active += n_sparse * (top_k * expert + shared + router)
         notes.append(
-            f"MoE: {n_sparse} of {layers} layers with {experts} experts, {top_k} active per token"
+            f"MoE: {sum(sparse)} of {layers} layers with {experts} experts, {top_k} active per token"
             + (", plus shared experts" if shared else "")
         )
-    n_dense = layers - sum(sparse)
-    total += layers * attention + n_dense * dense_mlp
-    active += layers * attention + n_dense * dense_mlp
+    for i in range(layers):
+        parts.append(Component("attn", i, attention, attention, names["attn"].format(i=i)))
+        if sparse[i]:
+            parts.append(Component("experts", i, experts * expert, min(top_k, experts) * expert, names["experts"].format(i=i)))
+            parts.append(Component("router", i, h * experts, h * experts, names["router"].format(i=i)))
+            if shared:
+                parts.append(Component("shared", i, shared, shared, names["shared"].format(i=i)))
+        else:
+            parts.append(Component("mlp", i, dense_mlp, dense_mlp, names["mlp"].format(i=i)))
     tied = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
-    total += vocab * h * (1 if tied else 2)
-    active += vocab * h  # the LM head is read for every token
+    parts.append(Component("embed", None, vocab * h, 0, "model.embed_tokens"))
+    if not tied:
+        parts.append(Component("lm_head", None, vocab * h, vocab * h, "lm_head"))
+    else:  # the LM head is the embedding matrix, read for every token
+        parts[-1] = Component("embed", None, vocab * h, vocab * h, "model.embed_tokens")
     if _int(cfg, "num_nextn_predict_layers"):
         notes.append("multi-token-prediction layers not counted (unused in plain decode)")
-    return ModelShape(float(total), float(active), float(layers * kv_per_layer), moe, notes)
+    return ModelShape(
+        float(sum(p.total for p in parts)),
+        float(sum(p.active for p in parts)),
+        float(layers * kv_per_layer),
+        moe,
+        notes,
+        components=tuple(parts),
+        layers=layers,
+        hidden=h,
+        experts=experts if moe else 0,
+        top_k=top_k if moe else 0,
+        moe_layers=sum(sparse),
+        expert_params=float(expert),
+    )
 
 
 _QUANT_BYTES = {"fp8": 1.0, "fbgemm_fp8": 1.0, "mxfp4": 0.53125, "nvfp4": 0.5625, "modelopt": 0.5625, "bitsandbytes": 0.5}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rigaudit.tools.bench.ab import AbComparison
@@ -183,17 +184,46 @@ def ab_table(comparison: AbComparison) -> Table:
     return headers, rows
 
 
+def _range(low: float, high: float, fmt: str, unit: str = "") -> str:
+    return f"{high:{fmt}}{unit}" if math.isclose(low, high, rel_tol=1e-9) else f"{low:{fmt}}-{high:{fmt}}{unit}"
+
+
 def roofline_lines(r: Roofline) -> list[str]:
+    """The bound, how it is made, and what it rests on, as lines for a terminal."""
     lines = [
         f"bytes per token: {r.bytes_per_token / 1e9:,.2f} GB = {r.active_params / 1e9:,.2f} B active params × "
-        f"{r.bytes_per_param:g} B/param" + (f" + KV {r.kv_bytes / 1e9:,.3f} GB ({r.context:,} tokens)" if r.kv_bytes else ""),
-        f"bandwidth: {r.gpus} × {r.bandwidth_gbs:,.0f} GB/s = {r.aggregate_gbs:,.0f} GB/s ({r.bandwidth_source})",
-        f"single-stream decode bound: {r.bound_tok_s:,.1f} tok/s",
+        f"{r.bytes_per_param:.4g} B/param" + (f" + KV {r.kv_bytes / 1e9:,.3f} GB ({r.context:,} tokens)" if r.kv_bytes else ""),
     ]
-    if r.measured_tok_s is not None and r.efficiency is not None:
-        lines.append(f"measured: {r.measured_tok_s:,.2f} tok/s = {r.efficiency:.1%} of the bound")
+    if r.weights is not None and len(r.weights.shares) > 1:
+        lines.append(
+            "  by format: "
+            + ", ".join(
+                f"{s.format} {s.active_params / 1e9:,.2f} B ({r.weights.fraction(s.format):.0%}) × {s.bytes_per_param:.4g}"
+                for s in r.weights.shares
+            )
+        )
+    low_f, high_f = r.achievable
+    achieved = "" if low_f == high_f == 1.0 else f"; decode achieves {_range(low_f * 100, high_f * 100, '.0f', '%')} of it"
+    lines.append(
+        f"bandwidth: {r.gpus} × {r.bandwidth_gbs:,.0f} GB/s = {r.aggregate_gbs:,.0f} GB/s ({r.bandwidth_source}){achieved}"
+    )
+    if r.comm is not None:
+        lines.append(f"communication: {r.comm.describe()}")
+    low, high = r.bound_range
+    alone = ""
+    if r.comm is not None:
+        comm = r.comm_seconds[0]
+        alone = f" (memory alone: {r.memory_bound_tok_s:,.1f}; communication alone: {1 / comm if comm else float('inf'):,.1f})"
+    lines.append(f"single-stream decode bound: {_range(low, high, ',.1f')} tok/s{alone}")
+    found = r.efficiency_range
+    if r.measured_tok_s is not None and found is not None:
+        lines.append(
+            f"measured: {r.measured_tok_s:,.2f} tok/s = {_range(found[0] * 100, found[1] * 100, '.1f', '%')} of the bound"
+        )
         if (verdict := r.verdict()) is not None:
             lines.append(verdict)
+    lines.append("assumptions:")
+    lines += [f"  - {a}" for a in r.assumptions()]
     return lines
 
 
