@@ -50,7 +50,19 @@ class TinyModel:
             pad_token_id=0,
             tie_word_embeddings=False,
         )
-        self.model = LlamaForCausalLM(self.config).to(device=device, dtype=getattr(torch, dtype)).eval()
+        # built on the device in its dtype: a large random model (the memory-bound experiment of
+        # benchmarks/explain_h200.py, tens of GB) never passes through host memory in FP32
+        previous = torch.get_default_dtype()
+        try:
+            torch.set_default_dtype(getattr(torch, dtype))
+            with torch.device(device):
+                model = LlamaForCausalLM(self.config)
+        except (TypeError, AttributeError, RuntimeError):  # an older torch: build on the host, then move
+            torch.set_default_dtype(previous)
+            model = LlamaForCausalLM(self.config)
+        finally:
+            torch.set_default_dtype(previous)
+        self.model = model.to(device=device, dtype=getattr(torch, dtype)).eval()
         self.device = device
         self.vocab = vocab
 

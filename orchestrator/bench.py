@@ -52,6 +52,7 @@ __all__ = [
     "compare_runs",
     "inference_run_from_args",
     "load_spec",
+    "publish_inference",
     "regression_warning",
     "run_ab_bench",
     "run_inference",
@@ -350,6 +351,12 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
             ],
         )
         result = await run_load(spec, _progress(emit))
+    publish_inference(result, emit=emit, outputs=outputs)
+    return result
+
+
+def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs = Outputs()) -> None:
+    """An inference result as its event, ``--json`` and the report's Validation section; failed requests as a warning."""
     table, serving, notes = bench_table(result), serving_table(result), serving_notes(result)
     markdown = section(f"Inference benchmark ({result.started_at})", table, notes)
     if serving[1]:
@@ -370,7 +377,6 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
     errors = sorted({s.error.split(":")[0] for r in result.runs for s in r.samples if s.error})
     if errors:
         emit(Warning_(text=f"failed requests: {', '.join(errors)}"))
-    return result
 
 
 # --- compare ---------------------------------------------------------------------------------------

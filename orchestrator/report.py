@@ -12,7 +12,7 @@ from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import PlanStep
 from rigaudit.tools.redact import redact_text
 
-LATER_SECTIONS = ("Applied changes", "Validation", "Benchmark comparison")
+LATER_SECTIONS = ("Applied changes", "Validation", "Where the time goes", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"
 _STATUS_ORDER = {"problem": 0, "unknown": 1, "ok": 2, "not_applicable": 3}
 

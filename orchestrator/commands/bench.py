@@ -6,6 +6,7 @@ Examples:
   rigaudit bench inference --base-url http://127.0.0.1:30000 --model M --concurrency 1,4,16 --repeat 5 --json base.json
   rigaudit bench inference ... --slo ttft_ms=200 --slo tpot_ms=50   goodput under your objectives
   rigaudit bench inference --command 'python -m sglang.bench_serving --backend sglang ...' --json base.json
+  rigaudit bench inference --base-url URL --model M --concurrency 1 --profile --config /models/M/ --yes --report system-improve.md
   rigaudit bench compare base.json after.json --report system-improve.md --fail-on-regression
   rigaudit bench ab --plan audit.json --only numa.balancing --base-url URL --model M --cycles 6 --yes
 
@@ -143,13 +144,33 @@ def _add_nccl(parser: argparse.ArgumentParser) -> None:
 
 
 def _inference(args: argparse.Namespace, session: Session) -> int:
-    run = inference_run_from_args(args)
-    result = anyio.run(lambda: run_inference(run, approve=_approve(args, session), emit=session.emit, outputs=_outputs(args)))
+    from rigaudit.orchestrator.explain import profile_options_from_args, run_profile, stray_profile_options
+
+    if args.profile:
+        if args.command:
+            raise UsageError("--profile times rigaudit's own load: it does not go with --command")
+        spec, options = load_spec(args), profile_options_from_args(args)
+        approve, outputs = _approve(args, session), _outputs(args)
+        result, _ = anyio.run(lambda: run_profile(spec, options, approve=approve, emit=session.emit, outputs=outputs))
+    else:
+        if stray := stray_profile_options(args):
+            raise UsageError(f"{', '.join(stray)} describe a profile: add --profile")
+        run = inference_run_from_args(args)
+        result = anyio.run(lambda: run_inference(run, approve=_approve(args, session), emit=session.emit, outputs=_outputs(args)))
     return 1 if result.runs and all(r.requests_ok == 0 for r in result.runs) else 0
 
 
 def _add_inference(parser: argparse.ArgumentParser) -> None:
+    from rigaudit.orchestrator.explain import add_profile_arguments
+
     add_inference_arguments(parser)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also sample the serving GPUs through NVML and split the time per output token into streaming, "
+        "communication, GPU idle and the remainder (see `rigaudit explain --help`)",
+    )
+    add_profile_arguments(parser)
     _common(parser)
 
 

@@ -2,7 +2,8 @@
 
 ``await facade.call("nvmlDeviceGetPciInfo", 0)`` calls ``pynvml.nvmlDeviceGetPciInfo(handle_of_0)``
 and returns ``{"busIdLegacy": ..., "domain": ..., ..., "busId": ...}``: device indices become
-handles (argument 0 of ``nvmlDevice*`` functions, and argument 1 of the two-device ones),
+handles (argument 0 of ``nvmlDevice*`` functions, and argument 1 of the two-device ones);
+``nvmlDeviceGetFieldValues(device, field, scope, field, scope, ...)`` takes its field ids in pairs;
 ctypes structs become dicts of their fields, tuples become lists, process lists become
 ``[{"pid", "usedGpuMemory"}]``. Errors are NVML return-code names without ``NVML_ERROR_``.
 
@@ -29,6 +30,8 @@ from rigaudit.tools.hosts.base import JsonValue, NvmlResult
 
 INIT_FUNCTIONS = frozenset({"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags"})
 TWO_DEVICE_FUNCTIONS = frozenset({"nvmlDeviceGetP2PStatus", "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceOnSameBoard"})
+FIELD_VALUE_FUNCTIONS = frozenset({"nvmlDeviceGetFieldValues"})
+"""Called as ``(device, field id, scope id, field id, scope id, ...)``: the pairs become pynvml's list of tuples."""
 _NO_DEVICE_ARG = re.compile(r"nvmlDevice(?:GetHandleBy\w+|GetCount(?:_v2)?)")
 _READ_ONLY = re.compile(
     r"nvml(?:Device|System|Unit|Vgpu\w*?|GpuInstance|ComputeInstance|Gpm\w*?)?(?:Get|Is|Query|OnSameBoard)\w*"
@@ -172,6 +175,11 @@ class NvmlFacade:
                 call_args: list[object] = list(args)
                 for position in device_arg_positions(fn, len(args)):
                     call_args[position] = self._handle(module, args[position])
+                if fn in FIELD_VALUE_FUNCTIONS:
+                    pairs = args[1:]
+                    if not pairs or len(pairs) % 2:
+                        return NvmlResult(fn, args, error="INVALID_ARGUMENT")
+                    call_args = [call_args[0], list(zip(pairs[::2], pairs[1::2], strict=True))]
                 return NvmlResult(fn, args, value=to_json(function(*call_args)))
             except Exception as exc:
                 return NvmlResult(fn, args, error=error_name(exc, module))

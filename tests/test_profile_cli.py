@@ -1,0 +1,197 @@
+"""`bench inference --profile` and `explain`, end to end: the fake server's known GPU time through a fake NVML.
+
+The fake server emits a token every ``itl`` and keeps its fake GPU busy for ``busy`` of each gap
+(the rest is idle, as a GPU waits for a slow host); the model is described so that streaming its
+bytes at the given bandwidth takes a known time. The split must find those times, add up, and
+move the right way when the launch overhead rises or the model becomes memory-bound (the CPU
+analogue of benchmarks/explain_h200.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from rigaudit.orchestrator.bench import Outputs
+from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.explain import ProfileOptions, run_profile
+from rigaudit.orchestrator.report import LATER_SECTIONS, PLACEHOLDER
+from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.bench.model_spec import model_spec
+from rigaudit.tools.bench.results import load_result
+from rigaudit.tools.model.events import discard
+from rigaudit.tools.testing.fake_nvml import FakeGpu, busy_generator, fake_pynvml
+from rigaudit.tools.testing.fake_openai import FakeTiming, OpenAIStreamServer
+
+BANDWIDTH = 100.0  # GB/s: 0.15 B parameters x 2 bytes stream in 3 ms
+LOAD = ["--concurrency", "1", "--requests", "6", "--max-tokens", "24", "--prompt-tokens", "8", "--warmup", "1"]
+
+
+def _server(gpu: FakeGpu, itl_s: float, busy_s: float) -> OpenAIStreamServer:
+    return OpenAIStreamServer(busy_generator(FakeTiming(ttft_s=itl_s, itl_s=itl_s), gpu, busy_s))
+
+
+def _level(data: dict[str, Any]) -> dict[str, Any]:
+    level = data["profile"]["levels"][0]
+    return {**level, "ms": {t["name"]: t["ms"] for t in level["terms"]}, "share": {t["name"]: t["share"] for t in level["terms"]}}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, str]]:
+    """One profile of the fake server (10 ms per token, 4 ms of it busy) through the CLI: (JSON, report, output)."""
+    folder = tmp_path_factory.mktemp("profile")
+    gpu = FakeGpu(pids=[1], nvlink_gbs=20.0)
+    with pytest.MonkeyPatch.context() as patch, _server(gpu, 0.010, 0.004) as server:
+        patch.setitem(sys.modules, "pynvml", fake_pynvml([FakeGpu(), gpu]))
+        out, report = folder / "profile.json", folder / "system-improve.md"
+        later = "\n\n".join(f"## {title}\n\n{PLACEHOLDER}" for title in LATER_SECTIONS)  # as the audit writes it
+        report.write_text(f"# System improvement plan: test\n\n{later}\n")
+        argv = ["bench", "inference", "--base-url", server.base_url, "--model", "m", *LOAD, "--profile"]
+        argv += ["--profile-interval-ms", "20", "--params-b", "0.15", "--bytes-per-param", "2", "--bandwidth-gbs", str(BANDWIDTH)]
+        import contextlib
+        import io
+
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            code = main([*argv, "--yes", "--json", str(out), "--report", str(report), "--no-transcript", "--no-live"])
+        assert code == 0, text.getvalue()[-2000:]
+    yield out, report, text.getvalue()
+
+
+def test_profile_finds_the_known_split_and_adds_up(recorded: tuple[Path, Path, str]) -> None:
+    out, report, text = recorded
+    data = json.loads(out.read_text())
+    assert data["schema"] == "rigaudit.bench/1" and data["profile"]["schema"] == "rigaudit.profile/1"
+    assert load_result(out).runs[0].requests_ok == 6  # bench compare reads the same file
+    level = _level(data)
+    assert level["ms_per_token"] == pytest.approx(10.0, rel=0.1)
+    assert level["ms"]["streaming"] == pytest.approx(3.0, rel=0.01)  # 0.3 GB at 100 GB/s
+    assert level["ms"]["communication"] == 0.0
+    assert level["share"]["idle"] == pytest.approx(0.6, abs=0.12)  # 6 of every 10 ms the fake GPU sat idle
+    assert level["share"]["remainder"] == pytest.approx(0.1, abs=0.12)  # 1 of the 4 busy ms did not stream
+    assert abs(level["closure"] - 1) <= 0.10 and level["holder"] == "idle"
+    assert data["profile"]["gpus"][0]["index"] == 1  # the GPU with the server's process, not GPU 0
+    assert level["readings"]["samples"] >= 10 and level["readings"]["nvlink_tx_gbs"] > 0
+    section = report.read_text()
+    where = section[section.index("## Where the time goes") : section.index("## Benchmark comparison")]
+    assert PLACEHOLDER not in where and "| 1 (1.0 in flight) |" in where  # the audit's placeholder filled in its place
+    assert "### Inference benchmark" in section[section.index("## Validation") : section.index("## Where the time goes")]
+    assert "GPU idle between kernels holds the gap" in section and "CUDA graphs" in section
+    assert "where the time of a token goes" in text
+
+
+def test_the_split_moves_the_right_way() -> None:
+    """Launch overhead raised: idle share up. The model made memory-bound: streaming share up."""
+
+    def profile(itl_s: float, busy_s: float, params_b: float) -> dict[str, Any]:
+        gpu = FakeGpu(pids=[1])
+        spec = LoadSpec("", "m", concurrency=(1,), requests=5, max_tokens=20, prompt_tokens=8, warmup=1)
+        options = ProfileOptions(
+            interval_s=0.02, model=model_spec(params_b=params_b, bytes_per_param=2.0), bandwidth_gbs=BANDWIDTH
+        )
+        from rigaudit.tools.hosts.local import LocalHost
+        from rigaudit.tools.hosts.nvml_local import NvmlFacade
+
+        with _server(gpu, itl_s, busy_s) as server:
+            run = run_profile(
+                LoadSpec(server.base_url, **{k: getattr(spec, k) for k in ("model", "concurrency", "requests", "max_tokens")}),
+                options,
+                approve=lambda what, details: None,
+                emit=discard,
+                outputs=Outputs(),
+                open_host=lambda: LocalHost(nvml=NvmlFacade(module=fake_pynvml([gpu]))),
+            )
+            _, result = anyio.run(lambda: run)
+        level = result.levels[0]
+        return {"share": {t.name: t.share for t in level.terms}, "closure": level.closure, "holder": level.holder}
+
+    base = profile(0.010, 0.004, 0.15)
+    launch_bound = profile(0.020, 0.004, 0.15)  # the same GPU work, twice the host time per token
+    memory_bound = profile(0.009, 0.0085, 0.40)  # 8 ms of streaming in a 9 ms token
+    assert launch_bound["share"]["idle"] > base["share"]["idle"] + 0.1
+    assert memory_bound["share"]["streaming"] > base["share"]["streaming"] + 0.3
+    assert memory_bound["holder"] == "streaming" and launch_bound["holder"] == "idle"
+    for run in (base, launch_bound, memory_bound):
+        assert abs(run["closure"] - 1) <= 0.10
+
+
+def test_explain_splits_a_recorded_profile_again_with_corrected_inputs(
+    recorded: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, _, _ = recorded
+    before = out.read_bytes()
+    again, report = tmp_path / "again.json", tmp_path / "si.md"
+    assert main(["explain", str(out), "--json", str(again), "--report", str(report), "--no-transcript", "--no-live"]) == 0
+    same = _level(json.loads(again.read_text()))
+    original = _level(json.loads(before))
+    assert same["ms"] == original["ms"]  # as recorded: the same split
+    faster = tmp_path / "faster.json"
+    assert main(["explain", str(out), "--bandwidth-gbs", str(2 * BANDWIDTH), "--json", str(faster), "--no-transcript"]) == 0
+    corrected = _level(json.loads(faster.read_text()))
+    assert corrected["ms"]["streaming"] == pytest.approx(original["ms"]["streaming"] / 2)
+    assert corrected["ms"]["idle"] == original["ms"]["idle"]  # the measurement is not redone
+    assert out.read_bytes() == before and "## Where the time goes" in report.read_text()
+    capsys.readouterr()
+
+
+def test_explain_refuses_what_is_not_a_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str], recorded: Any) -> None:
+    out, _, _ = recorded
+    good = json.loads(out.read_text())
+    bad = tmp_path / "bad.json"
+    cases = {
+        "no such file": None,
+        "not valid JSON": "{nope",
+        "is not a rigaudit.bench/1 result": json.dumps({"schema": "rigaudit.nccl/1"}),
+        "has no profile": json.dumps({k: v for k, v in good.items() if k != "profile"}),
+        "profile.samples": json.dumps({**good, "profile": {**good["profile"], "samples": [{"gpu": 0, "t": 1, "util": 250}]}}),
+        "profile.interval_s": json.dumps({**good, "profile": {**good["profile"], "interval_s": -1}}),
+    }
+    for expected, text in cases.items():
+        path = tmp_path / "missing.json" if text is None else bad
+        if text is not None:
+            bad.write_text(text)
+        assert main(["explain", str(path), "--no-transcript"]) == 2, expected
+        err = capsys.readouterr().err
+        assert expected in err and err.count("\n") == 1, err
+
+
+def test_profile_without_nvml_still_measures_the_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml([], init_error="LIBRARY_NOT_FOUND"))
+    out = tmp_path / "p.json"
+    with _server(FakeGpu(), 0.002, 0.001) as server:
+        argv = ["bench", "inference", "--base-url", server.base_url, "--model", "m", *LOAD, "--profile", "--yes"]
+        assert main([*argv, "--params-b", "0.1", "--bytes-per-param", "2", "--json", str(out), "--no-transcript"]) == 0
+    profile = json.loads(out.read_text())["profile"]
+    assert profile["nvml_error"] == "NVML unavailable (LIBRARY_NOT_FOUND)" and profile["samples"] == []
+    level = profile["levels"][0]
+    assert {t["name"]: t["ms"] for t in level["terms"]}["idle"] is None
+    assert any("idle between kernels not measured" in w for w in profile["warnings"])
+
+
+def test_profile_usage_errors_stop_before_any_request(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpus = [FakeGpu(name="NVIDIA Mystery 9000", pids=[1]), FakeGpu(pids=[2])]
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(gpus))
+    with _server(gpus[0], 0.001, 0.0) as server:
+        base = ["bench", "inference", "--base-url", server.base_url, "--model", "m", *LOAD, "--yes", "--no-transcript"]
+        cases = {
+            "does not go with --command": ["--profile", "--command", "true"],
+            "describe a profile: add --profile": ["--config", "c.json"],
+            "--tp 3 does not divide": ["--profile", "--tp", "3"],
+            "is not in rigaudit's table": ["--profile", "--params-b", "1", "--bytes-per-param", "2"],
+            "--profile-interval-ms wants": ["--profile", "--profile-interval-ms", "5"],
+            "--gpus wants": ["--profile", "--gpus", "a,b"],
+            "--gpus: GPU 7 not present": ["--profile", "--gpus", "7"],
+        }
+        for expected, extra in cases.items():
+            assert main([*base, *extra]) == 2, expected
+            err = capsys.readouterr().err
+            assert expected in err, err
+        assert server.requests == 0
