@@ -21,6 +21,7 @@ _ORDER = (
     "rollback",
     "bench",
     "roofline",
+    "explain",
     "chat",
     "replay",
     "transcripts",

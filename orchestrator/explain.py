@@ -263,7 +263,7 @@ def _publish(profile: Profile, result: BenchResult, *, emit: EventSink, outputs:
         BenchResultReported(
             kind="profile",
             summary=SECTION_TITLE,
-            data=profile.to_dict(),
+            data=profile.summary_dict(),
             tables=[
                 _table(f"{title}: where the time of a token goes (ms per output token)", attribution_table(profile)),
                 _table("The serving GPUs during each level (NVML)", readings_table(profile)),
@@ -357,6 +357,8 @@ async def run_profile(
         result, windows = await profiled_load(spec, sampler, _progress(emit))
     finally:
         await host.aclose()
+    if sampler.full:
+        warnings.append(f"sampling stopped after {sampler.max_samples:,} samples: the last runs have no GPU readings")
     if sampler.late_rounds:
         warnings.append(
             f"{sampler.late_rounds} sampling round(s) took longer than the interval (slow NVML): raise --profile-interval-ms"

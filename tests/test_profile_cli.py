@@ -24,6 +24,7 @@ from rigaudit.orchestrator.explain import ProfileOptions, run_profile
 from rigaudit.orchestrator.report import LATER_SECTIONS, PLACEHOLDER
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.model_spec import model_spec
+from rigaudit.tools.bench.profile_result import load_profiled
 from rigaudit.tools.bench.results import load_result
 from rigaudit.tools.model.events import discard
 from rigaudit.tools.testing.fake_nvml import FakeGpu, busy_generator, fake_pynvml
@@ -84,6 +85,9 @@ def test_profile_finds_the_known_split_and_adds_up(recorded: tuple[Path, Path, s
     assert "### Inference benchmark" in section[section.index("## Validation") : section.index("## Where the time goes")]
     assert "GPU idle between kernels holds the gap" in section and "CUDA graphs" in section
     assert "where the time of a token goes" in text
+    _, profile = load_profiled(out)
+    event = profile.summary_dict()  # what the event (and a transcript line) carries: no samples, their count
+    assert "samples" not in event and event["sample_count"] == len(profile.samples) > 0
 
 
 def test_the_split_moves_the_right_way() -> None:

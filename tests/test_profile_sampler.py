@@ -135,3 +135,20 @@ def test_a_snapshot_host_samples_what_was_recorded_and_nothing_else() -> None:
     gpus, infos, sample, sampler = anyio.run(go)
     assert gpus == [0] and infos[0].name == "NVIDIA H200"
     assert sample.util is not None or ("nvmlDeviceGetUtilizationRates" in " ".join(sampler.unsupported_lines()))
+
+
+def test_sampling_stops_at_its_cap_and_says_so() -> None:
+    host = Counting(_host([FakeGpu(), FakeGpu()]))
+
+    async def go() -> Sampler:
+        sampler = Sampler(host, [0, 1], 0.001)  # type: ignore[arg-type]
+        sampler.max_samples = 7
+        async with anyio.create_task_group() as group:
+            group.start_soon(sampler.run)
+            while not sampler.full:  # the loop parks itself once full; nothing to stop yet
+                await anyio.wait_all_tasks_blocked()
+            sampler.stop()
+        return sampler
+
+    sampler = anyio.run(go)
+    assert sampler.full and len(sampler.samples) == 6  # whole rounds only, never past the cap

@@ -15,12 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.profile_attribution import LevelAttribution, Window, attribute, level_loads, readings
 from rigaudit.tools.bench.profile_inputs import ProfileInputs
-from rigaudit.tools.bench.profile_sampler import GpuInfo, GpuSample
+from rigaudit.tools.bench.profile_sampler import MAX_SAMPLES, GpuInfo, GpuSample
 from rigaudit.tools.bench.results import BENCH_SCHEMA, MAX_RESULT_BYTES, BenchResult
 
 PROFILE_SCHEMA = "rigaudit.profile/1"
 _M = TypeVar("_M", bound=BaseModel)
-MAX_SAMPLES = 2_000_000
 
 
 class Profile(BaseModel):
@@ -42,6 +41,10 @@ class Profile(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+    def summary_dict(self) -> dict[str, Any]:
+        """Everything but the samples (an event, a transcript line): their count instead."""
+        return {**self.model_dump(mode="json", by_alias=True, exclude={"samples"}), "sample_count": len(self.samples)}
 
     def headline(self) -> LevelAttribution | None:
         """The single-stream level when there is one (the roofline's question), else the lowest concurrency."""

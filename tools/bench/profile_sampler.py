@@ -27,6 +27,8 @@ NVLINK_TX, NVLINK_RX = 138, 139
 ALL_LINKS = 0xFFFFFFFF
 """A field value's scope for the sum over every link."""
 SLOW_EVERY_S = 1.0
+MAX_SAMPLES = 2_000_000
+"""About 69 hours of 8 GPUs at the default 100 ms: a profile file stays readable."""
 _GIVE_UP = frozenset({"NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NOT_RECORDED", "NO_PERMISSION", "INVALID_ARGUMENT"})
 
 
@@ -98,6 +100,9 @@ class Sampler:
         """(GPU, function) -> the error that made the sampler stop asking."""
         self.rounds = 0
         self.late_rounds = 0
+        self.max_samples = MAX_SAMPLES
+        self.full = False
+        """Sampling stopped at ``max_samples`` (the rest of the run is not covered)."""
         self._stop = anyio.Event()
 
     async def _ask(self, gpu: int, fn: str, *args: int) -> NvmlResult | None:
@@ -158,6 +163,10 @@ class Sampler:
         start = self.clock()
         tick = 0
         while not self._stop.is_set():
+            if len(self.samples) + len(self.gpus) > self.max_samples:
+                self.full = True
+                await self._stop.wait()
+                break
             slow = tick % slow_every == 0
             for gpu in self.gpus:
                 self.samples.append(await self.sample(gpu, slow))
