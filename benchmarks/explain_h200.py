@@ -101,7 +101,7 @@ class Runner:
             return [
                 sys.executable,
                 "-m",
-                "rigaudit.tools.testing.fake_openai",
+                "rigaudit.tools.bench.fake_server",
                 "--port",
                 str(port),
                 "--ttft-ms",

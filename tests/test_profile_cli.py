@@ -22,13 +22,14 @@ from rigaudit.orchestrator.bench import Outputs
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.explain import ProfileOptions, run_profile
 from rigaudit.orchestrator.report import LATER_SECTIONS, PLACEHOLDER
+from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.model_spec import model_spec
+from rigaudit.tools.bench.profile_fake import busy_generator
 from rigaudit.tools.bench.profile_result import load_profiled
 from rigaudit.tools.bench.results import load_result
+from rigaudit.tools.hosts.fake_nvml import FakeGpu, fake_pynvml
 from rigaudit.tools.model.events import discard
-from rigaudit.tools.testing.fake_nvml import FakeGpu, busy_generator, fake_pynvml
-from rigaudit.tools.testing.fake_openai import FakeTiming, OpenAIStreamServer
 
 BANDWIDTH = 100.0  # GB/s: 0.15 B parameters x 2 bytes stream in 3 ms
 LOAD = ["--concurrency", "1", "--requests", "6", "--max-tokens", "24", "--prompt-tokens", "8", "--warmup", "1"]

@@ -9,9 +9,9 @@ import pytest
 
 from rigaudit.tools.bench.profile_sampler import ALL_LINKS, NVLINK_RX, NVLINK_TX, Sampler, serving_gpus
 from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.hosts.fake_nvml import FakeGpu, fake_pynvml
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.nvml_local import NvmlFacade
-from rigaudit.tools.testing.fake_nvml import FakeGpu, fake_pynvml
 
 
 def _host(gpus: list[FakeGpu], **kwargs: Any) -> LocalHost:

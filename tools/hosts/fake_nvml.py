@@ -7,8 +7,8 @@ that share times ``memory_share``; power rises from ``idle_w`` to ``busy_w`` wit
 throughput and the NVLink byte counters grow with busy time at the rates given. Clocks, memory and
 the power limit are fixed fields. :func:`fake_pynvml` is the module: hand it to
 ``NvmlFacade(module=...)`` and that to ``LocalHost(nvml=...)``, and the profile samples these GPUs
-through the same facade it uses on a real host. :func:`busy_generator` plugs a GPU into the fake
-OpenAI server: each token is ``busy_s`` of kernels, then idle until the token is due.
+through the same facade it uses on a real host (``rigaudit.tools.bench.profile_fake.busy_generator``
+plugs one into the fake inference server).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from rigaudit.tools.testing.fake_openai import FakeTiming, Generation, Generator
-
-__all__ = ["FakeGpu", "busy_generator", "fake_pynvml"]
+__all__ = ["FakeGpu", "fake_pynvml"]
 
 ERRORS = {"INVALID_ARGUMENT": 2, "NOT_SUPPORTED": 3, "NO_PERMISSION": 4, "DRIVER_NOT_LOADED": 9, "LIBRARY_NOT_FOUND": 12}
 NVLINK_TX, NVLINK_RX = 138, 139
@@ -211,26 +209,3 @@ def fake_pynvml(gpus: list[FakeGpu], *, init_error: str | None = None) -> Any:
     module.nvmlDeviceGetFieldValues = fields
     module.nvmlDeviceGetComputeRunningProcesses = lambda h: [SimpleNamespace(pid=p, usedGpuMemory=2**30) for p in gpu(h).pids]
     return module
-
-
-def busy_generator(timing: FakeTiming, gpu: FakeGpu, busy_s: float) -> Generator:
-    """Tokens on the schedule ttft, ttft + itl, ...; each token is the last ``busy_s`` before it is due, in kernels on ``gpu``.
-
-    The GPU is idle for the rest of each gap, as a server's GPU waits for a slow host between steps.
-    """
-
-    def generate(body: dict[str, Any], prompt: str, max_tokens: int, number: int) -> Generation:
-        del body, number
-
-        def tokens() -> Iterator[str]:
-            start = time.perf_counter() + timing.ttft_s
-            for index in range(max_tokens):
-                due = start + index * timing.itl_s
-                time.sleep(max(0.0, due - busy_s - time.perf_counter()))
-                with gpu.kernel():
-                    time.sleep(max(0.0, due - time.perf_counter()))
-                yield f" tok{index}"
-
-        return Generation(prompt_tokens=max(1, len(prompt.split())), tokens=tokens())
-
-    return generate
