@@ -1,5 +1,6 @@
 """Find the identifying values that no pattern recognises by their shape: host and domain names,
-serial numbers and asset tags, machine ids; and the order GPUs are numbered in.
+container and user names, serial numbers and asset tags, machine ids; and the order GPUs are
+numbered in. Host, container and user names are read where they are written down (``_places``).
 
 UUIDs, MAC and IP addresses and home folders are recognised by their shape wherever they are
 (see ``_scrub``); this pass only reads the places where the others are written down.
@@ -12,6 +13,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from rigaudit.tools.share._places import GENERIC_USERS, find, passwd_users, ps_users, public
 from rigaudit.tools.share._tree import Tree
 
 GENERIC_HOSTS = frozenset(
@@ -66,7 +68,6 @@ JUNK_SERIALS = frozenset(
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*$")
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _GPU_UUID = re.compile(r"GPU-([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})")
-_SET_HOSTNAME = re.compile(r"Set hostname to <([^>\s]+)>")
 _HOSTNAMECTL = re.compile(r"^\s*(?:Static|Transient) hostname:\s*(\S+)\s*$", re.M)
 _SERIAL_PHRASES = (
     re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
@@ -94,6 +95,9 @@ class Harvest:
     """Bare, lower-case, in NVML index order, then by PCI address."""
     efi_guids: set[str] = field(default_factory=set)
     """Vendor GUIDs of EFI variable names: the same on every machine, kept (rules name them)."""
+    containers: list[str] = field(default_factory=list)
+    """Names of containers and VMs (LXC ``hostname:``, ``pct list``, ``--name``)."""
+    users: list[str] = field(default_factory=list)
 
     def _add(self, bucket: list[str], value: str) -> None:
         if value.lower() not in (v.lower() for v in bucket):
@@ -110,6 +114,17 @@ class Harvest:
             self.add_domain(domain)
             if all(name.lower() != f.lower() for f, _, _ in self.fqdns):
                 self.fqdns.append((name, short, domain))
+
+    def add_container(self, raw: str) -> None:
+        name = raw.strip()
+        if _NAME.match(name) and name.lower() not in GENERIC_HOSTS and not name.isdigit() and len(name) >= 2:
+            self._add(self.containers, name)
+
+    def add_user(self, raw: str) -> None:
+        name = raw.strip()
+        person = re.fullmatch(r"[A-Za-z_][\w.-]{1,31}", name) and not name.startswith("systemd-")
+        if person and name.lower() not in GENERIC_USERS and name not in self.users:
+            self.users.append(name)
 
     def add_domain(self, raw: str) -> None:
         domain = raw.strip().rstrip(".")
@@ -158,7 +173,7 @@ def _common_words(tree: Tree) -> set[str]:
         if parts[3] == "comm":
             words.add(_text(data).strip().lower())
         elif parts[3] == "cmdline":
-            for arg in _text(data).split("\x00")[:8]:
+            for arg in _text(data).split("\x00")[:3]:
                 words.update(w.lower() for w in re.split(r"[/.=:\s]+", arg) if w)
     return words
 
@@ -217,17 +232,42 @@ def _files(tree: Tree, harvest: Harvest) -> None:
 
 
 def _hosts_file(tree: Tree, harvest: Harvest) -> None:
-    """Names on /etc/hosts lines that name this host (127.0.1.1, or a line with a known name)."""
-    known = {h.lower() for h in harvest.hostnames} | {f.lower() for f, _, _ in harvest.fqdns}
+    """Every name in /etc/hosts: this host's and its neighbours' (internal names all)."""
     for line in _text(tree.files.get("/etc/hosts", b"")).splitlines():
         words = line.split("#", 1)[0].split()
-        if len(words) < 2:
-            continue
-        names = words[1:]
-        if words[0] == "127.0.1.1" or any(n.lower().rstrip(".") in known for n in names):
-            for name in names:
-                if not name.lower().startswith("ip6-"):
-                    harvest.add_hostname(name)
+        for name in words[1:]:
+            if not name.lower().startswith("ip6-"):
+                harvest.add_hostname(name)
+
+
+def _sources(tree: Tree) -> list[tuple[str, str]]:
+    """(source, text) of every text: files by path, command output as ``cmd:PROGRAM``."""
+    out = [(p, _text(d)) for p, d in tree.files.items() if not p.endswith("/config")]
+    for record in tree.command_records():
+        argv = record.get("argv")
+        program = str(argv[0]) if isinstance(argv, list) and argv else ""
+        out.append((f"cmd:{program}", str(record.get("stdout") or "") + str(record.get("stderr") or "")))
+        if isinstance(argv, list):
+            out.append(("cmd:argv", " ".join(str(a) for a in argv)))
+    return out
+
+
+def _places(tree: Tree, harvest: Harvest) -> None:
+    for source, text in _sources(tree):
+        for place, match in find(source, text):
+            value = match.group("v")
+            if place.kind == "container":
+                harvest.add_container(value)
+            elif place.kind == "user":
+                harvest.add_user(value)
+            elif not public(value) and (not place.strict or re.search(r"[.\d-]", value)):
+                harvest.add_hostname(value)
+        if source == "/etc/passwd":
+            for user in passwd_users(text):
+                harvest.add_user(user)
+        elif source.startswith("cmd:") and posixpath.basename(source[4:]) == "ps":
+            for user in ps_users(text):
+                harvest.add_user(user)
 
 
 def _texts(tree: Tree) -> list[str]:
@@ -250,14 +290,14 @@ def harvest(tree: Tree) -> Harvest:
     _nvml(tree, found)  # first: GPU UUIDs and serial numbers are numbered in NVML index order
     _files(tree, found)
     _commands(tree, found)
+    _places(tree, found)
     for text in _texts(tree):
-        for name in _SET_HOSTNAME.findall(text):
-            found.add_hostname(name)
         for pattern in _SERIAL_PHRASES:
             for value in pattern.findall(text):
                 found.add_serial(value)
     _hosts_file(tree, found)
     _efi(tree, found)
     common = _common_words(tree)
-    found.contextual = {h.lower() for h in found.hostnames if len(h) < 4 or h.lower() in common}
+    names = [*found.hostnames, *found.containers, *found.users]
+    found.contextual = {h.lower() for h in names if len(h) < 4 or h.lower() in common}
     return found

@@ -13,10 +13,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Literal
 
-Kind = Literal["hostname", "domain", "serial", "gpu_uuid", "uuid", "mac", "ip", "user", "machine_id"]
+Kind = Literal["hostname", "domain", "container", "serial", "gpu_uuid", "uuid", "mac", "ip", "user", "machine_id"]
 KIND_LABELS: dict[str, str] = {
     "hostname": "hostnames",
     "domain": "domain names",
+    "container": "container and VM names",
     "serial": "serial numbers and asset tags",
     "gpu_uuid": "GPU UUIDs",
     "uuid": "other UUIDs (DMI product UUID, boot and file system ids)",
@@ -43,6 +44,7 @@ def _mac(n: int) -> str:
 MAKERS: dict[str, Callable[[int], str]] = {
     "hostname": lambda n: f"host-{n}",
     "domain": lambda n: f"domain-{n}.invalid",
+    "container": lambda n: f"container-{n}",
     "serial": lambda n: f"serial-{n}",
     "gpu_uuid": lambda n: f"00000000-0000-0000-0000-{n:012d}",
     "uuid": lambda n: f"00000000-0000-0000-0001-{n:012d}",
@@ -69,6 +71,8 @@ class Pseudonyms:
         self.occurrences: Counter[str] = Counter()
         self.originals: dict[str, tuple[Kind, str]] = {}
         """Every original value given a placeholder -> (kind, placeholder), for the final leak check."""
+        self.produced: set[str] = set()
+        """Every placeholder handed out, lower-cased: text already scrubbed is never scrubbed again."""
 
     def placeholder(self, kind: Kind, value: str, style: str | None = None, *, key: str | None = None) -> str:
         """The placeholder of ``value`` (made on first sight); ``key`` is how values are matched (lower-cased...)."""
@@ -83,12 +87,14 @@ class Pseudonyms:
                 if not self._taken(found):
                     break
             mapping[key] = found
+            self.produced.add(found.lower())
             self.originals.setdefault(value, (kind, found))
         return found
 
     def assign(self, kind: Kind, value: str, placeholder: str) -> None:
         """Map ``value`` to a placeholder built from others (an FQDN from its host and domain); not counted."""
         self._maps.setdefault(kind, {}).setdefault(value.lower(), placeholder)
+        self.produced.add(placeholder.lower())
         self.originals.setdefault(value, (kind, placeholder))
 
     def known(self, kind: Kind, value: str) -> str | None:

@@ -3,12 +3,14 @@ scrubbed of identifying values and redacted of secrets; serial numbers zeroed in
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from dataclasses import dataclass, field
 
-from rigaudit.tools.redact import REDACTED, redact_cmdline, redact_file, redact_text
+from rigaudit.tools.redact import REDACTED, Tally, redact_argv, redact_bytes, redact_json, redact_output, redact_text
 from rigaudit.tools.share._binary import mask_vpd, zero_dsn
+from rigaudit.tools.share._places import find
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._scrub import Scrubber
 from rigaudit.tools.share._tree import Tree
@@ -16,36 +18,35 @@ from rigaudit.tools.share._tree import Tree
 IDENTITY_FILES = frozenset({"/etc/hostname", "/proc/sys/kernel/hostname", "/etc/mailname", "/etc/hosts"})
 """Files that write the host's name down: a host named like a program is replaced there too."""
 IDENTITY_PROGRAMS = frozenset({"hostname", "uname", "hostnamectl"})
-_TOKENS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"(?i)\b((?:Proxy-)?Authorization\s*[:=]\s*\"?(?:Bearer|Basic|Token)\s+)(?!<redacted>)[^\s\"',;]+"),
-        rf"\1{REDACTED}",
-    ),
-    (re.compile(r"(?i)\b(Bearer\s+)(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}"), rf"\1{REDACTED}"),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
-    (re.compile(r"\bhf_[A-Za-z0-9]{16,}"), REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
-)
-"""Tokens recognised by their shape, on top of :mod:`rigaudit.tools.redact`'s secret names."""
 _SYSTEM = ("/sys/", "/dev/")
-
-
-def redact_tokens(text: str) -> str:
-    for pattern, replacement in _TOKENS:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 @dataclass
 class Stats:
     renamed: int = 0
-    secrets: int = 0
+    secrets: Tally = field(default_factory=Tally)
+    """Values redacted while the bundle was made, by kind (:data:`rigaudit.tools.redact.KIND_LABELS`)."""
+    recorded: int = 0
+    """Values the snapshot already held redacted (``<redacted>``: redacted when it was recorded)."""
     dsn_zeroed: int = 0
     vpd_masked: int = 0
     unbounded: int = 0
-    """Occurrences replaced by the final check (glued to other words, so no pattern saw them)."""
+    """Occurrences replaced by the final check (glued to other words, so no pattern saw them); also counted by kind."""
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def redacted(self) -> int:
+        """Every secret redacted in the bundle: by it, and before it when the snapshot was recorded."""
+        return self.secrets.total() - self.secrets["binary"] + self.recorded
+
+
+def _markers(tree: Tree) -> int:
+    """How many ``<redacted>`` the snapshot already holds."""
+    marker = REDACTED.encode()
+    count = sum(d.count(marker) for d in [*tree.files.values(), *tree.extras.values()])
+    for record in [*tree.commands, *tree.nvml, tree.manifest]:
+        count += json.dumps(record, ensure_ascii=False).count(REDACTED) if not isinstance(record, str) else record.count(REDACTED)
+    return count
 
 
 class Rewriter:
@@ -57,10 +58,22 @@ class Rewriter:
     # -- pieces ----------------------------------------------------------------------------
 
     def secret_text(self, text: str) -> str:
-        """Redact secrets in free text (names, options, tokens), counting what was redacted."""
-        out = redact_tokens(redact_text(text))
-        self.stats.secrets += max(0, out.count(REDACTED) - text.count(REDACTED))
-        return out
+        """Redact secrets in free text, counting what was redacted."""
+        return redact_text(text, self.stats.secrets)
+
+    def places(self, source: str, text: str) -> str:
+        """Host, container and user names replaced where they are written down (even common words)."""
+        spans = sorted({m.span("v") for _, m in find(source, text)})
+        if not spans:
+            return text
+        out, pos = [], 0
+        for start, end in spans:
+            if start < pos:
+                continue
+            out += [text[pos:start], self.scrub.text(text[start:end], identity=True)]
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
 
     def file(self, path: str, data: bytes) -> bytes:
         name = posixpath.basename(path)
@@ -73,12 +86,10 @@ class Rewriter:
             out, masked = mask_vpd(data)
             self.stats.vpd_masked += masked
             return out
-        redacted = redact_file(path, data)
-        text = redact_tokens(redacted.decode("utf-8", "surrogateescape"))
+        text = redact_bytes(data, path, self.stats.secrets).decode("utf-8", "surrogateescape")
+        text = self.places(path, text)
         text = self.scrub.text(text, system=path.startswith(_SYSTEM), identity=path in IDENTITY_FILES)
-        out = text.encode("utf-8", "surrogateescape")
-        self.stats.secrets += max(0, out.count(REDACTED.encode()) - data.count(REDACTED.encode()))
-        return out
+        return text.encode("utf-8", "surrogateescape")
 
     def json_value(self, value: object, *, identity: bool = False) -> object:
         if isinstance(value, str):
@@ -94,27 +105,34 @@ class Rewriter:
             return self.scrub.text(self.secret_text(record))
         out = dict(record)
         argv = record.get("argv")
+        words: list[str] = []
         identity = False
         if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
             identity = posixpath.basename(str(argv[0])) in IDENTITY_PROGRAMS
-            block = redact_cmdline("\x00".join(str(a) for a in argv).encode("utf-8", "surrogateescape"))
-            out["argv"] = [self.scrub.text(a) for a in block.decode("utf-8", "surrogateescape").split("\x00")]
+            words = [str(a) for a in argv]
+            out["argv"] = [
+                self.scrub.text(a)
+                for a in self.places("cmd:argv", "\x00".join(redact_argv(words, self.stats.secrets))).split("\x00")
+            ]
+        source = f"cmd:{words[0] if words else ''}"
         for stream in ("stdout", "stderr"):
             if isinstance(record.get(stream), str):
-                out[stream] = self.scrub.text(self.secret_text(str(record[stream])), identity=identity)
+                text = self.places(source, redact_output(words, str(record[stream]), self.stats.secrets))
+                out[stream] = self.scrub.text(text, identity=identity)
         return out
 
     def nvml(self, record: dict[str, object] | str) -> dict[str, object] | str:
         if isinstance(record, str):
-            return self.scrub.text(record)
+            return self.scrub.text(self.secret_text(record))
         out = dict(record)
         if "result" in record:
-            out["result"] = self.json_value(record["result"])
+            out["result"] = self.json_value(redact_json(record["result"], self.stats.secrets))
         return out
 
     # -- the whole tree --------------------------------------------------------------------
 
     def tree(self, tree: Tree) -> Tree:
+        self.stats.recorded = _markers(tree)
         out = Tree(manifest={}, present=set(tree.present))
         for path in sorted(tree.files):
             new_path = self.scrub.path(path)
@@ -162,8 +180,11 @@ class Rewriter:
             return text
         lowered = {v.lower(): p for v, (_, p) in self.ps.originals.items()}
 
+        kinds = {v.lower(): k for v, (k, _) in self.ps.originals.items()}
+
         def sub(m: re.Match[str]) -> str:
             self.stats.unbounded += 1
+            self.ps.hit(kinds.get(m.group().lower(), "hostname"))
             return lowered.get(m.group().lower(), m.group())
 
         return pattern.sub(sub, text)

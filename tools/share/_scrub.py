@@ -1,7 +1,9 @@
 """Replace identifying values in text, in one pass, by stable placeholders.
 
-Known values (host and domain names, serial numbers, machine ids: see ``_harvest``) are matched
-as whole words; UUIDs, MAC and InfiniBand addresses, IPv4 and IPv6 addresses, ``/home/NAME`` and
+Known values (host, domain, container and user names, serial numbers, machine ids: see
+``_harvest``) are matched as whole words, and so is any name under a known domain
+(``mail.corp.example.com``) or with an internal suffix (``tempo.monitoring.svc.cluster.local``);
+UUIDs, MAC and InfiniBand addresses, IPv4 and IPv6 addresses, e-mail addresses, ``/home/NAME`` and
 ``USER=NAME`` by their shape. Values that identify nothing are kept: loopback and unspecified
 addresses, netmasks, multicast and broadcast addresses, all-zero UUIDs and EFI vendor GUIDs.
 Host names are not replaced in /sys and /dev, nor in /proc paths (kernel objects such as ``node1``
@@ -16,9 +18,16 @@ import ipaddress
 import re
 
 from rigaudit.tools.share._harvest import Harvest
+from rigaudit.tools.share._places import GENERIC_USERS, public
 from rigaudit.tools.share._pseudonyms import Kind, Pseudonyms
 
 _HEX = "[0-9A-Fa-f]"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_INTERNAL = "local|lan|internal|corp|intranet|localdomain|private|intra|svc"
+_TLDS = (
+    "com|net|org|io|ai|dev|co|edu|gov|mil|info|biz|cloud|app|tech|us|uk|de|fr|nl|se|ch|jp|cn|in|eu|ca|au|ru|br|kr|it|es"
+    "|pl|cz|at|be|dk|fi|no|il|sg|hk|tw|" + _INTERNAL
+)
 _UUID = rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _SHAPES = (
     rf"(?P<gpu>(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9]))",
@@ -30,12 +39,14 @@ _SHAPES = (
     rf"(?P<ip6>(?<![\w:.])(?:{_HEX}{{0,4}}:){{2,7}}{_HEX}{{0,4}}(?![\w:.]))",
     r"(?P<home>/home/)(?P<user>[A-Za-z0-9_][A-Za-z0-9._-]*)",
     r"(?P<uvar>(?<![A-Za-z0-9_])(?:USER|LOGNAME|SUDO_USER|USERNAME)=)(?P<uval>[A-Za-z0-9_][A-Za-z0-9._-]*)",
-    r"(?P<hvar>(?<![A-Za-z0-9_])HOSTNAME=|Set hostname to <)(?P<hval>[A-Za-z0-9][A-Za-z0-9.-]*)",
+    r"(?P<hvar>(?<![A-Za-z0-9_])HOSTNAME=|Set hostname to <|Hostname set to <)(?P<hval>[A-Za-z0-9][A-Za-z0-9.-]*)",
+    rf"(?P<itld>(?<![\w.-]){_LABEL}(?:\.{_LABEL})+\.(?:{_INTERNAL})(?![\w-]|\.[A-Za-z0-9]))",
 )
-_TRIGGER = re.compile(r"[:.=-]|/home/")
+_EMAIL = rf"(?P<email>(?<![\w.+%-])(?P<local>[A-Za-z0-9._%+-]+)@(?P<edomain>(?:{_LABEL}\.)+(?:{_TLDS}))(?![\w-]|\.[A-Za-z0-9]))"
+_TRIGGER = re.compile(r"[:.=@-]|/home/")
 """Every shape holds one of these: text without any (most sysfs values) needs only the known words."""
 _KEEP_V4 = frozenset({"8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "169.254.169.254"})
-_NAMES: tuple[Kind, ...] = ("hostname", "domain")
+_NAMES: tuple[Kind, ...] = ("hostname", "domain", "container", "user")
 
 
 def _netmask(address: ipaddress.IPv4Address) -> bool:
@@ -52,6 +63,7 @@ class Scrubber:
         self.efi = found.efi_guids
         self.contextual = found.contextual
         self._literals: dict[str, tuple[Kind, str]] = {}
+        self._fqdns: set[str] = set()
         for name in found.hostnames:
             self._literals[name.lower()] = ("hostname", pseudonyms.placeholder("hostname", name))
         for domain in found.domains:
@@ -61,6 +73,11 @@ class Scrubber:
             dom = self._literals.get(domain.lower(), ("domain", domain))[1]
             pseudonyms.assign("hostname", fqdn, f"{host}.{dom}")
             self._literals[fqdn.lower()] = ("hostname", f"{host}.{dom}")
+            self._fqdns.add(fqdn.lower())
+        for container in found.containers:
+            self._literals.setdefault(container.lower(), ("container", pseudonyms.placeholder("container", container)))
+        for user in found.users:
+            self._literals.setdefault(user.lower(), ("user", pseudonyms.placeholder("user", user, key=user)))
         for uuid in found.gpu_uuids:
             pseudonyms.placeholder("gpu_uuid", uuid)
         for serial in found.serials:
@@ -68,14 +85,17 @@ class Scrubber:
             self._literals[serial.lower()] = ("serial", pseudonyms.placeholder("serial", serial, style))
         for machine_id in found.machine_ids:
             self._literals[machine_id.lower()] = ("machine_id", pseudonyms.placeholder("machine_id", machine_id))
-        parts = list(_SHAPES)
+        parts = [_EMAIL]
+        self._words: re.Pattern[str] | None = None
         if self._literals:
             words = "|".join(re.escape(w) for w in sorted(self._literals, key=lambda w: (-len(w), w)))
-            parts.insert(0, rf"(?P<lit>(?<![A-Za-z0-9_])(?i:{words})(?![A-Za-z0-9_]))")
-            self._words: re.Pattern[str] | None = re.compile(rf"(?i:{words})")
-        else:
-            self._words = None
-        self._pattern = re.compile("|".join(parts))
+            parts.append(rf"(?P<lit>(?<![A-Za-z0-9_])(?i:{words})(?![A-Za-z0-9_]))")
+            self._words = re.compile(rf"(?i:{words})")
+        self._domains = sorted(found.domains, key=len, reverse=True)
+        if self._domains:
+            suffixes = "|".join(re.escape(d) for d in self._domains)
+            parts.append(rf"(?P<sub>(?<![\w.-])(?:{_LABEL}\.)+(?i:{suffixes})(?![\w-]|\.[A-Za-z0-9]))")
+        self._pattern = re.compile("|".join([*parts, *_SHAPES]))
 
     def text(self, text: str, *, system: bool = False, identity: bool = False) -> str:
         """``system``: a /sys or /dev path or value (host names kept); ``identity``: a place a host name is written down."""
@@ -92,10 +112,15 @@ class Scrubber:
     def _replace(self, m: re.Match[str], system: bool, identity: bool) -> str:
         value = m.group()
         kind = m.lastgroup
+        named = m.group("user") or m.group("uval") or m.group("hval") or (value[4:] if kind == "gpu" else value)
+        if value.lower() in self.ps.produced or named.lower() in self.ps.produced:
+            return value  # a placeholder: this text was scrubbed already
         if kind == "lit":
             found_kind, placeholder = self._literals[value.lower()]
             if found_kind in _NAMES and (system or (value.lower() in self.contextual and not identity)):
                 return value
+            if value.lower() in self._fqdns:
+                self.ps.hit("domain")
             return self._hit(found_kind, placeholder)
         if kind == "gpu":
             return value[:4] + self._hit("gpu_uuid", self.ps.placeholder("gpu_uuid", value[4:].lower()))
@@ -114,10 +139,35 @@ class Scrubber:
             if found is None or found[0] != "hostname":
                 return value
             return m.group("hvar") + self._hit("hostname", found[1])
+        if kind == "sub":
+            domain = next(d for d in self._domains if value.lower().endswith("." + d.lower()))
+            return self._fqdn(value, value[: -len(domain) - 1], domain)
+        if kind == "itld":
+            first, _, rest = value.partition(".")
+            return self._fqdn(value, first, rest)
+        if kind == "email":
+            return self._email(m)
         if kind == "uval":
             name = m.group("uval")
             return value if name == "root" else m.group("uvar") + self._hit("user", self.ps.placeholder("user", name, key=name))
         return value
+
+    def _fqdn(self, value: str, host: str, domain: str) -> str:
+        """A name under a domain: its host part and its domain replaced apart (``host-3.domain-1.invalid``)."""
+        known = self._literals.get(domain.lower())
+        dom = known[1] if known else self.ps.placeholder("domain", domain)
+        placeholder = f"{self.ps.placeholder('hostname', host)}.{dom}"
+        self.ps.assign("hostname", value, placeholder)
+        self.ps.hit("domain")
+        return self._hit("hostname", placeholder)
+
+    def _email(self, m: re.Match[str]) -> str:
+        local, domain = m.group("local"), m.group("edomain")
+        if public(domain) or local.lower() in GENERIC_USERS:
+            return m.group()
+        known = self._literals.get(domain.lower())
+        dom = self._hit("domain", known[1] if known else self.ps.placeholder("domain", domain))
+        return f"{self._hit('user', self.ps.placeholder('user', local, key=local))}@{dom}"
 
     def _hit(self, kind: Kind, placeholder: str) -> str:
         self.ps.hit(kind)

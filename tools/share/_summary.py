@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
+from rigaudit.tools.redact import KIND_LABELS as SECRET_LABELS
 from rigaudit.tools.share._pseudonyms import KIND_LABELS
 from rigaudit.tools.share._rewrite import Stats
 from rigaudit.tools.share._tree import Tree
@@ -72,7 +73,7 @@ def _problems(findings: Sequence[Finding] | None) -> list[str]:
 
 def replaced_line(counts: dict[str, tuple[int, int]], stats: Stats) -> str:
     kinds = ", ".join(f"{KIND_LABELS[kind].split(' (')[0]} {values}" for kind, (values, _) in counts.items() if values)
-    extras = [f"secrets redacted {stats.secrets}"]
+    extras = [f"secrets redacted {stats.redacted}"]
     if stats.dsn_zeroed:
         extras.append(f"PCIe device serial numbers zeroed {stats.dsn_zeroed}")
     if stats.vpd_masked:
@@ -109,15 +110,27 @@ def share_markdown(block: str, *, counts: dict[str, tuple[int, int]], stats: Sta
     table = ["| kind | distinct values | occurrences |", "| --- | ---: | ---: |", *rows]
     if not rows:
         table = ["Nothing identifying was found."]
+    secrets = [f"| {SECRET_LABELS[kind]} | {n} |" for kind, n in sorted(stats.secrets.items()) if n and kind != "binary"]
+    if stats.recorded:
+        secrets.append(f"| redacted when the snapshot was recorded | {stats.recorded} |")
+    redacted = [
+        f"Secrets (keys, tokens, passwords, credentials) are redacted: {stats.redacted} values in all.",
+        "",
+        *(["| what | values |", "| --- | ---: |", *secrets] if secrets else []),
+    ]
     notes = [
-        f"- secrets (API keys, tokens, passwords): {stats.secrets} values redacted",
+        *(
+            [f"- known token formats inside binary files, overwritten in place: {stats.secrets['binary']}"]
+            if stats.secrets["binary"]
+            else []
+        ),
         f"- PCIe Device Serial Number (ext. capability 0x0003): its 8 bytes zeroed in {stats.dsn_zeroed} configuration spaces",
         f"- VPD serial numbers (SN): masked in {stats.vpd_masked} files",
         f"- file names renamed because they held identifying values: {stats.renamed}",
         "- binary files (PCI configuration space) are otherwise byte for byte the original",
     ]
     if stats.unbounded:
-        notes.append(f"- values glued to other words, replaced as bare text: {stats.unbounded}")
+        notes.append(f"- of the occurrences above, glued to other words and replaced as bare text: {stats.unbounded}")
     return "\n".join(
         [
             "# rigaudit share bundle",
@@ -130,12 +143,14 @@ def share_markdown(block: str, *, counts: dict[str, tuple[int, int]], stats: Sta
             "",
             "## What was replaced",
             "",
-            "Host and domain names, serial numbers, UUIDs, MAC and IP addresses and user names were replaced by",
-            "placeholders (`host-1`, `serial-1`, `GPU-00000000-0000-0000-0000-000000000001`, `02:00:00:00:00:01`,",
-            "`192.0.2.1`, `user-1`). The same value has the same placeholder everywhere in this bundle, so an audit",
-            "of it still sees which GPU is which. The values themselves are listed nowhere.",
+            "Host, domain, container and user names, serial numbers, UUIDs, MAC and IP addresses were replaced by",
+            "placeholders (`host-1`, `container-1`, `serial-1`, `GPU-00000000-0000-0000-0000-000000000001`,",
+            "`02:00:00:00:00:01`, `192.0.2.1`, `user-1`). The same value has the same placeholder everywhere in this",
+            "bundle, so an audit of it still sees which GPU is which. The values themselves are listed nowhere.",
             "",
             *table,
+            "",
+            *redacted,
             "",
             *notes,
             "",

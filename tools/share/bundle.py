@@ -1,9 +1,11 @@
 """``share_bundle``: a snapshot made safe to attach to a public bug report, as one ``.tar.gz``.
 
-Host and domain names, serial numbers and asset tags, UUIDs (GPU, DMI product, boot and file
-system ids), MAC, InfiniBand and IP addresses, user names and home folders are replaced by stable
+Host and domain names, container and VM names, serial numbers and asset tags, UUIDs (GPU, DMI
+product, boot and file system ids), MAC, InfiniBand and IP addresses, user names and home folders
+(in paths, log text and configs) are replaced by stable
 placeholders (``_pseudonyms``), in file contents, file names, commands, NVML results and the
-manifest; secrets are redacted (:mod:`rigaudit.tools.redact`); serial numbers in PCI configuration space
+manifest; secrets are redacted (:mod:`rigaudit.tools.redact`, as when a snapshot is written: a
+snapshot made elsewhere or by hand gets the same); serial numbers in PCI configuration space
 (Device Serial Number) and VPD are zeroed. The archive holds one folder: the scrubbed snapshot,
 whose ``SHARE.md`` opens with a summary block to paste into a support thread. It audits to the
 same findings as the original (same check ids, statuses and severities).
@@ -25,6 +27,7 @@ from pathlib import Path
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.redact import redact_text
 from rigaudit.tools.share._harvest import harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._rewrite import Rewriter, Stats
@@ -57,10 +60,10 @@ class ShareSummary:
 
     def line(self) -> str:
         values = sum(v for v, _ in self.counts.values())
-        hits = sum(h for _, h in self.counts.values()) + self.stats.unbounded
+        hits = sum(h for _, h in self.counts.values())
         return (
             f"{self.files} files, {values} identifying values replaced ({hits} occurrences), "
-            f"{self.stats.secrets} secrets redacted, {self.stats.dsn_zeroed} device serial numbers zeroed -> {self.path}"
+            f"{self.stats.redacted} secrets redacted, {self.stats.dsn_zeroed} device serial numbers zeroed -> {self.path}"
         )
 
 
@@ -123,10 +126,29 @@ def _final_check(entries: dict[str, bytes], rewriter: Rewriter) -> None:
             entries[name] = fixed.encode("utf-8", "surrogateescape")
 
 
+def _manifest(data: bytes, counts: dict[str, tuple[int, int]], stats: Stats) -> bytes:
+    """snapshot.json with what the bundle replaced and redacted, by kind (the true counts)."""
+    manifest = json.loads(data)
+    secrets = {kind: n for kind, n in sorted(stats.secrets.items()) if n and kind != "binary"}
+    manifest["shared"] = {
+        "by": f"rigaudit {rigaudit_version()}",
+        "replaced": {kind: {"values": values, "occurrences": hits} for kind, (values, hits) in counts.items()},
+        "redacted": {**secrets, "when_recorded": stats.recorded, "total": stats.redacted},
+        "binary_tokens_masked": stats.secrets["binary"],
+        "device_serial_numbers_zeroed": stats.dsn_zeroed,
+        "vpd_serial_numbers_masked": stats.vpd_masked,
+    }
+    return (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode()
+
+
 def _scrubbed(findings: tuple[Finding, ...], scrub: Scrubber) -> list[Finding]:
     def one(f: Finding) -> Finding:
-        subjects = tuple(scrub.text(s) for s in f.subjects)
-        update = {"title": scrub.text(f.title), "observed": scrub.text(f.observed), "subjects": subjects}
+        subjects = tuple(redact_text(scrub.text(s)) for s in f.subjects)
+        update = {
+            "title": redact_text(scrub.text(f.title)),
+            "observed": redact_text(scrub.text(f.observed)),
+            "subjects": subjects,
+        }
         return f.model_copy(update=update)
 
     return [one(f) for f in findings]
@@ -179,18 +201,17 @@ def share_bundle(
     scrub = Scrubber(pseudonyms, harvest(tree))
     rewriter = Rewriter(scrub, pseudonyms)
     clean = rewriter.tree(tree)
+    folder = _folder(out, scrub)
+    entries = _entries(clean)
+    _final_check(entries, rewriter)
+    counts = pseudonyms.counts()  # what the snapshot's files hold replaced, before the summary adds its own
+    entries["snapshot.json"] = _manifest(entries["snapshot.json"], counts, rewriter.stats)
     facts = light_facts(clean)
     findings: list[Finding] | None = None
     if audit is not None:
-        facts.update({k: scrub.text(v, identity=True) for k, v in audit.host.facts.items()})
+        facts.update({k: redact_text(scrub.text(v, identity=True)) for k, v in audit.host.facts.items()})
         findings = _scrubbed(audit.findings, scrub)
     host = str(clean.manifest.get("hostname") or "?")
-    folder = _folder(out, scrub)
-    replaced = {kind: values for kind, (values, _) in pseudonyms.counts().items()}
-    clean.manifest["shared"] = {"by": f"rigaudit {rigaudit_version()}", "replaced": replaced}
-    entries = _entries(clean)
-    _final_check(entries, rewriter)
-    counts = pseudonyms.counts()
     taken_at = str(tree.manifest.get("taken_at") or "")
     block = summary_block(host=host, taken_at=taken_at, facts=facts, findings=findings, counts=counts, stats=rewriter.stats)
     block = rewriter.unbounded(block, rewriter.leak_pattern(names=True))
