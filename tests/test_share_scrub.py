@@ -96,7 +96,9 @@ def test_home_folders_and_user_variables_name_no_one() -> None:
 def test_host_names_serials_and_where_they_are_kept() -> None:
     s = _scrubber(hostnames=("pve-gpu01.corp.example.com", "node1"))
     text = "Linux pve-gpu01 6.8.12-11-pve; pve-gpu01.corp.example.com; mail.corp.example.com; node1 up; SN 1782523000000"
-    assert s.text(text) == ("Linux host-1 6.8.12-11-pve; host-1.domain-1.invalid; host-3.domain-1.invalid; host-2 up; SN serial-1")
+    assert s.text(text) == (
+        "Linux host-1 6.8.12-11-pve; host-1.domain-1.invalid; host-3.domain-1.invalid; host-2 up; SN serial-1"
+    )
     assert s.text("Device Serial Number 48-b0-2d-ff-ff-8e-1a-2c") == "Device Serial Number 00-00-00-00-00-00-00-02"
     assert s.path("/sys/devices/system/node/node1/cpulist") == "/sys/devices/system/node/node1/cpulist"  # a kernel object
     assert s.path("/etc/pve/nodes/node1/lxc/101.conf") == "/etc/pve/nodes/host-2/lxc/101.conf"

@@ -62,7 +62,8 @@ class ArgvWalk:
         self.program = ""
         self.login = False
         self.hide: str | None = None
-        """How the next word is a secret: ``all`` (the whole word) or ``userpass`` (after its colon)."""
+        """How the next word is a secret: ``all`` (the whole word), ``key`` (unless a URL, path or number)
+        or ``userpass`` (after its colon)."""
 
     def _count(self, kind: str = "credential") -> None:
         if self.tally is not None:
@@ -100,7 +101,7 @@ class ArgvWalk:
     def word(self, word: str, next_word: str | None) -> str:
         """The word, redacted as its place on the command line says."""
         if self.hide is not None:
-            if _value_like(word):
+            if _value_like(word) and not (self.hide == "key" and _plain(word)):
                 return self._hidden(word)
             self.hide = None
         if word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word):
@@ -129,8 +130,8 @@ class ArgvWalk:
         if self.program in _URL_TOOLS and name in _USERPASS:
             self.hide = "userpass"
             return f"{name}={self._hidden(value)}" if value else word
-        if name == "-k" and value is None and next_word is not None and _value_like(next_word) and not _plain(next_word):
-            self.hide = "all"
+        if name == "-k" and value is None:
+            self.hide = "key"  # a key, unless the next word is a URL, a path or a number (curl -k URL)
             return word
         if not is_secret_name(name):
             return word

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from rigaudit.tools.redact._argv import redact_words
+from rigaudit.tools.redact._argv import ArgvWalk
 from rigaudit.tools.redact._names import secret_strength
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
 from rigaudit.tools.redact._tally import Tally
@@ -175,20 +175,30 @@ def _blocks(text: str, tally: Tally | None) -> str:
 
 
 def _options(text: str, tally: Tally | None) -> str:
-    """Command lines written as text (``ps`` output, scripts, unit files): word by word."""
+    """Command lines written as text (``ps`` output, scripts, unit files): word by word, a line a command.
+
+    Lines of one word each (``strings /proc/PID/cmdline``, ``tr '\\0' '\\n'``) are one command: a flag
+    on one line and its value on the next are read together."""
     if not _OPTION_HINT.search(text):
         return text
     out = []
+    walk: ArgvWalk | None = None
     for line in text.splitlines(True):
-        if not _OPTION_HINT.search(line):
+        words = line.split()
+        if len(words) != 1:
+            walk = None
+        if walk is None and not _OPTION_HINT.search(line):
             out.append(line)
             continue
+        if walk is None or len(words) != 1:
+            walk = ArgvWalk(tally)
         parts = _WHITESPACE.split(line)
-        words = parts[0::2]
-        redacted = redact_words(words, tally)
-        if redacted != words:
-            parts[0::2] = redacted
+        for i in range(0, len(parts), 2):
+            if parts[i]:
+                parts[i] = walk.word(parts[i], parts[i + 2] if i + 2 < len(parts) and parts[i + 2] else None)
         out.append("".join(parts))
+        if len(words) != 1:
+            walk = None
     return "".join(out)
 
 
