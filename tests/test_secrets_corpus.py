@@ -209,7 +209,7 @@ def _files(root: Path, p: Planted) -> None:
         f"refresh: {v['refresh']}\n"
         f"teams: https://acme.webhook.office.com/webhookb2/{v['teams']}\n"
     )
-    set_file(root, "/etc/gpu-notes.conf", notes)
+    set_file(root, "/etc/modprobe.d/gpu-notes.conf", notes)
     set_file(root, "/etc/nccl.conf", f"NCCL_SOCKET_IFNAME=eno1\n# metrics: https://push:{v['nccl']}@metrics.{DOMAIN}\n")
     conf = (root / "files/etc/pve/lxc/101.conf").read_text().replace("hostname: sglang", f"hostname: {CONTAINER}")
     conf += f"lxc.environment: HF_TOKEN={v['lxc']}\n#PVEAPIToken=root@pam!ci={v['pve']}\n"
@@ -356,7 +356,7 @@ def test_no_planted_secret_survives_the_redaction_of_its_own_file(corpus: tuple[
 
 def test_the_count_of_redacted_values_is_the_count_of_markers(corpus: tuple[Path, Planted]) -> None:
     root, _ = corpus
-    for name in ("proc/4242/environ", "proc/4242/cmdline", "etc/gpu-notes.conf", "home/alicewong/.aws/credentials"):
+    for name in ("proc/4242/environ", "proc/4242/cmdline", "etc/modprobe.d/gpu-notes.conf", "home/alicewong/.aws/credentials"):
         data = (root / "files" / name).read_bytes()
         tally = Tally()
         out = redact_bytes(data, "/" + name, tally)
