@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.audit import run_audit
-from rigaudit.orchestrator.commands import snapshot as snapshot_command
+from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
@@ -83,8 +83,8 @@ def test_a_live_recording_keeps_no_secret_and_every_setting(tmp_path: Path, monk
     root, planted, outputs = _root(tmp_path)
     snapshot = tmp_path / "snap"
     monkeypatch.setattr(snapshot_command, "make_host", lambda: RootedHost(root, outputs))
-    summary, _failures = anyio.run(lambda: snapshot_command.record(snapshot, force=False, notes="", concurrency=4))
-    assert summary.files > 0
+    recorded = anyio.run(lambda: snapshot_command.record_snapshot(snapshot, concurrency=4))
+    assert recorded.summary.files > 0
     written = b"\n".join(p.read_bytes() for p in snapshot.rglob("*") if p.is_file())
     assert [s.name for s in planted.secrets if s.value.encode() in written] == []
     environ = (snapshot / f"files/proc/{planted.pid}/environ").read_bytes().split(b"\x00")

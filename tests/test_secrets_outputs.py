@@ -25,7 +25,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.commands import snapshot as snapshot_command
+from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
 from rigaudit.tools.testing.scripted_openai import ScriptedOpenAIServer, call, final
