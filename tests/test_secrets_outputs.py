@@ -24,8 +24,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator import snapshots as snapshot_command
+from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
 from rigaudit.tools.testing.scripted_openai import ScriptedOpenAIServer, call, final
