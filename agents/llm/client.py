@@ -8,6 +8,7 @@ it, and a malformed answer is retried. What cannot be fixed by retrying ends wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import anyio.lowlevel
 from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.guard import ensure_allowed
-from rigaudit.tools.redact import redact_json
+from rigaudit.tools.redact import redact_json, redact_text
 
 Message = dict[str, Any]
 
@@ -152,7 +153,7 @@ class OpenAIChatModel:
         if self.broken is not None:
             raise LlmError(f"{self.broken} (not tried again)")
         try:
-            return await self._complete(request)
+            return _redacted(await self._complete(request))
         except _Fatal as exc:
             self.broken = str(exc)
             raise LlmError(self.broken) from None
@@ -237,6 +238,13 @@ class OpenAIChatModel:
         else:
             prompt, completion = _prompt_estimate(kwargs), _estimate_tokens((content or "") + str(tool_calls))
         return ChatReply(content, tool_calls, choices[0].finish_reason, prompt, completion)
+
+
+def _redacted(reply: ChatReply) -> ChatReply:
+    """What the model said, secrets redacted (it may echo one): every later reader gets it so."""
+    calls = tuple(dataclasses.replace(c, arguments=redact_text(c.arguments)) for c in reply.tool_calls)
+    content = redact_text(reply.content) if reply.content is not None else None
+    return dataclasses.replace(reply, content=content, tool_calls=calls)
 
 
 class _Fatal(LlmError):
