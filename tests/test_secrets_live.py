@@ -97,4 +97,5 @@ def test_a_live_recording_keeps_no_secret_and_every_setting(tmp_path: Path, monk
     assert any(r["argv"] == ["dmesg"] and f"Bearer {REDACTED}" in r["stdout"] for r in dmesg)
     result = anyio.run(lambda: run_audit(SnapshotHost(snapshot)))
     finding = next(f for f in result.findings if f.check == "nccl.env")
-    assert finding.status == "problem" and "NCCL_P2P_DISABLE=1" in finding.observed
+    assert "NCCL_P2P_DISABLE=1 is harmless here (0 GPU(s) on this host" in finding.observed  # read, and judged
+    assert f"in environment of pid {planted.pid}" in finding.observed
