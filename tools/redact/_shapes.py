@@ -21,10 +21,12 @@ class Shape:
     pattern: re.Pattern[str]
     group: int | str = 0
     """The part of a match that is secret (the rest is kept)."""
+    hint: tuple[str, ...] = ()
+    """Lower-case strings one of which every match holds: text without any is not searched."""
 
 
-def _shape(kind: str, pattern: str, group: int | str = 0, flags: int = 0) -> Shape:
-    return Shape(kind, re.compile(pattern, flags), group)
+def _shape(kind: str, pattern: str, group: int | str = 0, hint: tuple[str, ...] = ()) -> Shape:
+    return Shape(kind, re.compile(pattern), group, hint)
 
 
 PEM = re.compile(
@@ -89,19 +91,27 @@ SHAPES: tuple[Shape, ...] = (
         r"|[0-9A-Za-z-]+\.webhook\.office\.com/webhookb2|outlook\.office\.com/webhook|chat\.googleapis\.com/v1/spaces)"
         r"(?P<path>/[^\s\"'<>]+)",
         "path",
+        ("://",),
     ),
-    _shape("url_userinfo", r"(?i)\b[a-z][a-z0-9+.-]{1,20}://(?P<info>[^\s/?#\"'<>]+)@(?=[\w\[.-]+(?:[:/?#\s\"'<>,;]|$))", "info"),
+    _shape(
+        "url_userinfo",
+        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://(?P<info>[^\s/?#\"'<>]+)@(?=[\w\[.-]+(?:[:/?#\s\"'<>,;]|$))",
+        "info",
+        ("://",),
+    ),
     _shape(
         "bearer",
         r"(?i)\b(?:Bearer|Basic|Token|Digest|Negotiate|ApiKey|AWS4-HMAC-SHA256)[ \t]+(?!<redacted>)"
         r"(?P<cred>[0-9A-Za-z._~+/=:,-]{8,})",
         "cred",
+        ("bearer", "basic", "token", "digest", "negotiate", "apikey", "aws4-hmac"),
     ),
     _shape(
         "password_hash",
         r"(?:(?<![\w$])\$(?:1|2[abxy]?|5|6|7|y|gy|apr1|argon2(?:id|i|d)|scrypt)\$|\{(?:SSHA|SHA|SMD5|MD5|CRYPT)\})"
         r"(?P<hash>[^:\s\"']{8,})",
         "hash",
+        ("$", "{"),
     ),
 )
 

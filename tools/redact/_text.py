@@ -12,6 +12,7 @@ Three passes, each leaving ``<redacted>`` where a value was:
 
 from __future__ import annotations
 
+import functools
 import re
 
 from rigaudit.tools.redact._argv import ArgvWalk
@@ -24,8 +25,8 @@ _ASSIGN = re.compile(rf"(?<![A-Za-z0-9_.\-])({_NAME})=")
 _FLAG_AFTER = re.compile(r"\s--?[A-Za-z]")
 _LINE_START = re.compile(r"(?:export\s+|declare\s+-x\s+|set\s+|setenv\s+)?", re.ASCII)
 _JSON_PAIR = re.compile(r"([\"'])([A-Za-z_][\w.-]*)\1(\s*:\s*)([\"'])((?:(?!\4)[^\\]|\\.)*)\4")
-_YAML_PAIR = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.-]*)([ \t]*:[ \t]+)(?![{\[&*#])(\S[^\r\n]*?)[ \t]*$", re.M)
-_INI_PAIR = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+=[ \t]*|=[ \t]+)(\S[^\r\n]*?)[ \t]*$", re.M)
+_YAML_PAIR = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.-]*)([ \t]*:[ \t]+)(?![{\[&*#])(\S[^\r\n]*)", re.M)
+_INI_PAIR = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+=[ \t]*|=[ \t]+)(\S[^\r\n]*)", re.M)
 _HEADER = re.compile(
     r"(?:^|(?<=[\s\"'{(,;]))([A-Za-z][\w-]*)([ \t]*:[ \t]*)"
     r"(?!(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]+<redacted>)"
@@ -37,10 +38,10 @@ _XML = re.compile(r"<([A-Za-z_][\w.-]*)(\s[^<>]*)?>([^<]{1,4096})</\1\s*>")
 _SCALAR = re.compile(r"[\"']?(?:-?\d+(?:\.\d+)?|0x[0-9A-Fa-f]+|true|false|yes|no|on|off|none|null|nil|\*+)[\"']?", re.I)
 _HEX = re.compile(r"[0-9A-Fa-f:-]+")
 _WHITESPACE = re.compile(r"(\s+)")
-_OPTION_HINT = re.compile(
-    r"(?i)(?:^|\s)(?:--?[\w.-]*(?:key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|sig|dsn|webhook|jwt|pat|otp|sas)"
-    r"|-[kpaPKUuy])|mysql|mariadb|sshpass|redis-cli|valkey-cli|keydb-cli|ipmitool|mongo|smbclient|curl|wget|login"
-)
+_FLAG_WORD = re.compile(r"(?:^|\s)--?[A-Za-z]")
+"""A line that holds a flag: only those can hold a credential flag's value (``ps`` output, scripts)."""
+_NAME_HINT = re.compile(r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat")
+"""Every secret name holds one of these (lower-cased): lines without any need no name rule."""
 
 
 def _count(tally: Tally | None, kind: str) -> None:
@@ -113,13 +114,13 @@ def _pairs(text: str, tally: Tally | None) -> str:
         return f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{REDACTED}{m.group(4)}"
 
     def line_pair(m: re.Match[str]) -> str:
-        value = m.group(4)
+        value = m.group(4).rstrip(" \t\r")
         if value[:1] in "|>" and value.strip("|>+-0123456789") == "":
             return m.group(0)  # a block scalar: its lines follow (see _blocks)
         if not secret_value(m.group(2), value.strip("\"'")):
             return m.group(0)
         _count(tally, "credential")
-        return f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}"
+        return f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}{m.group(4)[len(value) :]}"
 
     def header(m: re.Match[str]) -> str:
         if not secret_value(m.group(1), m.group(3), loose=True):
@@ -141,21 +142,42 @@ def _pairs(text: str, tally: Tally | None) -> str:
         text = _JSON_PAIR.sub(json_pair, text)
     if ":" in text:
         text = _YAML_PAIR.sub(line_pair, text)
-        text = _COOKIE.sub(cookie, text)
+        if "ookie" in text or "OOKIE" in text:
+            text = _COOKIE.sub(cookie, text)
         text = _HEADER.sub(header, text)
     if "=" in text:
         text = _INI_PAIR.sub(line_pair, text)
     if "</" in text:
         text = _XML.sub(xml, text)
-    return _blocks(text, tally)
+    return text
 
 
+def _named(text: str, tally: Tally | None) -> str:
+    """The name rules (assignments, pairs, headers), line by line, on the lines that can hold a secret name."""
+    lowered = text.lower()
+    if not _NAME_HINT.search(lowered):
+        return text
+    out: list[str] = []
+    pos = 0
+    for hint in _NAME_HINT.finditer(lowered):
+        start = text.rfind("\n", 0, hint.start()) + 1
+        if start < pos:
+            continue
+        end = text.find("\n", hint.end())
+        end = len(text) if end < 0 else end
+        out += [text[pos:start], _pairs(_assignments(text[start:end], tally), tally)]
+        pos = end
+    out.append(text[pos:])
+    return _blocks("".join(out), tally)
+
+
+_BLOCK_HINT = re.compile(r":[ \t]*[|>][+-]?\d*[ \t]*$", re.M)
 _BLOCK_KEY = re.compile(r"^([ \t]*)(?:-[ \t]+)?([A-Za-z_][\w.-]*)[ \t]*:[ \t]*[|>][+-]?\d*[ \t]*$")
 
 
 def _blocks(text: str, tally: Tally | None) -> str:
     """YAML block scalars under a secret key (``private_key: |``): the indented lines below it."""
-    if "|" not in text and ">" not in text:
+    if not _BLOCK_HINT.search(text):
         return text
     lines = text.splitlines(True)
     indent: int | None = None
@@ -179,7 +201,7 @@ def _options(text: str, tally: Tally | None) -> str:
 
     Lines of one word each (``strings /proc/PID/cmdline``, ``tr '\\0' '\\n'``) are one command: a flag
     on one line and its value on the next are read together."""
-    if not _OPTION_HINT.search(text):
+    if not _FLAG_WORD.search(text):
         return text
     out = []
     walk: ArgvWalk | None = None
@@ -187,7 +209,7 @@ def _options(text: str, tally: Tally | None) -> str:
         words = line.split()
         if len(words) != 1:
             walk = None
-        if walk is None and not _OPTION_HINT.search(line):
+        if walk is None and not _FLAG_WORD.search(line):
             out.append(line)
             continue
         if walk is None or len(words) != 1:
@@ -210,7 +232,10 @@ def _shapes(text: str, tally: Tally | None) -> str:
 
     if "PRIVATE KEY" in text:
         text = PEM.sub(pem, text)
+    lowered = text.lower()
     for shape in SHAPES:
+        if shape.hint and not any(h in lowered for h in shape.hint):
+            continue
 
         def sub(m: re.Match[str], kind: str = shape.kind, group: int | str = shape.group) -> str:
             if REDACTED in m.group(group):
@@ -236,12 +261,29 @@ def _random(text: str, tally: Tally | None) -> str:
     return "".join(out)
 
 
-_QUICK = re.compile(r"[=:$<-]|[A-Za-z0-9+/_]{16}|(?i:bearer|basic|token)")
+_QUICK = re.compile(r"[=:$<-]|[A-Za-z0-9+/_]{16}|[Bb]earer|[Bb]asic|[Tt]oken|BEARER|BASIC|TOKEN")
+
+
+def _redact(text: str, tally: Tally | None) -> str:
+    return _random(_options(_named(_shapes(text, tally), tally), tally), tally)
+
+
+@functools.lru_cache(maxsize=16384)
+def _short(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A short text's redaction and what it counted (paths, refs and sysfs values repeat: done once)."""
+    tally = Tally()
+    return _redact(text, tally), tuple(tally.items())
 
 
 def redact_text(text: str, tally: Tally | None = None) -> str:
     """``text`` with every secret value replaced by ``<redacted>`` (the same object when nothing changed)."""
     if len(text) < 4 or not _QUICK.search(text):
         return text
-    out = _random(_options(_pairs(_assignments(_shapes(text, tally), tally), tally), tally), tally)
+    if len(text) > 512:
+        out = _redact(text, tally)
+    else:
+        out, counts = _short(text)
+        if tally is not None:
+            for kind, n in counts:
+                tally.add(kind, n)
     return text if out == text else out
