@@ -100,7 +100,7 @@ def transcript_cost(root: Path, repeats: int = 3) -> tuple[float, float]:
 
 
 def corpus_pass() -> None:
-    from tests.mutate import light_copy
+    from tests.support.mutate import light_copy
     from tests.test_secrets_corpus import plant
 
     with tempfile.TemporaryDirectory() as tmp:

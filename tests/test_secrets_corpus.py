@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.redact import REDACTED, Tally, redact_bytes, redact_output, redact_text
-from tests.mutate import add_process, set_command, set_file
+from tests.support.mutate import add_process, set_command, set_file
 
 _RNG = random.Random(17)
 _B62 = string.ascii_letters + string.digits
@@ -321,8 +321,8 @@ def plant(root: Path) -> Planted:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Planted]:
-    from tests.mutate import light_copy
-    from tests.test_diff_support import SEED
+    from tests.support.diff import SEED
+    from tests.support.mutate import light_copy
 
     root = light_copy(SEED, tmp_path_factory.mktemp("corpus") / "snap")
     return root, plant(root)

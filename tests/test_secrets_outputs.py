@@ -24,13 +24,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, final
 from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
-from rigaudit.tools.testing.scripted_openai import ScriptedOpenAIServer, call, final
-from tests.mutate import light_copy
-from tests.test_diff_support import SEED, scratch
+from tests.support.diff import SEED, scratch
+from tests.support.mutate import light_copy
 from tests.test_secrets_corpus import Planted, plant
 from tests.test_share import members
 

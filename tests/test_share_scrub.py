@@ -54,7 +54,7 @@ def test_versions_bus_addresses_and_times_are_not_addresses() -> None:
         "IR-PCI-MSIX-0000:03:00.0 7f12a000-7f12b000 r-xp 00000000 08:01 1234\n"
     )
     assert s.text(text) == text
-    assert s.ps.counts() == {"hostname": (1, 0), "serial": (2, 0), "gpu_uuid": (2, 0)}
+    assert s.ps.counts() == {}  # values known but none replaced: nothing is counted
 
 
 def test_gpu_uuids_keep_their_shape_and_their_numbering() -> None:
@@ -191,3 +191,24 @@ def test_serial_numbers_are_found_where_they_are_written_down() -> None:
     assert found.serials == ["1652722001234", "S4KX9A12", "S5GXNX0T123456", "1320123456789", "MT2142X12345", dsn]
     assert found.hostnames == ["gpu-node-7"] and found.domains == ["corp.example.com"]
     assert found.machine_ids == ["8f3a2b1c4d5e6f708192a3b4c5d6e7f8"] and found.contextual == set()
+
+
+def test_counts_are_of_what_was_replaced() -> None:
+    s = _scrubber(hostnames=("pve-gpu01.corp.example.com",))
+    out = s.text("pve-gpu01 10.1.2.3 pve-gpu01.corp.example.com 10.1.2.3 SN 1782523000000")
+    assert out == "host-1 192.0.2.1 host-1.domain-1.invalid 192.0.2.1 SN serial-1"
+    assert s.ps.counts() == {"hostname": (2, 2), "domain": (1, 1), "serial": (1, 1), "ip": (1, 2)}  # the short name and the FQDN
+
+
+def test_nfs_servers_and_docker_names_are_where_names_are_written() -> None:
+    from rigaudit.tools.share._places import find
+
+    log = "[ 9.1] nfs: server nas-store01 not responding, still trying\n"
+    mounts = "nas-store02:/export/models /mnt/models nfs4 rw 0 0\n"
+    docker = 'CONTAINER ID   IMAGE   COMMAND   NAMES\n3f4e5d6c7b8a   vllm    "python"  vllm-blue-42\n'
+    found = [
+        m.group("v")
+        for text, src in ((log, "cmd:dmesg"), (mounts, "/proc/1/mounts"), (docker, "cmd:docker"))
+        for _, m in find(src, text)
+    ]
+    assert {"nas-store01", "nas-store02", "vllm-blue-42"} <= set(found)

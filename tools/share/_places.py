@@ -178,11 +178,18 @@ PLACES: tuple[Place, ...] = (
         strict=True,
     ),
     Place("hostname", re.compile(rf"(?i)\b[a-z][a-z0-9+.-]{{1,20}}://(?:[^\s@/\"'<>]*@)?{_HOST}"), _config, strict=True),
+    Place("hostname", re.compile(r"\bnfs: server (?P<v>[A-Za-z0-9][\w.-]*) (?:not responding|OK)"), _any),
+    Place("hostname", re.compile(r"(?m)^(?P<v>[A-Za-z0-9][\w.-]*):/\S* \S+ nfs4?\b"), _any),
     Place("container", re.compile(r"(?m)^(?:hostname|name):[ \t]*(?P<v>[\w.-]+)[ \t]*$"), _pve),
     Place("container", re.compile(r"(?m)^lxc\.uts\.name[ \t]*=[ \t]*(?P<v>[\w.-]+)"), _any),
     Place("container", re.compile(r"(?<![\w-])--(?:name|hostname)[= \x00](?P<v>[A-Za-z0-9][\w.-]*)"), _config),
     Place("container", re.compile(r"(?m)^[ \t]*\d+[ \t]+\S+(?:[ \t]+\S+)?[ \t]+(?P<v>[\w.-]+)[ \t]*$"), _program("pct")),
     Place("container", re.compile(r"(?m)^[ \t]*\d+[ \t]+(?P<v>[\w.-]+)[ \t]+(?:running|stopped|paused)\b"), _program("qm")),
+    Place(
+        "container",
+        re.compile(r"(?m)^[0-9a-f]{12}[ \t].*[ \t](?P<v>[A-Za-z0-9][\w.-]*)[ \t]*$"),
+        _program("docker", "podman", "nerdctl"),
+    ),
     Place("user", re.compile(r"/home/(?P<v>[A-Za-z0-9_][A-Za-z0-9._-]*)"), _any),
     Place("user", re.compile(r"(?<![A-Za-z0-9_])(?:USER|LOGNAME|SUDO_USER|USERNAME)=(?P<v>[A-Za-z0-9_][A-Za-z0-9._-]*)"), _any),
     Place(

@@ -69,6 +69,8 @@ class Pseudonyms:
         self._maps: dict[str, dict[str, str]] = {}
         self._counters: Counter[str] = Counter()
         self.occurrences: Counter[str] = Counter()
+        self._used: dict[str, set[str]] = {}
+        """kind -> the placeholders actually written: the distinct values replaced."""
         self.originals: dict[str, tuple[Kind, str]] = {}
         """Every original value given a placeholder -> (kind, placeholder), for the final leak check."""
         self.produced: set[str] = set()
@@ -100,9 +102,11 @@ class Pseudonyms:
     def known(self, kind: Kind, value: str) -> str | None:
         return self._maps.get(kind, {}).get(value.lower())
 
-    def hit(self, kind: Kind) -> None:
+    def hit(self, kind: Kind, placeholder: str) -> None:
+        """One occurrence of a value of ``kind`` replaced by ``placeholder``."""
         self.occurrences[kind] += 1
+        self._used.setdefault(kind, set()).add(placeholder.lower())
 
     def counts(self) -> dict[str, tuple[int, int]]:
-        """kind -> (distinct values, occurrences replaced), for kinds that were replaced at all."""
-        return {k: (self._counters[k], self.occurrences[k]) for k in KIND_LABELS if self.occurrences[k] or self._counters[k]}
+        """kind -> (distinct values, occurrences) actually replaced, for kinds replaced at all."""
+        return {k: (len(self._used[k]), self.occurrences[k]) for k in KIND_LABELS if self.occurrences[k]}

@@ -184,7 +184,8 @@ class Rewriter:
 
         def sub(m: re.Match[str]) -> str:
             self.stats.unbounded += 1
-            self.ps.hit(kinds.get(m.group().lower(), "hostname"))
-            return lowered.get(m.group().lower(), m.group())
+            placeholder = lowered.get(m.group().lower(), m.group())
+            self.ps.hit(kinds.get(m.group().lower(), "hostname"), placeholder)
+            return placeholder
 
         return pattern.sub(sub, text)

@@ -120,7 +120,7 @@ class Scrubber:
             if found_kind in _NAMES and (system or (value.lower() in self.contextual and not identity)):
                 return value
             if value.lower() in self._fqdns:
-                self.ps.hit("domain")
+                self.ps.hit("domain", placeholder.split(".", 1)[1])
             return self._hit(found_kind, placeholder)
         if kind == "gpu":
             return value[:4] + self._hit("gpu_uuid", self.ps.placeholder("gpu_uuid", value[4:].lower()))
@@ -158,7 +158,7 @@ class Scrubber:
         dom = known[1] if known else self.ps.placeholder("domain", domain)
         placeholder = f"{self.ps.placeholder('hostname', host)}.{dom}"
         self.ps.assign("hostname", value, placeholder)
-        self.ps.hit("domain")
+        self.ps.hit("domain", dom)
         return self._hit("hostname", placeholder)
 
     def _email(self, m: re.Match[str]) -> str:
@@ -170,7 +170,7 @@ class Scrubber:
         return f"{self._hit('user', self.ps.placeholder('user', local, key=local))}@{dom}"
 
     def _hit(self, kind: Kind, placeholder: str) -> str:
-        self.ps.hit(kind)
+        self.ps.hit(kind, placeholder)
         return placeholder
 
     def _uuid(self, value: str) -> str:
