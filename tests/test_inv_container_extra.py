@@ -63,7 +63,7 @@ def test_quota_seen_from_inside_a_container(snap: Path) -> None:
     set_file(snap, "/sys/fs/cgroup/cpu.max", "1600000 100000\n")
     set_file(snap, "/sys/fs/cgroup/cpu.stat", "usage_usec 10\nnr_periods 1000\nnr_throttled 0\nthrottled_usec 0\n")
     finding = cgroup_cpu(snap)
-    assert (finding.status, finding.severity) == ("problem", "low")  # a quota never hit so far
+    assert finding.status == "ok" and "not enough throttling to cost anything" in finding.observed  # never hit
 
 
 def test_no_quota_inside_a_container_is_ok(snap: Path) -> None:

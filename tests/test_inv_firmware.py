@@ -118,7 +118,7 @@ def test_parse_cpuinfo() -> None:
     assert parse_cpuinfo("") is None
 
 
-def test_small_bar1_without_resizable_bar_capability_is_low(seed: Path) -> None:
+def test_small_bar1_without_resizable_bar_capability(seed: Path) -> None:
     _small_bar1(seed, largest_mib=128 * 1024)
     host = SnapshotHost(seed)
     path = host.resolve(config_path("0000:03:00.0"))
@@ -128,5 +128,10 @@ def test_small_bar1_without_resizable_bar_capability_is_low(seed: Path) -> None:
     for bdf in ("0000:04:00.0", "0000:43:00.0", "0000:44:00.0", "0000:83:00.0", "0000:84:00.0", "0000:c3:00.0", "0000:c4:00.0"):
         set_file(seed, host.resolve(config_path(bdf)), bytes(data))
     rebar = audit(seed)["firmware.rebar"]
-    assert (rebar.status, rebar.severity) == ("problem", "low")
+    # A professional card maps all of its memory when the firmware allows: the small BAR1 is a setting (medium).
+    assert (rebar.status, rebar.severity) == ("problem", "medium") and "Above 4G decoding" in rebar.explanation
+    for i in range(8):
+        set_nvml(seed, "nvmlDeviceGetName", [i], "NVIDIA GeForce RTX 4090")
+    rebar = audit(seed)["firmware.rebar"]
+    assert (rebar.status, rebar.severity) == ("problem", "low")  # a consumer card may have a fixed small BAR1
     assert "no Resizable BAR capability" in rebar.explanation

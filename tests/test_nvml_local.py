@@ -184,7 +184,8 @@ def test_real_pynvml_structs_convert() -> None:
     }
     proc = real.c_nvmlProcessInfo_t()
     proc.pid, proc.usedGpuMemory = 7, 123
-    assert to_json([proc]) == [{"pid": 7, "usedGpuMemory": 123}]
+    # The MIG instance a process runs on is kept: it tells MIG slices in use from idle ones.
+    assert to_json([proc]) == [{"pid": 7, "usedGpuMemory": 123, "gpuInstanceId": 0, "computeInstanceId": 0}]
     assert to_json(ctypes.c_uint(5)) == 5
     assert to_json(float("nan")) is None
 

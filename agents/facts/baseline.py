@@ -58,6 +58,8 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
         for gpu in inventory.gpus:
             names[gpu.name] = names.get(gpu.name, 0) + 1
         facts["gpus"] = ", ".join(f"{n} x {name}" for name, n in names.items())
+        if inventory.elsewhere:
+            facts["gpus"] += f" (the host has {inventory.elsewhere} more, not given to this container)"
     if inventory.driver_version:
         facts["driver"] = inventory.driver_version
     elif isinstance(nv_version, str) and nv_version.strip():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.tools.pci import is_bdf
 from rigaudit.tools.probe import Probe
 
@@ -68,6 +69,8 @@ class GpuInventory:
     """Why NVML is unusable (no library, no driver...), when it is."""
     nvml_count: int | None
     driver_version: str | None
+    elsewhere: int = 0
+    """GPUs the machine's PCI bus shows that NVML does not give this container (another tenant's)."""
 
     def by_index(self, index: int) -> Gpu | None:
         return next((g for g in self.gpus if g.index == index), None)
@@ -127,6 +130,11 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
             nvml_error = count_result.error
     sysfs_bdfs = await _sysfs_gpus(probe)
     bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
+    elsewhere = 0
+    if by_bdf and (await detect_platform(probe)).in_container:
+        # A container sees the host's whole PCI bus in sysfs, but only the GPUs it was given through NVML.
+        elsewhere = len(set(bdfs) - set(by_bdf))
+        bdfs = sorted(by_bdf)
     numa = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/numa_node") for b in bdfs])
     cpus = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/local_cpulist") for b in bdfs])
     devices = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/device") for b in bdfs])
@@ -147,4 +155,4 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
             )
         )
     gpus.sort(key=lambda g: (g.index is None, g.index if g.index is not None else 0, g.bdf))
-    return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver)
+    return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver, elsewhere)

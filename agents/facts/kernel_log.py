@@ -13,8 +13,15 @@ async def read_kernel_log(probe: Probe) -> CommandResult:
     return await probe.run(DMESG)
 
 
-def log_unavailable(cmd: CommandResult) -> str | None:
+def log_unavailable(cmd: CommandResult, *, in_container: bool = False) -> str | None:
     """Why the kernel log gave nothing to judge, or None when its text can be used."""
+    why = _why(cmd)
+    if why and in_container and cmd.error != "not_recorded":
+        why += "; the kernel log is the container's host's: read it there (dmesg on the node)"
+    return why
+
+
+def _why(cmd: CommandResult) -> str | None:
     if cmd.error == "not_recorded":
         return "the kernel log (dmesg) is not recorded in this snapshot"
     if cmd.error == "denied":

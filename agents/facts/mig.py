@@ -47,15 +47,26 @@ def parse_minor(information: str | None) -> int | None:
 
 
 def _mig_processes(value: object) -> int:
+    """Compute processes on a MIG-enabled GPU: they all run on its instances (NVML lists them on the parent device,
+    with the instance's ids where the library passes them on)."""
     if not isinstance(value, list):
         return 0
-    return sum(
-        1
-        for item in value
-        if isinstance(item, dict)
-        and isinstance(item.get("gpuInstanceId"), int)
-        and item["gpuInstanceId"] not in (_NO_INSTANCE, -1)
+    return sum(1 for item in value if isinstance(item, dict) and item.get("gpuInstanceId", 0) not in (_NO_INSTANCE, -1))
+
+
+async def _nvml_instances(probe: Probe, index: int, refs: list[str]) -> tuple[int, ...] | None:
+    """MIG devices NVML enumerates on the GPU (each a GPU/compute instance pair), or None when it cannot say."""
+    top = await probe.nvml("nvmlDeviceGetMaxMigDeviceCount", index)
+    if not top.ok or not isinstance(top.value, int) or not 0 <= top.value <= 16:
+        return None
+    refs.append(nvml_ref("nvmlDeviceGetMaxMigDeviceCount", (index,)))
+    found = await probe.gather(
+        *[lambda j=j: probe.nvml("nvmlDeviceGetMigDeviceHandleByIndex", index, j) for j in range(top.value)]
     )
+    refs += [nvml_ref("nvmlDeviceGetMigDeviceHandleByIndex", (index, j)) for j in range(top.value)]
+    if any(r.error not in (None, "NOT_FOUND", "INVALID_ARGUMENT") for r in found):
+        return None
+    return tuple(j for j, r in enumerate(found) if r.ok)
 
 
 async def _gpu_mig(probe: Probe, gpu: Gpu) -> GpuMig:
@@ -73,7 +84,9 @@ async def _gpu_mig(probe: Probe, gpu: Gpu) -> GpuMig:
             current, pending = (v if isinstance(v, int) else None for v in mode.value)
         processes = _mig_processes(procs.value) if procs.ok else 0
     instances: tuple[int, ...] | None = None
-    if current == 1:
+    if current == 1 and index is not None:
+        instances = await _nvml_instances(probe, index, refs)
+    if current == 1 and instances is None:
         minor = parse_minor(await probe.text(f"/proc/driver/nvidia/gpus/{gpu.bdf}/information"))
         if minor is not None:
             listing = await probe.list_dir(f"{CAPS}/gpu{minor}/mig")

@@ -150,7 +150,7 @@ async def _marker_with_ancestors(probe: Probe, pid: int) -> str | None:
     """The server marker of ``pid`` or of one of its few nearest ancestors (multiprocessing workers)."""
     current: int | None = pid
     for _ in range(_ANCESTOR_HOPS + 1):
-        if current is None or current <= 1:
+        if current is None or current < 1:  # PID 1 counts: in a container it is the server itself
             return None
         marker = server_marker(await _argv(probe, current))
         if marker:

@@ -1,6 +1,7 @@
 """RDMA NICs and the GPUDirect RDMA path in use: nvidia_peermem, or DMA-BUF, or none.
 
-GPUDirect RDMA lets an InfiniBand/RoCE (or EFA) NIC read and write GPU memory directly. Two paths exist: the
+GPUDirect RDMA lets an InfiniBand/RoCE (or EFA) NIC read and write GPU memory directly. AWS's EFA driver registers
+GPU memory itself (through the NVIDIA driver's P2P interface, or DMA-BUF). For InfiniBand/RoCE two paths exist: the
 ``nvidia_peermem`` module (it needs the MLNX_OFED / DOCA-OFED ``ib_core``, whose peer-memory API the inbox kernel
 stack lacks), or DMA-BUF, which needs Linux 5.12+, NVIDIA's open kernel module (R515+) and a recent NCCL (2.19+ uses
 it by default). Either serves; having neither stages inter-node traffic through host memory.
@@ -8,17 +9,21 @@ it by default). Either serves; having neither stages inter-node traffic through 
 
 from __future__ import annotations
 
+import posixpath
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules
+from rigaudit.tools.pci import is_bdf
 from rigaudit.tools.probe import Probe, dir_ref, file_ref
 
 INFINIBAND = "/sys/class/infiniband"
 DMABUF_KERNEL = (5, 12, 0)
 DMABUF_DRIVER = 515
-GpuDirectPath = Literal["peermem", "dmabuf", "none", "unknown"]
+AMAZON = "0x1d0f"
+GpuDirectPath = Literal["peermem", "dmabuf", "efa", "none", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,10 @@ class RdmaNic:
     state: str | None
     """``ACTIVE``, ``DOWN``... of port 1."""
     rate: str | None
+    vendor: str | None = None
+    """The PCI vendor id of the NIC (``0x15b3`` Mellanox/NVIDIA, ``0x1d0f`` Amazon)."""
+    bdf: str | None = None
+    """The NIC's PCI address (``/sys/class/infiniband/NAME/device``)."""
 
     @property
     def active(self) -> bool:
@@ -36,7 +45,7 @@ class RdmaNic:
 
     @property
     def kind(self) -> str:
-        if self.name.startswith("efa"):
+        if self.name.startswith("efa") or self.vendor == AMAZON:
             return "EFA"
         return "RoCE" if self.link_layer == "Ethernet" else "InfiniBand"
 
@@ -47,6 +56,8 @@ class RdmaFacts:
     """None when /sys/class/infiniband could not be listed for another reason than its absence."""
     error: str | None
     modules: frozenset[str] | None
+    out_of_tree: frozenset[str]
+    """Loaded modules tainted out-of-tree (``O`` in /proc/modules' flags): MLNX_OFED's RDMA stack is."""
     kernel: tuple[int, int, int] | None
     driver: str | None
     open_module: bool | None
@@ -58,8 +69,11 @@ class RdmaFacts:
 
     @property
     def ofed(self) -> bool | None:
-        """MLNX_OFED / DOCA-OFED's ib_core is loaded (``mlx_compat``): nvidia_peermem can attach to it."""
-        return None if self.modules is None else "mlx_compat" in self.modules
+        """MLNX_OFED / DOCA-OFED's RDMA stack is loaded (``mlx_compat``, or an out-of-tree ib_core/mlx5): nvidia_peermem
+        can attach to its ib_core."""
+        if self.modules is None:
+            return None
+        return "mlx_compat" in self.modules or bool(self.out_of_tree & {"ib_core", "mlx5_core", "mlx5_ib", "ib_uverbs"})
 
     @property
     def dmabuf_capable(self) -> bool | None:
@@ -73,6 +87,9 @@ class RdmaFacts:
     def path(self) -> GpuDirectPath:
         if self.modules is not None and "nvidia_peermem" in self.modules:
             return "peermem"
+        nics = self.nics or ()
+        if nics and all(n.kind == "EFA" for n in nics) and self.modules is not None and "efa" in self.modules:
+            return "efa"
         capable = self.dmabuf_capable
         if capable:
             return "dmabuf"
@@ -83,6 +100,8 @@ class RdmaFacts:
     def path_text(self) -> str:
         return {
             "peermem": "nvidia_peermem loaded",
+            "efa": "the efa driver's own GPU memory registration (it calls the NVIDIA driver's P2P interface: no "
+            "nvidia_peermem needed)",
             "dmabuf": f"DMA-BUF (kernel {'.'.join(map(str, (self.kernel or ())[:2]))}, open kernel module {self.driver})",
             "none": "neither nvidia_peermem nor DMA-BUF ("
             + ("proprietary kernel module" if self.open_module is False else "kernel older than 5.12")
@@ -98,10 +117,32 @@ def _port(text: str | None) -> str | None:
     return text.split(":", 1)[-1].strip() or None
 
 
+async def _nic_bdf(probe: Probe, name: str) -> str | None:
+    """The PCI address behind ``/sys/class/infiniband/NAME/device``: its link resolved as the kernel would (the
+    class entry links into /sys/devices, and ``device`` points up from there)."""
+    entry = f"{INFINIBAND}/{name}"
+    folder = await probe.readlink(entry)
+    base = posixpath.normpath(posixpath.join(INFINIBAND, folder)) if folder else entry
+    target = await probe.readlink(f"{entry}/device")
+    if not target:
+        return None
+    bdf = posixpath.basename(posixpath.normpath(posixpath.join(base, target))).lower()
+    return bdf if is_bdf(bdf) else None
+
+
 async def _nic(probe: Probe, name: str) -> RdmaNic:
     base = f"{INFINIBAND}/{name}/ports/1"
     link, state, rate = await probe.gather(*[lambda f=f: probe.text(f"{base}/{f}") for f in ("link_layer", "state", "rate")])
-    return RdmaNic(name, link.strip() if link else None, _port(state), rate.strip() if rate else None)
+    vendor = await probe.text(f"{INFINIBAND}/{name}/device/vendor")
+    bdf = await _nic_bdf(probe, name)
+    return RdmaNic(
+        name,
+        link.strip() if link else None,
+        _port(state),
+        rate.strip() if rate else None,
+        vendor.strip() if vendor else None,
+        bdf,
+    )
 
 
 async def collect_rdma(probe: Probe) -> RdmaFacts:
@@ -118,6 +159,11 @@ async def collect_rdma(probe: Probe) -> RdmaFacts:
         nics=nics,
         error=None if nics is not None else listing.error,
         modules=loaded_modules(modules),
+        out_of_tree=frozenset(
+            line.split()[0]
+            for line in (modules or "").splitlines()
+            if line.strip() and re.search(r"\((?:[A-Z]*O[A-Z]*)\)\s*$", line)
+        ),
         kernel=parse_kernel_version(osrelease),
         driver=driver,
         open_module=open_module if proc_version is not None else None,

@@ -70,7 +70,8 @@ def to_json(value: Any) -> JsonValue:
     if isinstance(value, (ctypes.Structure, ctypes.Union)):
         names = [field[0] for field in value._fields_]
         if "pid" in names and "usedGpuMemory" in names:
-            return {"pid": to_json(value.pid), "usedGpuMemory": to_json(value.usedGpuMemory)}
+            kept = ("pid", "usedGpuMemory", "gpuInstanceId", "computeInstanceId")
+            return {name: to_json(getattr(value, name)) for name in kept if name in names}
         return {name: to_json(getattr(value, name)) for name in names}
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}

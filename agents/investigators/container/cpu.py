@@ -123,6 +123,15 @@ CGROUP_CPU_CHECK = Check(
 )
 
 
+def _quota_text(limit: CpuLimit) -> str:
+    cpus = f"{limit.cpus if limit.cpus is not None else 'all'} CPUs for {limit.gpus} GPUs"
+    if limit.quota_cpus is None:
+        return f"{cpus}, no CPU quota"
+    hit, periods = limit.throttled or (0, 0)
+    share = f", throttled in {hit} of {periods} periods ({hit / periods:.2%})" if periods else ""
+    return f"{cpus}, CPU quota of {limit.quota_cpus:g} CPUs{share}: not enough throttling to cost anything"
+
+
 def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
     check, title = CGROUP_CPU_CHECK.id, CGROUP_CPU_CHECK.title
     if not f.limits:
@@ -140,7 +149,9 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
                 hit, periods = limit.throttled
                 share = hit / periods
                 throttled = f", throttled in {hit} of {periods} periods ({share:.1%})"
-                quota_severity = "high" if share >= 0.05 else "medium" if hit else "low"
+                quota_severity = "high" if share >= 0.05 else "medium" if share >= 0.01 else "low"
+                if quota_severity == "low" and limit.quota_cpus >= limit.gpus + 2:
+                    continue  # a quota that throttles under 1% of periods, with room for the GPU workers: no cost
             if limit.quota_cpus < limit.gpus + 2:
                 quota_severity = "high" if quota_severity == "high" else "medium"
             found.append((limit, quota_severity, f"{limit.who}: CPU quota of {limit.quota_cpus:g} CPUs{throttled}"))
@@ -148,10 +159,7 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
             severity: Severity = "medium" if limit.cpus < limit.gpus + 2 else "low"
             found.append((limit, severity, f"{limit.who}: {limit.cpus} CPUs for {limit.gpus} GPUs"))
     if not found:
-        shown = "; ".join(
-            f"{limit.who}: {limit.cpus if limit.cpus is not None else 'all'} CPUs for {limit.gpus} GPUs, no CPU quota"
-            for limit in f.limits
-        )
+        shown = "; ".join(f"{limit.who}: {_quota_text(limit)}" for limit in f.limits)
         return ok(check, AREA, title, shown, expected=f"no CPU quota; at least {PER_GPU} CPUs per GPU", evidence=refs)
     target = found[0][0]
     lines = ["remove 'cpulimit:' and any lxc.cgroup2.cpu.max line"] if target.quota_cpus is not None else []

@@ -183,6 +183,31 @@ def judge_mig(f: CudaFacts) -> Finding:
             subjects=labels(f.inventory, sliced),
             evidence=refs,
         )
+    idle_slices = [i for i in sliced if i not in used]
+    if sliced and not pending and idle_slices and not f.server_mig_devices and not used:
+        names = ", ".join(labels(f.inventory, idle_slices))
+        if not f.scan.servers:
+            return unknown(
+                check,
+                AREA,
+                title,
+                f"{observed}; nothing runs on them and no server is visible: whether MIG is intended on {names} cannot "
+                "be told here (a process on its instances, or a server given MIG devices, would tell)",
+                evidence=refs,
+            )
+        return problem(
+            check,
+            AREA,
+            title,
+            "medium",
+            observed + "; nothing runs on them while the servers use whole GPUs",
+            "MIG off on GPUs no MIG workload uses",
+            f"MIG is on on {names} with nothing running on their instances, while the servers here use whole GPUs: "
+            "these GPUs sit idle (a whole-GPU server cannot use a MIG-enabled GPU). If slicing is planned, ignore this.",
+            _mig_off_fix(f, idle_slices),
+            subjects=labels(f.inventory, idle_slices),
+            evidence=refs,
+        )
     if sliced and not pending:
         who = (
             f"processes run on the MIG instances of {', '.join(labels(f.inventory, used))}"

@@ -48,7 +48,13 @@ def judge(facts: DriverFacts) -> list[Finding]:
         judge_library_mismatch(facts.install),
         judge_dkms(facts.install),
         judge_secure_boot(facts.install),
-        judge_fabricmanager_version(facts.platform, _switches(facts), facts.nvml_version or _kernel(facts), facts.fabric_version),
+        judge_fabricmanager_version(
+            facts.platform,
+            _switches(facts),
+            facts.nvml_version or _kernel(facts),
+            facts.fabric_version,
+            facts.install.pending.installed,
+        ),
     ]
 
 

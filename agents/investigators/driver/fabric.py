@@ -60,7 +60,7 @@ FABRICMANAGER_VERSION_CHECK = Check(
 
 
 def judge_fabricmanager_version(
-    platform: Platform, switches: str | None, driver: str | None, fm: FabricVersion | None
+    platform: Platform, switches: str | None, driver: str | None, fm: FabricVersion | None, installed: str | None = None
 ) -> Finding:
     """``switches`` describes the NVSwitches found (None: no NVSwitch system)."""
     check, title = FABRICMANAGER_VERSION_CHECK.id, FABRICMANAGER_VERSION_CHECK.title
@@ -75,8 +75,20 @@ def judge_fabricmanager_version(
     if not versions:
         why = f"{switches}; fabric manager version not found (dpkg-query: {fm.packages.error or 'no package'}, {FM_LOG}: "
         why += f"{fm.log_error or 'no version line'})"
+        if platform.in_container:
+            why += "; the fabric manager is the container's host's: compare its version with the driver there"
         return unknown(check, AREA, title, why, evidence=refs)
     wrong = {name: v for name, v in versions.items() if v != driver}
+    if wrong and installed and installed != driver and set(wrong.values()) == {installed}:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"loaded driver {driver}; fabric manager {installed}, the installed driver's version: they meet at the "
+            "pending reboot (see driver.library_mismatch)",
+            expected="the fabric manager of the driver's version",
+            evidence=refs,
+        )
     shown = "; ".join(f"{name} {v}" for name, v in versions.items())
     if not wrong:
         return ok(check, AREA, title, f"driver {driver}; {shown}", expected=f"fabric manager {driver}", evidence=refs)

@@ -42,15 +42,21 @@ def judge_peermem(facts: DriverFacts) -> Finding:
         return modules_unknown(check, title, facts)
     if loaded:
         return ok(check, AREA, title, f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
-    if rdma.path == "dmabuf":
+    if rdma.path in ("dmabuf", "efa"):
         return ok(
             check,
             AREA,
             title,
             f"{nics}; GPUDirect RDMA over {rdma.path_text()}; nvidia_peermem not loaded",
             expected="a GPUDirect RDMA path: nvidia_peermem or DMA-BUF",
-            explanation=purpose + " With the open kernel module on Linux 5.12+, NCCL 2.19+ registers GPU memory with the "
-            "NIC through DMA-BUF, so nvidia_peermem is not needed (it needs MLNX_OFED's ib_core besides).",
+            explanation=purpose
+            + (
+                " AWS's EFA driver registers GPU memory with the NIC itself (libfabric's EFA provider uses it for NCCL), "
+                "so nvidia_peermem has no role here."
+                if rdma.path == "efa"
+                else " With the open kernel module on Linux 5.12+, NCCL 2.19+ registers GPU memory with the NIC through "
+                "DMA-BUF, so nvidia_peermem is not needed (it needs MLNX_OFED's ib_core besides)."
+            ),
             evidence=refs,
         )
     if rdma.nics and all(n.state is not None and not n.active for n in rdma.nics):

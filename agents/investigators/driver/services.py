@@ -8,7 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels
-from rigaudit.tools.model.finding import Finding, Fix, ServiceStartAction, Severity
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ServiceStartAction, Severity
 from rigaudit.tools.probe import dir_ref, nvml_ref
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
@@ -103,9 +103,54 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
     if service.state == "active":
         state = f"; GPU fabric state: {fabric}" if fabric else ""
         return ok(check, AREA, title, f"{seen}; nvidia-fabricmanager active{state}", evidence=refs)
+    if facts.fabric_state == 3:
+        where_fm = "on the container's host" if facts.platform.in_container else "on this host"
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{seen}; GPU fabric state: completed (nvidia-fabricmanager {service.state or 'not visible'} {where_fm})",
+            expected="the NVSwitch fabric set up",
+            explanation="NVML reports the GPU's fabric registration completed: the fabric manager did its work, "
+            "wherever it runs (the node's, for a container).",
+            evidence=refs,
+        )
     if service.state is None:
         why = f"{seen}, but the state of nvidia-fabricmanager is unknown (systemctl: {service.error or 'no answer'})"
+        if facts.platform.in_container:
+            why += "; it runs on the container's host: check there (systemctl is-active nvidia-fabricmanager on the node)"
+        if fabric:
+            why += f"; NVML fabric state: {fabric}"
         return unknown(check, AREA, title, why, evidence=refs)
+    pending = facts.install.pending
+    if pending.driver_upgraded:
+        fix = Fix(
+            kind="reboot",
+            where=fix_where(facts.platform),
+            summary=f"Reboot into the upgraded driver ({pending.new_version}): the fabric manager of that version starts "
+            "with it (starting it now cannot work: it refuses the old loaded module)",
+            actions=(CommandAction(description="drain the server, then reboot", argv=("systemctl", "reboot")),),
+            risk="medium",
+            verify="after the reboot: systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric "
+            "-> State: Completed",
+            revert="boot the previous driver (reinstall its packages)",
+            persist="the reboot is the change",
+        )
+        return problem(
+            check,
+            AREA,
+            title,
+            "critical",
+            f"{seen}; nvidia-fabricmanager {service.state}; a driver upgrade to {pending.new_version} waits for a reboot "
+            f"(loaded module {pending.loaded})",
+            "nvidia-fabricmanager active",
+            "On NVSwitch systems the fabric manager programs the switches; without it the NVLink fabric is down and "
+            "CUDA fails or hangs on these GPUs. Here it is down because the upgraded fabric manager refuses the old "
+            "module still loaded: the cause is the pending reboot (driver.library_mismatch), and the reboot is the fix.",
+            fix,
+            subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
+            evidence=[*refs, *pending.refs],
+        )
     fix = Fix(
         kind="runtime",
         where=fix_where(facts.platform),

@@ -25,7 +25,7 @@ def judge_cppc(facts: FirmwareFacts) -> Finding:
         return unknown(check, AREA, title, "/proc/cpuinfo not readable", evidence=evidence)
     if cpu.vendor != "AuthenticAMD":
         return not_applicable(check, AREA, title, f"{cpu.model_name or cpu.vendor}: CPPC for amd_pstate concerns AMD CPUs")
-    if facts.platform.kind == "vm":
+    if facts.platform.in_vm:
         return not_applicable(check, AREA, title, "VM guest: CPU frequency is managed by the hypervisor's firmware and kernel")
     if not cpu.amd_pstate_capable:
         return not_applicable(

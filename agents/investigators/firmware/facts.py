@@ -92,7 +92,7 @@ def parse_cpuinfo(text: str | None) -> CpuInfo | None:
             return None
 
     return CpuInfo(
-        vendor=fields.get("vendor_id"),
+        vendor=fields.get("vendor_id") or ("Arm" if "CPU implementer" in fields else None),
         family=number("cpu family"),
         model=number("model"),
         model_name=fields.get("model name"),

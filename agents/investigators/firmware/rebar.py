@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpu_models import product_line
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.firmware.facts import AREA, NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -58,7 +59,8 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
     can_grow = [g for g, cur, top in rebar_notes if g in small and top is not None and top > cur]
     at_top = [g for g, cur, top in rebar_notes if g in small and top is not None and top <= cur]
     cap_unknown = [g for g in small if not (g.config and g.config.config and g.config.config.extended_known)]
-    severity: Severity = "medium" if can_grow or cap_unknown else "low"
+    large_bar_line = all(product_line(g.gpu.name) in ("datacenter", "workstation") for g in small)
+    severity: Severity = "medium" if can_grow or cap_unknown or large_bar_line else "low"
     if len(at_top) == len(small):
         return ok(
             check,
@@ -102,6 +104,10 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
         + (
             ""
             if can_grow or cap_unknown
+            else " Data-center and professional GPUs map their whole memory through BAR1 when the firmware allows "
+            "(Above 4G decoding; a VM needs a large enough 64-bit MMIO window), so a 256 MiB BAR1 here is a firmware or "
+            "VM setting, not the model (medium)."
+            if large_bar_line
             else " These GPUs expose no Resizable BAR capability: some models have a fixed small BAR1, so check the "
             "model's specification before changing firmware settings."
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
-from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity
 
@@ -18,6 +18,13 @@ ECC_ERRORS_CHECK = Check(
 )
 
 
+def _no_ecc(f: GpuHealthFacts) -> bool:
+    """Every memory-error read answered NOT_SUPPORTED: the board has no ECC (GeForce, some workstation cards)."""
+    reads = (f.remapped, f.volatile_uncorrected, f.retired_pending)
+    errors = [e for r in reads for e in r.failed().values()]
+    return bool(errors) and set(errors) == {"NOT_SUPPORTED"} and all(len(r.failed()) == len(r.results) for r in reads)
+
+
 def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     check, title = ECC_ERRORS_CHECK.id, ECC_ERRORS_CHECK.title
     if why := nvml_unusable(f.inventory):
@@ -27,6 +34,9 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     uncorrected = int_values(f.volatile_uncorrected)
     pages_pending = int_values(f.retired_pending)
     judged = set(remap) | set(uncorrected) | set(pages_pending)
+    if not judged and _no_ecc(f):
+        why = "these GPUs have no ECC memory (NVML: NOT_SUPPORTED for remapped rows, ECC counts and retired pages)"
+        return not_applicable(check, AREA, title, why, evidence=refs)
     if not judged:
         return unknown(check, AREA, title, failure_text(f.remapped, f.inventory), evidence=refs)
     failure = [i for i, v in remap.items() if v[3]]

@@ -52,7 +52,7 @@ GSP_CHECK = Check(
 def judge_gsp(dmesg: CommandResult, inventory: GpuInventory, platform: Platform, proc_version: str | None) -> Finding:
     check, title = GSP_CHECK.id, GSP_CHECK.title
     refs = (DMESG_REF,)
-    if why := log_unavailable(dmesg):
+    if why := log_unavailable(dmesg, in_container=platform.in_container):
         return unknown(check, AREA, title, why, evidence=refs)
     found = gsp_lines(dmesg.stdout)
     if not found:

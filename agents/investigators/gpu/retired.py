@@ -9,7 +9,7 @@ from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe
 
@@ -86,6 +86,9 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
             unknown_spares.append((index, rows))
     if not judged:
         failed = {e for reads in (f.pages_sbe, remapped) for e in reads.failed().values()}
+        if failed == {"NOT_SUPPORTED"}:
+            why = "these GPUs have no ECC memory to retire pages or remap rows of (NVML: NOT_SUPPORTED)"
+            return not_applicable(check, AREA, title, why, evidence=refs)
         shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in failed))
         return unknown(check, AREA, title, f"retired pages and remapped rows not readable: {shown}", evidence=refs)
     if not (exhausted or low_banks or retired):

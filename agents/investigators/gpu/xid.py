@@ -100,7 +100,9 @@ def _where(platform: Platform, resolution: Resolution) -> Where:
     return fix_where(platform, "hardware")
 
 
-def _actions(resolution: Resolution, where: Where, gpus: list[Gpu], investigate: list[str]) -> tuple[Action, ...]:
+def _actions(
+    resolution: Resolution, where: Where, gpus: list[Gpu], investigate: list[str], cloud: str | None = None
+) -> tuple[Action, ...]:
     actions: list[Action] = []
     if resolution == "reset_gpu":
         for gpu in gpus:
@@ -117,7 +119,10 @@ def _actions(resolution: Resolution, where: Where, gpus: list[Gpu], investigate:
             actions.append(CommandAction(description="drain the server, then reboot the machine", argv=("systemctl", "reboot")))
     else:
         actions.append(CommandAction(description=RESOLUTION_TEXT[resolution]))
-    actions += [CommandAction(description=f"if it repeats: {what}") for what in dict.fromkeys(investigate) if what]
+    for item in dict.fromkeys(investigate):
+        what = item.replace("NVIDIA support", f"the provider ({cloud} support)") if cloud else item
+        if what:
+            actions.append(CommandAction(description=what if "if it repeats" in what else f"if it repeats: {what}"))
     actions.append(
         CommandAction(description="collect nvidia-bug-report.sh (it holds the kernel log and the GPU state) before resetting")
     )
@@ -139,7 +144,7 @@ XID_CHECK = Check(
 def judge_xid(f: GpuHealthFacts) -> Finding:
     check, title = XID_CHECK.id, XID_CHECK.title
     refs = (command_ref(DMESG),)
-    if why := log_unavailable(f.dmesg):
+    if why := log_unavailable(f.dmesg, in_container=f.platform.in_container):
         return unknown(check, AREA, title, why, evidence=refs)
     events = parse_xids(f.dmesg.stdout)
     lines = len(f.dmesg.stdout.splitlines())
@@ -199,7 +204,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
         where=where,
         summary=f"Xid {', '.join(str(j.code) for j in judged if j.resolution == strongest)}: "
         f"{RESOLUTION_TEXT[strongest]} (NVIDIA's resolution)",
-        actions=_actions(strongest, where, gpus, investigate),
+        actions=_actions(strongest, where, gpus, investigate, f.platform.cloud if where == "hypervisor" else None),
         risk="medium" if strongest in ("reset_gpu", "reboot", "restart_vm") else "low",
         verify="dmesg | grep -i xid shows no new event after a load run; nvidia-smi -q shows the GPU healthy",
         revert="none",

@@ -36,6 +36,8 @@ def judge_errors(f: NvlinkFacts) -> Finding:
     if all(r.error == "NOT_SUPPORTED" for r in first.values()):
         return not_applicable(check, AREA, title, no_nvlink_reason(f), evidence=state_refs)
     active = [(i, k) for i, links in f.states.items() for k, r in links.items() if r.ok and r.value == 1]
+    if not active and len(f.states) == 1:
+        return not_applicable(check, AREA, title, "one GPU and no active NVLink: no link to count errors on", evidence=state_refs)
     if not active:
         return unknown(check, AREA, title, "no active NVLink to read counters from (see nvlink.links)", evidence=state_refs)
     refs = tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", key) for key in f.counters)

@@ -42,6 +42,12 @@ def judge_links(f: NvlinkFacts) -> Finding:
                 unread.append(f"{label(f.inventory, index)} link {link}: {error}")
     if not any(present.values()):
         return unknown(check, AREA, title, "NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
+    if not any(active.values()) and len(f.states) == 1:
+        why = (
+            "one GPU and no active NVLink: there is no GPU peer to link to (a Grace Hopper's NVLink-C2C to its CPU is "
+            "not an NVLink port)"
+        )
+        return not_applicable(check, AREA, title, why, evidence=refs)
     if not any(active.values()):
         return unknown(
             check,

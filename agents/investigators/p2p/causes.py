@@ -55,12 +55,12 @@ def cause(pair: PairView, c: Context) -> Cause:
         return "nvlink_fabric"
     if c.platform.in_vm:
         return "hypervisor"
+    if pair.ancestor == SYS and (c.cpu_vendor == "GenuineIntel" or c.socket_pattern):
+        return "topology"  # refused across the CPU interconnect whatever the IOMMU or ACS
     if c.paths.translated(pair.bdf_a) or c.paths.translated(pair.bdf_b):
         return "iommu"
     if c.paths.redirect_between(pair.bdf_a, pair.bdf_b):
         return "acs"
-    if pair.ancestor == SYS and (c.cpu_vendor == "GenuineIntel" or c.socket_pattern):
-        return "topology"
     return "platform"
 
 
@@ -129,6 +129,15 @@ def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, 
             actions += c.boot.add("iommu=pt")
         elif k == "acs":
             actions.append(CommandAction(description="clear ACS redirect on the switch ports between the GPUs (pcie.acs)"))
+        elif k == "hypervisor" and c.platform.cloud:
+            actions.append(
+                CommandAction(
+                    description=f"this is a {c.platform.cloud} VM: the provider's hypervisor decides which passed-through "
+                    f"GPUs may peer ({names}); for P2P choose an instance type whose GPUs peer (NVLink / P2P-enabled), "
+                    "or keep tensor parallelism on shared memory"
+                )
+            )
+            kind = "restart"
         elif k == "hypervisor":
             actions.append(
                 CommandAction(

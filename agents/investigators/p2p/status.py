@@ -140,12 +140,20 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
             evidence=refs,
         )
     severity: Severity = min((SEVERITY[k] or "low" for k in faults), key=lambda s: SEVERITY_ORDER[s])
+    if faults == ["hypervisor"] and f.platform.cloud:
+        # The provider's hypervisor decides: nothing the user can change in place; NCCL uses shared memory.
+        severity = "low"
     if severity == "high" and f.context.tp == 1:
         severity = "medium"
     names = ", ".join(subjects)
     cost = (
         "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce bandwidth "
         "in tensor parallelism drops by about half on PCIe and latency rises."
+        + (
+            f" On a {f.platform.cloud} VM that is the instance type's property (low): nothing to change in place."
+            if severity == "low" and f.platform.cloud
+            else ""
+        )
         + (" The servers here run with tensor parallelism 1, so only multi-GPU work would pay." if f.context.tp == 1 else "")
     )
     return problem(

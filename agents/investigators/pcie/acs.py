@@ -58,6 +58,20 @@ def judge_acs(facts: PcieFacts) -> Finding:
             continue
         if config.acs is not None and config.acs.redirects:
             redirecting[bridge] = " ".join(config.acs.control.names)
+    nic_paths: dict[str, None] = {}
+    for read_nic in facts.nic_chains.values():
+        for gpu_chain in chains.values():
+            nic_paths.update(dict.fromkeys(bridges_between(gpu_chain or (), read_nic.chain or ())))
+    nic_redirecting: dict[str, str] = {}
+    for bridge in nic_paths:
+        read = facts.configs.get(bridge)
+        config = read.config if read else None
+        if config is not None and config.acs is not None and config.acs.redirects and bridge not in redirecting:
+            nic_redirecting[bridge] = " ".join(config.acs.control.names)
+    if nic_paths:
+        evidence += config_refs(facts, list(nic_paths)) + [c.ref for c in facts.nic_chains.values()]
+    gpu_pairs_redirected = bool(redirecting)
+    redirecting.update(nic_redirecting)
     root_notes = []
     for bridge in facts.bridges:
         read = facts.configs.get(bridge)
@@ -104,7 +118,14 @@ def judge_acs(facts: PcieFacts) -> Finding:
         moot = facts.p2p.pcie_peer_traffic()
         severity: Severity = "high"
         cost = ""
-        if moot is not None:
+        if not gpu_pairs_redirected:
+            severity = "medium"
+            cost = (
+                " Here the redirect sits between the active RDMA NICs and the GPUs that share their switches: GPUDirect "
+                "RDMA writes detour through the root complex (multi-node and KV-transfer bandwidth, not single-node "
+                "tensor parallelism)."
+            )
+        elif moot is not None:
             severity = "medium" if facts.p2p.rdma_active else "low"
             cost = f" For GPU-to-GPU traffic it is moot here ({moot})" + (
                 "; but the active RDMA NICs' GPUDirect traffic to GPUs under these switches is redirected too."
@@ -117,7 +138,7 @@ def judge_acs(facts: PcieFacts) -> Finding:
             title,
             severity,
             observed="; ".join(f"{b} ACSCtl {names}" for b, names in redirecting.items()),
-            expected="ReqRedir- CmpltRedir- on switch ports between GPUs",
+            expected="ReqRedir- CmpltRedir- on switch ports between GPUs (and between GPUs and RDMA NICs)",
             explanation="With P2P Request/Completion Redirect set, peer writes between GPUs under one switch are sent up to "
             "the root complex instead of being routed inside the switch: P2P bandwidth drops, latency rises, "
             "and on AMD platforms hangs and IO_PAGE_FAULTs have been reported. Linux enables ACS redirect "

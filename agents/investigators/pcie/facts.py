@@ -80,6 +80,8 @@ class PcieFacts:
     """Kernel log "limited by" lines, by BDF."""
     dmesg_ref: str | None
     p2p: P2pContext
+    nic_chains: Mapping[str, ChainRead]
+    """Where the active RDMA NICs sit (GPUDirect RDMA crosses the switch a NIC shares with a GPU)."""
 
     @property
     def bridges(self) -> tuple[str, ...]:
@@ -134,7 +136,11 @@ async def collect(probe: Probe) -> PcieFacts:
     chains = await probe.gather(*[lambda b=b: read_chain(probe, b) for b in bdfs])
     bridges = list(dict.fromkeys(br for c in chains for br in c.bridges))
     devices = bdfs + bridges
-    configs = await probe.gather(*[lambda d=d: read_config(probe, d) for d in devices])
+    context = await collect_p2p_context(probe, inventory)
+    nic_bdfs = [n.bdf for n in context.rdma.active_nics if n.bdf]
+    nic_chains = await probe.gather(*[lambda b=b: read_chain(probe, b) for b in nic_bdfs])
+    nic_bridges = [br for c in nic_chains for br in c.bridges if br not in devices]
+    configs = await probe.gather(*[lambda d=d: read_config(probe, d) for d in devices + list(dict.fromkeys(nic_bridges))])
     links = await probe.gather(*[lambda d=d: read_link(probe, d) for d in devices])
     aers = await probe.gather(*[lambda d=d: read_aer(probe, d) for d in devices])
     drivers = await probe.gather(*[lambda b=b: read_driver(probe, b) for b in bdfs])
@@ -162,7 +168,8 @@ async def collect(probe: Probe) -> PcieFacts:
         vfio_loaded=None if modules is None else any(line.split()[:1] == ["vfio_pci"] for line in modules.splitlines()),
         limited_by=limited,
         dmesg_ref=command_ref(["dmesg"]) if dmesg.ok else None,
-        p2p=await collect_p2p_context(probe, inventory),
+        p2p=context,
+        nic_chains={c.bdf: c for c in nic_chains if c.chain},
     )
 
 

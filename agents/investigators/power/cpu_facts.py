@@ -12,6 +12,7 @@ from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_freq
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.findings import unknown
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.probe import Probe, dir_ref
@@ -104,6 +105,10 @@ class CpuPowerFacts:
     idle: tuple[IdleState, ...]
     drivers: FrequencyDrivers
     boot: BootLine
+    servers: tuple[tuple[str, ...], ...] = ()
+    """Command lines of the inference servers seen."""
+    tuned: str | None = None
+    """tuned's active profile (``/etc/tuned/active_profile``)."""
 
 
 def _cpu_identity(cpuinfo: str | None) -> tuple[str | None, int | None, int | None]:
@@ -185,6 +190,8 @@ async def collect_cpu(probe: Probe) -> CpuPowerFacts:
         idle=idle,
         drivers=await collect_frequency_drivers(probe),
         boot=await collect_boot_line(probe),
+        servers=tuple(s.argv for s in (await find_servers(probe)).servers),
+        tuned=_strip(await probe.text("/etc/tuned/active_profile")),
     )
 
 

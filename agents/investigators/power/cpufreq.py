@@ -170,6 +170,12 @@ def judge_boost(facts: CpuPowerFacts) -> Finding:
         path, value, want, on = NO_TURBO, facts.no_turbo, "0", facts.no_turbo == "0"
     elif not facts.cpufreq_present:
         return no_cpufreq(check, title, facts)
+    elif facts.vendor not in ("AuthenticAMD", "GenuineIntel"):
+        why = (
+            f"{facts.driver or 'this frequency driver'} on a CPU without x86 boost (no {BOOST}): the firmware owns "
+            "the frequency headroom"
+        )
+        return not_applicable(check, AREA, title, why, evidence=(file_ref(BOOST), file_ref(NO_TURBO)))
     else:
         why = f"neither {BOOST} nor {NO_TURBO} exists; boost is then set in the BIOS (Core Performance Boost / Turbo)"
         return unknown(check, AREA, title, why, evidence=(file_ref(BOOST), file_ref(NO_TURBO)))

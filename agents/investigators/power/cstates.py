@@ -19,6 +19,27 @@ CSTATES_CHECK = Check(
 )
 
 
+LATENCY_PROFILES = frozenset(
+    {"latency-performance", "network-latency", "realtime", "cpu-partitioning", "accelerator-performance", "hpc-compute"}
+)
+"""tuned profiles that hold a CPU DMA latency (force_latency): deep states stay unused although enabled in sysfs."""
+_BATCH_FLAGS = ("--max-num-seqs", "--max-running-requests", "--max-batch-size", "--max_batch_size")
+
+
+def latency_bound(servers: tuple[tuple[str, ...], ...]) -> bool | None:
+    """Whether the serving is latency-bound (batch capped at a few sequences), from the servers' command lines;
+    None when no server is seen."""
+    if not servers:
+        return None
+    for argv in servers:
+        for i, arg in enumerate(argv):
+            flag, sep, value = arg.partition("=")
+            text = value if sep else (argv[i + 1] if i + 1 < len(argv) else "")
+            if flag in _BATCH_FLAGS and text.isdigit() and int(text) <= 4:
+                return True
+    return False
+
+
 SHALLOW_US = 50
 """Exit latencies up to this (Intel C1E, AMD C1) cost little against a decode step; above it (C6, AMD C2) they show."""
 
@@ -74,7 +95,18 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         "which burn power on idle cores, cost boost headroom, and remove the shallow states too)",
     )
     worst = max(s.latency_us or 0 for s in bad)
-    severity: Severity = "medium" if worst > SHALLOW_US else "low"
+    if facts.tuned in LATENCY_PROFILES:
+        return ok(
+            check,
+            AREA,
+            title,
+            f"{summary} enabled in sysfs, but tuned's {facts.tuned} profile holds /dev/cpu_dma_latency, so cores never "
+            "enter them",
+            expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
+            evidence=("file:/etc/tuned/active_profile",),
+        )
+    bound = latency_bound(facts.servers)
+    severity: Severity = "medium" if worst > SHALLOW_US and bound is not False else "low"
     explanation = (
         f"Deep idle states are enabled: {summary}. The inference server's threads block between "
         "decode steps (waiting on the GPU, on NCCL, on the next request); a core that dropped into a deep C-state pays "
@@ -86,10 +118,20 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         "take effect immediately, without a reboot. "
         + (
             f"Medium: the deepest enabled state costs {worst} us per wake-up, a noticeable share of a decode step "
-            "of a few milliseconds at batch 1."
+            "of a few milliseconds at batch 1"
+            + (
+                " (no server is visible here to tell whether it batches; with batched serving this is low)."
+                if bound is None
+                else " (the server caps its batch, so decode is latency-bound)."
+            )
             if severity == "medium"
-            else f"Low: the deepest enabled state costs {worst} us per wake-up, little against a decode step of a "
-            "few milliseconds."
+            else f"Low: the deepest enabled state costs {worst} us per wake-up, "
+            + (
+                "little against a decode step of a few milliseconds."
+                if worst <= SHALLOW_US
+                else "which a batching server overlaps with tens of milliseconds of GPU work per step; it matters at "
+                "batch 1 (single-stream, latency-bound decode)."
+            )
         )
     )
     return problem(
