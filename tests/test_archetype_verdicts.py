@@ -8,7 +8,9 @@ names the verdict the fault must produce.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -353,3 +355,17 @@ def test_no_action_carries_an_address_of_another_layer() -> None:
                 assert fix.where != "host", f"{where}: inside a container nothing is 'this host'"
                 if "VM" not in platform:
                     assert fix.where != "hypervisor", f"{where}: a container host on bare metal is no hypervisor"
+
+
+def test_the_archetype_document_states_the_pinned_problems() -> None:
+    """docs/validation/archetypes.md lists, per archetype, exactly the problems EXPECTED pins (severity@layer)."""
+    text = (Path(__file__).parent.parent / "docs" / "validation" / "archetypes.md").read_text(encoding="utf-8")
+    sections = re.split(r"^### \d+\. ", text, flags=re.MULTILINE)[1:]
+    found: dict[str, set[tuple[str, str]]] = {}
+    for section in sections:
+        name = re.match(r"`([^`]+)`", section)
+        problems = re.search(r"^Problems: (.*?)\n(?:Why:|\n)", section, flags=re.MULTILINE | re.DOTALL)
+        assert name and problems, section[:80]
+        found[name.group(1)] = set(re.findall(r"`([a-z0-9_.]+)` (\w+@\w+)", problems.group(1)))
+    pinned = {n: {(c, v) for c, v in cells.items() if "@" in v} for n, cells in EXPECTED.items()}
+    assert found == pinned
