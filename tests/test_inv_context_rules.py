@@ -189,3 +189,17 @@ def test_kubernetes_pod_small_shm_fix_is_the_pod_spec(seed: Path) -> None:
     assert (finding.status, finding.severity) == ("problem", "high")
     assert finding.fix is not None and finding.fix.where == "container_config"
     assert "emptyDir" in finding.fix.summary and "medium: Memory" in finding.fix.summary
+
+
+def test_gpu_not_supported_on_a_p2p_capable_model_is_its_mode(seed: Path) -> None:
+    set_nvml(seed, "nvmlDeviceGetP2PStatus", [0, 1, 0], 2)
+    finding = one(P2P, seed, "p2p.status")
+    assert (finding.status, finding.severity) == ("problem", "medium")
+    assert "vGPU profile" in finding.explanation
+
+
+def test_bridged_geforce_pairs_peer_only_over_their_bridge(seed: Path) -> None:
+    for i in range(8):
+        set_nvml(seed, "nvmlDeviceGetName", [i], "NVIDIA GeForce RTX 3090")
+    set_nvml(seed, "nvmlDeviceGetP2PStatus", [0, 2, 0], 2)
+    assert one(P2P, seed, "p2p.status").status == "not_applicable"

@@ -62,6 +62,11 @@ def judge_dkms(f: InstallFacts) -> Finding:
         why = f"{MODULES_ROOT}/{f.running}/modules.dep: {error}"
         if f.platform.in_container:
             why += " (inside a container the kernel's module tree and its DKMS builds belong to the host: check there)"
+        elif loaded and all(k.has_nvidia is None for k in f.kernels):
+            why += (
+                " (no kernel module tree in this image while the nvidia module is loaded: the kernel and its modules "
+                "come from outside the image, as with a VM's direct kernel boot; they are built where that kernel is)"
+            )
         return unknown(check, AREA, title, why, evidence=refs[:2])
     if not f.gpus and not loaded and not running.has_nvidia:
         return not_applicable(check, AREA, title, "no NVIDIA GPU and no NVIDIA module on this host", evidence=refs)

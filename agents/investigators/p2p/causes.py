@@ -17,7 +17,7 @@ from rigaudit.agents.facts.pci_paths import PciPaths
 from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
 from rigaudit.tools.model.finding import Action, CommandAction, Fix, FixKind, Severity
 
-Cause = Literal["model", "mig", "regkey", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"]
+Cause = Literal["model", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"]
 SYS = 50
 """nvmlGpuTopologyLevel_t SYSTEM: the pair's path crosses the CPU interconnect (QPI/UPI, xGMI)."""
 
@@ -45,12 +45,14 @@ class Context:
 
 
 def cause(pair: PairView, c: Context) -> Cause:
-    if c.p2p.support == "no":
+    if c.p2p.support == "no" or (c.p2p.support == "nvlink_bridge" and not pair.nvlink):
         return "model"
     if pair.a in c.p2p.mig_on or pair.b in c.p2p.mig_on:
         return "mig"
     if 4 in pair.codes:
         return "regkey"
+    if pair.codes == {2}:
+        return "gpu_mode"
     if pair.nvlink:
         return "nvlink_fabric"
     if c.platform.in_vm:
@@ -68,6 +70,7 @@ SEVERITY: dict[Cause, Severity | None] = {
     "model": None,
     "mig": None,
     "regkey": "high",
+    "gpu_mode": "medium",
     "nvlink_fabric": "high",
     "hypervisor": "high",
     "iommu": "high",
@@ -81,6 +84,8 @@ WHY: dict[Cause, str] = {
     "model": "these GPUs have no PCIe peer-to-peer (a property of the product line)",
     "mig": "MIG is on: there is no peer-to-peer between MIG slices",
     "regkey": "a driver registry key (NVreg_RegistryDwords) disables peer-to-peer",
+    "gpu_mode": "the driver says the GPU itself refuses peer-to-peer (GPU_NOT_SUPPORTED) although the model supports "
+    "it: a vGPU profile or a mode of the board (nvidia-smi -q: Virtualization Mode, MIG) decides",
     "nvlink_fabric": "the pair is joined by NVLink yet P2P is refused: the NVLink fabric is not up (NVSwitch systems "
     "need nvidia-fabricmanager running, see driver.fabricmanager; bridged pairs need their bridge seated)",
     "hypervisor": "inside a VM guest the PCIe topology is the hypervisor's emulation: the guest driver allows P2P only "
@@ -95,6 +100,7 @@ WHY: dict[Cause, str] = {
 }
 RANK: dict[Cause, int] = {
     "regkey": 0,
+    "gpu_mode": 0,
     "nvlink_fabric": 1,
     "iommu": 2,
     "acs": 3,
@@ -115,6 +121,13 @@ def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, 
                 CommandAction(
                     description="remove the P2P-disabling NVreg_RegistryDwords entry from /etc/modprobe.d/*.conf, "
                     "rebuild the initramfs and reboot"
+                )
+            )
+        elif k == "gpu_mode":
+            actions.append(
+                CommandAction(
+                    description="nvidia-smi -q | grep -A3 -e Virtualization -e 'MIG Mode': a vGPU profile without P2P or "
+                    "a board mode refuses peers; use a profile or mode that allows P2P"
                 )
             )
         elif k == "nvlink_fabric":
@@ -173,6 +186,7 @@ _TARGET: dict[Cause, FixTarget] = {
     "platform": "firmware",
     "topology": "workload",
     "nvlink_fabric": "gpu_driver",
+    "gpu_mode": "gpu_driver",
 }
 
 
