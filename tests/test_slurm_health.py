@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -248,3 +249,12 @@ def test_the_wrapper_explains_itself_and_refuses_unknown_options(tmp_path: Path)
     assert refused.returncode == 2 and "unknown option --drian" in refused.stderr
     assert os.access(WRAPPER, os.X_OK)
     assert shlex.split(WRAPPER.read_text().splitlines()[0]) == ["#!/bin/sh"]
+
+
+def test_the_scripts_pass_shellcheck() -> None:
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (Debian package shellcheck): run .ci/fleet-setup.sh")
+    scripts = [WRAPPER, *sorted((REPO / "deploy" / "slurm").glob("*.sh"))]
+    done = subprocess.run([shellcheck, "--shell=sh", *map(str, scripts)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
