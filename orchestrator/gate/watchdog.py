@@ -15,8 +15,9 @@ from rigaudit.orchestrator.gate import NOT_CHECKED
 
 
 def grace_s(deadline_s: float) -> float:
-    """How long past the deadline the cooperative stop gets before the hard one."""
-    return max(1.0, min(5.0, deadline_s * 0.25))
+    """How long past the deadline the cooperative stop gets before the hard one: a quarter of the deadline,
+    at least 3 s (a loaded machine still finishes what the deadline cancelled) and at most 5 s."""
+    return max(3.0, min(5.0, deadline_s * 0.25))
 
 
 class Watchdog:
