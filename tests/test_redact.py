@@ -133,6 +133,9 @@ def test_a_ps_line_is_read_word_by_word() -> None:
         ("log: using session abQ93kLm0ZpX7vT2nR8sW4yU1 now", "abQ93kLm0ZpX7vT2nR8sW4yU1"),
         ("Cookie: session=abc123; theme=dark", "abc123"),
         ("https://acct.blob.core.windows.net/c?sv=2022&sig=K7x%2Fabc&se=2030", "K7x%2Fabc"),
+        ("env:\n  - name: OPENAI_API_KEY\n    value: hunter2abc\n  - name: NCCL_DEBUG\n    value: INFO\n", "hunter2abc"),
+        ("bind 0.0.0.0\nrequirepass foobared\nport 6379\n", "foobared"),
+        ("Server=db;Database=x;User Id=sa;Password=Pwd123x;", "Pwd123x"),
     ],
 )
 def test_values_that_are_secrets_by_name_or_shape(text: str, secret: str) -> None:
@@ -197,6 +200,8 @@ def test_json_values_by_key_by_command_and_inside_base64() -> None:
     message = {"role": "assistant", "tool_calls": [{"id": "call_Fk2x9Qm3Lp8Zt7Ww1Rr5Yy6", "function": {"arguments": "{}"}}]}
     assert redact_json(message) is message  # tool-call ids look random and are kept
     assert redact_json({"args": ["--api-key", "x"]}) == {"args": ["--api-key", R]}
+    env = [{"name": "HF_TOKEN", "value": "abc"}, {"name": "NCCL_DEBUG", "value": "INFO"}]
+    assert redact_json(env) == [{"name": "HF_TOKEN", "value": R}, {"name": "NCCL_DEBUG", "value": "INFO"}]
     same = {"a": [1, {"b": "plain"}]}
     assert redact_json(same) is same
 

@@ -351,3 +351,19 @@ def test_a_host_named_like_a_word_keeps_the_word(tmp_path: Path) -> None:
         assert json.loads((out / "snapshot.json").read_text())["hostname"] == "host-1"
         assert (out / "files" / word_path.lstrip("/")).read_text() == word_text + "\n"
         assert (out / "files/etc/sysctl.conf").read_text() == f"# {word_text}\n"
+
+
+def test_the_manifest_counts_secrets_redacted_before_and_by_the_bundle(tmp_path: Path) -> None:
+    """A snapshot recorded by rigaudit already holds its secrets redacted: the bundle counts them too."""
+    root = tmp_path / "snap"
+    (root / "files/proc/7").mkdir(parents=True)
+    (root / "snapshot.json").write_text(json.dumps({"format": "rigaudit.snapshot/1", "hostname": "gpu-node-7"}))
+    environ = b"HF_TOKEN=<redacted>\x00OPENAI_API_KEY=<redacted>\x00HOME=<redacted>\x00NCCL_DEBUG=INFO\x00"
+    (root / "files/proc/7/environ").write_bytes(environ)
+    (root / "files/proc/7/cmdline").write_bytes(b"vllm\x00serve\x00--api-key\x00<redacted>\x00--auth\x00Qm9vYXJ0aGF0\x00")
+    summary = share_bundle(root, tmp_path / "b.tar.gz")
+    out = members(tmp_path / "b.tar.gz")
+    shared = json.loads(out["snapshot.json"])["shared"]
+    assert shared["redacted"] == {"credential": 1, "when_recorded": 4, "total": 5}
+    assert summary.stats.redacted == 5 == sum(d.count(b"<redacted>") for n, d in out.items() if n != "SHARE.md")
+    assert "redacted: 5 values in all" in out["SHARE.md"].decode() and "5 secrets redacted" in summary.line()

@@ -1,7 +1,8 @@
 """JSON values (transcript events, audit results, model requests), secrets redacted where they are.
 
 * a string is text; a list of strings is a command line (``["--api-key", "X"]``);
-* the value of a secret-named key is a secret (``api_key``, ``Authorization``, ``password``);
+* the value of a secret-named key is a secret (``api_key``, ``Authorization``, ``password``), and so is
+  the ``value`` of an entry whose ``name`` is one (``{"name": "HF_TOKEN", "value": ...}``);
 * ``data_b64`` is decoded and redacted as the raw bytes of the file it holds (the nearest
   ``target`` or ``path`` above it names the file), then encoded again;
 * ``stdout``/``stderr`` beside an ``argv`` (or ``args``) are that command's output;
@@ -24,6 +25,7 @@ from rigaudit.tools.redact._text import redact_text, secret_value
 
 ID_KEYS = frozenset({"id", "tool_call_id", "call_id"})
 _OUTPUT_KEYS = frozenset({"stdout", "stderr"})
+_VALUE_KEYS = frozenset({"value", "Value"})
 
 
 def _data(encoded: str, path: str, tally: Tally | None) -> str:
@@ -48,6 +50,9 @@ def _dict(value: dict[str, Any], path: str, tally: Tally | None) -> dict[str, An
         if isinstance(value.get(key), str) and str(value[key]).startswith("/"):
             path = str(value[key])
     argv = _argv_of(value)
+    named = value.get("name") or value.get("key") or value.get("Name")
+    secret_entry = isinstance(named, str) and secret_value(named, "x")
+    """``{"name": "OPENAI_API_KEY", "value": "..."}`` (Kubernetes env, docker and compose entries)."""
     out: dict[str, Any] = {}
     changed = False
     for key, item in value.items():
@@ -56,7 +61,7 @@ def _dict(value: dict[str, Any], path: str, tally: Tally | None) -> dict[str, An
             new = item
         elif isinstance(item, str) and key == "data_b64":
             new = _data(item, path, tally)
-        elif isinstance(item, str) and secret_value(key, item):
+        elif isinstance(item, str) and (secret_value(key, item) or (secret_entry and key in _VALUE_KEYS and item)):
             if tally is not None:
                 tally.add("credential")
             new = REDACTED

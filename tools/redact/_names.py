@@ -48,6 +48,8 @@ SECRET_WORDS = frozenset(
         "secretkey",
         "authtoken",
         "accesstoken",
+        "requirepass",
+        "masterauth",
     }
 )
 _GLUED = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "authtoken", "accesstoken", "privatekey")

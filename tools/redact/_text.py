@@ -168,11 +168,40 @@ def _named(text: str, tally: Tally | None) -> str:
         out += [text[pos:start], _pairs(_assignments(text[start:end], tally), tally)]
         pos = end
     out.append(text[pos:])
-    return _blocks("".join(out), tally)
+    return _entries(_blocks("".join(out), tally), tally)
 
 
 _BLOCK_HINT = re.compile(r":[ \t]*[|>][+-]?\d*[ \t]*$", re.M)
 _BLOCK_KEY = re.compile(r"^([ \t]*)(?:-[ \t]+)?([A-Za-z_][\w.-]*)[ \t]*:[ \t]*[|>][+-]?\d*[ \t]*$")
+
+
+_ENTRY = re.compile(
+    r"^([ \t]*-?[ \t]*)(?:name|key)[ \t]*:[ \t]*[\"']?(?P<name>[A-Za-z_][\w.-]*)[\"']?[ \t]*\n"
+    r"(?P<indent>[ \t]*)value[ \t]*:[ \t]*(?P<value>\S[^\n]*)",
+    re.M,
+)
+_WORDS_LINE = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+)(?P<value>[^\s=:#][^\s]*)[ \t]*$", re.M)
+
+
+def _entries(text: str, tally: Tally | None) -> str:
+    """``- name: OPENAI_API_KEY`` then ``value: ...`` (Kubernetes env), and ``requirepass VALUE`` lines."""
+
+    def entry(m: re.Match[str]) -> str:
+        value = m.group("value").rstrip()
+        if not secret_value(m.group("name"), "x") or REDACTED in value:
+            return m.group(0)
+        _count(tally, "credential")
+        return m.group(0)[: m.start("value") - m.start(0)] + REDACTED
+
+    def words_line(m: re.Match[str]) -> str:
+        if secret_strength(m.group(2)) < 2 or REDACTED in m.group("value"):
+            return m.group(0)
+        _count(tally, "credential")
+        return f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}"
+
+    if "value" in text:
+        text = _ENTRY.sub(entry, text)
+    return _WORDS_LINE.sub(words_line, text)
 
 
 def _blocks(text: str, tally: Tally | None) -> str:
@@ -261,7 +290,10 @@ def _random(text: str, tally: Tally | None) -> str:
     return "".join(out)
 
 
-_QUICK = re.compile(r"[=:$<-]|[A-Za-z0-9+/_]{16}|[Bb]earer|[Bb]asic|[Tt]oken|BEARER|BASIC|TOKEN")
+_QUICK = re.compile(
+    r"[=:$<-]|[A-Za-z0-9+/_]{16}|[Bb]earer|[Bb]asic|[Tt]oken|BEARER|BASIC|TOKEN|[Pp]ass|PASS|[Aa]uth|AUTH|[Ss]ecret|SECRET"
+)
+"""Text without any of these holds no secret (most sysfs values): it is returned at once."""
 
 
 def _redact(text: str, tally: Tally | None) -> str:
