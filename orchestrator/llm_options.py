@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
+from rigaudit.tools.bounded import InputError, load_json
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events import Event
 from rigaudit.tools.policy import Verdict
@@ -36,16 +36,12 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 
 def load_config_file(path: Path) -> dict[str, Any]:
     """The ``llm`` settings of the config file (a flat object works too); ``{}`` when there is no file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not (path.exists() or path.is_symlink()):
         return {}
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        data = load_json(path, limit=1024 * 1024, what=f"{path} (the config file)")
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a JSON object")
     section = data.get("llm", data)

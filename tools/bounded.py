@@ -39,8 +39,12 @@ class InputError(UsageError):
     """An input file is refused or damaged; the message is one line naming the file."""
 
 
-class JsonError(UsageError, ValueError):
-    """Text that is not JSON, or JSON nested deeper than allowed (still a ``ValueError``, as ``json.loads`` raises)."""
+class JsonError(UsageError, json.JSONDecodeError):
+    """Text that is not JSON, or JSON nested deeper than allowed (a ``json.JSONDecodeError``, so
+    :func:`loads` replaces ``json.loads`` wherever that is caught)."""
+
+    def __str__(self) -> str:
+        return self.msg if not self.doc else super().__str__()
 
 
 def _mib(n: int) -> str:
@@ -105,7 +109,7 @@ def read_regular(path: Path | str, *, limit: int = MAX_INPUT_BYTES, follow: bool
     try:
         fd = open_regular(path, follow=follow)
     except FileNotFoundError:
-        raise InputError(f"{label}: no such file") from None
+        raise InputError(f"{label}: cannot read: no such file") from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
     try:
@@ -131,14 +135,17 @@ def _too_deep(value: object, limit: int) -> bool:
 
 def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> object:
     """``json.loads`` that refuses nesting deeper than ``max_depth`` (:class:`JsonError`, never RecursionError)."""
+    deep = f"nested deeper than {max_depth} levels"
     try:
         value = json.loads(data)
     except RecursionError:
-        raise JsonError(f"nested deeper than {max_depth} levels") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise JsonError(str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__) from None
+        raise JsonError(deep, "", 0) from None
+    except json.JSONDecodeError as exc:
+        raise JsonError(exc.msg, exc.doc, exc.pos) from None
+    except UnicodeDecodeError:
+        raise JsonError("not UTF-8 text", "", 0) from None
     if isinstance(value, (dict, list)) and _too_deep(value, max_depth):
-        raise JsonError(f"nested deeper than {max_depth} levels")
+        raise JsonError(deep, "", 0)
     return value
 
 
@@ -149,7 +156,7 @@ def load_json(path: Path | str, *, limit: int = MAX_INPUT_BYTES, follow: bool = 
     try:
         return loads(data)
     except JsonError as exc:
-        raise InputError(f"{label}: not valid JSON ({exc})") from None
+        raise InputError(f"{label}: not JSON ({exc})") from None
 
 
 def iter_lines(
@@ -168,7 +175,7 @@ def iter_lines(
     try:
         fd = open_regular(path, follow=follow)
     except FileNotFoundError:
-        raise InputError(f"{label}: no such file") from None
+        raise InputError(f"{label}: cannot read: no such file") from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
     total = 0

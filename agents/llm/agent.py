@@ -23,6 +23,7 @@ from rigaudit.agents.llm.errors import InvalidAnswer, StepBudgetExhausted
 from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, ModelFunctions
 from rigaudit.agents.llm.prompt import system_prompt, user_prompt
 from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.events import EventSink, LlmExchange
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
@@ -194,7 +195,7 @@ class AgentRun:
 def history_arguments(arguments: str) -> str:
     """Arguments as sent back in the history: servers re-parse them, so malformed ones become ``{}``."""
     try:
-        json.loads(arguments or "{}")
+        loads(arguments or "{}")
     except json.JSONDecodeError:
         return "{}"
     return arguments or "{}"

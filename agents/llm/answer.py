@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.finding import Finding, Fix
 
 CHECK_ID = r"^[a-z][a-z0-9_]*\.[a-z0-9_.]+$"
@@ -119,7 +120,7 @@ def extract_json(text: str) -> Any:
     error: json.JSONDecodeError | None = None
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return loads(candidate)
         except json.JSONDecodeError as exc:
             error = error or exc
     raise ValueError(f"not JSON ({error.msg} at char {error.pos})" if error else "no JSON object in the answer")

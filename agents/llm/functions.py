@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigaudit.agents.llm.answer import SCHEMA
+from rigaudit.tools.bounded import loads
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
@@ -135,7 +136,7 @@ class ModelFunctions:
     async def call(self, name: str, raw_arguments: str) -> FunctionResult:
         """Run one call; bad names and bad arguments come back as errors the model can correct."""
         try:
-            arguments = json.loads(raw_arguments or "{}")
+            arguments = loads(raw_arguments or "{}")
         except json.JSONDecodeError as exc:
             return FunctionResult(
                 f"error: the arguments of {name} are not valid JSON ({exc.msg}); call it again with a JSON object",

@@ -12,7 +12,6 @@ returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import typing
 from collections.abc import Sequence
@@ -43,6 +42,7 @@ from rigaudit.orchestrator.report import append_section, write_report
 from rigaudit.orchestrator.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.sections import apply_section
 from rigaudit.orchestrator.snapshots import copy_snapshot
+from rigaudit.tools.bounded import InputError, load_json
 from rigaudit.tools.errors import NotApprovedError, RigauditError, UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
@@ -435,11 +435,14 @@ def _not_here(steps: Sequence[object], options: ApplyOptions) -> str:
 def _bench_line(path: Path) -> str:
     """``c=1: 153.2 tok/s, TTFT p50 21 ms; ...`` from a ``rigaudit.bench/1`` file."""
     try:
-        runs = json.loads(path.read_text(encoding="utf-8")).get("runs") or []
-    except (OSError, ValueError, AttributeError):
+        raw = load_json(path, limit=64 * 1024 * 1024)
+    except InputError:
+        return "(result unreadable)"
+    runs = (raw.get("runs") or []) if isinstance(raw, dict) else None
+    if not isinstance(runs, list):
         return "(result unreadable)"
     parts = []
-    for run in runs[:4]:
+    for run in [r for r in runs if isinstance(r, dict)][:4]:
         tps, ttft = run.get("output_tokens_per_s"), run.get("ttft_ms_p50")
         tps_text = f"{tps:.1f} tok/s" if isinstance(tps, (int, float)) else "? tok/s"
         ttft_text = f", TTFT p50 {ttft:.0f} ms" if isinstance(ttft, (int, float)) else ""

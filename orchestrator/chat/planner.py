@@ -17,6 +17,7 @@ from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
 from rigaudit.orchestrator.chat.steps import Step
+from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.events import LlmExchange
 
 SYSTEM = """\
@@ -54,7 +55,7 @@ MAX_TOOL_TEXT = 3000
 def step_for(call: ToolCallRequest) -> Step | str:
     """The step a tool call names, or an error for the model."""
     try:
-        args = json.loads(call.arguments or "{}")
+        args = loads(call.arguments or "{}")
     except json.JSONDecodeError as exc:
         return f"error: the arguments of {call.name} are not valid JSON ({exc.msg})"
     if not isinstance(args, dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rigaudit.tools.bounded import InputError, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.remote.transport import TransportError, check_target
 
@@ -17,9 +18,11 @@ def parse_hosts(value: str) -> list[str]:
     path = Path(value)
     if "," not in value and path.is_file():
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--hosts {value}: cannot read ({exc.__class__.__name__})") from None
+            text = read_regular(path, limit=16 * 1024 * 1024, what=f"--hosts {value}").decode("utf-8")
+        except InputError as exc:
+            raise UsageError(str(exc)) from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--hosts {value}: cannot read (not UTF-8 text)") from None
         entries = [line.split("#", 1)[0].strip() for line in text.splitlines()]
         where = f"--hosts {value}"
     else:

@@ -18,6 +18,7 @@ import binascii
 import json
 from typing import Any
 
+from rigaudit.tools.bounded import loads
 from rigaudit.tools.redact._blocks import redact_argv, redact_bytes, redact_output
 from rigaudit.tools.redact._shapes import REDACTED
 from rigaudit.tools.redact._tally import Tally
@@ -92,7 +93,7 @@ def redact_json(value: Any, tally: Tally | None = None, *, path: str = "") -> An
 def redact_json_text(text: str, tally: Tally | None = None, *, indent: int | None = 2) -> str:
     """A JSON document's text, redacted as :func:`redact_json` (as it was when nothing changed; text when not JSON)."""
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return redact_text(text, tally)
     redacted = redact_json(value, tally)

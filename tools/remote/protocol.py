@@ -25,7 +25,10 @@ def dumps(message: Mapping[str, object]) -> bytes:
 
 
 def loads(line: bytes) -> dict[str, object]:
-    value = json.loads(line.decode("utf-8"))
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except RecursionError:  # a reply nested this deep is not one (the payload carries no tools.bounded)
+        raise ValueError("nested too deeply") from None
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return value

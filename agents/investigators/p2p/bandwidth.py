@@ -10,6 +10,7 @@ from rigaudit.agents.facts.nvml_reads import label
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, P2pFacts
 from rigaudit.tools.bench.p2p import P2P_SCHEMA
+from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
 from rigaudit.tools.probe import file_ref
 
@@ -30,7 +31,7 @@ class BenchPair:
 def parse_bench(text: str) -> list[BenchPair] | str:
     """The pairs of a ``rigaudit.p2p/1`` result, or why the file is not one."""
     try:
-        raw = json.loads(text)
+        raw = loads(text)
     except json.JSONDecodeError as exc:
         return f"{BENCH_FILE} is not JSON ({exc.msg} at line {exc.lineno})"
     if not isinstance(raw, dict) or raw.get("schema") != P2P_SCHEMA:

@@ -1,0 +1,119 @@
+"""What reading untrusted input safely costs: mirror reads vs plain reads, the seed audit, bundle unpacking, a bomb.
+
+Run: python benchmarks/untrusted_reads.py [SNAPSHOT_DIR]
+Prints figures (CPU seconds are best of N, so a busy machine shows the cost, not the wait); with $OUT set,
+also writes them to $OUT/untrusted_reads.json. docs/untrusted-inputs.md records them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import resource
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from rigaudit.orchestrator.audit import run_audit
+from rigaudit.tools.hosts.mirror import Mirror
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.share import BundleError, share_bundle, unpack_bundle
+
+SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
+
+
+def best_cpu(work, repeats: int = 5) -> float:  # type: ignore[no-untyped-def]
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        work()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def reads(snapshot: Path) -> dict[str, float]:
+    """Microseconds per file: every regular file of the mirror read through Mirror, and as a plain path."""
+    files = sorted(Mirror(snapshot).walk().files)
+    mirror = Mirror(snapshot)
+    root = snapshot / "files"
+    safe = best_cpu(lambda: [mirror.read(p) for p in files])
+    plain = best_cpu(lambda: [(root / p.lstrip("/")).read_bytes() for p in files])
+    depth = sum(p.count("/") for p in files) / len(files)
+    return {"files": len(files), "mean_depth": round(depth, 1), "mirror_us": 1e6 * safe / len(files), "plain_us": 1e6 * plain / len(files)}
+
+
+def audit(snapshot: Path) -> float:
+    return best_cpu(lambda: anyio.run(lambda: run_audit(SnapshotHost(snapshot))))
+
+
+def bundles(snapshot: Path, scratch: Path) -> dict[str, float]:
+    bundle = scratch / "b.tar.gz"
+    share_bundle(snapshot, bundle)
+    counter = iter(range(1000))
+    unpack = best_cpu(lambda: unpack_bundle(bundle, scratch / f"u{next(counter)}"), repeats=3)
+    bomb = scratch / "bomb.tar.gz"
+    size = 2 * 1024 * 1024 * 1024  # 2 GiB of zeros: about 2 MB compressed
+    info = tarfile.TarInfo("snap/files/big")
+    info.size = size
+    with gzip.open(bomb, "wb", compresslevel=9) as packed, tarfile.open(fileobj=packed, mode="w|") as archive:
+        archive.addfile(tarfile.TarInfo("snap/snapshot.json"), io.BytesIO(b""))
+
+        class Zeros(io.RawIOBase):
+            left = size
+
+            def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+                n = min(len(buffer), self.left)
+                buffer[:n] = bytes(n)
+                self.left -= n
+                return n
+
+        archive.addfile(info, Zeros())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    try:
+        unpack_bundle(bomb, scratch / "bomb")
+        refused = False
+    except BundleError:
+        refused = True
+    wall = time.perf_counter() - start
+    grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    written = sum(p.stat().st_size for p in (scratch / "bomb").rglob("*") if p.is_file())
+    return {
+        "bundle_bytes": bundle.stat().st_size,
+        "unpack_cpu_s": unpack,
+        "bomb_compressed_bytes": bomb.stat().st_size,
+        "bomb_refused": refused,
+        "bomb_wall_s": wall,
+        "bomb_written_mib": written / 2**20,
+        "bomb_rss_growth_mib": grew / 1024,
+    }
+
+
+def main() -> int:
+    snapshot = Path(sys.argv[1]) if len(sys.argv) > 1 else SEED
+    with tempfile.TemporaryDirectory(prefix="rigaudit-untrusted-bench-") as tmp:
+        figures = {"snapshot": str(snapshot), **reads(snapshot), "audit_cpu_s": audit(snapshot), **bundles(snapshot, Path(tmp))}
+    print(f"reads: {figures['files']} files, mean depth {figures['mean_depth']} components")
+    print(f"  through the mirror (O_NOFOLLOW walk, lstat/fstat): {figures['mirror_us']:.1f} us per file")
+    print(f"  plain path read_bytes (follows links):             {figures['plain_us']:.1f} us per file")
+    print(f"whole in-process audit of the snapshot: {figures['audit_cpu_s']:.2f} s CPU")
+    print(f"share bundle {figures['bundle_bytes'] / 1024:.0f} KiB unpacked (bounded, streamed) in {figures['unpack_cpu_s']:.3f} s CPU")
+    print(
+        f"gzip bomb of {figures['bomb_compressed_bytes'] / 2**20:.1f} MiB (2 GiB inside): "
+        f"{'refused' if figures['bomb_refused'] else 'NOT refused'} in {figures['bomb_wall_s']:.2f} s, "
+        f"{figures['bomb_written_mib']:.0f} MiB written, RSS +{figures['bomb_rss_growth_mib']:.0f} MiB"
+    )
+    out = os.environ.get("OUT")
+    if out:
+        Path(out, "untrusted_reads.json").write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
