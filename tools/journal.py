@@ -24,6 +24,8 @@ from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.plan import Plan
 
 JOURNAL_SCHEMA = "rigaudit.journal/1"
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024
+"""A journal of thousands of changes is a few MiB; a larger file is not one an apply wrote."""
 EntryKind = Literal["session", "approval", "change"]
 ChangeState = Literal["planned", "applied", "verified", "reverted", "failed"]
 Decision = Literal["yes", "no", "all", "quit", "auto"]
@@ -193,7 +195,7 @@ def read_journal_lines(path: Path) -> JournalRead:
     if path.is_dir():
         raise JournalReadError(f"{path}: is a directory, not a journal")
     try:
-        for number, line in iter_lines(path, what=str(path)):
+        for number, line in iter_lines(path, limit=MAX_JOURNAL_BYTES, what=str(path)):
             read.last_line = number
             if line is None or not line.strip():
                 if line is None:
@@ -223,6 +225,10 @@ def _parse_line(read: JournalRead, number: int, line: bytes) -> None:
     if not isinstance(raw, dict) or raw.get("schema") != JOURNAL_SCHEMA:
         read.damaged.append(number)
         read.warnings.append(f"{name}:{number}: not a {JOURNAL_SCHEMA} entry; ignored")
+        return
+    if raw.get("kind") == "session" and any(e.kind == "session" for e in read.entries):
+        read.damaged.append(number)  # one apply, one session: a second is not validated (its plan can be large)
+        read.warnings.append(f"{name}:{number}: a second session entry; ignored")
         return
     try:
         read.entries.append(JournalEntry.model_validate(raw))
