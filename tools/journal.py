@@ -120,12 +120,12 @@ class Journal:
     @classmethod
     def reopen(cls, path: Path) -> Journal:
         """Append to an existing journal (rollback records what it restored)."""
-        entries, _ = read_journal(path)
+        read = read_journal_lines(path)
         try:
             handle = path.open("a", encoding="utf-8")
         except OSError as exc:
             raise JournalError(f"{path}: cannot append to the journal: {exc.strerror or exc}") from None
-        return cls(path, handle, max((e.seq for e in entries), default=0) + 1)
+        return cls(path, handle, max(read.last_seq, *(e.seq for e in read.entries)) + 1)
 
     def append(self, *, sync: bool = True, **fields: object) -> JournalEntry:
         """Write one entry; with ``sync`` (the default) it is on disk (fsync) before this returns.
@@ -187,6 +187,8 @@ class JournalRead:
     warnings: list[str] = field(default_factory=list)
     damaged: list[int] = field(default_factory=list)
     last_line: int = 0
+    last_seq: int = 0
+    """The highest ``seq`` of any line, ignored ones included (an append continues after it)."""
 
 
 def read_journal_lines(path: Path) -> JournalRead:
@@ -222,6 +224,9 @@ def _parse_line(read: JournalRead, number: int, line: bytes) -> None:
         read.damaged.append(number)
         read.warnings.append(f"{name}:{number}: damaged line ignored")
         return
+    seq = raw.get("seq") if isinstance(raw, dict) else None
+    if isinstance(seq, int) and not isinstance(seq, bool) and seq < 2**62:
+        read.last_seq = max(read.last_seq, seq)
     if not isinstance(raw, dict) or raw.get("schema") != JOURNAL_SCHEMA:
         read.damaged.append(number)
         read.warnings.append(f"{name}:{number}: not a {JOURNAL_SCHEMA} entry; ignored")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigaudit.tools.bounded import InputError, read_regular
+from rigaudit.tools.bounded import read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.remote.transport import TransportError, check_target
 
@@ -19,8 +19,6 @@ def parse_hosts(value: str) -> list[str]:
     if "," not in value and path.is_file():
         try:
             text = read_regular(path, limit=16 * 1024 * 1024, what=f"--hosts {value}").decode("utf-8")
-        except InputError as exc:
-            raise UsageError(str(exc)) from None
         except UnicodeDecodeError:
             raise UsageError(f"--hosts {value}: cannot read (not UTF-8 text)") from None
         entries = [line.split("#", 1)[0].strip() for line in text.splitlines()]
