@@ -45,7 +45,12 @@ def reads(snapshot: Path) -> dict[str, float]:
     safe = best_cpu(lambda: [mirror.read(p) for p in files])
     plain = best_cpu(lambda: [(root / p.lstrip("/")).read_bytes() for p in files])
     depth = sum(p.count("/") for p in files) / len(files)
-    return {"files": len(files), "mean_depth": round(depth, 1), "mirror_us": 1e6 * safe / len(files), "plain_us": 1e6 * plain / len(files)}
+    return {
+        "files": len(files),
+        "mean_depth": round(depth, 1),
+        "mirror_us": 1e6 * safe / len(files),
+        "plain_us": 1e6 * plain / len(files),
+    }
 
 
 def audit(snapshot: Path) -> float:
@@ -103,7 +108,8 @@ def main() -> int:
     print(f"  through the mirror (O_NOFOLLOW walk, lstat/fstat): {figures['mirror_us']:.1f} us per file")
     print(f"  plain path read_bytes (follows links):             {figures['plain_us']:.1f} us per file")
     print(f"whole in-process audit of the snapshot: {figures['audit_cpu_s']:.2f} s CPU")
-    print(f"share bundle {figures['bundle_bytes'] / 1024:.0f} KiB unpacked (bounded, streamed) in {figures['unpack_cpu_s']:.3f} s CPU")
+    kib = figures["bundle_bytes"] / 1024
+    print(f"share bundle {kib:.0f} KiB unpacked (bounded, streamed) in {figures['unpack_cpu_s']:.3f} s CPU")
     print(
         f"gzip bomb of {figures['bomb_compressed_bytes'] / 2**20:.1f} MiB (2 GiB inside): "
         f"{'refused' if figures['bomb_refused'] else 'NOT refused'} in {figures['bomb_wall_s']:.2f} s, "

@@ -12,8 +12,8 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from tests.conftest import FIXTURES
+from tests.support.apply import fast_tmp, mini_seed, seed_plan
 from tests.support.fuzz import Mutator, cases, check, run_cli
-from tests.test_apply_support import fast_tmp, mini_seed, seed_plan
 from tests.test_compare import _result
 
 SMALL = FIXTURES / "h200x1-vm"

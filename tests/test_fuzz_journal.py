@@ -15,8 +15,8 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.persist import HEADER
 from rigaudit.tools.actions.targets import PERSIST_FILES
+from tests.support.apply import MemoryHost, fast_tmp, mini_seed, seed_plan
 from tests.support.fuzz import Mutator, cases, check, run_cli
-from tests.test_apply_support import MemoryHost, fast_tmp, mini_seed, seed_plan
 
 CASES = cases("journal", 40)
 MARKER = "FUZZ-CANARY-journal-c41a"

@@ -13,8 +13,8 @@ from rigaudit.tools.diffing._load import load_values
 from rigaudit.tools.hosts.snapshot import SnapshotError
 from rigaudit.tools.share._tree import load_tree
 from tests.conftest import FIXTURES
-from tests.mutate import light_copy
 from tests.support.fuzz import NODE_KINDS, Mutator, cases, check, replace_node, run_cli
+from tests.support.mutate import light_copy
 
 SMALL = FIXTURES / "h200x1-vm"
 CASES = cases("snapshot", 48)
