@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
-from rigaudit.tools.bounded import load_json
+from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events import Event
 from rigaudit.tools.policy import Verdict
@@ -38,7 +38,11 @@ def load_config_file(path: Path) -> dict[str, Any]:
     """The ``llm`` settings of the config file (a flat object works too); ``{}`` when there is no file."""
     if not (path.exists() or path.is_symlink()):
         return {}
-    data = load_json(path, limit=1024 * 1024, what=f"{path} (the config file)")
+    text = read_regular(path, limit=1024 * 1024, what=f"{path} (the config file)")
+    try:
+        data = loads(text)
+    except JsonError as exc:
+        raise UsageError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a JSON object")
     section = data.get("llm", data)

@@ -156,7 +156,7 @@ def load_json(path: Path | str, *, limit: int = MAX_INPUT_BYTES, follow: bool = 
     try:
         return loads(data)
     except JsonError as exc:
-        raise InputError(f"{label}: not JSON ({exc})") from None
+        raise InputError(f"{label}: not valid JSON ({exc})") from None
 
 
 def iter_lines(
