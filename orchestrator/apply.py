@@ -17,7 +17,7 @@ from typing import Literal
 import anyio
 from pydantic import ValidationError
 
-from rigaudit.orchestrator.approval import Gate, StepView
+from rigaudit.orchestrator.approval import Gate, StepView, target_text
 from rigaudit.tools.action_text import compress_paths, shell_lines
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.ops import matches, read_value, wanted
@@ -70,6 +70,8 @@ class ApplyReport:
     persist: list[TargetResult] = field(default_factory=list)
     persist_notes: list[str] = field(default_factory=list)
     quit: bool = False
+    interrupted: bool = False
+    """Ctrl-C at a prompt ended the run: the steps after it were not attempted."""
 
     def by_status(self, *statuses: StepStatus) -> list[StepReport]:
         return [s for s in self.steps if s.status in statuses]
@@ -196,7 +198,7 @@ async def preview(host: Host, step: PlanStep) -> tuple[StepView, bool]:
     view = StepView(
         step_id=step.id,
         title=step.title,
-        where=step.where,
+        where=target_text(host.name, host.source) + ("" if step.where == "host" else f", {WHERE_TEXT[step.where]}"),
         kind=step.kind,
         risk=step.risk,
         changes=tuple(summarize(rows)),
@@ -266,7 +268,8 @@ async def apply_plan(
     emit: EventSink | None = None,
 ) -> ApplyReport:
     """Apply what may run here, asking the gate about each step; the journal is created only if
-    something may be changed (so a refused apply leaves no trace)."""
+    something may be changed (so a refused apply leaves no trace). Ctrl-C at a prompt ends the run
+    there: the report says so (:attr:`ApplyReport.interrupted`) and is returned with what was done."""
     options = options or ApplyOptions()
     emit = emit or discard
     plan_hash = plan.digest()
@@ -293,18 +296,28 @@ async def apply_plan(
             if entry.step not in runnable:
                 continue
             if gate.quit:
-                entry.reason = "not attempted: stopped by quit"
+                entry.reason = "not attempted: input ended (Ctrl-D)" if gate.ended else "not attempted: stopped by quit"
                 continue
             view, in_place = await preview(host, entry.step)
             if in_place:
                 entry.status, entry.reason = "unchanged", "already in place"
                 continue
-            approval = gate.decide(view)
+            try:
+                approval = gate.decide(view)
+            except KeyboardInterrupt:
+                _interrupted(report, entry)
+                break
             journal.append(kind="approval", step_id=entry.step.id, approval=approval, plan_hash=plan_hash)
             entry.approval = approval
             if not approval.approved:
                 entry.status = "declined" if approval.decision == "no" else "not_attempted"
-                entry.reason = "declined" if approval.decision == "no" else "not attempted: stopped by quit"
+                entry.reason = (
+                    "end of input"
+                    if gate.ended
+                    else "declined"
+                    if approval.decision == "no"
+                    else "not attempted: stopped by quit"
+                )
                 report.quit = gate.quit
                 continue
             entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
@@ -314,9 +327,23 @@ async def apply_plan(
             fifo = _pause_fifo(executed)
             if fifo is not None:
                 await anyio.to_thread.run_sync(_wait_on_fifo, fifo, executed)
-        if options.persist and not gate.quit:
-            await _persist(host, report, gate, journal, emit)
+        if options.persist and not gate.quit and not report.interrupted:
+            try:
+                await _persist(host, report, gate, journal, emit)
+            except KeyboardInterrupt:
+                report.interrupted = True
+                report.persist_notes.append("persist not attempted: interrupted (Ctrl-C)")
     return report
+
+
+def _interrupted(report: ApplyReport, at: StepReport) -> None:
+    """Ctrl-C while ``at`` was asked: it and every later runnable step are not attempted."""
+    report.interrupted = report.quit = True
+    reached = False
+    for entry in report.steps:
+        reached = reached or entry is at
+        if reached and entry.status == "not_attempted" and not entry.reason:
+            entry.reason = "not attempted: interrupted (Ctrl-C)"
 
 
 def _persistable(report: ApplyReport) -> list[Action]:
@@ -348,7 +375,7 @@ async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal
     view = StepView(
         step_id="persist",
         title="keep these changes across reboots",
-        where=report.host,
+        where=target_text(host.name, host.source),
         changes=tuple(f"{t.describe()}: {short(b)} -> {a}" for t, b, a in rows),
         revert="rigaudit rollback JOURNAL restores or removes these files",
         question="Write these files so the changes survive a reboot?",

@@ -29,7 +29,7 @@ from rigaudit.tools.journal import utc_now
 from rigaudit.tools.model.events import AppliedStep, ApplyFinished, EventSink, ReportWritten, discard
 from rigaudit.tools.model.plan import Plan
 
-__all__ = ["ApplyRequest", "finished", "reaudit", "run_apply"]
+__all__ = ["ApplyRequest", "finished", "reaudit", "run_apply", "stopped_text"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,18 @@ def _step(entry: StepReport) -> AppliedStep:
     return AppliedStep(step_id=entry.step.id, status=entry.status, reason=entry.reason, changes=changes, problems=problems)
 
 
-def finished(report: ApplyReport, *, reaudited: dict[str, str] | None = None, copy: Path | None = None) -> ApplyFinished:
+def stopped_text(report: ApplyReport, gate: Gate | None = None) -> str:
+    """Why ``report`` ended early, in a few words (``""``: it ran to its end)."""
+    if report.interrupted:
+        return "interrupted (Ctrl-C)"
+    if gate is not None and gate.ended:
+        return "input ended (Ctrl-D)"
+    return "quit" if report.quit else ""
+
+
+def finished(
+    report: ApplyReport, *, reaudited: dict[str, str] | None = None, copy: Path | None = None, stopped: str = ""
+) -> ApplyFinished:
     """The event that sums up ``report``."""
     undo = ""
     if report.journal is not None:
@@ -82,6 +93,7 @@ def finished(report: ApplyReport, *, reaudited: dict[str, str] | None = None, co
         undo=undo,
         reaudit=reaudited or {},
         reaudited=str(copy) if copy is not None and reaudited else "",
+        stopped=stopped or stopped_text(report),
     )
 
 
@@ -103,7 +115,10 @@ async def run_apply(
     console: Console | None = None,
 ) -> ApplyReport:
     """Plan (or take the given one), ask about each runtime step, apply into ``into`` or ``source``, then
-    re-audit the copy, write ``--emit-script`` and the report section. Emits :class:`ApplyFinished`."""
+    re-audit the copy, write ``--emit-script`` and the report section. Emits :class:`ApplyFinished`.
+
+    Ctrl-C at a prompt: what was done is still reported and written down, then ``KeyboardInterrupt``
+    is raised again so that the whole run (a command, a conversation) ends."""
     plan = request.plan if request.plan is not None else (await run_audit(source, emit=emit)).plan
     options = ApplyOptions(
         scope=request.scope, only=request.only, persist=request.persist, in_container=await in_container(source)
@@ -129,9 +144,9 @@ async def run_apply(
             await host.aclose()
     when = utc_now()
     checked: dict[str, str] | None = None
-    if request.into is not None and report.changed:
+    if request.into is not None and report.changed and not report.interrupted:
         checked = await reaudit(SnapshotHost(request.into), report.steps)
-    emit(finished(report, reaudited=checked, copy=request.into))
+    emit(finished(report, reaudited=checked, copy=request.into, stopped=stopped_text(report, gate)))
     if request.emit_script is not None:
         script = render_script(report.script_steps(), host=report.host, plan_hash=report.plan_hash, generated_at=when)
         _write_script(request.emit_script, script)
@@ -140,4 +155,6 @@ async def run_apply(
     if request.report is not None and report.journal is not None:
         append_section(request.report, "Applied changes", apply_section(report, when, checked))
         emit(ReportWritten(path=str(request.report), section="Applied changes"))
+    if report.interrupted:
+        raise KeyboardInterrupt
     return report

@@ -1,19 +1,25 @@
 """The approval gate: nothing changes a host (and no benchmark loads its GPUs) without a recorded yes.
 
-In a terminal each step is shown and the person answers yes / no / all (yes to every remaining
-runtime step of this plan) / details / quit. Without a terminal nothing is approved unless
-``--yes`` was given: :class:`NotApprovedError` (exit status 3). Every decision is an
-:class:`~tools.journal.Approval` (who, when, the plan's hash), emitted as an ``ApprovalDecided``
-event; apply also keeps it in its journal.
+In a terminal each step is shown, with the machine (by host name) or the snapshot copy (by path)
+it changes, and the person answers yes / no / all (yes to every remaining runtime step of this
+plan) / details / quit, or their first letters. End of input (Ctrl-D) is "no" to that step and
+"quit" to the rest; Ctrl-C at a prompt raises ``KeyboardInterrupt`` at once (the caller ends the
+whole run). Without a terminal nothing is approved unless ``--yes`` was given:
+:class:`NotApprovedError` (exit status 3). Every decision is an :class:`~tools.journal.Approval`
+(who, when, the plan's hash), emitted as an ``ApprovalDecided`` event; apply also keeps it in its
+journal.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import signal
 import socket
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,6 +29,34 @@ from rigaudit.tools.model.events import ApprovalDecided, EventSink, discard
 
 CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}
+EOF_ANSWER = "\x04"
+"""What :meth:`Console.ask` returns at end of input (Ctrl-D): no to this step, quit for the rest."""
+
+
+def target_text(name: str, source: str) -> str:
+    """The machine or copy a change lands on, as a prompt names it: ``this machine (gpu01)``,
+    ``the snapshot copy /tmp/copy``, ``gpu02 over ssh``."""
+    kind, _, where = source.partition(":")
+    if kind == "snapshot" and where:
+        return f"the snapshot copy {where}" if name == "" else f"the snapshot copy {where} (of {name})"
+    if kind == "ssh":
+        return f"{where or name} over ssh"
+    return f"this machine ({name or socket.gethostname()})"
+
+
+@contextmanager
+def sigint_raises() -> Iterator[None]:
+    """While a person is asked, Ctrl-C raises ``KeyboardInterrupt`` at once (an event loop's own handler
+    would only note it, and the next Enter would read as an answer)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Console(Protocol):
@@ -34,7 +68,7 @@ class Console(Protocol):
 
 
 class TerminalConsole:
-    """rich output and ``Prompt.ask`` on the real terminal."""
+    """rich output and a line read from the real terminal (every word or its first letter is an answer)."""
 
     def __init__(self) -> None:
         from rich.console import Console as RichConsole
@@ -42,12 +76,19 @@ class TerminalConsole:
         self._console = RichConsole(highlight=False)
 
     def show(self, text: str) -> None:
-        self._console.print(text, markup=False)
+        self._console.print(text, markup=False, soft_wrap=True)
 
     def ask(self, question: str, choices: Sequence[str], default: str) -> str:
-        from rich.prompt import Prompt
+        from rich.markup import escape
 
-        return Prompt.ask(question, console=self._console, choices=list(choices), default=default)
+        words = "/".join(f"[bold]{c[0]}[/bold]{c[1:]}" for c in choices)
+        with sigint_raises():
+            try:
+                answer = self._console.input(f"{escape(question)} {words} [dim]({default})[/dim] ")
+            except EOFError:
+                self._console.print()
+                return EOF_ANSWER
+        return answer.strip() or default
 
 
 @dataclass
@@ -139,6 +180,8 @@ class Gate:
         self.decisions: list[Approval] = []
         self._yes_to_all = False
         self.quit = False
+        self.ended = False
+        """Input ended (Ctrl-D) at a prompt: that step was refused and nothing more is asked."""
 
     @property
     def console(self) -> Console:
@@ -167,8 +210,11 @@ class Gate:
         choices = CHOICES if allow_all else tuple(c for c in CHOICES if c != "all")
         self.console.show(view.render())
         while True:
-            raw = self.console.ask(view.question or f"Apply {view.step_id}?", choices, "no").strip().lower()
-            answer = _SHORT.get(raw, raw)
+            raw = self.console.ask(view.question or f"Apply {view.step_id}?", choices, "no")
+            if raw == EOF_ANSWER:
+                self.quit = self.ended = True
+                return self._record(view.step_id, "no", "end of input (Ctrl-D): no, and nothing more is asked")
+            answer = _SHORT.get(raw.strip().lower(), raw.strip().lower())
             if answer == "details":
                 self.console.show("\n".join(view.details) or "(no more details)")
                 continue
@@ -182,7 +228,7 @@ class Gate:
                 return self._record(view.step_id, "quit", "stopped here; later steps not attempted")
             if answer == "no":
                 return self._record(view.step_id, "no")
-            self.console.show(f"answer one of: {', '.join(choices)}")
+            self.console.show(f"answer one of: {', '.join(choices)} (or {', '.join(c[0] for c in choices)})")
 
 
 def require_approval(
@@ -194,23 +240,32 @@ def require_approval(
     interactive: bool | None = None,
     console: Console | None = None,
     plan_hash: str = "",
+    where: str = "",
 ) -> Approval:
-    """Gate one action that is not a plan step (a benchmark that loads the GPUs, a rollback).
+    """Gate one action that is not a plan step (a benchmark that loads the GPUs, a rollback) on ``where``
+    (:func:`target_text`; default: this machine by its name).
 
     Returns the approval; raises :class:`NotApprovedError` when refused, or with no terminal and no ``--yes``.
     """
     gate = Gate(plan_hash, assume_yes=assume_yes, interactive=interactive, console=console, emit=emit)
     view = StepView(
-        step_id=what, title="", where="this host", changes=tuple(details), details=tuple(details), question=f"Go ahead: {what}?"
+        step_id=what,
+        title="",
+        where=where or target_text(socket.gethostname(), "local"),
+        changes=tuple(details),
+        details=tuple(details),
+        question=f"Go ahead: {what}?",
     )
     approval = gate.decide(view, allow_all=False)
     if not approval.approved:
-        raise NotApprovedError(f"{what}: not approved ({approval.decision})")
+        why = "end of input" if gate.ended else approval.decision
+        raise NotApprovedError(f"{what}: not approved ({why})")
     return approval
 
 
 __all__ = [
     "CHOICES",
+    "EOF_ANSWER",
     "Approval",
     "Console",
     "Gate",
@@ -219,5 +274,7 @@ __all__ = [
     "TerminalConsole",
     "is_interactive",
     "require_approval",
+    "sigint_raises",
+    "target_text",
     "who_am_i",
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.apply import describe_targets
-from rigaudit.orchestrator.approval import Console, require_approval
+from rigaudit.orchestrator.approval import Console, require_approval, target_text
 from rigaudit.orchestrator.report import append_section
 from rigaudit.orchestrator.sections import rollback_section
 from rigaudit.tools.actions.execute import short
@@ -121,13 +121,14 @@ async def run_rollback(
     steps = sorted({p.step_id for p in todo})
     touched = restore_lines([(p.target, p.before) for p in reversed(todo) if p.target is not None])
     approval = require_approval(
-        f"roll back {prepared.pending} change(s) on {host.name}",
+        f"roll back {prepared.pending} change(s) on {target_text(host.name, host.source)}",
         [f"journal {journal_path}", f"steps: {', '.join(steps)}", *touched],
         assume_yes=assume_yes,
         emit=emit,
         interactive=interactive,
         console=console,
         plan_hash=next((e.plan_hash for e in prepared.entries if e.kind == "session"), ""),
+        where=target_text(host.name, host.source),
     )
     with Journal.reopen(journal_path) as journal:
         journal.append(kind="approval", step_id="rollback", approval=approval)

@@ -302,13 +302,17 @@ class Coordinator:
             await host.aclose()
         if report.journal is not None:
             self.journals.append(report.journal)
+        if report.interrupted:  # Ctrl-C at a prompt ends the conversation, once what was done is said and written
+            await self._after_apply(report, reaudit=False)
+            self.say(self._apply_outcome(report, where, None).text + " Interrupted (Ctrl-C).")
+            raise KeyboardInterrupt
         reaudit = await self._after_apply(report)
         return self._apply_outcome(report, where, reaudit)
 
-    async def _after_apply(self, report: ApplyReport) -> dict[str, str] | None:
+    async def _after_apply(self, report: ApplyReport, *, reaudit: bool = True) -> dict[str, str] | None:
         """Re-audit what changed (the copy, on a snapshot), and append the section to the report."""
-        reaudit: dict[str, str] | None = None
-        if report.changed:
+        checked: dict[str, str] | None = None
+        if report.changed and reaudit:
             if self.copy is not None:
                 self.host = SnapshotHost(self.copy)
             self.result = await run_audit(self.host, options=AuditOptions(brain=None))
@@ -316,11 +320,11 @@ class Coordinator:
             checks = dict.fromkeys(
                 c for e in report.steps if e.status in ("applied", "partial") for c in (e.step.check, *e.step.also_checks)
             )
-            reaudit = {c: statuses.get(c, "not checked") for c in checks}
+            checked = {c: statuses.get(c, "not checked") for c in checks}
         if self.report_path is not None and report.journal is not None:
-            append_section(self.report_path, "Applied changes", apply_section(report, utc_now(), reaudit))
+            append_section(self.report_path, "Applied changes", apply_section(report, utc_now(), checked))
             self.emit(ReportWritten(path=str(self.report_path), section="Applied changes"))
-        return reaudit
+        return checked
 
     def _apply_outcome(self, report: ApplyReport, where: str, reaudit: dict[str, str] | None) -> Outcome:
         groups: dict[str, list[str]] = {}
@@ -334,7 +338,7 @@ class Coordinator:
             text += f" Journal {report.journal} (undo: /rollback)."
         if report.problems:
             return Outcome("failed", text + f" {len(report.problems)} change(s) failed or were reverted.")
-        if not report.changed and (groups.get("declined") or groups.get("not_attempted")):
+        if report.quit or (not report.changed and (groups.get("declined") or groups.get("not_attempted"))):
             return Outcome("refused", text)
         return Outcome("done", text)
 

@@ -11,8 +11,12 @@ as deferred. Steps for the hypervisor are never attempted here. Without a termin
 applied unless --yes is given. Every change is journaled before it is made:
 `rigaudit rollback JOURNAL` undoes it.
 
+At each step: y(es), n(o), a(ll remaining runtime steps), d(etails), q(uit). End of input
+(Ctrl-D) is "no" to that step and stops there; Ctrl-C ends the run at once. Either way the steps
+done so far are listed, journaled and written to the report.
+
 Exit status: 0 done; 1 a change failed (and was reverted where it could be); 2 usage error;
-3 not approved.
+3 not approved (no terminal and no --yes, quit, or end of input at a prompt); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         options={"scope": args.scope, "only": only, "persist": args.persist, "yes": args.yes},
     ) as session:
         report = anyio.run(lambda: run_apply(source, request, emit=session.emit))
-        session.exit_code = 1 if report.problems else 0
+        session.exit_code = 1 if report.problems else 3 if report.quit else 0
     return session.exit_code
 
 

@@ -34,6 +34,9 @@ def apply_lines(event: ApplyFinished) -> list[str]:
         lines.append(f"re-audit of {event.reaudited}: " + ", ".join(f"{c} {s}" for c, s in event.reaudit.items()))
     if event.journal is not None:
         lines.append(f"journal: {event.journal}  (undo: {event.undo})")
+    if event.stopped:
+        done = sum(1 for s in event.steps if s.status in ("applied", "partial", "failed"))
+        lines.append(f"apply stopped: {event.stopped}; {done} step(s) changed before it, the rest not attempted")
     return lines
 
 

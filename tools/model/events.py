@@ -192,6 +192,8 @@ class ApplyFinished(_Event):
     """Check -> status on the changed copy (``apply --into``)."""
     reaudited: str = ""
     """What was re-audited (the copy's folder)."""
+    stopped: str = ""
+    """Why the apply ended before its last step: ``interrupted (Ctrl-C)``, ``input ended (Ctrl-D)``, ``quit``."""
 
 
 class RestoredGroup(BaseModel):
