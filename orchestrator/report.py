@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rigaudit.tools.action_text import describe, shell_lines
@@ -78,7 +78,7 @@ def render_report(result: AuditResult) -> str:
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
     )
-    out += ["", _expectation(problems), ""]
+    out += ["", expectation(problems), ""]
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
     out += ["", "## Baseline state", "", "| fact | value |", "| --- | --- |"]
@@ -114,21 +114,23 @@ def render_report(result: AuditResult) -> str:
     return "\n".join(out)
 
 
-def _expectation(problems: list[Finding]) -> str:
-    """One paragraph on what fixing these problems can and cannot buy."""
+def expectation(problems: Sequence[Finding], *, markdown: bool = True) -> str:
+    """One paragraph on what fixing these problems can and cannot buy (the report's, and the terminal's)."""
     serious = [f.check for f in problems if f.severity in ("critical", "high")]
+    code = (lambda t: f"`{t}`") if markdown else (lambda t: t)
+    lead = "**What to expect**:" if markdown else "What to expect:"
     if serious:
         return (
-            f"**What to expect**: {', '.join(f'`{c}`' for c in serious)} can cost large factors of throughput or "
+            f"{lead} {', '.join(code(c) for c in serious)} can cost large factors of throughput or "
             "stability (or correctness): fix those first, then measure again."
         )
     if problems:
         return (
-            "**What to expect**: the problems found are medium or low: tuning that is worth latency jitter and a few "
+            f"{lead} the problems found are medium or low: tuning that is worth latency jitter and a few "
             "percent of throughput, not a multiple. If measured throughput is far below what the hardware allows, "
-            "compare it with the decode roofline (`rigaudit roofline`) and look at the serving software as well."
+            f"compare it with the decode roofline ({code('rigaudit roofline')}) and look at the serving software as well."
         )
-    return "**What to expect**: no problem found on this host; a throughput gap lies elsewhere (see `rigaudit roofline`)."
+    return f"{lead} no problem found on this host; a throughput gap lies elsewhere (see {code('rigaudit roofline')})."
 
 
 def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:

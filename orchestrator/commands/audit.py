@@ -48,7 +48,8 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on", choices=("critical", "high", "medium", "low"), help="exit 3 when a problem at or above this is found"
     )
-    parser.add_argument("--hide-ok", action="store_true", help="list only problems and unknowns")
+    parser.add_argument("--all", action="store_true", help="list every check (default: problems and unknowns, the rest counted)")
+    parser.add_argument("--hide-ok", action="store_true", help=argparse.SUPPRESS)  # the default since 0.2
     add_session_arguments(parser)
     add_llm_arguments(parser)
     add_fleet_arguments(parser)
@@ -91,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     areas = _areas(args.areas)
     host = open_host(args)
     json_to_stdout = args.json is not None and str(args.json) == "-"
-    ui = terminal_for(args, show_ok=not args.hide_ok)
+    ui = terminal_for(args, show_all=args.all)
     brain = brain_from_args(args)
     options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout, brain=brain)
     control = AuditControl()

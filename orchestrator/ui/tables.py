@@ -1,4 +1,9 @@
-"""Rich renderables for findings, plans and the investigator board."""
+"""Rich renderables for findings, plans and the investigator board, readable from 80 columns up.
+
+Numbers, check ids and states never wrap or shrink; the free-text columns take what is left, wrap
+at words and fold a long path rather than cut it. Below :data:`WIDE` columns the findings table
+drops its title column first (the check id names the finding).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,9 @@ STATE_STYLE = {
     "timeout": "bold red",
     "cancelled": "yellow",
 }
-_STATUS_ORDER = {"problem": 0, "unknown": 1, "ok": 2, "not_applicable": 3}
+STATUS_ORDER = {"problem": 0, "unknown": 1, "ok": 2, "not_applicable": 3}
+WIDE = 110
+"""From this width on, the findings table also shows each finding's title."""
 
 
 @dataclass
@@ -36,54 +43,90 @@ class BoardRow:
     error: str | None = None
 
 
-def board_table(rows: Sequence[BoardRow]) -> Table:
-    table = Table(title="Investigators", expand=False, show_lines=False)
-    for column in ("area", "state", "reads", "problems", "ok", "unknown", "time", "now reading / error"):
-        table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=60 if column.startswith("now") else None)
-    for row in rows:
-        detail = row.error or (row.reading if row.state == "running" else "")
-        table.add_row(
+def _fixed(table: Table, header: str, *, right: bool = False, width: int = 0) -> None:
+    """A column that never wraps nor shrinks below its header (or ``width``)."""
+    table.add_column(header, no_wrap=True, min_width=max(len(header), width), justify="right" if right else "left")
+
+
+def board_table(rows: Sequence[BoardRow], width: int = 200) -> Table:
+    """The live board: one row per investigator. Its numbers and states keep their width; the
+    reading/error column takes what is left of ``width`` columns, and goes first when nothing is."""
+    cells = [
+        [
             row.area,
-            Text(row.state, style=STATE_STYLE.get(row.state, "")),
+            row.state,
             str(row.reads),
-            Text(str(row.counts.get("problem", "")), style="bold red"),
+            str(row.counts.get("problem", "")),
             str(row.counts.get("ok", "")),
             str(row.counts.get("unknown", "")),
             f"{row.duration_s:.2f}s" if row.duration_s is not None else "",
-            detail,
-        )
+        ]
+        for row in rows
+    ]
+    headers = ("area", "state", "reads", "problems", "ok", "unknown", "time")
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
+    left = width - sum(widths) - 3 * len(headers) - 2  # one padding each side and a border per column
+    table = Table(title="Investigators", expand=False, show_lines=False)
+    for header, size in zip(headers, widths, strict=True):
+        table.add_column(header, no_wrap=True, min_width=size, justify="left" if header in ("area", "state") else "right")
+    if left >= 8:
+        table.add_column("now reading / error", overflow="ellipsis", no_wrap=True, max_width=min(60, left))
+    for row, text in zip(rows, cells, strict=True):
+        detail = row.error or (row.reading if row.state == "running" else "")
+        line: list[Text | str] = [
+            text[0],
+            Text(text[1], style=STATE_STYLE.get(row.state, "")),
+            text[2],
+            Text(text[3], style="bold red"),
+            *text[4:],
+        ]
+        if left >= 8:
+            line.append(Text(detail, style="bold red" if row.error else "dim"))
+        table.add_row(*line)
     return table
 
 
-def findings_table(findings: Sequence[Finding], *, include_ok: bool = True) -> Table:
-    table = Table(title="Findings", show_lines=False, expand=True)
-    table.add_column("status", no_wrap=True, max_width=9, overflow="ellipsis")
-    table.add_column("severity", no_wrap=True)
-    table.add_column("check", no_wrap=True)
-    table.add_column("finding", ratio=2)
-    table.add_column("observed", ratio=3)
-    ordered = sorted(findings, key=lambda f: (_STATUS_ORDER[f.status], SEVERITY_ORDER.get(f.severity or "", 9), f.check))
-    for finding in ordered:
-        if not include_ok and finding.status in ("ok", "not_applicable"):
-            continue
-        table.add_row(
-            Text(finding.status, style=STATUS_STYLE[finding.status]),
-            Text(finding.severity or "", style=SEVERITY_STYLE.get(finding.severity or "", "")),
-            finding.check,
-            finding.title,
-            finding.observed,
-        )
+def ordered(findings: Sequence[Finding]) -> list[Finding]:
+    """Problems first (worst first), then unknowns, ok, not applicable; by check id within each."""
+    return sorted(findings, key=lambda f: (STATUS_ORDER[f.status], SEVERITY_ORDER.get(f.severity or "", 9), f.check))
+
+
+def _verdict(finding: Finding) -> Text:
+    """``high`` (a problem, by its severity), ``unknown``, ``ok``, ``n/a``: one short word."""
+    if finding.status == "problem":
+        severity = finding.severity or "problem"
+        return Text(severity, style=SEVERITY_STYLE.get(severity, "bold red"))
+    word = "n/a" if finding.status == "not_applicable" else finding.status
+    return Text(word, style=STATUS_STYLE[finding.status])
+
+
+def findings_table(findings: Sequence[Finding], *, width: int, title: str = "Findings") -> Table:
+    """``findings`` as they are given (see :func:`ordered`); the title column only from :data:`WIDE` columns."""
+    table = Table(title=title, show_lines=False, expand=True, title_justify="left")
+    _fixed(table, "verdict", width=8)
+    _fixed(table, "check", width=max((len(f.check) for f in findings), default=5))
+    wide = width >= WIDE
+    if wide:
+        table.add_column("finding", ratio=2, overflow="fold")
+    table.add_column("observed", ratio=3, overflow="fold", min_width=20)
+    for finding in findings:
+        cells: list[Text | str] = [_verdict(finding), finding.check]
+        if wide:
+            cells.append(finding.title)
+        cells.append(finding.observed)
+        table.add_row(*cells)
     return table
 
 
 def plan_table(plan: Plan) -> Table:
-    table = Table(title="Plan", show_lines=True, expand=True)
-    table.add_column("#", no_wrap=True)
-    table.add_column("prio", no_wrap=True)
-    table.add_column("step and change", ratio=4)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("where", no_wrap=True)
-    table.add_column("risk", no_wrap=True)
+    """One row per step: its change and exact actions (wrapped, a long path folded, never cut)."""
+    table = Table(title="Plan", show_lines=True, expand=True, title_justify="left")
+    _fixed(table, "#", right=True, width=len(str(len(plan.steps))))
+    _fixed(table, "prio")
+    table.add_column("step and change", ratio=1, overflow="fold", min_width=24)
+    _fixed(table, "kind", width=max((len(s.kind) for s in plan.steps), default=4))
+    _fixed(table, "where", width=max((len(s.where) for s in plan.steps), default=5))
+    _fixed(table, "risk", width=max((len(s.risk) for s in plan.steps), default=4))
     for number, step in enumerate(plan.steps, 1):
         cell = Text()
         cell.append(step.id, style="bold")

@@ -13,9 +13,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
 from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
-from rigaudit.orchestrator.ui.tables import BoardRow, board_table, findings_table, plan_table
+from rigaudit.orchestrator.ui.tables import BoardRow, board_table
 from rigaudit.tools.model.events import (
     ApplyFinished,
     ApprovalDecided,
@@ -36,14 +37,14 @@ from rigaudit.tools.model.events import (
 )
 
 
-def terminal_for(args: argparse.Namespace, *, live: bool = True, show_ok: bool = True) -> TerminalUI:
+def terminal_for(args: argparse.Namespace, *, live: bool = True, show_all: bool = False) -> TerminalUI:
     """The UI a command's options ask for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``
     (or ``live=False``). Not on a terminal, lines are 200 columns wide, the same live and in a replay."""
     json_to_stdout = str(getattr(args, "json", None) or "") == "-"
     console = Console(stderr=json_to_stdout, highlight=False)
     if not console.is_terminal:
         console = Console(stderr=json_to_stdout, highlight=False, width=200)
-    return TerminalUI(console, live=live and not getattr(args, "no_live", False) and not json_to_stdout, show_ok=show_ok)
+    return TerminalUI(console, live=live and not getattr(args, "no_live", False) and not json_to_stdout, show_all=show_all)
 
 
 class TerminalUI:
@@ -53,10 +54,10 @@ class TerminalUI:
     rollback's summaries fold them into a line per step.
     """
 
-    def __init__(self, console: Console, *, live: bool, show_ok: bool = True) -> None:
+    def __init__(self, console: Console, *, live: bool, show_all: bool = False) -> None:
         self.console = console
         self.live_enabled = live and console.is_terminal
-        self.show_ok = show_ok
+        self.show_all = show_all
         self.rows: dict[str, BoardRow] = {}
         self._live: Live | None = None
         self._bars: Any = None
@@ -73,11 +74,11 @@ class TerminalUI:
     def _render(self) -> Group:
         done = sum(1 for r in self.rows.values() if r.state not in ("waiting", "running"))
         header = Text(f"{done}/{len(self.rows)} investigators finished", style="bold")
-        return Group(board_table(list(self.rows.values())), header)
+        return Group(board_table(list(self.rows.values()), self.console.width), header)
 
     def _start_live(self) -> None:
         if self.live_enabled and self._live is None:
-            self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=8, transient=False)
+            self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=8, transient=True)
             self._live.start()
 
     def _stop_live(self) -> None:
@@ -160,13 +161,8 @@ class TerminalUI:
         elif isinstance(event, AuditFinished):
             self._stop_live()
             result = event.result
-            self.console.print(findings_table(result.findings, include_ok=self.show_ok))
-            if result.plan.steps:
-                self.console.print(plan_table(result.plan))
-            else:
-                self.console.print("Plan: nothing to change.")
-            for warning in result.warnings:
-                self.console.print(Text(f"warning: {warning}", style="yellow"))
+            for renderable in audit_view(result, width=self.console.width, show_all=self.show_all):
+                self.console.print(renderable)
             problems = sum(1 for f in result.findings if f.status == "problem")
             self.console.print(
                 f"{len(result.findings)} checks, {problems} problem(s), {len(result.plan.steps)} plan step(s) "
