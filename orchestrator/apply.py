@@ -29,7 +29,7 @@ from rigaudit.tools.bounded import InputError, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Approval, Journal
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.events import ChangeApplied, EventSink, discard
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction
 from rigaudit.tools.model.plan import Plan, PlanStep
@@ -98,7 +98,12 @@ class ApplyReport:
 
 
 def load_plan(path: Path) -> Plan:
-    """The plan of an ``audit --json`` file (or a bare plan); one clear line when it is not one.
+    """The plan of an ``audit --json`` file (or a bare plan); one clear line when it is not one."""
+    return load_plan_file(path)[0]
+
+
+def load_plan_file(path: Path) -> tuple[Plan, HostSummary | None]:
+    """The plan of an ``audit --json`` file and the host it was made on (``None``: a bare plan names none).
 
     A plan file is untrusted input: a regular file only, bounded in size; every action in it is
     validated (names, paths, values) before anything can run.
@@ -111,8 +116,9 @@ def load_plan(path: Path) -> Plan:
         raise UsageError(f"{path}: not an `audit --json` result (not UTF-8 text)") from None
     try:
         if '"steps"' in text[:200] and '"schema"' not in text[:200]:
-            return Plan.model_validate_json(text)
-        return AuditResult.model_validate_json(text).plan
+            return Plan.model_validate_json(text), None
+        result = AuditResult.model_validate_json(text)
+        return result.plan, result.host
     except ValidationError as exc:
         raise UsageError(f"{path}: not an `audit --json` result ({exc.error_count()} validation error(s))") from None
 

@@ -17,6 +17,8 @@ from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, StepReport, a
 from rigaudit.orchestrator.approval import Console, Gate
 from rigaudit.orchestrator.audit import run_audit
 from rigaudit.orchestrator.hosts import in_container
+from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
+from rigaudit.orchestrator.identity import HostIdentity, identify, mismatch
 from rigaudit.orchestrator.report import append_section
 from rigaudit.orchestrator.sections import apply_section
 from rigaudit.orchestrator.snapshots import copy_snapshot
@@ -26,6 +28,7 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import utc_now
+from rigaudit.tools.model.audit import HostSummary
 from rigaudit.tools.model.events import AppliedStep, ApplyFinished, EventSink, ReportWritten, discard
 from rigaudit.tools.model.plan import Plan
 
@@ -46,6 +49,8 @@ class ApplyRequest:
     assume_yes: bool = False
     emit_script: Path | None = None
     report: Path | None = None
+    plan_host: HostSummary | None = None
+    """The host ``plan`` was audited on: a plan of another machine is refused before anything runs."""
 
 
 async def reaudit(host: Host, steps: Sequence[StepReport]) -> dict[str, str]:
@@ -119,6 +124,11 @@ async def run_apply(
 
     Ctrl-C at a prompt: what was done is still reported and written down, then ``KeyboardInterrupt``
     is raised again so that the whole run (a command, a conversation) ends."""
+    here = await identify(source)
+    if request.plan_host is not None:
+        made_on = HostIdentity.parse(request.plan_host.name, request.plan_host.facts.get(IDENTITY_FACT, ""))
+        if (why := mismatch("the plan", made_on, here)) is not None:
+            raise UsageError(f"{why} (its PCI addresses, paths and values are that machine's; audit this one)")
     plan = request.plan if request.plan is not None else (await run_audit(source, emit=emit)).plan
     options = ApplyOptions(
         scope=request.scope, only=request.only, persist=request.persist, in_container=await in_container(source)
@@ -153,7 +163,7 @@ async def run_apply(
         live = sum(1 for item in report.script_steps() if item.live)
         emit(ReportWritten(path=str(request.emit_script), section=f"script: {live} step(s) to run elsewhere"))
     if request.report is not None and report.journal is not None:
-        append_section(request.report, "Applied changes", apply_section(report, when, checked))
+        append_section(request.report, "Applied changes", apply_section(report, when, checked), host=here)
         emit(ReportWritten(path=str(request.report), section="Applied changes"))
     if report.interrupted:
         raise KeyboardInterrupt

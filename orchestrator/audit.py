@@ -14,6 +14,8 @@ from rigaudit.agents.brain import Brain, merge_refinement
 from rigaudit.agents.facts.baseline import collect_baseline
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import select
+from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
+from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.planner import build_plan
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
@@ -142,6 +144,9 @@ async def run_audit(
         _current_area.set("baseline")
         try:
             baseline.update(await collect_baseline(probe.scoped()))
+            token = (await identify(host, probe.read)).token()
+            if token:
+                baseline[IDENTITY_FACT] = token
         except Exception as exc:
             warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
 

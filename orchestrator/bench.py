@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rigaudit.orchestrator.arguments import url
+from rigaudit.orchestrator.identity import this_machine
 from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.report import append_section
 from rigaudit.tools.bench.compare import Comparison, Settings, check_settings, compare
@@ -61,6 +63,9 @@ __all__ = [
     "settings_from_args",
 ]
 
+MEASURES_HERE = ("p2p", "nccl")
+"""Results about this machine's GPUs: appended only to this machine's report."""
+
 Approve = Callable[[str, Sequence[str]], None]
 """Asks a person before a benchmark loads GPUs or a server; raises ``NotApprovedError`` when refused."""
 
@@ -105,8 +110,8 @@ def _publish(
     if outputs.json is not None:
         write_json(outputs.json, text)
     if outputs.report is not None:
-        try:
-            append_section(outputs.report, section_title, markdown)
+        try:  # P2P and NCCL measure this machine; an inference server or a comparison is no machine of its own
+            append_section(outputs.report, section_title, markdown, host=this_machine() if kind in MEASURES_HERE else None)
         except OSError as exc:
             raise UsageError(f"cannot write {outputs.report}: {exc.strerror or exc}") from None
 
@@ -241,7 +246,9 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     """The load's options, shared by ``bench inference`` and ``bench ab``."""
-    parser.add_argument("--base-url", help="the server, e.g. http://127.0.0.1:30000 (with or without /v1)")
+    parser.add_argument(
+        "--base-url", type=url, help="the server, e.g. http://127.0.0.1:30000 (with or without /v1; http:// if no scheme)"
+    )
     parser.add_argument("--model", help="model name as the server knows it")
     parser.add_argument("--api", choices=("chat", "completions"), default="chat")
     parser.add_argument("--concurrency", default="1,4,16", help="levels, e.g. 1,4,16 (default)")

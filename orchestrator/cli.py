@@ -8,6 +8,7 @@ import importlib.util
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
@@ -42,6 +43,13 @@ def _commands() -> list[Command]:
     return ordered + sorted(found.values(), key=lambda c: c.name)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line (and where to read more), not the whole usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _named(name: str) -> Command | None:
     """The command of the module ``commands/<name>.py``, imported alone: one command starts without the
     imports of all the others (``rigaudit check`` as a prolog must start fast). ``None``: no such module."""
@@ -53,7 +61,7 @@ def _named(name: str) -> Command | None:
 
 def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
     """Every command's parser; with ``only``, just that command's (what ``main`` uses to run one)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rigaudit",
         description=__doc__,
         epilog="Start with `rigaudit audit --demo`, or `rigaudit audit` on the GPU server itself.",
@@ -96,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file error nothing closer caught: one line, a usage error
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"rigaudit: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     return code
 
 

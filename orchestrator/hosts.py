@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rigaudit.tools.demo import DEMOS, demo_snapshot
+from rigaudit.tools.demo import DEMOS, cache_dir, demo_snapshot
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
@@ -36,6 +36,10 @@ def open_host(args: argparse.Namespace) -> Host:
             path = demo_snapshot(None if demo == "default" else demo)
         except KeyError:
             raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
+        except OSError as exc:
+            raise UsageError(
+                f"cannot unpack the demo into {cache_dir()}: {exc.strerror or exc}; set XDG_CACHE_HOME to a writable folder"
+            ) from None
         return SnapshotHost(path, latency_s=latency)
     if snapshot is not None:
         return SnapshotHost(snapshot, latency_s=latency)

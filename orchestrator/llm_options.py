@@ -19,6 +19,7 @@ from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.tools.bounded import JsonError, loads, read_regular
+from rigaudit.orchestrator.arguments import normalize_url, url
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events import Event
 from rigaudit.tools.policy import Verdict
@@ -62,7 +63,10 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         "--llm", action="store_true", help="each investigator also becomes an LLM agent (rule findings always stand)"
     )
     group.add_argument(
-        "--base-url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL)"
+        "--base-url",
+        type=url,
+        metavar="URL",
+        help="the endpoint, e.g. http://127.0.0.1:8000/v1 (http:// if no scheme; default: $OPENAI_BASE_URL)",
     )
     group.add_argument("--model", metavar="NAME", help="the model (default: config file, else the server's only model)")
     group.add_argument("--api-key-env", metavar="NAME", help=f"the variable holding the API key (default {DEFAULT_KEY_ENV})")
@@ -102,7 +106,7 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         if name != "api_key_env":
             settings[name] = _typed(name, value, str(path))
     if env.get("OPENAI_BASE_URL"):
-        settings["base_url"] = env["OPENAI_BASE_URL"]
+        settings["base_url"] = normalize_url(env["OPENAI_BASE_URL"], "OPENAI_BASE_URL")
     cli = {
         "base_url": getattr(args, "base_url", None),
         "model": getattr(args, "model", None),

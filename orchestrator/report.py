@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
+from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
+from rigaudit.orchestrator.identity import HostIdentity, mismatch
+from rigaudit.orchestrator.output import check_writable
 from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.bounded import InputError, read_regular
+from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import PlanStep
@@ -15,6 +23,8 @@ from rigaudit.tools.redact import redact_text
 LATER_SECTIONS = ("Applied changes", "Validation", "Where the time goes", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"
 _STATUS_ORDER = {"problem": 0, "unknown": 1, "ok": 2, "not_applicable": 3}
+MAX_REPORT_BYTES = 32 * 1024 * 1024
+_MARK = re.compile(r"<!-- rigaudit report: host (?P<name>\S+) (?P<ids>[^;]*); audited (?P<when>\S*) -->")
 
 
 def _cell(text: str) -> str:
@@ -67,13 +77,15 @@ def _step_block(number: int, step: PlanStep) -> list[str]:
     return lines
 
 
-def render_report(result: AuditResult) -> str:
-    """The whole report as markdown."""
+def render_report(result: AuditResult, *, history: Sequence[str] = ()) -> str:
+    """The whole report as markdown; ``history`` names the earlier reports of this machine (newest first)."""
     findings = sorted(result.findings, key=lambda f: (_STATUS_ORDER[f.status], SEVERITY_ORDER.get(f.severity or "", 9), f.check))
     problems = [f for f in findings if f.status == "problem"]
     counts = {s: sum(1 for f in findings if f.status == s) for s in _STATUS_ORDER}
-    out: list[str] = [f"# System improvement plan: {result.host.name}", ""]
+    identity = audit_identity(result)
+    out: list[str] = [f"# System improvement plan: {result.host.name}", "", marker(identity, result.started_at), ""]
     out.append(
+        f"Host **{identity.text()}**. "
         f"Audited {result.started_at} by rigaudit from `{result.host.source}` in {result.duration_s:.2f} s. "
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
@@ -81,6 +93,10 @@ def render_report(result: AuditResult) -> str:
     out += ["", expectation(problems), ""]
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
+    if history:
+        shown = ", ".join(f"[{name}]({name})" for name in history[:5])
+        shown += f" and {len(history) - 5} more" if len(history) > 5 else ""
+        out += ["", f"Earlier audits of this machine, with what was applied, validated and measured then: {shown}."]
     out += ["", "## Baseline state", "", "| fact | value |", "| --- | --- |"]
     out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in result.host.facts.items()]
     out += ["", "### What was checked", "", "| area | status | checks | time (s) |", "| --- | --- | --- | --- |"]
@@ -140,14 +156,115 @@ def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:
     return [f"### {title}", "", "| check | finding | observed |", "| --- | --- | --- |", *rows, ""]
 
 
-def write_report(path: Path, result: AuditResult) -> None:
-    """Write the report atomically (a crash never leaves half a document)."""
-    atomic_write_text(path, redact_text(render_report(result)))
+class ReportRefused(UsageError):
+    """A report of another machine, or a file that is not a rigaudit report: one line, nothing written."""
 
 
-def append_section(path: Path, title: str, markdown: str) -> None:
-    """Add ``markdown`` under ``## title`` (replacing its placeholder), or a new section at the end."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+def report_host(path: Path) -> HostIdentity | None:
+    """The machine a system-improve.md is for (its marker, or the title of one written before markers);
+    ``None`` when ``path`` does not exist; :class:`ReportRefused` when it is not a rigaudit report."""
+    if not path.exists():
+        return None
+    text = _read(path)
+    found = _MARK.search(text)
+    if found is not None:
+        return HostIdentity.parse(found["name"], found["ids"])
+    title = re.match(r"# System improvement plan: (\S+)", text)
+    if title is None:
+        raise ReportRefused(f"{path} exists and is not a rigaudit report: refusing to change it (choose another file)")
+    return HostIdentity(title[1])
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_regular(path, limit=MAX_REPORT_BYTES, what=str(path)).decode("utf-8", "replace")
+    except InputError as exc:
+        raise ReportRefused(f"cannot read the report: {exc}") from None
+
+
+def check_report(path: Path, here: HostIdentity) -> None:
+    """Before any work: ``path`` can be written, and is not another machine's report (:class:`ReportRefused`)."""
+    check_writable(path, "--report")
+    recorded = report_host(path)
+    if recorded is not None and (why := mismatch(f"{path}", recorded, here)) is not None:
+        raise ReportRefused(why)
+
+
+def audit_identity(result: AuditResult) -> HostIdentity:
+    """The identity an audit recorded of its host."""
+    return HostIdentity.parse(result.host.name, result.host.facts.get(IDENTITY_FACT, ""))
+
+
+def archive_name(path: Path, when: str) -> Path:
+    """``system-improve.20261127T091403Z.md`` beside ``path`` (``-2``, ``-3``... when taken)."""
+    stamp = re.sub(r"[^0-9TZ]", "", when) or "undated"
+    candidate = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
+    number = 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}.{stamp}-{number}{path.suffix}")
+        number += 1
+    return candidate
+
+
+def _audited_at(path: Path, text: str) -> str:
+    found = _MARK.search(text)
+    if found is not None and found["when"]:
+        return found["when"]
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_report(path: Path, result: AuditResult) -> Path | None:
+    """Write the report atomically (a crash never leaves half a document). An earlier report of the same
+    machine is kept beside it under a name that says when it was audited (returned), with its applied
+    changes, validation and benchmarks; one of another machine is refused (:class:`ReportRefused`)."""
+    here = audit_identity(result)
+    check_report(path, here)
+    archived: Path | None = None
+    history = _history(path)
+    if path.is_file():
+        archived = archive_name(path, _audited_at(path, _read(path)))
+        os.replace(path, archived)
+        history = [archived.name, *history]
+    try:
+        atomic_write_text(path, redact_text(render_report(result, history=history)))
+    except BaseException:
+        if archived is not None and not path.exists():
+            os.replace(archived, path)
+        raise
+    return archived
+
+
+def _history(path: Path) -> list[str]:
+    """The archived reports beside ``path``, newest first."""
+    pattern = re.compile(rf"{re.escape(path.stem)}\.\d{{8}}T\d{{6}}Z(?:-\d+)?{re.escape(path.suffix)}")
+    try:
+        names = [p.name for p in path.parent.iterdir() if pattern.fullmatch(p.name)] if path.parent.is_dir() else []
+    except OSError:
+        return []
+    return sorted(names, reverse=True)
+
+
+def _name_host(markdown: str, host: HostIdentity) -> str:
+    """The section's first line names the machine it is about."""
+    first, _, rest = markdown.partition("\n")
+    if host.name and host.name not in first:
+        first = f"{first} on {host.name}" if first.startswith("#") else f"On {host.name}: {first}"
+    return f"{first}\n{rest}" if rest else first
+
+
+def append_section(path: Path, title: str, markdown: str, *, host: HostIdentity | None = None) -> None:
+    """Add ``markdown`` under ``## title`` (replacing its placeholder), or a new section at the end.
+
+    ``host`` is the machine the section is about: the report must be that machine's
+    (:class:`ReportRefused` otherwise) and the section names it. ``None``: a section about something
+    that is not a machine of its own (an inference server's benchmark), appended as it is.
+    """
+    if host is not None:
+        recorded = report_host(path)
+        if recorded is not None and (why := mismatch(f"{path}", recorded, host)) is not None:
+            raise ReportRefused(why)
+        markdown = _name_host(markdown, host)
+    text = _read(path) if path.exists() else ""
     markdown = redact_text(markdown)
     header = f"## {title}"
     lines = text.splitlines()
@@ -161,12 +278,28 @@ def append_section(path: Path, title: str, markdown: str) -> None:
         lines = lines[:start] + new_body + lines[end:]
         atomic_write_text(path, "\n".join(lines) + "\n")
         return
+    if not text and host is not None:
+        text = f"# System improvement plan: {host.name}\n\n{marker(host, '')}\n"
     atomic_write_text(path, text.rstrip() + ("\n\n" if text else "") + f"{header}\n\n{markdown.rstrip()}\n")
 
 
-def default_report(given: Path | None) -> Path | None:
-    """The report apply and rollback append to: ``given``, else ./system-improve.md when it exists."""
+def choose_report(given: Path | None, here: HostIdentity) -> tuple[Path | None, str]:
+    """The report apply, rollback and the benchmarks append to, checked before any work: ``given`` (refused
+    with one line when it is another machine's), else ./system-improve.md when it exists and is this
+    machine's; a note says why ./system-improve.md was passed over."""
     if given is not None:
-        return Path(given)
+        check_report(Path(given), here)
+        return Path(given), ""
     default = Path("system-improve.md")
-    return default if default.exists() else None
+    if not default.is_file():
+        return None, ""
+    try:
+        check_report(default, here)
+    except ReportRefused as exc:
+        return None, f"{exc}; nothing appended to it (give --report FILE)"
+    return default, ""
+
+
+def marker(host: HostIdentity, when: str) -> str:
+    """The comment under a report's title that says which machine it is for, and when it was audited."""
+    return f"<!-- rigaudit report: host {host.name} {host.token() or 'no-id'}; audited {when or '-'} -->"

@@ -14,6 +14,7 @@ import anyio
 
 from rigaudit.orchestrator.apply import describe_targets
 from rigaudit.orchestrator.approval import Console, require_approval, target_text
+from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.report import append_section
 from rigaudit.orchestrator.sections import rollback_section
 from rigaudit.tools.actions.execute import short
@@ -117,6 +118,7 @@ async def run_rollback(
         finished = RollbackFinished(journal=str(journal_path), host=host.name, source=host.source, nothing_to_do=True)
         emit(finished)
         return finished
+    here = await identify(host)
     todo = [p for p, o in pending_changes(prepared.entries) if o is None or o.state != "reverted"]
     steps = sorted({p.step_id for p in todo})
     touched = restore_lines([(p.target, p.before) for p in reversed(todo) if p.target is not None])
@@ -160,6 +162,7 @@ async def run_rollback(
     )
     emit(finished)
     if report is not None:
-        append_section(report, "Applied changes", rollback_section(journal_path, host.name, host.source, results, utc_now()))
+        section = rollback_section(journal_path, host.name, host.source, results, utc_now())
+        append_section(report, "Applied changes", section, host=here)
         emit(ReportWritten(path=str(report), section="Applied changes"))
     return finished

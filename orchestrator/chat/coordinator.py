@@ -38,6 +38,7 @@ from rigaudit.orchestrator.bench import (
 )
 from rigaudit.orchestrator.chat.steps import Step
 from rigaudit.orchestrator.hosts import in_container
+from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.report import append_section, write_report
 from rigaudit.orchestrator.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.sections import apply_section
@@ -260,13 +261,14 @@ class Coordinator:
         problems = sum(1 for f in result.findings if f.status == "problem")
         details = [
             f"{len(result.findings)} findings ({problems} problems) and a plan of {len(result.plan.steps)} step(s)",
-            f"{'replaces' if path.exists() else 'creates'} {path}",
+            f"{'replaces' if path.exists() else 'creates'} {path}"
+            + (" (the earlier one is kept beside it)" if path.exists() else ""),
         ]
         self._approve(f"write the report {path.name}", details)
-        write_report(path, result)
+        archived = write_report(path, result)
         self.report_path = path
-        self.emit(ReportWritten(path=str(path)))
-        return Outcome("done", f"wrote {path}.")
+        self.emit(ReportWritten(path=str(path), section=f"the earlier one kept as {archived.name}" if archived else ""))
+        return Outcome("done", f"wrote {path}." + (f" The earlier report is kept as {archived}." if archived else ""))
 
     async def _apply_host(self) -> tuple[Host, str]:
         """Where the apply writes: this host, or a writable copy of the snapshot (made once)."""
@@ -322,7 +324,8 @@ class Coordinator:
             )
             checked = {c: statuses.get(c, "not checked") for c in checks}
         if self.report_path is not None and report.journal is not None:
-            append_section(self.report_path, "Applied changes", apply_section(report, utc_now(), checked))
+            section = apply_section(report, utc_now(), checked)
+            append_section(self.report_path, "Applied changes", section, host=await identify(self.host))
             self.emit(ReportWritten(path=str(self.report_path), section="Applied changes"))
         return checked
 

@@ -26,16 +26,19 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.apply import SCOPES, load_plan
+from rigaudit.orchestrator.apply import SCOPES, load_plan_file
 from rigaudit.orchestrator.apply_run import ApplyRequest, run_apply
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.report import default_report
+from rigaudit.orchestrator.identity import identify
+from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.report import choose_report
 from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import default_journal_path
+from rigaudit.tools.model.events import Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -68,9 +71,15 @@ def _source_host(args: argparse.Namespace) -> Host:
 def _run(args: argparse.Namespace) -> int:
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     source = _source_host(args)
+    for path, what in ((args.journal, "--journal"), (args.emit_script, "--emit-script")):
+        if path is not None:
+            check_writable(path, what)
+    plan, plan_host = load_plan_file(args.plan) if args.plan is not None else (None, None)
+    report, note = choose_report(args.report, anyio.run(identify, source))
     request = ApplyRequest(
         journal=args.journal or default_journal_path(),
-        plan=load_plan(args.plan) if args.plan is not None else None,
+        plan=plan,
+        plan_host=plan_host,
         snapshot=args.snapshot,
         into=args.into.absolute() if args.into is not None else None,
         scope=args.scope,
@@ -78,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
         persist=args.persist,
         assume_yes=args.yes,
         emit_script=args.emit_script,
-        report=default_report(args.report),
+        report=report,
     )
     with open_session(
         "apply",
@@ -89,8 +98,10 @@ def _run(args: argparse.Namespace) -> int:
         source=source.source,
         options={"scope": args.scope, "only": only, "persist": args.persist, "yes": args.yes},
     ) as session:
-        report = anyio.run(lambda: run_apply(source, request, emit=session.emit))
-        session.exit_code = 1 if report.problems else 3 if report.quit else 0
+        if note:
+            session.emit(Warning_(text=note))
+        applied = anyio.run(lambda: run_apply(source, request, emit=session.emit))
+        session.exit_code = 1 if applied.problems else 3 if applied.quit else 0
     return session.exit_code
 
 

@@ -21,13 +21,15 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.registry import area_names, resolve_areas
+from rigaudit.orchestrator.arguments import positive_seconds
 from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
+from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args
-from rigaudit.orchestrator.output import write_json
-from rigaudit.orchestrator.report import write_report
+from rigaudit.orchestrator.output import check_writable, write_json
+from rigaudit.orchestrator.report import check_report, write_report
 from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
@@ -39,12 +41,20 @@ from rigaudit.tools.model.finding import SEVERITY_ORDER
 def _add(parser: argparse.ArgumentParser) -> None:
     add_host_arguments(parser)
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the audit result (rigaudit.audit/1); - for stdout")
-    parser.add_argument("--report", type=Path, metavar="FILE", help="write system-improve.md (baseline, findings, plan)")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="write system-improve.md (baseline, findings, plan); an earlier one of this machine is kept beside it, "
+        "named by when it was audited; one of another machine is refused",
+    )
     parser.add_argument("--areas", metavar="A,B", help=f"only these areas ({', '.join(area_names())})")
     parser.add_argument(
         "--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N", help="host operations in flight at once"
     )
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="time limit per investigator (s)")
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=60.0, metavar="S", help="time limit per investigator, > 0 s (default 60)"
+    )
     parser.add_argument(
         "--fail-on", choices=("critical", "high", "medium", "low"), help="exit 3 when a problem at or above this is found"
     )
@@ -91,6 +101,10 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be at least 1")
     areas = _areas(args.areas)
     host = open_host(args)
+    if args.json is not None:
+        check_writable(args.json, "--json")
+    if args.report is not None:  # before any work: a report that cannot be written is said now, not after the audit
+        check_report(args.report, anyio.run(identify, host))
     json_to_stdout = args.json is not None and str(args.json) == "-"
     ui = terminal_for(args, show_all=args.all)
     brain = brain_from_args(args)
@@ -123,8 +137,9 @@ def _run(args: argparse.Namespace) -> int:
         if brain is not None:
             brain.report_usage()
         if args.report:
-            write_report(args.report, result)
-            session.emit(ReportWritten(path=str(args.report)))
+            archived = write_report(args.report, result)
+            kept = f"the earlier report is kept as {archived}" if archived is not None else ""
+            session.emit(ReportWritten(path=str(args.report), section=kept))
         if args.json:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
         session.exit_code = exit_status(result, args.fail_on)

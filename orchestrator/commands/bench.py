@@ -44,6 +44,7 @@ import anyio
 
 from rigaudit.orchestrator.approval import require_approval
 from rigaudit.orchestrator.bench import (
+    MEASURES_HERE,
     AbBench,
     Approve,
     CompareRun,
@@ -64,6 +65,9 @@ from rigaudit.orchestrator.bench import (
     settings_from_args,
 )
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.identity import this_machine
+from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.report import check_report, report_host
 from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.p2p import DEFAULT_PATH
@@ -73,7 +77,19 @@ Run = Callable[[argparse.Namespace, Session], int]
 
 
 def _outputs(args: argparse.Namespace) -> Outputs:
-    return Outputs(json=Path(args.json) if args.json else None, report=Path(args.report) if args.report else None)
+    """Where the result goes, checked before anything runs: the files can be written, and a P2P or NCCL
+    result is appended only to this machine's report."""
+    json_path = Path(args.json) if args.json else None
+    report = Path(args.report) if args.report else None
+    if json_path is not None:
+        check_writable(json_path, "--json")
+    if report is not None:
+        if args.bench_kind in MEASURES_HERE:
+            check_report(report, this_machine())
+        else:
+            check_writable(report, "--report")
+            report_host(report)  # refuses a file that is not a rigaudit report
+    return Outputs(json=json_path, report=report)
 
 
 def _approve(args: argparse.Namespace, session: Session) -> Approve:

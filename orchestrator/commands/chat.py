@@ -30,6 +30,7 @@ import anyio
 from rigaudit.agents.llm import LLMBrain, OpenAIChatModel
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.approval import Console, is_interactive
+from rigaudit.orchestrator.arguments import url
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
@@ -50,7 +51,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--yes", action="store_true", help="approve every step without asking (scripts)")
     bench = parser.add_argument_group("the inference benchmark a conversation reruns")
-    bench.add_argument("--bench-base-url", metavar="URL", help="the inference server to benchmark")
+    bench.add_argument("--bench-base-url", type=url, metavar="URL", help="the inference server to benchmark")
     bench.add_argument("--bench-model", metavar="NAME", help="its model")
     bench.add_argument(
         "--bench-args", default="", metavar="'ARGS'", help="more `bench inference` options, e.g. '--concurrency 1,4'"

@@ -25,10 +25,12 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.report import default_report
+from rigaudit.orchestrator.identity import identify
+from rigaudit.orchestrator.report import choose_report
 from rigaudit.orchestrator.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
+from rigaudit.tools.model.events import Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +45,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     prepared = anyio.run(prepare_rollback, args.journal, args.snapshot)
+    report, note = choose_report(args.report, anyio.run(identify, prepared.host))
     ui = terminal_for(args)
     with open_session(
         "rollback",
@@ -53,9 +56,9 @@ def _run(args: argparse.Namespace) -> int:
         source=prepared.host.source,
         options={"journal": str(args.journal)},
     ) as session:
-        finished = anyio.run(
-            lambda: run_rollback(prepared, assume_yes=args.yes, emit=session.emit, report=default_report(args.report))
-        )
+        if note:
+            session.emit(Warning_(text=note))
+        finished = anyio.run(lambda: run_rollback(prepared, assume_yes=args.yes, emit=session.emit, report=report))
         session.exit_code = 1 if finished.failed else 0
     return session.exit_code
 

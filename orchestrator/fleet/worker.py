@@ -18,7 +18,7 @@ import anyio
 
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.orchestrator.fleet.fingerprint import fingerprint
-from rigaudit.orchestrator.report import write_report
+from rigaudit.orchestrator.report import ReportRefused, write_report
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
@@ -86,6 +86,8 @@ def audit_job(job: AuditJob) -> AuditOutcome:
                 atomic_write_bytes(folder / "snapshot.tar.gz", archive)
             except OSError as exc:
                 return AuditOutcome(None, {}, f"cannot write {folder}: {exc.strerror or exc}")
+            except ReportRefused as exc:
+                return AuditOutcome(None, {}, str(exc))
         return AuditOutcome(text, facts)
     finally:
         shutil.rmtree(job.snapshot, ignore_errors=True)

@@ -1,0 +1,51 @@
+"""Argument types that turn an ordinary slip into a sensible value or one clear line (exit status 2)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from urllib.parse import urlsplit
+
+from rigaudit.tools.errors import UsageError
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def normalize_url(text: str, what: str = "--base-url") -> str:
+    """``127.0.0.1:30000/v1`` is ``http://127.0.0.1:30000/v1`` (a server URL without a scheme); any scheme
+    but http and https, or a URL with no host, is :class:`UsageError` with one line."""
+    text = text.strip()
+    if not _SCHEME.match(text):
+        text = f"http://{text}"
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError as exc:
+        raise UsageError(f"{what} {text}: not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"{what} {text}: only http:// and https:// servers are supported")
+    if not parts.hostname:
+        raise UsageError(f"{what} {text}: no host in the URL (e.g. http://127.0.0.1:8000/v1)")
+    return text
+
+
+def url(text: str) -> str:
+    """``type=`` for a server URL option."""
+    try:
+        return normalize_url(text, "")
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).strip()) from None
+
+
+def positive_seconds(text: str) -> float:
+    """``type=`` for a time limit: a number of seconds above 0 (0 would judge nothing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} s: a time limit must be more than 0 seconds")
+    return value
+
+
+__all__ = ["normalize_url", "positive_seconds", "url"]
