@@ -151,8 +151,33 @@ def list_transcripts(directory: Path | None = None) -> list[TranscriptInfo]:
     return infos
 
 
-def find_transcript(name: str, directory: Path | None = None) -> Path:
-    """A path as given, ``last`` (the newest), or a unique part of a stored transcript's name."""
+AUDIT_COMMANDS = ("audit", "apply", "chat")
+"""The commands whose sessions can hold an audit (what ``replay --rediagnose`` needs)."""
+AUDIT_MARK = b'"audit_finished"'
+
+
+def _holds(path: Path, mark: bytes) -> bool:
+    """Whether the file's bytes contain ``mark`` (read in bounded chunks, never parsed)."""
+    try:
+        with open(open_regular(path), "rb") as handle:
+            tail = b""
+            while chunk := handle.read(_CHUNK):
+                if mark in tail + chunk:
+                    return True
+                tail = chunk[-len(mark) :]
+    except (InputError, OSError):
+        return False
+    return False
+
+
+def find_transcript(
+    name: str, directory: Path | None = None, *, commands: tuple[str, ...] | None = None, holding: bytes | None = None
+) -> Path:
+    """A path as given, ``last`` (the newest), or a unique part of a stored transcript's name.
+
+    ``last`` means the newest session of the kind the caller needs: of one of ``commands``, whose
+    file holds ``holding`` (``replay last --rediagnose``: the newest session that audited).
+    """
     given = Path(name).expanduser()
     if given.exists() or os.sep in name:
         return given
@@ -162,7 +187,17 @@ def find_transcript(name: str, directory: Path | None = None) -> Path:
         infos = [i for i in infos if i.error is None]
         if not infos:
             raise TranscriptError(f"no transcripts in {directory}")
-        return infos[0].path
+        fitting = [
+            i for i in infos if (commands is None or i.command in commands) and (holding is None or _holds(i.path, holding))
+        ]
+        if not fitting:
+            kinds = f"of {', '.join(commands)} " if commands else ""
+            raise TranscriptError(
+                f"no transcript {kinds}in {directory} holds what is needed"
+                + (" (an audit)" if holding == AUDIT_MARK else "")
+                + f"; the newest is a {infos[0].command} session ({infos[0].path.name})"
+            )
+        return fitting[0].path
     matches = [i.path for i in infos if name in i.path.name]
     if len(matches) == 1:
         return matches[0]

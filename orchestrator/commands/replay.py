@@ -2,6 +2,7 @@
 
 Examples:
   rigaudit replay last                          the newest transcript, at the recorded pace
+  rigaudit replay last --rediagnose             the newest session that audited (audit, apply, chat)
   rigaudit replay FILE --speed 4                four times faster
   rigaudit replay FILE --no-live                plain lines, as fast as possible
   rigaudit replay FILE --rediagnose             rebuild the host from the recorded tool results,
@@ -30,7 +31,7 @@ from rigaudit.tools.diffing import FindingChange
 from rigaudit.tools.errors import UsageError
 from rigaudit.transcripts.reader import Transcript, read_transcript
 from rigaudit.transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
-from rigaudit.transcripts.store import find_transcript
+from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, find_transcript
 
 REDIAGNOSE_SCHEMA = "rigaudit.rediagnose/1"
 
@@ -50,9 +51,11 @@ def _add(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--save-snapshot", type=Path, metavar="DIR", help="keep the rebuilt snapshot in DIR")
 
 
-def load(name: str) -> Transcript:
-    """Find and read a transcript (every problem with it is a usage error, exit 2); its warnings go to stderr."""
-    transcript = read_transcript(find_transcript(name))
+def load(name: str, *, audited: bool = False) -> Transcript:
+    """Find and read a transcript (every problem with it is a usage error, exit 2); its warnings go to stderr.
+    ``audited``: ``last`` is the newest session that recorded an audit (a bench run after it is passed over)."""
+    kind: dict[str, Any] = {"commands": AUDIT_COMMANDS, "holding": AUDIT_MARK} if audited else {}
+    transcript = read_transcript(find_transcript(name, **kind))
     warn(transcript.warnings)
     return transcript
 
@@ -134,7 +137,7 @@ def _run_rediagnose(args: argparse.Namespace, transcript: Transcript) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.json is not None and not args.rediagnose:
         raise UsageError("--json needs --rediagnose")
-    transcript = load(args.file)
+    transcript = load(args.file, audited=args.rediagnose)
     if args.rediagnose:
         return _run_rediagnose(args, transcript)
     return _replay(args, transcript)
