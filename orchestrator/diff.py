@@ -41,6 +41,8 @@ class Side:
     snapshot: Path | None = None
     """A snapshot directory whose values can be compared (``None``: this side has none)."""
     warnings: list[str] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+    """The host's baseline facts the audit recorded (GPUs, driver, kernel...): the diff's headline."""
 
     @property
     def info(self) -> SideInfo:
@@ -96,10 +98,8 @@ def _unpack(path: Path, scratch: Path) -> Path:
     return unpack_bundle(path, scratch / "unpacked")
 
 
-async def _audit(snapshot: Path, options: AuditOptions) -> tuple[str, tuple[Finding, ...], list[str]]:
-    host = SnapshotHost(snapshot)
-    result = await run_audit(host, options=options)
-    return host.name, result.findings, list(result.warnings)
+async def _audit(snapshot: Path, options: AuditOptions) -> AuditResult:
+    return await run_audit(SnapshotHost(snapshot), options=options)
 
 
 async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOptions | None = None) -> Side:
@@ -108,11 +108,11 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
     kind = detect(path)
     if kind in ("snapshot", "bundle"):
         snapshot = path if kind == "snapshot" else await anyio.to_thread.run_sync(_unpack, path, scratch)
-        host, findings, warnings = await _audit(snapshot, options)
-        return Side(path, kind, host, findings, snapshot, warnings)
+        audited = await _audit(snapshot, options)
+        return Side(path, kind, audited.host.name, audited.findings, snapshot, list(audited.warnings), dict(audited.host.facts))
     if kind == "audit":
         result = _audit_json(path)
-        return Side(path, "audit", result.host.name, result.findings)
+        return Side(path, "audit", result.host.name, result.findings, facts=dict(result.host.facts))
     transcript = read_transcript(path)
     segments = audit_segments(transcript.events)
     if not segments:
@@ -124,7 +124,8 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
     started = transcript.session
     audit = next((e for e in reversed(events) if isinstance(e, AuditFinished)), None)
     host = (audit.result.host.name if audit else "") or (started.host if isinstance(started, SessionStarted) else "")
-    side = Side(path, "transcript", host, findings, warnings=list(transcript.warnings))
+    facts = dict(audit.result.host.facts) if audit is not None else {}
+    side = Side(path, "transcript", host, findings, warnings=list(transcript.warnings), facts=facts)
     if values:
         if any(isinstance(e, ToolCall) for e in events):
             rebuilt = scratch / "rebuilt"

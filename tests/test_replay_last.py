@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.model.events import SessionEnded, SessionStarted, Warning_
 from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, default_transcript_path, find_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
-from rigaudit.tools.model.events import SessionEnded, SessionStarted, Warning_
 from tests.conftest import SEED
 
 
@@ -34,7 +34,9 @@ def test_rediagnose_last_passes_over_a_newer_bench_session(
     assert f"Re-diagnosing {audited}" in capsys.readouterr().out
 
 
-def test_no_session_of_the_kind_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_session_of_the_kind_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     with TranscriptWriter(default_transcript_path("bench")) as writer:
         writer(SessionStarted(command="bench"))

@@ -34,7 +34,7 @@ from rigaudit.orchestrator.audit import AuditOptions
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.diff import Side, load_side
 from rigaudit.orchestrator.output import write_json
-from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE
+from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE, WIDE
 from rigaudit.tools.diffing import (
     FindingChange,
     FindingsDiff,
@@ -43,7 +43,10 @@ from rigaudit.tools.diffing import (
     diff_document,
     diff_findings,
     diff_snapshots,
+    fold_changes,
+    headline,
 )
+from rigaudit.tools.diffing._volatile import process_path
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import Finding
 
@@ -69,27 +72,30 @@ def _add(parser: argparse.ArgumentParser) -> None:
 def _verdict_cell(finding: Finding | None) -> Text:
     if finding is None:
         return Text("-", style="dim")
-    text = Text(finding.status, style=STATUS_STYLE.get(finding.status, ""))
+    text = Text("n/a" if finding.status == "not_applicable" else finding.status, style=STATUS_STYLE.get(finding.status, ""))
     if finding.status == "problem" and finding.severity:
         text.append(f" {finding.severity}", style=SEVERITY_STYLE.get(finding.severity, ""))
     return text
 
 
-def findings_diff_table(diff: FindingsDiff) -> Table:
-    table = Table(title="Findings that changed", expand=True)
-    table.add_column("change", no_wrap=True)
-    table.add_column("check", no_wrap=True)
-    table.add_column("A", no_wrap=True)
-    table.add_column("B", no_wrap=True)
-    table.add_column("detail", ratio=3)
+def findings_diff_table(diff: FindingsDiff, width: int = 200) -> Table:
+    """One row per changed check; below 110 columns the verdicts join the detail, which wraps."""
+    table = Table(title="Findings that changed", expand=True, title_justify="left")
+    table.add_column("change", no_wrap=True, min_width=8)
+    table.add_column("check", no_wrap=True, min_width=max((len(c.check) for c in diff.changes), default=5))
+    wide = width >= WIDE
+    if wide:
+        table.add_column("A", no_wrap=True)
+        table.add_column("B", no_wrap=True)
+    table.add_column("A -> B: detail" if not wide else "detail", ratio=3, overflow="fold", min_width=20)
     for change in diff.changes:
-        table.add_row(
-            Text(change.kind, style=_KIND_STYLE[change.kind]),
-            change.check,
-            _verdict_cell(change.before),
-            _verdict_cell(change.after),
-            _detail(change),
-        )
+        cells: list[Text | str] = [Text(change.kind, style=_KIND_STYLE[change.kind]), change.check]
+        if wide:
+            cells += [_verdict_cell(change.before), _verdict_cell(change.after), _detail(change)]
+        else:
+            verdicts = _verdict_cell(change.before) + Text(" -> ") + _verdict_cell(change.after)
+            cells.append(verdicts + Text(f": {_detail(change)}"))
+        table.add_row(*cells)
     return table
 
 
@@ -107,10 +113,10 @@ def _detail(change: FindingChange) -> str:
 
 
 def values_diff_table(changes: Sequence[ValueChange], rows: int, title: str) -> Table:
-    table = Table(title=title, expand=True)
-    table.add_column("value", ratio=2, overflow="fold")
-    table.add_column("change", no_wrap=True)
-    table.add_column("detail", ratio=3, overflow="fold")
+    table = Table(title=title, expand=True, title_justify="left")
+    table.add_column("value", ratio=3, overflow="fold", min_width=16)
+    table.add_column("change", no_wrap=True, min_width=7)
+    table.add_column("detail", ratio=2, overflow="fold")
     for change in changes[:rows]:
         style = "yellow" if change.change == "changed" else "dim"
         table.add_row(change.ref, Text(change.change, style=style), change.detail)
@@ -134,7 +140,9 @@ def _summary(findings: FindingsDiff, values: ValuesDiff | None) -> str:
         else:
             parts.append(f"values: no difference in {values.compared} compared")
         if vc["volatile"]:
-            parts.append(f"{vc['volatile']} volatile values moved (not counted)")
+            processes = sum(1 for c in values.volatile if process_path(c.ref.split(":", 1)[-1]))
+            apart = f", {processes} of them /proc/PID entries of processes" if processes else ""
+            parts.append(f"{vc['volatile']} volatile values moved (not counted{apart})")
     return "; ".join(parts)
 
 
@@ -166,12 +174,17 @@ def _run(args: argparse.Namespace) -> int:
         findings = diff_findings(a.findings, b.findings)
         values, note = _values(a, b)
     warnings = [*a.warnings, *b.warnings]
-    document = diff_document(a.info, b.info, findings, values, values_note=note, warnings=warnings)
+    changed_facts = headline(a.facts, b.facts, a.findings, b.findings)
+    document = diff_document(a.info, b.info, findings, values, values_note=note, warnings=warnings, headline=changed_facts)
     console.print(f"[bold]A[/bold] {a.kind} {a.path} ({a.host or '?'})   [bold]B[/bold] {b.kind} {b.path} ({b.host or '?'})")
+    if changed_facts:
+        console.print(Text("What changed: ", style="bold") + Text("; ".join(changed_facts)))
+    elif a.facts and b.facts:
+        console.print(Text("Same host facts (GPUs, driver, kernel, platform).", style="dim"))
     if findings.changes:
-        console.print(findings_diff_table(findings))
+        console.print(findings_diff_table(findings, console.width))
     if values is not None and values.stable and args.rows:
-        console.print(values_diff_table(values.stable, args.rows, "Values read that differ"))
+        console.print(values_diff_table(fold_changes(values.stable), args.rows, "Values read that differ"))
     if note:
         console.print(f"[dim]{note}[/dim]")
     for warning in warnings[:10]:

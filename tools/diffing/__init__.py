@@ -6,6 +6,8 @@ the values two snapshots read. ``rigaudit diff`` and ``rigaudit apply`` (before/
 
 from rigaudit.tools.diffing.document import DIFF_SCHEMA, SideInfo, diff_document
 from rigaudit.tools.diffing.findings import CHANGE_KINDS, ChangeKind, FindingChange, FindingsDiff, diff_findings, verdict
+from rigaudit.tools.diffing.fold import fold_changes
+from rigaudit.tools.diffing.headline import headline
 from rigaudit.tools.diffing.values import Presence, ValueChange, ValueKind, ValuesDiff, diff_snapshots
 
 __all__ = [
@@ -22,5 +24,7 @@ __all__ = [
     "diff_document",
     "diff_findings",
     "diff_snapshots",
+    "fold_changes",
+    "headline",
     "verdict",
 ]

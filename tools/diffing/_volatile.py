@@ -39,18 +39,25 @@ _VOLATILE_FILE = re.compile(
     r"|^/sys/devices/system/node/node\d+/(?:meminfo|numastat|vmstat)$"
     r"|/hwmon/hwmon\d+/.*_input$"
 )
+_PROCESS = re.compile(r"^/proc/(?:\d+|self|thread-self)(?:/|$)")
+"""What one process shows under /proc: processes (and their numbers) differ between two hosts and two moments."""
 _VOLATILE_LINE = re.compile(r"^(?:cpu MHz|bogomips)\s*:")
 """Lines of /proc/cpuinfo that move with the clock; the rest of it does not."""
 
 
 def volatile_file(path: str, a: str | None = None, b: str | None = None) -> bool:
     """A file whose content moves on its own (by path, or /proc/cpuinfo where only clock lines differ)."""
-    if _VOLATILE_FILE.search(path):
+    if _VOLATILE_FILE.search(path) or _PROCESS.match(path):
         return True
     if path == "/proc/cpuinfo" and a is not None and b is not None:
         removed, added = changed_lines(a, b)
         return all(_VOLATILE_LINE.match(line) for line in removed + added)
     return False
+
+
+def process_path(path: str) -> bool:
+    """A path under ``/proc/PID``: apart in a diff, like every volatile value."""
+    return bool(_PROCESS.match(path))
 
 
 def volatile_nvml(fn: str) -> bool:

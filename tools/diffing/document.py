@@ -29,6 +29,7 @@ def diff_document(
     *,
     values_note: str = "",
     warnings: Sequence[str] = (),
+    headline: Sequence[str] = (),
 ) -> dict[str, object]:
     """The whole diff; ``different`` is what the exit status says (volatile values alone do not count)."""
     values_json: dict[str, object] = {"compared": False, "note": values_note}
@@ -39,6 +40,7 @@ def diff_document(
         "a": {"path": a.path, "kind": a.kind, "host": a.host},
         "b": {"path": b.path, "kind": b.kind, "host": b.host},
         "different": findings.different or (values is not None and values.different),
+        "headline": list(headline),
         "findings": findings.to_json(),
         "values": values_json,
         "warnings": list(warnings),

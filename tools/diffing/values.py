@@ -19,7 +19,7 @@ from typing import Literal
 from rigaudit.tools.diffing._config import config_detail
 from rigaudit.tools.diffing._load import NOT_READ, SnapshotValues, load_values
 from rigaudit.tools.diffing._text import as_text, bytes_detail, is_text, json_detail, json_short, text_detail
-from rigaudit.tools.diffing._volatile import volatile_file, volatile_nvml
+from rigaudit.tools.diffing._volatile import process_path, volatile_file, volatile_nvml
 
 ValueKind = Literal["file", "dir", "link", "command", "nvml"]
 Presence = Literal["changed", "only_a", "only_b"]
@@ -129,7 +129,8 @@ def _paths(a: SnapshotValues, b: SnapshotValues, counted: list[int]) -> list[Val
         elif sa != sb and NOT_READ not in (sa, sb):
             counted[0] += 1
             kind: ValueKind = "dir" if "dir" in (sa, sb) else "file"
-            changes.append(ValueChange(kind, f"{kind}:{path}", "changed", f"{_describe(sa)} -> {_describe(sb)}"))
+            detail = f"{_describe(sa)} -> {_describe(sb)}"
+            changes.append(ValueChange(kind, f"{kind}:{path}", "changed", detail, process_path(path)))
         elif sa == sb:
             counted[0] += 1
     for presence, paths in only.items():
@@ -142,7 +143,8 @@ def _paths(a: SnapshotValues, b: SnapshotValues, counted: list[int]) -> list[Val
                 folded.add(path)
                 inside = sum(1 for p in paths if p.startswith(path + "/"))
                 note = f" ({inside} {'entry' if inside == 1 else 'entries'} below it)" if inside else ""
-                changes.append(ValueChange("dir", f"dir:{path}", presence, f"directory only in {presence[-1].upper()}{note}"))
+                detail = f"directory only in {presence[-1].upper()}{note}"
+                changes.append(ValueChange("dir", f"dir:{path}", presence, detail, process_path(path)))
             else:
                 what = _describe(_state(side, path) or "file")
                 detail = f"{what}, only in {presence[-1].upper()}"
@@ -166,11 +168,11 @@ def _links(a: SnapshotValues, b: SnapshotValues, counted: list[int]) -> list[Val
         if ta is not None and tb is not None:
             counted[0] += 1
             if ta != tb:
-                changes.append(ValueChange("link", ref, "changed", f"{ta} -> {tb}"))
+                changes.append(ValueChange("link", ref, "changed", f"{ta} -> {tb}", process_path(path)))
         elif ta is not None and _state(b, path) is None:
-            changes.append(ValueChange("link", ref, "only_a", f"-> {ta}, only in A"))
+            changes.append(ValueChange("link", ref, "only_a", f"-> {ta}, only in A", process_path(path)))
         elif tb is not None and _state(a, path) is None:
-            changes.append(ValueChange("link", ref, "only_b", f"-> {tb}, only in B"))
+            changes.append(ValueChange("link", ref, "only_b", f"-> {tb}, only in B", process_path(path)))
     return changes
 
 
