@@ -12,6 +12,7 @@ import anyio
 
 from rigaudit.agents.brain import Brain, merge_refinement
 from rigaudit.agents.facts.baseline import collect_baseline
+from rigaudit.agents.facts.pcie_tree import collect_pcie_tree
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
@@ -26,8 +27,10 @@ from rigaudit.tools.model.events import (
     InvestigatorActivity,
     InvestigatorFinished,
     InvestigatorStarted,
+    PcieDevice,
     PlanReady,
     ToolCall,
+    TopologyReported,
     Warning_,
     discard,
 )
@@ -147,6 +150,9 @@ async def run_audit(
             token = (await identify(host, probe.read)).token()
             if token:
                 baseline[IDENTITY_FACT] = token
+            tree = await collect_pcie_tree(probe.scoped())
+            if any(node.kind == "gpu" for node in tree):
+                emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
         except Exception as exc:
             warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
 

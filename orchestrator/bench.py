@@ -13,11 +13,14 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rigaudit.orchestrator.arguments import url
 from rigaudit.orchestrator.identity import this_machine
 from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.plots import draw_nccl, draw_p2p, picture_markdown
 from rigaudit.orchestrator.report import append_section
+from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
 from rigaudit.tools.bench.compare import Comparison, Settings, check_settings, compare
 from rigaudit.tools.bench.gpu import Backend
 from rigaudit.tools.bench.loadgen import LoadSpec
@@ -109,11 +112,20 @@ def _publish(
     )
     if outputs.json is not None:
         write_json(outputs.json, text)
+    if outputs.report is not None and kind in MEASURES_HERE:
+        markdown = markdown.rstrip() + "\n\n" + _picture(kind, data if isinstance(data, dict) else {}, outputs.report)
     if outputs.report is not None:
         try:  # P2P and NCCL measure this machine; an inference server or a comparison is no machine of its own
             append_section(outputs.report, section_title, markdown, host=this_machine() if kind in MEASURES_HERE else None)
         except OSError as exc:
             raise UsageError(f"cannot write {outputs.report}: {exc.strerror or exc}") from None
+
+
+def _picture(kind: str, data: dict[str, Any], report: Path) -> str:
+    """The heat map (P2P) or the plot (NCCL) for the report: an image beside it, and as text."""
+    if kind == "p2p":
+        return picture_markdown("p2p", "P2P bandwidth", report, draw_p2p(data), p2p_heatmap(data))
+    return picture_markdown("nccl", "NCCL bus bandwidth by size", report, draw_nccl(data), nccl_plot(data))
 
 
 # --- p2p -------------------------------------------------------------------------------------------

@@ -104,10 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except OSError as exc:  # a file error nothing closer caught: one line, a usage error
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"rigaudit: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 2
     return code
 
 

@@ -11,11 +11,14 @@ from pathlib import Path
 from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
 from rigaudit.orchestrator.identity import HostIdentity, mismatch
 from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.plots import draw_pcie, picture_markdown
+from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.bounded import InputError, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import PlanStep
 from rigaudit.tools.redact import redact_text
@@ -77,8 +80,9 @@ def _step_block(number: int, step: PlanStep) -> list[str]:
     return lines
 
 
-def render_report(result: AuditResult, *, history: Sequence[str] = ()) -> str:
-    """The whole report as markdown; ``history`` names the earlier reports of this machine (newest first)."""
+def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures: Sequence[str] = ()) -> str:
+    """The whole report as markdown; ``history`` names the earlier reports of this machine (newest first),
+    ``pictures`` are markdown blocks shown with the baseline (the PCIe tree)."""
     findings = sorted(result.findings, key=lambda f: (_STATUS_ORDER[f.status], SEVERITY_ORDER.get(f.severity or "", 9), f.check))
     problems = [f for f in findings if f.status == "problem"]
     counts = {s: sum(1 for f in findings if f.status == s) for s in _STATUS_ORDER}
@@ -99,6 +103,8 @@ def render_report(result: AuditResult, *, history: Sequence[str] = ()) -> str:
         out += ["", f"Earlier audits of this machine, with what was applied, validated and measured then: {shown}."]
     out += ["", "## Baseline state", "", "| fact | value |", "| --- | --- |"]
     out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in result.host.facts.items()]
+    for picture in pictures:
+        out += ["", picture.rstrip()]
     out += ["", "### What was checked", "", "| area | status | checks | time (s) |", "| --- | --- | --- | --- |"]
     for run in result.investigators:
         status = run.status + (f": {run.error}" if run.error else "")
@@ -213,12 +219,17 @@ def _audited_at(path: Path, text: str) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_report(path: Path, result: AuditResult) -> Path | None:
+def write_report(path: Path, result: AuditResult, *, topology: Sequence[PcieDevice] = ()) -> Path | None:
     """Write the report atomically (a crash never leaves half a document). An earlier report of the same
     machine is kept beside it under a name that says when it was audited (returned), with its applied
-    changes, validation and benchmarks; one of another machine is refused (:class:`ReportRefused`)."""
+    changes, validation and benchmarks; one of another machine is refused (:class:`ReportRefused`).
+    ``topology`` adds the PCIe tree (an image beside the report, and as text)."""
     here = audit_identity(result)
     check_report(path, here)
+    pictures: list[str] = []
+    if sum(1 for d in topology if d.kind == "gpu") >= 2:
+        tree = pcie_tree(topology)
+        pictures.append("### PCIe tree\n\n" + picture_markdown("pcie-tree", "PCIe tree", path, draw_pcie(topology), tree))
     archived: Path | None = None
     history = _history(path)
     if path.is_file():
@@ -226,7 +237,7 @@ def write_report(path: Path, result: AuditResult) -> Path | None:
         os.replace(path, archived)
         history = [archived.name, *history]
     try:
-        atomic_write_text(path, redact_text(render_report(result, history=history)))
+        atomic_write_text(path, redact_text(render_report(result, history=history, pictures=pictures)))
     except BaseException:
         if archived is not None and not path.exists():
             os.replace(archived, path)

@@ -67,17 +67,6 @@ def test_an_unwritable_cache_is_one_line(
     assert "cannot unpack the demo" in err and "XDG_CACHE_HOME" in err
 
 
-def test_a_file_error_nothing_else_caught_is_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    def refuse(args: object) -> object:
-        raise PermissionError(13, "Permission denied", "/var/lib/thing")
-
-    monkeypatch.setattr("rigaudit.orchestrator.commands.audit.open_host", refuse)
-    err = _one_line_exit_2(capsys, "audit", "--no-transcript")
-    assert err == "rigaudit: /var/lib/thing: Permission denied"
-
-
 def test_journal_and_script_paths_are_checked_before_the_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["apply", "--snapshot", str(SEED), "--into", str(tmp_path / "copy"), "--yes", "--no-transcript"]
     assert "is a directory" in _one_line_exit_2(capsys, *base, "--journal", str(tmp_path))

@@ -19,7 +19,8 @@ The classes live beside the code that raises them; this is the whole tree (exit 
     │   │   └── WorkloadMismatch  2  tools.bench.like: two results of different workloads compared
     │   ├── TransportError        2  tools.remote.transport: a target or option unsafe to pass to ssh
     │   ├── RealModelBlocked      2  agents.llm.errors: RIGAUDIT_BLOCK_REAL_LLM refuses the endpoint
-    │   └── CommandError          2  orchestrator.chat.steps: a chat /command that does not parse
+    │   ├── CommandError          2  orchestrator.chat.steps: a chat /command that does not parse
+    │   └── ReportRefused         2  orchestrator.report: a report of another machine, or a file that is not one
     ├── NotApprovedError          3  a change or a benchmark without the approval it needs
     └── OperationError            1  the work itself failed
         ├── HostWriteError        1  tools.hosts.base: a write to the host failed

@@ -34,7 +34,7 @@ from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import ReportWritten
+from rigaudit.tools.model.events import ReportWritten, TopologyReported
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 
 
@@ -137,7 +137,8 @@ def _run(args: argparse.Namespace) -> int:
         if brain is not None:
             brain.report_usage()
         if args.report:
-            archived = write_report(args.report, result)
+            topology = next((e.devices for e in reversed(session.events) if isinstance(e, TopologyReported)), [])
+            archived = write_report(args.report, result, topology=topology)
             kept = f"the earlier report is kept as {archived}" if archived is not None else ""
             session.emit(ReportWritten(path=str(args.report), section=kept))
         if args.json:

@@ -40,6 +40,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="a transcript: path, `last`, or part of a stored name")
     parser.add_argument("--speed", type=float, default=1.0, metavar="X", help="pace: 1 as recorded, 4 faster, 0 at once")
     parser.add_argument("--no-live", action="store_true", help="plain lines instead of the live board, as fast as possible")
+    parser.add_argument("--all", action="store_true", help="list every check of an audit (default: problems and unknowns)")
     parser.add_argument(
         "--max-gap", type=float, default=DEFAULT_MAX_GAP_S, metavar="S", help="shorten longer pauses to S seconds"
     )
@@ -68,7 +69,7 @@ def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
     if args.speed < 0:
         raise UsageError("--speed must be 0 (at once) or more")
     speed = 0.0 if args.no_live else args.speed
-    ui = terminal_for(args)
+    ui = terminal_for(args, show_all=args.all)
     console = ui.console
     first = transcript.events[0].t if transcript.events else 0.0
     console.print(

@@ -27,12 +27,19 @@ from pathlib import Path
 
 from rich.console import Console
 
+from rigaudit.orchestrator.apply import MAX_PLAN_BYTES, load_plan_file
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
+from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.plots import draw_roofline, picture_markdown
+from rigaudit.orchestrator.report import append_section, report_host
+from rigaudit.orchestrator.ui.pictures import roofline_bar
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
+from rigaudit.tools.bounded import read_regular
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.model.audit import AuditResult
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +54,12 @@ def _add(parser: argparse.ArgumentParser) -> None:
     add_comm_arguments(parser)
     parser.add_argument("--measured-tok-s", type=float, help="single-stream decode tok/s you measured: prints measured / bound")
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON (no FILE or '-': stdout)")
+    parser.add_argument(
+        "--plan", type=Path, metavar="FILE", help="an `audit --json` result: the bar also says what its plan can buy"
+    )
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE", help="append the roofline (bar as an image and as text) to this report"
+    )
     parser.add_argument("--yes", action="store_true", help="approve --measure without asking")
 
 
@@ -83,6 +96,12 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--measured-tok-s must be a positive number")
     console = Console(stderr=args.json == "-", highlight=False)
     console = console if console.is_terminal else Console(stderr=args.json == "-", highlight=False, width=200)
+    if args.json not in (None, "-"):
+        check_writable(Path(args.json), "--json")
+    if args.report is not None:
+        check_writable(args.report, "--report")
+        report_host(args.report)  # refuses a file that is not a rigaudit report
+    plan_note = _plan_note(args.plan) if args.plan is not None else ""
     spec = spec_from_args(args)
     if args.config is not None:
         console.print(spec.source, highlight=False)
@@ -104,11 +123,33 @@ def _run(args: argparse.Namespace) -> int:
     )
     for line in roofline_lines(roofline):
         console.print(line, highlight=False, soft_wrap=True)
+    bar = roofline_bar(roofline.bound_tok_s, roofline.measured_tok_s, plan_note)
+    console.print(bar)
+    if args.report is not None:
+        picture = picture_markdown(
+            "roofline", "Decode roofline", args.report, draw_roofline(roofline.bound_tok_s, roofline.measured_tok_s), bar
+        )
+        lines = "\n".join(f"- {line}" for line in roofline_lines(roofline))
+        append_section(args.report, "Benchmark comparison", f"### Decode roofline\n\n{lines}\n\n{picture}")
+        console.print(f"report written: {args.report} (Benchmark comparison)")
     if args.json:
         from rigaudit.orchestrator.output import write_json
 
         write_json(Path(args.json), json.dumps(roofline.to_dict(), indent=2))
     return 0
+
+
+def _plan_note(path: Path) -> str:
+    """What the plan of an audit can buy, against the gap to the bound (the report's sentence, shortened)."""
+    plan, _ = load_plan_file(path)
+    result = AuditResult.model_validate_json(read_regular(path, limit=MAX_PLAN_BYTES).decode("utf-8")) if plan.steps else None
+    problems = [f for f in result.findings if f.status == "problem"] if result is not None else []
+    serious = [f.check for f in problems if f.severity in ("critical", "high")]
+    if serious:
+        return f"the plan ({len(plan.steps)} step(s)) fixes {', '.join(serious)}: large factors are possible, then measure again"
+    if problems:
+        return f"the plan ({len(plan.steps)} step(s), medium/low problems): a few percent, not the gap to the bound"
+    return "the plan has nothing to fix: the gap lies in the serving software"
 
 
 COMMAND = Command(

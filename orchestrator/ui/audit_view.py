@@ -15,8 +15,10 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from rigaudit.orchestrator.report import expectation
+from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.orchestrator.ui.tables import findings_table, ordered, plan_table
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import Finding
 
 _NEEDS_GPU = re.compile(
@@ -78,8 +80,11 @@ def incomplete_banner(result: AuditResult) -> Text | None:
     return text
 
 
-def audit_view(result: AuditResult, *, width: int, show_all: bool = False) -> list[RenderableType]:
-    """The renderables, in order, for a terminal of ``width`` columns."""
+def audit_view(
+    result: AuditResult, *, width: int, show_all: bool = False, topology: Sequence[PcieDevice] = ()
+) -> list[RenderableType]:
+    """The renderables, in order, for a terminal of ``width`` columns; ``topology`` draws the PCIe tree
+    (where there are GPUs to place)."""
     out: list[RenderableType] = []
     findings = ordered(result.findings)
     folded: list[Finding] = []
@@ -115,6 +120,8 @@ def audit_view(result: AuditResult, *, width: int, show_all: bool = False) -> li
     problems = [f for f in result.findings if f.status == "problem"]
     out.append(Text(expectation(problems, markdown=False)))
     out.append(plan_table(result.plan) if result.plan.steps else Text("Plan: nothing to change."))
+    if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
+        out.append(tree)
     out += [Text(f"warning: {w}", style="yellow") for w in result.warnings]
     return out
 

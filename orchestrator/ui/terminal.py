@@ -16,6 +16,7 @@ from rich.text import Text
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
 from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
+from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
 from rigaudit.tools.model.events import (
     ApplyFinished,
@@ -28,11 +29,13 @@ from rigaudit.tools.model.events import (
     InvestigatorStarted,
     Message,
     Output,
+    PcieDevice,
     Progress,
     ReportWritten,
     RollbackFinished,
     SessionEnded,
     SessionStarted,
+    TopologyReported,
     Warning_,
 )
 
@@ -58,6 +61,7 @@ class TerminalUI:
         self.console = console
         self.live_enabled = live and console.is_terminal
         self.show_all = show_all
+        self.topology: list[PcieDevice] = []
         self.rows: dict[str, BoardRow] = {}
         self._live: Live | None = None
         self._bars: Any = None
@@ -131,6 +135,9 @@ class TerminalUI:
             for row in shown.rows:
                 table.add_row(*row)
             self.console.print(table)
+        picture = p2p_heatmap(event.data) if event.kind == "p2p" else nccl_plot(event.data) if event.kind == "nccl" else None
+        if picture is not None:
+            self.console.print(picture)
         self._lines(event.notes)
 
     # -- events ---------------------------------------------------------------------------
@@ -161,7 +168,8 @@ class TerminalUI:
         elif isinstance(event, AuditFinished):
             self._stop_live()
             result = event.result
-            for renderable in audit_view(result, width=self.console.width, show_all=self.show_all):
+            view = audit_view(result, width=self.console.width, show_all=self.show_all, topology=self.topology)
+            for renderable in view:
                 self.console.print(renderable)
             problems = sum(1 for f in result.findings if f.status == "problem")
             self.console.print(
@@ -170,6 +178,8 @@ class TerminalUI:
             )
         elif isinstance(event, ApprovalDecided):
             self.console.print(f"approval: {event.step_id}: {event.decision} (by {event.who})")
+        elif isinstance(event, TopologyReported):
+            self.topology = list(event.devices)
         elif isinstance(event, Progress):
             self._progress(event)
         elif isinstance(event, Output):

@@ -151,6 +151,23 @@ class Progress(_Event):
     total: int
 
 
+class PcieDevice(BaseModel):
+    """One place in the PCIe tree: a root complex, a port, a switch port, a GPU, an NVSwitch or a NIC."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bdf: str
+    kind: str
+    parent: str | None = None
+
+
+class TopologyReported(_Event):
+    """Where the GPUs, switches and NICs sit (drawn as a tree, in the terminal and the report)."""
+
+    type: Literal["topology"] = "topology"
+    devices: list[PcieDevice] = Field(default_factory=list)
+
+
 class Output(_Event):
     """A line of another program's own output, shown as it is (an external benchmark's log)."""
 
@@ -326,6 +343,7 @@ Event = Annotated[
     | ChangeApplied
     | BenchResultReported
     | Progress
+    | TopologyReported
     | Output
     | ApplyFinished
     | RollbackFinished
