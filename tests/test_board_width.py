@@ -108,6 +108,18 @@ def test_live_board_keeps_numbers_and_states_whole(width: int) -> None:
     for token in ("12345", "873", "345", "678", "123.45s", "60.00s", "1.51s", "running", "cancelled", "timeout", "container"):
         assert re.search(rf"(?<![\w.]){re.escape(token)}(?![\w.])", text), (token, text)
     assert max(len(line) for line in text.splitlines()) <= width
+    table = [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and all(line.rstrip()[-1] in "┓┃┩│┘" for line in table)  # the right border is there: nothing crushed
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_live_board_of_busy_investigators_keeps_its_right_border(width: int) -> None:
+    rows = [
+        BoardRow(area, "running", "nvml:nvmlDeviceGetP2PStatus(0, 1, 0) and a long tail", 12) for area in ("container", "nccl")
+    ]
+    text = render(board_table(rows, width), width)
+    table = [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and all(line.rstrip()[-1] in "┓┃┩│┘" for line in table), text
 
 
 def _finding(check: str, status: str, observed: str) -> Finding:

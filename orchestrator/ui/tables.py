@@ -64,8 +64,9 @@ def board_table(rows: Sequence[BoardRow], width: int = 200) -> Table:
         for row in rows
     ]
     headers = ("area", "state", "reads", "problems", "ok", "unknown", "time")
-    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
-    left = width - sum(widths) - 3 * len(headers) - 2  # one padding each side and a border per column
+    least = (4, len("cancelled"), 5, 0, 3, 0, len("60.00s"))
+    widths = [max([len(h), least[i], *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
+    left = width - sum(widths) - 3 * (len(headers) + 1) - 1  # per column: padding each side and a border
     table = Table(title="Investigators", expand=False, show_lines=False)
     for header, size in zip(headers, widths, strict=True):
         table.add_column(header, no_wrap=True, min_width=size, justify="left" if header in ("area", "state") else "right")
