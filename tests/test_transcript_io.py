@@ -33,6 +33,7 @@ from rigaudit.tools.model.events import (
     LlmExchange,
     Message,
     Output,
+    PcieDevice,
     PlanReady,
     Progress,
     ReportWritten,
@@ -41,6 +42,7 @@ from rigaudit.tools.model.events import (
     SessionEnded,
     SessionStarted,
     ToolCall,
+    TopologyReported,
     Warning_,
 )
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
@@ -109,6 +111,10 @@ def every_event() -> list[Event]:
             notes=["GPU0: H200"],
         ),
         Progress(t=t + 11.2, label="c=4", done=3, total=8),
+        TopologyReported(
+            t=t + 11.3,
+            devices=[PcieDevice(bdf="pci0000:00", kind="root"), PcieDevice(bdf="0000:00:06.0", kind="gpu", parent="pci0000:00")],
+        ),
         Output(t=t + 11.4, text="Successful requests: 8"),
         ApplyFinished(
             t=t + 11.6,
