@@ -11,7 +11,7 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.identity import HostIdentity, machine_digest, product_digest
 from rigaudit.orchestrator.report import ReportRefused, append_section, archive_name, choose_report, report_host
 from tests.conftest import SEED
-from tests.test_apply_support import mini_seed, seed_plan
+from tests.support.apply import mini_seed, seed_plan
 
 
 def _audit(*args: str) -> int:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.apply import NUMA, read
 from tests.support.tty import CTRL_C, CTRL_D, spawn
-from tests.test_apply_support import NUMA, read
 
 pytestmark = pytest.mark.slow
 
