@@ -9,7 +9,7 @@ does not stop the others; ``quit`` does.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -272,10 +272,12 @@ async def apply_plan(
     journal_path: Path,
     options: ApplyOptions | None = None,
     emit: EventSink | None = None,
+    on_interrupt: Callable[[ApplyReport], None] | None = None,
 ) -> ApplyReport:
     """Apply what may run here, asking the gate about each step; the journal is created only if
     something may be changed (so a refused apply leaves no trace). Ctrl-C at a prompt ends the run
-    there: the report says so (:attr:`ApplyReport.interrupted`) and is returned with what was done."""
+    there: the report says so (:attr:`ApplyReport.interrupted`) and is returned with what was done. Ctrl-C
+    while working cancels the run: ``on_interrupt`` gets the report as it stands, then the cancellation goes on."""
     options = options or ApplyOptions()
     emit = emit or discard
     plan_hash = plan.digest()
@@ -298,41 +300,54 @@ async def apply_plan(
             **session,
         )
         executed = 0
-        for entry in report.steps:
-            if entry.step not in runnable:
-                continue
-            if gate.quit:
-                entry.reason = "not attempted: input ended (Ctrl-D)" if gate.ended else "not attempted: stopped by quit"
-                continue
-            view, in_place = await preview(host, entry.step)
-            if in_place:
-                entry.status, entry.reason = "unchanged", "already in place"
-                continue
-            try:
-                approval = gate.decide(view)
-            except KeyboardInterrupt:
-                _interrupted(report, entry)
-                break
-            journal.append(kind="approval", step_id=entry.step.id, approval=approval, plan_hash=plan_hash)
-            entry.approval = approval
-            if not approval.approved:
-                entry.status = "declined" if approval.decision == "no" else "not_attempted"
-                entry.reason = (
-                    "end of input"
-                    if gate.ended
-                    else "declined"
-                    if approval.decision == "no"
-                    else "not attempted: stopped by quit"
-                )
-                report.quit = gate.quit
-                continue
-            entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
-            emit_results(emit, entry.results)
-            entry.status = _status(entry.results)
-            executed += 1
-            fifo = _pause_fifo(executed)
-            if fifo is not None:
-                await anyio.to_thread.run_sync(_wait_on_fifo, fifo, executed)
+        current: StepReport | None = None
+        applying: StepReport | None = None
+        try:
+            for entry in report.steps:
+                await anyio.lowlevel.checkpoint()  # where a Ctrl-C while working ends the run
+                current = entry
+                if entry.step not in runnable:
+                    continue
+                if gate.quit:
+                    entry.reason = "not attempted: input ended (Ctrl-D)" if gate.ended else "not attempted: stopped by quit"
+                    continue
+                view, in_place = await preview(host, entry.step)
+                if in_place:
+                    entry.status, entry.reason = "unchanged", "already in place"
+                    continue
+                try:
+                    approval = gate.decide(view)
+                except KeyboardInterrupt:
+                    _interrupted(report, entry)
+                    break
+                journal.append(kind="approval", step_id=entry.step.id, approval=approval, plan_hash=plan_hash)
+                entry.approval = approval
+                if not approval.approved:
+                    entry.status = "declined" if approval.decision == "no" else "not_attempted"
+                    entry.reason = (
+                        "end of input"
+                        if gate.ended
+                        else "declined"
+                        if approval.decision == "no"
+                        else "not attempted: stopped by quit"
+                    )
+                    report.quit = gate.quit
+                    continue
+                applying = entry
+                entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
+                applying = None
+                emit_results(emit, entry.results)
+                entry.status = _status(entry.results)
+                executed += 1
+                fifo = _pause_fifo(executed)
+                if fifo is not None:
+                    await anyio.to_thread.run_sync(_wait_on_fifo, fifo, executed)
+        except anyio.get_cancelled_exc_class():  # Ctrl-C while working (not at a prompt): say what was done, then end
+            if current is not None:
+                _interrupted(report, current, applying=applying is current)
+            if on_interrupt is not None:
+                on_interrupt(report)
+            raise
         if options.persist and not gate.quit and not report.interrupted:
             try:
                 await _persist(host, report, gate, journal, emit)
@@ -342,9 +357,13 @@ async def apply_plan(
     return report
 
 
-def _interrupted(report: ApplyReport, at: StepReport) -> None:
-    """Ctrl-C while ``at`` was asked: it and every later runnable step are not attempted."""
+def _interrupted(report: ApplyReport, at: StepReport, *, applying: bool = False) -> None:
+    """Ctrl-C while ``at`` was asked (or, ``applying``, while its changes were made): the later runnable steps
+    are not attempted."""
     report.interrupted = report.quit = True
+    if applying:
+        at.status = "partial"
+        at.reason = "interrupted (Ctrl-C) while its changes were made: the journal holds each one; rollback undoes them"
     reached = False
     for entry in report.steps:
         reached = reached or entry is at

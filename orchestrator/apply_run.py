@@ -7,11 +7,15 @@ a command (and what the chat reuses: :func:`reaudit`, :func:`finished`). Its sum
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from anyio.abc import TaskStatus
 
 from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, StepReport, apply_plan, classify, selected_steps, summarize
 from rigaudit.orchestrator.approval import Console, Gate
@@ -111,6 +115,19 @@ def _write_script(path: Path, text: str) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
+async def _stop_on_sigint(scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    """Ctrl-C while changes are made (not at a prompt, where it raises at once): cancel the apply at its next
+    step, so that what was done is said and written before the run ends. Listening before the apply starts."""
+    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
+        task_status.started()
+        return
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        task_status.started()
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
 async def run_apply(
     source: Host,
     request: ApplyRequest,
@@ -147,11 +164,29 @@ async def run_apply(
             raise UsageError("--into needs --snapshot: a snapshot is changed only as a new copy")
         await anyio.to_thread.run_sync(copy_snapshot, request.snapshot, request.into)
         host = SnapshotHost(request.into, writable=True)
+
+    def interrupted(partial: ApplyReport) -> None:  # cancelled (Ctrl-C) while working: what was done, said and written
+        emit(finished(partial, copy=request.into, stopped="interrupted (Ctrl-C)"))
+        if request.report is not None and partial.journal is not None:
+            append_section(request.report, "Applied changes", apply_section(partial, utc_now(), None), host=here)
+            emit(ReportWritten(path=str(request.report), section="Applied changes"))
+
+    done: ApplyReport | None = None
     try:
-        report = await apply_plan(host, plan, gate=gate, journal_path=request.journal, options=options, emit=emit)
+        with anyio.CancelScope() as stop:
+            async with anyio.create_task_group() as group:
+                await group.start(_stop_on_sigint, stop)
+                done = await apply_plan(
+                    host, plan, gate=gate, journal_path=request.journal, options=options, emit=emit, on_interrupt=interrupted
+                )
+                group.cancel_scope.cancel()
+        if done is None:  # cancelled while working: ``interrupted`` said what was done
+            raise KeyboardInterrupt
+        done.interrupted = done.interrupted or stop.cancelled_caught
     finally:
         with anyio.CancelScope(shield=True):
             await host.aclose()
+    report = done
     when = utc_now()
     checked: dict[str, str] | None = None
     if request.into is not None and report.changed and not report.interrupted:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -101,4 +102,27 @@ def test_ctrl_c_at_the_rollback_prompt_restores_nothing(tmp_path: Path, setup: t
     rollback.send(CTRL_C)
     assert rollback.wait() == 130
     assert "Traceback" not in rollback.text and "interrupted" in rollback.text
+    assert read(tmp_path / "copy", NUMA) == b"0\n"
+
+
+def test_ctrl_c_while_working_still_says_what_was_applied(tmp_path: Path, setup: tuple[Path, Path, dict[str, str]]) -> None:
+    mini, plan, env = setup
+    fifo = tmp_path / "pause"
+    os.mkfifo(fifo)
+    paused = {**env, "RIGAUDIT_TEST_PAUSE_AFTER_STEP": "1", "RIGAUDIT_TEST_PAUSE_FIFO": str(fifo)}
+    args = ["apply", "--snapshot", str(mini), "--into", str(tmp_path / "copy"), "--plan", str(plan), "--yes"]
+    args += ["--journal", str(tmp_path / "j.jsonl"), "--no-transcript", "--report", str(tmp_path / "r.md")]
+    tty = spawn(args, env=paused)
+    with open(fifo, encoding="utf-8") as handle:  # the apply stops after its first step, between two changes
+        assert handle.read().startswith("paused after 1")
+    tty.send(CTRL_C)
+    with open(fifo, "w", encoding="utf-8"):  # let the paused step go on: the interrupt is taken at once
+        pass
+    code = tty.wait()
+    out = tty.text
+    assert code == 130, out
+    assert "Traceback" not in out
+    assert "[ok] numa.balancing: applied" in out and "apply stopped: interrupted (Ctrl-C)" in out
+    assert "not attempted (interrupted (Ctrl-C))" in out
+    assert "numa.balancing" in (tmp_path / "r.md").read_text()
     assert read(tmp_path / "copy", NUMA) == b"0\n"
