@@ -62,6 +62,11 @@ class HostIdentity:
     product: str = ""
     """Digest of the DMI product UUID (``""``: not known)."""
 
+    @property
+    def unnamed(self) -> bool:
+        """Nothing is known of the machine (a report only benchmarks of a server wrote to): any machine fits."""
+        return self.name.strip() in ("", "-") and not self.machine and not self.product
+
     def token(self) -> str:
         """``machine-id:<digest> product-uuid:<digest>`` (what is known), the form facts and reports keep."""
         parts = [f"machine-id:{self.machine}" if self.machine else "", f"product-uuid:{self.product}" if self.product else ""]
@@ -113,7 +118,7 @@ def this_machine() -> HostIdentity:
 
 def mismatch(what: str, recorded: HostIdentity, here: HostIdentity) -> str | None:
     """One line refusing ``what`` of another machine, naming both; ``None`` when it is this one."""
-    if recorded.same_machine(here):
+    if recorded.same_machine(here) or recorded.unnamed:
         return None
     return f"{what} is for {recorded.text()}, not {here.text()}: refusing to use it here"
 

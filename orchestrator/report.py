@@ -176,9 +176,11 @@ def report_host(path: Path) -> HostIdentity | None:
     if found is not None:
         return HostIdentity.parse(found["name"], found["ids"])
     title = re.match(r"# System improvement plan: (\S+)", text)
-    if title is None:
-        raise ReportRefused(f"{path} exists and is not a rigaudit report: refusing to change it (choose another file)")
-    return HostIdentity(title[1])
+    if title is not None:
+        return HostIdentity(title[1])
+    if any(text.startswith(f"## {name}\n") for name in LATER_SECTIONS):
+        return HostIdentity("")  # sections a benchmark appended before any audit: no machine named yet
+    raise ReportRefused(f"{path} exists and is not a rigaudit report: refusing to change it (choose another file)")
 
 
 def _read(path: Path) -> str:
@@ -289,8 +291,9 @@ def append_section(path: Path, title: str, markdown: str, *, host: HostIdentity 
         lines = lines[:start] + new_body + lines[end:]
         atomic_write_text(path, "\n".join(lines) + "\n")
         return
-    if not text and host is not None:
-        text = f"# System improvement plan: {host.name}\n\n{marker(host, '')}\n"
+    if not text:
+        title = f"# System improvement plan: {host.name}" if host is not None else "# System improvement plan"
+        text = f"{title}\n\n{marker(host or HostIdentity('-'), '')}\n"
     atomic_write_text(path, text.rstrip() + ("\n\n" if text else "") + f"{header}\n\n{markdown.rstrip()}\n")
 
 

@@ -118,3 +118,14 @@ def test_archive_names_say_when_and_never_collide(tmp_path: Path) -> None:
     assert first.name == "system-improve.20261127T091403Z.md"
     first.write_text("x")
     assert archive_name(report, "2026-11-27T09:14:03Z").name == "system-improve.20261127T091403Z-2.md"
+
+
+def test_a_report_a_server_benchmark_started_takes_any_machines_sections(tmp_path: Path) -> None:
+    report = tmp_path / "system-improve.md"
+    append_section(report, "Benchmark comparison", "### inference at http://127.0.0.1:30000")  # no machine of its own
+    assert report_host(report) is not None and report_host(report).unnamed  # type: ignore[union-attr]
+    append_section(report, "Validation", "### P2P", host=HostIdentity("gpu01"))
+    assert "### P2P on gpu01" in report.read_text()
+    legacy = tmp_path / "old.md"
+    legacy.write_text("## Benchmark comparison\n\n- before\n")  # what an older rigaudit's bench --report began
+    assert choose_report(legacy, HostIdentity("gpu01")) == (legacy, "")
