@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
-from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.orchestrator.arguments import normalize_url, url
+from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events import Event
 from rigaudit.tools.policy import Verdict
