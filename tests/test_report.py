@@ -89,7 +89,9 @@ def test_append_section_replaces_placeholder_then_appends(tmp_path: Path) -> Non
     assert section.index("1 -> 0") < section.index("rolled back")
     assert PLACEHOLDER in text[text.index("## Validation") :]
     append_section(tmp_path / "new.md", "Benchmark comparison", "x")
-    assert (tmp_path / "new.md").read_text().startswith("## Benchmark comparison")
+    fresh = (tmp_path / "new.md").read_text()
+    assert fresh.startswith("# System improvement plan\n")  # a report a bench started is still a rigaudit report
+    assert "<!-- rigaudit report:" in fresh and fresh.rstrip().endswith("## Benchmark comparison\n\nx")
 
 
 def test_writing_to_a_device_never_replaces_it() -> None:
