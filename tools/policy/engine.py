@@ -1,4 +1,4 @@
-"""The policy engine: loads rules (checking every rule's examples) and judges commands.
+"""The policy engine: loads rules (checking their shape, and on request every rule's examples) and judges commands.
 
 Order of judgement: guards on the raw line, then the line is split (POSIX, no expansion), guards on
 the argv, then the program's own rules, most severe first (deny, ask, allow). Every guard and rule
@@ -59,7 +59,8 @@ class _Compiled:
     form: CompiledForm | None
 
 
-def _compile(rule: Rule) -> _Compiled:
+def _validate(rule: Rule) -> None:
+    """The rule's shape (no pattern compiled): raises :class:`RuleError`."""
     where = f"rule {rule.name!r}"
     if not rule.name or not rule.description or not rule.examples:
         raise RuleError(f"{where}: needs a name, a description and at least one example")
@@ -71,6 +72,10 @@ def _compile(rule: Rule) -> _Compiled:
         raise RuleError(f"{where}: an allow rule needs programs and a form (allow is a whitelist)")
     if rule.decision != "allow" and rule.form is not None:
         raise RuleError(f"{where}: only allow rules have a form")
+
+
+def _compile(rule: Rule) -> _Compiled:
+    """The rule with its patterns compiled (a bad one raises :class:`RuleError`)."""
     try:
         return _Compiled(
             rule=rule,
@@ -80,7 +85,7 @@ def _compile(rule: Rule) -> _Compiled:
             form=compile_form(rule.form) if rule.form is not None else None,
         )
     except re.error as exc:
-        raise RuleError(f"{where}: bad pattern: {exc}") from None
+        raise RuleError(f"rule {rule.name!r}: bad pattern: {exc}") from None
 
 
 def _applies(c: _Compiled, argv: Sequence[str], subject: Subject) -> str | None:
@@ -110,7 +115,13 @@ def _applies(c: _Compiled, argv: Sequence[str], subject: Subject) -> str | None:
 
 
 class Policy:
-    """A loaded rule set. Construction checks each rule and each of its examples (:class:`RuleError`).
+    """A loaded rule set. Construction checks each rule's shape and, unless ``lazy``, compiles its patterns
+    (:class:`RuleError`); with ``check_examples`` it also judges each rule's examples.
+
+    ``lazy``: a program's rules are compiled when a command of that program is first judged (a bad
+    pattern then fails closed, ``deny``), so a process that judges a few commands (``rigaudit check``)
+    does not compile all of them. The default policy is lazy and unchecked at load; its tests judge
+    every rule's examples (``tests/test_policy_rules.py``).
 
     ``fs`` is the file system paths are resolved on when a judgement names none (this machine);
     examples are checked on ``examples_fs`` (a model host), so loading never depends on the machine.
@@ -121,41 +132,66 @@ class Policy:
         rules: Iterable[Rule],
         *,
         check_examples: bool = True,
+        lazy: bool = False,
         fs: FileSystem = LIVE,
         examples_fs: FileSystem = EXAMPLE_HOST,
     ) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.fs = fs
         self.examples_fs = examples_fs
+        self.examples_checked = 0
+        """How many examples :meth:`check_examples` has judged (none at a lazy load)."""
         names = [r.name for r in self.rules]
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise RuleError(f"duplicate rule names: {', '.join(duplicates)}")
-        compiled = [_compile(rule) for rule in self.rules]
+        for rule in self.rules:
+            _validate(rule)
+        self._compiled: dict[str, _Compiled] = {} if lazy else {r.name: _compile(r) for r in self.rules}
         self._line_guards: list[tuple[Rule, LineCheck]] = []
         self._argv_guards: list[tuple[Rule, ArgvCheck]] = []
-        self._by_program: dict[str, list[_Compiled]] = {}
+        by_program: dict[str, list[Rule]] = {}
         self.readers: frozenset[str] = frozenset(p for r in self.rules if r.reads_only for p in r.programs)
         """Programs that can only read: a form no rule knows is ``ask`` (for every other, ``deny``)."""
-        for c in compiled:
-            if not c.rule.programs:
-                check = CHECKS[c.rule.check]
+        for rule in self.rules:
+            if not rule.programs:
+                check = CHECKS[rule.check]
                 if check.line is not None:
-                    self._line_guards.append((c.rule, check.line))
+                    self._line_guards.append((rule, check.line))
                 if check.argv is not None:
-                    self._argv_guards.append((c.rule, check.argv))
+                    self._argv_guards.append((rule, check.argv))
                 continue
-            for program in c.rule.programs:
-                self._by_program.setdefault(program, []).append(c)
-        for entries in self._by_program.values():
-            entries.sort(key=lambda c: SEVERITY[c.rule.decision])
+            for program in rule.programs:
+                by_program.setdefault(program, []).append(rule)
+        self._rules_of: dict[str, tuple[Rule, ...]] = {
+            program: tuple(sorted(entries, key=lambda r: SEVERITY[r.decision])) for program, entries in by_program.items()
+        }
+        self._by_program: dict[str, tuple[_Compiled, ...]] = {}
         if check_examples:
             self.check_examples()
+
+    @property
+    def compiled(self) -> int:
+        """How many rules have their patterns compiled (all, unless ``lazy``)."""
+        return len(self._compiled)
+
+    def _entries(self, program: str) -> tuple[_Compiled, ...]:
+        """The program's rules, most severe first, compiled on first use."""
+        entries = self._by_program.get(program)
+        if entries is None and program in self._rules_of:
+            entries = tuple(self._compiled.get(r.name) or self._compile(r) for r in self._rules_of.get(program, ()))
+            self._by_program[program] = entries
+        return entries or ()
+
+    def _compile(self, rule: Rule) -> _Compiled:
+        compiled = self._compiled[rule.name] = _compile(rule)
+        return compiled
 
     def check_examples(self) -> None:
         """Judge every rule's examples; raise :class:`RuleError` at the first that disagrees with its rule."""
         for rule in self.rules:
             for example in rule.examples:
                 verdict = self.judge_line(example, fs=self.examples_fs)
+                self.examples_checked += 1
                 if verdict.rule != rule.name or verdict.decision != rule.decision:
                     raise RuleError(
                         f"rule {rule.name!r} ({rule.decision}): example {show(example)!r} was judged "
@@ -163,7 +199,7 @@ class Policy:
                     )
 
     def programs(self) -> frozenset[str]:
-        return frozenset(self._by_program)
+        return frozenset(self._rules_of)
 
     def judge_line(self, line: str, fs: FileSystem | None = None) -> Verdict:
         """Judge a command line as an LLM writes it (never run through a shell)."""
@@ -206,7 +242,7 @@ class Policy:
         if not argv or not argv[0]:
             return Verdict("deny", "nothing to run", argv, "empty")
         program = program_name(argv[0])
-        entries = self._by_program.get(program)
+        entries = self._entries(program)
         if not entries:
             return Verdict(
                 "ask", f"{show(program)} is not a program this policy knows: a person must approve it", argv, "unknown-program"
@@ -226,7 +262,7 @@ class Policy:
         return self._unrecognized(program, argv, entries, misses)
 
     def _unrecognized(
-        self, program: str, argv: tuple[str, ...], entries: list[_Compiled], misses: list[tuple[Mismatch, str]]
+        self, program: str, argv: tuple[str, ...], entries: tuple[_Compiled, ...], misses: list[tuple[Mismatch, str]]
     ) -> Verdict:
         paths = sorted((m.path for m, _ in misses if m.path is not None), key=lambda p: SEVERITY[p.decision])
         if paths:

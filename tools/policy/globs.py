@@ -51,6 +51,24 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
-def compile_globs(patterns: Iterable[str]) -> re.Pattern[str]:
-    """One regex that fully matches a path matched by any of ``patterns``."""
-    return re.compile("|".join(f"(?:{_translate(p)})" for p in patterns))
+class Globs:
+    """Paths matched by any of a list of patterns: translated at once (a malformed one raises
+    :class:`ValueError`), compiled into one regex when first matched (most processes judge few paths)."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.source = "|".join(f"(?:{_translate(p)})" for p in patterns)
+        self._regex: re.Pattern[str] | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        if self._regex is None:
+            self._regex = re.compile(self.source)
+        return self._regex
+
+    def fullmatch(self, path: str) -> re.Match[str] | None:
+        return self.regex.fullmatch(path)
+
+
+def compile_globs(patterns: Iterable[str]) -> Globs:
+    """What fully matches a path matched by any of ``patterns``."""
+    return Globs(patterns)

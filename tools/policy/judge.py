@@ -1,4 +1,9 @@
-"""The default policy (loaded, and its examples checked, on first import) and its two entry points."""
+"""The default policy and its two entry points.
+
+Loading it checks every rule's shape and nothing more: a program's patterns are compiled when a
+command of it is first judged, and the rules' examples are judged by the tests
+(``tests/test_policy_rules.py``), not at every start (``rigaudit check`` starts as a prolog).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from rigaudit.tools.policy.fsview import LEXICAL, LIVE, FileSystem
 from rigaudit.tools.policy.rules import RULES
 from rigaudit.tools.policy.verdict import Verdict
 
-POLICY = Policy(RULES)
+POLICY = Policy(RULES, check_examples=False, lazy=True)
 
 
 def judge_argv(argv: Sequence[str], fs: FileSystem | None = None) -> Verdict:

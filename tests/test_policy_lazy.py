@@ -1,0 +1,65 @@
+"""The default policy loads lazily (no examples judged, no pattern compiled) and judges as an eager one does."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigaudit.tools.policy import POLICY, Form, Policy, Rule, RuleError
+from rigaudit.tools.policy.globs import compile_globs
+from rigaudit.tools.policy.rules import RULES
+from tests.support.policy_host import MODEL_HOST
+from tests.test_policy_corpus import CASES
+
+
+@pytest.fixture(scope="module")
+def eager() -> Policy:
+    return Policy(RULES)
+
+
+def test_the_rules_pass_their_examples_at_an_eager_load(eager: Policy) -> None:
+    assert eager.examples_checked == sum(len(r.examples) for r in RULES) >= 500
+    assert eager.compiled == len(RULES)
+
+
+def test_a_lazy_load_judges_no_example_and_compiles_only_what_it_judges() -> None:
+    lazy = Policy(RULES, check_examples=False, lazy=True)
+    assert (lazy.examples_checked, lazy.compiled) == (0, 0)
+    assert lazy.judge_argv(["uname", "-r"]).decision == "allow"
+    uname = {r.name for r in RULES if "uname" in r.programs}
+    assert 0 < lazy.compiled == len(uname) < len(RULES)
+    assert lazy.programs() == Policy(RULES, check_examples=False).programs()
+
+
+def test_lazy_and_eager_give_the_same_verdict_on_every_corpus_line_and_example(eager: Policy) -> None:
+    lazy = Policy(RULES, check_examples=False, lazy=True)
+    lines = [command for _, _, command in CASES] + [e for r in RULES for e in r.examples]
+    for line in lines:
+        assert lazy.judge_line(line, MODEL_HOST) == eager.judge_line(line, MODEL_HOST), line
+    assert lazy.compiled == len(RULES) - sum(1 for r in RULES if not r.programs)
+
+
+def test_the_default_policy_is_lazy_and_passes_every_example() -> None:
+    assert POLICY.rules == tuple(RULES)
+    POLICY.check_examples()
+    assert POLICY.examples_checked >= sum(len(r.examples) for r in RULES)
+
+
+def test_a_bad_pattern_in_a_lazy_policy_fails_closed_when_its_program_is_judged() -> None:
+    bad = Rule("bad", "allow", "a broken form", examples=("tool -x",), programs=("tool",), form=Form(flags=("[",)))
+    lazy = Policy([*RULES, bad], check_examples=False, lazy=True)
+    verdict = lazy.judge_argv(["tool", "-x"])
+    assert (verdict.decision, verdict.rule) == ("deny", "policy-error")
+    with pytest.raises(RuleError, match="bad pattern"):
+        Policy([*RULES, bad], check_examples=False)
+
+
+def test_a_lazy_load_still_checks_each_rule_shape() -> None:
+    with pytest.raises(RuleError, match="allow rule needs programs and a form"):
+        Policy([Rule("x", "allow", "d", examples=("a",), programs=("a",))], check_examples=False, lazy=True)
+
+
+def test_globs_compile_when_first_matched_and_reject_a_malformed_pattern_at_once() -> None:
+    globs = compile_globs(("/proc/<pid>/{status,stat}", "/sys/**"))
+    assert globs.fullmatch("/proc/self/status") and globs.fullmatch("/sys/bus/pci") and not globs.fullmatch("/proc/1/mem")
+    with pytest.raises(ValueError, match="unbalanced"):
+        compile_globs(("/etc/{a,b",))
