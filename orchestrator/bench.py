@@ -25,7 +25,8 @@ from rigaudit.tools.bench.compare import Comparison, Settings, check_settings, c
 from rigaudit.tools.bench.gpu import Backend
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.nccl import NcclReport, Tool
-from rigaudit.tools.bench.p2p import DEFAULT_PATH, P2PReport
+from rigaudit.tools.bench.p2p import P2PReport
+from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.bench.render import (
     COMPARE_LEGEND,
     Table,

@@ -59,6 +59,18 @@ def _named(name: str) -> Command | None:
     return command if isinstance(command, Command) and command.name == name else None
 
 
+class _Version(argparse.Action):
+    """``--version``: the version is looked up only when asked (reading the distribution's metadata costs a
+    prolog's start tens of ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"rigaudit {version()}")
+        parser.exit()
+
+
 def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
     """Every command's parser; with ``only``, just that command's (what ``main`` uses to run one)."""
     parser = _Parser(
@@ -66,7 +78,7 @@ def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
         description=__doc__,
         epilog="Start with `rigaudit audit --demo`, or `rigaudit audit` on the GPU server itself.",
     )
-    parser.add_argument("--version", action="version", version=f"rigaudit {version()}")
+    parser.add_argument("--version", action=_Version, help="print rigaudit's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in [only] if only is not None else _commands():
         child = sub.add_parser(

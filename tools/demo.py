@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tarfile
-import tempfile
-from importlib import resources
 from pathlib import Path
 
 DEMOS = {
@@ -27,6 +24,10 @@ def cache_dir() -> Path:
 
 def demo_snapshot(name: str | None = None) -> Path:
     """The directory of an unpacked demo snapshot (unpacked on first use)."""
+    import tarfile  # here, not at the top: every command that takes --demo imports this module
+    import tempfile
+    from importlib import resources
+
     name = name or DEFAULT_DEMO
     if name not in DEMOS:
         raise KeyError(name)

@@ -70,7 +70,7 @@ from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.report import check_report, report_host
 from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.bench.p2p import DEFAULT_PATH
+from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.errors import UsageError
 
 Run = Callable[[argparse.Namespace, Session], int]

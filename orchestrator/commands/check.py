@@ -112,11 +112,14 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import anyio
 
-    from rigaudit.orchestrator.gate.expect import load_expectations
     from rigaudit.orchestrator.gate.render import lines
     from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
 
-    expectations = load_expectations(args.expect) if args.expect is not None else None
+    expectations = None
+    if args.expect is not None:
+        from rigaudit.orchestrator.gate.expect import load_expectations
+
+        expectations = load_expectations(args.expect)
     plan = plan_gate(args.only, args.skip, expectations)
     host = open_host(args)
     options = GateOptions(
@@ -151,17 +154,18 @@ def _check(args: argparse.Namespace) -> int:
 
 def _write_outputs(args: argparse.Namespace, result: CheckResult) -> bool:
     """Write --json and --prometheus; a failure is one line on stderr. True when one failed."""
-    from rigaudit.orchestrator.gate.prometheus import write_textfile
-    from rigaudit.orchestrator.output import write_json
-
     failed = False
     if args.prometheus is not None:
+        from rigaudit.orchestrator.gate.prometheus import write_textfile
+
         try:
             write_textfile(args.prometheus, result)
         except OSError as exc:
             print(f"rigaudit check: cannot write {args.prometheus}: {exc.strerror or exc}", file=sys.stderr)
             failed = True
     if args.json is not None:
+        from rigaudit.orchestrator.output import write_json
+
         try:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
         except UsageError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -17,7 +18,6 @@ from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import all_investigators
 from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S
-from rigaudit.orchestrator.gate.expect import Expectations, investigator
 from rigaudit.orchestrator.gate.model import CheckResult
 from rigaudit.orchestrator.gate.selection import Selection, select
 from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdict_of
@@ -26,6 +26,9 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import EventSink
 from rigaudit.tools.model.finding import Severity
+
+if TYPE_CHECKING:
+    from rigaudit.orchestrator.gate.expect import Expectations
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,11 @@ class GatePlan:
 def plan_gate(only: str | None = None, skip: str | None = None, expectations: Expectations | None = None) -> GatePlan:
     """The checks ``--only``/``--skip`` select (the expectations' among them) and the investigators they need."""
     registered = all_investigators()
-    extra = (investigator(expectations),) if expectations is not None else ()
+    extra: tuple[AnyInvestigator, ...] = ()
+    if expectations is not None:
+        from rigaudit.orchestrator.gate.expect import investigator
+
+        extra = (investigator(expectations),)
     every = (*registered, *extra)
     selection = select([c for inv in every for c in inv.checks], only, skip)
     areas = set(selection.areas)

@@ -17,10 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rigaudit.tools.bench.links import GpuLinks, LinkLimit, pair_limit
+from rigaudit.tools.bench.p2p_file import DEFAULT_PATH, P2P_SCHEMA
 from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
 
-P2P_SCHEMA = "rigaudit.p2p/1"
-DEFAULT_PATH = Path("/var/tmp/rigaudit/p2p.json")
 FAR_BELOW = 0.6
 """A pair below this fraction of its link's limit is reported as a problem."""
 

@@ -20,7 +20,8 @@ from rigaudit.tools.model.plan import Plan
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    """``defer_build``: each event's validator is built when first used, not at import (a command uses few)."""
 
     t: float = Field(default_factory=time.time)
     """Wall-clock time (epoch seconds) when the event happened."""

@@ -11,7 +11,7 @@ from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.pci_paths import PciPaths, collect_pci_paths
 from rigaudit.agents.facts.platform import Platform, detect_platform
-from rigaudit.tools.bench.p2p import DEFAULT_PATH
+from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.hosts.base import FileResult, NvmlResult
 from rigaudit.tools.model.finding import Area
 from rigaudit.tools.probe import Probe
