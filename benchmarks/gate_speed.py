@@ -4,24 +4,33 @@ Run:
   python benchmarks/gate_speed.py                 the seed and the H200 fixtures (snapshots), and the imports
   python benchmarks/gate_speed.py --live          also `rigaudit check` on this machine (the H200 figure)
   python benchmarks/gate_speed.py --repeats 9 --snapshot DIR
+  python benchmarks/gate_speed.py --instructions  also count the start's instructions (valgrind): load-proof
 
 Prints, for each run: wall time with process start (best and median of the repeats), CPU time
 (user + system), and the verdict; then the interpreter's start, a process that only starts and
-imports what the gate imports, the gate's imports as `python -X importtime` reports them (top-level
-modules summed) and the ten costliest packages. On a loaded machine the CPU figures are the steadier.
+imports what the gate imports (with the bytecode cached, as an installed package has it, and with
+none: a fresh copy under PYTHONDONTWRITEBYTECODE compiles every module at every start), the gate's
+imports as `python -X importtime` reports them (top-level modules summed) and the ten costliest
+packages. The bytecode of every module on the path is compiled first (``compileall``, where it may
+be written), so the figures do not depend on what earlier runs left. On a loaded machine the CPU
+figures are the steadier, and the instruction counts (``--instructions``, where valgrind is
+installed) do not depend on the load at all.
 With $OUT set, the figures also go to $OUT/gate_speed.json. docs/performance.md records them.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -60,6 +69,49 @@ def timed(argv: list[str], repeats: int) -> dict[str, object]:
     }
 
 
+_DEPENDENCIES = ("pydantic", "pydantic_core", "anyio", "annotated_types", "typing_inspection", "typing_extensions", "sniffio")
+_NOT_RIGAUDIT = re.compile(r"/(\.venv|\.git|\.whl|build|tests|benchmarks)/")
+
+
+def compile_bytecode() -> int:
+    """Compile the bytecode of rigaudit and of its dependencies where it may be written; how many were compiled."""
+    import importlib
+
+    import rigaudit
+
+    done = 0
+    repository = Path(rigaudit.__file__).resolve().parent.parent
+    if os.access(repository, os.W_OK):
+        compileall.compile_dir(repository, quiet=2, rx=_NOT_RIGAUDIT)
+        done += 1
+    for name in _DEPENDENCIES:
+        try:
+            where = Path(importlib.import_module(name).__file__ or "").resolve()
+        except ImportError:
+            continue
+        if where.name == "__init__.py" and os.access(where.parent, os.W_OK):
+            done += compileall.compile_dir(where.parent, quiet=2) and 1
+        elif where.suffix == ".py" and os.access(where.parent, os.W_OK):
+            done += compileall.compile_file(where, quiet=2) and 1
+    return done
+
+
+def instructions(argv: list[str]) -> float | None:
+    """Millions of instructions ``argv`` executes (valgrind's callgrind), or ``None`` without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    return round(int(found.group(1)) / 1e6, 1) if found else None
+
+
 def imports(argv: list[str]) -> dict[str, object]:
     """The gate's imports as ``-X importtime`` reports them: total of the top-level modules, and the costliest."""
     done = subprocess.run([sys.executable, "-X", "importtime", *argv], check=False, capture_output=True, text=True, timeout=120)
@@ -84,7 +136,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--snapshot", type=Path, action="append", help="measure this snapshot (repeatable)")
     parser.add_argument("--live", action="store_true", help="also `rigaudit check` on this machine")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions with valgrind (slow)")
     args = parser.parse_args()
+    print(f"bytecode compiled in {compile_bytecode()} packages (rigaudit and its dependencies, where writable)", flush=True)
     rigaudit = [sys.executable, "-m", "rigaudit", "check", "-q"]
     figures: dict[str, object] = {"python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
     snapshots = args.snapshot or [FIXTURES / name for name in SNAPSHOTS]
@@ -111,6 +165,18 @@ def main() -> int:
     )
     figures["start_and_imports"] = timed([sys.executable, "-c", gate_imports], args.repeats)
     print(f"{'interpreter start + the imports of the gate (no run)':<62} {figures['start_and_imports']}")
+    with tempfile.TemporaryDirectory() as empty:  # no cached bytecode: every module compiled at the start
+        cold = [sys.executable, "-X", f"pycache_prefix={empty}", "-B", "-c", gate_imports]
+        figures["start_and_imports_no_bytecode"] = timed(cold, max(1, args.repeats // 2))
+    print(f"{'the same, no cached bytecode (a fresh copy, -B)':<62} {figures['start_and_imports_no_bytecode']}")
+    if args.instructions:
+        counted = {
+            "interpreter start": [sys.executable, "-c", "pass"],
+            "start + the imports of the gate": [sys.executable, "-c", gate_imports],
+            "a check of the last snapshot": [*rigaudit, "--deadline", "600", "--snapshot", str(snapshots[-1])],
+        }
+        figures["instructions_millions"] = {label: instructions(argv) for label, argv in counted.items()}
+        print(f"{'instructions (millions, valgrind)':<62} {figures['instructions_millions']}")
     figures["imports"] = imports(["-m", "rigaudit", "check", "-q", "--snapshot", str(snapshots[-1])])
     print(f"{'imports of the gate (-X importtime)':<62} {figures['imports']}")
     print(f"load average: {os.getloadavg()[0]:.1f} (this machine's CPUs may be shared)")
