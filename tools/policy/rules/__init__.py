@@ -31,9 +31,10 @@ Order: line guards, then POSIX splitting (no expansion), then argv guards, then 
 rules, most severe first. Every guard and rule that applies is heard and the most severe verdict
 wins: deny dominates ask dominates allow, whatever the order of the arguments.
 
-Every rule carries examples; :class:`~tools.policy.engine.Policy` judges each when it loads (on a
-model host, :data:`~tools.policy.fsview.EXAMPLE_HOST`) and refuses to load if one is judged
-differently, so these tables cannot drift from their behaviour.
+Every rule carries examples; the tests judge each (on a model host,
+:data:`~tools.policy.fsview.EXAMPLE_HOST`) and fail if one is judged differently, so these tables
+cannot drift from their behaviour. ``Policy(rules)`` judges them when it loads; the default policy
+(:data:`~tools.policy.judge.POLICY`) does not, to start fast (``tests/test_policy_rules.py``).
 """
 
 from __future__ import annotations
