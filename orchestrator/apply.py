@@ -2,8 +2,10 @@
 
 Only ``runtime`` steps meant for this machine run; the rest are reported (``deferred`` for
 restart/reboot/firmware/hardware, ``elsewhere`` for the hypervisor, ``manual`` for steps that are
-only commands) and can be written out with ``--emit-script``. Steps are independent: one failing
-does not stop the others; ``quit`` does.
+only commands, or measurements) and can be written out with ``--emit-script``. Steps run in the plan's
+order, which honours its graph: a step whose prerequisite (``requires``, ``not_before``) was declined, failed,
+deferred or not run is skipped (``blocked``) and says why; a step that conflicts with one applied is skipped too.
+Otherwise one failing does not stop the others; ``quit`` does.
 """
 
 from __future__ import annotations
@@ -32,10 +34,14 @@ from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.events import ChangeApplied, EventSink, discard
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.model.plan import BLOCKING, Plan, PlanStep
 from rigaudit.tools.pci import apply_masked
 
-StepStatus = Literal["applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "not_attempted"]
+StepStatus = Literal[
+    "applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "blocked", "not_attempted"
+]
+DONE: tuple[StepStatus, ...] = ("applied", "unchanged")
+"""A step in one of these states has run (or was already in place): the steps that wait for it may run."""
 SCOPES = ("runtime",)
 PAUSE_STEP_ENV = "RIGAUDIT_TEST_PAUSE_AFTER_STEP"
 PAUSE_FIFO_ENV = "RIGAUDIT_TEST_PAUSE_FIFO"
@@ -116,11 +122,17 @@ def load_plan_file(path: Path) -> tuple[Plan, HostSummary | None]:
         raise UsageError(f"{path}: not an `audit --json` result (not UTF-8 text)") from None
     try:
         if '"steps"' in text[:200] and '"schema"' not in text[:200]:
-            return Plan.model_validate_json(text), None
-        result = AuditResult.model_validate_json(text)
-        return result.plan, result.host
+            plan, host = Plan.model_validate_json(text), None
+        else:
+            result = AuditResult.model_validate_json(text)
+            plan, host = result.plan, result.host
     except ValidationError as exc:
         raise UsageError(f"{path}: not an `audit --json` result ({exc.error_count()} validation error(s))") from None
+    breaches = plan.order_breaches()
+    if breaches:
+        more = f" (and {len(breaches) - 1} more)" if len(breaches) > 1 else ""
+        raise UsageError(f"{path}: refusing a plan whose order breaks its own edges: {breaches[0]}{more}")
+    return plan, host
 
 
 def targets_of(step: PlanStep) -> list[AnyTarget]:
@@ -129,6 +141,11 @@ def targets_of(step: PlanStep) -> list[AnyTarget]:
 
 def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, str]:
     """Why a step will not run here (status and reason), or ``(None, "")`` when it will."""
+    if step.blocked:
+        return "blocked", step.blocked
+    if step.kind == "measure":
+        commands = "; ".join(" ".join(a.argv) for a in step.actions if isinstance(a, CommandAction) and a.argv)
+        return "manual", f"a measurement to take first (apply runs no commands): {commands or step.title}"
     if step.kind != "runtime":
         need = {"restart": "a restart", "reboot": "a reboot", "firmware": "a firmware change", "hardware": "hardware work"}
         return "deferred", f"needs {need.get(step.kind, step.kind)}; --scope {options.scope} never runs it"
@@ -200,6 +217,7 @@ async def preview(host: Host, step: PlanStep) -> tuple[StepView, bool]:
         *(f"command: {c}" for action in step.actions for c in shell_lines(action)),
         *(f"not run by apply: {m}" for m in manual),
         f"persist: {step.persist}" if step.persist else "",
+        *(f"order: {e.text()}" for e in step.edges),
     ]
     view = StepView(
         step_id=step.id,
@@ -311,6 +329,11 @@ async def apply_plan(
                 if gate.quit:
                     entry.reason = "not attempted: input ended (Ctrl-D)" if gate.ended else "not attempted: stopped by quit"
                     continue
+                held = await held_back(host, entry.step, report, plan)
+                if held:
+                    entry.status, entry.reason = "blocked", held
+                    journal.append(kind="skip", step_id=entry.step.id, message=held, plan_hash=plan_hash)
+                    continue
                 view, in_place = await preview(host, entry.step)
                 if in_place:
                     entry.status, entry.reason = "unchanged", "already in place"
@@ -355,6 +378,46 @@ async def apply_plan(
                 report.interrupted = True
                 report.persist_notes.append("persist not attempted: interrupted (Ctrl-C)")
     return report
+
+
+async def held_back(host: Host, step: PlanStep, report: ApplyReport, plan: Plan) -> str:
+    """Why ``step`` may not run now, by the plan's edges ("" when it may): a step it waits for (``requires``,
+    ``not_before``) has not run in this apply (declined, failed, deferred, not selected) and is not already in
+    place; or a step it conflicts with was applied."""
+    done = {r.step.id: r for r in report.steps if r.status in DONE}
+    seen = {r.step.id: r for r in report.steps}
+    for edge in step.edges:
+        if edge.kind == "conflicts" and edge.step in done and done[edge.step].status == "applied":
+            return f"not run: conflicts with {edge.step}, applied in this run" + (f" ({edge.why})" if edge.why else "")
+        if edge.kind not in BLOCKING or edge.step in done:
+            continue
+        other = plan.step(edge.step)
+        if other is None:
+            continue  # load_plan_file refuses such a plan; a plan built in memory names only its own steps
+        verb = "unsafe before" if edge.kind == "not_before" else "waits for"
+        ran = seen.get(edge.step)
+        if ran is None and other.kind == "runtime" and targets_of(other) and (await preview(host, other))[1]:
+            continue  # not selected here, but its change is already in place
+        state = _edge_state(ran, other)
+        why = f" ({edge.why})" if edge.why else ""
+        return f"not run: {verb} {edge.step}, which {state}{why}"
+    return ""
+
+
+def _edge_state(ran: StepReport | None, other: PlanStep) -> str:
+    if ran is None:
+        return "is not part of this apply (--only): run it first"
+    if ran.status == "declined":
+        return "was declined"
+    if ran.status == "failed":
+        return "failed"
+    if ran.status == "partial":
+        return "was only partly applied"
+    if ran.status == "deferred":
+        return f"needs a {other.kind} that has not happened: do it, audit again, then apply"
+    if ran.status == "blocked":
+        return "could not run either"
+    return f"did not run ({ran.reason or ran.status})"
 
 
 def _interrupted(report: ApplyReport, at: StepReport, *, applying: bool = False) -> None:

@@ -175,7 +175,7 @@ async def run_audit(
         for inv in investigators
     )
     findings = [f for inv in investigators for f in outcomes[inv.area].findings]
-    plan, plan_warnings = build_plan(findings)
+    plan, plan_warnings = build_plan(findings, baseline)
     warnings.extend(plan_warnings)
     if control.cancelled:
         warnings.append("audit interrupted: results are partial")

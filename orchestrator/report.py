@@ -11,6 +11,7 @@ from pathlib import Path
 from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
 from rigaudit.orchestrator.identity import HostIdentity, mismatch
 from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.plan.text import plan_opening
 from rigaudit.orchestrator.plots import draw_pcie, picture_markdown
 from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.tools.action_text import describe, shell_lines
@@ -20,7 +21,7 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.redact import redact_text
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Where the time goes", "Benchmark comparison")
@@ -61,9 +62,19 @@ def _problem_block(finding: Finding) -> list[str]:
 
 
 def _step_block(number: int, step: PlanStep) -> list[str]:
-    also = f" (also resolves {', '.join(step.also_checks)})" if step.also_checks else ""
-    lines = [f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}, on {WHERE_TEXT[step.where]}, risk {step.risk}"]
+    also = f" ({'decides' if step.kind == 'measure' else 'also resolves'} {', '.join(step.also_checks)})" if step.also_checks else ""
+    kind = "a measurement" if step.kind == "measure" else step.kind
+    lines = [
+        f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}; {kind}, on {WHERE_TEXT[step.where]}, risk {step.risk}"
+    ]
+    if step.gain is not None:
+        lines.append(f"   - Buys: {step.gain.text()}")
     lines.append(f"   - Why this rank: {step.rationale}")
+    waits = [e.text() for e in step.edges]
+    if step.kind != "measure":
+        lines.append(f"   - Waits for: {'; '.join(waits) if waits else 'nothing'}")
+    if step.blocked:
+        lines.append(f"   - **Refused**: {step.blocked}")
     for action in step.actions:
         lines.append(f"   - Change: {describe(action)}")
     commands = [line for action in step.actions for line in shell_lines(action)]
@@ -80,6 +91,29 @@ def _step_block(number: int, step: PlanStep) -> list[str]:
     return lines
 
 
+def plan_section(plan: Plan) -> list[str]:
+    """The report's plan: the measurements first, then every step in the graph's order (what it buys, why its
+    rank, what it waits for); runtime steps take effect now, the others at their window."""
+    out = ["## Plan", ""]
+    measurements = list(plan.measurements)
+    steps = [s for s in plan.steps if s.kind != "measure"]
+    if measurements:
+        out += ["### Measure first (decides what the audit could not see)", ""]
+        out += [line for i, s in enumerate(measurements, 1) for line in _step_block(i, s)]
+        out.append("")
+    out += ["### Steps, in order (each after what it waits for; best gain for the risk first)", ""]
+    out += [line for i, s in enumerate(steps, 1) for line in _step_block(i, s)] or ["None."]
+    runtime = sum(1 for s in steps if s.kind == "runtime")
+    if steps:
+        out += [
+            "",
+            f"{runtime} runtime step(s) take effect now, without a reboot (lost at reboot unless persisted); "
+            f"{len(steps) - runtime} wait for a restart, reboot, firmware or hardware window.",
+        ]
+    out.append("")
+    return out
+
+
 def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures: Sequence[str] = ()) -> str:
     """The whole report as markdown; ``history`` names the earlier reports of this machine (newest first),
     ``pictures`` are markdown blocks shown with the baseline (the PCIe tree)."""
@@ -94,7 +128,7 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
     )
-    out += ["", expectation(problems), ""]
+    out += ["", expectation(problems, plan=result.plan), ""]
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
     if history:
@@ -123,29 +157,28 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
     out += _simple_table("Confirmed ok", (f for f in findings if f.status == "ok"))
     out += _simple_table("Unknown (could not be observed here)", (f for f in findings if f.status == "unknown"))
     out += _simple_table("Not applicable", (f for f in findings if f.status == "not_applicable"))
-    out += ["## Plan", ""]
-    runtime = [s for s in result.plan.steps if s.kind == "runtime"]
-    deferred = [s for s in result.plan.steps if s.kind != "runtime"]
-    out += ["### Runtime changes (now, no reboot; lost at reboot unless persisted)", ""]
-    out += [line for i, s in enumerate(runtime, 1) for line in _step_block(i, s)] or ["None."]
-    out += ["", "### Deferred (restart, reboot, firmware or hardware window)", ""]
-    out += [line for i, s in enumerate(deferred, 1) for line in _step_block(i, s)] or ["None."]
-    out.append("")
+    out += plan_section(result.plan)
     for title in LATER_SECTIONS:
         out += [f"## {title}", "", PLACEHOLDER, ""]
     return "\n".join(out)
 
 
-def expectation(problems: Sequence[Finding], *, markdown: bool = True) -> str:
-    """One paragraph on what fixing these problems can and cannot buy (the report's, and the terminal's)."""
+def expectation(problems: Sequence[Finding], *, markdown: bool = True, plan: Plan | None = None) -> str:
+    """One paragraph on what fixing these problems can and cannot buy (the report's, and the terminal's); with
+    ``plan``, what its steps can buy together and what is measured first."""
     serious = [f.check for f in problems if f.severity in ("critical", "high")]
     code = (lambda t: f"`{t}`") if markdown else (lambda t: t)
     lead = "**What to expect**:" if markdown else "What to expect:"
+    head = ""
     if serious:
-        return (
-            f"{lead} {', '.join(code(c) for c in serious)} can cost large factors of throughput or "
+        head = (
+            f"{', '.join(code(c) for c in serious)} can cost large factors of throughput or "
             "stability (or correctness): fix those first, then measure again."
         )
+    if plan is not None and plan.steps:
+        return f"{lead} {head + ' ' if head else ''}{_capital(plan_opening(plan, markdown=markdown))}"
+    if serious:
+        return f"{lead} {head}"
     if problems:
         return (
             f"{lead} the problems found are medium or low: tuning that is worth latency jitter and a few "
@@ -153,6 +186,10 @@ def expectation(problems: Sequence[Finding], *, markdown: bool = True) -> str:
             f"compare it with the decode roofline ({code('rigaudit roofline')}) and look at the serving software as well."
         )
     return f"{lead} no problem found on this host; a throughput gap lies elsewhere (see {code('rigaudit roofline')})."
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:

@@ -26,7 +26,8 @@ from rigaudit.tools.model.plan import Plan
 JOURNAL_SCHEMA = "rigaudit.journal/1"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 """A journal of thousands of changes is a few MiB; a larger file is not one an apply wrote."""
-EntryKind = Literal["session", "approval", "change"]
+EntryKind = Literal["session", "approval", "change", "skip"]
+"""``skip``: a step apply did not run, and why (its plan edges)."""
 ChangeState = Literal["planned", "applied", "verified", "reverted", "failed"]
 Decision = Literal["yes", "no", "all", "quit", "auto"]
 

@@ -118,7 +118,7 @@ def audit_view(
         line += f" ({gpu} of them for want of a GPU)" if gpu else ""
         out.append(Text(line + "; --all lists them.", style="dim"))
     problems = [f for f in result.findings if f.status == "problem"]
-    out.append(Text(expectation(problems, markdown=False)))
+    out.append(Text(expectation(problems, markdown=False, plan=result.plan)))
     out.append(plan_table(result.plan) if result.plan.steps else Text("Plan: nothing to change."))
     if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
         out.append(tree)

@@ -13,6 +13,7 @@ MARK = {
     "deferred": "..",
     "elsewhere": "->",
     "manual": "->",
+    "blocked": "--",
     "not_attempted": "--",
 }
 

@@ -184,7 +184,7 @@ class AppliedStep(BaseModel):
     step_id: str
     status: str
     """``applied``, ``partial``, ``failed``, ``unchanged``, ``declined``, ``deferred``, ``elsewhere``, ``manual``,
-    ``not_attempted``."""
+    ``blocked`` (a step it waits for did not run: ``reason`` says which), ``not_attempted``."""
     reason: str = ""
     changes: list[tuple[str, str]] = Field(default_factory=list)
     """``(what: before -> after, outcome)``, identical changes folded into one line."""

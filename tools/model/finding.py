@@ -147,8 +147,74 @@ Action = Annotated[
 ]
 
 
+EdgeKind = Literal["requires", "not_before", "moot_after", "conflicts"]
+"""How one fix depends on another step of the plan:
+
+- ``requires``: it can only succeed once the other has run (it runs after it; not at all if the other did not run);
+- ``not_before``: it is unsafe until the other has run (same order; an order that breaks it is refused);
+- ``moot_after``: the other fixes this problem too (a reboot that resets it): the two merge into the other's step;
+- ``conflicts``: only one of the two can stand; the better-ranked one runs, the other only if it did not.
+"""
+EDGE_TEXT: dict[str, str] = {
+    "requires": "needs",
+    "not_before": "unsafe before",
+    "moot_after": "moot after",
+    "conflicts": "conflicts with",
+}
+FACT_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$"
+
+
+class Edge(_Frozen):
+    """An edge a rule declares from its facts, to a step named by its check id or by a fact it establishes
+    (``Fix.provides``): "unsafe before the step that sets iommu=pt" is ``Edge(kind="not_before",
+    fact="iommu.passthrough", why=...)``. An edge to a step the plan does not hold is already satisfied (nothing
+    waits: the other check found no problem)."""
+
+    kind: EdgeKind
+    check: Annotated[str, StringConstraints(max_length=80)] = ""
+    fact: Annotated[str, StringConstraints(pattern=FACT_PATTERN, max_length=80)] | Literal[""] = ""
+    why: str = ""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Edge:
+        if bool(self.check) == bool(self.fact):
+            raise ValueError("an edge names exactly one of check or fact")
+        return self
+
+
+GainOf = Literal["throughput", "stability"]
+
+
+class Gain(_Frozen):
+    """What a fix can buy on this workload: a range in percent of its throughput, and the reasoning.
+
+    ``stability``: the server fails, hangs or computes wrong results until it is fixed (no percentage holds).
+    """
+
+    low: float = Field(ge=0, le=10_000)
+    high: float = Field(ge=0, le=10_000)
+    why: str
+    of: GainOf = "throughput"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Gain:
+        if self.low > self.high:
+            raise ValueError(f"gain range {self.low}-{self.high} is reversed")
+        return self
+
+    def text(self) -> str:
+        """``2-10%: why`` (or ``stability: why``)."""
+        if self.of == "stability":
+            return f"stability: {self.why}"
+        return f"{self.low:g}-{self.high:g}% of throughput: {self.why}"
+
+
 class Fix(_Frozen):
-    """How to fix a problem: what kind of change, where, exactly what, and how to undo it."""
+    """How to fix a problem: what kind of change, where, exactly what, and how to undo it.
+
+    ``edges`` and ``provides`` place it in the plan's graph; ``gain`` is what it can buy here (the planner
+    estimates one from the check and its severity when a rule does not say).
+    """
 
     kind: FixKind
     where: Where
@@ -158,6 +224,10 @@ class Fix(_Frozen):
     verify: str = ""
     revert: str = ""
     persist: str = ""
+    edges: tuple[Edge, ...] = ()
+    provides: tuple[Annotated[str, StringConstraints(pattern=FACT_PATTERN, max_length=80)], ...] = ()
+    """Facts this fix establishes once it has run (``iommu.passthrough``, ``driver.reloaded``)."""
+    gain: Gain | None = None
 
 
 class Finding(_Frozen):

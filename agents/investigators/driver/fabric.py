@@ -10,7 +10,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.model.finding import Area, CommandAction, Edge, Finding, Fix
 from rigaudit.tools.probe import Probe, command_ref, file_ref
 
 AREA: Area = "driver"
@@ -79,7 +79,13 @@ def judge_fabricmanager_version(
             why += "; the fabric manager is the container's host's: compare its version with the driver there"
         return unknown(check, AREA, title, why, evidence=refs)
     wrong = {name: v for name, v in versions.items() if v != driver}
-    if wrong and installed and installed != driver and set(wrong.values()) == {installed}:
+    if installed is not None and installed != driver:  # an upgrade waits for its reboot: match what will load
+        if not fm.package_versions:
+            why = f"a driver upgrade to {installed} waits for a reboot (loaded {driver}) and the installed fabric manager "
+            why += f"package is not readable (dpkg-query: {fm.packages.error or 'no package'}): it must be {installed}"
+            return unknown(check, AREA, title, why, evidence=refs)
+        if set(fm.package_versions.values()) != {installed}:
+            return _stale(check, title, platform, driver, installed, fm.package_versions, refs)
         return ok(
             check,
             AREA,
@@ -120,5 +126,53 @@ def judge_fabricmanager_version(
         "hangs on these GPUs with no NVLink between them.",
         fix,
         subjects=tuple(wrong),
+        evidence=refs,
+    )
+
+
+def _stale(
+    check: str, title: str, platform: Platform, loaded: str, installed: str, packages: dict[str, str], refs: tuple[str, ...]
+) -> Finding:
+    """A driver upgrade waits for its reboot and the fabric manager is not the upgraded driver's version: matching
+    it to the loaded (stale) module would break the fabric at that reboot. The reboot comes first, then the fabric
+    manager of the version that loads."""
+    shown = "; ".join(f"{name} {v}" for name, v in packages.items())
+    fix = Fix(
+        kind="restart",
+        where=layer_where(platform, "gpu_driver"),
+        summary=f"After the reboot into the upgraded driver ({installed}), install the fabric manager of exactly that "
+        "version and restart it (not the loaded module's: it is replaced at that reboot)",
+        actions=(
+            CommandAction(
+                description=f"after the reboot: install nvidia-fabricmanager {installed} (same branch package as the "
+                f"driver, e.g. nvidia-fabricmanager-{installed.split('.')[0]}={installed}-1) and hold both packages together"
+            ),
+            CommandAction(description="with the server stopped", argv=("systemctl", "restart", "nvidia-fabricmanager")),
+        ),
+        risk="medium",
+        verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
+        revert="reinstall the previous fabric manager package and restart it",
+        persist="apt-mark hold the driver and fabric manager packages so they upgrade together",
+        edges=(
+            Edge(
+                kind="not_before",
+                fact="driver.reloaded",
+                why=f"the {installed} module must be loaded first: a fabric manager matched to the {loaded} module now "
+                "refuses to start after that reboot",
+            ),
+        ),
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        f"loaded module {loaded}, installed driver {installed} (a reboot is pending); {shown}",
+        f"fabric manager {installed}, the driver that loads at the pending reboot",
+        "The fabric manager must be exactly the driver's version. A driver upgrade waits for its reboot here: the "
+        f"version to match is the one that will load ({installed}), not the {loaded} module still loaded; a fabric "
+        "manager matched to the old module stops the NVSwitch fabric at that reboot.",
+        fix,
+        subjects=tuple(packages),
         evidence=refs,
     )

@@ -88,6 +88,7 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
         risk="medium",
         verify="nvidia-smi runs without 'Driver/library version mismatch'; NVML and /proc/driver/nvidia/version agree",
         revert="reinstall the previous driver version",
+        provides=() if container_side else ("driver.reloaded",),
     )
     observed = f"kernel module {kernel}; " + "; ".join(f"{w} {v}" for w, v, _ in wrong)
     if rm_mismatch:

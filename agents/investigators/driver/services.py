@@ -8,7 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ServiceStartAction, Severity
+from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ServiceStartAction, Severity
 from rigaudit.tools.probe import dir_ref, nvml_ref
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
@@ -135,6 +135,7 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
             "-> State: Completed",
             revert="boot the previous driver (reinstall its packages)",
             persist="the reboot is the change",
+            provides=("driver.reloaded",),
         )
         return problem(
             check,
@@ -160,6 +161,13 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         verify="systemctl is-active nvidia-fabricmanager  -> active; nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
         revert="systemctl stop nvidia-fabricmanager",
         persist="systemctl enable nvidia-fabricmanager",
+        edges=(
+            Edge(
+                kind="requires",
+                check="driver.fabricmanager_version",
+                why="it refuses to start unless its version is exactly the driver's: install that version first",
+            ),
+        ),
     )
     return problem(
         check,

@@ -95,6 +95,7 @@ def judge_iommu(facts: KernelParamsFacts) -> Finding:
         "'iommu: Default domain type: Passthrough'",
         revert=facts.boot.words("remove iommu=pt"),
         persist="the command line persists once the boot loader is updated",
+        provides=("iommu.passthrough",),
     )
     moot = facts.p2p.pcie_peer_traffic()
     severity: Severity = "high"

@@ -15,7 +15,7 @@ from rigaudit.agents.facts.boot_line import BootLine
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.pci_paths import PciPaths
 from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
-from rigaudit.tools.model.finding import Action, CommandAction, Fix, FixKind, Severity
+from rigaudit.tools.model.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
 
 Cause = Literal["model", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"]
 SYS = 50
@@ -190,6 +190,19 @@ _TARGET: dict[Cause, FixTarget] = {
 }
 
 
+RESOLVED_BY: dict[Cause, str] = {"iommu": "kernel.iommu", "acs": "pcie.acs", "nvlink_fabric": "driver.fabricmanager"}
+"""The check whose fix lets the pairs of a cause through: p2p.status is moot after it (only if every cause found
+has one; a pair refused for another reason keeps the step of its own)."""
+
+
+def moot_edges(kinds: list[Cause]) -> tuple[Edge, ...]:
+    """``moot_after`` each check that fixes one of ``kinds``, when every cause found is one such fix's."""
+    checks = [RESOLVED_BY.get(k) for k in sorted(set(kinds), key=lambda k: RANK[k])]
+    if not checks or None in checks:
+        return ()
+    return tuple(Edge(kind="moot_after", check=c, why="the pairs it refuses are refused for that cause") for c in checks if c)
+
+
 def fix_for(kinds: list[Cause], c: Context, names: str) -> Fix:
     strongest = min(kinds, key=lambda k: RANK[k])
     actions, kind = _actions(sorted(set(kinds), key=lambda k: RANK[k]), c, names)
@@ -203,4 +216,5 @@ def fix_for(kinds: list[Cause], c: Context, names: str) -> Fix:
         verify="nvidia-smi topo -p2p r and -p2p w show OK for every pair; then `rigaudit bench p2p`",
         revert="restore the previous settings",
         persist="the boot line, BIOS and VM definition changes persist",
+        edges=moot_edges(kinds),
     )

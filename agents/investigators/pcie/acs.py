@@ -7,7 +7,7 @@ from itertools import combinations
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
+from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
 from rigaudit.tools.pci import bridges_between
 
 ACS_CHECK = Check(
@@ -108,6 +108,14 @@ def judge_acs(facts: PcieFacts) -> Finding:
                 revert="; ".join(f"setpci -s {b} ECAP_ACS+6.w={_acs_ctl(facts, b):04x}:000c" for b in bridges),
                 persist="pci=disable_acs_redir=" + ";".join(bridges) + " on the kernel command line (kernel >= 5.1), or ACS "
                 "disabled for these ports in the BIOS",
+                edges=(
+                    Edge(
+                        kind="not_before",
+                        fact="iommu.passthrough",
+                        why="with the IOMMU translating GPU DMA, peer traffic the switch then routes directly bypasses "
+                        "translation and can be misrouted: clear ACS only once the GPUs' DMA is passthrough",
+                    ),
+                ),
             )
         vfio_note = (
             " vfio_pci is loaded but every GPU is bound to nvidia: do not apply this while planning to pass these GPUs to "
