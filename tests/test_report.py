@@ -64,17 +64,17 @@ def test_report_has_baseline_findings_plan_and_later_sections() -> None:
         "### Confirmed ok",
         "### Unknown",
         "## Plan",
-        "### Runtime changes",
-        "### Deferred",
+        "### Steps, in order",
         "## Applied changes",
         "## Validation",
         "## Benchmark comparison",
     ]
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions)
-    runtime = text[text.index("### Runtime changes") : text.index("### Deferred")]
-    assert "sysctl -w kernel.numa_balancing=0" in runtime and "amd_pstate" not in runtime
-    assert "amd_pstate=active" in text[text.index("### Deferred") :]
+    steps = text[text.index("### Steps, in order") : text.index("## Applied changes")]
+    assert steps.index("sysctl -w kernel.numa_balancing=0") < steps.index("amd_pstate=active")
+    assert "`numa.balancing`; runtime, on this host" in steps and "`power.scaling_driver`; reboot, on this host" in steps
+    assert "1 runtime step(s) take effect now" in steps
     assert "no server process found" in text
 
 
@@ -105,7 +105,7 @@ def test_writing_to_a_device_never_replaces_it() -> None:
 
 def test_report_says_what_fixing_can_buy() -> None:
     result = _result()
-    assert "a few percent of throughput, not a multiple" in render_report(result)
+    assert "2 step(s) together" in render_report(result) and "% of throughput" in render_report(result)
     serious = result.findings[0].model_copy(update={"severity": "critical"})
     worse = result.model_copy(update={"findings": (serious, *result.findings[1:])})
     assert "`numa.balancing` can cost large factors" in render_report(worse)

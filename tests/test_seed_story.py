@@ -55,11 +55,14 @@ def test_one_finding_per_check_and_evidence_is_cited(seed_result: AuditResult) -
             assert finding.observed, f"{finding.check}: unknown without a reason"
 
 
-def test_plan_p0_runtime_and_deferred(seed_result: AuditResult) -> None:
+def test_plan_ranked_by_what_each_step_buys(seed_result: AuditResult) -> None:
     plan = seed_result.plan
-    p0 = {s.id for s in plan.steps if s.priority == "P0"}
-    assert p0 == {"numa.balancing", "pcie.mrrs", "power.cstates"}
-    assert {s.id for s in plan.runtime_steps} >= p0
+    fixes = [s for s in plan.steps if s.kind != "measure"]
+    assert [s.id for s in fixes] == ["power.cstates", "numa.balancing", "power.scaling_driver", "pcie.mrrs"]
+    assert [s.priority for s in fixes] == ["P0", "P1", "P1", "P2"]
+    mrrs = fixes[-1]
+    assert mrrs.gain is not None and all(mrrs.gain.high <= s.gain.low for s in fixes[:1] if s.gain)
+    assert "0-2% of decode time at batch 1" in mrrs.gain.why
     assert "power.scaling_driver" in {s.id for s in plan.deferred_steps}
     mrrs = next(s for s in plan.steps if s.id == "pcie.mrrs")
     action = mrrs.actions[0].model_dump()
@@ -99,9 +102,8 @@ def test_cli_audit_report_and_json(tmp_path: Path) -> None:
     assert {f["check"] for f in data["findings"] if f["status"] == "problem" and f["severity"] == "medium"} == EXPECTED_PROBLEMS
     text = report.read_text()
     assert "## Baseline state" in text and "RTX PRO 6000" in text
-    runtime = text[text.index("### Runtime changes") : text.index("### Deferred")]
-    assert "kernel.numa_balancing=0" in runtime and "CAP_EXP+0x8.w=5000:7000" in runtime
-    assert "amd_pstate=active" in text[text.index("### Deferred") :]
+    steps = text[text.index("### Steps, in order") : text.index("## Applied changes")]
+    assert "kernel.numa_balancing=0" in steps and "CAP_EXP+0x8.w=5000:7000" in steps and "amd_pstate=active" in steps
 
 
 def test_bad_snapshot_is_one_line_exit_2(tmp_path: Path) -> None:
