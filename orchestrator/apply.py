@@ -93,13 +93,21 @@ class ApplyReport:
         ]
 
     def script_steps(self) -> list[ScriptStep]:
-        """Everything not done here, for ``--emit-script`` (runtime work for elsewhere runs live)."""
+        """Everything not done here, for ``--emit-script``, in the plan's order: runtime work for elsewhere runs
+        live once every step it waits for is done here or runs live before it; the rest is commented out."""
         items: list[ScriptStep] = []
+        ready = {r.step.id for r in self.steps if r.status in DONE}
         for report in self.steps:
-            if report.status in ("applied", "unchanged"):
+            if report.status in DONE:
                 continue
-            live = report.step.kind == "runtime" and report.status in ("elsewhere", "manual")
-            items.append(ScriptStep(report.step, report.reason or report.status, live))
+            pending = [e.step for e in report.step.waits_for() if e.step not in ready]
+            live = report.step.kind == "runtime" and report.status in ("elsewhere", "manual") and not pending
+            reason = report.reason or report.status
+            if report.step.kind == "runtime" and report.status in ("elsewhere", "manual") and pending:
+                reason += f"; commented out until {', '.join(pending)} has run"
+            if live:
+                ready.add(report.step.id)
+            items.append(ScriptStep(report.step, reason, live))
         return items
 
 
@@ -405,6 +413,8 @@ async def held_back(host: Host, step: PlanStep, report: ApplyReport, plan: Plan)
 
 
 def _edge_state(ran: StepReport | None, other: PlanStep) -> str:
+    if other.kind not in ("runtime", "measure"):
+        return f"needs a {other.kind} that has not happened: do it, audit again, then apply"
     if ran is None:
         return "is not part of this apply (--only): run it first"
     if ran.status == "declined":
@@ -413,8 +423,6 @@ def _edge_state(ran: StepReport | None, other: PlanStep) -> str:
         return "failed"
     if ran.status == "partial":
         return "was only partly applied"
-    if ran.status == "deferred":
-        return f"needs a {other.kind} that has not happened: do it, audit again, then apply"
     if ran.status == "blocked":
         return "could not run either"
     return f"did not run ({ran.reason or ran.status})"

@@ -62,7 +62,9 @@ def _problem_block(finding: Finding) -> list[str]:
 
 
 def _step_block(number: int, step: PlanStep) -> list[str]:
-    also = f" ({'decides' if step.kind == 'measure' else 'also resolves'} {', '.join(step.also_checks)})" if step.also_checks else ""
+    also = (
+        f" ({'decides' if step.kind == 'measure' else 'also resolves'} {', '.join(step.also_checks)})" if step.also_checks else ""
+    )
     kind = "a measurement" if step.kind == "measure" else step.kind
     lines = [
         f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}; {kind}, on {WHERE_TEXT[step.where]}, risk {step.risk}"

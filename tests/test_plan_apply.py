@@ -33,7 +33,14 @@ def _step(step_id: str, *, kind: str = "runtime", edges: tuple[StepEdge, ...] = 
         "reboot": (CommandAction(description="reboot", argv=("systemctl", "reboot")),),
     }[str(actions.get("what", "numa"))]
     return PlanStep(
-        id=step_id, check=step_id, priority="P0", kind=kind, where="host", title=step_id, actions=found, edges=edges  # type: ignore[arg-type]
+        id=step_id,
+        check=step_id,
+        priority="P0",
+        kind=kind,
+        where="host",
+        title=step_id,
+        actions=found,
+        edges=edges,  # type: ignore[arg-type]
     )
 
 
@@ -153,3 +160,21 @@ def test_a_plan_file_whose_order_breaks_its_edges_is_refused(tmp_path: Path) -> 
         load_plan_file(path)
     path.write_text(Plan(steps=tuple(reversed(bad.steps))).model_dump_json())
     assert [s.id for s in load_plan_file(path)[0].steps] == ["a", "b"]
+
+
+def test_the_emitted_script_keeps_the_graph_order_and_holds_back_what_waits(ram: Path) -> None:
+    from rigaudit.tools.actions.script import render_script
+
+    boot = _step("k.boot", kind="reboot", what="reboot")
+    clear = _step("h.clear", edges=(StepEdge(kind="not_before", step="k.boot", why="misrouted before"),)).model_copy(
+        update={"where": "hypervisor"}
+    )
+    free = _step("h.free", what="swap").model_copy(update={"where": "hypervisor"})
+    report = _run(_host(), Plan(steps=(boot, clear, free)), ram / "j.jsonl")
+    items = report.script_steps()
+    assert [(i.step.id, i.live) for i in items] == [("k.boot", False), ("h.clear", False), ("h.free", True)]
+    assert "commented out until k.boot has run" in items[1].reason
+    script = render_script(items, host="memory", plan_hash="x", generated_at="now")
+    assert script.index("k.boot") < script.index("h.clear") < script.index("h.free")
+    assert "# Order: unsafe before k.boot (misrouted before)" in script
+    assert "\nsysctl -w vm.swappiness=10\n" in script and "\n# $ sysctl -w kernel.numa_balancing=0\n" in script

@@ -21,7 +21,7 @@ def _problem(
 ) -> Finding:
     return Finding(
         check=check,
-        area=check.split(".")[0],
+        area=check.split(".", maxsplit=1)[0],
         status="problem",
         severity=severity,  # type: ignore[arg-type]
         title=check,
@@ -85,9 +85,7 @@ def test_moot_after_merges_into_the_step_that_fixes_it_too() -> None:
 
 
 def test_moot_after_several_steps_needs_all_of_them() -> None:
-    symptom = _problem(
-        "p.symptom", edges=(Edge(kind="moot_after", check="a.one"), Edge(kind="moot_after", check="a.two"))
-    )
+    symptom = _problem("p.symptom", edges=(Edge(kind="moot_after", check="a.one"), Edge(kind="moot_after", check="a.two")))
     one = _problem("a.one")
     assert "p.symptom" in _ids(build_plan([symptom, one])[0])
     assert "p.symptom" not in _ids(build_plan([symptom, one, _problem("a.two")])[0])

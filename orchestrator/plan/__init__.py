@@ -125,7 +125,10 @@ def build_plan(findings: Sequence[Finding], facts: Mapping[str, str] | None = No
     }
     measurements = measure.steps(measure.needed(findings, facts), facts)
     for step_id, step in steps.items():
-        waits = [StepEdge(kind="measured_by", step=m.id, why=m.title[0].lower() + m.title[1:]) for m in measure.decided_by(step, measurements)]
+        waits = [
+            StepEdge(kind="measured_by", step=m.id, why=m.title[0].lower() + m.title[1:])
+            for m in measure.decided_by(step, measurements)
+        ]
         if waits:
             steps[step_id] = step.model_copy(update={"edges": (*step.edges, *waits)})
     steps.update({m.id: m for m in measurements})

@@ -1,7 +1,8 @@
 """``apply --emit-script``: the steps apply did not run here, as a reviewed bash script for a person.
 
-Runtime steps meant for another machine (the hypervisor of a container) are live commands;
-everything else (deferred reboot/firmware work, declined or failed steps) is written commented out.
+Steps come in the plan's order (its graph: each after what it waits for). Runtime steps meant for another machine
+(the hypervisor of a container) are live commands once what they wait for is done; everything else (deferred
+reboot/firmware work, declined or failed steps, a live step whose prerequisite is not done) is commented out.
 Each step carries its before-check, verify and revert as comments; a command written as
 ``# $ command`` is one to run by hand once its window (reboot, firmware) comes.
 """
@@ -76,6 +77,10 @@ def _step_lines(item: ScriptStep) -> list[str]:
     ]
     if step.rationale:
         lines += _comment(f"Why: {step.rationale}")
+    if step.gain is not None:
+        lines += _comment(f"Buys: {step.gain.text()}")
+    for edge in step.edges:
+        lines += _comment(f"Order: {edge.text()}")
     checks = [c for action in step.actions for c in before_checks(action)]
     for check in checks:
         lines.append(comment(f"Before: {check}"))
