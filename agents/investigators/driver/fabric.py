@@ -145,7 +145,8 @@ def _stale(
         actions=(
             CommandAction(
                 description=f"after the reboot: install nvidia-fabricmanager {installed} (same branch package as the "
-                f"driver, e.g. nvidia-fabricmanager-{installed.split('.', maxsplit=1)[0]}={installed}-1) and hold both packages together"
+                f"driver, e.g. nvidia-fabricmanager-{installed.split('.', maxsplit=1)[0]}={installed}-1) and hold both "
+                "packages together"
             ),
             CommandAction(description="with the server stopped", argv=("systemctl", "restart", "nvidia-fabricmanager")),
         ),
