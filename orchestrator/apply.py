@@ -33,7 +33,7 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.events import ChangeApplied, EventSink, discard
-from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction
+from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
 from rigaudit.tools.model.plan import BLOCKING, Plan, PlanStep
 from rigaudit.tools.pci import apply_masked
 
@@ -101,14 +101,27 @@ class ApplyReport:
             if report.status in DONE:
                 continue
             pending = [e.step for e in report.step.waits_for() if e.step not in ready]
-            live = report.step.kind == "runtime" and report.status in ("elsewhere", "manual") and not pending
+            foreign = _foreign_addresses(report.step)
+            elsewhere = report.step.kind == "runtime" and report.status in ("elsewhere", "manual")
+            live = elsewhere and not pending and not foreign
             reason = report.reason or report.status
-            if report.step.kind == "runtime" and report.status in ("elsewhere", "manual") and pending:
+            if elsewhere and pending:
                 reason += f"; commented out until {', '.join(pending)} has run"
+            if elsewhere and foreign:
+                reason += f"; commented out: {foreign}"
             if live:
                 ready.add(report.step.id)
             items.append(ScriptStep(report.step, reason, live))
         return items
+
+
+def _foreign_addresses(step: PlanStep) -> str:
+    """Why ``step``'s commands cannot run as written on its layer ("" when they can): a PCI address read here
+    means another device on a VM's hypervisor, or inside a guest this host serves."""
+    if step.where not in ("hypervisor", "guest") or not any(isinstance(a, PciRegisterAction) for a in step.actions):
+        return ""
+    there = "the hypervisor" if step.where == "hypervisor" else "the guest"
+    return f"its PCI addresses are this machine's view, not {there}'s: find each device's address there (lspci -D) first"
 
 
 def load_plan(path: Path) -> Plan:

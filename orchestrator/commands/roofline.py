@@ -27,19 +27,19 @@ from pathlib import Path
 
 from rich.console import Console
 
-from rigaudit.orchestrator.apply import MAX_PLAN_BYTES, load_plan_file
+from rigaudit.orchestrator.apply import load_plan_file
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
 from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.plan.text import plan_gain
 from rigaudit.orchestrator.plots import draw_roofline, picture_markdown
 from rigaudit.orchestrator.report import append_section, report_host
 from rigaudit.orchestrator.ui.pictures import roofline_bar
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
-from rigaudit.tools.bounded import read_regular
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.plan import Plan
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_writable(args.report, "--report")
         report_host(args.report)  # refuses a file that is not a rigaudit report
-    plan_note = _plan_note(args.plan) if args.plan is not None else ""
+    plan_file = load_plan_file(args.plan)[0] if args.plan is not None else None
     spec = spec_from_args(args)
     if args.config is not None:
         console.print(spec.source, highlight=False)
@@ -123,6 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     for line in roofline_lines(roofline):
         console.print(line, highlight=False, soft_wrap=True)
+    plan_note = _plan_note(plan_file, roofline.bound_tok_s, roofline.measured_tok_s) if plan_file is not None else ""
     bar = roofline_bar(roofline.bound_tok_s, roofline.measured_tok_s, plan_note)
     console.print(bar)
     if args.report is not None:
@@ -139,17 +140,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan_note(path: Path) -> str:
-    """What the plan of an audit can buy, against the gap to the bound (the report's sentence, shortened)."""
-    plan, _ = load_plan_file(path)
-    result = AuditResult.model_validate_json(read_regular(path, limit=MAX_PLAN_BYTES).decode("utf-8")) if plan.steps else None
-    problems = [f for f in result.findings if f.status == "problem"] if result is not None else []
-    serious = [f.check for f in problems if f.severity in ("critical", "high")]
-    if serious:
-        return f"the plan ({len(plan.steps)} step(s)) fixes {', '.join(serious)}: large factors are possible, then measure again"
-    if problems:
-        return f"the plan ({len(plan.steps)} step(s), medium/low problems): a few percent, not the gap to the bound"
-    return "the plan has nothing to fix: the gap lies in the serving software"
+def _plan_note(plan: Plan, bound: float, measured: float | None) -> str:
+    """What the plan of an audit can buy (its steps' gains together), against the measured gap to the bound."""
+    if not plan.steps:
+        return "the plan has nothing to fix: the gap lies in the serving software"
+    gain = plan_gain(plan)
+    parts = []
+    if gain.stability:
+        parts.append(f"fixes {', '.join(gain.stability)} (failures first: no figure holds before)")
+    if gain.counted:
+        parts.append(f"{len(gain.counted)} step(s) buy {gain.low:g}-{gain.high:g}%")
+    note = f"the plan: {'; '.join(parts) or 'nothing that buys throughput'}"
+    if measured is not None and bound > 0 and gain.counted:
+        reach = f"{measured * (1 + gain.low / 100):,.1f}-{measured * (1 + gain.high / 100):,.1f} tok/s"
+        rest = "the rest of the gap lies in the serving software" if measured * (1 + gain.high / 100) < bound / 2 else ""
+        note += f", to {reach} of {bound:,.1f}" + (f"; {rest}" if rest else "")
+    return note
 
 
 COMMAND = Command(

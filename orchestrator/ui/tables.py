@@ -15,7 +15,7 @@ from rich.text import Text
 
 from rigaudit.tools.action_text import describe
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.model.plan import STEP_EDGE_TEXT, Plan
 
 STATUS_STYLE = {"problem": "bold red", "ok": "green", "unknown": "yellow", "not_applicable": "dim"}
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan"}
@@ -135,7 +135,16 @@ def plan_table(plan: Plan) -> Table:
         for action in step.actions:
             cell.append(f"\n  {describe(action)}", style="dim")
         if step.also_checks:
-            cell.append(f"\n  also resolves {', '.join(step.also_checks)}", style="dim")
+            verb = "decides" if step.kind == "measure" else "also resolves"
+            cell.append(f"\n  {verb} {', '.join(step.also_checks)}", style="dim")
+        if step.gain is not None:
+            bought = "fixes failures" if step.gain.of == "stability" else f"{step.gain.low:g}-{step.gain.high:g}%"
+            cell.append(f"\n  buys {bought}", style="cyan")
+        waits = [f"{STEP_EDGE_TEXT[e.kind]} {e.step}" for e in step.edges]
+        if waits:
+            cell.append(f"\n  order: {'; '.join(waits)}", style="yellow")
+        if step.blocked:
+            cell.append(f"\n  {step.blocked}", style="bold red")
         table.add_row(
             str(number),
             Text(step.priority, style="bold red" if step.priority == "P0" else "yellow" if step.priority == "P1" else ""),
