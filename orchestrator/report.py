@@ -178,7 +178,8 @@ def expectation(problems: Sequence[Finding], *, markdown: bool = True, plan: Pla
             "stability (or correctness): fix those first, then measure again."
         )
     if plan is not None and plan.steps:
-        return f"{lead} {head + ' ' if head else ''}{_capital(plan_opening(plan, markdown=markdown))}"
+        opening = plan_opening(plan, markdown=markdown)
+        return f"{lead} {head} {_capital(opening)}" if head else f"{lead} {opening}"
     if serious:
         return f"{lead} {head}"
     if problems:

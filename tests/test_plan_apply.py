@@ -178,3 +178,15 @@ def test_the_emitted_script_keeps_the_graph_order_and_holds_back_what_waits(ram:
     assert script.index("k.boot") < script.index("h.clear") < script.index("h.free")
     assert "# Order: unsafe before k.boot (misrouted before)" in script
     assert "\nsysctl -w vm.swappiness=10\n" in script and "\n# $ sysctl -w kernel.numa_balancing=0\n" in script
+
+
+def test_a_blocked_step_says_why_on_the_terminal_and_in_the_report(ram: Path) -> None:
+    from rigaudit.orchestrator.apply_run import finished
+    from rigaudit.orchestrator.sections import apply_section
+    from rigaudit.orchestrator.ui.lines import apply_lines
+
+    plan = Plan(steps=(_step("a.first"), _step("a.second", what="swap", edges=(StepEdge(kind="requires", step="a.first"),))))
+    report = _run(_host(), plan, ram / "j.jsonl", ["no"])
+    why = "waits for a.first, which was declined"
+    assert any(line.startswith("  [--] a.second: blocked (") and why in line for line in apply_lines(finished(report)))
+    assert f"- `a.second` (runtime, on the host): blocked; not run: {why}" in apply_section(report, "now", {})

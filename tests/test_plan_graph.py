@@ -146,3 +146,33 @@ def test_old_plan_json_without_edges_or_gains_still_loads() -> None:
     )
     plan = Plan.model_validate_json(old)
     assert plan.steps[0].edges == () and plan.steps[0].gain is None and plan.order_breaches() == []
+
+
+def test_a_model_finding_cannot_make_a_rule_step_wait_or_reorder_it() -> None:
+    rule = _problem("pcie.clear", gain=(10, 20), edges=(Edge(kind="not_before", fact="iommu.passthrough"),))
+    model = _problem(
+        "llm.boot",
+        kind="reboot",
+        gain=(1, 2),
+        provides=("iommu.passthrough",),
+        edges=(Edge(kind="conflicts", check="pcie.clear"), Edge(kind="moot_after", check="pcie.clear")),
+        source="llm",
+    )
+    plan, _ = build_plan([rule, model])
+    assert _ids(plan) == ["pcie.clear", "llm.boot"]
+    assert all(s.edges == () for s in plan.steps) and plan.steps[1].provides == ()
+
+
+def test_an_audit_json_of_an_earlier_release_loads_and_the_schema_publishes_the_graph() -> None:
+    from pathlib import Path
+
+    from rigaudit.orchestrator.apply import load_plan_file
+    from rigaudit.tools.model.audit import AuditResult
+
+    old = Path(__file__).parent.parent / "docs" / "validation" / "h200x2" / "audit.json"
+    plan, host = load_plan_file(old)
+    assert plan.steps and host is not None and all(s.edges == () for s in plan.steps)
+    schema = AuditResult.model_json_schema(by_alias=True)["$defs"]
+    assert {"edges", "gain", "provides", "blocked"} <= set(schema["PlanStep"]["properties"])
+    assert {"edges", "provides", "gain"} <= set(schema["Fix"]["properties"])
+    assert "measure" in str(schema["PlanStep"]["properties"]["kind"])

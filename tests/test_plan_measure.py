@@ -44,7 +44,7 @@ def test_the_report_says_what_is_measured_first_and_what_each_step_waits_for(see
     assert "pct exec 101 -- rigaudit audit --json audit-ct101.json" in plan
     assert "- Waits for: decided by measure.container" in plan
     opening = text[: text.index("## Baseline state")]
-    assert "The plan can buy: 4 step(s) together" in opening and "Measure first (`measure.container`" in opening
+    assert "the plan can buy: 4 step(s) together" in opening and "Measure first (`measure.container`" in opening
     assert "The gap itself was not measured here" in opening
 
 
@@ -78,3 +78,14 @@ def test_nothing_unknown_means_nothing_to_measure_first() -> None:
 def test_an_unknown_only_a_new_snapshot_can_decide_asks_for_no_measurement() -> None:
     plan, _ = build_plan([_numa(), _unknown("gpu.app_clocks", "nvmlDeviceGetApplicationsClock: not recorded in this snapshot")])
     assert [s.id for s in plan.steps] == ["numa.balancing"]
+
+
+def test_inside_a_pod_the_host_side_unknowns_ask_for_an_audit_of_the_node() -> None:
+    from tests.hostgen import ARCHETYPES
+    from tests.hostgen.cache import snapshot
+
+    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(ARCHETYPES["k8s-pod-h100"]))))
+    node = result.plan.step("measure.node")
+    assert node is not None and node.where == "container_host" and "driver.dkms" in node.also_checks
+    assert result.plan.step("measure.container") is None  # the audit already ran inside it
+    assert result.plan.steps[0].id == "measure.node"

@@ -208,11 +208,13 @@ class Coordinator:
     def audit_summary(result: AuditResult) -> str:
         problems = [f for f in result.findings if f.status == "problem"]
         unknown = sum(1 for f in result.findings if f.status == "unknown")
-        runtime = [s.id for s in result.plan.steps if s.kind == "runtime"]
-        deferred = [s.id for s in result.plan.steps if s.kind != "runtime"]
+        runtime = [s.id for s in result.plan.runtime_steps]
+        deferred = [s.id for s in result.plan.deferred_steps]
+        measure = [s.id for s in result.plan.measurements]
         lines = [f"{result.host.name}: {len(result.findings)} checks, {len(problems)} problem(s), {unknown} unknown."]
         lines += [f"- {_finding_line(f)}" for f in problems]
-        lines.append(f"Plan: runtime {', '.join(runtime) or 'none'}; deferred {', '.join(deferred) or 'none'}.")
+        first = f"measure first {', '.join(measure)}; " if measure else ""
+        lines.append(f"Plan: {first}runtime {', '.join(runtime) or 'none'}; deferred {', '.join(deferred) or 'none'}.")
         return "\n".join(lines)
 
     async def plan(self) -> Outcome:
@@ -221,6 +223,7 @@ class Coordinator:
             return Outcome("done", "nothing to change.")
         lines = [
             f"[{s.priority}] {s.id} ({s.kind}, on the {s.where}, risk {s.risk}): {s.title}; {s.rationale}".rstrip("; ")
+            + "".join(f"; {e.text()}" for e in s.waits_for())
             for s in result.plan.steps
         ]
         return Outcome("done", "\n".join(lines))

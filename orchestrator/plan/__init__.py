@@ -75,8 +75,9 @@ def _nodes(problems: list[Finding], warnings: list[str]) -> list[Node]:
         if key and key in by_actions:
             into = by_actions[key]
             into.folded.append(finding.check)
-            into.edges += list(fix.edges)
-            into.provides |= set(fix.provides)
+            if finding.source == "rules":
+                into.edges += list(fix.edges)
+                into.provides |= set(fix.provides)
             continue
         clashes = [
             (target, value, previous)

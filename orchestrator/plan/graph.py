@@ -42,8 +42,12 @@ class Node:
 
 
 def node_for(finding: Finding, step: PlanStep) -> Node:
+    """A node of a finding's fix; a model's finding brings no edges and provides nothing (rule steps never wait
+    for, or are reordered by, what a model claims)."""
     fix = finding.fix
     assert fix is not None
+    if finding.source != "rules":
+        return Node(finding, step)
     provides = set(fix.provides) | ({"reboot"} if fix.kind == "reboot" else set())
     return Node(finding, step, list(fix.edges), provides)
 

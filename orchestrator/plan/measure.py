@@ -1,5 +1,5 @@
-"""Measure first: where checks are unknown because the server, a container, the load or the P2P path was not
-visible, the plan begins with the measurements that would decide them, and the steps whose gain they decide wait
+"""Measure first: where checks are unknown because the server, a container (or, from inside one, its host), the
+load or the P2P path was not visible, the plan begins with the measurements that would decide them, and the steps whose gain they decide wait
 on them (``measured_by``).
 
 Which measurement decides which unknown is this module's table (by check, and by what the unknown says it could
@@ -53,15 +53,23 @@ LOAD = Measurement(
     "no serving process was running: what the server uses, and what the CPU-side steps buy, shows only under load",
     ("runtime", "cuda", "nccl", "power", "numa"),
 )
-ALL = (CONTAINER, LOAD, P2P, NCCL)
+NODE = Measurement(
+    "measure.node",
+    "Audit the container's host (the Docker host or Kubernetes node that runs this container)",
+    "a container's kernel, driver installation, kernel log and fabric manager are its host's: not visible from inside",
+    ("driver", "gpu", "kernel", "power", "numa", "pcie"),
+)
+ALL = (NODE, CONTAINER, LOAD, P2P, NCCL)
 
 _UNSEEN_SERVER = re.compile(r"no (inference )?serv(er|ing)|process list is not recorded|no process of it|not running", re.I)
 _CONTAINER = re.compile(r"container", re.I)
+_HOST_SIDE = re.compile(r"container's host|belong to the host|on the node|the node's", re.I)
 
 
 def needed(findings: Sequence[Finding], facts: Mapping[str, str]) -> dict[str, list[str]]:
     """Measurement id -> the unknown checks it would decide."""
     containers = bool(facts.get("lxc_containers") or facts.get("containers"))
+    inside = "container" in facts.get("platform", "")
     multi_gpu = _gpu_count(facts) != 1
     out: dict[str, list[str]] = {}
     for f in findings:
@@ -72,10 +80,12 @@ def needed(findings: Sequence[Finding], facts: Mapping[str, str]) -> dict[str, l
             out.setdefault(P2P.id, []).append(f.check)
             if multi_gpu:
                 out.setdefault(NCCL.id, [])  # no check of its own: it measures what tensor parallelism pays
-        elif _CONTAINER.search(text) and (containers or "inside" in text):
+        elif inside and _HOST_SIDE.search(text):
+            out.setdefault(NODE.id, []).append(f.check)
+        elif not inside and _CONTAINER.search(text) and (containers or "inside" in text):
             out.setdefault(CONTAINER.id, []).append(f.check)
         elif _UNSEEN_SERVER.search(text):
-            out.setdefault(CONTAINER.id if containers else LOAD.id, []).append(f.check)
+            out.setdefault(CONTAINER.id if containers and not inside else LOAD.id, []).append(f.check)
     return out
 
 
@@ -120,6 +130,13 @@ def _commands(m: Measurement, facts: Mapping[str, str]) -> tuple[Where, tuple[Co
             CommandAction(
                 description="with the GPUs idle; look at the latency of the smallest sizes",
                 argv=("rigaudit", "bench", "nccl", "--yes", "--json", "nccl.json"),
+            ),
+        )
+    if m is NODE:
+        return "container_host", (
+            CommandAction(
+                description="on the container's host (the Docker host, the Kubernetes node), as root",
+                argv=("rigaudit", "audit", "--json", "audit-node.json"),
             ),
         )
     if m is CONTAINER:
