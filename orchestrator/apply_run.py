@@ -59,7 +59,7 @@ class ApplyRequest:
 
 async def reaudit(host: Host, steps: Sequence[StepReport]) -> dict[str, str]:
     """Status of the steps' checks on the changed host: the proof that the plan did what it claims."""
-    checks = dict.fromkeys(c for e in steps for c in (e.step.check, *e.step.also_checks))
+    checks = dict.fromkeys(c for e in steps if e.step.kind != "measure" for c in (e.step.check, *e.step.also_checks))
     statuses = {f.check: f.status for f in (await run_audit(host)).findings}
     return {check: statuses.get(check, "not checked") for check in checks}
 

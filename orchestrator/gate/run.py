@@ -68,7 +68,7 @@ def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
     """The audit of the selected checks alone, without evidence (the gate's result stays small)."""
     wanted = set(selection.ids)
     findings = tuple(f for f in audit.findings if f.check in wanted)
-    plan = audit.plan if len(findings) == len(audit.findings) else build_plan(findings)[0]
+    plan = audit.plan if len(findings) == len(audit.findings) else build_plan(findings, audit.host.facts)[0]
     return audit.model_copy(update={"findings": findings, "plan": plan, "evidence": ()})
 
 

@@ -119,7 +119,7 @@ def order(steps: Mapping[str, PlanStep], key: Callable[[PlanStep], tuple[object,
     stuck = sorted((s for i, s in steps.items() if i not in placed), key=key)
     for step in stuck:
         chain = ", ".join(e.text() for e in step.edges if e.step in steps and e.step not in placed)
-        why = f"refused: no order satisfies its edges ({chain}): they form a cycle"
+        why = f"refused: no order satisfies its edges ({chain}): they form a cycle, or wait on one"
         warnings.append(f"plan: {step.id} {why}")
         done.append(step.model_copy(update={"blocked": why}))
     return done, warnings
