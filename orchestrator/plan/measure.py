@@ -1,6 +1,6 @@
 """Measure first: where checks are unknown because the server, a container (or, from inside one, its host), the
-load or the P2P path was not visible, the plan begins with the measurements that would decide them, and the steps whose gain they decide wait
-on them (``measured_by``).
+load or the P2P path was not visible, the plan begins with the measurements that would decide them, and the steps
+whose gain they decide wait on them (``measured_by``).
 
 Which measurement decides which unknown is this module's table (by check, and by what the unknown says it could
 not see); the commands are rigaudit's own.
