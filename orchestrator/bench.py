@@ -1,6 +1,7 @@
-"""Benchmarks as work: P2P copies, NCCL all-reduce, inference load, and comparing two runs.
+"""Benchmarks as work: P2P copies, NCCL all-reduce, inference load, and interleaved A/B of fixes.
 
-The ``bench`` command and the chat call these with typed settings. Each one asks ``approve`` first
+The ``bench`` command and the chat call these with typed settings (comparing sessions and calibrating the
+noise between them: :mod:`rigaudit.orchestrator.bench_compare`). Each one asks ``approve`` first
 when it loads GPUs or a server (it raises :class:`~rigaudit.tools.errors.NotApprovedError` when
 refused), reports progress and its result as events, and writes ``--json`` and the report section
 from that result. None of them prints.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.plots import draw_nccl, draw_p2p, picture_markdown
 from rigaudit.orchestrator.report import append_section
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
-from rigaudit.tools.bench.compare import Comparison, Settings, check_settings, compare
+from rigaudit.tools.bench.compare import Settings, check_settings
 from rigaudit.tools.bench.gpu import Backend
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.nccl import NcclReport, Tool
@@ -31,14 +32,13 @@ from rigaudit.tools.bench.render import (
     COMPARE_LEGEND,
     Table,
     bench_table,
-    compare_table,
     nccl_table,
     p2p_table,
     section,
     serving_notes,
     serving_table,
 )
-from rigaudit.tools.bench.results import BenchResult, load_result
+from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.events import BenchResultReported, BenchTable, EventSink, Output, Progress, Warning_
@@ -47,7 +47,6 @@ __all__ = [
     "AbBench",
     "AbDone",
     "Approve",
-    "CompareRun",
     "InferenceRun",
     "NcclRun",
     "Outputs",
@@ -55,7 +54,6 @@ __all__ = [
     "add_inference_arguments",
     "add_judging_arguments",
     "add_load_arguments",
-    "compare_runs",
     "inference_run_from_args",
     "load_spec",
     "publish_inference",
@@ -402,16 +400,18 @@ def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs 
 # --- compare ---------------------------------------------------------------------------------------
 
 
-JUDGING = """how the verdicts are reached (the repeat is the unit):
+JUDGING = """how the verdicts are reached (repeats and sessions are the units):
   each repeat's figure per level (output tok/s, the headline; TTFT and ITL medians) counts once;
-  change = ratio of geometric means, with a Welch t interval on the log of the repeats' figures
-  (bench ab: a paired t interval over its A/B cycles); the p-values of every level and metric shown
-  are adjusted together (Holm's weighted step-down; output tok/s carries 2/3 of each level's
-  weight), so identical configurations are called different at most 1 - confidence of the time.
+  change = ratio of geometric means (each side: the mean of its sessions' means) with a t interval
+  on the log scale (bench ab: a paired t interval over its A/B cycles); the p-values of every level
+  and metric shown are adjusted together (Holm's weighted step-down; output tok/s carries 2/3 of
+  each level's weight), so identical configurations are called different at most 1 - confidence
+  of the time.
   improved / regressed: adjusted p < 1 - confidence and |change| >= --noise-floor;
   no significant change: the interval lies within ±--resolution;
-  not enough repeats (need >= N): a wider interval; N repeats per side would narrow it at the
-  observed spread. A trend within a session (warm-up, clocks, another tenant) is reported."""
+  not enough repeats (need >= N): a wider interval; N repeats per session would narrow it at the
+  observed spread (not enough sessions (need >= K a side): no number of repeats would).
+  A trend within a session (warm-up, clocks, another tenant) is reported."""
 
 
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -436,46 +436,16 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    settings = Settings(confidence=args.confidence, noise_floor=args.noise_floor, resolution=args.resolution)
+    settings = Settings(
+        confidence=args.confidence,
+        noise_floor=args.noise_floor,
+        resolution=args.resolution,
+        session_cv=getattr(args, "session_cv", None),
+    )
     problem = check_settings(settings)
     if problem:
         raise UsageError(problem)
     return settings
-
-
-@dataclass(frozen=True)
-class CompareRun:
-    base: Path
-    new: Path
-    settings: Settings = field(default_factory=Settings)
-    allow_different: bool = False
-    """Compare results of different workloads anyway, listing the differences."""
-
-
-def compare_runs(run: CompareRun, *, emit: EventSink, outputs: Outputs = Outputs()) -> Comparison:
-    """Compare two ``rigaudit.bench/1`` results repeat by repeat: a real gain, or noise?"""
-    base, new = load_result(run.base), load_result(run.new)
-    result = compare(base, new, run.settings, allow_different=run.allow_different)
-    table = compare_table(result)
-    reasons = [
-        f"concurrency {level.concurrency}: {level.headline.label}: {level.headline.reason}"
-        for level in result.levels
-        if level.headline.reason
-    ]
-    method = f"method: {result.method}; {COMPARE_LEGEND}"
-    _publish(
-        emit,
-        outputs,
-        kind="compare",
-        text=json.dumps(result.to_dict(), indent=2),
-        section_title="Benchmark comparison",
-        tables=[(f"{run.base} → {run.new}", table)],
-        markdown=section(f"{run.base.name} → {run.new.name}", table, [*reasons, *result.warnings, method]),
-        notes=[*reasons, method],
-    )
-    for warning in result.warnings:
-        emit(Warning_(text=warning))
-    return result
 
 
 def regression_warning(regressions: Sequence[object]) -> Warning_ | None:

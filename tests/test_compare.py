@@ -1,4 +1,8 @@
-"""bench compare on synthesized results: the repeat as the unit, Holm, not enough repeats, like with like, exit codes."""
+"""bench compare on synthesized results: the repeat as the unit, Holm, not enough repeats, like with like, exit codes.
+
+The repeat-level machinery is tested with ``REPEATS_ONLY`` (``--session-cv 0``: no between-session noise);
+sessions as a level of the model, calibrations and the default are in tests/test_compare_sessions.py.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ def _result(
     return BenchResult(started_at="2026-01-01T00:00:00+00:00", runs=runs, **fields)  # type: ignore[arg-type]
 
 
+REPEATS_ONLY = Settings(session_cv=0.0)
 FIVE_BASE = [100, 104, 97, 101, 99]
 FIVE_GAIN = [130, 127, 133, 129, 131]
 
@@ -64,14 +69,14 @@ def test_a_clear_loss_is_regressed() -> None:
 
 
 def test_stable_identical_runs_are_no_significant_change() -> None:
-    (level,) = compare(_result({4: FIVE_BASE}), _result({4: [101, 99, 100, 102, 98]}, seed=2)).levels
+    (level,) = compare(_result({4: FIVE_BASE}), _result({4: [101, 99, 100, 102, 98]}, seed=2), REPEATS_ONLY).levels
     assert level.verdict == "no significant change"
     assert "within ±10%" in level.headline.reason
 
 
 def test_three_noisy_repeats_are_not_enough_and_say_how_many_would_be() -> None:
     # the H200 story: 259, 307, 230 tok/s for one configuration, 263, 215, 265 for the same one again
-    (level,) = compare(_result({1: [258.9, 307.3, 229.9]}), _result({1: [262.7, 215.2, 264.5]}, seed=2)).levels
+    (level,) = compare(_result({1: [258.9, 307.3, 229.9]}), _result({1: [262.7, 215.2, 264.5]}, seed=2), REPEATS_ONLY).levels
     head = level.headline
     assert level.verdict == "not enough repeats"
     assert head.repeats_needed is not None and head.repeats_needed > 3 and head.noise is not None
@@ -84,15 +89,15 @@ def test_three_noisy_repeats_are_not_enough_and_say_how_many_would_be() -> None:
 
 def test_resolution_decides_between_no_change_and_not_enough_repeats() -> None:
     base, new = _result({1: [100, 115, 88, 108, 92]}), _result({1: [105, 90, 112, 96, 101]}, seed=2)
-    assert compare(base, new).levels[0].verdict == "not enough repeats"
-    assert compare(base, new, Settings(resolution=0.25)).levels[0].verdict == "no significant change"
+    assert compare(base, new, REPEATS_ONLY).levels[0].verdict == "not enough repeats"
+    assert compare(base, new, Settings(resolution=0.25, session_cv=0.0)).levels[0].verdict == "no significant change"
 
 
 def test_small_but_consistent_change_under_the_noise_floor_does_not_count() -> None:
     base, new = _result({1: [100, 100.5, 99.5, 100.2]}), _result({1: [103, 103.5, 102.5, 103.2]}, seed=2)
-    level = compare(base, new).levels[0]
+    level = compare(base, new, REPEATS_ONLY).levels[0]
     assert level.verdict == "no significant change" and "below the 5% noise floor" in level.headline.reason
-    assert compare(base, new, Settings(noise_floor=0.01)).levels[0].verdict == "improved"
+    assert compare(base, new, Settings(noise_floor=0.01, session_cv=0.0)).levels[0].verdict == "improved"
 
 
 def test_one_repeat_cannot_support_a_verdict() -> None:
@@ -186,7 +191,7 @@ def test_external_results_without_samples_compare_on_repeats() -> None:
         ]
         return BenchResult(started_at="t", runs=runs)
 
-    (level,) = compare(external([100, 101, 99, 100], 50.0), external([150, 149, 151, 150], 40.0)).levels
+    (level,) = compare(external([100, 101, 99, 100], 50.0), external([150, 149, 151, 150], 40.0), REPEATS_ONLY).levels
     assert level.verdict == "improved" and level.metrics[1].verdict == "improved"
     assert [m.metric for m in level.metrics] == ["output_tokens_per_s", "ttft_ms_p50"]  # no ITL on either side
 
@@ -204,12 +209,17 @@ def test_cli_compare_writes_json_and_report(tmp_path: Path, capsys: pytest.Captu
     argv = ["bench", "compare", str(base), str(new), "--json", str(out), "--report", str(report), "--no-transcript"]
     assert main(argv) == 0
     data = json.loads(out.read_text())
-    assert data["schema"] == "rigaudit.compare/2" and data["levels"][0]["verdict"] == "not enough repeats"
-    assert data["levels"][0]["metrics"][0]["repeats_needed"] > 3
+    assert data["schema"] == "rigaudit.compare/3" and data["levels"][0]["verdict"] == "not enough repeats"
+    # no calibration: the default between-session spread, said in the headline; no repeats would be enough
+    assert data["between"]["mode"] == "default" and "NOT CALIBRATED" in data["between"]["text"]
+    head = data["levels"][0]["metrics"][0]
+    assert head["repeats_needed"] is None and head["sessions_needed"] > 1 and head["session_noise"] == 0.08
     printed = capsys.readouterr().out
     assert "unstable" in printed and "method: the repeat is the unit" in printed and "Holm" in printed
+    assert "NOT CALIBRATED" in printed and "bench calibrate" in printed
     text = report.read_text()
     assert "## Benchmark comparison" in text and "baseline unstable" in text and "need >=" in text
+    assert "NOT CALIBRATED" in text
 
 
 def test_cli_fail_on_regression_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -284,5 +294,7 @@ def test_help_states_the_method(kind: str, capsys: pytest.CaptureFixture[str]) -
         main(["bench", kind, "--help"])
     assert stopped.value.code == 0
     text = capsys.readouterr().out
-    assert "the repeat is the unit" in text and "Welch t interval" in text and "Holm" in text
+    assert "repeats and sessions are the units" in text and "t interval" in text and "Holm" in text
     assert "not enough repeats (need >= N)" in text and "--fail-on-regression" in text
+    if kind == "compare":
+        assert "--session-cv" in text and "--calibration" in text and "--against" in text

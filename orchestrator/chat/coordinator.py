@@ -26,16 +26,15 @@ from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, c
 from rigaudit.orchestrator.approval import Console, Gate, require_approval
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.orchestrator.bench import (
-    CompareRun,
     InferenceRun,
     Outputs,
     P2PRun,
     add_inference_arguments,
-    compare_runs,
     inference_run_from_args,
     run_inference,
     run_p2p,
 )
+from rigaudit.orchestrator.bench_compare import CompareRun, compare_runs
 from rigaudit.orchestrator.chat.steps import Step
 from rigaudit.orchestrator.hosts import in_container
 from rigaudit.orchestrator.identity import identify

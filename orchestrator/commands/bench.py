@@ -7,19 +7,25 @@ Examples:
   rigaudit bench inference ... --slo ttft_ms=200 --slo tpot_ms=50   goodput under your objectives
   rigaudit bench inference --command 'python -m sglang.bench_serving --backend sglang ...' --json base.json
   rigaudit bench inference --base-url URL --model M --concurrency 1 --profile --config /models/M/ --yes --report system-improve.md
+  rigaudit bench calibrate --base-url URL --model M --concurrency 1,4 --repeat 5 --sessions 8 --yes
   rigaudit bench compare base.json after.json --report system-improve.md --fail-on-regression
+  rigaudit bench compare base1.json base2.json base3.json --against new1.json new2.json new3.json
   rigaudit bench ab --plan audit.json --only numa.balancing --base-url URL --model M --cycles 6 --yes
 
 Every run that loads GPUs or a server is approved first, like an apply step (--yes for scripts;
 without a terminal and without --yes nothing runs). The P2P result is also saved to
 /var/tmp/rigaudit/p2p.json, where the audit's p2p.bandwidth check reads it.
 
-How compare and ab judge (the repeat is the unit): each repeat's figure per level (output tok/s,
-the headline; TTFT and ITL medians) counts once. The change is the ratio of geometric means with a
-Welch t interval on the log scale (ab: a paired t interval over its cycles); the p-values of every
-level and metric shown are adjusted together with Holm's weighted step-down procedure (output tok/s
-carries 2/3 of each level's weight), so identical configurations are called different at most
-1 - confidence of the time. A change counts when its adjusted p is below 1 - confidence and it is
+How compare and ab judge (repeats and sessions are the units): each repeat's figure per level
+(output tok/s, the headline; TTFT and ITL medians) counts once. A new session adds noise that
+repeats inside one session cannot see (a new process, new connections, the server's state): compare
+adds it to every interval, from a calibration of this host and workload (bench calibrate), from the
+sessions compared when a side has several, or else from a conservative default said in the headline.
+The change is the ratio of geometric means with a t interval on the log scale (ab: a paired t
+interval over its cycles, where drift hits both arms alike); the p-values of every level and metric
+shown are adjusted together with Holm's weighted step-down procedure (output tok/s carries 2/3 of
+each level's weight), so identical configurations are called different at most 1 - confidence of
+the time. A change counts when its adjusted p is below 1 - confidence and it is
 at least --noise-floor; "no significant change" needs the interval within ±--resolution, otherwise
 the verdict is "not enough repeats" with the number per side that the observed spread needs. A
 trend over a session (warm-up, clocks, another tenant) is reported; inference runs its levels in a
@@ -47,14 +53,12 @@ from rigaudit.orchestrator.bench import (
     MEASURES_HERE,
     AbBench,
     Approve,
-    CompareRun,
     NcclRun,
     Outputs,
     P2PRun,
     add_inference_arguments,
     add_judging_arguments,
     add_load_arguments,
-    compare_runs,
     inference_run_from_args,
     load_spec,
     regression_warning,
@@ -64,6 +68,7 @@ from rigaudit.orchestrator.bench import (
     run_p2p,
     settings_from_args,
 )
+from rigaudit.orchestrator.bench_compare import CalibrationRun, CompareRun, compare_runs, list_calibrations, run_calibration
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.identity import this_machine
 from rigaudit.orchestrator.output import check_writable
@@ -202,25 +207,120 @@ def _regressed(session: Session, regressions: Sequence[object], args: argparse.N
     return 3
 
 
+def _sides(args: argparse.Namespace) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(baseline files, new files): ``A B``, or ``A1 A2 ... --against B1 B2 ...``."""
+    if args.against:
+        return tuple(map(Path, args.files)), tuple(map(Path, args.against))
+    if len(args.files) != 2:
+        raise UsageError(
+            "bench compare takes BASE.json NEW.json, or several sessions a side: "
+            "BASE1.json BASE2.json ... --against NEW1.json NEW2.json ..."
+        )
+    return (Path(args.files[0]),), (Path(args.files[1]),)
+
+
 def _compare(args: argparse.Namespace, session: Session) -> int:
+    base, new = _sides(args)
+    if args.calibration and args.no_calibration:
+        raise UsageError("--calibration FILE and --no-calibration contradict each other")
     run = CompareRun(
-        base=Path(args.base), new=Path(args.new), settings=settings_from_args(args), allow_different=args.allow_different
+        base=base,
+        new=new,
+        settings=settings_from_args(args),
+        allow_different=args.allow_different,
+        calibration=Path(args.calibration) if args.calibration else None,
+        use_stored=not args.no_calibration,
     )
     result = compare_runs(run, emit=session.emit, outputs=_outputs(args))
     return _regressed(session, [f"concurrency {lv.concurrency}" for lv in result.regressions()], args)
 
 
+def _add_session_noise(parser: argparse.ArgumentParser) -> None:
+    from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV
+
+    group = parser.add_argument_group("between sessions (what repeats inside one session cannot see)")
+    group.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="the calibration to use (default: the one bench calibrate stored for this host and workload)",
+    )
+    group.add_argument("--no-calibration", action="store_true", help="ignore stored calibrations")
+    group.add_argument(
+        "--session-cv",
+        type=float,
+        metavar="CV",
+        help="assume this spread between sessions, 0-1 (over any calibration; 0: none, repeats are the only noise); "
+        f"without it and without a calibration, one session a side assumes {DEFAULT_SESSION_CV:.2f}",
+    )
+
+
 def _add_compare(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("base", help="baseline rigaudit.bench/1 JSON")
-    parser.add_argument("new", help="the run after the change")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="BASE.json NEW.json, or the baseline's sessions (with --against)"
+    )
+    parser.add_argument(
+        "--against", nargs="+", metavar="FILE", help="the new run's sessions (then FILE... are the baseline's sessions)"
+    )
     parser.add_argument(
         "--allow-different",
         action="store_true",
-        help="compare results of different workloads (model, URL, API, tokens, levels, requests, tool) anyway, "
+        help="compare results of different workloads (model, URL, API, tokens, levels, requests, tool, host) anyway, "
         "listing the differences",
     )
+    _add_session_noise(parser)
     add_judging_arguments(parser)
     _common(parser, gated=False)
+
+
+# --- calibrate -------------------------------------------------------------------------------------
+
+
+def _calibrate(args: argparse.Namespace, session: Session) -> int:
+    if args.list:
+        list_calibrations(emit=session.emit, outputs=_outputs(args))
+        return 0
+    if args.files and args.base_url:
+        raise UsageError("bench calibrate reads result files or runs sessions (--base-url), not both")
+    run = CalibrationRun(
+        files=tuple(map(Path, args.files)),
+        spec=load_spec(args, "bench calibrate") if not args.files else None,
+        sessions=args.sessions,
+        gap_s=args.gap_s,
+        keep=Path(args.keep) if args.keep else None,
+        save=not args.no_save,
+        settings=settings_from_args(args),
+    )
+    run_calibration(run, approve=_approve(args, session), emit=session.emit, outputs=_outputs(args))
+    return 0
+
+
+CALIBRATE_HELP = """how it measures (see docs/validation/bench-stats.md):
+  K identical sessions of one load (each in a fresh process, as a before and an after run are),
+  or K result files of one configuration; per level and metric a one-way ANOVA of the sessions
+  splits the noise into what repeats see (within a session) and what only a new session sees
+  (between sessions). bench compare of this host and workload then judges one session a side with
+  the variance of the calibration's session means (K - 1 degrees of freedom), pooled with the
+  sessions compared when a side has several. Stored as $XDG_STATE_HOME/rigaudit/calibrations/KEY.json
+  (KEY: host, model, URL, API, tokens, levels, requests per run, tool version; newest wins)."""
+
+
+def _add_calibrate(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = CALIBRATE_HELP
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument(
+        "files", nargs="*", metavar="FILE", help="results of one configuration, one session each (instead of running)"
+    )
+    add_load_arguments(parser)
+    parser.add_argument("--repeat", type=int, default=5, help="repeats per session (default 5: as you will compare)")
+    parser.add_argument("--sessions", type=int, default=8, help="sessions to run, 2-100 (default 8; more narrow the intervals)")
+    parser.add_argument("--gap-s", type=float, default=0.0, help="seconds between sessions (default 0)")
+    parser.add_argument("--keep", metavar="DIR", help="write each session's result to DIR/session-NN.json")
+    parser.add_argument("--no-save", action="store_true", help="do not store it where bench compare looks")
+    parser.add_argument("--list", action="store_true", help="list the stored calibrations and exit")
+    parser.add_argument("--confidence", type=float, default=0.95, help="of the figures shown (default 0.95)")
+    parser.add_argument("--resolution", type=float, default=0.10, help="for 'sessions a side for ±resolution' (default 0.10)")
+    parser.set_defaults(noise_floor=0.05, order="balanced")
+    _common(parser)
 
 
 # --- ab --------------------------------------------------------------------------------------------
@@ -280,7 +380,16 @@ _KINDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Run]] = 
     "p2p": ("peer-copy bandwidth and data check for every GPU pair", _add_p2p, _p2p),
     "nccl": ("NCCL all-reduce algbw/busbw and transport", _add_nccl, _nccl),
     "inference": ("streaming load on an OpenAI-compatible server: TTFT, ITL, tok/s", _add_inference, _inference),
-    "compare": ("compare two inference results, repeat by repeat, with Holm-adjusted t intervals", _add_compare, _compare),
+    "compare": (
+        "compare inference results (one session or several a side), repeats and sessions as units, Holm-adjusted",
+        _add_compare,
+        _compare,
+    ),
+    "calibrate": (
+        "measure the noise between sessions of one workload on this host, for bench compare",
+        _add_calibrate,
+        _calibrate,
+    ),
     "ab": ("interleaved A/B of runtime fixes: apply and roll back steps between repeats", _add_ab, _ab),
 }
 

@@ -1,18 +1,26 @@
-"""Compare benchmark results with the repeat as the unit: per level and metric, a change, its interval, a verdict.
+"""Compare benchmark results with repeats and sessions as the units: per level and metric, a change, its interval, a verdict.
 
 The method (also in ``bench compare --help`` and every report):
 - One figure per repeat and level: output tok/s (the headline), the TTFT median, the ITL median.
   Requests inside a repeat are not independent measurements of the configuration: the repeat-to-
   repeat drift is the noise that matters, so each repeat counts once.
-- The change is the ratio of geometric means, with Welch's t interval on the log of the repeats'
-  figures (``bench ab`` pairs the A and B runs of each cycle: a paired t interval on the log ratios).
+- Sessions are a level of the model (:mod:`rigaudit.tools.bench.sessions`): a new session (a new
+  process, new connections, tens of seconds later) adds a between-session offset that repeats
+  inside one session cannot see. The change is the ratio of the sides' geometric means (each side
+  the mean of its session means), its variance sigma_B^2 (1/k_b + 1/k_n) plus each side's within-
+  session variance over its repeats, with Satterthwaite's degrees of freedom. sigma_B comes from a
+  stored calibration of this host and workload (``bench calibrate``), pooled with the sessions
+  compared when a side has several; from the sessions alone without a calibration; or, with one
+  session a side and no calibration, from a conservative default (``DEFAULT_SESSION_CV``), said in
+  the headline. ``bench ab`` pairs the A and B runs of each cycle: a paired t interval on the log
+  ratios (its cycles are the unit; drift hits both arms alike).
 - The p-values of every level and metric shown form one family, adjusted with Holm's weighted
   step-down procedure: the headline carries 2/3 of each level's weight. The chance of calling any
   change between two identical configurations stays below 1 - confidence.
 - A change counts ("improved" / "regressed") when its adjusted p is below 1 - confidence and it is
   at least the noise floor. Otherwise "no significant change" needs the interval to lie within
-  ±resolution; a wider one is "not enough repeats", with the number per side that the observed
-  spread would need (as benchstat's "need >= 6 samples").
+  ±resolution; a wider one is "not enough repeats", with the repeats per session, or the sessions
+  per side, that the observed spread would need (as benchstat's "need >= 6 samples").
 """
 
 from __future__ import annotations
@@ -20,14 +28,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability_warnings
 from rigaudit.tools.bench.like import WorkloadMismatch, differences
 from rigaudit.tools.bench.results import BenchResult, Run
-from rigaudit.tools.bench.stats import Estimate, holm, paired, repeats_needed, stdev, welch
+from rigaudit.tools.bench.sessions import NONE, Between, Model, needed, nested, quantile
+from rigaudit.tools.bench.stats import Estimate, holm, paired, repeats_needed, stdev
 
-COMPARE_SCHEMA = "rigaudit.compare/2"
+if TYPE_CHECKING:
+    from rigaudit.tools.bench.calibration import Calibration
+
+COMPARE_SCHEMA = "rigaudit.compare/3"
+DEFAULT_SESSION_CV = 0.08
+"""The between-session spread assumed when nothing measured it (one session a side, no calibration): the
+largest between-session SD of any level and metric in the 1x H200 run (7.2% output tok/s at c=1, 8.1% ITL
+at c=1; docs/validation/bench-stats.md), rounded; ``--session-cv`` sets another."""
 Verdict = Literal["improved", "regressed", "no significant change", "not enough repeats"]
 MetricName = Literal["output_tokens_per_s", "ttft_ms_p50", "itl_ms_p50"]
 METRICS: tuple[MetricName, ...] = ("output_tokens_per_s", "ttft_ms_p50", "itl_ms_p50")
@@ -37,11 +53,10 @@ LABELS = {"output_tokens_per_s": "output tok/s", "ttft_ms_p50": "TTFT p50", "itl
 HEADLINE_WEIGHT = 4.0
 """Holm weight of the headline; every other metric weighs 1 (with two others: 2/3 of a level's weight)."""
 METHOD = (
-    "the repeat is the unit: each repeat's figure per level counts once; change = ratio of geometric means with a "
-    "{interval} on the log scale; p-values of every level and metric shown adjusted together (Holm, weighted: output "
-    "tok/s carries 2/3 of each level); a change counts when its adjusted p < {alpha:g} and it is at least the "
-    "{floor:.0%} noise floor; 'no significant change' needs the {confidence:.0%} interval within ±{resolution:.0%}, "
-    "else 'not enough repeats' with the repeats the observed spread needs"
+    "{unit}; change = ratio of geometric means with a {interval} on the log scale; p-values of every level and metric "
+    "shown adjusted together (Holm, weighted: output tok/s carries 2/3 of each level); a change counts when its "
+    "adjusted p < {alpha:g} and it is at least the {floor:.0%} noise floor; 'no significant change' needs the "
+    "{confidence:.0%} interval within ±{resolution:.0%}, else 'not enough repeats' with what the observed spread needs"
 )
 
 
@@ -54,6 +69,10 @@ class Settings:
     """The smallest relative change that counts."""
     resolution: float = 0.10
     """The widest half-interval (relative) that supports "no significant change"."""
+    session_cv: float | None = None
+    """The between-session spread to assume (log-scale SD; 0: none), over any calibration; None: measured or default."""
+    default_session_cv: float = DEFAULT_SESSION_CV
+    """What one session a side assumes when no calibration applies."""
 
     @property
     def alpha(self) -> float:
@@ -68,12 +87,21 @@ def check_settings(settings: Settings) -> str | None:
         return f"--noise-floor is a fraction from 0 to 0.5, e.g. 0.05, not {settings.noise_floor:g}"
     if not 0.01 <= settings.resolution <= 1.0:
         return f"--resolution is a fraction from 0.01 to 1, e.g. 0.10, not {settings.resolution:g}"
+    for name, value in (("--session-cv", settings.session_cv), ("the default session CV", settings.default_session_cv)):
+        if value is not None and not (0.0 <= value <= 1.0 and math.isfinite(value)):
+            return f"{name} is a fraction from 0 to 1, e.g. 0.08, not {value:g}"
     return None
 
 
 def method(settings: Settings, *, paired_design: bool = False) -> str:
-    interval = "paired t interval over the A/B cycles" if paired_design else "Welch t interval"
+    if paired_design:
+        unit = "the A/B cycle is the unit: each arm's figure per level and cycle counts once"
+        interval = "paired t interval over the cycles"
+    else:
+        unit = "the repeat is the unit within a session, the session between sessions"
+        interval = "t interval whose variance adds the between-session component (Satterthwaite degrees of freedom)"
     return METHOD.format(
+        unit=unit,
         interval=interval,
         alpha=settings.alpha,
         floor=settings.noise_floor,
@@ -96,18 +124,27 @@ class MetricChange:
     p_adjusted: float | None
     """Holm-adjusted over the whole comparison."""
     noise: float | None
-    """The spread of one repeat (log-scale SD, about its coefficient of variation)."""
+    """The spread of one repeat within a session (log-scale SD, about its coefficient of variation)."""
     repeats_needed: int | None
-    """For "not enough repeats": repeats per side (pairs in an A/B) the observed spread needs; None if unknown."""
+    """For "not enough repeats": repeats per session (pairs in an A/B) the observed spread needs; None if unknown
+    or if no number of repeats would do (then see ``sessions_needed``)."""
     verdict: Verdict
     reason: str = ""
     headline: bool = False
+    session_noise: float | None = None
+    """The between-session spread used (log-scale SD, about the session CV); None for paired A/B cycles."""
+    sessions_needed: int | None = None
+    """For "not enough repeats" when more repeats cannot help: sessions per side that would narrow the interval."""
 
     @property
     def label(self) -> str:
         if self.verdict != "not enough repeats":
             return self.verdict
-        return f"not enough repeats (need >= {self.repeats_needed})" if self.repeats_needed else "not enough repeats"
+        if self.repeats_needed:
+            return f"not enough repeats (need >= {self.repeats_needed})"
+        if self.sessions_needed:
+            return f"not enough sessions (need >= {self.sessions_needed} a side)"
+        return "not enough repeats"
 
 
 @dataclass(frozen=True)
@@ -118,10 +155,29 @@ class LevelComparison:
     metrics: list[MetricChange]
     verdict: Verdict
     """The headline's verdict (output tok/s, the figure a change is meant to move)."""
+    base_sessions: int = 1
+    new_sessions: int = 1
 
     @property
     def headline(self) -> MetricChange:
         return self.metrics[0]
+
+
+BetweenMode = Literal["calibrated", "sessions", "given", "default"]
+
+
+@dataclass(frozen=True)
+class BetweenNote:
+    """Where the between-session noise of a comparison came from, in words for its headline."""
+
+    mode: BetweenMode
+    text: str
+    session_cv: dict[int, float] = field(default_factory=dict)
+    """The between-session spread of output tok/s used, per level."""
+    calibration: str | None = None
+    """The calibration file used (``calibrated``)."""
+    short: str = ""
+    """A few words for a title: ``calibrated``, ``NOT calibrated: 8% assumed``, ``3 vs 3 sessions``."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +192,9 @@ class Comparison:
     confidence: float = 0.95
     noise_floor: float = 0.05
     resolution: float = 0.10
+    between: BetweenNote | None = None
+    base_sessions: int = 1
+    new_sessions: int = 1
     schema: str = COMPARE_SCHEMA
 
     def to_dict(self) -> dict[str, object]:
@@ -163,74 +222,114 @@ def repeat_values(runs: Sequence[Run], metric: MetricName) -> list[float]:
 
 @dataclass(frozen=True)
 class Contrast:
-    """One planned test: a metric's repeat figures on both sides (paired: position i of each side ran together)."""
+    """One planned test: a metric's repeat figures on both sides (paired: position i of each side ran together).
+
+    ``base_sessions`` / ``new_sessions``: the same figures split by session (empty: one session a side);
+    ``between``: what is known of the between-session spread before looking at them."""
 
     metric: MetricName
     base: Sequence[float]
     new: Sequence[float]
     is_paired: bool = False
+    base_sessions: Sequence[Sequence[float]] = ()
+    new_sessions: Sequence[Sequence[float]] = ()
+    between: Between = NONE
+
+    def sessions(self) -> tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]]:
+        return (self.base_sessions or [self.base]), (self.new_sessions or [self.new])
 
 
 def _geomean(values: Sequence[float]) -> float | None:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def _side_mean(sessions: Sequence[Sequence[float]]) -> float | None:
+    """The geometric mean of the sessions' geometric means (one session: of its repeats)."""
+    means = [m for s in sessions if (m := _geomean(s)) is not None]
+    return _geomean(means)
+
+
 def _spread(values: Sequence[float]) -> float | None:
     return stdev([math.log(v) for v in values]) if len(values) >= 2 else None
 
 
-def _estimate(test: Contrast, confidence: float) -> Estimate | None:
+def _estimate(test: Contrast, confidence: float) -> tuple[Estimate, Model | None] | None:
     if test.is_paired:
-        return paired(test.base, test.new, confidence=confidence)
-    return welch(test.base, test.new, confidence=confidence)
+        est = paired(test.base, test.new, confidence=confidence)
+        return (est, None) if est is not None else None
+    base, new = test.sessions()
+    return nested(base, new, test.between, confidence=confidence)
 
 
 def _need_text(needed: int | None) -> str:
     return f"about {needed} repeats per side would" if needed else "more than 1,000 repeats per side would"
 
 
-def _verdict(test: Contrast, est: Estimate | None, p_adj: float | None, settings: Settings) -> MetricChange:
-    base, new = _geomean(test.base), _geomean(test.new)
+def _too_wide(est: Estimate, model: Model | None, settings: Settings, paired_test: bool) -> tuple[int | None, int | None, str]:
+    """(repeats needed, sessions needed, the reason) for an interval wider than ±resolution."""
+    wide = f"the {settings.confidence:.0%} interval is ±{math.expm1(est.half_width):.0%}, wider than ±{settings.resolution:.0%}"
+    if model is None or model.between_sd == 0.0:
+        need = repeats_needed(est.noise, resolution=settings.resolution, confidence=settings.confidence, paired=paired_test)
+        if model is not None and max(model.sessions) > 1:
+            need = needed(model, resolution=settings.resolution, confidence=settings.confidence)[0]
+        return need, None, f"{wide}; at the observed spread of {est.noise:.1%} per repeat {_need_text(need)} narrow it enough"
+    repeats, sessions = needed(model, resolution=settings.resolution, confidence=settings.confidence)
+    spread = f"{est.noise:.1%} per repeat and {model.between_sd:.1%} between sessions"
+    if repeats is not None:
+        return repeats, None, f"{wide}; at the observed spread ({spread}) about {repeats} repeats per session would narrow it"
+    side = "one session a side" if max(model.sessions) == 1 else f"{model.sessions[0]} vs {model.sessions[1]} sessions"
+    more = f"about {sessions} sessions a side" if sessions else "more than 1,000 sessions a side"
+    return (
+        None,
+        sessions,
+        f"{wide}; the spread between sessions ({model.between_sd:.1%}) is too wide for {side} whatever the repeats: "
+        f"{more} (bench compare A1.json A2.json ... --against B1.json B2.json ...), or an interleaved bench ab, would narrow it",
+    )
+
+
+def _verdict(
+    test: Contrast, found: tuple[Estimate, Model | None] | None, p_adj: float | None, settings: Settings
+) -> MetricChange:
+    base_sessions, new_sessions = test.sessions()
+    base, new = _side_mean(base_sessions), _side_mean(new_sessions)
     headline = test.metric == HEADLINE
-    if est is None or p_adj is None:
+    if found is None or p_adj is None:
         spreads = [s for s in (_spread(test.base), _spread(test.new)) if s is not None]
         noise = max(spreads) if spreads else None
-        needed = None
+        need = None
         if noise is None:
             reason = "fewer than two repeats on each side: the run-to-run spread is unknown; run at least --repeat 3"
         else:
-            needed = repeats_needed(noise, resolution=settings.resolution, confidence=settings.confidence, paired=test.is_paired)
-            reason = f"fewer than two repeats on one side; at the other side's spread ({noise:.1%}) {_need_text(needed)} do"
+            need = repeats_needed(noise, resolution=settings.resolution, confidence=settings.confidence, paired=test.is_paired)
+            reason = f"fewer than two repeats on one side; at the other side's spread ({noise:.1%}) {_need_text(need)} do"
         change = new / base - 1.0 if base and new is not None else None
         return MetricChange(
-            test.metric, base, new, change, None, None, None, None, noise, needed, "not enough repeats", reason, headline
+            test.metric, base, new, change, None, None, None, None, noise, need, "not enough repeats", reason, headline
         )
+    est, model = found
+    session_noise = model.between_sd if model is not None else None
     better = HIGHER_IS_BETTER[test.metric]
     significant = p_adj < settings.alpha
     common = (test.metric, base, new, est.change, est.low, est.high, est.p, p_adj, est.noise)
     if significant and abs(est.change) >= settings.noise_floor:
         verdict: Verdict = "improved" if (est.change > 0) == better else "regressed"
-        return MetricChange(*common, None, verdict, "", headline)
+        return MetricChange(*common, None, verdict, "", headline, session_noise)
     if est.half_width <= math.log1p(settings.resolution):
         reason = (
             f"a significant change of {est.change:+.1%} is below the {settings.noise_floor:.0%} noise floor"
             if significant
             else f"the interval lies within ±{settings.resolution:.0%}"
         )
-        return MetricChange(*common, None, "no significant change", reason, headline)
-    needed = repeats_needed(est.noise, resolution=settings.resolution, confidence=settings.confidence, paired=test.is_paired)
-    reason = (
-        f"the {settings.confidence:.0%} interval is ±{math.expm1(est.half_width):.0%}, wider than ±{settings.resolution:.0%}; "
-        f"at the observed spread of {est.noise:.1%} per repeat {_need_text(needed)} narrow it enough"
-    )
-    return MetricChange(*common, needed, "not enough repeats", reason, headline)
+        return MetricChange(*common, None, "no significant change", reason, headline, session_noise)
+    repeats, sessions, reason = _too_wide(est, model, settings, test.is_paired)
+    return MetricChange(*common, repeats, "not enough repeats", reason, headline, session_noise, sessions)
 
 
 def judge(tests: Sequence[Contrast], settings: Settings) -> list[MetricChange]:
     """Every test's verdict, with Holm's weighted adjustment over all of them together."""
     estimates = [_estimate(t, settings.confidence) for t in tests]
     weights = [HEADLINE_WEIGHT if t.metric == HEADLINE else 1.0 for t in tests]
-    adjusted = holm([e.p if e is not None else None for e in estimates], weights)
+    adjusted = holm([e[0].p if e is not None else None for e in estimates], weights)
     return [_verdict(t, e, a, settings) for t, e, a in zip(tests, estimates, adjusted, strict=True)]
 
 
@@ -252,39 +351,172 @@ def level_tests(base: Sequence[Run], new: Sequence[Run], *, is_paired: bool = Fa
     return tests
 
 
+def _between_for(
+    concurrency: int, metric: MetricName, sessions: tuple[int, int], settings: Settings, calibration: Calibration | None
+) -> Between:
+    if settings.session_cv is not None:
+        return Between("assumed", sd=settings.session_cv)
+    if calibration is not None and (known := calibration.between(concurrency, metric)) is not None:
+        return known
+    if max(sessions) >= 2:
+        return NONE  # the sessions compared estimate it
+    return Between("assumed", sd=settings.default_session_cv)
+
+
+def session_tests(
+    base: Sequence[Sequence[Run]],
+    new: Sequence[Sequence[Run]],
+    concurrency: int,
+    settings: Settings,
+    calibration: Calibration | None = None,
+) -> list[Contrast]:
+    """The tests of one level over sessions (each a list of that level's runs), headline first."""
+    tests = []
+    for metric in METRICS:
+        b = [repeat_values(runs, metric) for runs in base]
+        n = [repeat_values(runs, metric) for runs in new]
+        if metric == HEADLINE or any(b) or any(n):
+            between = _between_for(concurrency, metric, (len(base), len(new)), settings, calibration)
+            flat_b, flat_n = [v for s in b for v in s], [v for s in n for v in s]
+            tests.append(Contrast(metric, flat_b, flat_n, False, [s for s in b if s], [s for s in n if s], between))
+    return tests
+
+
+def _resolvable(cv: float, settings: Settings) -> float:
+    """The smallest change one session a side can tell from noise at this between-session spread (any repeats)."""
+    return math.expm1(quantile(0.5 + settings.confidence / 2.0, math.inf) * math.sqrt(2.0) * cv)
+
+
+def between_note(
+    levels: Sequence[LevelComparison],
+    settings: Settings,
+    calibration: Calibration | None,
+    where: str | None,
+    sessions: tuple[int, int],
+) -> BetweenNote:
+    """The headline line: where the between-session noise came from, and what it allows."""
+    cvs = {lv.concurrency: lv.headline.session_noise or 0.0 for lv in levels}
+    shown = ", ".join(f"{cv:.1%} at c={c}" for c, cv in sorted(cvs.items()))
+    if settings.session_cv is not None:
+        if settings.session_cv == 0:
+            text = (
+                "between sessions: none assumed (--session-cv 0): the repeats are the only noise, as if each side's "
+                "session stood for its configuration exactly"
+            )
+        else:
+            text = f"between sessions: a session CV of {settings.session_cv:.1%} assumed (--session-cv), added to every interval"
+        return BetweenNote("given", text, cvs)
+    if calibration is not None:
+        return BetweenNote(
+            "calibrated", f"between sessions: {calibration.describe()} ({where}); added to every interval", cvs, where
+        )
+    if max(sessions) >= 2:
+        text = (
+            f"between sessions: {sessions[0]} vs {sessions[1]} sessions: each session counts once, its spread "
+            f"estimated from them (session CV {shown})"
+        )
+        return BetweenNote("sessions", text, cvs, None, f"{sessions[0]} vs {sessions[1]} sessions")
+    text = (
+        f"between sessions: NOT CALIBRATED for this host and workload: a session CV of {settings.default_session_cv:.0%} is "
+        f"assumed (what the 1x H200 measured; --session-cv sets it), so one session a side cannot tell a change under "
+        f"about ±{_resolvable(settings.default_session_cv, settings):.0%} from noise: run `rigaudit bench calibrate` with "
+        "this workload once, or measure the change with bench ab (interleaved: drift hits both arms alike)"
+    )
+    return BetweenNote("default", text, cvs, None, f"NOT calibrated: session CV {settings.default_session_cv:.0%} assumed")
+
+
+Side = BenchResult | Sequence[BenchResult]
+
+
+def _sessions(side: Side) -> list[BenchResult]:
+    return [side] if isinstance(side, BenchResult) else list(side)
+
+
+def _like(base: Sequence[BenchResult], new: Sequence[BenchResult]) -> list[str]:
+    """The workload differences between the first baseline and every other result (each named when there are several)."""
+    first, found = base[0], []
+    many = len(base) + len(new) > 2
+    for label, results in (("baseline", base), ("new run", new)):
+        for index, result in enumerate(results, start=1):
+            if result is first:
+                continue
+            name = f"{label} {index}: " if many else ""
+            found += [name + d for d in differences(first, result)]
+    return found
+
+
+def _label(name: str, index: int, count: int) -> str:
+    return name if count == 1 else f"{name} {index}/{count}"
+
+
 def compare(
-    base: BenchResult, new: BenchResult, settings: Settings | None = None, *, allow_different: bool = False
+    base: Side,
+    new: Side,
+    settings: Settings | None = None,
+    *,
+    allow_different: bool = False,
+    calibration: Calibration | None = None,
+    calibration_path: str | None = None,
 ) -> Comparison:
-    """Compare two sessions; raises :class:`~rigaudit.tools.bench.like.WorkloadMismatch` for different
-    workloads unless ``allow_different`` (then the differences are listed in the comparison)."""
+    """Compare sessions (one result, or several of one configuration, a side); raises
+    :class:`~rigaudit.tools.bench.like.WorkloadMismatch` for different workloads unless ``allow_different``
+    (then the differences are listed in the comparison). ``calibration``: the between-session noise of this
+    host and workload, as ``bench calibrate`` measured it."""
     settings = settings or Settings()
-    found = differences(base, new)
+    bases, news = _sessions(base), _sessions(new)
+    if not bases or not news:
+        raise ValueError("compare needs at least one result a side")
+    found = _like(bases, news)
     if found and not allow_different:
         raise WorkloadMismatch(found)
-    base_levels, new_levels = by_level(base), by_level(new)
+    base_levels = [by_level(r) for r in bases]
+    new_levels = [by_level(r) for r in news]
+    in_base = set().union(*(set(lv) for lv in base_levels))
+    in_new = set().union(*(set(lv) for lv in new_levels))
     warnings = [f"different workloads, compared anyway (--allow-different): {'; '.join(found)}"] if found else []
-    warnings += stability_warnings(base, "baseline") + stability_warnings(new, "new run")
-    for name, only in (("baseline", set(base_levels) - set(new_levels)), ("new run", set(new_levels) - set(base_levels))):
+    for name, results in (("baseline", bases), ("new run", news)):
+        for index, result in enumerate(results, start=1):
+            warnings += stability_warnings(result, _label(name, index, len(results)))
+    for name, only in (("baseline", in_base - in_new), ("new run", in_new - in_base)):
         if only:
             warnings.append(f"concurrency {', '.join(map(str, sorted(only)))} only in the {name}: not compared")
-    shared = sorted(set(base_levels) & set(new_levels))
-    plan = [(c, level_tests(base_levels[c], new_levels[c])) for c in shared]
-    verdicts = iter(judge([t for _, tests in plan for t in tests], settings))
+    shared = sorted(in_base & in_new)
+    plan = []
+    for c in shared:
+        b = [levels[c] for levels in base_levels if c in levels]
+        n = [levels[c] for levels in new_levels if c in levels]
+        plan.append((c, b, n, session_tests(b, n, c, settings, calibration)))
+    verdicts = iter(judge([t for *_, tests in plan for t in tests], settings))
     levels = []
-    for concurrency, tests in plan:
+    for concurrency, b, n, tests in plan:
         metrics = [next(verdicts) for _ in tests]
         levels.append(
-            LevelComparison(concurrency, len(base_levels[concurrency]), len(new_levels[concurrency]), metrics, metrics[0].verdict)
+            LevelComparison(concurrency, sum(map(len, b)), sum(map(len, n)), metrics, metrics[0].verdict, len(b), len(n))
         )
     drifts: list[Drift] = []
-    for label, result in (("baseline", base), ("new run", new)):
-        fitted, shown = session_drift(
-            label, [(str(r.concurrency), r) for r in result.runs], alpha=settings.alpha, floor=settings.noise_floor
-        )
-        if fitted is not None:
-            drifts.append(fitted)
-        if shown is not None:
-            warnings.append(shown.text)
+    for name, results in (("baseline", bases), ("new run", news)):
+        for index, result in enumerate(results, start=1):
+            fitted, shown = session_drift(
+                _label(name, index, len(results)),
+                [(str(r.concurrency), r) for r in result.runs],
+                alpha=settings.alpha,
+                floor=settings.noise_floor,
+            )
+            if fitted is not None:
+                drifts.append(fitted)
+            if shown is not None:
+                warnings.append(shown.text)
+    note = between_note(levels, settings, calibration, calibration_path, (len(bases), len(news)))
     return Comparison(
-        levels, warnings, found, drifts, method(settings), settings.confidence, settings.noise_floor, settings.resolution
+        levels,
+        warnings,
+        found,
+        drifts,
+        method(settings),
+        settings.confidence,
+        settings.noise_floor,
+        settings.resolution,
+        note,
+        len(bases),
+        len(news),
     )

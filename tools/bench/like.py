@@ -2,8 +2,10 @@
 
 Two results measure the same thing only when the same tool sent the same requests to the same
 server: model, URL, API, max and prompt tokens, the concurrency levels, the requests per run, the
-tool's version (and, for external benchmarks, the command). Anything else is a different
-experiment, and a comparison of its figures says nothing about a fix.
+tool's version (and, for external benchmarks, the command), from the same host when both record
+it. Anything else is a different experiment, and a comparison of its figures says nothing about a
+fix. The same identity keys a calibration of the between-session noise
+(:mod:`rigaudit.tools.bench.calibration`).
 """
 
 from __future__ import annotations
@@ -59,11 +61,30 @@ def _show(value: object) -> str:
     return "not recorded" if value is None else str(value)
 
 
+def identity(result: BenchResult) -> dict[str, str]:
+    """The workload as ``{part: shown value}`` (``"not recorded"`` for what the result does not say)."""
+    return {name: _show(read(result)) for name, read in _FIELDS}
+
+
+def identity_differences(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """``"max tokens 128 vs 64"`` for every part of two identities that differs."""
+    names = [name for name, _ in _FIELDS] + sorted((set(before) | set(after)) - {name for name, _ in _FIELDS})
+    missing = _show(None)
+    return [
+        f"{name} {before.get(name, missing)} vs {after.get(name, missing)}"
+        for name in names
+        if before.get(name, missing) != after.get(name, missing)
+    ]
+
+
+def same_host(a: str | None, b: str | None) -> bool:
+    """Hosts are told apart only when both are recorded (results before 0.2 do not name theirs)."""
+    return a is None or b is None or a == b
+
+
 def differences(base: BenchResult, new: BenchResult) -> list[str]:
     """``"max tokens 128 vs 64"`` for every part of the workload that differs (empty: like with like)."""
-    found: list[str] = []
-    for name, read in _FIELDS:
-        before, after = read(base), read(new)
-        if before != after:
-            found.append(f"{name} {_show(before)} vs {_show(after)}")
+    found = identity_differences(identity(base), identity(new))
+    if not same_host(base.host, new.host):
+        found.append(f"host {base.host} vs {new.host}")
     return found

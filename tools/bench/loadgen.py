@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from rigaudit.tools.bench._http import HttpError, StreamingClient
-from rigaudit.tools.bench.results import BenchResult, Run, Sample, summarize, tool_version
+from rigaudit.tools.bench.results import BenchResult, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
 
 Api = Literal["chat", "completions"]
@@ -83,6 +83,7 @@ class LoadSpec:
             max_tokens=self.max_tokens,
             prompt_tokens=self.prompt_tokens,
             tool=tool_version(),
+            host=host_name(),
             ignore_eos=self.ignore_eos,
             warmup=self.warmup,
             order=self.order,

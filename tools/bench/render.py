@@ -132,11 +132,18 @@ def _secondary(m: MetricChange | None) -> str:
     """A secondary metric in few characters: ``-12.0% [-20%, -4%] improved``, ``+1.0% [...] ~``, ``... ? need 9``."""
     if m is None:
         return "—"
-    mark = _MARKS.get(m.verdict) or (f"? need {m.repeats_needed}" if m.repeats_needed else "?")
+    need = "?"
+    if m.repeats_needed:
+        need = f"? need {m.repeats_needed}"
+    elif m.sessions_needed:
+        need = f"? need {m.sessions_needed} sessions"
+    mark = _MARKS.get(m.verdict) or need
     return f"{_change(m)} {mark}"
 
 
-COMPARE_LEGEND = "~ no significant change; ? not enough repeats (need: repeats per side at the observed spread)"
+COMPARE_LEGEND = (
+    "~ no significant change; ? not enough repeats (need: repeats per session, or sessions a side, at the observed spread)"
+)
 
 
 def compare_table(comparison: Comparison) -> Table:
@@ -146,9 +153,14 @@ def compare_table(comparison: Comparison) -> Table:
     for level in comparison.levels:
         tput = level.headline
         others = {m.metric: m for m in level.metrics[1:]}
+        sides = f"{level.base_repeats}×/{level.new_repeats}×"
+        if level.base_sessions > 1 or level.new_sessions > 1:
+            counts = {level.base_sessions, level.new_sessions}
+            shown = str(level.base_sessions) if len(counts) == 1 else f"{level.base_sessions}/{level.new_sessions}"
+            sides = f"{shown} sessions: {sides}"
         rows.append(
             [
-                f"{level.concurrency} ({level.base_repeats}×/{level.new_repeats}×)",
+                f"{level.concurrency} ({sides})",
                 f"{_f(tput.base)} → {_f(tput.new)}",
                 _change(tput),
                 _p(tput),

@@ -78,6 +78,8 @@ class BenchResult(_Model):
     """The external benchmark command whose output was parsed, when one was run."""
     tool: str | None = None
     """What measured it: ``rigaudit 0.1.0``."""
+    host: str | None = None
+    """The host the load was sent from (its name); None in results that did not record it."""
     ignore_eos: bool | None = None
     warmup: NonNegativeInt | None = None
     """Untimed requests sent before the first timed run (excluded from every figure)."""
@@ -89,6 +91,13 @@ class BenchResult(_Model):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+
+def host_name() -> str:
+    """This host's name, as results and calibrations record it."""
+    import socket
+
+    return socket.gethostname() or "unknown"
 
 
 def tool_version() -> str:

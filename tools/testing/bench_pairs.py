@@ -6,6 +6,9 @@ The model of a session (every figure seeded, so the same seed gives the same res
   has a standard deviation of about 10%, the typical difference between two repeats about 11%;
 - optionally the whole session trends: a run at position k of n runs is slower by ``trend * k / (n - 1)``
   (warm-up, clocks, thermals, another tenant), in the order the runs ran;
+- optionally each session has its own speed factor exp(N(0, ``session_cv``)), shared by all its runs
+  (a new process, new connections, the server's state: what repeats inside a session cannot see;
+  the 1x H200 measured about 6% between sessions at concurrency 4);
 - within a run, each figure carries a little measurement noise (2% on tok/s, 4% on the TTFT
   median, 1% on the ITL median);
 - a change of the configuration by ``gain`` multiplies the speed by ``gain``: tok/s x gain, TTFT
@@ -19,6 +22,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from rigaudit.tools.bench.ab import BASELINE, AbResult, ArmResult, Visit
 from rigaudit.tools.bench.results import BenchResult, Run
@@ -33,6 +37,22 @@ class Session:
     drift: float = 0.10
     trend: float = 0.0
     levels: tuple[int, ...] = (1, 4, 16)
+    session_cv: float = 0.0
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How ``compare`` is told about the between-session noise in a simulated comparison.
+
+    ``given``: ``--session-cv session_cv`` (0: repeats only, what the tool assumed before sessions were a level);
+    ``default``: nothing (one session a side: the conservative default); ``calibrated``: a calibration of
+    ``calibration_sessions`` A/A sessions drawn from the same model before each comparison.
+    ``sessions``: results per side."""
+
+    mode: Literal["given", "default", "calibrated"] = "given"
+    session_cv: float = 0.0
+    calibration_sessions: int = 6
+    sessions: int = 1
 
 
 def _run(rng: random.Random, concurrency: int, repeat: int, order: int, speed: float) -> Run:
@@ -58,8 +78,9 @@ def session_result(rng: random.Random, session: Session, repeats: int, gain: flo
     """One ``bench inference`` session: ``repeats`` repeats of every level, in the balanced order."""
     visits = visit_order(list(session.levels), repeats)
     runs = []
+    offset = math.exp(rng.gauss(0.0, session.session_cv)) if session.session_cv else 1.0
     for order, (repeat, concurrency) in enumerate(visits):
-        speed = gain * math.exp(rng.gauss(0.0, session.drift)) * _trend(session, order, len(visits))
+        speed = gain * offset * math.exp(rng.gauss(0.0, session.drift)) * _trend(session, order, len(visits))
         runs.append(_run(rng, concurrency, repeat, order, speed))
     return BenchResult(
         base_url="http://synthetic",
@@ -149,16 +170,28 @@ def _tally(level_sets: Sequence[Sequence[object]]) -> tuple[int, int, int, int, 
     return any_change, regressed, improved, every, not_enough
 
 
-def compare_rates(comparisons: int, *, repeats: int, gain: float, session: Session, seed: int = 0) -> Rates:
-    """``comparisons`` pairs of sessions (base at speed 1, new at ``gain``), each judged by ``compare``."""
-    from rigaudit.tools.bench.compare import compare
+def compare_rates(
+    comparisons: int, *, repeats: int, gain: float, session: Session, seed: int = 0, judging: Judging | None = None
+) -> Rates:
+    """``comparisons`` comparisons (base at speed 1, new at ``gain``; ``judging.sessions`` sessions a side), each
+    judged by ``compare`` as ``judging`` says (default: repeats only, ``--session-cv 0``)."""
+    from rigaudit.tools.bench.calibration import calibrate
+    from rigaudit.tools.bench.compare import Settings, compare
 
+    judging = judging or Judging()
+    if judging.mode == "calibrated" and judging.calibration_sessions < 2:
+        raise ValueError("a calibration needs at least 2 sessions")
+    settings = Settings(session_cv=judging.session_cv if judging.mode == "given" else None)
     rng = random.Random(seed)
     found = []
     for _ in range(comparisons):
-        base = session_result(rng, session, repeats)
-        new = session_result(rng, session, repeats, gain)
-        found.append(compare(base, new).levels)
+        calibration = None
+        if judging.mode == "calibrated":
+            sessions = [session_result(rng, session, repeats) for _ in range(judging.calibration_sessions)]
+            calibration = calibrate(sessions, sources=[f"session {i + 1}" for i in range(len(sessions))], host="synthetic")
+        base = [session_result(rng, session, repeats) for _ in range(judging.sessions)]
+        new = [session_result(rng, session, repeats, gain) for _ in range(judging.sessions)]
+        found.append(compare(base, new, settings, calibration=calibration).levels)
     return Rates(comparisons, len(session.levels), *_tally(found))
 
 

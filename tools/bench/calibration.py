@@ -1,0 +1,264 @@
+"""The between-session noise of one host and workload, measured once (A/A sessions) and used by every compare.
+
+``bench calibrate`` runs (or reads) K sessions of one configuration; per level and metric an
+ANOVA of the sessions splits the noise into the part repeats see (within a session) and the part
+only a new session sees (between sessions: a new process, new connections, the server's state, a
+drift over tens of seconds). ``bench compare`` of single sessions then adds the between-session
+part to its intervals, with the calibration's degrees of freedom (:mod:`rigaudit.tools.bench.sessions`).
+
+A calibration is keyed by the workload's identity (:func:`rigaudit.tools.bench.like.identity`:
+model, URL, API, tokens, levels, requests per run, tool version) and the host the load came from,
+and stored as ``$XDG_STATE_HOME/rigaudit/calibrations/<key>.json`` (newest wins). The files are
+untrusted input when read back: bounded, validated, numbers finite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError
+
+from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.like import WorkloadMismatch, differences, identity, identity_differences
+from rigaudit.tools.bench.results import BenchResult, Run, host_name
+from rigaudit.tools.bench.sessions import Between, MeanSquares, anova, log_sessions
+from rigaudit.tools.bounded import InputError, load_json
+
+CALIBRATION_SCHEMA = "rigaudit.calibration/1"
+MAX_CALIBRATION_BYTES = 4 * 1024 * 1024
+MAX_SESSIONS = 1000
+METRICS = ("output_tokens_per_s", "ttft_ms_p50", "itl_ms_p50")
+STALE_DAYS = 30
+"""A calibration older than this is still used, with a warning: machines and servers change."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, allow_inf_nan=False)
+
+
+class Component(_Model):
+    """One level and metric: the ANOVA of the calibration's sessions (log scale)."""
+
+    concurrency: int = Field(ge=0)
+    metric: str
+    ms_between: NonNegativeFloat
+    ms_within: NonNegativeFloat
+    df_between: PositiveInt
+    df_within: PositiveInt
+    n0: PositiveFloat
+    session_means: list[PositiveFloat] = Field(default_factory=list, max_length=MAX_SESSIONS)
+    """Each session's geometric mean, in the order the sessions ran (for people; not used to judge)."""
+
+    @property
+    def squares(self) -> MeanSquares:
+        return MeanSquares(self.ms_between, self.ms_within, self.df_between, self.df_within, self.n0)
+
+    @property
+    def between_sd(self) -> float:
+        """sigma_B: the session-to-session spread (log scale, about the session CV); 0 when not measurable."""
+        return math.sqrt(self.squares.component)
+
+    @property
+    def within_sd(self) -> float:
+        return math.sqrt(self.ms_within)
+
+
+class Calibration(_Model):
+    schema_: str = Field(default=CALIBRATION_SCHEMA, alias="schema")
+    created_at: str
+    host: str
+    workload: dict[str, str]
+    """The identity of the workload (:func:`~rigaudit.tools.bench.like.identity`)."""
+    sessions: PositiveInt
+    repeats: list[PositiveInt] = Field(default_factory=list, max_length=MAX_SESSIONS)
+    """Repeats per session (per level, the most a session ran)."""
+    sources: list[str] = Field(default_factory=list, max_length=MAX_SESSIONS)
+    """The result files read, or ``session N`` for sessions it ran."""
+    components: list[Component] = Field(default_factory=list, max_length=10_000)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+    def component(self, concurrency: int, metric: str) -> Component | None:
+        return next((c for c in self.components if c.concurrency == concurrency and c.metric == metric), None)
+
+    def between(self, concurrency: int, metric: str) -> Between | None:
+        found = self.component(concurrency, metric)
+        return Between("calibrated", found.squares) if found is not None else None
+
+    def headline_cv(self) -> dict[int, float]:
+        """The between-session spread of output tok/s per level."""
+        return {c.concurrency: c.between_sd for c in self.components if c.metric == METRICS[0]}
+
+    def age_days(self, now: datetime | None = None) -> float | None:
+        try:
+            made = datetime.fromisoformat(self.created_at)
+        except ValueError:
+            return None
+        if made.tzinfo is None:
+            made = made.replace(tzinfo=timezone.utc)
+        return ((now or datetime.now(timezone.utc)) - made).total_seconds() / 86400.0
+
+    def describe(self) -> str:
+        """``calibrated 2026-12-01 11:40 UTC on h200-1 from 6 sessions of 5 repeats: session CV 6.4% at c=4, ...``."""
+        cvs = ", ".join(f"{cv:.1%} at c={c}" for c, cv in sorted(self.headline_cv().items()))
+        repeats = "/".join(str(n) for n in sorted(set(self.repeats))) or "?"
+        made = _when(self.created_at)
+        return f"calibrated {made} on {self.host} from {self.sessions} sessions of {repeats} repeats: session CV {cvs}"
+
+
+def _when(stamp: str) -> str:
+    try:
+        return datetime.fromisoformat(stamp).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return stamp
+
+
+def _values(runs: Sequence[Run], metric: str) -> list[float]:
+    values = []
+    for run in sorted(runs, key=lambda r: r.repeat):
+        value = getattr(run, metric)
+        if isinstance(value, (int, float)) and value > 0 and math.isfinite(value):
+            values.append(float(value))
+    return values
+
+
+def calibrate(results: Sequence[BenchResult], *, sources: Sequence[str], host: str | None = None) -> Calibration:
+    """The calibration of these sessions of one configuration; BenchInputError when they cannot make one."""
+    if len(results) < 2:
+        raise BenchInputError("a calibration needs at least 2 sessions of one configuration (6 or more are better)")
+    if len(results) > MAX_SESSIONS:
+        raise BenchInputError(f"a calibration reads at most {MAX_SESSIONS} sessions")
+    for index, result in enumerate(results[1:], start=2):
+        found = differences(results[0], result)
+        if found:
+            raise WorkloadMismatch([f"session {index} ({sources[index - 1]}): {d}" for d in found])
+    hosts = {r.host for r in results if r.host}
+    where = host or (hosts.pop() if len(hosts) == 1 else host_name())
+    levels = sorted({r.concurrency for r in results[0].runs})
+    components = []
+    for concurrency in levels:
+        for metric in METRICS:
+            per_session = [_values([r for r in res.runs if r.concurrency == concurrency], metric) for res in results]
+            logs = log_sessions(per_session)
+            squares = anova(logs)
+            if squares is None:
+                continue
+            means = [math.exp(math.fsum(s) / len(s)) for s in logs]
+            components.append(
+                Component(
+                    concurrency=concurrency,
+                    metric=metric,
+                    ms_between=squares.between,
+                    ms_within=squares.within,
+                    df_between=squares.df_between,
+                    df_within=squares.df_within,
+                    n0=squares.n0,
+                    session_means=means,
+                )
+            )
+    if not any(c.metric == METRICS[0] for c in components):
+        raise BenchInputError(
+            "these sessions cannot be calibrated: output tok/s needs at least 2 sessions with a figure and a "
+            "session with 2 repeats or more (run bench inference with --repeat 3 or more)"
+        )
+    repeats = [max((sum(1 for r in res.runs if r.concurrency == c) for c in levels), default=0) or 1 for res in results]
+    return Calibration(
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        host=where,
+        workload=identity(results[0]),
+        sessions=len(results),
+        repeats=repeats,
+        sources=list(sources),
+        components=components,
+    )
+
+
+# --- where calibrations live -----------------------------------------------------------------------------
+
+
+def calibrations_dir() -> Path:
+    """``$XDG_STATE_HOME/rigaudit/calibrations`` (when absolute), else ``~/.local/state/rigaudit/calibrations``."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
+    return base / "rigaudit" / "calibrations"
+
+
+def key(workload: dict[str, str], host: str) -> str:
+    """A file name for a host and workload: 16 hex digits of their SHA-256."""
+    text = json.dumps({"host": host, "workload": workload}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def save(calibration: Calibration, directory: Path | None = None) -> Path:
+    """Store it where ``compare`` looks (replacing an older calibration of the same host and workload)."""
+    folder = directory or calibrations_dir()
+    path = folder / f"{key(calibration.workload, calibration.host)}.json"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, calibration.to_json() + "\n")
+    except OSError as exc:
+        raise BenchInputError(f"cannot store the calibration in {folder}: {exc.strerror or exc}") from None
+    return path
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Read a calibration file; one clear BenchInputError when it is not one."""
+    try:
+        raw = load_json(path, limit=MAX_CALIBRATION_BYTES)
+    except InputError as exc:
+        raise BenchInputError(str(exc)) from None
+    if not isinstance(raw, dict) or raw.get("schema") != CALIBRATION_SCHEMA:
+        found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
+        raise BenchInputError(f"{path} is not a {CALIBRATION_SCHEMA} file (schema: {found!r})")
+    try:
+        return Calibration.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BenchInputError(f"{path}: {where}: {first['msg']}") from None
+
+
+def mismatch(calibration: Calibration, result: BenchResult) -> list[str]:
+    """How ``result`` differs from the workload and host the calibration measured (empty: it applies)."""
+    found = identity_differences(calibration.workload, identity(result))
+    host = result.host or host_name()
+    if host != calibration.host:
+        found.append(f"host {calibration.host} vs {host}")
+    return found
+
+
+def find(result: BenchResult, directory: Path | None = None) -> tuple[Calibration, Path] | None:
+    """The stored calibration of this result's host and workload, if there is one that reads and applies."""
+    host = result.host or host_name()
+    path = (directory or calibrations_dir()) / f"{key(identity(result), host)}.json"
+    if not path.is_file():
+        return None
+    calibration = load_calibration(path)
+    return (calibration, path) if not mismatch(calibration, result) else None
+
+
+MAX_STORED = 1000
+
+
+def stored(directory: Path | None = None) -> list[tuple[Path, Calibration | str]]:
+    """Every stored calibration (newest first), or why one cannot be read; at most :data:`MAX_STORED`."""
+    folder = directory or calibrations_dir()
+    try:
+        paths = sorted((p for p in folder.iterdir() if p.suffix == ".json"), key=lambda p: p.name)[:MAX_STORED]
+    except OSError:
+        return []
+    found: list[tuple[Path, Calibration | str]] = []
+    for path in paths:
+        try:
+            found.append((path, load_calibration(path)))
+        except BenchInputError as exc:
+            found.append((path, str(exc)))
+    return sorted(found, key=lambda item: item[1].created_at if isinstance(item[1], Calibration) else "", reverse=True)
