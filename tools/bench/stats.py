@@ -137,13 +137,15 @@ def t_quantile(p: float, df: float) -> float:
     t = min(max(NormalDist().inv_cdf(p), low), high)
     for _ in range(100):
         excess = t_two_sided_p(t, df) - target  # > 0: t is too small
+        if abs(excess) < 1e-15:
+            return t  # converged: return this t, not the next step (a bisection when Newton's step stalls on a bound)
         if excess > 0:
             low = t
         else:
             high = t
         step = t + excess / (2.0 * t_density(t, df))
         t = step if low < step < high else (low + high) / 2.0
-        if high - low < 1e-12 * max(1.0, high) or abs(excess) < 1e-15:
+        if high - low < 1e-12 * max(1.0, high):
             break
     return t
 
