@@ -307,7 +307,7 @@ def test_cli_a_damaged_stored_calibration_is_a_warning_not_a_failure(tmp_path: P
 
 @pytest.mark.slow
 def test_cli_calibrate_runs_each_session_in_its_own_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from rigaudit.tools.testing.fake_openai import FakeTiming, fake_server
+    from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
 
     with fake_server(FakeTiming(ttft_s=0.002, itl_s=0.001)) as server:
         load = ["--base-url", server.base_url, "--model", "m", "--concurrency", "1,2", "--requests", "2"]
