@@ -1,21 +1,28 @@
 """Issue 21 on real hardware: does `bench compare` / `bench ab` tell noise from a change on an H200?
 
 On a 1x H200 with benchmarks/tiny_openai_server.py on GPU 0 (a random tiny Llama: real GPU timing):
-  (a) identical configurations benchmarked again and again: at least 10 A/A comparisons, each
-      judged by `bench compare`; a false verdict is any "improved"/"regressed" (any metric, any level);
-  (b) CUDA_LAUNCH_BLOCKING=1 in the server's environment against not (server restarted for each);
-  (c) an interleaved `bench ab` of a kernel setting that changes nothing for serving
-      (vm.swappiness through a one-step plan), rolled back at the end.
-Every result JSON, every server log and a summary (summary.json, summary.md) go to --out ($OUT).
+  calibration: `bench calibrate` runs K A/A sessions (each in a fresh process) and stores the
+      between-session noise of this host and workload;
+  (a) identical configurations: at least 10 A/A comparisons of separate `bench inference` sessions
+      (disjoint pairs), each judged by `bench compare` with that calibration; a false verdict is any
+      "improved"/"regressed" (any metric, any level). Every pair of all the A/A sessions is also
+      replayed in-process, calibrated from the sessions not compared (leave the pair out);
+  (b) CUDA_LAUNCH_BLOCKING=1 in the server's environment against not (server restarted for each),
+      two sessions a side, judged with the calibration pooled with the sessions' own spread;
+  (c) an interleaved `bench ab` of a kernel setting that changes nothing for serving (vm.swappiness
+      through a one-step plan), rolled back at the end, at concurrency 4 with 16 requests a visit.
+The device returns few files: everything (results, comparisons, calibration, logs) is packed into
+ONE tar.gz under --out ($OUT), beside summary.md (written to be pasted as the H200 section of
+docs/validation/bench-stats.md) and summary.json: three files.
 
   python3 benchmarks/bench_stats_h200.py --out "$OUT" --live          # on the H200, as root
   python3 benchmarks/bench_stats_h200.py --out DIR --server fake --ab-snapshot SNAP --quick   # CPU check
 
 Without --live the swappiness step is switched in a copy of --ab-snapshot (never on this machine).
-Only the standard library is imported here; rigaudit runs as `python -m rigaudit`, its missing
+Only the standard library is needed to start; rigaudit runs as `python -m rigaudit`, its missing
 dependencies (pydantic, openai) unpacked from the wheelhouse (--wheels, default .whl, made by
-benchmarks/make_wheelhouse.sh). The number of A/A runs adapts so that the whole run stays within
---budget-s (default 450 s; at least 10 comparisons are attempted, fewer only if time runs out).
+benchmarks/make_wheelhouse.sh). The number of A/A sessions adapts so that the whole run stays within
+--budget-s (default 420 s); at least 10 comparisons are attempted, fewer only if time runs out.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+import traceback
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -37,17 +46,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 READY = re.compile(r"^(ready on|listening on) ")
 STEP = "demo.swappiness"
+ARCHIVE = "bench-stats-h200.tar.gz"
 
 
 class Runner:
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
         self.args = args
-        self.out: Path = args.out
+        self.work = work
+        """Every file goes here first; the archive is made of it at the end."""
         self.started = time.perf_counter()
+        self.site = self._deps()
         self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (*self._deps(), str(ROOT), self.env.get("PYTHONPATH", "")) if p)
-        self.env["XDG_STATE_HOME"] = str(self.out / "state")
-        self.log = (self.out / "log.txt").open("a", encoding="utf-8")
+        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (*self.site, str(ROOT), self.env.get("PYTHONPATH", "")) if p)
+        self.env["XDG_STATE_HOME"] = str(work / "state")
+        self.log = (work / "log.txt").open("a", encoding="utf-8")
         self.timings: dict[str, float] = {}
         self.port = free_port()
         """Every server listens here: compare refuses results of different URLs (like with like)."""
@@ -74,12 +86,13 @@ class Runner:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
+    def left(self) -> float:
+        return self.args.budget_s - self.elapsed()
+
     def rigaudit(self, *argv: str, expect: tuple[int, ...] = (0,)) -> int:
-        command = [sys.executable, "-m", "rigaudit", *argv]
+        command = [sys.executable, "-m", "rigaudit", *argv, "--no-transcript", "--no-live"]
         self.say("+ rigaudit " + " ".join(argv))
-        proc = subprocess.run(
-            command, check=False, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=self.args.budget_s
-        )
+        proc = subprocess.run(command, check=False, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=600)
         self.log.write(proc.stdout + proc.stderr)
         if proc.returncode not in expect:
             self.say(f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
@@ -89,22 +102,13 @@ class Runner:
 
     def server_argv(self, port: int) -> list[str]:
         if self.args.server == "fake":
-            return [
-                sys.executable,
-                "-m",
-                "rigaudit.tools.bench.fake_server",
-                "--port",
-                str(port),
-                "--ttft-ms",
-                "2",
-                "--itl-ms",
-                "2",
-            ]
+            fake = ["-m", "rigaudit.tools.bench.fake_server", "--port", str(port), "--ttft-ms", "2", "--itl-ms", "2"]
+            return [sys.executable, *fake]
         return [sys.executable, str(ROOT / "benchmarks" / "tiny_openai_server.py"), "--port", str(port), "--device", "cuda:0"]
 
     def start_server(self, name: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
         port = self.port
-        log = self.out / f"server-{name}.log"
+        log = self.work / f"server-{name}.log"
         env = {**self.env, **extra_env}
         begin = time.perf_counter()
         handle = log.open("wb")
@@ -120,7 +124,7 @@ class Runner:
                 break
             time.sleep(0.2)
         proc.kill()
-        raise SystemExit(f"the {name} server did not come up; see {log}")
+        raise RuntimeError(f"the {name} server did not come up; see {log.name}")
 
     def stop_server(self, proc: subprocess.Popen[bytes]) -> None:
         proc.terminate()
@@ -132,40 +136,46 @@ class Runner:
 
     # --- the benchmarks ----------------------------------------------------------------------------
 
-    def load(self, url: str) -> list[str]:
+    def load(self, url: str, *, concurrency: str | None = None, requests: int | None = None) -> list[str]:
         a = self.args
         return [
-            "--base-url", url, "--model", a.model, "--concurrency", a.concurrency, "--requests", str(a.requests),
-            "--max-tokens", str(a.max_tokens), "--prompt-tokens", str(a.prompt_tokens), "--warmup", str(a.warmup),
+            "--base-url", url, "--model", a.model, "--concurrency", concurrency or a.concurrency,
+            "--requests", str(requests or a.requests), "--max-tokens", str(a.max_tokens),
+            "--prompt-tokens", str(a.prompt_tokens), "--warmup", str(a.warmup),
         ]  # fmt: skip
 
-    def inference(self, url: str, name: str) -> Path:
-        path = self.out / f"{name}.json"
+    def calibrate(self, url: str) -> dict[str, Any]:
+        path, keep = self.work / "calibration.json", self.work / "calibration-sessions"
         begin = time.perf_counter()
-        self.rigaudit(
-            "bench",
-            "inference",
-            *self.load(url),
-            "--repeat",
-            str(self.args.repeat),
-            "--yes",
-            "--json",
-            str(path),
-            "--no-transcript",
-        )
-        self.timings.setdefault("inference run s", round(time.perf_counter() - begin, 1))
+        argv = ["bench", "calibrate", *self.load(url), "--repeat", str(self.args.repeat)]
+        argv += ["--sessions", str(self.args.calibration_sessions), "--keep", str(keep), "--json", str(path), "--yes"]
+        code = self.rigaudit(*argv)
+        self.timings["calibration s"] = round(time.perf_counter() - begin, 1)
+        if code != 0 or not path.exists():
+            raise RuntimeError("bench calibrate failed; see log.txt")
+        return self.calibration_summary(path)
+
+    def inference(self, url: str, name: str) -> Path:
+        path = self.work / f"{name}.json"
+        begin = time.perf_counter()
+        self.rigaudit("bench", "inference", *self.load(url), "--repeat", str(self.args.repeat), "--yes", "--json", str(path))
+        self.timings.setdefault("one inference session s", round(time.perf_counter() - begin, 1))
+        if not path.exists():
+            raise RuntimeError(f"bench inference wrote no {path.name}; see log.txt")
         return path
 
-    def compare(self, base: Path, new: Path, name: str) -> dict[str, Any]:
-        path = self.out / f"{name}.json"
-        self.rigaudit("bench", "compare", str(base), str(new), "--json", str(path), "--no-transcript", expect=(0, 3))
-        return json.loads(path.read_text()) if path.exists() else {}
+    def compare(self, base: list[Path], new: list[Path], name: str) -> dict[str, Any]:
+        path = self.work / f"{name}.json"
+        sides = [str(p) for p in base] + (["--against", *map(str, new)] if len(base) + len(new) > 2 else [str(new[0])])
+        self.rigaudit("bench", "compare", *sides, "--json", str(path), expect=(0, 3))
+        return dict(json.loads(path.read_text())) if path.exists() else {}
 
     def ab(self, url: str) -> dict[str, Any]:
         plan, before, where = self.ab_plan()
-        path, journal = self.out / "ab.json", self.out / "ab-journal.jsonl"
-        argv = ["bench", "ab", "--plan", str(plan), "--only", STEP, *self.load(url), "--cycles", str(self.args.cycles)]
-        argv += ["--yes", "--journal", str(journal), "--json", str(path), "--no-transcript", *where]
+        path, journal = self.work / "ab.json", self.work / "ab-journal.jsonl"
+        load = self.load(url, concurrency=self.args.ab_concurrency, requests=self.args.ab_requests)
+        argv = ["bench", "ab", "--plan", str(plan), "--only", STEP, *load, "--cycles", str(self.args.cycles)]
+        argv += ["--yes", "--journal", str(journal), "--json", str(path), *where]
         begin = time.perf_counter()
         code = self.rigaudit(*argv)
         self.timings["bench ab s"] = round(time.perf_counter() - begin, 1)
@@ -176,7 +186,7 @@ class Runner:
     def swappiness(self) -> str:
         if self.args.live:
             return Path("/proc/sys/vm/swappiness").read_text().strip()
-        return (self.out / "ab-copy" / "files" / "proc" / "sys" / "vm" / "swappiness").read_text().strip()
+        return (self.work / "ab-copy" / "files" / "proc" / "sys" / "vm" / "swappiness").read_text().strip()
 
     def ab_plan(self) -> tuple[Path, str, list[str]]:
         if self.args.live:
@@ -185,7 +195,7 @@ class Runner:
         else:
             if self.args.ab_snapshot is None:
                 raise SystemExit("without --live, (c) needs --ab-snapshot SNAP (a snapshot with /proc/sys/vm/swappiness)")
-            where = ["--snapshot", str(self.args.ab_snapshot), "--into", str(self.out / "ab-copy")]
+            where = ["--snapshot", str(self.args.ab_snapshot), "--into", str(self.work / "ab-copy")]
             current = (Path(self.args.ab_snapshot) / "files" / "proc" / "sys" / "vm" / "swappiness").read_text().strip()
         value = "10" if current != "10" else "30"
         step = {
@@ -194,9 +204,49 @@ class Runner:
             "actions": [{"type": "sysctl", "key": "vm.swappiness", "value": value}], "risk": "low",
             "verify": f"cat /proc/sys/vm/swappiness shows {value}", "revert": f"sysctl -w vm.swappiness={current}",
         }  # fmt: skip
-        plan = self.out / "ab-plan.json"
+        plan = self.work / "ab-plan.json"
         plan.write_text(json.dumps({"steps": [step]}, indent=2))
         return plan, current, where
+
+    def importable(self) -> None:
+        """rigaudit and its dependencies importable in this process too (for the figures computed here)."""
+        for path in (*self.site, str(ROOT)):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+
+    def calibration_summary(self, path: Path) -> dict[str, Any]:
+        self.importable()
+        from rigaudit.tools.bench.calibration import load_calibration
+        from rigaudit.tools.bench.compare import Settings
+        from rigaudit.tools.bench.render_calibration import calibration_table
+
+        calibration = load_calibration(path)
+        return {
+            "describe": calibration.describe(),
+            "session_cv": calibration.headline_cv(),
+            "table": calibration_table(calibration, Settings()),
+        }
+
+    def replay(self, files: list[Path]) -> dict[str, Any]:
+        """Every pair of the A/A sessions through compare, in this process: calibrated leave-pair-out, default, zero."""
+        self.importable()
+        from rigaudit.tools.bench.results import load_result
+        from rigaudit.tools.testing.bench_replay import replay
+
+        sessions = [load_result(p) for p in files]
+        out: dict[str, Any] = {"sessions": len(sessions)}
+        for mode in ("calibrated", "default", "zero"):
+            if mode == "calibrated" and len(sessions) < 4:
+                continue
+            done = replay(sessions, mode)  # type: ignore[arg-type]
+            out[mode] = {
+                "comparisons": done.comparisons,
+                "false": done.false,
+                "rate": round(done.rate, 4),
+                "headline_verdicts": done.headline_verdicts,
+                "calls": done.calls[:40],
+            }
+        return out
 
 
 def free_port() -> int:
@@ -205,21 +255,33 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _calls(comparison: dict[str, Any]) -> list[str]:
+def _levels(comparison: dict[str, Any]) -> list[dict[str, Any]]:
+    return comparison.get("levels") or [lv for arm in comparison.get("arms", []) for lv in arm["levels"]]
+
+
+def calls(comparison: dict[str, Any]) -> list[str]:
     """Every verdict that calls a change ("improved"/"regressed"), as "c=4 ttft_ms_p50 improved"."""
-    levels = comparison.get("levels") or [lv for arm in comparison.get("arms", []) for lv in arm["levels"]]
     return [
         f"c={lv['concurrency']} {m['metric']} {m['verdict']}"
-        for lv in levels
+        for lv in _levels(comparison)
         for m in lv["metrics"]
         if m["verdict"] in ("improved", "regressed")
     ]
 
 
+def _label(m: dict[str, Any]) -> str:
+    if m["verdict"] != "not enough repeats":
+        return str(m["verdict"])
+    if m.get("repeats_needed"):
+        return f"not enough repeats (need >= {m['repeats_needed']})"
+    if m.get("sessions_needed"):
+        return f"not enough sessions (need >= {m['sessions_needed']} a side)"
+    return "not enough repeats"
+
+
 def headline(comparison: dict[str, Any]) -> list[dict[str, Any]]:
-    levels = comparison.get("levels") or [lv for arm in comparison.get("arms", []) for lv in arm["levels"]]
     out = []
-    for lv in levels:
+    for lv in _levels(comparison):
         m = lv["metrics"][0]
         out.append(
             {
@@ -230,8 +292,9 @@ def headline(comparison: dict[str, Any]) -> list[dict[str, Any]]:
                 "ci": [m["ci_low"], m["ci_high"]],
                 "p_holm": m["p_adjusted"],
                 "verdict": m["verdict"],
-                "repeats_needed": m["repeats_needed"],
+                "label": _label(m),
                 "noise": m["noise"],
+                "session_noise": m.get("session_noise"),
             }
         )
     return out
@@ -241,44 +304,104 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1%}"
 
 
+def _row(h: dict[str, Any]) -> str:
+    """``| level | base → new | change [CI] | p | verdict |``."""
+    shown = f"{h['base'] or 0:.1f} → {h['new'] or 0:.1f}"
+    return f"| {h['concurrency']} | {shown} | {_ci(h)} | {_p(h['p_holm'])} | {h['label']} |"
+
+
+def _ci(h: dict[str, Any]) -> str:
+    return f"{_pct(h['change'])} [{_pct(h['ci'][0])}, {_pct(h['ci'][1])}]"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _calibration_lines(cal: dict[str, Any]) -> list[str]:
+    headers, rows = cal["table"]
+    lines = [
+        f"{cal['describe']}. Each session a fresh process. Session CV: the spread between sessions that repeats "
+        "cannot see (one-way ANOVA of the sessions, output tok/s); repeat CV: the spread within one; one session a side: "
+        "the half-width of a compare of one session against one at this spread, whatever its repeats.",
+        "",
+        "| " + " | ".join(headers) + " |",
+        "|" + "---|" * len(headers),
+    ]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
 def markdown(summary: dict[str, Any]) -> str:
-    lines = ["# bench compare / bench ab on real hardware (benchmarks/bench_stats_h200.py)", ""]
-    lines.append(f"Machine: {summary['machine']}. Workload: {summary['workload']}. Total {summary['elapsed_s']:.0f} s.")
-    aa = summary["a_identical"]
-    lines += ["", f"## (a) identical configurations: {aa['comparisons']} comparisons, {aa['false']} with a false verdict", ""]
-    lines += ["| pair | level | tok/s base → new | change [CI] | p (Holm) | verdict |", "|---|---|---|---|---|---|"]
-    for item in aa["pairs"]:
-        for h in item["headline"]:
-            ci = f"[{_pct(h['ci'][0])}, {_pct(h['ci'][1])}]"
-            verdict = h["verdict"] + (f" (need >= {h['repeats_needed']})" if h["repeats_needed"] else "")
-            lines.append(
-                f"| {item['name']} | {h['concurrency']} | {h['base'] or 0:.1f} → {h['new'] or 0:.1f} | {_pct(h['change'])} {ci} "
-                f"| {h['p_holm'] if h['p_holm'] is None else round(h['p_holm'], 3)} | {verdict} |"
-            )
-        for call in item["calls"]:
-            lines.append(f"| {item['name']} | | | | | false call: {call} |")
+    lines = [f"## On real hardware: 1x H200, {summary['when']} (benchmarks/bench_stats_h200.py)", ""]
+    lines.append(
+        f"Machine: {summary['machine']}. Server: {summary['server']}. Workload: {summary['workload']}. "
+        f"Total {summary['elapsed_s']:.0f} s."
+    )
+    if summary.get("error"):
+        lines += ["", f"**The run stopped early**: {summary['error']}; what ran is below."]
+    if "calibration" in summary:
+        lines += ["", "### Calibration", "", *_calibration_lines(summary["calibration"])]
+    aa = summary.get("a_identical")
+    if aa:
+        lines += [
+            "",
+            f"### (a) identical configurations: {aa['comparisons']} comparisons, {aa['false']} with a false verdict",
+            "",
+            "Disjoint pairs of separate `bench inference` sessions, judged by `bench compare` with the stored "
+            f"calibration (between sessions: {aa.get('modes')}).",
+            "",
+            "| pair | level | tok/s base → new | change [95% CI] | p (Holm) | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        for item in aa["pairs"]:
+            for h in item["headline"]:
+                lines.append(
+                    f"| {item['name']} | {h['concurrency']} | {h['base'] or 0:.1f} → {h['new'] or 0:.1f} | {_ci(h)} "
+                    f"| {_p(h['p_holm'])} | {h['label']} |"
+                )
+            for call in item["calls"]:
+                lines.append(f"| {item['name']} | | | | | false call: {call} |")
+    rep = summary.get("replay")
+    if rep:
+        lines += [
+            "",
+            f"Every pair of the {rep['sessions']} A/A sessions (calibration's and (a)'s), replayed through the same compare:",
+            "",
+            "| judged | comparisons | false calls | rate | headline verdicts |",
+            "|---|---|---|---|---|",
+        ]
+        names = {
+            "calibrated": "calibrated from the other sessions",
+            "default": "not calibrated (default)",
+            "zero": "--session-cv 0",
+        }
+        for mode in ("calibrated", "default", "zero"):
+            if mode in rep:
+                r = rep[mode]
+                verdicts = ", ".join(f"{k}: {v}" for k, v in sorted(r["headline_verdicts"].items()))
+                lines.append(f"| {names[mode]} | {r['comparisons']} | {r['false']} | {r['rate']:.1%} | {verdicts} |")
+    b = summary.get("b_sessions", 1)
     for key, title in (
-        ("b_remove_clb", "(b) removing CUDA_LAUNCH_BLOCKING=1"),
-        ("b_add_clb", "(b) adding CUDA_LAUNCH_BLOCKING=1"),
+        ("b_add_clb", f"(b) adding CUDA_LAUNCH_BLOCKING=1 (server restarted; {b} session(s) a side)"),
+        ("b_remove_clb", "(b) removing CUDA_LAUNCH_BLOCKING=1 (server restarted again)"),
     ):
-        lines += ["", f"## {title}", "", "| level | tok/s before → after | change [CI] | verdict |", "|---|---|---|---|"]
-        for h in summary[key]:
-            lines.append(
-                f"| {h['concurrency']} | {h['base'] or 0:.1f} → {h['new'] or 0:.1f} | {_pct(h['change'])} "
-                f"[{_pct(h['ci'][0])}, {_pct(h['ci'][1])}] | {h['verdict']} |"
-            )
-    ab = summary["c_ab"]
-    lines += ["", f"## (c) bench ab of vm.swappiness {ab['swappiness_before']} ↔ its new value", ""]
-    before, after = ab["swappiness_before"], ab["swappiness_after"]
-    lines.append(f"Exit {ab['exit']}; swappiness before {before}, after {after} (restored: {ab['restored']}).")
-    lines += ["", "| level | tok/s A → B | change [CI] | verdict |", "|---|---|---|---|"]
-    for h in ab["headline"]:
+        if key in summary:
+            lines += ["", f"### {title}", "", "| level | tok/s before → after | change [95% CI] | p (Holm) | verdict |"]
+            lines.append("|---|---|---|---|---|")
+            lines += [_row(h) for h in summary[key]]
+    ab = summary.get("c_ab")
+    if ab:
+        lines += ["", f"### (c) bench ab of vm.swappiness {ab['swappiness_before']} ↔ another value", ""]
         lines.append(
-            f"| {h['concurrency']} | {h['base'] or 0:.1f} → {h['new'] or 0:.1f} | {_pct(h['change'])} "
-            f"[{_pct(h['ci'][0])}, {_pct(h['ci'][1])}] | {h['verdict']} |"
+            f"{ab['workload']}. Exit {ab['exit']}; swappiness before {ab['swappiness_before']}, after "
+            f"{ab['swappiness_after']} (restored: {ab['restored']}); complete: {ab['complete']}."
         )
-    lines += [f"- false calls: {', '.join(ab['calls']) or 'none'}", "", "## Timings", ""]
+        lines += ["", "| level | tok/s A → B | change [95% CI] | p (Holm) | verdict |", "|---|---|---|---|---|"]
+        lines += [_row(h) for h in ab["headline"]]
+        lines.append(f"- false calls: {', '.join(ab['calls']) or 'none'}")
+    lines += ["", "### Timings", ""]
     lines += [f"- {k}: {v}" for k, v in summary["timings"].items()]
+    lines += ["", f"Every result, comparison, the calibration and the logs: `{ARCHIVE}`."]
     return "\n".join(lines) + "\n"
 
 
@@ -290,93 +413,137 @@ def machine() -> str:
         return "no nvidia-smi (CPU check)"
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-stats-out")))
     parser.add_argument("--server", choices=("tiny", "fake"), default="tiny")
     parser.add_argument("--live", action="store_true", help="switch vm.swappiness on this machine (root; the H200)")
     parser.add_argument("--ab-snapshot", type=Path, help="without --live: the snapshot whose copy bench ab switches")
     parser.add_argument("--wheels", default=str(ROOT / ".whl"))
-    parser.add_argument("--budget-s", type=float, default=450.0)
-    parser.add_argument("--comparisons", type=int, default=10, help="A/A comparisons wanted (two runs each)")
+    parser.add_argument("--budget-s", type=float, default=420.0)
+    parser.add_argument("--comparisons", type=int, default=10, help="A/A comparisons wanted (two sessions each)")
+    parser.add_argument("--calibration-sessions", type=int, default=6)
+    parser.add_argument("--b-sessions", type=int, default=2, help="sessions a side for (b)")
     parser.add_argument("--model", default="tiny-llama")
+    # (a) as in the lead's first run (docs/validation/h200-run1), so both runs' sessions are alike
     parser.add_argument("--concurrency", default="1,4")
     parser.add_argument("--requests", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--prompt-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=4)
-    parser.add_argument("--cycles", type=int, default=6)
+    # (c): concurrency 4, four full waves a visit: the paired noise then fits ±10% in 8 cycles (bench-stats.md)
+    parser.add_argument("--ab-concurrency", default="4")
+    parser.add_argument("--ab-requests", type=int, default=16)
+    parser.add_argument("--cycles", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a CPU check of the script itself")
     args = parser.parse_args()
     if args.quick:
-        args.comparisons = min(args.comparisons, 2)
+        args.comparisons, args.calibration_sessions, args.b_sessions = min(args.comparisons, 2), 3, 1
         args.requests, args.max_tokens, args.prompt_tokens = 2, 4, 8
         args.repeat, args.warmup, args.cycles, args.concurrency = 3, 1, 2, "1,2"
+        args.ab_concurrency, args.ab_requests = "2", 2
     if args.server == "fake" and args.model == "tiny-llama":
         args.model = "fake-model"
-    args.out.mkdir(parents=True, exist_ok=True)
-    run = Runner(args)
-    summary: dict[str, Any] = {"machine": machine(), "server": args.server, "live": args.live}
-    summary["workload"] = (
-        f"concurrency {args.concurrency}, {args.requests} requests per level and repeat, {args.prompt_tokens} prompt / "
-        f"{args.max_tokens} output tokens, {args.repeat} repeats, {args.warmup} warm-up; bench ab {args.cycles} cycles"
-    )
+    return args
 
+
+def run_all(run: Runner, summary: dict[str, Any]) -> None:
+    a = run.args
     server, url = run.start_server("normal-1", {})
     try:
-        first = run.inference(url, "normal-before")
-        per_run = run.timings["inference run s"]
+        summary["calibration"] = run.calibrate(url)
         ab = run.ab(url)
-        ab_cost = run.timings["bench ab s"]
-        # what is left after (b): two restarts, two runs, the compares (a few seconds)
-        reserve = 2 * run.timings["server normal-1 start s"] + 2 * per_run + 15
-        room = max(0.0, args.budget_s - run.elapsed() - reserve)
-        pairs = max(1, min(args.comparisons, int(room // (2 * per_run))))
-        run.say(f"one run {per_run:.1f} s, bench ab {ab_cost:.1f} s: {pairs} A/A comparisons fit the budget")
-        aa_files = []
-        for index in range(2 * pairs):
-            if index >= 2 and run.elapsed() + reserve + per_run > args.budget_s:
-                run.say("budget reached: stopping the A/A runs")
+        first = run.inference(url, "aa-01")
+        per_session = run.timings["one inference session s"]
+        restart = run.timings["server normal-1 start s"]
+        # what (b) and the rest need: two restarts, 2 x b_sessions sessions, the compares, the replay, packing
+        reserve = 2 * min(restart, 60) + 2 * a.b_sessions * per_session + (a.comparisons + 2) * 2.5 + 25
+        room = run.left() - reserve
+        sessions = max(2, min(2 * a.comparisons, 1 + int(room // per_session)))
+        run.say(f"one session {per_session:.1f} s, bench ab {run.timings['bench ab s']:.1f} s: {sessions // 2} A/A pairs fit")
+        aa = [first]
+        for index in range(1, sessions):
+            if index >= 2 and run.left() < reserve + per_session:
+                run.say("budget reached: stopping the A/A sessions")
                 break
-            aa_files.append(run.inference(url, f"aa-{index + 1:02d}"))
+            aa.append(run.inference(url, f"aa-{index + 1:02d}"))
     finally:
         run.stop_server(server)
-    aa_files = aa_files[: len(aa_files) // 2 * 2]
-    pairs_out = []
-    for index in range(0, len(aa_files), 2):
+    aa = aa[: len(aa) // 2 * 2]
+    pairs = []
+    for index in range(0, len(aa), 2):
         name = f"aa-compare-{index // 2 + 1:02d}"
-        comparison = run.compare(aa_files[index], aa_files[index + 1], name)
-        pairs_out.append({"name": name, "headline": headline(comparison), "calls": _calls(comparison)})
-    summary["a_identical"] = {
-        "comparisons": len(pairs_out),
-        "false": sum(1 for p in pairs_out if p["calls"]),
-        "headline_verdicts": [h["verdict"] for p in pairs_out for h in p["headline"]],
-        "pairs": pairs_out,
-    }
-
-    server, url = run.start_server("clb", {"CUDA_LAUNCH_BLOCKING": "1"})
-    try:
-        clb = run.inference(url, "clb")
-    finally:
-        run.stop_server(server)
-    server, url = run.start_server("normal-2", {})
-    try:
-        after = run.inference(url, "normal-after")
-    finally:
-        run.stop_server(server)
-    summary["b_add_clb"] = headline(run.compare(first, clb, "compare-add-clb"))
-    summary["b_remove_clb"] = headline(run.compare(clb, after, "compare-remove-clb"))
+        comparison = run.compare([aa[index]], [aa[index + 1]], name)
+        pairs.append(
+            {"name": name, "headline": headline(comparison), "calls": calls(comparison), "between": comparison.get("between")}
+        )
+    modes = sorted({str((p["between"] or {}).get("mode")) for p in pairs})
+    summary["a_identical"] = {"comparisons": len(pairs), "false": sum(1 for p in pairs if p["calls"]), "modes": ", ".join(modes)}
+    summary["a_identical"]["pairs"] = pairs
     ab_result = ab.pop("result")
     comparison = ab_result.get("comparison", {})
-    summary["c_ab"] = {**ab, "headline": headline(comparison), "calls": _calls(comparison), "complete": ab_result.get("complete")}
+    summary["c_ab"] = {
+        **ab,
+        "workload": f"concurrency {a.ab_concurrency}, {a.ab_requests} requests a visit, {a.cycles} cycles",
+        "headline": headline(comparison),
+        "calls": calls(comparison),
+        "complete": ab_result.get("complete"),
+    }
+    groups: dict[str, list[Path]] = {}
+    for name, env in (("clb", {"CUDA_LAUNCH_BLOCKING": "1"}), ("normal-2", {})):
+        server, url = run.start_server(name, env)
+        try:
+            groups[name] = [run.inference(url, f"{name}-{i + 1}") for i in range(a.b_sessions)]
+        finally:
+            run.stop_server(server)
+    before = aa[-a.b_sessions :]
+    summary["b_add_clb"] = headline(run.compare(before, groups["clb"], "compare-add-clb"))
+    summary["b_remove_clb"] = headline(run.compare(groups["clb"], groups["normal-2"], "compare-remove-clb"))
+    calibration_sessions = sorted((run.work / "calibration-sessions").glob("session-*.json"))
+    summary["replay"] = run.replay([*calibration_sessions, *aa])
+
+
+def pack(work: Path, out: Path, summary: dict[str, Any]) -> None:
+    """ONE archive of every file made, then summary.md and summary.json beside it: three files under ``out``."""
+    shutil.rmtree(work / "state", ignore_errors=True)
+    (work / "summary.json").write_text(json.dumps(summary, indent=2))
+    (work / "summary.md").write_text(markdown(summary))
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out / ARCHIVE, "w:gz") as archive:
+        archive.add(work, arcname="bench-stats-h200")
+    shutil.copyfile(work / "summary.json", out / "summary.json")
+    shutil.copyfile(work / "summary.md", out / "summary.md")
+
+
+def main() -> int:
+    args = arguments()
+    work = Path(tempfile.mkdtemp(prefix="bench-stats-"))
+    run = Runner(args, work)
+    summary: dict[str, Any] = {
+        "machine": machine(),
+        "server": "benchmarks/tiny_openai_server.py on cuda:0" if args.server == "tiny" else "the fake server (CPU check)",
+        "live": args.live,
+        "b_sessions": args.b_sessions,
+        "when": time.strftime("%Y-%m-%d", time.gmtime()),
+        "workload": (
+            f"concurrency {args.concurrency}, {args.requests} requests per level and repeat, {args.prompt_tokens} prompt / "
+            f"{args.max_tokens} output tokens, {args.repeat} repeats, {args.warmup} warm-up"
+        ),
+    }
+    try:
+        run_all(run, summary)
+    except Exception as exc:  # pack what ran, whatever stopped it
+        summary["error"] = f"{type(exc).__name__}: {exc}"
+        run.log.write(traceback.format_exc())
     summary["elapsed_s"] = round(run.elapsed(), 1)
     summary["timings"] = run.timings
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (args.out / "summary.md").write_text(markdown(summary))
-    shutil.rmtree(args.out / "state", ignore_errors=True)
+    run.log.close()
+    pack(work, args.out, summary)
+    shutil.rmtree(work, ignore_errors=True)
     print(markdown(summary))
-    return 0 if ab["restored"] and ab["exit"] == 0 else 1
+    ab = summary.get("c_ab", {})
+    return 0 if not summary.get("error") and ab.get("restored") and ab.get("exit") == 0 else 1
 
 
 if __name__ == "__main__":

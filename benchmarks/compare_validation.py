@@ -38,40 +38,57 @@ H200 = Session(drift=0.065, session_cv=0.06)
 ZERO, DEFAULT = Judging("given", 0.0), Judging("default")
 CAL6, CAL10 = Judging("calibrated", calibration_sessions=6), Judging("calibrated", calibration_sessions=10)
 
-SCENARIOS: list[tuple[str, str, dict[str, object]]] = [
-    ("compare", "identical, 3 repeats, drift 10%", {"repeats": 3, "gain": 1.0, "session": Session()}),
-    ("compare", "identical, 5 repeats, drift 10%", {"repeats": 5, "gain": 1.0, "session": Session()}),
-    ("compare", "identical, 5 repeats, drift 5% + 10% trend", {"repeats": 5, "gain": 1.0, "session": Session(0.05, 0.10)}),
-    ("compare", "identical, 10 repeats, drift 10%", {"repeats": 10, "gain": 1.0, "session": Session()}),
-    ("compare", "+30%, 3 repeats, drift 10%", {"repeats": 3, "gain": 1.3, "session": Session()}),
-    ("compare", "+30%, 5 repeats, drift 10%", {"repeats": 5, "gain": 1.3, "session": Session()}),
-    ("compare", "+30%, 5 repeats, drift SD 5.8% (uniform ±10%)", {"repeats": 5, "gain": 1.3, "session": Session(0.058)}),
-    ("compare", "-30%, 5 repeats, drift 10%", {"repeats": 5, "gain": 1 / 1.3, "session": Session()}),
-    ("compare", "+10%, 5 repeats, drift 10%", {"repeats": 5, "gain": 1.1, "session": Session()}),
+S3, S3CAL = Judging("default", sessions=3), Judging("calibrated", sessions=3)
+
+
+Scenario = tuple[str, str, dict[str, object]]
+
+
+def _c(name: str, gain: float, session: Session, judging: Judging | None = None, repeats: int = 5) -> Scenario:
+    kwargs: dict[str, object] = {"repeats": repeats, "gain": gain, "session": session}
+    if judging is not None:
+        kwargs["judging"] = judging
+    return ("compare", name, kwargs)
+
+
+def _ab(name: str, gain: float, session: Session, cycles: int) -> Scenario:
+    return ("ab", name, {"cycles": cycles, "gain": gain, "session": session})
+
+
+SCENARIOS: list[Scenario] = [
+    _c("identical, 3 repeats, drift 10%", 1.0, Session(), repeats=3),
+    _c("identical, 5 repeats, drift 10%", 1.0, Session()),
+    _c("identical, 5 repeats, drift 5% + 10% trend", 1.0, Session(0.05, 0.10)),
+    _c("identical, 10 repeats, drift 10%", 1.0, Session(), repeats=10),
+    _c("+30%, 3 repeats, drift 10%", 1.3, Session(), repeats=3),
+    _c("+30%, 5 repeats, drift 10%", 1.3, Session()),
+    _c("+30%, 5 repeats, drift SD 5.8% (uniform ±10%)", 1.3, Session(0.058)),
+    _c("-30%, 5 repeats, drift 10%", 1 / 1.3, Session()),
+    _c("+10%, 5 repeats, drift 10%", 1.1, Session()),
     # the same world (no session component) judged without knowing it: the cost of not knowing
-    ("compare", "identical, 5 repeats, drift 10%; calibrated (6)", {"repeats": 5, "gain": 1.0, "session": Session(), "judging": CAL6}),
-    ("compare", "+30%, 5 repeats, drift 10%; calibrated (6)", {"repeats": 5, "gain": 1.3, "session": Session(), "judging": CAL6}),
-    ("compare", "+30%, 5 repeats, drift 10%; calibrated (10)", {"repeats": 5, "gain": 1.3, "session": Session(), "judging": CAL10}),
-    ("compare", "+30%, 5 repeats, drift 10%; not calibrated", {"repeats": 5, "gain": 1.3, "session": Session(), "judging": DEFAULT}),
+    _c("identical, 5 repeats, drift 10%; calibrated (6)", 1.0, Session(), CAL6),
+    _c("+30%, 5 repeats, drift 10%; calibrated (6)", 1.3, Session(), CAL6),
+    _c("+30%, 5 repeats, drift 10%; calibrated (10)", 1.3, Session(), CAL10),
+    _c("+30%, 5 repeats, drift 10%; not calibrated", 1.3, Session(), DEFAULT),
     # a session component as the H200 measured: 6% between sessions, 6.5% between repeats
-    ("compare", "H200-like identical; --session-cv 0", {"repeats": 5, "gain": 1.0, "session": H200, "judging": ZERO}),
-    ("compare", "H200-like identical; not calibrated", {"repeats": 5, "gain": 1.0, "session": H200, "judging": DEFAULT}),
-    ("compare", "H200-like identical; calibrated (6)", {"repeats": 5, "gain": 1.0, "session": H200, "judging": CAL6}),
-    ("compare", "H200-like identical; calibrated (10)", {"repeats": 5, "gain": 1.0, "session": H200, "judging": CAL10}),
-    ("compare", "H200-like identical; 3 vs 3 sessions", {"repeats": 5, "gain": 1.0, "session": H200, "judging": Judging("default", sessions=3)}),
-    ("compare", "H200-like identical; 3 vs 3, calibrated (6)", {"repeats": 5, "gain": 1.0, "session": H200, "judging": Judging("calibrated", sessions=3)}),
-    ("compare", "H200-like +30%; --session-cv 0", {"repeats": 5, "gain": 1.3, "session": H200, "judging": ZERO}),
-    ("compare", "H200-like +30%; not calibrated", {"repeats": 5, "gain": 1.3, "session": H200, "judging": DEFAULT}),
-    ("compare", "H200-like +30%; calibrated (6)", {"repeats": 5, "gain": 1.3, "session": H200, "judging": CAL6}),
-    ("compare", "H200-like +30%; calibrated (10)", {"repeats": 5, "gain": 1.3, "session": H200, "judging": CAL10}),
-    ("compare", "H200-like +30%; 3 vs 3 sessions", {"repeats": 5, "gain": 1.3, "session": H200, "judging": Judging("default", sessions=3)}),
-    ("compare", "H200-like +30%; 3 vs 3, calibrated (6)", {"repeats": 5, "gain": 1.3, "session": H200, "judging": Judging("calibrated", sessions=3)}),
-    ("compare", "H200-like -30%; calibrated (6)", {"repeats": 5, "gain": 1 / 1.3, "session": H200, "judging": CAL6}),
-    ("ab", "identical, 6 cycles, drift 10% + 20% trend", {"cycles": 6, "gain": 1.0, "session": Session(0.10, 0.20)}),
-    ("ab", "+30%, 6 cycles, drift 10% + 20% trend", {"cycles": 6, "gain": 1.3, "session": Session(0.10, 0.20)}),
-    ("ab", "+30%, 8 cycles, drift 10% + 20% trend", {"cycles": 8, "gain": 1.3, "session": Session(0.10, 0.20)}),
-    ("ab", "+10%, 6 cycles, drift 3% + 20% trend", {"cycles": 6, "gain": 1.1, "session": Session(0.03, 0.20)}),
-]  # fmt: skip
+    _c("H200-like identical; --session-cv 0", 1.0, H200, ZERO),
+    _c("H200-like identical; not calibrated", 1.0, H200, DEFAULT),
+    _c("H200-like identical; calibrated (6)", 1.0, H200, CAL6),
+    _c("H200-like identical; calibrated (10)", 1.0, H200, CAL10),
+    _c("H200-like identical; 3 vs 3 sessions", 1.0, H200, S3),
+    _c("H200-like identical; 3 vs 3, calibrated (6)", 1.0, H200, S3CAL),
+    _c("H200-like +30%; --session-cv 0", 1.3, H200, ZERO),
+    _c("H200-like +30%; not calibrated", 1.3, H200, DEFAULT),
+    _c("H200-like +30%; calibrated (6)", 1.3, H200, CAL6),
+    _c("H200-like +30%; calibrated (10)", 1.3, H200, CAL10),
+    _c("H200-like +30%; 3 vs 3 sessions", 1.3, H200, S3),
+    _c("H200-like +30%; 3 vs 3, calibrated (6)", 1.3, H200, S3CAL),
+    _c("H200-like -30%; calibrated (6)", 1 / 1.3, H200, CAL6),
+    _ab("identical, 6 cycles, drift 10% + 20% trend", 1.0, Session(0.10, 0.20), 6),
+    _ab("+30%, 6 cycles, drift 10% + 20% trend", 1.3, Session(0.10, 0.20), 6),
+    _ab("+30%, 8 cycles, drift 10% + 20% trend", 1.3, Session(0.10, 0.20), 8),
+    _ab("+10%, 6 cycles, drift 3% + 20% trend", 1.1, Session(0.03, 0.20), 6),
+]
 
 
 def row(kind: str, name: str, rates: Rates, seconds: float) -> dict[str, object]:
@@ -94,7 +111,8 @@ def synthetic(comparisons: int) -> list[dict[str, object]]:
     for index, (kind, name, kwargs) in enumerate(SCENARIOS):
         start = time.perf_counter()
         # calibrated scenarios draw K more sessions per comparison: fewer comparisons keep the run short
-        count = comparisons // 2 if "judging" in kwargs and kwargs["judging"] in (CAL6, CAL10) else comparisons
+        judging = kwargs.get("judging")
+        count = comparisons // 2 if isinstance(judging, Judging) and judging.mode == "calibrated" else comparisons
         fn = compare_rates if kind == "compare" else ab_rates
         rates = fn(count, seed=1000 + index, **kwargs)  # type: ignore[operator]
         item = row(kind, name, rates, time.perf_counter() - start)

@@ -22,6 +22,7 @@ from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.render import COMPARE_LEGEND, compare_table, section
 from rigaudit.tools.bench.render_calibration import calibration_table, stored_table
 from rigaudit.tools.bench.results import BenchResult, load_result
+from rigaudit.tools.bounded import InputError
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events import EventSink, Progress, Warning_
 
@@ -70,7 +71,7 @@ def _calibration(run: CompareRun, first: BenchResult, emit: EventSink) -> tuple[
         return None, None
     try:
         found = find(first)
-    except BenchInputError as exc:
+    except (BenchInputError, InputError) as exc:
         emit(Warning_(text=f"the stored calibration cannot be used ({exc}): compared as if none; run bench calibrate again"))
         return None, None
     return found if found is not None else (None, None)

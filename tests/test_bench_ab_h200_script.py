@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,24 +16,35 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_stats_h200.
 
 
 @pytest.mark.slow
-def test_the_h200_script_runs_every_part_and_summarizes(tmp_path: Path) -> None:
+def test_the_h200_script_calibrates_runs_every_part_and_packs_three_files(tmp_path: Path) -> None:
     snapshot = make_snapshot(tmp_path / "snap")
     pristine = tree_digest(snapshot)
     out = tmp_path / "out"
     argv = [sys.executable, str(SCRIPT), "--out", str(out), "--server", "fake", "--ab-snapshot", str(snapshot)]
-    proc = subprocess.run([*argv, "--quick", "--comparisons", "1"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    proc = subprocess.run([*argv, "--quick", "--comparisons", "1"], capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # the device returns few files: one archive and the two summaries, nothing else
+    assert sorted(p.name for p in out.iterdir()) == ["bench-stats-h200.tar.gz", "summary.json", "summary.md"]
     summary = json.loads((out / "summary.json").read_text())
+    assert "error" not in summary
+    calibration = summary["calibration"]
+    assert "from 3 sessions" in calibration["describe"] and set(calibration["session_cv"]) == {"1", "2"}
     aa = summary["a_identical"]
     assert aa["comparisons"] == 1 and len(aa["pairs"][0]["headline"]) == 2  # levels 1 and 2
+    assert aa["modes"] == "calibrated"  # each A/A compare picked up the stored calibration
     assert aa["false"] == sum(1 for p in aa["pairs"] if p["calls"])
+    replay = summary["replay"]
+    assert replay["sessions"] == 5 and replay["calibrated"]["comparisons"] == 10  # 3 calibration + 2 A/A sessions
     # (b): like with like although the server was restarted (same URL), both directions judged
     assert [h["concurrency"] for h in summary["b_add_clb"]] == [1, 2] == [h["concurrency"] for h in summary["b_remove_clb"]]
     ab = summary["c_ab"]
     assert ab["exit"] == 0 and ab["restored"] and ab["complete"] and ab["swappiness_before"] == "60"
-    assert [h["concurrency"] for h in ab["headline"]] == [1, 2]
-    for name in ("normal-before", "aa-01", "aa-02", "clb", "normal-after", "ab", "aa-compare-01", "compare-remove-clb"):
-        assert json.loads((out / f"{name}.json").read_text())["schema"].startswith("rigaudit.")
-    assert "CUDA_LAUNCH_BLOCKING" in (out / "summary.md").read_text()
+    assert [h["concurrency"] for h in ab["headline"]] == [2]
+    with tarfile.open(out / "bench-stats-h200.tar.gz") as archive:
+        names = {Path(n).name for n in archive.getnames()}
+    for name in ("aa-01.json", "aa-02.json", "calibration.json", "session-01.json", "clb-1.json", "normal-2-1.json"):
+        assert name in names
+    assert {"ab.json", "aa-compare-01.json", "compare-remove-clb.json", "log.txt", "summary.md"} <= names
+    text = (out / "summary.md").read_text()
+    assert text.startswith("## On real hardware: 1x H200") and "### Calibration" in text and "CUDA_LAUNCH_BLOCKING" in text
     assert tree_digest(snapshot) == pristine  # only its copy was switched
-    assert not (out / "state").exists()
