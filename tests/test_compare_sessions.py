@@ -17,6 +17,7 @@ from rigaudit.tools.bench.like import WorkloadMismatch
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.bench.sessions import Between, anova, log_sessions, needed, nested
 from rigaudit.tools.bench.stats import t_quantile, t_two_sided_p, welch
+from rigaudit.tools.bounded import InputError
 from rigaudit.tools.testing.bench_pairs import Session, session_result
 
 H200 = Session(drift=0.065, session_cv=0.06, levels=(1, 4))
@@ -237,7 +238,7 @@ def test_stored_calibrations_are_found_by_host_and_workload(tmp_path: Path) -> N
 def test_a_bad_calibration_file_is_one_line(tmp_path: Path, text: str, match: str) -> None:
     bad = tmp_path / "cal.json"
     bad.write_text(text)
-    with pytest.raises(BenchInputError, match=match):
+    with pytest.raises((BenchInputError, InputError), match=match):  # both one line and exit 2 (UsageError)
         load_calibration(bad)
 
 
@@ -264,7 +265,13 @@ def test_cli_calibrate_then_compare_picks_it_up(tmp_path: Path, capsys: pytest.C
     assert main(["bench", "compare", runs[0], runs[1], "--json", str(compared), "--no-transcript"]) == 0
     data = json.loads(compared.read_text())
     assert data["between"]["mode"] == "calibrated" and "from 6 sessions" in data["between"]["text"]
-    assert "between sessions: calibrated" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "between sessions: calibrated" in printed and "(calibrated: 6 sessions)" in printed  # the title says it too
+    # the session spread the advice uses is the calibration's, within a little of what it stored
+    stored = json.loads(out.read_text())
+    head = next(c for c in stored["components"] if c["concurrency"] == 1 and c["metric"] == "output_tokens_per_s")
+    used = data["levels"][0]["metrics"][0]["session_noise"]
+    assert math.sqrt(max(0.0, (head["ms_between"] - head["ms_within"]) / head["n0"])) == pytest.approx(used, rel=0.35)
     assert main(["bench", "compare", runs[0], runs[1], "--json", str(compared), "--no-transcript", "--no-calibration"]) == 0
     assert json.loads(compared.read_text())["between"]["mode"] == "default"
     assert main(["bench", "compare", runs[0], runs[1], "--json", str(compared), "--no-transcript", "--session-cv", "0"]) == 0

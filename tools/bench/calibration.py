@@ -210,11 +210,8 @@ def save(calibration: Calibration, directory: Path | None = None) -> Path:
 
 
 def load_calibration(path: Path) -> Calibration:
-    """Read a calibration file; one clear BenchInputError when it is not one."""
-    try:
-        raw = load_json(path, limit=MAX_CALIBRATION_BYTES)
-    except InputError as exc:
-        raise BenchInputError(str(exc)) from None
+    """Read a calibration file; one clear InputError or BenchInputError when it is not one."""
+    raw = load_json(path, limit=MAX_CALIBRATION_BYTES)  # InputError (one line) when it cannot be read
     if not isinstance(raw, dict) or raw.get("schema") != CALIBRATION_SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
         raise BenchInputError(f"{path} is not a {CALIBRATION_SCHEMA} file (schema: {found!r})")

@@ -405,11 +405,10 @@ def between_note(
             )
         else:
             text = f"between sessions: a session CV of {settings.session_cv:.1%} assumed (--session-cv), added to every interval"
-        return BetweenNote("given", text, cvs)
+        return BetweenNote("given", text, cvs, None, f"session CV {settings.session_cv:.1%} given")
     if calibration is not None:
-        return BetweenNote(
-            "calibrated", f"between sessions: {calibration.describe()} ({where}); added to every interval", cvs, where
-        )
+        text = f"between sessions: {calibration.describe()} ({where}); added to every interval"
+        return BetweenNote("calibrated", text, cvs, where, f"calibrated: {calibration.sessions} sessions")
     if max(sessions) >= 2:
         text = (
             f"between sessions: {sessions[0]} vs {sessions[1]} sessions: each session counts once, its spread "

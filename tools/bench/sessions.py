@@ -211,7 +211,13 @@ def nested(
             terms, between_sd, between_df, source = dict(terms_w), 0.0, math.inf, "none"
         else:
             tau2, between_df = tau
-            between_sd = math.sqrt(max(0.0, tau2 - within_var / repeats)) if df_within else math.sqrt(tau2)
+            # sigma_B shown and used for advice: tau^2 less the within part, the calibration's repeats pooled in
+            w_var, w_df = within_var, df_within
+            if between.source == "calibrated" and between.squares is not None and between.squares.df_within > 0:
+                sq = between.squares
+                w_df = df_within + sq.df_within
+                w_var = (within_var * df_within + sq.within * sq.df_within) / w_df
+            between_sd = math.sqrt(max(0.0, tau2 - w_var / repeats)) if w_df else math.sqrt(tau2)
             source = "calibrated" if between.source == "calibrated" else "sessions"
             # never narrower than the repeats compared show on their own; the degrees of freedom stay tau's, so the
             # test only ever rejects less often than the exact t test on tau would
