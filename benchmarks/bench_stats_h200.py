@@ -21,8 +21,8 @@ docs/validation/bench-stats.md) and summary.json: three files.
 Without --live the swappiness step is switched in a copy of --ab-snapshot (never on this machine).
 Only the standard library is needed to start; rigaudit runs as `python -m rigaudit`, its missing
 dependencies (pydantic, openai) unpacked from the wheelhouse (--wheels, default .whl, made by
-benchmarks/make_wheelhouse.sh). The number of A/A sessions adapts so that the whole run stays within
---budget-s (default 420 s); at least 10 comparisons are attempted, fewer only if time runs out.
+benchmarks/make_wheelhouse.sh). The number of A/A sessions, then (b)'s sessions a side, adapt so that the whole
+run stays within --budget-s (default 400 s; under 7 minutes with the end's work): 10 A/A comparisons come first.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import traceback
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,7 @@ class Runner:
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in (*self.site, str(ROOT), self.env.get("PYTHONPATH", "")) if p)
         self.env["XDG_STATE_HOME"] = str(work / "state")
         self.log = (work / "log.txt").open("a", encoding="utf-8")
+        self.lock = threading.Lock()
         self.timings: dict[str, float] = {}
         self.port = free_port()
         """Every server listens here: compare refuses results of different URLs (like with like)."""
@@ -79,9 +82,13 @@ class Runner:
 
     def say(self, text: str) -> None:
         line = f"[{self.elapsed():6.1f}s] {text}"
+        self.write(line + "\n")
         print(line, flush=True)
-        self.log.write(line + "\n")
-        self.log.flush()
+
+    def write(self, text: str) -> None:
+        with self.lock:  # compares run in threads
+            self.log.write(text)
+            self.log.flush()
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -93,7 +100,7 @@ class Runner:
         command = [sys.executable, "-m", "rigaudit", *argv, "--no-transcript", "--no-live"]
         self.say("+ rigaudit " + " ".join(argv))
         proc = subprocess.run(command, check=False, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=600)
-        self.log.write(proc.stdout + proc.stderr)
+        self.write(proc.stdout + proc.stderr)
         if proc.returncode not in expect:
             self.say(f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
         return proc.returncode
@@ -169,6 +176,14 @@ class Runner:
         sides = [str(p) for p in base] + (["--against", *map(str, new)] if len(base) + len(new) > 2 else [str(new[0])])
         self.rigaudit("bench", "compare", *sides, "--json", str(path), expect=(0, 3))
         return dict(json.loads(path.read_text())) if path.exists() else {}
+
+    def compare_all(self, jobs: list[tuple[list[Path], list[Path], str]]) -> list[dict[str, Any]]:
+        """Every ``bench compare`` at once (each a process of its own; they only read): in the order given."""
+        begin = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) - 1))) as pool:
+            done = list(pool.map(lambda job: self.compare(*job), jobs))
+        self.timings["compares s"] = round(time.perf_counter() - begin, 1)
+        return done
 
     def ab(self, url: str) -> dict[str, Any]:
         plan, before, where = self.ab_plan()
@@ -420,7 +435,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--live", action="store_true", help="switch vm.swappiness on this machine (root; the H200)")
     parser.add_argument("--ab-snapshot", type=Path, help="without --live: the snapshot whose copy bench ab switches")
     parser.add_argument("--wheels", default=str(ROOT / ".whl"))
-    parser.add_argument("--budget-s", type=float, default=420.0)
+    parser.add_argument("--budget-s", type=float, default=400.0)
     parser.add_argument("--comparisons", type=int, default=10, help="A/A comparisons wanted (two sessions each)")
     parser.add_argument("--calibration-sessions", type=int, default=6)
     parser.add_argument("--b-sessions", type=int, default=2, help="sessions a side for (b)")
@@ -448,6 +463,21 @@ def arguments() -> argparse.Namespace:
     return args
 
 
+FIXED_S = 30.0
+"""What the end needs besides sessions and restarts: the compares (in parallel), the replay, packing, a margin."""
+
+
+def plan(left: float, per_session: float, restart: float, comparisons: int, b_sessions: int) -> tuple[int, int]:
+    """(A/A sessions in all, (b) sessions a side) that fit ``left`` seconds once one A/A session has run: the
+    comparisons first (10 pairs is the issue's test), then (b) with as many sessions a side as still fit (at least 1)."""
+    room = left - FIXED_S - 2 * restart
+    for b in range(b_sessions, 0, -1):
+        if room - 2 * b * per_session >= (2 * comparisons - 1) * per_session:
+            return 2 * comparisons, b
+    sessions = 1 + int((room - 2 * per_session) // per_session)
+    return max(2, min(2 * comparisons, sessions)), 1
+
+
 def run_all(run: Runner, summary: dict[str, Any]) -> None:
     a = run.args
     server, url = run.start_server("normal-1", {})
@@ -456,31 +486,21 @@ def run_all(run: Runner, summary: dict[str, Any]) -> None:
         ab = run.ab(url)
         first = run.inference(url, "aa-01")
         per_session = run.timings["one inference session s"]
-        restart = run.timings["server normal-1 start s"]
-        # what (b) and the rest need: two restarts, 2 x b_sessions sessions, the compares, the replay, packing
-        reserve = 2 * min(restart, 60) + 2 * a.b_sessions * per_session + (a.comparisons + 2) * 2.5 + 25
-        room = run.left() - reserve
-        sessions = max(2, min(2 * a.comparisons, 1 + int(room // per_session)))
-        run.say(f"one session {per_session:.1f} s, bench ab {run.timings['bench ab s']:.1f} s: {sessions // 2} A/A pairs fit")
+        restart = min(run.timings["server normal-1 start s"], 60.0)
+        sessions, b_sessions = plan(run.left(), per_session, restart, a.comparisons, a.b_sessions)
+        summary["b_sessions"] = b_sessions
+        run.say(
+            f"one session {per_session:.1f} s, bench ab {run.timings['bench ab s']:.1f} s: {sessions // 2} A/A pairs "
+            f"and {b_sessions} session(s) a side for (b) fit"
+        )
         aa = [first]
         for index in range(1, sessions):
-            if index >= 2 and run.left() < reserve + per_session:
+            if index >= 2 and run.left() < FIXED_S + 2 * restart + (2 * b_sessions + 1) * per_session:
                 run.say("budget reached: stopping the A/A sessions")
                 break
             aa.append(run.inference(url, f"aa-{index + 1:02d}"))
     finally:
         run.stop_server(server)
-    aa = aa[: len(aa) // 2 * 2]
-    pairs = []
-    for index in range(0, len(aa), 2):
-        name = f"aa-compare-{index // 2 + 1:02d}"
-        comparison = run.compare([aa[index]], [aa[index + 1]], name)
-        pairs.append(
-            {"name": name, "headline": headline(comparison), "calls": calls(comparison), "between": comparison.get("between")}
-        )
-    modes = sorted({str((p["between"] or {}).get("mode")) for p in pairs})
-    summary["a_identical"] = {"comparisons": len(pairs), "false": sum(1 for p in pairs if p["calls"]), "modes": ", ".join(modes)}
-    summary["a_identical"]["pairs"] = pairs
     ab_result = ab.pop("result")
     comparison = ab_result.get("comparison", {})
     summary["c_ab"] = {
@@ -494,12 +514,21 @@ def run_all(run: Runner, summary: dict[str, Any]) -> None:
     for name, env in (("clb", {"CUDA_LAUNCH_BLOCKING": "1"}), ("normal-2", {})):
         server, url = run.start_server(name, env)
         try:
-            groups[name] = [run.inference(url, f"{name}-{i + 1}") for i in range(a.b_sessions)]
+            groups[name] = [run.inference(url, f"{name}-{i + 1}") for i in range(b_sessions)]
         finally:
             run.stop_server(server)
-    before = aa[-a.b_sessions :]
-    summary["b_add_clb"] = headline(run.compare(before, groups["clb"], "compare-add-clb"))
-    summary["b_remove_clb"] = headline(run.compare(groups["clb"], groups["normal-2"], "compare-remove-clb"))
+    aa = aa[: len(aa) // 2 * 2]
+    jobs = [([aa[i]], [aa[i + 1]], f"aa-compare-{i // 2 + 1:02d}") for i in range(0, len(aa), 2)]
+    jobs += [(aa[-b_sessions:], groups["clb"], "compare-add-clb"), (groups["clb"], groups["normal-2"], "compare-remove-clb")]
+    done = run.compare_all(jobs)
+    pairs = [
+        {"name": name, "headline": headline(c), "calls": calls(c), "between": c.get("between")}
+        for (_, _, name), c in zip(jobs[:-2], done[:-2], strict=True)
+    ]
+    modes = sorted({str((p["between"] or {}).get("mode")) for p in pairs})
+    summary["a_identical"] = {"comparisons": len(pairs), "false": sum(1 for p in pairs if p["calls"]), "modes": ", ".join(modes)}
+    summary["a_identical"]["pairs"] = pairs
+    summary["b_add_clb"], summary["b_remove_clb"] = headline(done[-2]), headline(done[-1])
     calibration_sessions = sorted((run.work / "calibration-sessions").glob("session-*.json"))
     summary["replay"] = run.replay([*calibration_sessions, *aa])
 

@@ -22,7 +22,7 @@ from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.plots import draw_nccl, draw_p2p, picture_markdown
 from rigaudit.orchestrator.report import append_section
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
-from rigaudit.tools.bench.compare import Settings, check_settings
+from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings, check_settings
 from rigaudit.tools.bench.gpu import Backend
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.nccl import NcclReport, Tool
@@ -400,7 +400,7 @@ def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs 
 # --- compare ---------------------------------------------------------------------------------------
 
 
-JUDGING = """how the verdicts are reached (repeats and sessions are the units):
+JUDGING = f"""how the verdicts are reached (repeats and sessions are the units):
   each repeat's figure per level (output tok/s, the headline; TTFT and ITL medians) counts once;
   change = ratio of geometric means (each side: the mean of its sessions' means) with a t interval
   on the log scale (bench ab: a paired t interval over its A/B cycles); the p-values of every level
@@ -411,6 +411,11 @@ JUDGING = """how the verdicts are reached (repeats and sessions are the units):
   no significant change: the interval lies within ±--resolution;
   not enough repeats (need >= N): a wider interval; N repeats per session would narrow it at the
   observed spread (not enough sessions (need >= K a side): no number of repeats would).
+  between sessions (a new process, minutes later: what repeats cannot see): the spread that
+  `bench calibrate` stored for this host and workload is added to every interval (the headline
+  names it); several sessions a side also count their own spread; one session a side and no
+  calibration assume a session CV of {DEFAULT_SESSION_CV:.0%} (what the 1x H200 measured; --session-cv), said in the
+  headline. bench ab needs none of this: drift hits both arms of a cycle alike.
   A trend within a session (warm-up, clocks, another tenant) is reported."""
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -48,3 +50,25 @@ def test_the_h200_script_calibrates_runs_every_part_and_packs_three_files(tmp_pa
     text = (out / "summary.md").read_text()
     assert text.startswith("## On real hardware: 1x H200") and "### Calibration" in text and "CUDA_LAUNCH_BLOCKING" in text
     assert tree_digest(snapshot) == pristine  # only its copy was switched
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_stats_h200", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("left", "expected"),
+    [
+        (400.0, (20, 2)),  # room for everything
+        (270.0, (20, 1)),  # (b) gives up its second session a side before (a) gives up a pair
+        (230.0, (16, 1)),  # then (a) takes what is left
+        (10.0, (2, 1)),  # never fewer than one pair
+    ],
+)
+def test_the_budget_keeps_ten_identical_comparisons_first(left: float, expected: tuple[int, int]) -> None:
+    # one session 10 s, a restart 12 s (the first H200 run), 10 comparisons wanted, (b) 2 sessions a side
+    assert _script().plan(left, 10.0, 12.0, 10, 2) == expected
