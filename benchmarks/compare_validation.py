@@ -14,7 +14,7 @@ It prints, per scenario: how often identical configurations were called a change
 how often a gain was found (per level, and at every level), how often anything was called a regression,
 and how often the headline was "not enough repeats".
 
-  python benchmarks/compare_validation.py [--comparisons 2000] [--json FILE] [--real DIR]
+  python benchmarks/compare_validation.py [--comparisons 2000] [--json FILE] [--real DIR] [--only TEXT]
 Targets (issue 21): identical configurations called a change in at most 5% of comparisons; a 30% gain
 found in at least 80% of comparisons with five repeats (no session component), never called a regression.
 """
@@ -105,10 +105,12 @@ def row(kind: str, name: str, rates: Rates, seconds: float) -> dict[str, object]
     }
 
 
-def synthetic(comparisons: int) -> list[dict[str, object]]:
+def synthetic(comparisons: int, only: str | None = None) -> list[dict[str, object]]:
     rows = []
     print(f"{'tool':8} {'scenario':52} {'change':>7} {'found/lv':>8} {'all lv':>7} {'regr':>6} {'n.e.r.':>7}")
     for index, (kind, name, kwargs) in enumerate(SCENARIOS):
+        if only is not None and only not in name:
+            continue
         start = time.perf_counter()
         # calibrated scenarios draw K more sessions per comparison: fewer comparisons keep the run short
         judging = kwargs.get("judging")
@@ -161,8 +163,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--real", type=Path, default=ROOT / "docs" / "validation" / "h200-run1")
     parser.add_argument("--no-synthetic", action="store_true")
+    parser.add_argument("--only", metavar="TEXT", help="only the scenarios whose name contains TEXT (same seeds)")
     args = parser.parse_args()
-    rows = [] if args.no_synthetic else synthetic(args.comparisons)
+    rows = [] if args.no_synthetic else synthetic(args.comparisons, args.only)
     replayed = real(args.real) if args.real.is_dir() else []
     if args.json:
         args.json.write_text(json.dumps({"synthetic": rows, "real": replayed}, indent=2))

@@ -65,7 +65,7 @@ def _script() -> ModuleType:
     [
         (400.0, (20, 2)),  # room for everything
         (270.0, (20, 1)),  # (b) gives up its second session a side before (a) gives up a pair
-        (230.0, (16, 1)),  # then (a) takes what is left
+        (230.0, (17, 1)),  # then (a) takes what is left
         (10.0, (2, 1)),  # never fewer than one pair
     ],
 )
