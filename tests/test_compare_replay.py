@@ -47,3 +47,20 @@ def test_the_calibration_measures_the_session_component(sessions: list[BenchResu
     head = calibration.component(4, "output_tokens_per_s")
     assert head is not None and 0.05 < cv[4] < 0.08 and head.squares.f_p < 0.001
     assert 0.04 < cv[1] < 0.10
+
+
+RUN2 = RECORDED.parent / "h200-run2"
+
+
+def test_the_second_h200_run_false_calls_come_from_the_session_the_machine_slowed() -> None:
+    # 5 calibration sessions and 14 A/A sessions of one configuration; the last A/A session (aa-14) ran 20-25% slow
+    files = [*sorted(RUN2.glob("cal-*.json")), *sorted(RUN2.glob("aa-*.json"))]
+    sessions = [load_result(p) for p in files]
+    assert len(sessions) == 19
+    judged = replay(sessions, "calibrated")  # every pair, calibrated from the 17 others
+    assert judged.comparisons == 171 and judged.false <= 17  # at most one in ten
+    slow = str(files.index(RUN2 / "aa-14.json") + 1)
+    involved = {call.split(":")[0] for call in judged.calls}
+    assert sum(slow in pair.split(" vs ") for pair in involved) >= len(involved) - 2
+    steady = replay([s for p, s in zip(files, sessions, strict=True) if p.name != "aa-14.json"], "calibrated")
+    assert steady.rate <= 0.05 < replay(sessions, "zero").rate
