@@ -30,6 +30,7 @@ class CompiledForm:
     recursive: tuple[re.Pattern[str], ...]
     no_follow: tuple[re.Pattern[str], ...]
     follow: tuple[re.Pattern[str], ...]
+    follow_all: tuple[re.Pattern[str], ...]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def compile_form(form: Form) -> CompiledForm:
         recursive=each(form.recursive),
         no_follow=each(form.no_follow),
         follow=each(form.follow),
+        follow_all=each(form.follow_all),
     )
 
 
@@ -219,6 +221,9 @@ def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed,
     problems: list[PathProblem] = []
     if form.operands == "list" and not operands:
         operands = ["/"]  # ls, find: no operand is the working directory, which is / (``ls -R`` lists the whole tree)
+    if form.operands == "list" and recursive and _any(compiled.follow_all, parsed.options):
+        why = "follows every link while it recurses, so it can reach any tree (another root, /): list without -L"
+        problems.append(PathProblem("ask", "recursive-listing", f"{show(operands[0])}: {why}"))
     for operand in operands:
         if form.operands == "list":
             follows = _any(compiled.follow, parsed.options) or (form.follows and not _any(compiled.no_follow, parsed.options))

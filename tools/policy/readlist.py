@@ -80,6 +80,8 @@ READABLE = compile_globs(
 NOT_READABLE = compile_globs(
     (
         "/sys/firmware/efi/efivars/**",
+        "/sys/firmware/efi/vars/**",
+        "/sys/power/wakeup_count",
         "/sys/kernel/{security,config}/**",
         "/sys/fs/{bpf,pstore,fuse/connections}/**",
         "/sys/**/{vpd,remove,rescan,reset,bind,unbind,new_id,remove_id,uevent}",

@@ -58,6 +58,9 @@ class Form:
     """Options (regexes) under which a ``list`` operand's final link is not followed (``ls -l``, ``stat``)."""
     follow: tuple[str, ...] = ()
     """Options (regexes) that make a ``list`` operand's final link followed (``stat -L``)."""
+    follow_all: tuple[str, ...] = ()
+    """Options (regexes) that follow every link met while recursing (``ls -L -R``): a recursive listing can then
+    reach any tree (``/proc/1/root``, a link to ``/``), so it is judged as a recursive listing of everything."""
     unbounded: tuple[str, ...] = ()
     """Options that make the read run until killed (``-f``, ``-w``, ``-l N``): accepted, but only with a person (``ask``)."""
     depth: str = ""

@@ -57,6 +57,9 @@ SECRET_PATHS = compile_globs(
         "/etc/cloud/{cloud.cfg.d/**,cloud.cfg}",
         "/var/lib/waagent/**",
         "/etc/{google_authenticator,oauth2,tailscale,zerotier}/**",
+        "/{etc,run,usr/lib,usr/local/lib}/{credstore,credstore.encrypted}/**",
+        # firmware tables that carry a licence key (the OEM Windows product key)
+        "/sys/firmware/acpi/tables/{MSDM,MSDM[0-9]*}",
         "/var/lib/{tailscale,zerotier-one,sss/secrets,samba/private,pve-cluster,ceph,vault,consul,nomad}/**",
         # Proxmox, NVIDIA licensing tokens, MOK and module signing keys
         "/etc/pve/priv/**",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rigaudit.tools.policy.rules.families import SYSTEM_CHANGES
 from rigaudit.tools.policy.schema import Rule
 
 INTERPRETERS = (
@@ -194,6 +195,8 @@ CHANGES: tuple[Rule, ...] = (
             "sponge",
             "patch",
             "rename",
+            "setcap",
+            "setfattr",
         ),
     ),
     Rule(
@@ -215,9 +218,9 @@ CHANGES: tuple[Rule, ...] = (
     Rule(
         "signals",
         "deny",
-        "signals or kills processes",
+        "signals, kills or reprioritizes processes",
         examples=("kill -9 1", "pkill nvidia-persistenced", "killall python3"),
-        programs=("kill", "pkill", "killall", "skill", "xkill", "fuser"),
+        programs=("kill", "pkill", "killall", "skill", "xkill", "fuser", "renice"),
     ),
     Rule(
         "power-state",
@@ -231,7 +234,17 @@ CHANGES: tuple[Rule, ...] = (
         "deny",
         "loads or unloads kernel modules, or rebuilds the initramfs (a change goes through a planned, approved Action)",
         examples=("modprobe nvidia_peermem", "insmod /tmp/x.ko", "rmmod nouveau", "modprobe -r nvidia", "depmod -a"),
-        programs=("modprobe", "insmod", "rmmod", "depmod", "nvidia-modprobe", "update-initramfs", "dracut", "mkinitcpio"),
+        programs=(
+            "modprobe",
+            "insmod",
+            "rmmod",
+            "depmod",
+            "kmod",
+            "nvidia-modprobe",
+            "update-initramfs",
+            "dracut",
+            "mkinitcpio",
+        ),
     ),
     Rule(
         "filesystems",
@@ -451,4 +464,5 @@ CHANGES: tuple[Rule, ...] = (
         programs=("nvcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "make", "cmake", "ninja", "ld"),
         unless_only=VERSION_ONLY,
     ),
+    *SYSTEM_CHANGES,
 )

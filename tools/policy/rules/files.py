@@ -145,6 +145,7 @@ FILES: tuple[Rule, ...] = (
             recursive=(r"-[a-zA-Z]*R[a-zA-Z]*", r"--recursive"),
             no_follow=(r"-[a-zA-Z]*[ldFgon][a-zA-Z]*", r"--(directory|classify|numeric-uid-gid|full-time)"),
             follow=(r"-[a-zA-Z]*[LH][a-zA-Z]*", r"--dereference"),
+            follow_all=(r"-[a-zA-Z]*L[a-zA-Z]*", r"--dereference"),
         ),
         reads_only=True,
     ),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rigaudit.tools.policy.schema import Form, Rule
 
 _COLUMNS = r"[A-Za-z0-9_,%:+-]+"
+_PS_COLUMNS = r"(?!.*environ)" + _COLUMNS
+"""ps columns, never ``environ`` (a process's environment, as the BSD ``e`` option shows it)."""
 _PACKAGE = r"[A-Za-z0-9_.+:*-]+"
 _IFACE = r"(eth|en|eno|ens|enp|ib|bond|vmbr|br|lo|wl|mlx|docker|veth|tap|fwbr|fwpr|fwln|virbr|wg|tailscale)[A-Za-z0-9_.@-]*"
 _WORD = r"[A-Za-z0-9_.-]+"
@@ -270,10 +272,10 @@ INFO: tuple[Rule, ...] = (
         form=Form(
             flags=(r"-[AacdefFHjlLMmNqsTtuvwxyZ]+", r"--(no-headers|headers|forest|cumulative|sort=[a-z%,+-]+|version)"),
             valued={
-                "-o": _COLUMNS,
-                "-eo": _COLUMNS,
-                "-O": _COLUMNS,
-                "--format": _COLUMNS,
+                "-o": _PS_COLUMNS,
+                "-eo": _PS_COLUMNS,
+                "-O": _PS_COLUMNS,
+                "--format": _PS_COLUMNS,
                 "-p": r"[0-9,]+",
                 "--pid": r"[0-9,]+",
                 "-C": r"[A-Za-z0-9_.,-]+",
@@ -310,7 +312,7 @@ INFO: tuple[Rule, ...] = (
         examples=("ss -tlnp", "ss -s", "ss -tunap"),
         programs=("ss",),
         form=Form(
-            flags=(r"-[tulnpaxsmie46HOwr0S]+", r"--(tcp|udp|listening|numeric|processes|all|summary|unix|info|memory|extended)"),
+            flags=(r"-[tulnpaxsmie46HOw0S]+", r"--(tcp|udp|listening|numeric|processes|all|summary|unix|info|memory|extended)"),
             getopt=True,
         ),
     ),
@@ -462,7 +464,10 @@ INFO: tuple[Rule, ...] = (
         examples=("dkms status", "dkms status -m nvidia"),
         programs=("dkms",),
         form=Form(
-            valued={"-m": _WORD, "-v": _WORD, "-k": _WORD}, verbs=("status",), operands="match", operand_re=r"[A-Za-z0-9_./-]+"
+            valued={"-m": _WORD, "-v": _WORD, "-k": _WORD},
+            verbs=("status",),
+            operands="match",
+            operand_re=r"(?!.*\.\.)[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)?",
         ),
     ),
     Rule(
