@@ -9,6 +9,7 @@ The tests here check each shape alone, where it was planted, through the one red
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import random
 import string
@@ -302,6 +303,67 @@ def _credential_files(root: Path, p: Planted) -> None:
         set_file(root, path, text)
 
 
+def _encoded_and_packed(root: Path, p: Planted) -> None:
+    """Shapes an attacker review added: secrets hidden by an encoding, a container, or a format of their own."""
+    jwt = p.add("JWT in a URL path", _jwt(), "log")
+    proxy = p.add("proxy URL basic auth", _r(_B62, 12), "log")
+    proctitle = p.add("audit PROCTITLE hex", _r(_B62, 20), "log")
+    execve = p.add("audit EXECVE hex argument", _r(_B62, 18), "log")
+    curl = p.add("curl -u in an audit cmdline", _r(_B62, 12), "log")
+    pem = _pem("EC PRIVATE KEY")
+    p.add("private key over prefixed log lines", pem.splitlines()[2], "log")
+    tokens = {
+        "GitHub fine-grained PAT": "github_pat_11A" + _r(_B62, 20) + "_" + _r(_B62, 59),
+        "GitHub app token": "ghs_" + _r(_B62, 36),
+        "Slack user token": f"xoxp-{_r(string.digits, 12)}-{_r(string.digits, 12)}-{_r(string.digits, 13)}-{_r(_HEX, 32)}",
+        "Stripe restricted key": "rk_live_" + _r(_B62, 24),
+        "GCP OAuth access token": "ya29." + _r(_URLSAFE, 120),
+        "AWS STS key id": "ASIA" + _r(_UPPER, 16),
+        "W&B key after wandb login": _r(_HEX, 40),
+    }
+    for name, value in tokens.items():
+        p.add(name, value, "log")
+    hexed = ("python3\0--api-key\0" + proctitle).encode().hex().upper()
+    lines = [
+        f"[   20.000000] app[999]: GET https://auth.{DOMAIN}/v1/callback/{jwt} 302",
+        f'[   21.000000] apt[998]: Acquire::http::Proxy "http://proxyuser:{proxy}@proxy.{DOMAIN}:3128";',
+        f"[   22.000000] audit: type=1327 audit(1700000000.1:7): proctitle={hexed}",
+        f'[   23.000000] audit: type=1309 audit(1700000000.1:8): argc=3 a0="vllm" a1="--hf-token" a2={execve.encode().hex().upper()}',
+        f'[   24.000000] audit: type=1400 apparmor="DENIED" comm="curl" cmdline="curl -u admin:{curl} http://x"',
+        *(f"[   25.000000] app[999]: {line}" for line in pem.splitlines()),
+        f"[   26.000000] ci[997]: cloning with {tokens['GitHub fine-grained PAT']} and {tokens['GitHub app token']}",
+        f"[   27.000000] bot[996]: slack {tokens['Slack user token']} stripe {tokens['Stripe restricted key']}",
+        f"[   28.000000] gcloud[995]: access {tokens['GCP OAuth access token']} key {tokens['AWS STS key id']}",
+        f"[   29.000000] train[994]: ran wandb login {tokens['W&B key after wandb login']}",
+    ]
+    record = next(
+        json.loads(line) for line in (root / "commands.jsonl").read_text().splitlines() if json.loads(line)["argv"] == ["dmesg"]
+    )
+    set_command(root, ["dmesg"], str(record["stdout"]) + "\n".join(lines) + "\n")
+    inspect_key, inspect_env = (
+        p.add("docker inspect Args", _r(_B62, 22), "cmdline"),
+        p.add("docker inspect Env", _r(_B62, 15), "cmdline"),
+    )
+    inspect = [
+        {
+            "Name": f"/{DOCKER}",
+            "Args": ["--model", "/models/x", "--api-key", inspect_key],
+            "Config": {"Env": [f"DB_PASSWORD={inspect_env}", "NCCL_P2P_DISABLE=1"]},
+        }
+    ]
+    set_command(root, ["docker", "inspect", DOCKER], json.dumps(inspect, indent=4))
+    grub = p.add("GRUB PBKDF2 password hash", f"{_r(_HEX, 64).upper()}.{_r(_HEX, 128).upper()}", "file")
+    set_file(root, "/boot/grub/grub.cfg", f"set superusers=root\npassword_pbkdf2 root grub.pbkdf2.sha512.10000.{grub}\n")
+    utf16 = p.add("password in a UTF-16 file", _r(_B62, 14), "file")
+    set_file(root, "/etc/modprobe.d/windows-notes.conf", f"options nvidia NVreg_X=1\r\npassword={utf16}\r\n".encode("utf-16"))
+    rotated = p.add("password in a rotated gzip log", _r(_B62, 16), "share")
+    set_file(root, "/var/log/syslog.2.gz", gzip.compress(f"Jan 1 host app: login password={rotated}\n".encode(), mtime=0))
+    binary = p.add("password in a binary journal", _r(_B62, 17), "share")
+    set_file(
+        root, "/var/log/journal/abc/system.journal", b"LPKSHHRH\x00\x01" + f"MESSAGE=db password={binary}".encode() + b"\x00\x02"
+    )
+
+
 def plant(root: Path) -> Planted:
     """Plant the corpus into ``root`` (a light copy of the seed); return what was planted."""
     p = Planted()
@@ -311,6 +373,7 @@ def plant(root: Path) -> Planted:
     _files(root, p)
     _logs(root, p)
     _credential_files(root, p)
+    _encoded_and_packed(root, p)
     p.identities = [*(f"{h}.{DOMAIN}" for h in HOSTS), DOMAIN, "gpu-node-2", "gpu-node-1", "pgdb-main", "rabbit-main"]
     p.identities += ["pve-gpu01", *USERS, CONTAINER, DOCKER, "acme-gpu.io"]
     return p
@@ -340,7 +403,8 @@ def _redacted_source(root: Path, secret: Secret, pid: int) -> bytes:
     out = []
     for path in (root / "files").rglob("*"):
         if path.is_file():
-            out.append(redact_bytes(path.read_bytes(), "/" + str(path.relative_to(root / "files"))))
+            redacted = redact_bytes(path.read_bytes(), "/" + str(path.relative_to(root / "files")))
+            out.append(gzip.decompress(redacted) if redacted[:2] == b"\x1f\x8b" else redacted)
     for line in (root / "commands.jsonl").read_text().splitlines():
         record = json.loads(line)
         out.append(redact_output(record["argv"], str(record.get("stdout") or "")).encode())
@@ -350,7 +414,10 @@ def _redacted_source(root: Path, secret: Secret, pid: int) -> bytes:
 def test_no_planted_secret_survives_the_redaction_of_its_own_file(corpus: tuple[Path, Planted]) -> None:
     root, planted = corpus
     everything = _redacted_source(root, planted.secrets[0], planted.pid)
-    left = [s.name for s in planted.secrets if s.value.encode() in everything]
+    forms = {
+        s.name: (s.value.encode(), s.value.encode("utf-16-le"), s.value.encode().hex().upper().encode()) for s in planted.secrets
+    }
+    left = [name for name, encoded in forms.items() if any(f in everything for f in encoded)]
     assert left == []
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import gzip
 import io
 import json
 import os
@@ -122,9 +123,10 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
 
 
 def _forms(secret: str) -> list[bytes]:
-    """The secret as written raw, inside JSON, and in base64 at each of its three alignments."""
+    """The secret as written raw, inside JSON, in UTF-16, and in base64 at each of its three alignments."""
     raw = secret.encode()
-    forms = [raw, json.dumps(secret)[1:-1].encode()]
+    forms = [raw, json.dumps(secret)[1:-1].encode(), secret.encode("utf-16-le"), secret.encode().hex().encode()]
+    forms.append(secret.encode().hex().upper().encode())
     for shift in range(3):
         encoded = base64.b64encode(b"\x00" * shift + raw)
         forms.append(encoded[4 if shift else 0 : -4])
@@ -147,12 +149,23 @@ def test_every_command_ran(outputs: Outputs) -> None:
     assert len(requests) >= 13  # every investigator asked once, the kernel one six times
 
 
+def _unpacked(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Every output, and the content of every gzip file among them (a rotated log in a bundle)."""
+    out = dict(files)
+    for name, data in files.items():
+        if data[:2] == b"\x1f\x8b" and not name.endswith((".tar.gz", ".tgz")):
+            out[f"{name} (unpacked)"] = gzip.decompress(data)
+    return out
+
+
 def test_no_planted_secret_is_in_any_output_byte(outputs: Outputs) -> None:
     leaks = []
+    files = _unpacked(outputs.files)
     for secret in outputs.planted.secrets:
         for form in _forms(secret.value):
-            leaks += [f"{secret.name} ({secret.where}) in {name}" for name, data in outputs.files.items() if form in data]
+            leaks += [f"{secret.name} ({secret.where}) in {name}" for name, data in files.items() if form in data]
     assert leaks == []
+    assert any(name.endswith("syslog.2.gz (unpacked)") for name in files)  # the rotated log was searched inside
 
 
 def test_the_model_saw_the_notes_redacted_and_was_refused_the_environment(outputs: Outputs) -> None:
@@ -198,11 +211,14 @@ def test_the_bundle_counts_are_the_replacements_it_holds(outputs: Outputs) -> No
     for archive in ("from.tar.gz", "live.tar.gz"):
         files = {n.split(":", 1)[1]: d for n, d in outputs.files.items() if n.startswith(f"{archive}:")}
         manifest = json.loads(files["snapshot.json"])["shared"]
-        held = sum(d.count(REDACTED.encode()) for n, d in files.items() if not n.endswith("SHARE.md"))
+        markers = (REDACTED.encode(), REDACTED.encode("utf-16-le"))  # a UTF-16 file holds its markers in UTF-16
+        held = sum(d.count(m) for n, d in files.items() if not n.endswith("SHARE.md") for m in markers)
         assert manifest["redacted"]["total"] == held > 50, archive
         assert manifest["replaced"]["container"]["values"] >= 2 and manifest["replaced"]["user"]["values"] >= 5
         share_md = files["SHARE.md"].decode()
         assert f"redacted: {held} values in all" in share_md
+        if archive == "from.tar.gz":  # the folder holds a binary journal and a rotated gzip log, the recording neither
+            assert manifest["binary_tokens_masked"] >= 2
     live = json.loads(outputs.files["live.tar.gz:snapshot.json"])
     assert live["shared"]["redacted"]["when_recorded"] > 0  # recorded first: the snapshot already held them redacted
 

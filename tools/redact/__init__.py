@@ -28,6 +28,7 @@ from rigaudit.tools.redact._argv import redact_words
 from rigaudit.tools.redact._blocks import (
     PROC_CMDLINE,
     PROC_ENVIRON,
+    gunzip,
     lists_environment,
     redact_argv,
     redact_bytes,
@@ -51,6 +52,7 @@ __all__ = [
     "PROC_ENVIRON",
     "REDACTED",
     "Tally",
+    "gunzip",
     "is_allowed_variable",
     "is_secret_name",
     "lists_environment",

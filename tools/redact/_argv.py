@@ -31,16 +31,22 @@ _NEXT = {
 }
 """Short flags whose next word (or glued rest) is a password, by program."""
 _LOGIN = frozenset({"docker", "podman", "nerdctl", "helm", "buildah", "skopeo"})
+_LOGIN_KEY = frozenset({"wandb"})
+"""Programs whose ``login`` takes the key itself as its next word (``wandb login KEY``)."""
 _USERPASS = frozenset({"-u", "--user", "-U", "--proxy-user"})
 _URL_TOOLS = frozenset({"curl", "wget", "http", "https", "xh", "httpie"})
-_KNOWN = _MYSQL | frozenset(_NEXT) | _LOGIN | _URL_TOOLS
+_KNOWN = _MYSQL | frozenset(_NEXT) | _LOGIN | _LOGIN_KEY | _URL_TOOLS
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 _FLAG = re.compile(r"(--?[A-Za-z][A-Za-z0-9_.-]*)(?:=(.*))?", re.DOTALL)
 
 
 def _program(word: str) -> str:
-    return posixpath.basename(word.strip("\"'"))
+    """The program a word names: ``/usr/bin/curl``, ``"curl``, or after a record's key (``cmdline="curl``)."""
+    bare = word.strip("\"'")
+    if "=" in bare and not bare.startswith("-"):
+        bare = bare.rsplit("=", 1)[1].strip("\"'")
+    return posixpath.basename(bare)
 
 
 def _value_like(word: str) -> bool:
@@ -111,12 +117,16 @@ class ArgvWalk:
             if assign.group(2) and assign.group(2) != REDACTED and is_secret_name(assign.group(1)):
                 self._count()
                 return f"{assign.group(1)}={REDACTED}"
-            return word
+            if not assign.group(2).startswith(('"', "'")):
+                return word
+            # a quoted command line in a record (audit's cmdline="curl -u ..."): its first word is a program
         base = _program(word)
         if not self.program or base in _KNOWN:
             self.program, self.login = base, False
         elif self.program in _LOGIN and word == "login":
             self.login = True
+        elif self.program in _LOGIN_KEY and word == "login":
+            self.hide = "all"
         return word
 
     def _flag(self, word: str, next_word: str | None) -> str:

@@ -14,15 +14,18 @@ command output, and binary files.
 
 from __future__ import annotations
 
+import gzip
+import io
 import posixpath
 import re
+import zlib
 from collections.abc import Sequence
 
 from rigaudit.tools.redact._argv import redact_words
 from rigaudit.tools.redact._names import is_allowed_variable, is_secret_name
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES
 from rigaudit.tools.redact._tally import Tally
-from rigaudit.tools.redact._text import redact_text
+from rigaudit.tools.redact._text import redact_text, secret_value
 
 _PROC = r"^/proc/[^/]+(?:/task/[^/]+)?/"
 PROC_ENVIRON = re.compile(_PROC + r"environ$")
@@ -32,11 +35,14 @@ _ENV_PROGRAMS = frozenset({"env", "printenv"})
 _SHADOW = frozenset({"shadow", "shadow-", "gshadow", "gshadow-"})
 _NO_PASSWORD = frozenset({"", "*", "!", "!!", "x", "!*", "*LK*", "NP"})
 _PRINTABLE = re.compile(rb"[\x20-\x7e]{8,}")
+_BINARY_PAIR = re.compile(r"([A-Za-z_][\w.-]*)[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"'&;,]{1,256})")
+GZIP_LIMIT = 64 << 20
+"""The most a gzip file is unpacked to be redacted (a larger one is judged as binary)."""
 
 
-def _count(tally: Tally | None, kind: str) -> None:
-    if tally is not None:
-        tally.add(kind)
+def _count(tally: Tally | None, kind: str, n: int = 1) -> None:
+    if tally is not None and n:
+        tally.add(kind, n)
 
 
 def _decode(data: bytes) -> str:
@@ -162,7 +168,8 @@ def _credential_file(path: str, text: str, tally: Tally | None) -> str | None:
 
 
 def _binary(path: str, data: bytes, tally: Tally | None) -> bytes:
-    """A binary file keeps its length: known token formats in its printable runs become ``*``."""
+    """A binary file keeps its length: known token formats and the values of secret names (``password=...``,
+    ``"token":"..."``) in its printable runs become ``*``."""
     if path.startswith(("/sys/", "/dev/")):
         return data
     out = bytearray(data)
@@ -172,8 +179,48 @@ def _binary(path: str, data: bytes, tally: Tally | None) -> bytes:
             for match in pattern.finditer(text):
                 start, end = run.start() + match.start(), run.start() + match.end()
                 out[start:end] = b"*" * (end - start)
-                _count(tally, "token")
+                _count(tally, "binary")
+        for match in _BINARY_PAIR.finditer(text):
+            if secret_value(match.group(1), match.group(2)):
+                start, end = run.start() + match.start(2), run.start() + match.end(2)
+                out[start:end] = b"*" * (end - start)
+                _count(tally, "binary")
     return bytes(out)
+
+
+def gunzip(data: bytes) -> bytes | None:
+    """The content of gzip ``data``; ``None`` when it is not gzip, is damaged, or unpacks to more than
+    :data:`GZIP_LIMIT` (a bomb: then it is judged as the binary file it is)."""
+    if data[:2] != b"\x1f\x8b":
+        return None
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            plain = stream.read(GZIP_LIMIT + 1)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return plain if len(plain) <= GZIP_LIMIT else None
+
+
+def _gzip(path: str, data: bytes, tally: Tally | None) -> bytes | None:
+    """A gzip file (a rotated log): its content redacted and compressed again (``None``: see :func:`gunzip`)."""
+    plain = gunzip(data)
+    if plain is None:
+        return None
+    inner = path[:-3] if path.endswith(".gz") else ""
+    counted = Tally()
+    redacted = redact_bytes(plain, inner, counted)
+    _count(tally, "binary", counted.total())  # inside the compressed file: no marker a reader of the bundle sees
+    return data if redacted is plain else gzip.compress(redacted, mtime=0)
+
+
+def _utf16(path: str, data: bytes, tally: Tally | None) -> bytes | None:
+    """A UTF-16 text file (its byte-order mark says so): decoded, redacted, encoded again."""
+    try:
+        text = data.decode("utf-16")
+    except UnicodeDecodeError:
+        return None
+    redacted = redact_text(text, tally)
+    return data if redacted is text else data[:2] + redacted.encode("utf-16-le" if data[:2] == b"\xff\xfe" else "utf-16-be")
 
 
 def _nul_text(data: bytes) -> bool:
@@ -193,6 +240,10 @@ def redact_bytes(data: bytes, path: str = "", tally: Tally | None = None) -> byt
     """The raw bytes of a file read at ``path`` (``""``: unknown), secrets redacted; unchanged bytes are returned as is."""
     if not data:
         return data
+    if data[:2] == b"\x1f\x8b" and (unpacked := _gzip(path, data, tally)) is not None:
+        return unpacked
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") and (decoded := _utf16(path, data, tally)) is not None:
+        return decoded
     if PROC_ENVIRON.match(path):
         out = redact_environ(data, tally) if b"\x00" in data else _encode(redact_environment_lines(_decode(data), tally))
     elif b"\x00" in data:

@@ -113,6 +113,8 @@ SHAPES: tuple[Shape, ...] = (
         "hash",
         ("$", "{"),
     ),
+    _shape("token", r"\bwandb\s+login\s+(?:--?[a-z-]+\s+)*(?P<key>[0-9a-f]{40})\b", "key", ("wandb",)),
+    _shape("password_hash", r"grub\.pbkdf2\.sha512\.\d+\.(?P<hash>[0-9A-Fa-f]+(?:\.[0-9A-Fa-f]+)?)", "hash", ("grub.pbkdf2",)),
 )
 
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_-]{20,}={0,2}")

@@ -14,6 +14,7 @@ KIND_LABELS: dict[str, str] = {
     "password_hash": "password hashes",
     "webhook": "webhook URL paths",
     "random": "other long random strings",
+    "binary": "values masked inside binary or compressed files (no marker: their bytes are overwritten or packed)",
 }
 
 

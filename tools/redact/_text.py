@@ -17,6 +17,7 @@ import re
 
 from rigaudit.tools.redact._argv import ArgvWalk
 from rigaudit.tools.redact._names import secret_strength
+from rigaudit.tools.redact._records import redact_records
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
 from rigaudit.tools.redact._tally import Tally
 
@@ -255,6 +256,8 @@ def _options(text: str, tally: Tally | None) -> str:
 
 def _shapes(text: str, tally: Tally | None) -> str:
     def pem(m: re.Match[str]) -> str:
+        if m.group("body").strip(" \t\r\n\\n") == REDACTED:
+            return m.group(0)  # redacted before (a recorded snapshot shared): nothing new to count
         _count(tally, "private_key")
         end = m.group(0)[m.end("body") - m.start(0) :]
         return f"-----BEGIN {m.group(1)}-----{REDACTED}{end}"
@@ -297,7 +300,7 @@ _QUICK = re.compile(
 
 
 def _redact(text: str, tally: Tally | None) -> str:
-    return _random(_options(_named(_shapes(text, tally), tally), tally), tally)
+    return _random(_options(_named(_shapes(redact_records(text, _redact, tally), tally), tally), tally), tally)
 
 
 @functools.lru_cache(maxsize=16384)

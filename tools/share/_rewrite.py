@@ -3,12 +3,22 @@ scrubbed of identifying values and redacted of secrets; serial numbers zeroed in
 
 from __future__ import annotations
 
+import gzip
 import json
 import posixpath
 import re
 from dataclasses import dataclass, field
 
-from rigaudit.tools.redact import REDACTED, Tally, redact_argv, redact_bytes, redact_json, redact_output, redact_text
+from rigaudit.tools.redact import (
+    REDACTED,
+    Tally,
+    gunzip,
+    redact_argv,
+    redact_bytes,
+    redact_json,
+    redact_output,
+    redact_text,
+)
 from rigaudit.tools.share._binary import mask_vpd, zero_dsn
 from rigaudit.tools.share._places import find
 from rigaudit.tools.share._pseudonyms import Pseudonyms
@@ -76,6 +86,13 @@ class Rewriter:
         return "".join(out)
 
     def file(self, path: str, data: bytes) -> bytes:
+        plain = gunzip(data)
+        if plain is not None:  # a rotated log: its content rewritten, then packed again (what it held: masked, unseen)
+            counted, self.stats.secrets = self.stats.secrets, Tally()
+            inner = self.file(path.removesuffix(".gz"), plain)
+            inside, self.stats.secrets = self.stats.secrets, counted
+            self.stats.secrets.add("binary", inside.total())
+            return data if inner == plain else gzip.compress(inner, mtime=0)
         name = posixpath.basename(path)
         if path.startswith("/sys/") and name == "config":
             zeroed = zero_dsn(data)
