@@ -328,7 +328,7 @@ def _encoded_and_packed(root: Path, p: Planted) -> None:
         f"[   20.000000] app[999]: GET https://auth.{DOMAIN}/v1/callback/{jwt} 302",
         f'[   21.000000] apt[998]: Acquire::http::Proxy "http://proxyuser:{proxy}@proxy.{DOMAIN}:3128";',
         f"[   22.000000] audit: type=1327 audit(1700000000.1:7): proctitle={hexed}",
-        f'[   23.000000] audit: type=1309 audit(1700000000.1:8): argc=3 a0="vllm" a1="--hf-token" a2={execve.encode().hex().upper()}',
+        f'[   23.000000] audit: type=1309 audit(1.1:8): argc=3 a0="vllm" a1="--hf-token" a2={execve.encode().hex().upper()}',
         f'[   24.000000] audit: type=1400 apparmor="DENIED" comm="curl" cmdline="curl -u admin:{curl} http://x"',
         *(f"[   25.000000] app[999]: {line}" for line in pem.splitlines()),
         f"[   26.000000] ci[997]: cloning with {tokens['GitHub fine-grained PAT']} and {tokens['GitHub app token']}",
