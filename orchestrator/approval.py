@@ -71,7 +71,7 @@ class TerminalConsole:
     """rich output and a line read from the real terminal (every word or its first letter is an answer)."""
 
     def __init__(self) -> None:
-        from rich.console import Console as RichConsole
+        from rigaudit.orchestrator.ui.safe_console import SafeConsole as RichConsole
 
         self._console = RichConsole(highlight=False)
 

@@ -22,6 +22,7 @@ from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.printable import printable
 from rigaudit.tools.redact import redact_text
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Where the time goes", "Benchmark comparison")
@@ -279,7 +280,7 @@ def write_report(path: Path, result: AuditResult, *, topology: Sequence[PcieDevi
         os.replace(path, archived)
         history = [archived.name, *history]
     try:
-        atomic_write_text(path, redact_text(render_report(result, history=history, pictures=pictures)))
+        atomic_write_text(path, printable(redact_text(render_report(result, history=history, pictures=pictures))))
     except BaseException:
         if archived is not None and not path.exists():
             os.replace(archived, path)
@@ -318,7 +319,7 @@ def append_section(path: Path, title: str, markdown: str, *, host: HostIdentity 
             raise ReportRefused(why)
         markdown = _name_host(markdown, host)
     text = _read(path) if path.exists() else ""
-    markdown = redact_text(markdown)
+    markdown = printable(redact_text(markdown))
     header = f"## {title}"
     lines = text.splitlines()
     if header in lines:

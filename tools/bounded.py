@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,8 +134,30 @@ def _too_deep(value: object, limit: int) -> bool:
     return False
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a string (key or value) of a parsed document holds half a UTF-16 pair (``"\\ud800"``): no text
+    can be written with one (every later encode would fail), so the document is refused where it is read."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> object:
-    """``json.loads`` that refuses nesting deeper than ``max_depth`` (:class:`JsonError`, never RecursionError)."""
+    """``json.loads`` that refuses nesting deeper than ``max_depth`` (:class:`JsonError`, never RecursionError)
+    and strings holding a lone UTF-16 surrogate."""
     deep = f"nested deeper than {max_depth} levels"
     try:
         value = json.loads(data)
@@ -146,6 +169,9 @@ def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> object:
         raise JsonError("not UTF-8 text", "", 0) from None
     if isinstance(value, (dict, list)) and _too_deep(value, max_depth):
         raise JsonError(deep, "", 0)
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value):
+        raise JsonError("a string holds a lone UTF-16 surrogate (half of a pair)", "", 0)
     return value
 
 

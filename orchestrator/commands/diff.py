@@ -34,6 +34,7 @@ from rigaudit.orchestrator.audit import AuditOptions
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.diff import Side, load_side
 from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE, WIDE
 from rigaudit.tools.diffing import (
     FindingChange,
@@ -168,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.rows < 0:
         raise UsageError("--rows must be 0 or more")
     json_to_stdout = args.json is not None and str(args.json) == "-"
-    console = Console(stderr=json_to_stdout)
+    console: Console = SafeConsole(stderr=json_to_stdout)
     with tempfile.TemporaryDirectory(prefix="rigaudit-diff-") as tmp:
         a, b = anyio.run(_load_both, args, Path(tmp))
         findings = diff_findings(a.findings, b.findings)

@@ -35,6 +35,7 @@ from rigaudit.orchestrator.plan.text import plan_gain
 from rigaudit.orchestrator.plots import draw_roofline, picture_markdown
 from rigaudit.orchestrator.report import append_section, report_host
 from rigaudit.orchestrator.ui.pictures import roofline_bar
+from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
@@ -94,8 +95,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--gpus must be from 1 to 4096 and --context non-negative")
     if args.measured_tok_s is not None and not 0 < args.measured_tok_s < 1e9:
         raise UsageError("--measured-tok-s must be a positive number")
-    console = Console(stderr=args.json == "-", highlight=False)
-    console = console if console.is_terminal else Console(stderr=args.json == "-", highlight=False, width=200)
+    console: Console = SafeConsole(stderr=args.json == "-", highlight=False)
+    console = console if console.is_terminal else SafeConsole(stderr=args.json == "-", highlight=False, width=200)
     if args.json not in (None, "-"):
         check_writable(Path(args.json), "--json")
     if args.report is not None:

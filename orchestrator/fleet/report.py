@@ -8,6 +8,7 @@ from rigaudit.orchestrator.fleet.analysis import outliers_by_host
 from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, Outlier
 from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.printable import printable
 from rigaudit.tools.redact import redact_text
 
 OUTLIER_CHECKS_SHOWN = 12
@@ -128,4 +129,4 @@ def render_fleet_report(result: FleetResult) -> str:
 
 
 def write_fleet_report(path: Path, result: FleetResult) -> None:
-    atomic_write_text(path, redact_text(render_fleet_report(result)))
+    atomic_write_text(path, printable(redact_text(render_fleet_report(result))))

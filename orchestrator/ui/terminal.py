@@ -17,6 +17,7 @@ from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
 from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
+from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
 from rigaudit.tools.model.events import (
     ApplyFinished,
@@ -44,9 +45,9 @@ def terminal_for(args: argparse.Namespace, *, live: bool = True, show_all: bool 
     """The UI a command's options ask for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``
     (or ``live=False``). Not on a terminal, lines are 200 columns wide, the same live and in a replay."""
     json_to_stdout = str(getattr(args, "json", None) or "") == "-"
-    console = Console(stderr=json_to_stdout, highlight=False)
+    console: Console = SafeConsole(stderr=json_to_stdout, highlight=False)
     if not console.is_terminal:
-        console = Console(stderr=json_to_stdout, highlight=False, width=200)
+        console = SafeConsole(stderr=json_to_stdout, highlight=False, width=200)
     return TerminalUI(console, live=live and not getattr(args, "no_live", False) and not json_to_stdout, show_all=show_all)
 
 

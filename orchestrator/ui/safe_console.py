@@ -1,0 +1,24 @@
+"""A rich console that never passes text's control sequences to the terminal (:mod:`rigaudit.tools.printable`).
+
+Rich strips a few control codes from text (BEL, backspace, carriage return) but writes ``ESC`` and
+bidi overrides through; the text rigaudit shows comes from hosts, snapshots, transcripts and models.
+Only rich's own control segments (cursor moves of the live board) and styles reach the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.segment import Segment
+
+from rigaudit.tools.printable import printable
+
+
+class SafeConsole(Console):
+    """``rich.console.Console`` whose rendered text is :func:`~rigaudit.tools.printable.printable`."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(printable(segment.text), segment.style) for segment in buffer
+        )
