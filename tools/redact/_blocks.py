@@ -35,7 +35,8 @@ _ENV_PROGRAMS = frozenset({"env", "printenv"})
 _SHADOW = frozenset({"shadow", "shadow-", "gshadow", "gshadow-"})
 _NO_PASSWORD = frozenset({"", "*", "!", "!!", "x", "!*", "*LK*", "NP"})
 _PRINTABLE = re.compile(rb"[\x20-\x7e]{8,}")
-_BINARY_PAIR = re.compile(r"([A-Za-z_][\w.-]*)[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"'&;,]{1,256})")
+_BINARY_PAIR = re.compile(r"(?<![\w.-])(?=([A-Za-z_][\w.-]*)[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"'&;,]{1,256}))")
+"""``name=value`` or ``"name": "value"`` anywhere in a printable run (overlapping: ``MESSAGE=password=...``)."""
 GZIP_LIMIT = 64 << 20
 """The most a gzip file is unpacked to be redacted (a larger one is judged as binary)."""
 
