@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.tools.model.dropped import DropKind, DroppedFinding
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 
@@ -12,9 +14,8 @@ from rigaudit.tools.probe import Probe
 class Brain(Protocol):
     """Given the rule findings of one investigator, return the findings to report.
 
-    Implementations must keep every rule finding (they may add findings, or refine their
-    explanation); ``rigaudit.orchestrator.audit`` enforces that, and drops added findings that cite no
-    evidence the probe actually read.
+    Implementations should keep every rule finding (they may add findings, or explain a rule's);
+    ``rigaudit.orchestrator.audit`` enforces it through :func:`merge_refinement`, whatever they return.
     """
 
     async def refine(self, investigator: AnyInvestigator, probe: Probe, rule_findings: list[Finding]) -> list[Finding]: ...
@@ -28,21 +29,80 @@ class RuleBrain:
         return rule_findings
 
 
-def merge_refinement(rule_findings: list[Finding], proposed: list[Finding], known_refs: set[str]) -> list[Finding]:
-    """Keep every rule finding; take the brain's explanation for one only when it keeps status and severity;
-    add new findings only when they cite evidence that was really read."""
+@dataclass(frozen=True)
+class Refinement:
+    """The findings an area reports once a brain had its say, and what of the brain's the audit refused."""
+
+    findings: list[Finding]
+    dropped: list[DroppedFinding] = field(default_factory=list)
+
+
+def _title_key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def merge_refinement(
+    area: str,
+    rule_findings: list[Finding],
+    proposed: list[Finding],
+    read_refs: set[str],
+    *,
+    own_checks: frozenset[str] = frozenset(),
+    other_checks: frozenset[str] = frozenset(),
+) -> Refinement:
+    """The rules stand; a brain explains and suggests within its area.
+
+    Every rule finding is kept as the rules judged it. For a rule's check a brain may only add an
+    explanation, and only when it keeps the rule's status and severity. A new finding is kept when its
+    check is new, named after ``area`` (no check of ``other_checks``), said once, not a restatement
+    of a rule finding, and cites evidence of ``read_refs`` (what this area really read); it is marked
+    ``source: "llm"``, keeps only the cited refs that were read, and its fix loses any action (a
+    model's fix is a description a person reads, never something ``apply`` runs). Everything else is
+    returned as dropped, each with why.
+    """
     by_check = {f.check: f for f in rule_findings}
+    titles = {_title_key(f.title): f.check for f in rule_findings if f.title}
     merged = list(rule_findings)
+    explained: set[str] = set()
+    added: set[str] = set()
+    dropped: list[DroppedFinding] = []
+
+    def drop(finding: Finding, kind: DropKind, reason: str) -> None:
+        dropped.append(DroppedFinding(area=area, check=finding.check, title=finding.title[:200], kind=kind, reason=reason))
+
     for finding in proposed:
         rule = by_check.get(finding.check)
-        if rule is not None and finding.source == "rules":
-            continue
         if rule is not None:
-            if finding.explanation and finding.explanation != rule.explanation:
-                index = merged.index(rule)
-                merged[index] = rule.model_copy(update={"explanation": f"{rule.explanation}\n\nLLM: {finding.explanation}"})
+            if finding == rule:
+                continue  # the rule's own finding handed back
+            said = f"{finding.status}{' ' + finding.severity if finding.severity else ''}"
+            ruled = f"{rule.status}{' ' + rule.severity if rule.severity else ''}"
+            if (finding.status, finding.severity) != (rule.status, rule.severity):
+                drop(finding, "contradicts_rule", f"the rule says {ruled}, the model {said}: the rule stands")
+            elif finding.check in explained:
+                drop(finding, "duplicate", "a second explanation of the same rule finding")
+            elif not finding.explanation or finding.explanation == rule.explanation:
+                drop(finding, "duplicates_rule", "restates the rule finding and adds no explanation")
+            else:
+                explained.add(finding.check)
+                text = f"{rule.explanation}\n\nLLM: {finding.explanation}" if rule.explanation else f"LLM: {finding.explanation}"
+                merged[merged.index(rule)] = rule.model_copy(update={"explanation": text})
             continue
-        cited = [ref for ref in finding.evidence if ref in known_refs]
-        if cited:
-            merged.append(finding.model_copy(update={"evidence": tuple(cited), "source": "llm"}))
-    return merged
+        prefix = finding.check.split(".", 1)[0]
+        if finding.check in other_checks or prefix != area or finding.area != area:
+            owner = f"{prefix}'s check" if finding.check in other_checks else f"not a check id of {area} ({area}.*)"
+            drop(finding, "other_area", f"{owner}: an agent adds findings to its own area only")
+        elif finding.check in own_checks:
+            drop(finding, "rule_check", "a check of the rules that they did not report here")
+        elif finding.check in added:
+            drop(finding, "duplicate", "the model reported this check twice; the first one counts")
+        elif (same := titles.get(_title_key(finding.title))) is not None:
+            drop(finding, "duplicates_rule", f"the same finding as the rule's {same}")
+        elif not (cited := tuple(ref for ref in finding.evidence if ref in read_refs)):
+            shown = ", ".join(finding.evidence[:3]) or "nothing"
+            drop(finding, "no_evidence", f"cites {shown}, which this area never read")
+        else:
+            added.add(finding.check)
+            fix = finding.fix.model_copy(update={"actions": ()}) if finding.fix is not None else None
+            merged.append(finding.model_copy(update={"evidence": cited, "source": "llm", "fix": fix}))
+    return Refinement(merged, dropped)

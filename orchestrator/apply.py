@@ -167,6 +167,8 @@ def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, 
     if step.kind == "measure":
         commands = "; ".join(" ".join(a.argv) for a in step.actions if isinstance(a, CommandAction) and a.argv)
         return "manual", f"a measurement to take first (apply runs no commands): {commands or step.title}"
+    if step.source == "llm":
+        return "manual", "the model's suggestion (LLM): no typed action, rigaudit never runs it"
     if step.kind != "runtime":
         need = {"restart": "a restart", "reboot": "a reboot", "firmware": "a firmware change", "hardware": "hardware work"}
         return "deferred", f"needs {need.get(step.kind, step.kind)}; --scope {options.scope} never runs it"

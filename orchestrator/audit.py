@@ -14,12 +14,13 @@ from rigaudit.agents.brain import Brain, merge_refinement
 from rigaudit.agents.facts.baseline import collect_baseline
 from rigaudit.agents.facts.pcie_tree import collect_pcie_tree
 from rigaudit.agents.investigator import AnyInvestigator
-from rigaudit.agents.registry import select
+from rigaudit.agents.registry import all_investigators, select
 from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
 from rigaudit.orchestrator.identity import identify
-from rigaudit.orchestrator.planner import build_plan
+from rigaudit.orchestrator.suggestions import plan_findings
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
+from rigaudit.tools.model.dropped import DroppedFinding
 from rigaudit.tools.model.events import (
     AuditFinished,
     EventSink,
@@ -72,6 +73,7 @@ class AuditControl:
 class _Outcome:
     status: InvestigatorStatus = "cancelled"
     findings: list[Finding] = field(default_factory=list)
+    dropped: list[DroppedFinding] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
 
@@ -79,6 +81,26 @@ class _Outcome:
 def _error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
+
+
+def _check_owners(investigators: Sequence[AnyInvestigator]) -> dict[str, str]:
+    """Every known check id and its area (registered ones and those of ``investigators``)."""
+    return {c: inv.area for inv in (*all_investigators(), *investigators) for c in inv.check_ids}
+
+
+async def _refine(inv: AnyInvestigator, scoped: Probe, brain: Brain, owners: dict[str, str], outcome: _Outcome) -> None:
+    """The brain's say on one area; the rules stand (:func:`merge_refinement`), what it refused is kept."""
+    rule_findings = outcome.findings
+    proposed = await brain.refine(inv, scoped, list(rule_findings))
+    merged = merge_refinement(
+        inv.area,
+        rule_findings,
+        proposed,
+        set(scoped.refs),
+        own_checks=frozenset(inv.check_ids),
+        other_checks=frozenset(c for c, area in owners.items() if area != inv.area),
+    )
+    outcome.findings, outcome.dropped = merged.findings, merged.dropped
 
 
 async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: EventSink, outcome: _Outcome) -> None:
@@ -95,10 +117,8 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
         for breach in inv.contract_breaches(outcome.findings):
             emit(Warning_(text=f"{inv.area}: {breach} (a bug of rigaudit's rules: please report it)"))
         if options.brain is not None:
-            rule_findings = outcome.findings
             try:
-                proposed = await options.brain.refine(inv, scoped, list(rule_findings))
-                outcome.findings = merge_refinement(rule_findings, proposed, set(probe.evidence))
+                await _refine(inv, scoped, options.brain, _check_owners(options.investigators or ()), outcome)
             except Exception as exc:  # the rules' findings stand whatever the brain does
                 emit(Warning_(text=f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
     except TimeoutError:
@@ -175,7 +195,8 @@ async def run_audit(
         for inv in investigators
     )
     findings = [f for inv in investigators for f in outcomes[inv.area].findings]
-    plan, plan_warnings = build_plan(findings, baseline)
+    dropped = tuple(d for inv in investigators for d in outcomes[inv.area].dropped)
+    plan, plan_warnings = plan_findings(findings, baseline)
     warnings.extend(plan_warnings)
     if control.cancelled:
         warnings.append("audit interrupted: results are partial")
@@ -200,6 +221,7 @@ async def run_audit(
         plan=plan,
         evidence=tuple(e for ref, e in sorted(probe.evidence.items()) if ref in cited),
         warnings=tuple(warnings),
+        dropped=dropped,
     )
     emit(AuditFinished(result=result))
     return result

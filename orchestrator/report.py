@@ -13,12 +13,14 @@ from rigaudit.orchestrator.identity import HostIdentity, mismatch
 from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.plan.text import plan_opening
 from rigaudit.orchestrator.plots import draw_pcie, picture_markdown
+from rigaudit.orchestrator.suggestions import rules_plan
 from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.bounded import InputError, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.dropped import drop_counts
 from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import Plan, PlanStep
@@ -43,8 +45,16 @@ def _subjects(finding: Finding, limit: int = 4) -> str:
     return ", ".join(subjects)
 
 
+def _check(finding: Finding) -> str:
+    """`check`, marked when a model wrote the finding."""
+    return f"`{finding.check}`" + (" (LLM)" if finding.source == "llm" else "")
+
+
 def _problem_block(finding: Finding) -> list[str]:
-    lines = [f"### {finding.check}: {finding.title}", ""]
+    model = finding.source == "llm"
+    lines = [f"### {finding.check}{' (LLM)' if model else ''}: {finding.title}", ""]
+    if model:
+        lines.append("- **Source**: the model (LLM), not a rule: its evidence was read, its judgement is not checked")
     lines.append(f"- **Severity**: {finding.severity}" + (f" · **Subjects**: {_subjects(finding)}" if finding.subjects else ""))
     lines.append(f"- **Observed**: {finding.observed}")
     if finding.expected:
@@ -56,8 +66,10 @@ def _problem_block(finding: Finding) -> list[str]:
         more = f" (+{len(finding.evidence) - 6} more)" if len(finding.evidence) > 6 else ""
         lines.append(f"- **Evidence**: {shown}{more}")
     if finding.fix is not None:
+        label = "The model's suggestion (never applied by rigaudit)" if model else "Fix"
         lines.append(
-            f"- **Fix** ({finding.fix.kind}, on {WHERE_TEXT[finding.fix.where]}, risk {finding.fix.risk}): {finding.fix.summary}"
+            f"- **{label}** ({finding.fix.kind}, on {WHERE_TEXT[finding.fix.where]}, risk {finding.fix.risk}): "
+            f"{finding.fix.summary}"
         )
     return [*lines, ""]
 
@@ -67,8 +79,10 @@ def _step_block(number: int, step: PlanStep) -> list[str]:
         f" ({'decides' if step.kind == 'measure' else 'also resolves'} {', '.join(step.also_checks)})" if step.also_checks else ""
     )
     kind = "a measurement" if step.kind == "measure" else step.kind
+    whose = " (LLM): the model's suggestion, never applied" if step.source == "llm" else ""
     lines = [
-        f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}; {kind}, on {WHERE_TEXT[step.where]}, risk {step.risk}"
+        f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{whose}{also}; {kind}, on {WHERE_TEXT[step.where]}, "
+        f"risk {step.risk}"
     ]
     if step.gain is not None:
         lines.append(f"   - Buys: {step.gain.text()}")
@@ -131,7 +145,7 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
     )
-    out += ["", expectation(problems, plan=result.plan), ""]
+    out += ["", expectation([f for f in problems if f.source != "llm"], plan=rules_plan(result.plan)), ""]
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
     if history:
@@ -148,12 +162,15 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         out.append(f"| {run.area} | {_cell(status)} | {run.findings} | {run.duration_s:.3f} |")
     if result.warnings:
         out += ["", "Warnings:", ""] + [f"- {_cell(w)}" for w in result.warnings]
+    if result.dropped:
+        out += ["", f"Model findings dropped (LLM, {len(result.dropped)}: {drop_counts(result.dropped)}); the rules stand:", ""]
+        out += [f"- `{d.check}` ({d.area}): {_cell(d.reason)}" for d in result.dropped]
     out += ["", "## Findings", "", "### Problems", ""]
     if not problems:
         out += ["No problems found.", ""]
     else:
         out += ["| severity | check | finding | subjects |", "| --- | --- | --- | --- |"]
-        out += [f"| {f.severity} | `{f.check}` | {_cell(f.title)} | {_cell(_subjects(f))} |" for f in problems]
+        out += [f"| {f.severity} | {_check(f)} | {_cell(f.title)} | {_cell(_subjects(f))} |" for f in problems]
         out.append("")
         for finding in problems:
             out += _problem_block(finding)
@@ -197,7 +214,7 @@ def _capital(text: str) -> str:
 
 
 def _simple_table(title: str, findings: Iterable[Finding]) -> list[str]:
-    rows = [f"| `{f.check}` | {_cell(f.title)} | {_cell(f.observed)} |" for f in findings]
+    rows = [f"| {_check(f)} | {_cell(f.title)} | {_cell(f.observed)} |" for f in findings]
     if not rows:
         return []
     return [f"### {title}", "", "| check | finding | observed |", "| --- | --- | --- |", *rows, ""]

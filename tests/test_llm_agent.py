@@ -90,17 +90,14 @@ def test_findings_citing_nothing_that_was_read_are_dropped() -> None:
 def test_a_rule_check_can_only_gain_an_explanation() -> None:
     rules = {f["check"]: f for f in rule_findings([AREA])}
     check = next(iter(rules))
-    flipped = {
-        "check": check,
-        "status": "problem",
-        "severity": "critical",
-        "explanation": "the LLM adds context",
-        "evidence": ["file:/proc/cmdline"],
-    }
-    result, _, _, _ = _audit(ScriptedModel([final({"findings": [flipped]})]))
+    kept = {"check": check, "status": rules[check]["status"], "severity": rules[check]["severity"]}
+    agreeing = {**kept, "explanation": "the LLM adds context", "evidence": ["file:/proc/cmdline"]}
+    flipped = {**agreeing, "status": "problem", "severity": "critical", "explanation": "the LLM overrules"}
+    result, _, _, _ = _audit(ScriptedModel([final({"findings": [flipped, agreeing]})]))
     finding = next(f for f in result.findings if f.check == check)
     assert (finding.status, finding.severity, finding.source) == (rules[check]["status"], rules[check]["severity"], "rules")
-    assert finding.explanation.endswith("LLM: the LLM adds context")
+    assert finding.explanation.endswith("LLM: the LLM adds context") and "overrules" not in finding.explanation
+    assert [(d.check, d.kind) for d in result.dropped] == [(check, "contradicts_rule")]
 
 
 def test_the_agent_reads_with_tools_then_reports_through_the_tool() -> None:

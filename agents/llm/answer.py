@@ -139,11 +139,12 @@ def parse_report(payload: str | Any) -> FindingsReport:
 
 
 def to_findings(report: FindingsReport, area: str, rule_findings: list[Finding]) -> list[Finding]:
-    """The report as :class:`Finding` objects of ``area`` (the audit then merges them with the rules')."""
-    rules = {f.check: f for f in rule_findings}
+    """The report as :class:`Finding` objects of ``area``, as the model stated them (``source: "llm"``);
+    the audit then merges them with the rules' (:func:`rigaudit.agents.brain.merge_refinement`), which
+    keeps every rule finding as the rules judged it and says what it refused."""
+    titles = {f.check: f.title for f in rule_findings}
     out: list[Finding] = []
     for item in report.findings:
-        rule = rules.get(item.check)
         fix = None
         if item.fix is not None:
             fix = Fix(
@@ -158,15 +159,15 @@ def to_findings(report: FindingsReport, area: str, rule_findings: list[Finding])
             Finding(
                 check=item.check,
                 area=area,
-                status=rule.status if rule is not None else item.status,
-                severity=rule.severity if rule is not None else item.severity,
-                title=item.title or (rule.title if rule is not None else item.check),
+                status=item.status,
+                severity=item.severity,
+                title=item.title or titles.get(item.check, item.check),
                 subjects=tuple(item.subjects),
                 observed=item.observed,
                 expected=item.expected,
                 explanation=item.explanation,
                 evidence=tuple(item.evidence),
-                fix=fix if rule is None else rule.fix,
+                fix=fix,
                 source="llm",
             )
         )

@@ -97,7 +97,8 @@ def inference_run(words: Sequence[str]) -> InferenceRun:
 
 def _finding_line(finding: Finding) -> str:
     severity = f" {finding.severity}" if finding.severity else ""
-    return f"{finding.check} [{finding.status}{severity}]: {finding.title}: {finding.observed}".rstrip(": ")
+    mark = " (LLM: the model's, not a rule's)" if finding.source == "llm" else ""
+    return f"{finding.check}{mark} [{finding.status}{severity}]: {finding.title}: {finding.observed}".rstrip(": ")
 
 
 class Coordinator:
@@ -221,7 +222,8 @@ class Coordinator:
         if not result.plan.steps:
             return Outcome("done", "nothing to change.")
         lines = [
-            f"[{s.priority}] {s.id} ({s.kind}, on the {s.where}, risk {s.risk}): {s.title}; {s.rationale}".rstrip("; ")
+            f"[{s.priority}] {s.id}{' (LLM)' if s.source == 'llm' else ''} ({s.kind}, on the {s.where}, risk {s.risk}): "
+            f"{s.title}; {s.rationale}".rstrip("; ")
             + "".join(f"; {e.text()}" for e in s.waits_for())
             for s in result.plan.steps
         ]
@@ -245,7 +247,9 @@ class Coordinator:
             value = " ".join((item.raw if item.ok else f"error {item.error}").split())[:160] if item else ""
             lines.append(f"evidence {ref}" + (f" = {value}" if value else ""))
         if finding.fix is not None:
-            lines.append(f"fix ({finding.fix.kind}, on the {finding.fix.where}, risk {finding.fix.risk}): {finding.fix.summary}")
+            label = "the model's suggestion, never applied" if finding.source == "llm" else "fix"
+            fix = finding.fix
+            lines.append(f"{label} ({fix.kind}, on the {fix.where}, risk {fix.risk}): {fix.summary}")
         step = next((s for s in result.plan.steps if s.check == finding.check or finding.check in s.also_checks), None)
         if step is not None:
             lines.append(f"plan: [{step.priority}] {step.id}: {step.rationale}")

@@ -6,7 +6,8 @@ Examples:
   rigaudit audit --snapshot DIR --report system-improve.md --json audit.json
   rigaudit audit --fail-on high --no-live    for scripts: exit 3 when a high problem is found
 
-Exit status: 0 done; 3 a problem at or above --fail-on was found; 4 the audit is incomplete (an
+Exit status: 0 done; 3 a problem at or above --fail-on was found (a rule's; a model's too with
+--fail-on-llm); 4 the audit is incomplete (an
 investigator crashed or timed out: its checks were not judged; "status": "incomplete" in --json
 and in the transcript); 2 usage error; 130 interrupted (Ctrl-C). 3 wins over 4, and 4 over 0.
 """
@@ -56,8 +57,11 @@ def _add(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=positive_seconds, default=60.0, metavar="S", help="time limit per investigator, > 0 s (default 60)"
     )
     parser.add_argument(
-        "--fail-on", choices=("critical", "high", "medium", "low"), help="exit 3 when a problem at or above this is found"
+        "--fail-on",
+        choices=("critical", "high", "medium", "low"),
+        help="exit 3 when a rule finds a problem at or above this (a model's findings count only with --fail-on-llm)",
     )
+    parser.add_argument("--fail-on-llm", action="store_true", help="with --llm, a model's problems count toward --fail-on too")
     parser.add_argument("--all", action="store_true", help="list every check (default: problems and unknowns, the rest counted)")
     parser.add_argument("--hide-ok", action="store_true", help=argparse.SUPPRESS)  # the default since 0.2
     add_session_arguments(parser)
@@ -80,18 +84,22 @@ EXIT_INCOMPLETE = 4
 """An investigator crashed or timed out: the audit is not a clean one."""
 
 
-def exit_status(result: AuditResult, threshold: str | None) -> int:
+def exit_status(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> int:
     """3 a problem at or above ``threshold``; 130 interrupted; 4 incomplete; 0 a clean audit."""
-    if failing(result, threshold):
+    if failing(result, threshold, with_llm=with_llm):
         return 3
     return {"interrupted": 130, "incomplete": EXIT_INCOMPLETE}.get(result.status, 0)
 
 
-def failing(result: AuditResult, threshold: str | None) -> bool:
+def failing(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> bool:
+    """A problem at or above ``threshold``: a rule's, or a model's too when ``with_llm`` (``--fail-on-llm``)."""
     if threshold is None:
         return False
     limit = SEVERITY_ORDER[threshold]
-    return any(f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit for f in result.findings)
+    return any(
+        f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit and (with_llm or f.source != "llm")
+        for f in result.findings
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -143,7 +151,7 @@ def _run(args: argparse.Namespace) -> int:
             session.emit(ReportWritten(path=str(args.report), section=kept))
         if args.json:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
-        session.exit_code = exit_status(result, args.fail_on)
+        session.exit_code = exit_status(result, args.fail_on, with_llm=args.fail_on_llm)
         if session.transcript_path is not None and not json_to_stdout:
             ui.console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
     return session.exit_code

@@ -141,7 +141,7 @@ def _failing(result: FleetResult, threshold: str | None) -> bool:
         return False
     limit = SEVERITY_ORDER[threshold]
     return any(
-        f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit
+        f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit and f.source != "llm"
         for a in result.audits
         for f in a.result.findings
     )

@@ -21,7 +21,7 @@ from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S
 from rigaudit.orchestrator.gate.model import CheckResult
 from rigaudit.orchestrator.gate.selection import Selection, select
 from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdict_of
-from rigaudit.orchestrator.planner import build_plan
+from rigaudit.orchestrator.suggestions import plan_findings
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import EventSink
@@ -68,7 +68,7 @@ def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
     """The audit of the selected checks alone, without evidence (the gate's result stays small)."""
     wanted = set(selection.ids)
     findings = tuple(f for f in audit.findings if f.check in wanted)
-    plan = audit.plan if len(findings) == len(audit.findings) else build_plan(findings, audit.host.facts)[0]
+    plan = audit.plan if len(findings) == len(audit.findings) else plan_findings(findings, audit.host.facts)[0]
     return audit.model_copy(update={"findings": findings, "plan": plan, "evidence": ()})
 
 

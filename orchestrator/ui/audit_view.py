@@ -15,9 +15,11 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from rigaudit.orchestrator.report import expectation
+from rigaudit.orchestrator.suggestions import rules_plan
 from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.orchestrator.ui.tables import findings_table, ordered, plan_table
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.dropped import drop_counts
 from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import Finding
 
@@ -53,14 +55,18 @@ def headline(result: AuditResult) -> Text:
     """``pve-gpu01 (8 x RTX PRO 6000, driver 580.95.05, kernel 6.8.12): 4 problems, 11 unknown``."""
     facts = result.host.facts
     about = [facts[k] if k == "gpus" else f"{k} {facts[k]}" for k in ("gpus", "driver", "kernel") if facts.get(k)]
-    problems = sum(1 for f in result.findings if f.status == "problem")
-    unknown = sum(1 for f in result.findings if f.status == "unknown")
+    rules = [f for f in result.findings if f.source != "llm"]
+    problems = sum(1 for f in rules if f.status == "problem")
+    unknown = sum(1 for f in rules if f.status == "unknown")
     text = Text(result.host.name or "?", style="bold")
     if about:
         text.append(f" ({', '.join(about)})")
     text.append(": ")
     text.append(f"{problems} problem(s)", style="bold red" if problems else "bold green")
-    text.append(f", {unknown} unknown of {len(result.findings)} checks")
+    text.append(f", {unknown} unknown of {len(rules)} checks")
+    model = len(result.findings) - len(rules)
+    if model:
+        text.append(f"; {model} more finding(s) by the model (LLM)", style="magenta")
     return text
 
 
@@ -117,13 +123,26 @@ def audit_view(
         line = f"{len(rest)} more check(s): {_counts(rest)}"
         line += f" ({gpu} of them for want of a GPU)" if gpu else ""
         out.append(Text(line + "; --all lists them.", style="dim"))
-    problems = [f for f in result.findings if f.status == "problem"]
-    out.append(Text(expectation(problems, markdown=False, plan=result.plan)))
+    problems = [f for f in result.findings if f.status == "problem" and f.source != "llm"]
+    out.append(Text(expectation(problems, markdown=False, plan=rules_plan(result.plan))))  # the rules' judgement
     out.append(plan_table(result.plan) if result.plan.steps else Text("Plan: nothing to change."))
     if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
         out.append(tree)
     out += [Text(f"warning: {w}", style="yellow") for w in result.warnings]
+    if result.dropped:
+        out.append(dropped_line(result, show_all=show_all))
     return out
 
 
-__all__ = ["audit_view", "headline", "incomplete_banner", "needs_gpu", "no_gpu"]
+def dropped_line(result: AuditResult, *, show_all: bool = False, shown: int = 5) -> Text:
+    """``LLM: 3 model finding(s) dropped (2 contradicts a rule finding, 1 ...): pcie.acs (numa): ...``."""
+    dropped = result.dropped
+    listed = dropped if show_all else dropped[:shown]
+    text = Text(f"LLM: {len(dropped)} model finding(s) dropped ({drop_counts(dropped)}): ", style="magenta")
+    text.append("; ".join(f"{d.check} ({d.area}): {d.reason}" for d in listed))
+    if len(listed) < len(dropped):
+        text.append(f"; +{len(dropped) - len(listed)} more (--all lists them, --json has each)")
+    return text
+
+
+__all__ = ["audit_view", "dropped_line", "headline", "incomplete_banner", "needs_gpu", "no_gpu"]

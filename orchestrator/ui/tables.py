@@ -101,17 +101,26 @@ def _verdict(finding: Finding) -> Text:
     return Text(word, style=STATUS_STYLE[finding.status])
 
 
+LLM_MARK = " (LLM)"
+"""After the check id of a model's finding (``source: "llm"``), in the terminal and the report."""
+
+
+def check_label(finding: Finding) -> str:
+    """The check id, marked when a model (not a rule) wrote the finding."""
+    return finding.check + (LLM_MARK if finding.source == "llm" else "")
+
+
 def findings_table(findings: Sequence[Finding], *, width: int, title: str = "Findings") -> Table:
     """``findings`` as they are given (see :func:`ordered`); the title column only from :data:`WIDE` columns."""
     table = Table(title=title, show_lines=False, expand=True, title_justify="left")
     _fixed(table, "verdict", width=8)
-    _fixed(table, "check", width=max((len(f.check) for f in findings), default=5))
+    _fixed(table, "check", width=max((len(check_label(f)) for f in findings), default=5))
     wide = width >= WIDE
     if wide:
         table.add_column("finding", ratio=2, overflow="fold")
     table.add_column("observed", ratio=3, overflow="fold", min_width=20)
     for finding in findings:
-        cells: list[Text | str] = [_verdict(finding), finding.check]
+        cells: list[Text | str] = [_verdict(finding), check_label(finding)]
         if wide:
             cells.append(finding.title)
         cells.append(finding.observed)
@@ -131,7 +140,11 @@ def plan_table(plan: Plan) -> Table:
     for number, step in enumerate(plan.steps, 1):
         cell = Text()
         cell.append(step.id, style="bold")
-        cell.append(f": {step.title}")
+        if step.source == "llm":
+            cell.append(f"{LLM_MARK}: the model's suggestion, never applied: ", style="magenta")
+            cell.append(step.title)
+        else:
+            cell.append(f": {step.title}")
         for action in step.actions:
             cell.append(f"\n  {describe(action)}", style="dim")
         if step.also_checks:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rigaudit.tools.model.dropped import DroppedFinding
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.model.finding import RENAMED_AREAS, Area, Finding, current_area
 from rigaudit.tools.model.plan import Plan
@@ -50,6 +51,8 @@ class AuditResult(BaseModel):
     plan: Plan = Plan()
     evidence: tuple[Evidence, ...] = ()
     warnings: tuple[str, ...] = ()
+    dropped: tuple[DroppedFinding, ...] = ()
+    """What a model (``--llm``) proposed and the audit refused, each with why (absent from older audits)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

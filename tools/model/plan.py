@@ -68,6 +68,7 @@ class PlanStep(BaseModel):
     blocked: str = ""
     """Why the planner refuses to run this step at all (an order its edges cannot satisfy)."""
     source: Literal["rules", "llm"] = "rules"
+    """``llm``: a model's suggestion (never P0, ranked after every rule step, no actions: never applied)."""
 
     def waits_for(self) -> tuple[StepEdge, ...]:
         """The edges naming a step that must have run first."""
