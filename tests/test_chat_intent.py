@@ -83,13 +83,45 @@ def test_help_quit_and_mistakes() -> None:
             parse_command(line)
 
 
-def test_model_tool_calls_map_to_the_same_steps() -> None:
+def test_model_tool_calls_map_to_the_same_steps_with_typed_arguments() -> None:
     def call(name: str, arguments: str = "{}") -> Step | str:
         return step_for(ToolCallRequest("c1", name, arguments))
 
-    assert call("write_report", '{"path": "system-improve.md"}') == Step("report", ("system-improve.md",))
-    assert call("bench_inference", '{"args": "--concurrency 1"}') == Step("bench_inference", ("--concurrency", "1"))
-    assert call("apply_runtime") == Step("apply_runtime")
+    assert call("write_report", '{"path": "system-improve.md"}') == Step("report", ("system-improve.md",), origin="model")
+    bench = call("bench_inference", '{"concurrency": [1, 4], "requests": 8}')
+    assert isinstance(bench, Step) and bench.bench is not None and bench.origin == "model"
+    assert bench.bench.words() == ("--concurrency", "1,4", "--requests", "8")
+    assert call("apply_runtime") == Step("apply_runtime", origin="model")
     assert "not valid JSON" in str(call("audit", "{oops"))
     assert "no tool named 'reboot'" in str(call("reboot"))
-    assert "explain needs" in str(call("explain"))
+    assert "explain: check: Field required" in str(call("explain"))
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "why"),
+    [
+        ("bench_inference", '{"args": "--command=/bin/sh"}', "args: Extra inputs are not permitted"),
+        ("bench_inference", '{"command": "id"}', "command: Extra inputs are not permitted"),
+        ("bench_inference", '{"concurrency": [100000]}', "less than or equal to 256"),
+        ("bench_inference", '{"requests": "8; rm -rf /"}', "requests: Input should be a valid integer"),
+        ("write_report", '{"path": "/etc/cron.d/x.md"}', "a relative file name"),
+        ("write_report", '{"path": "../outside.md"}', "no '..'"),
+        ("write_report", '{"path": "notes.sh"}', "a .md file"),
+        ("write_report", '{"path": "~/.bashrc.md"}', "each part"),
+        ("compare", '{"base": "/etc/passwd", "new": "b.json"}', "a relative file name"),
+        ("rollback", '{"journal": "/root/other.jsonl"}', "journal: Extra inputs are not permitted"),
+        ("explain", '{"check": "x; reboot"}', "check: String should match pattern"),
+    ],
+)
+def test_a_model_cannot_pass_argv_paths_outside_or_anything_untyped(name: str, arguments: str, why: str) -> None:
+    answer = step_for(ToolCallRequest("c1", name, arguments))
+    assert isinstance(answer, str) and answer.startswith(f"error: {name}: ") and why in answer, answer
+
+
+def test_the_tool_schemas_are_closed_objects_with_no_free_text_argv() -> None:
+    from rigaudit.orchestrator.chat.actions import TOOLS
+
+    for tool in TOOLS:
+        parameters = tool["function"]["parameters"]
+        assert parameters["type"] == "object" and parameters["additionalProperties"] is False
+        assert "args" not in parameters["properties"] and "command" not in parameters["properties"]

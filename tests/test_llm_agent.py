@@ -156,7 +156,7 @@ def test_malformed_calls_and_unknown_tools_go_back_to_the_model() -> None:
     assert "not valid JSON" in texts[0] and "no tool named 'format_disk'" in texts[1]
     history = next(m for m in model.requests[1].messages if m["role"] == "assistant")
     assert history["tool_calls"][0]["function"]["arguments"] == "{}"  # servers re-parse the history
-    assert 'needs {"path"' in _tool_texts(model.requests[2])[-1]
+    assert 'read_file: path: Field required (it takes {"path"})' in _tool_texts(model.requests[2])[-1]
     assert not _warnings(events)
 
 
@@ -268,3 +268,32 @@ def test_the_evidence_summary_is_bounded_and_folds_look_alike_refs() -> None:
     assert len(text) <= 1600
     assert "cpuN/cpuidle/stateN/disable (512 refs" in text and "'1' x384" in text
     assert "more refs read but not shown" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "why"),
+    [
+        ("read_file", {"path": "/proc/cmdline", "then": "rm -rf /"}, "then: Extra inputs are not permitted"),
+        (
+            "nvml",
+            {"function": "nvmlDeviceSetPowerManagementLimit", "args": [0, "300"]},
+            "args.1: Input should be a valid integer",
+        ),
+        ("nvml", {"function": "os.system", "args": []}, "function: String should match pattern"),
+        ("shell", {"command": ["rm", "-rf", "/"]}, "command: Input should be a valid string"),
+        ("shell", {"command": "x" * 1001}, "command: String should have at most 1000 characters"),
+        ("list_dir", ["/"], "Input should be a valid dictionary"),
+    ],
+)
+def test_every_agent_tool_takes_typed_closed_arguments(name: str, arguments: Any, why: str) -> None:
+    model = ScriptedModel([call(name, json.dumps(arguments)), final({"findings": []})])
+    _, _, _, host = _audit(model)
+    model.assert_complete()
+    text = _tool_texts(model.requests[1])[-1]
+    assert text.startswith(f"error: {name}: ") and why in text, text
+    assert not [argv for argv in host.ran if "rm" in argv]  # only the rules' own commands ran
+    for tool in model.requests[0].tools:
+        parameters = tool["function"]["parameters"]
+        assert parameters["type"] == "object"
+        if tool["function"]["name"] != "report_findings":
+            assert parameters["additionalProperties"] is False

@@ -4,7 +4,8 @@
 model wrote it; ``deny`` goes back to the model with the reason, ``ask`` goes to the person (the
 approver; none means no), ``allow`` runs as an argv, never through a shell. ``read_file`` and
 ``list_dir`` keep to the policy's readable trees and never read secrets; ``nvml`` calls getters only.
-Every result is redacted, capped, and framed as data.
+Every call's arguments are typed (a pydantic model per tool, closed: nothing but its fields) and validated
+before anything is read or run; every result is redacted, capped, and framed as data.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
 from rigaudit.agents.llm.answer import SCHEMA
 from rigaudit.tools.bounded import loads
-from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
 from rigaudit.tools.model.evidence import Evidence
@@ -27,34 +29,54 @@ from rigaudit.tools.redact import redact_text
 from rigaudit.tools.shell import Approver, SandboxedShell, cap_text
 
 
-def _function(name: str, description: str, properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
-    parameters = {"type": "object", "properties": properties, "required": list(required)}
+class _Args(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PathArgs(_Args):
+    path: str = Field(min_length=1, max_length=4096, pattern=r"\S", description="an absolute path")
+
+
+class NvmlArgs(_Args):
+    function: str = Field(pattern=r"^nvml[A-Za-z0-9_]{1,80}$", description="an NVML getter's C name")
+    args: list[StrictInt] = Field(default_factory=list, max_length=4, description="ints, device index first")
+
+
+class ShellArgs(_Args):
+    command: str = Field(min_length=1, max_length=1000, pattern=r"\S", description="one command line")
+
+
+ARGUMENTS: dict[str, tuple[type[_Args], str]] = {
+    "read_file": (PathArgs, "Read a file (absolute path under /proc, /sys, /etc, /var/log, /boot...)."),
+    "list_dir": (PathArgs, "List a directory's entries."),
+    "nvml": (NvmlArgs, "Call an NVML getter by its C name; args are ints (device index first), e.g. nvmlDeviceGetPciInfo [0]."),
+    "shell": (
+        ShellArgs,
+        "Run one read-only diagnostic command line (no pipes, redirections or $(...)); a policy judges it first.",
+    ),
+}
+"""Every tool an agent has, with its typed arguments (validated before anything is read or run)."""
+
+
+def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
-READ_FUNCTIONS: tuple[dict[str, Any], ...] = (
-    _function(
-        "read_file",
-        "Read a file (absolute path under /proc, /sys, /etc, /var/log, /boot...).",
-        {"path": {"type": "string"}},
-        ["path"],
-    ),
-    _function("list_dir", "List a directory's entries.", {"path": {"type": "string"}}, ["path"]),
-    _function(
-        "nvml",
-        "Call an NVML getter by its C name; args are ints (device index first), e.g. nvmlDeviceGetPciInfo [0].",
-        {"function": {"type": "string"}, "args": {"type": "array", "items": {"type": "integer"}}},
-        ["function"],
-    ),
-    _function(
-        "shell",
-        "Run one read-only diagnostic command line (no pipes, redirections or $(...)); a policy judges it first.",
-        {"command": {"type": "string"}},
-        ["command"],
-    ),
+def _schema(model: type[_Args]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    properties = {
+        key: {k: v for k, v in prop.items() if k not in ("title", "default")} for key, prop in schema["properties"].items()
+    }
+    return {"type": "object", "properties": properties, "required": schema.get("required", []), "additionalProperties": False}
+
+
+READ_FUNCTIONS: tuple[dict[str, Any], ...] = tuple(
+    _function(name, text, _schema(model)) for name, (model, text) in ARGUMENTS.items()
 )
 REPORT_FUNCTION = _function(
-    "report_findings", "Your final answer: the findings to add (may be empty).", SCHEMA["properties"], ["findings"]
+    "report_findings",
+    "Your final answer: the findings to add (may be empty).",
+    {"type": "object", "properties": SCHEMA["properties"], "required": ["findings"]},
 )
 FUNCTION_NAMES = tuple(t["function"]["name"] for t in (*READ_FUNCTIONS, REPORT_FUNCTION))
 
@@ -142,25 +164,25 @@ class ModelFunctions:
                 f"error: the arguments of {name} are not valid JSON ({exc.msg}); call it again with a JSON object",
                 summary={"tool": name, "error": "invalid JSON arguments"},
             )
-        if not isinstance(arguments, dict):
+        entry = ARGUMENTS.get(name)
+        if entry is None:
+            known = ", ".join(FUNCTION_NAMES)
             return FunctionResult(
-                f"error: the arguments of {name} must be a JSON object", summary={"tool": name, "error": "not an object"}
+                f"error: there is no tool named {name!r}; the tools are: {known}",
+                summary={"tool": name, "error": "unknown tool"},
             )
         try:
-            if name == "read_file":
-                return await self._read_file(_text_arg(arguments, "path"))
-            if name == "list_dir":
-                return await self._list_dir(_text_arg(arguments, "path"))
-            if name == "nvml":
-                return await self._nvml(_text_arg(arguments, "function"), arguments.get("args", []))
-            if name == "shell":
-                return await self._shell(_text_arg(arguments, "command"))
-        except _BadArgument as exc:
-            return FunctionResult(f"error: {name}: {exc}", summary={"tool": name, "error": str(exc)})
-        known = ", ".join(FUNCTION_NAMES)
-        return FunctionResult(
-            f"error: there is no tool named {name!r}; the tools are: {known}", summary={"tool": name, "error": "unknown tool"}
-        )
+            args = entry[0].model_validate(arguments)
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()[:4])
+            hint = ", ".join(f'"{k}"' for k in entry[0].model_fields)
+            return FunctionResult(f"error: {name}: {why} (it takes {{{hint}}})", summary={"tool": name, "error": why[:200]})
+        if isinstance(args, PathArgs):
+            return await (self._read_file if name == "read_file" else self._list_dir)(args.path.strip())
+        if isinstance(args, NvmlArgs):
+            return await self._nvml(args.function, args.args)
+        assert isinstance(args, ShellArgs)
+        return await self._shell(args.command.strip())
 
     async def _read_file(self, path: str) -> FunctionResult:
         fs = filesystem_for(self.probe.host)
@@ -189,9 +211,7 @@ class ModelFunctions:
             _framed("list_dir", ref, body, self.output_chars), ref, {"tool": "list_dir", "ref": ref, "ok": result.ok}
         )
 
-    async def _nvml(self, function: str, args: object) -> FunctionResult:
-        if not isinstance(args, list) or len(args) > 4 or not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            raise _BadArgument('"args" must be a list of at most 4 integers')
+    async def _nvml(self, function: str, args: list[int]) -> FunctionResult:
         if not function.startswith("nvml") or not is_read_only(function):
             return FunctionResult(
                 f"not called: {function} is not an NVML getter (only Get/Is/Query functions)",
@@ -211,14 +231,3 @@ class ModelFunctions:
             return FunctionResult(outcome.for_model(), None, summary)
         ref = command_ref(verdict.argv)
         return FunctionResult(_framed("shell", ref, outcome.for_model(), self.output_chars), ref, summary)
-
-
-class _BadArgument(OperationError):
-    """A model function called with an argument it cannot take; the message goes back to the model."""
-
-
-def _text_arg(arguments: dict[str, Any], key: str) -> str:
-    value = arguments.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise _BadArgument(f'needs {{"{key}": "..."}} (a non-empty string)')
-    return value.strip()

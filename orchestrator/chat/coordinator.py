@@ -12,6 +12,8 @@ returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run 
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import tempfile
 import typing
 from collections.abc import Sequence
@@ -35,6 +37,7 @@ from rigaudit.orchestrator.bench import (
     run_p2p,
 )
 from rigaudit.orchestrator.bench_compare import CompareRun, compare_runs
+from rigaudit.orchestrator.chat.intent import parse_intent
 from rigaudit.orchestrator.chat.steps import Step
 from rigaudit.orchestrator.hosts import in_container
 from rigaudit.orchestrator.identity import identify
@@ -125,6 +128,9 @@ class Coordinator:
         self.copy: Path | None = None
         self.journals: list[Path] = []
         self.inference_runs: list[Path] = []
+        self.request = ""
+        """The person's words of this turn: what ``--yes`` may approve of a model's steps."""
+        self._step: Step | None = None
 
     def say(self, text: str) -> None:
         self.emit(Message(role="assistant", text=text))
@@ -133,7 +139,10 @@ class Coordinator:
 
     async def run_step(self, step: Step) -> Outcome:
         """One step; every error becomes an outcome with one line, never an exception."""
+        self._step = step
         try:
+            if step.origin == "model" and (why := self._outside(step)) is not None:
+                return Outcome("refused", why)
             match step.kind:
                 case "audit":
                     return await self.audit()
@@ -148,7 +157,7 @@ class Coordinator:
                 case "bench_p2p":
                     return await self.bench_p2p()
                 case "bench_inference":
-                    return await self.bench_inference(step.args)
+                    return await self.bench_inference(step.args if step.bench is None else step.bench.words())
                 case "compare":
                     return (
                         await self.compare(*step.args[:2])
@@ -182,11 +191,59 @@ class Coordinator:
                 break
         return outcomes
 
+    # -- what a model may ask for ------------------------------------------------------------------
+
+    def _outside(self, step: Step) -> str | None:
+        """Why a model's step may not run at all (a path outside the work directory, another journal), or ``None``."""
+        for name in step.args if step.kind in ("report", "compare") else ():
+            path = self._path(name)
+            if not path.resolve().is_relative_to(self.settings.workdir.resolve()):
+                return f"not run: {name} is outside the work directory {self.settings.workdir}"
+        if step.kind == "compare" and not all(self._path(a).is_file() for a in step.args):
+            return "not run: compare reads existing result files of the work directory"
+        if step.kind == "rollback" and not self.journals:
+            return "not run: this conversation applied nothing; a person names another journal (/rollback JOURNAL)"
+        return None
+
+    def asked_for(self, step: Step) -> bool:
+        """Whether the person's own words of this turn ask for ``step`` as the model chose it: its kind (as the
+        intent parser reads them), and every file name and number it carries."""
+        if step.origin == "person":
+            return True
+        if step.kind not in {s.kind for s in parse_intent(self.request)}:
+            return False
+        words = set(re.findall(r"[\w./-]+", self.request)) | set(re.findall(r"\d+", self.request))
+        named = [*step.args, *(str(v) for v in (step.bench.values() if step.bench is not None else ()))]
+        return all(word in words for word in named)
+
+    def _assume_yes(self) -> bool:
+        """``--yes``, for a person's step or a model's the person asked for; never for what a model chose beyond it."""
+        step = self._step
+        return self.settings.assume_yes and (step is None or self.asked_for(step))
+
+    def _chosen(self, details: Sequence[str]) -> list[str]:
+        step = self._step
+        if step is None or step.origin == "person":
+            return list(details)
+        if self.asked_for(step):
+            return [*details, "asked for by you, in these words; planned by the model"]
+        note = "chosen by the model, beyond what you asked"
+        return [*details, note + (": --yes does not approve it" if self.settings.assume_yes else "")]
+
+    def _beyond(self, what: str) -> None:
+        """With ``--yes`` and no terminal, a model's step beyond the person's words is refused, saying why."""
+        if self.settings.assume_yes and not self._assume_yes() and not self.settings.interactive:
+            raise NotApprovedError(
+                f"{what}: not approved: the model chose it beyond what you asked, and --yes approves only what you ask "
+                "for (say it, or type the /command)"
+            )
+
     def _approve(self, what: str, details: Sequence[str]) -> None:
+        self._beyond(what)
         require_approval(
             what,
-            details,
-            assume_yes=self.settings.assume_yes,
+            self._chosen(details),
+            assume_yes=self._assume_yes(),
             emit=self.emit,
             interactive=self.settings.interactive,
             console=self.console,
@@ -267,7 +324,7 @@ class Coordinator:
         problems = sum(1 for f in result.findings if f.status == "problem")
         details = [
             f"{len(result.findings)} findings ({problems} problems) and a plan of {len(result.plan.steps)} step(s)",
-            f"{'replaces' if path.exists() else 'creates'} {path}"
+            f"{'replaces' if path.exists() else 'creates'} {path.resolve()}"
             + (" (the earlier one is kept beside it)" if path.exists() else ""),
         ]
         self._approve(f"write the report {path.name}", details)
@@ -296,11 +353,12 @@ class Coordinator:
             return Outcome("done", "no runtime step can be applied here: " + _not_here(plan.steps, options))
         gate = Gate(
             plan.digest(),
-            assume_yes=self.settings.assume_yes,
+            assume_yes=self._assume_yes(),
             interactive=self.settings.interactive,
             console=self.console,
             emit=self.emit,
         )
+        self._beyond("apply the runtime changes")
         gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
         host, where = await self._apply_host()
         journal = default_journal_path()
@@ -396,15 +454,13 @@ class Coordinator:
                 *args,
             ]
         run = inference_run(args)
-        out = self._path(f"bench-inference-{utc_now().replace(':', '')}.json")
-        server = run.spec.base_url if run.spec is not None else "an external benchmark command"
+        out = _new_file(self._path(f"bench-inference-{utc_now().replace(':', '')}.json"))
+        shown = " ".join(shlex.quote(a) for a in args)
+        runs = f"runs: {run.command}" if run.command is not None else f"runs: rigaudit bench inference {shown}"
+        where = f"sends streaming requests to {run.spec.base_url}" if run.spec is not None else "an external benchmark command"
         self._approve(
             "rerun the inference benchmark",
-            [
-                f"streaming requests to {server} ({' '.join(args)})",
-                "a production server serves them alongside its real traffic",
-                f"result: {out}",
-            ],
+            [runs, f"{where}: a production server serves them alongside its real traffic", f"writes {out.resolve()}"],
         )
         result = await run_inference(run, approve=self._approved, emit=self.emit, outputs=self._outputs(out))
         if result.runs and all(r.requests_ok == 0 for r in result.runs):
@@ -426,6 +482,8 @@ class Coordinator:
         return Outcome("done", "comparison shown above.")
 
     async def rollback(self, journal: str | None) -> Outcome:
+        if self._step is not None and self._step.origin == "model":
+            journal = None  # a model undoes this conversation's last apply only
         path = self._path(journal) if journal else (self.journals[-1] if self.journals else None)
         if path is None:
             return Outcome("failed", "nothing to roll back in this conversation; give the journal: /rollback JOURNAL")
@@ -436,6 +494,16 @@ class Coordinator:
             return Outcome("failed", f"{finished.failed} value(s) could not be restored from {path}")
         self.result = None
         return Outcome("done", f"rolled back {path}.")
+
+
+def _new_file(path: Path) -> Path:
+    """``path``, or ``name-2.json``... when it exists: a result never replaces a file."""
+    number = 1
+    candidate = path
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+    return candidate
 
 
 def _not_here(steps: Sequence[object], options: ApplyOptions) -> str:

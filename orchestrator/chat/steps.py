@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rigaudit.tools.errors import UsageError
+
+if TYPE_CHECKING:
+    from rigaudit.orchestrator.chat.actions import BenchArgs
 
 StepKind = Literal["audit", "plan", "explain", "report", "apply_runtime", "bench_p2p", "bench_inference", "compare", "rollback"]
 GATED: frozenset[str] = frozenset({"report", "apply_runtime", "bench_p2p", "bench_inference", "rollback"})
 """Steps that change something or load the GPUs/server: each asks for approval."""
+Origin = Literal["person", "model"]
+"""Who chose a step: the person (a command, or the words the intent parser read), or a chat model."""
 
 
 @dataclass(frozen=True)
 class Step:
     kind: StepKind
     args: tuple[str, ...] = field(default=())
+    origin: Origin = "person"
+    bench: BenchArgs | None = None
+    """A model's typed load settings for ``bench_inference`` (a person's are ``args``, as words)."""
 
     def describe(self) -> str:
-        arg = " ".join(self.args)
+        arg = " ".join((*self.args, *(self.bench.words() if self.bench is not None else ())))
         return {
             "audit": "audit the host",
             "plan": "show the plan",
