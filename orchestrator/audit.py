@@ -41,6 +41,12 @@ from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
 _current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)
 
+
+def current_area() -> str | None:
+    """The area whose investigator (or agent) runs in this task: who is asking, at a prompt."""
+    return _current_area.get()
+
+
 DEFAULT_CONCURRENCY = 8
 """Host operations in flight at once: gentle on a production host, still fast."""
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.orchestrator.arguments import normalize_url, url
+from rigaudit.orchestrator.timed_prompt import DEFAULT_TIMEOUT_S, Pause
 from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events import Event
@@ -73,6 +74,12 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--llm-max-steps", type=int, metavar="N", help="requests per agent (default 6)")
     group.add_argument("--llm-max-tokens", type=int, metavar="N", help="tokens for the whole audit (default 400000)")
     group.add_argument("--llm-timeout", type=float, metavar="S", help="time limit per agent, seconds (default 180)")
+    group.add_argument(
+        "--llm-ask-timeout",
+        type=float,
+        metavar="S",
+        help="how long an agent's command that the policy rates 'ask' waits for your answer before it is no (default 60)",
+    )
     group.add_argument("--llm-stream", action="store_true", help="stream completions (some servers behave better)")
     group.add_argument("--llm-no-json-schema", action="store_true", help="never send response_format json_schema")
 
@@ -113,6 +120,7 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         "max_steps": getattr(args, "llm_max_steps", None),
         "max_audit_tokens": getattr(args, "llm_max_tokens", None),
         "agent_time_s": getattr(args, "llm_timeout", None),
+        "ask_timeout_s": getattr(args, "llm_ask_timeout", None),
     }
     settings.update({k: v for k, v in cli.items() if v is not None})
     if getattr(args, "llm_stream", False):
@@ -124,6 +132,8 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
             raise UsageError(f"{name.replace('_', ' ')} must be at least 1")
     if "agent_time_s" in settings and settings["agent_time_s"] <= 0:
         raise UsageError("--llm-timeout must be positive")
+    if "ask_timeout_s" in settings and settings["ask_timeout_s"] <= 0:
+        raise UsageError("--llm-ask-timeout must be positive")
     key_env = getattr(args, "api_key_env", None) or from_file.get("api_key_env") or DEFAULT_KEY_ENV
     settings["api_key"] = env.get(str(key_env)) or None
     if not settings.get("base_url") and settings["api_key"] is None:
@@ -134,35 +144,46 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     return LlmConfig(**settings)
 
 
-def terminal_approver() -> Approver | None:
-    """Asks the person at the terminal about a command the policy says ``ask``; ``None`` (refuse) without one."""
-    from rigaudit.orchestrator.approval import TerminalConsole, is_interactive
+def terminal_approver(pause: Pause | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> Approver | None:
+    """Asks the person at the terminal about a command the policy rates ``ask``; ``None`` (refuse) without one.
+
+    One question at a time, with the live board paused (``pause``) so it shows where the board was;
+    every question has a deadline (``timeout_s``, then it is no) and ends when the agent's own time
+    limit ends the agent, so an unanswered question never hangs the audit.
+    """
+    from rigaudit.orchestrator.approval import is_interactive
 
     if not is_interactive():
         return None
     import anyio
 
-    lock: list[anyio.Lock] = []
+    from rigaudit.orchestrator.audit import current_area
+    from rigaudit.orchestrator.timed_prompt import ask_yes_no
 
-    def ask_sync(verdict: Verdict) -> bool:
-        console = TerminalConsole()
-        console.show(f"An LLM agent wants to run: {' '.join(verdict.argv)}\n  policy: ask ({verdict.reason})")
-        return console.ask("Run this command?", ("yes", "no"), "no").strip().lower() in ("y", "yes")
+    lock: list[anyio.Lock] = []
 
     async def ask(verdict: Verdict) -> bool:
         if not lock:
             lock.append(anyio.Lock())
         async with lock[0]:
-            return await anyio.to_thread.run_sync(ask_sync, verdict)
+            who = f" ({current_area()})" if current_area() else ""
+            text = f"An LLM agent{who} wants to run: {' '.join(verdict.argv)}\n  policy: ask ({verdict.reason})"
+            return await ask_yes_no(text, "Run this command?", timeout_s=timeout_s, pause=pause)
 
     return ask
 
 
 def brain_from_args(
-    args: argparse.Namespace, emit: Callable[[Event], None] | None = None, *, approver: Approver | None = None
+    args: argparse.Namespace,
+    emit: Callable[[Event], None] | None = None,
+    *,
+    approver: Approver | None = None,
+    pause: Pause | None = None,
 ) -> LLMBrain | None:
-    """The LLM brain ``--llm`` asks for (``None`` without it); a bad setting is one clear line (exit 2)."""
+    """The LLM brain ``--llm`` asks for (``None`` without it); a bad setting is one clear line (exit 2).
+    ``pause`` stops the live board while an agent's question is asked."""
     config = llm_config_from_args(args)
     if config is None:
         return None
-    return LLMBrain(config, emit=emit, approver=approver if approver is not None else terminal_approver())
+    asks = approver if approver is not None else terminal_approver(pause, timeout_s=config.ask_timeout_s)
+    return LLMBrain(config, emit=emit, approver=asks)

@@ -20,6 +20,8 @@ class LlmConfig:
     """Prompt plus completion tokens for the whole audit, shared by every agent."""
     agent_time_s: float = 180.0
     """Wall-clock limit for one agent."""
+    ask_timeout_s: float = 60.0
+    """How long an agent's ``ask`` command waits for a person at the terminal before it counts as "no"."""
     request_timeout_s: float = 90.0
     retries: int = 3
     """Our own retries of a request after the client's (429, 5xx, timeouts, malformed answers)."""

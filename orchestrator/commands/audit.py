@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         check_report(args.report, anyio.run(identify, host))
     json_to_stdout = args.json is not None and str(args.json) == "-"
     ui = terminal_for(args, show_all=args.all)
-    brain = brain_from_args(args)
+    brain = brain_from_args(args, pause=ui.paused)
     options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout, brain=brain)
     control = AuditControl()
     shown_areas = areas or list(area_names())

@@ -149,7 +149,13 @@ def run_chat(
         book = UsageBook(config.max_audit_tokens) if config is not None else None
         brain = None
         if config is not None and model is not None and args.llm_agents:
-            brain = LLMBrain(config, model=model, emit=session.emit, approver=terminal_approver(), book=book)
+            brain = LLMBrain(
+                config,
+                model=model,
+                emit=session.emit,
+                approver=terminal_approver(ui.ui.paused, timeout_s=config.ask_timeout_s),
+                book=book,
+            )
         coordinator = Coordinator(host, settings, console=console, emit=session.emit, brain=brain)
         planner = LlmPlanner(model, coordinator, book) if model is not None and book is not None else None
         conversation = Conversation(coordinator, planner)

@@ -6,6 +6,8 @@ The same consumer shows a session live and replays it from a transcript.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console, Group
@@ -68,6 +70,9 @@ class TerminalUI:
         self._bars: Any = None
         self._tasks: dict[str, Any] = {}
         self._fleet: FleetProgress | None = None
+        self._paused = 0
+        self._wanted = False
+        self._finished = False
 
     # -- board ----------------------------------------------------------------------------
 
@@ -81,7 +86,25 @@ class TerminalUI:
         header = Text(f"{done}/{len(self.rows)} investigators finished", style="bold")
         return Group(board_table(list(self.rows.values()), self.console.width), header)
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live board stops (and is erased) while a person is asked, and comes back afterwards, so a
+        question is never drawn under it."""
+        wanted = self._live is not None
+        self._stop_live()
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+            if (wanted or self._wanted) and not self._finished:
+                self._start_live()
+            self._wanted = False
+
     def _start_live(self) -> None:
+        if self._paused:
+            self._wanted = True
+            return
         if self.live_enabled and self._live is None:
             self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=8, transient=True)
             self._live.start()
@@ -167,6 +190,7 @@ class TerminalUI:
                 tail = f": {event.error}" if event.error else ""
                 self.console.print(f"  {event.area:<15} {event.status:<8} {event.duration_s:6.2f}s  {summary}{tail}")
         elif isinstance(event, AuditFinished):
+            self._finished = True
             self._stop_live()
             result = event.result
             view = audit_view(result, width=self.console.width, show_all=self.show_all, topology=self.topology)
