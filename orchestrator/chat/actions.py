@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from rigaudit.agents.llm.answer import CHECK_ID
 from rigaudit.agents.llm.client import ToolCallRequest
+from rigaudit.orchestrator.chat.load import BenchArgs
 from rigaudit.orchestrator.chat.steps import Step, StepKind
 from rigaudit.tools.bounded import loads
 
@@ -64,36 +65,12 @@ class ReportArgs(_Args):
     path: MarkdownName | None = Field(default=None, description="a .md file in the work directory (default system-improve.md)")
 
 
-class BenchArgs(_Args):
-    """The load of a rerun; the server and the result file are not the model's to choose."""
-
-    concurrency: list[Annotated[int, Field(ge=1, le=256)]] | None = Field(default=None, min_length=1, max_length=8)
-    requests: int | None = Field(default=None, ge=1, le=1000)
-    prompt_tokens: int | None = Field(default=None, ge=1, le=32_768)
-    max_tokens: int | None = Field(default=None, ge=1, le=8192)
-    repeat: int | None = Field(default=None, ge=1, le=10)
-
-    def words(self) -> tuple[str, ...]:
-        """The ``bench inference`` options these stand for (``--concurrency 1,4 --requests 8``)."""
-        out: list[str] = []
-        if self.concurrency:
-            out += ["--concurrency", ",".join(str(c) for c in dict.fromkeys(self.concurrency))]
-        for name in ("requests", "prompt_tokens", "max_tokens", "repeat"):
-            value = getattr(self, name)
-            if value is not None:
-                out += [f"--{name.replace('_', '-')}", str(value)]
-        return tuple(out)
-
-    def values(self) -> list[int]:
-        return [*(self.concurrency or ()), *(v for v in (self.requests, self.prompt_tokens, self.max_tokens, self.repeat) if v)]
-
-
 class CompareArgs(_Args):
     base: JsonName
     new: JsonName
 
 
-ARGUMENTS: dict[str, tuple[type[_Args], StepKind, str]] = {
+ARGUMENTS: dict[str, tuple[type[BaseModel], StepKind, str]] = {
     "audit": (NoArgs, "audit", "Audit the host (read-only); returns the problems and the plan."),
     "explain": (ExplainArgs, "explain", "Why a check came out as it did: evidence, explanation, fix."),
     "write_report": (ReportArgs, "report", "Write the report (a .md file in the work directory; default system-improve.md)."),
@@ -109,7 +86,7 @@ ARGUMENTS: dict[str, tuple[type[_Args], StepKind, str]] = {
 }
 
 
-def _schema(model: type[_Args]) -> dict[str, Any]:
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema.pop("title", None)
     schema.pop("description", None)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from rigaudit.orchestrator.chat.load import BenchArgs
 from rigaudit.tools.errors import UsageError
-
-if TYPE_CHECKING:
-    from rigaudit.orchestrator.chat.actions import BenchArgs
 
 StepKind = Literal["audit", "plan", "explain", "report", "apply_runtime", "bench_p2p", "bench_inference", "compare", "rollback"]
 GATED: frozenset[str] = frozenset({"report", "apply_runtime", "bench_p2p", "bench_inference", "rollback"})
