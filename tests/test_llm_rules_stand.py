@@ -105,8 +105,8 @@ def test_the_rules_stand_and_lead_the_plan_under_a_hijacked_model(hijacked: tupl
     steps = result.plan.steps
     assert rule_steps and steps[: len(rule_steps)] == rule_steps  # every rule step first, unchanged
     model_steps = steps[len(rule_steps) :]
-    assert [(s.id, s.priority, s.source, s.actions) for s in model_steps] == [("numa.hijack", "P1", "llm", ())]
-    assert all(s.priority != "P0" for s in model_steps)
+    assert [(s.id, s.source, s.actions) for s in model_steps] == [("numa.hijack", "llm", ())]
+    assert all(s.priority in ("P1", "P2") for s in model_steps)  # a critical model finding is never P0
 
 
 def test_what_the_model_tried_beyond_its_place_is_dropped_and_counted(hijacked: tuple[int, AuditResult, str]) -> None:
@@ -162,4 +162,4 @@ def test_a_model_fix_never_carries_an_action_and_the_apply_never_runs_it() -> No
     assert kept.source == "llm" and kept.fix is not None and kept.fix.actions == ()
     plan, _ = plan_findings(merged.findings)
     step = next(s for s in plan.steps if s.id == "numa.extra")
-    assert step.priority == "P1" and classify(step, ApplyOptions())[0] == "manual"
+    assert step.priority != "P0" and classify(step, ApplyOptions())[0] == "manual"
