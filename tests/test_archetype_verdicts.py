@@ -272,8 +272,17 @@ def test_archetype_verdicts(name: str) -> None:
     )
 
 
+def patched_p2p_with_p2p_disabled(spec: HostSpec) -> HostSpec:
+    """GeForce cards on a driver built with P2P (NVML: OK on every pair) and a server left with NCCL_P2P_DISABLE=1."""
+    return faults.server_env(faults.p2p_driver(spec), NCCL_P2P_DISABLE="1")
+
+
 FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "driver.fabricmanager", "critical@host"),
+    ("hgx-h100-jammy", faults.fabricmanager_down, {}, "p2p.status", "high@host"),
+    ("hgx-h100-jammy", faults.fabricmanager_down, {}, "nvlink.links", "unknown"),
+    ("geforce-4x4090", faults.p2p_driver, {}, "p2p.status", "ok"),
+    ("geforce-4x4090", patched_p2p_with_p2p_disabled, {}, "nccl.env", "high@host"),
     ("hgx-h100-jammy", faults.peermem_unloaded, {}, "driver.peermem", "medium@host"),
     ("hgx-h200-noble", faults.peermem_unloaded, {}, "driver.peermem", "ok"),
     ("k8s-pod-h100", faults.shm, {}, "container.shm", "high@container_config"),

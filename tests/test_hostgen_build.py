@@ -14,7 +14,7 @@ from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.pci import ACS_ID, AER_ID, parse_config
 from rigaudit.tools.probe import Probe
-from tests.hostgen import ARCHETYPES, build
+from tests.hostgen import ARCHETYPES, build, faults
 from tests.hostgen.cache import built as build_once
 from tests.hostgen.cache import snapshot
 from tests.hostgen.catalog import GPUS
@@ -223,5 +223,26 @@ def test_nvswitch_hosts_show_their_switches_and_links() -> None:
 
 def test_geforce_reports_no_p2p() -> None:
     tree = build_once(ARCHETYPES["geforce-4x4090"]).tree
-    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 0) == 5
+    # GPU_NOT_SUPPORTED: what `nvidia-smi topo -p2p r` prints as GNS on GeForce RTX 40/50 cards.
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 0) == 2
     assert tree.nvml["nvmlDeviceGetEccMode", (0,)]["error"] == "NOT_SUPPORTED"
+
+
+def test_fabric_manager_down_leaves_hopper_nvlinks_untrained() -> None:
+    """On an NVSwitch system of the Hopper generation the fabric manager trains the GPUs' NVLinks: with it down every
+    link reads inactive, NVML's fabric state is not started, no pair peers over NVLink and the driver falls back to
+    the PCIe path (refused across the Intel sockets)."""
+    tree = build_once(faults.fabricmanager_down(ARCHETYPES["hgx-h100-jammy"])).tree
+    assert tree.nvml_result("nvmlDeviceGetNvLinkState", 0, 0) == 0
+    assert tree.nvml_result("nvmlDeviceGetGpuFabricInfo", 0)["state"] == 1
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 2) == 5
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 0) == 0
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 4, 0) == 3
+    assert "NV18" not in tree.commands[("nvidia-smi", "topo", "-m")]["stdout"]
+    assert "<inactive>" in tree.commands[("nvidia-smi", "nvlink", "-s")]["stdout"]
+
+
+def test_a100_nvlinks_train_without_the_fabric_manager() -> None:
+    tree = build_once(faults.fabricmanager_down(ARCHETYPES["dgx-a100-mig"])).tree
+    assert tree.nvml_result("nvmlDeviceGetNvLinkState", 4, 0) == 1
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 4, 5, 2) == 5

@@ -19,8 +19,12 @@ from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.tools.pci.sysfs import read_driver
 from rigaudit.tools.probe import Probe, nvml_ref
 
+P2P_READ_CAPS = 0
+"""NVML_P2P_CAPS_INDEX_READ: ``nvmlDeviceGetP2PStatus(a, b, 0)`` is OK when the driver lets the pair peer."""
 P2P_NVLINK_CAPS = 2
 """NVML_P2P_CAPS_INDEX_NVLINK: ``nvmlDeviceGetP2PStatus(a, b, 2)`` is OK when the pair peers over NVLink."""
+FABRIC_COMPLETED = 3
+"""NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager has programmed this GPU's NVSwitch fabric."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,8 @@ class P2pContext:
     """The GPUs this host drives (not the ones bound to vfio-pci for VMs)."""
     vfio: tuple[Gpu, ...]
     support: P2pSupport
-    """PCIe P2P support of the models: ``no`` when any GPU has none."""
+    """PCIe P2P support here: the models' (``no`` when any GPU has none), unless NVML lets a pair of them peer over
+    PCIe (a driver built with P2P for GeForce cards): then ``yes``, what the driver does outranks the product line."""
     nvlink_gpus: frozenset[int]
     """NVML indices of GPUs with NVLink link 0 active."""
     nvlink_pairs: frozenset[tuple[int, int]]
@@ -39,6 +44,11 @@ class P2pContext:
     tp: int | None
     """The largest tensor-parallel size on a server's command line."""
     refs: tuple[str, ...]
+    fabric_pending: frozenset[int] = frozenset()
+    """NVML indices of GPUs whose NVSwitch fabric NVML reports not completed (fabric manager down or starting):
+    their NVLinks carry no peer traffic, whatever the PCIe path says."""
+    driver_p2p: bool = False
+    """NVML lets a pair of GPUs whose product line has no PCIe P2P peer over PCIe (``support`` was overruled)."""
 
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -97,7 +107,19 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
     mig_on = frozenset(
         i for i, r in zip(indices, modes, strict=True) if r.ok and isinstance(r.value, list) and r.value[:1] == [1]
     )
+    fabric = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetGpuFabricInfo", i) for i in indices])
+    pending = frozenset(
+        i
+        for i, r in zip(indices, fabric, strict=True)
+        if r.ok and isinstance(r.value, dict) and r.value.get("state") not in (None, 0, FABRIC_COMPLETED)
+    )
     supports = {p2p_support(g.name) for g in gpus}
+    driver_p2p = False
+    if "no" in supports or "nvlink_bridge" in supports:
+        pcie = [p for p, linked in zip(pairs, nvlinked, strict=True) if not linked]
+        reads = await probe.gather(*[lambda p=p: probe.nvml("nvmlDeviceGetP2PStatus", p[0], p[1], P2P_READ_CAPS) for p in pcie])
+        if any(r.ok and r.value == 0 for r in reads):
+            driver_p2p, supports = True, {"yes"}
     support: P2pSupport = (
         "no"
         if "no" in supports
@@ -123,4 +145,6 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         rdma=await collect_rdma(probe),
         tp=largest_tp([s.argv for s in scan.servers]),
         refs=refs,
+        fabric_pending=pending,
+        driver_p2p=driver_p2p,
     )

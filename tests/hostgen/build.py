@@ -79,6 +79,18 @@ class Built:
         return self.model.nvlinks > 0 and (self.spec.gpus.nvswitches > 0 or self.spec.topology == "grace-nvl")
 
     @property
+    def nvlink_trained(self) -> bool:
+        """The GPUs' NVLinks are up: on an NVSwitch system of the Hopper generation and later the fabric manager
+        trains them, so with it down every link reads inactive (an A100's links train without it)."""
+        return self.nvlink_connected and (self.fabric_ready or self.model.arch < 9)
+
+    @property
+    def nvlink_peers(self) -> bool:
+        """GPU pairs peer over NVLink: the links are up and, behind NVSwitches, the fabric manager programmed the
+        switches (without it the driver offers no NVLink P2P and falls back to the PCIe path)."""
+        return self.nvlink_trained and self.fabric_ready
+
+    @property
     def visible_physical(self) -> list[int]:
         visible = self.spec.platform.visible_gpus
         return list(visible) if visible is not None else list(range(self.spec.gpus.count))
@@ -130,14 +142,15 @@ class Built:
         return self.topology_level_bdf(self.gpu_states[a].bdf, self.gpu_states[b].bdf)
 
     def nvlink_between(self, a: nv.GpuState, b: nv.GpuState) -> bool:
-        return self.nvlink_connected and a.index != b.index
+        return self.nvlink_peers and a.index != b.index
 
     def p2p_status(self, a: nv.GpuState, b: nv.GpuState) -> int:
         forced = self.spec.gpus.p2p
         if forced is not None:
             return nv.P2P_CODES[forced]
         if not a.model.p2p:
-            return nv.P2P_CODES["NOT_SUPPORTED"]
+            # What `nvidia-smi topo -p2p r` prints as GNS on GeForce RTX 40/50 cards.
+            return nv.P2P_CODES["GPU_NOT_SUPPORTED"]
         if a.mig is not None or b.mig is not None:
             return nv.P2P_CODES["NOT_SUPPORTED"]
         if self.nvlink_between(a, b):
@@ -704,6 +717,7 @@ def build(spec: HostSpec) -> Built:
     tree_layout = write_cpus(tree, spec.cpu, ktuple, spec.os.memory_kib)
     placed = _placed(spec)
     built = Built(spec, tree, placed, tree_layout)
+    built.fabric_ready = spec.driver.fabricmanager in (None, "active") or spec.gpus.nvswitches == 0
     irq = 140
     for function in placed.topology.functions():
         if function.role in ("gpu", "nic", "nvswitch", "nvme"):
@@ -714,7 +728,6 @@ def build(spec: HostSpec) -> Built:
     _server_processes(built)
     _gpu_states(built)
     built.gpu_states_all = _all_states(built)
-    built.fabric_ready = spec.driver.fabricmanager in (None, "active") or spec.gpus.nvswitches == 0
     if spec.driver.userspace and spec.driver.userspace != spec.driver.version:
         built.nvml_error = "LIB_RM_VERSION_MISMATCH"
     _driver_files(built)

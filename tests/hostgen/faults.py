@@ -32,6 +32,12 @@ def driver_upgraded_without_reboot(spec: HostSpec, new: str = "550.144.03") -> H
     return _named(replace(spec, driver=driver), "upgraded-no-reboot", f"driver packages upgraded to {new} without a reboot")
 
 
+def p2p_driver(spec: HostSpec, status: str = "OK") -> HostSpec:
+    """Every GPU pair reports ``status`` (NVML name): ``OK`` on GeForce cards is a driver built with P2P (the
+    tinygrad / aikitoria open-gpu-kernel-modules P2P patch that 4090 and 5090 rigs run)."""
+    return _named(replace(spec, gpus=replace(spec.gpus, p2p=status)), f"p2p-{status.lower()}", f"NVML P2P status {status}")
+
+
 def peermem_unloaded(spec: HostSpec) -> HostSpec:
     return _named(replace(spec, driver=replace(spec.driver, peermem=False)), "no-peermem", "nvidia_peermem not loaded")
 

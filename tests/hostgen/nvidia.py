@@ -22,7 +22,7 @@ P2P_CODES = {
     "UNKNOWN": 6,
 }
 """nvmlGpuP2PStatus_t."""
-P2P_LETTERS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "NS", 5: "NS", 6: "U"}
+P2P_LETTERS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
 TOPO_INTERNAL, TOPO_SINGLE, TOPO_MULTIPLE, TOPO_HOSTBRIDGE, TOPO_NODE, TOPO_SYSTEM = 0, 10, 20, 30, 40, 50
 TOPO_WORDS = {TOPO_SINGLE: "PIX", TOPO_MULTIPLE: "PXB", TOPO_HOSTBRIDGE: "PHB", TOPO_NODE: "NODE", TOPO_SYSTEM: "SYS"}
 NO_INSTANCE = 0xFFFFFFFF
@@ -119,7 +119,7 @@ def write_nvml(built: Built) -> None:
             tree.call("nvmlDeviceGetTopologyCommonAncestor", (a.index, b.index), level)
             tree.call("nvmlDeviceOnSameBoard", (a.index, b.index), 0)
             status = built.p2p_status(a, b)
-            nvlink = (a.model.nvlinks > 0 and built.spec.gpus.nvswitches > 0) or (
+            nvlink = (a.model.nvlinks > 0 and built.nvlink_peers) or (
                 a.model.nvlinks > 0 and built.spec.topology == "nvlink-bridge"
             )
             tree.call("nvmlDeviceGetP2PStatus", (a.index, b.index, 0), status)
@@ -130,7 +130,7 @@ def write_nvml(built: Built) -> None:
             tree.call(
                 "nvmlDeviceGetP2PStatus", (a.index, b.index, 3), 0 if nvlink and status == 0 else P2P_CODES["NOT_SUPPORTED"]
             )
-            tree.call("nvmlDeviceGetP2PStatus", (a.index, b.index, 4), status if not nvlink else 0)
+            tree.call("nvmlDeviceGetP2PStatus", (a.index, b.index, 4), status if not nvlink or status else 0)
 
 
 def _device(built: Built, g: GpuState) -> None:
@@ -329,7 +329,7 @@ def _fabric(built: Built, g: GpuState) -> None:
 def _nvlinks(built: Built, g: GpuState) -> None:
     tree = built.tree
     m, i = g.model, g.index
-    connected = m.nvlinks > 0 and (built.spec.gpus.nvswitches > 0 or built.spec.topology == "grace-nvl")
+    connected = built.nvlink_trained
     for link in range(18):
         if m.nvlinks == 0:
             tree.call("nvmlDeviceGetNvLinkState", (i, link), error="NOT_SUPPORTED")
@@ -434,7 +434,7 @@ def nvlink_status(built: Built) -> str:
         if g.model.nvlinks == 0:
             continue
         for link in range(g.model.nvlinks):
-            up = built.nvlink_connected and link not in g.nvlinks_down
+            up = built.nvlink_trained and link not in g.nvlinks_down
             out.append(
                 f"\t Link {link}: {NVLINK_GBPS[g.model.nvlink_version]:.3f} GB/s\n" if up else f"\t Link {link}: <inactive>\n"
             )

@@ -53,7 +53,8 @@ def cause(pair: PairView, c: Context) -> Cause:
         return "regkey"
     if pair.codes == {2}:
         return "gpu_mode"
-    if pair.nvlink:
+    if pair.nvlink or pair.a in c.p2p.fabric_pending or pair.b in c.p2p.fabric_pending:
+        # NVLink (or an NVSwitch fabric not yet programmed) decides, not the PCIe path the driver fell back to.
         return "nvlink_fabric"
     if c.platform.in_vm:
         return "hypervisor"
