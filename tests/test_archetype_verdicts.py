@@ -282,6 +282,10 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "p2p.status", "high@host"),
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "nvlink.links", "unknown"),
     ("geforce-4x4090", faults.p2p_driver, {}, "p2p.status", "ok"),
+    ("gcp-g2-2xl4-vm", faults.server_env, {"NCCL_P2P_DISABLE": "1"}, "nccl.env", "ok"),
+    ("docker-in-gcp-vm", faults.server_env, {"NCCL_SHM_DISABLE": "1"}, "nccl.env", "high@container_config"),
+    ("aws-p5-vm", faults.nvlink_down, {}, "nvlink.links", "high@hypervisor"),
+    ("aws-p5-vm", faults.link_degraded, {}, "pcie.link", "medium@hypervisor"),
     ("geforce-4x4090", patched_p2p_with_p2p_disabled, {}, "nccl.env", "high@host"),
     ("hgx-h100-jammy", faults.peermem_unloaded, {}, "driver.peermem", "medium@host"),
     ("hgx-h200-noble", faults.peermem_unloaded, {}, "driver.peermem", "ok"),
@@ -340,6 +344,21 @@ def test_fault_verdicts(case: tuple[str, Callable[..., HostSpec], dict[str, Any]
 def _all_results() -> list[tuple[str, AuditResult]]:
     specs = [ARCHETYPES[n] for n in sorted(ARCHETYPES)] + [f(ARCHETYPES[n], **kw) for n, f, kw, _, _ in FAULTS]
     return [(s.name, audited(s)) for s in dict.fromkeys(specs)]
+
+
+def test_a_cloud_guest_is_never_told_to_reseat_hardware() -> None:
+    """On a cloud instance the hardware is the provider's: a hardware fix is a stop and start and a report naming the
+    GPU by serial or UUID, never a reseat, a riser, a BIOS or a fan profile."""
+    for name, result in _all_results():
+        if not re.search(r"VM \(\w+, \w+\)", result.host.facts.get("platform", "")):
+            continue  # not a VM in a named cloud
+        for finding in result.findings:
+            fix = finding.fix
+            if fix is None or fix.kind != "hardware":
+                continue
+            words = " ".join(a.description for a in fix.actions if isinstance(a, CommandAction)).lower()
+            assert "stop and start" in words and "reseat" not in words, f"{name}: {finding.check}: {words}"
+            assert "uuid" in words or "serial" in words, f"{name}: {finding.check} names no GPU the provider can match"
 
 
 def test_no_action_carries_an_address_of_another_layer() -> None:

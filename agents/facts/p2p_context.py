@@ -49,6 +49,9 @@ class P2pContext:
     their NVLinks carry no peer traffic, whatever the PCIe path says."""
     driver_p2p: bool = False
     """NVML lets a pair of GPUs whose product line has no PCIe P2P peer over PCIe (``support`` was overruled)."""
+    pcie_refused: bool = False
+    """No pair peers over NVLink and NVML refuses P2P (read) on every pair: a VM without a P2P clique, a
+    platform the driver does not trust. p2p.status says why and what it costs."""
 
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -79,6 +82,17 @@ class P2pContext:
             return "MIG is on on every GPU: there is no peer-to-peer between MIG slices"
         if self.all_nvlink:
             return f"every GPU pair peers over NVLink ({len(self.pairs)} pairs): GPU-to-GPU traffic does not cross PCIe"
+        return None
+
+    def p2p_refused(self) -> str | None:
+        """Why an override that turns P2P off changes nothing now (None: P2P is in use, or may be)."""
+        if moot := self.pcie_peer_traffic():
+            return moot
+        if self.pcie_refused:
+            return (
+                f"NVML refuses P2P on every GPU pair ({len(self.pairs)}), so NCCL already uses shared memory (see "
+                "p2p.status); it will cost once P2P is allowed"
+            )
         return None
 
     @property
@@ -115,11 +129,11 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
     )
     supports = {p2p_support(g.name) for g in gpus}
     driver_p2p = False
-    if "no" in supports or "nvlink_bridge" in supports:
-        pcie = [p for p, linked in zip(pairs, nvlinked, strict=True) if not linked]
-        reads = await probe.gather(*[lambda p=p: probe.nvml("nvmlDeviceGetP2PStatus", p[0], p[1], P2P_READ_CAPS) for p in pcie])
-        if any(r.ok and r.value == 0 for r in reads):
-            driver_p2p, supports = True, {"yes"}
+    pcie = [p for p, linked in zip(pairs, nvlinked, strict=True) if not linked]
+    reads = await probe.gather(*[lambda p=p: probe.nvml("nvmlDeviceGetP2PStatus", p[0], p[1], P2P_READ_CAPS) for p in pcie])
+    if ("no" in supports or "nvlink_bridge" in supports) and any(r.ok and r.value == 0 for r in reads):
+        driver_p2p, supports = True, {"yes"}
+    refused = bool(pairs) and len(pcie) == len(pairs) and all(r.ok and isinstance(r.value, int) and r.value for r in reads)
     support: P2pSupport = (
         "no"
         if "no" in supports
@@ -147,4 +161,5 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         refs=refs,
         fabric_pending=pending,
         driver_p2p=driver_p2p,
+        pcie_refused=refused,
     )

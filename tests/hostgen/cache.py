@@ -16,11 +16,22 @@ _ROOTS: list[Path] = []
 _WRITTEN: dict[HostSpec, Path] = {}
 
 
+ROOM_INODES = 1_000_000
+ROOM_BYTES = 4 << 30
+"""What a session may need: the archetypes and their fault variants take ~600k inodes (tmpfs counts hard links)."""
+
+
+def _roomy(path: Path) -> bool:
+    """``path`` has room for a session's snapshots (a /dev/shm shared by several test runs fills up)."""
+    stat = os.statvfs(path)
+    return stat.f_favail >= ROOM_INODES and stat.f_bavail * stat.f_frsize >= ROOM_BYTES
+
+
 def scratch() -> Path:
     """A session folder for generated snapshots, removed at exit."""
     if not _ROOTS:
         shm = Path("/dev/shm")
-        in_ram = shm.is_dir() and os.access(shm, os.W_OK)
+        in_ram = shm.is_dir() and os.access(shm, os.W_OK) and _roomy(shm)
         _ROOTS.append(Path(tempfile.mkdtemp(prefix="rigaudit-hostgen-", dir=shm if in_ram else None)))
         atexit.register(shutil.rmtree, _ROOTS[0], True)
     return _ROOTS[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -82,6 +83,7 @@ def judge_clocks(f: GpuHealthFacts) -> Finding:
         revert="none",
         persist="hardware changes persist",
     )
+    fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in bad])
     return problem(
         check,
         AREA,

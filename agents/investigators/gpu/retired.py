@@ -10,6 +10,7 @@ from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusa
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe
 
@@ -127,6 +128,7 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
         revert="none",
         persist="hardware changes persist",
     )
+    fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in subjects])
     return problem(
         check,
         AREA,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -67,6 +68,7 @@ def judge_thermals(f: GpuHealthFacts) -> Finding:
         revert="none: cooling changes are not reverted",
         persist="BMC fan settings persist",
     )
+    fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in hot])
     return problem(
         check,
         AREA,

@@ -14,7 +14,7 @@ def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tup
     """(overrides that cost something here, overrides that are harmless here with why)."""
     bad: list[tuple[str, Severity, str]] = []
     harmless: list[str] = []
-    moot = ctx.pcie_peer_traffic() if not ctx.all_nvlink else None
+    moot = ctx.p2p_refused() if not ctx.all_nvlink else None
     p2p_cost: Severity = "medium" if ctx.tp == 1 else "high"
     p2p_off = []
     if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
@@ -30,7 +30,7 @@ def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tup
         else:
             bad.append((setting, p2p_cost, why))
     if env.get("NCCL_SHM_DISABLE", "").strip() == "1":
-        if ctx.support == "no" and len(ctx.gpus) > 1:
+        if (ctx.support == "no" or ctx.pcie_refused) and len(ctx.gpus) > 1:
             bad.append(
                 ("NCCL_SHM_DISABLE=1", "high", "shared-memory transport off on GPUs without P2P: every transfer falls to sockets")
             )
@@ -48,7 +48,9 @@ NCCL_ENV_CHECK = Check(
     "nccl.env",
     "NCCL overrides in configs and server environments",
     reads="`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers",
-    problem="`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`, `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC",
+    problem="`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`, `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC; "
+    "a P2P override is harmless where NVML refuses P2P on every pair or the cards have none (P2P the driver allows "
+    "outranks the product line)",
     fix="remove the override",
     kinds=("restart",),
 )

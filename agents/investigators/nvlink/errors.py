@@ -90,7 +90,7 @@ def judge_errors(f: NvlinkFacts) -> Finding:
         "link-level retry (replays), costing a little bandwidth, and healthy links accumulate some; recoveries mean "
         "the link retrained, stalling every transfer on it. Compare two readings under load: CRC counts that climb "
         "fast, or any recoveries, point at a marginal link, connector or bridge and precede Xid 74 and link loss.",
-        hardware_fix(f),
+        hardware_fix(f, by_gpu),
         subjects=labels(f.inventory, sorted(by_gpu)),
         evidence=refs,
     )

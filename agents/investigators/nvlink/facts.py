@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
 from rigaudit.tools.probe import Probe
@@ -76,8 +78,9 @@ def no_nvlink_reason(f: NvlinkFacts) -> str:
     )
 
 
-def hardware_fix(f: NvlinkFacts) -> Fix:
-    return Fix(
+def hardware_fix(f: NvlinkFacts, indices: Iterable[int] = ()) -> Fix:
+    """Reset, reseat, RMA; on a cloud instance a stop and start and a report naming the GPUs at ``indices``."""
+    fix = Fix(
         kind="hardware",
         where=layer_where(f.platform, "hardware"),
         summary="Reset the affected GPUs; if links stay down or counters keep rising, reseat (SXM: baseboard) and RMA",
@@ -91,3 +94,5 @@ def hardware_fix(f: NvlinkFacts) -> Fix:
         revert="none",
         persist="hardware changes persist",
     )
+    wanted = set(indices)
+    return for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in wanted])

@@ -14,7 +14,7 @@ NVLINK_LINKS_CHECK = Check(
     "NVLink links",
     reads="NVML NvLink state per link",
     problem="a link inactive where its peers have it active; PCIe-only cards: not applicable",
-    fix="reset; reseat or RMA",
+    fix="reset; reseat or RMA (a cloud instance: stop and start it, report the GPU to the provider)",
     kinds=("hardware",),
 )
 
@@ -82,7 +82,7 @@ def judge_links(f: NvlinkFacts) -> Finding:
         "the same links active on every GPU",
         "An NVLink that is down where its peers have it up removes that share of the GPU's NVLink bandwidth, and "
         "NCCL's rings and trees run at the pace of the weakest GPU.",
-        hardware_fix(f),
+        hardware_fix(f, down),
         subjects=labels(f.inventory, sorted(down)),
         evidence=refs,
     )

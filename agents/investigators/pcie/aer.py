@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -89,6 +90,8 @@ def judge_aer(facts: PcieFacts) -> Finding:
         verify="after a load run, aer_dev_* counters in /sys/bus/pci/devices/BDF/ and nvidia-smi -q -d PCIE replay counters "
         "stay unchanged",
     )
+    affected = {c.bdf for c in counts if c.fatal or c.nonfatal or c.correctable}
+    fix = for_cloud(fix, facts.platform, [g for g in facts.gpus if g.bdf in affected or g.label in replaying])
     return problem(
         check,
         AREA,

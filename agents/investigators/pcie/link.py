@@ -9,6 +9,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
@@ -219,6 +220,7 @@ def judge_link(facts: PcieFacts) -> Finding:
         fix = fix.model_copy(
             update={"actions": (*fix.actions, CommandAction(description=f"the GPU(s) on the hypervisor: {which}"))}
         )
+    fix = for_cloud(fix, facts.platform, [v.gpu for v in bad])
     return problem(
         check,
         AREA,
