@@ -277,6 +277,11 @@ def patched_p2p_with_p2p_disabled(spec: HostSpec) -> HostSpec:
     return faults.server_env(faults.p2p_driver(spec), NCCL_P2P_DISABLE="1")
 
 
+def patched_p2p_with_small_bar1(spec: HostSpec) -> HostSpec:
+    """GeForce cards on a driver built with P2P, Resizable BAR off: the P2P path maps VRAM through BAR1."""
+    return faults.bar1_small(faults.p2p_driver(spec))
+
+
 FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "driver.fabricmanager", "critical@host"),
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "p2p.status", "high@host"),
@@ -305,6 +310,10 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("geforce-4x4090", faults.iommu_translated, {}, "kernel.iommu", "low@host"),
     ("hgx-h100-jammy", faults.bar1_small, {}, "firmware.rebar", "medium@host"),
     ("aws-p5-vm", faults.bar1_small, {}, "firmware.rebar", "medium@hypervisor"),
+    ("intel-snc-h100pcie", faults.bar1_small, {}, "firmware.rebar", "medium@host"),
+    ("geforce-4x4090", faults.bar1_small, {}, "firmware.rebar", "low@host"),
+    ("geforce-4x4090", patched_p2p_with_small_bar1, {}, "firmware.rebar", "medium@host"),
+    ("gcp-g2-2xl4-vm", faults.bar1_small, {}, "firmware.rebar", "low@hypervisor"),
     ("hgx-h100-jammy", faults.max_read_request, {}, "pcie.mrrs", "low@host"),
     ("aws-p5-vm", faults.xid, {}, "gpu.xid", "critical@hypervisor"),
     ("k8s-pod-h100", faults.xid, {}, "gpu.xid", "unknown"),

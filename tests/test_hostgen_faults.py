@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
+from collections.abc import Callable
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 
 import pytest
 
 from tests.hostgen import ARCHETYPES, build, faults, write
+from tests.hostgen.build import ImpossibleHost
 from tests.hostgen.cache import built as build_once
 from tests.hostgen.cache import snapshot
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
+from tests.hostgen.spec import HostSpec
 
 HGX = ARCHETYPES["hgx-h100-jammy"]
 
@@ -115,3 +118,24 @@ def test_a_fault_variant_is_written_as_its_archetype_with_shared_files(tmp_path:
     assert shared, "unchanged files are hard links into the archetype's snapshot"
     assert (light / "files/proc/driver/nvidia/version").stat().st_nlink > 1
     assert b'"result": 0' in (light / "nvml.jsonl").read_bytes()  # persistence mode 0 recorded
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "why"),
+    [
+        ("l40s-pex-iommu", faults.mig_unused, "has no MIG"),
+        ("geforce-4x4090", faults.mig_pending, "has no MIG"),
+        ("dgx-a100-mig", lambda s: faults.link_degraded(s, gen=5, width=16), "at most Gen4"),
+        ("l40s-pex-iommu", faults.nvlink_down, "has no NVLink"),
+        ("geforce-4x4090", lambda s: replace(s, gpus=replace(s.gpus, nvswitches=4)), "has no NVLink"),
+    ],
+)
+def test_a_host_no_machine_can_be_is_refused(name: str, change: Callable[[HostSpec], HostSpec], why: str) -> None:
+    """MIG on a GPU without MIG, a link faster than the GPU's generation, NVLink on a PCIe-only card: refused."""
+    with pytest.raises(ImpossibleHost, match=why):
+        build(change(ARCHETYPES[name]))
+
+
+def test_mig_left_on_takes_the_models_whole_gpu_profile() -> None:
+    spec = faults.mig_unused(ARCHETYPES["hgx-h200-noble"])
+    assert spec.gpus.mig[0] is not None and spec.gpus.mig[0][0].profile == "7g.141gb"

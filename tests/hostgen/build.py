@@ -711,7 +711,37 @@ def _nic_firmware(spec: HostSpec) -> str:
     return "28.39.1002" if spec.nics and spec.nics.kind == "cx7" else "20.39.1002"
 
 
+class ImpossibleHost(ValueError):
+    """A description of a host no real machine can be: a generated fixture must not show values that cannot co-occur."""
+
+
+def check_possible(spec: HostSpec) -> None:
+    """Refuse combinations a real host cannot show (so a fault or archetype cannot test a rule on fiction)."""
+    gpus, model = spec.gpus, GPUS[spec.gpus.model]
+    problems = []
+    if any(m is not None for m in gpus.mig) and not model.mig:
+        problems.append(f"MIG instances on {model.name}, which has no MIG")
+    for m in gpus.mig:
+        for inst in m or ():
+            if model.mig_profiles and inst.profile not in {p for p, _, _ in model.mig_profiles}:
+                problems.append(f"MIG profile {inst.profile} does not exist on {model.name}")
+    if gpus.mig_pending and not model.mig:
+        problems.append(f"a MIG mode change pending on {model.name}, which has no MIG")
+    for gpu, gen, width in gpus.link_down:
+        if gen > model.pcie_gen or width > 16:
+            problems.append(f"GPU{gpu} trained at Gen{gen} x{width}: {model.name} has at most Gen{model.pcie_gen} x16")
+    if gpus.nvswitches and not model.nvlinks:
+        problems.append(f"NVSwitches with {model.name}, which has no NVLink")
+    if gpus.nvlink_down and not model.nvlinks:
+        problems.append(f"NVLinks down on {model.name}, which has no NVLink")
+    if not model.ecc and gpus.ecc:
+        problems.append(f"ECC on {model.name}, which has none")
+    if problems:
+        raise ImpossibleHost(f"{spec.name}: " + "; ".join(problems))
+
+
 def build(spec: HostSpec) -> Built:
+    check_possible(spec)
     tree = Tree(spec.hostname, notes=spec.summary)
     ktuple = kn.kernel_tuple(spec.os.kernel)
     tree_layout = write_cpus(tree, spec.cpu, ktuple, spec.os.memory_kib)

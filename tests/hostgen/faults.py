@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.hostgen.catalog import GPUS
 from tests.hostgen.spec import HostSpec, MigInstance, ProcessSpec
 
 
@@ -76,10 +77,12 @@ def mig_pending(spec: HostSpec, gpus: tuple[int, ...] = (0,)) -> HostSpec:
 
 
 def mig_unused(spec: HostSpec, gpus: tuple[int, ...] = (0, 1)) -> HostSpec:
-    """MIG enabled on ``gpus`` with one 7g instance each and nothing running on them (left on by mistake)."""
+    """MIG enabled on ``gpus`` with one whole-GPU (7g) instance each and nothing running on them (left on by mistake)."""
+    profiles = GPUS[spec.gpus.model].mig_profiles
+    whole = profiles[-1][0] if profiles else "7g.80gb"
     mig = list(spec.gpus.mig) + [None] * (spec.gpus.count - len(spec.gpus.mig))
     for g in gpus:
-        mig[g] = (MigInstance("7g.80gb", 0),)
+        mig[g] = (MigInstance(whole, 0),)
     processes = tuple(p for p in spec.processes if not set(p.gpus) & set(gpus))
     return _named(
         replace(spec, gpus=replace(spec.gpus, mig=tuple(mig)), processes=processes),

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
+from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.model.finding import Area, Where
@@ -70,6 +71,8 @@ class FirmwareFacts:
     scaling_driver: str | None
     refs: Mapping[str, tuple[str, ...]]
     """Evidence refs by topic: ``cpu``, ``cppc``."""
+    context: P2pContext | None = None
+    """What reaches GPU memory through BAR1 here: PCIe peer traffic, GPUDirect RDMA NICs."""
 
 
 def parse_cpuinfo(text: str | None) -> CpuInfo | None:
@@ -163,6 +166,7 @@ async def collect(probe: Probe) -> FirmwareFacts:
         cppc_error=cppc.error,
         scaling_driver=driver.strip() if driver is not None else None,
         refs={"cpu": (file_ref("/proc/cpuinfo"),), "cppc": (dir_ref(CPPC_DIR), file_ref(SCALING_DRIVER))},
+        context=await collect_p2p_context(probe, inventory),
     )
 
 

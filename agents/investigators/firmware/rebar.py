@@ -12,7 +12,8 @@ REBAR_CHECK = Check(
     "firmware.rebar",
     "GPU BAR1 size (Resizable BAR / Above 4G decoding)",
     reads="NVML BAR1 total vs framebuffer total; PCI extended capability 0x15 (Resizable BAR)",
-    problem="BAR1 far below VRAM (e.g. 256 MiB)",
+    problem="BAR1 far below VRAM (e.g. 256 MiB); low where nothing reaches GPU memory through it (no PCIe peer "
+    "traffic, no active RDMA NIC)",
     fix="BIOS: Above 4G decoding + Re-Size BAR",
     kinds=("firmware",),
 )
@@ -61,6 +62,13 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
     cap_unknown = [g for g in small if not (g.config and g.config.config and g.config.config.extended_known)]
     large_bar_line = all(product_line(g.gpu.name) in ("datacenter", "workstation") for g in small)
     severity: Severity = "medium" if can_grow or cap_unknown or large_bar_line else "low"
+    ctx = facts.context
+    unused = ctx.p2p_refused() if ctx is not None and not ctx.rdma_active else None
+    if unused is not None and ctx is not None and not ctx.all_nvlink:
+        # Nothing reaches GPU memory through BAR1 at scale: no PCIe peer traffic, no GPUDirect RDMA NIC.
+        severity = "low"
+    else:
+        unused = None
     if len(at_top) == len(small):
         return ok(
             check,
@@ -110,6 +118,13 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
             if large_bar_line
             else " These GPUs expose no Resizable BAR capability: some models have a fixed small BAR1, so check the "
             "model's specification before changing firmware settings."
+        )
+        + (
+            f" What it costs here: little ({unused}; no active RDMA NIC), so low: copies between host and GPU use the "
+            "copy engines, not BAR1. It matters once P2P or GPUDirect RDMA is used (a driver with P2P for these cards "
+            "maps all of VRAM through BAR1)."
+            if unused
+            else ""
         ),
         fix=fix,
         subjects=[g.gpu.label for g in small],
