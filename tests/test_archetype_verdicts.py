@@ -294,6 +294,8 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("geforce-4x4090", patched_p2p_with_p2p_disabled, {}, "nccl.env", "high@host"),
     ("hgx-h100-jammy", faults.peermem_unloaded, {}, "driver.peermem", "medium@host"),
     ("hgx-h200-noble", faults.peermem_unloaded, {}, "driver.peermem", "ok"),
+    ("k8s-pod-h100", faults.peermem_unloaded, {}, "driver.peermem", "low@container_host"),
+    ("dgx-a100-mig", faults.peermem_unloaded, {}, "driver.peermem", "low@host"),
     ("k8s-pod-h100", faults.shm, {}, "container.shm", "high@container_config"),
     ("docker-h100-bm", faults.shm, {}, "container.shm", "high@container_config"),
     ("k8s-pod-h100", faults.cpu_throttled, {}, "container.cgroup_cpu", "high@container_config"),

@@ -15,6 +15,7 @@ from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
+from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.probe import Probe, command_ref, file_ref, nvml_ref
 
@@ -60,6 +61,8 @@ class DriverFacts:
     fabricmanager: Service | None
     install: InstallFacts
     fabric_version: FabricVersion | None
+    internode: Internode | None = None
+    """Whether the servers here talk to other nodes (what GPUDirect RDMA would carry)."""
 
 
 # -- collect ---------------------------------------------------------------------------------
@@ -140,6 +143,7 @@ async def collect(probe: Probe) -> DriverFacts:
         fabricmanager=fabricmanager,
         install=install,
         fabric_version=fabric_version,
+        internode=await collect_internode(probe) if ib.entries else None,
     )
 
 

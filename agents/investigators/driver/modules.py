@@ -16,7 +16,8 @@ PEERMEM_CHECK = Check(
     reads="`/proc/modules` (nvidia_peermem, mlx_compat of MLNX_OFED), `modules.dep`, `/sys/class/infiniband/*/ports/1/"
     "{link_layer,state}`, the NVIDIA module's flavor, the kernel version",
     problem="an active RDMA NIC and no GPUDirect RDMA path (nvidia_peermem not loaded and no DMA-BUF: open kernel "
-    "module on Linux 5.12+); without an RDMA NIC: not applicable",
+    "module on Linux 5.12+): medium where servers talk to other nodes, low where none does; without an RDMA NIC: not "
+    "applicable",
     fix="`modprobe nvidia_peermem` + `/etc/modules-load.d`",
     kinds=("runtime", "reboot"),
 )
@@ -102,19 +103,31 @@ def judge_peermem(facts: DriverFacts) -> Finding:
             revert="modprobe -r nvidia_peermem",
             persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
         )
+    cross = facts.internode
+    severity: Severity = "low" if cross is not None and cross.used is False else "medium"
+    if cross is not None and cross.used:
+        use = f" The servers here talk to other nodes ({'; '.join(cross.signals[:3])}): medium."
+    elif cross is not None and cross.used is False:
+        use = (
+            f" None of the {cross.servers} server(s) here talks to another node (no multi-node flags, no NCCL_IB_*/"
+            "NCCL_NET/FI_PROVIDER in their environment): nothing crosses the NICs today, so low; medium once the host "
+            "joins multi-node or disaggregated serving."
+        )
+    else:
+        use = " No inference server found to tell whether traffic leaves the node: medium."
     return problem(
         check,
         AREA,
         title,
-        "medium",
+        severity,
         f"RDMA devices {nics} present; no GPUDirect RDMA path: {rdma.path_text()}",
         "nvidia_peermem loaded, or DMA-BUF (open kernel module, Linux 5.12+)",
         purpose + " Without either path inter-node traffic (multi-node tensor or pipeline parallelism, disaggregated "
         "prefill/decode KV transfers) is staged through host memory, cutting its bandwidth and adding latency. "
-        "Single-node tensor parallelism is not affected.",
+        "Single-node tensor parallelism is not affected." + use,
         fix,
         subjects=tuple(facts.infiniband),
-        evidence=refs,
+        evidence=(*refs, *(cross.refs if cross else ())),
     )
 
 
