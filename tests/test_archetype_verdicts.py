@@ -357,6 +357,16 @@ def _all_results() -> list[tuple[str, AuditResult]]:
     return [(s.name, audited(s)) for s in dict.fromkeys(specs)]
 
 
+def test_a_fabric_not_up_is_named_as_the_cause() -> None:
+    """With the fabric manager down the refused pairs and the inactive links are the fabric's, not the sockets' or the
+    cabling's."""
+    result = audited(faults.fabricmanager_down(ARCHETYPES["hgx-h100-jammy"]))
+    by_check = {f.check: f for f in result.findings}
+    assert "fabric manager" in by_check["nvlink.links"].observed
+    assert "NVLink fabric is not up" in by_check["p2p.status"].explanation
+    assert "UPI" not in by_check["p2p.status"].explanation
+
+
 def test_a_cloud_guest_is_never_told_to_reseat_hardware() -> None:
     """On a cloud instance the hardware is the provider's: a hardware fix is a stop and start and a report naming the
     GPU by serial or UUID, never a reseat, a riser, a BIOS or a fan profile."""

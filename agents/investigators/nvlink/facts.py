@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.p2p_context import FABRIC_COMPLETED
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.cloud import for_cloud
@@ -43,6 +44,8 @@ class NvlinkFacts:
     """GPU index -> link -> nvmlDeviceGetNvLinkState result (only links that were asked)."""
     counters: dict[tuple[int, int, int], int]
     """(GPU, link, counter) -> value, for the counters that were read."""
+    fabric_pending: tuple[int, ...] = ()
+    """GPUs whose NVSwitch fabric NVML reports not completed (the fabric manager trains and programs it)."""
 
 
 async def _links(probe: Probe, index: int) -> dict[int, NvmlResult]:
@@ -63,7 +66,13 @@ async def collect(probe: Probe) -> NvlinkFacts:
     wanted = [(i, k, c) for i, k in active for c in COUNTERS]
     values = await probe.gather(*[lambda w=w: probe.nvml("nvmlDeviceGetNvLinkErrorCounter", *w) for w in wanted])
     counters = {w: r.value for w, r in zip(wanted, values, strict=True) if r.ok and isinstance(r.value, int)}
-    return NvlinkFacts(inventory, platform, states, counters)
+    fabric = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetGpuFabricInfo", i) for i in indices])
+    pending = tuple(
+        i
+        for i, r in zip(indices, fabric, strict=True)
+        if r.ok and isinstance(r.value, dict) and r.value.get("state") not in (None, 0, FABRIC_COMPLETED)
+    )
+    return NvlinkFacts(inventory, platform, states, counters, pending)
 
 
 def _short_names(inventory: GpuInventory) -> str:

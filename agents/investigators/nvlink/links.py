@@ -48,6 +48,16 @@ def judge_links(f: NvlinkFacts) -> Finding:
             "not an NVLink port)"
         )
         return not_applicable(check, AREA, title, why, evidence=refs)
+    if not any(active.values()) and f.fabric_pending:
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"no active NVLink on {len(f.states)} GPUs, and NVML reports the NVSwitch fabric of {len(f.fabric_pending)} "
+            "of them not completed: the fabric manager trains and programs these links, so they come up with it (see "
+            "driver.fabricmanager); judge the links once it runs",
+            evidence=(*refs, *(nvml_ref("nvmlDeviceGetGpuFabricInfo", (i,)) for i in f.fabric_pending[:4])),
+        )
     if not any(active.values()):
         return unknown(
             check,
