@@ -46,9 +46,14 @@ def _translated(root: Path) -> None:
         set_file(root, f"/sys/kernel/iommu_groups/{group}/type", "DMA-FQ\n")
 
 
-def _geforce(root: Path) -> None:
+def _geforce(root: Path, name: str = "NVIDIA GeForce RTX 4090") -> None:
+    """GeForce cards as the stock driver reports them: every pair GPU_NOT_SUPPORTED (GNS) for read and write (a driver
+    that reports OK there has P2P for them, and the rules then believe it)."""
     for i in range(8):
-        set_nvml(root, "nvmlDeviceGetName", [i], "NVIDIA GeForce RTX 4090")
+        set_nvml(root, "nvmlDeviceGetName", [i], name)
+        for j in range(i + 1, 8):
+            set_nvml(root, "nvmlDeviceGetP2PStatus", [i, j, 0], 2)
+            set_nvml(root, "nvmlDeviceGetP2PStatus", [i, j, 1], 2)
 
 
 def _nvlink_everywhere(root: Path) -> None:
@@ -198,8 +203,15 @@ def test_gpu_not_supported_on_a_p2p_capable_model_is_its_mode(seed: Path) -> Non
     assert "vGPU profile" in finding.explanation
 
 
-def test_bridged_geforce_pairs_peer_only_over_their_bridge(seed: Path) -> None:
+def test_geforce_on_a_driver_with_p2p_is_believed(seed: Path) -> None:
+    """NVML says OK between GeForce cards (a driver built with P2P for them): P2P is in use, so turning it off costs."""
     for i in range(8):
-        set_nvml(seed, "nvmlDeviceGetName", [i], "NVIDIA GeForce RTX 3090")
-    set_nvml(seed, "nvmlDeviceGetP2PStatus", [0, 2, 0], 2)
+        set_nvml(seed, "nvmlDeviceGetName", [i], "NVIDIA GeForce RTX 4090")
+    set_file(seed, "/etc/nccl.conf", "NCCL_P2P_DISABLE=1\n")
+    assert one(P2P, seed, "p2p.status").status == "ok"
+    assert one(NCCL, seed, "nccl.env").severity == "high"
+
+
+def test_bridged_geforce_pairs_peer_only_over_their_bridge(seed: Path) -> None:
+    _geforce(seed, "NVIDIA GeForce RTX 3090")
     assert one(P2P, seed, "p2p.status").status == "not_applicable"
