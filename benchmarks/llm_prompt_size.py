@@ -1,23 +1,28 @@
-"""How much prompt a full LLM audit of the seed snapshot sends (budget: 150,000 characters in total).
+"""How much prompt a full LLM audit of the seed snapshot sends, and whether the token budget holds.
 
 Runs ``run_audit`` with the LLM brain on the seed snapshot against the scripted loopback server,
-through the real openai client, and measures every request's prompt at the server (its messages,
-tool schemas and response format, as JSON). Two runs:
+through the real openai client, at default settings, and measures every request's prompt at the
+server (its messages, tool schemas and response format, as JSON). Runs:
 
 - ``final``: every agent answers ``{"findings": []}`` at once (the cost of LLM mode itself);
 - ``one-tool``: one agent (kernel) first reads a file, then answers;
-- ``every-tool``: every agent first reads one file, then answers (each tool round resends the conversation).
+- ``every-tool``: every agent first reads one file, then answers (one tool round per agent);
+- ``greedy``: every agent reads a file every round until its steps run out (the most a model can ask for);
+- ``greedy-budget``: ``greedy`` under ``--llm-max-tokens 40000``: the budget must hold, the agents still answer.
 
-    /work/venv/bin/python benchmarks/llm_prompt_size.py [--snapshot DIR]
+    python benchmarks/llm_prompt_size.py [--snapshot DIR] [--out FILE.json]
 
-Exit status 1 when the ``final`` or ``one-tool`` run exceeds the budget.
+Exit status 1 when ``final`` or ``one-tool`` exceeds 150,000 characters or a budget is exceeded.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,52 +34,89 @@ from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 BUDGET = 150_000
+TIGHT_TOKENS = 40_000
 SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
+ANSWER = final({"findings": []})
 
 
 def _after_one_tool(body: dict[str, Any]) -> Reply:
     messages = body.get("messages") or []
     if messages and messages[-1].get("role") == "tool":
-        return final({"findings": []})
+        return ANSWER
     return call("read_file", path="/proc/cmdline")
 
 
-def measure(snapshot: Path, variant: str) -> tuple[int, dict[str, int], int]:
-    """(total prompt characters, by agent, requests) of one LLM audit."""
-    answer = final({"findings": []})
-    scripts = {"kernel": [call("read_file", path="/proc/cmdline"), answer]} if variant == "one-tool" else {}
-    with ScriptedOpenAIServer(scripts, default=_after_one_tool if variant == "every-tool" else answer) as server:
-        brain = LLMBrain(LlmConfig(base_url=server.base_url, model="scripted", backoff_s=0.01))
+def _greedy(body: dict[str, Any]) -> Reply:
+    """Always one more file, until no tools are offered (the last step, or the budget near)."""
+    return call("read_file", path="/proc/cmdline") if body.get("tools") else ANSWER
 
-        async def main() -> None:
-            result = await run_audit(SnapshotHost(snapshot), options=AuditOptions(brain=brain))
-            await brain.aclose()
-            if result.warnings:
-                raise SystemExit(f"unexpected warnings: {result.warnings}")
 
-        anyio.run(main)
+VARIANTS: dict[str, tuple[Callable[[dict[str, Any]], Reply] | Reply, int | None]] = {
+    "final": (ANSWER, None),
+    "one-tool": (ANSWER, None),
+    "every-tool": (_after_one_tool, None),
+    "greedy": (_greedy, None),
+    "greedy-budget": (_greedy, TIGHT_TOKENS),
+}
+
+
+def measure(snapshot: Path, variant: str) -> dict[str, Any]:
+    """Prompt characters (total and by agent), requests, and what the budget booked, for one LLM audit."""
+    default, tokens = VARIANTS[variant]
+    scripts = {"kernel": [call("read_file", path="/proc/cmdline"), ANSWER]} if variant == "one-tool" else {}
+    with ScriptedOpenAIServer(scripts, default=default) as server:
+        config = LlmConfig(base_url=server.base_url, model="scripted", backoff_s=0.01)
+        if tokens is not None:
+            config = LlmConfig(base_url=server.base_url, model="scripted", backoff_s=0.01, max_audit_tokens=tokens)
+        brain = LLMBrain(config)
+
+        async def main() -> Any:
+            try:
+                return await run_audit(SnapshotHost(snapshot), options=AuditOptions(brain=brain))
+            finally:
+                await brain.aclose()
+
+        result = anyio.run(main)
         by_agent: dict[str, int] = defaultdict(int)
         for request in server.requests:
             by_agent[request.key] += request.prompt_chars
-        return sum(by_agent.values()), dict(by_agent), len(server.requests)
+    answered = sum(1 for r in result.investigators if r.llm == "answered")
+    return {
+        "variant": variant,
+        "prompt_chars": sum(by_agent.values()),
+        "requests": len(server.requests),
+        "by_agent": dict(by_agent),
+        "budget_tokens": config.max_audit_tokens,
+        "booked_tokens": brain.book.total.tokens,
+        "answered": answered,
+        "agents": len(result.investigators),
+        "warnings": list(result.warnings),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--snapshot", type=Path, default=SEED)
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here (default: $OUT/llm_prompt_size.json if set)")
     args = parser.parse_args()
-    totals: dict[str, int] = {}
-    for variant in ("final", "one-tool", "every-tool"):
-        total, by_agent, requests = measure(args.snapshot, variant)
-        totals[variant] = total
-        print(f"{variant}: {total:,} prompt characters in {requests} requests")
-        for agent, chars in sorted(by_agent.items(), key=lambda kv: -kv[1]):
-            print(f"  {agent:<15} {chars:>8,}")
-    ok = totals["final"] <= BUDGET and totals["one-tool"] <= BUDGET
-    print(
-        f"budget {BUDGET:,}: {'within' if ok else 'EXCEEDED'} (final answers: {totals['final'] / BUDGET:.0%}; "
-        f"one tool round: {totals['one-tool'] / BUDGET:.0%}; a tool round in every agent: {totals['every-tool'] / BUDGET:.0%})"
-    )
+    figures = [measure(args.snapshot, variant) for variant in VARIANTS]
+    ok = True
+    for row in figures:
+        share = row["prompt_chars"] / BUDGET
+        held = row["booked_tokens"] <= row["budget_tokens"]
+        ok = ok and held
+        print(
+            f"{row['variant']:<14} {row['prompt_chars']:>9,} prompt characters ({share:.0%} of {BUDGET:,}) in "
+            f"{row['requests']:>3} requests; {row['booked_tokens']:,} of {row['budget_tokens']:,} tokens booked "
+            f"({'held' if held else 'EXCEEDED'}); {row['answered']}/{row['agents']} agents answered"
+        )
+        for warning in row["warnings"]:
+            print(f"  warning: {warning}")
+    by_name = {row["variant"]: row for row in figures}
+    ok = ok and by_name["final"]["prompt_chars"] <= BUDGET and by_name["one-tool"]["prompt_chars"] <= BUDGET
+    out = args.out or (Path(os.environ["OUT"]) / "llm_prompt_size.json" if os.environ.get("OUT") else None)
+    if out is not None:
+        out.write_text(json.dumps(figures, indent=2))
     return 0 if ok else 1
 
 

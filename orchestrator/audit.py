@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Literal, Protocol, runtime_checkable
 
 import anyio
 
@@ -19,7 +20,7 @@ from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
 from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.suggestions import plan_findings
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus
+from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
 from rigaudit.tools.model.dropped import DroppedFinding
 from rigaudit.tools.model.events import (
     AuditFinished,
@@ -49,6 +50,15 @@ def current_area() -> str | None:
 
 DEFAULT_CONCURRENCY = 8
 """Host operations in flight at once: gentle on a production host, still fast."""
+
+
+@runtime_checkable
+class ReportingBrain(Protocol):
+    """A brain that sums up what it did (the LLM brain; named here so a rules-only audit never imports it)."""
+
+    agents_expected: int
+
+    def outcome(self, areas: int) -> LlmRun: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,8 @@ class _Outcome:
     dropped: list[DroppedFinding] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
+    llm: Literal["answered", "failed"] | None = None
+    llm_error: str | None = None
 
 
 def _error_line(exc: BaseException) -> str:
@@ -125,8 +137,11 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
         if options.brain is not None:
             try:
                 await _refine(inv, scoped, options.brain, _check_owners(options.investigators or ()), outcome)
+                outcome.llm = "answered"
             except Exception as exc:  # the rules' findings stand whatever the brain does
-                emit(Warning_(text=f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
+                outcome.llm, outcome.llm_error = "failed", (str(exc).strip().splitlines() or [_error_line(exc)])[0]
+                if not isinstance(options.brain, ReportingBrain):  # an LLM brain tells each distinct problem once, below
+                    emit(Warning_(text=f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
     except TimeoutError:
         outcome.status, outcome.error = "timeout", f"no answer within {timeout_s:g} s"
     except anyio.get_cancelled_exc_class():
@@ -139,10 +154,9 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
         counts: dict[str, int] = {}
         for finding in outcome.findings:
             counts[finding.status] = counts.get(finding.status, 0) + 1
+        error = outcome.error or (f"LLM: {outcome.llm_error}" if outcome.llm == "failed" else None)  # shown on the board
         emit(
-            InvestigatorFinished(
-                area=inv.area, status=outcome.status, duration_s=outcome.duration_s, error=outcome.error, counts=counts
-            )
+            InvestigatorFinished(area=inv.area, status=outcome.status, duration_s=outcome.duration_s, error=error, counts=counts)
         )
 
 
@@ -165,6 +179,8 @@ async def run_audit(
         emit(tool_call_from_probe(_current_area.get(), ref, result))
 
     probe = Probe(host, concurrency=options.concurrency, observer=observe)
+    if isinstance(options.brain, ReportingBrain):
+        options.brain.agents_expected = len(investigators)
     outcomes = {inv.area: _Outcome() for inv in investigators}
     baseline: dict[str, str] = {}
     warnings: list[str] = list(getattr(host, "warnings", []))
@@ -197,9 +213,16 @@ async def run_audit(
             duration_s=round(outcomes[inv.area].duration_s, 4),
             error=outcomes[inv.area].error,
             findings=len(outcomes[inv.area].findings),
+            llm=outcomes[inv.area].llm,
+            llm_error=outcomes[inv.area].llm_error,
         )
         for inv in investigators
     )
+    llm = options.brain.outcome(len(investigators)) if isinstance(options.brain, ReportingBrain) else None
+    if llm is not None:
+        for line in llm.problems:
+            emit(Warning_(text=f"LLM: {line}"))
+        warnings.extend(f"LLM: {line}" for line in llm.problems)
     findings = [f for inv in investigators for f in outcomes[inv.area].findings]
     dropped = tuple(d for inv in investigators for d in outcomes[inv.area].dropped)
     plan, plan_warnings = plan_findings(findings, baseline)
@@ -228,6 +251,7 @@ async def run_audit(
         evidence=tuple(e for ref, e in sorted(probe.evidence.items()) if ref in cited),
         warnings=tuple(warnings),
         dropped=dropped,
+        llm=llm,
     )
     emit(AuditFinished(result=result))
     return result

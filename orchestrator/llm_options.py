@@ -4,7 +4,8 @@ The endpoint: ``--base-url`` > ``OPENAI_BASE_URL`` > ``base_url`` in the config 
 The model: ``--model`` > ``model`` in the config file > the server's only model. The key: the
 variable named by ``--api-key-env`` (default ``OPENAI_API_KEY``). The config file is
 ``$XDG_CONFIG_HOME/rigaudit/config.json`` (``~/.config/...``): ``{"llm": {"base_url": ...,
-"model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, ...}}``.
+"model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, "token_field": "auto",
+...}}``.
 Nothing is sent to a model unless ``--llm`` is given.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
+from rigaudit.agents.llm.client import TOKEN_FIELDS
 from rigaudit.orchestrator.arguments import normalize_url, url
 from rigaudit.orchestrator.timed_prompt import DEFAULT_TIMEOUT_S, Pause
 from rigaudit.tools.bounded import JsonError, loads, read_regular
@@ -81,7 +83,18 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long an agent's command that the policy rates 'ask' waits for your answer before it is no (default 60)",
     )
     group.add_argument("--llm-stream", action="store_true", help="stream completions (some servers behave better)")
-    group.add_argument("--llm-no-json-schema", action="store_true", help="never send response_format json_schema")
+    group.add_argument(
+        "--llm-no-json-schema", action="store_true", help="never send response_format json_schema (json_object, else plain)"
+    )
+    group.add_argument(
+        "--llm-token-field",
+        choices=TOKEN_FIELDS,
+        help="how the completion limit is sent: max_completion_tokens for OpenAI reasoning models and proxies that "
+        "demand it (default auto: that for api.openai.com, else max_tokens, switched when a server asks)",
+    )
+    group.add_argument(
+        "--llm-no-preflight", action="store_true", help="skip the endpoint check (models list, one tiny request) before the audit"
+    )
 
 
 def _typed(name: str, value: Any, source: str) -> Any:
@@ -127,6 +140,12 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         settings["stream"] = True
     if getattr(args, "llm_no_json_schema", False):
         settings["json_schema"] = False
+    if getattr(args, "llm_token_field", None):
+        settings["token_field"] = args.llm_token_field
+    if getattr(args, "llm_no_preflight", False):
+        settings["preflight"] = False
+    if settings.get("token_field", "auto") not in TOKEN_FIELDS:
+        raise UsageError(f"token_field must be one of {', '.join(TOKEN_FIELDS)}, not {settings['token_field']!r}")
     for name in ("max_steps", "max_audit_tokens", "max_parallel", "max_completion_tokens"):
         if name in settings and settings[name] < 1:
             raise UsageError(f"{name.replace('_', ' ')} must be at least 1")

@@ -176,7 +176,11 @@ def test_answers_that_stay_invalid_end_the_agent_not_the_audit() -> None:
     result, events, _, _ = _audit(model, answer_retries=2)
     model.assert_complete()
     assert _found(result) == _rules() and not _found(result, "llm")
-    assert any("LLM refinement failed, rule findings kept: InvalidAnswer" in w for w in _warnings(events))
+    assert _warnings(events) == [
+        "LLM: agents gave no answer, their rule findings stand: no valid findings after 3 answers: "
+        "1 validation error(s): findings: Input should be a valid list (1 agent: kernel)"
+    ]
+    assert result.llm is not None and result.llm.status == "failed" and result.investigators[0].llm == "failed"
 
 
 def test_a_model_that_never_stops_calling_tools_hits_the_step_budget() -> None:
@@ -185,16 +189,20 @@ def test_a_model_that_never_stops_calling_tools_hits_the_step_budget() -> None:
     assert len(model.requests) == 4
     assert all(r.tools for r in model.requests[:3]) and model.requests[3].tools == ()
     assert model.requests[3].json_schema is not None
-    assert any("StepBudgetExhausted" in w and "4 steps" in w for w in _warnings(events))
+    assert [w for w in _warnings(events) if "used its 4 steps without a final answer" in w] == _warnings(events)
+    assert len(_warnings(events)) == 1
     assert _found(result) == _rules() and not _found(result, "llm")
 
 
 def test_the_token_budget_is_shared_by_every_agent_of_the_audit() -> None:
     model = ScriptedModel([], default=Reply(content='{"findings": []}', usage=(3500, 20)))
-    _, events, brain, _ = _audit(model, areas=("kernel", "firmware", "numa"), max_audit_tokens=5000)
+    result, events, brain, _ = _audit(model, areas=("kernel", "firmware", "numa"), max_audit_tokens=5000)
     assert len(model.requests) == 1  # the first agent spent 3520 of 5000; the others' prompts do not fit
-    assert sum("BudgetExhausted" in w and "token budget (5,000)" in w for w in _warnings(events)) == 2
+    (warning,) = _warnings(events)  # one problem, told once
+    assert "token budget (5,000) ran out before these agents answered (2 agents:" in warning
     assert brain.book.total.tokens == 3520
+    assert model.requests[0].tools == ()  # no room for a tool round: the agent was asked for its answer at once
+    assert result.llm is not None and result.llm.status == "degraded" and len(result.llm.failed) == 2
 
 
 def test_a_slow_model_is_cut_by_the_agent_time_limit() -> None:

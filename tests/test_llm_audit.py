@@ -96,9 +96,13 @@ def test_a_failing_model_server_leaves_the_rule_audit_whole() -> None:
         result = anyio.run(lambda: run_audit(SeedHost(), options=options, emit=events.append))
     assert [json.loads(f.model_dump_json()) for f in result.findings] == rule_findings(areas)
     warnings = [e.text for e in events if isinstance(e, Warning_)]
-    assert len(warnings) == len(result.investigators)
-    assert all("rule findings kept" in w and "failed 2 times: HTTP 500" in w for w in warnings)
-    assert len(server.requests) == 2 * len(warnings)
+    assert len(warnings) == 1  # one endpoint problem, told once for every agent
+    assert "rule findings stand" in warnings[0] and "failed 2 times: HTTP 500" in warnings[0]
+    assert "(3 agents: " in warnings[0]
+    assert len(server.requests) == 2 * len(result.investigators)
+    assert result.warnings == tuple(warnings)  # in --json too
+    assert result.llm is not None and result.llm.status == "failed" and result.llm.usage["failed_requests"] == 6
+    assert {r.llm for r in result.investigators} == {"failed"}
 
 
 def test_rigaudit_audit_llm_on_the_command_line(tmp_path: Path) -> None:

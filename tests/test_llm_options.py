@@ -108,3 +108,17 @@ def test_llm_without_a_server_is_one_clear_usage_error() -> None:
     with pytest.raises(UsageError, match="--llm needs a model server"):
         llm_config_from_args(parser.parse_args(["--llm", "--model", "m"]), env={})
     assert llm_config_from_args(parser.parse_args(["--llm"]), env={"OPENAI_API_KEY": "sk-test"}) is not None
+
+
+def test_the_completion_limit_field_is_a_setting() -> None:
+    url = "http://127.0.0.1:1/v1"
+    auto = llm_config_from_args(_parse("--llm", "--base-url", url))
+    assert auto is not None and auto.token_field == "auto" and auto.preflight
+    cli = llm_config_from_args(_parse("--llm", "--base-url", url, "--llm-token-field", "max_completion_tokens"))
+    assert cli is not None and cli.token_field == "max_completion_tokens"
+    _write_config({"llm": {"token_field": "max_tokens", "preflight": False}})
+    filed = llm_config_from_args(_parse("--llm", "--base-url", url))
+    assert filed is not None and filed.token_field == "max_tokens" and not filed.preflight
+    _write_config({"llm": {"token_field": "max_new_tokens"}})
+    with pytest.raises(UsageError, match="token_field must be one of auto, max_tokens, max_completion_tokens"):
+        llm_config_from_args(_parse("--llm", "--base-url", url))

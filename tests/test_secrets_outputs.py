@@ -170,7 +170,12 @@ def test_no_planted_secret_is_in_any_output_byte(outputs: Outputs) -> None:
 
 def test_the_model_saw_the_notes_redacted_and_was_refused_the_environment(outputs: Outputs) -> None:
     bodies = [json.loads(data) for name, data in outputs.files.items() if name.startswith("request ") and "(kernel)" in name]
-    tools = [m["content"] for m in bodies[-1]["messages"] if m.get("role") == "tool"]
+    first: dict[str, str] = {}  # each tool result as first sent whole (later requests resend it summarised)
+    for body in bodies:
+        for m in body["messages"]:
+            if m.get("role") == "tool":
+                first.setdefault(m["tool_call_id"], m["content"])
+    tools = list(first.values())
     assert len(tools) == 5
     notes, environ, strings, ps, dmesg = tools
     assert "token: <redacted>" in notes and "client-key-data: <redacted>" in notes and "BEGIN RSA PRIVATE KEY" in notes

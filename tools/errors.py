@@ -46,6 +46,7 @@ The classes live beside the code that raises them; this is the whole tree (exit 
         └── LlmError              1  agents.llm.errors: the model could not be used
             ├── BudgetExhausted   1  the token budget is spent
             ├── StepBudgetExhausted 1 an agent used its steps without an answer
+            ├── PromptTooLong     1  the server refused a prompt longer than its context
             └── InvalidAnswer     1  the model's answers never validated
 
 ``tests/test_errors.py`` keeps this drawing true: every exception class of rigaudit is in it, under

@@ -6,10 +6,17 @@ invalid answer goes back with its validation error (bounded); the last step allo
 tools and asks for structured output, so a model that never stops calling tools still gets one
 chance to answer before the step budget ends it. Malformed calls and unknown tools come back to
 the model as errors; nothing it writes is ever run without the policy's verdict.
+
+Cost stays linear in the rounds: before each request the tool results of earlier rounds are cut to
+a short summary (the last round stays whole; past :data:`HISTORY_CHARS` the oldest are dropped,
+the model can read again), and every request is paid for in the shared budget before it is sent.
+An agent whose next tool round the budget could not pay for is asked for its final answer now,
+so what it read is not lost.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,11 +24,11 @@ from typing import Any
 
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.llm.answer import RESPONSE_FORMAT, FindingsReport, parse_report, to_findings
-from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message
+from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message, request_chars
 from rigaudit.agents.llm.config import LlmConfig
-from rigaudit.agents.llm.errors import InvalidAnswer, StepBudgetExhausted
+from rigaudit.agents.llm.errors import InvalidAnswer, PromptTooLong, StepBudgetExhausted
 from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, ModelFunctions
-from rigaudit.agents.llm.prompt import system_prompt, user_prompt
+from rigaudit.agents.llm.prompt import followup_prompt, system_prompt, user_prompt
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.events import EventSink, LlmExchange
@@ -29,15 +36,51 @@ from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.shell import Approver
 
+SUMMARY_CHARS = 240
+"""An earlier round's tool result, as resent."""
+HISTORY_CHARS = 2400
+"""The summaries of earlier rounds resent in all; older ones are dropped."""
+MIN_SHORT_COMPLETION = 256
+"""The completion limit of a request resent shorter after a refusal for length."""
+FOLLOWUP_REFS_CHARS = 600
+"""The rules' evidence refs in a resent opening."""
+FOLLOWUP_FINDINGS_CHARS = 1200
+"""The rule findings in a resent opening."""
+DROPPED = "[an earlier result, dropped to keep the conversation short; read it again if you need it]"
 
-def request_chars(request: ChatRequest) -> int:
-    """The prompt a request sends, in characters (messages, tool schemas, response format)."""
-    sent: dict[str, Any] = {"messages": list(request.messages)}
-    if request.tools:
-        sent["tools"] = list(request.tools)
-    if request.json_schema is not None:
-        sent["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
-    return len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False))
+
+def shorten(messages: list[Message]) -> None:
+    """After a refusal for length: every tool result cut to a summary, the oldest dropped, in place."""
+    results = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+    for n, i in enumerate(reversed(results)):
+        text = str(messages[i].get("content") or "")
+        short = (
+            DROPPED
+            if n >= 4
+            else text[:SUMMARY_CHARS] + ("… [cut: the server's context is short]" if len(text) > SUMMARY_CHARS else "")
+        )
+        messages[i] = {**messages[i], "content": short}
+
+
+def compact(messages: list[Message]) -> int:
+    """Cut the tool results of every round but the last to summaries, in place; returns characters saved."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("tool_calls")), default=-1)
+    older = [i for i, m in enumerate(messages[:last]) if m.get("role") == "tool"]
+    saved = 0
+    kept = 0
+    for i in reversed(older):  # newest first: they keep their summaries longest
+        text = str(messages[i].get("content") or "")
+        if kept >= HISTORY_CHARS:
+            short = DROPPED
+        elif len(text) > SUMMARY_CHARS + 80:
+            short = f"{text[:SUMMARY_CHARS]}… [an earlier result: {len(text) - SUMMARY_CHARS:,} characters not resent]"
+        else:
+            short = text
+        kept += len(short)
+        if short != text:
+            saved += len(text) - len(short)
+            messages[i] = {**messages[i], "content": short}
+    return saved
 
 
 def _short(text: str | None, limit: int) -> str:
@@ -59,10 +102,30 @@ class AgentRun:
     approver: Approver | None = None
     messages: list[Message] = field(default_factory=list)
     tool_log: list[dict[str, Any]] = field(default_factory=list)
+    share: int | None = None
+    """Tokens this agent may spend on tool rounds (the audit's budget split between its agents); its
+    first request and its answer are never refused for it."""
+    budget_final: bool = False
+    """Whether the budget's nearness made the agent answer before its steps ran out."""
+    _compacted_opening: bool = False
+    _shortened: bool = False
 
     @property
     def area(self) -> str:
         return self.investigator.area
+
+    def _followup(self) -> list[Message]:
+        """The opening as resent once a tool round happened: the check list left out (the rule findings name
+        every check), the rules' evidence as refs only, the rule findings shorter."""
+        user = followup_prompt(
+            self.investigator,
+            self.probe.host.name,
+            self.probe.evidence_for(self.probe.refs),
+            self.rule_findings,
+            refs_chars=FOLLOWUP_REFS_CHARS,
+            findings_chars=min(self.config.findings_chars, FOLLOWUP_FINDINGS_CHARS),
+        )
+        return [{"role": "system", "content": system_prompt(self.area)}, {"role": "user", "content": user}]
 
     def _opening(self) -> list[Message]:
         evidence = self.probe.evidence_for(self.probe.refs)
@@ -79,18 +142,48 @@ class AgentRun:
             {"role": "user", "content": user},
         ]
 
-    async def _ask(self, step: int, final: bool, pending: Sequence[dict[str, Any]]) -> ChatReply:
+    def _request(self, final: bool) -> ChatRequest:
         tools = () if final else (*READ_FUNCTIONS, REPORT_FUNCTION)
-        request = ChatRequest(tuple(self.messages), tools, RESPONSE_FORMAT if final else None, self.config.max_completion_tokens)
+        return ChatRequest(
+            tuple(self.messages),
+            tools,
+            RESPONSE_FORMAT if final else None,
+            self.config.max_completion_tokens,
+            agent=self.area,
+            book=self.book,
+        )
+
+    def _room_for_another_round(self) -> bool:
+        """Whether the budget could pay for this request with tools and, after it, one more round, within
+        what is left and within this agent's fair share (so one greedy agent does not starve the others)."""
+        chars = request_chars(self._request(final=False))
+        after = chars + self.config.tool_output_chars + 600
+        completion = 2 * self.config.max_completion_tokens
+        if not self.book.affordable(chars + after, completion):
+            return False
+        if self.share is None:
+            return True
+        spent = self.book.agents[self.area].tokens if self.area in self.book.agents else 0
+        return spent + self.book.estimate(chars + after) + completion <= self.share
+
+    async def _ask(self, step: int, final: bool, pending: Sequence[dict[str, Any]]) -> ChatReply:
+        if compact(self.messages) or (len(self.messages) > 2 and not self._compacted_opening):
+            self.messages[:2] = self._followup()
+            self._compacted_opening = True
+        request = self._request(final)
+        try:
+            reply = await self.model.complete(request)
+        except PromptTooLong:
+            if self._shortened:
+                raise
+            self._shortened = True  # once: the opening compact, every tool result a summary
+            self.messages[:2] = self._followup()
+            self._compacted_opening = True
+            shorten(self.messages)
+            smaller = max(MIN_SHORT_COMPLETION, self.config.max_completion_tokens // 2)  # servers count it in the context
+            request = dataclasses.replace(self._request(final), max_tokens=smaller)
+            reply = await self.model.complete(request)
         chars = request_chars(request)
-        self.book.check(self.area, chars // 4)
-        left = self.book.remaining()
-        if left is not None:
-            request = ChatRequest(
-                request.messages, request.tools, request.json_schema, max(64, min(request.max_tokens, left - chars // 4))
-            )
-        reply = await self.model.complete(request)
-        self.book.record(self.area, reply.prompt_tokens, reply.completion_tokens, chars)
         self.emit(
             LlmExchange(
                 agent=self.area,
@@ -126,6 +219,9 @@ class AgentRun:
         last_error = ""
         for step in range(1, self.config.max_steps + 1):
             final = final or step == self.config.max_steps
+            if not final and self.book.token_budget is not None and not self._room_for_another_round():
+                final = True  # the budget is near: the answer now, not the work lost
+                self.budget_final = True
             reply = await self._ask(step, final, pending)
             pending = []
             if reply.tool_calls:
@@ -140,6 +236,8 @@ class AgentRun:
             try:
                 return to_findings(parse_report(reply.content or ""), self.area, self.rule_findings)
             except ValueError as exc:
+                if reply.finish_reason == "length":
+                    exc = ValueError(f"the answer was cut at the completion limit (finish_reason length): {exc}")
                 invalid, last_error = invalid + 1, str(exc)
                 if invalid > self.config.answer_retries:
                     raise InvalidAnswer(f"no valid findings after {invalid} answers: {exc}") from None

@@ -1,19 +1,23 @@
 """LLMBrain: each investigator becomes an agent that may dig further than its rules, within budgets.
 
 The rules' findings always stand (``rigaudit.orchestrator.audit`` enforces it); a failing, slow or confused
-model ends only its own agent, with a one-line reason the audit shows as a warning.
+model ends only its own agent. What went wrong is kept once per distinct problem (:mod:`.problems`)
+and summed up by :meth:`LLMBrain.outcome` for the audit's result: its warnings, the investigators'
+``llm`` status, ``--json`` and the exit status all say when LLM mode was degraded.
 """
 
 from __future__ import annotations
 
-import anyio
-
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.llm.agent import AgentRun
-from rigaudit.agents.llm.client import ChatModel, OpenAIChatModel
+from rigaudit.agents.llm.client import ChatModel, OpenAIChatModel, describe_endpoint
+from rigaudit.agents.llm.clock import agent_deadline
 from rigaudit.agents.llm.config import LlmConfig
-from rigaudit.agents.llm.errors import LlmError
+from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
+from rigaudit.agents.llm.preflight import preflight
+from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.model.audit import LlmRun, LlmStatus
 from rigaudit.tools.model.events import EventSink, LlmExchange, Message, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
@@ -40,15 +44,66 @@ class LLMBrain:
         self.book = book if book is not None else UsageBook(config.max_audit_tokens)
         """Usage and the token budget; pass one to share it (a chat's coordinator and its audits)."""
         self.runs: dict[str, AgentRun] = {}
+        self.failures: dict[str, str] = {}
+        """Areas whose agent gave no answer, and why (one line)."""
+        self.problems = Problems()
+        """Why agents failed, each distinct reason once."""
+        self.agents_expected = 0
+        """How many agents this audit runs (set by the audit): each gets a fair share of the budget for tool rounds."""
+
+    async def preflight(self) -> None:
+        """Check the endpoint before any agent starts (the real client only): one clear line when it cannot work."""
+        if isinstance(self.model, OpenAIChatModel) and self.config.preflight:
+            await preflight(self.model, self.book)
 
     async def refine(self, investigator: AnyInvestigator, probe: Probe, rule_findings: list[Finding]) -> list[Finding]:
+        area = investigator.area
         run = AgentRun(investigator, probe, list(rule_findings), self.model, self.config, self.book, self.emit, self.approver)
-        self.runs[investigator.area] = run
+        if self.book.token_budget is not None and self.agents_expected > 0:
+            run.share = self.book.token_budget // self.agents_expected
+        self.runs[area] = run
+        found: list[Finding] | None = None
         try:
-            with anyio.fail_after(self.config.agent_time_s):
-                return await run.run()
-        except TimeoutError:
-            raise LlmError(f"no final answer within {self.config.agent_time_s:g} s") from None
+            with agent_deadline(self.config.agent_time_s):  # queueing for a request slot is not counted
+                found = await run.run()
+        except LlmError as exc:
+            self._failed(area, str(exc), "budget" if isinstance(exc, BudgetExhausted) else str(exc))
+            raise
+        if found is None:
+            why = f"no final answer within {self.config.agent_time_s:g} s"
+            self._failed(area, why, "timeout")
+            raise LlmError(why)
+        return found
+
+    def _failed(self, area: str, why: str, key: str) -> None:
+        self.failures[area] = why
+        text = (
+            f"the audit's token budget ({self.book.token_budget:,}) ran out before these agents answered"
+            if key == "budget"
+            else why
+        )
+        self.problems.note(f"agent:{key}", f"agents gave no answer, their rule findings stand: {text}", agent=area)
+
+    def outcome(self, areas: int) -> LlmRun:
+        """What LLM mode did in this audit of ``areas`` investigators."""
+        endpoint = getattr(self.model, "problems", None)
+        degrading = self.problems.lines() + (endpoint.lines(degrading=True) if isinstance(endpoint, Problems) else [])
+        notes = endpoint.lines(degrading=False) if isinstance(endpoint, Problems) else []
+        failed = tuple(sorted(self.failures))
+        status: LlmStatus = "ok"
+        if areas and len(failed) >= areas:
+            status = "failed"
+        elif degrading:
+            status = "degraded"
+        return LlmRun(
+            endpoint=describe_endpoint(self.config),
+            status=status,
+            agents=areas,
+            failed=failed,
+            problems=tuple(degrading),
+            notes=tuple(notes),
+            usage=self.book.total.as_dict(),
+        )
 
     def usage_lines(self) -> list[str]:
         return self.book.lines()
@@ -57,7 +112,9 @@ class LLMBrain:
         """Record the totals (an ``LlmExchange`` of agent ``total``) and show them (a system message)."""
         emit = emit or self.emit
         emit(LlmExchange(agent="total", usage=self.book.total.as_dict()))
-        emit(Message(role="system", text="\n".join(self.usage_lines())))
+        endpoint = getattr(self.model, "problems", None)
+        notes = [f"  handled: {line}" for line in endpoint.lines(degrading=False)] if isinstance(endpoint, Problems) else []
+        emit(Message(role="system", text="\n".join(self.usage_lines() + notes)))
 
     async def aclose(self) -> None:
         close = getattr(self.model, "aclose", None)

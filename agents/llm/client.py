@@ -1,9 +1,21 @@
 """The chat model an agent talks to: a small protocol, and its implementation over ``openai.AsyncOpenAI``.
 
-Real servers (vLLM, SGLang, Ollama, llama.cpp, OpenAI) differ and fail: the client retries 429/5xx
-(honouring ``retry-after``), then our own bounded loop backs off and tries again, a timeout is a
-retry too, a server that rejects ``response_format`` json_schema is remembered and asked without
-it, and a malformed answer is retried. What cannot be fixed by retrying ends with one clear line.
+Real servers (vLLM, SGLang, Ollama, llama.cpp, TGI, LiteLLM, OpenAI) differ and fail; every request
+this client sends is paid for first (``ChatRequest.book``: the budget is checked once a request slot
+is granted, failed and retried requests included), and:
+
+- 429/5xx, timeouts and malformed answers are retried by our own bounded loop (honouring
+  ``retry-after``; the openai client's hidden retries are off, so every try is counted);
+- a refused ``response_format`` (400, 415, 422, 500, 501) falls back for that request only:
+  ``json_schema``, then ``json_object``, then plain JSON asked in words;
+- ``finish_reason: length`` is retried once with twice the room;
+- reasoning (``<think>`` blocks, ``reasoning_content``) is cut, ``<tool_call>`` text is parsed into
+  tool calls, arguments sent as objects become JSON text (:mod:`~rigaudit.agents.llm.wire`);
+- a server that counts far fewer prompt tokens than were sent (Ollama truncating to ``num_ctx``) is
+  reported; a server that asks for ``max_completion_tokens`` instead of ``max_tokens`` is asked so;
+- each distinct endpoint problem is recorded once in :attr:`OpenAIChatModel.problems`.
+
+What cannot be fixed by retrying ends with one clear line.
 """
 
 from __future__ import annotations
@@ -17,12 +29,30 @@ from typing import Any, Protocol
 import anyio
 import anyio.lowlevel
 
+from rigaudit.agents.llm.clock import paused
 from rigaudit.agents.llm.config import LlmConfig
-from rigaudit.agents.llm.errors import LlmError
+from rigaudit.agents.llm.errors import BudgetExhausted, LlmError, PromptTooLong
 from rigaudit.agents.llm.guard import ensure_allowed
+from rigaudit.agents.llm.problems import Problems
+from rigaudit.agents.llm.usage import Ticket, UsageBook
+from rigaudit.agents.llm.wire import arguments_text, strip_reasoning, text_tool_calls
 from rigaudit.tools.redact import redact_json, redact_text
 
 Message = dict[str, Any]
+TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
+CONTEXT_REFUSALS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "exceeds the context",
+)
+"""How servers word a 400 for a prompt longer than their context (vLLM, SGLang, llama.cpp, TGI, OpenAI)."""
+FORMAT_REFUSALS = (400, 415, 422, 500, 501)
+"""Statuses with which servers refuse a ``response_format`` (old llama.cpp answers 500)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +71,12 @@ class ChatRequest:
     json_schema: dict[str, Any] | None = None
     """``{"name": ..., "schema": {...}}``: structured output for the answer, when the server supports it."""
     max_tokens: int = 2048
+    agent: str = ""
+    """Who asks (an area, ``chat``, ``preflight``): usage and problems are booked under it."""
+    book: UsageBook | None = None
+    """Where every try of this request is paid for before it is sent; ``None``: not metered."""
+    retries: int | None = None
+    """Retries of a failed try (``None``: the settings'); the endpoint check asks for few."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +87,17 @@ class ChatReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     structured: bool = False
-    """Whether the request went out with ``response_format`` json_schema."""
+    """Whether the answer came with ``response_format`` json_schema."""
     attempts: int = 1
+    """Requests sent for this reply (retries, fallbacks and the length retry included)."""
+    response_format: str | None = None
+    """The format the answer came with: ``json_schema``, ``json_object`` or ``None`` (asked in words)."""
+    usage_reported: bool = True
+    """Whether the server counted the tokens (else they are estimated from characters)."""
+    reasoning: bool = False
+    """Whether a reasoning block was cut from the content."""
+    text_calls: bool = False
+    """Whether the tool calls were parsed from ``<tool_call>`` text in the content."""
 
 
 class ChatModel(Protocol):
@@ -63,6 +108,55 @@ class ChatModel(Protocol):
 
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
+
+
+def sent_chars(body: dict[str, Any]) -> int:
+    """What a request sends as prompt, in characters: messages, tool schemas and response format as JSON."""
+    sent = {k: body[k] for k in ("messages", "tools", "response_format") if k in body}
+    return len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def request_chars(request: ChatRequest) -> int:
+    """What ``request`` sends as prompt at best (json_schema asked), in characters."""
+    sent: dict[str, Any] = {"messages": list(request.messages)}
+    if request.tools:
+        sent["tools"] = list(request.tools)
+    if request.json_schema is not None:
+        sent["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
+    return sent_chars(sent)
+
+
+def normalized(reply: ChatReply) -> ChatReply:
+    """Reasoning cut, ``<tool_call>`` text turned into tool calls (see :mod:`~rigaudit.agents.llm.wire`)."""
+    content, reasoning = strip_reasoning(reply.content)
+    calls = reply.tool_calls
+    from_text = False
+    if not calls:
+        content, parsed = text_tool_calls(content)
+        if parsed:
+            calls = tuple(ToolCallRequest(f"text_call_{i}", c.name, c.arguments) for i, c in enumerate(parsed))
+            from_text = True
+    if not reasoning and not from_text:
+        return reply
+    finish = "tool_calls" if from_text and reply.finish_reason in (None, "stop") else reply.finish_reason
+    return dataclasses.replace(
+        reply, content=content, tool_calls=calls, finish_reason=finish, reasoning=reasoning, text_calls=from_text
+    )
+
+
+def looks_truncated(prompt_chars: int, prompt_tokens: int, completion_tokens: int) -> bool:
+    """Whether the server counted far fewer prompt tokens than ``prompt_chars`` can hold.
+
+    Text runs at 2.5 to 4.5 characters per token: fewer than one token per 7 characters means the
+    server read only part of the prompt; so does a prompt plus completion that fills a power-of-two
+    context (Ollama's ``num_ctx`` of 2,048, 4,096...) while the prompt holds more than was counted.
+    """
+    if prompt_chars < 2000 or prompt_tokens <= 0:
+        return False
+    if prompt_tokens * 7 < prompt_chars:
+        return True
+    window = prompt_tokens + completion_tokens
+    return window in (2048, 4096, 8192, 16384) and prompt_tokens * 4.5 < prompt_chars
 
 
 @dataclass
@@ -81,17 +175,20 @@ class OpenAIChatModel:
         self.config = config
         self.model = config.model
         self.json_schema_ok = config.json_schema
+        self.token_field = _token_field(config)
         self._client: Any = None
         self._loop: object = None
         self._limiter = anyio.CapacityLimiter(max(1, config.max_parallel))
         self._model_lock: anyio.Lock | None = None
         self.broken: str | None = None
         """Why this endpoint cannot work (unreachable, key refused, wrong URL): later requests fail at once."""
+        self.problems = Problems()
+        """Each distinct endpoint problem once (format refusals, truncated prompts, cut answers...)."""
 
     # -- the client -------------------------------------------------------------------------
 
     def _openai(self) -> Any:
-        """One AsyncOpenAI per event loop (its connection pool belongs to the loop)."""
+        """One AsyncOpenAI per event loop (its connection pool belongs to the loop); its own retries off."""
         loop = anyio.lowlevel.current_token().native_token
         if self._client is None or self._loop is not loop:
             import openai
@@ -101,7 +198,7 @@ class OpenAIChatModel:
                 base_url=self.config.base_url,
                 api_key=self.config.api_key or "not-needed",
                 timeout=self.config.request_timeout_s,
-                max_retries=max(0, self.config.client_retries),
+                max_retries=0,
             )
             self._loop = loop
         return self._client
@@ -111,6 +208,11 @@ class OpenAIChatModel:
             client, self._client = self._client, None
             await client.close()
 
+    async def served_models(self) -> list[str]:
+        """``GET /models``: the names the server serves."""
+        listing = await self._openai().models.list()
+        return [str(m.id) for m in listing.data]
+
     async def _model_name(self) -> str:
         if self.model:
             return self.model
@@ -119,8 +221,7 @@ class OpenAIChatModel:
         async with self._model_lock:
             if not self.model:
                 try:
-                    listing = await self._openai().models.list()
-                    names = [m.id for m in listing.data]
+                    names = await self.served_models()
                 except Exception as exc:
                     raise _Fatal(f"no --model given and the server's models cannot be listed: {_one_line(exc)}") from None
                 if len(names) != 1:
@@ -132,16 +233,21 @@ class OpenAIChatModel:
 
     # -- one request ------------------------------------------------------------------------
 
-    def _kwargs(self, request: ChatRequest, model: str, structured: bool) -> dict[str, Any]:
+    def _formats(self, request: ChatRequest) -> list[str | None]:
+        """The answer formats to try, best first; the last is always plain (JSON asked for in words)."""
+        if request.json_schema is None:
+            return [None]
+        return ["json_schema", "json_object", None] if self.json_schema_ok else ["json_object", None]
+
+    def _kwargs(self, request: ChatRequest, model: str, answer_format: str | None, max_tokens: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": model, "messages": redact_json(list(request.messages))}
-        token_key = (
-            "max_tokens" if self.config.base_url and "api.openai.com" not in self.config.base_url else "max_completion_tokens"
-        )
-        kwargs[token_key] = request.max_tokens
+        kwargs[self.token_field] = max_tokens
         if request.tools:
             kwargs["tools"] = list(request.tools)
-        if structured and request.json_schema is not None:
+        if answer_format == "json_schema":
             kwargs["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
+        elif answer_format == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
         if self.config.temperature is not None:
             kwargs["temperature"] = self.config.temperature
         if self.config.stream:
@@ -151,7 +257,7 @@ class OpenAIChatModel:
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         if self.broken is not None:
-            raise LlmError(f"{self.broken} (not tried again)")
+            raise LlmError(self.broken)
         try:
             return _redacted(await self._complete(request))
         except _Fatal as exc:
@@ -162,26 +268,65 @@ class OpenAIChatModel:
         import openai
 
         model = await self._model_name()
-        attempt = 0
+        formats = self._formats(request)
+        level = sent = attempt = 0
+        max_tokens = request.max_tokens
+        length_retried = token_switched = False
+        cut: ChatReply | None = None
+        retries = max(0, self.config.retries) + max(0, self.config.client_retries) if request.retries is None else request.retries
+        agent = request.agent
         last_error = ""
         while True:
-            structured = self.json_schema_ok and request.json_schema is not None
+            answer_format = formats[level]
+            kwargs = self._kwargs(request, model, answer_format, max_tokens)
+            chars = sent_chars(kwargs)
+            wait: float | None = None
             try:
-                async with self._limiter:
-                    reply = await self._send(self._kwargs(request, model, structured), request)
-                return ChatReply(
-                    reply.content,
-                    reply.tool_calls,
-                    reply.finish_reason,
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    structured,
-                    attempt + 1,
+                sent += 1
+                try:
+                    reply = await self._metered(request, kwargs, chars)
+                except BudgetExhausted:
+                    if cut is not None:  # no room left to retry: the cut answer is what there is
+                        return cut
+                    raise
+                reply = normalized(reply)
+                self._observe(reply, chars, agent)
+                done = dataclasses.replace(
+                    reply, structured=answer_format == "json_schema", response_format=answer_format, attempts=sent
                 )
+                if reply.finish_reason == "length" and not length_retried:
+                    length_retried, cut = True, done
+                    self.problems.note(
+                        "length",
+                        f"answers were cut at the completion limit (finish_reason length; {max_tokens:,} tokens): "
+                        "retried once with twice the room (raise max_completion_tokens for a reasoning model)",
+                        agent=agent,
+                    )
+                    if request.book is not None and not request.book.affordable(chars, max_tokens + 1):
+                        return done  # the budget has no more room than this answer had
+                    max_tokens *= 2
+                    continue
+                return done
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                if structured and status in (400, 415, 422, 501):
-                    self.json_schema_ok = False  # no structured output here (or not this schema): ask plainly from now on
+                if answer_format is not None and status in FORMAT_REFUSALS and level + 1 < len(formats):
+                    level += 1
+                    then = formats[level] or "plain JSON asked for in words"
+                    self.problems.note(
+                        f"format:{answer_format}:{status}",
+                        f"the server refused response_format {answer_format} (HTTP {status}): those requests fell back to {then}",
+                        agent=agent,
+                    )
+                    continue
+                if status == 400 and not token_switched and _wants_other_token_field(exc, self.token_field):
+                    token_switched = True
+                    self.token_field = _other(self.token_field)
+                    self.problems.note(
+                        "token-field",
+                        f"the server asked for {self.token_field} instead of {_other(self.token_field)}: sent so from then on "
+                        f"(set token_field to {self.token_field})",
+                        agent=agent,
+                    )
                     continue
                 if status in (401, 403):
                     raise _Fatal(
@@ -191,23 +336,73 @@ class OpenAIChatModel:
                     raise _Fatal(
                         f"HTTP 404 from {self.config.base_url}: is the URL the server's .../v1 and {model!r} served there?"
                     ) from None
-                if status not in (408, 429) and status < 500:
+                if status in (400, 413, 422) and any(w in _one_line(exc).lower() for w in CONTEXT_REFUSALS):
+                    raise PromptTooLong(
+                        f"the prompt is longer than the server's context: HTTP {status}: {_one_line(exc)}"
+                    ) from None
+                if status not in (408, 409, 429) and status < 500:
                     raise LlmError(f"the model server rejected the request: HTTP {status}: {_one_line(exc)}") from None
                 last_error = f"HTTP {status}: {_one_line(exc)}"
+                wait = _retry_after(exc)
             except openai.APITimeoutError:
                 last_error = f"no answer within {self.config.request_timeout_s:g} s"
             except openai.APIConnectionError as exc:
                 last_error = f"cannot reach {self.config.base_url or 'OpenAI'}: {_one_line(exc)}"
-                if attempt >= self.config.retries:
+                if attempt >= retries:
                     raise _Fatal(f"the model server failed {attempt + 1} times: {last_error}") from None
             except (openai.APIResponseValidationError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 last_error = f"malformed answer: {_one_line(exc)}"
-            if attempt >= self.config.retries:
+            if attempt >= retries:
                 raise LlmError(f"the model server failed {attempt + 1} times: {last_error}")
-            await anyio.sleep(min(self.config.backoff_cap_s, self.config.backoff_s * 2**attempt))
+            backoff = min(self.config.backoff_cap_s, self.config.backoff_s * 2**attempt)
+            await anyio.sleep(min(self.config.backoff_cap_s, wait) if wait is not None else backoff)
             attempt += 1
 
-    async def _send(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatReply:
+    async def _metered(self, request: ChatRequest, kwargs: dict[str, Any], chars: int) -> ChatReply:
+        """One try: a request slot (the wait not counted against the agent's time), then the budget pays
+        for it, then it is sent and settled."""
+        with paused():
+            await self._limiter.acquire()
+        try:
+            ticket: Ticket | None = None
+            if request.book is not None:
+                ticket = request.book.reserve(request.agent or "?", chars, int(kwargs[self.token_field]))
+                kwargs[self.token_field] = ticket.max_tokens
+            try:
+                reply = await self._send(kwargs)
+            except BaseException:
+                if ticket is not None:
+                    ticket.fail()
+                raise
+            if ticket is not None:
+                ticket.settle(reply.prompt_tokens if reply.usage_reported else None, reply.completion_tokens)
+            return reply
+        finally:
+            self._limiter.release()
+
+    def _observe(self, reply: ChatReply, chars: int, agent: str) -> None:
+        """Note what the server did that a person should know (once per kind)."""
+        if reply.usage_reported and looks_truncated(chars, reply.prompt_tokens, reply.completion_tokens):
+            self.problems.note(
+                "truncated",
+                f"the server counted {reply.prompt_tokens:,} prompt tokens for {chars:,} characters sent: it cut the prompt "
+                "(Ollama's num_ctx; raise the context window), the model did not see all it was given",
+                agent=agent,
+                degrading=True,
+            )
+        if reply.text_calls:
+            self.problems.note(
+                "text-calls",
+                "the server returned tool calls as <tool_call> text in the content (no tool-call parser on the server): "
+                "parsed as tool calls",
+                agent=agent,
+            )
+        if reply.reasoning:
+            self.problems.note("reasoning", "answers began with a <think> block: cut before parsing", agent=agent)
+        if not reply.usage_reported:
+            self.problems.note("no-usage", "the server reported no token usage: tokens estimated from characters")
+
+    async def _send(self, kwargs: dict[str, Any]) -> ChatReply:
         client = self._openai()
         if kwargs.get("stream"):
             stream = await client.chat.completions.create(**kwargs)
@@ -219,25 +414,58 @@ class OpenAIChatModel:
                 for i, c in sorted(acc.calls.items())
             )
             content = "".join(acc.content) or None
-            prompt, completion = acc.usage or (_prompt_estimate(kwargs), _estimate_tokens((content or "") + str(calls)))
-            return ChatReply(content, calls, acc.finish, prompt, completion)
+            if acc.usage is not None:
+                return ChatReply(content, calls, acc.finish, *acc.usage)
+            completion = _estimate_tokens((content or "") + str(calls))
+            return ChatReply(content, calls, acc.finish, _prompt_estimate(kwargs), completion, usage_reported=False)
         completion_obj = await client.chat.completions.create(**kwargs)
         choices = getattr(completion_obj, "choices", None)
         if not choices:
             raise ValueError("the answer has no choices")
         message = choices[0].message
         tool_calls = tuple(
-            ToolCallRequest(str(c.id or f"call_{i}"), str(c.function.name or ""), str(c.function.arguments or ""))
+            ToolCallRequest(str(c.id or f"call_{i}"), str(c.function.name or ""), arguments_text(c.function.arguments))
             for i, c in enumerate(message.tool_calls or [])
             if getattr(c, "function", None) is not None
         )
         usage = completion_obj.usage
         content = message.content if isinstance(message.content, str) else None
-        if usage is not None:
+        if usage is not None and usage.prompt_tokens:
             prompt, completion = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
-        else:
-            prompt, completion = _prompt_estimate(kwargs), _estimate_tokens((content or "") + str(tool_calls))
-        return ChatReply(content, tool_calls, choices[0].finish_reason, prompt, completion)
+            return ChatReply(content, tool_calls, choices[0].finish_reason, prompt, completion)
+        completion = _estimate_tokens((content or "") + str(tool_calls))
+        return ChatReply(
+            content, tool_calls, choices[0].finish_reason, _prompt_estimate(kwargs), completion, usage_reported=False
+        )
+
+
+def _token_field(config: LlmConfig) -> str:
+    if config.token_field in ("max_tokens", "max_completion_tokens"):
+        return config.token_field
+    return "max_tokens" if config.base_url and "api.openai.com" not in config.base_url else "max_completion_tokens"
+
+
+def _other(token_field: str) -> str:
+    return "max_tokens" if token_field == "max_completion_tokens" else "max_completion_tokens"
+
+
+def _wants_other_token_field(exc: BaseException, token_field: str) -> bool:
+    """Whether a 400 says the completion limit must be sent under the other name."""
+    text = _one_line(exc).lower()
+    return _other(token_field) in text or (token_field in text and ("unsupported" in text or "not supported" in text))
+
+
+def _retry_after(exc: Any) -> float | None:
+    """The server's ``retry-after-ms`` or ``retry-after`` (seconds), if any."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                return None
+    return None
 
 
 def _redacted(reply: ChatReply) -> ChatReply:

@@ -32,6 +32,13 @@ class LlmConfig:
     answer_retries: int = 2
     """How often an invalid final answer is sent back with its validation error."""
     max_completion_tokens: int = 2048
+    """One completion's limit, in tokens (a reasoning model's thinking included)."""
+    token_field: str = "auto"
+    """How the completion limit is sent: ``max_tokens`` (most servers), ``max_completion_tokens`` (OpenAI's
+    reasoning models, proxies that demand it) or ``auto`` (``max_completion_tokens`` for api.openai.com,
+    else ``max_tokens``; switched when a server asks for the other)."""
+    preflight: bool = True
+    """Check the endpoint (its models list, one tiny request) before any agent starts."""
     json_schema: bool = True
     """Ask for structured output (``response_format`` json_schema) when the final answer is due."""
     stream: bool = False

@@ -21,5 +21,9 @@ class StepBudgetExhausted(LlmError):
     """The agent used every step it was given without reporting its findings."""
 
 
+class PromptTooLong(LlmError):
+    """The server refused a prompt longer than its context window (the agent retries once, shorter)."""
+
+
 class InvalidAnswer(LlmError):
     """The model's findings stayed invalid after the bounded retries."""

@@ -165,3 +165,41 @@ def user_prompt(
         f"{summarize_evidence(evidence, findings, evidence_chars)}\n\n"
         "Dig further with the tools only where it can change a conclusion, then call report_findings."
     )
+
+
+def cited_refs(evidence: Sequence[Evidence], findings: Sequence[Finding], budget: int) -> str:
+    """The refs the rules read, without their values, look-alikes folded, cited ones first, within ``budget``."""
+    priority = _priority(findings)
+    groups: dict[str, list[str]] = {}
+    for item in evidence:
+        groups.setdefault(_DIGITS.sub("N", item.ref), []).append(item.ref)
+    ordered = sorted(groups.items(), key=lambda kv: min(priority.get(r, 3) for r in kv[1]))
+    shown: list[str] = []
+    used = 0
+    for pattern, refs in ordered:
+        text = f"{pattern} ({len(refs)} refs)" if len(refs) >= 4 else ", ".join(refs)
+        if used + len(text) + 2 > budget:
+            break
+        shown.append(text)
+        used += len(text) + 2
+    return ", ".join(shown)
+
+
+def followup_prompt(
+    investigator: AnyInvestigator,
+    host: str,
+    evidence: Sequence[Evidence],
+    findings: Sequence[Finding],
+    *,
+    refs_chars: int,
+    findings_chars: int,
+) -> str:
+    """The opening as resent after a tool round: the rule findings shorter, the rules' evidence as refs only."""
+    return (
+        f"Host {host}. Area {investigator.area} ({investigator.title}).\n\n"
+        f"Rule findings, one per check (they stand; add only what they miss):\n{summarize_findings(findings, findings_chars)}\n\n"
+        f"The rules also read (values were in your first request; read again with the tools if needed): "
+        f"{cited_refs(evidence, findings, refs_chars)}\n\n"
+        "Your tool calls so far and their results follow. Dig further only where it can change a conclusion, "
+        "else call report_findings now."
+    )

@@ -1,15 +1,32 @@
-"""What LLM mode spent: requests and tokens per agent and in total, against the audit's token budget."""
+"""What LLM mode spent: requests and tokens per agent and in total, against the audit's token budget.
+
+The budget holds because every request is paid for before it is sent: once a request slot is
+granted, :meth:`UsageBook.reserve` books the prompt's estimated tokens plus the completion it allows
+(shrunk to what is left; refused when not even a short answer fits), and the reply settles it at
+what the server counted. A failed or retried request is a request too: its prompt stays booked.
+Tokens are estimated from characters at :data:`CHARS_PER_TOKEN` until the server's own counts show
+a denser tokenizer (the densest ratio seen is used from then on).
+"""
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass, field
 
 from rigaudit.agents.llm.errors import BudgetExhausted
+
+CHARS_PER_TOKEN = 3.0
+"""A cautious estimate (English and JSON run at about 4 characters per token)."""
+MIN_COMPLETION = 64
+"""The smallest completion worth sending a request for."""
 
 
 @dataclass
 class Usage:
     requests: int = 0
+    failed: int = 0
+    """Requests that got no usable answer (errors, timeouts, retries): their prompts are counted too."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_chars: int = 0
@@ -18,8 +35,9 @@ class Usage:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def add(self, prompt_tokens: int, completion_tokens: int, prompt_chars: int) -> None:
+    def add(self, prompt_tokens: int, completion_tokens: int, prompt_chars: int, *, failed: bool = False) -> None:
         self.requests += 1
+        self.failed += int(failed)
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.prompt_chars += prompt_chars
@@ -27,6 +45,7 @@ class Usage:
     def as_dict(self) -> dict[str, int]:
         return {
             "requests": self.requests,
+            "failed_requests": self.failed,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.tokens,
@@ -34,7 +53,33 @@ class Usage:
         }
 
     def line(self) -> str:
-        return f"{self.requests} request(s), {self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens"
+        failed = f" ({self.failed} failed)" if self.failed else ""
+        return f"{self.requests} request(s){failed}, {self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens"
+
+
+@dataclass
+class Ticket:
+    """One request paid for in advance; :meth:`settle` or :meth:`fail` exactly once."""
+
+    book: UsageBook
+    agent: str
+    prompt_chars: int
+    prompt_estimate: int
+    max_tokens: int
+    """The completion this request may ask for (at most what the caller wanted, at most what is left)."""
+    done: bool = False
+
+    @property
+    def reserved(self) -> int:
+        return self.prompt_estimate + self.max_tokens
+
+    def settle(self, prompt_tokens: int | None, completion_tokens: int) -> None:
+        """The server answered: book what it counted (``None``: it counted nothing, the estimate stands)."""
+        self.book._settle(self, prompt_tokens, completion_tokens, failed=False)
+
+    def fail(self) -> None:
+        """No usable answer: the prompt stays booked (the server may have read it), no completion."""
+        self.book._settle(self, None, 0, failed=True)
 
 
 @dataclass
@@ -44,12 +89,52 @@ class UsageBook:
     token_budget: int | None = None
     agents: dict[str, Usage] = field(default_factory=dict)
     total: Usage = field(default_factory=Usage)
+    reserved: int = 0
+    """Tokens of requests in flight, paid for but not settled."""
+    chars_per_token: float = CHARS_PER_TOKEN
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def estimate(self, chars: int) -> int:
+        return max(1, math.ceil(chars / self.chars_per_token))
 
     def remaining(self) -> int | None:
-        return None if self.token_budget is None else max(0, self.token_budget - self.total.tokens)
+        """Tokens not spent nor reserved."""
+        return None if self.token_budget is None else max(0, self.token_budget - self.total.tokens - self.reserved)
+
+    def affordable(self, chars: int, max_tokens: int) -> bool:
+        """Whether a request of ``chars`` with a ``max_tokens`` answer fits in what is left now."""
+        left = self.remaining()
+        return left is None or self.estimate(chars) + max_tokens <= left
+
+    def reserve(self, agent: str, chars: int, max_tokens: int) -> Ticket:
+        """Pay for a request before sending it; :class:`BudgetExhausted` when not even a short answer fits."""
+        with self._lock:
+            estimate = self.estimate(chars)
+            left = self.remaining()
+            if left is not None:
+                if estimate + min(max_tokens, MIN_COMPLETION) > left:
+                    raise BudgetExhausted(
+                        f"the audit's token budget ({self.token_budget:,}) is spent "
+                        f"({self.total.tokens:,} used, {self.reserved:,} in flight; this request needs about {estimate:,})"
+                    )
+                max_tokens = min(max_tokens, left - estimate)
+            ticket = Ticket(self, agent, chars, estimate, max_tokens)
+            self.reserved += ticket.reserved
+            return ticket
+
+    def _settle(self, ticket: Ticket, prompt_tokens: int | None, completion_tokens: int, *, failed: bool) -> None:
+        with self._lock:
+            if ticket.done:
+                return
+            ticket.done = True
+            self.reserved -= ticket.reserved
+            if prompt_tokens is not None and prompt_tokens > 0:
+                self.chars_per_token = min(self.chars_per_token, max(1.0, ticket.prompt_chars / prompt_tokens))
+            prompt = prompt_tokens if prompt_tokens is not None and prompt_tokens > 0 else ticket.prompt_estimate
+            self._add(ticket.agent, prompt, max(0, completion_tokens), ticket.prompt_chars, failed=failed)
 
     def check(self, agent: str, estimated_prompt_tokens: int) -> None:
-        """Refuse a request that the budget cannot pay for."""
+        """Refuse a request that the budget cannot pay for (callers that do not :meth:`reserve`)."""
         left = self.remaining()
         if left is not None and estimated_prompt_tokens >= left:
             raise BudgetExhausted(
@@ -58,12 +143,18 @@ class UsageBook:
             )
 
     def record(self, agent: str, prompt_tokens: int, completion_tokens: int, prompt_chars: int) -> None:
-        self.agents.setdefault(agent, Usage()).add(prompt_tokens, completion_tokens, prompt_chars)
-        self.total.add(prompt_tokens, completion_tokens, prompt_chars)
+        """Book a request that was not reserved (callers that do not :meth:`reserve`)."""
+        with self._lock:
+            self._add(agent, prompt_tokens, completion_tokens, prompt_chars, failed=False)
+
+    def _add(self, agent: str, prompt: int, completion: int, chars: int, *, failed: bool) -> None:
+        self.agents.setdefault(agent, Usage()).add(prompt, completion, chars, failed=failed)
+        self.total.add(prompt, completion, chars, failed=failed)
 
     def lines(self) -> list[str]:
         """``LLM usage: ...`` then one line per agent."""
-        out = [f"LLM usage: {self.total.line()}, {self.total.prompt_chars:,} prompt characters"]
+        budget = f" of {self.token_budget:,} budgeted" if self.token_budget is not None else ""
+        out = [f"LLM usage: {self.total.line()}{budget}, {self.total.prompt_chars:,} prompt characters"]
         width = max((len(a) for a in self.agents), default=0)
         out += [f"  {agent:<{width}}  {usage.line()}" for agent, usage in sorted(self.agents.items())]
         return out

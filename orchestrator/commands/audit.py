@@ -9,7 +9,9 @@ Examples:
 Exit status: 0 done; 3 a problem at or above --fail-on was found (a rule's; a model's too with
 --fail-on-llm); 4 the audit is incomplete (an
 investigator crashed or timed out: its checks were not judged; "status": "incomplete" in --json
-and in the transcript); 2 usage error; 130 interrupted (Ctrl-C). 3 wins over 4, and 4 over 0.
+and in the transcript) or, with --llm, degraded (an agent gave no answer or the endpoint cut
+prompts: "llm": {"status": "degraded"} in --json; the rule findings stand); 1 the LLM endpoint
+failed its check before the audit; 2 usage error; 130 interrupted (Ctrl-C). 3 wins over 4, and 4 over 0.
 """
 
 from __future__ import annotations
@@ -85,10 +87,13 @@ EXIT_INCOMPLETE = 4
 
 
 def exit_status(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> int:
-    """3 a problem at or above ``threshold``; 130 interrupted; 4 incomplete; 0 a clean audit."""
+    """3 a problem at or above ``threshold``; 130 interrupted; 4 incomplete or LLM mode degraded; 0 a clean audit."""
     if failing(result, threshold, with_llm=with_llm):
         return 3
-    return {"interrupted": 130, "incomplete": EXIT_INCOMPLETE}.get(result.status, 0)
+    code = {"interrupted": 130, "incomplete": EXIT_INCOMPLETE}.get(result.status, 0)
+    if code == 0 and result.llm is not None and result.llm.status != "ok":
+        return EXIT_INCOMPLETE
+    return code
 
 
 def failing(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> bool:
@@ -132,6 +137,12 @@ def _run(args: argparse.Namespace) -> int:
             brain.emit = session.emit
 
         async def main() -> AuditResult:
+            if brain is not None:
+                try:
+                    await brain.preflight()  # a bad endpoint is one line now, not thirteen agents' retries
+                except BaseException:
+                    await brain.aclose()
+                    raise
             async with anyio.create_task_group() as group:
                 group.start_soon(_cancel_on_sigint, control, group.cancel_scope)
                 result = await run_audit(host, options=options, emit=session.emit, control=control)

@@ -18,6 +18,11 @@ AuditStatus = Literal["complete", "incomplete", "interrupted"]
 checks were not judged, so the audit is not a clean one); ``interrupted``: stopped early (Ctrl-C)."""
 
 
+LlmStatus = Literal["ok", "degraded", "failed"]
+"""``ok``: every agent answered and the model saw what it was sent; ``degraded``: some agents failed or
+the endpoint cut prompts; ``failed``: no agent answered (the rule findings stand either way)."""
+
+
 class InvestigatorRun(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -26,6 +31,26 @@ class InvestigatorRun(BaseModel):
     duration_s: float
     error: str | None = None
     findings: int = 0
+    llm: Literal["answered", "failed"] | None = None
+    """With ``--llm``: whether this investigator's agent answered (its rule findings stand either way)."""
+    llm_error: str | None = None
+
+
+class LlmRun(BaseModel):
+    """What LLM mode did in one audit (``--llm``): the endpoint, the problems, each distinct once, and the usage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str
+    status: LlmStatus
+    agents: int = 0
+    failed: tuple[str, ...] = ()
+    """The areas whose agent gave no answer."""
+    problems: tuple[str, ...] = ()
+    """What degraded the audit, one line per distinct problem."""
+    notes: tuple[str, ...] = ()
+    """What was handled (a format fallback, tool calls parsed from text), one line each."""
+    usage: dict[str, int] = Field(default_factory=dict)
 
 
 class HostSummary(BaseModel):
@@ -53,6 +78,8 @@ class AuditResult(BaseModel):
     warnings: tuple[str, ...] = ()
     dropped: tuple[DroppedFinding, ...] = ()
     """What a model (``--llm``) proposed and the audit refused, each with why (absent from older audits)."""
+    llm: LlmRun | None = None
+    """With ``--llm``: what the model part did; ``None`` for the rules alone."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -63,7 +90,7 @@ class AuditResult(BaseModel):
         if not isinstance(data, dict) or not isinstance(data.get("investigators"), list | tuple):
             return data
         runs = data["investigators"]
-        if not any(isinstance(r, dict) and r.get("area") in RENAMED_AREAS for r in runs):
+        if not any(isinstance(r, dict) and isinstance(r.get("area"), str) and r["area"] in RENAMED_AREAS for r in runs):
             return data
         return {**data, "investigators": _current_runs(runs, data.get("findings"))}
 
@@ -82,7 +109,7 @@ def _current_runs(runs: list[Any] | tuple[Any, ...], findings: Any) -> list[Any]
     out: list[Any] = []
     at: dict[str, int] = {}
     for run in runs:
-        if not isinstance(run, dict) or run.get("area") not in RENAMED_AREAS:
+        if not isinstance(run, dict) or not isinstance(run.get("area"), str) or run["area"] not in RENAMED_AREAS:
             out.append(run)
             continue
         for area in RENAMED_AREAS[str(run["area"])]:

@@ -237,7 +237,7 @@ class Finding(_Frozen):
     @classmethod
     def _renamed_area(cls, data: Any) -> Any:
         """A finding of an older release names its area as it was then (``kernel_params``): name it as now."""
-        if isinstance(data, dict) and data.get("area") in RENAMED_AREAS:
+        if isinstance(data, dict) and isinstance(data.get("area"), str) and data["area"] in RENAMED_AREAS:
             return {**data, "area": current_area(str(data["area"]), str(data.get("check", "")))}
         return data
 

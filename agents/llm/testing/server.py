@@ -34,6 +34,8 @@ from typing import Any
 from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = [
+    "FAMILIES",
+    "Quirks",
     "Recorded",
     "Reply",
     "Responder",
@@ -75,6 +77,48 @@ class Reply:
     """Send exactly this as the 200 body (a malformed response)."""
     usage: tuple[int, int] | None = None
     """(prompt_tokens, completion_tokens); default: estimated from characters / 4."""
+    reasoning: str = ""
+    """The model's thinking: a ``<think>`` block before the content, or ``reasoning_content`` (see :class:`Quirks`)."""
+
+
+@dataclass(frozen=True)
+class Quirks:
+    """How a server family answers, played faithfully (see :data:`FAMILIES`)."""
+
+    formats: frozenset[str] = frozenset({"json_schema", "json_object"})
+    """The ``response_format`` types it accepts; others are refused with ``format_refusal``."""
+    format_refusal: int = 400
+    tool_calls_as_text: bool = False
+    """Tool calls written as Hermes/Qwen ``<tool_call>`` text in the content (no tool parser on the server)."""
+    arguments_as_object: bool = False
+    """A call's ``arguments`` as a JSON object, not JSON text (llama.cpp, older TGI)."""
+    reasoning_field: bool = False
+    """Reasoning in ``reasoning_content`` (a reasoning parser), else as a ``<think>`` block in the content."""
+    num_ctx: int | None = None
+    """A context window that silently cuts longer prompts, counting only what it kept (Ollama)."""
+    token_field: str | None = None
+    """The one completion-limit field accepted; the other is refused with 400 as OpenAI words it."""
+    report_usage: bool = True
+    tools_refused: bool = False
+    """Requests with ``tools`` refused with 400, as vLLM started without a tool-call parser answers."""
+    context: int | None = None
+    """A context window that refuses (400) a prompt whose tokens plus ``max_tokens`` exceed it (vLLM's ``max_model_len``)."""
+
+
+FAMILIES: dict[str, Quirks] = {
+    "vllm": Quirks(reasoning_field=True),
+    "sglang": Quirks(reasoning_field=True),
+    "llama.cpp": Quirks(arguments_as_object=True),
+    "llama.cpp-old": Quirks(formats=frozenset({"json_object"}), format_refusal=500, arguments_as_object=True),
+    "ollama": Quirks(num_ctx=2048),
+    "tgi-old": Quirks(formats=frozenset(), format_refusal=422, arguments_as_object=True),
+    "litellm": Quirks(formats=frozenset({"json_object"}), format_refusal=400),
+    "openai-reasoning": Quirks(token_field="max_completion_tokens", reasoning_field=True),
+    "hermes-text": Quirks(tool_calls_as_text=True),
+    "vllm-no-tool-parser": Quirks(tools_refused=True),
+    "vllm-short-context": Quirks(reasoning_field=True, context=3000),
+}
+"""Server families as the scripted server plays them (what each does is in docs/llm.md's compatibility table)."""
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -156,6 +200,7 @@ class _State:
     route: Callable[[Mapping[str, Any]], str]
     json_schema: bool
     model: str
+    quirks: Quirks = field(default_factory=Quirks)
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list[Recorded] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
@@ -203,11 +248,38 @@ class _Handler(LoopbackHandler):
             self._error(404, f"no route {self.path}")
             return
         state = self.server.state
+        quirks = state.quirks
         response_format = body.get("response_format") or {}
-        if not state.json_schema and isinstance(response_format, dict) and response_format.get("type") == "json_schema":
-            state.record(route_by_system_prompt(body), body, None, 400)
-            self._error(400, "response_format of type json_schema is not supported by this server")
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        accepted = quirks.formats if state.json_schema else quirks.formats - {"json_schema"}
+        if kind not in (None, "text") and kind not in accepted:
+            status = quirks.format_refusal if state.json_schema else 400
+            state.record(route_by_system_prompt(body), body, None, status)
+            self._error(status, f"response_format type must be one of {sorted(accepted) or ['text']}, but got: {kind}")
             return
+        if quirks.tools_refused and body.get("tools"):
+            state.record(route_by_system_prompt(body), body, None, 400)
+            self._error(400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+            return
+        if quirks.context is not None:
+            asked = _estimate(json.dumps(body.get("messages") or []))
+            room = body.get("max_completion_tokens", body.get("max_tokens")) or 0
+            if asked + int(room) > quirks.context:
+                state.record(route_by_system_prompt(body), body, None, 400)
+                self._error(
+                    400,
+                    f"This model's maximum context length is {quirks.context} tokens. However, you requested "
+                    f"{asked + int(room)} tokens ({asked} in the messages, {room} in the completion).",
+                )
+                return
+        if quirks.token_field is not None:
+            other = "max_tokens" if quirks.token_field == "max_completion_tokens" else "max_completion_tokens"
+            if other in body:
+                state.record(route_by_system_prompt(body), body, None, 400)
+                self._error(
+                    400, f"Unsupported parameter: '{other}' is not supported with this model. Use '{quirks.token_field}' instead."
+                )
+                return
         key, reply = state.next_reply(body)
         if reply is None:
             state.record(key, body, None, 500)
@@ -230,38 +302,75 @@ class _Handler(LoopbackHandler):
 
     # -- answers --------------------------------------------------------------------------
 
-    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
-        if reply.usage is not None:
-            prompt, completion = reply.usage
-        else:
-            prompt = _estimate(json.dumps(body.get("messages") or []))
-            completion = _estimate((reply.content or "") + "".join(c.arguments for c in reply.tool_calls))
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    def _render(self, body: dict[str, Any], reply: Reply) -> _Rendered:
+        """The reply as this server family sends it: reasoning, text tool calls, the completion limit, usage."""
+        quirks = self.server.state.quirks
+        content, reasoning, calls = reply.content, reply.reasoning, list(reply.tool_calls)
+        if reasoning and not quirks.reasoning_field:
+            content, reasoning = f"<think>{reasoning}</think>\n{content or ''}", ""
+        if calls and quirks.tool_calls_as_text:
+            blocks = "".join(
+                f"<tool_call>\n{json.dumps({'name': c.name, 'arguments': _json_or_text(c.arguments)})}\n</tool_call>\n"
+                for c in calls
+            )
+            content, calls = (content or "") + blocks, []
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        spent = _estimate(reasoning + (content or "") + "".join(c.arguments for c in calls))
+        finish = "tool_calls" if calls else "stop"
+        if isinstance(limit, int) and spent > limit:  # cut where the limit falls: thinking first, then the answer
+            room = limit * 4
+            reasoning, room = reasoning[:room], max(0, room - len(reasoning))
+            content, room = (content or "")[:room] or None, max(0, room - len(content or ""))
+            cut: list[ToolCallSpec] = []
+            for c in calls:
+                if room > 0:
+                    cut.append(ToolCallSpec(c.name, c.arguments[:room]))
+                    room -= len(c.arguments)
+            calls, finish, spent = cut, "length", limit
+        usage: dict[str, int] | None = None
+        if quirks.report_usage:
+            if reply.usage is not None:
+                prompt, completion = reply.usage
+            else:
+                prompt, completion = _estimate(json.dumps(body.get("messages") or [])), spent
+            if quirks.num_ctx is not None and prompt + completion > quirks.num_ctx:
+                prompt = max(1, quirks.num_ctx - completion)  # what it kept of the prompt, silently
+            usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        return _Rendered(content, reasoning, calls, finish, usage)
 
     @staticmethod
     def _call_id(index: int) -> str:
         return f"call_{uuid.uuid4().hex[:10]}_{index}"
 
     def _whole(self, body: dict[str, Any], reply: Reply) -> None:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-        if reply.tool_calls:
+        out = self._render(body, reply)
+        as_object = self.server.state.quirks.arguments_as_object
+        message: dict[str, Any] = {"role": "assistant", "content": out.content}
+        if out.reasoning:
+            message["reasoning_content"] = out.reasoning
+        if out.calls:
             message["tool_calls"] = [
-                {"id": self._call_id(i), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for i, c in enumerate(reply.tool_calls)
+                {
+                    "id": self._call_id(i),
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _json_or_text(c.arguments) if as_object else c.arguments},
+                }
+                for i, c in enumerate(out.calls)
             ]
-        finish = "tool_calls" if reply.tool_calls else "stop"
-        payload = {
+        payload: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.server.state.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": self._usage(body, reply),
+            "choices": [{"index": 0, "message": message, "finish_reason": out.finish}],
         }
+        if out.usage is not None:
+            payload["usage"] = out.usage
         self.send_body(200, json.dumps(payload).encode())
 
     def _stream(self, body: dict[str, Any], reply: Reply) -> None:
         ident, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), self.server.state.model
+        out = self._render(body, reply)
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
             return {
@@ -274,11 +383,13 @@ class _Handler(LoopbackHandler):
 
         self.start_events()
         self.event(chunk({"role": "assistant", "content": ""}))
-        text = reply.content or ""
+        if out.reasoning:
+            self.event(chunk({"reasoning_content": out.reasoning}))
+        text = out.content or ""
         step = max(1, len(text) // 3)
         for start in range(0, len(text), step):
             self.event(chunk({"content": text[start : start + step]}))
-        for index, spec in enumerate(reply.tool_calls):
+        for index, spec in enumerate(out.calls):
             head = {
                 "index": index,
                 "id": self._call_id(index),
@@ -290,9 +401,9 @@ class _Handler(LoopbackHandler):
             for piece in (spec.arguments[:half], spec.arguments[half:]):
                 if piece:
                     self.event(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
-        self.event(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+        self.event(chunk({}, out.finish))
         options = body.get("stream_options") or {}
-        if isinstance(options, dict) and options.get("include_usage"):
+        if isinstance(options, dict) and options.get("include_usage") and out.usage is not None:
             self.event(
                 {
                     "id": ident,
@@ -300,10 +411,26 @@ class _Handler(LoopbackHandler):
                     "created": created,
                     "model": model,
                     "choices": [],
-                    "usage": self._usage(body, reply),
+                    "usage": out.usage,
                 }
             )
         self.end_events()
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    content: str | None
+    reasoning: str
+    calls: list[ToolCallSpec]
+    finish: str
+    usage: dict[str, int] | None
+
+
+def _json_or_text(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError:
+        return arguments
 
 
 class _Server(LoopbackHTTPServer):
@@ -324,19 +451,22 @@ class ScriptedOpenAIServer(BackgroundServer):
         default: Reply | Responder | None = None,
         route: Callable[[Mapping[str, Any]], str] | None = None,
         json_schema: bool = True,
+        quirks: Quirks | str | None = None,
         model: str = "scripted",
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         """``scripts`` is a list (one conversation, whatever the key) or replies by conversation key;
-        ``json_schema=False`` answers 400 to structured-output requests, as servers without it do."""
+        ``json_schema=False`` answers 400 to structured-output requests, as servers without it do; ``quirks``
+        (or a family's name in :data:`FAMILIES`) plays a server family's habits."""
         if isinstance(scripts, Mapping):
             table = {key: list(items) for key, items in scripts.items()}
             router = route or route_by_system_prompt
         else:
             table = {"": list(scripts)}
             router = route or (lambda body: "")
-        self._state = _State(table, default, router, json_schema, model)
+        played = FAMILIES[quirks] if isinstance(quirks, str) else quirks or Quirks()
+        self._state = _State(table, default, router, json_schema, model, played)
         self._serve_in_background(_Server((host, port), self._state), "scripted-openai")
 
     @property

@@ -1,0 +1,56 @@
+"""What went wrong with the endpoint and the agents, each distinct problem once.
+
+Thirteen agents hitting the same refused key, the same server without ``json_schema`` or the same
+truncating context window are one problem, not thirteen warnings: each problem is kept once by its
+kind, with how often it happened and which agents it touched. ``degrading`` problems (an agent lost
+its answer, the model did not see the whole prompt) make the LLM part of an audit degraded; the
+others were handled (a format fallback, tool calls parsed from text) and are told as notes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Problem:
+    key: str
+    text: str
+    degrading: bool
+    count: int = 0
+    agents: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        times = f"; {self.count} times" if self.count > max(1, len(self.agents)) else ""
+        who = ""
+        if self.agents:
+            shown = ", ".join(self.agents[:6]) + (f" and {len(self.agents) - 6} more" if len(self.agents) > 6 else "")
+            who = f" ({len(self.agents)} agent{'s' if len(self.agents) > 1 else ''}: {shown}{times})"
+        elif times:
+            who = f" ({self.count} times)"
+        return f"{self.text}{who}"
+
+
+@dataclass
+class Problems:
+    """Distinct problems in the order they first happened (thread-safe: clients record from worker threads too)."""
+
+    items: dict[str, Problem] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note(self, key: str, text: str, *, agent: str = "", degrading: bool = False) -> None:
+        """Record one occurrence; the first text of a key is the one told."""
+        with self._lock:
+            problem = self.items.setdefault(key, Problem(key, text, degrading))
+            problem.count += 1
+            problem.degrading = problem.degrading or degrading
+            if agent and agent not in problem.agents:
+                problem.agents.append(agent)
+
+    @property
+    def degraded(self) -> bool:
+        return any(p.degrading for p in self.items.values())
+
+    def lines(self, *, degrading: bool | None = None) -> list[str]:
+        return [p.line() for p in self.items.values() if degrading is None or p.degrading == degrading]

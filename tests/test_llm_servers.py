@@ -1,0 +1,177 @@
+"""Real servers' habits, played by the scripted server through the real openai client: each is handled or told once."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from rigaudit.agents.llm import ChatRequest, LlmConfig, OpenAIChatModel
+from rigaudit.agents.llm.answer import RESPONSE_FORMAT
+from rigaudit.agents.llm.client import ChatReply
+from rigaudit.agents.llm.testing.server import FAMILIES, Quirks, Reply, ScriptedOpenAIServer, call, final, say
+from rigaudit.agents.llm.usage import UsageBook
+
+FAST = {"backoff_s": 0.001, "client_retries": 0, "model": "scripted"}
+HELLO = ChatRequest([{"role": "system", "content": "# t test"}, {"role": "user", "content": "hi"}], agent="t")
+ANSWER = {"findings": []}
+
+
+def _run(server: ScriptedOpenAIServer, *requests: ChatRequest, **config: object) -> tuple[list[ChatReply], OpenAIChatModel]:
+    model = OpenAIChatModel(LlmConfig(base_url=server.base_url, **{**FAST, **config}))  # type: ignore[arg-type]
+
+    async def go() -> list[ChatReply]:
+        try:
+            return [await model.complete(r) for r in requests]
+        finally:
+            await model.aclose()
+
+    return anyio.run(go), model
+
+
+def _schema_request(**kw: object) -> ChatRequest:
+    return ChatRequest(HELLO.messages, json_schema=RESPONSE_FORMAT, agent="t", **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_hermes_tool_calls_written_as_text_are_tool_calls(stream: bool) -> None:
+    with ScriptedOpenAIServer([call("read_file", path="/proc/cmdline")], quirks="hermes-text") as server:
+        (reply,), model = _run(server, HELLO, stream=stream)
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [("read_file", {"path": "/proc/cmdline"})]
+    assert reply.text_calls and not reply.content and reply.finish_reason == "tool_calls"
+    assert list(model.problems.items) == ["text-calls"] and not model.problems.degraded
+
+
+def test_text_that_only_mentions_tool_call_stays_content() -> None:
+    with ScriptedOpenAIServer([say("use <tool_call> tags like <tool_call>not json</tool_call>")]) as server:
+        (reply,), _ = _run(server, HELLO)
+    assert reply.tool_calls == () and reply.content is not None and "not json" in reply.content
+
+
+@pytest.mark.parametrize(("family", "stream"), [("hermes-text", False), ("vllm", False), ("vllm", True)])
+def test_reasoning_is_cut_before_the_answer_is_parsed(family: str, stream: bool) -> None:
+    thinking = 'The user wants {"findings": ...} hmm, let me think } {'
+    with ScriptedOpenAIServer([Reply(content=json.dumps(ANSWER), reasoning=thinking)], quirks=family) as server:
+        (reply,), _ = _run(server, HELLO, stream=stream)
+        sent = server.requests[0]
+    assert json.loads(reply.content or "") == ANSWER
+    assert reply.reasoning is (not FAMILIES[family].reasoning_field)  # a <think> block was in the content
+    assert sent.status == 200
+
+
+@pytest.mark.parametrize("family", ["llama.cpp", "tgi-old"])
+def test_arguments_sent_as_an_object_become_json_text(family: str) -> None:
+    with ScriptedOpenAIServer([call("nvml", function="nvmlDeviceGetCount", args=[])], quirks=family) as server:
+        (reply,), _ = _run(server, HELLO)
+    assert json.loads(reply.tool_calls[0].arguments) == {"function": "nvmlDeviceGetCount", "args": []}
+
+
+def test_a_cut_answer_is_retried_once_with_twice_the_room() -> None:
+    long = json.dumps({"findings": [], "note": "x" * 600})  # about 160 tokens: cut at 100, whole at 200
+    with ScriptedOpenAIServer([Reply(content=long), Reply(content=long)]) as server:
+        (reply,), model = _run(server, ChatRequest(HELLO.messages, max_tokens=100, agent="t"))
+        limits = [r.body["max_tokens"] for r in server.requests]
+    assert limits == [100, 200] and reply.content == long and reply.attempts == 2
+    assert "length" in model.problems.items
+
+
+def test_a_reply_cut_twice_comes_back_cut() -> None:
+    long = json.dumps({"findings": [], "note": "x" * 4000})
+    with ScriptedOpenAIServer([Reply(content=long), Reply(content=long)]) as server:
+        (reply,), _ = _run(server, ChatRequest(HELLO.messages, max_tokens=100, agent="t"))
+        server.assert_complete()
+    assert reply.finish_reason == "length" and len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("family", "statuses", "answered_with"),
+    [
+        ("vllm", [200], "json_schema"),
+        ("llama.cpp-old", [500, 200], "json_object"),  # old llama.cpp: 500 for json_schema
+        ("tgi-old", [422, 422, 200], None),  # old TGI: neither OpenAI format
+        ("litellm", [400, 200], "json_object"),
+    ],
+)
+def test_a_refused_answer_format_falls_back_for_that_request_only(
+    family: str, statuses: list[int], answered_with: str | None
+) -> None:
+    with ScriptedOpenAIServer([final(ANSWER), final(ANSWER)], quirks=family) as server:
+        replies, model = _run(server, _schema_request(), _schema_request())
+        first = [r.status for r in server.requests[: len(statuses)]]
+        again = [r.status for r in server.requests[len(statuses) :]]
+    assert first == statuses and again == statuses  # the next request asks the best format again
+    assert all(r.response_format == answered_with for r in replies)
+    assert all(json.loads(r.content or "") == ANSWER for r in replies)
+    refusals = [k for k in model.problems.items if k.startswith("format:")]
+    assert len(refusals) == len(statuses) - 1
+    assert all(model.problems.items[k].count == 2 for k in refusals)  # counted, told once
+
+
+def test_a_server_error_without_a_format_is_not_a_format_refusal() -> None:
+    with ScriptedOpenAIServer([Reply(status=500, error="overloaded", retry_after_ms=1), say("ok")]) as server:
+        (reply,), model = _run(server, HELLO, retries=1)
+    assert reply.content == "ok" and not model.problems.items
+
+
+def test_a_truncated_prompt_is_told_once_and_degrades() -> None:
+    big = ChatRequest([{"role": "system", "content": "# t test"}, {"role": "user", "content": "evidence " * 1500}], agent="t")
+    with ScriptedOpenAIServer([say("ok"), say("ok")], quirks="ollama") as server:
+        _, model = _run(server, big, big)
+        counted = [r.body for r in server.requests]
+    assert len(counted) == 2
+    assert list(model.problems.items) == ["truncated"] and model.problems.degraded
+    assert model.problems.items["truncated"].count == 2
+    assert "num_ctx" in model.problems.lines()[0]
+
+
+def test_a_prompt_within_the_window_is_not_called_truncated() -> None:
+    small = ChatRequest([{"role": "system", "content": "# t test"}, {"role": "user", "content": "evidence " * 200}], agent="t")
+    with ScriptedOpenAIServer([say("ok")], quirks="ollama") as server:
+        _, model = _run(server, small)
+    assert not model.problems.items
+
+
+def test_a_server_that_demands_max_completion_tokens_is_asked_so() -> None:
+    with ScriptedOpenAIServer([say("one"), say("two")], quirks="openai-reasoning") as server:
+        replies, model = _run(server, HELLO, HELLO)
+        bodies = [(r.status, sorted(k for k in r.body if k.startswith("max_"))) for r in server.requests]
+    assert [r.content for r in replies] == ["one", "two"]
+    assert bodies == [(400, ["max_tokens"]), (200, ["max_completion_tokens"]), (200, ["max_completion_tokens"])]
+    assert list(model.problems.items) == ["token-field"]
+
+
+def test_the_token_field_setting_is_sent_from_the_start() -> None:
+    with ScriptedOpenAIServer([say("one")], quirks="openai-reasoning") as server:
+        _run(server, HELLO, token_field="max_completion_tokens")
+        assert [r.status for r in server.requests] == [200]
+
+
+def test_a_server_without_usage_is_estimated_and_told() -> None:
+    with ScriptedOpenAIServer([say("ok")], quirks=Quirks(report_usage=False)) as server:
+        book = UsageBook()
+        (reply,), model = _run(server, ChatRequest(HELLO.messages, agent="t", book=book))
+    assert not reply.usage_reported and book.total.prompt_tokens > 0
+    assert "no-usage" in model.problems.items
+
+
+def test_a_cut_answer_the_budget_cannot_give_room_comes_back_as_it_is() -> None:
+    long = json.dumps({"findings": [], "note": "x" * 600})
+    with ScriptedOpenAIServer([Reply(content=long)]) as server:
+        book = UsageBook(200)  # room for the first try only
+        request = ChatRequest(HELLO.messages, max_tokens=100, agent="t", book=book)
+        (reply,), _ = _run(server, request)
+        server.assert_complete()
+    assert reply.finish_reason == "length" and len(server.requests) == 1 and book.total.tokens <= 200
+
+
+def test_a_prompt_longer_than_the_context_is_resent_shorter_once() -> None:
+    from tests.test_llm_budget import _audit
+
+    with ScriptedOpenAIServer({}, default=final(ANSWER), quirks="vllm-short-context") as server:
+        result, brain = _audit(None, ("kernel",), base_url=server.base_url, model="scripted")
+        statuses = [r.status for r in server.requests]
+        second = server.requests[1].body
+    assert statuses == [400, 200] and brain.failures == {}
+    assert result.investigators[0].llm == "answered"
+    assert second["max_tokens"] == 1024 and "values were in your first request" in second["messages"][1]["content"]
