@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -10,9 +11,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"
+
+_HYPOTHESIS_COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("ci", derandomize=True, database=None, max_examples=150, print_blob=True, **_HYPOTHESIS_COMMON)
+"""CI: the same examples on every run and machine (derandomized, no example database), bounded in number."""
+settings.register_profile("dev", max_examples=150, **_HYPOTHESIS_COMMON)
+"""A developer's run: random examples (a failure found is kept in .hypothesis/ and replayed first)."""
+settings.register_profile("explore", max_examples=5000, **_HYPOTHESIS_COMMON)
+"""A long search for counterexamples: ``HYPOTHESIS_PROFILE=explore pytest tests/test_policy_*.py``."""
+
+
+def hypothesis_profile(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """``HYPOTHESIS_PROFILE`` when set; otherwise ``ci`` under CI (``CI`` or ``RIGAUDIT_CI``), else ``dev``."""
+    if named := environ.get("HYPOTHESIS_PROFILE"):
+        return named
+    return "ci" if environ.get("CI") or environ.get("RIGAUDIT_CI") else "dev"
+
+
+settings.load_profile(hypothesis_profile())
 
 
 def _is_loopback(address: Any) -> bool:

@@ -228,6 +228,8 @@ FILES: tuple[Rule, ...] = (
                 "-A": r"[0-9]+",
                 "-B": r"[0-9]+",
                 "-C": r"[0-9]+",
+                # directories and devices read or skipped; ``recurse`` is -r (the recursive-over-secrets check)
+                **{option: r"read|skip" for option in ("-d", "--directories", "-D", "--devices")},
             },
             operands="grep",
             recursive=(r"-[a-zA-Z]*r[a-zA-Z]*", r"--recursive"),
