@@ -52,7 +52,7 @@ HANGING = Investigator("power", "power", (_check("power.governor"),), _hang, lam
 
 def test_failures_and_timeouts_are_entries(seed_dir: Path) -> None:
     events: list[Event] = []
-    options = AuditOptions(investigators=[NUMA, BROKEN, HANGING], timeout_s=0.2)
+    options = AuditOptions(investigators=[NUMA, BROKEN, HANGING], timeout_s=1.0)  # NUMA done 100x sooner at any load
     result = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options, emit=events.append))
     runs = {r.area: r for r in result.investigators}
     assert runs["numa"].status == "done"

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.bench._http import StreamingClient
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
-from rigaudit.tools.bench.loadgen import LoadSpec, endpoint, make_prompt, one_request, request_body, run_load
-from rigaudit.tools.bench.results import BENCH_SCHEMA, load_result
+from rigaudit.tools.bench.loadgen import LoadSession, LoadSpec, endpoint, make_prompt, one_request, request_body, run_load
+from rigaudit.tools.bench.results import BENCH_SCHEMA, Run, load_result
 
 
 def _run(spec: LoadSpec):  # type: ignore[no-untyped-def]
@@ -22,6 +25,7 @@ def _run(spec: LoadSpec):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
 def test_measures_the_servers_known_timing(api: str) -> None:
+    """Against the loopback server, only what no load can break: a busy machine delays tokens, never hastens them."""
     timing = FakeTiming(ttft_s=0.02, itl_s=0.005)
     with fake_server(timing) as server:
         result = _run(LoadSpec(server.base_url, "m", api=api, concurrency=(1, 4), requests=8, max_tokens=12, warmup=1))  # type: ignore[arg-type]
@@ -30,13 +34,101 @@ def test_measures_the_servers_known_timing(api: str) -> None:
     for run in result.runs:
         assert run.requests_ok == 8 and run.requests_failed == 0
         assert all(s.output_tokens == 12 and len(s.itl_ms) == 11 for s in run.samples)  # usage chunk agrees with events
-        assert run.itl_ms_p50 == pytest.approx(5.0, rel=0.05)
-        assert run.ttft_ms_p50 is not None and 20.0 <= run.ttft_ms_p50 < 26.0
-    single = result.runs[0]
-    # one stream: 12 tokens per (ttft + 11 itl) = 0.075 s
-    assert single.output_tokens_per_s == pytest.approx(12 / 0.075, rel=0.1)
-    # four streams at once, two full waves: about four times the single-stream rate
-    assert result.runs[1].output_tokens_per_s > 3.2 * single.output_tokens_per_s
+        for s in run.samples:
+            assert s.ttft_ms is not None and s.latency_ms is not None
+            assert s.ttft_ms >= 20.0  # the server waits ttft after the request arrived
+            assert s.ttft_ms + sum(s.itl_ms) >= 75.0 - 1e-6  # the last token leaves at ttft + 11 itl at the earliest
+            assert s.latency_ms >= s.ttft_ms + sum(s.itl_ms) - 1e-6
+        assert run.ttft_ms_p50 is not None and run.ttft_ms_p50 >= 20.0
+    single, four = result.runs
+    # a stream of 12 tokens takes 75 ms at least: at most 160 tokens/s per stream, 640 with four at once
+    assert single.duration_s >= 8 * 0.075 and single.output_tokens_per_s <= 12 / 0.075
+    assert four.duration_s >= 2 * 0.075 and four.output_tokens_per_s <= 4 * 12 / 0.075
+
+
+class _Clock:
+    """A clock that moves only when a scripted response says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _ScriptedClient:
+    """Stands for :class:`StreamingClient`: every response is the same script of (seconds later, bytes) pieces."""
+
+    def __init__(self, clock: _Clock, script: list[tuple[float, bytes]], status: int = 200) -> None:
+        self.clock, self.script, self.status, self.posts = clock, script, status, 0
+
+    @contextlib.asynccontextmanager
+    async def post(self, path: str, body: bytes) -> AsyncIterator[_ScriptedClient]:
+        del path, body
+        self.posts += 1
+        yield self
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        for later, piece in self.script:
+            self.clock.now += later
+            await anyio.lowlevel.checkpoint()
+            yield piece
+
+    async def aread(self) -> bytes:
+        self.clock.now += 0.003
+        return b"overloaded"
+
+
+def _event(text: str) -> bytes:
+    return b"data: " + json.dumps({"choices": [{"delta": {"content": text}}]}).encode() + b"\n\n"
+
+
+_USAGE = b'data: {"choices": [], "usage": {"completion_tokens": 4}}\n\ndata: [DONE]\n\n'
+_SCRIPT = [
+    (0.030, _event("a")),  # first token 30 ms after the request
+    (0.010, _event("b")[:9]),  # half an event: it counts when its line is complete
+    (0.004, _event("b")[9:] + _event("c")),  # two events in one piece arrive together: a gap of 0
+    (0.020, _event("d") + _USAGE),
+]
+
+
+def test_a_request_is_timed_from_its_send_to_each_token_event() -> None:
+    clock = _Clock()
+    client = _ScriptedClient(clock, _SCRIPT)
+    sample = anyio.run(one_request, client, "/v1/chat/completions", {}, 600.0, clock)  # type: ignore[arg-type]
+    assert sample.ok and sample.output_tokens == 4
+    assert sample.ttft_ms == pytest.approx(30.0)
+    assert sample.itl_ms == pytest.approx([14.0, 0.0, 20.0])
+    assert sample.latency_ms == pytest.approx(64.0)
+
+
+def test_an_http_error_is_timed_to_its_body() -> None:
+    clock = _Clock()
+    sample = anyio.run(one_request, _ScriptedClient(clock, [], status=503), "/v1/chat/completions", {}, 600.0, clock)  # type: ignore[arg-type]
+    assert not sample.ok and sample.error == "HTTP 503: overloaded" and sample.latency_ms == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_run_s_rate_is_its_tokens_over_its_wall_time(concurrency: int) -> None:
+    clock = _Clock()
+    client = _ScriptedClient(clock, _SCRIPT)
+    spec = LoadSpec("http://127.0.0.1:1", "m", concurrency=(concurrency,), requests=6, max_tokens=4)
+
+    async def go() -> list[Run]:
+        session = LoadSession(client, spec, clock=clock)  # type: ignore[arg-type]
+        await session.warm_up(2)
+        first = await session.run(concurrency, 0, "first")
+        clock.now += 5.0  # a pause between runs
+        return [first, await session.run(concurrency, 1, "second")]
+
+    first, second = anyio.run(go)
+    assert client.posts == 2 + 6 + 6
+    # the clock moves 64 ms per request, whichever stream it serves, so a run takes 6 x 64 ms at any concurrency
+    assert first.duration_s == pytest.approx(6 * 0.064)
+    assert first.output_tokens_per_s == pytest.approx(6 * 4 / (6 * 0.064))
+    assert first.ttft_ms_p50 is not None and first.ttft_ms_p50 >= 30.0 - 1e-9
+    assert (first.order, second.order) == (0, 1)
+    assert first.started_s == 0.0 and second.started_s == pytest.approx(6 * 0.064 + 5.0)
 
 
 def test_failed_requests_are_counted_not_raised() -> None:

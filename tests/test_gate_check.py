@@ -113,13 +113,13 @@ def test_not_a_snapshot_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp
 def test_the_deadline_makes_unfinished_checks_not_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "late.json"
     code, lines, _ = check(
-        capsys, "--snapshot", str(H200), "--replay-latency-ms", "400", "--deadline", "0.25", "--json", str(out)
+        capsys, "--snapshot", str(H200), "--replay-latency-ms", "60000", "--deadline", "0.25", "--json", str(out)
     )
     assert code == 3
     assert lines[0].startswith("could not check: ") and "no answer within the 0.25 s deadline" in lines[0]
     result = CheckResult.model_validate_json(out.read_text())
     assert result.verdict == "could_not_check" and result.exit_code == 3
-    assert result.duration_s < 0.25 + 2.0
+    assert result.duration_s < 30  # every host operation takes 60 s: the deadline, not the checks, ended the run
     assert {c.status for c in result.checks} == {"not_checked"}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -79,9 +78,7 @@ def test_diff_of_a_gzip_bomb_is_one_line_and_exit_2(
 ) -> None:
     monkeypatch.setattr("rigaudit.tools.share._unpack.MAX_BUNDLE_BYTES", 8 * 1024 * 1024)  # 256 MiB by default
     _bomb(tmp_path / "bomb.tar.gz", 12 * 1024 * 1024)
-    started = time.monotonic()
     assert main(["diff", str(tmp_path / "bomb.tar.gz"), str(SMALL)]) == 2
-    assert time.monotonic() - started < 30
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MiB" in err[0] and "Traceback" not in err[0]
 

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import stat
-import time
 import uuid
 from pathlib import Path
 
@@ -95,9 +94,8 @@ def test_a_fifo_reads_as_not_a_regular_file_at_once(snap: Path) -> None:
     mirror = snap / "files" / "proc" / "cmdline"
     mirror.unlink()
     os.mkfifo(mirror)
-    started = time.monotonic()
+    # opening a FIFO that no one writes blocks for ever: an answer at all (before the test's timeout) is the proof
     assert _read(SnapshotHost(snap), "/proc/cmdline") == (None, "ENOTREG")
-    assert time.monotonic() - started < 5
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a character device needs root (CI runs as root)")
@@ -174,17 +172,27 @@ def test_an_overlong_jsonl_line_is_skipped_not_held(snap: Path) -> None:
     assert anyio.run(go) == "6.8\n"
 
 
-def test_an_nvml_device_count_of_10000_does_not_hang(snap: Path, tmp_path: Path) -> None:
+def test_an_nvml_device_count_of_10000_does_not_hang(snap: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = [json.loads(line) for line in (snap / "nvml.jsonl").read_text().splitlines() if line.strip()]
     for record in lines:
         if record["fn"] == "nvmlDeviceGetCount":
             record["result"] = 10_000
     (snap / "nvml.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    recorded = sum(1 for r in lines if r["fn"].startswith("nvmlDeviceGet"))
+    calls: list[tuple[str, tuple[int, ...]]] = []
+    replay = SnapshotHost.nvml
+
+    async def counted(self: SnapshotHost, fn: str, *args: int) -> object:
+        calls.append((fn, args))
+        return await replay(self, fn, *args)
+
+    monkeypatch.setattr(SnapshotHost, "nvml", counted)
     out = tmp_path / "a.json"
-    started = time.monotonic()
     assert main(["audit", "--snapshot", str(snap), "--no-live", "--no-transcript", "--json", str(out)]) in (0, 4)
-    assert time.monotonic() - started < 20
     assert "not a GPU count" in out.read_text()
+    # the count is refused, not walked: no call names a device the snapshot lacks, and the calls stay few
+    assert all(not args or args[0] < 8 for fn, args in calls if fn.startswith("nvmlDevice")), sorted(set(calls))[-5:]
+    assert len(calls) < 10 * max(recorded, 100)
 
 
 def test_a_write_never_goes_through_a_link(snap: Path, canary: tuple[Path, str]) -> None:

@@ -138,14 +138,20 @@ def _event_text(event: dict[str, Any]) -> str:
     return text if isinstance(text, str) else ""
 
 
-async def one_request(client: StreamingClient, path: str, body: dict[str, Any], timeout_s: float = 600.0) -> Sample:
-    """Send one streaming request and time its token events; never raises for a failed request."""
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock (``time.perf_counter``; tests pass their own)."""
+
+
+async def one_request(
+    client: StreamingClient, path: str, body: dict[str, Any], timeout_s: float = 600.0, clock: Clock = time.perf_counter
+) -> Sample:
+    """Send one streaming request and time its token events on ``clock``; never raises for a failed request."""
     arrivals: list[float] = []
     usage_tokens: int | None = None
     done = False
     error: str | None = None
     payload = json.dumps(body).encode()
-    start = time.perf_counter()
+    start = clock()
     try:
         with anyio.fail_after(timeout_s):
             async with client.post(path, payload) as response:
@@ -154,11 +160,11 @@ async def one_request(client: StreamingClient, path: str, body: dict[str, Any], 
                     return Sample(
                         ok=False,
                         error=f"HTTP {response.status}: {' '.join(text.split())}",
-                        latency_ms=(time.perf_counter() - start) * 1000.0,
+                        latency_ms=(clock() - start) * 1000.0,
                     )
                 buffer = b""
                 async for chunk in response.aiter_bytes():
-                    now = time.perf_counter()
+                    now = clock()
                     buffer += chunk
                     *lines, buffer = buffer.split(b"\n")
                     for raw in lines:
@@ -188,7 +194,7 @@ async def one_request(client: StreamingClient, path: str, body: dict[str, Any], 
         error = str(exc)
     except TimeoutError:
         error = f"timed out after {timeout_s:g} s"
-    end = time.perf_counter()
+    end = clock()
     if error is None and not done:
         error = "stream ended before [DONE]"
     if error is None and not arrivals:
@@ -212,8 +218,11 @@ class LoadSession:
     its position in the session and its start time relative to the first timed run.
     """
 
-    def __init__(self, client: StreamingClient, spec: LoadSpec, progress: Progress | None = None) -> None:
+    def __init__(
+        self, client: StreamingClient, spec: LoadSpec, progress: Progress | None = None, clock: Clock = time.perf_counter
+    ) -> None:
         self._client = client
+        self._now = clock
         self._spec = spec
         self._progress = progress
         self._path = _path(endpoint(spec.base_url, spec.api))
@@ -235,16 +244,16 @@ class LoadSession:
             while cursor < count:
                 index = cursor
                 cursor += 1
-                samples[index] = await one_request(self._client, self._path, bodies[index], spec.timeout_s)
+                samples[index] = await one_request(self._client, self._path, bodies[index], spec.timeout_s, self._now)
                 finished += 1
                 if self._progress is not None:
                     self._progress(label, finished, count)
 
-        start = time.perf_counter()
+        start = self._now()
         async with anyio.create_task_group() as group:
             for _ in range(min(concurrency, count)):
                 group.start_soon(worker)
-        return [s for s in samples if s is not None], time.perf_counter() - start
+        return [s for s in samples if s is not None], self._now() - start
 
     async def warm_up(self, count: int, label: str = "warm-up") -> None:
         """Untimed requests (a cold server, a changed setting): excluded from every figure."""
@@ -253,7 +262,7 @@ class LoadSession:
 
     async def run(self, concurrency: int, repeat: int, label: str) -> Run:
         """One timed run of one level."""
-        now = time.perf_counter()
+        now = self._now()
         if self._clock is None:
             self._clock = now
         started = now - self._clock
