@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rigaudit.tools.policy import LEXICAL, LIVE, FileSystem, judge_command_line  # noqa: E402
+from rigaudit.tools.policy import LEXICAL, LIVE, FileSystem, vet_command_line  # noqa: E402
 from tests.support.policy_host import MODEL_HOST  # noqa: E402
 
 _REPEAT = re.compile(r"\{\{(.)\*(\d+)\}\}")
@@ -44,7 +44,7 @@ def measure(lines: list[str], fs: FileSystem, repeat: int) -> tuple[float, float
         started = time.perf_counter()
         for line in lines:
             one = time.perf_counter()
-            judge_command_line(line, fs)
+            vet_command_line(line, fs)
             worst = max(worst, time.perf_counter() - one)
         best_total = min(best_total, time.perf_counter() - started)
         best_worst = min(best_worst, worst)

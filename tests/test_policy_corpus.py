@@ -1,4 +1,4 @@
-"""The policy corpus (tests/policy_corpus.txt): every command judged as its line says, on the model host."""
+"""The policy corpus (tests/policy_corpus.txt): every command vetted as its line says, on the model host."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import shlex
 from pathlib import Path
 
-from rigaudit.tools.policy import judge_argv, judge_command_line
+from rigaudit.tools.policy import vet_argv, vet_command_line
 from tests.support.policy_host import MODEL_HOST
 
 CORPUS = Path(__file__).parent / "policy_corpus.txt"
@@ -40,15 +40,15 @@ def test_corpus_is_large_and_covers_every_verdict() -> None:
     assert counts["allow"] >= 300 and counts["deny"] >= 400 and counts["ask"] + counts["notallow"] >= 100, counts
 
 
-def test_every_corpus_line_is_judged_as_labelled() -> None:
+def test_every_corpus_line_is_vetted_as_labelled() -> None:
     wrong = []
     for number, expected, command in CASES:
-        verdict = judge_command_line(command, MODEL_HOST)
+        verdict = vet_command_line(command, MODEL_HOST)
         if verdict.decision not in LABELS[expected] or not verdict.reason or "\n" in verdict.reason:
             wrong.append(f"line {number}: {command[:100]!r} -> {verdict.decision} [{verdict.rule}] {verdict.reason[:160]}")
         elif verdict.decision == "allow" and not (verdict.argv and verdict.rule):
             wrong.append(f"line {number}: allowed without an argv or a rule")
-    assert not wrong, f"{len(wrong)} of {len(CASES)} lines judged wrongly:\n" + "\n".join(wrong)
+    assert not wrong, f"{len(wrong)} of {len(CASES)} lines vetted wrongly:\n" + "\n".join(wrong)
 
 
 def test_argv_and_line_agree_on_every_command() -> None:
@@ -57,7 +57,7 @@ def test_argv_and_line_agree_on_every_command() -> None:
             argv = shlex.split(command)
         except ValueError:
             continue
-        line = judge_command_line(command, MODEL_HOST)
+        line = vet_command_line(command, MODEL_HOST)
         if line.rule in ("shell-operators", "shell-comment", "expansion", "too-long", "nul-byte", "empty", "unparseable"):
             continue  # line guards: an argv has no shell syntax
-        assert judge_argv(argv, MODEL_HOST).decision == line.decision, command
+        assert vet_argv(argv, MODEL_HOST).decision == line.decision, command

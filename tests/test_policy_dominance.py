@@ -1,6 +1,6 @@
 """Properties over the corpus: deny dominates, spellings are equal, resolution is idempotent, magic links are their targets.
 
-Every case is judged on the model host (tests/support/policy_host.py).
+Every case is vetted on the model host (tests/support/policy_host.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from random import Random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rigaudit.tools.policy import POLICY, judge_argv, judge_command_line
+from rigaudit.tools.policy import POLICY, vet_argv, vet_command_line
 from rigaudit.tools.policy.engine import program_name
 from rigaudit.tools.policy.resolve import resolve
 from tests.support.policy_host import MODEL_HOST
@@ -32,7 +32,7 @@ def _argv(command: str) -> list[str] | None:
 DENIED = [
     argv
     for _, label, command in CASES
-    if label == "deny" and (argv := _argv(command)) and judge_command_line(command, MODEL_HOST).rule not in _LINE_ONLY
+    if label == "deny" and (argv := _argv(command)) and vet_command_line(command, MODEL_HOST).rule not in _LINE_ONLY
 ]
 """Every must-deny line of the corpus that an argv can carry."""
 
@@ -115,10 +115,10 @@ def test_deny_dominates_any_order_and_any_added_argument(argv: list[str], extra:
     for word, position in extra:
         parts.insert(min(position, len(parts)), [word])
     words = [argv[0], *(w for unit in parts for w in unit)]
-    verdict = judge_argv(words, MODEL_HOST)
+    verdict = vet_argv(words, MODEL_HOST)
     assert verdict.decision == "deny", (argv, words, verdict)
     shuffled = [argv[0], *(w for unit in reordered(program_name(argv[0]), parts, rnd) for w in unit)]
-    verdict = judge_argv(shuffled, MODEL_HOST)
+    verdict = vet_argv(shuffled, MODEL_HOST)
     assert verdict.decision == "deny", (argv, shuffled, verdict)
 
 
@@ -135,10 +135,10 @@ def test_a_valued_option_split_from_its_value_is_an_invalid_command_not_a_recurs
     """What the property once drew: grep refuses ``-d /proc/1/environ`` and ``-d x``, so nothing recurses (ask, not
     deny); kept together, ``-d recurse`` is recursive wherever it stands."""
     for argv in (["grep", "-d", "/proc/1/environ", "recurse", "x", "/etc"], ["grep", "-d", "x", "recurse", "/etc"]):
-        assert judge_argv(argv, MODEL_HOST).decision == "ask", argv
+        assert vet_argv(argv, MODEL_HOST).decision == "ask", argv
     for argv in (["grep", "/etc", "-d", "recurse", "x"], ["grep", "x", "/proc/1/environ", "/etc", "-d", "recurse"]):
-        assert judge_argv(argv, MODEL_HOST).decision == "deny", argv
-    assert judge_argv(["grep", "-d", "skip", "-i", "nvrm", "/var/log/kern.log"], MODEL_HOST).decision == "allow"
+        assert vet_argv(argv, MODEL_HOST).decision == "deny", argv
+    assert vet_argv(["grep", "-d", "skip", "-i", "nvrm", "/var/log/kern.log"], MODEL_HOST).decision == "allow"
 
 
 def test_the_issue_s_examples_stay_denied_with_an_environ_read_appended() -> None:
@@ -147,7 +147,7 @@ def test_the_issue_s_examples_stay_denied_with_an_environ_read_appended() -> Non
             [*shlex.split(command), "/proc/1/environ"],
             [shlex.split(command)[0], "/proc/1/environ", *shlex.split(command)[1:]],
         ):
-            verdict = judge_argv(argv, MODEL_HOST)
+            verdict = vet_argv(argv, MODEL_HOST)
             assert verdict.decision == "deny" and "environment" not in verdict.reason, (argv, verdict)
 
 
@@ -273,8 +273,8 @@ def _spell(draw: st.DrawFn, spec: Spec, letters: list[str], valued: list[str], t
 
 
 @given(spelled_twice())
-def test_every_spelling_of_the_same_options_is_judged_alike(pair: tuple[list[str], list[str]]) -> None:
-    first, second = (judge_argv(argv, MODEL_HOST) for argv in pair)
+def test_every_spelling_of_the_same_options_is_vetted_alike(pair: tuple[list[str], list[str]]) -> None:
+    first, second = (vet_argv(argv, MODEL_HOST) for argv in pair)
     assert first.decision == second.decision, (pair, first, second)
 
 
@@ -285,9 +285,9 @@ def test_lspci_x_counts_however_it_is_spelt() -> None:
         ["lspci", "-xx", "-x", "-s", "03:00.0", "-x"],
         ["lspci", "-vxx", "-x"],
     ):
-        assert judge_argv(argv, MODEL_HOST).rule == "lspci-risky-read", argv
+        assert vet_argv(argv, MODEL_HOST).rule == "lspci-risky-read", argv
     for argv in (["lspci", "-x", "-x"], ["lspci", "-xx"], ["lspci", "-x", "-s", "03:00.0", "-x"]):
-        assert judge_argv(argv, MODEL_HOST).decision == "allow", argv
+        assert vet_argv(argv, MODEL_HOST).decision == "allow", argv
 
 
 # -- resolution ---------------------------------------------------------------------------------------
@@ -370,14 +370,14 @@ FOREIGN_LINKS = [
 
 
 @given(st.sampled_from(READ_LINES), st.sampled_from(SELF_LINKS))
-def test_a_path_through_the_commands_own_root_or_cwd_is_judged_like_its_target(argv: list[str], link: str) -> None:
+def test_a_path_through_the_commands_own_root_or_cwd_is_vetted_like_its_target(argv: list[str], link: str) -> None:
     """Commands run in rigaudit's root with / as their working directory: /proc/self/root and cwd lead to /."""
-    direct = judge_argv(argv, MODEL_HOST)
-    through = judge_argv([argv[0], link + argv[1]], MODEL_HOST)
+    direct = vet_argv(argv, MODEL_HOST)
+    through = vet_argv([argv[0], link + argv[1]], MODEL_HOST)
     assert through.decision == direct.decision, (argv, link, direct, through)
 
 
 @given(st.sampled_from(READ_LINES), st.sampled_from(FOREIGN_LINKS))
 def test_a_path_through_another_process_s_root_cwd_or_open_file_is_denied(argv: list[str], link: str) -> None:
-    verdict = judge_argv([argv[0], link + argv[1]], MODEL_HOST)
+    verdict = vet_argv([argv[0], link + argv[1]], MODEL_HOST)
     assert verdict.decision == "deny", (argv, link, verdict)

@@ -1,4 +1,4 @@
-"""The default policy loads lazily (no examples judged, no pattern compiled) and judges as an eager one does."""
+"""The default policy loads lazily (no examples vetted, no pattern compiled) and vets as an eager one does."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ def test_the_rules_pass_their_examples_at_an_eager_load(eager: Policy) -> None:
     assert eager.compiled == len(RULES)
 
 
-def test_a_lazy_load_judges_no_example_and_compiles_only_what_it_judges() -> None:
+def test_a_lazy_load_vets_no_example_and_compiles_only_what_it_vets() -> None:
     lazy = Policy(RULES, check_examples=False, lazy=True)
     assert (lazy.examples_checked, lazy.compiled) == (0, 0)
-    assert lazy.judge_argv(["uname", "-r"]).decision == "allow"
+    assert lazy.vet_argv(["uname", "-r"]).decision == "allow"
     uname = {r.name for r in RULES if "uname" in r.programs}
     assert 0 < lazy.compiled == len(uname) < len(RULES)
     assert lazy.programs() == Policy(RULES, check_examples=False).programs()
@@ -34,7 +34,7 @@ def test_lazy_and_eager_give_the_same_verdict_on_every_corpus_line_and_example(e
     lazy = Policy(RULES, check_examples=False, lazy=True)
     lines = [command for _, _, command in CASES] + [e for r in RULES for e in r.examples]
     for line in lines:
-        assert lazy.judge_line(line, MODEL_HOST) == eager.judge_line(line, MODEL_HOST), line
+        assert lazy.vet_line(line, MODEL_HOST) == eager.vet_line(line, MODEL_HOST), line
     assert lazy.compiled == len(RULES) - sum(1 for r in RULES if not r.programs)
 
 
@@ -44,10 +44,10 @@ def test_the_default_policy_is_lazy_and_passes_every_example() -> None:
     assert POLICY.examples_checked >= sum(len(r.examples) for r in RULES)
 
 
-def test_a_bad_pattern_in_a_lazy_policy_fails_closed_when_its_program_is_judged() -> None:
+def test_a_bad_pattern_in_a_lazy_policy_fails_closed_when_its_program_is_vetted() -> None:
     bad = Rule("bad", "allow", "a broken form", examples=("tool -x",), programs=("tool",), form=Form(flags=("[",)))
     lazy = Policy([*RULES, bad], check_examples=False, lazy=True)
-    verdict = lazy.judge_argv(["tool", "-x"])
+    verdict = lazy.vet_argv(["tool", "-x"])
     assert (verdict.decision, verdict.rule) == ("deny", "policy-error")
     with pytest.raises(RuleError, match="bad pattern"):
         Policy([*RULES, bad], check_examples=False)

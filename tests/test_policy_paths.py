@@ -1,4 +1,4 @@
-"""Paths are judged where the kernel opens them: magic links, live symlinks, unstable directories, the allow-list."""
+"""Paths are vetted where the kernel opens them: magic links, live symlinks, unstable directories, the allow-list."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from rigaudit.agents.llm.functions import ModelFunctions
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.policy import LEXICAL, LIVE, Verdict, filesystem_for, judge_argv, judge_command_line, paths
+from rigaudit.tools.policy import LEXICAL, LIVE, Verdict, filesystem_for, paths, vet_argv, vet_command_line
 from rigaudit.tools.policy.resolve import resolve
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.shell import SandboxedShell
@@ -68,10 +68,10 @@ def test_what_cannot_be_resolved_by_name_is_refused(path: str, why: str) -> None
 def test_a_final_magic_link_may_be_named_without_following_it() -> None:
     assert resolve("/proc/1/exe", MODEL_HOST, follow_final=False).kind == "link"
     assert resolve("/proc/1/cwd/", MODEL_HOST, follow_final=False).refused  # a trailing slash follows it
-    assert judge_command_line("readlink /proc/1/cwd", MODEL_HOST).decision == "allow"
-    assert judge_command_line("ls -l /proc/1/exe", MODEL_HOST).decision == "allow"
-    assert judge_command_line("ls /proc/1/root", MODEL_HOST).decision == "deny"  # lists that process's root
-    assert judge_command_line("cat /proc/1/exe", MODEL_HOST).decision == "deny"
+    assert vet_command_line("readlink /proc/1/cwd", MODEL_HOST).decision == "allow"
+    assert vet_command_line("ls -l /proc/1/exe", MODEL_HOST).decision == "allow"
+    assert vet_command_line("ls /proc/1/root", MODEL_HOST).decision == "deny"  # lists that process's root
+    assert vet_command_line("cat /proc/1/exe", MODEL_HOST).decision == "deny"
 
 
 def test_a_name_someone_untrusted_can_swap_is_unstable() -> None:
@@ -79,12 +79,12 @@ def test_a_name_someone_untrusted_can_swap_is_unstable() -> None:
     assert resolved.path == "/etc/shadow" and resolved.unstable and "uid 1000" in resolved.unstable
     assert resolve("/var/log/syslog", MODEL_HOST).unstable is None
     assert resolve("/proc/4242/status", MODEL_HOST).unstable is None  # procfs: made by the kernel
-    verdict = judge_command_line("tail -n 5 /var/log/app/worker.log", MODEL_HOST)
+    verdict = vet_command_line("tail -n 5 /var/log/app/worker.log", MODEL_HOST)
     assert (verdict.decision, verdict.rule) == ("deny", "unstable-path") and "swap" in verdict.reason
 
 
 def test_reasons_name_both_the_path_and_where_it_leads() -> None:
-    verdict = judge_command_line("cat /proc/self/root/../../root/.ssh/id_rsa", MODEL_HOST)
+    verdict = vet_command_line("cat /proc/self/root/../../root/.ssh/id_rsa", MODEL_HOST)
     assert verdict.decision == "deny" and "/root/.ssh/id_rsa" in verdict.reason and "opens" in verdict.reason
 
 
@@ -109,7 +109,7 @@ def test_reasons_name_both_the_path_and_where_it_leads() -> None:
     ],
 )
 def test_what_audits_read_is_on_the_allow_list(path: str) -> None:
-    assert paths.judge_read(path, MODEL_HOST) is None
+    assert paths.vet_read(path, MODEL_HOST) is None
 
 
 @pytest.mark.parametrize(
@@ -133,21 +133,21 @@ def test_what_audits_read_is_on_the_allow_list(path: str) -> None:
     ],
 )
 def test_everything_else_is_asked_about_and_secrets_and_devices_denied(path: str, decision: str) -> None:
-    problem = paths.judge_read(path, MODEL_HOST)
+    problem = paths.vet_read(path, MODEL_HOST)
     assert problem is not None and problem.decision == decision, problem
 
 
 # -- this machine's file system -------------------------------------------------------------------------
 
 
-def test_live_links_are_judged_on_their_targets(tmp_path: Path) -> None:
+def test_live_links_are_vetted_on_their_targets(tmp_path: Path) -> None:
     (tmp_path / "to-shadow").symlink_to("/etc/shadow")
     (tmp_path / "to-root").symlink_to("/proc/self/root")
     (tmp_path / "to-foreign").symlink_to("/proc/1/root")
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
     (tmp_path / "hop").symlink_to("../" + tmp_path.name + "/to-shadow")
     for name, rule in (("to-shadow", "secret-path"), ("hop", "secret-path"), ("to-foreign/etc/hostname", "magic-link")):
-        verdict = judge_argv(["cat", str(tmp_path / name)], LIVE)
+        verdict = vet_argv(["cat", str(tmp_path / name)], LIVE)
         assert (verdict.decision, verdict.rule) == ("deny", rule), (name, verdict)
     assert resolve(str(tmp_path / "to-root/../../etc/passwd"), LIVE).path == "/etc/passwd"
     assert resolve(str(tmp_path / "loop"), LIVE).refused
@@ -171,10 +171,10 @@ def test_a_directory_anyone_can_write_makes_its_entries_unstable(tmp_path: Path)
 
 def test_the_live_and_lexical_views_agree_where_no_link_is_met() -> None:
     for line in ("cat /proc/cmdline", "cat /proc/self/root/proc/cmdline", "cat /proc/1/root/etc/x", "cat /proc/kcore"):
-        assert judge_command_line(line, LIVE).decision == judge_command_line(line, LEXICAL).decision, line
+        assert vet_command_line(line, LIVE).decision == vet_command_line(line, LEXICAL).decision, line
 
 
-def test_each_host_is_judged_on_its_own_view() -> None:
+def test_each_host_is_vetted_on_its_own_view() -> None:
     assert filesystem_for(LocalHost()) is LIVE
     assert filesystem_for(SnapshotHost(SEED)) is LEXICAL
 
@@ -182,14 +182,14 @@ def test_each_host_is_judged_on_its_own_view() -> None:
 # -- the agents' shell and read_file --------------------------------------------------------------------
 
 
-def test_judging_that_hangs_on_the_file_system_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vetting_that_hangs_on_the_file_system_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
 
     def stuck(line: str) -> Verdict:
         release.wait(30)
         return Verdict("allow", "never seen", ("true",), "x")
 
-    monkeypatch.setattr("rigaudit.tools.shell.JUDGE_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("rigaudit.tools.shell.VET_TIMEOUT_S", 0.05)
     shell = SandboxedShell(SnapshotHost(SEED), policy=stuck)
     try:
         outcome = anyio.run(shell.execute, "cat /etc/pve/lxc/101.conf")
@@ -206,7 +206,7 @@ def _read_file(path: str) -> str:
     return anyio.run(go)
 
 
-def test_read_file_reads_what_was_judged() -> None:
+def test_read_file_reads_what_was_vetted() -> None:
     assert _read_file("/proc/self/root/../../root/.ssh/id_rsa").startswith("not read")
     assert _read_file("/proc/1/root/etc/hostname").startswith("not read")
     assert _read_file("/proc/self/root/../../etc/shadow").startswith("not read")

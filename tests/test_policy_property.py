@@ -1,8 +1,8 @@
 """Properties of the policy: a state-changing command is never allowed, however it is dressed up; deny
-dominates whatever the argument order and whatever is added; every spelling of an option is judged
-alike; path resolution is idempotent; a path through a magic link is judged like its target.
+dominates whatever the argument order and whatever is added; every spelling of an option is vetted
+alike; path resolution is idempotent; a path through a magic link is vetted like its target.
 
-Judged on the model host (tests/support/policy_host.py), so the verdicts never depend on this machine.
+Vetted on the model host (tests/support/policy_host.py), so the verdicts never depend on this machine.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rigaudit.tools.policy import judge_argv, judge_command_line
+from rigaudit.tools.policy import vet_argv, vet_command_line
 from tests.support.policy_host import MODEL_HOST
 
 NVSMI_STATE_FLAGS = [
@@ -191,18 +191,18 @@ def disguised_line(draw: st.DrawFn) -> str:
 
 @given(disguised_line())
 def test_state_changing_commands_are_never_allowed(line: str) -> None:
-    verdict = judge_command_line(line, MODEL_HOST)
+    verdict = vet_command_line(line, MODEL_HOST)
     assert verdict.decision != "allow", (line, verdict)
 
 
 @given(state_changing_argv(), st.sampled_from(WRAPPERS))
 def test_state_changing_argv_is_never_allowed(argv: list[str], wrapper: list[str]) -> None:
-    verdict = judge_argv([*wrapper, *argv], MODEL_HOST)
+    verdict = vet_argv([*wrapper, *argv], MODEL_HOST)
     assert verdict.decision != "allow", ([*wrapper, *argv], verdict)
 
 
 @given(st.text(alphabet=st.sampled_from("ab -/.;|&$`'\"\\()<>#*~=\t\n\x00\u0456\u2013\u200b"), max_size=40))
 def test_arbitrary_text_never_raises_and_gets_a_verdict(line: str) -> None:
-    verdict = judge_command_line(line, MODEL_HOST)
+    verdict = vet_command_line(line, MODEL_HOST)
     assert verdict.decision in ("allow", "ask", "deny")
     assert "\n" not in verdict.reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.policy import POLICY, Form, Policy, Rule, RuleError, engine, judge_argv, judge_command_line, lexer, paths
+from rigaudit.tools.policy import POLICY, Form, Policy, Rule, RuleError, engine, lexer, paths, vet_argv, vet_command_line
 from rigaudit.tools.policy.engine import FALLBACKS
 from rigaudit.tools.policy.fsview import EXAMPLE_HOST, LEXICAL
 from rigaudit.tools.policy.rules import RULES
@@ -20,23 +20,23 @@ _NVSMI_BAD_ALLOW = Rule(
 )
 
 
-def test_every_rule_has_examples_judged_by_itself() -> None:
+def test_every_rule_has_examples_vetted_by_itself() -> None:
     assert len(RULES) >= 100
     for rule in RULES:
         assert rule.examples, rule.name
         for example in rule.examples:
-            verdict = judge_command_line(example, EXAMPLE_HOST)
+            verdict = vet_command_line(example, EXAMPLE_HOST)
             assert (verdict.decision, verdict.rule) == (rule.decision, rule.name), example
 
 
 def test_an_example_that_disagrees_with_its_rule_fails_at_load() -> None:
-    with pytest.raises(RuleError, match=r"bad-allow.*nvidia-smi -r.*judged deny by 'nvidia-smi-state'"):
+    with pytest.raises(RuleError, match=r"bad-allow.*nvidia-smi -r.*vetted deny by 'nvidia-smi-state'"):
         Policy([*RULES, _NVSMI_BAD_ALLOW])
 
 
 def test_an_example_decided_by_another_rule_fails_at_load() -> None:
     shadowed = Rule("shadowed", "allow", "uname again", examples=("uname -r",), programs=("uname",), form=Form(flags=("-r",)))
-    with pytest.raises(RuleError, match="judged allow by 'kernel-info'"):
+    with pytest.raises(RuleError, match="vetted allow by 'kernel-info'"):
         Policy([*RULES, shadowed])
 
 
@@ -96,7 +96,7 @@ def test_duplicate_rule_names_fail_at_load() -> None:
     ],
 )
 def test_investigator_commands_are_allowed(argv: list[str]) -> None:
-    verdict = judge_argv(argv)  # on this machine, as the audit judges them
+    verdict = vet_argv(argv)  # on this machine, as the audit vets them
     assert verdict.decision == "allow", verdict
     assert verdict.argv == tuple(argv)
 
@@ -120,23 +120,23 @@ def test_investigator_commands_are_allowed(argv: list[str]) -> None:
         (["cat", "/proc/../etc/shadow"], "secret-path"),
     ],
 )
-def test_judge_argv_denies_without_a_shell(argv: list[str], rule: str) -> None:
-    verdict = judge_argv(argv, LEXICAL)
+def test_vet_argv_denies_without_a_shell(argv: list[str], rule: str) -> None:
+    verdict = vet_argv(argv, LEXICAL)
     assert (verdict.decision, verdict.rule) == ("deny", rule), verdict
 
 
 def test_dcgm_diagnostics_ask_since_they_load_the_gpus() -> None:
-    assert judge_argv(["dcgmi", "diag", "-r", "1"]).decision == "ask"
+    assert vet_argv(["dcgmi", "diag", "-r", "1"]).decision == "ask"
 
 
 def test_unknown_programs_and_forms_ask_or_deny_with_a_hint() -> None:
-    unknown = judge_command_line("frobnicate --now", LEXICAL)
+    unknown = vet_command_line("frobnicate --now", LEXICAL)
     assert (unknown.decision, unknown.rule) == ("ask", "unknown-program")
-    unbounded = judge_command_line("journalctl -k --no-pager", LEXICAL)
+    unbounded = vet_command_line("journalctl -k --no-pager", LEXICAL)
     assert (unbounded.decision, unbounded.rule) == ("ask", "unbounded-read") and "-n" in unbounded.reason
-    reader = judge_command_line("uname --frobnicate", LEXICAL)
+    reader = vet_command_line("uname --frobnicate", LEXICAL)
     assert (reader.decision, reader.rule) == ("ask", "unrecognized-form") and "`uname -r`" in reader.reason
-    changer = judge_command_line("journalctl --rot", LEXICAL)  # getopt_long would take it for --rotate
+    changer = vet_command_line("journalctl --rot", LEXICAL)  # getopt_long would take it for --rotate
     assert (changer.decision, changer.rule) == ("deny", "not-a-read-form")
     assert "journalctl -k --no-pager -n 200" in changer.reason
 
@@ -146,7 +146,7 @@ def test_policy_errors_fail_closed(monkeypatch: pytest.MonkeyPatch) -> None:
         raise RuntimeError(line)
 
     monkeypatch.setattr(lexer, "split", boom)
-    verdict = POLICY.judge_line("nvidia-smi -L")
+    verdict = POLICY.vet_line("nvidia-smi -L")
     assert (verdict.decision, verdict.rule) == ("deny", "policy-error")
 
 

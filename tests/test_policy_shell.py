@@ -1,4 +1,4 @@
-"""SandboxedShell: judged before anything runs, argv only, ask needs an approver, output capped."""
+"""SandboxedShell: vetted before anything runs, argv only, ask needs an approver, output capped."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from rigaudit.tools.remote.transport import ReplayTransport
 from rigaudit.transcripts.reader import read_transcript
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
+SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
 NOT_EVENTS = ("replaying ", "transcript: ")
 
 
@@ -82,6 +83,40 @@ def test_bench_inference_on_a_fake_server(capsys: pytest.CaptureFixture[str], tm
         argv += ["--requests", "4", "--max-tokens", "5", "--yes", "--transcript", str(t)]
         live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
     _same(live, replayed, expect="Inference benchmark: m")
+
+
+def test_roofline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t, report = tmp_path / "roofline.jsonl", tmp_path / "system-improve.md"
+    argv = ["roofline", "--params-b", "40", "--bytes-per-param", "1.16", "--gpus", "8", "--gpu-model", "RTX PRO 6000"]
+    argv += ["--measured-tok-s", "10.34", "--layers", "78", "--interconnect", "pcie", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="tok/s")
+    assert any("█" in line for line in live)  # the bar of measured against the bound
+    assert main([*argv[:-2], "--report", str(report), "--json", "-", "--no-transcript"]) == 0
+    shown = capsys.readouterr()
+    assert json.loads(shown.out)["schema"] == "rigaudit.roofline/1" and f"report written: {report}" in shown.err
+    assert "Decode roofline" in report.read_text()
+
+
+def test_snapshot_share(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t = tmp_path / "share.jsonl"
+    argv = ["snapshot", "--share", "--from", str(SMALL), "-o", str(tmp_path / "b.tar.gz"), "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="share bundle: ")
+
+
+def test_snapshot(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigaudit.tools.hosts.snapshot import SnapshotHost
+
+    monkeypatch.setattr("rigaudit.orchestrator.snapshots.make_host", lambda: SnapshotHost(SMALL))
+    t = tmp_path / "snapshot.jsonl"
+    argv = ["snapshot", "-o", str(tmp_path / "snap"), "--transcript", str(t)]
+    capsys.readouterr()
+    assert main(argv) == 0
+    live = capsys.readouterr()
+    assert main(["replay", str(t), "--no-live"]) == 0
+    replayed = _screen(capsys.readouterr().out)
+    assert replayed == _screen(live.out) and replayed[-1].startswith("snapshot: ") and "NVML calls" in replayed[-1]
 
 
 def test_chat_without_an_llm(

@@ -16,7 +16,7 @@ import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
 from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.policy import Verdict, judge_argv
+from rigaudit.tools.policy import Verdict, vet_argv
 
 _T = TypeVar("_T")
 _RAW_LIMIT = 4000
@@ -70,7 +70,7 @@ class Probe:
         host: Host,
         *,
         concurrency: int = 8,
-        policy: Callable[[Sequence[str]], Verdict] = judge_argv,
+        policy: Callable[[Sequence[str]], Verdict] = vet_argv,
         observer: Observer | None = None,
         on_activity: Callable[[str], None] | None = None,
     ) -> None:

@@ -1,14 +1,14 @@
 """SandboxedShell: the one shell-like tool an agent (an LLM) is given.
 
-A command arrives as the model wrote it. The policy judges it before anything runs: ``deny`` is
+A command arrives as the model wrote it. The policy vets it before anything runs: ``deny`` is
 never run (the reason goes back to the model so it can rewrite the command), ``ask`` runs only if
 the approver callback says yes (no approver means no), ``allow`` runs. Running is always
 ``host.run(argv)``, never a shell, time-limited, and its output capped keeping head and tail.
 
-Paths are judged where they lead on the host that runs the command (:func:`filesystem_for`: this
+Paths are vetted where they lead on the host that runs the command (:func:`filesystem_for`: this
 machine's links for a ``LocalHost``). Judging looks at the file system (``lstat``), which a hung
 mount could stall: it runs in a worker thread and is given up, as a ``deny``, after
-:data:`JUDGE_TIMEOUT_S`.
+:data:`VET_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from dataclasses import dataclass
 import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, Host
-from rigaudit.tools.policy import Verdict, filesystem_for, judge_command_line
+from rigaudit.tools.policy import Verdict, filesystem_for, vet_command_line
 
 Approver = Callable[[Verdict], Awaitable[bool]]
 """Asked about an ``ask`` verdict; returns True only when a person approved this very command."""
 
 CUT_MARK = "\n[... {cut} characters cut ...]\n"
-JUDGE_TIMEOUT_S = 5.0
-"""How long judging one command may take (it looks up each path it names) before it is refused."""
+VET_TIMEOUT_S = 5.0
+"""How long vetting one command may take (it looks up each path it names) before it is refused."""
 
 
 def cap_text(text: str, cap: int) -> tuple[str, int]:
@@ -88,21 +88,21 @@ class SandboxedShell:
         output_cap: int = 16000,
     ) -> None:
         self.host = host
-        self.policy = policy or functools.partial(judge_command_line, fs=filesystem_for(host))
+        self.policy = policy or functools.partial(vet_command_line, fs=filesystem_for(host))
         self.ask = ask
         self.timeout_s = timeout_s
         self.output_cap = max(output_cap, 200)
 
-    async def judge(self, command: str) -> Verdict:
-        """The policy's verdict, judged off the event loop and refused if the file system does not answer in time."""
-        with anyio.move_on_after(JUDGE_TIMEOUT_S):
+    async def vet(self, command: str) -> Verdict:
+        """The policy's verdict, reached off the event loop and refused if the file system does not answer in time."""
+        with anyio.move_on_after(VET_TIMEOUT_S):
             return await anyio.to_thread.run_sync(self.policy, command, abandon_on_cancel=True)
         return Verdict(
-            "deny", f"judging its paths took over {JUDGE_TIMEOUT_S:g} s (a hung file system?): refused", rule="policy-timeout"
+            "deny", f"vetting its paths took over {VET_TIMEOUT_S:g} s (a hung file system?): refused", rule="policy-timeout"
         )
 
     async def execute(self, command: str) -> ShellOutcome:
-        verdict = await self.judge(command)
+        verdict = await self.vet(command)
         if verdict.decision == "deny" or not verdict.argv:
             if verdict.decision != "deny":
                 verdict = Verdict("deny", f"{verdict.reason} (no argv to run)", verdict.argv, verdict.rule)

@@ -1,6 +1,6 @@
 """The model functions: what an agent may call, all through its investigator's Probe, so every read is evidence it can cite.
 
-``shell`` goes through :class:`~rigaudit.tools.shell.SandboxedShell`: the policy judges the command line as the
+``shell`` goes through :class:`~rigaudit.tools.shell.SandboxedShell`: the policy vets the command line as the
 model wrote it; ``deny`` goes back to the model with the reason, ``ask`` goes to the person (the
 approver; none means no), ``allow`` runs as an argv, never through a shell. ``read_file`` and
 ``list_dir`` keep to the policy's readable trees and never read secrets; ``nvml`` calls getters only.
@@ -22,7 +22,7 @@ from rigaudit.tools.bounded import loads
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
 from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.policy import filesystem_for, judge_argv
+from rigaudit.tools.policy import filesystem_for, vet_argv
 from rigaudit.tools.policy.paths import listable, readable, resolved_path
 from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
 from rigaudit.tools.redact import redact_text
@@ -52,7 +52,7 @@ ARGUMENTS: dict[str, tuple[type[_Args], str]] = {
     "nvml": (NvmlArgs, "Call an NVML getter by its C name; args are ints (device index first), e.g. nvmlDeviceGetPciInfo [0]."),
     "shell": (
         ShellArgs,
-        "Run one read-only diagnostic command line (no pipes, redirections or $(...)); a policy judges it first.",
+        "Run one read-only diagnostic command line (no pipes, redirections or $(...)); a policy vets it first.",
     ),
 }
 """Every tool an agent has, with its typed arguments (validated before anything is read or run)."""
@@ -120,7 +120,7 @@ class _ProbeHost:
         return await self._probe.nvml(fn, *args)
 
     async def run(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> CommandResult:
-        if judge_argv(argv, filesystem_for(self._probe.host)).decision == "allow":
+        if vet_argv(argv, filesystem_for(self._probe.host)).decision == "allow":
             return await self._probe.run(argv, timeout_s=timeout_s)
         # a command the person approved (``ask``): run once, and keep it as evidence like any read
         result = await self._probe.host.run(tuple(argv), timeout_s=timeout_s)
@@ -187,7 +187,7 @@ class ModelFunctions:
     async def _read_file(self, path: str) -> FunctionResult:
         fs = filesystem_for(self.probe.host)
         why = readable(path, fs)
-        norm = resolved_path(path, fs)  # read what was judged: where the kernel resolves the path
+        norm = resolved_path(path, fs)  # read what was vetted: where the kernel resolves the path
         if why is not None:
             return FunctionResult(f"not read: {why}", summary={"tool": "read_file", "path": path, "refused": why})
         await self.probe.read(norm)

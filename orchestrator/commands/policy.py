@@ -13,13 +13,13 @@ import argparse
 
 from rigaudit.orchestrator.command import Command
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.policy import POLICY, judge_command_line
+from rigaudit.tools.policy import POLICY, vet_command_line
 from rigaudit.tools.policy.engine import FALLBACKS
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="policy_action", metavar="ACTION")
-    check = sub.add_parser("check", help="judge one command line (quote it), print the verdict and the reason")
+    check = sub.add_parser("check", help="vet one command line (quote it), print the verdict and the reason")
     check.add_argument("line", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command, as one quoted string")
     sub.add_parser("list", help="print the rules: name, decision, description")
 
@@ -38,12 +38,12 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if action == "check":
         if not args.line:
-            raise UsageError("policy check: give the command to judge, quoted: rigaudit policy check 'nvidia-smi -L'")
-        verdict = judge_command_line(" ".join(args.line))
+            raise UsageError("policy check: give the command to vet, quoted: rigaudit policy check 'nvidia-smi -L'")
+        verdict = vet_command_line(" ".join(args.line))
         decided_by = f" [{verdict.rule}]" if verdict.rule else ""
         print(f"{verdict.decision} {_one_line(verdict.reason)}{decided_by}")
         return 0
     raise UsageError("policy: choose an action: check 'COMMAND' or list")
 
 
-COMMAND = Command("policy", "judge a command (allow/ask/deny) or list the policy rules", _add, _run, __doc__ or "")
+COMMAND = Command("policy", "vet a command (allow/ask/deny) or list the policy rules", _add, _run, __doc__ or "")

@@ -25,8 +25,6 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-
 from rigaudit.orchestrator.apply import load_plan_file
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
@@ -34,12 +32,14 @@ from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.plan.text import plan_gain
 from rigaudit.orchestrator.plots import draw_roofline, picture_markdown
 from rigaudit.orchestrator.report import append_section, report_host
+from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.pictures import roofline_bar
-from rigaudit.orchestrator.ui.safe_console import SafeConsole
+from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.model.events import BenchResultReported, ReportWritten
 from rigaudit.tools.model.plan import Plan
 
 
@@ -62,6 +62,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
         "--report", type=Path, metavar="FILE", help="append the roofline (bar as an image and as text) to this report"
     )
     parser.add_argument("--yes", action="store_true", help="approve --measure without asking")
+    add_session_arguments(parser)
 
 
 def _bandwidth(args: argparse.Namespace) -> tuple[float, str, tuple[float, float]]:
@@ -95,8 +96,6 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--gpus must be from 1 to 4096 and --context non-negative")
     if args.measured_tok_s is not None and not 0 < args.measured_tok_s < 1e9:
         raise UsageError("--measured-tok-s must be a positive number")
-    console: Console = SafeConsole(stderr=args.json == "-", highlight=False)
-    console = console if console.is_terminal else SafeConsole(stderr=args.json == "-", highlight=False, width=200)
     if args.json not in (None, "-"):
         check_writable(Path(args.json), "--json")
     if args.report is not None:
@@ -104,8 +103,6 @@ def _run(args: argparse.Namespace) -> int:
         report_host(args.report)  # refuses a file that is not a rigaudit report
     plan_file = load_plan_file(args.plan)[0] if args.plan is not None else None
     spec = spec_from_args(args)
-    if args.config is not None:
-        console.print(spec.source, highlight=False)
     comm = comm_from_args(args, spec, args.gpus)
     bandwidth, source, achievable = _bandwidth(args)
     roofline = Roofline(
@@ -122,22 +119,26 @@ def _run(args: argparse.Namespace) -> int:
         weights=spec.mix(),
         notes=tuple(spec.notes),
     )
-    for line in roofline_lines(roofline):
-        console.print(line, highlight=False, soft_wrap=True)
     plan_note = _plan_note(plan_file, roofline.bound_tok_s, roofline.measured_tok_s) if plan_file is not None else ""
-    bar = roofline_bar(roofline.bound_tok_s, roofline.measured_tok_s, plan_note)
-    console.print(bar)
-    if args.report is not None:
-        picture = picture_markdown(
-            "roofline", "Decode roofline", args.report, draw_roofline(roofline.bound_tok_s, roofline.measured_tok_s), bar
-        )
-        lines = "\n".join(f"- {line}" for line in roofline_lines(roofline))
-        append_section(args.report, "Benchmark comparison", f"### Decode roofline\n\n{lines}\n\n{picture}")
-        console.print(f"report written: {args.report} (Benchmark comparison)")
-    if args.json:
-        from rigaudit.orchestrator.output import write_json
+    data = roofline.to_dict() | ({"plan_note": plan_note} if plan_note else {})
+    notes = [*([spec.source] if args.config is not None else []), *roofline_lines(roofline)]
+    result = BenchResultReported(kind="roofline", summary="Benchmark comparison", data=data, notes=notes)
+    with open_session(
+        "roofline", consumers=[terminal_for(args)], transcript=args.transcript, record=not args.no_transcript
+    ) as session:
+        session.emit(result)
+        if args.report is not None:
+            bar = roofline_bar(roofline.bound_tok_s, roofline.measured_tok_s, plan_note)
+            picture = picture_markdown(
+                "roofline", "Decode roofline", args.report, draw_roofline(roofline.bound_tok_s, roofline.measured_tok_s), bar
+            )
+            lines = "\n".join(f"- {line}" for line in roofline_lines(roofline))
+            append_section(args.report, result.summary, f"### Decode roofline\n\n{lines}\n\n{picture}")
+            session.emit(ReportWritten(path=str(args.report), section=result.summary))
+        if args.json:
+            from rigaudit.orchestrator.output import write_json
 
-        write_json(Path(args.json), json.dumps(roofline.to_dict(), indent=2))
+            write_json(Path(args.json), json.dumps(result.data, indent=2))
     return 0
 
 

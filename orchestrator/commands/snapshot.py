@@ -9,16 +9,19 @@ through a recording host, then writes exactly what was read to DIR in the snapsh
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 import anyio
 
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
-from rigaudit.orchestrator.output import warn
+from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.snapshots import record_snapshot, share_snapshot
+from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot_writer import check_target
+from rigaudit.tools.model.events import SnapshotWritten, Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +33,18 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="host operations in flight (default 8)")
     parser.add_argument("--share", action="store_true", help="write a bundle for a public bug report to -o FILE.tar.gz")
     parser.add_argument("--from", dest="share_from", type=Path, metavar="DIR", help="with --share: bundle this snapshot")
+    add_session_arguments(parser)
+
+
+def _session(args: argparse.Namespace, output: Path) -> contextlib.AbstractContextManager[Session]:
+    """The session whose events the terminal draws and the transcript records (not --stdout: that is the tar)."""
+    return open_session(
+        "snapshot",
+        consumers=[terminal_for(args)],
+        transcript=args.transcript,
+        record=not args.no_transcript,
+        options={"output": str(output), "share": bool(args.share)} | ({"from": str(args.share_from)} if args.share_from else {}),
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -41,23 +56,28 @@ def _run(args: argparse.Namespace) -> int:
         return snapshot_to_stdout(notes=args.notes, concurrency=args.concurrency)
     output = Path(args.output)
     check_target(output, force=args.force)
-    recorded = anyio.run(lambda: record_snapshot(output, force=args.force, notes=args.notes, concurrency=args.concurrency))
-    warn(recorded.warnings())
-    print(f"snapshot: {recorded.summary.line()}")
+    with _session(args, output) as session:
+        recorded = anyio.run(lambda: record_snapshot(output, force=args.force, notes=args.notes, concurrency=args.concurrency))
+        for warning in recorded.warnings():
+            session.emit(Warning_(text=warning))
+        session.emit(SnapshotWritten(kind="snapshot", path=str(output), summary=recorded.summary.line()))
     return 0
 
 
 def _share(args: argparse.Namespace) -> int:
     """--share: record this machine (or take --from DIR), audit it, and write a bundle safe for a public
-    bug report (identifying values replaced by placeholders; see tools/share). Prints its summary."""
+    bug report (identifying values replaced by placeholders; see tools/share). Shows its summary."""
     if not args.share or not args.output:
         raise UsageError("--from needs --share" if not args.share else "--share writes a file: give -o FILE.tar.gz")
-    shared, warnings = share_snapshot(
-        Path(args.output), source=args.share_from, force=args.force, notes=args.notes, concurrency=args.concurrency
-    )
-    warn(warnings)
-    print(shared.block)
-    print(f"share bundle: {shared.line()}")
+    output = Path(args.output)
+    with _session(args, output) as session:
+        shared, warnings = share_snapshot(
+            output, source=args.share_from, force=args.force, notes=args.notes, concurrency=args.concurrency
+        )
+        for warning in warnings:
+            session.emit(Warning_(text=warning))
+        details = shared.block.splitlines()
+        session.emit(SnapshotWritten(kind="share bundle", path=str(shared.path), summary=shared.line(), details=details))
     return 0
 
 

@@ -18,7 +18,7 @@ from rich.text import Text
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
 from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
-from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
+from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap, roofline_bar
 from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
 from rigaudit.tools.model.events import (
@@ -38,6 +38,7 @@ from rigaudit.tools.model.events import (
     RollbackFinished,
     SessionEnded,
     SessionStarted,
+    SnapshotWritten,
     TopologyReported,
     Warning_,
 )
@@ -149,6 +150,19 @@ class TerminalUI:
 
     def _bench(self, event: BenchResultReported) -> None:
         self._stop_bars()
+        if event.kind == "roofline":  # its lines, then the bar of measured against the bound
+            self._lines(event.notes)
+            data = event.data
+            measured = data.get("measured_tok_s")
+            bound = data.get("bound_tok_s")
+            self.console.print(
+                roofline_bar(
+                    float(bound) if isinstance(bound, int | float) else 0.0,
+                    float(measured) if isinstance(measured, int | float) else None,
+                    str(data.get("plan_note") or ""),
+                )
+            )
+            return
         if not event.tables and not event.notes:
             self.console.print(Text(f"{event.kind}: {event.summary}", style="bold"))
             return
@@ -215,6 +229,8 @@ class TerminalUI:
             self._lines(apply_lines(event))
         elif isinstance(event, RollbackFinished):
             self._lines(rollback_lines(event))
+        elif isinstance(event, SnapshotWritten):
+            self._lines([*event.details, f"{event.kind}: {event.summary}"])
         elif isinstance(event, ReportWritten):
             self.console.print(f"report written: {event.path}" + (f" ({event.section})" if event.section else ""))
         elif isinstance(event, Message):

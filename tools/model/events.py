@@ -305,6 +305,17 @@ class FleetFinished(_Event):
     warnings: list[str] = Field(default_factory=list)
 
 
+class SnapshotWritten(_Event):
+    """A snapshot directory or a share bundle written: what it holds, in one line (``... -> PATH``)."""
+
+    type: Literal["snapshot_written"] = "snapshot_written"
+    kind: Literal["snapshot", "share bundle"]
+    path: str
+    summary: str
+    details: list[str] = Field(default_factory=list)
+    """Lines shown before the summary (a share bundle's host, GPUs, problems and what was replaced)."""
+
+
 class ReportWritten(_Event):
     type: Literal["report_written"] = "report_written"
     path: str
@@ -354,6 +365,7 @@ Event = Annotated[
     | HostAudited
     | HostFailed
     | FleetFinished
+    | SnapshotWritten
     | ReportWritten
     | Message
     | Warning_

@@ -1,10 +1,10 @@
-"""The command policy: every command an agent or a rule asks for is judged before it runs."""
+"""The command policy: every command an agent or a rule asks for is vetted before it runs."""
 
 from rigaudit.tools.policy.engine import Policy
 from rigaudit.tools.policy.fsview import LEXICAL, LIVE, FileSystem, ModelFileSystem
-from rigaudit.tools.policy.judge import POLICY, filesystem_for, judge_argv, judge_command_line
 from rigaudit.tools.policy.schema import Form, Rule, RuleError
 from rigaudit.tools.policy.verdict import Decision, Verdict
+from rigaudit.tools.policy.vet import POLICY, filesystem_for, vet_argv, vet_command_line
 
 __all__ = [
     "LEXICAL",
@@ -19,6 +19,6 @@ __all__ = [
     "RuleError",
     "Verdict",
     "filesystem_for",
-    "judge_argv",
-    "judge_command_line",
+    "vet_argv",
+    "vet_command_line",
 ]

@@ -1,8 +1,8 @@
-"""The named checks guards and rules refer to: the few judgements a regex cannot express.
+"""The named checks guards and rules refer to: what a regex cannot express.
 
 A check returns ``None`` when it does not fire, or a short detail (what it found) when it does.
 Line checks see the raw command line; argv checks see a :class:`Subject`: the parsed arguments and
-the file system their paths are resolved on (each path is resolved once per judgement).
+the file system their paths are resolved on (each path is resolved once per command).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def show(text: str, limit: int = 60) -> str:
 
 @dataclass
 class Subject:
-    """One command being judged: its argv, and the file system its paths are resolved on."""
+    """One command being vetted: its argv, and the file system its paths are resolved on."""
 
     argv: tuple[str, ...]
     fs: FileSystem
@@ -56,16 +56,16 @@ class Subject:
             self._guards = found
         return self._guards
 
-    def judged(self, how: str, path: str, judge: Callable[[str, FileSystem], PathProblem | None]) -> PathProblem | None:
-        """``judge(path)``, once per judgement."""
+    def vetted(self, how: str, path: str, vet: Callable[[str, FileSystem], PathProblem | None]) -> PathProblem | None:
+        """``vet(path)``, once per command and way of use (``how``)."""
         key = (how, path)
         if key not in self._reads:
-            self._reads[key] = judge(path, self.fs)
+            self._reads[key] = vet(path, self.fs)
         return self._reads[key]
 
 
 NAMES_ONLY = frozenset({"ls", "readlink", "realpath", "stat", "find", "lsblk", "df", "findmnt"})
-"""Programs that may name a final magic link without opening it (``readlink /proc/1/exe``): their forms judge it."""
+"""Programs that may name a final magic link without opening it (``readlink /proc/1/exe``): their forms vet it."""
 
 
 def _candidate_problem(candidate: str, fs: FileSystem, follows: bool) -> PathProblem | None:
@@ -211,7 +211,7 @@ def _recursive_over_secrets(subject: Subject) -> str | None:
     if not recursive:
         return None
     for target in targets:
-        problem = subject.judged("recursive", target, paths.judge_recursive_read)
+        problem = subject.vetted("recursive", target, paths.vet_recursive_read)
         if problem is not None and problem.decision == "deny":
             return problem.reason
     return None

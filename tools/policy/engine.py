@@ -1,10 +1,10 @@
-"""The policy engine: loads rules (checking their shape, and on request every rule's examples) and judges commands.
+"""The policy engine: loads rules (checking their shape, and on request every rule's examples) and vets commands.
 
-Order of judgement: guards on the raw line, then the line is split (POSIX, no expansion), guards on
+Order of vetting: guards on the raw line, then the line is split (POSIX, no expansion), guards on
 the argv, then the program's own rules, most severe first (deny, ask, allow). Every guard and rule
 that applies is heard and the most severe verdict wins, so deny dominates ask dominates allow,
 whatever the order of the arguments (``rm -rf X /proc/1/environ`` is ``deny``, not the environ
-guard's ``ask``). Paths are judged where the kernel will open them, on a file system view
+guard's ``ask``). Paths are vetted where the kernel will open them, on a file system view
 (:mod:`.fsview`: this machine by default). A program that can only read, in a form no rule knows,
 is ``ask``; any other known program in such a form is ``deny``; an unknown program is ``ask``.
 Any internal error fails closed (``deny``).
@@ -116,14 +116,14 @@ def _applies(c: _Compiled, argv: Sequence[str], subject: Subject) -> str | None:
 
 class Policy:
     """A loaded rule set. Construction checks each rule's shape and, unless ``lazy``, compiles its patterns
-    (:class:`RuleError`); with ``check_examples`` it also judges each rule's examples.
+    (:class:`RuleError`); with ``check_examples`` it also vets each rule's examples.
 
-    ``lazy``: a program's rules are compiled when a command of that program is first judged (a bad
-    pattern then fails closed, ``deny``), so a process that judges a few commands (``rigaudit check``)
-    does not compile all of them. The default policy is lazy and unchecked at load; its tests judge
+    ``lazy``: a program's rules are compiled when a command of that program is first vetted (a bad
+    pattern then fails closed, ``deny``), so a process that vets a few commands (``rigaudit check``)
+    does not compile all of them. The default policy is lazy and unchecked at load; its tests vet
     every rule's examples (``tests/test_policy_rules.py``).
 
-    ``fs`` is the file system paths are resolved on when a judgement names none (this machine);
+    ``fs`` is the file system paths are resolved on when a call names none (this machine);
     examples are checked on ``examples_fs`` (a model host), so loading never depends on the machine.
     """
 
@@ -140,7 +140,7 @@ class Policy:
         self.fs = fs
         self.examples_fs = examples_fs
         self.examples_checked = 0
-        """How many examples :meth:`check_examples` has judged (none at a lazy load)."""
+        """How many examples :meth:`check_examples` has vetted (none at a lazy load)."""
         names = [r.name for r in self.rules]
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise RuleError(f"duplicate rule names: {', '.join(duplicates)}")
@@ -190,18 +190,18 @@ class Policy:
         """Judge every rule's examples; raise :class:`RuleError` at the first that disagrees with its rule."""
         for rule in self.rules:
             for example in rule.examples:
-                verdict = self.judge_line(example, fs=self.examples_fs)
+                verdict = self.vet_line(example, fs=self.examples_fs)
                 self.examples_checked += 1
                 if verdict.rule != rule.name or verdict.decision != rule.decision:
                     raise RuleError(
-                        f"rule {rule.name!r} ({rule.decision}): example {show(example)!r} was judged "
+                        f"rule {rule.name!r} ({rule.decision}): example {show(example)!r} was vetted "
                         f"{verdict.decision} by {verdict.rule!r}: {verdict.reason}"
                     )
 
     def programs(self) -> frozenset[str]:
         return frozenset(self._rules_of)
 
-    def judge_line(self, line: str, fs: FileSystem | None = None) -> Verdict:
+    def vet_line(self, line: str, fs: FileSystem | None = None) -> Verdict:
         """Judge a command line as an LLM writes it (never run through a shell)."""
         try:
             for rule, line_check in self._line_guards:
@@ -211,18 +211,18 @@ class Policy:
                 argv = lexer.split(line)
             except ValueError as exc:
                 return Verdict("deny", f"cannot be parsed: {exc}", rule="unparseable")
-            return self._judge(Subject(argv, fs or self.fs))
+            return self._vet(Subject(argv, fs or self.fs))
         except Exception as exc:  # fail closed: a policy bug must never let a command through
             return Verdict("deny", f"policy error ({exc.__class__.__name__}): refused", rule="policy-error")
 
-    def judge_argv(self, argv: Sequence[str], fs: FileSystem | None = None) -> Verdict:
+    def vet_argv(self, argv: Sequence[str], fs: FileSystem | None = None) -> Verdict:
         """Judge an argv (as rule code and investigators build it): the same rules, no line guards."""
         try:
-            return self._judge(Subject(tuple(str(a) for a in argv), fs or self.fs))
+            return self._vet(Subject(tuple(str(a) for a in argv), fs or self.fs))
         except Exception as exc:  # fail closed
             return Verdict("deny", f"policy error ({exc.__class__.__name__}): refused", tuple(argv), "policy-error")
 
-    def _judge(self, subject: Subject) -> Verdict:
+    def _vet(self, subject: Subject) -> Verdict:
         argv = subject.argv
         asked: Verdict | None = None
         for rule, argv_check in self._argv_guards:

@@ -171,11 +171,11 @@ def mismatch(compiled: CompiledForm, args: Sequence[str], subject: Subject) -> M
         operands = operands[1:]
     if (shape := _operands_shape(compiled, operands)) is not None:
         return Mismatch(shape)
-    problems = [p for value in parsed.read_values if (p := subject.judged("read", value, paths.judge_read)) is not None]
+    problems = [p for value in parsed.read_values if (p := subject.vetted("read", value, paths.vet_read)) is not None]
     problems += _operand_paths(compiled, operands, parsed, subject)
     if not problems:
         return None
-    worst = min(problems, key=lambda p: 0 if p.decision == "deny" else 1)  # every path is judged: deny dominates
+    worst = min(problems, key=lambda p: 0 if p.decision == "deny" else 1)  # every path is vetted: deny dominates
     return Mismatch(worst.reason, worst)
 
 
@@ -184,7 +184,7 @@ def _denied_path(args: Sequence[str], subject: Subject) -> PathProblem | None:
     whatever option made the form not match, so an added flag never turns a denied path into a question."""
     for arg in args:
         value = arg.partition("=")[2] if arg.startswith("-") else arg
-        problem = subject.judged("read", value, paths.judge_read) if value.startswith("/") else None
+        problem = subject.vetted("read", value, paths.vet_read) if value.startswith("/") else None
         if problem is not None and problem.decision == "deny":
             return problem
     return None
@@ -227,12 +227,12 @@ def _operand_paths(compiled: CompiledForm, operands: list[str], parsed: _Parsed,
     for operand in operands:
         if form.operands == "list":
             follows = _any(compiled.follow, parsed.options) or (form.follows and not _any(compiled.no_follow, parsed.options))
-            judge = functools.partial(paths.judge_list, follow_final=follows, recursive=recursive)
-            problem = subject.judged(f"list:{follows}:{recursive}", operand, judge)
+            vet = functools.partial(paths.vet_list, follow_final=follows, recursive=recursive)
+            problem = subject.vetted(f"list:{follows}:{recursive}", operand, vet)
         elif recursive:
-            problem = subject.judged("recursive", operand, paths.judge_recursive_read)
+            problem = subject.vetted("recursive", operand, paths.vet_recursive_read)
         else:
-            problem = subject.judged("read", operand, paths.judge_read)
+            problem = subject.vetted("read", operand, paths.vet_read)
         if problem is not None:
             problems.append(problem)
     return problems

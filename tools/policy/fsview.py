@@ -1,6 +1,6 @@
 """What path resolution may ask of a file system: the kind of an entry, a link's target, who could change a directory.
 
-:class:`LiveFileSystem` asks this machine (``lstat``/``readlink`` only: judging never opens a file).
+:class:`LiveFileSystem` asks this machine (``lstat``/``readlink`` only: vetting never opens a file).
 :class:`ModelFileSystem` answers from tables: with none, it is the lexical view used where the host
 is not this machine (a snapshot, a remote node) and when the rules' examples are checked; tests give
 it the links and kinds of a model host.
@@ -132,7 +132,7 @@ KERNEL_LINKS: dict[str, str] = {
 """Links every Linux host has (udev/devtmpfs and procfs make them), so even the lexical view follows them."""
 
 LEXICAL = ModelFileSystem(links=KERNEL_LINKS)
-"""No links but the kernel's own: paths are judged as written, ``..`` collapsed, ``/proc`` magic links understood."""
+"""No links but the kernel's own: paths are vetted as written, ``..`` collapsed, ``/proc`` magic links understood."""
 LIVE = LiveFileSystem()
 
 EXAMPLE_HOST = ModelFileSystem(
@@ -153,4 +153,4 @@ EXAMPLE_HOST = ModelFileSystem(
     },
     writers={"/var/log/app": "owned by uid 1000", "/home/alice": "owned by uid 1000"},
 )
-"""The model host the rules' examples are judged on: a few links, device nodes and a user-owned log directory."""
+"""The model host the rules' examples are vetted on: a few links, device nodes and a user-owned log directory."""

@@ -53,7 +53,7 @@ def _translate(pattern: str) -> str:
 
 class Globs:
     """Paths matched by any of a list of patterns: translated at once (a malformed one raises
-    :class:`ValueError`), compiled into one regex when first matched (most processes judge few paths)."""
+    :class:`ValueError`), compiled into one regex when first matched (most processes vet few paths)."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
         self.source = "|".join(f"(?:{_translate(p)})" for p in patterns)

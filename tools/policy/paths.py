@@ -1,7 +1,7 @@
 """Judging the paths a command names, on the path the kernel will open.
 
 Every path is resolved first (:mod:`.resolve`: ``..`` after links, ``/proc`` magic links, every
-symlink on a live host), then judged on its target, and never less strictly than on its text:
+symlink on a live host), then vetted on its target, and never less strictly than on its text:
 
 - ``deny``: credentials (:mod:`.secrets`); a walk through another process's root, cwd or open
   files; a loop; a resolution that someone untrusted could change before it is opened; reads with
@@ -89,10 +89,10 @@ def _shown(original: str, resolved: Resolved) -> str:
 
 
 def guard(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True) -> PathProblem | None:
-    """What naming ``path`` at all forces, wherever it appears in a command (judged on text and target).
+    """What naming ``path`` at all forces, wherever it appears in a command (vetted on text and target).
 
     ``follow_final=False`` for a program that may name a final magic link without opening it
-    (``readlink /proc/1/exe``): its form then judges that link.
+    (``readlink /proc/1/exe``): its form then vets that link.
     """
     absolute = path if path.startswith("/") else "/" + path
     unfollowed = resolve(absolute, fs, follow_final=False)
@@ -144,7 +144,7 @@ def device_problem(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     return None
 
 
-def judge_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+def vet_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     """``None`` when a diagnostic may read ``path`` (a file's contents); otherwise the problem."""
     if path == "-":
         return PathProblem("ask", "not-allow-listed", "reads standard input, which is empty here")
@@ -170,7 +170,7 @@ def judge_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     return None
 
 
-def judge_recursive_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+def vet_recursive_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     """``None`` when the tree at ``path`` may be read whole (``grep -r``); otherwise the problem."""
     if not path.startswith("/"):
         return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
@@ -185,13 +185,13 @@ def judge_recursive_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None
             "deny", "grep-recursive-secrets", f"{where} holds credentials somewhere inside: search the specific directory"
         )
     if resolved.kind == "file":
-        return judge_read(path, fs)  # a file searched "recursively" is a file read
+        return vet_read(path, fs)  # a file searched "recursively" is a file read
     if readlist.RECURSIVE.fullmatch(resolved.path):
         return None
     return PathProblem("ask", "not-allow-listed", f"{where}: recursive reads are limited to configuration, module and log trees")
 
 
-def judge_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, recursive: bool = False) -> PathProblem | None:
+def vet_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, recursive: bool = False) -> PathProblem | None:
     """``None`` when ``path`` may be listed or stat'ed (``follow_final=False``: the final link itself); otherwise the problem."""
     if not path.startswith("/"):
         return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
@@ -213,22 +213,22 @@ def judge_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, r
 
 def readable(path: str, fs: FileSystem = LIVE) -> str | None:
     """``None`` when ``path`` may be read by a diagnostic; otherwise why not (for callers that only refuse)."""
-    problem = judge_read(path, fs)
+    problem = vet_read(path, fs)
     return None if problem is None else problem.reason
 
 
 def listable(path: str, fs: FileSystem = LIVE) -> str | None:
     """``None`` when ``path`` may be listed; otherwise why not."""
-    problem = judge_list(path, fs)
+    problem = vet_list(path, fs)
     return None if problem is None else problem.reason
 
 
 def recursively_readable(path: str, fs: FileSystem = LIVE) -> str | None:
     """``None`` when the tree at ``path`` may be read whole; otherwise why not."""
-    problem = judge_recursive_read(path, fs)
+    problem = vet_recursive_read(path, fs)
     return None if problem is None else problem.reason
 
 
 def resolved_path(path: str, fs: FileSystem = LIVE) -> str:
-    """Where ``path`` leads (for reading exactly what was judged)."""
+    """Where ``path`` leads (for reading exactly what was vetted)."""
     return resolve(path if path.startswith("/") else "/" + path, fs).path

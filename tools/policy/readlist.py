@@ -107,7 +107,7 @@ SIDE_EFFECTS = compile_globs(
 )
 """Paths that are never named, whatever the program: raw or process memory, I/O ports and MSRs, the
 watchdog (opening it arms it), the kernel log queue (reading consumes it). Other device nodes are
-judged by kind when read (see :func:`~.paths.judge_read`)."""
+vetted by kind when read (see :func:`~.paths.vet_read`)."""
 
 REGISTERS = compile_globs(
     (

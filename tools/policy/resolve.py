@@ -1,4 +1,4 @@
-"""Resolve a path the way the kernel will, so the policy judges what a command really opens.
+"""Resolve a path the way the kernel will, so the policy vets what a command really opens.
 
 Component by component, as ``namei`` does: ``..`` climbs from where the walk *is* (after every link
 followed so far), not from the text, so ``/proc/self/root/../../root/.profile`` is ``/root/.profile``.
@@ -15,7 +15,7 @@ The ``/proc`` magic links are not names but objects, and are handled as the kern
 
 Every other link is read from the file system and followed (at most 40, as the kernel). A
 resolution is **unstable** when someone untrusted could replace a name on the way (a directory
-they can write): what was judged is then not what will be opened, so the policy refuses it.
+they can write): what was vetted is then not what will be opened, so the policy refuses it.
 ``/proc`` and ``/sys`` are made by the kernel and never unstable.
 """
 
@@ -97,7 +97,7 @@ def resolve(path: str, fs: FileSystem = LEXICAL, *, follow_final: bool = True) -
         here = _join([*done, part])
         last = not todo
         if done == ["proc"] and part in _SELF:
-            done.append(part)  # the command's own process, whoever judges it: never read as rigaudit's pid
+            done.append(part)  # the command's own process, whoever vets it: never read as rigaudit's pid
             kind = "dir"
             continue
         magic = _magic(done, part)
@@ -118,7 +118,7 @@ def resolve(path: str, fs: FileSystem = LEXICAL, *, follow_final: bool = True) -
         if unstable is None and not _pseudo(done):
             why = fs.untrusted(_join(done), here)
             if why is not None:
-                unstable = f"{_join(done)} is {why}, who could swap {here} after it was judged"
+                unstable = f"{_join(done)} is {why}, who could swap {here} after it was vetted"
         entry = fs.lookup(here)
         if entry == DENIED:
             blind = here

@@ -10,7 +10,7 @@ from rigaudit.tools.errors import OperationError
 from rigaudit.tools.policy.verdict import Decision
 
 OperandKind = Literal["none", "read", "list", "grep", "match"]
-"""How a form judges its operands (non-option arguments).
+"""How a form vets its operands (non-option arguments).
 
 ``none``: no operands; ``read``: paths whose contents are read (must lie under a readable root);
 ``list``: paths only listed or stat'ed (anything but a secret); ``grep``: a pattern then ``read`` paths
@@ -22,7 +22,7 @@ READ_PATH = "@read"
 
 
 class RuleError(OperationError):
-    """A rule is malformed, or one of its examples is not judged the way the rule says."""
+    """A rule is malformed, or one of its examples is not vetted the way the rule says."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Form:
 
 @dataclass(frozen=True)
 class Rule:
-    """One named rule. ``examples`` are command lines the policy must judge ``decision`` by this very rule.
+    """One named rule. ``examples`` are command lines the policy must give ``decision`` by this very rule.
 
     A rule with no ``programs`` is a guard: it applies to every command, through its named ``check``
     (see :mod:`rigaudit.tools.policy.checks`). A program rule applies when all of its conditions hold; an

@@ -1,13 +1,13 @@
 """The command policy's rules, as data. Read this first (and docs/policy.md).
 
-How a command is judged
+How a command is vetted
 -----------------------
 ``deny`` means: no approval could make this safe *in the agents' shell*. The command is known to
 change state (GPU, kernel parameters, modules, services, files, firmware, packages, processes,
 power), to escalate privilege or switch namespace, to reach the network, to run code it is handed
 (interpreters, shells, ``find -exec``, ``xargs``, wrappers), to read credentials, memory, device
 nodes or registers, or to go through another process's root, cwd or open files; or its text cannot
-be judged reliably (shell operators, expansions, environment prefixes, look-alike or invisible
+be vetted reliably (shell operators, expansions, environment prefixes, look-alike or invisible
 characters, NUL bytes, over-long input, a program outside the standard bin directories, a path
 someone untrusted could swap). A known program that can change the system, in a form none of its
 read-only grammars accepts, is ``deny`` too: deny lists cannot foresee every spelling
@@ -31,10 +31,16 @@ Order: line guards, then POSIX splitting (no expansion), then argv guards, then 
 rules, most severe first. Every guard and rule that applies is heard and the most severe verdict
 wins: deny dominates ask dominates allow, whatever the order of the arguments.
 
+<<<<<<< HEAD
 Every rule carries examples; the tests judge each (on a model host,
 :data:`~tools.policy.fsview.EXAMPLE_HOST`) and fail if one is judged differently, so these tables
 cannot drift from their behaviour. ``Policy(rules)`` judges them when it loads; the default policy
 (:data:`~tools.policy.judge.POLICY`) does not, to start fast (``tests/test_policy_rules.py``).
+=======
+Every rule carries examples; :class:`~tools.policy.engine.Policy` vets each when it loads (on a
+model host, :data:`~tools.policy.fsview.EXAMPLE_HOST`) and refuses to load if one is vetted
+differently, so these tables cannot drift from their behaviour.
+>>>>>>> d82a762 (snapshot and roofline render from their events (SnapshotWritten; roofline's bench_result with its bar), recorded, in the replay-screens test; the policy vets (tools/policy/vet.py, vet_argv, vet_command_line, vet_read...): judge is the investigators' word alone)
 """
 
 from __future__ import annotations
