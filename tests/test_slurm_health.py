@@ -24,6 +24,8 @@ import pytest
 from tests.support.fleet import RIGAUDIT, OneNodeSlurm, degrade_link, require_slurm
 from tests.support.mutate import light_copy
 
+pytestmark = pytest.mark.timeout(400)  # two waits for slurmd's schedule (see wait_for) fit in a test
+
 REPO = Path(__file__).resolve().parent.parent
 WRAPPER = REPO / "deploy" / "slurm" / "rigaudit-health"
 HEALTHY = Path(__file__).parent / "fixtures" / "h200x2-vm"
@@ -110,8 +112,9 @@ class Cluster:
         return subprocess.run(["/bin/sh", str(WRAPPER), *options], env=env, capture_output=True, text=True, timeout=90)
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    """Poll a daemon's state until ``condition`` holds (slurmd acts on its own schedule)."""
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 150.0) -> None:
+    """Poll a daemon's state until ``condition`` holds (slurmd acts on its own schedule: every 2 s it starts a
+    check that takes a second or two, far longer on a loaded machine, so the bound is wide; it returns at once)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
