@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,10 @@ def gather(snapshot: Path, target: Path, *extra: str) -> int:
     return main(["check", "--snapshot", str(snapshot), "--json", str(target), "-q", "--fail-on", "medium", *extra])
 
 
-@pytest.fixture
-def results(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def gathered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five nodes' ``check --json`` results (gpu-03 twice, degraded the second time), gathered once."""
+    tmp_path = tmp_path_factory.mktemp("gathered")
     folder = tmp_path / "results"
     folder.mkdir()
     for name in ("gpu-01", "gpu-02", "gpu-04"):
@@ -43,6 +46,12 @@ def results(tmp_path: Path) -> Path:
     (folder / "gpu-03-before.json").write_text(json.dumps(before))
     assert gather(bad, folder / "gpu-03.json") == 1
     return folder
+
+
+@pytest.fixture
+def results(gathered: Path, tmp_path: Path) -> Path:
+    """A private copy of the gathered results (a test may add files to it)."""
+    return Path(shutil.copytree(gathered, tmp_path / "results"))
 
 
 def test_the_node_with_a_problem_is_the_outlier(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
