@@ -5,7 +5,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import shutil
+import signal
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,21 @@ def hypothesis_profile(environ: dict[str, str] | os._Environ[str] = os.environ) 
 
 
 settings.load_profile(hypothesis_profile())
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before any test: a SIGTERM (``timeout``, CI) stops the run as Ctrl-C does, so exit handlers still remove
+    what the run wrote in RAM; and the generated snapshots of runs killed before that are removed."""
+    del session
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+    from tests.hostgen.cache import sweep
+
+    sweep()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _is_loopback(address: Any) -> bool:
