@@ -113,7 +113,11 @@ def test_too_many_members(tmp_path: Path) -> None:
         unpack_bundle(bundle, tmp_path / "out", max_members=10)
 
 
-@pytest.mark.parametrize("data", [b"\x1f\x8b\x08\x00garbage", gzip.compress(b"not a tar" * 100)[:-20], b"\x1f\x8b"])
+@pytest.mark.parametrize(
+    "data",
+    [b"\x1f\x8b\x08\x00garbage", gzip.compress(b"not a tar" * 100, mtime=0)[:-20], b"\x1f\x8b"],
+    ids=["garbage after the magic", "truncated", "magic alone"],  # the same ids in every process (pytest-xdist)
+)
 def test_damaged_bundles_are_one_line(tmp_path: Path, data: bytes, capsys: pytest.CaptureFixture[str]) -> None:
     bundle = tmp_path / "b.tar.gz"
     bundle.write_bytes(data)
