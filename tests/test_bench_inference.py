@@ -83,7 +83,7 @@ def _event(text: str) -> bytes:
     return b"data: " + json.dumps({"choices": [{"delta": {"content": text}}]}).encode() + b"\n\n"
 
 
-_USAGE = b'data: {"choices": [], "usage": {"completion_tokens": 4}}\n\ndata: [DONE]\n\n'
+_USAGE = b'data: {"choices": [], "usage": {}}\n\ndata: [DONE]\n\n'  # tokens counted from the events
 _SCRIPT = [
     (0.030, _event("a")),  # first token 30 ms after the request
     (0.010, _event("b")[:9]),  # half an event: it counts when its line is complete
@@ -225,20 +225,26 @@ def test_cli_needs_url_and_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--base-url" in capsys.readouterr().err
 
 
-def test_serving_metrics_match_the_servers_known_timing() -> None:
+def test_serving_metrics_match_the_known_timing() -> None:
     # 10 tokens: first after 20 ms, then one every 5 ms, so E2E = 20 + 9 x 5 = 65 ms and TPOT = 45 / 9 = 5 ms
-    with fake_server(FakeTiming(ttft_s=0.02, itl_s=0.005)) as server:
-        spec = LoadSpec(server.base_url, "m", concurrency=(1,), requests=6, max_tokens=10, warmup=0, slo={"ttft_ms": 500.0})
-        result = _run(spec)
+    clock = _Clock()
+    pieces = [(0.020, _event("t0")), *((0.005, _event(f"t{i}")) for i in range(1, 9)), (0.005, _event("t9") + _USAGE)]
+    client = _ScriptedClient(clock, pieces)
+    spec = LoadSpec("http://127.0.0.1:1", "m", concurrency=(1,), requests=6, max_tokens=10, warmup=0, slo={"ttft_ms": 500.0})
+
+    async def go() -> Run:
+        return await LoadSession(client, spec, clock=clock).run(1, 0, "c=1")  # type: ignore[arg-type]
+
+    result = spec.result([anyio.run(go)], "2026-12-01T00:00:00+00:00")
     (run,) = result.runs
     serving = run.serving
     assert serving is not None
     for dist, known in ((serving.ttft_ms, 20.0), (serving.tpot_ms, 5.0), (serving.itl_ms, 5.0), (serving.e2e_ms, 65.0)):
-        assert dist.median == pytest.approx(known, rel=0.15, abs=1.5)
+        assert dist.median == pytest.approx(known)
         assert dist.mean is not None and dist.p90 is not None and dist.p95 is not None and dist.p99 is not None
         assert dist.median <= dist.p90 <= dist.p95 <= dist.p99 and dist.std is not None and dist.std < known
     assert serving.itl_ms.n == 6 * 9 and serving.tpot_ms.n == serving.ttft_ms.n == serving.e2e_ms.n == 6
-    assert serving.request_throughput == pytest.approx(6 / run.duration_s)
+    assert run.duration_s == pytest.approx(6 * 0.065) and serving.request_throughput == pytest.approx(6 / run.duration_s)
     assert serving.goodput == pytest.approx(serving.request_throughput) and serving.good_fraction == 1.0
     assert result.slo == {"ttft_ms": 500.0}
 
