@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.support.ram import ram_base
+
 _UNSET: Any = object()
 _FIXTURES = (Path(__file__).parent.parent / "fixtures").resolve()
 
@@ -28,10 +30,8 @@ _PRISTINE: dict[tuple[Path, int], tuple[Path, list[str], list[str]]] = {}
 
 
 def _scratch_base() -> Path | None:
-    """/dev/shm when it is writable (creating thousands of links costs about a millisecond each on
-    some disks, microseconds in RAM), else the default temporary folder."""
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+    """/dev/shm when it has room (tests.support.ram), else the default temporary folder."""
+    return ram_base()
 
 
 def _scratch(prefix: str) -> Path:
@@ -115,12 +115,12 @@ atexit.register(release_light_copies, 0)
 
 @contextmanager
 def ram_dir(fallback: Path) -> Iterator[Path]:
-    """A scratch folder in RAM (/dev/shm) when there is one, else ``fallback``.
+    """A scratch folder in RAM (/dev/shm) when it has room, else ``fallback``.
 
     Creating thousands of small files or links costs about a millisecond each on some disks.
     """
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+    shm = ram_base()
+    if shm is None:
         yield fallback
         return
     scratch = Path(tempfile.mkdtemp(prefix="rigaudit-test-", dir=shm))
