@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.bench.compare import Contrast, Settings, compare, judge
+from rigaudit.tools.bench.compare import Contrast, Settings, compare, metric_changes
 from rigaudit.tools.bench.drift import stability_warnings
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.like import WorkloadMismatch
@@ -113,11 +113,11 @@ def test_one_repeat_cannot_support_a_verdict() -> None:
 def test_holm_adjusts_over_levels_and_metrics() -> None:
     # a borderline headline (p = 0.029): alone it counts; among 8 null secondary metrics its adjusted p is 3x
     borderline = Contrast("output_tokens_per_s", [100, 102, 98, 101, 99], [102.5, 104, 101.5, 103, 101])
-    alone = judge([borderline], Settings(noise_floor=0.0))[0]
+    alone = metric_changes([borderline], Settings(noise_floor=0.0))[0]
     assert alone.verdict == "improved" and alone.p is not None and alone.p_adjusted == pytest.approx(alone.p)
     assert 0.02 < alone.p < 0.05
     null = Contrast("ttft_ms_p50", [50, 51, 49, 50, 50.5], [50.2, 49.8, 50.6, 49.4, 50.1])
-    family = judge([borderline] + [null] * 8, Settings(noise_floor=0.0))
+    family = metric_changes([borderline] + [null] * 8, Settings(noise_floor=0.0))
     head = family[0]
     assert head.p == pytest.approx(alone.p) and head.p_adjusted == pytest.approx(alone.p * (4 + 8) / 4)
     assert head.verdict != "improved"

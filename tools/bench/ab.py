@@ -22,9 +22,9 @@ from rigaudit.tools.bench.compare import (
     LevelComparison,
     MetricChange,
     Settings,
-    judge,
     level_tests,
     method,
+    metric_changes,
 )
 from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability_warnings
 from rigaudit.tools.bench.results import BenchResult, Run
@@ -160,7 +160,7 @@ def analyze(ab: AbResult, settings: Settings | None = None) -> AbComparison:
             b, n = _paired_runs(base_levels.get(concurrency, []), runs)
             levels.append((concurrency, len(b), level_tests(b, n, is_paired=True)))
         plan.append((arm, levels))
-    verdicts = iter(judge([t for _, levels in plan for _, _, tests in levels for t in tests], settings))
+    verdicts = iter(metric_changes([t for _, levels in plan for _, _, tests in levels for t in tests], settings))
     compared: list[ArmComparison] = []
     for arm, levels in plan:
         done = []

@@ -325,7 +325,7 @@ def _verdict(
     return MetricChange(*common, repeats, "not enough repeats", reason, headline, session_noise, sessions)
 
 
-def judge(tests: Sequence[Contrast], settings: Settings) -> list[MetricChange]:
+def metric_changes(tests: Sequence[Contrast], settings: Settings) -> list[MetricChange]:
     """Every test's verdict, with Holm's weighted adjustment over all of them together."""
     estimates = [_estimate(t, settings.confidence) for t in tests]
     weights = [HEADLINE_WEIGHT if t.metric == HEADLINE else 1.0 for t in tests]
@@ -485,7 +485,7 @@ def compare(
         b = [levels[c] for levels in base_levels if c in levels]
         n = [levels[c] for levels in new_levels if c in levels]
         plan.append((c, b, n, session_tests(b, n, c, settings, calibration)))
-    verdicts = iter(judge([t for *_, tests in plan for t in tests], settings))
+    verdicts = iter(metric_changes([t for *_, tests in plan for t in tests], settings))
     levels = []
     for concurrency, b, n, tests in plan:
         metrics = [next(verdicts) for _ in tests]

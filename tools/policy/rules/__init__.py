@@ -31,16 +31,10 @@ Order: line guards, then POSIX splitting (no expansion), then argv guards, then 
 rules, most severe first. Every guard and rule that applies is heard and the most severe verdict
 wins: deny dominates ask dominates allow, whatever the order of the arguments.
 
-<<<<<<< HEAD
-Every rule carries examples; the tests judge each (on a model host,
-:data:`~tools.policy.fsview.EXAMPLE_HOST`) and fail if one is judged differently, so these tables
-cannot drift from their behaviour. ``Policy(rules)`` judges them when it loads; the default policy
-(:data:`~tools.policy.judge.POLICY`) does not, to start fast (``tests/test_policy_rules.py``).
-=======
-Every rule carries examples; :class:`~tools.policy.engine.Policy` vets each when it loads (on a
-model host, :data:`~tools.policy.fsview.EXAMPLE_HOST`) and refuses to load if one is vetted
-differently, so these tables cannot drift from their behaviour.
->>>>>>> d82a762 (snapshot and roofline render from their events (SnapshotWritten; roofline's bench_result with its bar), recorded, in the replay-screens test; the policy vets (tools/policy/vet.py, vet_argv, vet_command_line, vet_read...): judge is the investigators' word alone)
+Every rule carries examples; the tests vet each (on a model host,
+:data:`~tools.policy.fsview.EXAMPLE_HOST`) and fail if one is vetted differently, so these tables
+cannot drift from their behaviour. ``Policy(rules)`` vets them when it loads; the default policy
+(:data:`~tools.policy.vet.POLICY`) does not, to start fast (``tests/test_policy_rules.py``).
 """
 
 from __future__ import annotations
