@@ -27,12 +27,35 @@ def _roomy(path: Path) -> bool:
     return stat.f_favail >= ROOM_INODES and stat.f_bavail * stat.f_frsize >= ROOM_BYTES
 
 
+_PREFIX = "rigaudit-hostgen-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def sweep() -> None:
+    """Remove the folders of earlier sessions killed before their exit handler ran (their process is gone).
+    Run once before the tests (tests/conftest.py), never inside one: a folder holds some 400,000 files."""
+    for folder in (Path("/dev/shm"), Path(tempfile.gettempdir())):
+        for old in folder.glob(_PREFIX + "*"):
+            pid = old.name[len(_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)
+
+
 def scratch() -> Path:
-    """A session folder for generated snapshots, removed at exit."""
+    """A session folder for generated snapshots (named by this process, so a killed run's is swept), removed at exit."""
     if not _ROOTS:
         shm = Path("/dev/shm")
         in_ram = shm.is_dir() and os.access(shm, os.W_OK) and _roomy(shm)
-        _ROOTS.append(Path(tempfile.mkdtemp(prefix="rigaudit-hostgen-", dir=shm if in_ram else None)))
+        _ROOTS.append(Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=shm if in_ram else None)))
         atexit.register(shutil.rmtree, _ROOTS[0], True)
     return _ROOTS[0]
 
