@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -42,6 +43,13 @@ class MirrorError(OperationError):
     def __init__(self, code: str, message: str = "") -> None:
         super().__init__(message or code)
         self.code = code
+
+
+def _temp_name(name: str) -> str:
+    """The name a new file is written under before it is renamed over ``name``: of a fixed length,
+    so that any name the file system takes also has a temporary one it takes."""
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    return f".rigaudit-tmp-{digest}"
 
 
 def _code(exc: OSError) -> str:
@@ -258,7 +266,7 @@ class Mirror:
         except OSError as exc:
             raise MirrorError(_code(exc)) from None
         name = parts[-1]
-        temp = f".{name}.rigaudit-tmp"
+        temp = _temp_name(name)
         try:
             try:
                 st: os.stat_result | None = os.stat(name, dir_fd=parent, follow_symlinks=False)
@@ -278,7 +286,7 @@ class Mirror:
                     raise MirrorError("EINVAL", f"offset {offset} outside {len(old)} bytes")
                 data = old[:offset] + data + old[offset + len(data) :]
             mode = stat.S_IMODE(st.st_mode) if st is not None else 0o644
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=parent)
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=parent)
             try:
@@ -291,7 +299,7 @@ class Mirror:
         except InputError:
             raise MirrorError("ENOTREG") from None
         except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=parent)
             raise MirrorError(_code(exc), exc.strerror or "") from None
         finally:
