@@ -13,6 +13,7 @@ from typing import NoReturn
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
 from rigaudit.tools.errors import RigauditError
+from rigaudit.tools.printable import printable
 from rigaudit.tools.version import rigaudit_version
 
 _ORDER = (
@@ -109,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = run(args)
     except RigauditError as exc:
-        print(f"rigaudit: {exc}", file=sys.stderr)
+        print(f"rigaudit: {printable(str(exc))}", file=sys.stderr)  # the message may quote host text
         return exc.exit_code
     except KeyboardInterrupt:
         print("rigaudit: interrupted", file=sys.stderr)
