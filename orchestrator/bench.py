@@ -408,9 +408,11 @@ JUDGING = f"""how the verdicts are reached (repeats and sessions are the units):
   each level's weight), so identical configurations are called different at most 1 - confidence
   of the time.
   improved / regressed: adjusted p < 1 - confidence and |change| >= --noise-floor;
-  no significant change: the interval lies within ±--resolution;
-  not enough repeats (need >= N): a wider interval; N repeats per session would narrow it at the
-  observed spread (not enough sessions (need >= K a side): no number of repeats would).
+  no significant change (equivalence): the WHOLE interval [low, high] lies inside ±--resolution
+  (on the log scale: -res/(1+res) <= low, high <= res), so a narrow interval off centre is not;
+  not enough repeats (need >= N): anything else; N repeats per session would decide it at the
+  observed change and spread (the interval inside ±--resolution, or a change of at least the
+  floor significant), not enough sessions (need >= K a side): no number of repeats would.
   between sessions (a new process, minutes later: what repeats cannot see): the spread that
   `bench calibrate` stored for this host and workload is added to every interval (the headline
   names it); several sessions a side also count their own spread; one session a side and no
@@ -433,7 +435,7 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         "--resolution",
         type=float,
         default=0.10,
-        help="'no significant change' needs the interval within ±this, 0.01-1 (default 0.10); else 'not enough repeats'",
+        help="'no significant change' needs the whole interval inside ±this, 0.01-1 (default 0.10); else 'not enough repeats'",
     )
     parser.add_argument(
         "--fail-on-regression", action="store_true", help="exit 3 when output tok/s regressed significantly at any level"

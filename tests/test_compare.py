@@ -81,10 +81,15 @@ def test_three_noisy_repeats_are_not_enough_and_say_how_many_would_be() -> None:
     assert level.verdict == "not enough repeats"
     assert head.repeats_needed is not None and head.repeats_needed > 3 and head.noise is not None
     assert head.label == f"not enough repeats (need >= {head.repeats_needed})"
-    # the number is what the observed spread needs: at that many repeats the interval would fit ±10%
+    # the number is what the observed change and spread need to decide it: at that many repeats either the whole
+    # interval fits ±10% around the estimate, or (an estimate at the floor) the interval excludes no change
+    assert head.change is not None and abs(head.change) >= 0.05
+    centre = abs(math.log1p(head.change))
+    target = max(centre, math.log1p(0.10) - centre)
     n = head.repeats_needed
-    assert t_quantile(0.975, 2 * n - 2) * head.noise * math.sqrt(2 / n) <= math.log1p(0.10)
-    assert t_quantile(0.975, 2 * n - 4) * head.noise * math.sqrt(2 / (n - 1)) > math.log1p(0.10)
+    assert t_quantile(0.975, 2 * n - 2) * head.noise * math.sqrt(2 / n) <= target
+    assert t_quantile(0.975, 2 * n - 4) * head.noise * math.sqrt(2 / (n - 1)) > target
+    assert "significant, if it holds" in head.reason
 
 
 def test_resolution_decides_between_no_change_and_not_enough_repeats() -> None:
@@ -296,5 +301,6 @@ def test_help_states_the_method(kind: str, capsys: pytest.CaptureFixture[str]) -
     text = capsys.readouterr().out
     assert "repeats and sessions are the units" in text and "t interval" in text and "Holm" in text
     assert "not enough repeats (need >= N)" in text and "--fail-on-regression" in text
+    assert "the WHOLE interval [low, high] lies inside ±--resolution" in text  # the rule the code follows
     if kind == "compare":
         assert "--session-cv" in text and "--calibration" in text and "--against" in text

@@ -26,8 +26,9 @@ interval over its cycles, where drift hits both arms alike); the p-values of eve
 shown are adjusted together with Holm's weighted step-down procedure (output tok/s carries 2/3 of
 each level's weight), so identical configurations are called different at most 1 - confidence of
 the time. A change counts when its adjusted p is below 1 - confidence and it is
-at least --noise-floor; "no significant change" needs the interval within ±--resolution, otherwise
-the verdict is "not enough repeats" with the number per side that the observed spread needs. A
+at least --noise-floor; "no significant change" needs the whole interval inside ±--resolution (an
+equivalence test), otherwise the verdict is "not enough repeats" with the number per side that the
+observed change and spread need to decide it. A
 trend over a session (warm-up, clocks, another tenant) is reported; inference runs its levels in a
 balanced (Williams Latin square) order and ab its arms, so time is not mistaken for an effect.
 compare refuses results of different workloads (model, URL, API, max/prompt tokens, levels,

@@ -18,9 +18,12 @@ The method (also in ``bench compare --help`` and every report):
   step-down procedure: the headline carries 2/3 of each level's weight. The chance of calling any
   change between two identical configurations stays below 1 - confidence.
 - A change counts ("improved" / "regressed") when its adjusted p is below 1 - confidence and it is
-  at least the noise floor. Otherwise "no significant change" needs the interval to lie within
-  ±resolution; a wider one is "not enough repeats", with the repeats per session, or the sessions
-  per side, that the observed spread would need (as benchstat's "need >= 6 samples").
+  at least the noise floor. Otherwise "no significant change" is an equivalence verdict: the WHOLE
+  interval [low, high] lies inside ±resolution (log scale: -res/(1+res) <= low, high <= res), so a
+  narrow interval off centre ([+3%, +13%] at ±10%) is not one. Anything else is "not enough repeats",
+  with the repeats per session, or the sessions per side, that the observed change and spread would
+  need to decide it (the interval inside ±resolution, or a change at the floor significant; as
+  benchstat's "need >= 6 samples").
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability
 from rigaudit.tools.bench.like import WorkloadMismatch, differences
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.sessions import NONE, Between, Model, needed, nested, quantile
-from rigaudit.tools.bench.stats import Estimate, holm, paired, repeats_needed, stdev
+from rigaudit.tools.bench.stats import Estimate, holm, paired, repeats_for, repeats_needed, stdev
 
 if TYPE_CHECKING:
     from rigaudit.tools.bench.calibration import Calibration
@@ -56,7 +59,8 @@ METHOD = (
     "{unit}; change = ratio of geometric means with a {interval} on the log scale; p-values of every level and metric "
     "shown adjusted together (Holm, weighted: output tok/s carries 2/3 of each level); a change counts when its "
     "adjusted p < {alpha:g} and it is at least the {floor:.0%} noise floor; 'no significant change' needs the "
-    "{confidence:.0%} interval within ±{resolution:.0%}, else 'not enough repeats' with what the observed spread needs"
+    "whole {confidence:.0%} interval [low, high] inside ±{resolution:.0%} (equivalence), else 'not enough repeats' with "
+    "what the observed change and spread need to decide it"
 )
 
 
@@ -68,7 +72,7 @@ class Settings:
     noise_floor: float = 0.05
     """The smallest relative change that counts."""
     resolution: float = 0.10
-    """The widest half-interval (relative) that supports "no significant change"."""
+    """The band (relative) that the whole interval must lie inside for "no significant change"."""
     session_cv: float | None = None
     """The between-session spread to assume (log-scale SD; 0: none), over any calibration; None: measured or default."""
     default_session_cv: float = DEFAULT_SESSION_CV
@@ -261,29 +265,94 @@ def _estimate(test: Contrast, confidence: float) -> tuple[Estimate, Model | None
     return nested(base, new, test.between, confidence=confidence)
 
 
-def _need_text(needed: int | None) -> str:
-    return f"about {needed} repeats per side would" if needed else "more than 1,000 repeats per side would"
+def _need_text(needed: int | None, paired_test: bool = False) -> str:
+    unit = "A/B cycles" if paired_test else "repeats per side"
+    return f"about {needed} {unit} would" if needed else f"more than 1,000 {unit} would"
 
 
-def _too_wide(est: Estimate, model: Model | None, settings: Settings, paired_test: bool) -> tuple[int | None, int | None, str]:
-    """(repeats needed, sessions needed, the reason) for an interval wider than ±resolution."""
-    wide = f"the {settings.confidence:.0%} interval is ±{math.expm1(est.half_width):.0%}, wider than ±{settings.resolution:.0%}"
+def _log1p(x: float) -> float:
+    return math.log1p(x) if x > -1.0 else -math.inf
+
+
+def within(est: Estimate, resolution: float) -> bool:
+    """The equivalence rule: the whole interval [low, high] inside ±``resolution`` on the log scale, where the
+    intervals are symmetric (``-resolution/(1+resolution) <= low`` and ``high <= resolution``)."""
+    band = math.log1p(resolution)
+    return _log1p(est.low) >= -band and _log1p(est.high) <= band
+
+
+def _case(est: Estimate, settings: Settings, significant: bool) -> str:
+    """Why an estimate that neither counts nor lies within ±resolution is undecided, in words that are true of it."""
+    shown = f"the {settings.confidence:.0%} interval [{est.low:+.1%}, {est.high:+.1%}]"
+    beyond = f"±{settings.resolution:.0%}"
+    if significant:  # it would have counted at or above the floor
+        return (
+            f"a significant change of {est.change:+.1%} is below the {settings.noise_floor:.0%} noise floor, "
+            f"but {shown} reaches beyond {beyond}"
+        )
+    if est.half_width > math.log1p(settings.resolution):
+        return f"{shown} is ±{math.expm1(est.half_width):.1%} wide, wider than {beyond}"
+    narrow = f"±{math.expm1(est.half_width):.1%}"
+    return f"{shown} is narrow ({narrow}) but off centre: it reaches beyond {beyond} and includes no change"
+
+
+def _goal(est: Estimate, settings: Settings, significant: bool) -> tuple[float, str]:
+    """(the log-scale half-width that would decide this estimate, what reaching it decides); 0 when none would.
+
+    Either outcome decides: the whole interval inside ±resolution (half-width ``band - |centre|``), or, for an
+    estimate at or above the noise floor that is not yet significant, an interval that excludes no change
+    (half-width ``|centre|``); whichever needs the fewer repeats."""
+    centre = abs(_log1p(est.change))
+    inside = math.log1p(settings.resolution) - centre
+    counts = not significant and abs(est.change) >= settings.noise_floor and math.isfinite(centre)
+    if counts and centre > inside:
+        return centre, f"decide it (the {est.change:+.1%} change significant, if it holds)"
+    if inside > 0:
+        return inside, f"decide it (the interval inside ±{settings.resolution:.0%}, if the change is as small as estimated)"
+    return 0.0, ""
+
+
+def _undecided(
+    est: Estimate, model: Model | None, settings: Settings, paired_test: bool, significant: bool
+) -> tuple[int | None, int | None, str]:
+    """(repeats needed, sessions needed, the reason) for an estimate that neither counts nor lies within ±resolution."""
+    case = _case(est, settings, significant)
+    target, goal = _goal(est, settings, significant)
+    if target <= 0:
+        return (
+            None,
+            None,
+            (
+                f"{case}; at an estimate of {est.change:+.1%}, beyond ±{settings.resolution:.0%} yet under the "
+                f"{settings.noise_floor:.0%} noise floor, no number of repeats decides it (--noise-floor above --resolution?)"
+            ),
+        )
+    ran = math.ceil(model.repeats) if model is not None else max(est.n_base, est.n_new)
+
+    def more(need: int | None) -> int | None:  # the repeats compared did not decide it: never advise as many
+        return None if need is None else max(need, ran + 1)
+
+    conf = settings.confidence
     if model is None or model.between_sd == 0.0:
-        need = repeats_needed(est.noise, resolution=settings.resolution, confidence=settings.confidence, paired=paired_test)
+        need = repeats_for(est.noise, half_width=target, confidence=conf, paired=paired_test)
         if model is not None and max(model.sessions) > 1:
-            need = needed(model, resolution=settings.resolution, confidence=settings.confidence)[0]
-        return need, None, f"{wide}; at the observed spread of {est.noise:.1%} per repeat {_need_text(need)} narrow it enough"
-    repeats, sessions = needed(model, resolution=settings.resolution, confidence=settings.confidence)
+            need = needed(model, resolution=settings.resolution, confidence=conf, half_width=target)[0]
+        need = more(need)
+        unit = "A/B cycle" if paired_test else "repeat"
+        return need, None, f"{case}; at the observed spread of {est.noise:.1%} per {unit} {_need_text(need, paired_test)} {goal}"
+    repeats, sessions = needed(model, resolution=settings.resolution, confidence=conf, half_width=target)
     spread = f"{est.noise:.1%} per repeat and {model.between_sd:.1%} between sessions"
     if repeats is not None:
-        return repeats, None, f"{wide}; at the observed spread ({spread}) about {repeats} repeats per session would narrow it"
+        repeats = more(repeats)
+        return repeats, None, f"{case}; at the observed spread ({spread}) about {repeats} repeats per session would {goal}"
     side = "one session a side" if max(model.sessions) == 1 else f"{model.sessions[0]} vs {model.sessions[1]} sessions"
-    more = f"about {sessions} sessions a side" if sessions else "more than 1,000 sessions a side"
+    many = f"about {sessions} sessions a side" if sessions else "more than 1,000 sessions a side"
     return (
         None,
         sessions,
-        f"{wide}; the spread between sessions ({model.between_sd:.1%}) is too wide for {side} whatever the repeats: "
-        f"{more} (bench compare A1.json A2.json ... --against B1.json B2.json ...), or an interleaved bench ab, would narrow it",
+        f"{case}; the spread between sessions ({model.between_sd:.1%}) is too wide for {side} whatever the repeats: "
+        f"{many} (bench compare A1.json A2.json ... --against B1.json B2.json ...), or an interleaved bench ab, "
+        f"would {goal}",
     )
 
 
@@ -301,7 +370,10 @@ def _verdict(
             reason = "fewer than two repeats on each side: the run-to-run spread is unknown; run at least --repeat 3"
         else:
             need = repeats_needed(noise, resolution=settings.resolution, confidence=settings.confidence, paired=test.is_paired)
-            reason = f"fewer than two repeats on one side; at the other side's spread ({noise:.1%}) {_need_text(need)} do"
+            reason = (
+                f"fewer than two repeats on one side; at the other side's spread ({noise:.1%}) "
+                f"{_need_text(need, test.is_paired)} do"
+            )
         change = new / base - 1.0 if base and new is not None else None
         return MetricChange(
             test.metric, base, new, change, None, None, None, None, noise, need, "not enough repeats", reason, headline
@@ -314,14 +386,16 @@ def _verdict(
     if significant and abs(est.change) >= settings.noise_floor:
         verdict: Verdict = "improved" if (est.change > 0) == better else "regressed"
         return MetricChange(*common, None, verdict, "", headline, session_noise)
-    if est.half_width <= math.log1p(settings.resolution):
+    if within(est, settings.resolution):
+        shown = f"the {settings.confidence:.0%} interval [{est.low:+.1%}, {est.high:+.1%}]"
+        inside = f"{shown} lies within ±{settings.resolution:.0%}"
         reason = (
-            f"a significant change of {est.change:+.1%} is below the {settings.noise_floor:.0%} noise floor"
+            f"a significant change of {est.change:+.1%} is below the {settings.noise_floor:.0%} noise floor and {inside}"
             if significant
-            else f"the interval lies within ±{settings.resolution:.0%}"
+            else inside
         )
         return MetricChange(*common, None, "no significant change", reason, headline, session_noise)
-    repeats, sessions, reason = _too_wide(est, model, settings, test.is_paired)
+    repeats, sessions, reason = _undecided(est, model, settings, test.is_paired, significant)
     return MetricChange(*common, repeats, "not enough repeats", reason, headline, session_noise, sessions)
 
 

@@ -292,10 +292,15 @@ def _smallest(low: int, high: int, fits: Callable[[int], bool]) -> int | None:
     return low
 
 
-def needed(model: Model, *, resolution: float, confidence: float) -> tuple[int | None, int | None]:
+def needed(
+    model: Model, *, resolution: float, confidence: float, half_width: float | None = None
+) -> tuple[int | None, int | None]:
     """(repeats per session at the sessions compared, sessions per side at the repeats compared) that would fit the
-    interval within ±``resolution``; None for what no number up to :data:`MAX_REPEATS_ADVISED` achieves."""
-    target = math.log1p(resolution)
+    interval within ±``resolution`` (or narrow its log-scale half-width to ``half_width``); None for what no number
+    up to :data:`MAX_REPEATS_ADVISED` achieves."""
+    target = math.log1p(resolution) if half_width is None else half_width
+    if not target > 0:
+        return None, None
     k = min(model.sessions)
     repeats = _smallest(2, MAX_REPEATS_ADVISED, lambda n: _half_width(model, k, n, model.between_df, confidence) <= target)
     sessions = None

@@ -175,7 +175,8 @@ class Estimate:
     @property
     def half_width(self) -> float:
         """Half the interval's width on the log scale (0.095 is about ±10%)."""
-        return (math.log1p(self.high) - math.log1p(self.low)) / 2.0
+        low = math.log1p(self.low) if self.low > -1.0 else -math.inf  # a change too large for a float: infinitely wide
+        return (math.log1p(self.high) - low) / 2.0
 
 
 def _logs(values: Sequence[float]) -> list[float]:
@@ -221,7 +222,15 @@ def paired(base: Sequence[float], new: Sequence[float], *, confidence: float = 0
 def repeats_needed(noise: float, *, resolution: float, confidence: float, paired: bool = False) -> int | None:
     """Repeats per side for an interval no wider than ±``resolution`` at this ``noise`` (log-scale SD of one
     repeat); None when more than :data:`MAX_REPEATS_ADVISED` would be needed."""
-    target = math.log1p(resolution)
+    return repeats_for(noise, half_width=math.log1p(resolution), confidence=confidence, paired=paired)
+
+
+def repeats_for(noise: float, *, half_width: float, confidence: float, paired: bool = False) -> int | None:
+    """Repeats per side for an interval whose half-width on the log scale is at most ``half_width``; None when
+    that takes more than :data:`MAX_REPEATS_ADVISED` (or ``half_width`` is not positive)."""
+    target = half_width
+    if not target > 0:
+        return None
     for n in range(2, MAX_REPEATS_ADVISED + 1):
         df = float(n - 1 if paired else 2 * n - 2)
         spread = noise / math.sqrt(n) if paired else noise * math.sqrt(2.0 / n)
