@@ -17,11 +17,11 @@ from pydantic import ValidationError
 
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.bounded import InputError, JsonError, load_json, loads, open_regular
-from rigaudit.tools.diffing import SideInfo
+from rigaudit.tools.diffing import DIFF_SCHEMA, SideInfo
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.model.events import AuditFinished, SessionStarted, ToolCall
+from rigaudit.tools.model.events import AuditFinished, DiffReported, DiffValueChange, SessionStarted, ToolCall
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.share import unpack_bundle
 from rigaudit.transcripts.format import HEADER_KEY
@@ -135,3 +135,42 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
         else:
             side.warnings.append(f"{path}: no tool calls recorded; its values cannot be compared")
     return side
+
+
+def diff_event(document: dict[str, object], *, facts_compared: bool, rows: int) -> DiffReported:
+    """The diff as its event (``document`` is ``rigaudit.diff/1``); :func:`diff_json` gives the document back."""
+    fields = {key: value for key, value in document.items() if key != "schema"}
+    return DiffReported.model_validate({**fields, "facts_compared": facts_compared, "rows": rows})
+
+
+def _value_json(change: DiffValueChange) -> dict[str, object]:
+    out: dict[str, object] = {"kind": change.kind, "ref": change.ref, "change": change.change, "detail": change.detail}
+    if change.volatile:
+        out["volatile"] = True
+    if change.diff:
+        out["diff"] = change.diff
+    return out
+
+
+def diff_json(event: DiffReported) -> dict[str, object]:
+    """``rigaudit.diff/1`` from the diff's event: what ``rigaudit diff --json`` writes."""
+    values = event.values
+    values_json: dict[str, object] = {"compared": False, "note": values.note}
+    if values.compared:
+        values_json = {
+            "compared": True,
+            "compared_count": values.compared_count,
+            "counts": dict(values.counts),
+            "changes": [_value_json(c) for c in values.changes],
+            "warnings": list(values.warnings),
+        }
+    return {
+        "schema": DIFF_SCHEMA,
+        "a": event.a.model_dump(mode="json"),
+        "b": event.b.model_dump(mode="json"),
+        "different": event.different,
+        "headline": list(event.headline),
+        "findings": event.findings.model_dump(mode="json"),
+        "values": values_json,
+        "warnings": list(event.warnings),
+    }

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.printable import printable
 from rigaudit.tools.redact import redact_json_text
 
 
@@ -44,6 +45,7 @@ def check_writable(path: Path, what: str) -> None:
 
 
 def warn(lines: Iterable[str]) -> None:
-    """``rigaudit: warning: ...`` on stderr, one line each (for commands that have no session to report to)."""
+    """``rigaudit: warning: ...`` on stderr, one line each (for commands that have no session to report to); the
+    host or file text a warning quotes shows its control characters as escapes."""
     for line in lines:
-        print(f"rigaudit: warning: {line}", file=sys.stderr)
+        print(f"rigaudit: warning: {printable(line)}", file=sys.stderr)

@@ -13,7 +13,7 @@ from rigaudit.tools.diffing import FindingChange, diff_findings
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import Event, SessionStarted
+from rigaudit.tools.model.events import DiffFindingChange, Event, RediagnoseFinished, SessionStarted
 from rigaudit.tools.model.finding import Finding
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
@@ -74,3 +74,42 @@ def rediagnose(
 
         result = anyio.run(audit)
     return list(diff_findings(recorded, result.findings).changes), recorded, report, mismatches, result
+
+
+REDIAGNOSE_SCHEMA = "rigaudit.rediagnose/1"
+
+
+def rediagnosis(
+    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None
+) -> RediagnoseFinished:
+    """:func:`rediagnose` as the event ``replay --rediagnose`` shows and records."""
+    changes, recorded, report, mismatches, result = rediagnose(transcript, number=number, all_areas=all_areas, keep=keep)
+    session = transcript.session
+    return RediagnoseFinished(
+        transcript=str(transcript.path),
+        what=f"{session.command} of {session.host or '?'}" if session else "session",
+        recorded_at=transcript.events[0].t,
+        audit=number,
+        rebuild=report.summary(),
+        warnings=list(report.warnings),
+        mismatches=list(mismatches),
+        saved=str(keep) if keep is not None else "",
+        recorded=len(recorded),
+        changes=[DiffFindingChange.model_validate(change.to_json()) for change in changes],
+        result=result,
+    )
+
+
+def rediagnose_json(event: RediagnoseFinished) -> dict[str, object]:
+    """``rigaudit.rediagnose/1`` from the re-diagnosis' event: what ``replay --rediagnose --json`` writes."""
+    return {
+        "schema": REDIAGNOSE_SCHEMA,
+        "transcript": event.transcript,
+        "audit": event.audit,
+        "identical": not event.changes,
+        "recorded": event.recorded,
+        "current": len(event.result.findings),
+        "changes": [change.model_dump(mode="json") for change in event.changes],
+        "rebuild": {"summary": event.rebuild, "warnings": list(event.warnings), "mismatches": list(event.mismatches)},
+        "result": event.result.model_dump(mode="json", by_alias=True),
+    }

@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from rigaudit.agents.catalog import catalog, render_markdown
+from rigaudit.agents.catalog import catalog
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.query import add_transcript_argument, query_session
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.model.events import CheckEntry, ChecksListed
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +22,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     form.add_argument("--json", action="store_true", help="print the catalog as JSON")
     form.add_argument("--markdown", action="store_true", help="print docs/checks.md")
     parser.add_argument("--area", action="append", metavar="AREA", help="only these areas (repeatable)")
+    add_transcript_argument(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -32,16 +34,10 @@ def _run(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"rigaudit: note: {note}", file=sys.stderr)
         checks = [c for c in checks if c.area in set(areas)]
-    if args.json:
-        print(json.dumps({"schema": "rigaudit.checks/1", "checks": [c.as_dict() for c in checks]}, indent=2))
-    elif args.markdown:
-        print(render_markdown(checks), end="")
-    else:
-        width = max((len(c.id) for c in checks), default=0)
-        for check in checks:
-            kinds = f"  [{', '.join(check.kinds)}]" if check.kinds else ""
-            print(f"{check.id:<{width}}  {check.title}{kinds}")
-        print(f"{len(checks)} checks")
+    entries = [CheckEntry.model_validate(c.as_dict()) for c in checks]
+    event = ChecksListed(checks=entries, form="json" if args.json else "markdown" if args.markdown else "table")
+    with query_session("checks", args) as session:
+        session.emit(event)
     return 0
 
 

@@ -1,21 +1,27 @@
-"""Print the JSON schema of the audit result (``rigaudit.audit/1``)."""
+"""Print the JSON schema of the audit result (``rigaudit.audit/1``).
+
+rigaudit schema                          the schema, on stdout
+rigaudit schema --transcript t.jsonl     also record it as a session
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.orchestrator.query import add_transcript_argument, query_session
+from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.model.events import SchemaShown
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
-    del parser
+    add_transcript_argument(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
-    del args
-    print(json.dumps(AuditResult.model_json_schema(by_alias=True), indent=2))
+    event = SchemaShown(name=AUDIT_SCHEMA, document=AuditResult.model_json_schema(by_alias=True))
+    with query_session("schema", args) as session:
+        session.emit(event)
     return 0
 
 

@@ -16,9 +16,19 @@ from rich.table import Table
 from rich.text import Text
 
 from rigaudit.orchestrator.ui.audit_view import audit_view
+from rigaudit.orchestrator.ui.diff_view import diff_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
 from rigaudit.orchestrator.ui.lines import apply_lines, rollback_lines
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap, roofline_bar
+from rigaudit.orchestrator.ui.queries import (
+    checks_text,
+    policy_rules_lines,
+    policy_verdict_lines,
+    rediagnose_lines,
+    schema_text,
+    transcript_lines,
+    transcripts_lines,
+)
 from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
 from rigaudit.tools.model.events import (
@@ -26,6 +36,8 @@ from rigaudit.tools.model.events import (
     ApprovalDecided,
     AuditFinished,
     BenchResultReported,
+    ChecksListed,
+    DiffReported,
     Event,
     InvestigatorActivity,
     InvestigatorFinished,
@@ -33,13 +45,20 @@ from rigaudit.tools.model.events import (
     Message,
     Output,
     PcieDevice,
+    PolicyListed,
+    PolicyVerdict,
     Progress,
+    RediagnoseFinished,
     ReportWritten,
     RollbackFinished,
+    SchemaShown,
     SessionEnded,
     SessionStarted,
     SnapshotWritten,
     TopologyReported,
+    TranscriptsFolder,
+    TranscriptShown,
+    TranscriptsListed,
     Warning_,
 )
 
@@ -52,6 +71,26 @@ def terminal_for(args: argparse.Namespace, *, live: bool = True, show_all: bool 
     if not console.is_terminal:
         console = SafeConsole(stderr=json_to_stdout, highlight=False, width=200)
     return TerminalUI(console, live=live and not getattr(args, "no_live", False) and not json_to_stdout, show_all=show_all)
+
+
+QUERY_LINES = (PolicyVerdict, PolicyListed, TranscriptsListed, TranscriptsFolder, TranscriptShown, RediagnoseFinished)
+"""The query commands' events that are plain lines."""
+
+
+def _query_lines(event: Event) -> list[str]:
+    if isinstance(event, PolicyVerdict):
+        return policy_verdict_lines(event)
+    if isinstance(event, PolicyListed):
+        return policy_rules_lines(event)
+    if isinstance(event, TranscriptsListed):
+        return transcripts_lines(event)
+    if isinstance(event, TranscriptsFolder):
+        return [event.path]
+    if isinstance(event, TranscriptShown):
+        return transcript_lines(event)
+    if isinstance(event, RediagnoseFinished):
+        return rediagnose_lines(event)
+    return []
 
 
 class TerminalUI:
@@ -146,7 +185,11 @@ class TerminalUI:
 
     def _lines(self, lines: list[str]) -> None:
         for line in lines:
-            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self.console.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+    def _document(self, text: str) -> None:
+        """A document shown as it is (JSON, Markdown): never wrapped, cropped or styled."""
+        self.console.out(text, end="", highlight=False)
 
     def _bench(self, event: BenchResultReported) -> None:
         self._stop_bars()
@@ -229,6 +272,15 @@ class TerminalUI:
             self._lines(apply_lines(event))
         elif isinstance(event, RollbackFinished):
             self._lines(rollback_lines(event))
+        elif isinstance(event, QUERY_LINES):
+            self._lines(_query_lines(event))
+        elif isinstance(event, ChecksListed):
+            self._document(checks_text(event))
+        elif isinstance(event, SchemaShown):
+            self._document(schema_text(event))
+        elif isinstance(event, DiffReported):
+            for renderable in diff_view(event, self.console.width):
+                self.console.print(renderable)
         elif isinstance(event, SnapshotWritten):
             self._lines([*event.details, f"{event.kind}: {event.summary}"])
         elif isinstance(event, ReportWritten):

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigaudit.tools.model.audit import AuditResult, InvestigatorStatus
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.model.finding import Finding, FixKind
 from rigaudit.tools.model.plan import Plan
 
 
@@ -341,6 +341,256 @@ class SessionEnded(_Event):
     reason: str = ""
 
 
+# -- query commands: what they show is an event too (diff, checks, policy, schema, transcripts, replay) ------
+
+
+class DiffSide(BaseModel):
+    """One side of a diff: where it came from and what it is (``snapshot``, ``audit``, ``transcript``, ``bundle``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    kind: str
+    host: str = ""
+
+
+class DiffVerdict(BaseModel):
+    """A finding as a diff shows it (one side of a changed check)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: str
+    severity: str | None = None
+    title: str = ""
+    observed: str = ""
+    expected: str = ""
+    subjects: list[str] = Field(default_factory=list)
+
+
+class DiffFindingChange(BaseModel):
+    """One check whose finding changed between A and B (``appeared``, ``resolved``, ``status``, ``severity``,
+    ``observed``, ``only_a``, ``only_b``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["appeared", "resolved", "status", "severity", "observed", "only_a", "only_b"]
+    check: str
+    area: str
+    detail: str
+    a: DiffVerdict | None = None
+    b: DiffVerdict | None = None
+
+
+class DiffFindings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    changes: list[DiffFindingChange] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    unchanged: int = 0
+
+
+class DiffValueChange(BaseModel):
+    """One value read (file, folder, link, command, NVML call) that differs, is only in A or only in B."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["file", "dir", "link", "command", "nvml"]
+    ref: str
+    change: Literal["changed", "only_a", "only_b"]
+    detail: str
+    volatile: bool = False
+    """It moves on its own (power, temperature, counters): listed apart, not counted."""
+    diff: str = ""
+
+
+class DiffValues(BaseModel):
+    """The values compared (``compared`` false: one side had no snapshot, ``note`` says why)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    compared: bool
+    note: str = ""
+    compared_count: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    changes: list[DiffValueChange] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DiffReported(_Event):
+    """Two audits compared (``rigaudit diff``): the fields of ``rigaudit.diff/1``, and how many value rows are shown."""
+
+    type: Literal["diff"] = "diff"
+    a: DiffSide
+    b: DiffSide
+    different: bool
+    headline: list[str] = Field(default_factory=list)
+    """The host facts that changed (GPUs, driver, kernel...)."""
+    facts_compared: bool = False
+    """Both sides recorded their host facts (an empty headline then means the same facts)."""
+    findings: DiffFindings = Field(default_factory=DiffFindings)
+    values: DiffValues = Field(default_factory=lambda: DiffValues(compared=False))
+    warnings: list[str] = Field(default_factory=list)
+    rows: int = 40
+    """Value changes shown in the table (``--rows``)."""
+
+
+class CheckEntry(BaseModel):
+    """One check of the catalog, as ``rigaudit checks --json`` writes it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    check: str = Field(pattern=r"^[a-z][a-z0-9]*\.[a-z0-9_]+$")
+    area: str
+    title: str
+    reads: str
+    problem: str
+    fix: str
+    fix_kinds: list[FixKind] = Field(default_factory=list)
+
+
+class ChecksListed(_Event):
+    """The check catalog (``rigaudit checks``), shown as a table, as JSON (``--json``) or as docs/checks.md."""
+
+    type: Literal["checks_listed"] = "checks_listed"
+    checks: list[CheckEntry] = Field(default_factory=list)
+    form: Literal["table", "json", "markdown"] = "table"
+
+
+class PolicyVerdict(_Event):
+    """A command line vetted by the command policy (``rigaudit policy check``); nothing was run."""
+
+    type: Literal["policy_verdict"] = "policy_verdict"
+    line: str
+    decision: Literal["allow", "ask", "deny"]
+    reason: str
+    rule: str = ""
+    """The rule that decided."""
+
+
+class PolicyRule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    decision: Literal["allow", "ask", "deny"]
+    description: str
+
+
+class PolicyListed(_Event):
+    """The command policy's rules, then its fallbacks (``rigaudit policy list``)."""
+
+    type: Literal["policy_listed"] = "policy_listed"
+    rules: list[PolicyRule] = Field(default_factory=list)
+
+
+class SchemaShown(_Event):
+    """A JSON schema (``rigaudit schema``: the audit result's)."""
+
+    type: Literal["schema_shown"] = "schema_shown"
+    name: str
+    """``rigaudit.audit/1``."""
+    document: dict[str, Any] = Field(default_factory=dict)
+
+
+class TranscriptEntry(BaseModel):
+    """One stored transcript as ``rigaudit transcripts list`` shows it (``error``: it could not be read)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    started: str = "?"
+    command: str = "?"
+    host: str = "?"
+    events: int | None = None
+    duration_s: float | None = None
+    exit_code: int | None = None
+    error: str = ""
+
+
+class TranscriptsListed(_Event):
+    type: Literal["transcripts_listed"] = "transcripts_listed"
+    folder: str
+    entries: list[TranscriptEntry] = Field(default_factory=list)
+
+
+class TranscriptsFolder(_Event):
+    """Where transcripts are kept (``rigaudit transcripts path``)."""
+
+    type: Literal["transcripts_folder"] = "transcripts_folder"
+    path: str
+
+
+class EventLine(BaseModel):
+    """One event of a shown transcript: seconds after its first, its type, one line about it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    after_s: float
+    type: str
+    text: str
+
+
+class TranscriptShown(_Event):
+    """What one transcript holds (``rigaudit transcripts show``)."""
+
+    type: Literal["transcript_shown"] = "transcript_shown"
+    path: str
+    format: str = ""
+    written_by: str = ""
+    created_at: str = ""
+    command: str | None = None
+    """``None``: the transcript recorded no session start."""
+    host: str = ""
+    source: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    duration_s: float | None = None
+    exit_code: int | None = None
+    """``None``: no recorded end."""
+    end_reason: str = ""
+    counts: list[tuple[str, int]] = Field(default_factory=list)
+    """Events by type, most common first."""
+    investigators: list[tuple[str, str]] = Field(default_factory=list)
+    """``(area, status)`` of each investigator that finished."""
+    findings: int = 0
+    problems: list[tuple[str, str | None]] = Field(default_factory=list)
+    """``(check, severity)`` of each problem found."""
+    plan_steps: int | None = None
+    """Steps of the recorded audit's plan (``None``: no audit)."""
+    approvals: int = 0
+    changes: int = 0
+    benchmarks: int = 0
+    llm_usage: dict[str, int] = Field(default_factory=dict)
+    reports: list[str] = Field(default_factory=list)
+    listing: list[EventLine] = Field(default_factory=list)
+    """Every event, one line each (``--events``)."""
+
+
+class RediagnoseFinished(_Event):
+    """A recorded audit judged again with today's rules (``rigaudit replay --rediagnose``): what changed."""
+
+    type: Literal["rediagnose_finished"] = "rediagnose_finished"
+    transcript: str
+    what: str
+    """``audit of HOST``: the recorded session."""
+    recorded_at: float
+    audit: int = 1
+    """Which audit of the session."""
+    rebuild: str
+    """What the rebuilt snapshot holds, in one line."""
+    warnings: list[str] = Field(default_factory=list)
+    """The rebuild's warnings."""
+    mismatches: list[str] = Field(default_factory=list)
+    """Recorded results the rebuilt snapshot does not give back."""
+    saved: str = ""
+    """The folder the rebuilt snapshot was kept in (``--save-snapshot``)."""
+    recorded: int
+    """Findings recorded."""
+    changes: list[DiffFindingChange] = Field(default_factory=list)
+    """Recorded = A, today = B."""
+    result: AuditResult
+    """Today's audit of the rebuilt snapshot."""
+
+
 Event = Annotated[
     SessionStarted
     | InvestigatorStarted
@@ -369,7 +619,16 @@ Event = Annotated[
     | ReportWritten
     | Message
     | Warning_
-    | SessionEnded,
+    | SessionEnded
+    | DiffReported
+    | ChecksListed
+    | PolicyVerdict
+    | PolicyListed
+    | SchemaShown
+    | TranscriptsListed
+    | TranscriptsFolder
+    | TranscriptShown
+    | RediagnoseFinished,
     Field(discriminator="type"),
 ]
 

@@ -1,0 +1,28 @@
+"""A query command's session (diff, checks, policy, schema, transcripts, replay --rediagnose).
+
+What it shows is its events, drawn by the terminal; it is recorded only when ``--transcript FILE`` asks.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rigaudit.orchestrator.session import Session, open_session
+from rigaudit.orchestrator.ui.terminal import terminal_for
+
+
+def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") -> None:
+    """``--transcript FILE``: record this query's session there (by default it is not recorded)."""
+    text = help or "record this session to FILE (default: not recorded)"
+    parser.add_argument("--transcript", type=Path, metavar="FILE", help=text)
+
+
+@contextmanager
+def query_session(command: str, args: argparse.Namespace) -> Iterator[Session]:
+    """The session of a query: its events go to the terminal, and to ``args.transcript`` when given."""
+    transcript: Path | None = getattr(args, "transcript", None)
+    with open_session(command, consumers=[terminal_for(args)], transcript=transcript, record=transcript is not None) as session:
+        yield session
