@@ -3,7 +3,9 @@
 Each command runs in-process as a person would run it (plain lines: no terminal), recording its
 transcript; ``rigaudit replay FILE --no-live`` then draws that transcript. The two screens must be
 the same, but for the replay's own header line and the audit's ``transcript: FILE`` footer (neither
-is an event). Timings are the recorded ones, so nothing else may differ.
+is an event). Timings are the recorded ones, so nothing else may differ. The query commands (diff,
+checks, policy, schema, transcripts, replay --rediagnose) record only when given ``--transcript``,
+and write ``--json`` from the same event they show.
 """
 
 from __future__ import annotations
@@ -17,16 +19,20 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.diff import diff_json
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.orchestrator.rediagnose import rediagnose_json
 from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
+from rigaudit.tools.model.events import DiffReported, RediagnoseFinished
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
 from rigaudit.transcripts.reader import read_transcript
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
 SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
+H200X2 = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"
 NOT_EVENTS = ("replaying ", "transcript: ")
 
 
@@ -159,3 +165,93 @@ def test_rollback_warnings_reach_its_transcript(capsys: pytest.CaptureFixture[st
     warnings = [json.loads(line) for line in t.read_text().splitlines()[1:] if '"type":"warning"' in line]
     assert any("damaged line" in w["text"] for w in warnings)
     capsys.readouterr()
+
+
+def _recorded(transcript: Path, kind: type[DiffReported] | type[RediagnoseFinished]) -> DiffReported | RediagnoseFinished:
+    return next(e for e in read_transcript(transcript).events if isinstance(e, kind))
+
+
+def _changed_h200x2(tmp_path: Path) -> Path:
+    """The H200 recording with NUMA balancing read as on (its value and its finding): a diff of both kinds."""
+    lines = []
+    for line in H200X2.read_text().splitlines():
+        data = json.loads(line)
+        if data.get("target") == "/proc/sys/kernel/numa_balancing":
+            data["result"] = {"data_b64": "MQo="}
+        findings = [data["finding"]] if data.get("type") == "finding" else data.get("result", {}).get("findings", [])
+        for finding in findings:
+            if isinstance(finding, dict) and finding.get("check") == "numa.balancing":
+                finding.update(status="problem", severity="medium", observed="numa_balancing=1")
+        lines.append(json.dumps(data))
+    path = tmp_path / "changed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_diff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t, out = tmp_path / "diff.jsonl", tmp_path / "diff.json"
+    argv = ["diff", str(H200X2), str(_changed_h200x2(tmp_path)), "--values", "--json", str(out), "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="Values read that differ")
+    assert any("Findings that changed" in line for line in live) and live[-1].startswith("different: ")
+    assert json.loads(out.read_text()) == diff_json(_recorded(t, DiffReported))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("form", [[], ["--json"], ["--markdown"]], ids=["table", "json", "markdown"])
+def test_checks(capsys: pytest.CaptureFixture[str], tmp_path: Path, form: list[str]) -> None:
+    t = tmp_path / "checks.jsonl"
+    live, replayed = _live_then_replayed(capsys, lambda: main(["checks", *form, "--transcript", str(t)]), t)
+    _same(live, replayed, expect="nvlink.links")
+
+
+def test_a_query_records_only_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for argv in (["checks"], ["policy", "list"], ["schema"], ["transcripts", "path"]):
+        assert main(argv) == 0
+    assert not (tmp_path / "state").exists()
+    capsys.readouterr()
+
+
+def test_policy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t = tmp_path / "policy.jsonl"
+    live, replayed = _live_then_replayed(capsys, lambda: main(["policy", "list", "--transcript", str(t)]), t)
+    _same(live, replayed, expect="nvidia-smi-state")
+    argv = ["policy", "check", "--transcript", str(t), "nvidia-smi -pm 1"]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    assert replayed == live and len(live) == 1 and live[0].startswith("deny ")
+
+
+def test_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t = tmp_path / "schema.jsonl"
+    live, replayed = _live_then_replayed(capsys, lambda: main(["schema", "--transcript", str(t)]), t)
+    _same(live, replayed, expect='"title": "AuditResult"')
+    assert json.loads("\n".join(live))["title"] == "AuditResult"
+
+
+def test_transcripts(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    t = tmp_path / "transcripts.jsonl"
+    show = ["transcripts", "show", str(H200X2), "--events", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(show), t)
+    _same(live, replayed, expect="session:   audit of vm")
+    stored = tmp_path / "stored"
+    stored.mkdir()
+    for name in ("a", "b", "c"):
+        (stored / f"2026010{len(name)}-000000-audit-{name}.jsonl").write_bytes(H200X2.read_bytes())
+    live, replayed = _live_then_replayed(
+        capsys, lambda: main(["transcripts", "list", "--dir", str(stored), "--transcript", str(t)]), t
+    )
+    _same(live, replayed, expect="(3 in ")
+    live, replayed = _live_then_replayed(capsys, lambda: main(["transcripts", "path", "--transcript", str(t)]), t)
+    assert replayed == live == [str(tmp_path / "state" / "rigaudit" / "transcripts")]
+
+
+def test_replay_rediagnose(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    t, out = tmp_path / "rediagnose.jsonl", tmp_path / "changes.json"
+    argv = ["replay", str(H200X2), "--rediagnose", "--json", str(out), "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="change(s) between the 45 recorded findings")
+    assert live[0].startswith(f"Re-diagnosing {H200X2}: audit of vm, recorded ")
+    assert json.loads(out.read_text()) == rediagnose_json(_recorded(t, RediagnoseFinished))  # type: ignore[arg-type]

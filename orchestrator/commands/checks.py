@@ -1,7 +1,8 @@
 """List every check the audit runs: its id, area, what it reads, when it is a problem and how it is fixed.
 
 `rigaudit checks` prints a table; `--json` the catalog as JSON; `--markdown` the text of docs/checks.md;
-`--area AREA` limits the list to one or more areas.
+`--area AREA` limits the list to one or more areas; `--transcript FILE` records the session (by default nothing is
+written).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ Examples:
   rigaudit diff node1.json node2.json            two audit results
   rigaudit diff old.jsonl new/ --values          a transcript against a snapshot, values included
   rigaudit diff a/ b/ --json diff.json           also write rigaudit.diff/1
+  rigaudit diff a/ b/ --transcript diff.jsonl    also record the session (replay it with `rigaudit replay`)
 
 Exit status: 0 no differences; 1 differences; 2 bad input.
 """

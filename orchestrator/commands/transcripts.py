@@ -8,6 +8,7 @@ Examples:
   rigaudit transcripts show last
   rigaudit transcripts show FILE --events
   rigaudit transcripts path
+  rigaudit transcripts show last --transcript shown.jsonl   also record what was shown (not recorded by default)
 """
 
 from __future__ import annotations

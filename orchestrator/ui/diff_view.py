@@ -1,4 +1,7 @@
-"""What ``rigaudit diff`` shows, drawn from its event: the sides, what changed, the tables and the verdict."""
+"""What ``rigaudit diff`` shows, drawn from its event: the sides, what changed, the tables and the verdict.
+
+Every text from the sides is :func:`~rigaudit.tools.printable.printable` before rich sees it (rich would drop a BEL
+or CR silently; its escape shows the tampering)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE, WIDE
 from rigaudit.tools.diffing import ValueChange, fold_changes
 from rigaudit.tools.diffing._volatile import process_path
 from rigaudit.tools.model.events import DiffFindingChange, DiffReported, DiffValueChange, DiffVerdict
+from rigaudit.tools.printable import printable
 
 _KIND_STYLE = {
     "appeared": "bold red",
@@ -36,6 +40,10 @@ def _verdict_cell(finding: DiffVerdict | None) -> Text:
 
 def _detail(change: DiffFindingChange) -> str:
     """The title, and what B observed where that is the news (a new or worse problem, another observation)."""
+    return printable(_news(change))
+
+
+def _news(change: DiffFindingChange) -> str:
     before, after = change.a, change.b
     if change.kind == "observed" and before is not None and after is not None:
         if before.observed != after.observed:
@@ -58,7 +66,7 @@ def findings_diff_table(changes: Sequence[DiffFindingChange], width: int = 200) 
         table.add_column("B", no_wrap=True)
     table.add_column("A -> B: detail" if not wide else "detail", ratio=3, overflow="fold", min_width=20)
     for change in changes:
-        cells: list[Text | str] = [Text(change.kind, style=_KIND_STYLE[change.kind]), change.check]
+        cells: list[Text | str] = [Text(change.kind, style=_KIND_STYLE[change.kind]), printable(change.check)]
         if wide:
             cells += [_verdict_cell(change.a), _verdict_cell(change.b), _detail(change)]
         else:
@@ -75,7 +83,7 @@ def values_diff_table(changes: Sequence[ValueChange], rows: int, title: str) -> 
     table.add_column("detail", ratio=2, overflow="fold")
     for change in changes[:rows]:
         style = "yellow" if change.change == "changed" else "dim"
-        table.add_row(change.ref, Text(change.change, style=style), change.detail)
+        table.add_row(printable(change.ref), Text(change.change, style=style), printable(change.detail))
     if len(changes) > rows:
         table.add_row(Text(f"... {len(changes) - rows} more (see --json)", style="dim"), "", "")
     return table
@@ -116,10 +124,12 @@ def diff_summary(event: DiffReported) -> str:
 def diff_view(event: DiffReported, width: int) -> list[RenderableType]:
     """The diff as the terminal shows it, top to bottom."""
     a, b = event.a, event.b
-    sides = Text.assemble(("A", "bold"), f" {a.kind} {a.path} ({a.host or '?'})   ")
-    out: list[RenderableType] = [sides.append_text(Text.assemble(("B", "bold"), f" {b.kind} {b.path} ({b.host or '?'})"))]
+    sides = Text.assemble(("A", "bold"), printable(f" {a.kind} {a.path} ({a.host or '?'})   "))
+    out: list[RenderableType] = [
+        sides.append_text(Text.assemble(("B", "bold"), printable(f" {b.kind} {b.path} ({b.host or '?'})")))
+    ]
     if event.headline:
-        out.append(Text("What changed: ", style="bold") + Text("; ".join(event.headline)))
+        out.append(Text("What changed: ", style="bold") + Text(printable("; ".join(event.headline))))
     elif event.facts_compared:
         out.append(Text("Same host facts (GPUs, driver, kernel, platform).", style="dim"))
     if event.findings.changes:
@@ -128,9 +138,9 @@ def diff_view(event: DiffReported, width: int) -> list[RenderableType]:
     if event.values.compared and stable and event.rows:
         out.append(values_diff_table(fold_changes(stable), event.rows, "Values read that differ"))
     if event.values.note:
-        out.append(Text(event.values.note, style="dim"))
+        out.append(Text(printable(event.values.note), style="dim"))
     for warning in event.warnings[:SHOWN_WARNINGS]:
-        out.append(Text("warning:", style="yellow") + Text(f" {warning}"))
+        out.append(Text("warning:", style="yellow") + Text(printable(f" {warning}")))
     verdict = "different: " if event.different else "same: "
-    out.append(Text(verdict, style="bold") + Text(diff_summary(event)))
+    out.append(Text(verdict, style="bold") + Text(printable(diff_summary(event))))
     return out

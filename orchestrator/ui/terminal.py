@@ -61,6 +61,7 @@ from rigaudit.tools.model.events import (
     TranscriptsListed,
     Warning_,
 )
+from rigaudit.tools.printable import printable
 
 
 def terminal_for(args: argparse.Namespace, *, live: bool = True, show_all: bool = False) -> TerminalUI:
@@ -184,8 +185,10 @@ class TerminalUI:
             self._tasks = {}
 
     def _lines(self, lines: list[str]) -> None:
+        """Plain lines as they are; a control character in them (BEL and CR too, which rich would drop) shows as its
+        escape."""
         for line in lines:
-            self.console.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
+            self.console.print(printable(line), markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     def _document(self, text: str) -> None:
         """A document shown as it is (JSON, Markdown): never wrapped, cropped or styled."""
@@ -230,7 +233,7 @@ class TerminalUI:
             self._fleet(event)
         elif isinstance(event, SessionStarted):
             if event.host:
-                self.console.print(Text(f"rigaudit {event.command}: {event.host} ({event.source})", style="bold"))
+                self.console.print(Text(printable(f"rigaudit {event.command}: {event.host} ({event.source})"), style="bold"))
             for area in event.options.get("areas", []) or []:
                 self._row(str(area))
         elif isinstance(event, InvestigatorStarted):
@@ -287,9 +290,9 @@ class TerminalUI:
             self.console.print(f"report written: {event.path}" + (f" ({event.section})" if event.section else ""))
         elif isinstance(event, Message):
             style = {"user": "bold cyan", "assistant": "", "system": "dim"}[event.role]
-            self.console.print(Text(event.text, style=style))
+            self.console.print(Text(printable(event.text), style=style))
         elif isinstance(event, Warning_):
-            self.console.print(Text(f"warning: {event.text}", style="yellow"))
+            self.console.print(Text(printable(f"warning: {event.text}"), style="yellow"))
         elif isinstance(event, SessionEnded):
             self._stop_live()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,11 @@ class _Event(BaseModel):
 
     t: float = Field(default_factory=time.time)
     """Wall-clock time (epoch seconds) when the event happened."""
+
+    verbatim: ClassVar[bool] = False
+    """True for events that hold only rigaudit's own text (the check catalog, a schema, the policy's rules), never
+    a host's, a person's or a model's: the transcript records them unredacted (a catalog's ``-k KERNEL`` is no
+    secret), so a replay shows them as they were."""
 
 
 class SessionStarted(_Event):
@@ -451,6 +456,7 @@ class CheckEntry(BaseModel):
 class ChecksListed(_Event):
     """The check catalog (``rigaudit checks``), shown as a table, as JSON (``--json``) or as docs/checks.md."""
 
+    verbatim: ClassVar[bool] = True
     type: Literal["checks_listed"] = "checks_listed"
     checks: list[CheckEntry] = Field(default_factory=list)
     form: Literal["table", "json", "markdown"] = "table"
@@ -478,6 +484,7 @@ class PolicyRule(BaseModel):
 class PolicyListed(_Event):
     """The command policy's rules, then its fallbacks (``rigaudit policy list``)."""
 
+    verbatim: ClassVar[bool] = True
     type: Literal["policy_listed"] = "policy_listed"
     rules: list[PolicyRule] = Field(default_factory=list)
 
@@ -485,6 +492,7 @@ class PolicyListed(_Event):
 class SchemaShown(_Event):
     """A JSON schema (``rigaudit schema``: the audit result's)."""
 
+    verbatim: ClassVar[bool] = True
     type: Literal["schema_shown"] = "schema_shown"
     name: str
     """``rigaudit.audit/1``."""

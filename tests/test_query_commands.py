@@ -1,0 +1,102 @@
+"""The query commands (diff, checks, policy, schema, transcripts, replay --rediagnose) as events: text from a
+crafted transcript shows its control characters as escapes; ``--json`` is the event's document; errors stay one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.diff import diff_event, diff_json
+from rigaudit.orchestrator.output import warn
+from rigaudit.tools.diffing import SideInfo, diff_document, diff_findings
+from rigaudit.tools.model.finding import Finding
+
+H200X2 = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"
+ESC = "\x1b]0;owned\x07\x1b[2J"
+SHOWN = "\\x1b]0;owned\\x07\\x1b[2J"
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The H200 recording with terminal control in its file name, its host and a finding's title and observation."""
+    lines = []
+    for line in H200X2.read_text().splitlines():
+        data = json.loads(line)
+        if data.get("type") == "session_started":
+            data["host"] = f"vm{ESC}"
+        findings = [data["finding"]] if data.get("type") == "finding" else data.get("result", {}).get("findings", [])
+        for finding in findings:
+            if isinstance(finding, dict) and finding.get("check") == "kernel.version":
+                finding.update(title=f"Kernel {ESC}", observed=f"6.18{ESC}")
+        lines.append(json.dumps(data))
+    path = tmp_path_factory.mktemp("crafted") / f"evil{ESC}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _shown_escaped(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text and SHOWN in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["transcripts", "show", "{crafted}", "--events"],
+        ["transcripts", "list", "--dir", "{folder}"],
+        ["diff", "{crafted}", str(H200X2)],
+        ["replay", "{crafted}", "--rediagnose"],
+    ],
+    ids=["show", "list", "diff", "rediagnose"],
+)
+def test_host_text_shows_control_characters_as_escapes(
+    argv: list[str], crafted: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    code = main([a.format(crafted=crafted, folder=crafted.parent) for a in argv])
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    _shown_escaped(out)
+
+
+def test_a_diff_table_row_shows_the_crafted_observation_escaped(crafted: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", str(H200X2), str(crafted)]) == 1
+    out = capsys.readouterr().out
+    assert "kernel.version" in out and "6.18\\x1b" in out and "\x1b" not in out
+
+
+def test_warnings_quote_text_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    warn([f"line 3: {ESC}"])
+    err = capsys.readouterr().err
+    assert err == f"rigaudit: warning: line 3: {SHOWN}\n"
+
+
+def test_the_diff_event_gives_its_document_back() -> None:
+    def f(check: str, status: str, severity: str | None = None, observed: str = "") -> Finding:
+        return Finding(check=check, area="numa", status=status, severity=severity, title=check, observed=observed)  # type: ignore[arg-type]
+
+    findings = diff_findings(
+        [f("a", "ok"), f("b", "problem", "high"), f("e", "ok", observed="1")],
+        [f("a", "problem", "low"), f("e", "ok", observed="2")],
+    )
+    document = diff_document(
+        SideInfo("x", "audit", "h1"), SideInfo("y", "audit", "h2"), findings, None, values_note="no values", warnings=["w"]
+    )
+    assert diff_json(diff_event(document, facts_compared=False, rows=5)) == document
+
+
+def test_transcript_needs_rediagnose(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["replay", str(H200X2), "--transcript", str(tmp_path / "t.jsonl")]) == 2
+    assert capsys.readouterr().err == "rigaudit: --transcript needs --rediagnose\n"
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_an_unwritable_transcript_is_a_warning_and_the_answer_still_shows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["policy", "check", "--transcript", str(tmp_path / "file" / "t.jsonl"), "nvidia-smi -L"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("warning: no transcript: cannot write") and out.splitlines()[1].startswith("allow ")
