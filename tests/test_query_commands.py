@@ -100,3 +100,20 @@ def test_an_unwritable_transcript_is_a_warning_and_the_answer_still_shows(
     assert main(["policy", "check", "--transcript", str(tmp_path / "file" / "t.jsonl"), "nvidia-smi -L"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("warning: no transcript: cannot write") and out.splitlines()[1].startswith("allow ")
+
+
+def test_every_query_event_draws_at_80_columns() -> None:
+    from io import StringIO
+
+    from rigaudit.orchestrator.ui.safe_console import SafeConsole
+    from rigaudit.orchestrator.ui.terminal import TerminalUI
+    from tests.test_transcript_io import query_events
+
+    out = StringIO()
+    ui = TerminalUI(SafeConsole(file=out, width=80), live=False)
+    for event in query_events(1_780_000_000.0):
+        ui(event)
+    text = out.getvalue()
+    for shown in ("Findings that changed", "## numa", "deny changes GPU state [nvidia-smi-state]", '"title": "AuditResult"'):
+        assert shown in text
+    assert "b.jsonl (not a rigaudit transcript)" in text and "Snapshot kept in /kept" in text
