@@ -48,8 +48,9 @@ def _shown_escaped(text: str) -> None:
         ["transcripts", "list", "--dir", "{folder}"],
         ["diff", "{crafted}", str(H200X2)],
         ["replay", "{crafted}", "--rediagnose"],
+        ["replay", "{crafted}", "--no-live"],
     ],
-    ids=["show", "list", "diff", "rediagnose"],
+    ids=["show", "list", "diff", "rediagnose", "replay"],
 )
 def test_host_text_shows_control_characters_as_escapes(
     argv: list[str], crafted: Path, capsys: pytest.CaptureFixture[str]

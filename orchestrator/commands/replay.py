@@ -22,6 +22,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.output import check_writable, warn, write_json
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
@@ -29,6 +31,7 @@ from rigaudit.orchestrator.rediagnose import rediagnose_json, rediagnosis
 from rigaudit.orchestrator.ui.queries import when
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.printable import printable
 from rigaudit.transcripts.reader import Transcript, read_transcript
 from rigaudit.transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
 from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, find_transcript
@@ -67,10 +70,9 @@ def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
     ui = terminal_for(args, show_all=args.all)
     console = ui.console
     first = transcript.events[0].t if transcript.events else 0.0
-    console.print(
-        f"[dim]replaying {transcript.path} (recorded {when(first)}, {len(transcript.events)} events, "
-        f"{transcript.duration_s:.1f} s{'' if speed == 0 else f', speed {speed:g}'})[/dim]"
-    )
+    pace = "" if speed == 0 else f", speed {speed:g}"
+    header = f"replaying {transcript.path} (recorded {when(first)}, {len(transcript.events)} events, "
+    console.print(Text(printable(f"{header}{transcript.duration_s:.1f} s{pace})"), style="dim"))
     try:
         replay_events(transcript.events, ui, speed=speed, max_gap_s=max(0.0, args.max_gap))
     finally:

@@ -20,6 +20,7 @@ import anyio
 
 from rigaudit.tools.errors import OperationError, UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotError, load_manifest
+from rigaudit.tools.printable import printable
 from rigaudit.tools.remote.tarstream import write_snapshot_tar
 
 SOURCE_ENV = "RIGAUDIT_SNAPSHOT_SOURCE"
@@ -52,6 +53,6 @@ def snapshot_to_stdout(*, notes: str = "", concurrency: int = 8) -> int:
         target = Path(scratch) / "snapshot"
         recorded = anyio.run(lambda: record_snapshot(target, notes=notes, concurrency=concurrency))
         for warning in recorded.warnings():
-            print(f"rigaudit: warning: {warning}", file=sys.stderr)
+            print(f"rigaudit: warning: {printable(warning)}", file=sys.stderr)
         _stream(target)
     return 0

@@ -22,6 +22,7 @@ from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.dropped import drop_counts
 from rigaudit.tools.model.events import PcieDevice
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.printable import printable
 
 _NEEDS_GPU = re.compile(
     r"NVML unavailable|no NVIDIA GPU|no NVIDIA driver and no NVIDIA GPU|\b0 GPU\(s\)|fewer than two GPUs|for 0 GPUs"
@@ -128,7 +129,7 @@ def audit_view(
     out.append(plan_table(result.plan) if result.plan.steps else Text("Plan: nothing to change."))
     if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
         out.append(tree)
-    out += [Text(f"warning: {w}", style="yellow") for w in result.warnings]
+    out += [Text(printable(f"warning: {w}"), style="yellow") for w in result.warnings]
     if result.dropped:
         out.append(dropped_line(result, show_all=show_all))
     return out
