@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigaudit.orchestrator.bench import Approve, Outputs, _publish
-from rigaudit.tools.bench.calibration import Calibration, calibrate, find, load_calibration, mismatch, save, stored
+from rigaudit.tools.bench.calibration import (
+    Calibration,
+    by_name_warning,
+    calibrate,
+    find,
+    load_calibration,
+    mismatch,
+    save,
+    stored,
+)
 from rigaudit.tools.bench.compare import Comparison, Settings, compare
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.loadgen import LoadSpec
@@ -74,7 +83,11 @@ def _calibration(run: CompareRun, first: BenchResult, emit: EventSink) -> tuple[
     except (BenchInputError, InputError) as exc:
         emit(Warning_(text=f"the stored calibration cannot be used ({exc}): compared as if none; run bench calibrate again"))
         return None, None
-    return found if found is not None else (None, None)
+    if found is None:
+        return None, None
+    if found.warning:
+        emit(Warning_(text=found.warning))
+    return found.calibration, found.path
 
 
 def compare_runs(run: CompareRun, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> Comparison:
@@ -205,6 +218,9 @@ def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, o
     else:
         raise UsageError("bench calibrate needs result files, or --base-url and --model to run sessions")
     calibration = calibrate(results, sources=sources)
+    if not calibration.host_id:
+        why = "the sessions record no machine-id (results written before rigaudit recorded one, or no /etc/machine-id)"
+        emit(Warning_(text=by_name_warning(calibration.host, why)))
     where = save(calibration) if run.save else None
     table = calibration_table(calibration, run.settings)
     notes = [

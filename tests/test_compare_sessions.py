@@ -216,7 +216,9 @@ def test_stored_calibrations_are_found_by_host_and_workload(tmp_path: Path) -> N
     assert calibration.host == "node1"
     path = save(calibration)
     assert path.parent == calibrations_dir() and load_calibration(path) == calibration
-    assert find(sessions[0]) == (calibration, path)
+    found = find(sessions[0])
+    assert found is not None and (found.calibration, found.path) == (calibration, path)
+    assert found.warning is not None and "keyed by the host name 'node1'" in found.warning  # these record no machine
     assert find(sessions[0].model_copy(update={"host": "node2"})) is None
     assert find(sessions[0].model_copy(update={"max_tokens": 8})) is None
 

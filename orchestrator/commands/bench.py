@@ -302,7 +302,11 @@ CALIBRATE_HELP = """how it measures (see docs/validation/bench-stats.md):
   (between sessions). bench compare of this host and workload then judges one session a side with
   the variance of the calibration's session means (K - 1 degrees of freedom), pooled with the
   sessions compared when a side has several. Stored as $XDG_STATE_HOME/rigaudit/calibrations/KEY.json
-  (KEY: host, model, URL, API, tokens, levels, requests per run, tool version; newest wins)."""
+  (KEY: the machine the load came from, by a digest of its /etc/machine-id (never the id itself),
+  so containers or clones of one name keep apart and a renamed host keeps its own; model, URL, API,
+  tokens, levels, requests per run, tool version; newest wins). Without a machine-id, the host
+  name keys it, said in a warning; a calibration stored by host name before still reads, and
+  moves to the machine's key when a result with a machine-id finds it."""
 
 
 def _add_calibrate(parser: argparse.ArgumentParser) -> None:

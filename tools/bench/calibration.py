@@ -7,18 +7,24 @@ drift over tens of seconds). ``bench compare`` of single sessions then adds the 
 part to its intervals, with the calibration's degrees of freedom (:mod:`rigaudit.tools.bench.sessions`).
 
 A calibration is keyed by the workload's identity (:func:`rigaudit.tools.bench.like.identity`:
-model, URL, API, tokens, levels, requests per run, tool version) and the host the load came from,
-and stored as ``$XDG_STATE_HOME/rigaudit/calibrations/<key>.json`` (newest wins). The files are
-untrusted input when read back: bounded, validated, numbers finite.
+model, URL, API, tokens, levels, requests per run, tool version) and the machine the load came from
+(the digest of its ``/etc/machine-id`` that results record, :mod:`rigaudit.tools.bench.machine`), and
+stored as ``$XDG_STATE_HOME/rigaudit/calibrations/<key>.json`` (newest wins). Two machines of one name
+(containers, cloned VMs, "localhost") keep apart; a renamed host keeps its own. A machine without a
+machine-id is keyed by its host name, which :attr:`Found.warning` says; so were calibrations before
+machine ids: such a file still reads, and moves to the machine's key when a result with an id finds
+it. The files are untrusted input when read back: bounded, validated, numbers finite.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.bench.errors import BenchInputError
-from rigaudit.tools.bench.like import WorkloadMismatch, differences, identity, identity_differences
+from rigaudit.tools.bench.like import WorkloadMismatch, differences, host_text, identity, identity_differences, same_host
+from rigaudit.tools.bench.machine import short
 from rigaudit.tools.bench.results import BenchResult, Run, host_name
 from rigaudit.tools.bench.sessions import Between, MeanSquares, anova, log_sessions
 from rigaudit.tools.bounded import InputError, load_json
@@ -74,6 +81,8 @@ class Calibration(_Model):
     schema_: str = Field(default=CALIBRATION_SCHEMA, alias="schema")
     created_at: str
     host: str
+    host_id: str = Field(default="", pattern=r"^(machine-id:[0-9a-f]{16})?$")
+    """The machine (:mod:`rigaudit.tools.bench.machine`); ``""``: keyed by ``host`` alone (no machine-id known)."""
     workload: dict[str, str]
     """The identity of the workload (:func:`~rigaudit.tools.bench.like.identity`)."""
     sessions: PositiveInt
@@ -111,7 +120,13 @@ class Calibration(_Model):
         cvs = ", ".join(f"{cv:.1%} at c={c}" for c, cv in sorted(self.headline_cv().items()))
         repeats = "/".join(str(n) for n in sorted(set(self.repeats))) or "?"
         made = _when(self.created_at)
-        return f"calibrated {made} on {self.host} from {self.sessions} sessions of {repeats} repeats: session CV {cvs}"
+        where = host_text(self.host, self.host_id or None)
+        return f"calibrated {made} on {where} from {self.sessions} sessions of {repeats} repeats: session CV {cvs}"
+
+    @property
+    def host_key(self) -> str:
+        """What its file is keyed by: the machine, else the host name."""
+        return self.host_id or self.host
 
 
 def _when(stamp: str) -> str:
@@ -130,8 +145,13 @@ def _values(runs: Sequence[Run], metric: str) -> list[float]:
     return values
 
 
-def calibrate(results: Sequence[BenchResult], *, sources: Sequence[str], host: str | None = None) -> Calibration:
-    """The calibration of these sessions of one configuration; BenchInputError when they cannot make one."""
+def calibrate(
+    results: Sequence[BenchResult], *, sources: Sequence[str], host: str | None = None, host_id: str | None = None
+) -> Calibration:
+    """The calibration of these sessions of one configuration; BenchInputError when they cannot make one.
+
+    Its machine: ``host_id``, else the one every session records (sessions of several machines are refused
+    as different workloads), else none (keyed by host name)."""
     if len(results) < 2:
         raise BenchInputError("a calibration needs at least 2 sessions of one configuration (6 or more are better)")
     if len(results) > MAX_SESSIONS:
@@ -142,6 +162,8 @@ def calibrate(results: Sequence[BenchResult], *, sources: Sequence[str], host: s
             raise WorkloadMismatch([f"session {index} ({sources[index - 1]}): {d}" for d in found])
     hosts = {r.host for r in results if r.host}
     where = host or (hosts.pop() if len(hosts) == 1 else host_name())
+    machines = {r.host_id for r in results}
+    machine = host_id if host_id is not None else (machines.pop() or "" if len(machines) == 1 else "")
     levels = sorted({r.concurrency for r in results[0].runs})
     components = []
     for concurrency in levels:
@@ -173,6 +195,7 @@ def calibrate(results: Sequence[BenchResult], *, sources: Sequence[str], host: s
     return Calibration(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=where,
+        host_id=machine,
         workload=identity(results[0]),
         sessions=len(results),
         repeats=repeats,
@@ -192,15 +215,15 @@ def calibrations_dir() -> Path:
 
 
 def key(workload: dict[str, str], host: str) -> str:
-    """A file name for a host and workload: 16 hex digits of their SHA-256."""
+    """A file name for a machine (or, without a machine-id, a host name) and workload: 16 hex digits of their SHA-256."""
     text = json.dumps({"host": host, "workload": workload}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def save(calibration: Calibration, directory: Path | None = None) -> Path:
-    """Store it where ``compare`` looks (replacing an older calibration of the same host and workload)."""
+    """Store it where ``compare`` looks (replacing an older calibration of the same machine and workload)."""
     folder = directory or calibrations_dir()
-    path = folder / f"{key(calibration.workload, calibration.host)}.json"
+    path = folder / f"{key(calibration.workload, calibration.host_key)}.json"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, calibration.to_json() + "\n")
@@ -223,23 +246,81 @@ def load_calibration(path: Path) -> Calibration:
         raise BenchInputError(f"{path}: {where}: {first['msg']}") from None
 
 
+def _host(result: BenchResult) -> str:
+    return result.host or host_name()
+
+
 def mismatch(calibration: Calibration, result: BenchResult) -> list[str]:
-    """How ``result`` differs from the workload and host the calibration measured (empty: it applies)."""
+    """How ``result`` differs from the workload and machine the calibration measured (empty: it applies).
+
+    The machine by machine-id digest when both know it (a renamed host is still itself); else by host name."""
     found = identity_differences(calibration.workload, identity(result))
-    host = result.host or host_name()
-    if host != calibration.host:
-        found.append(f"host {calibration.host} vs {host}")
+    if not same_host(calibration.host, _host(result), calibration.host_id or None, result.host_id):
+        found.append(f"host {host_text(calibration.host, calibration.host_id)} vs {host_text(_host(result), result.host_id)}")
     return found
 
 
-def find(result: BenchResult, directory: Path | None = None) -> tuple[Calibration, Path] | None:
-    """The stored calibration of this result's host and workload, if there is one that reads and applies."""
-    host = result.host or host_name()
-    path = (directory or calibrations_dir()) / f"{key(identity(result), host)}.json"
-    if not path.is_file():
+def by_name_warning(name: str, why: str) -> str:
+    """The one line said whenever a calibration is keyed by a host name."""
+    return (
+        f"{why}: the calibration is keyed by the host name {name!r}, which other machines of that name "
+        "(containers, cloned VMs, localhost) share and a rename loses"
+    )
+
+
+@dataclass(frozen=True)
+class Found:
+    """A stored calibration that applies to a result, and what to say about how it was found."""
+
+    calibration: Calibration
+    path: Path
+    warning: str | None = None
+    """One line: found by host name only, or moved from its host-name key to the machine's."""
+
+
+def _read(path: Path) -> Calibration | None:
+    return load_calibration(path) if path.is_file() else None
+
+
+def _migrate(old: Calibration, old_path: Path, host_id: str, folder: Path) -> Found:
+    """A calibration stored by host name, claimed by the machine a result with a machine-id came from."""
+    moved = old.model_copy(update={"host_id": host_id})
+    claimed = (
+        f"the calibration {old_path.name}, keyed by the host name {old.host!r} (before machine ids), "
+        f"now belongs to {short(host_id)}"
+    )
+    try:
+        path = save(moved, folder)
+    except BenchInputError as exc:  # a read-only store: use it where it is, and say so
+        return Found(moved, old_path, f"{claimed}, but it could not be moved ({exc}): used where it is")
+    with contextlib.suppress(OSError):  # left behind: the copy under the machine's key is found first from now on
+        old_path.unlink()
+    return Found(moved, path, f"{claimed}: moved to {path.name}")
+
+
+def find(result: BenchResult, directory: Path | None = None) -> Found | None:
+    """The stored calibration of this result's machine and workload, if there is one that reads and applies.
+
+    A result with a machine-id looks under the machine's key, then under its host name's (a calibration stored
+    before machine ids, or from results without one: moved to the machine's key when it applies); a result
+    without one looks under its host name, said in :attr:`Found.warning`."""
+    folder = directory or calibrations_dir()
+    workload, name = identity(result), _host(result)
+    if result.host_id:
+        mine = _read(folder / f"{key(workload, result.host_id)}.json")
+        if mine is not None and not mismatch(mine, result):
+            return Found(mine, folder / f"{key(workload, result.host_id)}.json")
+        old_path = folder / f"{key(workload, name)}.json"
+        old = _read(old_path)
+        if old is not None and not old.host_id and not mismatch(old, result):
+            return _migrate(old, old_path, result.host_id, folder)
         return None
-    calibration = load_calibration(path)
-    return (calibration, path) if not mismatch(calibration, result) else None
+    path = folder / f"{key(workload, name)}.json"
+    found = _read(path)
+    if found is None or mismatch(found, result):
+        return None
+    why = "the results record no machine-id (written before rigaudit recorded one, or on a host without /etc/machine-id)"
+    return Found(found, path, by_name_warning(name, why))
 
 
 MAX_STORED = 1000

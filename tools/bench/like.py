@@ -2,9 +2,9 @@
 
 Two results measure the same thing only when the same tool sent the same requests to the same
 server: model, URL, API, max and prompt tokens, the concurrency levels, the requests per run, the
-tool's version (and, for external benchmarks, the command), from the same host when both record
-it. Anything else is a different experiment, and a comparison of its figures says nothing about a
-fix. The same identity keys a calibration of the between-session noise
+tool's version (and, for external benchmarks, the command), from the same machine when both record
+it (by machine-id digest, else by name). Anything else is a different experiment, and a comparison
+of its figures says nothing about a fix. The same identity keys a calibration of the between-session noise
 (:mod:`rigaudit.tools.bench.calibration`).
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.machine import short
 from rigaudit.tools.bench.results import BenchResult
 
 
@@ -77,14 +78,23 @@ def identity_differences(before: dict[str, str], after: dict[str, str]) -> list[
     ]
 
 
-def same_host(a: str | None, b: str | None) -> bool:
-    """Hosts are told apart only when both are recorded (results before 0.2 do not name theirs)."""
+def same_host(a: str | None, b: str | None, a_id: str | None = None, b_id: str | None = None) -> bool:
+    """The same machine: by machine-id digest when both record one (a renamed host is still itself, two hosts of
+    one name are not), else by name; hosts are told apart only when both are recorded (results before 0.2 do
+    not name theirs)."""
+    if a_id and b_id:
+        return a_id == b_id
     return a is None or b is None or a == b
+
+
+def host_text(name: str | None, host_id: str | None) -> str:
+    """``gpu01 (machine-id 1a2b3c4d)``, or the name alone."""
+    return f"{name or 'unnamed'} ({short(host_id)})" if host_id else str(name)
 
 
 def differences(base: BenchResult, new: BenchResult) -> list[str]:
     """``"max tokens 128 vs 64"`` for every part of the workload that differs (empty: like with like)."""
     found = identity_differences(identity(base), identity(new))
-    if not same_host(base.host, new.host):
-        found.append(f"host {base.host} vs {new.host}")
+    if not same_host(base.host, new.host, base.host_id, new.host_id):
+        found.append(f"host {host_text(base.host, base.host_id)} vs {host_text(new.host, new.host_id)}")
     return found

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from rigaudit.tools.bench._http import HttpError, StreamingClient
+from rigaudit.tools.bench.machine import this_machine
 from rigaudit.tools.bench.results import BenchResult, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
 
@@ -84,6 +85,7 @@ class LoadSpec:
             prompt_tokens=self.prompt_tokens,
             tool=tool_version(),
             host=host_name(),
+            host_id=this_machine() or None,
             ignore_eos=self.ignore_eos,
             warmup=self.warmup,
             order=self.order,

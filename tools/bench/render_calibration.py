@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rigaudit.tools.bench.calibration import METRICS, Calibration, Component
 from rigaudit.tools.bench.compare import Settings
+from rigaudit.tools.bench.like import host_text
 from rigaudit.tools.bench.sessions import quantile
 
 Table = tuple[list[str], list[list[str]]]
@@ -83,7 +84,7 @@ def stored_table(found: Sequence[tuple[Path, Calibration | str]]) -> Table:
         rows.append(
             [
                 item.created_at,
-                item.host,
+                host_text(item.host, item.host_id or None),
                 workload.get("model", "?"),
                 workload.get("URL", "?"),
                 workload.get("concurrency levels", "?"),

@@ -1,8 +1,9 @@
 """The inference benchmark result, ``rigaudit.bench/1``: what ``bench inference --json`` writes and ``compare`` reads.
 
 Fields added since the first version are optional, so older files still load: a run's ``order`` and
-``started_s`` (when it ran in the session), its serving metrics, and the workload's identity (tool
-version, request count, warm-up, objectives) that ``compare`` checks before comparing like with like.
+``started_s`` (when it ran in the session), its serving metrics, the workload's identity (tool
+version, request count, warm-up, objectives) that ``compare`` checks before comparing like with like,
+and the machine the load came from (``host_id``, a digest of its machine-id).
 A file is untrusted input: bounded in size, numbers finite and non-negative.
 """
 
@@ -80,6 +81,9 @@ class BenchResult(_Model):
     """What measured it: ``rigaudit 0.1.0``."""
     host: str | None = None
     """The host the load was sent from (its name); None in results that did not record it."""
+    host_id: str | None = Field(default=None, pattern=r"^machine-id:[0-9a-f]{16}$")
+    """That host's machine, ``machine-id:<digest of /etc/machine-id>`` (:mod:`rigaudit.tools.bench.machine`); None
+    in results that did not record it or from a host without a machine-id."""
     ignore_eos: bool | None = None
     warmup: NonNegativeInt | None = None
     """Untimed requests sent before the first timed run (excluded from every figure)."""
