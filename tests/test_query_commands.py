@@ -13,6 +13,7 @@ from rigaudit.orchestrator.diff import diff_event, diff_json
 from rigaudit.orchestrator.output import warn
 from rigaudit.tools.diffing import SideInfo, diff_document, diff_findings
 from rigaudit.tools.model.finding import Finding
+from tests.support.query_events import query_events
 
 H200X2 = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"
 ESC = "\x1b]0;owned\x07\x1b[2J"
@@ -108,7 +109,6 @@ def test_every_query_event_draws_at_80_columns() -> None:
 
     from rigaudit.orchestrator.ui.safe_console import SafeConsole
     from rigaudit.orchestrator.ui.terminal import TerminalUI
-    from tests.test_transcript_io import query_events
 
     out = StringIO()
     ui = TerminalUI(SafeConsole(file=out, width=80), live=False)
