@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.session import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 
@@ -22,7 +23,10 @@ def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") 
 
 @contextmanager
 def query_session(command: str, args: argparse.Namespace) -> Iterator[Session]:
-    """The session of a query: its events go to the terminal, and to ``args.transcript`` when given."""
+    """The session of a query: its events go to the terminal, and to ``args.transcript`` when given (a place that
+    cannot be written is one line and exit 2, before anything is shown: a warning would land in a JSON on stdout)."""
     transcript: Path | None = getattr(args, "transcript", None)
+    if transcript is not None:
+        check_writable(transcript, "--transcript")
     with open_session(command, consumers=[terminal_for(args)], transcript=transcript, record=transcript is not None) as session:
         yield session

@@ -95,13 +95,24 @@ def test_transcript_needs_rediagnose(capsys: pytest.CaptureFixture[str], tmp_pat
     assert not (tmp_path / "t.jsonl").exists()
 
 
-def test_an_unwritable_transcript_is_a_warning_and_the_answer_still_shows(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["checks", "--json"],
+        ["schema"],
+        ["policy", "list"],
+        ["diff", str(H200X2), str(H200X2)],
+        ["replay", str(H200X2), "--rediagnose"],
+    ],
+    ids=["checks", "schema", "policy", "diff", "rediagnose"],
+)
+def test_an_unwritable_transcript_is_one_line_before_any_output(
+    argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / "file").write_text("")
-    assert main(["policy", "check", "--transcript", str(tmp_path / "file" / "t.jsonl"), "nvidia-smi -L"]) == 0
-    out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("warning: no transcript: cannot write") and out.splitlines()[1].startswith("allow ")
+    assert main([*argv, "--transcript", str(tmp_path / "file" / "t.jsonl")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("rigaudit: --transcript ") and captured.err.count("\n") == 1
 
 
 def test_every_query_event_draws_at_80_columns() -> None:

@@ -34,6 +34,7 @@ from rigaudit.orchestrator.output import check_writable, write_json
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
 from rigaudit.tools.diffing import ValuesDiff, diff_document, diff_findings, diff_snapshots, headline
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.model.events import DiffReported
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -63,11 +64,7 @@ def _values(a: Side, b: Side) -> tuple[ValuesDiff | None, str]:
     return diff_snapshots(a.snapshot, b.snapshot), ""
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.rows < 0:
-        raise UsageError("--rows must be 0 or more")
-    if args.json is not None:
-        check_writable(args.json, "--json")
+def _diff(args: argparse.Namespace) -> DiffReported:
     with tempfile.TemporaryDirectory(prefix="rigaudit-diff-") as tmp:
         a, b = anyio.run(_load_both, args, Path(tmp))
         findings = diff_findings(a.findings, b.findings)
@@ -75,8 +72,16 @@ def _run(args: argparse.Namespace) -> int:
     warnings = [*a.warnings, *b.warnings]
     changed_facts = headline(a.facts, b.facts, a.findings, b.findings)
     document = diff_document(a.info, b.info, findings, values, values_note=note, warnings=warnings, headline=changed_facts)
-    event = diff_event(document, facts_compared=bool(a.facts and b.facts), rows=args.rows)
+    return diff_event(document, facts_compared=bool(a.facts and b.facts), rows=args.rows)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.rows < 0:
+        raise UsageError("--rows must be 0 or more")
+    if args.json is not None:
+        check_writable(args.json, "--json")
     with query_session("diff", args) as session:
+        event = _diff(args)
         session.emit(event)
         session.exit_code = 1 if event.different else 0
         if args.json is not None:

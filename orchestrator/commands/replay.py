@@ -86,8 +86,8 @@ def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
 def _run_rediagnose(args: argparse.Namespace, transcript: Transcript) -> int:
     if args.json is not None:
         check_writable(args.json, "--json")
-    event = rediagnosis(transcript, number=args.audit, all_areas=args.all_areas, keep=args.save_snapshot)
     with query_session("replay", args) as session:
+        event = rediagnosis(transcript, number=args.audit, all_areas=args.all_areas, keep=args.save_snapshot)
         session.emit(event)
         session.exit_code = 1 if event.changes else 0
         if args.json:
