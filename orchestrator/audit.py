@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 import anyio
 
@@ -61,8 +61,7 @@ class ReportingBrain(Protocol):
     def outcome(self, areas: int) -> LlmRun: ...
 
 
-@dataclass(frozen=True)
-class AuditOptions:
+class AuditOptions(NamedTuple):
     concurrency: int = DEFAULT_CONCURRENCY
     areas: Sequence[str] | None = None
     timeout_s: float = 60.0

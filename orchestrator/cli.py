@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import pkgutil
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -34,6 +33,8 @@ _ORDER = (
 
 
 def _commands() -> list[Command]:
+    import pkgutil  # only for the list of every command: one command is found by its name (``_named``)
+
     found: dict[str, Command] = {}
     for info in pkgutil.iter_modules(commands.__path__):
         module = importlib.import_module(f"{commands.__name__}.{info.name}")

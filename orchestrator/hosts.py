@@ -8,7 +8,6 @@ from pathlib import Path
 from rigaudit.tools.demo import DEMOS, cache_dir, demo_snapshot
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 
 def add_host_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,14 +39,20 @@ def open_host(args: argparse.Namespace) -> Host:
             raise UsageError(
                 f"cannot unpack the demo into {cache_dir()}: {exc.strerror or exc}; set XDG_CACHE_HOME to a writable folder"
             ) from None
-        return SnapshotHost(path, latency_s=latency)
+        return _snapshot_host(path, latency)
     if snapshot is not None:
-        return SnapshotHost(snapshot, latency_s=latency)
+        return _snapshot_host(snapshot, latency)
     if latency:
         raise UsageError("--replay-latency-ms only applies to --snapshot or --demo")
     from rigaudit.tools.hosts.local import LocalHost
 
     return LocalHost()
+
+
+def _snapshot_host(path: Path, latency_s: float) -> Host:
+    from rigaudit.tools.hosts.snapshot import SnapshotHost  # imported for a snapshot only: a live check starts without it
+
+    return SnapshotHost(path, latency_s=latency_s)
 
 
 async def in_container(host: Host) -> bool:

@@ -21,8 +21,8 @@ import hashlib
 import re
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from rigaudit.tools.hosts.base import FileResult, Host
 
@@ -54,8 +54,7 @@ def product_digest(raw: bytes | None) -> str:
     return _digest(text) if _UUID.fullmatch(text) and text not in _NO_UUID else ""
 
 
-@dataclass(frozen=True)
-class HostIdentity:
+class HostIdentity(NamedTuple):
     name: str
     machine: str = ""
     """Digest of ``/etc/machine-id`` (``""``: not known)."""

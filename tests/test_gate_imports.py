@@ -7,6 +7,7 @@ the default policy's counters afterwards: no timing, so nothing here depends on 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,17 +18,24 @@ FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200x2-vm"
 
 _PROGRAM = """
-import json, sys
+import dataclasses, gc, json, os, sys
 from rigaudit.orchestrator.cli import main
 code = main(sys.argv[2:])
 import pydantic
 from rigaudit.tools.model import events
 from rigaudit.tools.policy import POLICY
+from rigaudit.tools.policy.globs import Globs
 built = [n for n, c in vars(events).items()
-         if isinstance(c, type) and issubclass(c, events._Event) and c is not events._Event and c.__pydantic_complete__]
+         if isinstance(c, type) and issubclass(c, pydantic.BaseModel) and c.__module__ == events.__name__
+         and c is not events._Event and c.__pydantic_complete__]
+records = [f"{m.__name__}.{k}" for name, m in list(sys.modules.items()) if name.startswith("rigaudit.")
+           for k, v in vars(m).items() if isinstance(v, type) and v.__module__ == name and dataclasses.is_dataclass(v)]
+lists = [g for g in gc.get_objects() if isinstance(g, Globs)]
 with open(sys.argv[1], "w") as out:
     json.dump({"code": code, "modules": sorted(sys.modules), "examples_checked": POLICY.examples_checked,
-               "compiled": POLICY.compiled, "rules": len(POLICY.rules), "events_built": built}, out)
+               "compiled": POLICY.compiled, "rules": len(POLICY.rules), "events_built": built, "dataclasses": records,
+               "path_lists": len(lists), "path_lists_compiled": sum(g._regex is not None for g in lists),
+               "plugins_switch": os.environ.get("PYDANTIC_DISABLE_PLUGINS")}, out)
 """
 
 HEAVY = (
@@ -47,9 +55,43 @@ HEAVY = (
     "rigaudit.tools.share",
     "rigaudit.tools.actions",
     "rigaudit.tools.bench.p2p",
+    "rigaudit.tools.redact",
 )
 """What the gate never needs: the terminal UI, the LLM code and its client, the transcript writer, the fleet,
-fix actions, benchmark records, the demo archives."""
+fix actions, benchmark records, the demo archives; the redaction of secrets (imported when a finding quotes a
+process's command line or environment: none does on the fixture)."""
+
+DATACLASSES = {
+    "rigaudit.agents.brain.Refinement",
+    "rigaudit.agents.check.Check",
+    "rigaudit.agents.facts.gpus.Gpu",
+    "rigaudit.agents.facts.nvml_reads.GpuReads",
+    "rigaudit.agents.investigator.Investigator",
+    "rigaudit.agents.investigators.gpu.xid._Judged",
+    "rigaudit.agents.investigators.power.cpu_facts.IdleState",
+    "rigaudit.agents.investigators.power.gpu.GpuPState",
+    "rigaudit.agents.investigators.power.gpu.GpuPower",
+    "rigaudit.orchestrator.audit.AuditControl",
+    "rigaudit.orchestrator.audit._Outcome",
+    "rigaudit.orchestrator.command.Command",
+    "rigaudit.orchestrator.plan.graph.Node",
+    "rigaudit.tools.hosts.base.CommandResult",
+    "rigaudit.tools.hosts.base.DirResult",
+    "rigaudit.tools.hosts.base.FileResult",
+    "rigaudit.tools.hosts.base.NvmlResult",
+    "rigaudit.tools.hosts.mirror.TreeWalk",
+    "rigaudit.tools.hosts.snapshot.SnapshotManifest",
+    "rigaudit.tools.pci._header.Bar",
+    "rigaudit.tools.policy.checks.Subject",
+    "rigaudit.tools.policy.forms._Parsed",
+    "rigaudit.tools.policy.fsview.ModelFileSystem",
+    "rigaudit.tools.policy.schema.Form",
+    "rigaudit.tools.probe._Shared",
+}
+"""The dataclasses a check may create: those that need one (mutable state, a default factory, a
+``__post_init__``, a field named ``index`` that a tuple's method would shadow). A frozen dataclass costs
+CPython 3.11/3.12 about 4 M instructions to create (six methods compiled from source), a ``typing.NamedTuple``
+about 1 M: the other records on the gate's path (facts, PCI registers, policy rules, options) are NamedTuples."""
 
 ONLY_WHEN_ASKED = (
     "rigaudit.orchestrator.gate.expect",
@@ -105,10 +147,23 @@ def test_a_check_builds_only_the_events_it_emits(gate_run: dict[str, object]) ->
     assert isinstance(built, list)
     assert "InvestigatorFinished" in built
     assert not {"ApplyFinished", "FleetFinished", "LlmExchange", "BenchResultReported"} & set(built)
+    assert not {"BenchTable", "AppliedStep", "RestoredGroup", "HostFailure"} & set(built)  # those events' payloads
+
+
+def test_a_check_creates_no_dataclass_where_a_record_does(gate_run: dict[str, object]) -> None:
+    created = gate_run["dataclasses"]
+    assert isinstance(created, list) and created
+    assert set(created) <= DATACLASSES, sorted(set(created) - DATACLASSES)
+
+
+def test_a_check_translates_few_of_the_policy_path_lists(gate_run: dict[str, object]) -> None:
+    lists, compiled = gate_run["path_lists"], gate_run["path_lists_compiled"]
+    assert isinstance(lists, int) and isinstance(compiled, int)
+    assert lists >= 10 and compiled <= lists // 4, (compiled, lists)
 
 
 def test_the_outputs_import_their_writers_only_when_asked(tmp_path: Path) -> None:
-    """--json also reads the fleet's fingerprint (its one fleet module)."""
+    """--json also reads the fleet's fingerprint (its one fleet module) and redacts what it writes."""
     expect = tmp_path / "expect.conf"
     expect.write_text("gpus = 2\n")
     run = _gate(
@@ -118,7 +173,8 @@ def test_the_outputs_import_their_writers_only_when_asked(tmp_path: Path) -> Non
     )
     assert run["code"] == 0
     assert _loaded(run["modules"], ONLY_WHEN_ASKED) == list(ONLY_WHEN_ASKED)
-    assert _loaded(run["modules"], HEAVY) == ["rigaudit.orchestrator.fleet", "rigaudit.orchestrator.fleet.fingerprint"]
+    loaded = [m for m in _loaded(run["modules"], HEAVY) if not m.startswith("rigaudit.tools.redact")]
+    assert loaded == ["rigaudit.orchestrator.fleet", "rigaudit.orchestrator.fleet.fingerprint"]
 
 
 def test_importing_the_command_alone_loads_neither_the_policy_nor_pydantic() -> None:
@@ -132,3 +188,58 @@ def test_importing_the_command_alone_loads_neither_the_policy_nor_pydantic() -> 
 def test_version_is_looked_up_only_when_asked() -> None:
     done = subprocess.run([sys.executable, "-m", "rigaudit", "--version"], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.startswith("rigaudit ") and done.stdout.count("\n") == 1 and done.stderr == ""
+
+
+def test_a_check_leaves_the_plugin_switch_as_it_found_it(gate_run: dict[str, object]) -> None:
+    assert gate_run["plugins_switch"] == os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+
+
+_PLUGIN = """
+import os
+from pathlib import Path
+
+Path(os.environ["RIGAUDIT_TEST_PLUGIN_MARK"]).write_text("imported")
+
+
+class _Plugin:
+    def new_schema_validator(self, *args, **kwargs):
+        return None, None, None
+
+
+plugin = _Plugin()
+"""
+
+
+@pytest.mark.parametrize(("switch", "imported"), [(None, False), ("", True)], ids=["default", "user-turned-on"])
+def test_a_check_imports_no_pydantic_plugin_unless_the_user_turned_them_on(
+    tmp_path: Path, switch: str | None, imported: bool
+) -> None:
+    """An installed pydantic plugin is third-party code: the gate (root, in a prolog) does not import it, unless
+    the environment says otherwise (``PYDANTIC_DISABLE_PLUGINS`` set, here to empty: plugins on)."""
+    site = tmp_path / "site"
+    info = site / "marker_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: marker-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nmarker = marker_plugin:plugin\n")
+    (site / "marker_plugin.py").write_text(_PLUGIN)
+    mark = tmp_path / "mark"
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env |= {
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(site), env.get("PYTHONPATH")))),
+        "RIGAUDIT_TEST_PLUGIN_MARK": str(mark),
+    }
+    if switch is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = switch
+    argv = [sys.executable, "-m", "rigaudit", "check", "-q", "--only", "nvlink", "--deadline", "240", "--snapshot", str(H200)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert mark.exists() is imported
+
+
+def test_a_live_host_opens_without_the_snapshot_reader() -> None:
+    program = (
+        "import argparse, sys; from rigaudit.orchestrator.hosts import open_host; "
+        "print(type(open_host(argparse.Namespace())).__name__, 'rigaudit.tools.hosts.snapshot' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["LocalHost", "False"]

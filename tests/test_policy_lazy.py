@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
 
 from rigaudit.tools.policy import POLICY, Form, Policy, Rule, RuleError
-from rigaudit.tools.policy.globs import compile_globs
+from rigaudit.tools.policy.globs import Globs, compile_globs
 from rigaudit.tools.policy.rules import RULES
 from tests.support.policy_host import MODEL_HOST
 from tests.test_policy_corpus import CASES
@@ -58,8 +61,24 @@ def test_a_lazy_load_still_checks_each_rule_shape() -> None:
         Policy([Rule("x", "allow", "d", examples=("a",), programs=("a",))], check_examples=False, lazy=True)
 
 
-def test_globs_compile_when_first_matched_and_reject_a_malformed_pattern_at_once() -> None:
+def test_globs_translate_when_first_matched_and_a_malformed_pattern_raises_then() -> None:
     globs = compile_globs(("/proc/<pid>/{status,stat}", "/sys/**"))
+    assert globs._regex is None
     assert globs.fullmatch("/proc/self/status") and globs.fullmatch("/sys/bus/pci") and not globs.fullmatch("/proc/1/mem")
+    malformed = compile_globs(("/etc/{a,b",))
     with pytest.raises(ValueError, match="unbalanced"):
-        compile_globs(("/etc/{a,b",))
+        malformed.fullmatch("/etc/a")
+
+
+def test_every_path_list_of_the_policy_translates() -> None:
+    """The lists translate only when first matched: here each one is, so a malformed pattern fails this test,
+    never a user's check."""
+    import rigaudit.tools.policy as policy
+
+    names = [info.name for info in pkgutil.walk_packages(policy.__path__, policy.__name__ + ".")]
+    modules = [importlib.import_module(name) for name in names]
+    lists = {f"{m.__name__}.{k}": v for m in modules for k, v in vars(m).items() if isinstance(v, Globs)}
+    assert {"rigaudit.tools.policy.readlist.READABLE", "rigaudit.tools.policy.secrets.SECRET_PATHS"} <= set(lists)
+    for name, globs in lists.items():
+        assert globs.patterns, name
+        assert globs.regex.pattern == globs.source, name

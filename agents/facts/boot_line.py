@@ -9,8 +9,7 @@ guest's line is its own; a container has none (its host's).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.tools.model.finding import Action, CommandAction
 from rigaudit.tools.probe import Probe, file_ref
@@ -19,8 +18,7 @@ Family = Literal["proxmox", "debian", "rhel", "suse", "unknown"]
 _RHEL = ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")
 
 
-@dataclass(frozen=True)
-class BootLine:
+class BootLine(NamedTuple):
     family: Family
     distro: str | None
     """PRETTY_NAME of /etc/os-release."""

@@ -11,8 +11,7 @@ decides: amd_pstate arrived in Linux 5.17, its active (EPP) mode in 6.3, ``CONFI
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.tools.probe import Probe, file_ref
 
@@ -52,8 +51,7 @@ def config_option(config: str | None, name: str) -> str | None:
     return match.group(1).strip().strip('"') if match else None
 
 
-@dataclass(frozen=True)
-class FrequencyDrivers:
+class FrequencyDrivers(NamedTuple):
     release: str | None
     version: KernelVersion | None
     amd_pstate: Availability

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.tools.pci import is_bdf
@@ -61,8 +62,7 @@ class Gpu:
         return f"{PCI_DEVICES}/{self.bdf}"
 
 
-@dataclass(frozen=True)
-class GpuInventory:
+class GpuInventory(NamedTuple):
     gpus: tuple[Gpu, ...]
     nvml_ok: bool
     nvml_error: str | None

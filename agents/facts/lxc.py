@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.tools.probe import Probe, file_ref
@@ -12,8 +12,7 @@ NVIDIA_MAJOR = 195
 _NVIDIA_NODE = re.compile(r"^/dev/nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-caps)$")
 
 
-@dataclass(frozen=True)
-class DeviceAllow:
+class DeviceAllow(NamedTuple):
     """One ``lxc.cgroup2.devices.allow`` rule: type ``c``/``b``/``a``, major and minor (``*`` = any)."""
 
     kind: str
@@ -26,8 +25,7 @@ class DeviceAllow:
         return self.kind == "c" and self.major in ("*", str(major)) and self.minor in ("*", str(minor))
 
 
-@dataclass(frozen=True)
-class LxcConfig:
+class LxcConfig(NamedTuple):
     path: str
     ctid: str
     entries: tuple[tuple[str, str], ...]
@@ -114,8 +112,7 @@ def parse_lxc_config(path: str, text: str) -> LxcConfig:
     return LxcConfig(path, ctid, tuple(entries))
 
 
-@dataclass(frozen=True)
-class LxcConfigs:
+class LxcConfigs(NamedTuple):
     configs: tuple[LxcConfig, ...]
     unreadable: tuple[tuple[str, str], ...]
     """(path, error) for configs that are listed but could not be read."""

@@ -9,7 +9,7 @@ in ``CUDA_VISIBLE_DEVICES`` / ``NVIDIA_VISIBLE_DEVICES``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
 from rigaudit.tools.probe import Probe, dir_ref, nvml_ref
@@ -18,8 +18,7 @@ CAPS = "/proc/driver/nvidia/capabilities"
 _NO_INSTANCE = 0xFFFFFFFF
 
 
-@dataclass(frozen=True)
-class GpuMig:
+class GpuMig(NamedTuple):
     gpu: Gpu
     current: int | None
     pending: int | None

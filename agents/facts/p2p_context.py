@@ -8,8 +8,8 @@ between a NIC and a GPU under one switch, and host-to-device copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpu_models import P2pSupport, p2p_support, short_name
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, GpuInventory, collect_gpus
@@ -27,8 +27,7 @@ FABRIC_COMPLETED = 3
 """NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager has programmed this GPU's NVSwitch fabric."""
 
 
-@dataclass(frozen=True)
-class P2pContext:
+class P2pContext(NamedTuple):
     gpus: tuple[Gpu, ...]
     """The GPUs this host drives (not the ones bound to vfio-pci for VMs)."""
     vfio: tuple[Gpu, ...]

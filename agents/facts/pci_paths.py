@@ -7,8 +7,8 @@ traffic crosses inside their shared switch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu
 from rigaudit.tools.pci import bridges_between
@@ -19,8 +19,7 @@ IOMMU_GROUPS = "/sys/kernel/iommu_groups"
 TRANSLATED = ("DMA", "DMA-FQ")
 
 
-@dataclass(frozen=True)
-class PciPaths:
+class PciPaths(NamedTuple):
     iommu: dict[str, str | None]
     """GPU BDF -> IOMMU group type (None: no group, or unreadable)."""
     redirects: dict[tuple[str, str], tuple[str, ...]]

@@ -7,7 +7,7 @@ way from a root complex to a GPU or a NIC are its root port and, below it, switc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.pci.sysfs import PCI_DEVICES, read_chain
 from rigaudit.tools.probe import Probe
@@ -16,8 +16,7 @@ NVIDIA = "0x10de"
 KINDS = ("root", "port", "switch", "gpu", "nvswitch", "nic")
 
 
-@dataclass(frozen=True)
-class PcieNode:
+class PcieNode(NamedTuple):
     bdf: str
     """The device's address, or the root complex's name (``pci0000:40``)."""
     kind: str

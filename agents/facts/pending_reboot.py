@@ -10,7 +10,7 @@ every GPU user stopped).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
@@ -26,8 +26,7 @@ _API_MISMATCH = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class PendingReboot:
+class PendingReboot(NamedTuple):
     loaded: str | None
     """The NVIDIA kernel module's version (``/proc/driver/nvidia/version``)."""
     installed: str | None

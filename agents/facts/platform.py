@@ -13,8 +13,7 @@ cloud), ``/sys/hypervisor/type``, the kernel command line (microVMs); ``/.docker
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.agents.facts.platform_signals import (
     CONTAINER_NAMES,
@@ -46,8 +45,7 @@ KUBE_SECRETS = "/var/run/secrets/kubernetes.io"
 _SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     """One layer of the platform: what it is, what it is called, and how it was told."""
 
     kind: LayerKind
@@ -70,8 +68,7 @@ class Layer:
         return f"{self.name} container" + (f" ({self.engine})" if self.engine else "")
 
 
-@dataclass(frozen=True)
-class Platform:
+class Platform(NamedTuple):
     """The layers under the audit, outermost (the machine) first, innermost (where the audit runs) last."""
 
     layers: tuple[Layer, ...]
@@ -191,8 +188,7 @@ def fix_where(platform: Platform, target: FixTarget, *, workload_in_container: b
 # -- detection ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Signals:
+class _Signals(NamedTuple):
     cpuinfo: str | None
     cmdline: str | None
     dmi: Dmi

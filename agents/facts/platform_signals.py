@@ -7,7 +7,7 @@ stacks the answers into layers. Nothing here reads a host.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # -- VM guests --------------------------------------------------------------------------------
 
@@ -15,8 +15,7 @@ AZURE_ASSET_TAG = "7783-7084-3265-9085-8269-3286-77"
 """The chassis asset tag every Azure VM (and Azure bare-metal GPU node) carries."""
 
 
-@dataclass(frozen=True)
-class Dmi:
+class Dmi(NamedTuple):
     """The SMBIOS strings of ``/sys/class/dmi/id`` (absent in DMI-less microVMs such as Firecracker)."""
 
     sys_vendor: str | None = None
@@ -171,8 +170,7 @@ def environ_vars(data: bytes | None) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class Mounts:
+class Mounts(NamedTuple):
     """What ``/proc/mounts`` and ``/proc/self/mountinfo`` say about the root, /dev and the bind mounts."""
 
     root_source: str | None

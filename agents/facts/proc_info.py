@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _LIMIT_LINE = re.compile(r"^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Limit:
+class Limit(NamedTuple):
     """One resource limit; ``None`` means unlimited."""
 
     soft: int | None

@@ -8,7 +8,7 @@ and its files are reachable through ``/proc/PID/root``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.tools.probe import Probe
@@ -36,8 +36,7 @@ _POD_ID = re.compile(r"kubepods.*?pod([0-9a-f]{8})[0-9a-f_-]*")
 _PODMAN_ID = re.compile(r"libpod-([0-9a-f]{12})")
 
 
-@dataclass(frozen=True)
-class ServerProcess:
+class ServerProcess(NamedTuple):
     pid: int
     argv: tuple[str, ...]
     marker: str
@@ -60,8 +59,7 @@ class ServerProcess:
         return f"pid {self.pid} ({self.marker}{where})"
 
 
-@dataclass(frozen=True)
-class GpuProcess:
+class GpuProcess(NamedTuple):
     """A process NVML reports on a GPU."""
 
     pid: int
@@ -72,8 +70,7 @@ class GpuProcess:
     server: bool
 
 
-@dataclass(frozen=True)
-class ServerScan:
+class ServerScan(NamedTuple):
     servers: tuple[ServerProcess, ...]
     gpu_processes: tuple[GpuProcess, ...]
     nvml_listed: bool

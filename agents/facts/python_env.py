@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.processes import ServerProcess, find_servers
 from rigaudit.tools.probe import Probe
@@ -19,8 +19,7 @@ _OPT_LIMIT = 16
 _MAPS_TORCH = re.compile(r"\s(/\S+?)/torch/(?:lib/libtorch|_C)")
 
 
-@dataclass(frozen=True)
-class TorchInstall:
+class TorchInstall(NamedTuple):
     site: str
     """The site-packages folder as the process sees it."""
     version_file: str
@@ -39,8 +38,7 @@ class TorchInstall:
         return f"{self.root}{self.site}"
 
 
-@dataclass(frozen=True)
-class TorchSearch:
+class TorchSearch(NamedTuple):
     installs: tuple[TorchInstall, ...]
     searched: tuple[str, ...]
 

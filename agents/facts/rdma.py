@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules
@@ -26,8 +25,7 @@ AMAZON = "0x1d0f"
 GpuDirectPath = Literal["peermem", "dmabuf", "efa", "none", "unknown"]
 
 
-@dataclass(frozen=True)
-class RdmaNic:
+class RdmaNic(NamedTuple):
     name: str
     link_layer: str | None
     """``InfiniBand`` or ``Ethernet`` (RoCE) of port 1."""
@@ -50,8 +48,7 @@ class RdmaNic:
         return "RoCE" if self.link_layer == "Ethernet" else "InfiniBand"
 
 
-@dataclass(frozen=True)
-class RdmaFacts:
+class RdmaFacts(NamedTuple):
     nics: tuple[RdmaNic, ...] | None
     """None when /sys/class/infiniband could not be listed for another reason than its absence."""
     error: str | None

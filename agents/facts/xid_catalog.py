@@ -10,8 +10,7 @@ carry no bucket in the catalog yet: their resolution here follows their meaning 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.tools.model.finding import FixKind, Severity
 
@@ -124,8 +123,7 @@ _INVESTIGATE: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Xid:
+class Xid(NamedTuple):
     """One Xid of NVIDIA's catalog."""
 
     code: int

@@ -15,10 +15,33 @@ This package imports nothing heavy on import: each module pulls in only what it 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 HEALTHY, PROBLEM, USAGE, NOT_CHECKED, INTERNAL = 0, 1, 2, 3, 4
 """The gate's exit statuses."""
 
 DEFAULT_DEADLINE_S = 20.0
 """Well inside Slurm's 60 s limit on a health check program, with room for the wrapper and ``scontrol``."""
 
-__all__ = ["DEFAULT_DEADLINE_S", "HEALTHY", "INTERNAL", "NOT_CHECKED", "PROBLEM", "USAGE"]
+_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
+
+
+@contextmanager
+def without_pydantic_plugins() -> Iterator[None]:
+    """No pydantic plugin is loaded while the gate runs (``PYDANTIC_DISABLE_PLUGINS=__all__``, pydantic's own
+    switch): finding plugins reads every installed distribution's entry points, and a plugin is third-party code
+    (one observability plugin imports hundreds of modules) that has no place in a root prolog. A value already set
+    is kept (``PYDANTIC_DISABLE_PLUGINS=`` empty turns them back on); the environment is restored afterwards."""
+    if _PLUGINS in os.environ:
+        yield
+        return
+    os.environ[_PLUGINS] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop(_PLUGINS, None)
+
+
+__all__ = ["DEFAULT_DEADLINE_S", "HEALTHY", "INTERNAL", "NOT_CHECKED", "PROBLEM", "USAGE", "without_pydantic_plugins"]

@@ -23,8 +23,8 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
@@ -45,8 +45,7 @@ _COMMENT = re.compile(r"(^|\s)#.*$")
 """A ``#`` at the start of a line or after a blank starts a comment (``#`` inside a value is kept)."""
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One expectation the file may name."""
 
     check: Check
@@ -146,8 +145,7 @@ GENERATIONS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 """PCIe generation -> GT/s."""
 
 
-@dataclass(frozen=True)
-class Expectations:
+class Expectations(NamedTuple):
     """The parsed file: key -> the expected value as written (patterns) or as a number."""
 
     values: Mapping[str, str | int]
@@ -216,8 +214,7 @@ def load_expectations(path: Path) -> Expectations:
 # -- facts --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GpuFacts:
+class GpuFacts(NamedTuple):
     gpu: Gpu
     name: str | None
     width: int | None
@@ -225,8 +222,7 @@ class GpuFacts:
     vbios: str | None
 
 
-@dataclass(frozen=True)
-class ExpectFacts:
+class ExpectFacts(NamedTuple):
     inventory: GpuInventory
     pci_listed: bool
     module_version: str | None

@@ -9,8 +9,7 @@ command adds a watchdog past the deadline for what cancellation cannot reach (a 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 
@@ -31,8 +30,7 @@ if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.expect import Expectations
 
 
-@dataclass(frozen=True)
-class GateOptions:
+class GateOptions(NamedTuple):
     fail_on: Severity = "high"
     deadline_s: float = DEFAULT_DEADLINE_S
     strict: bool = False
@@ -42,8 +40,7 @@ class GateOptions:
     concurrency: int = DEFAULT_CONCURRENCY
 
 
-@dataclass(frozen=True)
-class GatePlan:
+class GatePlan(NamedTuple):
     """What to judge and who judges it."""
 
     selection: Selection

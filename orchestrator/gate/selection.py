@@ -8,15 +8,14 @@ successors; a name that is neither an area nor a check is a usage error that lis
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import RENAMED_AREAS
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """The checks to judge, in catalog order, and the areas whose investigators must run for them."""
 
     checks: tuple[Check, ...]

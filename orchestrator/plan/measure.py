@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.model.finding import CommandAction, Finding, Where
 from rigaudit.tools.model.plan import PlanStep
 
 
-@dataclass(frozen=True)
-class Measurement:
+class Measurement(NamedTuple):
     id: str
     title: str
     why: str

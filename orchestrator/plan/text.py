@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.model.plan import Plan, PlanStep
 
 
-@dataclass(frozen=True)
-class PlanGain:
+class PlanGain(NamedTuple):
     low: float
     high: float
     """Percent of throughput, the steps' ranges compounded."""

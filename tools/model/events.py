@@ -128,7 +128,7 @@ class ChangeApplied(_Event):
 class BenchTable(BaseModel):
     """A result as the person sees it: a titled table of text cells."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     title: str
     headers: list[str]
@@ -160,7 +160,7 @@ class Progress(_Event):
 class PcieDevice(BaseModel):
     """One place in the PCIe tree: a root complex, a port, a switch port, a GPU, an NVSwitch or a NIC."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     bdf: str
     kind: str
@@ -184,7 +184,7 @@ class Output(_Event):
 class AppliedStep(BaseModel):
     """One plan step as an apply left it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     step_id: str
     status: str
@@ -222,7 +222,7 @@ class ApplyFinished(_Event):
 class RestoredGroup(BaseModel):
     """Restores of one step with one outcome and value (128 CPUs restored is one group)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     step_id: str
     outcome: Literal["restored", "skipped", "failed"]
@@ -285,7 +285,7 @@ class HostFailed(_Event):
 class HostFailure(BaseModel):
     """One host a fleet audit could not audit, and why."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     target: str
     stage: str

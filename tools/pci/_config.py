@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.pci._bytes import u8, u16
@@ -28,8 +28,7 @@ class PciConfigError(OperationError):
     """The bytes are not a configuration space (too short, or all ones: the device is gone)."""
 
 
-@dataclass(frozen=True)
-class PciConfig:
+class PciConfig(NamedTuple):
     """Decoded configuration space.
 
     ``capabilities_complete`` / ``extended_known`` say whether absence means absent: an

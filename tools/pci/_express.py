@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.pci._bytes import u16, u32
 
@@ -40,8 +40,7 @@ def payload_code(size: int) -> int:
     raise ValueError(f"{size} is not a PCIe payload size (128..4096, a power of two)")
 
 
-@dataclass(frozen=True)
-class ExpressCap:
+class ExpressCap(NamedTuple):
     """Decoded fields of the PCI Express capability; ``None`` where the bytes were not there."""
 
     offset: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.pci._bytes import u16, u32
 
@@ -15,15 +15,13 @@ ACS_CTRL = 0x06
 _MAX_EXT = (CONFIG_SIZE - EXTENDED_START) // 4
 
 
-@dataclass(frozen=True)
-class ExtendedCap:
+class ExtendedCap(NamedTuple):
     id: int
     version: int
     offset: int
 
 
-@dataclass(frozen=True)
-class AcsFlags:
+class AcsFlags(NamedTuple):
     """The seven ACS bits, as in the capability (what it can do) or control (what is on) register."""
 
     raw: int
@@ -63,8 +61,7 @@ class AcsFlags:
         return tuple(label for bit, label in enumerate(labels) if self.raw & (1 << bit))
 
 
-@dataclass(frozen=True)
-class AcsCap:
+class AcsCap(NamedTuple):
     offset: int
     capability: AcsFlags
     control: AcsFlags
@@ -75,15 +72,13 @@ class AcsCap:
         return self.control.request_redirect or self.control.completion_redirect
 
 
-@dataclass(frozen=True)
-class AerCap:
+class AerCap(NamedTuple):
     offset: int
     uncorrectable_status: int
     correctable_status: int
 
 
-@dataclass(frozen=True)
-class ResizableBar:
+class ResizableBar(NamedTuple):
     """One resizable BAR: its index, its current size and the sizes it supports (bytes)."""
 
     bar: int
@@ -95,8 +90,7 @@ class ResizableBar:
         return max(self.supported_sizes) if self.supported_sizes else None
 
 
-@dataclass(frozen=True)
-class ResizableBarCap:
+class ResizableBarCap(NamedTuple):
     offset: int
     bars: tuple[ResizableBar, ...]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.tools.pci._bytes import u8, u32
 
@@ -24,8 +24,7 @@ class Bar:
     address: int
 
 
-@dataclass(frozen=True)
-class Capability:
+class Capability(NamedTuple):
     """One entry of the standard capability list (``id`` as in pci_regs.h, e.g. 0x10 = PCI Express)."""
 
     id: int

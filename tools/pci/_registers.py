@@ -7,7 +7,7 @@ into the absolute offset and the bytes to write, preserving the bits outside the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.pci._bytes import u8, u16, u32
@@ -18,8 +18,7 @@ class PciRegisterError(OperationError):
     """The register cannot be located or written (capability absent, config too short...)."""
 
 
-@dataclass(frozen=True)
-class RegisterWrite:
+class RegisterWrite(NamedTuple):
     absolute_offset: int
     width: int
     old: int

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.pci._config import PciConfig, PciConfigError, parse_config
 from rigaudit.tools.pci._tree import device_chain
@@ -16,8 +16,7 @@ def config_path(bdf: str) -> str:
     return f"{PCI_DEVICES}/{bdf}/config"
 
 
-@dataclass(frozen=True)
-class ConfigRead:
+class ConfigRead(NamedTuple):
     """One device's decoded config space, or why it could not be had."""
 
     bdf: str
@@ -29,8 +28,7 @@ class ConfigRead:
         return file_ref(config_path(self.bdf))
 
 
-@dataclass(frozen=True)
-class ChainRead:
+class ChainRead(NamedTuple):
     """Where a device sits: the BDFs from its root port down to itself (``None``: link unreadable)."""
 
     bdf: str
@@ -64,8 +62,7 @@ async def read_chain(probe: Probe, bdf: str) -> ChainRead:
     return ChainRead(bdf, chain if chain and chain[-1] == bdf.lower() else None, target)
 
 
-@dataclass(frozen=True)
-class LinkAttrs:
+class LinkAttrs(NamedTuple):
     """The kernel's view of a device's link: ``{current,max}_link_{speed,width}`` (GT/s, lanes)."""
 
     bdf: str
@@ -102,8 +99,7 @@ async def read_link(probe: Probe, bdf: str) -> LinkAttrs:
     return LinkAttrs(bdf, parse_speed(cur_s), parse_speed(max_s), _int(cur_w), _int(max_w), tuple(file_ref(p) for p in paths))
 
 
-@dataclass(frozen=True)
-class AerCounts:
+class AerCounts(NamedTuple):
     """``aer_dev_{correctable,nonfatal,fatal}`` totals (``None``: file absent or unreadable)."""
 
     bdf: str

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from rigaudit.tools.policy import lexer, paths, secrets
 from rigaudit.tools.policy.fsview import FileSystem
@@ -82,8 +83,7 @@ ArgvCheck = Callable[[Subject], str | None]
 LineCheck = Callable[[str], str | None]
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     line: LineCheck | None = None
     argv: ArgvCheck | None = None
 

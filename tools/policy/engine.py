@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.policy import lexer
 from rigaudit.tools.policy.checks import CHECKS, ArgvCheck, LineCheck, Subject, show
@@ -50,8 +50,7 @@ FALLBACKS: tuple[tuple[str, Decision, str], ...] = (
 """The verdicts no rule gives: what ``Verdict.rule`` names when no rule decided."""
 
 
-@dataclass(frozen=True)
-class _Compiled:
+class _Compiled(NamedTuple):
     rule: Rule
     any_arg: tuple[re.Pattern[str], ...]
     unless_only: tuple[re.Pattern[str], ...]

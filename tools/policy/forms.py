@@ -11,6 +11,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.policy import paths
 from rigaudit.tools.policy.checks import Subject, show
@@ -20,8 +21,7 @@ from rigaudit.tools.policy.schema import READ_PATH, Form
 _GREP_PATTERN_OPTIONS = ("-e", "-f", "--regexp", "--file")
 
 
-@dataclass(frozen=True)
-class CompiledForm:
+class CompiledForm(NamedTuple):
     form: Form
     flags: tuple[re.Pattern[str], ...]
     valued: dict[str, re.Pattern[str] | None]
@@ -33,8 +33,7 @@ class CompiledForm:
     follow_all: tuple[re.Pattern[str], ...]
 
 
-@dataclass(frozen=True)
-class Mismatch:
+class Mismatch(NamedTuple):
     """Why an argument list does not parse as a form: its shape, or (``path`` set) a path it names."""
 
     reason: str

@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Final, Literal, NamedTuple, Protocol
 
 from rigaudit.tools.hosts.launch import untrusted_writer
 
@@ -22,8 +22,7 @@ ABSENT: Final = "absent"
 DENIED: Final = "denied"
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One looked-up name: its kind (``unknown`` where the view cannot tell)."""
 
     kind: Kind

@@ -9,17 +9,15 @@ with different meaning.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 _OPERATOR_CHARS = frozenset(";&|<>()")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _SPECIAL_PARAMS = frozenset("0123456789?$!#@*-'\"")
 
 
-@dataclass(frozen=True)
-class Special:
+class Special(NamedTuple):
     kind: Literal["operator", "expansion", "comment"]
     text: str
     offset: int

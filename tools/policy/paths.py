@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.policy import readlist, secrets
 from rigaudit.tools.policy.fsview import LEXICAL, LIVE, FileSystem
@@ -33,8 +33,7 @@ is_secret = secrets.is_secret
 holds_secrets = secrets.holds_secrets
 
 
-@dataclass(frozen=True)
-class PathProblem:
+class PathProblem(NamedTuple):
     """Why a path may not be used as a command wants to: the decision it forces, the rule, the reason."""
 
     decision: Decision

@@ -22,7 +22,7 @@ they can write): what was vetted is then not what will be opened, so the policy 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.tools.policy.fsview import ABSENT, DENIED, LEXICAL, FileSystem, Kind
 
@@ -33,8 +33,7 @@ _MAGIC_DIRS = frozenset({"fd", "map_files", "ns"})
 _MAGIC_LINKS = frozenset({"root", "cwd", "exe"})
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """Where a path leads."""
 
     path: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.policy.verdict import Decision
@@ -67,8 +67,7 @@ class Form:
     """For a program that lists recursively by default (``find``): the option whose value 0 or 1 keeps it one level."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One named rule. ``examples`` are command lines the policy must give ``decision`` by this very rule.
 
     A rule with no ``programs`` is a guard: it applies to every command, through its named ``check``

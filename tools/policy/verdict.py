@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -11,8 +10,7 @@ SEVERITY: dict[Decision, int] = {"deny": 0, "ask": 1, "allow": 2}
 """Rules are tried most severe first: an ``allow`` rule can never mask a ``deny`` or ``ask`` rule."""
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     decision: Decision
     reason: str
     argv: tuple[str, ...] = ()

@@ -10,13 +10,12 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 REDACTED = "<redacted>"
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     kind: str
     pattern: re.Pattern[str]
     group: int | str = 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import parse_cpulist
@@ -21,8 +21,7 @@ PER_GPU = 2
 _GPU_NODE = re.compile(r"^/dev/nvidia(\d+)$")
 
 
-@dataclass(frozen=True)
-class CpuLimit:
+class CpuLimit(NamedTuple):
     who: str
     """``container 101`` or ``this container``."""
     quota_cpus: float | None
@@ -36,8 +35,7 @@ class CpuLimit:
     config: LxcConfig | None = None
 
 
-@dataclass(frozen=True)
-class CgroupCpuFacts:
+class CgroupCpuFacts(NamedTuple):
     platform: Platform
     limits: tuple[CpuLimit, ...]
     error: str | None

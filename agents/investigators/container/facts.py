@@ -4,7 +4,7 @@ the servers, `pct list`; plus the helpers the container rules share."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
@@ -20,8 +20,7 @@ AREA: Area = "container"
 PCT_LIST = ("pct", "list")
 
 
-@dataclass(frozen=True)
-class ContainerFacts:
+class ContainerFacts(NamedTuple):
     platform: Platform
     inventory: GpuInventory
     lxc: LxcConfigs

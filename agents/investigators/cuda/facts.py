@@ -3,7 +3,7 @@ plus the helpers the cuda rules share."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.mig import GpuMig, collect_mig, mig_devices
@@ -27,8 +27,7 @@ LITTLE_USED = 2 * 2**30
 """Memory below this on a GPU with no process is the driver's own reservation."""
 
 
-@dataclass(frozen=True)
-class CudaFacts:
+class CudaFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     compute_mode: GpuReads

@@ -9,7 +9,6 @@ from rigaudit.agents.facts.processes import GpuProcess
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cuda.facts import AREA, LITTLE_USED, CudaFacts, gib_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-from rigaudit.tools.redact import redact_text
 
 
 def _memory_used(f: CudaFacts) -> dict[int, tuple[int, int]]:
@@ -22,6 +21,8 @@ def _memory_used(f: CudaFacts) -> dict[int, tuple[int, int]]:
 
 
 def _proc_text(p: GpuProcess) -> str:
+    from rigaudit.tools.redact import redact_text  # imported when a process is quoted, not at every start
+
     cmd = redact_text(" ".join(p.argv))[:80] if p.argv else "command unknown"
     used = f" {gib_text(p.used_bytes)}" if p.used_bytes is not None else ""
     return f"pid {p.pid} ({cmd}){used} on GPU{p.gpu_index}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
@@ -14,7 +14,6 @@ from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_enviro
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.redact import redact_text
 
 AREA: Area = "cuda"
 MPS_PIPE = "/tmp/nvidia-mps"
@@ -23,8 +22,7 @@ MPS_LIMITS = ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_L
 _SCAN_LIMIT = 4096
 
 
-@dataclass(frozen=True)
-class ProcessFacts:
+class ProcessFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     scan: ServerScan
@@ -61,6 +59,8 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
 
 
 def _cmd(p: GpuProcess) -> str:
+    from rigaudit.tools.redact import redact_text  # imported when a process is quoted, not at every start
+
     return redact_text(" ".join(p.argv))[:60] if p.argv else "command unknown"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
@@ -20,8 +20,7 @@ _LOG_VERSION = re.compile(r"Fabric\s*Manager\s+version(?:\s+is)?\s*:?\s*(\d+\.\d
 _LOG_TAIL = 200_000
 
 
-@dataclass(frozen=True)
-class FabricVersion:
+class FabricVersion(NamedTuple):
     packages: CommandResult
     log: str | None
     log_error: str | None

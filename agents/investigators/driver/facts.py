@@ -5,7 +5,7 @@ driver services; plus the helpers the driver rules share.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
@@ -26,16 +26,14 @@ PERSISTENCED = ("systemctl", "is-active", "nvidia-persistenced")
 FABRICMANAGER = ("systemctl", "is-active", "nvidia-fabricmanager")
 
 
-@dataclass(frozen=True)
-class Service:
+class Service(NamedTuple):
     state: str | None
     """``active``, ``inactive``, ``failed``... or ``None`` when the command gave no answer."""
     error: str | None
     ref: str
 
 
-@dataclass(frozen=True)
-class DriverFacts:
+class DriverFacts(NamedTuple):
     platform: Platform
     gpus: tuple[Gpu, ...]
     nvml_init: bool

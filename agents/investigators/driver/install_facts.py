@@ -4,7 +4,7 @@ the installed kernels' module trees, DKMS builds, Secure Boot and lockdown, and 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
@@ -31,8 +31,7 @@ EFI = "/sys/firmware/efi"
 LOCKDOWN = "/sys/kernel/security/lockdown"
 
 
-@dataclass(frozen=True)
-class UserLibrary:
+class UserLibrary(NamedTuple):
     """The NVIDIA user-space library version a place resolves to."""
 
     where: str
@@ -42,8 +41,7 @@ class UserLibrary:
     in_container: bool
 
 
-@dataclass(frozen=True)
-class KernelModules:
+class KernelModules(NamedTuple):
     kernel: str
     modules_dep: str | None
     """Text of /lib/modules/KERNEL/modules.dep, or None when unreadable."""
@@ -55,8 +53,7 @@ class KernelModules:
         return None if self.modules_dep is None else bool(_NVIDIA_KO.search(self.modules_dep))
 
 
-@dataclass(frozen=True)
-class InstallFacts:
+class InstallFacts(NamedTuple):
     platform: Platform
     gpus: tuple[Gpu, ...]
     pending: PendingReboot

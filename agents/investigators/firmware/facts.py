@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
@@ -32,8 +32,7 @@ GiB = 1 << 30
 MiB = 1 << 20
 
 
-@dataclass(frozen=True)
-class GpuFirmware:
+class GpuFirmware(NamedTuple):
     gpu: Gpu
     bar1: int | None
     """BAR1 size in bytes: NVML bar1Total, else the sysfs ``resource`` line of BAR 1."""
@@ -43,8 +42,7 @@ class GpuFirmware:
     refs: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class CpuInfo:
+class CpuInfo(NamedTuple):
     vendor: str | None
     family: int | None
     model: int | None
@@ -59,8 +57,7 @@ class CpuInfo:
         return self.family > 0x17 or (self.family == 0x17 and (self.model or 0) >= 0x30)
 
 
-@dataclass(frozen=True)
-class FirmwareFacts:
+class FirmwareFacts(NamedTuple):
     gpus: tuple[GpuFirmware, ...]
     nvml_error: str | None
     platform: Platform

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import index_selector
@@ -21,8 +21,7 @@ APP_CLOCKS_REASON = 0x2
 """nvmlClocksEventReasonApplicationsClocksSetting: clocks held by application (or locked) clocks."""
 
 
-@dataclass(frozen=True)
-class AppClockFacts:
+class AppClockFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     app: dict[int, GpuReads]

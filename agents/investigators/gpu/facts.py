@@ -3,7 +3,7 @@ application clocks and retired pages; plus the helpers the gpu rules share."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
@@ -22,8 +22,7 @@ SLOWDOWN, GPU_MAX = 1, 3
 """nvmlTemperatureThresholds_t: 0 shutdown, 1 slowdown, 2 memory max, 3 GPU max operating."""
 
 
-@dataclass(frozen=True)
-class GpuHealthFacts:
+class GpuHealthFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     temperature: GpuReads

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
@@ -19,8 +19,7 @@ SBE, DBE = 0, 1
 """nvmlPageRetirementCause_t: multiple single-bit errors, double-bit error."""
 
 
-@dataclass(frozen=True)
-class RetiredFacts:
+class RetiredFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     pages_sbe: GpuReads

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.investigators.kernel.params import KernelParamsFacts
 from rigaudit.agents.investigators.kernel.params import collect as collect_params
@@ -12,8 +12,7 @@ from rigaudit.agents.investigators.kernel.version import collect as collect_vers
 from rigaudit.tools.probe import Probe
 
 
-@dataclass(frozen=True)
-class KernelFacts:
+class KernelFacts(NamedTuple):
     params: KernelParamsFacts
     version: KernelVersionFacts
 

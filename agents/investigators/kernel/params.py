@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
@@ -33,16 +33,14 @@ SWAPPINESS = "/proc/sys/vm/swappiness"
 SWAPPINESS_TARGET = 10
 
 
-@dataclass(frozen=True)
-class GpuIommu:
+class GpuIommu(NamedTuple):
     gpu: Gpu
     group: str | None
     domain_type: str | None
     """``identity`` (passthrough), ``DMA``/``DMA-FQ`` (translated), ``unmanaged``/``blocked`` (vfio)."""
 
 
-@dataclass(frozen=True)
-class KernelParamsFacts:
+class KernelParamsFacts(NamedTuple):
     platform: Platform
     gpus: tuple[GpuIommu, ...]
     cmdline: str | None

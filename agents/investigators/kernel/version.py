@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
@@ -25,8 +25,7 @@ AMD_PSTATE_EPP_KERNEL = (6, 3)
 KernelVersion = tuple[int, int, int]
 
 
-@dataclass(frozen=True)
-class KernelVersionFacts:
+class KernelVersionFacts(NamedTuple):
     platform: Platform
     release: str | None
     proc_version: str | None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
@@ -17,8 +17,7 @@ NCCL_CONF_FILES = ("/etc/nccl.conf", "/root/.nccl.conf")
 INFINIBAND = "/sys/class/infiniband"
 
 
-@dataclass(frozen=True)
-class EnvSource:
+class EnvSource(NamedTuple):
     """One place NCCL variables come from: a config file, an LXC config or a process environment."""
 
     name: str
@@ -30,8 +29,7 @@ class EnvSource:
     container: str | None = None
 
 
-@dataclass(frozen=True)
-class NcclFacts:
+class NcclFacts(NamedTuple):
     sources: tuple[EnvSource, ...]
     absent: tuple[str, ...]
     """Config files looked for and not there."""

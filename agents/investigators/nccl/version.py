@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import version_key
@@ -20,8 +20,7 @@ _MAPS_NCCL = re.compile(r"\s(/\S*/libnccl\.so(?:\.[0-9.]+)?)\s*$", re.MULTILINE)
 _FILE_VERSION = re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)$")
 
 
-@dataclass(frozen=True)
-class NcclInstall:
+class NcclInstall(NamedTuple):
     torch: TorchInstall
     torch_dist: str | None
     """The torch-*.dist-info folder."""
@@ -43,8 +42,7 @@ class NcclInstall:
         return None
 
 
-@dataclass(frozen=True)
-class NcclVersionFacts:
+class NcclVersionFacts(NamedTuple):
     platform: Platform
     installs: tuple[NcclInstall, ...]
     searched: tuple[str, ...]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
@@ -21,8 +21,7 @@ IRQBALANCE = ("systemctl", "is-active", "irqbalance")
 _IRQ_LINE = re.compile(r"^IRQ:\s*(\d+)", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class GpuIrq:
+class GpuIrq(NamedTuple):
     gpu: Gpu
     irq: int | None
     affinity: str | None
@@ -32,15 +31,13 @@ class GpuIrq:
     error: str | None
 
 
-@dataclass(frozen=True)
-class Nic:
+class Nic(NamedTuple):
     name: str
     numa_node: int | None
     error: str | None
 
 
-@dataclass(frozen=True)
-class DeviceFacts:
+class DeviceFacts(NamedTuple):
     platform: Platform
     irqs: tuple[GpuIrq, ...]
     irqbalance: CommandResult

@@ -4,7 +4,7 @@ plus the helpers the numa rules share."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
@@ -23,8 +23,7 @@ NODES = "/sys/devices/system/node"
 BALANCING = "/proc/sys/kernel/numa_balancing"
 
 
-@dataclass(frozen=True)
-class NumaFacts:
+class NumaFacts(NamedTuple):
     platform: Platform
     nodes: tuple[int, ...] | None
     """NUMA node ids from /sys/devices/system/node, or ``None`` when it cannot be listed."""

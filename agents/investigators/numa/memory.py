@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
@@ -34,8 +34,7 @@ IN_USE_FRACTION = 0.5
 _DEFAULT_SIZE_KB = 2048
 
 
-@dataclass(frozen=True)
-class HugePool:
+class HugePool(NamedTuple):
     size_kb: int
     total: int | None
     free: int | None
@@ -45,8 +44,7 @@ class HugePool:
         return f"{HUGEPAGES}/hugepages-{self.size_kb}kB"
 
 
-@dataclass(frozen=True)
-class MemoryFacts:
+class MemoryFacts(NamedTuple):
     platform: Platform
     meminfo: dict[str, int]
     meminfo_error: str | None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.p2p_context import FABRIC_COMPLETED
@@ -36,8 +36,7 @@ reading cannot turn into a rate (real H200s show CRC-data counts in the tens on 
 ABSENT_STATES = frozenset({"NOT_SUPPORTED", "INVALID_ARGUMENT"})
 
 
-@dataclass(frozen=True)
-class NvlinkFacts:
+class NvlinkFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     states: dict[int, dict[int, NvmlResult]]

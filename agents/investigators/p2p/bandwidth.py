@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label
@@ -17,8 +17,7 @@ from rigaudit.tools.probe import file_ref
 SLOW_FRACTION = 0.5
 
 
-@dataclass(frozen=True)
-class BenchPair:
+class BenchPair(NamedTuple):
     src: int
     dst: int
     unidir: float

@@ -8,8 +8,7 @@ translating IOMMU, ACS redirect on the switch between them, a pair across the CP
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine
 from rigaudit.agents.facts.p2p_context import P2pContext
@@ -22,8 +21,7 @@ SYS = 50
 """nvmlGpuTopologyLevel_t SYSTEM: the pair's path crosses the CPU interconnect (QPI/UPI, xGMI)."""
 
 
-@dataclass(frozen=True)
-class PairView:
+class PairView(NamedTuple):
     a: int
     b: int
     bdf_a: str
@@ -33,8 +31,7 @@ class PairView:
     nvlink: bool
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     platform: Platform
     p2p: P2pContext
     paths: PciPaths

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from itertools import combinations
+from typing import NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
@@ -22,8 +22,7 @@ BENCH_FILE = str(DEFAULT_PATH)
 """Where ``rigaudit bench p2p`` saves its ``rigaudit.p2p/1`` result for this check."""
 
 
-@dataclass(frozen=True)
-class Pair:
+class Pair(NamedTuple):
     a: int
     b: int
     read: NvmlResult
@@ -33,8 +32,7 @@ class Pair:
     """Both GPUs report NVLink link 0 active: peer traffic takes NVLink, not the PCIe path of the topology."""
 
 
-@dataclass(frozen=True)
-class P2pFacts:
+class P2pFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     pairs: tuple[Pair, ...]

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
@@ -36,8 +35,7 @@ IDLE_REASON = 0x1
 _LIMITED = re.compile(r"pci (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): .*limited by (?P<what>.*)")
 
 
-@dataclass(frozen=True)
-class NvmlLink:
+class NvmlLink(NamedTuple):
     """NVML's view of one GPU: link generation and width, and whether it is busy."""
 
     cur_gen: int | None
@@ -63,8 +61,7 @@ class NvmlLink:
         return "unknown"
 
 
-@dataclass(frozen=True)
-class PcieFacts:
+class PcieFacts(NamedTuple):
     gpus: tuple[Gpu, ...]
     nvml_error: str | None
     platform: Platform

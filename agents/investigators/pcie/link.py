@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
@@ -37,8 +36,7 @@ _LINK_RANK: dict[LinkKind, int] = {
 _LINK_SEVERITY: dict[LinkKind, Severity] = {"width_down": "high", "busy_down": "high", "slot_limited": "medium"}
 
 
-@dataclass(frozen=True)
-class _LinkView:
+class _LinkView(NamedTuple):
     gpu: Gpu
     kind: LinkKind
     text: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
@@ -85,8 +86,7 @@ class IdleState:
         return f"{CPU}/cpu{self.cpu}/cpuidle/state{self.index}"
 
 
-@dataclass(frozen=True)
-class CpuPowerFacts:
+class CpuPowerFacts(NamedTuple):
     platform: Platform
     cpus: tuple[int, ...]
     cpufreq_present: bool

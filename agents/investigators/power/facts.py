@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.investigators.power.cpu_facts import CpuPowerFacts, collect_cpu
@@ -10,8 +10,7 @@ from rigaudit.agents.investigators.power.gpu import GpuPowerFacts, collect_gpu
 from rigaudit.tools.probe import Probe
 
 
-@dataclass(frozen=True)
-class PowerFacts:
+class PowerFacts(NamedTuple):
     cpu: CpuPowerFacts
     gpu: GpuPowerFacts
 

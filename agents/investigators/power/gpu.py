@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import index_selector
@@ -69,8 +70,7 @@ class GpuPState:
     error: str | None
 
 
-@dataclass(frozen=True)
-class GpuPowerFacts:
+class GpuPowerFacts(NamedTuple):
     platform: Platform
     gpus: tuple[GpuPower, ...]
     nvml_error: str | None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
@@ -22,8 +22,7 @@ CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"
 _UUID = re.compile(r"^(GPU|MIG)-", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class CudaCompatFacts:
+class CudaCompatFacts(NamedTuple):
     platform: Platform
     inventory: GpuInventory
     driver_cuda: NvmlResult

@@ -8,7 +8,6 @@ from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.runtime.facts import AREA, RuntimeFacts, fix_where
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 from rigaudit.tools.probe import file_ref
-from rigaudit.tools.redact import redact_text
 
 
 def debug_variables(env: dict[str, str]) -> list[str]:
@@ -26,6 +25,10 @@ def debug_variables(env: dict[str, str]) -> list[str]:
     preload = env.get("LD_PRELOAD", "")
     if any(tool in preload.lower() for tool in ("nsys", "nsight", "sanitizer", "injection", "ncu")):
         found.append(f"LD_PRELOAD={preload}")
+    if not found:
+        return []
+    from rigaudit.tools.redact import redact_text  # imported when something is quoted: most checks quote nothing
+
     return [redact_text(item) for item in found]
 
 

@@ -4,7 +4,7 @@ capabilities; plus the helpers the runtime rules share."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
@@ -39,8 +39,7 @@ CUDA_FOR_ARCH: dict[tuple[int, int], tuple[int, int]] = {
 """The first CUDA release that compiles for each compute capability."""
 
 
-@dataclass(frozen=True)
-class RuntimeFacts:
+class RuntimeFacts(NamedTuple):
     inventory: GpuInventory
     platform: Platform
     lxc: LxcConfigs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
@@ -20,8 +20,7 @@ FILE_NR = "/proc/sys/fs/file-nr"
 _NOFILE, _NPROC = "Max open files", "Max processes"
 
 
-@dataclass(frozen=True)
-class ServerLimits:
+class ServerLimits(NamedTuple):
     server: ServerProcess
     limits: dict[str, Limit] | None
     """None when /proc/PID/limits could not be read."""
@@ -30,8 +29,7 @@ class ServerLimits:
     threads: int | None
 
 
-@dataclass(frozen=True)
-class LimitsFacts:
+class LimitsFacts(NamedTuple):
     platform: Platform
     servers: tuple[ServerLimits, ...]
     searched: str
