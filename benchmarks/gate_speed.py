@@ -46,7 +46,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(argv: list[str], repeats: int) -> dict[str, object]:
+def timed(argv: list[str], repeats: int, env: dict[str, str] | None = None) -> dict[str, object]:
     """Wall and CPU seconds of ``argv`` as a new process, ``repeats`` times."""
     walls: list[float] = []
     cpus: list[float] = []
@@ -55,7 +55,7 @@ def timed(argv: list[str], repeats: int) -> dict[str, object]:
     for _ in range(repeats):
         cpu = _children_cpu()
         start = time.perf_counter()
-        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120, env=env)
         walls.append(time.perf_counter() - start)
         cpus.append(_children_cpu() - cpu)
         code = done.returncode
@@ -96,7 +96,7 @@ def compile_bytecode() -> int:
     return done
 
 
-def instructions(argv: list[str]) -> float | None:
+def instructions(argv: list[str], env: dict[str, str] | None = None) -> float | None:
     """Millions of instructions ``argv`` executes (valgrind's callgrind), or ``None`` without valgrind."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
@@ -107,6 +107,7 @@ def instructions(argv: list[str]) -> float | None:
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     found = re.search(r"Collected : (\d+)", done.stderr)
     return round(int(found.group(1)) / 1e6, 1) if found else None
@@ -129,6 +130,30 @@ def imports(argv: list[str]) -> dict[str, object]:
         "total_s": round(sum(us for _, us in top) / 1e6, 3),
         "costliest_ms": {name: round(us / 1000, 1) for name, us in costly},
     }
+
+
+def _path_of(*options: str) -> list[str]:
+    code = "import json, sys; print(json.dumps(sys.path))"
+    done = subprocess.run([sys.executable, *options, "-c", code], check=True, capture_output=True, text=True, timeout=60)
+    path: list[str] = json.loads(done.stdout)
+    return path
+
+
+def without_site() -> tuple[dict[str, str], dict[str, object]]:
+    """The environment in which ``python -S`` (no ``site``: no ``.pth`` file run, no site module) finds what
+    ``python`` finds: the folders ``site`` adds, on ``PYTHONPATH``; and whether the gate and NVML's binding
+    import so (a package that needs a ``.pth`` file would not)."""
+    under_s = _path_of("-S")
+    added = [p for p in _path_of() if p and p not in under_s and Path(p).is_dir()]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (os.environ.get("PYTHONPATH", ""), *added))))
+
+    def importable(names: str) -> bool:
+        argv = [sys.executable, "-S", "-c", f"import {names}"]
+        return subprocess.run(argv, check=False, capture_output=True, timeout=60, env=env).returncode == 0
+
+    found = {"site_folders": added, "gate": importable("rigaudit.orchestrator.gate.run, pydantic, anyio")}
+    found["nvml"] = importable("pynvml")
+    return env, found
 
 
 def main() -> int:
@@ -157,27 +182,50 @@ def main() -> int:
         runs["live: prolog set"] = timed([*rigaudit, "--only", PROLOG], args.repeats)
         print(f"{'live: prolog set':<62} {runs['live: prolog set']}", flush=True)
     figures["runs"] = runs
-    figures["interpreter_start"] = timed([sys.executable, "-c", "pass"], args.repeats)
-    print(f"{'interpreter start (python -c pass)':<62} {figures['interpreter_start']}")
-    gate_imports = (  # what `rigaudit check` imports before its run, with pydantic's plugins off as the command has them
+    gate_imports = (  # what a live `rigaudit check` imports before its run, pydantic's plugins off as the command has them
         "from rigaudit.orchestrator.gate import without_pydantic_plugins\n"
         "with without_pydantic_plugins():\n"
         " import rigaudit.orchestrator.cli, rigaudit.orchestrator.commands.check, rigaudit.orchestrator.gate.run, "
-        "rigaudit.orchestrator.gate.render; from rigaudit.agents.registry import all_investigators; all_investigators()"
+        "rigaudit.orchestrator.gate.render, rigaudit.tools.hosts.local\n"
+        " from rigaudit.agents.registry import all_investigators; all_investigators()"
     )
-    figures["start_and_imports"] = timed([sys.executable, "-c", gate_imports], args.repeats)
-    print(f"{'interpreter start + the imports of the gate (no run)':<62} {figures['start_and_imports']}")
+    site_free, no_site = without_site()
+    figures["without_site"] = no_site
+    print(f"{'python -S, site folders on PYTHONPATH: gate, NVML importable':<62} {no_site}")
+    starts: dict[str, object] = {}
+    variants: list[tuple[str, list[str], dict[str, str] | None]] = [("", [], None), (" -s", ["-s"], None)]
+    if no_site["gate"]:
+        variants.append((" -S", ["-S"], site_free))
+    for flag, options, env in variants:
+        starts[f"interpreter start (python{flag} -c pass)"] = timed([sys.executable, *options, "-c", "pass"], args.repeats, env)
+        imported = timed([sys.executable, *options, "-c", gate_imports], args.repeats, env)
+        starts[f"start + the imports of the gate (python{flag})"] = imported
+    for key, value in starts.items():
+        print(f"{key:<62} {value}")
+    figures["starts"] = starts
+    figures["interpreter_start"] = starts["interpreter start (python -c pass)"]
+    figures["start_and_imports"] = starts["start + the imports of the gate (python)"]
+    if args.live and no_site["gate"] and no_site["nvml"]:
+        runs["live: all checks, python -S"] = timed([sys.executable, "-S", *rigaudit[1:]], args.repeats, site_free)
+        print(f"{'live: all checks, python -S':<62} {runs['live: all checks, python -S']}", flush=True)
     with tempfile.TemporaryDirectory() as empty:  # no cached bytecode: every module compiled at the start
         cold = [sys.executable, "-X", f"pycache_prefix={empty}", "-B", "-c", gate_imports]
         figures["start_and_imports_no_bytecode"] = timed(cold, max(1, args.repeats // 2))
     print(f"{'the same, no cached bytecode (a fresh copy, -B)':<62} {figures['start_and_imports_no_bytecode']}")
+    figures["site_imports"] = imports(["-c", "pass"])
+    print(f"{'what the interpreter imports to start (-X importtime -c pass)':<62} {figures['site_imports']}")
     if args.instructions:
         counted = {
             "interpreter start": [sys.executable, "-c", "pass"],
             "start + the imports of the gate": [sys.executable, "-c", gate_imports],
             "a check of the last snapshot": [*rigaudit, "--deadline", "600", "--snapshot", str(snapshots[-1])],
         }
-        figures["instructions_millions"] = {label: instructions(argv) for label, argv in counted.items()}
+        counts = {label: instructions(argv) for label, argv in counted.items()}
+        if no_site["gate"]:
+            without = {"interpreter start, -S": "pass", "start + the imports of the gate, -S": gate_imports}
+            for label, code in without.items():
+                counts[label] = instructions([sys.executable, "-S", "-c", code], site_free)
+        figures["instructions_millions"] = counts
         print(f"{'instructions (millions, valgrind)':<62} {figures['instructions_millions']}")
     figures["imports"] = imports(["-m", "rigaudit", "check", "-q", "--snapshot", str(snapshots[-1])])
     print(f"{'imports of the gate (-X importtime)':<62} {figures['imports']}")
