@@ -19,6 +19,9 @@ import anyio
 from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan
 from rigaudit.orchestrator.approval import Gate
 from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.fleet.analysis import fleet_plan
+from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
+from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.planner import build_plan
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
@@ -28,6 +31,7 @@ from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
 from tests.support.apply import MemoryHost
+from tests.test_fleet_plan_order import fix_index, keeps_every_graph
 
 LOADED, INSTALLED = "550.127.05", "550.144.03"
 
@@ -71,6 +75,25 @@ def test_acs_is_cleared_only_after_the_reboot_that_puts_the_iommu_in_passthrough
     status = {s.step.id: (s.status, s.reason) for s in report.steps}
     assert status["kernel.iommu"][0] == "deferred"
     assert status["pcie.acs"][0] == "blocked" and "unsafe before kernel.iommu" in status["pcie.acs"][1]
+
+
+def test_in_a_fleet_the_acs_clear_still_follows_the_iommu_reboot() -> None:
+    # the fleet plan used to sort runtime steps first: the clear before the reboot, on every host that needs both
+    h200 = ARCHETYPES["hgx-h200-noble"]
+    translated, redirect = _audit(faults.iommu_translated(h200)), _audit(faults.acs_redirect(h200))
+    audits = [HostAudit(t, "replay", r, {}, 0.0, 0.0) for t, r in (("n1", translated), ("n2", translated), ("n3", redirect))]
+    acs, iommu = translated.plan.step("pcie.acs"), translated.plan.step("kernel.iommu")
+    assert acs is not None and iommu is not None and (acs.kind, iommu.kind) == ("runtime", "reboot")
+    plan = fleet_plan(audits)
+    keeps_every_graph(plan, audits)
+    clear, reboot = fix_index(plan, "n1", acs), fix_index(plan, "n1", iommu)
+    assert reboot < clear and not plan[clear].unordered
+    wait = next(w for w in plan[clear].waits if w.fix == reboot + 1)
+    assert wait.kind == "not_before" and wait.hosts == ("n1", "n2")  # n3's IOMMU is passthrough already
+    assert sum(len(f.hosts) for f in plan) == sum(len(a.result.plan.steps) for a in audits)
+    report = render_fleet_report(FleetResult(("n1", "n2", "n3"), tuple(audits), (), {}, (), tuple(plan), "t", 0.0, "replay"))
+    on = "" if plan[clear].hosts == ("n1", "n2") else " on n1, n2"
+    assert f"   - Order: unsafe before fix {reboot + 1}{on}" in report
 
 
 def test_acs_alone_waits_for_nothing_when_the_iommu_is_already_passthrough() -> None:

@@ -7,14 +7,15 @@ odd one out, so nothing is named; a key without a majority value names nobody ei
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections import Counter
 from collections.abc import Sequence
 
-from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, HostAudit, Outlier
+from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, FleetWait, HostAudit, Outlier
 from rigaudit.tools.model.events import FleetFinished
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
 
 MIN_COMPARED = 3
 _PRIORITY = {"P0": 0, "P1": 1, "P2": 2}
@@ -84,20 +85,72 @@ def _signature(step: PlanStep) -> str:
     return json.dumps(fields, sort_keys=True)
 
 
-def fleet_plan(audits: Sequence[HostAudit]) -> list[FleetFix]:
-    """Identical plan steps (same check, fix and actions) grouped, with the hosts that need them."""
-    groups: dict[str, tuple[PlanStep, list[str]]] = {}
+Groups = dict[str, tuple[PlanStep, list[str]]]
+Waits = dict[str, dict[tuple[str, StepEdgeKind], list[str]]]
+
+
+def _group(audits: Sequence[HostAudit]) -> tuple[Groups, Waits]:
+    """(signature -> the step and the hosts that need it; signature -> (other signature, edge kind) -> hosts):
+    each host's edges between its own steps, carried onto the groups."""
+    groups: Groups = {}
+    edges: Waits = {}
     for audit in audits:
-        for step in audit.result.plan.steps:
-            key = _signature(step)
+        steps = audit.result.plan.steps
+        keys = {step.id: _signature(step) for step in steps}
+        for step in steps:
+            key = keys[step.id]
             if key not in groups:
                 groups[key] = (step, [])
             first, hosts = groups[key]
             if _PRIORITY[step.priority] < _PRIORITY[first.priority]:
                 groups[key] = (step, hosts)
             hosts.append(audit.target)
-    fixes = [FleetFix(step, tuple(hosts)) for step, hosts in groups.values()]
-    fixes.sort(key=lambda f: (f.step.kind != "runtime", _PRIORITY[f.step.priority], -len(f.hosts), f.step.check))
+            mine = edges.setdefault(key, {})
+            for edge in step.edges:  # every kind, as the host's own plan orders them (graph.order)
+                other = keys.get(edge.step)
+                if other is not None and other != key:
+                    on = mine.setdefault((other, edge.kind), [])
+                    if audit.target not in on:
+                        on.append(audit.target)
+    return groups, edges
+
+
+def fleet_plan(audits: Sequence[HostAudit]) -> list[FleetFix]:
+    """Identical plan steps (same check, fix and actions) grouped, with the hosts that need them, in an order that
+    keeps every host's plan graph: a fix comes after each fix its steps wait for on any host (requires,
+    not_before, ...; docs/plan.md), the best priority, then the most hosts, first among those ready. Hosts whose
+    graphs order two fixes both ways (a cycle across the fleet) get them by rank, each marked ``unordered``."""
+    groups, edges = _group(audits)
+
+    def rank(key: str) -> tuple[int, int, str, str]:
+        step, hosts = groups[key]
+        return (_PRIORITY[step.priority], -len(hosts), step.check, key)
+
+    before = {key: {other for other, _ in edges[key]} for key in groups}
+    ready = [(rank(k), k) for k, needs in before.items() if not needs]
+    heapq.heapify(ready)
+    placed: list[str] = []
+    while ready:
+        _, key = heapq.heappop(ready)
+        placed.append(key)
+        for other, needs in before.items():
+            if key in needs:
+                needs.discard(key)
+                if not needs and other not in placed:
+                    heapq.heappush(ready, (rank(other), other))
+    stuck = sorted((k for k in groups if k not in placed), key=rank)
+    number = {key: index for index, key in enumerate(placed + stuck, 1)}
+    fixes = []
+    for key in placed + stuck:
+        step, hosts = groups[key]
+        waits = tuple(
+            FleetWait(number[other], kind, tuple(on))
+            for (other, kind), on in sorted(edges[key].items(), key=lambda item: number[item[0][0]])
+        )
+        note = ""
+        if key in stuck:
+            note = "the hosts' plans order this fix and another both ways: follow each host's own plan (hosts/NAME)"
+        fixes.append(FleetFix(step, tuple(hosts), waits, note))
     return fixes
 
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events import HostFailure
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
 
 FLEET_SCHEMA = "rigaudit.fleet/1"
 FailureStage = Literal["connect", "collect", "timeout", "audit"]
@@ -55,11 +55,24 @@ class Outlier:
 
 
 @dataclass(frozen=True)
+class FleetWait:
+    """A fleet fix waits for another: on ``hosts``, their own plans put ``fix`` (its number in the fleet plan) first."""
+
+    fix: int
+    kind: StepEdgeKind
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class FleetFix:
     """One fix, identical on every host listed."""
 
     step: PlanStep
     hosts: tuple[str, ...]
+    waits: tuple[FleetWait, ...] = ()
+    """The fleet fixes each host's plan graph puts before this one (``requires``, ``not_before``, ...)."""
+    unordered: str = ""
+    """Why the fleet order could not honour every host's graph (hosts order these fixes differently); "" when it does."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,15 @@ class FleetResult:
                 }
                 for o in self.outliers
             ],
-            "plan": [{"hosts": list(f.hosts), "step": f.step.model_dump(mode="json")} for f in self.plan],
+            "plan": [
+                {
+                    "hosts": list(f.hosts),
+                    "step": f.step.model_dump(mode="json"),
+                    "after": [{"fix": w.fix, "kind": w.kind, "hosts": list(w.hosts)} for w in f.waits],
+                    **({"unordered": f.unordered} if f.unordered else {}),
+                }
+                for f in self.plan
+            ],
             "warnings": list(self.warnings),
         }
 

@@ -8,6 +8,7 @@ from rigaudit.orchestrator.fleet.analysis import outliers_by_host
 from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, Outlier
 from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.model.plan import STEP_EDGE_TEXT
 from rigaudit.tools.printable import printable
 from rigaudit.tools.redact import redact_text
 
@@ -70,6 +71,11 @@ def _fix_block(number: int, fix: FleetFix, total: int) -> list[str]:
         lines += ["   - Commands (each host):", "     ```sh", *[f"     {c}" for c in commands[:12]], "     ```"]
     if step.verify:
         lines.append(f"   - Verify: {step.verify}")
+    for wait in fix.waits:
+        on = "" if len(wait.hosts) == len(fix.hosts) else f" on {_hosts(wait.hosts, 12)}"
+        lines.append(f"   - Order: {STEP_EDGE_TEXT[wait.kind]} fix {wait.fix}{on}")
+    if fix.unordered:
+        lines.append(f"   - Order: {fix.unordered}")
     return lines
 
 
