@@ -142,12 +142,27 @@ def test_a_check_judges_no_policy_example_and_compiles_only_the_rules_it_uses(ga
     assert 0 < compiled < rules / 4, (compiled, rules)
 
 
+EMITTED = {
+    "InvestigatorStarted",
+    "InvestigatorActivity",
+    "InvestigatorFinished",
+    "ToolCall",
+    "FindingReported",
+    "PlanReady",
+    "AuditFinished",
+    "TopologyReported",
+    "PcieDevice",
+}
+"""What a check of the fixture emits (and ``TopologyReported``'s payload): the only models of
+tools/model/events.py it may build (each model's validator costs instructions at every start)."""
+
+
 def test_a_check_builds_only_the_events_it_emits(gate_run: dict[str, object]) -> None:
     built = gate_run["events_built"]
     assert isinstance(built, list)
     assert "InvestigatorFinished" in built
-    assert not {"ApplyFinished", "FleetFinished", "LlmExchange", "BenchResultReported"} & set(built)
-    assert not {"BenchTable", "AppliedStep", "RestoredGroup", "HostFailure"} & set(built)  # those events' payloads
+    unused = set(built) - EMITTED
+    assert not unused, f"built by a check that never emits them: give {sorted(unused)} defer_build=True"
 
 
 def test_a_check_creates_no_dataclass_where_a_record_does(gate_run: dict[str, object]) -> None:

@@ -352,7 +352,7 @@ class SessionEnded(_Event):
 class DiffSide(BaseModel):
     """One side of a diff: where it came from and what it is (``snapshot``, ``audit``, ``transcript``, ``bundle``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     path: str
     kind: str
@@ -362,7 +362,7 @@ class DiffSide(BaseModel):
 class DiffVerdict(BaseModel):
     """A finding as a diff shows it (one side of a changed check)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     status: str
     severity: str | None = None
@@ -376,7 +376,7 @@ class DiffFindingChange(BaseModel):
     """One check whose finding changed between A and B (``appeared``, ``resolved``, ``status``, ``severity``,
     ``observed``, ``only_a``, ``only_b``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     kind: Literal["appeared", "resolved", "status", "severity", "observed", "only_a", "only_b"]
     check: str
@@ -387,7 +387,7 @@ class DiffFindingChange(BaseModel):
 
 
 class DiffFindings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     changes: list[DiffFindingChange] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
@@ -397,7 +397,7 @@ class DiffFindings(BaseModel):
 class DiffValueChange(BaseModel):
     """One value read (file, folder, link, command, NVML call) that differs, is only in A or only in B."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     kind: Literal["file", "dir", "link", "command", "nvml"]
     ref: str
@@ -411,7 +411,7 @@ class DiffValueChange(BaseModel):
 class DiffValues(BaseModel):
     """The values compared (``compared`` false: one side had no snapshot, ``note`` says why)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     compared: bool
     note: str = ""
@@ -442,7 +442,7 @@ class DiffReported(_Event):
 class CheckEntry(BaseModel):
     """One check of the catalog, as ``rigaudit checks --json`` writes it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     check: str = Field(pattern=r"^[a-z][a-z0-9]*\.[a-z0-9_]+$")
     area: str
@@ -474,7 +474,7 @@ class PolicyVerdict(_Event):
 
 
 class PolicyRule(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     decision: Literal["allow", "ask", "deny"]
@@ -502,7 +502,7 @@ class SchemaShown(_Event):
 class TranscriptEntry(BaseModel):
     """One stored transcript as ``rigaudit transcripts list`` shows it (``error``: it could not be read)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     file: str
     started: str = "?"
@@ -530,7 +530,7 @@ class TranscriptsFolder(_Event):
 class EventLine(BaseModel):
     """One event of a shown transcript: seconds after its first, its type, one line about it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     after_s: float
     type: str
