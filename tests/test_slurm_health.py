@@ -10,6 +10,7 @@ wrapper's settings judge with ``--fail-on medium``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import shutil
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -40,12 +42,18 @@ class Hooks:
     slurm_conf: Path | None = None
 
     def shim(self, mode: str) -> Path:
+        """A run holds its mode's lock from the moment it reads the off switch until it ends, so that
+        turning a mode off (``switch``) can wait for a run slurmd had already started."""
         path = self.folder / f"{mode}-shim"
         off = self.folder / f"{mode}.off"
         conf = self.folder / f"{mode}.conf"
-        path.write_text(f"#!/bin/sh\n[ -e {off} ] && exit 0\nRIGAUDIT_SLURM_CONF={conf} exec {WRAPPER}\n")
+        run = f"[ -e {off} ] && exit 0; RIGAUDIT_SLURM_CONF={conf} exec {WRAPPER}"
+        path.write_text(f"#!/bin/sh\nexec flock {self.lock_path(mode)} /bin/sh -c {shlex.quote(run)}\n")
         path.chmod(0o755)
         return path
+
+    def lock_path(self, mode: str) -> Path:
+        return self.folder / f"{mode}.lock"
 
     def configure(self, mode: str, snapshot: Path, *, drain: bool, args: str = "", rigaudit: Path = RIGAUDIT) -> None:
         lines = [
@@ -66,11 +74,24 @@ class Hooks:
         return path.read_text().splitlines() if path.exists() else []
 
     def switch(self, mode: str, on: bool) -> None:
+        """Turn a mode's runs on or off; off returns once no run of it is in flight (a run slurmd started
+        before the switch would otherwise act on the node during the next test)."""
         off = self.folder / f"{mode}.off"
         if on:
             off.unlink(missing_ok=True)
-        else:
-            off.touch()
+            return
+        off.touch()
+        with self.lock_path(mode).open("a") as lock:
+            wait_for(lambda: _locked(lock), f"the {mode} run in flight to end")
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _locked(lock: IO[str]) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 @dataclass
