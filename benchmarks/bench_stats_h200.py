@@ -19,10 +19,12 @@ docs/validation/bench-stats.md) and summary.json: three files.
   python3 benchmarks/bench_stats_h200.py --out DIR --server fake --ab-snapshot SNAP --quick   # CPU check
 
 Without --live the swappiness step is switched in a copy of --ab-snapshot (never on this machine).
-Only the standard library is needed to start; rigaudit runs as `python -m rigaudit`, its missing
-dependencies (pydantic, openai) unpacked from the wheelhouse (--wheels, default .whl, made by
-benchmarks/make_wheelhouse.sh). The number of A/A sessions, then (b)'s sessions a side, adapt so that the whole
-run stays within --budget-s (default 400 s; under 7 minutes with the end's work): 10 A/A comparisons come first.
+Only the standard library is needed to start (and benchmarks/device_run.py, which shares the
+wheelhouse and the server's start and stop with benchmarks/explain_h200.py); rigaudit runs as
+`python -m rigaudit`, its missing dependencies (pydantic, openai) unpacked from the wheelhouse
+(--wheels, default .whl, made by benchmarks/make_wheelhouse.sh). The number of A/A sessions, then
+(b)'s sessions a side, adapt so that the whole run stays within --budget-s (default 400 s; under 7
+minutes with the end's work): 10 A/A comparisons come first.
 """
 
 from __future__ import annotations
@@ -30,9 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -40,13 +40,14 @@ import tempfile
 import threading
 import time
 import traceback
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-READY = re.compile(r"^(ready on|listening on) ")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from device_run import ROOT, dependencies, environment, free_port, machine, rigaudit, start_server, stop
+
 STEP = "demo.swappiness"
 ARCHIVE = "bench-stats-h200.tar.gz"
 
@@ -57,28 +58,13 @@ class Runner:
         self.work = work
         """Every file goes here first; the archive is made of it at the end."""
         self.started = time.perf_counter()
-        self.site = self._deps()
-        self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (*self.site, str(ROOT), self.env.get("PYTHONPATH", "")) if p)
-        self.env["XDG_STATE_HOME"] = str(work / "state")
+        self.site = dependencies(args.wheels)
+        self.env = environment(self.site, work / "state")
         self.log = (work / "log.txt").open("a", encoding="utf-8")
         self.lock = threading.Lock()
         self.timings: dict[str, float] = {}
         self.port = free_port()
         """Every server listens here: compare refuses results of different URLs (like with like)."""
-
-    def _deps(self) -> list[str]:
-        probe = subprocess.run([sys.executable, "-c", "import pydantic, anyio, rich"], check=False, capture_output=True)
-        if probe.returncode == 0:
-            return []
-        wheels = sorted(Path(self.args.wheels).glob("*.whl"))
-        if not wheels:
-            raise SystemExit(f"rigaudit's dependencies are missing and there are no wheels in {self.args.wheels}")
-        site = Path(tempfile.mkdtemp(prefix="rigaudit-deps-"))
-        for wheel in wheels:
-            with zipfile.ZipFile(wheel) as archive:
-                archive.extractall(site)
-        return [str(site)]
 
     def say(self, text: str) -> None:
         line = f"[{self.elapsed():6.1f}s] {text}"
@@ -97,9 +83,8 @@ class Runner:
         return self.args.budget_s - self.elapsed()
 
     def rigaudit(self, *argv: str, expect: tuple[int, ...] = (0,)) -> int:
-        command = [sys.executable, "-m", "rigaudit", *argv, "--no-transcript", "--no-live"]
         self.say("+ rigaudit " + " ".join(argv))
-        proc = subprocess.run(command, check=False, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=600)
+        proc = rigaudit([*argv, "--no-transcript", "--no-live"], env=self.env)
         self.write(proc.stdout + proc.stderr)
         if proc.returncode not in expect:
             self.say(f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
@@ -114,32 +99,15 @@ class Runner:
         return [sys.executable, str(ROOT / "benchmarks" / "tiny_openai_server.py"), "--port", str(port), "--device", "cuda:0"]
 
     def start_server(self, name: str, extra_env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-        port = self.port
+        """ServerDown (a RuntimeError: main packs what ran) when it does not come up."""
         log = self.work / f"server-{name}.log"
-        env = {**self.env, **extra_env}
-        begin = time.perf_counter()
-        handle = log.open("wb")
-        proc = subprocess.Popen(self.server_argv(port), cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            text = log.read_text(errors="replace")
-            if any(READY.match(line) for line in text.splitlines()):
-                self.timings[f"server {name} start s"] = round(time.perf_counter() - begin, 1)
-                self.say(f"server {name} ready on port {port} ({extra_env or 'default environment'})")
-                return proc, f"http://127.0.0.1:{port}"
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        proc.kill()
-        raise RuntimeError(f"the {name} server did not come up; see {log.name}")
+        server = start_server(self.server_argv(self.port), log=log, port=self.port, env={**self.env, **extra_env}, timeout_s=240)
+        self.timings[f"server {name} start s"] = server.started_s
+        self.say(f"server {name} ready on port {self.port} ({extra_env or 'default environment'})")
+        return server.proc, server.url
 
     def stop_server(self, proc: subprocess.Popen[bytes]) -> None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 20.0)
 
     # --- the benchmarks ----------------------------------------------------------------------------
 
@@ -262,12 +230,6 @@ class Runner:
                 "calls": done.calls[:40],
             }
         return out
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _levels(comparison: dict[str, Any]) -> list[dict[str, Any]]:
@@ -418,14 +380,6 @@ def markdown(summary: dict[str, Any]) -> str:
     lines += [f"- {k}: {v}" for k, v in summary["timings"].items()]
     lines += ["", f"Every result, comparison, the calibration and the logs: `{ARCHIVE}`."]
     return "\n".join(lines) + "\n"
-
-
-def machine() -> str:
-    try:
-        proc = subprocess.run(["nvidia-smi", "-L"], check=False, capture_output=True, text=True, timeout=20)
-        return " ".join(proc.stdout.split()) or "no GPU listed"
-    except (OSError, subprocess.TimeoutExpired):
-        return "no nvidia-smi (CPU check)"
 
 
 def arguments() -> argparse.Namespace:

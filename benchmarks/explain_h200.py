@@ -16,10 +16,11 @@ section) and a summary (summary.json, summary.md) go to --out ($OUT).
   python3 benchmarks/explain_h200.py --out "$OUT"            # on the H200 (about 3-5 minutes)
   python3 benchmarks/explain_h200.py --out DIR --server fake --quick   # CPU check of the script itself
 
-Only the standard library is imported here; rigaudit runs as `python -m rigaudit`, its missing
-dependencies (pydantic, openai) unpacked from the wheelhouse (--wheels, default .whl, made by
-benchmarks/make_wheelhouse.sh). The fake server has no GPU: its profiles say NVML is missing and
-the checks read "unknown"; it proves the script, not the attribution.
+Only the standard library is imported here (and benchmarks/device_run.py, which shares the
+wheelhouse and the server's start and stop with benchmarks/bench_stats_h200.py); rigaudit runs as
+`python -m rigaudit`, its missing dependencies (pydantic, openai) unpacked from the wheelhouse
+(--wheels, default .whl, made by benchmarks/make_wheelhouse.sh). The fake server has no GPU: its
+profiles say NVML is missing and the checks read "unknown"; it proves the script, not the attribution.
 """
 
 from __future__ import annotations
@@ -27,19 +28,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-READY = re.compile(r"^(ready on|listening on) ")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from device_run import ROOT, ServerDown, dependencies, environment, free_port, machine, rigaudit, start_server, stop
+
 MODELS = {
     "base": ["--hidden", "512", "--layers", "4", "--heads", "8"],
     "clb": ["--hidden", "512", "--layers", "4", "--heads", "8"],
@@ -54,24 +53,9 @@ class Runner:
         self.args = args
         self.out: Path = args.out
         self.started = time.perf_counter()
-        self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = os.pathsep.join(p for p in (*self._deps(), str(ROOT), self.env.get("PYTHONPATH", "")) if p)
-        self.env["XDG_STATE_HOME"] = str(self.out / "state")
+        self.env = environment(dependencies(args.wheels), self.out / "state")
         self.log = (self.out / "log.txt").open("a", encoding="utf-8")
         self.timings: dict[str, float] = {}
-
-    def _deps(self) -> list[str]:
-        probe = subprocess.run([sys.executable, "-c", "import pydantic, anyio, rich"], check=False, capture_output=True)
-        if probe.returncode == 0:
-            return []
-        wheels = sorted(Path(self.args.wheels).glob("*.whl"))
-        if not wheels:
-            raise SystemExit(f"rigaudit's dependencies are missing and there are no wheels in {self.args.wheels}")
-        site = Path(tempfile.mkdtemp(prefix="rigaudit-deps-"))
-        for wheel in wheels:
-            with zipfile.ZipFile(wheel) as archive:
-                archive.extractall(site)
-        return [str(site)]
 
     def say(self, text: str) -> None:
         line = f"[{time.perf_counter() - self.started:6.1f}s] {text}"
@@ -81,15 +65,7 @@ class Runner:
 
     def rigaudit(self, *argv: str) -> int:
         self.say("+ rigaudit " + " ".join(argv))
-        proc = subprocess.run(
-            [sys.executable, "-m", "rigaudit", *argv],
-            check=False,
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        proc = rigaudit(argv, env=self.env)
         self.log.write(proc.stdout + proc.stderr)
         if proc.returncode != 0:
             self.say(f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}")
@@ -118,29 +94,16 @@ class Runner:
     def start_server(self, name: str) -> tuple[subprocess.Popen[bytes], str]:
         port = free_port()
         log = self.out / f"server-{name}.log"
-        begin = time.perf_counter()
-        handle = log.open("wb")
-        env = {**self.env, **ENV[name]}
-        proc = subprocess.Popen(self.server_argv(name, port), cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if any(READY.match(line) for line in log.read_text(errors="replace").splitlines()):
-                self.timings[f"server {name} start s"] = round(time.perf_counter() - begin, 1)
-                self.say(f"server {name} ready on port {port} ({ENV[name] or 'default environment'})")
-                return proc, f"http://127.0.0.1:{port}"
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        proc.kill()
-        raise SystemExit(f"the {name} server did not come up; see {log}")
+        try:
+            server = start_server(self.server_argv(name, port), log=log, port=port, env={**self.env, **ENV[name]})
+        except ServerDown as exc:
+            raise SystemExit(f"the {name} server did not come up: {exc}") from None
+        self.timings[f"server {name} start s"] = server.started_s
+        self.say(f"server {name} ready on port {port} ({ENV[name] or 'default environment'})")
+        return server.proc, server.url
 
     def stop_server(self, proc: subprocess.Popen[bytes]) -> None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 30.0)
 
     def profile(self, name: str, bandwidth: float | None) -> dict[str, Any]:
         a = self.args
@@ -169,12 +132,6 @@ class Runner:
             self.stop_server(server)
         data = json.loads(path.read_text()) if path.exists() else {}
         return {"exit": code, "data": data}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def split(data: dict[str, Any]) -> dict[str, Any]:
@@ -252,14 +209,6 @@ def markdown(summary: dict[str, Any]) -> str:
     ]
     lines += ["", "## Timings", ""] + [f"- {k}: {v}" for k, v in summary["timings"].items()]
     return "\n".join(lines) + "\n"
-
-
-def machine() -> str:
-    try:
-        proc = subprocess.run(["nvidia-smi", "-L"], check=False, capture_output=True, text=True, timeout=20)
-        return " ".join(proc.stdout.split()) or "no GPU listed"
-    except (OSError, subprocess.TimeoutExpired):
-        return "no nvidia-smi (CPU check)"
 
 
 def main() -> int:
