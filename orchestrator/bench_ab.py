@@ -16,6 +16,7 @@ stays, so ``rigaudit rollback JOURNAL`` can finish the job if even that was inte
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
 from rigaudit.tools.bench.ab import ALL_STEPS, BASELINE, AbResult, ArmResult, Visit
-from rigaudit.tools.bench.loadgen import LoadSession, LoadSpec, Progress, client_for, now_utc
+from rigaudit.tools.bench.loadgen import Clock, Connect, LoadSession, LoadSpec, Progress, client_for, now_utc
 from rigaudit.tools.bench.results import Run
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.errors import NotApprovedError, OperationError, UsageError
@@ -61,6 +62,14 @@ class AbOptions:
     together: bool = False
     """With several steps, measure only all of them together (not each step's share)."""
     in_container: bool = False
+
+
+@dataclass(frozen=True)
+class Load:
+    """How the load reaches the server and is timed: the client for a spec, and the clock its figures are read on."""
+
+    connect: Connect = client_for
+    clock: Clock = time.perf_counter
 
 
 @dataclass
@@ -207,9 +216,10 @@ async def _measure(
     state: _Session,
     emit: EventSink,
     progress: Progress | None,
+    load: Load,
 ) -> None:
     try:
-        await _visits(host, journal, visits, spec, options, state, emit, progress)
+        await _visits(host, journal, visits, spec, options, state, emit, progress, load)
     finally:
         with anyio.CancelScope(shield=True):
             await host.aclose()
@@ -224,11 +234,12 @@ async def _visits(
     state: _Session,
     emit: EventSink,
     progress: Progress | None,
+    load: Load,
 ) -> None:
     rows = williams_rows(len(spec.concurrency))
     current = Arm(BASELINE, ())
-    async with client_for(spec) as client:
-        session = LoadSession(client, spec, progress)
+    async with load.connect(spec) as client:
+        session = LoadSession(client, spec, progress, load.clock)
         await session.warm_up(spec.warmup)
         for index, (cycle, arm) in enumerate(visits):
             switched = arm.name != current.name
@@ -267,10 +278,12 @@ def run_ab(
     *,
     emit: EventSink | None = None,
     progress: Progress | None = None,
+    load: Load = Load(),
 ) -> AbRun:
     """Ask once, then measure the arms cycle by cycle, switching through the journal; always end on the baseline.
 
-    ``open_host`` gives the host to change (called again for the final rollback, in a fresh event loop).
+    ``open_host`` gives the host to change (called again for the final rollback, in a fresh event loop);
+    ``load`` the client and the clock of the measurements (the real ones unless told).
     Raises :class:`NotApprovedError` (nothing changed, no journal) when the switches are not approved.
     """
     emit = emit or discard
@@ -296,7 +309,7 @@ def run_ab(
         )
         journal.append(kind="approval", step_id=approval.step_id, approval=approval, plan_hash=plan.digest())
         try:
-            anyio.run(_measure, host, journal, visits, spec, options, state, emit, progress)
+            anyio.run(_measure, host, journal, visits, spec, options, state, emit, progress, load)
         except (SwitchFailed, JournalError) as exc:
             state.error = str(exc)
         except KeyboardInterrupt:

@@ -1,23 +1,34 @@
 """Helpers for the bench ab tests: a tiny snapshot, a plan of sysctl steps, a fake server whose speed the copy decides.
 
-The fake reads ``vm.swappiness`` from the snapshot copy that ``bench ab`` switches, at every request:
+Both fakes read ``vm.swappiness`` from the snapshot copy that ``bench ab`` switches, at every request:
 10 (the fix) streams a token every 3 ms, anything else every 9 ms. So the fix's effect is real
 (it follows the file the switch writes) and known (ITL a third, output tok/s about 2.5x).
+
+:func:`speed_client` is what the verdicts are asserted on: an in-process client on a scripted
+clock (the clock moves by each token's gap, whichever stream it serves; each request's pace is off
+by a jitter of at most 5% drawn from its number), so a busy machine changes no figure.
+:func:`speed_server` serves the same over loopback HTTP, with real sleeps, for what does not
+depend on speed (the order of requests, a server that stops answering, Ctrl-C).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio.lowlevel
+
 from rigaudit.tools.bench.fake_server import FakeTiming, Generation, OpenAIStreamServer, paced_generator
+from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.hosts.base import HostWriteError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
@@ -73,6 +84,77 @@ def value(copy: Path, path: str) -> str:
     return (copy / "files" / path.lstrip("/")).read_text().strip()
 
 
+FAST, SLOW = FakeTiming(0.005, 0.003), FakeTiming(0.005, 0.009)
+"""The pace with the fix in place (``vm.swappiness`` 10) and without."""
+JITTER = 0.05
+
+
+def _state(copy: Path) -> str:
+    target = copy / "files" / SWAPPINESS.lstrip("/")
+    return target.read_text().strip() if target.exists() else "absent"
+
+
+class ScriptedClock:
+    """A clock that moves only when a scripted response says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _event(text: str) -> bytes:
+    return b"data: " + json.dumps({"choices": [{"delta": {"content": text}}]}).encode() + b"\n\n"
+
+
+@dataclass
+class _Stream:
+    clock: ScriptedClock
+    pieces: list[tuple[float, bytes]]
+    status: int = 200
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        for later, piece in self.pieces:
+            self.clock.now += later
+            await anyio.lowlevel.checkpoint()  # the other streams in flight take their turn
+            yield piece
+
+    async def aread(self) -> bytes:
+        return b""
+
+
+@dataclass
+class SpeedClient:
+    """Stands for the load's HTTP client: what the server saw (the copy's swappiness at every request), on ``clock``."""
+
+    copy: Path
+    clock: ScriptedClock = field(default_factory=ScriptedClock)
+    seen: list[str] = field(default_factory=list)
+
+    def connect(self, spec: LoadSpec) -> SpeedClient:
+        del spec
+        return self
+
+    async def __aenter__(self) -> SpeedClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    @contextlib.asynccontextmanager
+    async def post(self, path: str, body: bytes) -> AsyncIterator[_Stream]:
+        del path
+        state = _state(self.copy)
+        self.seen.append(state)
+        timing = FAST if state == "10" else SLOW
+        pace = 1.0 + random.Random(len(self.seen)).uniform(-JITTER, JITTER)
+        tokens = int(json.loads(body)["max_tokens"])
+        gaps = [timing.ttft_s * pace] + [timing.itl_s * pace] * (tokens - 1)
+        pieces = [(gap, _event(f" tok{i}")) for i, gap in enumerate(gaps)]
+        yield _Stream(self.clock, [*pieces, (0.0, b"data: [DONE]\n\n")])
+
+
 @dataclass
 class SpeedServer:
     """What the fake saw: the copy's swappiness at every request, and a hook called before each one."""
@@ -89,12 +171,11 @@ class SpeedServer:
 
 @contextmanager
 def speed_server(copy: Path) -> Iterator[SpeedServer]:
-    fast, slow = paced_generator(FakeTiming(0.005, 0.003)), paced_generator(FakeTiming(0.005, 0.009))
+    fast, slow = paced_generator(FAST), paced_generator(SLOW)
     holder: list[SpeedServer] = []
 
     def generate(body: dict[str, Any], prompt: str, max_tokens: int, number: int) -> Generation:
-        target = copy / "files" / SWAPPINESS.lstrip("/")
-        state = target.read_text().strip() if target.exists() else "absent"
+        state = _state(copy)
         speed = holder[0]
         with speed.lock:
             speed.seen.append(state)

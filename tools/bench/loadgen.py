@@ -282,6 +282,10 @@ class LoadSession:
         return run
 
 
+Connect = Callable[[LoadSpec], StreamingClient]
+"""The client for a spec (:func:`client_for`; tests pass one that streams a script)."""
+
+
 def client_for(spec: LoadSpec) -> StreamingClient:
     headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
     return StreamingClient(endpoint(spec.base_url, spec.api), headers)
