@@ -57,16 +57,25 @@ class _Clock:
 
 
 class _ScriptedClient:
-    """Stands for :class:`StreamingClient`: every response is the same script of (seconds later, bytes) pieces."""
+    """Stands for :class:`StreamingClient`: every response is the same script of (seconds later, bytes) pieces.
 
-    def __init__(self, clock: _Clock, script: list[tuple[float, bytes]], status: int = 200) -> None:
-        self.clock, self.script, self.status, self.posts = clock, script, status, 0
+    With ``fail_every``, every Nth request (counted from 1) answers HTTP 500 instead.
+    """
+
+    def __init__(self, clock: _Clock, script: list[tuple[float, bytes]], status: int = 200, fail_every: int = 0) -> None:
+        self.clock, self.script, self.status, self.fail_every, self.posts = clock, script, status, fail_every, 0
 
     @contextlib.asynccontextmanager
-    async def post(self, path: str, body: bytes) -> AsyncIterator[_ScriptedClient]:
+    async def post(self, path: str, body: bytes) -> AsyncIterator[_Reply]:
         del path, body
         self.posts += 1
-        yield self
+        failed = bool(self.fail_every) and self.posts % self.fail_every == 0
+        yield _Reply(self.clock, self.script, 500 if failed else self.status)
+
+
+class _Reply:
+    def __init__(self, clock: _Clock, script: list[tuple[float, bytes]], status: int) -> None:
+        self.clock, self.script, self.status = clock, script, status
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         for later, piece in self.script:
@@ -249,16 +258,30 @@ def test_serving_metrics_match_the_known_timing() -> None:
     assert result.slo == {"ttft_ms": 500.0}
 
 
-def test_goodput_counts_only_requests_within_every_objective() -> None:
-    # every 2nd request fails; the rest meet a generous E2E objective and miss a 1 ms TPOT one
-    with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.004, fail_every=2)) as server:
-        loose = _run(
-            LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"e2e_ms": 10_000.0})
-        )
-        strict = _run(LoadSpec(server.base_url, "m", concurrency=(2,), requests=8, max_tokens=5, warmup=0, slo={"tpot_ms": 1.0}))
-    assert loose.runs[0].serving is not None and loose.runs[0].serving.good_fraction == 0.5
-    assert strict.runs[0].serving is not None and strict.runs[0].serving.good_fraction == 0.0
-    assert strict.runs[0].serving.goodput == 0.0
+@pytest.mark.parametrize(
+    ("slo", "good"),
+    [
+        ({"e2e_ms": 16.5}, 0.5),  # the answered half streams in 16 ms
+        ({"e2e_ms": 15.5}, 0.0),
+        ({"tpot_ms": 4.5, "e2e_ms": 16.5}, 0.5),  # one token every 4 ms
+        ({"tpot_ms": 3.5, "e2e_ms": 16.5}, 0.0),  # within one objective is not enough
+        ({"ttft_ms": 1.0}, 0.5),
+    ],
+)
+def test_goodput_counts_only_requests_within_every_objective(slo: dict[str, float], good: float) -> None:
+    # every 2nd request fails (HTTP 500, answered in 3 ms); the rest stream 5 tokens: now, then one every 4 ms
+    clock = _Clock()
+    pieces = [(0.0, _event("t0")), *((0.004, _event(f"t{i}")) for i in range(1, 4)), (0.004, _event("t4") + _USAGE)]
+    client = _ScriptedClient(clock, pieces, fail_every=2)
+    spec = LoadSpec("http://127.0.0.1:1", "m", concurrency=(1,), requests=8, max_tokens=5, warmup=0, slo=slo)
+
+    async def go() -> Run:
+        return await LoadSession(client, spec, clock=clock).run(1, 0, "c=1")  # type: ignore[arg-type]
+
+    run = anyio.run(go)
+    assert run.serving is not None and (run.requests_ok, run.requests_failed) == (4, 4)
+    assert run.duration_s == pytest.approx(4 * 0.016 + 4 * 0.003)
+    assert run.serving.good_fraction == good and run.serving.goodput == pytest.approx(good * 8 / run.duration_s)
 
 
 def test_runs_record_when_they_ran() -> None:
