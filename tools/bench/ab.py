@@ -28,6 +28,7 @@ from rigaudit.tools.bench.compare import (
 )
 from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability_warnings
 from rigaudit.tools.bench.results import BenchResult, Run
+from rigaudit.tools.bench.stats import growth
 
 AB_SCHEMA = "rigaudit.ab/1"
 AB_COMPARE_SCHEMA = "rigaudit.ab-compare/1"
@@ -135,7 +136,7 @@ def _interaction(arms: Sequence[ArmComparison]) -> list[str]:
         changes = [p.change for p in parts if p is not None and p.change is not None]
         if len(changes) != len(alone) or level.headline.change is None:
             continue
-        expected = math.expm1(math.fsum(math.log1p(c) for c in changes))
+        expected = growth(math.fsum(math.log1p(c) for c in changes))
         lines.append(
             f"concurrency {level.concurrency}: all steps together {level.headline.change:+.1%}, the steps alone "
             f"compound to {expected:+.1%} (a large gap means the steps interact)"

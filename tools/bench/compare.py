@@ -37,7 +37,7 @@ from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability
 from rigaudit.tools.bench.like import WorkloadMismatch, differences
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.sessions import NONE, Between, Model, needed, nested, quantile
-from rigaudit.tools.bench.stats import Estimate, holm, paired, repeats_for, repeats_needed, stdev
+from rigaudit.tools.bench.stats import Estimate, growth, holm, paired, repeats_for, repeats_needed, stdev
 
 if TYPE_CHECKING:
     from rigaudit.tools.bench.calibration import Calibration
@@ -291,8 +291,8 @@ def _case(est: Estimate, settings: Settings, significant: bool) -> str:
             f"but {shown} reaches beyond {beyond}"
         )
     if est.half_width > math.log1p(settings.resolution):
-        return f"{shown} is ±{math.expm1(est.half_width):.1%} wide, wider than {beyond}"
-    narrow = f"±{math.expm1(est.half_width):.1%}"
+        return f"{shown} is ±{growth(est.half_width):.1%} wide, wider than {beyond}"
+    narrow = f"±{growth(est.half_width):.1%}"
     return f"{shown} is narrow ({narrow}) but off centre: it reaches beyond {beyond} and includes no change"
 
 
@@ -458,7 +458,7 @@ def session_tests(
 
 def _resolvable(cv: float, settings: Settings) -> float:
     """The smallest change one session a side can tell from noise at this between-session spread (any repeats)."""
-    return math.expm1(quantile(0.5 + settings.confidence / 2.0, math.inf) * math.sqrt(2.0) * cv)
+    return growth(quantile(0.5 + settings.confidence / 2.0, math.inf) * math.sqrt(2.0) * cv)
 
 
 def between_note(

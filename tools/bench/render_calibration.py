@@ -10,6 +10,7 @@ from rigaudit.tools.bench.calibration import METRICS, Calibration, Component
 from rigaudit.tools.bench.compare import Settings
 from rigaudit.tools.bench.like import host_text
 from rigaudit.tools.bench.sessions import quantile
+from rigaudit.tools.bench.stats import growth
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -17,7 +18,7 @@ Table = tuple[list[str], list[list[str]]]
 def one_a_side(component: Component, confidence: float) -> float:
     """The half-width (relative) of a compare of one session against one, at the calibration's repeats."""
     tau2 = component.ms_between / component.n0
-    return math.expm1(quantile(0.5 + confidence / 2.0, component.df_between) * math.sqrt(2.0 * tau2))
+    return growth(quantile(0.5 + confidence / 2.0, component.df_between) * math.sqrt(2.0 * tau2))
 
 
 def sessions_for(component: Component, settings: Settings, limit: int = 1000) -> int | None:

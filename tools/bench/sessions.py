@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
-from rigaudit.tools.bench.stats import MAX_REPEATS_ADVISED, Estimate, betainc, t_quantile, t_two_sided_p
+from rigaudit.tools.bench.stats import MAX_REPEATS_ADVISED, Estimate, betainc, growth, t_quantile, t_two_sided_p
 
 Source = Literal["calibrated", "assumed", "sessions", "none"]
 """Where ``sigma_B`` came from: a stored calibration (pooled with the sessions compared, if several),
@@ -260,11 +260,11 @@ def two_sided_p(t: float, df: float) -> float:
 
 def _estimate(diff: float, se: float, df: float, confidence: float, noise: float, nb: int, nn: int) -> Estimate:
     if se <= 0.0:
-        exact = math.expm1(diff)
+        exact = growth(diff)
         return Estimate(exact, exact, exact, 1.0 if diff == 0.0 else 0.0, df, noise, nb, nn)
     margin = quantile(0.5 + confidence / 2.0, df) * se
     p = two_sided_p(diff / se, df)
-    return Estimate(math.expm1(diff), math.expm1(diff - margin), math.expm1(diff + margin), p, df, noise, nb, nn)
+    return Estimate(growth(diff), growth(diff - margin), growth(diff + margin), p, df, noise, nb, nn)
 
 
 # --- what would narrow the interval ------------------------------------------------------------------

@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
 MAX_REPEATS_ADVISED = 1000
 """``repeats_needed`` says "more than this" rather than searching further."""
+
+
+_LARGEST_LOG = math.log(sys.float_info.max)
+
+
+def growth(log_ratio: float) -> float:
+    """``exp(log_ratio) - 1``: the relative change of a log-scale difference, saturating at the largest float
+    instead of overflowing (result files are untrusted: figures 1e-300 and 1e300 apart must not raise)."""
+    return math.expm1(min(log_ratio, _LARGEST_LOG))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -186,12 +196,10 @@ def _logs(values: Sequence[float]) -> list[float]:
 def _estimate(diff: float, se: float, df: float, confidence: float, noise: float, nb: int, nn: int, paired: bool) -> Estimate:
     if se <= 0.0:  # identical repeats on both sides: the change is exact
         p = 1.0 if diff == 0.0 else 0.0
-        return Estimate(math.expm1(diff), math.expm1(diff), math.expm1(diff), p, df, noise, nb, nn, paired)
+        return Estimate(growth(diff), growth(diff), growth(diff), p, df, noise, nb, nn, paired)
     t = diff / se
     margin = t_quantile(0.5 + confidence / 2.0, df) * se
-    return Estimate(
-        math.expm1(diff), math.expm1(diff - margin), math.expm1(diff + margin), t_two_sided_p(t, df), df, noise, nb, nn, paired
-    )
+    return Estimate(growth(diff), growth(diff - margin), growth(diff + margin), t_two_sided_p(t, df), df, noise, nb, nn, paired)
 
 
 def welch(base: Sequence[float], new: Sequence[float], *, confidence: float = 0.95) -> Estimate | None:
@@ -300,4 +308,4 @@ def trend(points: Sequence[tuple[str, float, float]]) -> Trend | None:
     se = math.sqrt(residual / sxx)
     span = max(x for _, x, _ in points) - min(x for _, x, _ in points)
     p = t_two_sided_p(slope / se, df) if se > 0 else (0.0 if slope else 1.0)
-    return Trend(math.expm1(slope), math.expm1(slope * span), p, df)
+    return Trend(growth(slope), growth(slope * span), p, df)
