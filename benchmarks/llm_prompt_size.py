@@ -12,7 +12,11 @@ server (its messages, tool schemas and response format, as JSON). Runs:
 
     python benchmarks/llm_prompt_size.py [--snapshot DIR] [--out FILE.json]
 
-Exit status 1 when ``final`` or ``one-tool`` exceeds 150,000 characters or a budget is exceeded.
+Each run is also broken down by part (where the characters go): the tool schemas, the area briefs, the rules of
+the session, the rule findings, the rules' evidence, the rest of the openings, the conversation after them
+(tool calls and results, retries) and the response format.
+
+Exit status 1 when ``final``, ``one-tool`` or ``every-tool`` exceeds 150,000 characters or a budget is exceeded.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from typing import Any
 import anyio
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
-from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call, final
+from rigaudit.agents.llm.prompt import FINDINGS_HEADER, SAFETY_PREAMBLE
+from rigaudit.agents.llm.testing.server import Recorded, Reply, ScriptedOpenAIServer, call, final
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
@@ -37,6 +42,48 @@ BUDGET = 150_000
 TIGHT_TOKENS = 40_000
 SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
 ANSWER = final({"findings": []})
+EVIDENCE_HEADER = "Evidence the rules read"
+PARTS = (
+    "tools",
+    "briefs",
+    "rules of the session",
+    "rule findings",
+    "evidence",
+    "opening, other",
+    "conversation",
+    "response format",
+)
+
+
+def _chars(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
+def _text(value: str) -> int:
+    return _chars(value) - 2  # a string's characters as JSON, without its quotes
+
+
+def breakdown(request: Recorded) -> dict[str, int]:
+    """Where one request's prompt characters go (the parts add up to its ``prompt_chars``)."""
+    body = request.body
+    parts = dict.fromkeys(PARTS, 0)
+    parts["tools"] = _chars(body["tools"]) + len(',"tools":') if "tools" in body else 0
+    parts["response format"] = _chars(body["response_format"]) + len(',"response_format":') if "response_format" in body else 0
+    messages = request.messages
+    system, user = (str(m.get("content") or "") for m in messages[:2]) if len(messages) >= 2 else ("", "")
+    rules_at = system.find(SAFETY_PREAMBLE)
+    parts["briefs"] = _text(system[:rules_at]) if rules_at >= 0 else _text(system)
+    parts["rules of the session"] = _text(system[rules_at:]) if rules_at >= 0 else 0
+    found = user.find(FINDINGS_HEADER)
+    evidence = user.find(EVIDENCE_HEADER)
+    end = user.rfind("\n")
+    if found >= 0:
+        stop = evidence if evidence >= 0 else end
+        parts["rule findings"] = _text(user[found:stop])
+        parts["evidence"] = _text(user[evidence:end]) if evidence >= 0 else 0
+    parts["conversation"] = _chars(messages[2:]) - 2 if len(messages) > 2 else 0
+    parts["opening, other"] = request.prompt_chars - sum(parts.values())
+    return parts
 
 
 def _after_one_tool(body: dict[str, Any]) -> Reply:
@@ -78,14 +125,18 @@ def measure(snapshot: Path, variant: str) -> dict[str, Any]:
 
         result = anyio.run(main)
         by_agent: dict[str, int] = defaultdict(int)
+        by_part: dict[str, int] = dict.fromkeys(PARTS, 0)
         for request in server.requests:
             by_agent[request.key] += request.prompt_chars
+            for part, chars in breakdown(request).items():
+                by_part[part] += chars
     answered = sum(1 for r in result.investigators if r.llm == "answered")
     return {
         "variant": variant,
         "prompt_chars": sum(by_agent.values()),
         "requests": len(server.requests),
         "by_agent": dict(by_agent),
+        "by_part": by_part,
         "budget_tokens": config.max_audit_tokens,
         "booked_tokens": brain.book.total.tokens,
         "answered": answered,
@@ -110,10 +161,11 @@ def main() -> int:
             f"{row['requests']:>3} requests; {row['booked_tokens']:,} of {row['budget_tokens']:,} tokens booked "
             f"({'held' if held else 'EXCEEDED'}); {row['answered']}/{row['agents']} agents answered"
         )
+        print("  " + ", ".join(f"{part} {chars:,}" for part, chars in row["by_part"].items() if chars))
         for warning in row["warnings"]:
             print(f"  warning: {warning}")
     by_name = {row["variant"]: row for row in figures}
-    ok = ok and by_name["final"]["prompt_chars"] <= BUDGET and by_name["one-tool"]["prompt_chars"] <= BUDGET
+    ok = ok and all(by_name[v]["prompt_chars"] <= BUDGET for v in ("final", "one-tool", "every-tool"))
     out = args.out or (Path(os.environ["OUT"]) / "llm_prompt_size.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.write_text(json.dumps(figures, indent=2))

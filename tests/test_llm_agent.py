@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from rigaudit.agents.llm import ChatReply, ChatRequest, LLMBrain, LlmConfig
+from rigaudit.agents.llm.functions import ARGUMENTS
 from rigaudit.agents.llm.prompt import SAFETY_PREAMBLE, summarize_evidence
 from rigaudit.agents.llm.testing import ScriptedModel
 from rigaudit.agents.llm.testing.server import Reply, call, final, say
@@ -303,5 +304,5 @@ def test_every_agent_tool_takes_typed_closed_arguments(name: str, arguments: Any
     for tool in model.requests[0].tools:
         parameters = tool["function"]["parameters"]
         assert parameters["type"] == "object"
-        if tool["function"]["name"] != "report_findings":
-            assert parameters["additionalProperties"] is False
+        if tool["function"]["name"] in ARGUMENTS:  # what is sent names exactly the typed model's fields
+            assert set(parameters["properties"]) == set(ARGUMENTS[tool["function"]["name"]][0].model_fields)

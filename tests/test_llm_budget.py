@@ -21,13 +21,14 @@ from rigaudit.agents.llm import ChatRequest, LLMBrain, LlmConfig, OpenAIChatMode
 from rigaudit.agents.llm.agent import DROPPED, compact
 from rigaudit.agents.llm.client import ChatReply, ToolCallRequest, request_chars
 from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
+from rigaudit.agents.llm.prompt import SAFETY_PREAMBLE
 from rigaudit.agents.llm.testing import ScriptedModel
 from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call, fail, final
-from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.agents.llm.usage import TEMPLATE_TOKENS, UsageBook
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.model.audit import AuditResult
-from tests.test_llm_support import SeedHost
+from tests.test_llm_support import SeedHost, rule_findings
 
 BIG = "/etc/modprobe.d/big.conf"
 BIG_TEXT = "options nvidia NVreg_X=1\n" * 400
@@ -122,8 +123,9 @@ def test_an_agent_near_the_budget_answers_instead_of_losing_its_work() -> None:
 
 def test_the_reservation_refuses_what_the_budget_cannot_pay_and_shrinks_the_answer() -> None:
     book = UsageBook(1000)
-    ticket = book.reserve("a", 2400, 2048)  # 800 tokens of prompt: 200 left for the answer
-    assert ticket.max_tokens == 200 and book.remaining() == 0
+    ticket = book.reserve("a", 2400, 2048)  # 800 tokens of prompt and the template's: the rest for the answer
+    assert ticket.prompt_estimate == 800 + TEMPLATE_TOKENS and ticket.max_tokens == 200 - TEMPLATE_TOKENS
+    assert book.remaining() == 0
     with pytest.raises(BudgetExhausted):
         book.reserve("b", 30, 100)
     ticket.settle(700, 150)
@@ -151,9 +153,12 @@ def test_a_tool_round_resends_a_compact_opening() -> None:
     model = ScriptedModel([call("read_file", path="/proc/cmdline"), final({"findings": []})])
     _audit(model, ("driver",))
     first, second = (request_chars(r) for r in model.requests)
-    assert "## The checks of this area" in model.requests[0].messages[0]["content"]
-    assert "## The checks of this area" not in model.requests[1].messages[0]["content"]
-    assert "values were in your first request" in model.requests[1].messages[1]["content"]
+    (system1, user1), (system2, user2) = ((r.messages[0]["content"], r.messages[1]["content"]) for r in model.requests)
+    assert "## What to read" in system1 and "## What to read" not in system2  # the reads are done
+    assert "## Judging" in system2 and "## Pitfalls" in system2 and SAFETY_PREAMBLE in system2  # how to judge stays
+    assert "Evidence the rules read" in user1 and "Evidence the rules read" not in user2
+    checks = {f["check"] for f in rule_findings(["driver"])}
+    assert all(check in user2 for check in checks)  # every rule finding is named again
     assert second < first  # the round's result included
 
 

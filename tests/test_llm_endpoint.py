@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, fail, final, say
+from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, calls, fail, final, say
 from rigaudit.orchestrator.cli import main
 from tests.test_llm_support import SEED, rule_findings
 
@@ -72,8 +73,15 @@ def test_a_clean_llm_audit_exits_0_and_says_ok(tmp_path: Path) -> None:
     assert [r["llm"] for r in data["investigators"]] == ["answered"] * 3
 
 
+def _two_reads_then_answer(body: dict[str, Any]) -> Reply:
+    """Two big reads in one round, then the answer: a conversation longer than Ollama's 2,048-token context."""
+    if (body.get("messages") or [{}])[-1].get("role") == "tool":
+        return final({"findings": []})
+    return calls(("read_file", {"path": "/proc/cpuinfo"}), ("shell", {"command": "lspci -vvv"}))
+
+
 def test_an_ollama_that_cuts_prompts_degrades_the_audit(tmp_path: Path) -> None:
-    with ScriptedOpenAIServer([say("OK")], default=final({"findings": []}), quirks="ollama") as server:
+    with ScriptedOpenAIServer([say("OK")], default=_two_reads_then_answer, quirks="ollama") as server:
         code, data = _audit(server.base_url, tmp_path, "--model", "scripted")
     assert code == 4 and data["llm"]["status"] == "degraded"
     (problem,) = data["llm"]["problems"]

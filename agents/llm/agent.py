@@ -42,8 +42,6 @@ HISTORY_CHARS = 2400
 """The summaries of earlier rounds resent in all; older ones are dropped."""
 MIN_SHORT_COMPLETION = 256
 """The completion limit of a request resent shorter after a refusal for length."""
-FOLLOWUP_REFS_CHARS = 600
-"""The rules' evidence refs in a resent opening."""
 FOLLOWUP_FINDINGS_CHARS = 1200
 """The rule findings in a resent opening."""
 DROPPED = "[an earlier result, dropped to keep the conversation short; read it again if you need it]"
@@ -120,12 +118,10 @@ class AgentRun:
         user = followup_prompt(
             self.investigator,
             self.probe.host.name,
-            self.probe.evidence_for(self.probe.refs),
             self.rule_findings,
-            refs_chars=FOLLOWUP_REFS_CHARS,
             findings_chars=min(self.config.findings_chars, FOLLOWUP_FINDINGS_CHARS),
         )
-        return [{"role": "system", "content": system_prompt(self.area)}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": system_prompt(self.area, followup=True)}, {"role": "user", "content": user}]
 
     def _opening(self) -> list[Message]:
         evidence = self.probe.evidence_for(self.probe.refs)
@@ -138,7 +134,7 @@ class AgentRun:
             findings_chars=self.config.findings_chars,
         )
         return [
-            {"role": "system", "content": system_prompt(self.area, self.investigator.checks)},
+            {"role": "system", "content": system_prompt(self.area)},
             {"role": "user", "content": user},
         ]
 

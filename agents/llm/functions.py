@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from rigaudit.agents.llm.answer import SCHEMA
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
@@ -34,28 +33,29 @@ class _Args(BaseModel):
 
 
 class PathArgs(_Args):
-    path: str = Field(min_length=1, max_length=4096, pattern=r"\S", description="an absolute path")
+    path: str = Field(min_length=1, max_length=4096, pattern=r"\S")
 
 
 class NvmlArgs(_Args):
-    function: str = Field(pattern=r"^nvml[A-Za-z0-9_]{1,80}$", description="an NVML getter's C name")
-    args: list[StrictInt] = Field(default_factory=list, max_length=4, description="ints, device index first")
+    function: str = Field(pattern=r"^nvml[A-Za-z0-9_]{1,80}$")
+    args: list[StrictInt] = Field(default_factory=list, max_length=4)
 
 
 class ShellArgs(_Args):
-    command: str = Field(min_length=1, max_length=1000, pattern=r"\S", description="one command line")
+    command: str = Field(min_length=1, max_length=1000, pattern=r"\S")
 
 
 ARGUMENTS: dict[str, tuple[type[_Args], str]] = {
-    "read_file": (PathArgs, "Read a file (absolute path under /proc, /sys, /etc, /var/log, /boot...)."),
-    "list_dir": (PathArgs, "List a directory's entries."),
-    "nvml": (NvmlArgs, "Call an NVML getter by its C name; args are ints (device index first), e.g. nvmlDeviceGetPciInfo [0]."),
-    "shell": (
-        ShellArgs,
-        "Run one read-only diagnostic command line (no pipes, redirections or $(...)); a policy vets it first.",
-    ),
+    "read_file": (PathArgs, "Read a file."),
+    "list_dir": (PathArgs, "List a directory."),
+    "nvml": (NvmlArgs, "Call an NVML getter: nvmlDeviceGetPciInfo, args [0] (device index first)."),
+    "shell": (ShellArgs, "Run one read-only command (no pipes, redirections, $(...))."),
 }
 """Every tool an agent has, with its typed arguments (validated before anything is read or run)."""
+
+SENT_KEYS = ("type", "description", "items", "enum")
+"""What a property's schema keeps as sent: every tool's schema goes with every request, so the bounds
+(length, pattern, count) and the closedness (no other keys) are checked here, by the pydantic model, and not sent."""
 
 
 def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -64,10 +64,8 @@ def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[s
 
 def _schema(model: type[_Args]) -> dict[str, Any]:
     schema = model.model_json_schema()
-    properties = {
-        key: {k: v for k, v in prop.items() if k not in ("title", "default")} for key, prop in schema["properties"].items()
-    }
-    return {"type": "object", "properties": properties, "required": schema.get("required", []), "additionalProperties": False}
+    properties = {key: {k: v for k, v in prop.items() if k in SENT_KEYS} for key, prop in schema["properties"].items()}
+    return {"type": "object", "properties": properties, "required": schema.get("required", [])}
 
 
 READ_FUNCTIONS: tuple[dict[str, Any], ...] = tuple(
@@ -75,9 +73,13 @@ READ_FUNCTIONS: tuple[dict[str, Any], ...] = tuple(
 )
 REPORT_FUNCTION = _function(
     "report_findings",
-    "Your final answer: the findings to add (may be empty).",
-    {"type": "object", "properties": SCHEMA["properties"], "required": ["findings"]},
+    "Your answer: findings [{check, status (ok|problem|unknown|not_applicable), severity (a problem's: critical|high|"
+    "medium|low), title, observed, expected, explanation, evidence [refs read], subjects, fix {kind (runtime|restart|"
+    "reboot|firmware|hardware), where (host|hypervisor|container), summary, risk (low|medium|high), verify, revert}}]",
+    {"type": "object", "properties": {"findings": {"type": "array", "items": {"type": "object"}}}, "required": ["findings"]},
 )
+"""The answer as a tool: its fields told in words (every tool goes with every request); the answer is validated
+on arrival against :data:`~rigaudit.agents.llm.answer.SCHEMA`, which is the ``response_format`` of a final request."""
 FUNCTION_NAMES = tuple(t["function"]["name"] for t in (*READ_FUNCTIONS, REPORT_FUNCTION))
 
 

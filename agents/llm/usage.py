@@ -4,8 +4,8 @@ The budget holds because every request is paid for before it is sent: once a req
 granted, :meth:`UsageBook.reserve` books the prompt's estimated tokens plus the completion it allows
 (shrunk to what is left; refused when not even a short answer fits), and the reply settles it at
 what the server counted. A failed or retried request is a request too: its prompt stays booked.
-Tokens are estimated from characters at :data:`CHARS_PER_TOKEN` until the server's own counts show
-a denser tokenizer (the densest ratio seen is used from then on).
+Tokens are estimated from characters at :data:`CHARS_PER_TOKEN` (plus :data:`TEMPLATE_TOKENS`) until the
+server's own counts show a denser tokenizer (the densest ratio seen is used from then on).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ CHARS_PER_TOKEN = 3.0
 """A cautious estimate (English and JSON run at about 4 characters per token)."""
 MIN_COMPLETION = 64
 """The smallest completion worth sending a request for."""
+TEMPLATE_TOKENS = 16
+"""Tokens a server adds to any prompt beyond its characters (the chat template's role and tool markers, a count
+rounded up): part of every estimate, so a server that counts a little more than the characters hold still fits."""
 
 
 @dataclass
@@ -95,7 +98,7 @@ class UsageBook:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def estimate(self, chars: int) -> int:
-        return max(1, math.ceil(chars / self.chars_per_token))
+        return math.ceil(chars / self.chars_per_token) + TEMPLATE_TOKENS
 
     def remaining(self) -> int | None:
         """Tokens not spent nor reserved."""
