@@ -350,7 +350,13 @@ async def apply_plan(
                 if entry.step not in runnable:
                     continue
                 if gate.quit:
-                    entry.reason = "not attempted: input ended (Ctrl-D)" if gate.ended else "not attempted: stopped by quit"
+                    entry.reason = (
+                        "not attempted: input ended (Ctrl-D)"
+                        if gate.ended
+                        else "not attempted: no answer in time"
+                        if gate.timed_out
+                        else "not attempted: stopped by quit"
+                    )
                     continue
                 held = await held_back(host, entry.step, report, plan)
                 if held:
@@ -373,6 +379,8 @@ async def apply_plan(
                     entry.reason = (
                         "end of input"
                         if gate.ended
+                        else "no answer in time"
+                        if gate.timed_out
                         else "declined"
                         if approval.decision == "no"
                         else "not attempted: stopped by quit"

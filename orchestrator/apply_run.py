@@ -81,6 +81,8 @@ def stopped_text(report: ApplyReport, gate: Gate | None = None) -> str:
         return "interrupted (Ctrl-C)"
     if gate is not None and gate.ended:
         return "input ended (Ctrl-D)"
+    if gate is not None and gate.timed_out:
+        return "no answer in time"
     return "quit" if report.quit else ""
 
 

@@ -2,8 +2,9 @@
 
 In a terminal each step is shown, with the machine (by host name) or the snapshot copy (by path)
 it changes, and the person answers yes / no / all (yes to every remaining runtime step of this
-plan) / details / quit, or their first letters. End of input (Ctrl-D) is "no" to that step and
-"quit" to the rest; Ctrl-C at a prompt raises ``KeyboardInterrupt`` at once (the caller ends the
+plan) / details / quit, or their first letters. End of input (Ctrl-D), or no answer within the
+console's deadline (:data:`~rigaudit.orchestrator.timed_prompt.APPROVAL_TIMEOUT_S` unless set), is "no"
+to that step and "quit" to the rest; Ctrl-C at a prompt raises ``KeyboardInterrupt`` at once (the caller ends the
 whole run). Without a terminal nothing is approved unless ``--yes`` was given:
 :class:`NotApprovedError` (exit status 3). Every decision is an :class:`~tools.journal.Approval`
 (who, when, the plan's hash), emitted as an ``ApprovalDecided`` event; apply also keeps it in its
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S, read_line
 from rigaudit.tools.errors import NotApprovedError
 from rigaudit.tools.journal import Approval, Decision
 from rigaudit.tools.model.events import ApprovalDecided, EventSink, discard
@@ -31,6 +33,9 @@ CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}
 EOF_ANSWER = "\x04"
 """What :meth:`Console.ask` returns at end of input (Ctrl-D): no to this step, quit for the rest."""
+TIMEOUT_ANSWER = "\x00"
+"""What :meth:`Console.ask` returns when nobody answered in time: no to this step, and nothing more is asked
+(whoever ran it is not there)."""
 
 
 def target_text(name: str, source: str) -> str:
@@ -68,12 +73,14 @@ class Console(Protocol):
 
 
 class TerminalConsole:
-    """rich output and a line read from the real terminal (every word or its first letter is an answer)."""
+    """rich output and a line read from the real terminal (every word or its first letter is an answer);
+    every question waits at most ``timeout_s`` (then it is :data:`TIMEOUT_ANSWER`, said in one line)."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float = APPROVAL_TIMEOUT_S) -> None:
         from rigaudit.orchestrator.ui.safe_console import SafeConsole as RichConsole
 
         self._console = RichConsole(highlight=False)
+        self.timeout_s = timeout_s
 
     def show(self, text: str) -> None:
         self._console.print(text, markup=False, soft_wrap=True)
@@ -82,12 +89,17 @@ class TerminalConsole:
         from rich.markup import escape
 
         words = "/".join(f"[bold]{c[0]}[/bold]{c[1:]}" for c in choices)
+        wait = f"; no answer within {self.timeout_s:g} s: no"
+        self._console.print(f"{escape(question)} {words} [dim]({default}{wait})[/dim] ", end="")
+        self._console.file.flush()
         with sigint_raises():
-            try:
-                answer = self._console.input(f"{escape(question)} {words} [dim]({default})[/dim] ")
-            except EOFError:
-                self._console.print()
-                return EOF_ANSWER
+            answer = read_line(sys.stdin.fileno(), self.timeout_s)
+        if answer is None:
+            self._console.print(f"\nno answer within {self.timeout_s:g} s: no", markup=False)
+            return TIMEOUT_ANSWER
+        if answer == EOF_ANSWER:
+            self._console.print()
+            return EOF_ANSWER
         return answer.strip() or default
 
 
@@ -182,6 +194,8 @@ class Gate:
         self.quit = False
         self.ended = False
         """Input ended (Ctrl-D) at a prompt: that step was refused and nothing more is asked."""
+        self.timed_out = False
+        """Nobody answered a prompt in time: that step was refused and nothing more is asked."""
 
     @property
     def console(self) -> Console:
@@ -214,6 +228,9 @@ class Gate:
             if raw == EOF_ANSWER:
                 self.quit = self.ended = True
                 return self._record(view.step_id, "no", "end of input (Ctrl-D): no, and nothing more is asked")
+            if raw == TIMEOUT_ANSWER:
+                self.quit = self.timed_out = True
+                return self._record(view.step_id, "no", "no answer in time: no, and nothing more is asked")
             answer = _SHORT.get(raw.strip().lower(), raw.strip().lower())
             if answer == "details":
                 self.console.show("\n".join(view.details) or "(no more details)")
@@ -258,7 +275,7 @@ def require_approval(
     )
     approval = gate.decide(view, allow_all=False)
     if not approval.approved:
-        why = "end of input" if gate.ended else approval.decision
+        why = "end of input" if gate.ended else "no answer in time" if gate.timed_out else approval.decision
         raise NotApprovedError(f"{what}: not approved ({why})")
     return approval
 
@@ -266,6 +283,7 @@ def require_approval(
 __all__ = [
     "CHOICES",
     "EOF_ANSWER",
+    "TIMEOUT_ANSWER",
     "Approval",
     "Console",
     "Gate",

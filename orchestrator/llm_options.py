@@ -93,7 +93,9 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         "demand it (default auto: that for api.openai.com, else max_tokens, switched when a server asks)",
     )
     group.add_argument(
-        "--llm-no-preflight", action="store_true", help="skip the endpoint check (models list, one tiny request) before the audit"
+        "--llm-no-preflight",
+        action="store_true",
+        help="skip the endpoint check (models list, one tiny request) before the audit or the chat",
     )
 
 
@@ -153,6 +155,9 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         raise UsageError("--llm-timeout must be positive")
     if "ask_timeout_s" in settings and settings["ask_timeout_s"] <= 0:
         raise UsageError("--llm-ask-timeout must be positive")
+    for name in ("request_timeout_s", "preflight_timeout_s"):
+        if name in settings and settings[name] <= 0:
+            raise UsageError(f"{name} must be positive")
     key_env = getattr(args, "api_key_env", None) or from_file.get("api_key_env") or DEFAULT_KEY_ENV
     settings["api_key"] = env.get(str(key_env)) or None
     if not settings.get("base_url") and settings["api_key"] is None:

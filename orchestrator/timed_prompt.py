@@ -1,4 +1,6 @@
-"""A yes/no question at the terminal that never hangs the run: it has a deadline, and it can be cancelled.
+"""Questions at the terminal that never hang the run: each has a deadline, and it can be cancelled.
+
+:func:`read_line` reads one answer with a deadline (approval questions: apply's steps, the chat's actions).
 
 An agent's ``ask`` command is asked here: the caller pauses the live board first (so the question
 shows where the board was, not under it), and the answer is read in a thread that watches the
@@ -20,6 +22,8 @@ import anyio
 
 DEFAULT_TIMEOUT_S = 60.0
 """How long an agent's question waits for a person before it counts as "no"."""
+APPROVAL_TIMEOUT_S = 300.0
+"""How long an approval question (apply's steps, the chat's actions) waits for a person before it counts as "no"."""
 POLL_S = 0.05
 
 Pause = Callable[[], AbstractContextManager[None]]
@@ -44,6 +48,20 @@ def _reader(fd: int, stop: threading.Event) -> Callable[[], str | None]:
         return None
 
     return read
+
+
+def read_line(fd: int, timeout_s: float) -> str | None:
+    """A line from ``fd`` (without its newline) within ``timeout_s``; ``None`` when the deadline passes first;
+    ``"\x04"`` at end of input with nothing typed. Ctrl-C raises in the caller's thread as usual."""
+    stop = threading.Event()
+    timer = threading.Timer(timeout_s, stop.set)
+    timer.daemon = True
+    timer.start()
+    try:
+        line = _reader(fd, stop)()
+    finally:
+        timer.cancel()
+    return "\x04" if line == "" else line
 
 
 async def ask_yes_no(

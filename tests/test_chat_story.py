@@ -154,7 +154,7 @@ def test_the_story_with_an_llm_through_the_loopback_server(seed_dir: Path, work:
         say("Done: the report is written, the runtime fixes are on the copy, P2P and the rerun were requested."),
     ]
     llm = ["--llm", "--base-url", "", "--model", "scripted"]
-    with ScriptedOpenAIServer({"chat": script}) as server:
+    with ScriptedOpenAIServer({"preflight": [say("OK")], "chat": script}) as server:
         llm[2] = server.base_url
         code, console, events = _chat(seed_dir, work, [STORY], ANSWERS, *llm, bench_url=inference.base_url)
         server.assert_complete()
@@ -198,7 +198,7 @@ def test_a_failing_model_leaves_the_commands_working(seed_dir: Path, work: Path)
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "rigaudit" / "config.json"
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps({"llm": {"retries": 0, "client_retries": 0}}))
-    with ScriptedOpenAIServer({"chat": [fail(500, "down")]}) as server:
+    with ScriptedOpenAIServer({"preflight": [say("OK")], "chat": [fail(500, "down")]}) as server:
         llm = ["--llm", "--base-url", server.base_url, "--model", "scripted"]
         code, _, events = _chat(seed_dir, work, ["what should we fix?", "/plan"], [], *llm)
     said = _said(events)

@@ -38,7 +38,10 @@ class LlmConfig:
     reasoning models, proxies that demand it) or ``auto`` (``max_completion_tokens`` for api.openai.com,
     else ``max_tokens``; switched when a server asks for the other)."""
     preflight: bool = True
-    """Check the endpoint (its models list, one tiny request) before any agent starts."""
+    """Check the endpoint (its models list, one tiny request) before any agent starts, or the chat's first line."""
+    preflight_timeout_s: float = 20.0
+    """The endpoint check's deadline (the models list and the tiny request together): a server that accepts
+    connections and never answers is one line after it, not a hang."""
     json_schema: bool = True
     """Ask for structured output (``response_format`` json_schema) when the final answer is due."""
     stream: bool = False

@@ -1,10 +1,14 @@
-"""Check the endpoint before any agent starts: its models list, then one tiny request. A bad endpoint is one line, at once.
+"""Check the endpoint before any agent starts (or the chat's first line): its models list, then one tiny request.
+A bad endpoint is one line, at once: refused, unreachable, the wrong URL, a model it does not serve, no tool
+calling, or no answer within ``preflight_timeout_s``.
 
 Without it an unreachable server, a refused key or a model the server does not serve is found by
 thirteen agents at the same time, each after its retries.
 """
 
 from __future__ import annotations
+
+import anyio
 
 from rigaudit.agents.llm.client import ChatRequest, OpenAIChatModel, describe_endpoint
 from rigaudit.agents.llm.errors import LlmError
@@ -29,7 +33,22 @@ _PING = ChatRequest(
 
 
 async def preflight(model: OpenAIChatModel, book: UsageBook | None = None) -> None:
-    """Raise :class:`LlmError` (one line) when the endpoint cannot serve an audit."""
+    """Raise :class:`LlmError` (one line) when the endpoint cannot serve an audit or a chat."""
+    import openai  # noqa: F401  (imported before the deadline starts: importing is no part of the server's answer)
+
+    seconds = model.config.preflight_timeout_s
+    try:
+        with anyio.fail_after(seconds):
+            await _check(model, book)
+    except TimeoutError:
+        where = describe_endpoint(model.config)
+        raise LlmError(
+            f"the LLM endpoint {where} gave no answer to its check within {seconds:g} s "
+            "(a server still loading its model, or not an OpenAI-compatible one?)"
+        ) from None
+
+
+async def _check(model: OpenAIChatModel, book: UsageBook | None) -> None:
     import openai
 
     where = describe_endpoint(model.config)

@@ -136,20 +136,6 @@ class UsageBook:
             prompt = prompt_tokens if prompt_tokens is not None and prompt_tokens > 0 else ticket.prompt_estimate
             self._add(ticket.agent, prompt, max(0, completion_tokens), ticket.prompt_chars, failed=failed)
 
-    def check(self, agent: str, estimated_prompt_tokens: int) -> None:
-        """Refuse a request that the budget cannot pay for (callers that do not :meth:`reserve`)."""
-        left = self.remaining()
-        if left is not None and estimated_prompt_tokens >= left:
-            raise BudgetExhausted(
-                f"the audit's token budget ({self.token_budget:,}) is spent "
-                f"({self.total.tokens:,} used; this request needs about {estimated_prompt_tokens:,})"
-            )
-
-    def record(self, agent: str, prompt_tokens: int, completion_tokens: int, prompt_chars: int) -> None:
-        """Book a request that was not reserved (callers that do not :meth:`reserve`)."""
-        with self._lock:
-            self._add(agent, prompt_tokens, completion_tokens, prompt_chars, failed=False)
-
     def _add(self, agent: str, prompt: int, completion: int, chars: int, *, failed: bool) -> None:
         self.agents.setdefault(agent, Usage()).add(prompt, completion, chars, failed=failed)
         self.total.add(prompt, completion, chars, failed=failed)

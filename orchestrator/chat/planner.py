@@ -5,16 +5,20 @@ arguments, no argv, no paths outside the work directory); the coordinator execut
 still asks the person and goes through apply's gate, and ``--yes`` approves only what the person's
 own words asked for. The order is the order of the calls. Once a step is refused or fails,
 later calls of that request are not run: the model is told so, and tells the person.
+
+Every request is paid for in the conversation's :class:`~rigaudit.agents.llm.usage.UsageBook` before it is
+sent, as the investigators' are (failed and retried tries included): a conversation never books more than
+its budget, and when the budget cannot pay for the next request the model is not asked (slash commands
+still work).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
-from rigaudit.agents.llm.agent import history_arguments
+from rigaudit.agents.llm.agent import compact, history_arguments
 from rigaudit.agents.llm.client import ChatModel, ChatRequest, Message, ToolCallRequest
-from rigaudit.agents.llm.errors import LlmError
+from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
@@ -58,14 +62,16 @@ class LlmPlanner:
         stopped: str | None = None
         done: list[str] = []
         for _ in range(self.max_rounds):
-            request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens)
+            compact(self.messages)  # earlier rounds' results as summaries: cost grows linearly with the rounds
+            request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book)
             try:
-                self.book.check("chat", len(json.dumps(self.messages)) // 4)
-                reply = await self.model.complete(request)
+                reply = await self.model.complete(request)  # every try paid for in the book before it is sent
+            except BudgetExhausted as exc:
+                self.say(f"The model was not asked: {exc}. Slash commands still work (/help).")
+                return
             except LlmError as exc:
                 self.say(f"The model failed: {exc}. Slash commands still work (/help).")
                 return
-            self.book.record("chat", reply.prompt_tokens, reply.completion_tokens, len(json.dumps(self.messages)))
             self.coordinator.emit(
                 LlmExchange(
                     agent="chat",

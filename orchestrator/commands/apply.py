@@ -12,11 +12,13 @@ applied unless --yes is given. Every change is journaled before it is made:
 `rigaudit rollback JOURNAL` undoes it.
 
 At each step: y(es), n(o), a(ll remaining runtime steps), d(etails), q(uit). End of input
-(Ctrl-D) is "no" to that step and stops there; Ctrl-C ends the run at once. Either way the steps
+(Ctrl-D), or no answer within --approval-timeout seconds (default 300), is "no" to that step and
+stops there; Ctrl-C ends the run at once. Either way the steps
 done so far are listed, journaled and written to the report.
 
 Exit status: 0 done; 1 a change failed (and was reverted where it could be); 2 usage error;
-3 not approved (no terminal and no --yes, quit, or end of input at a prompt); 130 interrupted.
+3 not approved (no terminal and no --yes, quit, end of input or no answer in time at a prompt);
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ import anyio
 
 from rigaudit.orchestrator.apply import SCOPES, load_plan_file
 from rigaudit.orchestrator.apply_run import ApplyRequest, run_apply
+from rigaudit.orchestrator.approval import TerminalConsole
+from rigaudit.orchestrator.arguments import positive_seconds
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.report import choose_report
 from rigaudit.orchestrator.session import add_session_arguments, open_session
+from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
@@ -49,6 +54,13 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=SCOPES, default="runtime", help="which steps may run (default: runtime)")
     parser.add_argument("--only", metavar="STEP,...", help="only these step ids")
     parser.add_argument("--yes", action="store_true", help="approve every runtime step without asking (scripts)")
+    parser.add_argument(
+        "--approval-timeout",
+        type=positive_seconds,
+        default=APPROVAL_TIMEOUT_S,
+        metavar="S",
+        help=f"how long a step's question waits for your answer before it is no (default {APPROVAL_TIMEOUT_S:g})",
+    )
     parser.add_argument("--persist", action="store_true", help="also write sysctl.d/modules-load.d/tmpfiles.d/udev files")
     parser.add_argument("--journal", type=Path, metavar="FILE", help="where to journal the changes (default: state dir)")
     parser.add_argument("--emit-script", type=Path, metavar="FILE", help="write the steps not run here as a bash script")
@@ -100,7 +112,8 @@ def _run(args: argparse.Namespace) -> int:
     ) as session:
         if note:
             session.emit(Warning_(text=note))
-        applied = anyio.run(lambda: run_apply(source, request, emit=session.emit))
+        console = TerminalConsole(timeout_s=args.approval_timeout)
+        applied = anyio.run(lambda: run_apply(source, request, emit=session.emit, console=console))
         session.exit_code = 1 if applied.problems else 3 if applied.quit else 0
     return session.exit_code
 

@@ -13,9 +13,14 @@ that p2p works with some manual micro bench, then rerun inference benchmark") or
 (/audit, /plan, /why CHECK, /report [FILE], /apply runtime, /bench p2p, /bench inference [ARGS],
 /compare A B, /rollback [JOURNAL], /help, /quit). Without an LLM a small parser understands such
 sentences; with --llm the model plans the steps and rigaudit runs them. Without a terminal nothing
-is approved unless --yes is given.
+is approved unless --yes is given; at one, a question not answered within --approval-timeout
+seconds (default 300) is no, and nothing more of that request is asked.
 
-Exit status: 0 done; 2 usage error.
+With --llm the endpoint is checked first (its models list, one tiny request; --llm-no-preflight skips
+it): a server that refuses, is not there, answers 404 or does not answer within 20 s
+(preflight_timeout_s in the config file) ends the chat at once with one line.
+
+Exit status: 0 done; 1 the LLM endpoint failed its check; 2 usage error.
 """
 
 from __future__ import annotations
@@ -28,14 +33,16 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.llm import LLMBrain, OpenAIChatModel
+from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.usage import UsageBook
-from rigaudit.orchestrator.approval import Console, is_interactive
-from rigaudit.orchestrator.arguments import url
+from rigaudit.orchestrator.approval import Console, TerminalConsole, is_interactive
+from rigaudit.orchestrator.arguments import positive_seconds, url
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
 from rigaudit.orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
 from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
@@ -50,6 +57,13 @@ def _add(parser: argparse.ArgumentParser) -> None:
         "--into", type=Path, metavar="DIR", help="with --snapshot: the copy changes go into (default: a temporary one)"
     )
     parser.add_argument("--yes", action="store_true", help="approve every step without asking (scripts)")
+    parser.add_argument(
+        "--approval-timeout",
+        type=positive_seconds,
+        default=APPROVAL_TIMEOUT_S,
+        metavar="S",
+        help=f"how long a step's question waits for your answer before it is no (default {APPROVAL_TIMEOUT_S:g})",
+    )
     bench = parser.add_argument_group("the inference benchmark a conversation reruns")
     bench.add_argument("--bench-base-url", type=url, metavar="URL", help="the inference server to benchmark")
     bench.add_argument("--bench-model", metavar="NAME", help="its model")
@@ -156,12 +170,15 @@ def run_chat(
                 approver=terminal_approver(ui.ui.paused, timeout_s=config.ask_timeout_s),
                 book=book,
             )
-        coordinator = Coordinator(host, settings, console=console, emit=session.emit, brain=brain)
+        asker = console if console is not None else TerminalConsole(timeout_s=args.approval_timeout)
+        coordinator = Coordinator(host, settings, console=asker, emit=session.emit, brain=brain)
         planner = LlmPlanner(model, coordinator, book) if model is not None and book is not None else None
         conversation = Conversation(coordinator, planner)
 
         async def main() -> None:
             try:
+                if model is not None and config is not None and config.preflight:
+                    await preflight(model, book)  # a dead or wrong endpoint is one line now, not at the first request
                 await conversation.run(lines if lines is not None else stdin_lines(interactive))
             finally:
                 if model is not None:
