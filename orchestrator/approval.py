@@ -90,9 +90,9 @@ class TerminalConsole:
 
         words = "/".join(f"[bold]{c[0]}[/bold]{c[1:]}" for c in choices)
         wait = f"; no answer within {self.timeout_s:g} s: no"
-        self._console.print(f"{escape(question)} {words} [dim]({default}{wait})[/dim] ", end="")
-        self._console.file.flush()
-        with sigint_raises():
+        with sigint_raises():  # before the question shows: a Ctrl-C once it is there ends the run at once
+            self._console.print(f"{escape(question)} {words} [dim]({default}{wait})[/dim] ", end="")
+            self._console.file.flush()
             answer = read_line(sys.stdin.fileno(), self.timeout_s)
         if answer is None:
             self._console.print(f"\nno answer within {self.timeout_s:g} s: no", markup=False)

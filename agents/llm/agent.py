@@ -113,8 +113,9 @@ class AgentRun:
         return self.investigator.area
 
     def _followup(self) -> list[Message]:
-        """The opening as resent once a tool round happened: the check list left out (the rule findings name
-        every check), the rules' evidence as refs only, the rule findings shorter."""
+        """The opening as resent once a tool round happened: the brief's judging sections and the rules of the
+        session (its where-to-read sections left out), the problems and unknowns as sent, the other rule findings
+        by id, the rules' evidence left out (the model reads again what it needs)."""
         user = followup_prompt(
             self.investigator,
             self.probe.host.name,
