@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from rigaudit.tools.atomic import atomic_write_text
-from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.errors import BenchInputError, validated
 from rigaudit.tools.bench.like import WorkloadMismatch, differences, host_text, identity, identity_differences, same_host
 from rigaudit.tools.bench.machine import short
 from rigaudit.tools.bench.results import BenchResult, Run, host_name
@@ -238,12 +238,7 @@ def load_calibration(path: Path) -> Calibration:
     if not isinstance(raw, dict) or raw.get("schema") != CALIBRATION_SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
         raise BenchInputError(f"{path} is not a {CALIBRATION_SCHEMA} file (schema: {found!r})")
-    try:
-        return Calibration.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise BenchInputError(f"{path}: {where}: {first['msg']}") from None
+    return validated(Calibration, raw, path)
 
 
 def _host(result: BenchResult) -> str:

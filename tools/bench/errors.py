@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
 from rigaudit.tools.errors import OperationError, UsageError
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class BenchUnavailable(UsageError):
@@ -15,3 +22,15 @@ class BenchInputError(UsageError):
 
 class BenchFailed(OperationError):
     """The benchmark started and failed (a worker crashed, a command exited non-zero)."""
+
+
+def validated(model: type[_M], data: dict[str, Any], path: Path, prefix: str = "") -> _M:
+    """``data`` as ``model``; its first validation error as one BenchInputError naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if not errors:
+            raise BenchInputError(f"{path}: {exc}") from None
+        where = ".".join(str(part) for part in errors[0]["loc"])
+        raise BenchInputError(f"{path}: {prefix}{where}: {errors[0]['msg']}") from None

@@ -8,18 +8,17 @@ untrusted input: bounded in size, numbers finite, lists bounded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.errors import BenchInputError, validated
 from rigaudit.tools.bench.profile_attribution import LevelAttribution, Window, attribute, level_loads, readings
 from rigaudit.tools.bench.profile_inputs import ProfileInputs
 from rigaudit.tools.bench.profile_sampler import MAX_SAMPLES, GpuInfo, GpuSample
 from rigaudit.tools.bench.results import BENCH_SCHEMA, MAX_RESULT_BYTES, BenchResult
 
 PROFILE_SCHEMA = "rigaudit.profile/1"
-_M = TypeVar("_M", bound=BaseModel)
 
 
 class Profile(BaseModel):
@@ -77,13 +76,4 @@ def load_profiled(path: Path) -> tuple[BenchResult, Profile]:
     data = raw.get("profile")
     if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
         raise BenchInputError(f"{path} has no profile: record one with `rigaudit bench inference --profile --json FILE`")
-    return _valid(BenchResult, raw, path, ""), _valid(Profile, data, path, "profile.")
-
-
-def _valid(model: type[_M], data: dict[str, Any], path: Path, prefix: str) -> _M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise BenchInputError(f"{path}: {prefix}{where}: {first['msg']}") from None
+    return validated(BenchResult, raw, path), validated(Profile, data, path, "profile.")

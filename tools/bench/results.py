@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
-from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.errors import BenchInputError, validated
 from rigaudit.tools.bench.serving import ServingMetrics, serving_metrics
 from rigaudit.tools.bench.stats import percentile
 
@@ -168,9 +168,4 @@ def load_result(path: Path) -> BenchResult:
     if not isinstance(raw, dict) or raw.get("schema") != BENCH_SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
         raise BenchInputError(f"{path} is not a {BENCH_SCHEMA} result (schema: {found!r})")
-    try:
-        return BenchResult.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise BenchInputError(f"{path}: {where}: {first['msg']}") from None
+    return validated(BenchResult, raw, path)
