@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from rigaudit.tools.bench.machine import token
 from rigaudit.tools.hosts.base import FileResult, Host
 
 Reader = Callable[[str], Awaitable[FileResult]]
@@ -32,7 +33,6 @@ MACHINE_ID = "/etc/machine-id"
 PRODUCT_UUID = "/sys/class/dmi/id/product_uuid"
 FACT = "host_id"
 """The baseline fact (``AuditResult.host.facts``) that holds :meth:`HostIdentity.token`."""
-_MACHINE = re.compile(r"[0-9a-f]{32}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"})
 _TOKEN = re.compile(r"(machine-id|product-uuid):([0-9a-f]{16})")
@@ -43,9 +43,8 @@ def _digest(text: str) -> str:
 
 
 def machine_digest(raw: bytes | None) -> str:
-    """The digest of a machine-id file's content, or ``""`` when it holds none."""
-    text = (raw or b"").decode("ascii", "replace").strip().lower()
-    return _digest(text) if _MACHINE.fullmatch(text) else ""
+    """The digest of a machine-id file's content, or ``""`` when it holds none (the one benchmarks key by)."""
+    return token(raw).removeprefix("machine-id:")
 
 
 def product_digest(raw: bytes | None) -> str:
