@@ -1,7 +1,8 @@
 """A check, declared once: its id, title and the catalog's words on it.
 
 Every list of checks is derived from these declarations: an investigator's ``checks``, ``docs/checks.md``,
-``rigaudit checks``, the LLM briefs' check lists and the catalog. A check's area is the prefix of its id
+``rigaudit checks`` and the catalog; an LLM agent's prompt names each check the rules did not report with its
+``problem`` (:func:`rigaudit.agents.llm.prompt.summarize_findings`). A check's area is the prefix of its id
 (``pcie.acs`` belongs to ``pcie``), so an id can never name another area than the one that runs it.
 """
 
