@@ -28,7 +28,8 @@ each level's weight), so identical configurations are called different at most 1
 the time. A change counts when its adjusted p is below 1 - confidence and it is
 at least --noise-floor; "no significant change" needs the whole interval inside ±--resolution (an
 equivalence test), otherwise the verdict is "not enough repeats" with the number per side that the
-observed change and spread need to decide it. A
+observed change and spread need to decide it by the test applied (a significant change at its share
+of Holm's alpha: the more levels, metrics and arms, the more repeats). A
 trend over a session (warm-up, clocks, another tenant) is reported; inference runs its levels in a
 balanced (Williams Latin square) order and ab its arms, so time is not mistaken for an effect.
 compare refuses results of different workloads (model, URL, API, max/prompt tokens, levels,

@@ -22,8 +22,9 @@ The method (also in ``bench compare --help`` and every report):
   interval [low, high] lies inside ±resolution (log scale: -res/(1+res) <= low, high <= res), so a
   narrow interval off centre ([+3%, +13%] at ±10%) is not one. Anything else is "not enough repeats",
   with the repeats per session, or the sessions per side, that the observed change and spread would
-  need to decide it (the interval inside ±resolution, or a change at the floor significant; as
-  benchstat's "need >= 6 samples").
+  need to decide it (the interval inside ±resolution, or a change at the floor significant by the
+  test applied: at its share of Holm's alpha, ``alpha * w / W``, which counts whatever the family's
+  other tests show; as benchstat's "need >= 6 samples").
 """
 
 from __future__ import annotations
@@ -296,29 +297,71 @@ def _case(est: Estimate, settings: Settings, significant: bool) -> str:
     return f"{shown} is narrow ({narrow}) but off centre: it reaches beyond {beyond} and includes no change"
 
 
-def _goal(est: Estimate, settings: Settings, significant: bool) -> tuple[float, str]:
-    """(the log-scale half-width that would decide this estimate, what reaching it decides); 0 when none would.
+@dataclass(frozen=True)
+class _Goal:
+    """One outcome that would decide an estimate: its interval's log-scale half-width at ``confidence``."""
 
-    Either outcome decides: the whole interval inside ±resolution (half-width ``band - |centre|``), or, for an
-    estimate at or above the noise floor that is not yet significant, an interval that excludes no change
-    (half-width ``|centre|``); whichever needs the fewer repeats."""
+    half_width: float
+    confidence: float
+    text: str
+
+
+def _goals(est: Estimate, settings: Settings, significant: bool, level: float) -> list[_Goal]:
+    """What would decide this estimate: the whole interval inside ±resolution (half-width ``band - |centre|`` at
+    the confidence every interval is shown at), or, for an estimate at or above the noise floor that is not yet
+    significant, the change significant as the test applied judges it: its interval at ``1 - level`` (``level``:
+    the p this test must reach for its Holm-adjusted p to count whatever the others show) excluding no change."""
     centre = abs(_log1p(est.change))
+    found = []
     inside = math.log1p(settings.resolution) - centre
-    counts = not significant and abs(est.change) >= settings.noise_floor and math.isfinite(centre)
-    if counts and centre > inside:
-        return centre, f"decide it (the {est.change:+.1%} change significant, if it holds)"
     if inside > 0:
-        return inside, f"decide it (the interval inside ±{settings.resolution:.0%}, if the change is as small as estimated)"
-    return 0.0, ""
+        text = f"decide it (the interval inside ±{settings.resolution:.0%}, if the change is as small as estimated)"
+        found.append(_Goal(inside, settings.confidence, text))
+    if not significant and abs(est.change) >= settings.noise_floor and math.isfinite(centre) and centre > 0:
+        holm_text = f" at p < {level:.2g}, its share of the Holm family" if level < settings.alpha else ""
+        found.append(_Goal(centre, 1.0 - level, f"decide it (the {est.change:+.1%} change significant{holm_text}, if it holds)"))
+    return found
+
+
+def _need(
+    est: Estimate, model: Model | None, settings: Settings, paired_test: bool, goal: _Goal
+) -> tuple[int | None, int | None]:
+    """(repeats per session, sessions per side) that would reach ``goal``; None for what no number reaches."""
+    ran = math.ceil(model.repeats) if model is not None else max(est.n_base, est.n_new)
+
+    def more(need: int | None) -> int | None:  # the repeats compared did not decide it: never advise as many
+        return None if need is None else max(need, ran + 1)
+
+    conf, target = goal.confidence, goal.half_width
+    if model is None or model.between_sd == 0.0:
+        need = repeats_for(est.noise, half_width=target, confidence=conf, paired=paired_test)
+        if model is not None and max(model.sessions) > 1:
+            need = needed(model, resolution=settings.resolution, confidence=conf, half_width=target)[0]
+        return more(need), None
+    repeats, sessions = needed(model, resolution=settings.resolution, confidence=conf, half_width=target)
+    return (more(repeats), None) if repeats is not None else (None, sessions)
+
+
+def _fewest(options: Sequence[tuple[int | None, int | None, _Goal]]) -> tuple[int | None, int | None, _Goal]:
+    """The goal the fewest repeats reach, else the fewest sessions."""
+
+    def cost(option: tuple[int | None, int | None, _Goal]) -> tuple[int, int]:
+        repeats, sessions, _ = option
+        return (repeats if repeats is not None else 10**9, sessions if sessions is not None else 10**9)
+
+    return min(options, key=cost)
 
 
 def _undecided(
-    est: Estimate, model: Model | None, settings: Settings, paired_test: bool, significant: bool
+    est: Estimate, model: Model | None, settings: Settings, paired_test: bool, significant: bool, level: float
 ) -> tuple[int | None, int | None, str]:
-    """(repeats needed, sessions needed, the reason) for an estimate that neither counts nor lies within ±resolution."""
+    """(repeats needed, sessions needed, the reason) for an estimate that neither counts nor lies within ±resolution.
+
+    ``level``: the unadjusted p at which this test's Holm-adjusted p counts (the figure for "significant" is the
+    test actually applied, not the unadjusted one)."""
     case = _case(est, settings, significant)
-    target, goal = _goal(est, settings, significant)
-    if target <= 0:
+    goals = _goals(est, settings, significant, level)
+    if not goals:
         return (
             None,
             None,
@@ -327,24 +370,14 @@ def _undecided(
                 f"{settings.noise_floor:.0%} noise floor, no number of repeats decides it (--noise-floor above --resolution?)"
             ),
         )
-    ran = math.ceil(model.repeats) if model is not None else max(est.n_base, est.n_new)
-
-    def more(need: int | None) -> int | None:  # the repeats compared did not decide it: never advise as many
-        return None if need is None else max(need, ran + 1)
-
-    conf = settings.confidence
+    repeats, sessions, goal = _fewest([(*_need(est, model, settings, paired_test, g), g) for g in goals])
     if model is None or model.between_sd == 0.0:
-        need = repeats_for(est.noise, half_width=target, confidence=conf, paired=paired_test)
-        if model is not None and max(model.sessions) > 1:
-            need = needed(model, resolution=settings.resolution, confidence=conf, half_width=target)[0]
-        need = more(need)
         unit = "A/B cycle" if paired_test else "repeat"
-        return need, None, f"{case}; at the observed spread of {est.noise:.1%} per {unit} {_need_text(need, paired_test)} {goal}"
-    repeats, sessions = needed(model, resolution=settings.resolution, confidence=conf, half_width=target)
+        text = f"{case}; at the observed spread of {est.noise:.1%} per {unit} {_need_text(repeats, paired_test)} {goal.text}"
+        return repeats, None, text
     spread = f"{est.noise:.1%} per repeat and {model.between_sd:.1%} between sessions"
     if repeats is not None:
-        repeats = more(repeats)
-        return repeats, None, f"{case}; at the observed spread ({spread}) about {repeats} repeats per session would {goal}"
+        return repeats, None, f"{case}; at the observed spread ({spread}) about {repeats} repeats per session would {goal.text}"
     side = "one session a side" if max(model.sessions) == 1 else f"{model.sessions[0]} vs {model.sessions[1]} sessions"
     many = f"about {sessions} sessions a side" if sessions else "more than 1,000 sessions a side"
     return (
@@ -352,12 +385,12 @@ def _undecided(
         sessions,
         f"{case}; the spread between sessions ({model.between_sd:.1%}) is too wide for {side} whatever the repeats: "
         f"{many} (bench compare A1.json A2.json ... --against B1.json B2.json ...), or an interleaved bench ab, "
-        f"would {goal}",
+        f"would {goal.text}",
     )
 
 
 def _verdict(
-    test: Contrast, found: tuple[Estimate, Model | None] | None, p_adj: float | None, settings: Settings
+    test: Contrast, found: tuple[Estimate, Model | None] | None, p_adj: float | None, settings: Settings, level: float
 ) -> MetricChange:
     base_sessions, new_sessions = test.sessions()
     base, new = _side_mean(base_sessions), _side_mean(new_sessions)
@@ -395,16 +428,22 @@ def _verdict(
             else inside
         )
         return MetricChange(*common, None, "no significant change", reason, headline, session_noise)
-    repeats, sessions, reason = _undecided(est, model, settings, test.is_paired, significant)
+    repeats, sessions, reason = _undecided(est, model, settings, test.is_paired, significant, level)
     return MetricChange(*common, repeats, "not enough repeats", reason, headline, session_noise, sessions)
 
 
 def metric_changes(tests: Sequence[Contrast], settings: Settings) -> list[MetricChange]:
-    """Every test's verdict, with Holm's weighted adjustment over all of them together."""
+    """Every test's verdict, with Holm's weighted adjustment over all of them together.
+
+    A test whose unadjusted p is below ``alpha * w / W`` (its weight over the family's) counts whatever the others
+    show (every step of Holm's procedure tests at least at that level), so that is the level the repeats advised
+    for "significant" aim at."""
     estimates = [_estimate(t, settings.confidence) for t in tests]
     weights = [HEADLINE_WEIGHT if t.metric == HEADLINE else 1.0 for t in tests]
     adjusted = holm([e[0].p if e is not None else None for e in estimates], weights)
-    return [_verdict(t, e, a, settings) for t, e, a in zip(tests, estimates, adjusted, strict=True)]
+    family = math.fsum(w for w, e in zip(weights, estimates, strict=True) if e is not None)
+    levels = [settings.alpha * w / family if family > 0 else settings.alpha for w in weights]
+    return [_verdict(t, e, a, settings, lv) for t, e, a, lv in zip(tests, estimates, adjusted, levels, strict=True)]
 
 
 def level_tests(base: Sequence[Run], new: Sequence[Run], *, is_paired: bool = False) -> list[Contrast]:
