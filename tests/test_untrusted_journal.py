@@ -14,11 +14,14 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.persist import UDEV_FILE
 from rigaudit.tools.actions.provenance import restore_lines
 from rigaudit.tools.actions.targets import ConfigFileTarget, ModuleTarget, PciRegisterTarget, ServiceTarget, ValueFileTarget
+from rigaudit.tools.bench.machine import token
 from rigaudit.tools.model.finding import ModuleLoadAction
 from rigaudit.tools.model.plan import Plan, PlanStep
 from tests.support.apply import NUMA, MemoryHost, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 Entry = dict[str, Any]
+MACHINE_ID = "4c4c4544004b3510804cb4c04f4e3332"
+"""The mini seed's /etc/machine-id (the seed snapshot recorded none)."""
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +29,7 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
     """One apply (with --persist) into a copy of the mini seed: the copy and its journal, made once."""
     for folder in fast_tmp(tmp_path_factory.mktemp("journal")):
         mini = mini_seed(folder / "mini")
+        (mini / "files" / "etc" / "machine-id").write_text(MACHINE_ID + "\n")
         plan = folder / "plan.json"
         plan.write_text(seed_plan().model_dump_json())
         journal = folder / "j.jsonl"
@@ -114,7 +118,7 @@ def _no_plan(entries: list[Entry]) -> None:
 
 
 def _other_machine(entries: list[Entry]) -> None:
-    entries[0]["host_id"] = "machine-id:" + "a" * 32
+    entries[0]["host_id"] = token(b"a" * 32)
 
 
 def _bad_before(entries: list[Entry]) -> None:
@@ -140,7 +144,7 @@ TAMPERED: dict[str, tuple[Callable[[list[Entry]], None], str]] = {
     "a file to delete": (_file_removed, "not a persist file"),
     "a udev rule added": (_udev_rule_added, "gains a line the plan does not write"),
     "no plan recorded": (_no_plan, "records no plan"),
-    "another machine": (_other_machine, "written on the machine"),
+    "another machine": (_other_machine, f"written on {token(b'a' * 32).replace(':', ' ')[:19]}"),
     "a register value that is shell": (_bad_before, "damaged or invalid line|not hex"),
     "an outcome of nothing": (_orphan_outcome, "matches no earlier change"),
     "a deeply nested line": (_deep_line, "damaged or invalid line"),
@@ -169,6 +173,38 @@ def test_the_untampered_journal_rolls_back(
     assert code == 0 and err == []
     assert read(work / "copy", NUMA) == b"1\n"
     assert not (work / "copy" / "files" / UDEV_FILE.lstrip("/")).exists()
+
+
+def test_the_journal_records_a_digest_of_the_machine_id_never_the_id(applied: tuple[Path, Path, list[Entry]]) -> None:
+    _, journal, entries = applied
+    assert entries[0]["kind"] == "session" and entries[0]["host_id"] == token(MACHINE_ID.encode())
+    assert MACHINE_ID not in journal.read_text() and MACHINE_ID.upper() not in journal.read_text().upper()
+
+
+def test_a_journal_written_before_digests_still_rolls_back_on_its_machine(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older rigaudit recorded the raw id: it still reads, and is the same machine by its digest."""
+    entries = json.loads(json.dumps(applied[2]))
+    entries[0]["host_id"] = f"machine-id:{MACHINE_ID}"
+    code, err = _rollback(work, entries, capsys)
+    assert code == 0 and err == []
+    assert read(work / "copy", NUMA) == b"1\n"
+
+
+def test_a_journal_of_another_machine_written_before_digests_is_refused_without_showing_its_id(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = "0123456789abcdef0123456789abcdef"
+    entries = json.loads(json.dumps(applied[2]))
+    entries[0]["host_id"] = f"machine-id:{other}"
+    before = tree_digest(work / "copy")
+    code, err = _rollback(work, entries, capsys)
+    assert code == 2 and len(err) == 1
+    theirs, mine = (token(x.encode()).removeprefix("machine-id:")[:8] for x in (other, MACHINE_ID))
+    assert f"written on machine-id {theirs}, this is machine-id {mine}" in err[0]
+    assert other not in err[0] and MACHINE_ID not in err[0]
+    assert tree_digest(work / "copy") == before
 
 
 def test_a_torn_last_line_is_the_one_damage_allowed(

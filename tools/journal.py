@@ -76,7 +76,8 @@ class JournalEntry(BaseModel):
     host: str = ""
     source: str = ""
     host_id: str = ""
-    """The session's machine: ``machine-id:...`` (rollback refuses another machine)."""
+    """The session's machine: ``machine-id:<digest>`` (:func:`rigaudit.tools.bench.machine.token`; older journals: the raw
+    id, compared by its digest); rollback refuses another machine."""
     plan_hash: str = ""
     plan: Plan | None = None
     """The session's plan, whose hash is ``plan_hash``: rollback undoes only its targets."""

@@ -3,7 +3,10 @@
 A journal is a file anyone with write access to the state folder could have edited, and rollback
 runs as root: it must not become a way to write any path, delete any file or stop any unit.
 So an apply records, in its ``session`` entry, the plan it ran (the whole plan, whose hash is the
-one every approval is bound to) and the identity of the host (name and ``/etc/machine-id``).
+one every approval is bound to) and the identity of the host: its name and a digest of its
+``/etc/machine-id`` (:func:`rigaudit.tools.bench.machine.token`, never the id: journals are attached
+to tickets and bundles). A journal written before digests holds the raw id; it still reads, and is
+compared by its digest.
 Before rollback touches anything, :func:`verify_journal` checks that:
 
 - every line is a valid entry (only the last one may be torn, by a kill while it was written);
@@ -38,6 +41,7 @@ from rigaudit.tools.actions.targets import (
     expand,
     refusal,
 )
+from rigaudit.tools.bench.machine import short, token
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import JournalEntry, JournalRead
@@ -45,7 +49,8 @@ from rigaudit.tools.model.names import one_line
 from rigaudit.tools.model.plan import Plan, PlanStep
 
 PERSIST_STEP = "persist"
-_MACHINE_ID = re.compile(r"[0-9a-f]{32}")
+_RAW_MACHINE_ID = re.compile(r"machine-id:([0-9a-fA-F]{32})")
+"""What a session recorded before digests: the id itself."""
 _SERVICE_STATE = re.compile(r"[a-z-]{1,32}")
 MAX_BEFORE = 4096
 
@@ -55,10 +60,17 @@ class JournalRefused(UsageError):
 
 
 async def host_identity(host: Host) -> str:
-    """``machine-id:<32 hex>`` from the host's ``/etc/machine-id``, or ``""`` when it has none."""
+    """``machine-id:<digest>`` of the host's ``/etc/machine-id`` (:func:`~rigaudit.tools.bench.machine.token`), or
+    ``""`` when it has none."""
     result = await host.read("/etc/machine-id")
-    text = result.data.decode("ascii", "replace").strip() if result.data is not None else ""
-    return f"machine-id:{text}" if _MACHINE_ID.fullmatch(text) else ""
+    return token(result.data)
+
+
+def recorded_identity(host_id: str) -> str:
+    """A session's ``host_id`` in the digest form: a journal written before digests holds the raw id, whose digest
+    is the one this machine has now."""
+    raw = _RAW_MACHINE_ID.fullmatch(host_id)
+    return token(raw.group(1).encode()) if raw is not None else host_id
 
 
 class SessionFields(TypedDict):
@@ -157,8 +169,11 @@ def verify_journal(read: JournalRead, *, host_name: str, host_id: str) -> Verifi
         raise _refuse(where, f"its plan does not have the recorded hash {session.plan_hash!r}")
     if session.host != host_name:
         raise _refuse(where, f"it was written on {session.host!r}, not {host_name!r}")
-    if session.host_id and session.host_id != host_id:
-        raise _refuse(where, f"it was written on the machine {session.host_id}, this is {host_id or 'one without a machine-id'}")
+    recorded = recorded_identity(session.host_id)
+    if recorded and recorded != host_id:
+        mine = short(host_id) if host_id else "one without a machine-id"
+        theirs = short(recorded) if recorded.startswith("machine-id:") else "another machine"
+        raise _refuse(where, f"it was written on {theirs}, this is {mine}")
     seqs = [e.seq for e in entries]
     if len(set(seqs)) != len(seqs):
         raise _refuse(where, "two entries share a sequence number")
@@ -205,6 +220,7 @@ __all__ = [
     "SessionFields",
     "Verified",
     "host_identity",
+    "recorded_identity",
     "restore_lines",
     "session_fields",
     "verify_journal",
