@@ -152,9 +152,10 @@ EMITTED = {
     "AuditFinished",
     "TopologyReported",
     "PcieDevice",
+    "GateReported",
 }
-"""What a check of the fixture emits (and ``TopologyReported``'s payload): the only models of
-tools/model/events.py it may build (each model's validator costs instructions at every start)."""
+"""What a check of the fixture emits (``GateReported``: its lines are drawn from it; and ``TopologyReported``'s
+payload): the only models of tools/model/events.py it may build (each model's validator costs instructions at every start)."""
 
 
 def test_a_check_builds_only_the_events_it_emits(gate_run: dict[str, object]) -> None:

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.gate.model import GATE_STATUSES, CheckResult
 from rigaudit.orchestrator.gate.prometheus import _label, render
+from rigaudit.tools.model.check import GATE_STATUSES, CheckResult
 from tests.support.fleet import degrade_link, free_port
 from tests.support.mutate import light_copy
 

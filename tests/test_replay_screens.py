@@ -14,6 +14,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -25,7 +26,7 @@ from rigaudit.orchestrator.rediagnose import rediagnose_json
 from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
-from rigaudit.tools.model.events import DiffReported, RediagnoseFinished
+from rigaudit.tools.model.events import DiffReported, GateReported, RediagnoseFinished
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
 from rigaudit.transcripts.reader import read_transcript
@@ -34,6 +35,7 @@ RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h20
 SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
 H200X2 = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"
 NOT_EVENTS = ("replaying ", "transcript: ")
+E = TypeVar("E", DiffReported, RediagnoseFinished, GateReported)
 
 
 def _screen(text: str) -> list[str]:
@@ -145,7 +147,7 @@ def test_fleet(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Pat
 
     def run() -> int:
         args = type("Args", (), {"no_live": True, "json": None})()
-        with open_session("audit", consumers=[terminal_for(args)], transcript=t) as session:  # type: ignore[arg-type]
+        with open_session("audit", consumers=[terminal_for(args)], transcript=t) as session:
             anyio.run(lambda: run_fleet(["a", "b", "junk"], ReplayTransport(archives), FleetOptions(workers=0), session.emit))
         return 0
 
@@ -167,7 +169,7 @@ def test_rollback_warnings_reach_its_transcript(capsys: pytest.CaptureFixture[st
     capsys.readouterr()
 
 
-def _recorded(transcript: Path, kind: type[DiffReported] | type[RediagnoseFinished]) -> DiffReported | RediagnoseFinished:
+def _recorded(transcript: Path, kind: type[E]) -> E:
     return next(e for e in read_transcript(transcript).events if isinstance(e, kind))
 
 
@@ -194,7 +196,7 @@ def test_diff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
     _same(live, replayed, expect="Values read that differ")
     assert any("Findings that changed" in line for line in live) and live[-1].startswith("different: ")
-    assert json.loads(out.read_text()) == diff_json(_recorded(t, DiffReported))  # type: ignore[arg-type]
+    assert json.loads(out.read_text()) == diff_json(_recorded(t, DiffReported))
 
 
 @pytest.mark.parametrize("form", [[], ["--json"], ["--markdown"]], ids=["table", "json", "markdown"])
@@ -254,4 +256,23 @@ def test_replay_rediagnose(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
     _same(live, replayed, expect="change(s) between the 45 recorded findings")
     assert live[0].startswith(f"Re-diagnosing {H200X2}: audit of vm, recorded ")
-    assert json.loads(out.read_text()) == rediagnose_json(_recorded(t, RediagnoseFinished))  # type: ignore[arg-type]
+    assert json.loads(out.read_text()) == rediagnose_json(_recorded(t, RediagnoseFinished))
+
+
+@pytest.mark.parametrize("form", [[], ["--verbose"], ["--only", "pcie,gpu.xid", "--fail-on", "critical"]], ids=str)
+def test_check(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path, form: list[str]) -> None:
+    t = tmp_path / "check.jsonl"
+    argv = ["check", "--snapshot", str(seed_dir), *form, "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    assert live[-1].startswith("rigaudit check: ") and "; exit " in live[-1]  # the gate's summary, not the audit's
+    assert replayed == live and len(live) >= 2
+    recorded = _recorded(t, GateReported)
+    assert recorded.result.reason == live[0] and f"exit {recorded.result.exit_code}" in live[-1]
+    assert not any("plan step(s)" in line for line in replayed)  # no audit screen drawn for a gate
+
+
+def test_check_quiet_replays_its_one_line(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
+    t = tmp_path / "check.jsonl"
+    argv = ["check", "--snapshot", str(seed_dir), "-q", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    assert replayed == live and len(live) == 1 and live[0] == _recorded(t, GateReported).result.reason

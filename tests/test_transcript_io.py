@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
+from rigaudit.tools.model.check import CheckResult, GateCheck
 from rigaudit.tools.model.events import (
     AppliedStep,
     ApplyFinished,
@@ -22,6 +23,7 @@ from rigaudit.tools.model.events import (
     FindingReported,
     FleetFinished,
     FleetStarted,
+    GateReported,
     HostAudited,
     HostCollected,
     HostConnecting,
@@ -118,6 +120,24 @@ def every_event() -> list[Event]:
             devices=[PcieDevice(bdf="pci0000:00", kind="root"), PcieDevice(bdf="0000:00:06.0", kind="gpu", parent="pci0000:00")],
         ),
         Output(t=t + 11.4, text="Successful requests: 8"),
+        GateReported(
+            t=t + 11.5,
+            result=CheckResult(
+                verdict="problem",
+                exit_code=1,
+                reason="pcie.link_width: GPU0 x8 of x16",
+                host="h",
+                source="snapshot:/s",
+                started_at="2026-01-01T00:00:00Z",
+                finished_at=t + 11.5,
+                duration_s=0.4,
+                fail_on="high",
+                deadline_s=20.0,
+                checks=(GateCheck(check="pcie.link_width", area="pcie", status="problem", severity="high", counts=True),),
+                audit=RESULT,
+            ),
+            verbose=True,
+        ),
         ApplyFinished(
             t=t + 11.6,
             host="h",

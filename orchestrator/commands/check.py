@@ -30,7 +30,7 @@ from rigaudit.orchestrator.hosts import add_host_arguments, open_host
 from rigaudit.tools.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:
-    from rigaudit.orchestrator.gate.model import CheckResult
+    from rigaudit.tools.model.check import CheckResult
 
 SEVERITIES = ("critical", "high", "medium", "low")
 
@@ -112,8 +112,10 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import anyio
 
-    from rigaudit.orchestrator.gate.render import lines
+    from rigaudit.orchestrator.gate.render import report_lines
     from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
+    from rigaudit.tools.model.events import GateReported
+    from rigaudit.tools.printable import printable
 
     expectations = None
     if args.expect is not None:
@@ -130,24 +132,29 @@ def _check(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
     )
 
-    async def main() -> CheckResult:
+    def reported(result: CheckResult) -> GateReported:
+        return GateReported(result=result, quiet=args.quiet, verbose=args.verbose)
+
+    async def main() -> tuple[CheckResult, GateReported]:
         try:
             if args.transcript is None:
-                return await run_gate(host, plan, options)
+                result = await run_gate(host, plan, options)
+                return result, reported(result)
             from rigaudit.orchestrator.session import open_session
 
             with open_session("check", consumers=[], transcript=args.transcript, host=host.name, source=host.source) as session:
                 result = await run_gate(host, plan, options, emit=session.emit)
+                report = reported(result)
+                session.emit(report)  # what a replay draws: the lines printed below
                 session.exit_code = result.exit_code
-                return result
+                return result, report
         finally:
             await host.aclose()
 
-    result = anyio.run(main)
+    result, report = anyio.run(main)
     to_stdout = args.json is not None and str(args.json) == "-"
-    stream = sys.stderr if to_stdout else sys.stdout
-    shown = [result.reason] if args.quiet else lines(result, verbose=args.verbose)
-    print("\n".join(shown), file=stream, flush=True)
+    shown = "\n".join(printable(line) for line in report_lines(report))  # as a replay draws it: escapes shown
+    print(shown, file=sys.stderr if to_stdout else sys.stdout, flush=True)
     failed = _write_outputs(args, result)
     return NOT_CHECKED if failed and result.exit_code == 0 else result.exit_code
 

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
-from rigaudit.orchestrator.gate.model import CHECK_SCHEMA, CheckResult
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
 from rigaudit.tools.model.events import EventSink, FleetStarted, HostAudited, HostFailed, HostFailure, discard
 
 MAX_FILES = 10_000

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from rigaudit.orchestrator.gate.model import GATE_STATUSES, CheckResult
 from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.model.check import GATE_STATUSES, CheckResult
 
 PREFIX = "rigaudit_check"
 VERDICTS = ("healthy", "problem", "could_not_check")

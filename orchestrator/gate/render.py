@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigaudit.orchestrator.gate.model import CheckResult, GateCheck
+from rigaudit.tools.model.check import CheckResult, GateCheck
+from rigaudit.tools.model.events import GateReported
 
 _LABEL = {"problem": "problem", "unknown": "unknown", "not_checked": "not checked", "ok": "ok", "not_applicable": "n/a"}
 _ORDER = {"problem": 0, "not_checked": 1, "unknown": 2, "ok": 3, "not_applicable": 4}
@@ -57,4 +58,9 @@ def lines(result: CheckResult, *, verbose: bool = False) -> list[str]:
     return [result.reason, *body, summary]
 
 
-__all__ = ["lines"]
+def report_lines(report: GateReported) -> list[str]:
+    """What a run showed: the reason alone when quiet, else :func:`lines` (live and in a replay)."""
+    return [report.result.reason] if report.quiet else lines(report.result, verbose=report.verbose)
+
+
+__all__ = ["lines", "report_lines"]

@@ -1,5 +1,5 @@
 """Run the gate: the selected areas' investigators (rules only) under one deadline, judged into a
-:class:`~rigaudit.orchestrator.gate.model.CheckResult`.
+:class:`~rigaudit.tools.model.check.CheckResult`.
 
 The deadline covers everything: at it, whatever still runs is cancelled and its checks are
 ``not_checked`` (what finished is kept), so the verdict comes in time even when a read hangs. The
@@ -17,12 +17,12 @@ from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import all_investigators
 from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S
-from rigaudit.orchestrator.gate.model import CheckResult
 from rigaudit.orchestrator.gate.selection import Selection, select
 from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdict_of
 from rigaudit.orchestrator.suggestions import plan_findings
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.model.check import CheckResult
 from rigaudit.tools.model.events import EventSink
 from rigaudit.tools.model.finding import Severity
 

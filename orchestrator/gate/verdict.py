@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from rigaudit.orchestrator.gate import HEALTHY, NOT_CHECKED, PROBLEM
-from rigaudit.orchestrator.gate.model import GateCheck, Verdict
 from rigaudit.orchestrator.gate.selection import Selection
 from rigaudit.tools.model.audit import InvestigatorRun
+from rigaudit.tools.model.check import GateCheck, Verdict
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
 
 MAX_REASON = 160

@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rigaudit.orchestrator.gate.render import report_lines
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.diff_view import diff_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
@@ -39,6 +40,7 @@ from rigaudit.tools.model.events import (
     ChecksListed,
     DiffReported,
     Event,
+    GateReported,
     InvestigatorActivity,
     InvestigatorFinished,
     InvestigatorStarted,
@@ -114,6 +116,8 @@ class TerminalUI:
         self._paused = 0
         self._wanted = False
         self._finished = False
+        self._gate = False
+        """A ``rigaudit check`` session: only its report is drawn (the gate shows no board, no audit screen)."""
 
     # -- board ----------------------------------------------------------------------------
 
@@ -227,6 +231,12 @@ class TerminalUI:
     # -- events ---------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, SessionStarted) and event.command == "check":
+            self._gate = True
+        if self._gate:
+            if isinstance(event, GateReported):
+                self._lines(report_lines(event))
+            return
         if isinstance(event, FLEET_EVENTS):
             if self._fleet is None:
                 self._fleet = FleetProgress(self.console, live=self.live_enabled)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigaudit.tools.model.audit import AuditResult, InvestigatorStatus
+from rigaudit.tools.model.check import CheckResult
 from rigaudit.tools.model.finding import Finding, FixKind
 from rigaudit.tools.model.plan import Plan
 
@@ -179,6 +180,17 @@ class Output(_Event):
 
     type: Literal["output"] = "output"
     text: str
+
+
+class GateReported(_Event):
+    """What ``rigaudit check`` judged, and how much of it the run showed (its lines are drawn from this)."""
+
+    type: Literal["gate_reported"] = "gate_reported"
+    result: CheckResult
+    quiet: bool = False
+    """The reason line alone (``--quiet``)."""
+    verbose: bool = False
+    """Every check, not only those that matter (``--verbose``)."""
 
 
 class AppliedStep(BaseModel):
@@ -615,6 +627,7 @@ Event = Annotated[
     | Progress
     | TopologyReported
     | Output
+    | GateReported
     | ApplyFinished
     | RollbackFinished
     | FleetStarted
