@@ -10,6 +10,7 @@ and write ``--json`` from the same event they show.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
+from rigaudit.orchestrator.bench_ab import Load, run_ab
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.diff import diff_json
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
@@ -30,6 +32,7 @@ from rigaudit.tools.model.events import DiffReported, GateReported, RediagnoseFi
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
 from rigaudit.transcripts.reader import read_transcript
+from tests.support.bench_ab import SpeedClient, make_plan, make_snapshot
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
 SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
@@ -276,3 +279,20 @@ def test_check_quiet_replays_its_one_line(capsys: pytest.CaptureFixture[str], se
     argv = ["check", "--snapshot", str(seed_dir), "-q", "--transcript", str(t)]
     live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
     assert replayed == live and len(live) == 1 and live[0] == _recorded(t, GateReported).result.reason
+
+
+def test_bench_ab(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
+    make_snapshot(tmp_path / "src")
+    make_plan(tmp_path / "plan.json")
+    client = SpeedClient(tmp_path / "copy")  # the load on a scripted client and clock: the same figures on any machine
+    monkeypatch.setattr(
+        "rigaudit.orchestrator.bench_ab.run_ab", functools.partial(run_ab, load=Load(client.connect, client.clock))
+    )
+    t = tmp_path / "ab.jsonl"
+    argv = ["bench", "ab", "--plan", str(tmp_path / "plan.json"), "--only", "vm.swappiness", "--snapshot", str(tmp_path / "src")]
+    argv += ["--into", str(tmp_path / "copy"), "--base-url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1"]
+    argv += ["--requests", "3", "--max-tokens", "8", "--warmup", "1", "--cycles", "2", "--journal", str(tmp_path / "j.jsonl")]
+    live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--yes", "--no-live", "--transcript", str(t)]), t)
+    _same(live, replayed, expect="vm.swappiness")
