@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -31,6 +32,7 @@ from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
 from rigaudit.tools.model.events import DiffReported, GateReported, RediagnoseFinished
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
+from rigaudit.tools.testing.bench_pairs import Session, session_result
 from rigaudit.transcripts.reader import read_transcript
 from tests.support.bench_ab import SpeedClient, make_plan, make_snapshot
 
@@ -296,3 +298,17 @@ def test_bench_ab(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatc
     argv += ["--requests", "3", "--max-tokens", "8", "--warmup", "1", "--cycles", "2", "--journal", str(tmp_path / "j.jsonl")]
     live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--yes", "--no-live", "--transcript", str(t)]), t)
     _same(live, replayed, expect="vm.swappiness")
+
+
+def test_bench_calibrate(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    rng = random.Random(7)
+    runs = []
+    for index in range(5):  # five sessions of one workload on one host, as `bench inference` writes them
+        path = tmp_path / f"run{index}.json"
+        path.write_text(session_result(rng, Session(drift=0.065, session_cv=0.06, levels=(1, 4)), 5, 1.0).to_json())
+        runs.append(str(path))
+    t = tmp_path / "calibrate.jsonl"
+    argv = ["bench", "calibrate", *runs, "--json", str(tmp_path / "cal.json"), "--no-live", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    _same(live, replayed, expect="session CV")
