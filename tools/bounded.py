@@ -155,18 +155,25 @@ def _lone_surrogate(value: object) -> bool:
     return False
 
 
-def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> object:
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = True) -> object:
     """``json.loads`` that refuses nesting deeper than ``max_depth`` (:class:`JsonError`, never RecursionError)
-    and strings holding a lone UTF-16 surrogate."""
+    and strings holding a lone UTF-16 surrogate; ``allow_nan=False`` also refuses ``NaN`` and ``Infinity`` (not
+    JSON: what rigaudit writes with pydantic never holds them)."""
     deep = f"nested deeper than {max_depth} levels"
     try:
-        value = json.loads(data)
+        value = json.loads(data) if allow_nan else json.loads(data, parse_constant=_no_constant)
     except RecursionError:
         raise JsonError(deep, "", 0) from None
     except json.JSONDecodeError as exc:
         raise JsonError(exc.msg, exc.doc, exc.pos) from None
     except UnicodeDecodeError:
         raise JsonError("not UTF-8 text", "", 0) from None
+    except ValueError as exc:  # a constant refused by allow_nan=False
+        raise JsonError(str(exc), "", 0) from None
     if isinstance(value, (dict, list)) and _too_deep(value, max_depth):
         raise JsonError(deep, "", 0)
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")

@@ -6,12 +6,13 @@ are not followed, at most :data:`MAX_FILES` files of at most :data:`MAX_FILE_BYT
 named by the host its result names; when a node has several results, the newest is used and the
 others are named in a warning. A file that is not such a result is listed as a failure with its
 reason; a check that could not be completed is kept (its checks that ran are compared) with its
-reason as a warning. The outlier analysis, matrix and plan are the fleet audit's own.
+reason as a warning. A result dated in the future (the node's clock ran ahead) is named in a warning and never
+preferred to one that is not: a clock set right again must not leave a stale result in charge. The outlier
+analysis, matrix and plan are the fleet audit's own.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
+from rigaudit.tools.bounded import InputError, JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
@@ -28,6 +30,8 @@ from rigaudit.tools.model.events import EventSink, FleetStarted, HostAudited, Ho
 
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 32 * 1024 * 1024
+FUTURE_SKEW_S = 300.0
+"""A result dated more than this past the coordinator's clock is from a node whose clock runs ahead."""
 
 
 @dataclass(frozen=True)
@@ -45,24 +49,43 @@ def _error(exc: ValidationError) -> str:
     return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
 
 
+def _newer_schema(schema: object) -> str | None:
+    """The schema a newer rigaudit writes in place of one this one reads (``rigaudit.check/2``), if it is one."""
+    if not isinstance(schema, str):
+        return None
+    for known in (CHECK_SCHEMA, AUDIT_SCHEMA):
+        family, _, version = known.rpartition("/")
+        name, _, theirs = schema.rpartition("/")
+        if name == family and theirs.isdecimal() and version.isdecimal() and int(theirs) > int(version):
+            return known
+    return None
+
+
 def _parse(path: Path, data: bytes) -> _Read | str:
     """The result in ``data``, or why it is none."""
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        return f"not JSON ({exc.__class__.__name__})"
+        value = loads(data, allow_nan=False)
+    except JsonError as exc:
+        return f"not JSON ({exc})"
     schema = value.get("schema") if isinstance(value, dict) else None
     try:
         if schema == CHECK_SCHEMA:
             check = CheckResult.model_validate(value)
             note = f"{check.host} could not be fully checked: {check.reason}" if check.verdict == "could_not_check" else None
-            return _Read(path.name, check.audit, dict(check.facts), check.finished_at, note)
-        if schema == AUDIT_SCHEMA:
+            read = _Read(path.name, check.audit, dict(check.facts), check.finished_at, note)
+        elif schema == AUDIT_SCHEMA:
             audit = AuditResult.model_validate(value)
-            return _Read(path.name, audit, {}, _when(audit.started_at, path))
+            read = _Read(path.name, audit, {}, _when(audit.started_at, path))
+        else:
+            known = _newer_schema(schema)
+            if known is not None:
+                return f"written by a newer rigaudit ({schema}; this one reads {known}): upgrade rigaudit here"
+            return f"not a {CHECK_SCHEMA} or {AUDIT_SCHEMA} result"
     except ValidationError as exc:
         return f"not a valid {schema} result ({_error(exc)})"
-    return f"not a {CHECK_SCHEMA} or {AUDIT_SCHEMA} result"
+    if not read.audit.host.name.strip():
+        return "names no host"
+    return read
 
 
 def _when(started_at: str, path: Path) -> float:
@@ -87,14 +110,23 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _read(path: Path) -> bytes | str:
-    if path.is_symlink() or not path.is_file():
-        return "not a regular file (links are not followed)"
+    """The file's bytes, or why not: a regular file, not followed if it is a link, opened so a FIFO cannot hang."""
     try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
-    return data if len(data) <= MAX_FILE_BYTES else f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+        return read_regular(path, limit=MAX_FILE_BYTES, follow=False, what=path.name)
+    except InputError as exc:
+        reason = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path.name}: ").removesuffix("; refused")
+        return "not a regular file (links are not followed)" if reason.startswith("is a symbolic link") else reason
+
+
+def _future(read: _Read, now: float) -> bool:
+    return read.when > now + FUTURE_SKEW_S
+
+
+def _dated(when: float) -> str:
+    try:
+        return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return f"{when:g} s"
 
 
 def read_results(folder: Path) -> FleetResult:
@@ -102,8 +134,9 @@ def read_results(folder: Path) -> FleetResult:
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     newest: dict[str, _Read] = {}
-    older: dict[str, list[str]] = {}
+    older: dict[str, list[_Read]] = {}
     failures: list[HostFailure] = []
+    now = time.time()
     for path in _files(folder):
         data = _read(path)
         parsed = _parse(path, data) if isinstance(data, bytes) else data
@@ -115,10 +148,22 @@ def read_results(folder: Path) -> FleetResult:
         if kept is None:
             newest[host] = parsed
             continue
-        winner, loser = (parsed, kept) if parsed.when > kept.when else (kept, parsed)
+        later = (not _future(parsed, now), parsed.when) > (not _future(kept, now), kept.when)
+        winner, loser = (parsed, kept) if later else (kept, parsed)
         newest[host] = winner
-        older.setdefault(host, []).append(loser.file)
+        older.setdefault(host, []).append(loser)
     warnings = [f"{host}: {len(files) + 1} results, the newest ({newest[host].file}) is used" for host, files in older.items()]
+    for host, files in sorted(older.items()):
+        warnings += [
+            f"{host}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?): not preferred"
+            for r in (newest[host], *files)
+            if _future(r, now)
+        ]
+    warnings += [
+        f"{host}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?)"
+        for host, r in sorted(newest.items())
+        if host not in older and _future(r, now)
+    ]
     warnings += [r.note for r in newest.values() if r.note]
     audits = [HostAudit(host, "gathered", r.audit, r.facts, 0.0, r.audit.duration_s, None) for host, r in sorted(newest.items())]
     return FleetResult(

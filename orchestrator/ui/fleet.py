@@ -60,7 +60,8 @@ class FleetProgress:
                 self._progress.start()
                 self._task = self._progress.add_task(self._describe(), total=self.total)
             else:
-                what = f"{len(event.targets)} host(s)" if event.targets else "the nodes Slurm allocates"
+                nodes = "the gathered result files" if event.kind == "gathered" else "the nodes Slurm allocates"
+                what = f"{len(event.targets)} host(s)" if event.targets else nodes
                 self._say(f"fleet: auditing {what} ({event.kind})")
         elif isinstance(event, HostConnecting):
             self.collecting += 1

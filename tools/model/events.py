@@ -262,7 +262,7 @@ class FleetStarted(_Event):
     type: Literal["fleet_started"] = "fleet_started"
     targets: list[str] = Field(default_factory=list)
     kind: str
-    """``ssh`` or ``slurm``."""
+    """``ssh``, ``slurm`` or ``gathered`` (``audit --results``)."""
 
 
 class HostConnecting(_Event):
