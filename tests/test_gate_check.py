@@ -177,7 +177,7 @@ def test_an_output_that_cannot_be_written_is_reported(
 ) -> None:
     import rigaudit.orchestrator.gate.prometheus as prometheus
 
-    def refuse(path: Path, text: str, *, mode: int | None = None) -> None:
+    def refuse(path: Path, text: str, *, mode: int | None = None, through: bool = True) -> None:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(prometheus, "atomic_write_text", refuse)

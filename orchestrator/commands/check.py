@@ -104,7 +104,9 @@ def _run(args: argparse.Namespace) -> int:
             raise
         except Exception as exc:  # the gate's answer to its own bug: could not check, never a traceback
             text = str(exc).strip().splitlines()
-            print(f"could not check: rigaudit failed: {exc.__class__.__name__}" + (f": {text[0]}" if text else ""))
+            from rigaudit.tools.printable import printable
+
+            print(printable(f"could not check: rigaudit failed: {exc.__class__.__name__}" + (f": {text[0]}" if text else "")))
             print("rigaudit check: this is a bug of rigaudit; please report it with the line above", file=sys.stderr)
             return INTERNAL
 

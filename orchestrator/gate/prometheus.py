@@ -77,8 +77,9 @@ def render(result: CheckResult) -> str:
 
 
 def write_textfile(path: Path, result: CheckResult) -> None:
-    """Write :func:`render` of ``result`` to ``path`` atomically, readable by node_exporter."""
-    atomic_write_text(path, render(result), mode=TEXTFILE_MODE)
+    """Write :func:`render` of ``result`` to ``path`` atomically, readable by node_exporter: whatever is there (a
+    link, a FIFO) is replaced by the file, never written through."""
+    atomic_write_text(path, render(result), mode=TEXTFILE_MODE, through=False)
 
 
 __all__ = ["render", "write_textfile"]

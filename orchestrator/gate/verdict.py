@@ -58,7 +58,7 @@ def judge_checks(
     for check in selection.checks:
         finding = by_check.get(check.id)
         if finding is None:
-            why = _why_not(by_area.get(check.area), deadline_s, stopped)
+            why = _one_line(_why_not(by_area.get(check.area), deadline_s, stopped))
             judged.append(
                 GateCheck(check=check.id, area=check.area, status="not_checked", title=check.title, observed=why, counts=True)
             )
