@@ -13,6 +13,7 @@ from pathlib import Path
 from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.session import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
+from rigaudit.tools.errors import OperationError
 
 
 def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") -> None:
@@ -28,5 +29,10 @@ def query_session(command: str, args: argparse.Namespace) -> Iterator[Session]:
     transcript: Path | None = getattr(args, "transcript", None)
     if transcript is not None:
         check_writable(transcript, "--transcript")
-    with open_session(command, consumers=[terminal_for(args)], transcript=transcript, record=transcript is not None) as session:
+    display = terminal_for(args)
+    with open_session(
+        command, consumers=[display], transcript=transcript, record=transcript is not None, announce=False
+    ) as session:
         yield session
+        if session.detached:  # the display is a query's answer: without it, the command failed
+            raise OperationError(f"the answer could not be shown ({session.detached[0]})")

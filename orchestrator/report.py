@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 from rigaudit.orchestrator.identity import FACT as IDENTITY_FACT
@@ -26,6 +25,7 @@ from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.printable import printable
 from rigaudit.tools.redact import redact_text
+from rigaudit.tools.when import utc_stamp
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Where the time goes", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"
@@ -276,7 +276,7 @@ def _audited_at(path: Path, text: str) -> str:
     found = _MARK.search(text)
     if found is not None and found["when"]:
         return found["when"]
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_stamp(path.stat().st_mtime) or "an unknown time"
 
 
 def write_report(path: Path, result: AuditResult, *, topology: Sequence[PcieDevice] = ()) -> Path | None:

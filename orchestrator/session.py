@@ -26,15 +26,24 @@ def versions() -> dict[str, str]:
     return {"rigaudit": rigaudit_version(), "python": platform.python_version(), "platform": sys.platform}
 
 
+def _consumer_name(consumer: object) -> str:
+    name = type(consumer).__name__
+    return "the display" if "UI" in name or "Terminal" in name else f"the {name} output"
+
+
 class Session:
     """Fans events out to consumers; a consumer that fails is dropped with a warning, never the session."""
 
-    def __init__(self, command: str, consumers: list[EventSink], transcript_path: Path | None) -> None:
+    def __init__(self, command: str, consumers: list[EventSink], transcript_path: Path | None, *, announce: bool = True) -> None:
         self.command = command
         self.consumers = list(consumers)
         self.transcript_path = transcript_path
         self.events: list[Event] = []
         self.exit_code = 0
+        self.detached: list[str] = []
+        """Why each consumer that failed was detached (``RuntimeError: ...``)."""
+        self.announce = announce
+        """Say a detached consumer on stderr at once (the display may have been the one to fail)."""
         self._writer: Any = None
 
     def emit(self, event: Event) -> None:
@@ -44,6 +53,10 @@ class Session:
                 consumer(event)
             except Exception as exc:  # a broken display or full disk must not lose the work
                 self.consumers.remove(consumer)
+                why = f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+                self.detached.append(why)
+                if self.announce:
+                    print(f"rigaudit: warning: {_consumer_name(consumer)} failed and was detached ({why})", file=sys.stderr)
                 self.emit(Warning_(text=f"event consumer {consumer!r} failed and was detached: {exc}"))
 
     def open_transcript(self) -> None:
@@ -77,9 +90,11 @@ def open_session(
     host: str = "",
     source: str = "",
     options: dict[str, Any] | None = None,
+    announce: bool = True,
 ) -> Iterator[Session]:
-    """Start a session, record it unless ``record`` is false, and always close it (even on Ctrl-C)."""
-    session = Session(command, consumers, transcript)
+    """Start a session, record it unless ``record`` is false, and always close it (even on Ctrl-C); ``announce=False``
+    leaves a detached consumer to the caller (:attr:`Session.detached`) instead of a warning on stderr."""
+    session = Session(command, consumers, transcript, announce=announce)
     if record:
         session.open_transcript()
     session.emit(SessionStarted(command=command, versions=versions(), host=host, source=source, options=options or {}))

@@ -14,7 +14,6 @@ import json
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
 from rigaudit.tools.model.events import AuditFinished, Event, SessionStarted, ToolCall
 from rigaudit.tools.probe import HostOpResult
+from rigaudit.tools.when import utc_stamp
 from rigaudit.transcripts.tool_calls import decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"
@@ -167,7 +167,7 @@ def _manifest(events: list[Event], source: str) -> dict[str, Any]:
     return {
         "format": SNAPSHOT_FORMAT,
         "hostname": hostname,
-        "taken_at": datetime.fromtimestamp(first_t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "taken_at": utc_stamp(first_t) or utc_stamp(0.0),
         "taken_by": "rigaudit transcript rebuild",
         "notes": f"rebuilt from the tool calls of {source}" if source else "rebuilt from a transcript's tool calls",
     }

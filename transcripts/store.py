@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rigaudit.tools.bounded import InputError, JsonError, loads, open_regular
+from rigaudit.tools.when import local_stamp
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import HEADER_KEY, parse_version
 
@@ -58,9 +59,7 @@ class TranscriptInfo:
 
     @property
     def started(self) -> str:
-        if self.started_at is None:
-            return "?"
-        return datetime.fromtimestamp(self.started_at, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return (local_stamp(self.started_at) if self.started_at is not None else None) or "?"
 
 
 def _loads(line: bytes) -> dict[str, Any] | None:

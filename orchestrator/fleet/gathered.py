@@ -27,6 +27,7 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
 from rigaudit.tools.model.events import EventSink, FleetStarted, HostAudited, HostFailed, HostFailure, discard
+from rigaudit.tools.when import utc_stamp
 
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -123,10 +124,7 @@ def _future(read: _Read, now: float) -> bool:
 
 
 def _dated(when: float) -> str:
-    try:
-        return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        return f"{when:g} s"
+    return utc_stamp(when) or f"{when:g} s"
 
 
 def read_results(folder: Path) -> FleetResult:

@@ -6,7 +6,7 @@ The terminal prints them as they are (text from hosts and transcripts shows its 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+import math
 
 from rigaudit.tools.model.events import (
     CheckEntry,
@@ -18,6 +18,7 @@ from rigaudit.tools.model.events import (
     TranscriptShown,
     TranscriptsListed,
 )
+from rigaudit.tools.when import local_stamp
 
 CHECKS_SCHEMA = "rigaudit.checks/1"
 
@@ -29,7 +30,7 @@ def one_line(text: str) -> str:
 
 def duration(seconds: float | None) -> str:
     """``12.3s``, ``4m05s``, ``2h07m``; ``?`` when unknown."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return "?"
     if seconds < 60:
         return f"{seconds:.1f}s"
@@ -39,10 +40,7 @@ def duration(seconds: float | None) -> str:
 
 def when(t: float) -> str:
     """Local time of an epoch ``t``, to the second (``?`` for one no clock shows)."""
-    try:
-        return datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return "?"
+    return local_stamp(t) or "?"
 
 
 # -- checks, policy, schema --------------------------------------------------------------
