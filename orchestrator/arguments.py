@@ -37,15 +37,21 @@ def url(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).strip()) from None
 
 
+MAX_SECONDS = 30 * 86400.0
+"""The longest time limit taken (30 days): past ``threading.TIMEOUT_MAX`` a timer thread dies with a traceback."""
+
+
 def positive_seconds(text: str) -> float:
-    """``type=`` for a time limit: a number of seconds above 0 (0 would judge nothing)."""
+    """``type=`` for a time limit: a number of seconds above 0 (0 would judge nothing), at most :data:`MAX_SECONDS`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} s: a time limit must be more than 0 seconds")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text} s: a time limit must be at most {MAX_SECONDS:.0f} s (30 days)")
     return value
 
 
-__all__ = ["normalize_url", "positive_seconds", "url"]
+__all__ = ["MAX_SECONDS", "normalize_url", "positive_seconds", "url"]

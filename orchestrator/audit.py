@@ -185,15 +185,20 @@ async def run_audit(
     warnings: list[str] = list(getattr(host, "warnings", []))
 
     async def take_baseline() -> None:
+        """The host's facts (GPUs, driver, kernel...) and its PCIe tree, within the investigators' time limit: a read
+        that never returns (a hung mount, a stuck NVML call) must not hold the audit after they all ended."""
         _current_area.set("baseline")
         try:
-            baseline.update(await collect_baseline(probe.scoped()))
-            token = (await identify(host, probe.read)).token()
-            if token:
-                baseline[IDENTITY_FACT] = token
-            tree = await collect_pcie_tree(probe.scoped())
-            if any(node.kind == "gpu" for node in tree):
-                emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
+            with anyio.fail_after(options.timeout_s):
+                baseline.update(await collect_baseline(probe.scoped()))
+                token = (await identify(host, probe.read)).token()
+                if token:
+                    baseline[IDENTITY_FACT] = token
+                tree = await collect_pcie_tree(probe.scoped())
+                if any(node.kind == "gpu" for node in tree):
+                    emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
+        except TimeoutError:
+            warnings.append(f"baseline facts incomplete: no answer within {options.timeout_s:g} s")
         except Exception as exc:
             warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
 

@@ -54,7 +54,7 @@ def read_line(fd: int, timeout_s: float) -> str | None:
     """A line from ``fd`` (without its newline) within ``timeout_s``; ``None`` when the deadline passes first;
     ``"\x04"`` at end of input with nothing typed. Ctrl-C raises in the caller's thread as usual."""
     stop = threading.Event()
-    timer = threading.Timer(timeout_s, stop.set)
+    timer = threading.Timer(min(timeout_s, threading.TIMEOUT_MAX), stop.set)  # past it the timer's thread dies
     timer.daemon = True
     timer.start()
     try:
