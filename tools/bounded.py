@@ -156,7 +156,8 @@ def _lone_surrogate(value: object) -> bool:
 
 
 def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
+    """``NaN`` or ``Infinity`` met with ``allow_nan=False``."""
+    raise JsonError(f"{name} is not a JSON number", "", 0)
 
 
 def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = True) -> object:
@@ -172,8 +173,6 @@ def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool
         raise JsonError(exc.msg, exc.doc, exc.pos) from None
     except UnicodeDecodeError:
         raise JsonError("not UTF-8 text", "", 0) from None
-    except ValueError as exc:  # a constant refused by allow_nan=False
-        raise JsonError(str(exc), "", 0) from None
     if isinstance(value, (dict, list)) and _too_deep(value, max_depth):
         raise JsonError(deep, "", 0)
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
