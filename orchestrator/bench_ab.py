@@ -16,7 +16,6 @@ stays, so ``rigaudit rollback JOURNAL`` can finish the job if even that was inte
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
 from rigaudit.tools.bench.ab import ALL_STEPS, BASELINE, AbResult, ArmResult, Visit
-from rigaudit.tools.bench.loadgen import Clock, Connect, LoadSession, LoadSpec, Progress, client_for, now_utc
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc
 from rigaudit.tools.bench.results import Run
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.errors import NotApprovedError, OperationError, UsageError
@@ -62,14 +61,6 @@ class AbOptions:
     together: bool = False
     """With several steps, measure only all of them together (not each step's share)."""
     in_container: bool = False
-
-
-@dataclass(frozen=True)
-class Load:
-    """How the load reaches the server and is timed: the client for a spec, and the clock its figures are read on."""
-
-    connect: Connect = client_for
-    clock: Clock = time.perf_counter
 
 
 @dataclass
@@ -278,7 +269,7 @@ def run_ab(
     *,
     emit: EventSink | None = None,
     progress: Progress | None = None,
-    load: Load = Load(),
+    load: Load = REAL,
 ) -> AbRun:
     """Ask once, then measure the arms cycle by cycle, switching through the journal; always end on the baseline.
 

@@ -24,7 +24,7 @@ from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.report import append_section
 from rigaudit.tools.bench.comm import ASSUMED_US, NcclCurve, load_curve, parse_latency
 from rigaudit.tools.bench.gpu_specs import lookup, unknown_message
-from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSpec
 from rigaudit.tools.bench.model_spec import ModelSpec
 from rigaudit.tools.bench.profile_inputs import DATASHEET_SHARE, CommInputs, ProfileInputs
 from rigaudit.tools.bench.profile_render import (
@@ -306,8 +306,11 @@ async def run_profile(
     emit: EventSink,
     outputs: Outputs | None = None,
     open_host: HostFactory | None = None,
+    load: Load = REAL,
 ) -> tuple[BenchResult, Profile]:
-    """Ask once, sample the serving GPUs while rigaudit's load runs, split each level's time per token, report it."""
+    """Ask once, sample the serving GPUs while rigaudit's load runs, split each level's time per token, report it.
+
+    ``load``: the client, clock and sleep of the load and the sampler (the real ones unless told)."""
     import anyio
 
     from rigaudit.tools.bench.profile import profiled_load
@@ -334,7 +337,7 @@ async def run_profile(
         nvml_error = None if gpus else chosen
         if options.gpus and not gpus and not chosen.startswith("NVML unavailable"):
             raise UsageError(f"--gpus: {chosen}")
-        sampler = Sampler(host, gpus, options.interval_s)
+        sampler = Sampler(host, gpus, options.interval_s, load.clock, load.sleep)
         infos = await sampler.describe()
         measured = None
         if options.measure_bandwidth and options.bandwidth_gbs is None:
@@ -354,7 +357,7 @@ async def run_profile(
             )
         if nvml_error:
             warnings.append(f"{nvml_error}: GPU idle between kernels not measured, only the load")
-        result, windows = await profiled_load(spec, sampler, _progress(emit))
+        result, windows = await profiled_load(spec, sampler, _progress(emit), load.connect)
     finally:
         await host.aclose()
     if sampler.full:

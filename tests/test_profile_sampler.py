@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from rigaudit.tools.bench.profile_sampler import ALL_LINKS, NVLINK_RX, NVLINK_TX, Sampler, serving_gpus
@@ -12,6 +13,7 @@ from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.fake_nvml import FakeGpu, fake_pynvml
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.nvml_local import NvmlFacade
+from tests.support.bench_ab import ScriptedClock
 
 
 def _host(gpus: list[FakeGpu], **kwargs: Any) -> LocalHost:
@@ -36,14 +38,15 @@ class Counting:
 
 
 def test_describe_and_one_sample_read_every_metric() -> None:
-    busy = FakeGpu(nvlink_gbs=50.0, pids=[7, 8], pcie_kbs=3_000_000)
-    host = _host([busy, FakeGpu()])
+    clock = ScriptedClock()
+    busy = FakeGpu(nvlink_gbs=50.0, pids=[7, 8], pcie_kbs=3_000_000, clock=clock)
+    host = _host([busy, FakeGpu(clock=clock)])
 
     async def go() -> tuple[Any, Any, Any]:
-        sampler = Sampler(host, [0, 1], 0.05)
+        sampler = Sampler(host, [0, 1], 0.05, clock)
         infos = await sampler.describe()
         with busy.kernel():  # a kernel running for the whole averaging period: 100% busy
-            await anyio.sleep(busy.period_s * 1.2)
+            clock.now += busy.period_s * 1.2
             sample = await sampler.sample(0, slow=True)
         idle = await sampler.sample(1, slow=True)
         return infos, sample, idle
@@ -93,6 +96,77 @@ def test_run_samples_at_the_interval_until_stopped() -> None:
     assert times == sorted(times)
     # PCIe throughput (about 20 ms a call on a real GPU) once a second: only the first round here
     assert host.calls["nvmlDeviceGetPcieThroughput"] == 2 * 2
+
+
+class SlowNvml(Counting):
+    """NVML on a scripted clock: every call takes ``call_s`` of it."""
+
+    def __init__(self, host: LocalHost, clock: ScriptedClock, call_s: float) -> None:
+        super().__init__(host)
+        self.clock, self.call_s = clock, call_s
+
+    async def nvml(self, fn: str, *args: int) -> NvmlResult:
+        self.clock.now += self.call_s
+        return await super().nvml(fn, *args)
+
+
+def _scripted_run(call_s: float, interval_s: float, rounds: int) -> tuple[Sampler, list[float]]:
+    """Sample one GPU on a scripted clock until ``rounds`` rounds ran; the sampler's sleeps move the clock."""
+    clock = ScriptedClock()
+    host = SlowNvml(_host([FakeGpu(clock=clock)]), clock, call_s)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.now += seconds
+        await anyio.lowlevel.checkpoint()
+
+    async def go() -> Sampler:
+        sampler = Sampler(host, [0], interval_s, clock, sleep)  # type: ignore[arg-type]
+        async with anyio.create_task_group() as group:
+            group.start_soon(sampler.run)
+            while sampler.rounds < rounds:
+                await anyio.lowlevel.checkpoint()
+            sampler.stop()
+        return sampler
+
+    return anyio.run(go), slept
+
+
+def test_run_keeps_to_its_ticks_on_the_clock_it_is_given() -> None:
+    sampler, slept = _scripted_run(call_s=0.001, interval_s=0.05, rounds=6)
+    start = 1000.0
+    times = [s.t for s in sampler.samples]
+    assert sampler.late_rounds == 0 and len(times) >= 6
+    # each round starts on its tick: start + k x 50 ms, its answers after its calls (slow ones on the first round)
+    firsts = [t - 0.001 * (8 if k == 0 else 6) for k, t in enumerate(times)]
+    assert firsts == pytest.approx([start + k * 0.05 for k in range(len(times))])
+    assert all(0 < s < 0.05 for s in slept)
+
+
+def test_a_round_longer_than_the_interval_skips_the_ticks_it_overran_and_is_counted() -> None:
+    sampler, slept = _scripted_run(call_s=0.02, interval_s=0.05, rounds=4)  # 6 to 8 calls: 120-160 ms a round
+    assert sampler.late_rounds == sampler.rounds >= 4
+    times = [x.t for x in sampler.samples]
+    assert len(times) - 1 <= len(slept) <= len(times)  # after each round, to the next tick it has not overrun
+    assert all(s == pytest.approx(0.05 - (t - 1000.0) % 0.05) for s, t in zip(slept, times, strict=False))
+
+
+def test_stop_ends_a_sampler_waiting_for_a_distant_tick_at_once() -> None:
+    """The real sleep: stop() cuts an hour's wait short (the run ends when the load does, never at the next tick)."""
+    host = Counting(_host([FakeGpu()]), limit=1)
+
+    async def go() -> Sampler:
+        sampler = Sampler(host, [0], 3600.0)  # type: ignore[arg-type]
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(sampler.run)
+                await host.reached.wait()
+                await anyio.wait_all_tasks_blocked()  # the sampler is asleep until its next tick
+                sampler.stop()
+        return sampler
+
+    assert anyio.run(go).rounds == 1
 
 
 def test_the_facade_passes_field_value_pairs_as_pynvml_wants() -> None:

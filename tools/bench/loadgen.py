@@ -18,7 +18,7 @@ import itertools
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -289,6 +289,24 @@ Connect = Callable[[LoadSpec], StreamingClient]
 def client_for(spec: LoadSpec) -> StreamingClient:
     headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
     return StreamingClient(endpoint(spec.base_url, spec.api), headers)
+
+
+Sleep = Callable[[float], Awaitable[None]]
+"""Waits that many seconds on a :data:`Clock` (``anyio.sleep`` for the real one)."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """How the load reaches the server and is timed: the client for a spec, the clock its figures are read on, and
+    how what runs beside it (the profile's sampler) waits on that clock. The real ones unless a test says."""
+
+    connect: Connect = client_for
+    clock: Clock = time.perf_counter
+    sleep: Sleep = anyio.sleep
+
+
+REAL = Load()
+"""The real client, clock and sleep."""
 
 
 def now_utc() -> str:

@@ -6,7 +6,9 @@ memory was read or written), SM and memory clocks, power, memory used and its NV
 (all links, ``nvmlDeviceGetFieldValues``); every second (the call takes about 20 ms on a real GPU)
 for its PCIe throughput. A function a GPU does not support is asked once and
 then left out for that GPU. Timestamps are seconds on the clock the caller passes (the same one
-that times the benchmark's windows). NVML unavailable: no samples, and :attr:`Sampler.error` says why.
+that times the benchmark's windows), and the sampler waits for its next tick on that clock with the
+``sleep`` it is given (:class:`~rigaudit.tools.bench.loadgen.Load`: the real clock and ``anyio.sleep``
+unless a test scripts both). NVML unavailable: no samples, and :attr:`Sampler.error` says why.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigaudit.tools.bench.loadgen import Sleep
 from rigaudit.tools.hosts.base import Host, NvmlResult
 
 CLOCK_SM, CLOCK_MEM = 1, 2
@@ -89,12 +92,18 @@ class Sampler:
     """Samples ``gpus`` of ``host`` every ``interval_s`` between :meth:`run` and :meth:`stop`."""
 
     def __init__(
-        self, host: Host, gpus: Sequence[int], interval_s: float, clock: Callable[[], float] = time.perf_counter
+        self,
+        host: Host,
+        gpus: Sequence[int],
+        interval_s: float,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Sleep = anyio.sleep,
     ) -> None:
         self.host = host
         self.gpus = list(gpus)
         self.interval_s = interval_s
         self.clock = clock
+        self.sleep = sleep
         self.samples: list[GpuSample] = []
         self.unsupported: dict[tuple[int, str], str] = {}
         """(GPU, function) -> the error that made the sampler stop asking."""
@@ -104,6 +113,7 @@ class Sampler:
         self.full = False
         """Sampling stopped at ``max_samples`` (the rest of the run is not covered)."""
         self._stop = anyio.Event()
+        self._pause: anyio.CancelScope | None = None
 
     async def _ask(self, gpu: int, fn: str, *args: int) -> NvmlResult | None:
         if (gpu, fn) in self.unsupported:
@@ -176,11 +186,20 @@ class Sampler:
             if next_tick > tick + 1:
                 self.late_rounds += 1
             tick = next_tick
-            with anyio.move_on_after(max(0.0, start + tick * self.interval_s - self.clock())):
-                await self._stop.wait()
+            await self._wait(max(0.0, start + tick * self.interval_s - self.clock()))
+
+    async def _wait(self, seconds: float) -> None:
+        """``seconds`` on the clock (:attr:`sleep`), cut short by :meth:`stop`."""
+        with anyio.CancelScope() as scope:
+            self._pause = scope
+            if not self._stop.is_set():
+                await self.sleep(seconds)
+        self._pause = None
 
     def stop(self) -> None:
         self._stop.set()
+        if self._pause is not None:
+            self._pause.cancel()
 
     def unsupported_lines(self) -> list[str]:
         grouped: dict[tuple[str, str], list[int]] = {}
