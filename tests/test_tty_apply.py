@@ -63,7 +63,7 @@ def test_ctrl_c_at_a_prompt_ends_the_run_at_once_and_says_what_was_applied(
     at = tty.expect("Apply numa.balancing?")
     tty.send("yes\n")
     tty.expect("Apply power.cstates?", after=at)
-    tty.send(CTRL_C)
+    tty.send(CTRL_C)  # the instant it shows: the guard is already in place (tests/test_approval_sigint.py)
     code = tty.wait()
     out = tty.text
     assert code == 130, out
