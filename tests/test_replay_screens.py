@@ -24,17 +24,20 @@ import pytest
 from rigaudit.orchestrator.bench_ab import Load, run_ab
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.diff import diff_json
+from rigaudit.orchestrator.explain import run_profile
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
 from rigaudit.orchestrator.rediagnose import rediagnose_json
 from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
+from rigaudit.tools.hosts.fake_nvml import FakeGpu
 from rigaudit.tools.model.events import DiffReported, GateReported, RediagnoseFinished
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
 from rigaudit.tools.testing.bench_pairs import Session, session_result
 from rigaudit.transcripts.reader import read_transcript
-from tests.support.bench_ab import SpeedClient, make_plan, make_snapshot
+from tests.support.bench_ab import ScriptedClock, SpeedClient, make_plan, make_snapshot
+from tests.support.profile_load import GpuClient, InLoopHost
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
 SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
@@ -312,3 +315,21 @@ def test_bench_calibrate(capsys: pytest.CaptureFixture[str], tmp_path: Path, mon
     argv = ["bench", "calibrate", *runs, "--json", str(tmp_path / "cal.json"), "--no-live", "--transcript", str(t)]
     live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
     _same(live, replayed, expect="session CV")
+
+
+def test_profile_then_explain(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = ScriptedClock()  # the load, the fake GPU and the sampler on one scripted clock: the same split on any machine
+    serving = FakeGpu(pids=[1], clock=clock)
+    client = GpuClient(serving, 0.010, 0.010, 0.004, clock)
+    seam = functools.partial(run_profile, open_host=lambda: InLoopHost([FakeGpu(clock=clock), serving]), load=client.load())
+    monkeypatch.setattr("rigaudit.orchestrator.explain.run_profile", seam)
+    out, t = tmp_path / "profile.json", tmp_path / "profile.jsonl"
+    argv = ["bench", "inference", "--base-url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1", "--requests", "4"]
+    argv += ["--max-tokens", "16", "--prompt-tokens", "8", "--warmup", "1", "--profile", "--profile-interval-ms", "20"]
+    argv += ["--params-b", "0.15", "--bytes-per-param", "2", "--bandwidth-gbs", "100", "--yes", "--json", str(out)]
+    live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--no-live", "--transcript", str(t)]), t)
+    _same(live, replayed, expect="where the time of a token goes")
+    t = tmp_path / "explain.jsonl"
+    again = ["explain", str(out), "--bandwidth-gbs", "200", "--no-live", "--transcript", str(t)]
+    live, replayed = _live_then_replayed(capsys, lambda: main(again), t)
+    _same(live, replayed, expect="streaming")
