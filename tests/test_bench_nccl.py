@@ -15,6 +15,7 @@ from rigaudit.tools.bench import nccl
 from rigaudit.tools.bench._nccl_worker import worker_env
 from rigaudit.tools.bench.errors import BenchInputError, BenchUnavailable
 from rigaudit.tools.bench.nccl_parse import bus_factor, human_size, parse_nccl_tests, parse_size, parse_sizes, parse_transports
+from tests.support.replay import live_then_replayed, same
 
 NCCL_TESTS_NEW = """\
 # nThread 1 nGpus 2 minBytes 1048576 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1
@@ -147,3 +148,20 @@ def test_cli_nccl_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: 
     assert data["schema"] == "rigaudit.nccl/1" and data["transport"] == "P2P" and len(data["rows"]) == 2
     assert "transport: P2P" in capsys.readouterr().out
     assert main(["bench", "nccl", "--tool", "nccl-tests", "--gpus", "2"]) == 3  # no terminal, no --yes
+    t = tmp_path / "nccl.jsonl"
+    argv = [
+        "bench",
+        "nccl",
+        "--tool",
+        "nccl-tests",
+        "--gpus",
+        "2",
+        "--sizes",
+        "1M,16M",
+        "--yes",
+        "--no-live",
+        "--transcript",
+        str(t),
+    ]
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="transport: P2P")  # the table and the plot, drawn again from the transcript

@@ -15,6 +15,7 @@ from rigaudit.tools.bench import gpu, p2p
 from rigaudit.tools.bench.errors import BenchInputError, BenchUnavailable
 from rigaudit.tools.bench.links import GpuLinks, NvLink, norm_bus_id, pair_limit, pcie_limit, read_links
 from rigaudit.tools.bench.p2p import GpuInfo, PairMeasurement, build_report, judge_pair, save_for_audit
+from tests.support.replay import live_then_replayed, same
 
 H200_BUS = ("0000:1b:00.0", "0000:43:00.0")
 
@@ -195,6 +196,17 @@ def test_cli_with_recorded_measurements(
     assert saved.exists()
     text = capsys.readouterr().out
     assert "GPU0→GPU1" in text and ("CORRUPT" in text) is (not ok)
+
+
+def test_cli_replay_draws_what_the_run_drew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(gpu, "_installed", lambda module: module == "torch")
+    monkeypatch.setattr(p2p, "measure", lambda *a, **k: _report(False))
+    t = tmp_path / "p2p.jsonl"
+    argv = ["bench", "p2p", "--yes", "--save-to", str(tmp_path / "p2p.json"), "--no-live", "--transcript", str(t)]
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="CORRUPT")
 
 
 def test_cli_refuses_without_approval(monkeypatch: pytest.MonkeyPatch) -> None:

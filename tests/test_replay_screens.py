@@ -5,7 +5,8 @@ transcript; ``rigaudit replay FILE --no-live`` then draws that transcript. The t
 the same, but for the replay's own header line and the audit's ``transcript: FILE`` footer (neither
 is an event). Timings are the recorded ones, so nothing else may differ. The query commands (diff,
 checks, policy, schema, transcripts, replay --rediagnose) record only when given ``--transcript``,
-and write ``--json`` from the same event they show.
+and write ``--json`` from the same event they show. ``bench p2p`` and ``bench nccl`` are replayed beside their
+own tests (tests/test_bench_p2p.py, tests/test_bench_nccl.py), on their recorded measurement and fake binary.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import functools
 import io
 import json
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,58 +38,36 @@ from rigaudit.tools.testing.bench_pairs import Session, session_result
 from rigaudit.transcripts.reader import read_transcript
 from tests.support.bench_ab import ScriptedClock, SpeedClient, make_plan, make_snapshot
 from tests.support.profile_load import GpuClient, InLoopHost
+from tests.support.replay import live_then_replayed, same, screen
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"
 SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
 H200X2 = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"
-NOT_EVENTS = ("replaying ", "transcript: ")
 E = TypeVar("E", DiffReported, RediagnoseFinished, GateReported)
-
-
-def _screen(text: str) -> list[str]:
-    return [line.rstrip() for line in text.splitlines() if not line.startswith(NOT_EVENTS)]
-
-
-def _live_then_replayed(
-    capsys: pytest.CaptureFixture[str], run: Callable[[], int], transcript: Path
-) -> tuple[list[str], list[str]]:
-    capsys.readouterr()
-    code = run()
-    live = capsys.readouterr()
-    assert code in (0, 1, 3), live.err
-    assert main(["replay", str(transcript), "--no-live"]) == 0
-    replayed = capsys.readouterr()
-    assert replayed.err == ""
-    return _screen(live.out), _screen(replayed.out)
-
-
-def _same(live: list[str], replayed: list[str], *, expect: str) -> None:
-    assert len(live) > 3 and any(expect in line for line in live), live  # the live run drew something real
-    assert replayed == live
 
 
 def test_audit(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
     t = tmp_path / "audit.jsonl"
     argv = ["audit", "--snapshot", str(seed_dir), "--no-live", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="plan step(s)")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="plan step(s)")
 
 
 def test_apply_into_a_copy_then_rollback(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
     copy, journal, t1, t2 = tmp_path / "copy", tmp_path / "j.jsonl", tmp_path / "apply.jsonl", tmp_path / "rollback.jsonl"
     apply = ["apply", "--snapshot", str(seed_dir), "--into", str(copy), "--yes", "--journal", str(journal)]
-    live, replayed = _live_then_replayed(capsys, lambda: main([*apply, "--no-live", "--transcript", str(t1)]), t1)
-    _same(live, replayed, expect="undo: rigaudit rollback")
+    live, replayed = live_then_replayed(capsys, lambda: main([*apply, "--no-live", "--transcript", str(t1)]), t1)
+    same(live, replayed, expect="undo: rigaudit rollback")
     rollback = ["rollback", str(journal), "--snapshot", str(copy), "--yes", "--no-live", "--transcript", str(t2)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(rollback), t2)
-    _same(live, replayed, expect="restored and verified")
+    live, replayed = live_then_replayed(capsys, lambda: main(rollback), t2)
+    same(live, replayed, expect="restored and verified")
 
 
 def test_bench_compare(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t = tmp_path / "compare.jsonl"
     argv = ["bench", "compare", str(RECORDED / "inference_base.json"), str(RECORDED / "inference_after.json")]
-    live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--transcript", str(t)]), t)
-    _same(live, replayed, expect="method:")
+    live, replayed = live_then_replayed(capsys, lambda: main([*argv, "--transcript", str(t)]), t)
+    same(live, replayed, expect="method:")
 
 
 def test_bench_inference_on_a_fake_server(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -97,16 +75,16 @@ def test_bench_inference_on_a_fake_server(capsys: pytest.CaptureFixture[str], tm
     with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.001)) as server:
         argv = ["bench", "inference", "--base-url", server.base_url, "--model", "m", "--concurrency", "1,2"]
         argv += ["--requests", "4", "--max-tokens", "5", "--yes", "--transcript", str(t)]
-        live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="Inference benchmark: m")
+        live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="Inference benchmark: m")
 
 
 def test_roofline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t, report = tmp_path / "roofline.jsonl", tmp_path / "system-improve.md"
     argv = ["roofline", "--params-b", "40", "--bytes-per-param", "1.16", "--gpus", "8", "--gpu-model", "RTX PRO 6000"]
     argv += ["--measured-tok-s", "10.34", "--layers", "78", "--interconnect", "pcie", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="tok/s")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="tok/s")
     assert any("█" in line for line in live)  # the bar of measured against the bound
     assert main([*argv[:-2], "--report", str(report), "--json", "-", "--no-transcript"]) == 0
     shown = capsys.readouterr()
@@ -117,8 +95,8 @@ def test_roofline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 def test_snapshot_share(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t = tmp_path / "share.jsonl"
     argv = ["snapshot", "--share", "--from", str(SMALL), "-o", str(tmp_path / "b.tar.gz"), "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="share bundle: ")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="share bundle: ")
 
 
 def test_snapshot(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,8 +109,8 @@ def test_snapshot(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatc
     assert main(argv) == 0
     live = capsys.readouterr()
     assert main(["replay", str(t), "--no-live"]) == 0
-    replayed = _screen(capsys.readouterr().out)
-    assert replayed == _screen(live.out) and replayed[-1].startswith("snapshot: ") and "NVML calls" in replayed[-1]
+    replayed = screen(capsys.readouterr().out)
+    assert replayed == screen(live.out) and replayed[-1].startswith("snapshot: ") and "NVML calls" in replayed[-1]
 
 
 def test_chat_without_an_llm(
@@ -142,8 +120,8 @@ def test_chat_without_an_llm(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.stdin", io.StringIO("/audit\n/plan\n/why pcie.mrrs\n/report\n"))
     argv = ["chat", "--snapshot", str(seed_dir), "--yes", "--no-live", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="pcie.mrrs [problem medium]")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="pcie.mrrs [problem medium]")
 
 
 def test_fleet(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
@@ -159,8 +137,8 @@ def test_fleet(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Pat
             anyio.run(lambda: run_fleet(["a", "b", "junk"], ReplayTransport(archives), FleetOptions(workers=0), session.emit))
         return 0
 
-    live, replayed = _live_then_replayed(capsys, run, t)
-    _same(live, replayed, expect="host(s) audited")
+    live, replayed = live_then_replayed(capsys, run, t)
+    same(live, replayed, expect="host(s) audited")
     kinds = {e.type for e in read_transcript(t).events}
     assert {"fleet_started", "host_collected", "host_audited", "host_failed", "fleet_finished"} <= kinds
 
@@ -201,8 +179,8 @@ def _changed_h200x2(tmp_path: Path) -> Path:
 def test_diff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t, out = tmp_path / "diff.jsonl", tmp_path / "diff.json"
     argv = ["diff", str(H200X2), str(_changed_h200x2(tmp_path)), "--values", "--json", str(out), "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="Values read that differ")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="Values read that differ")
     assert any("Findings that changed" in line for line in live) and live[-1].startswith("different: ")
     assert json.loads(out.read_text()) == diff_json(_recorded(t, DiffReported))
 
@@ -210,8 +188,8 @@ def test_diff(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 @pytest.mark.parametrize("form", [[], ["--json"], ["--markdown"]], ids=["table", "json", "markdown"])
 def test_checks(capsys: pytest.CaptureFixture[str], tmp_path: Path, form: list[str]) -> None:
     t = tmp_path / "checks.jsonl"
-    live, replayed = _live_then_replayed(capsys, lambda: main(["checks", *form, "--transcript", str(t)]), t)
-    _same(live, replayed, expect="nvlink.links")
+    live, replayed = live_then_replayed(capsys, lambda: main(["checks", *form, "--transcript", str(t)]), t)
+    same(live, replayed, expect="nvlink.links")
 
 
 def test_a_query_records_only_when_asked(
@@ -226,17 +204,17 @@ def test_a_query_records_only_when_asked(
 
 def test_policy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t = tmp_path / "policy.jsonl"
-    live, replayed = _live_then_replayed(capsys, lambda: main(["policy", "list", "--transcript", str(t)]), t)
-    _same(live, replayed, expect="nvidia-smi-state")
+    live, replayed = live_then_replayed(capsys, lambda: main(["policy", "list", "--transcript", str(t)]), t)
+    same(live, replayed, expect="nvidia-smi-state")
     argv = ["policy", "check", "--transcript", str(t), "nvidia-smi -pm 1"]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
     assert replayed == live and len(live) == 1 and live[0].startswith("deny ")
 
 
 def test_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t = tmp_path / "schema.jsonl"
-    live, replayed = _live_then_replayed(capsys, lambda: main(["schema", "--transcript", str(t)]), t)
-    _same(live, replayed, expect='"title": "AuditResult"')
+    live, replayed = live_then_replayed(capsys, lambda: main(["schema", "--transcript", str(t)]), t)
+    same(live, replayed, expect='"title": "AuditResult"')
     assert json.loads("\n".join(live))["title"] == "AuditResult"
 
 
@@ -244,25 +222,25 @@ def test_transcripts(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeyp
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     t = tmp_path / "transcripts.jsonl"
     show = ["transcripts", "show", str(H200X2), "--events", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(show), t)
-    _same(live, replayed, expect="session:   audit of vm")
+    live, replayed = live_then_replayed(capsys, lambda: main(show), t)
+    same(live, replayed, expect="session:   audit of vm")
     stored = tmp_path / "stored"
     stored.mkdir()
     for name in ("a", "b", "c"):
         (stored / f"2026010{len(name)}-000000-audit-{name}.jsonl").write_bytes(H200X2.read_bytes())
-    live, replayed = _live_then_replayed(
+    live, replayed = live_then_replayed(
         capsys, lambda: main(["transcripts", "list", "--dir", str(stored), "--transcript", str(t)]), t
     )
-    _same(live, replayed, expect="(3 in ")
-    live, replayed = _live_then_replayed(capsys, lambda: main(["transcripts", "path", "--transcript", str(t)]), t)
+    same(live, replayed, expect="(3 in ")
+    live, replayed = live_then_replayed(capsys, lambda: main(["transcripts", "path", "--transcript", str(t)]), t)
     assert replayed == live == [str(tmp_path / "state" / "rigaudit" / "transcripts")]
 
 
 def test_replay_rediagnose(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     t, out = tmp_path / "rediagnose.jsonl", tmp_path / "changes.json"
     argv = ["replay", str(H200X2), "--rediagnose", "--json", str(out), "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="change(s) between the 45 recorded findings")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="change(s) between the 45 recorded findings")
     assert live[0].startswith(f"Re-diagnosing {H200X2}: audit of vm, recorded ")
     assert json.loads(out.read_text()) == rediagnose_json(_recorded(t, RediagnoseFinished))
 
@@ -271,7 +249,7 @@ def test_replay_rediagnose(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
 def test_check(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path, form: list[str]) -> None:
     t = tmp_path / "check.jsonl"
     argv = ["check", "--snapshot", str(seed_dir), *form, "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
     assert live[-1].startswith("rigaudit check: ") and "; exit " in live[-1]  # the gate's summary, not the audit's
     assert replayed == live and len(live) >= 2
     recorded = _recorded(t, GateReported)
@@ -282,7 +260,7 @@ def test_check(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Pat
 def test_check_quiet_replays_its_one_line(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Path) -> None:
     t = tmp_path / "check.jsonl"
     argv = ["check", "--snapshot", str(seed_dir), "-q", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
     assert replayed == live and len(live) == 1 and live[0] == _recorded(t, GateReported).result.reason
 
 
@@ -299,8 +277,8 @@ def test_bench_ab(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatc
     argv = ["bench", "ab", "--plan", str(tmp_path / "plan.json"), "--only", "vm.swappiness", "--snapshot", str(tmp_path / "src")]
     argv += ["--into", str(tmp_path / "copy"), "--base-url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1"]
     argv += ["--requests", "3", "--max-tokens", "8", "--warmup", "1", "--cycles", "2", "--journal", str(tmp_path / "j.jsonl")]
-    live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--yes", "--no-live", "--transcript", str(t)]), t)
-    _same(live, replayed, expect="vm.swappiness")
+    live, replayed = live_then_replayed(capsys, lambda: main([*argv, "--yes", "--no-live", "--transcript", str(t)]), t)
+    same(live, replayed, expect="vm.swappiness")
 
 
 def test_bench_calibrate(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -313,8 +291,8 @@ def test_bench_calibrate(capsys: pytest.CaptureFixture[str], tmp_path: Path, mon
         runs.append(str(path))
     t = tmp_path / "calibrate.jsonl"
     argv = ["bench", "calibrate", *runs, "--json", str(tmp_path / "cal.json"), "--no-live", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(argv), t)
-    _same(live, replayed, expect="session CV")
+    live, replayed = live_then_replayed(capsys, lambda: main(argv), t)
+    same(live, replayed, expect="session CV")
 
 
 def test_profile_then_explain(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,9 +305,9 @@ def test_profile_then_explain(capsys: pytest.CaptureFixture[str], tmp_path: Path
     argv = ["bench", "inference", "--base-url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1", "--requests", "4"]
     argv += ["--max-tokens", "16", "--prompt-tokens", "8", "--warmup", "1", "--profile", "--profile-interval-ms", "20"]
     argv += ["--params-b", "0.15", "--bytes-per-param", "2", "--bandwidth-gbs", "100", "--yes", "--json", str(out)]
-    live, replayed = _live_then_replayed(capsys, lambda: main([*argv, "--no-live", "--transcript", str(t)]), t)
-    _same(live, replayed, expect="where the time of a token goes")
+    live, replayed = live_then_replayed(capsys, lambda: main([*argv, "--no-live", "--transcript", str(t)]), t)
+    same(live, replayed, expect="where the time of a token goes")
     t = tmp_path / "explain.jsonl"
     again = ["explain", str(out), "--bandwidth-gbs", "200", "--no-live", "--transcript", str(t)]
-    live, replayed = _live_then_replayed(capsys, lambda: main(again), t)
-    _same(live, replayed, expect="streaming")
+    live, replayed = live_then_replayed(capsys, lambda: main(again), t)
+    same(live, replayed, expect="streaming")
