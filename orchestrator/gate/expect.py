@@ -28,10 +28,13 @@ from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
+from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigator import Investigator
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
+from rigaudit.tools.pci import SPEEDS_GTS
+from rigaudit.tools.pci.sysfs import read_chain, read_link
 from rigaudit.tools.probe import Probe
 
 AREA = "expect"
@@ -41,6 +44,7 @@ OSRELEASE = "/proc/sys/kernel/osrelease"
 UNREADABLE_NVML = frozenset({"NOT_RECORDED", "NO_PERMISSION", "TIMEOUT"})
 """NVML errors that say nothing about the host (a snapshot without the call, a refused or slow read)."""
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(.*?)\s*$")
+_DIGITS = re.compile(r"-?[0-9]{1,9}")
 _COMMENT = re.compile(r"(^|\s)#.*$")
 """A ``#`` at the start of a line or after a blank starts a comment (``#`` inside a value is kept)."""
 
@@ -158,10 +162,9 @@ class Expectations(NamedTuple):
 
 def _number(key: str, text: str, where: str) -> int:
     wanted = text.lower().removeprefix("gen").removeprefix("x") if key in ("pcie_gen", "pcie_width") else text
-    try:
-        value = int(wanted)
-    except ValueError:
-        raise UsageError(f"{where}: {key} needs a whole number, not {text!r}") from None
+    if not _DIGITS.fullmatch(wanted):  # int() also takes 1_0, +8 and non-ASCII digits
+        raise UsageError(f"{where}: {key} needs a whole number, not {text!r}")
+    value = int(wanted)
     if value < 0 or (key == "pcie_gen" and value not in GENERATIONS):
         raise UsageError(f"{where}: {key} = {text} is out of range")
     return value
@@ -195,15 +198,14 @@ def parse_expectations(text: str, source: str = "--expect") -> Expectations:
 
 def load_expectations(path: Path) -> Expectations:
     """Read and parse ``--expect FILE`` (a regular file of at most 64 KiB)."""
-    try:
-        if not path.is_file():
-            raise UsageError(f"--expect {path}: not a regular file")
-        with path.open("rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"--expect {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise UsageError(f"--expect {path}: larger than {MAX_FILE_BYTES // 1024} KiB")
+    from rigaudit.tools.bounded import InputError, read_regular
+
+    try:  # a regular file, opened non-blocking: a FIFO swapped in after a check cannot hang the gate
+        data = read_regular(path, limit=MAX_FILE_BYTES, what=f"--expect {path}")
+    except InputError as exc:
+        if "larger than" in str(exc):
+            raise UsageError(f"--expect {path}: larger than {MAX_FILE_BYTES // 1024} KiB") from None
+        raise
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -230,21 +232,33 @@ class ExpectFacts(NamedTuple):
     cuda: str | None
     cuda_error: str | None
     gpus: tuple[GpuFacts, ...]
+    in_container: bool = False
+    in_vm: bool = False
 
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _gen_of(speed: str | None) -> int | None:
-    try:
-        gts = float((speed or "").split("GT/s")[0].strip())
-    except ValueError:
+def _gen_of(gts: float | None) -> int | None:
+    return next((g for g, s in SPEEDS_GTS.items() if gts is not None and abs(s - gts) < 0.01), None)
+
+
+async def _sysfs_gen(probe: Probe, gpu: Gpu, in_vm: bool) -> int | None:
+    """The generation the GPU's link can reach from sysfs: the lower of its own ``max_link_speed`` (what the GPU
+    supports) and its slot's (the port above it), as NVML's max generation "with this device and system" is.
+    ``None`` in a VM guest (the port above is emulated) or when either end is unreadable."""
+    if in_vm:
         return None
-    return next((g for g, s in GENERATIONS.items() if abs(s - gts) < 0.01), None)
+    chain = await read_chain(probe, gpu.bdf)
+    if not chain.bridges:
+        return None
+    own, slot = await probe.gather(lambda: read_link(probe, gpu.bdf), lambda: read_link(probe, chain.bridges[-1]))
+    ends = [_gen_of(own.max_speed), _gen_of(slot.max_speed)]
+    return min(g for g in ends if g is not None) if None not in ends else None
 
 
-async def _gpu_facts(probe: Probe, gpu: Gpu, keys: Mapping[str, object]) -> GpuFacts:
+async def _gpu_facts(probe: Probe, gpu: Gpu, keys: Mapping[str, object], in_vm: bool) -> GpuFacts:
     width = gen = None
     name = vbios = None
     if gpu.index is not None:
@@ -257,10 +271,9 @@ async def _gpu_facts(probe: Probe, gpu: Gpu, keys: Mapping[str, object]) -> GpuF
             vbios = str(result.value) if result.ok and result.value else None
         name = gpu.name
     if "pcie_width" in keys and width is None:
-        text = await probe.text(f"{gpu.sysfs}/current_link_width")
-        width = int(text.strip()) if text and text.strip().isdigit() else None
+        width = (await read_link(probe, gpu.bdf)).current_width
     if "pcie_gen" in keys and gen is None:
-        gen = _gen_of(await probe.text(f"{gpu.sysfs}/max_link_speed"))
+        gen = await _sysfs_gen(probe, gpu, in_vm)
     return GpuFacts(gpu, name, width, gen, vbios)
 
 
@@ -269,7 +282,9 @@ def collector(expectations: Expectations) -> Callable[[Probe], Awaitable[ExpectF
 
     async def collect(probe: Probe) -> ExpectFacts:
         inventory = await collect_gpus(probe)
-        listed = (await probe.list_dir("/sys/bus/pci/devices")).ok
+        listing = (await probe.list_dir("/sys/bus/pci/devices")).entries
+        # the bus as the node has it: listed, and showing the GPUs NVML does (a container may hide it)
+        listed = listing is not None and {g.bdf for g in inventory.gpus} <= set(listing)
         module = await probe.text(MODULE_VERSION) if "driver" in keys else None
         kernel = await probe.text(OSRELEASE) if "kernel" in keys else None
         cuda = cuda_error = None
@@ -279,7 +294,8 @@ def collector(expectations: Expectations) -> Callable[[Probe], Awaitable[ExpectF
                 value = _int(result.value) or 0
                 cuda = f"{value // 1000}.{value % 1000 // 10}"
             cuda_error = result.error
-        gpus = await probe.gather(*[lambda g=g: _gpu_facts(probe, g, keys) for g in inventory.gpus])
+        platform = await detect_platform(probe)
+        gpus = await probe.gather(*[lambda g=g: _gpu_facts(probe, g, keys, platform.in_vm) for g in inventory.gpus])
         return ExpectFacts(
             inventory,
             listed,
@@ -288,6 +304,8 @@ def collector(expectations: Expectations) -> Callable[[Probe], Awaitable[ExpectF
             cuda,
             cuda_error,
             tuple(gpus),
+            platform.in_container,
+            platform.in_vm,
         )
 
     return collect
@@ -327,6 +345,9 @@ def _per_gpu(name: str, facts: ExpectFacts, expected: str | int) -> Finding:
     field = {"pcie_width": "width", "pcie_gen": "gen", "gpu_model": "name", "vbios": "vbios"}[name]
     values = [(g.gpu.label, getattr(g, field)) for g in facts.gpus]
     missing = [label for label, value in values if value is None]
+    if missing and name == "pcie_gen" and facts.in_vm and not facts.inventory.nvml_ok:
+        why = "in a VM guest the port above each GPU is emulated: NVML's max link generation would tell (no NVML here)"
+        return unknown(check.id, AREA, check.title, why)
     if missing:
         return unknown(check.id, AREA, check.title, f"{field} not readable for {', '.join(missing)}")
     if isinstance(expected, int):
@@ -358,6 +379,20 @@ def _gpus(facts: ExpectFacts, expected: int) -> Finding:
     detail = f"{count} GPU(s)" + (
         f" (NVML {inventory.nvml_count}, PCI {seen})" if inventory.nvml_count not in (None, seen) else ""
     )
+    if facts.in_container and inventory.nvml_count is not None:
+        # NVML shows the GPUs this container was given; the node's PCI bus (sysfs is not namespaced) the rest.
+        if inventory.elsewhere:
+            count += inventory.elsewhere
+            detail = (
+                f"{count} GPU(s) on the node's PCI bus: {inventory.nvml_count} given to this container, "
+                f"{inventory.elsewhere} more"
+            )
+        elif not facts.pci_listed and count < expected:
+            why = (
+                f"{count} GPU(s) given to this container and the node's PCI bus cannot be listed from it: "
+                "run the check on the host, or in a container given every GPU (NVIDIA_VISIBLE_DEVICES=all)"
+            )
+            return unknown(key.check.id, AREA, key.check.title, why)
     failures = [] if count == expected else [detail]
     return _finding(key, failures, detail, str(expected))
 
