@@ -37,6 +37,9 @@ class ContainerFacts(NamedTuple):
     pct: CommandResult | None
     cpu: CgroupCpuFacts
     rdma: RdmaFacts
+    host_pids: bool = False
+    """This container shares the machine's PID namespace (Kubernetes' ``hostPID``, a DaemonSet's): PID 1 runs in
+    another mount namespace, so every server on the machine is visible from here, and one in none is elsewhere."""
 
 
 async def _minor(probe: Probe, bdf: str) -> int | None:
@@ -56,6 +59,12 @@ async def collect(probe: Probe) -> ContainerFacts:
     self_limits = await probe.text("/proc/self/limits") if platform.in_container else None
     mounts = await probe.text("/proc/mounts") if platform.in_container else None
     scan = await find_servers(probe)
+    host_pids = False
+    if platform.in_container:
+        init_ns, own_ns = await probe.gather(
+            lambda: probe.readlink("/proc/1/ns/mnt"), lambda: probe.readlink("/proc/self/ns/mnt")
+        )
+        host_pids = init_ns is not None and own_ns is not None and init_ns != own_ns
     servers = scan.servers[:16]
     limits = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/limits") for s in servers])
     server_mounts = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/mounts") for s in servers])
@@ -77,6 +86,7 @@ async def collect(probe: Probe) -> ContainerFacts:
         pct=pct,
         cpu=cpu,
         rdma=await collect_rdma(probe),
+        host_pids=host_pids,
     )
 
 

@@ -52,6 +52,15 @@ def _gpus_of(f: ContainerFacts, who: str) -> int:
     return len(gpu_nodes(config)) if config else len(f.inventory.gpus)
 
 
+def _may_serve_here(f: ContainerFacts) -> bool:
+    """Whether this container's own /dev/shm is a workload's: a server runs in it, or none is visible and this
+    container could not see one elsewhere. A health check's container (a DaemonSet's, with ``hostPID``) whose
+    servers all run in other containers serves nothing: its default 64 MiB is not a fault of the node."""
+    if any(s.foreign_mnt_ns is False for s in f.scan.servers):
+        return True
+    return not f.scan.servers and not f.host_pids
+
+
 def judge_shm(f: ContainerFacts) -> Finding:
     check, title = SHM_CHECK.id, SHM_CHECK.title
     if no_gpu_on_this_machine(f):
@@ -64,9 +73,22 @@ def judge_shm(f: ContainerFacts) -> Finding:
             continue
         refs.append(file_ref(f"/proc/{server.pid}/mounts"))
         readings.append((server.label, *found))
-    if f.platform.in_container and (found := shm_size(f.mounts)) is not None:
+    own = shm_size(f.mounts) if f.platform.in_container else None
+    if own is not None and _may_serve_here(f):
         refs.append(file_ref("/proc/mounts"))
-        readings.append(("this container", *found))
+        readings.append(("this container", *own))
+    if not readings and own is not None:
+        if f.scan.servers:
+            why = "the servers run in other containers and their /dev/shm could not be read (/proc/PID/mounts)"
+            return unknown(check, AREA, title, why, evidence=(file_ref("/proc/mounts"),))
+        return not_applicable(
+            check,
+            AREA,
+            title,
+            "no server runs on this machine, and this container (it sees the machine's processes) serves none: "
+            "its own /dev/shm is no workload's",
+            evidence=(file_ref("/proc/mounts"),),
+        )
     if not readings:
         if f.platform.in_container:
             return unknown(check, AREA, title, "/dev/shm not found in /proc/mounts", evidence=(file_ref("/proc/mounts"),))
