@@ -20,18 +20,17 @@ from pathlib import Path
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events import (
+from rigaudit.tools.model.events.audit import (
     AuditFinished,
-    Event,
     FindingReported,
     InvestigatorActivity,
     InvestigatorFinished,
     InvestigatorStarted,
     PlanReady,
-    SessionEnded,
-    SessionStarted,
     ToolCall,
 )
+from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.model.plan import Plan
 from rigaudit.transcripts.reader import read_transcript

@@ -24,7 +24,9 @@ from rigaudit.orchestrator.audit import run_audit
 from rigaudit.orchestrator.ui.terminal import TerminalUI
 from rigaudit.tools.demo import demo_snapshot
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events import Event, InvestigatorActivity, InvestigatorFinished, SessionStarted
+from rigaudit.tools.model.events.audit import InvestigatorActivity, InvestigatorFinished
+from rigaudit.tools.model.events.session import SessionStarted
+from rigaudit.tools.model.events.union import Event
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "terminal"
 

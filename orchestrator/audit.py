@@ -22,9 +22,8 @@ from rigaudit.orchestrator.suggestions import plan_findings
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
 from rigaudit.tools.model.dropped import DroppedFinding
-from rigaudit.tools.model.events import (
+from rigaudit.tools.model.events.audit import (
     AuditFinished,
-    EventSink,
     FindingReported,
     InvestigatorActivity,
     InvestigatorFinished,
@@ -33,9 +32,9 @@ from rigaudit.tools.model.events import (
     PlanReady,
     ToolCall,
     TopologyReported,
-    Warning_,
-    discard,
 )
+from rigaudit.tools.model.events.base import EventSink, discard
+from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import HostOpResult, Probe
 from rigaudit.transcripts.tool_calls import tool_call_from_probe

@@ -21,7 +21,9 @@ from rigaudit.tools.diffing import DIFF_SCHEMA, SideInfo
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.model.events import AuditFinished, DiffReported, DiffValueChange, SessionStarted, ToolCall
+from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
+from rigaudit.tools.model.events.diff import DiffReported, DiffValueChange
+from rigaudit.tools.model.events.session import SessionStarted
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.share import unpack_bundle
 from rigaudit.transcripts.format import HEADER_KEY

@@ -24,7 +24,7 @@ from rigaudit.orchestrator.arguments import normalize_url, url
 from rigaudit.orchestrator.timed_prompt import DEFAULT_TIMEOUT_S, Pause
 from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.events import Event
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.policy import Verdict
 from rigaudit.tools.shell import Approver
 

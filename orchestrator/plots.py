@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
-from rigaudit.tools.model.events import PcieDevice
+from rigaudit.tools.model.events.audit import PcieDevice
 
 INSTALL_HINT = "pip install 'rigaudit[plots]'"
 Draw = Callable[[Any, Path], None]

@@ -13,7 +13,9 @@ from rigaudit.tools.diffing import FindingChange, diff_findings
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import DiffFindingChange, Event, RediagnoseFinished, SessionStarted
+from rigaudit.tools.model.events.diff import DiffFindingChange, RediagnoseFinished
+from rigaudit.tools.model.events.session import SessionStarted
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Finding
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild

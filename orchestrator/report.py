@@ -20,7 +20,7 @@ from rigaudit.tools.bounded import InputError, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.dropped import drop_counts
-from rigaudit.tools.model.events import PcieDevice
+from rigaudit.tools.model.events.audit import PcieDevice
 from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
 from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.printable import printable

@@ -24,15 +24,9 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import Journal, JournalEntry, read_journal_lines, utc_now
-from rigaudit.tools.model.events import (
-    ChangeApplied,
-    EventSink,
-    ReportWritten,
-    RestoredGroup,
-    RollbackFinished,
-    Warning_,
-    discard,
-)
+from rigaudit.tools.model.events.apply import ChangeApplied, RestoredGroup, RollbackFinished
+from rigaudit.tools.model.events.base import EventSink, discard
+from rigaudit.tools.model.events.session import ReportWritten, Warning_
 
 __all__ = ["PreparedRollback", "groups", "open_target_host", "prepare_rollback", "run_rollback"]
 

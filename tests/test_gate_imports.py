@@ -22,12 +22,12 @@ import dataclasses, gc, json, os, sys
 from rigaudit.orchestrator.cli import main
 code = main(sys.argv[2:])
 import pydantic
-from rigaudit.tools.model import events
+from rigaudit.tools.model.events.base import BaseEvent
 from rigaudit.tools.policy import POLICY
 from rigaudit.tools.policy.globs import Globs
-built = [n for n, c in vars(events).items()
-         if isinstance(c, type) and issubclass(c, pydantic.BaseModel) and c.__module__ == events.__name__
-         and c is not events._Event and c.__pydantic_complete__]
+built = [n for name, m in list(sys.modules.items()) if name.startswith("rigaudit.tools.model.events.")
+         for n, c in vars(m).items() if isinstance(c, type) and issubclass(c, pydantic.BaseModel)
+         and c.__module__ == name and c is not BaseEvent and c.__pydantic_complete__]
 records = [f"{m.__name__}.{k}" for name, m in list(sys.modules.items()) if name.startswith("rigaudit.")
            for k, v in vars(m).items() if isinstance(v, type) and v.__module__ == name and dataclasses.is_dataclass(v)]
 lists = [g for g in gc.get_objects() if isinstance(g, Globs)]
@@ -56,10 +56,19 @@ HEAVY = (
     "rigaudit.tools.actions",
     "rigaudit.tools.bench.p2p",
     "rigaudit.tools.redact",
+    "rigaudit.tools.model.events.union",
+    "rigaudit.tools.model.events.apply",
+    "rigaudit.tools.model.events.bench",
+    "rigaudit.tools.model.events.catalog",
+    "rigaudit.tools.model.events.chat",
+    "rigaudit.tools.model.events.diff",
+    "rigaudit.tools.model.events.fleet",
+    "rigaudit.tools.model.events.transcripts",
 )
 """What the gate never needs: the terminal UI, the LLM code and its client, the transcript writer, the fleet,
 fix actions, benchmark records, the demo archives; the redaction of secrets (imported when a finding quotes a
-process's command line or environment: none does on the fixture)."""
+process's command line or environment: none does on the fixture); the events of other commands and the union of
+every event (what a transcript reads and writes)."""
 
 DATACLASSES = {
     "rigaudit.agents.brain.Refinement",
@@ -155,7 +164,7 @@ EMITTED = {
     "GateReported",
 }
 """What a check of the fixture emits (``GateReported``: its lines are drawn from it; and ``TopologyReported``'s
-payload): the only models of tools/model/events.py it may build (each model's validator costs instructions at every start)."""
+payload): the only models of tools/model/events/ it may build (each model's validator costs instructions at every start)."""
 
 
 def test_a_check_builds_only_the_events_it_emits(gate_run: dict[str, object]) -> None:

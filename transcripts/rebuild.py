@@ -21,7 +21,9 @@ from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Nvml
 from rigaudit.tools.hosts.links import resolve_links
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
-from rigaudit.tools.model.events import AuditFinished, Event, SessionStarted, ToolCall
+from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
+from rigaudit.tools.model.events.session import SessionStarted
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.probe import HostOpResult
 from rigaudit.tools.when import utc_stamp
 from rigaudit.transcripts.tool_calls import decode_data, host_result

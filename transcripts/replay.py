@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from rigaudit.tools.model.events import Event, EventSink
+from rigaudit.tools.model.events.base import EventSink
+from rigaudit.tools.model.events.union import Event
 
 DEFAULT_MAX_GAP_S = 2.0
 """A pause longer than this (a person thinking over an approval) is shortened to it."""

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rigaudit.tools.model.events import AuditFinished, Event, FindingReported
+from rigaudit.tools.model.events.audit import AuditFinished, FindingReported
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Finding
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rigaudit.tools.model.events import Event
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.redact import redact_json
 from rigaudit.tools.version import rigaudit_version
 from rigaudit.transcripts.format import make_header

@@ -22,7 +22,7 @@ from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
-from rigaudit.tools.model.events import LlmExchange
+from rigaudit.tools.model.events.chat import LlmExchange
 
 SYSTEM = """\
 # chat coordinator

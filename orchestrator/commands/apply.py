@@ -43,7 +43,7 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import default_journal_path
-from rigaudit.tools.model.events import Warning_
+from rigaudit.tools.model.events.session import Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

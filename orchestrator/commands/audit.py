@@ -37,7 +37,8 @@ from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import ReportWritten, TopologyReported
+from rigaudit.tools.model.events.audit import TopologyReported
+from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 
 

@@ -116,7 +116,7 @@ def _check(args: argparse.Namespace) -> int:
 
     from rigaudit.orchestrator.gate.render import report_lines
     from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
-    from rigaudit.tools.model.events import GateReported
+    from rigaudit.tools.model.events.gate import GateReported
     from rigaudit.tools.printable import printable
 
     expectations = None

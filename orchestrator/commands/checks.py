@@ -15,7 +15,7 @@ from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.events import CheckEntry, ChecksListed
+from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

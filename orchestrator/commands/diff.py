@@ -34,7 +34,7 @@ from rigaudit.orchestrator.output import check_writable, write_json
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
 from rigaudit.tools.diffing import ValuesDiff, diff_document, diff_findings, diff_snapshots, headline
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.events import DiffReported
+from rigaudit.tools.model.events.diff import DiffReported
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -30,7 +30,7 @@ from rigaudit.orchestrator.report import choose_report
 from rigaudit.orchestrator.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.model.events import Warning_
+from rigaudit.tools.model.events.session import Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

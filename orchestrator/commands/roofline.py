@@ -39,7 +39,8 @@ from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.events import BenchResultReported, ReportWritten
+from rigaudit.tools.model.events.bench import BenchResultReported
+from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.plan import Plan
 
 

@@ -11,7 +11,7 @@ import argparse
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.model.events import SchemaShown
+from rigaudit.tools.model.events.catalog import SchemaShown
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

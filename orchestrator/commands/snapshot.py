@@ -21,7 +21,7 @@ from rigaudit.orchestrator.snapshots import record_snapshot, share_snapshot
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot_writer import check_target
-from rigaudit.tools.model.events import SnapshotWritten, Warning_
+from rigaudit.tools.model.events.session import SnapshotWritten, Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,8 @@ from rigaudit.orchestrator.output import warn
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
 from rigaudit.orchestrator.transcript_summary import listed, summary
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.events import Event, TranscriptsFolder
+from rigaudit.tools.model.events.transcripts import TranscriptsFolder
+from rigaudit.tools.model.events.union import Event
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.store import find_transcript, transcripts_dir
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import HostFailure
+from rigaudit.tools.model.events.fleet import HostFailure
 from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
 
 FLEET_SCHEMA = "rigaudit.fleet/1"

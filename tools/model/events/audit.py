@@ -1,0 +1,85 @@
+"""What an audit reports as it runs: each investigator's start, reads and end, the host operations, the findings,
+the plan, the result, the PCIe topology."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigaudit.tools.model.audit import AuditResult, InvestigatorStatus
+from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.model.plan import Plan
+
+
+class InvestigatorStarted(BaseEvent):
+    type: Literal["investigator_started"] = "investigator_started"
+    area: str
+    title: str = ""
+
+
+class InvestigatorActivity(BaseEvent):
+    """An investigator is reading something (shown on the live board)."""
+
+    type: Literal["investigator_activity"] = "investigator_activity"
+    area: str
+    ref: str
+
+
+class ToolCall(BaseEvent):
+    """One operation that reached the host, with its full result (transcripts rebuild snapshots from these).
+
+    ``op`` is ``read``, ``list_dir``, ``readlink``, ``exists``, ``run`` or ``nvml``. ``result`` is
+    JSON: for ``read`` ``{"data_b64": ...}`` or ``{"error": ...}``; for ``run`` the command
+    result's fields; for ``nvml`` ``{"result": ...}`` or ``{"error": ...}``.
+    """
+
+    type: Literal["tool_call"] = "tool_call"
+    area: str | None = None
+    op: str
+    target: str
+    args: list[Any] = Field(default_factory=list)
+    result: dict[str, Any] = Field(default_factory=dict)
+
+
+class InvestigatorFinished(BaseEvent):
+    type: Literal["investigator_finished"] = "investigator_finished"
+    area: str
+    status: InvestigatorStatus
+    duration_s: float
+    error: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Findings by status: ``{"problem": 2, "ok": 3, ...}``."""
+
+
+class FindingReported(BaseEvent):
+    type: Literal["finding"] = "finding"
+    finding: Finding
+
+
+class PlanReady(BaseEvent):
+    type: Literal["plan"] = "plan"
+    plan: Plan
+
+
+class AuditFinished(BaseEvent):
+    type: Literal["audit_finished"] = "audit_finished"
+    result: AuditResult
+
+
+class PcieDevice(BaseModel):
+    """One place in the PCIe tree: a root complex, a port, a switch port, a GPU, an NVSwitch or a NIC."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    bdf: str
+    kind: str
+    parent: str | None = None
+
+
+class TopologyReported(BaseEvent):
+    """Where the GPUs, switches and NICs sit (drawn as a tree, in the terminal and the report)."""
+
+    type: Literal["topology"] = "topology"
+    devices: list[PcieDevice] = Field(default_factory=list)

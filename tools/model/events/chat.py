@@ -1,0 +1,25 @@
+"""What a conversation holds: the person's and rigaudit's messages, and each exchange with the model."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rigaudit.tools.model.events.base import BaseEvent
+
+
+class Message(BaseEvent):
+    """Free text for the conversation: what the person typed, what rigaudit answered."""
+
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system"]
+    text: str
+
+
+class LlmExchange(BaseEvent):
+    type: Literal["llm_exchange"] = "llm_exchange"
+    agent: str
+    request: dict[str, Any] = Field(default_factory=dict)
+    response: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, int] = Field(default_factory=dict)
