@@ -33,7 +33,7 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Approval, Journal
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.events.apply import ChangeApplied
-from rigaudit.tools.model.events.base import EventSink, discard
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
 from rigaudit.tools.model.plan import BLOCKING, Plan, PlanStep
 from rigaudit.tools.pci import apply_masked

@@ -34,8 +34,8 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import utc_now
 from rigaudit.tools.model.audit import HostSummary
 from rigaudit.tools.model.events.apply import AppliedStep, ApplyFinished
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.session import ReportWritten
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan
 
 __all__ = ["ApplyRequest", "finished", "reaudit", "run_apply", "stopped_text"]

@@ -28,7 +28,7 @@ from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S, read_line
 from rigaudit.tools.errors import NotApprovedError
 from rigaudit.tools.journal import Approval, Decision
 from rigaudit.tools.model.events.apply import ApprovalDecided
-from rigaudit.tools.model.events.base import EventSink, discard
+from rigaudit.tools.model.events.sink import EventSink, discard
 
 CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}

@@ -33,8 +33,8 @@ from rigaudit.tools.model.events.audit import (
     ToolCall,
     TopologyReported,
 )
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.session import Warning_
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import HostOpResult, Probe
 from rigaudit.transcripts.tool_calls import tool_call_from_probe

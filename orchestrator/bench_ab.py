@@ -35,7 +35,7 @@ from rigaudit.tools.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalError, read_journal
 from rigaudit.tools.model.events.apply import ChangeApplied
-from rigaudit.tools.model.events.base import EventSink, discard
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan, PlanStep
 
 MAX_CYCLES = 100

@@ -33,8 +33,8 @@ from rigaudit.tools.bench.render_calibration import calibration_table, stored_ta
 from rigaudit.tools.bench.results import BenchResult, load_result
 from rigaudit.tools.bounded import InputError
 from rigaudit.tools.errors import UsageError
-from rigaudit.tools.model.events.base import EventSink
 from rigaudit.tools.model.events.session import Progress, Warning_
+from rigaudit.tools.model.events.sink import EventSink
 
 __all__ = ["CalibrationRun", "CompareRun", "compare_runs", "list_calibrations", "run_calibration"]
 

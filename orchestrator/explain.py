@@ -40,9 +40,9 @@ from rigaudit.tools.bench.render import Table
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.events.base import EventSink
 from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
 from rigaudit.tools.model.events.session import Progress, Warning_
+from rigaudit.tools.model.events.sink import EventSink
 
 __all__ = [
     "CommOptions",

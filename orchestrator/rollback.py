@@ -25,8 +25,8 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import Journal, JournalEntry, read_journal_lines, utc_now
 from rigaudit.tools.model.events.apply import ChangeApplied, RestoredGroup, RollbackFinished
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.session import ReportWritten, Warning_
+from rigaudit.tools.model.events.sink import EventSink, discard
 
 __all__ = ["PreparedRollback", "groups", "open_target_host", "prepare_rollback", "run_rollback"]
 

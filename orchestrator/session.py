@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rigaudit.tools.model.events.base import EventSink
 from rigaudit.tools.model.events.session import SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.version import rigaudit_version
 

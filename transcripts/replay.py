@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from rigaudit.tools.model.events.base import EventSink
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.events.union import Event
 
 DEFAULT_MAX_GAP_S = 2.0

@@ -31,8 +31,8 @@ from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, Model
 from rigaudit.agents.llm.prompt import followup_prompt, system_prompt, user_prompt
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.bounded import loads
-from rigaudit.tools.model.events.base import EventSink
 from rigaudit.tools.model.events.chat import LlmExchange
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.shell import Approver

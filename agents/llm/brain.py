@@ -18,8 +18,8 @@ from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.model.audit import LlmRun, LlmStatus
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.shell import Approver

@@ -51,9 +51,9 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.journal import default_journal_path, utc_now
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.chat import Message
 from rigaudit.tools.model.events.session import ReportWritten
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
 
 OutcomeStatus = Literal["done", "skipped", "refused", "failed"]

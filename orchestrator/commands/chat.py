@@ -46,8 +46,8 @@ from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.base import EventSink
 from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.events.union import Event
 
 PROMPT = "you> "

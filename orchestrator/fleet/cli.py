@@ -36,8 +36,8 @@ from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import OperationError, UsageError
-from rigaudit.tools.model.events.base import EventSink
 from rigaudit.tools.model.events.session import ReportWritten
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 from rigaudit.tools.remote.slurm import SlurmJob
 from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_words

@@ -26,8 +26,8 @@ from rigaudit.tools.bounded import InputError, JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostFailed, HostFailure
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.when import utc_stamp
 
 MAX_FILES = 10_000

@@ -28,8 +28,8 @@ from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
 from rigaudit.orchestrator.snapshots import collect_all
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.base import EventSink, discard
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed, HostFailure
+from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.probe import Probe
 from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.framing import NodeStream

@@ -23,7 +23,7 @@ from rigaudit.orchestrator.suggestions import plan_findings
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.check import CheckResult
-from rigaudit.tools.model.events.base import EventSink
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Severity
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 A command emits events into its session; the terminal UI draws them, the transcript writer records
 them, ``--json`` is written from them, and ``rigaudit replay`` draws the recorded ones again with the
-same UI. An :data:`~.base.EventSink` is anything that takes an event; :func:`~.base.discard` is the one
+same UI. An :data:`~.sink.EventSink` is anything that takes an event; :func:`~.sink.discard` is the one
 that ignores them.
 
 The events live in one module per concern (:mod:`.session`, :mod:`.audit`, :mod:`.chat`, :mod:`.apply`,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         ToolCall,
         TopologyReported,
     )
-    from rigaudit.tools.model.events.base import BaseEvent, EventSink, discard
+    from rigaudit.tools.model.events.base import BaseEvent
     from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
     from rigaudit.tools.model.events.catalog import (
         CheckEntry,
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         SnapshotWritten,
         Warning_,
     )
+    from rigaudit.tools.model.events.sink import EventSink, discard
     from rigaudit.tools.model.events.transcripts import (
         EventLine,
         TranscriptEntry,
@@ -88,7 +89,8 @@ if TYPE_CHECKING:
     from rigaudit.tools.model.events.union import Event
 
 MODULE_OF: dict[str, str] = {
-    **dict.fromkeys(("BaseEvent", "EventSink", "discard"), "base"),
+    "BaseEvent": "base",
+    **dict.fromkeys(("EventSink", "discard"), "sink"),
     **dict.fromkeys(
         ("Output", "Progress", "ReportWritten", "SessionEnded", "SessionStarted", "SnapshotWritten", "Warning_"), "session"
     ),

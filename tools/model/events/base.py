@@ -1,15 +1,11 @@
-"""What every event is, and what takes events: :class:`BaseEvent`, :data:`EventSink`, :func:`discard`."""
+"""What every event is: :class:`BaseEvent`."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from rigaudit.tools.model.events.union import Event
 
 
 class BaseEvent(BaseModel):
@@ -25,12 +21,3 @@ class BaseEvent(BaseModel):
     """True for events that hold only rigaudit's own text (the check catalog, a schema, the policy's rules), never
     a host's, a person's or a model's: the transcript records them unredacted (a catalog's ``-k KERNEL`` is no
     secret), so a replay shows them as they were."""
-
-
-EventSink = Callable[["Event"], None]
-"""Anything that takes events: a session's ``emit``, the terminal UI, the transcript writer."""
-
-
-def discard(event: Event) -> None:
-    """The sink that ignores every event (work run with nobody watching)."""
-    del event
