@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rigaudit.tools.model.finding import FixKind
 
-CHECK_ID = re.compile(r"[a-z][a-z0-9]*\.[a-z0-9_]+")
+CHECK_ID = r"[a-z][a-z0-9]*\.[a-z0-9_]+"
 """``area.name``: lower case, one dot."""
 
 
@@ -30,7 +30,7 @@ class Check:
     """The fix kinds its problems carry (empty: never a problem)."""
 
     def __post_init__(self) -> None:
-        if not CHECK_ID.fullmatch(self.id):
+        if not re.fullmatch(CHECK_ID, self.id):
             raise ValueError(f"check id {self.id!r} is not shaped area.name")
 
     @property

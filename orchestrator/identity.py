@@ -33,9 +33,9 @@ MACHINE_ID = "/etc/machine-id"
 PRODUCT_UUID = "/sys/class/dmi/id/product_uuid"
 FACT = "host_id"
 """The baseline fact (``AuditResult.host.facts``) that holds :meth:`HostIdentity.token`."""
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"})
-_TOKEN = re.compile(r"(machine-id|product-uuid):([0-9a-f]{16})")
+_TOKEN = r"(machine-id|product-uuid):([0-9a-f]{16})"
 
 
 def _digest(text: str) -> str:
@@ -50,7 +50,7 @@ def machine_digest(raw: bytes | None) -> str:
 def product_digest(raw: bytes | None) -> str:
     """The digest of a DMI product UUID, or ``""`` for none (or the all-zero/all-ones placeholders)."""
     text = (raw or b"").decode("ascii", "replace").strip().lower()
-    return _digest(text) if _UUID.fullmatch(text) and text not in _NO_UUID else ""
+    return _digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
 
 
 class HostIdentity(NamedTuple):
@@ -89,7 +89,7 @@ class HostIdentity(NamedTuple):
     @classmethod
     def parse(cls, name: str, token: str) -> HostIdentity:
         """The identity :meth:`token` wrote (unknown words are ignored)."""
-        found = dict(_TOKEN.findall(token))
+        found = dict(re.findall(_TOKEN, token))
         return cls(name, found.get("machine-id", ""), found.get("product-uuid", ""))
 
 

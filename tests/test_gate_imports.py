@@ -268,3 +268,51 @@ def test_a_live_host_opens_without_the_snapshot_reader() -> None:
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["LocalHost", "False"]
+
+
+_IMPORTS_ONLY = """
+import json, re, sys
+from rigaudit.orchestrator.gate import without_pydantic_plugins
+with without_pydantic_plugins():
+    import rigaudit.orchestrator.cli, rigaudit.orchestrator.commands.check, rigaudit.orchestrator.gate.run
+    import rigaudit.orchestrator.gate.render, rigaudit.tools.hosts.local
+    from rigaudit.agents.registry import all_investigators
+    all_investigators()
+
+
+def patterns(value, depth=0):
+    if isinstance(value, re.Pattern):
+        return 1
+    if depth < 2 and isinstance(value, (tuple, list, frozenset, set)):
+        return sum(patterns(v, depth + 1) for v in value)
+    if depth < 2 and isinstance(value, dict):
+        return sum(patterns(v, depth + 1) for v in value.values())
+    return 0
+
+
+found = {f"{name}.{k}": n for name, m in list(sys.modules.items()) if name.startswith("rigaudit.")
+         for k, v in vars(m).items() if (n := patterns(v))}
+print(json.dumps({"patterns": found, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def gate_imports() -> dict[str, object]:
+    """What a live check's imports leave loaded (the command, the gate, the investigators, the local host)."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_ONLY], capture_output=True, text=True, timeout=120, check=True)
+    found: dict[str, object] = json.loads(done.stdout)
+    return found
+
+
+def test_a_check_s_imports_compile_no_regular_expression(gate_imports: dict[str, object]) -> None:
+    """A module-level pattern is a string that ``re``'s functions compile (and cache) when a check first uses it: a
+    check of a host uses some of them, its imports none (each compiled one costs about 0.6 M instructions)."""
+    assert gate_imports["patterns"] == {}, "keep the pattern a string, match with re.fullmatch(PATTERN, text) and the like"
+
+
+def test_a_check_s_imports_leave_the_union_of_events_out(gate_imports: dict[str, object]) -> None:
+    modules = gate_imports["modules"]
+    assert isinstance(modules, list)
+    events = sorted(m for m in modules if m.startswith("rigaudit.tools.model.events."))
+    base = "rigaudit.tools.model.events"
+    assert events == [f"{base}.audit", f"{base}.base", f"{base}.gate", f"{base}.session", f"{base}.sink"]

@@ -134,8 +134,8 @@ def _too_deep(value: object, limit: int) -> bool:
     return False
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def _lone_surrogate(value: object) -> bool:
@@ -145,7 +145,7 @@ def _lone_surrogate(value: object) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE.search(item):
+            if re.search(_SURROGATE, item):
                 return True
         elif isinstance(item, dict):
             stack.extend(item.keys())
@@ -176,7 +176,7 @@ def loads(data: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool
     if isinstance(value, (dict, list)) and _too_deep(value, max_depth):
         raise JsonError(deep, "", 0)
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-    if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value):
+    if re.search(_SURROGATE_ESCAPE, text) and _lone_surrogate(value):
         raise JsonError("a string holds a lone UTF-16 surrogate (half of a pair)", "", 0)
     return value
 

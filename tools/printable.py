@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
 """C0 and C1 controls (but newline and tab), DEL, bidi marks, embeddings, overrides and isolates,
 zero-width and invisible characters, line and paragraph separators."""
 
@@ -23,4 +23,4 @@ def _shown(match: re.Match[str]) -> str:
 
 def printable(text: str) -> str:
     """``text`` with every control, bidi and invisible character written as its escape (the same object when none)."""
-    return _UNSAFE.sub(_shown, text) if _UNSAFE.search(text) else text
+    return re.sub(_UNSAFE, _shown, text) if re.search(_UNSAFE, text) else text

@@ -14,10 +14,10 @@ from typing import Literal
 ProductLine = Literal["datacenter", "workstation", "geforce", "unknown"]
 P2pSupport = Literal["yes", "nvlink_bridge", "no", "unknown"]
 
-_DATACENTER = re.compile(r"\b([ABHLTV]\d{1,3}[A-Z]?|GB?\d{3}|B\d{3}|H\d{2,3}|GH\d{3}|A\d{2}|L\d{1,2}S?|T4|P\d{2,3}|K\d{2})\b")
-_WORKSTATION = re.compile(r"\bRTX (A\d{4}|\d{4} Ada|PRO \d{4}|\d{4})\b|\bQuadro\b|\bTITAN V\b|\bRTX PRO\b")
-_BRIDGE_ONLY = re.compile(r"GeForce RTX 3090|TITAN RTX|GeForce RTX 2080 Ti|GeForce RTX 2080\b")
-_MIG = re.compile(r"\b(A100|A30|H100|H200|H20|H800|A800|B200|B300|GB200|GB300|GH200|RTX PRO 6000)\b")
+_DATACENTER = r"\b([ABHLTV]\d{1,3}[A-Z]?|GB?\d{3}|B\d{3}|H\d{2,3}|GH\d{3}|A\d{2}|L\d{1,2}S?|T4|P\d{2,3}|K\d{2})\b"
+_WORKSTATION = r"\bRTX (A\d{4}|\d{4} Ada|PRO \d{4}|\d{4})\b|\bQuadro\b|\bTITAN V\b|\bRTX PRO\b"
+_BRIDGE_ONLY = r"GeForce RTX 3090|TITAN RTX|GeForce RTX 2080 Ti|GeForce RTX 2080\b"
+_MIG = r"\b(A100|A30|H100|H200|H20|H800|A800|B200|B300|GB200|GB300|GH200|RTX PRO 6000)\b"
 
 
 def product_line(name: str) -> ProductLine:
@@ -26,9 +26,9 @@ def product_line(name: str) -> ProductLine:
     text = name.replace("NVIDIA ", "").strip()
     if "GeForce" in text or re.search(r"\bTITAN (RTX|Xp?|X)\b", text):
         return "geforce"
-    if _WORKSTATION.search(text):
+    if re.search(_WORKSTATION, text):
         return "workstation"
-    if _DATACENTER.search(text):
+    if re.search(_DATACENTER, text):
         return "datacenter"
     return "unknown"
 
@@ -37,14 +37,14 @@ def p2p_support(name: str) -> P2pSupport:
     """Whether the model allows CUDA peer-to-peer over PCIe (``nvlink_bridge``: only across an NVLink bridge)."""
     line = product_line(name)
     if line == "geforce":
-        return "nvlink_bridge" if _BRIDGE_ONLY.search(name) else "no"
+        return "nvlink_bridge" if re.search(_BRIDGE_ONLY, name) else "no"
     if line in ("datacenter", "workstation"):
         return "yes"
     return "unknown"
 
 
 def has_mig(name: str) -> bool:
-    return bool(_MIG.search(name))
+    return bool(re.search(_MIG, name))
 
 
 def short_name(name: str) -> str:

@@ -28,14 +28,14 @@ def normalize_bdf(bus_id: str) -> str:
         return bus_id
 
 
-_UUID = re.compile(r"^GPU-[0-9a-fA-F-]{36}$")
-_SERIAL = re.compile(r"^[0-9A-Za-z]{1,24}$")
-_DEVICE_ID = re.compile(r"^0x[0-9a-fA-F]{4}$")
+_UUID = r"^GPU-[0-9a-fA-F-]{36}$"
+_SERIAL = r"^[0-9A-Za-z]{1,24}$"
+_DEVICE_ID = r"^0x[0-9a-fA-F]{4}$"
 
 
-def _checked(value: object, pattern: re.Pattern[str]) -> str | None:
+def _checked(value: object, pattern: str) -> str | None:
     """A value from an untrusted snapshot, kept only when it has the shape it must have."""
-    return value if isinstance(value, str) and pattern.match(value) else None
+    return value if isinstance(value, str) and re.match(pattern, value) else None
 
 
 @dataclass(frozen=True)

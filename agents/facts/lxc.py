@@ -9,7 +9,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.tools.probe import Probe, file_ref
 
 NVIDIA_MAJOR = 195
-_NVIDIA_NODE = re.compile(r"^/dev/nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-caps)$")
+_NVIDIA_NODE = r"^/dev/nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-caps)$"
 
 
 class DeviceAllow(NamedTuple):
@@ -59,7 +59,7 @@ class LxcConfig(NamedTuple):
         nodes = set()
         for value in self.values("lxc.mount.entry"):
             source = value.split()[0] if value.split() else ""
-            if _NVIDIA_NODE.match(source):
+            if re.match(_NVIDIA_NODE, source):
                 nodes.add(source)
         return nodes
 
@@ -72,7 +72,7 @@ class LxcConfig(NamedTuple):
                 path = value.split(",")[0].strip()
                 if path.startswith("path="):
                     path = path[5:]
-                if _NVIDIA_NODE.match(path):
+                if re.match(_NVIDIA_NODE, path):
                     nodes.add(path)
         return nodes
 

@@ -19,8 +19,8 @@ from rigaudit.tools.probe import Probe, command_ref, file_ref
 REBOOT_REQUIRED = "/var/run/reboot-required"
 REBOOT_PKGS = "/var/run/reboot-required.pkgs"
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
-_LIB = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$")
-_API_MISMATCH = re.compile(
+_LIB = r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$"
+_API_MISMATCH = (
     r"NVRM: API mismatch: the client has the version (\d+\.\d+(?:\.\d+)?), but\s+.*?this kernel module has the version "
     r"(\d+\.\d+(?:\.\d+)?)"
 )
@@ -57,7 +57,7 @@ async def _library_version(probe: Probe) -> tuple[str | None, str | None]:
     for folder in LIB_DIRS:
         path = f"{folder}/libnvidia-ml.so.1"
         target = await probe.readlink(path)
-        if target and (match := _LIB.search(target)):
+        if target and (match := re.search(_LIB, target)):
             return match.group(1), f"link:{path}"
     return None, None
 
@@ -66,7 +66,7 @@ async def collect_pending_reboot(probe: Probe) -> PendingReboot:
     proc_version = await probe.text(PROC_VERSION)
     installed, lib_ref = await _library_version(probe)
     dmesg = await read_kernel_log(probe)
-    mismatch = _API_MISMATCH.search(dmesg.stdout) if dmesg.ok else None
+    mismatch = re.search(_API_MISMATCH, dmesg.stdout) if dmesg.ok else None
     pkgs = await probe.text(REBOOT_PKGS)
     refs = [file_ref(PROC_VERSION), file_ref(REBOOT_PKGS)]
     if lib_ref:

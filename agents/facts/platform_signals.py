@@ -140,13 +140,13 @@ def cmdline_hypervisor(cmdline: str | None) -> str | None:
 
 # -- containers -------------------------------------------------------------------------------
 
-_CGROUP_MARKERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"kubepods"), "kubernetes"),
-    (re.compile(r"/crio-|crio-[0-9a-f]{12}"), "kubernetes"),
-    (re.compile(r"cri-containerd|/containerd/|containerd-[0-9a-f]{12}"), "containerd"),
-    (re.compile(r"libpod-|/libpod_parent"), "podman"),
-    (re.compile(r"docker[-/][0-9a-f]{12}|/docker/"), "docker"),
-    (re.compile(r"/lxc\.payload|/lxc/|lxc\.monitor"), "lxc"),
+_CGROUP_MARKERS: tuple[tuple[str, str], ...] = (
+    (r"kubepods", "kubernetes"),
+    (r"/crio-|crio-[0-9a-f]{12}", "kubernetes"),
+    (r"cri-containerd|/containerd/|containerd-[0-9a-f]{12}", "containerd"),
+    (r"libpod-|/libpod_parent", "podman"),
+    (r"docker[-/][0-9a-f]{12}|/docker/", "docker"),
+    (r"/lxc\.payload|/lxc/|lxc\.monitor", "lxc"),
 )
 
 
@@ -155,7 +155,7 @@ def cgroup_runtime(text: str | None) -> str | None:
     for line in (text or "").splitlines():
         path = line.rsplit(":", 1)[-1]
         for pattern, runtime in _CGROUP_MARKERS:
-            if pattern.search(path):
+            if re.search(pattern, path):
                 return runtime
     return None
 

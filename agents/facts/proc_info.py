@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_LIMIT_LINE = re.compile(r"^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)", re.MULTILINE)
+_LIMIT_LINE = r"(?m)^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)"
 
 
 class Limit(NamedTuple):
@@ -29,7 +29,7 @@ def _value(text: str) -> int | None:
 def parse_limits(text: str | None) -> dict[str, Limit]:
     """``Max open files  1024  524288  files`` -> {"Max open files": Limit(1024, 524288)}."""
     out: dict[str, Limit] = {}
-    for match in _LIMIT_LINE.finditer(text or ""):
+    for match in re.finditer(_LIMIT_LINE, text or ""):
         try:
             out[match.group(1)] = Limit(_value(match.group(2)), _value(match.group(3)))
         except ValueError:

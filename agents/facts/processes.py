@@ -30,10 +30,10 @@ _COMM_HINTS = ("python", "pt_main_thread", "ray::", *SERVER_MARKERS)
 SCAN_LIMIT = 4096
 """At most this many /proc entries are looked at."""
 _ANCESTOR_HOPS = 4
-_LXC_ID = re.compile(r"/lxc(?:\.payload)?[./](\d+)")
-_DOCKER_ID = re.compile(r"docker[-/]([0-9a-f]{12})")
-_POD_ID = re.compile(r"kubepods.*?pod([0-9a-f]{8})[0-9a-f_-]*")
-_PODMAN_ID = re.compile(r"libpod-([0-9a-f]{12})")
+_LXC_ID = r"/lxc(?:\.payload)?[./](\d+)"
+_DOCKER_ID = r"docker[-/]([0-9a-f]{12})"
+_POD_ID = r"kubepods.*?pod([0-9a-f]{8})[0-9a-f_-]*"
+_PODMAN_ID = r"libpod-([0-9a-f]{12})"
 
 
 class ServerProcess(NamedTuple):
@@ -128,13 +128,13 @@ def _ppid(stat: str | None) -> int | None:
 def _container(cgroup: str | None) -> str | None:
     if not cgroup:
         return None
-    if match := _LXC_ID.search(cgroup):
+    if match := re.search(_LXC_ID, cgroup):
         return f"lxc {match.group(1)}"
-    if match := _POD_ID.search(cgroup):
+    if match := re.search(_POD_ID, cgroup):
         return f"k8s pod {match.group(1)}"
-    if match := _DOCKER_ID.search(cgroup):
+    if match := re.search(_DOCKER_ID, cgroup):
         return f"docker {match.group(1)}"
-    if match := _PODMAN_ID.search(cgroup):
+    if match := re.search(_PODMAN_ID, cgroup):
         return f"podman {match.group(1)}"
     return None
 

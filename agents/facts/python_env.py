@@ -16,7 +16,7 @@ from rigaudit.tools.probe import Probe
 
 GENERIC_PREFIXES = ("/usr", "/usr/local")
 _OPT_LIMIT = 16
-_MAPS_TORCH = re.compile(r"\s(/\S+?)/torch/(?:lib/libtorch|_C)")
+_MAPS_TORCH = r"\s(/\S+?)/torch/(?:lib/libtorch|_C)"
 
 
 class TorchInstall(NamedTuple):
@@ -64,7 +64,7 @@ async def _site_dirs(probe: Probe, root: str, prefix: str) -> list[str]:
 
 async def _process_sites(probe: Probe, server: ServerProcess) -> list[str]:
     maps = await probe.text(f"/proc/{server.pid}/maps")
-    sites = sorted({m.group(1) for m in _MAPS_TORCH.finditer(maps or "")})
+    sites = sorted({m.group(1) for m in re.finditer(_MAPS_TORCH, maps or "")})
     if sites:
         return sites
     interpreters = [a for a in server.argv[:1] if a.startswith("/") and "python" in posixpath.basename(a)]

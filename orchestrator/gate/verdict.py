@@ -23,11 +23,11 @@ from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
 MAX_REASON = 160
 """Characters of the reason line (``sinfo -R`` shows its first 20, ``scontrol show node`` all)."""
 SHOWN_IDS = 4
-_SPACE = re.compile(r"\s+")
+_SPACE = r"\s+"
 
 
 def _one_line(text: str) -> str:
-    return _SPACE.sub(" ", "".join(ch if ch.isprintable() else " " for ch in text)).strip()
+    return re.sub(_SPACE, " ", "".join(ch if ch.isprintable() else " " for ch in text)).strip()
 
 
 def _why_not(run: InvestigatorRun | None, deadline_s: float, stopped: bool) -> str:

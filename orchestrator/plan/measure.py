@@ -60,9 +60,9 @@ NODE = Measurement(
 )
 ALL = (NODE, CONTAINER, LOAD, P2P, NCCL)
 
-_UNSEEN_SERVER = re.compile(r"no (inference )?serv(er|ing)|process list is not recorded|no process of it|not running", re.I)
-_CONTAINER = re.compile(r"container", re.I)
-_HOST_SIDE = re.compile(r"container's host|belong to the host|on the node|the node's", re.I)
+_UNSEEN_SERVER = r"(?i)no (inference )?serv(er|ing)|process list is not recorded|no process of it|not running"
+_CONTAINER = r"(?i)container"
+_HOST_SIDE = r"(?i)container's host|belong to the host|on the node|the node's"
 
 
 def needed(findings: Sequence[Finding], facts: Mapping[str, str]) -> dict[str, list[str]]:
@@ -79,11 +79,11 @@ def needed(findings: Sequence[Finding], facts: Mapping[str, str]) -> dict[str, l
             out.setdefault(P2P.id, []).append(f.check)
             if multi_gpu:
                 out.setdefault(NCCL.id, [])  # no check of its own: it measures what tensor parallelism pays
-        elif inside and _HOST_SIDE.search(text):
+        elif inside and re.search(_HOST_SIDE, text):
             out.setdefault(NODE.id, []).append(f.check)
-        elif not inside and _CONTAINER.search(text) and (containers or "inside" in text):
+        elif not inside and re.search(_CONTAINER, text) and (containers or "inside" in text):
             out.setdefault(CONTAINER.id, []).append(f.check)
-        elif _UNSEEN_SERVER.search(text):
+        elif re.search(_UNSEEN_SERVER, text):
             out.setdefault(CONTAINER.id if containers and not inside else LOAD.id, []).append(f.check)
     return out
 

@@ -16,15 +16,15 @@ import stat
 from pathlib import Path
 
 MACHINE_ID = Path("/etc/machine-id")
-TOKEN = re.compile(r"machine-id:[0-9a-f]{16}")
-"""What a result's ``host_id`` and a calibration's hold."""
-_ID = re.compile(r"[0-9a-f]{32}")
+TOKEN = r"machine-id:[0-9a-f]{16}"
+"""The shape of what a result's ``host_id`` and a calibration's hold (a pattern: ``re.fullmatch(TOKEN, text)``)."""
+_ID = r"[0-9a-f]{32}"
 
 
 def token(raw: bytes | None) -> str:
     """``machine-id:<digest>`` of a machine-id file's content; ``""`` when it holds no id (empty, ``uninitialized``)."""
     text = (raw or b"").decode("ascii", "replace").strip().lower()
-    return f"machine-id:{hashlib.sha256(text.encode()).hexdigest()[:16]}" if _ID.fullmatch(text) else ""
+    return f"machine-id:{hashlib.sha256(text.encode()).hexdigest()[:16]}" if re.fullmatch(_ID, text) else ""
 
 
 def this_machine(path: Path = MACHINE_ID) -> str:

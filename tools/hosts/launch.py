@@ -43,7 +43,7 @@ FIXED_ENVIRONMENT: dict[str, str] = {
 SYSTEM_ID_MAX = 999
 """User and group ids up to this are system accounts (``SYS_UID_MAX`` in login.defs)."""
 _NOBODY = 65534
-_TZ = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*|[A-Z]{3,5}[+-]?[0-9]{1,2}(?:[A-Z]{3,5})?")
+_TZ = r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*|[A-Z]{3,5}[+-]?[0-9]{1,2}(?:[A-Z]{3,5})?"
 
 
 def trusted_id(number: int, own: int) -> bool:
@@ -84,7 +84,7 @@ def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]
     source = os.environ if base is None else base
     env = {"PATH": ":".join(SYSTEM_PATH), "HOME": home_directory(), **FIXED_ENVIRONMENT}
     zone = source.get("TZ", "")
-    if zone and _TZ.fullmatch(zone) and ".." not in zone:
+    if zone and re.fullmatch(_TZ, zone) and ".." not in zone:
         env["TZ"] = zone
     return env
 

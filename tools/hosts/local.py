@@ -40,7 +40,7 @@ MAX_OUTPUT_BYTES = 1024 * 1024
 """Per stream; the middle of longer output is cut, head and tail kept."""
 _CHUNK = 64 * 1024
 _SLOW_NAMES = frozenset({"config", "vpd", "rom"})
-_PROC_PID = re.compile(r"^/proc/(?:\d+|self|thread-self)/")
+_PROC_PID = r"^/proc/(?:\d+|self|thread-self)/"
 
 
 def errno_name(exc: OSError) -> str:
@@ -50,7 +50,7 @@ def errno_name(exc: OSError) -> str:
 def _may_block(path: str) -> bool:
     if not path.startswith(("/sys/", "/proc/")):
         return True
-    return path.rsplit("/", 1)[-1] in _SLOW_NAMES or _PROC_PID.match(path) is not None
+    return path.rsplit("/", 1)[-1] in _SLOW_NAMES or re.match(_PROC_PID, path) is not None
 
 
 def _is_pseudo(path: str) -> bool:

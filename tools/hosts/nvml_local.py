@@ -32,8 +32,8 @@ INIT_FUNCTIONS = frozenset({"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags"})
 TWO_DEVICE_FUNCTIONS = frozenset({"nvmlDeviceGetP2PStatus", "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceOnSameBoard"})
 FIELD_VALUE_FUNCTIONS = frozenset({"nvmlDeviceGetFieldValues"})
 """Called as ``(device, field id, scope id, field id, scope id, ...)``: the pairs become pynvml's list of tuples."""
-_NO_DEVICE_ARG = re.compile(r"nvmlDevice(?:GetHandleBy\w+|GetCount(?:_v2)?)")
-_READ_ONLY = re.compile(
+_NO_DEVICE_ARG = r"nvmlDevice(?:GetHandleBy\w+|GetCount(?:_v2)?)"
+_READ_ONLY = (
     r"nvml(?:Device|System|Unit|Vgpu\w*?|GpuInstance|ComputeInstance|Gpm\w*?)?(?:Get|Is|Query|OnSameBoard)\w*"
     r"|nvmlErrorString|nvmlDeviceWorkloadPowerProfileGet\w*"
 )
@@ -41,12 +41,12 @@ DEFAULT_CALL_TIMEOUT_S = 30.0
 
 
 def is_read_only(fn: str) -> bool:
-    return fn in INIT_FUNCTIONS or _READ_ONLY.fullmatch(fn) is not None
+    return fn in INIT_FUNCTIONS or re.fullmatch(_READ_ONLY, fn) is not None
 
 
 def device_arg_positions(fn: str, nargs: int) -> tuple[int, ...]:
     """Which arguments of ``fn`` are device indices to turn into handles."""
-    if not fn.startswith("nvmlDevice") or _NO_DEVICE_ARG.fullmatch(fn) or nargs == 0:
+    if not fn.startswith("nvmlDevice") or re.fullmatch(_NO_DEVICE_ARG, fn) or nargs == 0:
         return ()
     if fn in TWO_DEVICE_FUNCTIONS and nargs >= 2:
         return (0, 1)

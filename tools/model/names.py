@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 
-_BDF = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
-_SYSCTL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)+")
-_MODULE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
-_UNIT = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_:.@-]{0,254}")
-_COMPONENT = re.compile(r"[A-Za-z0-9_:+@,=-][A-Za-z0-9_.:+@,=-]*")
-_CAPABILITY = re.compile(r"header|exp|ecap:0x[0-9a-fA-F]{1,4}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_SYSCTL = r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*)+"
+_MODULE = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}"
+_UNIT = r"[A-Za-z0-9_:][A-Za-z0-9_:.@-]{0,254}"
+_COMPONENT = r"[A-Za-z0-9_:+@,=-][A-Za-z0-9_.:+@,=-]*"
+_CAPABILITY = r"header|exp|ecap:0x[0-9a-fA-F]{1,4}"
+_CONTROL = r"[\x00-\x1f\x7f]"
 MAX_VALUE = 4096
 MAX_PATH = 4096
 
@@ -29,28 +29,28 @@ def _shown(text: str) -> str:
 
 def bdf(text: str) -> str:
     """A PCI address ``DDDD:BB:DD.F``."""
-    if not _BDF.fullmatch(text):
+    if not re.fullmatch(_BDF, text):
         raise ValueError(f"{_shown(text)} is not a PCI address (DDDD:BB:DD.F)")
     return text
 
 
 def sysctl_key(text: str) -> str:
     """A dotted sysctl key: ``kernel.numa_balancing``."""
-    if len(text) > 255 or not _SYSCTL.fullmatch(text):
+    if len(text) > 255 or not re.fullmatch(_SYSCTL, text):
         raise ValueError(f"{_shown(text)} is not a sysctl key (dotted words: kernel.numa_balancing)")
     return text
 
 
 def module_name(text: str) -> str:
     """A kernel module name: ``nvidia_peermem``."""
-    if not _MODULE.fullmatch(text):
+    if not re.fullmatch(_MODULE, text):
         raise ValueError(f"{_shown(text)} is not a kernel module name")
     return text
 
 
 def unit_name(text: str) -> str:
     """A systemd unit name: ``nvidia-persistenced`` or ``nvidia-fabricmanager.service``."""
-    if not _UNIT.fullmatch(text):
+    if not re.fullmatch(_UNIT, text):
         raise ValueError(f"{_shown(text)} is not a systemd unit name")
     return text
 
@@ -62,7 +62,7 @@ def kernel_path(text: str, *, under: tuple[str, ...] = ("/sys/",)) -> str:
         len(text) > MAX_PATH
         or not text.startswith(under)
         or not parts
-        or any(p in ("", ".", "..") or not _COMPONENT.fullmatch(p) for p in parts)
+        or any(p in ("", ".", "..") or not re.fullmatch(_COMPONENT, p) for p in parts)
     ):
         raise ValueError(f"{_shown(text)} is not a plain path under {' or '.join(u.rstrip('/') for u in under)}")
     return text
@@ -75,21 +75,21 @@ def sysfs_path(text: str) -> str:
 
 def value_text(text: str) -> str:
     """A value written to a kernel file: one line of printable text, at most 4096 characters."""
-    if len(text) > MAX_VALUE or _CONTROL.search(text.removesuffix("\n")):
+    if len(text) > MAX_VALUE or re.search(_CONTROL, text.removesuffix("\n")):
         raise ValueError(f"{_shown(text)} is not one line of printable text")
     return text
 
 
 def pci_capability(text: str) -> str:
     """``header``, ``exp`` or ``ecap:0xNNNN``."""
-    if not _CAPABILITY.fullmatch(text):
+    if not re.fullmatch(_CAPABILITY, text):
         raise ValueError(f"{_shown(text)} is not a PCI capability (header, exp, ecap:0xNNNN)")
     return text
 
 
 def one_line(text: str) -> str:
     """``text`` with every control character (newlines included) made a space: safe after ``#``."""
-    return _CONTROL.sub(" ", text)
+    return re.sub(_CONTROL, " ", text)
 
 
 __all__ = [

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import re
 
-_BDF = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_ROOT = re.compile(r"^pci[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}$")
+_BDF = r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
+_ROOT = r"^pci[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}$"
 
 
 def is_bdf(text: str) -> bool:
-    return bool(_BDF.match(text))
+    return bool(re.match(_BDF, text))
 
 
 def device_chain(sysfs_path: str) -> tuple[str, ...]:
     """BDFs along a resolved sysfs path (or a link target), root port first, the device last."""
-    return tuple(part.lower() for part in sysfs_path.split("/") if _BDF.match(part))
+    return tuple(part.lower() for part in sysfs_path.split("/") if re.match(_BDF, part))
 
 
 def bridges_above(sysfs_path: str) -> tuple[str, ...]:
@@ -29,7 +29,7 @@ def bridges_above(sysfs_path: str) -> tuple[str, ...]:
 
 def root_complex(sysfs_path: str) -> str | None:
     """The host bridge a device hangs from (``pci0000:00``), if the path names one."""
-    return next((part for part in sysfs_path.split("/") if _ROOT.match(part)), None)
+    return next((part for part in sysfs_path.split("/") if re.match(_ROOT, part)), None)
 
 
 def common_upstream(chain_a: tuple[str, ...], chain_b: tuple[str, ...]) -> str | None:

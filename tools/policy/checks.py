@@ -20,11 +20,11 @@ from rigaudit.tools.policy.resolve import resolve
 
 MAX_LENGTH = 4096
 
-_OPERATOR_WORD = re.compile(r"[;&|]+|\d*[<>]+[&|]?\d*-?|&>>?|\$\(|`")
-_SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
+_OPERATOR_WORD = r"[;&|]+|\d*[<>]+[&|]?\d*-?|&>>?|\$\(|`"
+_SUBSTITUTION = r"\$\(|`|[<>]\("
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
-_RECURSIVE = re.compile(r"-[a-zA-Z]*[rR][a-zA-Z]*|--rec[a-z]*|--der[a-z-]*|--d[a-z]*=recurse|-[a-zA-Z]*drecurse")
-_RECURSE_ACTION = re.compile(r"(-[a-zA-Z]*d|--d[a-z]*) recurse")
+_RECURSIVE = r"-[a-zA-Z]*[rR][a-zA-Z]*|--rec[a-z]*|--der[a-z-]*|--d[a-z]*=recurse|-[a-zA-Z]*drecurse"
+_RECURSE_ACTION = r"(-[a-zA-Z]*d|--d[a-z]*) recurse"
 """grep's ``-d recurse`` / ``--directories=recurse`` is ``-r`` (and getopt_long takes ``--recu`` for ``--recursive``)."""
 
 
@@ -170,11 +170,11 @@ def _program_path(subject: Subject) -> str | None:
 
 
 def _operator_word(subject: Subject) -> str | None:
-    return next((show(a) for a in subject.argv[1:] if _OPERATOR_WORD.fullmatch(a)), None)
+    return next((show(a) for a in subject.argv[1:] if re.fullmatch(_OPERATOR_WORD, a)), None)
 
 
 def _substitution_word(subject: Subject) -> str | None:
-    return next((show(a) for a in subject.argv if _SUBSTITUTION.search(a)), None)
+    return next((show(a) for a in subject.argv if re.search(_SUBSTITUTION, a)), None)
 
 
 def _path_guard(rule: str) -> ArgvCheck:
@@ -189,7 +189,7 @@ def _path_guard(rule: str) -> ArgvCheck:
 def _unexpanded_path(subject: Subject) -> str | None:
     for arg in subject.argv[1:]:
         value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
-        if paths.looks_like_path(value) and (value.startswith("~") or paths.UNEXPANDED.search(value)):
+        if paths.looks_like_path(value) and (value.startswith("~") or re.search(paths.UNEXPANDED, value)):
             return show(arg)
     return None
 
@@ -204,8 +204,8 @@ def _recursive_over_secrets(subject: Subject) -> str | None:
             options_done = True
         elif not options_done and arg.startswith("-"):
             following = args[index + 1] if index + 1 < len(args) else ""
-            action = _RECURSE_ACTION.fullmatch(f"{arg} {following}")
-            recursive = recursive or bool(_RECURSIVE.fullmatch(arg)) or action is not None
+            action = re.fullmatch(_RECURSE_ACTION, f"{arg} {following}")
+            recursive = recursive or bool(re.fullmatch(_RECURSIVE, arg)) or action is not None
         elif arg.startswith("/"):
             targets.append(arg)
     if not recursive:

@@ -23,13 +23,13 @@ from rigaudit.tools.policy.fsview import EXAMPLE_HOST, LIVE, FileSystem
 from rigaudit.tools.policy.schema import Rule, RuleError
 from rigaudit.tools.policy.verdict import SEVERITY, Decision, Verdict
 
-_FAMILY = re.compile(r"(python|pypy|pip|perl|ruby|php|lua|node|tclsh|wish)[0-9.]*|(mkfs|fsck|mkswap|mount|umount)\..+")
+_FAMILY = r"(python|pypy|pip|perl|ruby|php|lua|node|tclsh|wish)[0-9.]*|(mkfs|fsck|mkswap|mount|umount)\..+"
 
 
 def program_name(argv0: str) -> str:
     """The name rules know a program by: the basename, without an interpreter's version (``python3.11``)."""
     name = argv0.rsplit("/", 1)[-1]
-    match = _FAMILY.fullmatch(name)
+    match = re.fullmatch(_FAMILY, name)
     if match is None:
         return name
     return match.group(1) or match.group(2)

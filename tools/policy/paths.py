@@ -25,9 +25,9 @@ from rigaudit.tools.policy.verdict import Decision
 STANDARD_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 
 _PROC_PID = r"/proc/(?:\d+|self|thread-self)(?:/task/(?:\d+|self))?"
-PROC_ENVIRON = re.compile(_PROC_PID + r"/environ")
-UNEXPANDED = re.compile(r"[*?\[\]{}$]")
-_HOME = re.compile(r"/root(?:/.*)?|/home/[^/]+(?:/.*)?")
+PROC_ENVIRON = _PROC_PID + r"/environ"
+UNEXPANDED = r"[*?\[\]{}$]"
+_HOME = r"/root(?:/.*)?|/home/[^/]+(?:/.*)?"
 
 is_secret = secrets.is_secret
 holds_secrets = secrets.holds_secrets
@@ -112,7 +112,7 @@ def guard(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True) -> Pat
             )
     if resolved.unstable is not None:
         return PathProblem("deny", "unstable-path", f"{where}: {resolved.unstable}")
-    if any(PROC_ENVIRON.fullmatch(c) for c in (text, unfollowed.path, resolved.path)):
+    if any(re.fullmatch(PROC_ENVIRON, c) for c in (text, unfollowed.path, resolved.path)):
         return PathProblem("ask", "process-environ", f"{where} is a process environment, which often holds secrets")
     return None
 
@@ -203,7 +203,7 @@ def vet_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, rec
             return PathProblem("deny", "secret-path", f"{where} holds credentials")
     if resolved.unstable is not None:
         return PathProblem("deny", "unstable-path", f"{where}: {resolved.unstable}")
-    if _HOME.fullmatch(resolved.path) and not readlist.READABLE.fullmatch(resolved.path):
+    if re.fullmatch(_HOME, resolved.path) and not readlist.READABLE.fullmatch(resolved.path):
         return PathProblem("ask", "home-directory", f"{where} is in a home directory, whose names can be private")
     if recursive and any(secrets.holds_secrets(c) for c in (lexical(path), resolved.path)):
         return PathProblem("ask", "recursive-listing", f"{where} holds credentials somewhere inside: list a specific directory")

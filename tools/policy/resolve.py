@@ -27,7 +27,7 @@ from typing import NamedTuple
 from rigaudit.tools.policy.fsview import ABSENT, DENIED, LEXICAL, FileSystem, Kind
 
 MAX_HOPS = 40
-_PID = re.compile(r"[0-9]+|self|thread-self")
+_PID = r"[0-9]+|self|thread-self"
 _SELF = frozenset({"self", "thread-self"})
 _MAGIC_DIRS = frozenset({"fd", "map_files", "ns"})
 _MAGIC_LINKS = frozenset({"root", "cwd", "exe"})
@@ -50,9 +50,9 @@ class Resolved(NamedTuple):
 
 def _process_prefix(done: list[str]) -> int:
     """The length of the ``/proc/PID[/task/TID]`` prefix that ``done`` is exactly, or 0."""
-    if len(done) == 2 and done[0] == "proc" and _PID.fullmatch(done[1]):
+    if len(done) == 2 and done[0] == "proc" and re.fullmatch(_PID, done[1]):
         return 2
-    if len(done) == 4 and done[0] == "proc" and _PID.fullmatch(done[1]) and done[2] == "task" and done[3].isdigit():
+    if len(done) == 4 and done[0] == "proc" and re.fullmatch(_PID, done[1]) and done[2] == "task" and done[3].isdigit():
         return 4
     return 0
 

@@ -18,7 +18,7 @@ CGROUP = "/sys/fs/cgroup"
 CGROUP_V1 = "/sys/fs/cgroup/cpu"
 PER_GPU = 2
 """CPUs a tensor-parallel server wants per GPU: the worker's launch loop plus its share of scheduler, tokenizer, I/O."""
-_GPU_NODE = re.compile(r"^/dev/nvidia(\d+)$")
+_GPU_NODE = r"^/dev/nvidia(\d+)$"
 
 
 class CpuLimit(NamedTuple):
@@ -69,7 +69,7 @@ async def _cgroup_v1(probe: Probe) -> tuple[float | None, str] | None:
 
 
 def _lxc_limit(config: LxcConfig) -> CpuLimit:
-    gpus = len({m.group(1) for n in config.mounted_nodes | config.dev_nodes if (m := _GPU_NODE.match(n))})
+    gpus = len({m.group(1) for n in config.mounted_nodes | config.dev_nodes if (m := re.match(_GPU_NODE, n))})
     quota: float | None = None
     for value in config.values("cpulimit"):
         try:

@@ -16,7 +16,7 @@ from rigaudit.tools.probe import Probe, command_ref, file_ref
 AREA: Area = "driver"
 DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")
 FM_LOG = "/var/log/fabricmanager.log"
-_LOG_VERSION = re.compile(r"Fabric\s*Manager\s+version(?:\s+is)?\s*:?\s*(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE)
+_LOG_VERSION = r"(?i)Fabric\s*Manager\s+version(?:\s+is)?\s*:?\s*(\d+\.\d+(?:\.\d+)?)"
 _LOG_TAIL = 200_000
 
 
@@ -38,7 +38,7 @@ class FabricVersion(NamedTuple):
 
     @property
     def log_version(self) -> str | None:
-        found = _LOG_VERSION.findall((self.log or "")[-_LOG_TAIL:])
+        found = re.findall(_LOG_VERSION, (self.log or "")[-_LOG_TAIL:])
         return found[-1] if found else None
 
 

@@ -20,12 +20,12 @@ from rigaudit.tools.probe import Probe, file_ref
 AREA: Area = "driver"
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
 LIB_LINKS = ("libnvidia-ml.so.1", "libcuda.so.1")
-_LIB_VERSION = re.compile(r"lib(?:nvidia-ml|cuda)\.so\.(\d+\.\d+(?:\.\d+)?)$")
-_MAPS_LIB = re.compile(r"\s(/\S*/lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?))\s*$", re.MULTILINE)
+_LIB_VERSION = r"lib(?:nvidia-ml|cuda)\.so\.(\d+\.\d+(?:\.\d+)?)$"
+_MAPS_LIB = r"(?m)\s(/\S*/lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?))\s*$"
 MODULES_ROOT = "/lib/modules"
 DKMS_TREE = "/var/lib/dkms/nvidia"
 _KERNEL_LIMIT = 8
-_NVIDIA_KO = re.compile(r"(?:^|/)nvidia\.ko(?:\.(?:xz|gz|zst))?:", re.MULTILINE)
+_NVIDIA_KO = r"(?m)(?:^|/)nvidia\.ko(?:\.(?:xz|gz|zst))?:"
 SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 EFI = "/sys/firmware/efi"
 LOCKDOWN = "/sys/kernel/security/lockdown"
@@ -50,7 +50,7 @@ class KernelModules(NamedTuple):
 
     @property
     def has_nvidia(self) -> bool | None:
-        return None if self.modules_dep is None else bool(_NVIDIA_KO.search(self.modules_dep))
+        return None if self.modules_dep is None else bool(re.search(_NVIDIA_KO, self.modules_dep))
 
 
 class InstallFacts(NamedTuple):
@@ -87,7 +87,7 @@ async def _libraries(probe: Probe, servers: tuple[ServerProcess, ...]) -> tuple[
             for name in LIB_LINKS:
                 path = f"{root}{folder}/{name}"
                 target = await probe.readlink(path)
-                if target and (match := _LIB_VERSION.search(target)):
+                if target and (match := re.search(_LIB_VERSION, target)):
                     found.append(UserLibrary(f"{owner}{folder}/{name}", match.group(1), f"link:{path}", inside))
                     refs.append(f"link:{path}")
                     break
@@ -96,7 +96,7 @@ async def _libraries(probe: Probe, servers: tuple[ServerProcess, ...]) -> tuple[
             break
     for server in servers:
         maps = await probe.text(f"/proc/{server.pid}/maps")
-        for match in _MAPS_LIB.finditer(maps or ""):
+        for match in re.finditer(_MAPS_LIB, maps or ""):
             inside = bool(server.container) or bool(server.foreign_mnt_ns)
             ref = file_ref(f"/proc/{server.pid}/maps")
             found.append(UserLibrary(f"{server.label} (loaded)", match.group(2), ref, inside))

@@ -12,10 +12,10 @@ from rigaudit.agents.investigators.driver.install_facts import AREA, LOCKDOWN, S
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 from rigaudit.tools.probe import file_ref
 
-_REJECTED = re.compile(
+_REJECTED = (
+    r"(?i)"
     r"(Lockdown: .*unsigned module|Loading of unsigned module is rejected|Key was rejected by service|"
-    r"module verification failed.*(?:rejected|denied)|nvidia\S*: .*Key was rejected)",
-    re.IGNORECASE,
+    r"module verification failed.*(?:rejected|denied)|nvidia\S*: .*Key was rejected)"
 )
 
 
@@ -56,7 +56,7 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
     if f.modules is None:
         return unknown(check, AREA, title, f"{MODULES} not readable: {f.modules_error}", evidence=refs)
     log = f.dmesg.stdout if log_unavailable(f.dmesg) is None else ""
-    rejected = [line.strip() for line in log.splitlines() if _REJECTED.search(line) and "nvidia" in line.lower()]
+    rejected = [line.strip() for line in log.splitlines() if re.search(_REJECTED, line) and "nvidia" in line.lower()]
     rejected += [line.strip() for line in log.splitlines() if "Lockdown:" in line and "unsigned module" in line]
     missing = [m for m in ("nvidia", "nvidia_uvm") if m not in f.modules]
     if "nvidia" in f.modules and not (rejected and missing):

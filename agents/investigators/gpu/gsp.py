@@ -15,25 +15,25 @@ from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 
 AREA: Area = "gpu"
 GSP_XIDS = frozenset({119, 120})
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)")
-_GSP = re.compile(
+_XID = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
+_GSP = (
+    r"(?i)"
     r"NVRM:.*(?:\bGSP\b|_kgsp|kgsp[A-Z])"
-    r".*(?:time ?out|timed out|error|fail|crash|assert|heartbeat|not respond|hang|bootstrap)",
-    re.IGNORECASE,
+    r".*(?:time ?out|timed out|error|fail|crash|assert|heartbeat|not respond|hang|bootstrap)"
 )
-_PCI = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b")
+_PCI = r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b"
 
 
 def gsp_lines(text: str) -> list[tuple[str, str | None]]:
     """(line, GPU BDF when the line names one) for every GSP failure line and Xid 119/120."""
     found: list[tuple[str, str | None]] = []
     for line in text.splitlines():
-        xid = _XID.search(line)
+        xid = re.search(_XID, line)
         if xid and int(xid.group(2)) in GSP_XIDS:
             bdf = xid.group(1)
             found.append((line.strip(), normalize_bdf(bdf if "." in bdf else bdf + ".0")))
-        elif xid is None and _GSP.search(line):
-            pci = _PCI.search(line)
+        elif xid is None and re.search(_GSP, line):
+            pci = re.search(_PCI, line)
             bdf = pci.group(1) if pci else None
             found.append((line.strip(), normalize_bdf(bdf if "." in bdf else bdf + ".0") if bdf else None))
     return found

@@ -32,7 +32,7 @@ from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import command_ref
 
-_XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)")
+_XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 
 
 class XidEvent(NamedTuple):
@@ -44,7 +44,7 @@ class XidEvent(NamedTuple):
 def parse_xids(text: str) -> list[XidEvent]:
     events = []
     for line in text.splitlines():
-        if match := _XID_LINE.search(line):
+        if match := re.search(_XID_LINE, line):
             bdf = match.group(1)
             if "." not in bdf:
                 bdf += ".0"

@@ -16,8 +16,8 @@ from rigaudit.tools.probe import Probe, dir_ref, file_ref
 
 AREA: Area = "nccl"
 _NCCL_PROJECTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
-_MAPS_NCCL = re.compile(r"\s(/\S*/libnccl\.so(?:\.[0-9.]+)?)\s*$", re.MULTILINE)
-_FILE_VERSION = re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)$")
+_MAPS_NCCL = r"(?m)\s(/\S*/libnccl\.so(?:\.[0-9.]+)?)\s*$"
+_FILE_VERSION = r"libnccl\.so\.(\d+\.\d+\.\d+)$"
 
 
 class NcclInstall(NamedTuple):
@@ -35,7 +35,7 @@ class NcclInstall(NamedTuple):
     def loaded_version(self) -> str | None:
         if self.loaded is None:
             return None
-        if match := _FILE_VERSION.search(self.loaded):
+        if match := re.search(_FILE_VERSION, self.loaded):
             return match.group(1)
         if self.loaded.startswith(f"{self.torch.site}/nvidia/nccl/lib/"):
             return self.wheel
@@ -65,7 +65,7 @@ async def _install(probe: Probe, torch: TorchInstall) -> NcclInstall:
     if torch.server is not None:
         maps_path = f"/proc/{torch.server.pid}/maps"
         maps = await probe.text(maps_path)
-        if match := _MAPS_NCCL.search(maps or ""):
+        if match := re.search(_MAPS_NCCL, maps or ""):
             loaded = match.group(1)
             refs.append(file_ref(maps_path))
     return NcclInstall(torch, torch_dist, pin, wheel, loaded, tuple(refs))

@@ -18,7 +18,7 @@ from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
 AREA: Area = "numa"
 INFINIBAND = "/sys/class/infiniband"
 IRQBALANCE = ("systemctl", "is-active", "irqbalance")
-_IRQ_LINE = re.compile(r"^IRQ:\s*(\d+)", re.MULTILINE)
+_IRQ_LINE = r"(?m)^IRQ:\s*(\d+)"
 
 
 class GpuIrq(NamedTuple):
@@ -55,7 +55,7 @@ def _int(text: str | None) -> int | None:
 
 async def _gpu_irq(probe: Probe, gpu: Gpu) -> GpuIrq:
     info = await probe.text(f"/proc/driver/nvidia/gpus/{gpu.bdf}/information")
-    match = _IRQ_LINE.search(info or "")
+    match = re.search(_IRQ_LINE, info or "")
     if match is None:
         return GpuIrq(gpu, None, None, None, "no IRQ line in /proc/driver/nvidia/gpus/BDF/information")
     irq = int(match.group(1))

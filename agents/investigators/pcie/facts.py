@@ -32,7 +32,7 @@ from rigaudit.tools.probe import Probe, command_ref, nvml_ref
 
 AREA: Area = "pcie"
 IDLE_REASON = 0x1
-_LIMITED = re.compile(r"pci (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): .*limited by (?P<what>.*)")
+_LIMITED = r"pci (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): .*limited by (?P<what>.*)"
 
 
 class NvmlLink(NamedTuple):
@@ -149,7 +149,7 @@ async def collect(probe: Probe) -> PcieFacts:
     limited: dict[str, str] = {}
     if dmesg.ok:
         for line in dmesg.stdout.splitlines():
-            match = _LIMITED.search(line)
+            match = re.search(_LIMITED, line)
             if match:
                 limited[match.group("bdf")] = match.group("what").strip()
     return PcieFacts(

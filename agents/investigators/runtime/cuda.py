@@ -19,7 +19,7 @@ from rigaudit.tools.probe import Probe, file_ref, nvml_ref
 
 AREA: Area = "runtime"
 CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"
-_UUID = re.compile(r"^(GPU|MIG)-", re.IGNORECASE)
+_UUID = r"(?i)^(GPU|MIG)-"
 
 
 class CudaCompatFacts(NamedTuple):
@@ -205,7 +205,7 @@ def judge_device_order(
     for server, env in readable:
         order = env.get("CUDA_DEVICE_ORDER", "").strip()
         visible = _visible(env)
-        by_uuid = visible is not None and visible != "" and all(_UUID.match(v.strip()) for v in visible.split(","))
+        by_uuid = visible is not None and visible != "" and all(re.match(_UUID, v.strip()) for v in visible.split(","))
         if order != "PCI_BUS_ID" and not by_uuid:
             bad.append((server, order or "unset (FASTEST_FIRST)", visible))
     if not bad:
