@@ -7,11 +7,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
 import anyio
 
-from rigaudit.agents.brain import Brain, merge_refinement
 from rigaudit.agents.facts.baseline import collect_baseline
 from rigaudit.agents.facts.pcie_tree import collect_pcie_tree
 from rigaudit.agents.investigator import AnyInvestigator
@@ -33,11 +32,14 @@ from rigaudit.tools.model.events.audit import (
     ToolCall,
     TopologyReported,
 )
-from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import HostOpResult, Probe
 from rigaudit.transcripts.tool_calls import tool_call_from_probe
+
+if TYPE_CHECKING:
+    from rigaudit.agents.brain import Brain
+    from rigaudit.tools.model.events.session import Warning_
 
 _current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)
 
@@ -94,6 +96,14 @@ class _Outcome:
     llm_error: str | None = None
 
 
+def _warning(text: str) -> Warning_:
+    """A warning event; its module (the session's events) is imported when an audit first warns, which a sound
+    check never does (a rule's bug, an LLM's failure)."""
+    from rigaudit.tools.model.events.session import Warning_
+
+    return Warning_(text=text)
+
+
 def _error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
@@ -105,7 +115,10 @@ def _check_owners(investigators: Sequence[AnyInvestigator]) -> dict[str, str]:
 
 
 async def _refine(inv: AnyInvestigator, scoped: Probe, brain: Brain, owners: dict[str, str], outcome: _Outcome) -> None:
-    """The brain's say on one area; the rules stand (:func:`merge_refinement`), what it refused is kept."""
+    """The brain's say on one area; the rules stand (:func:`merge_refinement`), what it refused is kept (the brains'
+    module is imported with the first brain: the rules alone never need it)."""
+    from rigaudit.agents.brain import merge_refinement
+
     rule_findings = outcome.findings
     proposed = await brain.refine(inv, scoped, list(rule_findings))
     merged = merge_refinement(
@@ -131,7 +144,7 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
         outcome.findings = list(inv.judge(facts))
         outcome.status = "done"
         for breach in inv.contract_breaches(outcome.findings):
-            emit(Warning_(text=f"{inv.area}: {breach} (a bug of rigaudit's rules: please report it)"))
+            emit(_warning(f"{inv.area}: {breach} (a bug of rigaudit's rules: please report it)"))
         if options.brain is not None:
             try:
                 await _refine(inv, scoped, options.brain, _check_owners(options.investigators or ()), outcome)
@@ -139,7 +152,7 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
             except Exception as exc:  # the rules' findings stand whatever the brain does
                 outcome.llm, outcome.llm_error = "failed", (str(exc).strip().splitlines() or [_error_line(exc)])[0]
                 if not isinstance(options.brain, ReportingBrain):  # an LLM brain tells each distinct problem once, below
-                    emit(Warning_(text=f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
+                    emit(_warning(f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
     except TimeoutError:
         outcome.status, outcome.error = "timeout", f"no answer within {timeout_s:g} s"
     except anyio.get_cancelled_exc_class():
@@ -224,7 +237,7 @@ async def run_audit(
     llm = options.brain.outcome(len(investigators)) if isinstance(options.brain, ReportingBrain) else None
     if llm is not None:
         for line in llm.problems:
-            emit(Warning_(text=f"LLM: {line}"))
+            emit(_warning(f"LLM: {line}"))
         warnings.extend(f"LLM: {line}" for line in llm.problems)
     findings = [f for inv in investigators for f in outcomes[inv.area].findings]
     dropped = tuple(d for inv in investigators for d in outcomes[inv.area].dropped)
