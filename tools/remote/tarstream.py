@@ -2,8 +2,9 @@
 
 Packing follows symbolic links (a snapshot holds none; a prepared copy may link its files),
 normalizes owners and times, and leaves out folders that hold files (unpacking makes them).
-Unpacking trusts nothing: only regular files and directories, no absolute names, no ``..``, no
-links, bounded in size and member count, every file created anew.
+Unpacking trusts nothing: the stream is gunzipped with its size bounded, then unpacked by
+:mod:`rigaudit.tools.bounded_tar` (only regular files and folders, no absolute names, no ``..``,
+no links, bounded in size and member count, every file created anew).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
+from rigaudit.tools.bounded_tar import Refusal, Words, extract_members
 from rigaudit.tools.errors import OperationError
 
 MAX_BYTES = 1024 * 1024 * 1024
@@ -25,6 +27,17 @@ MAX_MEMBERS = 200_000
 
 class ArchiveError(OperationError):
     """The stream is not a snapshot archive this coordinator accepts; the message is one line."""
+
+
+_WORDS: Words = {
+    Refusal.NOT_RELATIVE: "refused member {name!r}: not a relative name",
+    Refusal.CLIMBS: "refused member {name!r}: climbs out with '..'",
+    Refusal.TOO_MANY: "more than {members} members; refused",
+    Refusal.NOT_REGULAR: "refused member {name!r}: only files and folders belong in a snapshot",
+    Refusal.TOO_LARGE: "more than {mib} MiB unpacked; refused",
+    Refusal.TWICE: "member {name!r} appears twice; refused",
+    Refusal.CUT_SHORT: "member {name!r} is cut short",
+}
 
 
 def _info(name: str, st: os.stat_result) -> tarfile.TarInfo:
@@ -73,15 +86,6 @@ def snapshot_tar_bytes(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def _parts(name: str) -> list[str]:
-    if not name or name.startswith("/") or "\x00" in name:
-        raise ArchiveError(f"refused member {name[:80]!r}: not a relative name")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
-        raise ArchiveError(f"refused member {name[:80]!r}: climbs out with '..'")
-    return parts
-
-
 def _unpacked(data: bytes, limit: int) -> bytes:
     """The tar bytes: gunzipped in one C call, refusing more than ``limit`` bytes (no gzip bombs)."""
     if not data.startswith(b"\x1f\x8b"):
@@ -102,47 +106,10 @@ def extract_snapshot_tar(
     """Unpack a snapshot stream into ``dest`` (created; must not exist). Return the number of files."""
     raw = _unpacked(data if isinstance(data, (bytes, bytearray)) else data.read(), max_bytes + 64 * 1024 * 1024)
     dest.mkdir(parents=True)
-    made: set[str] = {str(dest)}
-    files = members = total = 0
-    current = ""
-    view = memoryview(raw)
     try:
         with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as archive:
-            for member in archive:
-                members += 1
-                current = member.name[:80]
-                if members > max_members:
-                    raise ArchiveError(f"more than {max_members} members; refused")
-                parts = _parts(member.name)
-                if not parts:
-                    continue
-                target = os.path.join(dest, *parts)
-                if member.isdir():
-                    os.makedirs(target, exist_ok=True)
-                    made.add(target)
-                    continue
-                if not member.isfile():
-                    raise ArchiveError(f"refused member {member.name[:80]!r}: only files and folders belong in a snapshot")
-                total += member.size
-                if total > max_bytes:
-                    raise ArchiveError(f"more than {max_bytes // (1024 * 1024)} MiB unpacked; refused")
-                folder = os.path.dirname(target)
-                if folder not in made:
-                    os.makedirs(folder, exist_ok=True)
-                    made.add(folder)
-                if member.offset_data + member.size > len(raw):
-                    raise ArchiveError(f"member {current!r} is cut short")
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-                try:
-                    chunk = view[member.offset_data : member.offset_data + member.size]
-                    while chunk:
-                        chunk = chunk[os.write(fd, chunk) :]
-                finally:
-                    os.close(fd)
-                files += 1
+            files = extract_members(archive, dest, max_members=max_members, max_bytes=max_bytes, words=_WORDS, error=ArchiveError)
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        if isinstance(exc, FileExistsError):
-            raise ArchiveError(f"member {current!r} appears twice; refused") from None
         raise ArchiveError(f"not a readable snapshot stream ({exc.__class__.__name__}: {str(exc)[:120]})") from None
     if not (dest / "snapshot.json").is_file():
         raise ArchiveError("the stream holds no snapshot.json: not a snapshot")

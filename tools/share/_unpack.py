@@ -2,9 +2,9 @@
 regular files and folders, nothing outside the destination.
 
 The gzip stream is inflated chunk by chunk and counted, so a gzip bomb stops at the limit (its
-bytes are never all in memory or on disk); members are refused when they are links, devices,
-FIFOs, absolute, climb out with ``..``, repeat a name, or pass the member or byte limits. Every file
-is created anew (``O_EXCL | O_NOFOLLOW``).
+bytes are never all in memory or on disk); the members are unpacked by :mod:`rigaudit.tools.bounded_tar`,
+which refuses links, devices, FIFOs, sparse files, absolute names, ``..``, a name twice, and what
+passes the member or byte limits, and creates every file anew (``O_EXCL | O_NOFOLLOW``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 
 from rigaudit.tools.bounded import InputError, open_regular
+from rigaudit.tools.bounded_tar import Refusal, Words, extract_members
 from rigaudit.tools.errors import OperationError
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024
@@ -53,56 +54,15 @@ class _TooLarge(OperationError):
     """A member past the bundle's limits (turned into a :class:`BundleError` naming the bundle)."""
 
 
-def _parts(name: str) -> list[str]:
-    if not name or name.startswith("/") or "\x00" in name:
-        raise BundleError(f"member {name[:80]!r} is not a relative name; refused")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise BundleError(f"member {name[:80]!r} climbs out with '..'; refused")
-    return parts
-
-
-def _write_member(archive: tarfile.TarFile, member: tarfile.TarInfo, target: str) -> None:
-    source = archive.extractfile(member)
-    if source is None:
-        raise BundleError(f"member {member.name[:80]!r} has no data")
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        while chunk := source.read(_CHUNK):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def _extract(archive: tarfile.TarFile, dest: Path, max_members: int) -> int:
-    made = {str(dest)}
-    members = files = 0
-    for member in archive:
-        members += 1
-        if members > max_members:
-            raise BundleError(f"more than {max_members} members; refused")
-        parts = _parts(member.name)
-        if not parts:
-            continue
-        target = os.path.join(dest, *parts)
-        if member.isdir():
-            os.makedirs(target, exist_ok=True)
-            made.add(target)
-            continue
-        if not member.isreg():
-            raise BundleError(f"member {member.name[:80]!r} is not a regular file or folder (links and devices are refused)")
-        folder = os.path.dirname(target)
-        if folder not in made:
-            os.makedirs(folder, exist_ok=True)
-            made.add(folder)
-        try:
-            _write_member(archive, member, target)
-        except FileExistsError:
-            raise BundleError(f"member {member.name[:80]!r} appears twice; refused") from None
-        files += 1
-    return files
+_WORDS: Words = {
+    Refusal.NOT_RELATIVE: "member {name!r} is not a relative name; refused",
+    Refusal.CLIMBS: "member {name!r} climbs out with '..'; refused",
+    Refusal.TOO_MANY: "more than {members} members; refused",
+    Refusal.NOT_REGULAR: "member {name!r} is not a regular file or folder (links and devices are refused)",
+    Refusal.TOO_LARGE: "unpacks to more than {mib} MiB; refused",
+    Refusal.TWICE: "member {name!r} appears twice; refused",
+    Refusal.CUT_SHORT: "member {name!r} is cut short; refused",
+}
 
 
 def unpack_bundle(path: Path, dest: Path, *, max_bytes: int | None = None, max_members: int | None = None) -> Path:
@@ -124,9 +84,9 @@ def unpack_bundle(path: Path, dest: Path, *, max_bytes: int | None = None, max_m
         capped = _Capped(inflated, max_bytes)  # type: ignore[arg-type]
         try:
             with tarfile.open(fileobj=io.BufferedReader(capped, _CHUNK), mode="r|") as archive:
-                _extract(archive, dest, max_members)
+                extract_members(archive, dest, max_members=max_members, max_bytes=max_bytes, words=_WORDS, error=BundleError)
         except _TooLarge:
-            raise BundleError(f"{path}: unpacks to more than {max_bytes // (1024 * 1024)} MiB; refused") from None
+            raise BundleError(f"{path}: " + _WORDS[Refusal.TOO_LARGE].format(mib=max_bytes // (1024 * 1024))) from None
         except BundleError as exc:
             raise BundleError(f"{path}: {exc}") from None
         except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
