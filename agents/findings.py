@@ -4,7 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rigaudit.tools.model.finding import Area, Finding, Fix, Severity
+from rigaudit.tools.model.finding import Area, Finding, Fix, Severity, Status
+
+
+def _finding(
+    status: Status,
+    check: str,
+    area: Area,
+    title: str,
+    observed: str,
+    *,
+    subjects: Iterable[str],
+    evidence: Iterable[str],
+    expected: str = "",
+    explanation: str = "",
+    severity: Severity | None = None,
+    fix: Fix | None = None,
+) -> Finding:
+    return Finding(
+        check=check,
+        area=area,
+        status=status,
+        severity=severity,
+        title=title,
+        observed=observed,
+        expected=expected,
+        explanation=explanation,
+        fix=fix,
+        subjects=tuple(subjects),
+        evidence=tuple(evidence),
+    )
 
 
 def ok(
@@ -18,16 +47,8 @@ def ok(
     subjects: Iterable[str] = (),
     evidence: Iterable[str] = (),
 ) -> Finding:
-    return Finding(
-        check=check,
-        area=area,
-        status="ok",
-        title=title,
-        observed=observed,
-        expected=expected,
-        explanation=explanation,
-        subjects=tuple(subjects),
-        evidence=tuple(evidence),
+    return _finding(
+        "ok", check, area, title, observed, expected=expected, explanation=explanation, subjects=subjects, evidence=evidence
     )
 
 
@@ -44,37 +65,26 @@ def problem(
     subjects: Iterable[str] = (),
     evidence: Iterable[str] = (),
 ) -> Finding:
-    return Finding(
-        check=check,
-        area=area,
-        status="problem",
+    return _finding(
+        "problem",
+        check,
+        area,
+        title,
+        observed,
         severity=severity,
-        title=title,
-        observed=observed,
         expected=expected,
         explanation=explanation,
         fix=fix,
-        subjects=tuple(subjects),
-        evidence=tuple(evidence),
+        subjects=subjects,
+        evidence=evidence,
     )
 
 
 def unknown(
     check: str, area: Area, title: str, why: str, *, subjects: Iterable[str] = (), evidence: Iterable[str] = ()
 ) -> Finding:
-    return Finding(
-        check=check,
-        area=area,
-        status="unknown",
-        title=title,
-        observed=why,
-        explanation=why,
-        subjects=tuple(subjects),
-        evidence=tuple(evidence),
-    )
+    return _finding("unknown", check, area, title, why, explanation=why, subjects=subjects, evidence=evidence)
 
 
 def not_applicable(check: str, area: Area, title: str, why: str, *, evidence: Iterable[str] = ()) -> Finding:
-    return Finding(
-        check=check, area=area, status="not_applicable", title=title, observed=why, explanation=why, evidence=tuple(evidence)
-    )
+    return _finding("not_applicable", check, area, title, why, explanation=why, subjects=(), evidence=evidence)
