@@ -22,6 +22,65 @@ from rigaudit.agents.investigators.power.cpu_facts import (
 from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
 from rigaudit.tools.probe import file_ref
 
+_GOVERNOR = "scaling_governor"
+_EPP = "energy_performance_preference"
+
+
+def _path(cpu: int, name: str) -> str:
+    return f"{CPU}/cpu{cpu}/cpufreq/{name}"
+
+
+def _not_performance(values: dict[int, str | None]) -> dict[str, list[int]]:
+    """The CPUs by their value of one cpufreq file, leaving out those that read ``performance``."""
+    return {v: cpus for v, cpus in by_value(values).items() if v != "performance"}
+
+
+def _offenders(bad: dict[str, list[int]]) -> list[int]:
+    return sorted(c for cpus in bad.values() for c in cpus)
+
+
+def _settled(
+    check: Check, name: str, values: dict[int, str | None], bad: dict[str, list[int]], *, expected: str = ""
+) -> Finding | None:
+    """ok when every CPU's ``name`` reads performance, unknown when the others could not be read; None: a problem."""
+    refs = cap([file_ref(_path(c, name)) for c in values])
+    if not bad:
+        return ok(check.id, AREA, check.title, f"performance on {cpu_ranges(values)}", expected=expected, evidence=refs)
+    if set(bad) == {"<unreadable>"}:
+        return unknown(check.id, AREA, check.title, f"{name} not readable on {cpu_ranges(bad['<unreadable>'])}", evidence=refs)
+    return None
+
+
+def _set_performance(facts: CpuPowerFacts, name: str, summary: str, paths: tuple[str, ...], revert: str, unit: str) -> Fix:
+    """The runtime fix that writes ``performance`` to ``paths`` (each CPU's ``name``), kept at boot by a oneshot unit."""
+    return Fix(
+        kind="runtime",
+        where=cpu_where(facts.platform),
+        summary=summary,
+        actions=(SysfsWriteAction(paths=paths, value="performance"),),
+        risk="low",
+        verify=f"cat {CPU}/cpu*/cpufreq/{name} | sort | uniq -c  -> only 'performance'",
+        revert=revert,
+        persist=oneshot_unit(unit, f"for f in {CPU}/cpu[0-9]*/cpufreq/{name}; do echo performance > $f; done"),
+    )
+
+
+def _problem(check: Check, name: str, bad: dict[str, list[int]], severity: Severity, explanation: str, fix: Fix) -> Finding:
+    offenders = _offenders(bad)
+    return problem(
+        check.id,
+        AREA,
+        check.title,
+        severity,
+        describe(bad),
+        "performance on every CPU",
+        explanation,
+        fix,
+        subjects=(cpu_ranges(offenders),),
+        evidence=cap([file_ref(_path(c, name)) for c in offenders]),
+    )
+
+
 GOVERNOR_CHECK = Check(
     "power.governor",
     "CPU frequency governor",
@@ -33,34 +92,21 @@ GOVERNOR_CHECK = Check(
 
 
 def judge_governor(facts: CpuPowerFacts) -> Finding:
-    check, title = GOVERNOR_CHECK.id, GOVERNOR_CHECK.title
     if not facts.cpufreq_present:
-        return no_cpufreq(check, title, facts)
-    refs = [file_ref(f"{CPU}/cpu{c}/cpufreq/scaling_governor") for c in facts.governors]
-    groups = by_value(facts.governors)
-    bad = {v: cpus for v, cpus in groups.items() if v != "performance"}
-    if not bad:
-        return ok(check, AREA, title, f"performance on {cpu_ranges(facts.governors)}", expected="performance", evidence=cap(refs))
-    if set(bad) == {"<unreadable>"}:
-        return unknown(
-            check, AREA, title, f"scaling_governor not readable on {cpu_ranges(bad['<unreadable>'])}", evidence=cap(refs)
-        )
-    offenders = sorted(c for cpus in bad.values() for c in cpus)
-    paths = tuple(f"{CPU}/cpu{c}/cpufreq/scaling_governor" for c in facts.governors)
+        return no_cpufreq(GOVERNOR_CHECK.id, GOVERNOR_CHECK.title, facts)
+    bad = _not_performance(facts.governors)
+    if (settled := _settled(GOVERNOR_CHECK, _GOVERNOR, facts.governors, bad, expected="performance")) is not None:
+        return settled
+    paths = tuple(_path(c, _GOVERNOR) for c in facts.governors)
     active_epp = facts.driver in EPP_DRIVERS and set(bad) <= {"powersave", "<unreadable>"}
     severity: Severity = "low" if active_epp else "medium"
-    fix = Fix(
-        kind="runtime",
-        where=cpu_where(facts.platform),
-        summary=f"Set the performance governor on every CPU ({len(paths)} cpufreq policies)",
-        actions=(SysfsWriteAction(paths=paths, value="performance"),),
-        risk="low",
-        verify=f"cat {CPU}/cpu*/cpufreq/scaling_governor | sort | uniq -c  -> only 'performance'",
-        revert="write the previous governor back to each CPU's scaling_governor: " + describe(bad),
-        persist=oneshot_unit(
-            "rigaudit-cpu-governor",
-            f"for f in {CPU}/cpu[0-9]*/cpufreq/scaling_governor; do echo performance > $f; done",
-        ),
+    fix = _set_performance(
+        facts,
+        _GOVERNOR,
+        f"Set the performance governor on every CPU ({len(paths)} cpufreq policies)",
+        paths,
+        "write the previous governor back to each CPU's scaling_governor: " + describe(bad),
+        "rigaudit-cpu-governor",
     )
     explanation = (
         "The governor decides how fast a core ramps up when the inference server's CPU threads wake (scheduler loop, "
@@ -74,18 +120,7 @@ def judge_governor(facts: CpuPowerFacts) -> Finding:
         )
         + "Idle power rises only slightly: idle cores still enter C-states."
     )
-    return problem(
-        check,
-        AREA,
-        title,
-        severity,
-        describe(bad),
-        "performance on every CPU",
-        explanation,
-        fix,
-        subjects=(cpu_ranges(offenders),),
-        evidence=cap([file_ref(f"{CPU}/cpu{c}/cpufreq/scaling_governor") for c in offenders]),
-    )
+    return _problem(GOVERNOR_CHECK, _GOVERNOR, bad, severity, explanation, fix)
 
 
 EPP_CHECK = Check(
@@ -108,48 +143,24 @@ def judge_epp(facts: CpuPowerFacts) -> Finding:
             "(EPP exists under amd-pstate-epp and intel_pstate)"
         )
         return not_applicable(check, AREA, title, why, evidence=(file_ref(f"{CPU}/cpu{facts.cpus[0]}/cpufreq/scaling_driver"),))
-    paths = {c: f"{CPU}/cpu{c}/cpufreq/energy_performance_preference" for c in facts.epp}
-    groups = by_value(facts.epp)
-    bad = {v: cpus for v, cpus in groups.items() if v != "performance"}
-    if not bad:
-        return ok(
-            check, AREA, title, f"performance on {cpu_ranges(facts.epp)}", evidence=cap([file_ref(p) for p in paths.values()])
-        )
-    if set(bad) == {"<unreadable>"}:
-        why = f"energy_performance_preference not readable on {cpu_ranges(bad['<unreadable>'])}"
-        return unknown(check, AREA, title, why, evidence=cap([file_ref(p) for p in paths.values()]))
-    offenders = sorted(c for cpus in bad.values() for c in cpus)
+    bad = _not_performance(facts.epp)
+    if (settled := _settled(EPP_CHECK, _EPP, facts.epp, bad)) is not None:
+        return settled
     severity: Severity = "medium" if set(bad) & {"power", "balance_power"} else "low"
-    fix = Fix(
-        kind="runtime",
-        where=cpu_where(facts.platform),
-        summary="Set energy_performance_preference to performance on every CPU",
-        actions=(SysfsWriteAction(paths=tuple(paths[c] for c in offenders), value="performance"),),
-        risk="low",
-        verify=f"cat {CPU}/cpu*/cpufreq/energy_performance_preference | sort | uniq -c  -> only 'performance'",
-        revert="write the previous values back: " + describe(bad),
-        persist=oneshot_unit(
-            "rigaudit-cpu-epp",
-            f"for f in {CPU}/cpu[0-9]*/cpufreq/energy_performance_preference; do echo performance > $f; done",
-        ),
+    fix = _set_performance(
+        facts,
+        _EPP,
+        "Set energy_performance_preference to performance on every CPU",
+        tuple(_path(c, _EPP) for c in _offenders(bad)),
+        "write the previous values back: " + describe(bad),
+        "rigaudit-cpu-epp",
     )
     explanation = (
         f"Under {facts.driver} the CPU picks its own clocks; EPP is the hint that biases it between saving energy and "
         "ramping fast. Anything but 'performance' delays ramp-up on the short CPU bursts between decode steps. "
         "With governor 'performance' the kernel pins EPP to performance and refuses other values (EBUSY)."
     )
-    return problem(
-        check,
-        AREA,
-        title,
-        severity,
-        describe(bad),
-        "performance on every CPU",
-        explanation,
-        fix,
-        subjects=(cpu_ranges(offenders),),
-        evidence=cap([file_ref(paths[c]) for c in offenders]),
-    )
+    return _problem(EPP_CHECK, _EPP, bad, severity, explanation, fix)
 
 
 BOOST_CHECK = Check(
