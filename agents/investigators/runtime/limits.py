@@ -88,17 +88,18 @@ def _limit_fix(f: LimitsFacts, server: ServerProcess, what: str, systemd: str, d
     )
 
 
-def _with(f: LimitsFacts, name: str) -> list[tuple[ServerLimits, Limit]]:
-    return [(r, r.limits[name]) for r in f.servers if r.limits is not None and name in r.limits]
-
-
-def _no_rows(check: str, title: str, f: LimitsFacts) -> Finding | None:
+def _limits(check: Check, f: LimitsFacts, name: str) -> list[tuple[ServerLimits, Limit]] | Finding:
+    """Each server's ``name`` limit, or the unknown finding of ``check`` when no server shows one."""
     if not f.servers:
-        return unknown(check, AREA, title, f"no inference server process found ({f.searched})")
+        return unknown(check.id, AREA, check.title, f"no inference server process found ({f.searched})")
     if all(r.limits is None for r in f.servers):
         why = "; ".join(f"/proc/{r.server.pid}/limits: {r.error}" for r in f.servers[:4])
-        return unknown(check, AREA, title, f"server limits not readable: {why}", evidence=_refs(list(f.servers)))
-    return None
+        return unknown(check.id, AREA, check.title, f"server limits not readable: {why}", evidence=_refs(list(f.servers)))
+    pairs = [(r, r.limits[name]) for r in f.servers if r.limits is not None and name in r.limits]
+    if not pairs:
+        why = f"no '{name}' line in the servers' limits"
+        return unknown(check.id, AREA, check.title, why, evidence=_refs(list(f.servers)))
+    return pairs
 
 
 NOFILE_CHECK = Check(
@@ -113,11 +114,9 @@ NOFILE_CHECK = Check(
 
 def judge_nofile(f: LimitsFacts) -> Finding:
     check, title = NOFILE_CHECK.id, NOFILE_CHECK.title
-    if (quiet := _no_rows(check, title, f)) is not None:
-        return quiet
-    pairs = _with(f, _NOFILE)
-    if not pairs:
-        return unknown(check, AREA, title, f"no '{_NOFILE}' line in the servers' limits", evidence=_refs(list(f.servers)))
+    pairs = _limits(NOFILE_CHECK, f, _NOFILE)
+    if isinstance(pairs, Finding):
+        return pairs
     rows = [r for r, _ in pairs]
     refs = _refs(rows) + ((file_ref(FILE_NR),) if f.file_nr else ())
     low = [(r, lim) for r, lim in pairs if lim.soft is not None and lim.soft < NOFILE_MIN]
@@ -176,11 +175,9 @@ NPROC_CHECK = Check(
 
 def judge_nproc(f: LimitsFacts) -> Finding:
     check, title = NPROC_CHECK.id, NPROC_CHECK.title
-    if (quiet := _no_rows(check, title, f)) is not None:
-        return quiet
-    pairs = _with(f, _NPROC)
-    if not pairs:
-        return unknown(check, AREA, title, f"no '{_NPROC}' line in the servers' limits", evidence=_refs(list(f.servers)))
+    pairs = _limits(NPROC_CHECK, f, _NPROC)
+    if isinstance(pairs, Finding):
+        return pairs
     rows = [r for r, _ in pairs]
     refs = _refs(rows, status=True)
     threads: dict[int | None, int] = {}
