@@ -14,6 +14,22 @@ from rigaudit.tools.probe import dir_ref, nvml_ref
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
 
+def _start(facts: DriverFacts, unit: str, summary: str, verify: str, *, edges: tuple[Edge, ...] = ()) -> Fix:
+    """The runtime fix that starts a driver daemon's systemd ``unit`` and enables it at boot; ``verify``: what
+    shows it working, after ``systemctl is-active``."""
+    return Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary=summary,
+        actions=(ServiceStartAction(unit=unit),),
+        risk="low",
+        verify=f"systemctl is-active {unit}  -> active; {verify}",
+        revert=f"systemctl stop {unit}",
+        persist=f"systemctl enable {unit}",
+        edges=edges,
+    )
+
+
 PERSISTENCE_CHECK = Check(
     "driver.persistence",
     "GPU persistence mode",
@@ -39,15 +55,11 @@ def judge_persistence(facts: DriverFacts) -> Finding:
         observed = f"enabled on {len(known)}/{len(facts.persistence)} GPUs; nvidia-persistenced {service}"
         return ok(check, AREA, title, observed, expected="enabled on every GPU", evidence=refs)
     severity: Severity = "low" if daemon.state == "active" else "medium"
-    fix = Fix(
-        kind="runtime",
-        where=fix_where(facts.platform),
-        summary="Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
-        actions=(ServiceStartAction(unit="nvidia-persistenced"),),
-        risk="low",
-        verify="systemctl is-active nvidia-persistenced  -> active; nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
-        revert="systemctl stop nvidia-persistenced",
-        persist="systemctl enable nvidia-persistenced",
+    fix = _start(
+        facts,
+        "nvidia-persistenced",
+        "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
+        "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
     )
     explanation = (
         "Without persistence the driver tears a GPU's state down when its last client exits and rebuilds it on the "
@@ -152,15 +164,11 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
             subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
             evidence=[*refs, *pending.refs],
         )
-    fix = Fix(
-        kind="runtime",
-        where=fix_where(facts.platform),
-        summary="Start nvidia-fabricmanager (its version must equal the driver's) and enable it at boot",
-        actions=(ServiceStartAction(unit="nvidia-fabricmanager"),),
-        risk="low",
-        verify="systemctl is-active nvidia-fabricmanager  -> active; nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
-        revert="systemctl stop nvidia-fabricmanager",
-        persist="systemctl enable nvidia-fabricmanager",
+    fix = _start(
+        facts,
+        "nvidia-fabricmanager",
+        "Start nvidia-fabricmanager (its version must equal the driver's) and enable it at boot",
+        "nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
         edges=(
             Edge(
                 kind="requires",
