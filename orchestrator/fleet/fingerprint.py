@@ -8,19 +8,9 @@ host (``GPU3 PCIe link``), values are short texts compared as they are.
 from __future__ import annotations
 
 from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.agents.investigators.p2p.status import P2P_STATUS
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.probe import Probe
-
-P2P_STATUS = {
-    0: "OK",
-    1: "CHIPSET_NOT_SUPPORTED",
-    2: "GPU_NOT_SUPPORTED",
-    3: "IOH_TOPOLOGY_NOT_SUPPORTED",
-    4: "DISABLED_BY_REGKEY",
-    5: "NOT_SUPPORTED",
-    6: "UNKNOWN",
-}
-"""``nvmlGpuP2PStatus_t``."""
 
 
 def _speed(text: str | None) -> str | None:

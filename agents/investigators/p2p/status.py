@@ -20,6 +20,7 @@ P2P_STATUS = {
     5: "NOT_SUPPORTED",
     6: "UNKNOWN",
 }
+"""``nvmlGpuP2PStatus_t``."""
 ANCESTOR = {
     0: "same board",
     10: "one PCIe switch",
