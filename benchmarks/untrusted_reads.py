@@ -7,25 +7,26 @@ also writes them to $OUT/untrusted_reads.json. docs/untrusted-inputs.md records 
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 import resource
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.audit import run_audit
-from rigaudit.tools.hosts.mirror import Mirror
-from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.share import BundleError, share_bundle, unpack_bundle
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
+from rigaudit.orchestrator.audit import run_audit  # noqa: E402
+from rigaudit.tools.hosts.mirror import Mirror  # noqa: E402
+from rigaudit.tools.hosts.snapshot import SnapshotHost  # noqa: E402
+from rigaudit.tools.share import BundleError, share_bundle, unpack_bundle  # noqa: E402
+from tests.support.archives import gzip_bomb  # noqa: E402
+
+SEED = ROOT / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
 
 
 def best_cpu(work, repeats: int = 5) -> float:  # type: ignore[no-untyped-def]
@@ -64,21 +65,7 @@ def bundles(snapshot: Path, scratch: Path) -> dict[str, float]:
     unpack = best_cpu(lambda: unpack_bundle(bundle, scratch / f"u{next(counter)}"), repeats=3)
     bomb = scratch / "bomb.tar.gz"
     size = 2 * 1024 * 1024 * 1024  # 2 GiB of zeros: about 2 MB compressed
-    info = tarfile.TarInfo("snap/files/big")
-    info.size = size
-    with gzip.open(bomb, "wb", compresslevel=9) as packed, tarfile.open(fileobj=packed, mode="w|") as archive:
-        archive.addfile(tarfile.TarInfo("snap/snapshot.json"), io.BytesIO(b""))
-
-        class Zeros(io.RawIOBase):
-            left = size
-
-            def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-                n = min(len(buffer), self.left)
-                buffer[:n] = bytes(n)
-                self.left -= n
-                return n
-
-        archive.addfile(info, Zeros())
+    gzip_bomb(bomb, size, compresslevel=9)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     try:

@@ -12,6 +12,7 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.share import BundleError, share_bundle, unpack_bundle
 from tests.conftest import FIXTURES
+from tests.support.archives import gzip_bomb
 
 SMALL = FIXTURES / "h200x1-vm"
 
@@ -39,25 +40,6 @@ def _special(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInf
 MANIFEST = b'{"format": "rigaudit.snapshot/1", "hostname": "x"}'
 
 
-def _bomb(path: Path, size: int) -> None:
-    """A bundle whose one member inflates to ``size`` zero bytes (a few hundred KiB on disk)."""
-    info = tarfile.TarInfo("snap/files/big")
-    info.size = size
-    with gzip.open(path, "wb", compresslevel=1) as packed, tarfile.open(fileobj=packed, mode="w|") as archive:
-        archive.addfile(tarfile.TarInfo("snap/snapshot.json"), io.BytesIO(b""))
-
-        class Zeros(io.RawIOBase):
-            left = size
-
-            def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-                n = min(len(buffer), self.left)
-                buffer[:n] = bytes(n)
-                self.left -= n
-                return n
-
-        archive.addfile(info, Zeros())
-
-
 def test_a_real_bundle_unpacks(tmp_path: Path) -> None:
     share_bundle(SMALL, tmp_path / "b.tar.gz")
     snapshot = unpack_bundle(tmp_path / "b.tar.gz", tmp_path / "out")
@@ -65,7 +47,7 @@ def test_a_real_bundle_unpacks(tmp_path: Path) -> None:
 
 
 def test_a_gzip_bomb_stops_at_the_limit(tmp_path: Path) -> None:
-    _bomb(tmp_path / "bomb.tar.gz", 64 * 1024 * 1024)
+    gzip_bomb(tmp_path / "bomb.tar.gz", 64 * 1024 * 1024)
     assert (tmp_path / "bomb.tar.gz").stat().st_size < 1024 * 1024
     with pytest.raises(BundleError, match="more than 8 MiB"):
         unpack_bundle(tmp_path / "bomb.tar.gz", tmp_path / "out", max_bytes=8 * 1024 * 1024)
@@ -77,7 +59,7 @@ def test_diff_of_a_gzip_bomb_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("rigaudit.tools.share._unpack.MAX_BUNDLE_BYTES", 8 * 1024 * 1024)  # 256 MiB by default
-    _bomb(tmp_path / "bomb.tar.gz", 12 * 1024 * 1024)
+    gzip_bomb(tmp_path / "bomb.tar.gz", 12 * 1024 * 1024)
     assert main(["diff", str(tmp_path / "bomb.tar.gz"), str(SMALL)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MiB" in err[0] and "Traceback" not in err[0]
