@@ -24,6 +24,7 @@ import anyio
 
 from rigaudit.orchestrator.apply import ApplyOptions, classify, emit_results, preview, selected_steps, targets_of
 from rigaudit.orchestrator.approval import Gate, StepView
+from rigaudit.orchestrator.rollback import emit_restores
 from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
@@ -34,7 +35,6 @@ from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalError, read_journal
-from rigaudit.tools.model.events.apply import ChangeApplied
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan, PlanStep
 
@@ -155,26 +155,10 @@ def _approval_view(
     )
 
 
-def _emit_restores(emit: EventSink, restores: Sequence[Restore]) -> None:
-    for r in restores:
-        if r.outcome != "skipped":
-            emit(
-                ChangeApplied(
-                    step_id=r.step_id,
-                    target=r.target.describe(),
-                    before="",
-                    after=r.message,
-                    verified=r.outcome == "restored",
-                    reverted=True,
-                    message="bench ab: back to the baseline",
-                )
-            )
-
-
 async def _to_baseline(host: Host, journal: Journal, emit: EventSink) -> list[Restore]:
     entries, _ = read_journal(journal.path)
     restores = await rollback(host, entries, journal)
-    _emit_restores(emit, restores)
+    emit_restores(emit, restores, "bench ab: back to the baseline")
     return restores
 
 

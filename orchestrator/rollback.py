@@ -7,6 +7,7 @@ section). Nothing here prints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,24 @@ from rigaudit.tools.model.events.apply import ChangeApplied, RestoredGroup, Roll
 from rigaudit.tools.model.events.session import ReportWritten, Warning_
 from rigaudit.tools.model.events.sink import EventSink, discard
 
-__all__ = ["PreparedRollback", "groups", "open_target_host", "prepare_rollback", "run_rollback"]
+__all__ = ["PreparedRollback", "emit_restores", "groups", "open_target_host", "prepare_rollback", "run_rollback"]
+
+
+def emit_restores(emit: EventSink, restores: Sequence[Restore], message: str) -> None:
+    """One ``ChangeApplied`` (reverted) for each value a rollback restored or failed to (skipped ones are not news)."""
+    for r in restores:
+        if r.outcome != "skipped":
+            emit(
+                ChangeApplied(
+                    step_id=r.step_id,
+                    target=r.target.describe(),
+                    before="",
+                    after=r.message,
+                    verified=r.outcome == "restored",
+                    reverted=True,
+                    message=message,
+                )
+            )
 
 
 def open_target_host(entries: list[JournalEntry], snapshot: Path | None) -> Host:
@@ -133,19 +151,7 @@ async def run_rollback(
         finally:
             with anyio.CancelScope(shield=True):
                 await host.aclose()
-    for item in results:
-        if item.outcome != "skipped":
-            emit(
-                ChangeApplied(
-                    step_id=item.step_id,
-                    target=item.target.describe(),
-                    before="",
-                    after=item.message,
-                    verified=item.outcome == "restored",
-                    reverted=True,
-                    message="rollback",
-                )
-            )
+    emit_restores(emit, results, "rollback")
     finished = RollbackFinished(
         journal=str(journal_path),
         host=host.name,
