@@ -14,20 +14,10 @@ from rigaudit.agents.investigators.pcie import INVESTIGATOR as PCIE
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding
 from rigaudit.tools.pci.sysfs import config_path
+from tests.support.apply import GPUS
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_process, light_copy, set_file, set_nvml
 from tests.support.platforms import as_kubernetes, as_vm
-
-GPUS = (
-    "0000:03:00.0",
-    "0000:04:00.0",
-    "0000:43:00.0",
-    "0000:44:00.0",
-    "0000:83:00.0",
-    "0000:84:00.0",
-    "0000:c3:00.0",
-    "0000:c4:00.0",
-)
 
 
 @pytest.fixture

@@ -11,20 +11,11 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import CommandAction, Finding, PciRegisterAction
 from rigaudit.tools.pci import register_offset
 from rigaudit.tools.pci.sysfs import config_path
+from tests.support.apply import GPUS
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, set_command, set_file, set_link, set_nvml
 
 GPU0, GPU1, GPU3 = "0000:03:00.0", "0000:04:00.0", "0000:44:00.0"
-GPUS = (
-    "0000:03:00.0",
-    "0000:04:00.0",
-    "0000:43:00.0",
-    "0000:44:00.0",
-    "0000:83:00.0",
-    "0000:84:00.0",
-    "0000:c3:00.0",
-    "0000:c4:00.0",
-)
 DEV = "/sys/bus/pci/devices"
 
 
