@@ -45,11 +45,17 @@ def _commands() -> list[Command]:
     return ordered + sorted(found.values(), key=lambda c: c.name)
 
 
+def _one_line(text: str) -> str:
+    """A message as one line that cannot drive the terminal: controls and bidi characters, and a newline inside
+    quoted text (a path, a host's value), shown as escapes."""
+    return printable(text.strip()).replace("\n", "\\n")
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line (and where to read more), not the whole usage block."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")  # it may quote argv
 
 
 def _named(name: str) -> Command | None:
@@ -111,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = run(args)
     except RigauditError as exc:
-        print(f"rigaudit: {printable(str(exc))}", file=sys.stderr)  # the message may quote host text
+        print(f"rigaudit: {_one_line(str(exc))}", file=sys.stderr)  # the message may quote host text
         return exc.exit_code
     except KeyboardInterrupt:
         print("rigaudit: interrupted", file=sys.stderr)

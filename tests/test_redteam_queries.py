@@ -80,3 +80,15 @@ def test_a_display_that_fails_is_said_on_stderr(
     assert main(["transcripts", "show", str(store / "20260101-000000-audit-huge.jsonl")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the display broke" in err[0], err
+
+
+def test_an_error_quoting_crafted_text_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A path or a name typed (or pasted) with a newline and escapes: the error is one line, its escapes shown."""
+    crafted = tmp_path / "a\nb\x1b[2J"
+    assert main(["diff", str(crafted), str(SNAPSHOT)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\\x1b[2J" in err, err
+    with pytest.raises(SystemExit):
+        main(["checks", "pcie\n\x1b]0;x\x07"])
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err, err
