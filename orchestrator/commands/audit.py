@@ -33,6 +33,7 @@ from rigaudit.orchestrator.identity import identify
 from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args
 from rigaudit.orchestrator.output import check_writable, write_json
 from rigaudit.orchestrator.report import check_report, write_report
+from rigaudit.orchestrator.run_async import run_held
 from rigaudit.orchestrator.session import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import UsageError
@@ -153,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
                 await brain.aclose()
             return result
 
-        result = anyio.run(main)
+        result = run_held(main)
         if brain is not None:
             brain.report_usage()
         if args.report:

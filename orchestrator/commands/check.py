@@ -112,7 +112,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    import anyio
 
     from rigaudit.orchestrator.gate.render import report_lines
     from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
@@ -153,7 +152,9 @@ def _check(args: argparse.Namespace) -> int:
         finally:
             await host.aclose()
 
-    result, report = anyio.run(main)
+    from rigaudit.orchestrator.run_async import run_held
+
+    result, report = run_held(main)
     to_stdout = args.json is not None and str(args.json) == "-"
     shown = "\n".join(printable(line) for line in report_lines(report))  # as a replay draws it: escapes shown
     print(shown, file=sys.stderr if to_stdout else sys.stdout, flush=True)

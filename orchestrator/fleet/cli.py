@@ -19,8 +19,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import anyio
-
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.fleet.model import FleetResult
 from rigaudit.orchestrator.fleet.report import write_fleet_report
@@ -33,6 +31,7 @@ from rigaudit.orchestrator.fleet.runner import (
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
 from rigaudit.orchestrator.output import write_json
+from rigaudit.orchestrator.run_async import run_held
 from rigaudit.orchestrator.session import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.errors import OperationError, UsageError
@@ -193,7 +192,7 @@ def _finish(
         record=not getattr(args, "no_transcript", False),
         options={"fleet": kind, "areas": areas},
     ) as session:
-        result = anyio.run(main, session.emit)
+        result = run_held(lambda: main(session.emit))  # not anyio.run: see run_async.py
         if out is not None:
             write_json(out / "fleet.json", result.to_json())
             write_fleet_report(out / "system-improve.md", result)
