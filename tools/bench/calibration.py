@@ -8,10 +8,16 @@ part to its intervals, with the calibration's degrees of freedom (:mod:`rigaudit
 
 A calibration is keyed by the workload's identity (:func:`rigaudit.tools.bench.like.identity`:
 model, URL, API, tokens, levels, requests per run, tool version) and the machine the load came from
-(the digest of its ``/etc/machine-id`` that results record, :mod:`rigaudit.tools.bench.machine`), and
-stored as ``$XDG_STATE_HOME/rigaudit/calibrations/<key>.json`` (newest wins). Two machines of one name
-(containers, cloned VMs, "localhost") keep apart; a renamed host keeps its own. A machine without a
-machine-id is keyed by its host name, which :attr:`Found.warning` says; so were calibrations before
+(the digest of its ``/etc/machine-id`` that results record, :mod:`rigaudit.tools.bench.machine`) and,
+inside a container, the container (a digest of the engine's id: containers of one image share the
+machine-id baked into it), and stored as ``$XDG_STATE_HOME/rigaudit/calibrations/<key>.json`` (newest
+wins). Two machines of one name (containers, cloned VMs, "localhost") keep apart, and so do two
+containers of one image, on one host or two; a renamed host keeps its own, a restarted container
+too. A calibration is found for a result only when they are known to be one machine and container:
+a container whose id cannot be read (or a calibration from before containers were recorded, for a
+result from inside one) gets none, and ``bench calibrate`` says so when it stores one
+(:func:`unusable_warning`; ``bench compare --calibration FILE`` can still name it). A machine without
+a machine-id is keyed by its host name, which :attr:`Found.warning` says; so were calibrations before
 machine ids: such a file still reads, and moves to the machine's key when a result with an id finds
 it. The files are untrusted input when read back: bounded, validated, numbers finite.
 """
@@ -33,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.bench.errors import BenchInputError, validated
 from rigaudit.tools.bench.like import WorkloadMismatch, differences, host_text, identity, identity_differences, same_host
-from rigaudit.tools.bench.machine import short
+from rigaudit.tools.bench.machine import CONTAINER_NONE, container_text, same_container, short
 from rigaudit.tools.bench.results import BenchResult, Run, host_name
 from rigaudit.tools.bench.sessions import Between, MeanSquares, anova, log_sessions
 from rigaudit.tools.bounded import InputError, load_json
@@ -83,6 +89,8 @@ class Calibration(_Model):
     host: str
     host_id: str = Field(default="", pattern=r"^(machine-id:[0-9a-f]{16})?$")
     """The machine (:mod:`rigaudit.tools.bench.machine`); ``""``: keyed by ``host`` alone (no machine-id known)."""
+    container: str = Field(default="", pattern=r"^(container:(none|unknown|[0-9a-f]{16})|container-boot:[0-9a-f]{16})?$")
+    """The container its sessions ran in (:func:`~rigaudit.tools.bench.machine.container_token`); ``""``: not recorded."""
     workload: dict[str, str]
     """The identity of the workload (:func:`~rigaudit.tools.bench.like.identity`)."""
     sessions: PositiveInt
@@ -120,13 +128,18 @@ class Calibration(_Model):
         cvs = ", ".join(f"{cv:.1%} at c={c}" for c, cv in sorted(self.headline_cv().items()))
         repeats = "/".join(str(n) for n in sorted(set(self.repeats))) or "?"
         made = _when(self.created_at)
-        where = host_text(self.host, self.host_id or None)
+        where = host_text(self.host, self.host_id or None, self.container)
         return f"calibrated {made} on {where} from {self.sessions} sessions of {repeats} repeats: session CV {cvs}"
 
     @property
     def host_key(self) -> str:
-        """What its file is keyed by: the machine, else the host name."""
-        return self.host_id or self.host
+        """What its file is keyed by: the machine (else the host name), and the container inside one."""
+        return place(self.host_id or self.host, self.container)
+
+
+def place(host_key: str, container: str | None) -> str:
+    """The machine's key, with the container where there is one (a file outside containers keeps its old key)."""
+    return host_key if container in (None, "", CONTAINER_NONE) else f"{host_key} {container}"
 
 
 def _when(stamp: str) -> str:
@@ -151,7 +164,8 @@ def calibrate(
     """The calibration of these sessions of one configuration; BenchInputError when they cannot make one.
 
     Its machine: ``host_id``, else the one every session records (sessions of several machines are refused
-    as different workloads), else none (keyed by host name)."""
+    as different workloads), else none (keyed by host name); its container: the one every session records
+    (sessions of several containers are refused)."""
     if len(results) < 2:
         raise BenchInputError("a calibration needs at least 2 sessions of one configuration (6 or more are better)")
     if len(results) > MAX_SESSIONS:
@@ -160,6 +174,10 @@ def calibrate(
         found = differences(results[0], result)
         if found:
             raise WorkloadMismatch([f"session {index} ({sources[index - 1]}): {d}" for d in found])
+    containers = {r.container or "" for r in results}
+    if len(containers) > 1:
+        shown = ", ".join(sorted(container_text(c) or "not recorded" for c in containers))
+        raise BenchInputError(f"these sessions ran in different containers ({shown}): calibrate the sessions of one")
     hosts = {r.host for r in results if r.host}
     where = host or (hosts.pop() if len(hosts) == 1 else host_name())
     machines = {r.host_id for r in results}
@@ -196,6 +214,7 @@ def calibrate(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=where,
         host_id=machine,
+        container=containers.pop(),
         workload=identity(results[0]),
         sessions=len(results),
         repeats=repeats,
@@ -248,11 +267,31 @@ def _host(result: BenchResult) -> str:
 def mismatch(calibration: Calibration, result: BenchResult) -> list[str]:
     """How ``result`` differs from the workload and machine the calibration measured (empty: it applies).
 
-    The machine by machine-id digest when both know it (a renamed host is still itself); else by host name."""
+    The machine by machine-id digest when both know it (a renamed host is still itself); else by host name; and
+    the container, when both are known to be different ones (see :func:`applies` for one that cannot tell)."""
     found = identity_differences(calibration.workload, identity(result))
     if not same_host(calibration.host, _host(result), calibration.host_id or None, result.host_id):
         found.append(f"host {host_text(calibration.host, calibration.host_id)} vs {host_text(_host(result), result.host_id)}")
+    elif same_container(calibration.container, result.container) is False:
+        where = short(result.host_id or "") or _host(result)
+        found.append(f"{container_text(calibration.container)} vs {container_text(result.container)} on {where}")
     return found
+
+
+def applies(calibration: Calibration, result: BenchResult) -> bool:
+    """The calibration is of this result's workload, machine and container, known to be (a stored one is used only so)."""
+    return not mismatch(calibration, result) and same_container(calibration.container, result.container) is True
+
+
+def unusable_warning(calibration: Calibration) -> str | None:
+    """The one line said when a calibration will never be found by itself (a container of unknown identity)."""
+    if same_container(calibration.container, calibration.container) is True:
+        return None
+    return (
+        "these sessions ran in a container whose id rigaudit cannot read (no engine id in /proc/self/mountinfo, "
+        "its cgroup or /run/.containerenv): another container of the same image would share its machine-id, so "
+        "bench compare does not pick this calibration up by itself; name it with bench compare --calibration FILE"
+    )
 
 
 def by_name_warning(name: str, why: str) -> str:
@@ -302,17 +341,18 @@ def find(result: BenchResult, directory: Path | None = None) -> Found | None:
     folder = directory or calibrations_dir()
     workload, name = identity(result), _host(result)
     if result.host_id:
-        mine = _read(folder / f"{key(workload, result.host_id)}.json")
-        if mine is not None and not mismatch(mine, result):
-            return Found(mine, folder / f"{key(workload, result.host_id)}.json")
+        path = folder / f"{key(workload, place(result.host_id, result.container))}.json"
+        mine = _read(path)
+        if mine is not None and applies(mine, result):
+            return Found(mine, path)
         old_path = folder / f"{key(workload, name)}.json"
         old = _read(old_path)
-        if old is not None and not old.host_id and not mismatch(old, result):
+        if old is not None and not old.host_id and applies(old, result):
             return _migrate(old, old_path, result.host_id, folder)
         return None
-    path = folder / f"{key(workload, name)}.json"
+    path = folder / f"{key(workload, place(name, result.container))}.json"
     found = _read(path)
-    if found is None or mismatch(found, result):
+    if found is None or not applies(found, result):
         return None
     why = "the results record no machine-id (written before rigaudit recorded one, or on a host without /etc/machine-id)"
     return Found(found, path, by_name_warning(name, why))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rigaudit.tools.bench.errors import BenchInputError
-from rigaudit.tools.bench.machine import short
+from rigaudit.tools.bench.machine import container_text, short
 from rigaudit.tools.bench.results import BenchResult
 
 
@@ -87,9 +87,10 @@ def same_host(a: str | None, b: str | None, a_id: str | None = None, b_id: str |
     return a is None or b is None or a == b
 
 
-def host_text(name: str | None, host_id: str | None) -> str:
-    """``gpu01 (machine-id 1a2b3c4d)``, or the name alone."""
-    return f"{name or 'unnamed'} ({short(host_id)})" if host_id else str(name)
+def host_text(name: str | None, host_id: str | None, container: str | None = None) -> str:
+    """``gpu01 (machine-id 1a2b3c4d, container 5e6f7a8b)``, or what is known of it, or the name alone."""
+    known = [part for part in (short(host_id) if host_id else "", container_text(container)) if part]
+    return f"{name or 'unnamed'} ({', '.join(known)})" if known else str(name)
 
 
 def differences(base: BenchResult, new: BenchResult) -> list[str]:

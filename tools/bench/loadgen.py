@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from rigaudit.tools.bench._http import HttpError, StreamingClient
-from rigaudit.tools.bench.machine import this_machine
+from rigaudit.tools.bench.machine import this_container, this_machine
 from rigaudit.tools.bench.results import BenchResult, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
 
@@ -86,6 +86,7 @@ class LoadSpec:
             tool=tool_version(),
             host=host_name(),
             host_id=this_machine() or None,
+            container=this_container(),
             ignore_eos=self.ignore_eos,
             warmup=self.warmup,
             order=self.order,

@@ -1,10 +1,16 @@
-"""Which machine a benchmark's load came from: a digest of its ``/etc/machine-id``, as results and calibrations keep it.
+"""Which machine and container a benchmark's load came from, as results and calibrations keep them.
 
 A host name does not tell machines apart (containers and cloned VMs share theirs, many are
 "localhost") and changes when a host is renamed; ``/etc/machine-id`` is made at install and kept
 across reboots and renames. Only ``machine-id:<16 hex digits of its SHA-256>`` is kept, the form
-:mod:`rigaudit.orchestrator.identity` gives audits and reports (never the id itself). A machine
-without a readable id is known by its name alone, which callers say in one line.
+:mod:`rigaudit.orchestrator.identity` gives audits and reports and journals record (never the id
+itself). A machine without a readable id is known by its name alone, which callers say in one line.
+
+Containers built from one image share the ``/etc/machine-id`` baked into it, so inside one the
+machine-id does not tell two containers apart, on one host or on two: :func:`container_token` names
+the container too (a digest of the engine's id), and says when it cannot. The kernel's boot id is
+not used: every container on a host shares it (it tells no two of them apart), and it changes at
+every reboot (a calibration must outlive the reboot a fix needs).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 MACHINE_ID = Path("/etc/machine-id")
@@ -44,3 +51,133 @@ def this_machine(path: Path = MACHINE_ID) -> str:
 def short(host_id: str) -> str:
     """``machine-id 1a2b3c4d`` for people; ``""`` for none."""
     return f"machine-id {host_id.removeprefix('machine-id:')[:8]}" if host_id else ""
+
+
+# --- the container the load came from -----------------------------------------------------------------
+
+CONTAINER_NONE = "container:none"
+"""Nothing says rigaudit runs in a container: the machine-id is the machine's."""
+CONTAINER_UNKNOWN = "container:unknown"
+"""In a container whose id cannot be read: its machine-id may be its image's, and nothing tells it apart."""
+CONTAINER = re.compile(r"container:(none|unknown|[0-9a-f]{16})|container-boot:[0-9a-f]{16}")
+"""What a result's and a calibration's ``container`` hold."""
+MAX_PROC_BYTES = 1 << 20
+_ENGINE_ID = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])")
+_BOUND_FROM_ITS_FOLDER = frozenset({"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
+_CGROUP_ENGINES = re.compile(r"docker|libpod|crio|cri-containerd|containerd|kubepods|podman|garden|lxc\.payload")
+_PODMAN_ID = re.compile(r'^id="?([0-9a-f]{64})"?\s*$', re.MULTILINE)
+_LXC_BOOT_ID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
+Reader = Callable[[str], "bytes | None"]
+"""A file's content (at most :data:`MAX_PROC_BYTES`), or None when it is absent or unreadable."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _text(raw: bytes | None) -> str:
+    return (raw or b"").decode("utf-8", "replace")
+
+
+def _mounted_id(mountinfo: str) -> str | None:
+    """The engine's id in the source of the files it binds into every container (``/etc/hostname`` from
+    ``.../containers/<id>/hostname``: Docker, Podman, containerd and CRI-O alike); never a mount of the host's own."""
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4 and fields[4] in _BOUND_FROM_ITS_FOLDER and (found := _ENGINE_ID.search(fields[3])):
+            return found.group(1)
+    return None
+
+
+def _cgroup_id(cgroup: str) -> str | None:
+    """The engine's id in this process's cgroup path (visible where the cgroup namespace is the host's)."""
+    for line in cgroup.splitlines():
+        path = line.split(":", 2)[-1]
+        if _CGROUP_ENGINES.search(path) and (found := _ENGINE_ID.search(path)):
+            return found.group(1)
+    return None
+
+
+def container_token(read: Reader, environ: Mapping[str, str]) -> str:
+    """Which container this process runs in, from its own files (``read``) and environment:
+
+    - ``container:<digest of the engine's id>``: the 64-hex id Docker, Podman, containerd and CRI-O give a
+      container, from the files bound into it (``/proc/self/mountinfo``), its cgroup, or Podman's
+      ``/run/.containerenv``. It is made when the container is created and kept across its restarts, and
+      two containers of one image never share it.
+    - ``container-boot:<digest>``: LXC shows no id inside; ``/dev/.lxc-boot-id`` is new at every start of
+      the container, so only the same start is known to be the same container.
+    - :data:`CONTAINER_UNKNOWN`: a container (``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
+      Kubernetes pod) whose id cannot be read.
+    - :data:`CONTAINER_NONE`: nothing says it is one.
+
+    Only digests are kept, as for the machine-id."""
+    found = _mounted_id(_text(read("/proc/self/mountinfo"))) or _cgroup_id(_text(read("/proc/self/cgroup")))
+    containerenv = read("/run/.containerenv")
+    if found is None and containerenv is not None and (podman := _PODMAN_ID.search(_text(containerenv))):
+        found = podman.group(1)
+    if found is not None:
+        return f"container:{_digest(found)}"
+    lxc = _text(read("/dev/.lxc-boot-id")).strip().lower()
+    if _LXC_BOOT_ID.fullmatch(lxc):
+        return f"container-boot:{_digest(lxc)}"
+    markers = (read("/.dockerenv") is not None, containerenv is not None, bool(environ.get("container")))
+    if any(markers) or environ.get("KUBERNETES_SERVICE_HOST"):
+        return CONTAINER_UNKNOWN
+    return CONTAINER_NONE
+
+
+def _read_local(path: str) -> bytes | None:
+    """A local file's first :data:`MAX_PROC_BYTES`, non-blocking, regular files and /proc only; None otherwise."""
+    try:  # a FIFO or a device planted there is no answer, and never a hang
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size < MAX_PROC_BYTES and (chunk := os.read(fd, MAX_PROC_BYTES - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def this_container() -> str:
+    """The container token of the process rigaudit runs in (:func:`container_token` over its own files)."""
+    return container_token(_read_local, os.environ)
+
+
+def same_container(a: str | None, b: str | None) -> bool | None:
+    """Whether two recorded containers are one: True, False, or None when nothing can tell.
+
+    ``None`` for a side: not recorded (a result or calibration from before containers were): as the same as
+    :data:`CONTAINER_NONE` only when the other is outside any container too (machine-id alone decided then).
+    One engine id each: equal or not. Two LXC starts: the same start, or cannot tell (a restart, or another
+    container cloned with its machine-id). Unknown: cannot tell."""
+    a, b = a or "", b or ""
+    if not a or not b:
+        return True if {a, b} <= {"", CONTAINER_NONE} else None
+    if CONTAINER_UNKNOWN in (a, b):
+        return None
+    if a == b:
+        return True
+    if a.startswith("container-boot:") and b.startswith("container-boot:"):
+        return None
+    return False
+
+
+def container_text(container: str | None) -> str:
+    """``container 1a2b3c4d``, ``container of unknown id``, ``no container``; ``""`` when not recorded."""
+    if not container:
+        return ""
+    if container == CONTAINER_NONE:
+        return "no container"
+    if container == CONTAINER_UNKNOWN:
+        return "a container of unknown id"
+    kind, _, digest = container.partition(":")
+    return f"LXC start {digest[:8]}" if kind == "container-boot" else f"container {digest[:8]}"

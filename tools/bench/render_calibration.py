@@ -85,7 +85,7 @@ def stored_table(found: Sequence[tuple[Path, Calibration | str]]) -> Table:
         rows.append(
             [
                 item.created_at,
-                host_text(item.host, item.host_id or None),
+                host_text(item.host, item.host_id or None, item.container),
                 workload.get("model", "?"),
                 workload.get("URL", "?"),
                 workload.get("concurrency levels", "?"),

@@ -3,7 +3,7 @@
 Fields added since the first version are optional, so older files still load: a run's ``order`` and
 ``started_s`` (when it ran in the session), its serving metrics, the workload's identity (tool
 version, request count, warm-up, objectives) that ``compare`` checks before comparing like with like,
-and the machine the load came from (``host_id``, a digest of its machine-id).
+and the machine and container the load came from (``host_id``, a digest of its machine-id; ``container``).
 A file is untrusted input: bounded in size, numbers finite and non-negative.
 """
 
@@ -84,6 +84,9 @@ class BenchResult(_Model):
     host_id: str | None = Field(default=None, pattern=r"^machine-id:[0-9a-f]{16}$")
     """That host's machine, ``machine-id:<digest of /etc/machine-id>`` (:mod:`rigaudit.tools.bench.machine`); None
     in results that did not record it or from a host without a machine-id."""
+    container: str | None = Field(default=None, pattern=r"^(container:(none|unknown|[0-9a-f]{16})|container-boot:[0-9a-f]{16})$")
+    """The container it ran in (:func:`rigaudit.tools.bench.machine.container_token`: a digest of the engine's id,
+    ``container:none`` outside one, ``container:unknown``); None in results that did not record it."""
     ignore_eos: bool | None = None
     warmup: NonNegativeInt | None = None
     """Untimed requests sent before the first timed run (excluded from every figure)."""
