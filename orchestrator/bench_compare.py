@@ -19,12 +19,12 @@ from rigaudit.tools.bench.calibration import (
     Calibration,
     by_name_warning,
     calibrate,
+    container_warning,
     find,
     load_calibration,
     mismatch,
     save,
     stored,
-    unusable_warning,
 )
 from rigaudit.tools.bench.compare import Comparison, Settings, compare
 from rigaudit.tools.bench.errors import BenchInputError
@@ -223,7 +223,7 @@ def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, o
     if not calibration.host_id:
         why = "the sessions record no machine-id (results written before rigaudit recorded one, or no /etc/machine-id)"
         emit(Warning_(text=by_name_warning(calibration.host, why)))
-    if (unusable := unusable_warning(calibration)) is not None:
+    if (unusable := container_warning(calibration)) is not None:
         emit(Warning_(text=unusable))
     where = save(calibration) if run.save else None
     table = calibration_table(calibration, run.settings)

@@ -15,7 +15,7 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.bench import loadgen
-from rigaudit.tools.bench.calibration import calibrate, find, mismatch, save, unusable_warning
+from rigaudit.tools.bench.calibration import calibrate, container_warning, find, mismatch, save
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.like import differences
 from rigaudit.tools.bench.loadgen import LoadSpec
@@ -80,7 +80,10 @@ HOST_RUNNING_DOCKER = {
 LXC_START_1 = {"/dev/.lxc-boot-id": "6f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9\n", "/proc/self/cgroup": "0::/\n"}
 LXC_START_2 = {"/dev/.lxc-boot-id": "0a1b2c3d-4e5f-4071-8293-a4b5c6d7e8f9\n", "/proc/self/cgroup": "0::/\n"}
 HIDDEN = {"/proc/self/mountinfo": "1 0 0:1 / / rw - overlay overlay rw\n", "/proc/self/cgroup": "0::/\n", "/.dockerenv": ""}
-"""A container that shows no id: its engine marker only."""
+"""A container that shows no id: its engine marker only (and no boot id)."""
+BOOT_1 = {**HIDDEN, "/proc/sys/kernel/random/boot_id": "188408f7-a0b2-4112-ae18-f8ceaefe3a1f\n"}
+BOOT_2 = {**HIDDEN, "/proc/sys/kernel/random/boot_id": "2a6c0e1f-3b4d-4e5f-8a9b-0c1d2e3f4a5b\n"}
+"""Containers that show no id, on one host (or sandbox) in one boot, and on another or after a reboot."""
 
 
 def _token(files: dict[str, str], environ: dict[str, str] | None = None) -> str:
@@ -99,6 +102,8 @@ def test_outside_a_container_and_inside_one_that_hides_its_id() -> None:
     assert _token(HOST_RUNNING_DOCKER) == CONTAINER_NONE  # its containers' mounts are not its own binds
     assert _token({}) == CONTAINER_NONE
     assert _token(HIDDEN) == CONTAINER_UNKNOWN
+    assert _token(BOOT_1).startswith("kernel-boot:") and _token(BOOT_1) != _token(BOOT_2)
+    assert _token({"/proc/sys/kernel/random/boot_id": BOOT_1["/proc/sys/kernel/random/boot_id"]}) == CONTAINER_NONE
     assert _token({}, {"container": "podman"}) == _token({}, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}) == CONTAINER_UNKNOWN
     assert _token({"/run/.containerenv": ""}) == CONTAINER_UNKNOWN
     one, two = _token(LXC_START_1), _token(LXC_START_2)
@@ -113,6 +118,9 @@ def test_same_container_says_when_it_cannot_tell() -> None:
     assert same_container(None, a) is None  # recorded before containers were: it may have been any
     assert same_container(CONTAINER_UNKNOWN, CONTAINER_UNKNOWN) is None and same_container(CONTAINER_UNKNOWN, a) is None
     assert same_container(lxc1, lxc1) is True and same_container(lxc1, lxc2) is None  # a restart, or a clone
+    boot1, boot2 = _token(BOOT_1), _token(BOOT_2)
+    assert same_container(boot1, boot1) is True and same_container(boot1, boot2) is None  # a reboot, or another host
+    assert same_container(boot1, a) is False and same_container(boot1, lxc1) is False
 
 
 def _sessions(container: str | None, count: int = 4, seed: int = 3, host: str = "web") -> list[BenchResult]:
@@ -149,12 +157,25 @@ def test_each_container_keeps_its_own_calibration() -> None:
 
 def test_a_container_that_cannot_be_told_apart_gets_no_calibration_by_itself() -> None:
     calibration = calibrate(_sessions(CONTAINER_UNKNOWN), sources=["s"] * 4)
-    warning = unusable_warning(calibration)
+    warning = container_warning(calibration)
     assert warning is not None and "\n" not in warning and "--calibration FILE" in warning
     save(calibration)
     assert find(_sessions(CONTAINER_UNKNOWN)[0]) is None  # maybe another container of the image
     assert mismatch(calibration, _sessions(CONTAINER_UNKNOWN)[0]) == []  # a person may still name it
-    assert unusable_warning(calibrate(_sessions(_token(DOCKER_A)), sources=["s"] * 4)) is None
+    assert container_warning(calibrate(_sessions(_token(DOCKER_A)), sources=["s"] * 4)) is None
+
+
+def test_a_container_that_shows_no_id_is_known_by_the_kernel_boot_and_says_so() -> None:
+    boot1, boot2 = _token(BOOT_1), _token(BOOT_2)
+    calibration = calibrate(_sessions(boot1), sources=["s"] * 4)
+    said = container_warning(calibration)
+    assert said is not None and "until the host reboots" in said and "--calibration FILE" in said
+    save(calibration)
+    found = find(_sessions(boot1, seed=7)[0])  # this container (or a sibling on this host), this boot
+    assert found is not None and found.calibration == calibration
+    assert found.warning is not None and "kernel's boot id only" in found.warning and "\n" not in found.warning
+    assert find(_sessions(boot2)[0]) is None  # another host of the image, or after a reboot: cannot tell
+    assert mismatch(calibration, _sessions(boot2)[0]) == []  # a person may still name it
 
 
 def test_an_lxc_container_keeps_its_calibration_for_one_start() -> None:

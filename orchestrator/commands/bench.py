@@ -306,10 +306,11 @@ CALIBRATE_HELP = """how it measures (see docs/validation/bench-stats.md):
   (KEY: the machine the load came from, by a digest of its /etc/machine-id (never the id itself),
   so containers or clones of one name keep apart and a renamed host keeps its own; inside a
   container, the container too, by a digest of its engine's id, as containers of one image share
-  its machine-id: a container whose id cannot be read gets no stored calibration by itself, said in
-  a warning (name it with --calibration FILE); model, URL, API,
-  tokens, levels, requests per run, tool version; newest wins). Without a machine-id, the host
-  name keys it, said in a warning; a calibration stored by host name before still reads, and
+  its machine-id; model, URL, API, tokens, levels, requests per run, tool version; newest wins).
+  A container whose id cannot be read is known by the kernel's boot id (until a reboot, and like
+  any container of its image on that host), said in a warning; --calibration FILE always names
+  one. Without a machine-id, the host name keys it, said in a warning; a calibration stored by
+  host name before still reads, and
   moves to the machine's key when a result with a machine-id finds it."""
 
 

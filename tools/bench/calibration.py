@@ -14,9 +14,11 @@ machine-id baked into it), and stored as ``$XDG_STATE_HOME/rigaudit/calibrations
 wins). Two machines of one name (containers, cloned VMs, "localhost") keep apart, and so do two
 containers of one image, on one host or two; a renamed host keeps its own, a restarted container
 too. A calibration is found for a result only when they are known to be one machine and container:
-a container whose id cannot be read (or a calibration from before containers were recorded, for a
-result from inside one) gets none, and ``bench calibrate`` says so when it stores one
-(:func:`unusable_warning`; ``bench compare --calibration FILE`` can still name it). A machine without
+a calibration from before containers were recorded gets none for a result from inside one; a
+container whose id cannot be read is known by the kernel's boot id (until a reboot, and like any
+container of its image on that host; without a boot id it gets none), which ``bench calibrate`` says
+when it stores one and ``bench compare`` when it finds one (:func:`container_warning`; ``bench compare
+--calibration FILE`` can always name one). A machine without
 a machine-id is keyed by its host name, which :attr:`Found.warning` says; so were calibrations before
 machine ids: such a file still reads, and moves to the machine's key when a result with an id finds
 it. The files are untrusted input when read back: bounded, validated, numbers finite.
@@ -39,7 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.bench.errors import BenchInputError, validated
 from rigaudit.tools.bench.like import WorkloadMismatch, differences, host_text, identity, identity_differences, same_host
-from rigaudit.tools.bench.machine import CONTAINER_NONE, container_text, same_container, short
+from rigaudit.tools.bench.machine import (
+    CONTAINER_NONE,
+    CONTAINER_PATTERN,
+    container_text,
+    same_container,
+    shared_by_siblings,
+    short,
+)
 from rigaudit.tools.bench.results import BenchResult, Run, host_name
 from rigaudit.tools.bench.sessions import Between, MeanSquares, anova, log_sessions
 from rigaudit.tools.bounded import InputError, load_json
@@ -89,7 +98,7 @@ class Calibration(_Model):
     host: str
     host_id: str = Field(default="", pattern=r"^(machine-id:[0-9a-f]{16})?$")
     """The machine (:mod:`rigaudit.tools.bench.machine`); ``""``: keyed by ``host`` alone (no machine-id known)."""
-    container: str = Field(default="", pattern=r"^(container:(none|unknown|[0-9a-f]{16})|container-boot:[0-9a-f]{16})?$")
+    container: str = Field(default="", pattern=rf"^({CONTAINER_PATTERN})?$")
     """The container its sessions ran in (:func:`~rigaudit.tools.bench.machine.container_token`); ``""``: not recorded."""
     workload: dict[str, str]
     """The identity of the workload (:func:`~rigaudit.tools.bench.like.identity`)."""
@@ -283,15 +292,23 @@ def applies(calibration: Calibration, result: BenchResult) -> bool:
     return not mismatch(calibration, result) and same_container(calibration.container, result.container) is True
 
 
-def unusable_warning(calibration: Calibration) -> str | None:
-    """The one line said when a calibration will never be found by itself (a container of unknown identity)."""
+_NO_ID = (
+    "these sessions ran in a container whose id rigaudit cannot read (no engine id in /proc/self/mountinfo, "
+    "its cgroup or /run/.containerenv), and another container of the same image would share its machine-id"
+)
+
+
+def container_warning(calibration: Calibration) -> str | None:
+    """The one line said when a calibration's container limits how it is found (a container that shows no id)."""
+    if shared_by_siblings(calibration.container):
+        return (
+            f"{_NO_ID}: bench compare finds this calibration by the machine-id and the kernel's boot id, so only "
+            "until the host reboots, and in any container of the image on this host; after a reboot name it with "
+            "bench compare --calibration FILE"
+        )
     if same_container(calibration.container, calibration.container) is True:
         return None
-    return (
-        "these sessions ran in a container whose id rigaudit cannot read (no engine id in /proc/self/mountinfo, "
-        "its cgroup or /run/.containerenv): another container of the same image would share its machine-id, so "
-        "bench compare does not pick this calibration up by itself; name it with bench compare --calibration FILE"
-    )
+    return f"{_NO_ID}: bench compare does not pick this calibration up by itself; name it with bench compare --calibration FILE"
 
 
 def by_name_warning(name: str, why: str) -> str:
@@ -309,7 +326,16 @@ class Found:
     calibration: Calibration
     path: Path
     warning: str | None = None
-    """One line: found by host name only, or moved from its host-name key to the machine's."""
+    """One line: found by host name only, by the kernel's boot id only, or moved from its host-name key to the machine's."""
+
+
+def _sibling_warning(result: BenchResult) -> str | None:
+    if not shared_by_siblings(result.container):
+        return None
+    return (
+        "the calibration was found by the machine-id and the kernel's boot id only (this container shows no id): "
+        "another container of the same image on this host would have found it too"
+    )
 
 
 def _read(path: Path) -> Calibration | None:
@@ -344,7 +370,7 @@ def find(result: BenchResult, directory: Path | None = None) -> Found | None:
         path = folder / f"{key(workload, place(result.host_id, result.container))}.json"
         mine = _read(path)
         if mine is not None and applies(mine, result):
-            return Found(mine, path)
+            return Found(mine, path, _sibling_warning(result))
         old_path = folder / f"{key(workload, name)}.json"
         old = _read(old_path)
         if old is not None and not old.host_id and applies(old, result):

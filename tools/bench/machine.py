@@ -9,8 +9,9 @@ itself). A machine without a readable id is known by its name alone, which calle
 Containers built from one image share the ``/etc/machine-id`` baked into it, so inside one the
 machine-id does not tell two containers apart, on one host or on two: :func:`container_token` names
 the container too (a digest of the engine's id), and says when it cannot. The kernel's boot id is
-not used: every container on a host shares it (it tells no two of them apart), and it changes at
-every reboot (a calibration must outlive the reboot a fix needs).
+the last resort, for a container that shows no id: it tells hosts apart (and sandboxes with a kernel
+of their own), not two containers on one host, and a reboot changes it; outside containers it is not
+used (a calibration must outlive the reboot a fix needs).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ CONTAINER_NONE = "container:none"
 """Nothing says rigaudit runs in a container: the machine-id is the machine's."""
 CONTAINER_UNKNOWN = "container:unknown"
 """In a container whose id cannot be read: its machine-id may be its image's, and nothing tells it apart."""
-CONTAINER = re.compile(r"container:(none|unknown|[0-9a-f]{16})|container-boot:[0-9a-f]{16}")
+CONTAINER_PATTERN = r"container:(none|unknown|[0-9a-f]{16})|(container|kernel)-boot:[0-9a-f]{16}"
 """What a result's and a calibration's ``container`` hold."""
 MAX_PROC_BYTES = 1 << 20
 _ENGINE_ID = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])")
@@ -107,8 +108,10 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
       two containers of one image never share it.
     - ``container-boot:<digest>``: LXC shows no id inside; ``/dev/.lxc-boot-id`` is new at every start of
       the container, so only the same start is known to be the same container.
-    - :data:`CONTAINER_UNKNOWN`: a container (``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
-      Kubernetes pod) whose id cannot be read.
+    - ``kernel-boot:<digest>``: a container (``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
+      Kubernetes pod) whose id cannot be read, known by the kernel's boot id: the same host (or sandbox)
+      in the same boot, where other containers of one image would share it too.
+    - :data:`CONTAINER_UNKNOWN`: such a container without a readable boot id.
     - :data:`CONTAINER_NONE`: nothing says it is one.
 
     Only digests are kept, as for the machine-id."""
@@ -123,7 +126,8 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
         return f"container-boot:{_digest(lxc)}"
     markers = (read("/.dockerenv") is not None, containerenv is not None, bool(environ.get("container")))
     if any(markers) or environ.get("KUBERNETES_SERVICE_HOST"):
-        return CONTAINER_UNKNOWN
+        boot = _text(read("/proc/sys/kernel/random/boot_id")).strip().lower()
+        return f"kernel-boot:{_digest(boot)}" if _LXC_BOOT_ID.fullmatch(boot) else CONTAINER_UNKNOWN
     return CONTAINER_NONE
 
 
@@ -158,7 +162,8 @@ def same_container(a: str | None, b: str | None) -> bool | None:
     ``None`` for a side: not recorded (a result or calibration from before containers were): as the same as
     :data:`CONTAINER_NONE` only when the other is outside any container too (machine-id alone decided then).
     One engine id each: equal or not. Two LXC starts: the same start, or cannot tell (a restart, or another
-    container cloned with its machine-id). Unknown: cannot tell."""
+    container cloned with its machine-id). Two kernel boots: the same (see :func:`shared_by_siblings`), or
+    cannot tell (a reboot, or another host). Unknown: cannot tell."""
     a, b = a or "", b or ""
     if not a or not b:
         return True if {a, b} <= {"", CONTAINER_NONE} else None
@@ -166,9 +171,14 @@ def same_container(a: str | None, b: str | None) -> bool | None:
         return None
     if a == b:
         return True
-    if a.startswith("container-boot:") and b.startswith("container-boot:"):
+    if a.partition(":")[0] == b.partition(":")[0] and a.partition(":")[0] in ("container-boot", "kernel-boot"):
         return None
     return False
+
+
+def shared_by_siblings(container: str | None) -> bool:
+    """Known only by the kernel's boot id: another container of the same image on this host would look the same."""
+    return bool(container) and str(container).startswith("kernel-boot:")
 
 
 def container_text(container: str | None) -> str:
@@ -180,4 +190,6 @@ def container_text(container: str | None) -> str:
     if container == CONTAINER_UNKNOWN:
         return "a container of unknown id"
     kind, _, digest = container.partition(":")
+    if kind == "kernel-boot":
+        return f"a container of unknown id on kernel boot {digest[:8]}"
     return f"LXC start {digest[:8]}" if kind == "container-boot" else f"container {digest[:8]}"

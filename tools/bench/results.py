@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from rigaudit.tools.bench.errors import BenchInputError, validated
+from rigaudit.tools.bench.machine import CONTAINER_PATTERN
 from rigaudit.tools.bench.serving import ServingMetrics, serving_metrics
 from rigaudit.tools.bench.stats import percentile
 
@@ -84,7 +85,7 @@ class BenchResult(_Model):
     host_id: str | None = Field(default=None, pattern=r"^machine-id:[0-9a-f]{16}$")
     """That host's machine, ``machine-id:<digest of /etc/machine-id>`` (:mod:`rigaudit.tools.bench.machine`); None
     in results that did not record it or from a host without a machine-id."""
-    container: str | None = Field(default=None, pattern=r"^(container:(none|unknown|[0-9a-f]{16})|container-boot:[0-9a-f]{16})$")
+    container: str | None = Field(default=None, pattern=rf"^({CONTAINER_PATTERN})$")
     """The container it ran in (:func:`rigaudit.tools.bench.machine.container_token`: a digest of the engine's id,
     ``container:none`` outside one, ``container:unknown``); None in results that did not record it."""
     ignore_eos: bool | None = None
