@@ -63,11 +63,11 @@ CONTAINER_UNKNOWN = "container:unknown"
 CONTAINER_PATTERN = r"container:(none|unknown|[0-9a-f]{16})|(container|kernel)-boot:[0-9a-f]{16}"
 """What a result's and a calibration's ``container`` hold."""
 MAX_PROC_BYTES = 1 << 20
-_ENGINE_ID = re.compile(r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])")
+_ENGINE_ID = r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])"
 _BOUND_FROM_ITS_FOLDER = frozenset({"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
-_CGROUP_ENGINES = re.compile(r"docker|libpod|crio|cri-containerd|containerd|kubepods|podman|garden|lxc\.payload")
-_PODMAN_ID = re.compile(r'^id="?([0-9a-f]{64})"?\s*$', re.MULTILINE)
-_LXC_BOOT_ID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
+_CGROUP_ENGINES = r"docker|libpod|crio|cri-containerd|containerd|kubepods|podman|garden|lxc\.payload"
+_PODMAN_ID = r'(?m)^id="?([0-9a-f]{64})"?\s*$'
+_LXC_BOOT_ID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
 Reader = Callable[[str], "bytes | None"]
 """A file's content (at most :data:`MAX_PROC_BYTES`), or None when it is absent or unreadable."""
 
@@ -85,7 +85,7 @@ def _mounted_id(mountinfo: str) -> str | None:
     ``.../containers/<id>/hostname``: Docker, Podman, containerd and CRI-O alike); never a mount of the host's own."""
     for line in mountinfo.splitlines():
         fields = line.split(" ")
-        if len(fields) > 4 and fields[4] in _BOUND_FROM_ITS_FOLDER and (found := _ENGINE_ID.search(fields[3])):
+        if len(fields) > 4 and fields[4] in _BOUND_FROM_ITS_FOLDER and (found := re.search(_ENGINE_ID, fields[3])):
             return found.group(1)
     return None
 
@@ -94,7 +94,7 @@ def _cgroup_id(cgroup: str) -> str | None:
     """The engine's id in this process's cgroup path (visible where the cgroup namespace is the host's)."""
     for line in cgroup.splitlines():
         path = line.split(":", 2)[-1]
-        if _CGROUP_ENGINES.search(path) and (found := _ENGINE_ID.search(path)):
+        if re.search(_CGROUP_ENGINES, path) and (found := re.search(_ENGINE_ID, path)):
             return found.group(1)
     return None
 
@@ -117,17 +117,17 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
     Only digests are kept, as for the machine-id."""
     found = _mounted_id(_text(read("/proc/self/mountinfo"))) or _cgroup_id(_text(read("/proc/self/cgroup")))
     containerenv = read("/run/.containerenv")
-    if found is None and containerenv is not None and (podman := _PODMAN_ID.search(_text(containerenv))):
+    if found is None and containerenv is not None and (podman := re.search(_PODMAN_ID, _text(containerenv))):
         found = podman.group(1)
     if found is not None:
         return f"container:{_digest(found)}"
     lxc = _text(read("/dev/.lxc-boot-id")).strip().lower()
-    if _LXC_BOOT_ID.fullmatch(lxc):
+    if re.fullmatch(_LXC_BOOT_ID, lxc):
         return f"container-boot:{_digest(lxc)}"
     markers = (read("/.dockerenv") is not None, containerenv is not None, bool(environ.get("container")))
     if any(markers) or environ.get("KUBERNETES_SERVICE_HOST"):
         boot = _text(read("/proc/sys/kernel/random/boot_id")).strip().lower()
-        return f"kernel-boot:{_digest(boot)}" if _LXC_BOOT_ID.fullmatch(boot) else CONTAINER_UNKNOWN
+        return f"kernel-boot:{_digest(boot)}" if re.fullmatch(_LXC_BOOT_ID, boot) else CONTAINER_UNKNOWN
     return CONTAINER_NONE
 
 
