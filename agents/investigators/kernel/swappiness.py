@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.kernel.params import AREA, SWAPPINESS, SWAPPINESS_TARGET, KernelParamsFacts, fix_where
+from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 
 SWAPPINESS_CHECK = Check(
@@ -57,7 +58,7 @@ def judge_swappiness(facts: KernelParamsFacts) -> Finding:
         risk="low",
         verify=f"cat {SWAPPINESS} shows {SWAPPINESS_TARGET}; SwapFree in /proc/meminfo stops falling",
         revert=f"sysctl -w vm.swappiness={facts.swappiness}",
-        persist=f"echo vm.swappiness={SWAPPINESS_TARGET} > /etc/sysctl.d/90-rigaudit-swappiness.conf",
+        persist=sysctl_persist("vm.swappiness", str(SWAPPINESS_TARGET)),
     )
     return problem(
         check,

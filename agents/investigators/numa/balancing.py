@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, NumaFacts, fix_where
-from rigaudit.agents.investigators.numa.memory import SYSCTL_FILE
+from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 from rigaudit.tools.probe import dir_ref, file_ref
 
@@ -44,7 +44,7 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         risk="low",
         verify=f"cat {BALANCING}  -> 0",
         revert=f"sysctl -w kernel.numa_balancing={value}",
-        persist=f"echo 'kernel.numa_balancing = 0' > {SYSCTL_FILE} && sysctl -p {SYSCTL_FILE}",
+        persist=sysctl_persist("kernel.numa_balancing", "0"),
     )
     explanation = (
         f"This host has {nodes} NUMA nodes and the kernel's automatic NUMA balancing is on. It periodically unmaps "

@@ -9,6 +9,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.model.finding import (
     Action,
     Area,
@@ -27,7 +28,6 @@ MEMINFO = "/proc/meminfo"
 HUGEPAGES = "/sys/kernel/mm/hugepages"
 ZONE_RECLAIM = "/proc/sys/vm/zone_reclaim_mode"
 CMDLINE = "/proc/cmdline"
-SYSCTL_FILE = "/etc/sysctl.d/90-rigaudit-numa.conf"
 LOW_FRACTION, HIGH_FRACTION = 0.05, 0.25
 """Unused reservations above these shares of RAM are a low / medium problem."""
 IN_USE_FRACTION = 0.5
@@ -161,7 +161,7 @@ def judge_hugepages(f: MemoryFacts) -> Finding:
         persist=(
             "remove hugepages= from the kernel command line"
             if on_cmdline
-            else f"echo 'vm.nr_hugepages = 0' > {SYSCTL_FILE}; remove nr_hugepages settings from other files in /etc/sysctl.d"
+            else f"{sysctl_persist('vm.nr_hugepages', '0')}; remove nr_hugepages settings from other files in /etc/sysctl.d"
         ),
     )
     refs.append(file_ref(CMDLINE))
@@ -213,7 +213,7 @@ def judge_zone_reclaim(f: MemoryFacts, nodes: int | None) -> Finding:
         risk="low",
         verify=f"cat {ZONE_RECLAIM}  -> 0",
         revert=f"sysctl -w vm.zone_reclaim_mode={f.zone_reclaim}",
-        persist=f"echo 'vm.zone_reclaim_mode = 0' >> {SYSCTL_FILE} && sysctl -p {SYSCTL_FILE}",
+        persist=sysctl_persist("vm.zone_reclaim_mode", "0"),
     )
     return problem(
         check,
