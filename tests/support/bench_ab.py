@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import anyio.lowlevel
 
@@ -124,23 +124,27 @@ class _Stream:
         return b""
 
 
+class SelfClient:
+    """A scripted stand-in for the load's HTTP client: it is its own connection and its own context (no socket)."""
+
+    def connect(self, spec: LoadSpec) -> Self:
+        del spec
+        return self
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
 @dataclass
-class SpeedClient:
+class SpeedClient(SelfClient):
     """Stands for the load's HTTP client: what the server saw (the copy's swappiness at every request), on ``clock``."""
 
     copy: Path
     clock: ScriptedClock = field(default_factory=ScriptedClock)
     seen: list[str] = field(default_factory=list)
-
-    def connect(self, spec: LoadSpec) -> SpeedClient:
-        del spec
-        return self
-
-    async def __aenter__(self) -> SpeedClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
     @contextlib.asynccontextmanager
     async def post(self, path: str, body: bytes) -> AsyncIterator[_Stream]:

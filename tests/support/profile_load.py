@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import anyio.lowlevel
 
-from rigaudit.tools.bench.loadgen import Load, LoadSpec
+from rigaudit.tools.bench.loadgen import Load
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.fake_nvml import FakeGpu, fake_pynvml
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.nvml_local import NvmlFacade
-from tests.support.bench_ab import ScriptedClock
+from tests.support.bench_ab import ScriptedClock, SelfClient
 
 
 def _event(text: str) -> bytes:
@@ -51,7 +51,7 @@ class _Stream:
 
 
 @dataclass
-class GpuClient:
+class GpuClient(SelfClient):
     """The server and its GPU, scripted: what a request streams, and when the GPU is busy, on ``clock``."""
 
     gpu: FakeGpu
@@ -60,16 +60,6 @@ class GpuClient:
     busy_s: float
     clock: ScriptedClock = field(default_factory=ScriptedClock)
     requests: int = 0
-
-    def connect(self, spec: LoadSpec) -> GpuClient:
-        del spec
-        return self
-
-    async def __aenter__(self) -> GpuClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
     @contextlib.asynccontextmanager
     async def post(self, path: str, body: bytes) -> AsyncIterator[_Stream]:
