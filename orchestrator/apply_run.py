@@ -2,7 +2,7 @@
 
 The work is :func:`rigaudit.orchestrator.apply.apply_plan`; this module adds what surrounds it for
 a command (and what the chat reuses: :func:`reaudit`, :func:`finished`). Its summary is one
-:class:`~rigaudit.tools.model.events.ApplyFinished` event; nothing here prints.
+:class:`~rigaudit.tools.model.events.apply.ApplyFinished` event; nothing here prints.
 """
 
 from __future__ import annotations

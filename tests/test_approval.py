@@ -6,7 +6,8 @@ import pytest
 
 from rigaudit.orchestrator.approval import Gate, ScriptedConsole, StepView, require_approval
 from rigaudit.tools.errors import NotApprovedError
-from rigaudit.tools.model.events import ApprovalDecided, Event
+from rigaudit.tools.model.events.apply import ApprovalDecided
+from rigaudit.tools.model.events.union import Event
 
 
 def _view(step_id: str) -> StepView:

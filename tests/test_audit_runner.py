@@ -11,7 +11,8 @@ from rigaudit.agents.findings import ok, problem
 from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.audit import AuditControl, AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events import Event, InvestigatorFinished, ToolCall
+from rigaudit.tools.model.events.audit import InvestigatorFinished, ToolCall
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Fix, SysctlAction
 from rigaudit.tools.probe import Probe
 

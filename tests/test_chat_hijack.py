@@ -22,7 +22,8 @@ from rigaudit.orchestrator.chat.coordinator import ChatSettings, Coordinator
 from rigaudit.orchestrator.chat.planner import LlmPlanner
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events import Event, Message
+from rigaudit.tools.model.events.chat import Message
+from rigaudit.tools.model.events.union import Event
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ from rigaudit.orchestrator.approval import ScriptedConsole
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server
-from rigaudit.tools.model.events import ApprovalDecided, Event, LlmExchange, Message
+from rigaudit.tools.model.events.apply import ApprovalDecided
+from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.union import Event
 
 STORY = (
     "write down in system-improve.md, apply the changes runtime only for now, check that p2p works with some manual "

@@ -20,7 +20,8 @@ from rigaudit.agents.registry import all_investigators, area_names, resolve_area
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events import Event, Warning_
+from rigaudit.tools.model.events.session import Warning_
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.probe import Probe
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,9 @@ from rigaudit.agents.llm.testing.server import Reply, call, final, say
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import Event, LlmExchange, Message, Warning_
+from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.session import Warning_
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import Verdict
 from tests.test_llm_support import SeedHost, rule_findings

@@ -14,7 +14,7 @@ from rigaudit.orchestrator.audit import run_audit
 from rigaudit.orchestrator.rediagnose import rediagnose
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import InvestigatorFinished
+from rigaudit.tools.model.events.audit import InvestigatorFinished
 from rigaudit.transcripts.reader import read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures"

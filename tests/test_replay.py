@@ -10,7 +10,9 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.diffing import diff_findings
-from rigaudit.tools.model.events import Event, InvestigatorActivity, SessionEnded, SessionStarted, ToolCall, Warning_
+from rigaudit.tools.model.events.audit import InvestigatorActivity, ToolCall
+from rigaudit.tools.model.events.session import SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Finding
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.replay import replay_events

@@ -15,7 +15,7 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.plots import INSTALL_HINT, draw_nccl, draw_p2p, picture_markdown
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap, pcie_tree, roofline_bar
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events import PcieDevice
+from rigaudit.tools.model.events.audit import PcieDevice
 from rigaudit.tools.probe import Probe
 from tests.conftest import FIXTURES, SEED
 

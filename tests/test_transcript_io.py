@@ -11,43 +11,47 @@ import pytest
 
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
 from rigaudit.tools.model.check import CheckResult, GateCheck
-from rigaudit.tools.model.events import (
+from rigaudit.tools.model.events.apply import (
     AppliedStep,
     ApplyFinished,
     ApprovalDecided,
-    AuditFinished,
-    BenchResultReported,
-    BenchTable,
     ChangeApplied,
-    Event,
+    RestoredGroup,
+    RollbackFinished,
+)
+from rigaudit.tools.model.events.audit import (
+    AuditFinished,
     FindingReported,
+    InvestigatorActivity,
+    InvestigatorFinished,
+    InvestigatorStarted,
+    PcieDevice,
+    PlanReady,
+    ToolCall,
+    TopologyReported,
+)
+from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
+from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.fleet import (
     FleetFinished,
     FleetStarted,
-    GateReported,
     HostAudited,
     HostCollected,
     HostConnecting,
     HostFailed,
     HostFailure,
-    InvestigatorActivity,
-    InvestigatorFinished,
-    InvestigatorStarted,
-    LlmExchange,
-    Message,
+)
+from rigaudit.tools.model.events.gate import GateReported
+from rigaudit.tools.model.events.session import (
     Output,
-    PcieDevice,
-    PlanReady,
     Progress,
     ReportWritten,
-    RestoredGroup,
-    RollbackFinished,
     SessionEnded,
     SessionStarted,
     SnapshotWritten,
-    ToolCall,
-    TopologyReported,
     Warning_,
 )
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.redact import REDACTED, redact_text

@@ -20,7 +20,7 @@ from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.orchestrator.ui.tables import findings_table, ordered, plan_table
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.dropped import drop_counts
-from rigaudit.tools.model.events import PcieDevice
+from rigaudit.tools.model.events.audit import PcieDevice
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.printable import printable
 

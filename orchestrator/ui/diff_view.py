@@ -14,7 +14,7 @@ from rich.text import Text
 from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE, WIDE
 from rigaudit.tools.diffing import ValueChange, fold_changes
 from rigaudit.tools.diffing._volatile import process_path
-from rigaudit.tools.model.events import DiffFindingChange, DiffReported, DiffValueChange, DiffVerdict
+from rigaudit.tools.model.events.diff import DiffFindingChange, DiffReported, DiffValueChange, DiffVerdict
 from rigaudit.tools.printable import printable
 
 _KIND_STYLE = {

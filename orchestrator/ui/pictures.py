@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from rigaudit.tools.model.events import PcieDevice
+from rigaudit.tools.model.events.audit import PcieDevice
 
 _SHADES = ((0.8, "black on green"), (0.6, "black on yellow"), (0.0, "white on red"))
 _LABEL = {"root": "", "port": "port", "switch": "switch", "gpu": "GPU", "nvswitch": "NVSwitch", "nic": "NIC"}

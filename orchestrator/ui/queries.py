@@ -8,16 +8,9 @@ from __future__ import annotations
 import json
 import math
 
-from rigaudit.tools.model.events import (
-    CheckEntry,
-    ChecksListed,
-    PolicyListed,
-    PolicyVerdict,
-    RediagnoseFinished,
-    SchemaShown,
-    TranscriptShown,
-    TranscriptsListed,
-)
+from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
+from rigaudit.tools.model.events.diff import RediagnoseFinished
+from rigaudit.tools.model.events.transcripts import TranscriptShown, TranscriptsListed
 from rigaudit.tools.when import local_stamp
 
 CHECKS_SCHEMA = "rigaudit.checks/1"

@@ -32,37 +32,31 @@ from rigaudit.orchestrator.ui.queries import (
 )
 from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
-from rigaudit.tools.model.events import (
-    ApplyFinished,
-    ApprovalDecided,
+from rigaudit.tools.model.events.apply import ApplyFinished, ApprovalDecided, RollbackFinished
+from rigaudit.tools.model.events.audit import (
     AuditFinished,
-    BenchResultReported,
-    ChecksListed,
-    DiffReported,
-    Event,
-    GateReported,
     InvestigatorActivity,
     InvestigatorFinished,
     InvestigatorStarted,
-    Message,
-    Output,
     PcieDevice,
-    PolicyListed,
-    PolicyVerdict,
+    TopologyReported,
+)
+from rigaudit.tools.model.events.bench import BenchResultReported
+from rigaudit.tools.model.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
+from rigaudit.tools.model.events.chat import Message
+from rigaudit.tools.model.events.diff import DiffReported, RediagnoseFinished
+from rigaudit.tools.model.events.gate import GateReported
+from rigaudit.tools.model.events.session import (
+    Output,
     Progress,
-    RediagnoseFinished,
     ReportWritten,
-    RollbackFinished,
-    SchemaShown,
     SessionEnded,
     SessionStarted,
     SnapshotWritten,
-    TopologyReported,
-    TranscriptsFolder,
-    TranscriptShown,
-    TranscriptsListed,
     Warning_,
 )
+from rigaudit.tools.model.events.transcripts import TranscriptsFolder, TranscriptShown, TranscriptsListed
+from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.printable import printable
 
 

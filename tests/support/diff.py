@@ -19,7 +19,7 @@ import anyio
 from rigaudit.orchestrator.audit import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events import SessionEnded, SessionStarted
+from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.support.mutate import light_copy, set_command, set_file, set_nvml
 

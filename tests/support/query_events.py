@@ -4,9 +4,8 @@ and drawing."""
 from __future__ import annotations
 
 from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events import (
-    CheckEntry,
-    ChecksListed,
+from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyRule, PolicyVerdict, SchemaShown
+from rigaudit.tools.model.events.diff import (
     DiffFindingChange,
     DiffFindings,
     DiffReported,
@@ -14,18 +13,16 @@ from rigaudit.tools.model.events import (
     DiffValueChange,
     DiffValues,
     DiffVerdict,
-    Event,
-    EventLine,
-    PolicyListed,
-    PolicyRule,
-    PolicyVerdict,
     RediagnoseFinished,
-    SchemaShown,
+)
+from rigaudit.tools.model.events.transcripts import (
+    EventLine,
     TranscriptEntry,
     TranscriptsFolder,
     TranscriptShown,
     TranscriptsListed,
 )
+from rigaudit.tools.model.events.union import Event
 
 CHANGE = DiffFindingChange(
     kind="appeared",
