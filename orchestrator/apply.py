@@ -10,8 +10,7 @@ Otherwise one failing does not stop the others; ``quit`` does.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -44,8 +43,6 @@ StepStatus = Literal[
 DONE: tuple[StepStatus, ...] = ("applied", "unchanged")
 """A step in one of these states has run (or was already in place): the steps that wait for it may run."""
 SCOPES = ("runtime",)
-PAUSE_STEP_ENV = "RIGAUDIT_TEST_PAUSE_AFTER_STEP"
-PAUSE_FIFO_ENV = "RIGAUDIT_TEST_PAUSE_FIFO"
 MAX_PLAN_BYTES = 64 * 1024 * 1024
 
 
@@ -264,19 +261,13 @@ def _status(results: Sequence[TargetResult]) -> StepStatus:
     return "partial" if good else "failed"
 
 
-def _pause_fifo(done: int) -> str | None:
-    """Test hook: the FIFO to wait on after ``RIGAUDIT_TEST_PAUSE_AFTER_STEP`` executed steps (the test
-    kills the process there, to prove that a half-done journal rolls back)."""
-    if os.environ.get(PAUSE_STEP_ENV) != str(done):
-        return None
-    return os.environ.get(PAUSE_FIFO_ENV) or None
+AfterStep = Callable[[StepReport], Awaitable[None]]
+"""What :func:`apply_plan` awaits after a step's changes were made, given the step's report: the seam a test
+pauses an apply at, between two steps, to kill or interrupt it there."""
 
 
-def _wait_on_fifo(fifo: str, done: int) -> None:
-    with open(fifo, "w", encoding="utf-8") as handle:
-        handle.write(f"paused after {done}\n")
-    with open(fifo, encoding="utf-8") as handle:
-        handle.read()
+async def go_on(done: StepReport) -> None:
+    """The real :data:`AfterStep`: nothing to wait for, the next step comes."""
 
 
 def emit_results(emit: EventSink, results: Sequence[TargetResult]) -> None:
@@ -315,11 +306,13 @@ async def apply_plan(
     options: ApplyOptions | None = None,
     emit: EventSink | None = None,
     on_interrupt: Callable[[ApplyReport], None] | None = None,
+    after_step: AfterStep = go_on,
 ) -> ApplyReport:
     """Apply what may run here, asking the gate about each step; the journal is created only if
     something may be changed (so a refused apply leaves no trace). Ctrl-C at a prompt ends the run
     there: the report says so (:attr:`ApplyReport.interrupted`) and is returned with what was done. Ctrl-C
-    while working cancels the run: ``on_interrupt`` gets the report as it stands, then the cancellation goes on."""
+    while working cancels the run: ``on_interrupt`` gets the report as it stands, then the cancellation goes on.
+    ``after_step`` is awaited after each step whose changes were made (the real one goes straight on)."""
     options = options or ApplyOptions()
     emit = emit or discard
     plan_hash = plan.digest()
@@ -341,7 +334,6 @@ async def apply_plan(
             message=f"apply scope={options.scope} steps={','.join(s.id for s in runnable)} persist={options.persist}",
             **session,
         )
-        executed = 0
         current: StepReport | None = None
         applying: StepReport | None = None
         try:
@@ -393,10 +385,7 @@ async def apply_plan(
                 applying = None
                 emit_results(emit, entry.results)
                 entry.status = _status(entry.results)
-                executed += 1
-                fifo = _pause_fifo(executed)
-                if fifo is not None:
-                    await anyio.to_thread.run_sync(_wait_on_fifo, fifo, executed)
+                await after_step(entry)
         except anyio.get_cancelled_exc_class():  # Ctrl-C while working (not at a prompt): say what was done, then end
             if current is not None:
                 _interrupted(report, current, applying=applying is current)

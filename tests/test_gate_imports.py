@@ -223,10 +223,9 @@ def test_a_check_leaves_the_plugin_switch_as_it_found_it(gate_run: dict[str, obj
 
 
 _PLUGIN = """
-import os
 from pathlib import Path
 
-Path(os.environ["RIGAUDIT_TEST_PLUGIN_MARK"]).write_text("imported")
+Path(MARK).write_text("imported")
 
 
 class _Plugin:
@@ -249,13 +248,10 @@ def test_a_check_imports_no_pydantic_plugin_unless_the_user_turned_them_on(
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: marker-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[pydantic]\nmarker = marker_plugin:plugin\n")
-    (site / "marker_plugin.py").write_text(_PLUGIN)
     mark = tmp_path / "mark"
+    (site / "marker_plugin.py").write_text(_PLUGIN.replace("MARK", repr(str(mark))))
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
-    env |= {
-        "PYTHONPATH": os.pathsep.join(filter(None, (str(site), env.get("PYTHONPATH")))),
-        "RIGAUDIT_TEST_PLUGIN_MARK": str(mark),
-    }
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(site), env.get("PYTHONPATH"))))
     if switch is not None:
         env["PYDANTIC_DISABLE_PLUGINS"] = switch
     argv = [sys.executable, "-m", "rigaudit", "check", "-q", "--only", "nvlink", "--deadline", "240", "--snapshot", str(H200)]

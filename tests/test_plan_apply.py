@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, load_plan_file
+from rigaudit.orchestrator.apply import AfterStep, ApplyOptions, ApplyReport, StepReport, apply_plan, go_on, load_plan_file
 from rigaudit.orchestrator.approval import Gate, ScriptedConsole
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.journal import read_journal
@@ -48,14 +48,22 @@ def _host() -> MemoryHost:
     return MemoryHost({NUMA: b"1\n", SWAP: b"60\n", **{p: b"0\n" for p in CPUIDLE[:2]}})
 
 
-def _run(host: MemoryHost, plan: Plan, journal: Path, answers: list[str] | None = None, **options: object) -> ApplyReport:
+def _run(
+    host: MemoryHost,
+    plan: Plan,
+    journal: Path,
+    answers: list[str] | None = None,
+    after_step: AfterStep = go_on,
+    **options: object,
+) -> ApplyReport:
     if answers is None:
         gate = Gate(plan.digest(), assume_yes=True, interactive=False, who="t@h")
     else:
         gate = Gate(plan.digest(), assume_yes=False, interactive=True, console=ScriptedConsole(answers), who="t@h")
 
     async def main() -> ApplyReport:
-        return await apply_plan(host, plan, gate=gate, journal_path=journal, options=ApplyOptions(**options))  # type: ignore[arg-type]
+        settings = ApplyOptions(**options)  # type: ignore[arg-type]
+        return await apply_plan(host, plan, gate=gate, journal_path=journal, options=settings, after_step=after_step)
 
     return anyio.run(main)
 
@@ -190,3 +198,21 @@ def test_a_blocked_step_says_why_on_the_terminal_and_in_the_report(ram: Path) ->
     why = "waits for a.first, which was declined"
     assert any(line.startswith("  [--] a.second: blocked (") and why in line for line in apply_lines(finished(report)))
     assert f"- `a.second` (runtime, on the host): blocked; not run: {why}" in apply_section(report, "now", {})
+
+
+def test_after_step_is_awaited_once_for_each_step_whose_changes_were_made(ram: Path) -> None:
+    plan = Plan(steps=(_step("a.numa"), _step("b.swap", what="swap"), _step("c.cstates", what="cstates")))
+    host = _host()
+    host.files[SWAP] = b"10\n"  # b.swap is already in place: nothing is changed, nothing awaited
+    seen: list[tuple[str, str, list[str]]] = []
+
+    async def after(done: StepReport) -> None:
+        seen.append((done.step.id, done.status, list(host.writes)))
+
+    report = _run(host, plan, ram / "j.jsonl", ["yes", "no"], after_step=after)  # c.cstates declined
+    assert [(s.step.id, s.status) for s in report.steps] == [
+        ("a.numa", "applied"),
+        ("b.swap", "unchanged"),
+        ("c.cstates", "declined"),
+    ]
+    assert seen == [("a.numa", "applied", [NUMA])]  # after its write, with its outcome known

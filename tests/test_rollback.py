@@ -13,11 +13,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.apply import PAUSE_FIFO_ENV, PAUSE_STEP_ENV
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.rollback import pending_changes, rollback
 from rigaudit.tools.actions.targets import ValueFileTarget
 from rigaudit.tools.journal import Journal, read_journal
+from tests.support import paused_apply
 from tests.support.apply import CPUIDLE, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,10 +41,9 @@ def test_an_apply_killed_between_steps_rolls_back_byte_for_byte(ram: Path) -> No
     fifo = ram / "pause"
     os.mkfifo(fifo)
     journal = ram / "j.jsonl"
-    env = {**os.environ, PAUSE_STEP_ENV: "2", PAUSE_FIFO_ENV: str(fifo)}
-    argv = [sys.executable, "-m", "rigaudit", "apply", "--snapshot", str(mini), "--into", str(ram / "copy")]
+    argv = [sys.executable, *paused_apply.program(fifo, 2), "apply", "--snapshot", str(mini), "--into", str(ram / "copy")]
     argv += ["--plan", str(plan), "--yes", "--journal", str(journal), "--no-transcript"]
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     paused = threading.Event()
 
     def unblock_if_it_dies() -> None:  # if apply exits before pausing, do not leave the test blocked on the FIFO

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.journal import read_journal
+from tests.support import paused_apply
 from tests.support.apply import NUMA, mini_seed, read, seed_plan
 from tests.support.tty import CTRL_C, CTRL_D, spawn
 
@@ -110,10 +111,9 @@ def test_ctrl_c_while_working_still_says_what_was_applied(tmp_path: Path, setup:
     mini, plan, env = setup
     fifo = tmp_path / "pause"
     os.mkfifo(fifo)
-    paused = {**env, "RIGAUDIT_TEST_PAUSE_AFTER_STEP": "1", "RIGAUDIT_TEST_PAUSE_FIFO": str(fifo)}
     args = ["apply", "--snapshot", str(mini), "--into", str(tmp_path / "copy"), "--plan", str(plan), "--yes"]
     args += ["--journal", str(tmp_path / "j.jsonl"), "--no-transcript", "--report", str(tmp_path / "r.md")]
-    tty = spawn(args, env=paused)
+    tty = spawn(args, env=env, program=paused_apply.program(fifo, 1))
     with open(fifo, encoding="utf-8") as handle:  # the apply stops after its first step, between two changes
         assert handle.read().startswith("paused after 1")
     # Ctrl-C as the terminal sends it, to the foreground process group, but generated before kill returns:

@@ -91,11 +91,18 @@ class Tty:
         return code if code >= 0 else 128 - code
 
 
-def spawn(args: Sequence[str], *, env: Mapping[str, str] | None = None, cols: int = 100, rows: int = 50) -> Tty:
-    """``python -m rigaudit ARGS`` on a new pseudo-terminal of ``cols`` x ``rows``."""
+def spawn(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cols: int = 100,
+    rows: int = 50,
+    program: Sequence[str] = ("-m", "rigaudit"),
+) -> Tty:
+    """``python -m rigaudit ARGS`` (``python PROGRAM ARGS``) on a new pseudo-terminal of ``cols`` x ``rows``."""
     environment = {**os.environ, **(env or {}), "COLUMNS": str(cols), "LINES": str(rows), "TERM": "xterm-256color"}
     environment.pop("NO_COLOR", None)
-    argv = [sys.executable, "-m", "rigaudit", *args]
+    argv = [sys.executable, *program, *args]
     pid, fd = os.forkpty()
     if pid == 0:  # the child: size its terminal, then exec at once
         try:
