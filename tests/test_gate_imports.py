@@ -44,6 +44,8 @@ HEAVY = (
     "httpx",
     "torch",
     "tarfile",
+    "importlib.metadata",
+    "zipfile",
     "rigaudit.agents.llm",
     "rigaudit.transcripts.writer",
     "rigaudit.transcripts.store",
@@ -258,6 +260,34 @@ def test_a_check_imports_no_pydantic_plugin_unless_the_user_turned_them_on(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert mark.exists() is imported
+
+
+_STAND_IN = """
+import json, sys
+from rigaudit.orchestrator.gate import without_pydantic_plugins
+from pydantic.plugin import _schema_validator
+with without_pydantic_plugins():
+    loader = sys.modules["pydantic.plugin._loader"]
+    inside = {"none": list(loader.get_plugins()), "metadata": "importlib.metadata" in sys.modules}
+    from pydantic import BaseModel
+    class Inside(BaseModel):
+        x: int
+    inside["built"] = Inside(x=1).x
+    inside["group"] = loader.PYDANTIC_ENTRY_POINT_GROUP  # any other name: the real module's
+    inside["real_now"] = sys.modules["pydantic.plugin._loader"] is not loader
+after = sys.modules.get("pydantic.plugin._loader")
+print(json.dumps({"inside": inside, "after_real": after is None or hasattr(after, "__file__")}))
+"""
+
+
+def test_pydantic_s_loader_is_stood_in_for_only_while_plugins_are_off() -> None:
+    """With plugins off, pydantic's loader (which imports ``importlib.metadata`` to find none) is a stand-in that
+    finds none; a name the stand-in lacks comes from the real loader, and afterwards the real one is what loads."""
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    done = subprocess.run([sys.executable, "-c", _STAND_IN], capture_output=True, text=True, timeout=60, env=env, check=True)
+    found = json.loads(done.stdout)
+    assert found["inside"] == {"none": [], "metadata": False, "built": 1, "group": "pydantic", "real_now": True}
+    assert found["after_real"] is True
 
 
 def test_a_live_host_opens_without_the_snapshot_reader() -> None:
