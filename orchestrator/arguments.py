@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from rigaudit.tools.errors import UsageError
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SCHEME = r"^[A-Za-z][A-Za-z0-9+.-]*://"
+"""A pattern string (``re`` compiles it on first use: ``rigaudit check`` imports this module and compiles nothing)."""
 
 
 def normalize_url(text: str, what: str = "--base-url") -> str:
     """``127.0.0.1:30000/v1`` is ``http://127.0.0.1:30000/v1`` (a server URL without a scheme); any scheme
     but http and https, or a URL with no host, is :class:`UsageError` with one line."""
     text = text.strip()
-    if not _SCHEME.match(text):
+    if not re.match(_SCHEME, text):
         text = f"http://{text}"
     try:
         parts = urlsplit(text)
@@ -47,11 +50,40 @@ def positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
+    if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text} s: a time limit must be more than 0 seconds")
     if value > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text} s: a time limit must be at most {MAX_SECONDS:.0f} s (30 days)")
     return value
 
 
-__all__ = ["MAX_SECONDS", "normalize_url", "positive_seconds", "url"]
+positive_seconds.number = True  # type: ignore[attr-defined]
+
+
+def number(
+    what: str, *, above: float | None = None, least: float | None = None, infinite: bool = False
+) -> Callable[[str], float]:
+    """``type=`` for every other number option: a finite number (``nan`` never; ``inf`` only where ``infinite`` says
+    it means something), more than ``above`` or at least ``least``; anything else is one line and exit status 2.
+    Finer ranges (a confidence from 0.5 to 0.999) stay with the code that knows them."""
+    bound = [f"more than {above:g}"] if above is not None else [f"at least {least:g}"] if least is not None else []
+    rule = " and ".join([*bound, *([] if infinite else ["finite"])]) or "a number"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number ({what})") from None
+        wrong = math.isnan(value) or (math.isinf(value) and not infinite)
+        wrong = wrong or (above is not None and not value > above) or (least is not None and not value >= least)
+        if wrong:
+            raise argparse.ArgumentTypeError(f"{text}: {what} must be {rule}")
+        return value
+
+    parse.__name__ = "number"
+    parse.number = True  # type: ignore[attr-defined]
+    parse.infinite = infinite  # type: ignore[attr-defined]
+    return parse
+
+
+__all__ = ["MAX_SECONDS", "normalize_url", "number", "positive_seconds", "url"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rigaudit.orchestrator.arguments import url
+from rigaudit.orchestrator.arguments import number, positive_seconds, url
 from rigaudit.orchestrator.identity import this_machine
 from rigaudit.orchestrator.output import write_json
 from rigaudit.orchestrator.plots import draw_nccl, draw_p2p, picture_markdown
@@ -277,7 +277,7 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-ignore-eos", action="store_true", help="do not send ignore_eos (for servers that reject it)")
     parser.add_argument("--api-key", help="bearer token, if the server wants one")
-    parser.add_argument("--timeout", type=float, default=600.0, help="per-request timeout, s")
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="per-request timeout, s")
 
 
 def add_inference_arguments(parser: argparse.ArgumentParser) -> None:
@@ -428,14 +428,20 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = JUDGING
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
-        "--confidence", type=float, default=0.95, help="of the intervals and the verdicts, 0.5-0.999 (default 0.95)"
+        "--confidence",
+        type=number("a confidence", above=0),
+        default=0.95,
+        help="of the intervals and the verdicts, 0.5-0.999 (default 0.95)",
     )
     parser.add_argument(
-        "--noise-floor", type=float, default=0.05, help="smallest relative change that counts, 0-0.5 (default 0.05)"
+        "--noise-floor",
+        type=number("a noise floor", least=0),
+        default=0.05,
+        help="smallest relative change that counts, 0-0.5 (default 0.05)",
     )
     parser.add_argument(
         "--resolution",
-        type=float,
+        type=number("a resolution", above=0),
         default=0.10,
         help="'no significant change' needs the whole interval inside ±this, 0.01-1 (default 0.10); else 'not enough repeats'",
     )

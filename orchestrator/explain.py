@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.bench import Approve, Outputs, publish_inference
 from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, spec_from_args
 from rigaudit.orchestrator.output import write_json
@@ -97,7 +98,7 @@ def add_profile_arguments(parser: argparse.ArgumentParser, *, live: bool = True)
         group.add_argument("--gpus", help="NVML indices of the serving GPUs, e.g. 0,1 (default: those with compute processes)")
     group.add_argument("--tp", type=int, help="GPUs one copy of the model is split over (default: every serving GPU)")
     way = group.add_mutually_exclusive_group()
-    way.add_argument("--bandwidth-gbs", type=float, help="achievable memory bandwidth per GPU, GB/s")
+    way.add_argument("--bandwidth-gbs", type=number("a bandwidth", above=0), help="achievable memory bandwidth per GPU, GB/s")
     if live:
         way.add_argument(
             "--measure-bandwidth",

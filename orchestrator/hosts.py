@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rigaudit.orchestrator.arguments import number
 from rigaudit.tools.demo import DEMOS, cache_dir, demo_snapshot
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
@@ -22,7 +23,11 @@ def add_host_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"replay a snapshot shipped with rigaudit ({', '.join(DEMOS)}); no GPU needed",
     )
     group.add_argument(
-        "--replay-latency-ms", type=float, default=0.0, metavar="N", help="add N ms to every host operation (snapshots)"
+        "--replay-latency-ms",
+        type=number("a latency", least=0),
+        default=0.0,
+        metavar="N",
+        help="add N ms to every host operation (snapshots)",
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.client import TOKEN_FIELDS
-from rigaudit.orchestrator.arguments import normalize_url, url
+from rigaudit.orchestrator.arguments import normalize_url, positive_seconds, url
 from rigaudit.orchestrator.timed_prompt import DEFAULT_TIMEOUT_S, Pause
 from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
@@ -75,10 +76,10 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key-env", metavar="NAME", help=f"the variable holding the API key (default {DEFAULT_KEY_ENV})")
     group.add_argument("--llm-max-steps", type=int, metavar="N", help="requests per agent (default 6)")
     group.add_argument("--llm-max-tokens", type=int, metavar="N", help="tokens for the whole audit (default 400000)")
-    group.add_argument("--llm-timeout", type=float, metavar="S", help="time limit per agent, seconds (default 180)")
+    group.add_argument("--llm-timeout", type=positive_seconds, metavar="S", help="time limit per agent, seconds (default 180)")
     group.add_argument(
         "--llm-ask-timeout",
-        type=float,
+        type=positive_seconds,
         metavar="S",
         help="how long an agent's command that the policy rates 'ask' waits for your answer before it is no (default 60)",
     )
@@ -111,6 +112,14 @@ def _typed(name: str, value: Any, source: str) -> Any:
     if not ok:
         raise UsageError(f"{source}: {name} must be of type {kind}, not {value!r}")
     return value
+
+
+_SECONDS = {
+    "agent_time_s": "--llm-timeout",
+    "ask_timeout_s": "--llm-ask-timeout",
+    "request_timeout_s": "request_timeout_s",
+    "preflight_timeout_s": "preflight_timeout_s",
+}
 
 
 def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> LlmConfig | None:
@@ -151,13 +160,9 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     for name in ("max_steps", "max_audit_tokens", "max_parallel", "max_completion_tokens"):
         if name in settings and settings[name] < 1:
             raise UsageError(f"{name.replace('_', ' ')} must be at least 1")
-    if "agent_time_s" in settings and settings["agent_time_s"] <= 0:
-        raise UsageError("--llm-timeout must be positive")
-    if "ask_timeout_s" in settings and settings["ask_timeout_s"] <= 0:
-        raise UsageError("--llm-ask-timeout must be positive")
-    for name in ("request_timeout_s", "preflight_timeout_s"):
-        if name in settings and settings[name] <= 0:
-            raise UsageError(f"{name} must be positive")
+    for name, what in _SECONDS.items():
+        if name in settings and not 0 < settings[name] < math.inf:  # nan too (a config file's NaN)
+            raise UsageError(f"{what} must be a positive number of seconds, not {settings[name]}")
     key_env = getattr(args, "api_key_env", None) or from_file.get("api_key_env") or DEFAULT_KEY_ENV
     settings["api_key"] = env.get(str(key_env)) or None
     if not settings.get("base_url") and settings["api_key"] is None:

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from rigaudit.orchestrator.arguments import number
 from rigaudit.tools.bench.comm import ASSUMED_US, CommTerm, comm_term, load_curve, message_bytes, parse_latency
 from rigaudit.tools.bench.model_spec import ModelSpec, model_spec
 from rigaudit.tools.errors import UsageError
@@ -26,13 +27,25 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "active parameters per weight format (dense or MoE), layers, hidden size, KV size",
     )
     model.add_argument("--quant-config", type=Path, help="a hf_quant_config.json or quantization config to use with --config")
-    model.add_argument("--params-b", type=float, help="active parameters per token, billions (overrides --config's count)")
     model.add_argument(
-        "--bytes-per-param", type=float, help="one width for every weight: 2 BF16, 1 FP8, 0.5625 NVFP4 (overrides the formats)"
+        "--params-b",
+        type=number("a parameter count", above=0),
+        help="active parameters per token, billions (overrides --config's count)",
     )
-    model.add_argument("--kv-bytes-per-token", type=float, help="KV-cache bytes per context token (default: from --config)")
     model.add_argument(
-        "--kv-bytes-per-element", type=float, help="KV dtype bytes with --config (default: the quantization config's, else 2)"
+        "--bytes-per-param",
+        type=number("a width", above=0),
+        help="one width for every weight: 2 BF16, 1 FP8, 0.5625 NVFP4 (overrides the formats)",
+    )
+    model.add_argument(
+        "--kv-bytes-per-token",
+        type=number("a KV size", least=0),
+        help="KV-cache bytes per context token (default: from --config)",
+    )
+    model.add_argument(
+        "--kv-bytes-per-element",
+        type=number("a KV width", above=0),
+        help="KV dtype bytes with --config (default: the quantization config's, else 2)",
     )
     model.add_argument("--layers", type=int, help="decoder layers, for the all-reduces (default: from --config)")
     model.add_argument("--hidden", type=int, help="hidden size, for the all-reduce message (default: from --config)")

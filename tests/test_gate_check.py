@@ -26,7 +26,10 @@ SEED_MEDIUM = ("numa.balancing", "pcie.mrrs", "power.scaling_driver", "power.cst
 
 
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
-    code = main(["check", *args])
+    try:
+        code = main(["check", *args])
+    except SystemExit as exc:  # refused as it was parsed (a number option: tests/test_number_options.py)
+        code = int(exc.code or 0)
     out = capsys.readouterr()
     return code, out.out.splitlines(), out.err
 
@@ -91,7 +94,9 @@ def test_renamed_area_names_select_their_successors(capsys: pytest.CaptureFixtur
         (["--skip", "bogus,pcie"], "--skip: no check or area named bogus"),
         (["--only", ","], "--only needs check ids or areas"),
         (["--only", "pcie", "--skip", "pcie"], "leave no check to judge"),
-        (["--deadline", "0"], "--deadline must be more than 0"),
+        (["--deadline", "0"], "--deadline: 0: the deadline must be more than 0"),
+        (["--deadline", "nan"], "--deadline: nan: the deadline must be more than 0"),
+        (["--deadline", "7200"], "--deadline must be more than 0 and at most 3600 seconds"),
         (["--prometheus", "/nonexistent-dir/x.prom"], "no directory /nonexistent-dir"),
         (["--prometheus", "metrics.txt"], "node_exporter reads only files named *.prom"),
         (["--quiet", "--verbose"], "exclude each other"),

@@ -83,8 +83,12 @@ def test_flat_config_files_work_and_bad_ones_are_one_clear_line() -> None:
 def test_bad_budgets_are_usage_errors() -> None:
     with pytest.raises(UsageError, match="max steps must be at least 1"):
         llm_config_from_args(_parse("--llm", "--llm-max-steps", "0"))
-    with pytest.raises(UsageError, match="--llm-timeout must be positive"):
-        llm_config_from_args(_parse("--llm", "--llm-timeout", "0"))
+    with pytest.raises(SystemExit):  # refused as it is parsed: tests/test_number_options.py
+        _parse("--llm", "--llm-timeout", "0")
+    for value in (0, -1, float("nan")):
+        _write_config({"llm": {"agent_time_s": value, "base_url": "http://127.0.0.1:8000/v1"}})
+        with pytest.raises(UsageError, match="--llm-timeout must be a positive number of seconds"):
+            llm_config_from_args(_parse("--llm"))
 
 
 def test_a_real_endpoint_is_a_usage_error_in_tests() -> None:

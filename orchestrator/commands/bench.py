@@ -51,6 +51,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.approval import require_approval
+from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.bench import (
     MEASURES_HERE,
     AbBench,
@@ -249,7 +250,7 @@ def _add_session_noise(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-calibration", action="store_true", help="ignore stored calibrations")
     group.add_argument(
         "--session-cv",
-        type=float,
+        type=number("a spread", least=0),
         metavar="CV",
         help="assume this spread between sessions, 0-1 (over any calibration; 0: none, repeats are the only noise); "
         f"without it and without a calibration, one session a side assumes {DEFAULT_SESSION_CV:.2f}",
@@ -323,12 +324,19 @@ def _add_calibrate(parser: argparse.ArgumentParser) -> None:
     add_load_arguments(parser)
     parser.add_argument("--repeat", type=int, default=5, help="repeats per session (default 5: as you will compare)")
     parser.add_argument("--sessions", type=int, default=8, help="sessions to run, 2-100 (default 8; more narrow the intervals)")
-    parser.add_argument("--gap-s", type=float, default=0.0, help="seconds between sessions (default 0)")
+    parser.add_argument("--gap-s", type=number("a gap", least=0), default=0.0, help="seconds between sessions (default 0)")
     parser.add_argument("--keep", metavar="DIR", help="write each session's result to DIR/session-NN.json")
     parser.add_argument("--no-save", action="store_true", help="do not store it where bench compare looks")
     parser.add_argument("--list", action="store_true", help="list the stored calibrations and exit")
-    parser.add_argument("--confidence", type=float, default=0.95, help="of the figures shown (default 0.95)")
-    parser.add_argument("--resolution", type=float, default=0.10, help="for 'sessions a side for ±resolution' (default 0.10)")
+    parser.add_argument(
+        "--confidence", type=number("a confidence", above=0), default=0.95, help="of the figures shown (default 0.95)"
+    )
+    parser.add_argument(
+        "--resolution",
+        type=number("a resolution", above=0),
+        default=0.10,
+        help="for 'sessions a side for ±resolution' (default 0.10)",
+    )
     parser.set_defaults(noise_floor=0.05, order="balanced")
     _common(parser)
 

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S, INTERNAL, NOT_CHECKED, without_pydantic_plugins
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
@@ -52,7 +53,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--strict", action="store_true", help="an unknown verdict on a selected check counts as could not check")
     judge.add_argument(
         "--deadline",
-        type=float,
+        type=number("the deadline", above=0),
         default=DEFAULT_DEADLINE_S,
         metavar="S",
         help=f"the verdict comes within S seconds; checks still running then are not checked (default {DEFAULT_DEADLINE_S:g})",

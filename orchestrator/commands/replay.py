@@ -24,6 +24,7 @@ from typing import Any
 
 from rich.text import Text
 
+from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.output import check_writable, warn, write_json
 from rigaudit.orchestrator.query import add_transcript_argument, query_session
@@ -39,11 +40,21 @@ from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, find_transcri
 
 def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="a transcript: path, `last`, or part of a stored name")
-    parser.add_argument("--speed", type=float, default=1.0, metavar="X", help="pace: 1 as recorded, 4 faster, 0 at once")
+    parser.add_argument(
+        "--speed",
+        type=number("the pace", above=0),
+        default=1.0,
+        metavar="X",
+        help="pace: 1 as recorded, 4 four times faster, 0.5 half as fast (--no-live: at once)",
+    )
     parser.add_argument("--no-live", action="store_true", help="plain lines instead of the live board, as fast as possible")
     parser.add_argument("--all", action="store_true", help="list every check of an audit (default: problems and unknowns)")
     parser.add_argument(
-        "--max-gap", type=float, default=DEFAULT_MAX_GAP_S, metavar="S", help="shorten longer pauses to S seconds"
+        "--max-gap",
+        type=number("the longest pause", least=0, infinite=True),
+        default=DEFAULT_MAX_GAP_S,
+        metavar="S",
+        help="shorten longer pauses to S seconds",
     )
     group = parser.add_argument_group("re-diagnosis")
     group.add_argument("--rediagnose", action="store_true", help="re-run today's investigators on the recorded evidence")
@@ -64,8 +75,6 @@ def load(name: str, *, audited: bool = False) -> Transcript:
 
 
 def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
-    if args.speed < 0:
-        raise UsageError("--speed must be 0 (at once) or more")
     speed = 0.0 if args.no_live else args.speed
     ui = terminal_for(args, show_all=args.all)
     console = ui.console

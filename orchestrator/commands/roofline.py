@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 
 from rigaudit.orchestrator.apply import load_plan_file
+from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
 from rigaudit.orchestrator.output import check_writable
@@ -50,11 +51,17 @@ def _add(parser: argparse.ArgumentParser) -> None:
     hw = parser.add_argument_group("the GPUs")
     hw.add_argument("--gpus", type=int, default=1, help="GPUs the model is split over (default 1)")
     source = hw.add_mutually_exclusive_group()
-    source.add_argument("--bandwidth-gbs", type=float, help="memory bandwidth per GPU that decode achieves, GB/s")
+    source.add_argument(
+        "--bandwidth-gbs", type=number("a bandwidth", above=0), help="memory bandwidth per GPU that decode achieves, GB/s"
+    )
     source.add_argument("--gpu-model", help=f"a GPU by its NVML name, e.g. {', '.join(s.name for s in SPECS[:3])}")
     source.add_argument("--measure", action="store_true", help="measure it: a matrix-vector product on each GPU (torch)")
     add_comm_arguments(parser)
-    parser.add_argument("--measured-tok-s", type=float, help="single-stream decode tok/s you measured: prints measured / bound")
+    parser.add_argument(
+        "--measured-tok-s",
+        type=number("a speed", above=0),
+        help="single-stream decode tok/s you measured: prints measured / bound",
+    )
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON (no FILE or '-': stdout)")
     parser.add_argument(
         "--plan", type=Path, metavar="FILE", help="an `audit --json` result: the bar also says what its plan can buy"

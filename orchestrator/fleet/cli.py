@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from rigaudit.agents.registry import area_names, resolve_areas
+from rigaudit.orchestrator.arguments import positive_seconds
 from rigaudit.orchestrator.fleet.model import FleetResult
 from rigaudit.orchestrator.fleet.report import write_fleet_report
 from rigaudit.orchestrator.fleet.runner import (
@@ -64,7 +65,7 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--host-timeout",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_HOST_TIMEOUT_S,
         metavar="S",
         help="time limit for one host's connection and collection (Slurm: the whole step; default 120)",
