@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rigaudit.tools.bounded import InputError, JsonError, loads, open_regular
+from rigaudit.tools.bounded import InputError, JsonError, kind_of, loads, open_regular
 from rigaudit.tools.when import local_stamp
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import HEADER_KEY, parse_version
@@ -136,17 +137,41 @@ def inspect_transcript(path: Path) -> TranscriptInfo:
     )
 
 
+SKIPPED = "skipped, never opened"
+"""How an entry named like a transcript that is not a regular file is listed (``a FIFO: skipped, never opened``)."""
+
+
+def _skipped(path: Path) -> TranscriptInfo | None:
+    """The entry for a name that is not a regular file (a FIFO, a device, a socket, a folder, a symbolic link: the
+    store holds only files rigaudit wrote), judged without following or opening it; ``None`` for a regular file."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return TranscriptInfo(path, None, "?", "?", None, 0, None, None, error=f"cannot be read: {exc.strerror or exc}")
+    if stat.S_ISREG(mode):
+        return None
+    return TranscriptInfo(path, None, "?", "?", None, 0, None, None, error=f"{kind_of(mode)}: {SKIPPED}")
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def list_transcripts(directory: Path | None = None) -> list[TranscriptInfo]:
-    """Every ``*.jsonl`` file in ``directory`` (default: :func:`transcripts_dir`), newest first."""
+    """Every ``*.jsonl`` entry in ``directory`` (default: :func:`transcripts_dir`), newest first; one that is not a
+    regular file, or cannot be read, is listed with ``error`` saying why (and never opened)."""
     directory = directory or transcripts_dir()
     try:
-        paths = [p for p in directory.iterdir() if p.suffix == SUFFIX and p.is_file()]
+        paths = [p for p in directory.iterdir() if p.suffix == SUFFIX]
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise TranscriptError(f"{directory}: cannot list: {exc.strerror or exc}") from None
-    infos = [inspect_transcript(p) for p in paths]
-    infos.sort(key=lambda i: (i.started_at if i.started_at is not None else i.path.stat().st_mtime, i.path.name), reverse=True)
+    infos = [_skipped(p) or inspect_transcript(p) for p in paths]
+    infos.sort(key=lambda i: (i.started_at if i.started_at is not None else _mtime(i.path), i.path.name), reverse=True)
     return infos
 
 
@@ -197,7 +222,7 @@ def find_transcript(
                 + f"; the newest is a {infos[0].command} session ({infos[0].path.name})"
             )
         return fitting[0].path
-    matches = [i.path for i in infos if name in i.path.name]
+    matches = [i.path for i in infos if name in i.path.name and not (i.error or "").endswith(SKIPPED)]
     if len(matches) == 1:
         return matches[0]
     if not matches:

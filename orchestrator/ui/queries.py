@@ -12,6 +12,7 @@ from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, Policy
 from rigaudit.tools.model.events.diff import RediagnoseFinished
 from rigaudit.tools.model.events.transcripts import TranscriptShown, TranscriptsListed
 from rigaudit.tools.when import local_stamp
+from rigaudit.transcripts.store import SKIPPED
 
 CHECKS_SCHEMA = "rigaudit.checks/1"
 
@@ -89,7 +90,9 @@ def transcripts_lines(event: TranscriptsListed) -> list[str]:
         rows.append((entry.started, entry.command, entry.host, events, duration(entry.duration_s), exit_text, entry.file))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows]
-    return [*lines, f"({len(event.entries)} in {event.folder}; EXIT - means the session did not record its end)"]
+    skipped = sum(1 for e in event.entries if e.error.endswith(SKIPPED))
+    count = f"{len(event.entries) - skipped} in {event.folder}" + (f", {skipped} skipped: not a regular file" if skipped else "")
+    return [*lines, f"({count}; EXIT - means the session did not record its end)"]
 
 
 def transcript_lines(event: TranscriptShown) -> list[str]:
