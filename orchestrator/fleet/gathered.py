@@ -14,6 +14,7 @@ analysis, matrix and plan are the fleet audit's own.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +28,7 @@ from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostFailed, HostFailure
+from rigaudit.tools.model.events.session import Progress
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.when import utc_stamp
 
@@ -34,6 +36,27 @@ MAX_FILES = 10_000
 MAX_FILE_BYTES = 32 * 1024 * 1024
 FUTURE_SKEW_S = 300.0
 """A result dated more than this past the coordinator's clock is from a node whose clock runs ahead."""
+READING = "reading result files"
+WRITING = "writing each node's files"
+STEPS = 100
+"""Progress is told at most this many times a stage (and at its start and end), however many files it has."""
+
+Advance = Callable[[str, int, int], None]
+"""``(label, done, total)``: long work advancing."""
+
+
+def _quiet(label: str, done: int, total: int) -> None:
+    return None
+
+
+def _told(emit: EventSink) -> Advance:
+    """An :data:`Advance` that emits a :class:`Progress` event at each hundredth of a stage, and at its start and end."""
+
+    def advance(label: str, done: int, total: int) -> None:
+        if done in (0, total) or done % max(1, -(-total // STEPS)) == 0:
+            emit(Progress(label=label, done=done, total=total))
+
+    return advance
 
 
 @dataclass(frozen=True)
@@ -128,15 +151,17 @@ def _dated(when: float) -> str:
     return utc_stamp(when) or f"{when:g} s"
 
 
-def read_results(folder: Path) -> FleetResult:
-    """The fleet of the result files in ``folder`` (see the module docstring)."""
+def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
+    """The fleet of the result files in ``folder`` (see the module docstring); ``advance`` is told each file read."""
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     newest: dict[str, _Read] = {}
     older: dict[str, list[_Read]] = {}
     failures: list[HostFailure] = []
     now = time.time()
-    for path in _files(folder):
+    paths = _files(folder)
+    for done, path in enumerate(paths):
+        advance(READING, done, len(paths))
         data = _read(path)
         parsed = _parse(path, data) if isinstance(data, bytes) else data
         if isinstance(parsed, str):
@@ -151,6 +176,7 @@ def read_results(folder: Path) -> FleetResult:
         winner, loser = (parsed, kept) if later else (kept, parsed)
         newest[host] = winner
         older.setdefault(host, []).append(loser)
+    advance(READING, len(paths), len(paths))
     warnings = [f"{host}: {len(files) + 1} results, the newest ({newest[host].file}) is used" for host, files in older.items()]
     for host, files in sorted(older.items()):
         warnings += [
@@ -179,15 +205,17 @@ def read_results(folder: Path) -> FleetResult:
     )
 
 
-def write_host_files(result: FleetResult, out: Path) -> FleetResult:
-    """Each node's ``audit.json`` and ``system-improve.md`` under ``out/hosts/NAME/``, as a fleet audit writes them."""
+def write_host_files(result: FleetResult, out: Path, advance: Advance = _quiet) -> FleetResult:
+    """Each node's ``audit.json`` and ``system-improve.md`` under ``out/hosts/NAME/``, as a fleet audit writes them;
+    ``advance`` is told each node written."""
     from rigaudit.orchestrator.fleet.runner import host_names
     from rigaudit.orchestrator.report import write_report
     from rigaudit.tools.atomic import atomic_write_text
 
     names = host_names([a.target for a in result.audits])
     audits = []
-    for audit in result.audits:
+    advance(WRITING, 0, len(result.audits))
+    for done, audit in enumerate(result.audits, 1):
         folder = out / "hosts" / names[audit.target]
         try:
             atomic_write_text(folder / "audit.json", audit.result.model_dump_json(by_alias=True, indent=2) + "\n")
@@ -195,16 +223,19 @@ def write_host_files(result: FleetResult, out: Path) -> FleetResult:
         except OSError as exc:
             raise UsageError(f"--out {out}: cannot write {folder}: {exc.strerror or exc}") from None
         audits.append(replace(audit, folder=folder))
+        advance(WRITING, done, len(result.audits))
     return replace(result, audits=tuple(audits))
 
 
 def read_gathered(folder: Path, out: Path | None = None, emit: EventSink = discard) -> FleetResult:
     """:func:`read_results`, each node's files under ``out`` when given, and the fleet's events as a fleet audit
-    emits them (what the terminal shows and the transcript records)."""
-    emit(FleetStarted(kind="gathered"))
-    result = read_results(folder)
+    emits them (what the terminal shows and the transcript records), after the progress of reading and writing
+    (thousands of files take a while: a bar on a terminal)."""
+    advance = _told(emit)
+    result = read_results(folder, advance)
     if out is not None:
-        result = write_host_files(result, out)
+        result = write_host_files(result, out, advance)
+    emit(FleetStarted(kind="gathered"))
     for failure in result.failures:
         emit(HostFailed(target=failure.target, stage=failure.stage, error=failure.error))
     for audit in result.audits:

@@ -232,6 +232,7 @@ class TerminalUI:
                 self._lines(report_lines(event))
             return
         if isinstance(event, FLEET_EVENTS):
+            self._stop_bars()  # the fleet draws its own bar: one live display at a time
             if self._fleet is None:
                 self._fleet = FleetProgress(self.console, live=self.live_enabled)
             self._fleet(event)
