@@ -8,7 +8,6 @@ same machine and container; where that cannot be told it is not used (and ``benc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from rigaudit.tools.bench.machine import (
 )
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.testing.bench_pairs import Session, session_result
+from tests.support.bench_files import write_results
 
 BAKED = token(b"5f0c3a9e8d7b6a5f4e3d2c1b0a998877")
 """The machine-id baked into the image: every container of it has this one."""
@@ -209,11 +209,7 @@ def test_a_benchmark_records_its_container(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_calibrate_says_when_its_calibration_will_not_be_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    paths = []
-    for index, result in enumerate(_sessions(CONTAINER_UNKNOWN)):
-        path = tmp_path / f"s{index}.json"
-        path.write_text(result.to_json())
-        paths.append(str(path))
+    paths = write_results(tmp_path, _sessions(CONTAINER_UNKNOWN))
     assert main(["bench", "calibrate", *paths, "--no-transcript", "--no-live"]) == 0
     captured = capsys.readouterr()
     said = " ".join((captured.out + captured.err).split())  # the terminal wraps it
@@ -222,13 +218,7 @@ def test_calibrate_says_when_its_calibration_will_not_be_found(tmp_path: Path, c
 
 
 def test_a_crafted_container_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    paths = []
-    for index, result in enumerate(_sessions(_token(DOCKER_A), count=2)):
-        data = json.loads(result.to_json())
-        data["container"] = f"container:{ID_A}" if index == 0 else data["container"]  # the raw id, not a digest
-        path = tmp_path / f"r{index}.json"
-        path.write_text(json.dumps(data))
-        paths.append(str(path))
+    paths = write_results(tmp_path, _sessions(_token(DOCKER_A), count=2), first={"container": f"container:{ID_A}"})  # raw id
     assert main(["bench", "compare", *paths, "--no-transcript"]) == 2
     err = capsys.readouterr().err
     assert "container" in err and "Traceback" not in err

@@ -24,6 +24,7 @@ from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.machine import this_machine, token
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.testing.bench_pairs import Session, session_result
+from tests.support.bench_files import write_results
 
 RAW_A = "0123456789abcdef0123456789abcdef"
 RAW_B = "fedcba9876543210fedcba9876543210"
@@ -146,14 +147,7 @@ def test_a_benchmark_records_its_machine_and_never_the_raw_id(monkeypatch: pytes
 
 
 def test_a_crafted_host_id_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sessions = _sessions("n", A, count=2)
-    paths = []
-    for index, result in enumerate(sessions):
-        data = json.loads(result.to_json())
-        data["host_id"] = "machine-id:" + RAW_A if index == 0 else data["host_id"]  # the raw id, not a digest
-        path = tmp_path / f"r{index}.json"
-        path.write_text(json.dumps(data))
-        paths.append(str(path))
+    paths = write_results(tmp_path, _sessions("n", A, count=2), first={"host_id": "machine-id:" + RAW_A})  # the raw id
     assert main(["bench", "compare", *paths, "--no-transcript"]) == 2
     err = capsys.readouterr().err
     assert "host_id" in err and "Traceback" not in err
@@ -164,11 +158,7 @@ def test_compare_says_in_one_line_when_it_found_the_calibration_by_name(
 ) -> None:
     sessions = _sessions("node1", None, count=6)
     save(calibrate(sessions[2:], sources=["s"] * 4))
-    paths = []
-    for index, result in enumerate(sessions[:2]):
-        path = tmp_path / f"r{index}.json"
-        path.write_text(result.to_json())
-        paths.append(str(path))
+    paths = write_results(tmp_path, sessions[:2])
     assert main(["bench", "compare", *paths, "--no-transcript", "--no-live"]) == 0
     captured = capsys.readouterr()
     lines = [line for line in (captured.out + captured.err).splitlines() if "keyed by the host name 'node1'" in line]

@@ -20,6 +20,7 @@ from rigaudit.tools.bench.sessions import Between, anova, log_sessions, needed, 
 from rigaudit.tools.bench.stats import t_quantile, t_two_sided_p, welch
 from rigaudit.tools.bounded import InputError
 from rigaudit.tools.testing.bench_pairs import Session, session_result
+from tests.support.bench_files import write_results
 
 H200 = Session(drift=0.065, session_cv=0.06, levels=(1, 4))
 
@@ -248,17 +249,8 @@ def test_a_bad_calibration_file_is_one_line(tmp_path: Path, text: str, match: st
 # --- the command -----------------------------------------------------------------------------------
 
 
-def _write(folder: Path, results: list[BenchResult], stem: str) -> list[str]:
-    paths = []
-    for index, result in enumerate(results, start=1):
-        path = folder / f"{stem}{index}.json"
-        path.write_text(result.to_json())
-        paths.append(str(path))
-    return paths
-
-
 def test_cli_calibrate_then_compare_picks_it_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    runs = _write(tmp_path, _sessions(16, 8), "aa")
+    runs = write_results(tmp_path, _sessions(16, 8), "aa")
     out = tmp_path / "cal.json"
     assert main(["bench", "calibrate", *runs[2:], "--json", str(out), "--no-transcript"]) == 0
     printed = capsys.readouterr().out
@@ -284,8 +276,8 @@ def test_cli_calibrate_then_compare_picks_it_up(tmp_path: Path, capsys: pytest.C
 
 
 def test_cli_compare_several_sessions_a_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = _write(tmp_path, _sessions(17, 3), "base")
-    new = _write(tmp_path, _sessions(18, 3, gain=1.6), "new")
+    base = write_results(tmp_path, _sessions(17, 3), "base")
+    new = write_results(tmp_path, _sessions(18, 3, gain=1.6), "new")
     out = tmp_path / "cmp.json"
     assert main(["bench", "compare", *base, "--against", *new, "--json", str(out), "--no-transcript"]) == 0
     data = json.loads(out.read_text())
@@ -298,7 +290,7 @@ def test_cli_compare_several_sessions_a_side(tmp_path: Path, capsys: pytest.Capt
 def test_cli_refuses_a_calibration_of_another_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other = [s.model_copy(update={"model": "other"}) for s in _sessions(19, 4)]
     path = save(calibrate(other, sources=["s"] * 4), tmp_path)
-    runs = _write(tmp_path, _sessions(20, 2), "aa")
+    runs = write_results(tmp_path, _sessions(20, 2), "aa")
     assert main(["bench", "compare", *runs, "--calibration", str(path), "--no-transcript"]) == 2
     assert "another host or workload: model other vs synthetic" in capsys.readouterr().err
     assert main(["bench", "compare", *runs, "--session-cv", "2", "--no-transcript"]) == 2
@@ -309,7 +301,7 @@ def test_cli_a_damaged_stored_calibration_is_a_warning_not_a_failure(tmp_path: P
     sessions = _sessions(21, 6)
     path = save(calibrate(sessions[2:], sources=["s"] * 4))
     path.write_text("{ damaged")
-    runs = _write(tmp_path, sessions[:2], "aa")
+    runs = write_results(tmp_path, sessions[:2], "aa")
     assert main(["bench", "compare", *runs, "--no-transcript"]) == 0
     printed = capsys.readouterr().out
     assert "stored calibration cannot be used" in printed and "NOT CALIBRATED" in printed
