@@ -43,11 +43,16 @@ class Hooks:
 
     def shim(self, mode: str) -> Path:
         """A run holds its mode's lock from the moment it reads the off switch until it ends, so that
-        turning a mode off (``switch``) can wait for a run slurmd had already started."""
+        turning a mode off (``switch``) can wait for a run slurmd had already started. When it ends it
+        records the job it ran for (``jobs``: a prolog or epilog is slurmd's for one job, by its id)."""
         path = self.folder / f"{mode}-shim"
         off = self.folder / f"{mode}.off"
         conf = self.folder / f"{mode}.conf"
-        run = f"[ -e {off} ] && exit 0; RIGAUDIT_SLURM_CONF={conf} exec {WRAPPER}"
+        runs = self.folder / f"{mode}.jobs"
+        run = (
+            f"[ -e {off} ] && exit 0; RIGAUDIT_SLURM_CONF={conf} {WRAPPER}; status=$?; "
+            f'echo "${{SLURM_JOB_ID:--}}" >>{runs}; exit "$status"'
+        )
         path.write_text(f"#!/bin/sh\nexec flock {self.lock_path(mode)} /bin/sh -c {shlex.quote(run)}\n")
         path.chmod(0o755)
         return path
@@ -64,7 +69,13 @@ class Hooks:
         ]
         if self.slurm_conf is not None:
             lines.append(f"SLURM_CONF={self.slurm_conf}; export SLURM_CONF")
-        (self.folder / f"{mode}.conf").write_text("\n".join(lines) + "\n")
+        # Whole or not at all: slurmd may start this mode's hook at any moment (a job's epilog runs after
+        # srun has returned), and a hook that read a file being rewritten in place ran without settings,
+        # logging nothing.
+        conf = self.folder / f"{mode}.conf"
+        draft = conf.with_suffix(".conf.new")
+        draft.write_text("\n".join(lines) + "\n")
+        draft.replace(conf)
 
     def log_path(self, mode: str) -> Path:
         return self.folder / f"{mode}.log"
@@ -72,6 +83,11 @@ class Hooks:
     def log(self, mode: str) -> list[str]:
         path = self.log_path(mode)
         return path.read_text().splitlines() if path.exists() else []
+
+    def jobs(self, mode: str) -> list[str]:
+        """The job of each run of the wrapper as ``mode`` that has ended, in order (``-``: a health check's, of no job)."""
+        path = self.folder / f"{mode}.jobs"
+        return path.read_text().split() if path.exists() else []
 
     def switch(self, mode: str, on: bool) -> None:
         """Turn a mode's runs on or off; off returns once no run of it is in flight (a run slurmd started
@@ -123,9 +139,19 @@ class Cluster:
         wait_for(lambda: not self.drained() and "IDLE" in self.node()["State"], "the node to be idle again")
 
     def srun(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["srun", "--nodes=1", "--immediate=30", "true"], env=self.slurm.env, capture_output=True, text=True, timeout=90
-        )
+        """A one-task job; a job that ran prints its id (``SLURM_JOB_ID``) on stdout."""
+        argv = ["srun", "--nodes=1", "--immediate=30", "printenv", "SLURM_JOB_ID"]
+        return subprocess.run(argv, env=self.slurm.env, capture_output=True, text=True, timeout=90)
+
+    def epilog_of(self, job: subprocess.CompletedProcess[str]) -> None:
+        """Wait until the epilog of the job ``srun`` ran has ended (slurmd runs it once per job, after srun returned)."""
+        job_id = job.stdout.strip()
+        assert job_id.isdigit(), job
+        wait_for(lambda: job_id in self.hooks.jobs("epilog"), f"the epilog of job {job_id}")
+
+    def settle(self) -> None:
+        """Wait until every job whose prolog ran has had its epilog: no hook of a job outlives the test that ran it."""
+        wait_for(lambda: set(self.hooks.jobs("prolog")) <= set(self.hooks.jobs("epilog")), "the epilogs of the jobs that ran")
 
     def run_wrapper(self, mode: str, *options: str) -> subprocess.CompletedProcess[str]:
         """The wrapper as slurmd starts a HealthCheckProgram: no environment but SLURMD_NODENAME."""
@@ -168,13 +194,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture
 def idle(cluster: Cluster) -> Iterator[Cluster]:
-    """The cluster with its node idle and the periodic health check off, before and after the test."""
+    """The cluster with its node idle, the periodic health check off and no job's hook in flight, before and after
+    the test."""
     cluster.hooks.switch("health", on=False)
+    cluster.settle()
     for mode in MODES:
         cluster.hooks.configure(mode, HEALTHY, drain=True)
     cluster.resume()
     yield cluster
     cluster.hooks.switch("health", on=False)
+    cluster.settle()
     for mode in MODES:
         cluster.hooks.configure(mode, HEALTHY, drain=True)
     cluster.resume()
@@ -184,9 +213,12 @@ def test_a_healthy_node_stays_idle_through_every_hook(cluster: Cluster) -> None:
     hooks = cluster.hooks
     wait_for(lambda: len(hooks.log("health")) >= 1, "slurmd's first health check")
     hooks.switch("health", on=False)
-    assert cluster.srun().returncode == 0
-    wait_for(lambda: len(hooks.log("epilog")) >= 2, "the job's epilog")
+    job = cluster.srun()
+    assert job.returncode == 0, job.stderr
+    cluster.epilog_of(job)
+    cluster.settle()  # the epilog of the cluster's first job (OneNodeSlurm's readiness srun) too
     for mode in MODES:
+        assert len(hooks.log(mode)) == len(hooks.jobs(mode)), (mode, hooks.jobs(mode), hooks.log(mode))  # each run said one line
         assert all(" exit=0 action=none healthy: " in line for line in hooks.log(mode)), hooks.log(mode)
     fields = cluster.node()
     assert "DRAIN" not in fields["State"] and fields["State"].startswith("IDLE")
@@ -259,10 +291,11 @@ def test_a_faulty_prolog_without_drain_lets_the_job_run(idle: Cluster) -> None:
 
 def test_a_faulty_epilog_drains_the_node_after_the_job(idle: Cluster) -> None:
     idle.hooks.configure("epilog", idle.degraded, drain=True)
-    before = len(idle.hooks.log("epilog"))
-    assert idle.srun().returncode == 0  # the job itself ran
-    wait_for(lambda: len(idle.hooks.log("epilog")) > before, "the job's epilog")
-    wait_for(idle.drained, "the epilog's drain")
+    job = idle.srun()
+    assert job.returncode == 0, job.stderr  # the job itself ran
+    idle.epilog_of(job)
+    assert idle.drained()
+    assert " exit=1 action=drained " in idle.hooks.log("epilog")[-1]
     assert idle.node()["Reason"].startswith("rigaudit: pcie.link medium")
 
 
