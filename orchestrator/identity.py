@@ -17,14 +17,13 @@ machines apart, nothing a machine-id could be used for. An audit records its hos
 
 from __future__ import annotations
 
-import hashlib
 import re
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from rigaudit.tools.bench.machine import token
+from rigaudit.tools.bench.machine import digest, token
 from rigaudit.tools.hosts.base import FileResult, Host
 
 Reader = Callable[[str], Awaitable[FileResult]]
@@ -38,8 +37,6 @@ _NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-fff
 _TOKEN = r"(machine-id|product-uuid):([0-9a-f]{16})"
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def machine_digest(raw: bytes | None) -> str:
@@ -50,7 +47,9 @@ def machine_digest(raw: bytes | None) -> str:
 def product_digest(raw: bytes | None) -> str:
     """The digest of a DMI product UUID, or ``""`` for none (or the all-zero/all-ones placeholders)."""
     text = (raw or b"").decode("ascii", "replace").strip().lower()
-    return _digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
+    if digested := re.fullmatch(r"product-uuid:([0-9a-f]{16})", text):
+        return digested.group(1)  # a snapshot rebuilt from a transcript holds the digest
+    return digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
 
 
 class HostIdentity(NamedTuple):

@@ -1,7 +1,8 @@
 """TranscriptWriter: appends a session's events to a JSONL file, one flushed line per event.
 
 The first line is the header (``{"transcript": "rigaudit.transcript/1", "created_at": ...}``);
-every later line is one event as ``Event`` serializes it, secrets redacted (but in the events that hold only
+every later line is one event as ``Event`` serializes it, secrets redacted and identifiers (machine and boot ids,
+UUIDs, serial numbers, hardware addresses) written as digests (but in the events that hold only
 rigaudit's own text, ``verbatim``: the check catalog, a schema, the policy's rules). Each line is
 flushed as it is written (and fsync'd with ``fsync=True`` or ``RIGAUDIT_TRANSCRIPT_FSYNC=1``), so a
 crash leaves a readable prefix.
@@ -28,7 +29,7 @@ def encode_event(event: Event, *, redact: bool = True) -> str:
     """One transcript line (without its newline) for ``event``."""
     data: dict[str, Any] = event.model_dump(mode="json", by_alias=True)
     if redact and not event.verbatim:
-        data = redact_json(data)
+        data = redact_json(data, ids=True)
     return json.dumps(data, separators=(",", ":"))
 
 

@@ -28,8 +28,9 @@ def normalize_bdf(bus_id: str) -> str:
         return bus_id
 
 
-_UUID = r"^GPU-[0-9a-fA-F-]{36}$"
-_SERIAL = r"^[0-9A-Za-z]{1,24}$"
+_UUID = r"^(GPU-[0-9a-fA-F-]{36}|gpu-uuid:[0-9a-f]{16})$"
+_SERIAL = r"^([0-9A-Za-z]{1,24}|serial:[0-9a-f]{16})$"
+"""Either as NVML answers, or as a transcript keeps it (a digest: rigaudit.tools.redact.digest_ids)."""
 _DEVICE_ID = r"^0x[0-9a-fA-F]{4}$"
 
 

@@ -36,7 +36,7 @@ from rigaudit.agents.llm.guard import ensure_allowed
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import Ticket, UsageBook
 from rigaudit.agents.llm.wire import arguments_text, strip_reasoning, text_tool_calls
-from rigaudit.tools.redact import redact_json, redact_text
+from rigaudit.tools.redact import digest_ids, redact_json, redact_text
 
 Message = dict[str, Any]
 TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
@@ -240,7 +240,7 @@ class OpenAIChatModel:
         return ["json_schema", "json_object", None] if self.json_schema_ok else ["json_object", None]
 
     def _kwargs(self, request: ChatRequest, model: str, answer_format: str | None, max_tokens: int) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": model, "messages": redact_json(list(request.messages))}
+        kwargs: dict[str, Any] = {"model": model, "messages": redact_json(list(request.messages), ids=True)}
         kwargs[self.token_field] = max_tokens
         if request.tools:
             kwargs["tools"] = list(request.tools)
@@ -468,10 +468,14 @@ def _retry_after(exc: Any) -> float | None:
     return None
 
 
+def _said(text: str) -> str:
+    return digest_ids(redact_text(text))
+
+
 def _redacted(reply: ChatReply) -> ChatReply:
-    """What the model said, secrets redacted (it may echo one): every later reader gets it so."""
-    calls = tuple(dataclasses.replace(c, arguments=redact_text(c.arguments)) for c in reply.tool_calls)
-    content = redact_text(reply.content) if reply.content is not None else None
+    """What the model said, secrets redacted and identifiers digests (it may echo one): every later reader gets it so."""
+    calls = tuple(dataclasses.replace(c, arguments=_said(c.arguments)) for c in reply.tool_calls)
+    content = _said(reply.content) if reply.content is not None else None
     return dataclasses.replace(reply, content=content, tool_calls=calls)
 
 

@@ -18,7 +18,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.redact import redact_text
+from rigaudit.tools.redact import digest_ids, digest_nvml, redact_text
 
 _CONTINUED = re.compile(r"\n(?=[ \t]+\S)[ \t]+|(?<=[^\n])\n(?=[^\n#\s-])")
 
@@ -77,10 +77,18 @@ def _cut(text: str, limit: int) -> str:
 
 
 def value_of(evidence: Evidence, limit: int = 150) -> str:
-    """One evidence item's value as the model sees it: redacted, on one line, cut."""
+    """One evidence item's value as the model sees it: redacted, its identifiers digests (by what printed them),
+    on one line, cut."""
     if not evidence.ok:
         return f"<error: {_cut(evidence.error or 'unreadable', 60)}>"
-    return _cut(redact_text(evidence.raw), limit) or "<empty>"
+    raw = redact_text(evidence.raw)
+    if evidence.kind == "file":
+        raw = digest_ids(raw, path=evidence.source, content=True)
+    elif evidence.kind == "command":
+        raw = digest_ids(raw, argv=evidence.source.split(), content=True)
+    elif evidence.kind == "nvml" and "Serial" in evidence.ref:
+        raw = digest_nvml("Serial", raw.strip().strip('"'))
+    return _cut(digest_ids(raw, content=evidence.kind != "dir"), limit) or "<empty>"
 
 
 def _priority(findings: Sequence[Finding]) -> dict[str, int]:

@@ -29,10 +29,19 @@ TOKEN = r"machine-id:[0-9a-f]{16}"
 _ID = r"[0-9a-f]{32}"
 
 
+def digest(text: str) -> str:
+    """The first 16 hex digits of the SHA-256 of ``text``: how rigaudit keeps an id (never the id itself)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def token(raw: bytes | None) -> str:
-    """``machine-id:<digest>`` of a machine-id file's content; ``""`` when it holds no id (empty, ``uninitialized``)."""
+    """``machine-id:<digest>`` of a machine-id file's content; ``""`` when it holds no id (empty, ``uninitialized``).
+
+    A file that holds the token already (a snapshot rebuilt from a transcript, where ids are digests) is that token."""
     text = (raw or b"").decode("ascii", "replace").strip().lower()
-    return f"machine-id:{hashlib.sha256(text.encode()).hexdigest()[:16]}" if re.fullmatch(_ID, text) else ""
+    if re.fullmatch(TOKEN, text):
+        return text
+    return f"machine-id:{digest(text)}" if re.fullmatch(_ID, text) else ""
 
 
 def this_machine(path: Path = MACHINE_ID) -> str:
@@ -70,10 +79,6 @@ _PODMAN_ID = r'(?m)^id="?([0-9a-f]{64})"?\s*$'
 _LXC_BOOT_ID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
 Reader = Callable[[str], "bytes | None"]
 """A file's content (at most :data:`MAX_PROC_BYTES`), or None when it is absent or unreadable."""
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _text(raw: bytes | None) -> str:
@@ -120,14 +125,14 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
     if found is None and containerenv is not None and (podman := re.search(_PODMAN_ID, _text(containerenv))):
         found = podman.group(1)
     if found is not None:
-        return f"container:{_digest(found)}"
+        return f"container:{digest(found)}"
     lxc = _text(read("/dev/.lxc-boot-id")).strip().lower()
     if re.fullmatch(_LXC_BOOT_ID, lxc):
-        return f"container-boot:{_digest(lxc)}"
+        return f"container-boot:{digest(lxc)}"
     markers = (read("/.dockerenv") is not None, containerenv is not None, bool(environ.get("container")))
     if any(markers) or environ.get("KUBERNETES_SERVICE_HOST"):
         boot = _text(read("/proc/sys/kernel/random/boot_id")).strip().lower()
-        return f"kernel-boot:{_digest(boot)}" if re.fullmatch(_LXC_BOOT_ID, boot) else CONTAINER_UNKNOWN
+        return f"kernel-boot:{digest(boot)}" if re.fullmatch(_LXC_BOOT_ID, boot) else CONTAINER_UNKNOWN
     return CONTAINER_NONE
 
 

@@ -15,7 +15,9 @@ decoded first. Entry points, by what is being written:
   output; :func:`redact_argv` an argument vector; :func:`redact_text` any other text;
 * :func:`redact_json` a JSON value (transcript events, model requests), :func:`redact_json_text` a
   JSON document (audit results);
-* :func:`scrub_environment` the environment of a command rigaudit runs.
+* :func:`scrub_environment` the environment of a command rigaudit runs;
+* :func:`digest_ids` (and ``redact_json(..., ids=True)``) what goes to a model or a transcript: the machine ids,
+  boot ids, UUIDs, serial numbers and hardware addresses it holds as digests (``machine-id:1a2b...``).
 
 Each takes an optional :class:`Tally` that counts what was redacted, by kind.
 """
@@ -38,6 +40,23 @@ from rigaudit.tools.redact._blocks import (
     redact_output,
     redact_variable,
 )
+from rigaudit.tools.redact._ids import (
+    ANY_UUID,
+    DIGEST,
+    DMI_SERIALS,
+    GPU_UUID,
+    GUID,
+    IB_ADDRESS,
+    JUNK_SERIALS,
+    MAC,
+    MACHINE_ID,
+    SERIAL_PHRASES,
+    UUID,
+    as_digest,
+    digest_ids,
+    digest_nvml,
+    file_kind,
+)
 from rigaudit.tools.redact._json import redact_json, redact_json_text
 from rigaudit.tools.redact._names import ALLOWED_NAMES, ALLOWED_PREFIXES, is_allowed_variable, is_secret_name
 from rigaudit.tools.redact._shapes import REDACTED, looks_random
@@ -47,11 +66,26 @@ from rigaudit.tools.redact._text import redact_text
 __all__ = [
     "ALLOWED_NAMES",
     "ALLOWED_PREFIXES",
+    "ANY_UUID",
+    "DIGEST",
+    "DMI_SERIALS",
+    "GPU_UUID",
+    "GUID",
+    "IB_ADDRESS",
+    "JUNK_SERIALS",
     "KIND_LABELS",
+    "MAC",
+    "MACHINE_ID",
     "PROC_CMDLINE",
     "PROC_ENVIRON",
     "REDACTED",
+    "SERIAL_PHRASES",
+    "UUID",
     "Tally",
+    "as_digest",
+    "digest_ids",
+    "digest_nvml",
+    "file_kind",
     "gunzip",
     "is_allowed_variable",
     "is_secret_name",

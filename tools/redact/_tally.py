@@ -15,6 +15,7 @@ KIND_LABELS: dict[str, str] = {
     "webhook": "webhook URL paths",
     "random": "other long random strings",
     "binary": "values masked inside binary or compressed files (no marker: their bytes are overwritten or packed)",
+    "identifier": "machine ids, boot ids, UUIDs, serial numbers and hardware addresses written as digests",
 }
 
 

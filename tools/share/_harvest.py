@@ -3,7 +3,9 @@ container and user names, serial numbers and asset tags, machine ids; and the or
 numbered in. Host, container and user names are read where they are written down (``_places``).
 
 UUIDs, MAC and IP addresses and home folders are recognised by their shape wherever they are
-(see ``_scrub``); this pass only reads the places where the others are written down.
+(see ``_scrub``); this pass only reads the places where the others are written down. The shapes and the
+places of serial numbers and machine ids are those :mod:`rigaudit.tools.redact` digests for models and
+transcripts (one list).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from rigaudit.tools.redact import DMI_SERIALS, JUNK_SERIALS, MACHINE_ID, SERIAL_PHRASES, UUID
 from rigaudit.tools.share._places import GENERIC_USERS, find, passwd_users, ps_users, public
 from rigaudit.tools.share._tree import Tree
 
@@ -48,36 +51,10 @@ SOFTWARE = frozenset(
     {"vllm", "sglang", "triton", "tritonserver", "ollama", "tgi", "llama", "tensorrt", "trtllm", "nim", "python", "python3"}
 )
 """Words too common on inference hosts to replace wherever they occur, even when a host is named so."""
-JUNK_SERIALS = frozenset(
-    {
-        "not specified",
-        "to be filled by o.e.m.",
-        "default string",
-        "system serial number",
-        "0123456789",
-        "1234567890",
-        "none",
-        "n/a",
-        "na",
-        "unknown",
-        "not available",
-        "not applicable",
-        "[n/a]",
-    }
-)
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*$")
-_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
-_GPU_UUID = re.compile(r"GPU-([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})")
+_UUID = re.compile(UUID)
+_GPU_UUID = re.compile(rf"GPU-({UUID})")
 _HOSTNAMECTL = re.compile(r"^\s*(?:Static|Transient) hostname:\s*(\S+)\s*$", re.M)
-_SERIAL_PHRASES = (
-    re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
-    re.compile(r"(?i)(?:\bID_SERIAL(?:_SHORT)?=|\"serial(?:_?number)?\"\s*:\s*\")([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
-    re.compile(r"(?i)<serial(?:_number)?>\s*([^<\s][^<]{2,63}?)\s*</serial"),
-    re.compile(r"(?i)\bDevice Serial Number ([0-9a-f]{2}(?:-[0-9a-f]{2}){7})\b"),
-    re.compile(r"(?i)\basset[ _-]?tag\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
-)
-_DMI_SERIALS = frozenset({"product_serial", "board_serial", "chassis_serial", "board_asset_tag", "chassis_asset_tag"})
-_MACHINE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass
@@ -225,9 +202,9 @@ def _files(tree: Tree, harvest: Harvest) -> None:
             for uuid in _GPU_UUID.findall(_text(tree.files[path])):
                 harvest._add(harvest.gpu_uuids, uuid.lower())
         name = posixpath.basename(path)
-        if ("/dmi/id/" in path and name in _DMI_SERIALS) or (path.startswith("/sys/") and name == "serial"):
+        if ("/dmi/id/" in path and name in DMI_SERIALS) or (path.startswith("/sys/") and name == "serial"):
             harvest.add_serial(_first_line(tree.files[path]), need_digit=False)
-        elif name == "machine-id" and _MACHINE_ID.match(_first_line(tree.files[path])):
+        elif name == "machine-id" and MACHINE_ID.match(_first_line(tree.files[path])):
             harvest._add(harvest.machine_ids, _first_line(tree.files[path]))
 
 
@@ -292,7 +269,7 @@ def harvest(tree: Tree) -> Harvest:
     _commands(tree, found)
     _places(tree, found)
     for text in _texts(tree):
-        for pattern in _SERIAL_PHRASES:
+        for pattern in SERIAL_PHRASES:
             for value in pattern.findall(text):
                 found.add_serial(value)
     _hosts_file(tree, found)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from rigaudit.tools.redact import ANY_UUID, GPU_UUID, GUID, IB_ADDRESS, MAC
 from rigaudit.tools.share._harvest import Harvest
 from rigaudit.tools.share._places import GENERIC_USERS, public
 from rigaudit.tools.share._pseudonyms import Kind, Pseudonyms
@@ -28,13 +29,12 @@ _TLDS = (
     "com|net|org|io|ai|dev|co|edu|gov|mil|info|biz|cloud|app|tech|us|uk|de|fr|nl|se|ch|jp|cn|in|eu|ca|au|ru|br|kr|it|es"
     "|pl|cz|at|be|dk|fi|no|il|sg|hk|tw|" + _INTERNAL
 )
-_UUID = rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _SHAPES = (
-    rf"(?P<gpu>(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9]))",
-    rf"(?P<uuid>(?<![A-Za-z0-9]){_UUID}(?![A-Za-z0-9]))",
-    rf"(?P<ib>(?<![0-9A-Fa-f:]){_HEX}{{2}}(?::{_HEX}{{2}}){{19}}(?![0-9A-Fa-f:]))",
-    rf"(?P<mac>(?<![0-9A-Fa-f:]){_HEX}{{2}}(?::{_HEX}{{2}}){{5}}(?![0-9A-Fa-f:]))",
-    rf"(?P<guid>(?<![0-9A-Fa-f:]){_HEX}{{4}}(?::{_HEX}{{4}}){{3}}(?![0-9A-Fa-f:]))",
+    rf"(?P<gpu>{GPU_UUID})",
+    rf"(?P<uuid>{ANY_UUID})",
+    rf"(?P<ib>{IB_ADDRESS})",
+    rf"(?P<mac>{MAC})",
+    rf"(?P<guid>{GUID})",
     r"(?P<ip4>(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\d))",
     rf"(?P<ip6>(?<![\w:.])(?:{_HEX}{{0,4}}:){{2,7}}{_HEX}{{0,4}}(?![\w:.]))",
     r"(?P<home>/home/)(?P<user>[A-Za-z0-9_][A-Za-z0-9._-]*)",
