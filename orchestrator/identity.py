@@ -37,8 +37,6 @@ _NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-fff
 _TOKEN = r"(machine-id|product-uuid):([0-9a-f]{16})"
 
 
-
-
 def machine_digest(raw: bytes | None) -> str:
     """The digest of a machine-id file's content, or ``""`` when it holds none (the one benchmarks key by)."""
     return token(raw).removeprefix("machine-id:")

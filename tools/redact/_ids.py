@@ -36,7 +36,7 @@ from rigaudit.tools.redact._tally import Tally
 
 HEX = "[0-9A-Fa-f]"
 UUID = rf"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
-GPU_UUID = rf"(?<![A-Za-z0-9])(?:GPU|MIG)-{UUID}(?![A-Za-z0-9])"
+GPU_UUID = rf"(?<![A-Za-z0-9])(?:[Gg][Pp][Uu]|[Mm][Ii][Gg])-{UUID}(?![A-Za-z0-9])"
 """A GPU's or MIG device's UUID (``GPU-8f3c...``), wherever it is."""
 ANY_UUID = rf"(?<![A-Za-z0-9]){UUID}(?![A-Za-z0-9])"
 IB_ADDRESS = rf"(?<![0-9A-Fa-f:]){HEX}{{2}}(?::{HEX}{{2}}){{19}}(?![0-9A-Fa-f:])"
@@ -54,7 +54,9 @@ SERIAL_PHRASES = (
 )
 """Where a serial number or asset tag is written down by name (share bundles harvest them so too)."""
 _MORE_SERIALS = (
-    re.compile(r"(?i)\b(?:board|product|chassis|system|hardware|module)[ _-]serial(?:[ _-]number)?\s*[:=]\s*([^\s\"'<>]{2,63})"),
+    re.compile(
+        r"(?i)(?<![/\w])(?:board|product|chassis|system|hardware|module)[ _-]serial(?:[ _-]number)?\s*[:=]\s*([^\s\"'<>]{2,63})"
+    ),
     re.compile(r"(?i)\bserial\s+(?=[A-Za-z0-9._/-]*\d)([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
     re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)[ \t]*[:=][ \t]*\"?([^\r\n\"'<>,;]{0,62}[^\s\"'<>,;])"),
 )
