@@ -71,8 +71,9 @@ def snapshot_pass(root: Path, tally: Tally, shown: list[str]) -> tuple[int, floa
     return size, seconds + time.perf_counter() - start
 
 
-def audit_pass(root: Path, tally: Tally, shown: list[str]) -> None:
-    """The audit result's JSON and the transcript of the audit, redacted as their writers do."""
+def audit_pass(root: Path, tally: Tally, shown: list[str], ids: Tally) -> None:
+    """The audit result's JSON and the transcript of the audit, redacted as their writers do (``ids`` counts the
+    identifiers the transcript writes as digests: not secrets, and no false positives of redaction)."""
     with tempfile.TemporaryDirectory() as tmp:
         transcript = Path(tmp) / "t.jsonl"
         with TranscriptWriter(transcript, redact=False) as writer:
@@ -85,6 +86,7 @@ def audit_pass(root: Path, tally: Tally, shown: list[str]) -> None:
             data = event.model_dump(mode="json", by_alias=True)
             if redact_json(data, tally) is not data:
                 _changed("transcript", json.dumps(data)[:2000], json.dumps(redact_json(data))[:2000], shown)
+            redact_json(data, ids, ids=True)
 
 
 def transcript_cost(root: Path, repeats: int = 3) -> tuple[float, float]:
@@ -125,13 +127,14 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=40, metavar="N", help="print at most N changed lines per fixture")
     args = parser.parse_args()
     for root in sorted(p for p in FIXTURES.iterdir() if (p / "snapshot.json").is_file()):
-        tally, shown = Tally(), []
+        tally, shown, ids = Tally(), [], Tally()
         size, seconds = snapshot_pass(root, tally, shown)
         snapshot_total = tally.total()
-        audit_pass(root, tally, shown)
+        audit_pass(root, tally, shown, ids)
         print(
             f"{root.name}: {snapshot_total} values redacted in the snapshot ({size / 1e6:.1f} MB in {seconds:.2f} s, "
-            f"{size / 1e6 / seconds:.1f} MB/s), {tally.total() - snapshot_total} in its audit JSON and transcript"
+            f"{size / 1e6 / seconds:.1f} MB/s), {tally.total() - snapshot_total} in its audit JSON and transcript; "
+            f"{ids['identifier']} identifiers written as digests in the transcript"
         )
         for line in shown[: args.show]:
             print(line)

@@ -24,6 +24,7 @@ from typing import Literal
 import anyio
 
 from rigaudit.agents.brain import Brain
+from rigaudit.agents.llm.prompt import value_of
 from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
 from rigaudit.orchestrator.approval import Console, Gate, require_approval
 from rigaudit.orchestrator.audit import AuditOptions, run_audit
@@ -303,7 +304,7 @@ class Coordinator:
             lines.append(f"why it matters: {finding.explanation}")
         for ref in finding.evidence[:6]:
             item = evidence.get(ref)
-            value = " ".join((item.raw if item.ok else f"error {item.error}").split())[:160] if item else ""
+            value = value_of(item, 160) if item else ""  # as an agent's opening shows it: redacted, ids as digests
             lines.append(f"evidence {ref}" + (f" = {value}" if value else ""))
         if finding.fix is not None:
             label = "the model's suggestion, never applied" if finding.source == "llm" else "fix"
