@@ -27,6 +27,7 @@ from tests.hostgen.spec import HostSpec
 
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
+        "pcie.mps": "na",
         "firmware.cppc": "na",
         "pcie.acs": "na",
         "power.governor": "unknown",
@@ -66,6 +67,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "docker-in-gcp-vm": {
+        "pcie.mps": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",
         "numa.zone_reclaim": "na",
@@ -90,6 +92,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.shm": "high@container_config",
     },
     "gcp-g2-2xl4-vm": {
+        "pcie.mps": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",
         "numa.zone_reclaim": "na",
@@ -145,6 +148,29 @@ EXPECTED: dict[str, dict[str, str]] = {
         "power.boost": "na",
         "p2p.status": "na",
         "p2p.bandwidth": "na",
+        "nvlink.links": "na",
+        "nvlink.errors": "na",
+        "container.gpu_devices": "na",
+        "container.shm": "na",
+        "container.cgroup_cpu": "na",
+    },
+    "proxmox-q35-h100pcie-vm": {
+        "firmware.cppc": "na",
+        "numa.balancing": "na",
+        "numa.zone_reclaim": "na",
+        "numa.irq_affinity": "na",
+        "numa.nic_affinity": "na",
+        "pcie.mps": "na",
+        "pcie.acs": "na",
+        "driver.peermem": "na",
+        "driver.fabricmanager": "na",
+        "driver.fabricmanager_version": "na",
+        "power.governor": "unknown",
+        "power.scaling_driver": "unknown",
+        "power.epp": "unknown",
+        "power.boost": "unknown",
+        "p2p.status": "high@hypervisor",
+        "p2p.bandwidth": "unknown",
         "nvlink.links": "na",
         "nvlink.errors": "na",
         "container.gpu_devices": "na",

@@ -222,6 +222,9 @@ class GpuFacts(NamedTuple):
     width: int | None
     gen: int | None
     vbios: str | None
+    gpu_max_gen: int | None = None
+    """In a VM guest: the GPU's own max generation (NVML), and the one its link runs at now."""
+    cur_gen: int | None = None
 
 
 class ExpectFacts(NamedTuple):
@@ -259,13 +262,17 @@ async def _sysfs_gen(probe: Probe, gpu: Gpu, in_vm: bool) -> int | None:
 
 
 async def _gpu_facts(probe: Probe, gpu: Gpu, keys: Mapping[str, object], in_vm: bool) -> GpuFacts:
-    width = gen = None
+    width = gen = gpu_max_gen = cur_gen = None
     name = vbios = None
     if gpu.index is not None:
         if "pcie_width" in keys:
             width = _int((await probe.nvml("nvmlDeviceGetCurrPcieLinkWidth", gpu.index)).value)
         if "pcie_gen" in keys:
             gen = _int((await probe.nvml("nvmlDeviceGetMaxPcieLinkGeneration", gpu.index)).value)
+            if in_vm:
+                own = await probe.nvml("nvmlDeviceGetGpuMaxPcieLinkGeneration", gpu.index)
+                cur = await probe.nvml("nvmlDeviceGetCurrPcieLinkGeneration", gpu.index)
+                gpu_max_gen, cur_gen = _int(own.value), _int(cur.value)
         if "vbios" in keys:
             result = await probe.nvml("nvmlDeviceGetVbiosVersion", gpu.index)
             vbios = str(result.value) if result.ok and result.value else None
@@ -274,7 +281,7 @@ async def _gpu_facts(probe: Probe, gpu: Gpu, keys: Mapping[str, object], in_vm: 
         width = (await read_link(probe, gpu.bdf)).current_width
     if "pcie_gen" in keys and gen is None:
         gen = await _sysfs_gen(probe, gpu, in_vm)
-    return GpuFacts(gpu, name, width, gen, vbios)
+    return GpuFacts(gpu, name, width, gen, vbios, gpu_max_gen, cur_gen)
 
 
 def collector(expectations: Expectations) -> Callable[[Probe], Awaitable[ExpectFacts]]:
@@ -346,8 +353,10 @@ def _per_gpu(name: str, facts: ExpectFacts, expected: str | int) -> Finding:
     values = [(g.gpu.label, getattr(g, field)) for g in facts.gpus]
     missing = [label for label, value in values if value is None]
     if missing and name == "pcie_gen" and facts.in_vm and not facts.inventory.nvml_ok:
-        why = "in a VM guest the port above each GPU is emulated: NVML's max link generation would tell (no NVML here)"
+        why = "in a VM guest the port above each GPU is emulated: NVML's link generations would tell (no NVML here)"
         return unknown(check.id, AREA, check.title, why)
+    if name == "pcie_gen" and facts.in_vm and isinstance(expected, int):
+        return _guest_gen(facts, expected)
     if missing:
         return unknown(check.id, AREA, check.title, f"{field} not readable for {', '.join(missing)}")
     if isinstance(expected, int):
@@ -356,6 +365,43 @@ def _per_gpu(name: str, facts: ExpectFacts, expected: str | int) -> Finding:
         return _finding(key, failures, f"{len(values)} GPU(s) at {shown.format(expected)} or more", f"{shown.format(expected)}+")
     failures = [f"{label} {value}" for label, value in values if not fnmatch.fnmatchcase(str(value), expected)]
     return _finding(key, failures, f"{len(values)} GPU(s): {values[0][1]}", str(expected))
+
+
+def _guest_gen(facts: ExpectFacts, expected: int) -> Finding:
+    """pcie_gen in a VM guest. NVML's max generation "with this system" is the lower of the GPU's and the port above
+    it as the driver reads that port, through the guest's config space: the hypervisor's emulated root port (QEMU's
+    pcie-root-port says 16 GT/s unless told otherwise, 2.5 GT/s on machine types before 4.0), not the slot. What
+    the guest can trust is the GPU's own capability and the speed its link runs at (the GPU's Link Status, which
+    vfio passes through): a GPU that cannot reach the generation fails, a link running at it passes, the rest is
+    unknown with what would tell."""
+    key = KEYS["pcie_gen"]
+    check = key.check
+    failures, passed, untold = [], [], []
+    for g in facts.gpus:
+        own = g.gpu_max_gen if g.gpu_max_gen is not None else None
+        if own is not None and own < expected:
+            failures.append(f"{g.gpu.label} Gen{own} (the GPU's own maximum)")
+        elif g.cur_gen is not None and g.cur_gen >= expected:
+            passed.append(g.gpu.label)
+        else:
+            seen = f"GPU max Gen{own}" if own is not None else "GPU max not readable"
+            seen += f", link at Gen{g.cur_gen} now" if g.cur_gen is not None else ", current link not readable"
+            seen += f", max in this system Gen{g.gen} (the emulated port's)" if g.gen is not None else ""
+            untold.append(f"{g.gpu.label} ({seen})")
+    wanted = f"Gen{expected}+"
+    if failures:
+        return _finding(key, failures, "", wanted)
+    if untold:
+        why = (
+            "in a VM guest the port above each GPU is the hypervisor's emulation, so NVML's max generation in this "
+            f"system is that port's, not the physical slot's: {'; '.join(untold)}. Links train down at idle: re-check "
+            "with the GPUs under load, or read the GPU's LnkSta on the hypervisor (lspci -vvv -s its host address)"
+        )
+        return unknown(check.id, AREA, check.title, why)
+    observed = (
+        f"{len(passed)} GPU(s) with links running at {wanted} (the GPUs' own link status; the guest's root ports are emulated)"
+    )
+    return ok(check.id, AREA, check.title, observed, expected=wanted)
 
 
 def _driver(facts: ExpectFacts, pattern: str) -> Finding:

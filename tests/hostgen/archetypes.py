@@ -171,6 +171,28 @@ CASCADE_LAKE_VM = CpuSpec(
     hypervisor=True,
     bogomips=4400.41,
 )
+XEON_6448Y_KVM = CpuSpec(
+    "intel",
+    "Intel(R) Xeon(R) Gold 6448Y",
+    1,
+    32,
+    threads_per_core=1,
+    microcode="0x1",
+    base_mhz=2100,
+    max_mhz=2100,
+    min_mhz=2100,
+    cache_kb=16384,
+    freq_driver=None,
+    boost=None,
+    idle_driver="acpi_idle",
+    idle_states=ACPI_IDLE_VM,
+    hypervisor=True,
+    bugs="spectre_v1 spectre_v2 spec_store_bypass swapgs eibrs_pbrsb bhi",
+    address_sizes="46 bits physical, 57 bits virtual",
+    bogomips=4200.0,
+)
+"""``-cpu host`` in a Proxmox VE guest: the host's model name with the hypervisor flag, one socket of 32 vCPUs,
+no cpufreq (the host's governor decides), ACPI C1 only; QEMU reports microcode 0x1."""
 GRACE = CpuSpec(
     "arm",
     "",
@@ -595,6 +617,33 @@ GH200 = HostSpec(
     expect="healthy: one GPU, no P2P peers, NVLink-C2C to the CPU; cppc_cpufreq is the only frequency driver on Grace",
 )
 
+PROXMOX_H100 = HostSpec(
+    "proxmox-q35-h100pcie-vm",
+    "On-premises KVM guest (Proxmox VE 8, machine type pc-q35-8.1, OVMF): 2x H100 PCIe passed through with "
+    "vfio (hostpci pcie=1), each behind a QEMU pcie-root-port that advertises 16 GT/s x32 while the GPUs' physical "
+    "links run at 32 GT/s; 32 vCPUs (-cpu host) of a Xeon Gold 6448Y, Ubuntu 22.04 (5.15), driver 550; vLLM at TP 2",
+    "llm-vm-01",
+    XEON_6448Y_KVM,
+    replace(JAMMY, old_kernels=(), memory_kib=263921396, cmdline="quiet"),
+    GpuSpec("h100-pcie", 2),
+    DriverSpec("550.127.05", cuda=12040),
+    topology="q35",
+    platform=PlatformSpec(
+        vm="kvm",
+        dmi=(
+            ("product_name", "Standard PC (Q35 + ICH9, 2009)"),
+            ("product_version", "pc-q35-8.1"),
+            ("bios_vendor", "EFI Development Kit II / OVMF"),
+            ("bios_version", "4.2023.08-4"),
+            ("bios_date", "02/15/2024"),
+        ),
+    ),
+    processes=(vllm("/models/Llama-3.1-70B-Instruct-AWQ", (0, 1), mib=73240),),
+    iommu=None,
+    expect="healthy VM guest: NVML's max link generation 'in this system' is the emulated root port's Gen4, not the "
+    "physical slot's; the GPUs' own links run at Gen5",
+)
+
 ALL: dict[str, HostSpec] = {
     spec.name: spec
     for spec in (
@@ -611,6 +660,7 @@ ALL: dict[str, HostSpec] = {
         GEFORCE,
         L40S_SWITCH,
         GH200,
+        PROXMOX_H100,
     )
 }
 

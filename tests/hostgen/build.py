@@ -198,6 +198,8 @@ def _placed(spec: HostSpec) -> topo.Placed:
         placed = topo.switched(spec.cpu, parts)
     elif spec.topology == "flat":
         placed = topo.flat_vm(spec.cpu, parts, cloud=spec.platform.cloud or "kvm", numa_aware=spec.gpus.count >= 8)
+    elif spec.topology == "q35":
+        placed = topo.q35_vm(spec.cpu, parts, port=spec.platform.vm_root_port)
     elif spec.topology in ("grace", "grace-nvl"):
         placed = topo.grace(spec.cpu, parts)
     else:
@@ -244,11 +246,20 @@ def _gpu_states(built: Built) -> None:
                     exp.current_speed or exp.link_speed,
                     exp.current_width if exp.current_width is not None else exp.link_width,
                 ),
-                max_width=exp.link_width,
+                max_width=min(exp.link_width, _upstream(built, function.bdf)[1] or exp.link_width),
+                host_max_gen=_upstream(built, function.bdf)[0],
                 remap_pending=p in gpus.remapped_pending,
                 processes=procs,
             )
         )
+
+
+def _upstream(built: Built, bdf: str) -> tuple[int, int]:
+    """LnkCap (generation, width) of the port right above ``bdf``, as the NVIDIA driver reads it for NVML's maxima
+    "with this device and system"; (0, 0) on a root bus."""
+    chain = built.chain(bdf)
+    above = built.function(chain[-2]).express if len(chain) > 1 else None
+    return (above.link_speed, above.link_width) if above is not None else (0, 0)
 
 
 def _server_processes(built: Built) -> None:
@@ -593,8 +604,10 @@ def _boot_log(built: Built) -> list[tuple[float, str]]:
     ]
     dmi = dict(spec.platform.dmi)
     if built.guest:
-        dmi = pf.CLOUD_DMI.get(spec.platform.cloud or "kvm", pf.CLOUD_DMI["kvm"]) | (
-            {"product_name": spec.platform.instance_type} if spec.platform.instance_type else {}
+        dmi = (
+            pf.CLOUD_DMI.get(spec.platform.cloud or "kvm", pf.CLOUD_DMI["kvm"])
+            | ({"product_name": spec.platform.instance_type} if spec.platform.instance_type else {})
+            | dict(spec.platform.dmi)
         )
         lines.append((0.0, "Hypervisor detected: KVM"))
     lines.append(
@@ -833,7 +846,7 @@ def _platform(built: Built) -> None:
         dmi = dict(pf.CLOUD_DMI.get(p.cloud or "kvm", pf.CLOUD_DMI["kvm"]))
         if p.instance_type:
             dmi["product_name"] = p.instance_type
-        pf.write_dmi(tree, dmi)
+        pf.write_dmi(tree, dmi | dict(p.dmi))
         tree.directory("/sys/hypervisor")
     else:
         pf.write_dmi(tree, dict(p.dmi) | {"chassis_type": "23"})

@@ -504,6 +504,12 @@ PCI: dict[str, PciModel] = {
         (0x1AF4, 0x1100),
         None,
     ),
+    "qemu-rp": PciModel(
+        0x1B36, 0x000C, 0x060400, "PCI bridge: Red Hat, Inc. QEMU PCIe Root port", 0x00, (0x1B36, 0x0000), "pcieport"
+    ),
+    "qemu-lpc": PciModel(
+        0x8086, 0x2918, 0x060100, "ISA bridge: Intel Corporation 82801IB (ICH9) LPC Interface Controller", 0x02, (0x1AF4, 0x1100)
+    ),
     "qemu-i440fx": PciModel(
         0x8086, 0x1237, 0x060000, "Host bridge: Intel Corporation 440FX - 82441FX PMC [Natoma]", 0x02, (0x1AF4, 0x1100), None
     ),

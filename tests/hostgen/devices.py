@@ -474,6 +474,70 @@ def port(
     )
 
 
+def qemu_root_port(tag: str, *, slot: int, fn: int, port_number: int, gen: int = 4, width: int = 32) -> Function:
+    """QEMU's ``pcie-root-port`` (1b36:000c), as a q35 guest sees it: Express at 0x54, MSI-X at 0x48, the subsystem
+    at 0x40, AER at 0x100 and ACS at 0x148. Its link is whatever ``x-speed``/``x-width`` say (16 GT/s x32 by default
+    since QEMU 4.0, 2.5 GT/s x1 for older machine types), not the physical slot's."""
+    info = PCI["qemu-rp"]
+    express = pc.Express(
+        pc.PORT_ROOT,
+        max_payload_supported=128,
+        max_payload=128,
+        max_read_request=512,
+        extended_tags_supported=False,
+        extended_tags=False,
+        link_speed=gen,
+        link_width=width,
+        current_width=min(width, 16),
+        port_number=port_number,
+        slot=port_number - 0x10,
+        aspm_support=0x1,
+        ten_bit_tags=False,
+        ltr=False,
+    )
+
+    def config(function: Function) -> pc.ConfigSpec:
+        assert function.express is not None
+        return pc.ConfigSpec(
+            info.vendor,
+            info.device,
+            0x060400,
+            info.revision,
+            info.subsystem,
+            header_type=1,
+            multifunction=fn == 0,
+            command=0x0107,
+            bus=(0, function.secondary, function.subordinate),
+            caps=(
+                pc.Cap(0x54, pc.CAP_EXP, function.express.body()),
+                pc.Cap(0x48, pc.CAP_MSIX, pc.msix(1, table=0x0, pba=0x800)),
+                pc.Cap(0x40, pc.CAP_SSVID, pc.subsystem_cap(*info.subsystem)),
+            ),
+            ext=(
+                pc.Cap(0x100, pc.EXT_AER, pc.aer(root_port=True), version=2),
+                pc.Cap(0x148, pc.EXT_ACS, pc.acs(pc.ACS_SV | pc.ACS_TB | pc.ACS_RR | pc.ACS_CR | pc.ACS_UF, 0)),
+            ),
+        )
+
+    return Function(
+        "root_port",
+        info.vendor,
+        info.device,
+        0x060400,
+        config,
+        revision=info.revision,
+        subsystem=info.subsystem,
+        driver="pcieport",
+        express=express,
+        slot=slot,
+        fn=fn,
+        name=info.name,
+        tag=tag,
+        acs_control=0,
+        irq=0,
+    )
+
+
 def with_link(function: Function, *, gen: int | None = None, width: int | None = None) -> None:
     """Train a function's link down (current speed/width below its capability), in place."""
     assert function.express is not None

@@ -176,3 +176,22 @@ def no_server(spec: HostSpec) -> HostSpec:
 
 def server(spec: HostSpec, process: ProcessSpec) -> HostSpec:
     return _named(replace(spec, processes=(*spec.processes, process)), "extra-process", "another process holds GPU memory")
+
+
+def legacy_machine_type(spec: HostSpec) -> HostSpec:
+    """A q35 guest of a machine type before QEMU 4.0 (pc-q35-3.1): its root ports advertise 2.5 GT/s x1, so the
+    guest kernel reports each GPU's bandwidth "limited by" the emulated port and NVML's maxima "in this system" are
+    Gen1 x1, while the GPUs' physical links are untouched."""
+    dmi = tuple((k, "pc-q35-3.1" if k == "product_version" else v) for k, v in spec.platform.dmi)
+    platform = replace(spec.platform, vm_root_port=(1, 1), dmi=dmi)
+    gts = {3: 8.0, 4: 16.0, 5: 32.0}[GPUS[spec.gpus.model].pcie_gen]
+    lines = tuple(
+        f"pci 0000:{index + 1:02x}:00.0: 2.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s PCIe x1 link at "
+        f"0000:00:10.{index} (capable of {gts * 16 * 128 / 130:.3f} Gb/s with {gts:.1f} GT/s PCIe x16 link)"
+        for index in range(spec.gpus.count)
+    )
+    return _named(
+        replace(spec, platform=platform, dmesg_extra=(*spec.dmesg_extra, *lines)),
+        "pc-q35-3.1",
+        "machine type pc-q35-3.1: emulated root ports at 2.5 GT/s x1",
+    )

@@ -71,6 +71,14 @@ class GpuState:
     remap_pending: bool
     processes: tuple[tuple[int, int, int, int], ...]
     """(pid, used bytes, gpu instance, compute instance)."""
+    host_max_gen: int = 0
+    """LnkCap generation of the port above the GPU, as the driver reads it through the OS (0: none above it). In a
+    VM guest that is the hypervisor's emulated root port (QEMU's pcie-root-port says 16 GT/s by default)."""
+
+    @property
+    def max_gen(self) -> int:
+        """nvmlDeviceGetMaxPcieLinkGeneration: the lower of the GPU's and its upstream port's capability."""
+        return min(self.model.pcie_gen, self.host_max_gen) if self.host_max_gen else self.model.pcie_gen
 
     @property
     def busid(self) -> str:
@@ -170,7 +178,7 @@ def _device(built: Built, g: GpuState) -> None:
     )
     c("nvmlDeviceGetCurrPcieLinkGeneration", (i,), g.link[0])
     c("nvmlDeviceGetCurrPcieLinkWidth", (i,), g.link[1])
-    c("nvmlDeviceGetMaxPcieLinkGeneration", (i,), m.pcie_gen)
+    c("nvmlDeviceGetMaxPcieLinkGeneration", (i,), g.max_gen)
     c("nvmlDeviceGetGpuMaxPcieLinkGeneration", (i,), m.pcie_gen)
     c("nvmlDeviceGetMaxPcieLinkWidth", (i,), g.max_width)
     c("nvmlDeviceGetPcieReplayCounter", (i,), 0)
@@ -588,11 +596,11 @@ def smi_query(built: Built) -> str:
             f"        Sub System Id                     : 0x{m.subsystem[1]:04X}{m.subsystem[0]:04X}",
             "        GPU Link Info",
             "            PCIe Generation",
-            f"                Max                       : {m.pcie_gen}",
+            f"                Max                       : {g.max_gen}",
             f"                Current                   : {g.link[0]}",
             f"                Device Current            : {g.link[0]}",
             f"                Device Max                : {m.pcie_gen}",
-            f"                Host Max                  : {m.pcie_gen}",
+            f"                Host Max                  : {g.host_max_gen or 'N/A'}",
             "            Link Width",
             f"                Max                       : {g.max_width}x",
             f"                Current                   : {g.link[1]}x",

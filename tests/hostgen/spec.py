@@ -149,7 +149,11 @@ class PlatformSpec:
     pod: str = "vllm-0"
     namespace: str = "inference"
     dmi: tuple[tuple[str, str], ...] = ()
-    """Bare-metal DMI (sys_vendor, product_name, board_name, bios_version...)."""
+    """DMI (sys_vendor, product_name, board_name, bios_version...): the machine's; in a VM guest, what the
+    hypervisor's firmware writes over the defaults of its kind."""
+    vm_root_port: tuple[int, int] = (4, 32)
+    """A q35 guest's emulated root ports: (generation, width) QEMU advertises (x-speed 16 GT/s, x-width 32 since
+    machine type 4.0; 2.5 GT/s x1 before)."""
     visible_gpus: tuple[int, ...] | None = None
     """Physical GPUs (in bus order) the container was given; None: all of them."""
 
@@ -177,7 +181,8 @@ class HostSpec:
     driver: DriverSpec = field(default_factory=DriverSpec)
     topology: str = "direct"
     """``hgx`` (a PCIe switch per GPU, NIC beside it), ``direct`` (a root port per GPU), ``switch`` (GPUs in
-    fours behind PEX switches), ``flat`` (a VM: devices on the root bus), ``grace`` (GH200)."""
+    fours behind PEX switches), ``flat`` (a VM: devices on the root bus), ``q35`` (a KVM guest: each GPU behind a
+    QEMU pcie-root-port), ``grace`` (GH200)."""
     root_complex: str = "intel-spr"
     nics: NicSpec | None = None
     platform: PlatformSpec = field(default_factory=PlatformSpec)

@@ -380,6 +380,34 @@ def flat_vm(cpu: CpuSpec, parts: Parts, *, cloud: str, numa_aware: bool) -> Plac
     return placed
 
 
+def q35_vm(cpu: CpuSpec, parts: Parts, port: tuple[int, int] = (4, 32)) -> Placed:
+    """A KVM guest of machine type q35 (Proxmox VE, libvirt, OpenStack): each GPU passed through with vfio behind a
+    QEMU ``pcie-root-port`` (00:10.x, as Proxmox places ``hostpci`` devices with ``pcie=1``); the ports advertise
+    ``port`` (generation, width: QEMU's x-speed/x-width), whatever slot the GPU has on the host. virtio devices and
+    the ICH9 LPC on the root bus."""
+    placed = Placed(Topology(iommu=None))
+    mmio = dv.Mmio(low=0xC000_0000, high=0x380_0000_0000)
+    every = list(range(cpu.logical))
+    first = RootComplex(0, 0, -1, cpulist(every), cpumask(every, cpu.logical))
+    placed.topology.roots.append(first)
+    first.add(dv.legacy("qemu-host", mmio, "host", slot=0))
+    first.add(dv.legacy("virtio-net", mmio, "eth0", slot=0x12))
+    first.add(dv.legacy("virtio-scsi", mmio, "scsi0", slot=0x05))
+    first.add(dv.legacy("qemu-lpc", mmio, "lpc", slot=0x1F))
+    # The guest kernel sets each GPU's MaxPayload to its (emulated) root port's 128 bytes; vfio keeps that value
+    # virtual, the hardware keeps what the host set.
+    guest_pci = dv.GpuPci(**{**parts.gpu_pci.__dict__, "guest": True, "max_payload": 128})
+    for index in range(parts.count):
+        rp = first.add(
+            dv.qemu_root_port(
+                f"rp{index}", slot=0x10 + index // 8, fn=index % 8, port_number=0x10 + index, gen=port[0], width=port[1]
+            )
+        )
+        rp.add(dv.gpu(parts.model, mmio, index, guest_pci))
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
 def grace(cpu: CpuSpec, parts: Parts) -> Placed:
     """A GH200 node: the Hopper GPU on its own PCIe domain (0009) behind a Grace root port; NICs and NVMe on others."""
     placed = Placed(Topology(iommu=parts.iommu))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpu_address import HYPERVISOR_LOOKUP, gpu_identity
 from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, Cause, Context, PairView, cause, fix_for
@@ -147,6 +148,9 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
     if severity == "high" and f.context.tp == 1:
         severity = "medium"
     names = ", ".join(subjects)
+    if f.platform.in_vm:  # the fix runs on the hypervisor: the guest's addresses mean nothing there
+        gpus = [g for i in sorted({i for p in bad for i in (p.a, p.b)}) if (g := f.inventory.by_index(i)) is not None]
+        names = "; ".join(gpu_identity(g) for g in gpus) + f" (this VM sees them as {names}): {HYPERVISOR_LOOKUP}"
     cost = (
         "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce bandwidth "
         "in tensor parallelism drops by about half on PCIe and latency rises."

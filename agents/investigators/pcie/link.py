@@ -46,15 +46,17 @@ def _link_view(facts: PcieFacts, gpu: Gpu) -> _LinkView:
     attrs = facts.links.get(gpu.bdf)
     nv = facts.nvml.get(gpu.bdf)
     chain = facts.chains.get(gpu.bdf)
-    # A VM guest's root ports are emulated: their link attributes say nothing about the real slot.
-    in_vm = facts.platform.kind == "vm"
+    # A VM guest's root ports are emulated: their link attributes say nothing about the real slot, and NVML's max
+    # generation "with this system" is capped by them (the driver reads the port above the GPU through the guest's
+    # config space), so only the GPU's own link counts there (also in a container in a VM).
+    in_vm = facts.platform.in_vm
     parent = facts.links.get(chain.bridges[-1]) if chain and chain.bridges and not in_vm else None
     cur_s = attrs.current_speed if attrs and attrs.current_speed else _gts(nv.cur_gen if nv else None)
     max_s = attrs.max_speed if attrs and attrs.max_speed else _gts(nv.gpu_max_gen or nv.max_gen if nv else None)
     cur_w = attrs.current_width if attrs and attrs.current_width else (nv.cur_width if nv else None)
     max_w = attrs.max_width if attrs and attrs.max_width else (nv.max_width if nv else None)
     slot_s = parent.max_speed if parent and parent.max_speed else None
-    if nv and nv.max_gen and nv.gpu_max_gen and nv.max_gen < nv.gpu_max_gen:
+    if nv and nv.max_gen and nv.gpu_max_gen and nv.max_gen < nv.gpu_max_gen and not in_vm:
         slot_s = min(slot_s or 1e9, _gts(nv.max_gen) or 1e9)
     slot_w = parent.max_width if parent and parent.max_width else None
     if cur_s is None or max_s is None or cur_w is None or max_w is None:

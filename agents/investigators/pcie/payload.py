@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
-from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
@@ -129,6 +129,13 @@ def judge_max_payload(facts: PcieFacts) -> Finding:
     check, title = MAX_PAYLOAD_CHECK.id, MAX_PAYLOAD_CHECK.title
     if not facts.gpus:
         return no_gpus(check, title)
+    if facts.platform.in_vm:
+        why = (
+            "a VM guest: vfio keeps a passed-through device's MaxPayload virtual (what the guest reads and writes never "
+            "reaches the hardware) and the bridges above it are the hypervisor's emulation; the physical path's "
+            "MaxPayload is set by the hypervisor's kernel (check it there)"
+        )
+        return not_applicable(check, AREA, title, why)
     mismatches: list[str] = []
     checked: list[str] = []
     unread: list[str] = []
