@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from rigaudit.agents.facts.gpu_models import P2pSupport, p2p_support, short_name
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, GpuInventory, collect_gpus
+from rigaudit.agents.facts.peer_groups import Groups, server_groups
 from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.facts.serving import largest_tp
@@ -51,6 +52,14 @@ class P2pContext(NamedTuple):
     pcie_refused: bool = False
     """No pair peers over NVLink and NVML refuses P2P (read) on every pair: a VM without a P2P clique, a
     platform the driver does not trust. p2p.status says why and what it costs."""
+    groups: Groups | None = None
+    """The GPUs each server instance holds (:mod:`.peer_groups`); None when not every GPU process is traced to one."""
+
+    def peers_over_pcie(self, a: int, b: int) -> bool:
+        """Whether GPUs ``a`` and ``b`` could exchange P2P traffic over PCIe: not NVLinked, not MIG slices, on models
+        (and a driver) with PCIe P2P."""
+        pair = (min(a, b), max(a, b))
+        return self.support != "no" and pair not in self.nvlink_pairs and a not in self.mig_on and b not in self.mig_on
 
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -161,4 +170,5 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         fabric_pending=pending,
         driver_p2p=driver_p2p,
         pcie_refused=refused,
+        groups=await server_groups(probe, scan),
     )

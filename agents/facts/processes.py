@@ -156,6 +156,22 @@ async def _marker_with_ancestors(probe: Probe, pid: int) -> str | None:
     return None
 
 
+async def server_root(probe: Probe, pid: int) -> int | None:
+    """The outermost of ``pid`` and its few nearest ancestors that carries a server marker: the server instance a
+    worker belongs to (vLLM's engine core and its TP workers, a multiprocessing child of SGLang); None when none does."""
+    root: int | None = None
+    current: int | None = pid
+    for _ in range(_ANCESTOR_HOPS + 1):
+        if current is None or current < 1:
+            break
+        if server_marker(await _argv(probe, current)):
+            root = current
+        if current == 1:
+            break
+        current = _ppid(await probe.text(f"/proc/{current}/stat"))
+    return root
+
+
 async def _describe(probe: Probe, pid: int, marker: str, own_ns: str | None, gpu_memory: int | None) -> ServerProcess:
     argv = await _argv(probe, pid)
     cgroup = await probe.text(f"/proc/{pid}/cgroup")

@@ -6,7 +6,7 @@ quoted), as NHC's and aznhc's configurations name a fleet's driver, GPU count or
     driver = 580.95.*        # glob: the NVIDIA driver (NVML, else /sys/module/nvidia/version)
     gpus = 8                 # exactly this many NVIDIA GPUs
     pcie_width = 16          # every GPU's current link width at least this
-    pcie_gen = 5             # every GPU's link can reach at least this generation in this system
+    pcie_gen = 5             # every GPU's link can reach at least this generation in this system (VM: runs at it)
     gpu_model = NVIDIA H200  # glob: every GPU's name
     vbios = 96.00.*          # glob: every GPU's VBIOS
     kernel = 6.8.0-*         # glob: the running kernel
@@ -99,7 +99,8 @@ KEYS: dict[str, Key] = {
         _key(
             "pcie_gen",
             "The fleet's PCIe generation",
-            "NVML max link generation of every GPU in this system, else sysfs max_link_speed",
+            "NVML max link generation of every GPU in this system, else sysfs max_link_speed; in a VM guest the GPU's "
+            "own max and current generation (the ports above are emulated)",
             "minimum",
             "high",
             "firmware",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.peer_groups import together
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
@@ -14,7 +15,9 @@ ACS_CHECK = Check(
     "pcie.acs",
     "ACS redirect on switch ports between GPUs",
     reads="ACS extended capability (0x000D) control register on every bridge between GPUs",
-    problem="ReqRedir/CmpltRedir set on a switch port between GPUs",
+    problem="ReqRedir/CmpltRedir set on a switch port between GPUs: high where two GPUs under it peer over PCIe "
+    "for one server instance (or the servers cannot be traced), low where no GPU traffic crosses it (GeForce, "
+    "NVLink, MIG, replicas, TP groups across switches), medium where only RDMA NICs' traffic does",
     fix="`setpci -s BRIDGE ECAP_ACS+6.w=0000`; `pci=disable_acs_redir=` or BIOS",
     kinds=("runtime", "reboot"),
 )
@@ -41,12 +44,16 @@ def judge_acs(facts: PcieFacts) -> Finding:
     if len(chains) < 2:
         return unknown(check, AREA, title, "the PCI tree is not readable (no /sys/bus/pci/devices/BDF links)", evidence=evidence)
     between: dict[str, None] = {}
+    via: dict[str, list[tuple[str, str]]] = {}
+    """Switch port -> the GPU pairs (BDFs) whose peer traffic it routes."""
     shared_pairs = 0
     for a, b in combinations(sorted(chains), 2):
         ports = bridges_between(chains[a] or (), chains[b] or ())
         if ports:
             shared_pairs += 1
         between.update(dict.fromkeys(ports))
+        for port in ports:
+            via.setdefault(port, []).append((a, b))
     evidence += config_refs(facts, list(between))
     redirecting: dict[str, str] = {}
     unread: list[str] = []
@@ -124,6 +131,8 @@ def judge_acs(facts: PcieFacts) -> Finding:
             else ""
         )
         moot = facts.p2p.pcie_peer_traffic()
+        pairs = {pair for bridge in bridges if bridge in via for pair in via[bridge]}
+        unused = _unused(facts, pairs) if moot is None else None
         severity: Severity = "high"
         cost = ""
         if not gpu_pairs_redirected:
@@ -133,9 +142,9 @@ def judge_acs(facts: PcieFacts) -> Finding:
                 "RDMA writes detour through the root complex (multi-node and KV-transfer bandwidth, not single-node "
                 "tensor parallelism)."
             )
-        elif moot is not None:
+        elif moot is not None or unused is not None:
             severity = "medium" if facts.p2p.rdma_active else "low"
-            cost = f" For GPU-to-GPU traffic it is moot here ({moot})" + (
+            cost = f" For GPU-to-GPU traffic it is moot here ({moot or unused})" + (
                 "; but the active RDMA NICs' GPUDirect traffic to GPUs under these switches is redirected too."
                 if facts.p2p.rdma_active
                 else "; what is left is hygiene."
@@ -172,6 +181,26 @@ def judge_acs(facts: PcieFacts) -> Finding:
     if root_notes:
         observed += "; " + "; ".join(root_notes)
     return ok(check, AREA, title, observed, expected="ReqRedir- CmpltRedir- on switch ports between GPUs", evidence=evidence)
+
+
+def _unused(facts: PcieFacts, pairs: set[tuple[str, str]]) -> str | None:
+    """Why no GPU peer traffic crosses the redirecting ports although the host could peer over PCIe (None: some
+    does, or may): every pair under them is NVLinked or a MIG slice, or no server instance holds both GPUs of one."""
+    index = {g.bdf: g.index for g in facts.gpus}
+    known = [(index.get(a), index.get(b)) for a, b in sorted(pairs)]
+    if not known or any(i is None or j is None for i, j in known):
+        return None
+    over_pcie = [(i, j) for i, j in known if i is not None and j is not None and facts.p2p.peers_over_pcie(i, j)]
+    if not over_pcie:
+        return f"the {len(known)} GPU pair(s) under these ports peer over NVLink or are MIG slices"
+    groups = facts.p2p.groups
+    if groups is None or any(together(groups, i, j) for i, j in over_pcie):
+        return None
+    held = "; ".join(",".join(f"GPU{i}" for i in sorted(g)) for g in groups)
+    return (
+        f"no server instance holds two GPUs under these ports (the servers hold {held}): nothing crosses them "
+        "between GPUs today; it costs once a tensor-parallel group spans GPUs under one switch"
+    )
 
 
 def _acs_absent(facts: PcieFacts, bridge: str) -> bool:

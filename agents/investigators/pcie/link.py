@@ -83,7 +83,8 @@ PCIE_LINK_CHECK = Check(
     "pcie.link",
     "PCIe link speed and width of every GPU",
     reads="`/sys/bus/pci/devices/BDF/{current,max}_link_{speed,width}`, NVML link generation and width, kernel log",
-    problem="below max (GPUs train down at idle: re-read under load)",
+    problem="below max (GPUs train down at idle: re-read under load); in a VM guest the GPU's own link only (the "
+    "ports above are emulated)",
     fix="reseat/riser/slot, or BIOS slot speed",
     kinds=("hardware", "firmware"),
 )

@@ -119,7 +119,7 @@ MAX_PAYLOAD_CHECK = Check(
     "pcie.mps",
     "MaxPayload of GPUs and the bridges above them",
     reads="Device Capabilities/Control MaxPayload on the GPU and every bridge above it",
-    problem="endpoint payload larger than a bridge's",
+    problem="endpoint payload larger than a bridge's (not applicable in a VM guest: vfio keeps it virtual)",
     fix="BIOS or `pci=pcie_bus_safe`",
     kinds=("reboot",),
 )
