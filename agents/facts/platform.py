@@ -16,19 +16,15 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from rigaudit.agents.facts.platform_signals import (
-    CONTAINER_NAMES,
     DMI_FIELDS,
     Dmi,
-    Mounts,
-    cgroup_runtime,
     cmdline_hypervisor,
-    containerenv_engine,
     dmi_cloud,
     dmi_hypervisor,
     environ_vars,
     has_hypervisor_flag,
-    parse_mounts,
 )
+from rigaudit.tools.container_signs import CONTAINER_NAMES, KUBE_SECRETS, Mounts, Signs, container_signs, parse_mounts
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Where
 from rigaudit.tools.probe import Probe, command_ref, file_ref
@@ -41,8 +37,6 @@ hardware, a setting the NVIDIA driver holds, the VM's definition, the container'
 workload itself (its processes, environment, packages)."""
 
 DMI = "/sys/class/dmi/id"
-KUBE_SECRETS = "/var/run/secrets/kubernetes.io"
-_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 
 
 class Layer(NamedTuple):
@@ -258,49 +252,28 @@ async def _signals(probe: Probe) -> _Signals:
 
 def _container_layer(s: _Signals) -> tuple[Layer | None, str | None]:
     """The container the audit runs in (or None), and a note on a marker that was set aside."""
-    named = s.detect_container if s.detect_container and s.detect_container != "none" else None
-    named_ref = "cmd:systemd-detect-virt --container"
+    named, named_ref = s.detect_container if s.detect_container != "none" else None, "cmd:systemd-detect-virt --container"
     if named is None and s.detect_plain in CONTAINER_NAMES:
         named, named_ref = s.detect_plain, "cmd:systemd-detect-virt"
-    env_container = s.init_env.get("container")
-    cgroup = cgroup_runtime(s.init_cgroup) or cgroup_runtime(s.self_cgroup)
-    mounts = s.mounts.runtime()
-    candidates: list[tuple[str, str, tuple[str, ...]]] = []
-    if named:
-        candidates.append((CONTAINER_NAMES.get(named, "other"), f"systemd-detect-virt: {named}", (named_ref,)))
-    if env_container:
-        name = "lxc" if env_container.startswith("lxc") else CONTAINER_NAMES.get(env_container, env_container)
-        candidates.append((name, f"container={env_container} in PID 1's environment", (file_ref("/proc/1/environ"),)))
-    if s.containerenv_exists:
-        candidates.append(
-            (containerenv_engine(s.containerenv) or "podman", "/run/.containerenv exists", ("exists:/run/.containerenv",))
+    signs, note = container_signs(
+        Signs(
+            dockerenv=s.dockerenv,
+            containerenv=s.containerenv if s.containerenv is not None else ("" if s.containerenv_exists else None),
+            lxc_boot_id=s.lxc_boot_id,
+            environ=s.init_env,
+            init_cgroup=s.init_cgroup,
+            self_cgroup=s.self_cgroup,
+            mounts=s.mounts,
+            kube_secrets=s.kube_secrets,
+            detected=named,
+            detected_ref=named_ref,
         )
-    if s.lxc_boot_id:
-        candidates.append(("lxc", "/dev/.lxc-boot-id exists", ("exists:/dev/.lxc-boot-id",)))
-    if cgroup:
-        ref = file_ref("/proc/1/cgroup") if cgroup_runtime(s.init_cgroup) else file_ref("/proc/self/cgroup")
-        candidates.append((cgroup, f"the cgroup path names {cgroup}", (ref,)))
-    if mounts:
-        candidates.append((mounts, f"the mounts show {mounts}'s volumes", (file_ref("/proc/self/mountinfo"),)))
-    note = None
-    if s.dockerenv:
-        vm_image = s.mounts.root_on_block_device and s.mounts.full_dev and not candidates
-        if vm_image:
-            note = (
-                f"/.dockerenv exists, but / is the block device {s.mounts.root_source} and /dev the kernel's devtmpfs: "
-                "a system booted from an image built with Docker, not a container"
-            )
-        else:
-            candidates.append(("docker", "/.dockerenv exists", ("exists:/.dockerenv",)))
-    if _SERVICE_HOST in s.init_env:
-        candidates.append(("kubernetes", f"{_SERVICE_HOST} in PID 1's environment", (file_ref("/proc/1/environ"),)))
-    if s.kube_secrets:
-        candidates.append(("kubernetes", f"{KUBE_SECRETS} exists", (f"exists:{KUBE_SECRETS}",)))
-    if not candidates:
+    )
+    if not signs:
         return None, note
-    names = [name for name, _, _ in candidates]
-    how = "; ".join(dict.fromkeys(h for _, h, _ in candidates))
-    refs = tuple(dict.fromkeys(r for _, _, rs in candidates for r in rs))
+    names = [sign.runtime for sign in signs]
+    how = "; ".join(dict.fromkeys(sign.how for sign in signs))
+    refs = tuple(dict.fromkeys(r for sign in signs for r in sign.refs))
     if "kubernetes" in names:
         engine = _engine(names, (s.init_cgroup or "") + (s.self_cgroup or ""))
         return Layer("container", "kubernetes", how, refs, engine=engine), note

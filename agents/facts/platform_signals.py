@@ -6,7 +6,6 @@ stacks the answers into layers. Nothing here reads a host.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 # -- VM guests --------------------------------------------------------------------------------
@@ -138,26 +137,7 @@ def cmdline_hypervisor(cmdline: str | None) -> str | None:
     return None
 
 
-# -- containers -------------------------------------------------------------------------------
-
-_CGROUP_MARKERS: tuple[tuple[str, str], ...] = (
-    (r"kubepods", "kubernetes"),
-    (r"/crio-|crio-[0-9a-f]{12}", "kubernetes"),
-    (r"cri-containerd|/containerd/|containerd-[0-9a-f]{12}", "containerd"),
-    (r"libpod-|/libpod_parent", "podman"),
-    (r"docker[-/][0-9a-f]{12}|/docker/", "docker"),
-    (r"/lxc\.payload|/lxc/|lxc\.monitor", "lxc"),
-)
-
-
-def cgroup_runtime(text: str | None) -> str | None:
-    """The container runtime a ``/proc/PID/cgroup`` path names; None for the root cgroup ``0::/`` or a host path."""
-    for line in (text or "").splitlines():
-        path = line.rsplit(":", 1)[-1]
-        for pattern, runtime in _CGROUP_MARKERS:
-            if re.search(pattern, path):
-                return runtime
-    return None
+# -- containers (read by rigaudit.tools.container_signs, shared with the benchmarks' container token) ----------
 
 
 def environ_vars(data: bytes | None) -> dict[str, str]:
@@ -168,74 +148,3 @@ def environ_vars(data: bytes | None) -> dict[str, str]:
         if sep and key:
             out[key] = value
     return out
-
-
-class Mounts(NamedTuple):
-    """What ``/proc/mounts`` and ``/proc/self/mountinfo`` say about the root, /dev and the bind mounts."""
-
-    root_source: str | None
-    root_type: str | None
-    dev_type: str | None
-    bind_roots: tuple[str, ...]
-    """``root`` fields of mountinfo (the path inside its filesystem a mount shows): kubelet and docker paths."""
-
-    @property
-    def root_on_block_device(self) -> bool:
-        """``/`` mounted from a disk (``/dev/vda``, ``/dev/nvme0n1p2``), not an overlay or a container's subvolume."""
-        return bool(self.root_source and self.root_source.startswith("/dev/") and self.root_type not in ("overlay", "tmpfs"))
-
-    @property
-    def full_dev(self) -> bool:
-        """``/dev`` is the kernel's devtmpfs, as on a booted system; containers get a tmpfs with a few nodes."""
-        return self.dev_type == "devtmpfs"
-
-    def runtime(self) -> str | None:
-        """The container runtime the mounts reveal (kubelet pod volumes, docker's per-container files)."""
-        roots = " ".join(self.bind_roots)
-        if "/kubelet/pods/" in roots:
-            return "kubernetes"
-        if "/docker/containers/" in roots:
-            return "docker"
-        if "/containers/storage/" in roots or "/libpod/" in roots:
-            return "podman"
-        if self.root_type == "overlay" and "containerd" in roots:
-            return "containerd"
-        return None
-
-
-def parse_mounts(mounts: str | None, mountinfo: str | None) -> Mounts:
-    root_source = root_type = dev_type = None
-    for line in (mounts or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 3 and fields[1] == "/":
-            root_source, root_type = fields[0], fields[2]
-        elif len(fields) >= 3 and fields[1] == "/dev":
-            dev_type = fields[2]
-    roots = []
-    for line in (mountinfo or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 5 and fields[3] != "/":
-            roots.append(fields[3])
-    return Mounts(root_source, root_type, dev_type, tuple(roots[:256]))
-
-
-def containerenv_engine(text: str | None) -> str | None:
-    """``engine="podman-4.9.3"`` of ``/run/.containerenv`` -> ``podman``."""
-    match = re.search(r'^engine="([a-z]+)', text or "", re.MULTILINE)
-    return match.group(1) if match else ("podman" if text is not None else None)
-
-
-CONTAINER_NAMES = {
-    "lxc": "lxc",
-    "lxc-libvirt": "lxc",
-    "docker": "docker",
-    "podman": "podman",
-    "systemd-nspawn": "systemd-nspawn",
-    "openvz": "openvz",
-    "wsl": "wsl",
-    "proot": "proot",
-    "pouch": "pouch",
-    "rkt": "rkt",
-    "container-other": "other",
-}
-"""systemd-detect-virt's container answers -> the runtime they name."""

@@ -7,10 +7,10 @@ and its files are reachable through ``/proc/PID/root``.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import collect_gpus
+from rigaudit.tools.container_signs import cgroup_container
 from rigaudit.tools.probe import Probe
 
 SERVER_MARKERS: tuple[str, ...] = (
@@ -30,10 +30,6 @@ _COMM_HINTS = ("python", "pt_main_thread", "ray::", *SERVER_MARKERS)
 SCAN_LIMIT = 4096
 """At most this many /proc entries are looked at."""
 _ANCESTOR_HOPS = 4
-_LXC_ID = r"/lxc(?:\.payload)?[./](\d+)"
-_DOCKER_ID = r"docker[-/]([0-9a-f]{12})"
-_POD_ID = r"kubepods.*?pod([0-9a-f]{8})[0-9a-f_-]*"
-_PODMAN_ID = r"libpod-([0-9a-f]{12})"
 
 
 class ServerProcess(NamedTuple):
@@ -125,20 +121,6 @@ def _ppid(stat: str | None) -> int | None:
         return None
 
 
-def _container(cgroup: str | None) -> str | None:
-    if not cgroup:
-        return None
-    if match := re.search(_LXC_ID, cgroup):
-        return f"lxc {match.group(1)}"
-    if match := re.search(_POD_ID, cgroup):
-        return f"k8s pod {match.group(1)}"
-    if match := re.search(_DOCKER_ID, cgroup):
-        return f"docker {match.group(1)}"
-    if match := re.search(_PODMAN_ID, cgroup):
-        return f"podman {match.group(1)}"
-    return None
-
-
 async def _argv(probe: Probe, pid: int) -> tuple[str, ...] | None:
     return split_cmdline((await probe.read(f"/proc/{pid}/cmdline")).data)
 
@@ -177,7 +159,7 @@ async def _describe(probe: Probe, pid: int, marker: str, own_ns: str | None, gpu
     cgroup = await probe.text(f"/proc/{pid}/cgroup")
     ns = await probe.readlink(f"/proc/{pid}/ns/mnt")
     foreign = None if ns is None or own_ns is None else ns != own_ns
-    return ServerProcess(pid, argv or (), marker, _container(cgroup), foreign, gpu_memory)
+    return ServerProcess(pid, argv or (), marker, cgroup_container(cgroup), foreign, gpu_memory)
 
 
 def _nvml_processes(value: object) -> list[tuple[int, int | None]]:

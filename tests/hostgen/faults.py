@@ -8,9 +8,13 @@ user-space libraries, NVML, nvidia-smi, the kernel log and the fabric manager at
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tests.hostgen.catalog import GPUS
-from tests.hostgen.spec import HostSpec, MigInstance, ProcessSpec
+from tests.hostgen.spec import Fault, HostSpec, MigInstance, ProcessSpec
+
+if TYPE_CHECKING:
+    from tests.hostgen.build import Built
 
 
 def _named(spec: HostSpec, suffix: str, summary: str) -> HostSpec:
@@ -195,3 +199,28 @@ def legacy_machine_type(spec: HostSpec) -> HostSpec:
         "pc-q35-3.1",
         "machine type pc-q35-3.1: emulated root ports at 2.5 GT/s x1",
     )
+
+
+def dockerenv_in_image(spec: HostSpec) -> HostSpec:
+    """An empty ``/.dockerenv`` left in a machine or VM image built with Docker (``docker export`` into a disk
+    image): the system boots from its disk with the kernel's devtmpfs, it is no container."""
+
+    def apply(built: Built) -> None:
+        built.tree.file("/.dockerenv", "")
+
+    fault = Fault("dockerenv-in-image", "/.dockerenv left in the boot image", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "dockerenv", "an empty /.dockerenv in the boot image")
+
+
+def lxc_cgroup_only(spec: HostSpec) -> HostSpec:
+    """Inside an LXC/Incus container whose only sign is its cgroup (``/dev/.lxc-boot-id`` not bound, PID 1's
+    environment unreadable to the audit's user)."""
+
+    def apply(built: Built) -> None:
+        for pid in ("1", built.tree.links.get("/proc/self", "self")):
+            built.tree.file(f"/proc/{pid}/cgroup", "0::/lxc.payload.ai-node/init.scope\n")
+        built.tree.remove("/proc/1/environ")
+        built.tree.deny("/proc/1/environ")
+
+    fault = Fault("lxc-cgroup-only", "an LXC container known by its cgroup alone", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "lxc-cgroup", "LXC container, cgroup the only sign")

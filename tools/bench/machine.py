@@ -23,6 +23,8 @@ import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from rigaudit.tools.container_signs import ENGINE_ID, Signs, cgroup_engine_id, container_signs, parse_mounts
+
 MACHINE_ID = Path("/etc/machine-id")
 TOKEN = r"machine-id:[0-9a-f]{16}"
 """The shape of what a result's ``host_id`` and a calibration's hold (a pattern: ``re.fullmatch(TOKEN, text)``)."""
@@ -72,9 +74,7 @@ CONTAINER_UNKNOWN = "container:unknown"
 CONTAINER_PATTERN = r"container:(none|unknown|[0-9a-f]{16})|(container|kernel)-boot:[0-9a-f]{16}"
 """What a result's and a calibration's ``container`` hold."""
 MAX_PROC_BYTES = 1 << 20
-_ENGINE_ID = r"(?<![0-9a-f])([0-9a-f]{64})(?![0-9a-f])"
 _BOUND_FROM_ITS_FOLDER = frozenset({"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
-_CGROUP_ENGINES = r"docker|libpod|crio|cri-containerd|containerd|kubepods|podman|garden|lxc\.payload"
 _PODMAN_ID = r'(?m)^id="?([0-9a-f]{64})"?\s*$'
 _LXC_BOOT_ID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
 Reader = Callable[[str], "bytes | None"]
@@ -90,16 +90,7 @@ def _mounted_id(mountinfo: str) -> str | None:
     ``.../containers/<id>/hostname``: Docker, Podman, containerd and CRI-O alike); never a mount of the host's own."""
     for line in mountinfo.splitlines():
         fields = line.split(" ")
-        if len(fields) > 4 and fields[4] in _BOUND_FROM_ITS_FOLDER and (found := re.search(_ENGINE_ID, fields[3])):
-            return found.group(1)
-    return None
-
-
-def _cgroup_id(cgroup: str) -> str | None:
-    """The engine's id in this process's cgroup path (visible where the cgroup namespace is the host's)."""
-    for line in cgroup.splitlines():
-        path = line.split(":", 2)[-1]
-        if re.search(_CGROUP_ENGINES, path) and (found := re.search(_ENGINE_ID, path)):
+        if len(fields) > 4 and fields[4] in _BOUND_FROM_ITS_FOLDER and (found := re.search(ENGINE_ID, fields[3])):
             return found.group(1)
     return None
 
@@ -113,14 +104,16 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
       two containers of one image never share it.
     - ``container-boot:<digest>``: LXC shows no id inside; ``/dev/.lxc-boot-id`` is new at every start of
       the container, so only the same start is known to be the same container.
-    - ``kernel-boot:<digest>``: a container (``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
-      Kubernetes pod) whose id cannot be read, known by the kernel's boot id: the same host (or sandbox)
-      in the same boot, where other containers of one image would share it too.
+    - ``kernel-boot:<digest>``: a container whose id cannot be read (the signs the audit reads, in
+      :mod:`rigaudit.tools.container_signs`: ``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
+      runtime's cgroup or volumes, a Kubernetes pod), known by the kernel's boot id: the same host (or
+      sandbox) in the same boot, where other containers of one image would share it too.
     - :data:`CONTAINER_UNKNOWN`: such a container without a readable boot id.
     - :data:`CONTAINER_NONE`: nothing says it is one.
 
     Only digests are kept, as for the machine-id."""
-    found = _mounted_id(_text(read("/proc/self/mountinfo"))) or _cgroup_id(_text(read("/proc/self/cgroup")))
+    mountinfo, self_cgroup = _text(read("/proc/self/mountinfo")), _text(read("/proc/self/cgroup"))
+    found = _mounted_id(mountinfo) or cgroup_engine_id(self_cgroup)
     containerenv = read("/run/.containerenv")
     if found is None and containerenv is not None and (podman := re.search(_PODMAN_ID, _text(containerenv))):
         found = podman.group(1)
@@ -129,8 +122,17 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
     lxc = _text(read("/dev/.lxc-boot-id")).strip().lower()
     if re.fullmatch(_LXC_BOOT_ID, lxc):
         return f"container-boot:{digest(lxc)}"
-    markers = (read("/.dockerenv") is not None, containerenv is not None, bool(environ.get("container")))
-    if any(markers) or environ.get("KUBERNETES_SERVICE_HOST"):
+    signs = Signs(
+        dockerenv=read("/.dockerenv") is not None,
+        containerenv=_text(containerenv) if containerenv is not None else None,
+        lxc_boot_id=read("/dev/.lxc-boot-id") is not None,
+        environ=environ,
+        init_cgroup=_text(read("/proc/1/cgroup")),
+        self_cgroup=self_cgroup,
+        mounts=parse_mounts(_text(read("/proc/mounts")), mountinfo),
+        environ_ref="env:",
+    )
+    if container_signs(signs)[0]:  # the audit's own reading of the signs: both agree on "a container"
         boot = _text(read("/proc/sys/kernel/random/boot_id")).strip().lower()
         return f"kernel-boot:{digest(boot)}" if re.fullmatch(_LXC_BOOT_ID, boot) else CONTAINER_UNKNOWN
     return CONTAINER_NONE
