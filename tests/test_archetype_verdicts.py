@@ -91,6 +91,22 @@ EXPECTED: dict[str, dict[str, str]] = {
         "nvlink.errors": "na",
         "container.shm": "high@container_config",
     },
+    "epyc-nps4-l40s": {
+        "numa.nic_affinity": "low@host",
+        "driver.peermem": "low@host",
+        "driver.fabricmanager": "na",
+        "driver.fabricmanager_version": "na",
+        "cuda.mig": "na",
+        "power.scaling_driver": "medium@host",
+        "power.epp": "na",
+        "power.cstates": "low@host",
+        "p2p.bandwidth": "unknown",
+        "nvlink.links": "na",
+        "nvlink.errors": "na",
+        "container.gpu_devices": "na",
+        "container.shm": "na",
+        "container.cgroup_cpu": "na",
+    },
     "gcp-g2-2xl4-vm": {
         "pcie.mps": "na",
         "firmware.cppc": "na",
@@ -362,6 +378,10 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.driver_upgraded_without_reboot, {}, "driver.library_mismatch", "high@host"),
     ("hgx-h100-jammy", faults.driver_upgraded_without_reboot, {}, "driver.fabricmanager", "critical@host"),
     ("hgx-h100-jammy", faults.no_server, {}, "power.cstates", "medium@host"),
+    ("epyc-nps4-l40s", faults.iommu_translated, {}, "kernel.iommu", "high@host"),
+    ("epyc-nps4-l40s", faults.acs_redirect, {}, "pcie.acs", "ok"),
+    ("proxmox-q35-h100pcie-vm", faults.legacy_machine_type, {}, "pcie.link", "ok"),
+    ("proxmox-q35-h100pcie-vm", faults.link_degraded, {"gpu": 1}, "pcie.link", "high@hypervisor"),
 ]
 
 

@@ -70,6 +70,21 @@ EPYC_9354 = CpuSpec(
     cppc=True,
     bogomips=5499.97,
 )
+EPYC_9454_NPS4 = replace(
+    EPYC_9354,
+    model_name="AMD EPYC 9454 48-Core Processor",
+    cores_per_socket=48,
+    nodes_per_socket=4,
+    microcode="0xa101148",
+    base_mhz=2750,
+    max_mhz=3810,
+    freq_driver="acpi-cpufreq",
+    cache_kb=1024,
+    bogomips=5492.15,
+)
+"""Genoa with NPS4 in the BIOS (four NUMA nodes per socket, eight in all): what memory-bound CPU work and
+PCIe-attached GPUs servers are tuned to. On a 6.8 kernel without ``amd_pstate=`` a server's CPPC stays unused and
+acpi-cpufreq drives the cores."""
 EPYC_7742_NPS4 = CpuSpec(
     "amd",
     "AMD EPYC 7742 64-Core Processor",
@@ -644,6 +659,39 @@ PROXMOX_H100 = HostSpec(
     "physical slot's; the GPUs' own links run at Gen5",
 )
 
+EPYC_NPS4_L40S = HostSpec(
+    "epyc-nps4-l40s",
+    "Supermicro AS-4125GS-TNRT: 2x EPYC 9454 with NPS4 (8 NUMA nodes), 8x L40S each on its own Gen5 root port, one "
+    "GPU per NUMA node, IOMMU passthrough (iommu=pt), 2x ConnectX-7 (RoCE) on nodes 0 and 4, Ubuntu 24.04 (6.8), "
+    "driver 550; vLLM at TP 4 on each socket",
+    "l40s-epyc-04",
+    EPYC_9454_NPS4,
+    replace(NOBLE, memory_kib=TIB_KIB + TIB_KIB // 2, cmdline="quiet iommu=pt"),
+    GpuSpec("l40s", 8),
+    DriverSpec("550.127.05", cuda=12040),
+    topology="direct",
+    root_complex="amd-genoa",
+    nics=NicSpec("cx7", 2, link_layer="Ethernet", rate_gbps=200),
+    platform=PlatformSpec(
+        dmi=(
+            ("sys_vendor", "Supermicro"),
+            ("product_name", "AS -4125GS-TNRT"),
+            ("board_vendor", "Supermicro"),
+            ("board_name", "H13DSG-O-CPU"),
+            ("bios_vendor", "American Megatrends International, LLC."),
+            ("bios_version", "1.7"),
+            ("bios_date", "04/18/2024"),
+        )
+    ),
+    processes=(
+        vllm("/models/Llama-3.1-70B-Instruct-AWQ", (0, 1, 2, 3), mib=42000),
+        vllm("/models/Llama-3.1-70B-Instruct-AWQ", (4, 5, 6, 7), mib=42000, port=8001),
+    ),
+    iommu="identity",
+    expect="healthy except the CPU frequency driver: GPUs peer over PCIe through the root complexes (AMD supports P2P "
+    "between root ports); each TP group stays on its socket",
+)
+
 ALL: dict[str, HostSpec] = {
     spec.name: spec
     for spec in (
@@ -661,6 +709,7 @@ ALL: dict[str, HostSpec] = {
         L40S_SWITCH,
         GH200,
         PROXMOX_H100,
+        EPYC_NPS4_L40S,
     )
 }
 

@@ -204,7 +204,11 @@ def direct(cpu: CpuSpec, parts: Parts) -> Placed:
     placed.topology.roots.append(first)
     _platform_devices(first, parts, mmio)
     stacks = max(parts.count, 1)
-    buses = [0x00, 0x40, 0x80, 0xC0] if parts.root.startswith("amd") else [0x00, 0x16, 0x30, 0x4A, 0x80, 0x97, 0xB0, 0xC9]
+    if parts.root.startswith("amd"):
+        # a workstation's one socket has four root complexes; a two-socket EPYC eight (00-60 and 80-e0)
+        buses = [0x00, 0x40, 0x80, 0xC0] if cpu.sockets == 1 else [0x00, 0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0]
+    else:
+        buses = [0x00, 0x16, 0x30, 0x4A, 0x80, 0x97, 0xB0, 0xC9]
     roots: dict[int, RootComplex] = {0: first}
     for index in range(parts.count):
         bus = buses[index % len(buses)] if parts.count > 1 else 0
@@ -232,8 +236,8 @@ def direct(cpu: CpuSpec, parts: Parts) -> Placed:
         rp.add(dv.gpu(parts.model, mmio, index, parts.gpu_pci))
         if parts.model.audio_function is not None:
             rp.add(dv.gpu_audio(parts.model, mmio, index))
-    for index in range(parts.nics):
-        rc = placed.topology.roots[index % len(placed.topology.roots)]
+    for index in range(parts.nics):  # spread over the root complexes: one per socket for two NICs
+        rc = placed.topology.roots[index * len(placed.topology.roots) // max(parts.nics, 1)]
         rp = rc.add(
             dv.port(
                 _root_port_key(parts.root),
