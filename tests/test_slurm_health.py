@@ -143,6 +143,12 @@ class Cluster:
         argv = ["srun", "--nodes=1", "--immediate=30", "printenv", "SLURM_JOB_ID"]
         return subprocess.run(argv, env=self.slurm.env, capture_output=True, text=True, timeout=90)
 
+    def said(self, job: subprocess.CompletedProcess[str]) -> str:
+        """What an assertion about ``job`` shows: srun's words, the node's state, the daemons' last lines."""
+        logs = sorted((self.slurm.root / "log").glob("*.log"))
+        tails = [f"{p.name}: " + " | ".join(p.read_text(errors="replace").splitlines()[-6:]) for p in logs]
+        return "\n".join([f"srun exit {job.returncode}: {job.stderr.strip()}", f"node: {self.node()}", *tails])
+
     def epilog_of(self, job: subprocess.CompletedProcess[str]) -> None:
         """Wait until the epilog of the job ``srun`` ran has ended (slurmd runs it once per job, after srun returned)."""
         job_id = job.stdout.strip()
@@ -214,7 +220,7 @@ def test_a_healthy_node_stays_idle_through_every_hook(cluster: Cluster) -> None:
     wait_for(lambda: len(hooks.log("health")) >= 1, "slurmd's first health check")
     hooks.switch("health", on=False)
     job = cluster.srun()
-    assert job.returncode == 0, job.stderr
+    assert job.returncode == 0, cluster.said(job)
     cluster.epilog_of(job)
     cluster.settle()  # the epilog of the cluster's first job (OneNodeSlurm's readiness srun) too
     for mode in MODES:
@@ -276,7 +282,7 @@ def test_drain_on_the_command_line(idle: Cluster) -> None:
 def test_a_faulty_prolog_keeps_the_job_off_and_drains_the_node(idle: Cluster) -> None:
     idle.hooks.configure("prolog", idle.degraded, drain=True)
     job = idle.srun()
-    assert job.returncode != 0 and "prolog" in job.stderr.lower(), job.stderr
+    assert job.returncode != 0 and "prolog" in job.stderr.lower(), idle.said(job)
     assert idle.drained()
     assert idle.node()["Reason"].startswith("rigaudit: pcie.link medium: GPU0")
     assert " exit=1 action=drained " in idle.hooks.log("prolog")[-1]
@@ -284,7 +290,8 @@ def test_a_faulty_prolog_keeps_the_job_off_and_drains_the_node(idle: Cluster) ->
 
 def test_a_faulty_prolog_without_drain_lets_the_job_run(idle: Cluster) -> None:
     idle.hooks.configure("prolog", idle.degraded, drain=False)
-    assert idle.srun().returncode == 0
+    job = idle.srun()
+    assert job.returncode == 0, idle.said(job)
     assert " exit=1 action=none (no --drain) " in idle.hooks.log("prolog")[-1]
     assert not idle.drained()
 
@@ -292,7 +299,7 @@ def test_a_faulty_prolog_without_drain_lets_the_job_run(idle: Cluster) -> None:
 def test_a_faulty_epilog_drains_the_node_after_the_job(idle: Cluster) -> None:
     idle.hooks.configure("epilog", idle.degraded, drain=True)
     job = idle.srun()
-    assert job.returncode == 0, job.stderr  # the job itself ran
+    assert job.returncode == 0, idle.said(job)  # the job itself ran
     idle.epilog_of(job)
     assert idle.drained()
     assert " exit=1 action=drained " in idle.hooks.log("epilog")[-1]
