@@ -13,8 +13,12 @@ import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
+
+if TYPE_CHECKING:
+    from rigaudit.orchestrator.apply import StepReport
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +37,7 @@ class Pause:
     after: int
     done: int = 0
 
-    async def __call__(self, step: object) -> None:
+    async def __call__(self, step: StepReport) -> None:
         self.done += 1
         if self.done == self.after:
             await anyio.to_thread.run_sync(self._wait)
