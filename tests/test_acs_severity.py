@@ -78,6 +78,12 @@ def test_the_redirect_is_high_where_gpus_under_one_switch_exchange_traffic(spec:
     assert severity(acs(spec)) == want
 
 
+@pytest.mark.parametrize("spec", [TRAINING, faults.no_server(L40S)], ids=["training-job", "no-server"])
+def test_a_high_judged_by_capability_says_so(spec: HostSpec) -> None:
+    assert "could not be told" in acs(spec).explanation
+    assert "could not be told" not in acs(L40S).explanation
+
+
 @pytest.mark.parametrize(
     ("spec", "why"),
     [

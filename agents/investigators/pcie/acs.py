@@ -149,6 +149,11 @@ def judge_acs(facts: PcieFacts) -> Finding:
                 if facts.p2p.rdma_active
                 else "; what is left is hygiene."
             )
+        elif facts.p2p.groups is None:
+            cost = (
+                " Which GPUs exchange traffic could not be told (not every GPU's process is traced to a server "
+                "instance): judged by what the GPUs can do; low where no instance holds two GPUs under one switch."
+            )
         return problem(
             check,
             AREA,
