@@ -214,9 +214,12 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
     fix = Fix(
         kind="hardware",
         where=_where(f.platform),
-        summary="Give every socket with GPUs its own RDMA NIC (move or add a NIC in a slot of that socket)",
+        summary="Give every NUMA node with GPUs an RDMA NIC (move or add a NIC in a slot of that node)",
         actions=(
-            CommandAction(description="place a NIC in a PCIe slot (ideally the same PCIe switch) of each GPU socket"),
+            CommandAction(
+                description="place a NIC in a PCIe slot (ideally the same PCIe switch) of each NUMA node with GPUs: "
+                "under NPS4 or SNC a node is a quadrant or half of one socket"
+            ),
             CommandAction(
                 description="until then NCCL can be told to use the far NIC with GPUDirect anyway: NCCL_NET_GDR_LEVEL=SYS "
                 "(measure: it can be slower than staging through host memory)"
@@ -234,8 +237,10 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
         "low",
         f"{placement}; GPUs on node(s) {', '.join(map(str, lonely))} have no local RDMA NIC",
         "an RDMA NIC on every NUMA node that holds GPUs",
-        "GPUs on a socket without an RDMA NIC reach the network across the socket interconnect: NCCL disables GPUDirect "
-        "RDMA at that distance by default and stages through host memory, roughly halving inter-node bandwidth for "
+        "GPUs on a NUMA node without an RDMA NIC reach the network across the interconnect between nodes (the socket "
+        "interconnect, or under NPS4/SNC the fabric between quadrants of one socket): NCCL sees that path as SYS, "
+        "disables GPUDirect RDMA at that distance by default and stages through host memory, roughly halving inter-node "
+        "bandwidth for "
         "those GPUs and adding latency. It matters for multi-node serving (pipeline or expert parallel across hosts); "
         "a single-node tensor-parallel server does not use the NICs.",
         fix,
