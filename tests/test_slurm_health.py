@@ -133,10 +133,18 @@ class Cluster:
     def drained(self) -> bool:
         return "DRAIN" in self.node()["State"]
 
+    def schedulable(self) -> bool:
+        """Idle, not drained, and answering slurmctld: a node just resumed can read ``IDLE`` while slurmctld still
+        flags it not responding (``*`` or ``+NOT_RESPONDING``) until slurmd answers its ping; a job asked for then
+        pends with no node and ``srun --immediate`` gives up ("Requested nodes are busy")."""
+        state = self.node()["State"]
+        flags = state.replace("*", "+NOT_RESPONDING").split("+")
+        return flags[0] == "IDLE" and not {"DRAIN", "NOT_RESPONDING"} & set(flags[1:])
+
     def resume(self) -> None:
         if self.drained():
             self.scontrol("update", f"nodename={self.slurm.node}", "state=resume")
-        wait_for(lambda: not self.drained() and "IDLE" in self.node()["State"], "the node to be idle again")
+        wait_for(self.schedulable, "the node to be idle, undrained and responding again")
 
     def srun(self) -> subprocess.CompletedProcess[str]:
         """A one-task job; a job that ran prints its id (``SLURM_JOB_ID``) on stdout."""

@@ -25,8 +25,13 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         writer(SessionEnded(t=1002.0, exit_code=0))
     folder = real.parent
     os.mkfifo(folder / "pipe.jsonl")
+    here = os.getcwd()
     with socket.socket(socket.AF_UNIX) as sock:
-        sock.bind(str(folder / "sock.jsonl"))
+        os.chdir(folder)  # bound by a relative name: a socket's path has room for 107 bytes, a test's folder may not
+        try:
+            sock.bind("sock.jsonl")
+        finally:
+            os.chdir(here)
     (folder / "folder.jsonl").mkdir()
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_bytes(real.read_bytes())
