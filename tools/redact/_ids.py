@@ -26,6 +26,7 @@ addresses, multicast MACs, and digests themselves (digesting twice changes nothi
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Sequence
@@ -97,6 +98,10 @@ _SHAPES = re.compile(rf"(?P<gpu>{GPU_UUID})|(?P<ib>{IB_ADDRESS})|(?P<mac>{MAC})|
 _LONE = re.compile(rf"(?m)^([ \t]*)({HEX}{{32}}|{UUID})([ \t]*\r?)$")
 _QUICK = re.compile(rf"(?i){HEX}{{2}}[:-]{HEX}{{2}}|{HEX}{{16}}|serial|uuid|asset|_id|machine|boot")
 """Text without any of these holds no identifier (most sysfs values): returned at once."""
+_LABEL_HINT = re.compile(r"(?i)serial|uuid|machine|boot|asset")
+_SHAPE_HINT = re.compile(rf"{HEX}{{2}}:{HEX}{{2}}:|{HEX}{{4}}:{HEX}{{4}}:|(?i:gpu|mig)-{HEX}{{8}}-")
+_LONE_HINT = re.compile(rf"{HEX}{{8}}")
+_FILE_HINT = re.compile(r"machine-id|boot_id|lxc-boot-id|/dmi/id/|serial")
 _PATH_LINE = re.compile(r"(?m)^(?P<path>/[^\s:]*):(?P<value>[^\r\n]*)")
 _HEAD = re.compile(r"(?m)^==> (?P<path>.+?) <==[ \t]*\r?$")
 PRINTERS = frozenset(
@@ -274,6 +279,22 @@ def digest_ids(text: str, *, path: str = "", argv: Sequence[str] = (), content: 
     ``path``: the file ``text`` is the content of; ``argv``: the command whose output it is (with the paths the
     kernel resolved its words to, where known); ``content``: ``text`` is a file's content or a command's output
     (not a path, a name or a model's words), where a line holding only an id is one."""
+    if not path and not argv and len(text) <= 512:
+        out, found = _short(text, content)
+        if tally is not None and found:
+            tally.add("identifier", found)
+        return text if out == text else out
+    return _digest(text, path, argv, content, tally)
+
+
+@functools.lru_cache(maxsize=16384)
+def _short(text: str, content: bool) -> tuple[str, int]:
+    """A short text's digests and how many (refs, names and sysfs values repeat: done once)."""
+    tally = Tally()
+    return _digest(text, "", (), content, tally), tally["identifier"]
+
+
+def _digest(text: str, path: str, argv: Sequence[str], content: bool, tally: Tally | None) -> str:
     kind = file_kind(path) if path else None
     if kind is not None:
         text = _content(text, kind, tally)
@@ -282,10 +303,14 @@ def digest_ids(text: str, *, path: str = "", argv: Sequence[str] = (), content: 
         text = _content(text, named[0] if len(set(named)) == 1 else "serial" if "serial" in named else "uuid", tally)
     if not _QUICK.search(text):
         return text
-    out = _headed(_path_lines(text, tally), tally)
-    out = _labelled(out, tally)
-    out = _SHAPES.sub(lambda m: _shape(m, tally), out)
-    if content:
+    out = text
+    if _FILE_HINT.search(out):
+        out = _headed(_path_lines(out, tally), tally) if "==> " in out else _path_lines(out, tally)
+    if _LABEL_HINT.search(out):
+        out = _labelled(out, tally)
+    if _SHAPE_HINT.search(out):
+        out = _SHAPES.sub(lambda m: _shape(m, tally), out)
+    if content and _LONE_HINT.search(out):
         out = _lone(out, tally)
     return text if out == text else out
 
