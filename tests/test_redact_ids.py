@@ -159,3 +159,21 @@ def test_a_transcript_line_holds_the_digests() -> None:
     environ = base64.b64decode(lines[3]["result"]["data_b64"])
     assert environ.startswith(b"CUDA_VISIBLE_DEVICES=gpu-uuid:") and environ.endswith(b"\x00PATH=/bin\x00")
     assert json.loads(encode_event(events[1], redact=False))["result"]["stdout"] == MID + "\n"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_binary_serials_in_a_transcript_are_zeroed_and_the_rest_kept() -> None:
+    """PCI configuration space's Device Serial Number and VPD's SN, as share bundles zero them; links still decode."""
+    from tests.support.diff import GPU0_CONFIG, SEED
+    from tests.test_share_scrub import _vpd, _with_dsn
+
+    config = _with_dsn((SEED / "files" / GPU0_CONFIG.lstrip("/")).read_bytes(), bytes.fromhex("2c1a8effff2db048"))
+    calls = [ToolCall(op="read", target=GPU0_CONFIG, result={"data_b64": _b64(config)})]
+    calls.append(ToolCall(op="read", target="/sys/bus/pci/devices/0000:01:00.0/vpd", result={"data_b64": _b64(_vpd())}))
+    written = [base64.b64decode(json.loads(encode_event(c))["result"]["data_b64"]) for c in calls]
+    assert written[0][0xF04:0xF0C] == bytes(8) and written[0][:0xF04] == config[:0xF04] and len(written[0]) == len(config)
+    assert b"MT2142X12345" not in written[1] and b"MCX75310" in written[1]
+    assert redact_json(json.loads(calls[0].model_dump_json()))["result"]["data_b64"] == _b64(config)  # a snapshot keeps it

@@ -6,8 +6,7 @@ import struct
 
 import pytest
 
-from rigaudit.tools.pci import parse_config
-from rigaudit.tools.share._binary import DSN_ID, mask_vpd, zero_dsn
+from rigaudit.tools.pci import DSN_ID, mask_vpd, parse_config, zero_dsn
 from rigaudit.tools.share._harvest import Harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._scrub import Scrubber

@@ -17,12 +17,14 @@ from rigaudit.tools.pci._extended import (
 )
 from rigaudit.tools.pci._header import Bar, Capability
 from rigaudit.tools.pci._registers import PciRegisterError, RegisterWrite, apply_masked, register_offset, register_write
+from rigaudit.tools.pci._serials import DSN_ID, mask_vpd, zero_dsn
 from rigaudit.tools.pci._tree import bridges_above, bridges_between, common_upstream, device_chain, is_bdf, root_complex
 
 __all__ = [
     "ACS_CTRL",
     "ACS_ID",
     "AER_ID",
+    "DSN_ID",
     "EXPRESS_CAP_ID",
     "PORT_TYPES",
     "REBAR_ID",
@@ -46,10 +48,12 @@ __all__ = [
     "common_upstream",
     "device_chain",
     "is_bdf",
+    "mask_vpd",
     "parse_config",
     "payload_bytes",
     "payload_code",
     "register_offset",
     "register_write",
     "root_complex",
+    "zero_dsn",
 ]

@@ -20,10 +20,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import posixpath
 from dataclasses import dataclass, replace
 from typing import Any
 
 from rigaudit.tools.bounded import loads
+from rigaudit.tools.pci import mask_vpd, zero_dsn
 from rigaudit.tools.redact._blocks import PROC_CMDLINE, PROC_ENVIRON, redact_argv, redact_bytes, redact_output
 from rigaudit.tools.redact._ids import digest_ids, digest_nvml
 from rigaudit.tools.redact._shapes import REDACTED
@@ -61,13 +63,27 @@ def _evidence_raw(text: str, ctx: _Context, tally: Tally | None) -> str:
     return digest_ids(text, path=ctx.path, argv=ctx.argv, content=True, tally=tally)
 
 
+def _binary_serials(path: str, data: bytes, tally: Tally | None) -> bytes:
+    """PCI configuration space's Device Serial Number, and VPD's ``SN``, zeroed (as share bundles zero them)."""
+    if posixpath.basename(path) == "vpd":
+        out, masked = mask_vpd(data)
+    else:
+        zeroed = zero_dsn(data)
+        out, masked = zeroed if zeroed is not None else (data, False)
+    if masked and tally is not None:
+        tally.add("identifier", int(masked))
+    return out if masked else data
+
+
 def _data(encoded: str, ctx: _Context, tally: Tally | None) -> str:
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         return redact_text(encoded, tally)
     redacted = redact_bytes(data, ctx.path, tally)
-    if ctx.ids and (b"\x00" not in redacted[:512] or PROC_ENVIRON.match(ctx.path) or PROC_CMDLINE.match(ctx.path)):
+    if ctx.ids and "/sys/" in f"/{ctx.path}" and posixpath.basename(ctx.path) in ("config", "vpd"):
+        redacted = _binary_serials(ctx.path, redacted, tally)
+    elif ctx.ids and (b"\x00" not in redacted[:512] or PROC_ENVIRON.match(ctx.path) or PROC_CMDLINE.match(ctx.path)):
         text = redacted.decode("utf-8", "surrogateescape")
         digested = digest_ids(text, path=ctx.path, content=True, tally=tally)
         if digested is not text:

@@ -9,6 +9,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from rigaudit.tools.pci import mask_vpd, zero_dsn
 from rigaudit.tools.redact import (
     REDACTED,
     Tally,
@@ -19,7 +20,6 @@ from rigaudit.tools.redact import (
     redact_output,
     redact_text,
 )
-from rigaudit.tools.share._binary import mask_vpd, zero_dsn
 from rigaudit.tools.share._places import find
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._scrub import Scrubber

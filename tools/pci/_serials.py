@@ -1,12 +1,13 @@
 """Serial numbers inside binary files: the PCIe Device Serial Number capability and VPD ``SN``.
 
-Everything else in PCI configuration space is left byte for byte, so the audit of a bundle
-decodes the same links, payload sizes, ACS and ReBAR as the audit of the original.
+Everything else in PCI configuration space is left byte for byte, so the audit of a bundle (which zeroes
+them) or of a transcript's rebuilt snapshot (where they are zeroed too) decodes the same links, payload
+sizes, ACS and ReBAR as the audit of the original.
 """
 
 from __future__ import annotations
 
-from rigaudit.tools.pci import PciConfigError, parse_config
+from rigaudit.tools.pci._config import PciConfigError, parse_config
 
 DSN_ID = 0x0003
 """Extended capability id of the Device Serial Number: a header, then the 8-byte serial."""
