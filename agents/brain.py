@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.tools.model.dropped import DropKind, DroppedFinding
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record, field
 
 
 class Brain(Protocol):
@@ -29,8 +29,7 @@ class RuleBrain:
         return rule_findings
 
 
-@dataclass(frozen=True)
-class Refinement:
+class Refinement(Record):
     """The findings an area reports once a brain had its say, and what of the brain's the audit refused."""
 
     findings: list[Finding]

@@ -9,16 +9,15 @@ Every list of checks is derived from these declarations: an investigator's ``che
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from rigaudit.tools.model.finding import FixKind
+from rigaudit.tools.record import Record
 
 CHECK_ID = r"[a-z][a-z0-9]*\.[a-z0-9_]+"
 """``area.name``: lower case, one dot."""
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Record):
     """One check of the catalog: what it reads, when it is a problem, and how it is fixed."""
 
     id: str

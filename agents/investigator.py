@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from rigaudit.agents.check import Check
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 FactsT = TypeVar("FactsT")
 
 
-@dataclass(frozen=True)
-class Investigator(Generic[FactsT]):
+class Investigator(Record, Generic[FactsT]):
     """One area of the check catalog.
 
     ``collect`` reads evidence through the probe (files before commands) into a facts object;

@@ -156,6 +156,58 @@ def without_site() -> tuple[dict[str, str], dict[str, object]]:
     return env, found
 
 
+_OUTSIDE_STDLIB = """
+import json, sys, sysconfig
+started = set(sys.modules)  # what site imported: not the gate's
+{imports}
+import anyio
+anyio.run(anyio.sleep, 0)  # the event loop's backend and what it imports
+try:
+    import pynvml
+except ImportError:
+    pass
+base = {{"base": sys.base_prefix, "platbase": sys.base_exec_prefix, "installed_base": sys.base_prefix,
+        "installed_platbase": sys.base_exec_prefix}}
+stdlib = {{sysconfig.get_paths(vars=base)[k] for k in ("stdlib", "platstdlib")}}
+places = {{}}
+for name, module in list(sys.modules.items()):
+    where = getattr(module, "__file__", None) or ""
+    parts = where.split("/")
+    if "." in name or name in started or not where:
+        continue
+    if any(where.startswith(s + "/") for s in stdlib) and "site-packages" not in parts and "dist-packages" not in parts:
+        continue
+    places[name] = where.rsplit("/", 1)[0] if where.endswith("/__init__.py") else where
+print(json.dumps(places))
+"""
+
+
+def own_venv(folder: Path, gate_imports: str) -> tuple[list[str], dict[str, str]] | None:
+    """A virtual environment of its own under ``folder`` holding only what the gate imports (rigaudit, pydantic,
+    anyio... and NVML's binding, linked from where this interpreter finds them): what ``pip install rigaudit``
+    in a fresh venv makes, without the ``site`` of the environment this runs in (a torch environment's
+    ``.pth`` files import typing, inspect, zipfile and urllib at every start). Its python, and the environment
+    to run it in (no ``PYTHONPATH``); ``None`` where no venv can be made."""
+    program = _OUTSIDE_STDLIB.format(imports=gate_imports)
+    found = subprocess.run([sys.executable, "-c", program], check=False, capture_output=True, text=True, timeout=120)
+    made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=False, capture_output=True)
+    if found.returncode != 0 or made.returncode != 0:
+        return None
+    python = str(folder / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    for where in json.loads(found.stdout).values():
+        source = Path(where)
+        (Path(purelib) / source.name).symlink_to(source.resolve())
+    return [python], env
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
@@ -183,8 +235,8 @@ def main() -> int:
         print(f"{'live: prolog set':<62} {runs['live: prolog set']}", flush=True)
     figures["runs"] = runs
     gate_imports = (  # what a live `rigaudit check` imports before its run, pydantic's plugins off as the command has them
-        "from rigaudit.orchestrator.gate import without_pydantic_plugins\n"
-        "with without_pydantic_plugins():\n"
+        "from rigaudit.orchestrator.gate import without_cyclic_collector, without_pydantic_plugins\n"
+        "with without_pydantic_plugins(), without_cyclic_collector():\n"
         " import rigaudit.orchestrator.cli, rigaudit.orchestrator.commands.check, rigaudit.orchestrator.gate.run, "
         "rigaudit.orchestrator.gate.render, rigaudit.tools.hosts.local\n"
         " from rigaudit.agents.registry import all_investigators; all_investigators()"
@@ -208,6 +260,22 @@ def main() -> int:
     if args.live and no_site["gate"] and no_site["nvml"]:
         runs["live: all checks, python -S"] = timed([sys.executable, "-S", *rigaudit[1:]], args.repeats, site_free)
         print(f"{'live: all checks, python -S':<62} {runs['live: all checks, python -S']}", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        venv = own_venv(Path(scratch) / "venv", gate_imports)
+        if venv is not None:
+            python, env = venv
+            own = {
+                "interpreter start (python -c pass)": timed([*python, "-c", "pass"], args.repeats, env),
+                "start + the imports of the gate": timed([*python, "-c", gate_imports], args.repeats, env),
+            }
+            if args.live:
+                own["live: all checks"] = timed([*python, *rigaudit[1:]], args.repeats, env)
+            own["a check of the last snapshot"] = timed(
+                [*python, *rigaudit[1:], "--snapshot", str(snapshots[-1])], args.repeats, env
+            )
+            figures["own_venv"] = own
+            for key, value in own.items():
+                print(f"{'venv of its own: ' + key:<62} {value}", flush=True)
     with tempfile.TemporaryDirectory() as empty:  # no cached bytecode: every module compiled at the start
         cold = [sys.executable, "-X", f"pycache_prefix={empty}", "-B", "-c", gate_imports]
         figures["start_and_imports_no_bytecode"] = timed(cold, max(1, args.repeats // 2))

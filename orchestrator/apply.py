@@ -11,7 +11,6 @@ Otherwise one failing does not stop the others; ``quit`` does.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +35,7 @@ from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
 from rigaudit.tools.model.plan import BLOCKING, Plan, PlanStep
 from rigaudit.tools.pci import apply_masked
+from rigaudit.tools.record import Record, field
 
 StepStatus = Literal[
     "applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "blocked", "not_attempted"
@@ -46,8 +46,7 @@ SCOPES = ("runtime",)
 MAX_PLAN_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class ApplyOptions:
+class ApplyOptions(Record):
     scope: str = "runtime"
     only: Sequence[str] | None = None
     persist: bool = False
@@ -55,8 +54,7 @@ class ApplyOptions:
     """The host is itself a container: steps whose ``where`` is ``container`` run here."""
 
 
-@dataclass
-class StepReport:
+class StepReport(Record, frozen=False):
     step: PlanStep
     status: StepStatus
     reason: str = ""
@@ -64,8 +62,7 @@ class StepReport:
     approval: Approval | None = None
 
 
-@dataclass
-class ApplyReport:
+class ApplyReport(Record, frozen=False):
     host: str
     source: str
     plan_hash: str

@@ -11,7 +11,6 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -37,12 +36,12 @@ from rigaudit.tools.model.events.apply import AppliedStep, ApplyFinished
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.record import Record
 
 __all__ = ["ApplyRequest", "finished", "reaudit", "run_apply", "stopped_text"]
 
 
-@dataclass(frozen=True)
-class ApplyRequest:
+class ApplyRequest(Record):
     journal: Path
     plan: Plan | None = None
     """The plan to apply; ``None``: audit the host first and apply its plan."""

@@ -21,7 +21,6 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S, read_line
@@ -29,6 +28,7 @@ from rigaudit.tools.errors import NotApprovedError
 from rigaudit.tools.journal import Approval, Decision
 from rigaudit.tools.model.events.apply import ApprovalDecided
 from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.record import Record, field
 
 CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}
@@ -104,8 +104,7 @@ class TerminalConsole:
         return answer.strip() or default
 
 
-@dataclass
-class ScriptedConsole:
+class ScriptedConsole(Record, frozen=False):
     """A console that answers from a list (tests): records what was shown and asked."""
 
     answers: list[str]
@@ -125,8 +124,7 @@ class ScriptedConsole:
         assert not self.answers, f"answers left unused: {self.answers}"
 
 
-@dataclass(frozen=True)
-class StepView:
+class StepView(Record):
     """What a person sees before deciding on one step."""
 
     step_id: str

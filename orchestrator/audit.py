@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import anyio
 
@@ -35,6 +34,7 @@ from rigaudit.tools.model.events.audit import (
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import HostOpResult, Probe
+from rigaudit.tools.record import Record, field
 from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class ReportingBrain(Protocol):
     def outcome(self, areas: int) -> LlmRun: ...
 
 
-class AuditOptions(NamedTuple):
+class AuditOptions(Record):
     concurrency: int = DEFAULT_CONCURRENCY
     areas: Sequence[str] | None = None
     timeout_s: float = 60.0
@@ -72,8 +72,7 @@ class AuditOptions(NamedTuple):
     """An LLM brain that may dig further; ``None`` is the rules alone."""
 
 
-@dataclass
-class AuditControl:
+class AuditControl(Record, frozen=False):
     """Lets the caller stop an audit early (Ctrl-C): finished work is kept."""
 
     _scope: anyio.CancelScope | None = None
@@ -85,8 +84,7 @@ class AuditControl:
             self._scope.cancel()
 
 
-@dataclass
-class _Outcome:
+class _Outcome(Record, frozen=False):
     status: InvestigatorStatus = "cancelled"
     findings: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFinding] = field(default_factory=list)

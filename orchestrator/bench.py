@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
 from rigaudit.tools.model.events.session import Output, Progress, Warning_
 from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.record import Record
 
 __all__ = [
     "AbBench",
@@ -74,14 +74,17 @@ Approve = Callable[[str, Sequence[str]], None]
 """Asks a person before a benchmark loads GPUs or a server; raises ``NotApprovedError`` when refused."""
 
 
-@dataclass(frozen=True)
-class Outputs:
+class Outputs(Record):
     """Where a result goes besides the event stream."""
 
     json: Path | None = None
     """``-``: standard output."""
     report: Path | None = None
     """A system-improve.md to append the result's section to."""
+
+
+NO_OUTPUTS = Outputs()
+"""Nothing written but the events."""
 
 
 def _progress(emit: EventSink) -> Callable[[str, int, int], None]:
@@ -132,8 +135,7 @@ def _picture(kind: str, data: dict[str, Any], report: Path) -> str:
 # --- p2p -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class P2PRun:
+class P2PRun(Record):
     gpus: str | None = None
     """GPU indices, ``0,1``; ``None``: every visible GPU."""
     size_mib: int = 256
@@ -145,7 +147,7 @@ class P2PRun:
     """Where the audit's ``p2p.bandwidth`` check reads the result."""
 
 
-def run_p2p(run: P2PRun, *, approve: Approve, emit: EventSink, outputs: Outputs = Outputs()) -> P2PReport:
+def run_p2p(run: P2PRun, *, approve: Approve, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> P2PReport:
     """Every ordered GPU pair: one way, both ways, staged through the host, with a data check."""
     from rigaudit.tools.bench import p2p
     from rigaudit.tools.bench.gpu import parse_gpu_list, pick_backend
@@ -186,8 +188,7 @@ def run_p2p(run: P2PRun, *, approve: Approve, emit: EventSink, outputs: Outputs 
 # --- nccl ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NcclRun:
+class NcclRun(Record):
     gpus: int | None = None
     """Ranks; ``None``: every visible GPU."""
     sizes: str = "1M,16M,256M,1G"
@@ -197,7 +198,7 @@ class NcclRun:
     """``auto`` (nccl-tests' all_reduce_perf when on PATH, else torch.distributed), ``torch``, ``nccl-tests``."""
 
 
-def run_nccl(run: NcclRun, *, approve: Approve, emit: EventSink, outputs: Outputs = Outputs()) -> NcclReport:
+def run_nccl(run: NcclRun, *, approve: Approve, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> NcclReport:
     """All-reduce algbw/busbw by message size, and the transport NCCL chose."""
     from rigaudit.tools.bench.nccl import run_allreduce
     from rigaudit.tools.bench.nccl_parse import human_size, parse_sizes
@@ -236,8 +237,7 @@ def run_nccl(run: NcclRun, *, approve: Approve, emit: EventSink, outputs: Output
 # --- inference -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class InferenceRun:
+class InferenceRun(Record):
     """A load on an OpenAI-compatible server (``spec``), or an external benchmark command instead."""
 
     spec: LoadSpec | None = None
@@ -343,7 +343,7 @@ def inference_run_from_args(args: argparse.Namespace) -> InferenceRun:
     return InferenceRun(spec=load_spec(args))
 
 
-async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink, outputs: Outputs = Outputs()) -> BenchResult:
+async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> BenchResult:
     """Streaming load at each concurrency level (TTFT, ITL, tok/s), or an external benchmark's parsed summary."""
     import anyio
 
@@ -375,7 +375,7 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
     return result
 
 
-def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs = Outputs()) -> None:
+def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> None:
     """An inference result as its event, ``--json`` and the report's Validation section; failed requests as a warning."""
     table, serving, notes = bench_table(result), serving_table(result), serving_notes(result)
     markdown = section(f"Inference benchmark ({result.started_at})", table, notes)
@@ -474,8 +474,7 @@ def regression_warning(regressions: Sequence[object]) -> Warning_ | None:
 # --- ab --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AbBench:
+class AbBench(Record):
     """An interleaved A/B of plan steps: switched on and off between repeats of one load."""
 
     plan: Path
@@ -491,8 +490,7 @@ class AbBench:
     assume_yes: bool = False
 
 
-@dataclass(frozen=True)
-class AbDone:
+class AbDone(Record):
     """How an A/B ended: interrupted, stopped by an error, or with values it could not restore."""
 
     interrupted: bool
@@ -514,7 +512,7 @@ def _ab_hosts(bench: AbBench) -> tuple[Host, Callable[[], Host]]:
     return SnapshotHost(bench.snapshot), lambda: SnapshotHost(into, writable=True)
 
 
-def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = Outputs()) -> AbDone:
+def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> AbDone:
     """Ask once, switch the steps between repeats through a journal, always end on the baseline; report it."""
     import anyio
 

@@ -17,7 +17,6 @@ stays, so ``rigaudit rollback JOURNAL`` can finish the job if even that was inte
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -37,6 +36,7 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalError, read_journal
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.record import Record, field
 
 MAX_CYCLES = 100
 MAX_SETTLE = 1000
@@ -47,14 +47,12 @@ class SwitchFailed(OperationError):
     """A switch between arms (an apply or a rollback) did not verify, or the server stopped answering."""
 
 
-@dataclass(frozen=True)
-class Arm:
+class Arm(Record):
     name: str
     steps: tuple[PlanStep, ...]
 
 
-@dataclass(frozen=True)
-class AbOptions:
+class AbOptions(Record):
     cycles: int = 6
     """Visits of every arm; each visit runs every level once (6 finds a 30% gain at 10% noise per visit 80% of the time)."""
     settle: int = 1
@@ -64,8 +62,7 @@ class AbOptions:
     in_container: bool = False
 
 
-@dataclass
-class AbRun:
+class AbRun(Record, frozen=False):
     """What ``run_ab`` did: the result (complete or not), and how the final rollback went."""
 
     result: AbResult
@@ -176,8 +173,7 @@ async def _switch(host: Host, journal: Journal, current: Arm, target: Arm, emit:
             raise SwitchFailed(f"applying {step.id} failed: {bad[0].target.describe()}: {bad[0].message or bad[0].outcome}")
 
 
-@dataclass
-class _Session:
+class _Session(Record, frozen=False):
     runs: dict[str, list[Run]]
     visits: list[Visit] = field(default_factory=list)
     error: str | None = None

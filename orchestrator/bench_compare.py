@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigaudit.orchestrator.bench import Approve, Outputs, _publish
@@ -36,6 +35,7 @@ from rigaudit.tools.bounded import InputError
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events.session import Progress, Warning_
 from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.record import Record, field
 
 __all__ = ["CalibrationRun", "CompareRun", "compare_runs", "list_calibrations", "run_calibration"]
 
@@ -49,8 +49,7 @@ def _paths(side: Path | Sequence[Path]) -> tuple[Path, ...]:
     return (side,) if isinstance(side, Path) else tuple(side)
 
 
-@dataclass(frozen=True)
-class CompareRun:
+class CompareRun(Record):
     """Sessions a side (one file each); the between-session noise from ``calibration``, else the stored one."""
 
     base: Path | Sequence[Path]
@@ -142,8 +141,7 @@ def compare_runs(run: CompareRun, *, emit: EventSink, outputs: Outputs = NO_OUTP
 # --- calibrate -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CalibrationRun:
+class CalibrationRun(Record):
     """Sessions of one configuration: run (``spec``, ``sessions`` of them) or read (``files``)."""
 
     files: tuple[Path, ...] = ()

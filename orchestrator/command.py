@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from rigaudit.tools.record import Record
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Record):
     name: str
     help: str
     """One line for the command list; the module docstring is the long help."""

@@ -8,7 +8,6 @@ Bad input is a :class:`~rigaudit.tools.errors.UsageError` with one line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +24,7 @@ from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
 from rigaudit.tools.model.events.diff import DiffReported, DiffValueChange
 from rigaudit.tools.model.events.session import SessionStarted
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.share import unpack_bundle
 from rigaudit.transcripts.format import HEADER_KEY
 from rigaudit.transcripts.reader import read_transcript
@@ -34,8 +34,7 @@ from rigaudit.transcripts.segments import audit_segments, recorded_findings
 SideKind = Literal["snapshot", "audit", "transcript", "bundle"]
 
 
-@dataclass
-class Side:
+class Side(Record, frozen=False):
     path: Path
     kind: SideKind
     host: str

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rigaudit.orchestrator.arguments import number
@@ -44,6 +43,7 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
 from rigaudit.tools.model.events.session import Progress, Warning_
 from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.record import Record, replace
 
 __all__ = [
     "CommOptions",
@@ -58,8 +58,7 @@ __all__ = [
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 10, 10_000
 
 
-@dataclass(frozen=True)
-class CommOptions:
+class CommOptions(Record):
     curve: NcclCurve | None = None
     latency_us: tuple[float, float] | None = None
     interconnect: str | None = None
@@ -70,8 +69,7 @@ class CommOptions:
         return self.curve is not None or self.latency_us is not None or self.interconnect is not None
 
 
-@dataclass(frozen=True)
-class ProfileOptions:
+class ProfileOptions(Record):
     """What a profile needs besides the load: which GPUs, the model, the layout, bandwidth and all-reduces."""
 
     interval_s: float = 0.1

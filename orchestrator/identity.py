@@ -21,10 +21,10 @@ import re
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from rigaudit.tools.bench.machine import digest, token
 from rigaudit.tools.hosts.base import FileResult, Host
+from rigaudit.tools.record import Record
 
 Reader = Callable[[str], Awaitable[FileResult]]
 
@@ -50,7 +50,7 @@ def product_digest(raw: bytes | None) -> str:
     return digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
 
 
-class HostIdentity(NamedTuple):
+class HostIdentity(Record):
     name: str
     machine: str = ""
     """Digest of ``/etc/machine-id`` (``""``: not known)."""

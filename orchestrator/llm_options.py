@@ -12,7 +12,6 @@ Nothing is sent to a model unless ``--llm`` is given.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -27,10 +26,11 @@ from rigaudit.tools.bounded import JsonError, loads, read_regular
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.policy import Verdict
+from rigaudit.tools.record import field_types
 from rigaudit.tools.shell import Approver
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_FILE_KEYS = {f.name: f.type for f in dataclasses.fields(LlmConfig) if f.name not in ("api_key",)}
+_FILE_KEYS = {name: kind for name, kind in field_types(LlmConfig).items() if name != "api_key"}
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 from rigaudit.orchestrator.arguments import number
 from rigaudit.tools.bench.comm import ASSUMED_US, CommTerm, comm_term, load_curve, message_bytes, parse_latency
 from rigaudit.tools.bench.model_spec import ModelSpec, model_spec
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.record import replace
 
 ASSUMED_HIDDEN = 8192
 """The all-reduce message size is hidden x 2 bytes; this hidden size when none is known."""

@@ -8,7 +8,6 @@ section). Nothing here prints.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -28,6 +27,7 @@ from rigaudit.tools.journal import Journal, JournalEntry, read_journal_lines, ut
 from rigaudit.tools.model.events.apply import ChangeApplied, RestoredGroup, RollbackFinished
 from rigaudit.tools.model.events.session import ReportWritten, Warning_
 from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.record import Record
 
 __all__ = ["PreparedRollback", "emit_restores", "groups", "open_target_host", "prepare_rollback", "run_rollback"]
 
@@ -67,8 +67,7 @@ def open_target_host(entries: list[JournalEntry], snapshot: Path | None) -> Host
     return host
 
 
-@dataclass(frozen=True)
-class PreparedRollback:
+class PreparedRollback(Record):
     """A journal read, the host it changed opened, and what is left to restore."""
 
     journal: Path

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -24,6 +23,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.hosts.snapshot_copy import copy_snapshot as copy_tree
 from rigaudit.tools.hosts.snapshot_writer import SnapshotSummary
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 from rigaudit.tools.share import ShareSummary, share_bundle
 
 __all__ = ["Recorded", "collect_all", "copy_snapshot", "make_host", "record_snapshot", "share_snapshot"]
@@ -58,8 +58,7 @@ async def collect_all(probe: Probe) -> list[str]:
     return sorted(failures)
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(Record):
     """A written snapshot, and what went wrong on the way (the snapshot is still usable)."""
 
     summary: SnapshotSummary

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import dataclasses
 import gzip
 import io
 import json
@@ -28,6 +27,7 @@ import pytest
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, final
 from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools import record
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
 from tests.support.diff import SEED, scratch
@@ -76,7 +76,7 @@ def _script(planted: Planted) -> dict[str, list]:  # type: ignore[type-arg]
     }
     return {
         "kernel": [
-            dataclasses.replace(
+            record.replace(
                 call("read_file", path="/etc/modprobe.d/gpu-notes.conf"), content=f"Looking for OPENAI_API_KEY={echoed} first."
             ),
             call("read_file", path=f"/proc/{planted.pid}/environ"),

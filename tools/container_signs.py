@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+
+from rigaudit.tools.record import Record
 
 CGROUP_RUNTIMES: tuple[tuple[str, str], ...] = (
     (r"kubepods", "kubernetes"),
@@ -84,7 +85,7 @@ def cgroup_container(text: str | None) -> str | None:
     return None
 
 
-class Mounts(NamedTuple):
+class Mounts(Record):
     """What ``/proc/mounts`` and ``/proc/self/mountinfo`` say about the root, /dev and the bind mounts."""
 
     root_source: str | None
@@ -139,7 +140,7 @@ def containerenv_engine(text: str | None) -> str | None:
     return match.group(1) if match else ("podman" if text is not None else None)
 
 
-class Signs(NamedTuple):
+class Signs(Record):
     """What was read. ``environ``: PID 1's environment for the audit; the process's own for a benchmark."""
 
     dockerenv: bool
@@ -157,7 +158,7 @@ class Signs(NamedTuple):
     environ_ref: str = "file:/proc/1/environ"
 
 
-class Sign(NamedTuple):
+class Sign(Record):
     runtime: str
     how: str
     refs: tuple[str, ...]

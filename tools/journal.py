@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Literal
@@ -22,6 +21,7 @@ from rigaudit.tools.actions.targets import Target
 from rigaudit.tools.bounded import InputError, JsonError, iter_lines, loads
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.record import Record, field
 
 JOURNAL_SCHEMA = "rigaudit.journal/1"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
@@ -180,8 +180,7 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-@dataclass
-class JournalRead:
+class JournalRead(Record, frozen=False):
     """A journal as read: its valid entries, a warning per line skipped, and which lines those were."""
 
     path: Path

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
@@ -17,6 +16,7 @@ import anyio
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import Verdict, vet_argv
+from rigaudit.tools.record import Record, field
 
 _T = TypeVar("_T")
 _RAW_LIMIT = 4000
@@ -51,8 +51,7 @@ def _raw_text(data: bytes) -> str:
     return text if len(text) <= _RAW_LIMIT else text[:_RAW_LIMIT] + f"... [{len(text) - _RAW_LIMIT} more chars]"
 
 
-@dataclass
-class _Shared:
+class _Shared(Record, frozen=False):
     host: Host
     limiter: anyio.CapacityLimiter
     policy: Callable[[Sequence[str]], Verdict]

@@ -13,15 +13,15 @@ mount could stall: it runs in a worker thread and is given up, as a ``deny``, af
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import anyio
 
+from rigaudit.tools import record
 from rigaudit.tools.hosts.base import CommandResult, Host
 from rigaudit.tools.policy import Verdict, filesystem_for, vet_command_line
+from rigaudit.tools.record import Record
 
 Approver = Callable[[Verdict], Awaitable[bool]]
 """Asked about an ``ask`` verdict; returns True only when a person approved this very command."""
@@ -43,8 +43,7 @@ def cap_text(text: str, cap: int) -> tuple[str, int]:
     return text[:head] + CUT_MARK.format(cut=cut) + (text[len(text) - tail :] if tail else ""), cut
 
 
-@dataclass(frozen=True)
-class ShellOutcome:
+class ShellOutcome(Record):
     """What became of one command: the verdict, and the result when it ran."""
 
     command: str
@@ -125,4 +124,4 @@ class SandboxedShell:
         stderr, cut_err = cap_text(result.stderr, max(self.output_cap // 4, 200))
         if not cut_out and not cut_err:
             return result
-        return dataclasses.replace(result, stdout=stdout, stderr=stderr, truncated=result.truncated + cut_out + cut_err)
+        return record.replace(result, stdout=stdout, stderr=stderr, truncated=result.truncated + cut_out + cut_err)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -20,6 +19,7 @@ from rigaudit.tools.bounded import MAX_INPUT_BYTES, MAX_LINE_BYTES, InputError, 
 from rigaudit.tools.model.events.audit import AuditFinished, FindingReported
 from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
 from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.record import Record, field
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
 from rigaudit.transcripts.migrations import OLDEST_SUPPORTED, migrate_event
@@ -29,8 +29,7 @@ KNOWN_TYPES: frozenset[str] = frozenset(model.model_fields["type"].default for m
 _MAX_DETAILED_WARNINGS = 5
 
 
-@dataclass
-class Transcript:
+class Transcript(Record, frozen=False):
     """A transcript read into memory: its header, its events (current version) and what was skipped."""
 
     path: Path

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
 from rigaudit.tools.model.events.session import SessionStarted
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.probe import HostOpResult
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.when import utc_stamp
 from rigaudit.transcripts.tool_calls import decode_data, host_result
 
@@ -69,8 +69,7 @@ def _ancestors(path: str) -> Iterable[str]:
         yield path
 
 
-@dataclass
-class RebuildReport:
+class RebuildReport(Record, frozen=False):
     root: Path
     files: int = 0
     links: int = 0
@@ -87,8 +86,7 @@ class RebuildReport:
         )
 
 
-@dataclass
-class _Tree:
+class _Tree(Record, frozen=False):
     links: dict[str, str]
     files: dict[str, bytes] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.record import Record
 
 DEFAULT_MAX_GAP_S = 2.0
 """A pause longer than this (a person thinking over an approval) is shortened to it."""
 _MIN_SLEEP_S = 0.005
 
 
-@dataclass
-class ReplayStats:
+class ReplayStats(Record, frozen=False):
     events: int = 0
     slept_s: float = 0.0
 

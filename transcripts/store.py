@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import secrets
 import stat
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rigaudit.tools.bounded import InputError, JsonError, kind_of, loads, open_regular
+from rigaudit.tools.record import Record
 from rigaudit.tools.when import local_stamp
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import HEADER_KEY, parse_version
@@ -43,8 +43,7 @@ def default_transcript_path(command: str, *, now: datetime | None = None) -> Pat
     return transcripts_dir() / f"{stamp}-{safe}-{secrets.token_hex(3)}{SUFFIX}"
 
 
-@dataclass(frozen=True)
-class TranscriptInfo:
+class TranscriptInfo(Record):
     """What ``transcripts list`` shows about one file."""
 
     path: Path

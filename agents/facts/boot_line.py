@@ -9,16 +9,17 @@ guest's line is its own; a container has none (its host's).
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.tools.model.finding import Action, CommandAction
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 Family = Literal["proxmox", "debian", "rhel", "suse", "unknown"]
 _RHEL = ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")
 
 
-class BootLine(NamedTuple):
+class BootLine(Record):
     family: Family
     distro: str | None
     """PRETTY_NAME of /etc/os-release."""

@@ -11,9 +11,10 @@ decides: amd_pstate arrived in Linux 5.17, its active (EPP) mode in 6.3, ``CONFI
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 Availability = Literal["yes", "no", "unknown"]
 KernelVersion = tuple[int, int, int]
@@ -51,7 +52,7 @@ def config_option(config: str | None, name: str) -> str | None:
     return match.group(1).strip().strip('"') if match else None
 
 
-class FrequencyDrivers(NamedTuple):
+class FrequencyDrivers(Record):
     release: str | None
     version: KernelVersion | None
     amd_pstate: Availability

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.tools.pci import is_bdf
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 NVIDIA_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -39,8 +38,7 @@ def _checked(value: object, pattern: str) -> str | None:
     return value if isinstance(value, str) and re.match(pattern, value) else None
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(Record):
     bdf: str
     index: int | None
     """NVML index, or ``None`` when NVML could not be matched."""
@@ -63,7 +61,7 @@ class Gpu:
         return f"{PCI_DEVICES}/{self.bdf}"
 
 
-class GpuInventory(NamedTuple):
+class GpuInventory(Record):
     gpus: tuple[Gpu, ...]
     nvml_ok: bool
     nvml_error: str | None

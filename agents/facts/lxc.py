@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 NVIDIA_MAJOR = 195
 _NVIDIA_NODE = r"^/dev/nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-caps)$"
 
 
-class DeviceAllow(NamedTuple):
+class DeviceAllow(Record):
     """One ``lxc.cgroup2.devices.allow`` rule: type ``c``/``b``/``a``, major and minor (``*`` = any)."""
 
     kind: str
@@ -25,7 +25,7 @@ class DeviceAllow(NamedTuple):
         return self.kind == "c" and self.major in ("*", str(major)) and self.minor in ("*", str(minor))
 
 
-class LxcConfig(NamedTuple):
+class LxcConfig(Record):
     path: str
     ctid: str
     entries: tuple[tuple[str, str], ...]
@@ -112,7 +112,7 @@ def parse_lxc_config(path: str, text: str) -> LxcConfig:
     return LxcConfig(path, ctid, tuple(entries))
 
 
-class LxcConfigs(NamedTuple):
+class LxcConfigs(Record):
     configs: tuple[LxcConfig, ...]
     unreadable: tuple[tuple[str, str], ...]
     """(path, error) for configs that are listed but could not be read."""

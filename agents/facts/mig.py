@@ -9,16 +9,16 @@ in ``CUDA_VISIBLE_DEVICES`` / ``NVIDIA_VISIBLE_DEVICES``.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
 from rigaudit.tools.probe import Probe, dir_ref, nvml_ref
+from rigaudit.tools.record import Record
 
 CAPS = "/proc/driver/nvidia/capabilities"
 _NO_INSTANCE = 0xFFFFFFFF
 
 
-class GpuMig(NamedTuple):
+class GpuMig(Record):
     gpu: Gpu
     current: int | None
     pending: int | None

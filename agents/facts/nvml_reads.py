@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.probe import Probe, nvml_ref
+from rigaudit.tools.record import Record, field
 
 
-@dataclass(frozen=True)
-class GpuReads:
+class GpuReads(Record):
     """``fn(index, *extra)`` for each NVML GPU index."""
 
     fn: str

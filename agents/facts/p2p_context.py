@@ -9,7 +9,6 @@ between a NIC and a GPU under one switch, and host-to-device copies.
 from __future__ import annotations
 
 from itertools import combinations
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpu_models import P2pSupport, p2p_support, short_name
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, GpuInventory, collect_gpus
@@ -19,6 +18,7 @@ from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.tools.pci.sysfs import read_driver
 from rigaudit.tools.probe import Probe, nvml_ref
+from rigaudit.tools.record import Record
 
 P2P_READ_CAPS = 0
 """NVML_P2P_CAPS_INDEX_READ: ``nvmlDeviceGetP2PStatus(a, b, 0)`` is OK when the driver lets the pair peer."""
@@ -28,7 +28,7 @@ FABRIC_COMPLETED = 3
 """NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager has programmed this GPU's NVSwitch fabric."""
 
 
-class P2pContext(NamedTuple):
+class P2pContext(Record):
     gpus: tuple[Gpu, ...]
     """The GPUs this host drives (not the ones bound to vfio-pci for VMs)."""
     vfio: tuple[Gpu, ...]

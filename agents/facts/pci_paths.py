@@ -8,18 +8,18 @@ traffic crosses inside their shared switch.
 from __future__ import annotations
 
 from itertools import combinations
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu
 from rigaudit.tools.pci import bridges_between
 from rigaudit.tools.pci.sysfs import read_chain, read_config
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 IOMMU_GROUPS = "/sys/kernel/iommu_groups"
 TRANSLATED = ("DMA", "DMA-FQ")
 
 
-class PciPaths(NamedTuple):
+class PciPaths(Record):
     iommu: dict[str, str | None]
     """GPU BDF -> IOMMU group type (None: no group, or unreadable)."""
     redirects: dict[tuple[str, str], tuple[str, ...]]

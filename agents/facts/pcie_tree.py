@@ -7,16 +7,15 @@ way from a root complex to a GPU or a NIC are its root port and, below it, switc
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.tools.pci.sysfs import PCI_DEVICES, read_chain
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 NVIDIA = "0x10de"
 KINDS = ("root", "port", "switch", "gpu", "nvswitch", "nic")
 
 
-class PcieNode(NamedTuple):
+class PcieNode(Record):
     bdf: str
     """The device's address, or the root complex's name (``pci0000:40``)."""
     kind: str

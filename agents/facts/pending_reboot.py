@@ -10,11 +10,11 @@ every GPU user stopped).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.tools.probe import Probe, command_ref, file_ref
+from rigaudit.tools.record import Record
 
 REBOOT_REQUIRED = "/var/run/reboot-required"
 REBOOT_PKGS = "/var/run/reboot-required.pkgs"
@@ -26,7 +26,7 @@ _API_MISMATCH = (
 )
 
 
-class PendingReboot(NamedTuple):
+class PendingReboot(Record):
     loaded: str | None
     """The NVIDIA kernel module's version (``/proc/driver/nvidia/version``)."""
     installed: str | None

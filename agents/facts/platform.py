@@ -13,7 +13,7 @@ cloud), ``/sys/hypervisor/type``, the kernel command line (microVMs); ``/.docker
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.agents.facts.platform_signals import (
     DMI_FIELDS,
@@ -28,6 +28,7 @@ from rigaudit.tools.container_signs import CONTAINER_NAMES, KUBE_SECRETS, Mounts
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Where
 from rigaudit.tools.probe import Probe, command_ref, file_ref
+from rigaudit.tools.record import Record
 
 PlatformKind = Literal["bare_metal", "vm", "lxc", "docker", "container", "unknown"]
 LayerKind = Literal["bare_metal", "vm", "container"]
@@ -39,7 +40,7 @@ workload itself (its processes, environment, packages)."""
 DMI = "/sys/class/dmi/id"
 
 
-class Layer(NamedTuple):
+class Layer(Record):
     """One layer of the platform: what it is, what it is called, and how it was told."""
 
     kind: LayerKind
@@ -62,7 +63,7 @@ class Layer(NamedTuple):
         return f"{self.name} container" + (f" ({self.engine})" if self.engine else "")
 
 
-class Platform(NamedTuple):
+class Platform(Record):
     """The layers under the audit, outermost (the machine) first, innermost (where the audit runs) last."""
 
     layers: tuple[Layer, ...]
@@ -182,7 +183,7 @@ def fix_where(platform: Platform, target: FixTarget, *, workload_in_container: b
 # -- detection ----------------------------------------------------------------------------------
 
 
-class _Signals(NamedTuple):
+class _Signals(Record):
     cpuinfo: str | None
     cmdline: str | None
     dmi: Dmi

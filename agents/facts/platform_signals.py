@@ -6,7 +6,7 @@ stacks the answers into layers. Nothing here reads a host.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from rigaudit.tools.record import Record
 
 # -- VM guests --------------------------------------------------------------------------------
 
@@ -14,7 +14,7 @@ AZURE_ASSET_TAG = "7783-7084-3265-9085-8269-3286-77"
 """The chassis asset tag every Azure VM (and Azure bare-metal GPU node) carries."""
 
 
-class Dmi(NamedTuple):
+class Dmi(Record):
     """The SMBIOS strings of ``/sys/class/dmi/id`` (absent in DMI-less microVMs such as Firecracker)."""
 
     sys_vendor: str | None = None

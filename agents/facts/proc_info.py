@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+from rigaudit.tools.record import Record
 
 _LIMIT_LINE = r"(?m)^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)"
 
 
-class Limit(NamedTuple):
+class Limit(Record):
     """One resource limit; ``None`` means unlimited."""
 
     soft: int | None

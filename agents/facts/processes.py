@@ -7,11 +7,10 @@ and its files are reachable through ``/proc/PID/root``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.tools.container_signs import cgroup_container
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 SERVER_MARKERS: tuple[str, ...] = (
     "sglang",
@@ -32,7 +31,7 @@ SCAN_LIMIT = 4096
 _ANCESTOR_HOPS = 4
 
 
-class ServerProcess(NamedTuple):
+class ServerProcess(Record):
     pid: int
     argv: tuple[str, ...]
     marker: str
@@ -55,7 +54,7 @@ class ServerProcess(NamedTuple):
         return f"pid {self.pid} ({self.marker}{where})"
 
 
-class GpuProcess(NamedTuple):
+class GpuProcess(Record):
     """A process NVML reports on a GPU."""
 
     pid: int
@@ -66,7 +65,7 @@ class GpuProcess(NamedTuple):
     server: bool
 
 
-class ServerScan(NamedTuple):
+class ServerScan(Record):
     servers: tuple[ServerProcess, ...]
     gpu_processes: tuple[GpuProcess, ...]
     nvml_listed: bool

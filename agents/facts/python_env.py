@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.processes import ServerProcess, find_servers
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 GENERIC_PREFIXES = ("/usr", "/usr/local")
 _OPT_LIMIT = 16
 _MAPS_TORCH = r"\s(/\S+?)/torch/(?:lib/libtorch|_C)"
 
 
-class TorchInstall(NamedTuple):
+class TorchInstall(Record):
     site: str
     """The site-packages folder as the process sees it."""
     version_file: str
@@ -38,7 +38,7 @@ class TorchInstall(NamedTuple):
         return f"{self.root}{self.site}"
 
 
-class TorchSearch(NamedTuple):
+class TorchSearch(Record):
     installs: tuple[TorchInstall, ...]
     searched: tuple[str, ...]
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules
 from rigaudit.tools.pci import is_bdf
 from rigaudit.tools.probe import Probe, dir_ref, file_ref
+from rigaudit.tools.record import Record
 
 INFINIBAND = "/sys/class/infiniband"
 DMABUF_KERNEL = (5, 12, 0)
@@ -25,7 +26,7 @@ AMAZON = "0x1d0f"
 GpuDirectPath = Literal["peermem", "dmabuf", "efa", "none", "unknown"]
 
 
-class RdmaNic(NamedTuple):
+class RdmaNic(Record):
     name: str
     link_layer: str | None
     """``InfiniBand`` or ``Ethernet`` (RoCE) of port 1."""
@@ -48,7 +49,7 @@ class RdmaNic(NamedTuple):
         return "RoCE" if self.link_layer == "Ethernet" else "InfiniBand"
 
 
-class RdmaFacts(NamedTuple):
+class RdmaFacts(Record):
     nics: tuple[RdmaNic, ...] | None
     """None when /sys/class/infiniband could not be listed for another reason than its absence."""
     error: str | None

@@ -10,9 +10,10 @@ carry no bucket in the catalog yet: their resolution here follows their meaning 
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.tools.model.finding import FixKind, Severity
+from rigaudit.tools.record import Record
 
 Resolution = Literal["none", "restart_app", "reset_gpu", "reboot", "restart_vm", "check_hardware", "update_software", "report"]
 """What NVIDIA says to do first: nothing, restart the application, reset the GPU, reboot the machine, restart the
@@ -123,7 +124,7 @@ _INVESTIGATE: dict[str, str] = {
 }
 
 
-class Xid(NamedTuple):
+class Xid(Record):
     """One Xid of NVIDIA's catalog."""
 
     code: int

@@ -16,10 +16,8 @@ so what it read is not lost.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rigaudit.agents.investigator import AnyInvestigator
@@ -30,11 +28,13 @@ from rigaudit.agents.llm.errors import InvalidAnswer, PromptTooLong, StepBudgetE
 from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, ModelFunctions
 from rigaudit.agents.llm.prompt import followup_prompt, system_prompt, user_prompt
 from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools import record
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.events.chat import LlmExchange
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.shell import Approver
 
 SUMMARY_CHARS = 240
@@ -87,8 +87,7 @@ def _short(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-@dataclass
-class AgentRun:
+class AgentRun(Record, frozen=False):
     """One agent's conversation; ``tool_log`` keeps every tool call's summary (for tests and transcripts)."""
 
     investigator: AnyInvestigator
@@ -179,7 +178,7 @@ class AgentRun:
             self._compacted_opening = True
             shorten(self.messages)
             smaller = max(MIN_SHORT_COMPLETION, self.config.max_completion_tokens // 2)  # servers count it in the context
-            request = dataclasses.replace(self._request(final), max_tokens=smaller)
+            request = record.replace(self._request(final), max_tokens=smaller)
             reply = await self.model.complete(request)
         chars = request_chars(request)
         self.emit(

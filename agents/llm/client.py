@@ -20,10 +20,8 @@ What cannot be fixed by retrying ends with one clear line.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
@@ -36,6 +34,8 @@ from rigaudit.agents.llm.guard import ensure_allowed
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import Ticket, UsageBook
 from rigaudit.agents.llm.wire import arguments_text, strip_reasoning, text_tool_calls
+from rigaudit.tools import record
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.redact import digest_ids, redact_json, redact_text
 
 Message = dict[str, Any]
@@ -55,8 +55,7 @@ FORMAT_REFUSALS = (400, 415, 422, 500, 501)
 """Statuses with which servers refuse a ``response_format`` (old llama.cpp answers 500)."""
 
 
-@dataclass(frozen=True)
-class ToolCallRequest:
+class ToolCallRequest(Record):
     """A tool call as the model wrote it; ``arguments`` is its raw text (maybe not JSON)."""
 
     id: str
@@ -64,8 +63,7 @@ class ToolCallRequest:
     arguments: str
 
 
-@dataclass(frozen=True)
-class ChatRequest:
+class ChatRequest(Record):
     messages: Sequence[Message]
     tools: Sequence[dict[str, Any]] = ()
     json_schema: dict[str, Any] | None = None
@@ -79,8 +77,7 @@ class ChatRequest:
     """Retries of a failed try (``None``: the settings'); the endpoint check asks for few."""
 
 
-@dataclass(frozen=True)
-class ChatReply:
+class ChatReply(Record):
     content: str | None
     tool_calls: tuple[ToolCallRequest, ...] = ()
     finish_reason: str | None = None
@@ -139,7 +136,7 @@ def normalized(reply: ChatReply) -> ChatReply:
     if not reasoning and not from_text:
         return reply
     finish = "tool_calls" if from_text and reply.finish_reason in (None, "stop") else reply.finish_reason
-    return dataclasses.replace(
+    return record.replace(
         reply, content=content, tool_calls=calls, finish_reason=finish, reasoning=reasoning, text_calls=from_text
     )
 
@@ -159,8 +156,7 @@ def looks_truncated(prompt_chars: int, prompt_tokens: int, completion_tokens: in
     return window in (2048, 4096, 8192, 16384) and prompt_tokens * 4.5 < prompt_chars
 
 
-@dataclass
-class _Accumulated:
+class _Accumulated(Record, frozen=False):
     content: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     finish: str | None = None
@@ -291,7 +287,7 @@ class OpenAIChatModel:
                     raise
                 reply = normalized(reply)
                 self._observe(reply, chars, agent)
-                done = dataclasses.replace(
+                done = record.replace(
                     reply, structured=answer_format == "json_schema", response_format=answer_format, attempts=sent
                 )
                 if reply.finish_reason == "length" and not length_retried:
@@ -474,9 +470,9 @@ def _said(text: str) -> str:
 
 def _redacted(reply: ChatReply) -> ChatReply:
     """What the model said, secrets redacted and identifiers digests (it may echo one): every later reader gets it so."""
-    calls = tuple(dataclasses.replace(c, arguments=_said(c.arguments)) for c in reply.tool_calls)
+    calls = tuple(record.replace(c, arguments=_said(c.arguments)) for c in reply.tool_calls)
     content = _said(reply.content) if reply.content is not None else None
-    return dataclasses.replace(reply, content=content, tool_calls=calls)
+    return record.replace(reply, content=content, tool_calls=calls)
 
 
 class _Fatal(LlmError):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from rigaudit.tools.record import Record
 
 
-@dataclass(frozen=True)
-class LlmConfig:
+class LlmConfig(Record):
     """Where the model is, and how much each agent and the whole audit may use."""
 
     base_url: str | None = None

@@ -12,14 +12,13 @@ the command and the files it names; the NVML getter), capped, and framed as data
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from rigaudit.tools import record
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
@@ -27,6 +26,7 @@ from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import filesystem_for, vet_argv
 from rigaudit.tools.policy.paths import listable, readable, resolved_path
 from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
+from rigaudit.tools.record import Record
 from rigaudit.tools.redact import digest_ids, digest_nvml, redact_text
 from rigaudit.tools.shell import Approver, SandboxedShell, ShellOutcome, cap_text
 
@@ -86,8 +86,7 @@ on arrival against :data:`~rigaudit.agents.llm.answer.SCHEMA`, which is the ``re
 FUNCTION_NAMES = tuple(t["function"]["name"] for t in (*READ_FUNCTIONS, REPORT_FUNCTION))
 
 
-@dataclass(frozen=True)
-class FunctionResult:
+class FunctionResult(Record):
     """What goes back to the model, and a summary for the transcript."""
 
     text: str
@@ -249,4 +248,4 @@ class ModelFunctions:
         words += [resolved_path(w, fs) for w in result.argv[1:] if w.startswith("/")]
         stdout = digest_ids(redact_text(result.stdout), argv=words, content=True)
         stderr = digest_ids(redact_text(result.stderr), argv=words, content=True)
-        return dataclasses.replace(outcome, result=dataclasses.replace(result, stdout=stdout, stderr=stderr))
+        return record.replace(outcome, result=record.replace(result, stdout=stdout, stderr=stderr))

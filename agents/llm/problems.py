@@ -10,11 +10,11 @@ others were handled (a format fallback, tool calls parsed from text) and are tol
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+
+from rigaudit.tools.record import Record, field
 
 
-@dataclass
-class Problem:
+class Problem(Record, frozen=False):
     key: str
     text: str
     degrading: bool
@@ -32,12 +32,11 @@ class Problem:
         return f"{self.text}{who}"
 
 
-@dataclass
-class Problems:
+class Problems(Record, frozen=False):
     """Distinct problems in the order they first happened (thread-safe: clients record from worker threads too)."""
 
     items: dict[str, Problem] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def note(self, key: str, text: str, *, agent: str = "", degrading: bool = False) -> None:
         """Record one occurrence; the first text of a key is the one told."""

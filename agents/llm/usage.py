@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field
 
 from rigaudit.agents.llm.errors import BudgetExhausted
+from rigaudit.tools.record import Record, field
 
 CHARS_PER_TOKEN = 3.0
 """A cautious estimate (English and JSON run at about 4 characters per token)."""
@@ -25,8 +25,7 @@ TEMPLATE_TOKENS = 16
 rounded up): part of every estimate, so a server that counts a little more than the characters hold still fits."""
 
 
-@dataclass
-class Usage:
+class Usage(Record, frozen=False):
     requests: int = 0
     failed: int = 0
     """Requests that got no usable answer (errors, timeouts, retries): their prompts are counted too."""
@@ -60,8 +59,7 @@ class Usage:
         return f"{self.requests} request(s){failed}, {self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens"
 
 
-@dataclass
-class Ticket:
+class Ticket(Record, frozen=False):
     """One request paid for in advance; :meth:`settle` or :meth:`fail` exactly once."""
 
     book: UsageBook
@@ -85,8 +83,7 @@ class Ticket:
         self.book._settle(self, None, 0, failed=True)
 
 
-@dataclass
-class UsageBook:
+class UsageBook(Record, frozen=False):
     """Per-agent and total usage, and the audit's shared token budget (``None``: unlimited)."""
 
     token_budget: int | None = None
@@ -95,7 +92,7 @@ class UsageBook:
     reserved: int = 0
     """Tokens of requests in flight, paid for but not settled."""
     chars_per_token: float = CHARS_PER_TOKEN
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def estimate(self, chars: int) -> int:
         return math.ceil(chars / self.chars_per_token) + TEMPLATE_TOKENS

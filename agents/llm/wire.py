@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from rigaudit.tools.bounded import loads
+from rigaudit.tools.record import Record
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
@@ -23,8 +23,7 @@ _CLOSE_ONLY = re.compile(r"^.*?</(think|thinking|reasoning)>", re.DOTALL | re.IG
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
-@dataclass(frozen=True)
-class TextCall:
+class TextCall(Record):
     """A tool call the model wrote as text."""
 
     name: str

@@ -17,7 +17,6 @@ import shlex
 import tempfile
 import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -56,12 +55,12 @@ from rigaudit.tools.model.events.chat import Message
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.record import Record, field
 
 OutcomeStatus = Literal["done", "skipped", "refused", "failed"]
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(Record):
     status: OutcomeStatus
     text: str
 
@@ -71,8 +70,7 @@ class Outcome:
         return self.status in ("refused", "failed")
 
 
-@dataclass
-class ChatSettings:
+class ChatSettings(Record, frozen=False):
     snapshot: Path | None = None
     """The snapshot the conversation audits; changes go to a copy (``into``, or a temporary one)."""
     into: Path | None = None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from typing import Literal
 
 from rigaudit.orchestrator.chat.load import BenchArgs
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.record import Record, field
 
 StepKind = Literal["audit", "plan", "explain", "report", "apply_runtime", "bench_p2p", "bench_inference", "compare", "rollback"]
 GATED: frozenset[str] = frozenset({"report", "apply_runtime", "bench_p2p", "bench_inference", "rollback"})
@@ -16,8 +16,7 @@ Origin = Literal["person", "model"]
 """Who chose a step: the person (a command, or the words the intent parser read), or a chat model."""
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Record):
     kind: StepKind
     args: tuple[str, ...] = field(default=())
     origin: Origin = "person"

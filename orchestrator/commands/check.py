@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING
 
 from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S, INTERNAL, NOT_CHECKED, without_pydantic_plugins
+from rigaudit.orchestrator.gate import (
+    DEFAULT_DEADLINE_S,
+    INTERNAL,
+    NOT_CHECKED,
+    without_cyclic_collector,
+    without_pydantic_plugins,
+)
 from rigaudit.orchestrator.hosts import add_host_arguments, open_host
 from rigaudit.tools.errors import RigauditError, UsageError
 
@@ -98,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     from rigaudit.orchestrator.gate.watchdog import Watchdog
 
     watchdog = Watchdog(args.deadline, f"could not check: no verdict {args.deadline:g} s past the deadline (stopped)")
-    with watchdog, without_pydantic_plugins():
+    with watchdog, without_pydantic_plugins(), without_cyclic_collector():
         try:
             return _check(args)
         except RigauditError:

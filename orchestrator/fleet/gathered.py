@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostFailed, HostFailure
 from rigaudit.tools.model.events.session import Progress
 from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.record import Record, replace
 from rigaudit.tools.when import utc_stamp
 
 MAX_FILES = 10_000
@@ -59,8 +59,7 @@ def _told(emit: EventSink) -> Advance:
     return advance
 
 
-@dataclass(frozen=True)
-class _Read:
+class _Read(Record):
     file: str
     audit: AuditResult
     facts: dict[str, str]

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.fleet import HostFailure
 from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
+from rigaudit.tools.record import Record, field
 
 FLEET_SCHEMA = "rigaudit.fleet/1"
 FailureStage = Literal["connect", "collect", "timeout", "audit"]
 
 
-@dataclass(frozen=True)
-class HostAudit:
+class HostAudit(Record):
     target: str
     mode: str
     """How the evidence came: ``installed`` (the node's rigaudit), ``server`` (the zipapp), ``slurm``, ``replay``."""
@@ -33,8 +32,7 @@ class HostAudit:
         return sum(1 for f in self.result.findings if f.status == "problem")
 
 
-@dataclass(frozen=True)
-class Outlier:
+class Outlier(Record):
     """A host that differs from the majority of its peers on a check's status or a key fact."""
 
     host: str
@@ -54,8 +52,7 @@ class Outlier:
         return f"{self.host}: {what}; {self.peers} of {self.compared} hosts: {self.usual}"
 
 
-@dataclass(frozen=True)
-class FleetWait:
+class FleetWait(Record):
     """A fleet fix waits for another: on ``hosts``, their own plans put ``fix`` (its number in the fleet plan) first."""
 
     fix: int
@@ -63,8 +60,7 @@ class FleetWait:
     hosts: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class FleetFix:
+class FleetFix(Record):
     """One fix, identical on every host listed."""
 
     step: PlanStep
@@ -75,8 +71,7 @@ class FleetFix:
     """Why the fleet order could not honour every host's graph (hosts order these fixes differently); "" when it does."""
 
 
-@dataclass(frozen=True)
-class FleetResult:
+class FleetResult(Record):
     targets: tuple[str, ...]
     audits: tuple[HostAudit, ...]
     failures: tuple[HostFailure, ...]

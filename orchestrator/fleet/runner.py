@@ -15,7 +15,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed, HostFailure
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.framing import NodeStream
 from rigaudit.tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node
@@ -41,8 +41,7 @@ DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_HOST_TIMEOUT_S = 120.0
 
 
-@dataclass(frozen=True)
-class FleetOptions:
+class FleetOptions(Record):
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     host_timeout_s: float = DEFAULT_HOST_TIMEOUT_S
     """Connection and collection of one node (over Slurm: the whole srun step)."""
@@ -82,8 +81,7 @@ def host_names(targets: Sequence[str]) -> dict[str, str]:
     return names
 
 
-@dataclass(frozen=True)
-class _Place:
+class _Place(Record):
     """Where one host's snapshot is unpacked (scratch, removed once audited) and its results go (``--out``)."""
 
     scratch: Path
@@ -133,8 +131,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass
-class _Run:
+class _Run(Record, frozen=False):
     options: FleetOptions
     emit: EventSink
     kind: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -22,12 +21,12 @@ from rigaudit.orchestrator.report import ReportRefused, write_report
 from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.record import Record
 from rigaudit.tools.redact import redact_json_text
 from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
 
 
-@dataclass(frozen=True)
-class AuditJob:
+class AuditJob(Record):
     target: str
     source: str
     """Where the evidence came from, as the result shows it (``ssh:HOST``, ``slurm:NODE``)."""
@@ -57,8 +56,7 @@ async def _audit(job: AuditJob) -> tuple[AuditResult, dict[str, str]]:
     return result, facts
 
 
-@dataclass(frozen=True)
-class AuditOutcome:
+class AuditOutcome(Record):
     """What :func:`audit_job` sends back: the audit as JSON text and the fingerprint, or one error line."""
 
     audit_json: str | None

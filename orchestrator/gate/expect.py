@@ -24,7 +24,6 @@ import fnmatch
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
@@ -36,6 +35,7 @@ from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
 from rigaudit.tools.pci.sysfs import read_chain, read_link
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA = "expect"
 MAX_FILE_BYTES = 64 * 1024
@@ -49,7 +49,7 @@ _COMMENT = re.compile(r"(^|\s)#.*$")
 """A ``#`` at the start of a line or after a blank starts a comment (``#`` inside a value is kept)."""
 
 
-class Key(NamedTuple):
+class Key(Record):
     """One expectation the file may name."""
 
     check: Check
@@ -150,7 +150,7 @@ GENERATIONS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 """PCIe generation -> GT/s."""
 
 
-class Expectations(NamedTuple):
+class Expectations(Record):
     """The parsed file: key -> the expected value as written (patterns) or as a number."""
 
     values: Mapping[str, str | int]
@@ -217,7 +217,7 @@ def load_expectations(path: Path) -> Expectations:
 # -- facts --------------------------------------------------------------------------------------
 
 
-class GpuFacts(NamedTuple):
+class GpuFacts(Record):
     gpu: Gpu
     name: str | None
     width: int | None
@@ -228,7 +228,7 @@ class GpuFacts(NamedTuple):
     cur_gen: int | None = None
 
 
-class ExpectFacts(NamedTuple):
+class ExpectFacts(Record):
     inventory: GpuInventory
     pci_listed: bool
     module_version: str | None

@@ -9,7 +9,7 @@ command adds a watchdog past the deadline for what cancellation cannot reach (a 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -25,12 +25,13 @@ from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.check import CheckResult
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Severity
+from rigaudit.tools.record import Record
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.expect import Expectations
 
 
-class GateOptions(NamedTuple):
+class GateOptions(Record):
     fail_on: Severity = "high"
     deadline_s: float = DEFAULT_DEADLINE_S
     strict: bool = False
@@ -40,7 +41,7 @@ class GateOptions(NamedTuple):
     concurrency: int = DEFAULT_CONCURRENCY
 
 
-class GatePlan(NamedTuple):
+class GatePlan(Record):
     """What to judge and who judges it."""
 
     selection: Selection

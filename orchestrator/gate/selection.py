@@ -8,14 +8,14 @@ successors; a name that is neither an area nor a check is a usage error that lis
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.model.finding import RENAMED_AREAS
+from rigaudit.tools.record import Record
 
 
-class Selection(NamedTuple):
+class Selection(Record):
     """The checks to judge, in catalog order, and the areas whose investigators must run for them."""
 
     checks: tuple[Check, ...]

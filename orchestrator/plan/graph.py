@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from rigaudit.tools.model.finding import Edge, Finding
 from rigaudit.tools.model.plan import BLOCKING, PlanStep, StepEdge
+from rigaudit.tools.record import Record, field
 
 SYMPTOM_CAUSES: dict[str, tuple[str, ...]] = {
     "p2p.bandwidth": ("pcie.acs", "kernel.iommu", "pcie.link", "pcie.mrrs", "pcie.mps"),
@@ -26,8 +26,7 @@ NO_P2P_SYMPTOMS = ("p2p.bandwidth",)
 """Symptoms that no PCIe fix resolves on GPUs without peer-to-peer (p2p.status not applicable)."""
 
 
-@dataclass
-class Node:
+class Node(Record, frozen=False):
     """A step being built: its finding, the checks it resolves, its declared edges and the facts it provides."""
 
     finding: Finding

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from rigaudit.tools.model.finding import CommandAction, Finding, Where
 from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.record import Record
 
 
-class Measurement(NamedTuple):
+class Measurement(Record):
     id: str
     title: str
     why: str

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.record import Record
 
 
-class PlanGain(NamedTuple):
+class PlanGain(Record):
     low: float
     high: float
     """Percent of throughput, the steps' ranges compounded."""

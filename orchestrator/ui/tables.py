@@ -8,7 +8,6 @@ drops its title column first (the check id names the finding).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +15,7 @@ from rich.text import Text
 from rigaudit.tools.action_text import describe
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
 from rigaudit.tools.model.plan import STEP_EDGE_TEXT, Plan
+from rigaudit.tools.record import Record, field
 
 STATUS_STYLE = {"problem": "bold red", "ok": "green", "unknown": "yellow", "not_applicable": "dim"}
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan"}
@@ -32,8 +32,7 @@ WIDE = 110
 """From this width on, the findings table also shows each finding's title."""
 
 
-@dataclass
-class BoardRow:
+class BoardRow(Record, frozen=False):
     area: str
     state: str = "waiting"
     reading: str = ""

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.tools.actions.ops import CHANGE_FAILED, identical, matches, read_value, revert_text, set_value, wanted
 from rigaudit.tools.actions.targets import AnyTarget
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalEntry
+from rigaudit.tools.record import Record
 
 Outcome = Literal["verified", "applied", "unchanged", "reverted", "failed"]
 
 
-@dataclass(frozen=True)
-class TargetResult:
+class TargetResult(Record):
     """What happened to one target. ``reverted`` means the change did not verify and was undone."""
 
     step_id: str

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from rigaudit.tools.actions.targets import (
@@ -23,6 +22,7 @@ from rigaudit.tools.actions.targets import (
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.base import Host, HostWriteError
 from rigaudit.tools.pci import apply_masked, register_offset
+from rigaudit.tools.record import Record
 
 _CHOICE = re.compile(r"\[([^\]\s]+)\]")
 ABSENT = None
@@ -37,8 +37,7 @@ CHANGE_FAILED = (ActionError, HostWriteError)
 """What a refused change raises: ours, or the host's own write error (its message says which path and why)."""
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(Record):
     value: str | None
     """The current value (``None`` for an absent config file, or when ``error`` is set)."""
     error: str | None = None

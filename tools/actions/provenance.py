@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypedDict
 
 from rigaudit.tools.actions.ops import revert_text
@@ -47,6 +46,7 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import JournalEntry, JournalRead
 from rigaudit.tools.model.names import one_line
 from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.record import Record
 
 PERSIST_STEP = "persist"
 _RAW_MACHINE_ID = re.compile(r"machine-id:([0-9a-fA-F]{32})")
@@ -88,8 +88,7 @@ async def session_fields(host: Host, plan: Plan) -> SessionFields:
     )
 
 
-@dataclass(frozen=True)
-class Verified:
+class Verified(Record):
     """A journal that passed :func:`verify_journal`."""
 
     session: JournalEntry

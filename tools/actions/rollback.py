@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.tools.actions.execute import restore_target, short
 from rigaudit.tools.actions.targets import AnyTarget, refusal
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.journal import Journal, JournalEntry
+from rigaudit.tools.record import Record
 
 RestoreOutcome = Literal["restored", "skipped", "failed"]
 
 
-@dataclass(frozen=True)
-class Restore:
+class Restore(Record):
     """One ``planned`` change and what rollback did about it."""
 
     step_id: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rigaudit.tools.action_text import comment, compress_paths, quoted, setpci_register, shell_lines
 from rigaudit.tools.model import names
@@ -25,10 +24,10 @@ from rigaudit.tools.model.finding import (
     SysfsWriteAction,
 )
 from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.record import Record
 
 
-@dataclass(frozen=True)
-class ScriptStep:
+class ScriptStep(Record):
     step: PlanStep
     reason: str
     """Why apply did not run it here: ``runs on the hypervisor``, ``deferred (reboot)``, ``declined``..."""

@@ -11,13 +11,13 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 
 from rigaudit.tools.errors import OperationError
+from rigaudit.tools.record import Record, field
 
 _MAX_HEAD = 64 * 1024
 
@@ -26,8 +26,7 @@ class HttpError(OperationError):
     """The connection failed or the server broke the protocol (a cut stream is one)."""
 
 
-@dataclass
-class _Conn:
+class _Conn(Record, frozen=False):
     stream: anyio.abc.ByteStream
     buffer: bytearray = field(default_factory=bytearray)
 
@@ -56,8 +55,7 @@ class _Conn:
         return data
 
 
-@dataclass
-class Response:
+class Response(Record, frozen=False):
     status: int
     headers: dict[str, str]
     _conn: _Conn

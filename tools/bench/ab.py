@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +28,7 @@ from rigaudit.tools.bench.compare import (
 from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability_warnings
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.stats import growth
+from rigaudit.tools.record import Record, as_dict, field
 
 AB_SCHEMA = "rigaudit.ab/1"
 AB_COMPARE_SCHEMA = "rigaudit.ab-compare/1"
@@ -74,8 +74,7 @@ class AbResult(_Model):
         return self.model_dump_json(by_alias=True, indent=2)
 
 
-@dataclass(frozen=True)
-class ArmComparison:
+class ArmComparison(Record):
     arm: str
     steps: list[str]
     levels: list[LevelComparison]
@@ -84,8 +83,7 @@ class ArmComparison:
         return [level for level in self.levels if level.verdict == "regressed"]
 
 
-@dataclass(frozen=True)
-class AbComparison:
+class AbComparison(Record):
     arms: list[ArmComparison]
     warnings: list[str] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)
@@ -98,7 +96,7 @@ class AbComparison:
     schema: str = AB_COMPARE_SCHEMA
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return as_dict(self)
 
     def regressions(self) -> list[str]:
         return [f"{arm.arm} at concurrency {level.concurrency}" for arm in self.arms for level in arm.regressions()]

@@ -32,7 +32,6 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -52,6 +51,7 @@ from rigaudit.tools.bench.machine import (
 from rigaudit.tools.bench.results import BenchResult, Run, host_name
 from rigaudit.tools.bench.sessions import Between, MeanSquares, anova, log_sessions
 from rigaudit.tools.bounded import InputError, load_json
+from rigaudit.tools.record import Record
 
 CALIBRATION_SCHEMA = "rigaudit.calibration/1"
 MAX_CALIBRATION_BYTES = 4 * 1024 * 1024
@@ -319,8 +319,7 @@ def by_name_warning(name: str, why: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(Record):
     """A stored calibration that applies to a result, and what to say about how it was found."""
 
     calibration: Calibration

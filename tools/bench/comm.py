@@ -12,12 +12,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.nccl_parse import human_size
+from rigaudit.tools.record import Record
 
 Interconnect = Literal["nvlink", "pcie", "unknown"]
 ASSUMED_US: dict[str, tuple[float, float]] = {
@@ -31,8 +31,7 @@ ALLREDUCES_PER_LAYER = 2
 MAX_ROWS = 4096
 
 
-@dataclass(frozen=True)
-class NcclCurve:
+class NcclCurve(Record):
     """All-reduce time by message size, measured by ``bench nccl`` for ``world`` GPUs."""
 
     world: int
@@ -104,8 +103,7 @@ def parse_latency(text: str) -> tuple[float, float]:
     return low, high
 
 
-@dataclass(frozen=True)
-class CommTerm:
+class CommTerm(Record):
     """What communication costs one decode step: ``count`` all-reduces of ``message_bytes`` on ``world`` GPUs."""
 
     layers: int

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability_warnings
@@ -39,6 +38,7 @@ from rigaudit.tools.bench.like import WorkloadMismatch, differences
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.sessions import NONE, Between, Model, needed, nested, quantile
 from rigaudit.tools.bench.stats import Estimate, growth, holm, paired, repeats_for, repeats_needed, stdev
+from rigaudit.tools.record import Record, as_dict, field
 
 if TYPE_CHECKING:
     from rigaudit.tools.bench.calibration import Calibration
@@ -65,8 +65,7 @@ METHOD = (
 )
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Record):
     """How sure, and about what size of change. Bounds are checked by :func:`check_settings`."""
 
     confidence: float = 0.95
@@ -115,8 +114,7 @@ def method(settings: Settings, *, paired_design: bool = False) -> str:
     )
 
 
-@dataclass(frozen=True)
-class MetricChange:
+class MetricChange(Record):
     metric: MetricName
     base: float | None
     """Geometric mean over the base repeats."""
@@ -152,8 +150,7 @@ class MetricChange:
         return "not enough repeats"
 
 
-@dataclass(frozen=True)
-class LevelComparison:
+class LevelComparison(Record):
     concurrency: int
     base_repeats: int
     new_repeats: int
@@ -171,8 +168,7 @@ class LevelComparison:
 BetweenMode = Literal["calibrated", "sessions", "given", "default"]
 
 
-@dataclass(frozen=True)
-class BetweenNote:
+class BetweenNote(Record):
     """Where the between-session noise of a comparison came from, in words for its headline."""
 
     mode: BetweenMode
@@ -185,8 +181,7 @@ class BetweenNote:
     """A few words for a title: ``calibrated``, ``NOT calibrated: 8% assumed``, ``3 vs 3 sessions``."""
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(Record):
     levels: list[LevelComparison]
     warnings: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
@@ -203,7 +198,7 @@ class Comparison:
     schema: str = COMPARE_SCHEMA
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return as_dict(self)
 
     def regressions(self) -> list[LevelComparison]:
         """Levels whose headline metric regressed significantly."""
@@ -225,8 +220,7 @@ def repeat_values(runs: Sequence[Run], metric: MetricName) -> list[float]:
     return [v for r in sorted(runs, key=lambda r: r.repeat) if (v := _positive(r, metric)) is not None]
 
 
-@dataclass(frozen=True)
-class Contrast:
+class Contrast(Record):
     """One planned test: a metric's repeat figures on both sides (paired: position i of each side ran together).
 
     ``base_sessions`` / ``new_sessions``: the same figures split by session (empty: one session a side);
@@ -297,8 +291,7 @@ def _case(est: Estimate, settings: Settings, significant: bool) -> str:
     return f"{shown} is narrow ({narrow}) but off centre: it reaches beyond {beyond} and includes no change"
 
 
-@dataclass(frozen=True)
-class _Goal:
+class _Goal(Record):
     """One outcome that would decide an estimate: its interval's log-scale half-width at ``confidence``."""
 
     half_width: float

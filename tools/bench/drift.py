@@ -10,14 +10,13 @@ larger than the noise floor. Also reported: repeats that disagree widely, a slow
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.stats import median, relative_spread, trend
+from rigaudit.tools.record import Record
 
 
-@dataclass(frozen=True)
-class Drift:
+class Drift(Record):
     label: str
     total: float
     """Relative change of output tok/s from the session's first run to its last, on the fitted line."""

@@ -19,10 +19,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from rigaudit.tools.errors import OperationError
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = ["FakeTiming", "Generation", "Generator", "InjectedError", "OpenAIStreamServer", "fake_server", "paced_generator"]
@@ -40,8 +40,7 @@ class DropStream(OperationError):
     """Raised by a generator mid-stream: the server cuts the connection without ending the stream."""
 
 
-@dataclass
-class Generation:
+class Generation(Record, frozen=False):
     prompt_tokens: int
     tokens: Iterator[str]
     """Token texts; iterating blocks for as long as producing each token takes."""
@@ -51,8 +50,7 @@ Generator = Callable[[dict[str, Any], str, int, int], Generation]
 """``generator(request_body, prompt, max_tokens, request_number) -> Generation``."""
 
 
-@dataclass(frozen=True)
-class FakeTiming:
+class FakeTiming(Record):
     """The known behaviour of the fake: when tokens come, and which requests fail."""
 
     ttft_s: float = 0.02
@@ -99,8 +97,7 @@ def _prompt(body: dict[str, Any]) -> str:
     return prompt if isinstance(prompt, str) else " ".join(str(p) for p in prompt)
 
 
-@dataclass
-class _Stats:
+class _Stats(Record, frozen=False):
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))

@@ -10,11 +10,11 @@ names it could mean (:func:`candidates`), because their bandwidths differ by up 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from rigaudit.tools.record import Record
 
 
-@dataclass(frozen=True)
-class GpuSpec:
+class GpuSpec(Record):
     name: str
     """As NVML reports it (``NVIDIA H200``)."""
     bandwidth_gbs: float

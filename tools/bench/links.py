@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from rigaudit.tools.record import Record, field
 
 PCIE_GBPS_PER_LANE: dict[int, float] = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 """GB/s per lane per direction after line encoding (8b/10b, 128b/130b, FLIT)."""
@@ -21,14 +22,12 @@ NVLINK_GBPS_PER_LINK: dict[int, float] = {6: 20.0, 7: 25.0, 8: 25.0, 9: 25.0, 10
 RemoteKind = Literal["gpu", "switch", "unknown"]
 
 
-@dataclass(frozen=True)
-class NvLink:
+class NvLink(Record):
     remote_bus_id: str | None
     remote_kind: RemoteKind
 
 
-@dataclass(frozen=True)
-class GpuLinks:
+class GpuLinks(Record):
     """What NVML says about one GPU's links."""
 
     pci_bus_id: str | None
@@ -40,8 +39,7 @@ class GpuLinks:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class LinkLimit:
+class LinkLimit(Record):
     kind: Literal["nvlink", "pcie", "unknown"]
     limit_gbps: float | None
     detail: str

@@ -19,7 +19,6 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -30,6 +29,7 @@ from rigaudit.tools.bench._http import HttpError, StreamingClient
 from rigaudit.tools.bench.machine import this_container, this_machine
 from rigaudit.tools.bench.results import BenchResult, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
+from rigaudit.tools.record import Record, field
 
 Api = Literal["chat", "completions"]
 Progress = Callable[[str, int, int], None]
@@ -46,8 +46,7 @@ _WORD_TEXT = (
 _WORDS = tuple(_WORD_TEXT.split())
 
 
-@dataclass(frozen=True)
-class LoadSpec:
+class LoadSpec(Record):
     base_url: str
     model: str
     api: Api = "chat"
@@ -296,8 +295,7 @@ Sleep = Callable[[float], Awaitable[None]]
 """Waits that many seconds on a :data:`Clock` (``anyio.sleep`` for the real one)."""
 
 
-@dataclass(frozen=True)
-class Load:
+class Load(Record):
     """How the load reaches the server and is timed: the client for a spec, the clock its figures are read on, and
     how what runs beside it (the profile's sampler) waits on that clock. The real ones unless a test says."""
 

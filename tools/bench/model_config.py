@@ -8,18 +8,17 @@ and exotic attention (sliding windows, linear attention, sparse indexers) is cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.record import Record, field
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 Kind = Literal["embed", "lm_head", "attn", "mlp", "experts", "shared", "router"]
 
 
-@dataclass(frozen=True)
-class Component:
+class Component(Record):
     """One group of weights: its kind, its layer (None for the embedding and the LM head) and its size."""
 
     kind: Kind
@@ -32,8 +31,7 @@ class Component:
     """A representative module name (Hugging Face naming), matched against a quantization config's lists."""
 
 
-@dataclass(frozen=True)
-class ModelShape:
+class ModelShape(Record):
     total_params: float
     active_params: float
     kv_elements_per_token: float

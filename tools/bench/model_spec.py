@@ -10,7 +10,6 @@ token's experts but less than n times as much.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.model_config import load_config, shape_from_config
 from rigaudit.tools.bench.weights import FormatShare, WeightMix, quantization_of, uniform_mix, weight_mix
+from rigaudit.tools.record import replace
 
 MAX_TEXT = 2000
 

@@ -13,21 +13,20 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.bench.errors import BenchFailed, BenchUnavailable
 from rigaudit.tools.bench.nccl_parse import Transports, bus_factor, human_size, parse_nccl_tests, parse_transports
+from rigaudit.tools.record import Record, as_dict, field
 
 NCCL_SCHEMA = "rigaudit.nccl/1"
 Tool = Literal["auto", "torch", "nccl-tests"]
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass(frozen=True)
-class NcclRow:
+class NcclRow(Record):
     bytes: int
     time_us: float
     algbw_gbps: float
@@ -35,8 +34,7 @@ class NcclRow:
     data_ok: bool | None
 
 
-@dataclass(frozen=True)
-class NcclReport:
+class NcclReport(Record):
     taken_at: str
     host: str
     tool: str
@@ -50,7 +48,7 @@ class NcclReport:
     schema: str = NCCL_SCHEMA
 
     def to_json(self) -> str:
-        data = asdict(self)
+        data = as_dict(self)
         return json.dumps({"schema": data.pop("schema"), **data}, indent=2)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.record import Record
 
 _UNITS = {
     "": 1,
@@ -55,8 +55,7 @@ def bus_factor(world: int) -> float:
     return 2.0 * (world - 1) / world if world > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class NcclTestRow:
+class NcclTestRow(Record):
     """One size of nccl-tests' table (out-of-place and in-place columns)."""
 
     size: int
@@ -116,8 +115,7 @@ _CHANNEL = re.compile(
 _VERSION = re.compile(r"NCCL version (\S+)")
 
 
-@dataclass(frozen=True)
-class Transports:
+class Transports(Record):
     """What NCCL's INFO log says about how ranks talk: counts per transport string, and the version."""
 
     counts: dict[str, int]

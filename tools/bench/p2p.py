@@ -12,20 +12,19 @@ import json
 import os
 import socket
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rigaudit.tools.bench.links import GpuLinks, LinkLimit, pair_limit
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH, P2P_SCHEMA
 from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.record import Record, as_dict, field
 
 FAR_BELOW = 0.6
 """A pair below this fraction of its link's limit is reported as a problem."""
 
 
-@dataclass(frozen=True)
-class PairReport:
+class PairReport(Record):
     src: int
     dst: int
     unidir_gbps: float | None
@@ -40,8 +39,7 @@ class PairReport:
     problems: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class P2PReport:
+class P2PReport(Record):
     taken_at: str
     host: str
     backend: str
@@ -56,7 +54,7 @@ class P2PReport:
         return all(not p.problems for p in self.pairs)
 
     def to_dict(self) -> dict[str, object]:
-        data = asdict(self)
+        data = as_dict(self)
         return {"schema": data.pop("schema"), **data}
 
     def to_json(self) -> str:

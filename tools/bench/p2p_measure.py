@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from rigaudit.tools.record import Record
 
 __all__ = ["GpuInfo", "PairMeasurement", "Progress"]
 
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass(frozen=True)
-class GpuInfo:
+class GpuInfo(Record):
     index: int
     name: str
     pci_bus_id: str | None
     compute_major: int | None = None
 
 
-@dataclass(frozen=True)
-class PairMeasurement:
+class PairMeasurement(Record):
     """What a backend measured for one ordered pair (GB/s = 1e9 bytes/s, per direction except bidir)."""
 
     src: int

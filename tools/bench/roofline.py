@@ -14,11 +14,10 @@ it rests on. measured / bound is the efficiency that says whether a system fix c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rigaudit.tools.bench.comm import CommTerm
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup
 from rigaudit.tools.bench.weights import WeightMix
+from rigaudit.tools.record import Record
 
 PEAK_ACHIEVABLE = (0.80, 1.0)
 """The share of a data-sheet peak a decode kernel streams weights at: 80% (the low end of the bound) to
@@ -38,8 +37,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-@dataclass(frozen=True)
-class Roofline:
+class Roofline(Record):
     active_params: float
     bytes_per_param: float
     """Effective: active bytes / active parameters."""

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from typing import Any
 
 from rigaudit.tools.bench.errors import BenchFailed, BenchInputError
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.results import BenchResult
+from rigaudit.tools.record import as_dict
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 
 
 def spec_json(spec: LoadSpec) -> str:
-    data = asdict(spec)
+    data = as_dict(spec)
     data["slo"] = dict(spec.slo)
     return json.dumps(data)
 

@@ -26,19 +26,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
 from rigaudit.tools.bench.stats import MAX_REPEATS_ADVISED, Estimate, betainc, growth, t_quantile, t_two_sided_p
+from rigaudit.tools.record import Record
 
 Source = Literal["calibrated", "assumed", "sessions", "none"]
 """Where ``sigma_B`` came from: a stored calibration (pooled with the sessions compared, if several),
 an assumption (``--session-cv`` or the default), the sessions compared alone, or nowhere (zero)."""
 
 
-@dataclass(frozen=True)
-class MeanSquares:
+class MeanSquares(Record):
     """A one-way ANOVA of sessions (log scale): between and within mean squares and their degrees of freedom."""
 
     between: float
@@ -104,8 +103,7 @@ def anova(sessions: Sequence[Sequence[float]]) -> MeanSquares | None:
     return MeanSquares(between, within, k - 1, df_within, n0)
 
 
-@dataclass(frozen=True)
-class Between:
+class Between(Record):
     """What is known of ``sigma_B`` before looking at the sessions compared."""
 
     source: Source
@@ -118,8 +116,7 @@ class Between:
 NONE = Between("none")
 
 
-@dataclass(frozen=True)
-class _Term:
+class _Term(Record):
     coef: float
     ms: float
     df: float
@@ -132,8 +129,7 @@ def _satterthwaite(terms: dict[str, _Term]) -> tuple[float, float]:
     return value, (value * value / denominator if denominator > 0 else math.inf)
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(Record):
     """The fitted components of one comparison (log scale), kept to say what would narrow the interval."""
 
     between_sd: float

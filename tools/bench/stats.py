@@ -12,8 +12,9 @@ import functools
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
+
+from rigaudit.tools.record import Record
 
 MAX_REPEATS_ADVISED = 1000
 """``repeats_needed`` says "more than this" rather than searching further."""
@@ -163,8 +164,7 @@ def t_quantile(p: float, df: float) -> float:
 # --- the change between two sets of repeats --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(Record):
     """The relative change of the geometric mean from base to new, with its interval and p-value."""
 
     change: float
@@ -273,8 +273,7 @@ def holm(pvalues: Sequence[float | None], weights: Sequence[float] | None = None
 # --- drift within one session -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Trend:
+class Trend(Record):
     """A linear trend of log(figure) over time within a session, each group (a level, an arm) around its own mean."""
 
     per_step: float

@@ -22,24 +22,22 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from rigaudit.tools.bench.model_config import Component, ModelShape
+from rigaudit.tools.record import Record
 
 LINEAR = frozenset({"lm_head", "attn", "mlp", "experts", "shared", "router"})
 _DTYPES = {"bfloat16": ("BF16", 2.0), "float16": ("FP16", 2.0), "float32": ("FP32", 4.0), "float8_e4m3fn": ("FP8", 1.0)}
 _MAX_ENTRIES = 10_000
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(Record):
     name: str
     bytes_per_param: float
 
 
-@dataclass(frozen=True)
-class FormatShare:
+class FormatShare(Record):
     """The active weights of one format."""
 
     format: str
@@ -53,8 +51,7 @@ class FormatShare:
         return self.active_params * self.bytes_per_param
 
 
-@dataclass(frozen=True)
-class WeightMix:
+class WeightMix(Record):
     """Active weights per format, the KV element size, and what they rest on."""
 
     shares: tuple[FormatShare, ...]

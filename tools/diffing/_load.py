@@ -7,19 +7,18 @@ JSON indexes are bounded as :class:`~tools.hosts.snapshot.SnapshotHost` bounds t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.snapshot import SnapshotError, host_paths, load_json, load_jsonl, load_manifest
 from rigaudit.tools.probe import command_ref, nvml_ref
+from rigaudit.tools.record import Record, field
 
 NOT_READ = "NOT_RECORDED"
 """``unreadable.json`` value of a path seen (listed) but never read."""
 
 
-@dataclass
-class SnapshotValues:
+class SnapshotValues(Record, frozen=False):
     root: Path
     files: set[str] = field(default_factory=set)
     """Host paths of the regular files of the mirror (read on demand with :meth:`read`)."""

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rigaudit.tools.diffing.findings import FindingsDiff
 from rigaudit.tools.diffing.values import ValuesDiff
+from rigaudit.tools.record import Record
 
 DIFF_SCHEMA = "rigaudit.diff/1"
 
 
-@dataclass(frozen=True)
-class SideInfo:
+class SideInfo(Record):
     """One side of a diff: where it came from and what it is."""
 
     path: str

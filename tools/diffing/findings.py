@@ -13,10 +13,10 @@ A finding is identified by its check id (one finding per check per host). A chan
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.record import Record
 
 ChangeKind = Literal["appeared", "resolved", "status", "severity", "observed", "only_a", "only_b"]
 CHANGE_KINDS: tuple[ChangeKind, ...] = ("appeared", "resolved", "status", "severity", "observed", "only_a", "only_b")
@@ -49,8 +49,7 @@ def _brief(finding: Finding | None) -> dict[str, object] | None:
     }
 
 
-@dataclass(frozen=True)
-class FindingChange:
+class FindingChange(Record):
     kind: ChangeKind
     check: str
     area: str
@@ -71,8 +70,7 @@ class FindingChange:
         }
 
 
-@dataclass(frozen=True)
-class FindingsDiff:
+class FindingsDiff(Record):
     changes: tuple[FindingChange, ...] = ()
     unchanged: int = 0
     """Checks made on both sides with the same verdict and the same observation."""

@@ -12,7 +12,6 @@ memory, /proc counters) are marked ``volatile``.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -20,14 +19,14 @@ from rigaudit.tools.diffing._config import config_detail
 from rigaudit.tools.diffing._load import NOT_READ, SnapshotValues, load_values
 from rigaudit.tools.diffing._text import as_text, bytes_detail, is_text, json_detail, json_short, text_detail
 from rigaudit.tools.diffing._volatile import process_path, volatile_file, volatile_nvml
+from rigaudit.tools.record import Record
 
 ValueKind = Literal["file", "dir", "link", "command", "nvml"]
 Presence = Literal["changed", "only_a", "only_b"]
 _KIND_ORDER = {"file": 0, "dir": 1, "link": 2, "command": 3, "nvml": 4}
 
 
-@dataclass(frozen=True)
-class ValueChange:
+class ValueChange(Record):
     kind: ValueKind
     ref: str
     change: Presence
@@ -45,8 +44,7 @@ class ValueChange:
         return out
 
 
-@dataclass(frozen=True)
-class ValuesDiff:
+class ValuesDiff(Record):
     changes: tuple[ValueChange, ...] = ()
     compared: int = 0
     """How many values were present on both sides and compared."""

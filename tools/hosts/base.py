@@ -8,10 +8,10 @@ Writes raise :class:`HostWriteError`, because a change that did not happen must 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from rigaudit.tools.errors import OperationError
+from rigaudit.tools.record import Record
 
 JsonValue = object
 """A JSON value as decoded by :mod:`json` (number, string, list, dict, bool, None)."""
@@ -19,8 +19,7 @@ JsonValue = object
 NOT_RECORDED = "not recorded in this snapshot"
 
 
-@dataclass(frozen=True)
-class FileResult:
+class FileResult(Record):
     """The bytes of a file, or why they could not be read (``ENOENT``, ``EACCES``, ...)."""
 
     path: str
@@ -35,8 +34,7 @@ class FileResult:
         return None if self.data is None else self.data.decode("utf-8", errors="replace")
 
 
-@dataclass(frozen=True)
-class DirResult:
+class DirResult(Record):
     """The entry names of a directory (sorted), or why it could not be listed."""
 
     path: str
@@ -48,8 +46,7 @@ class DirResult:
         return self.entries is not None
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(Record):
     """The outcome of one command.
 
     ``error`` is ``not_found``, ``timeout``, ``denied``, ``failed_to_start`` or
@@ -70,8 +67,7 @@ class CommandResult:
         return self.error is None and self.exit_code == 0
 
 
-@dataclass(frozen=True)
-class NvmlResult:
+class NvmlResult(Record):
     """The outcome of one NVML call, named as in the C API.
 
     ``value`` is JSON-shaped (structs as dicts of field names). ``error`` is the NVML

@@ -18,9 +18,10 @@ import ctypes
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any
+
+from rigaudit.tools.record import Record, field
 
 __all__ = ["FakeGpu", "fake_pynvml"]
 
@@ -29,8 +30,7 @@ NVLINK_TX, NVLINK_RX = 138, 139
 _KEEP_S = 30.0
 
 
-@dataclass
-class FakeGpu:
+class FakeGpu(Record, frozen=False):
     name: str = "NVIDIA H200"
     period_s: float = 0.1
     """NVML's averaging window for utilisation (1/6 s to 1 s on real GPUs)."""

@@ -17,12 +17,12 @@ import errno
 import hashlib
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.bounded import MAX_FILE_BYTES, InputError, kind_of, open_regular, read_fd_bounded
 from rigaudit.tools.errors import OperationError
+from rigaudit.tools.record import Record, field
 
 Kind = Literal["file", "dir", "other"]
 MAX_DEPTH = 64
@@ -70,8 +70,7 @@ def parts_of(path: str) -> list[str]:
     return parts
 
 
-@dataclass
-class TreeWalk:
+class TreeWalk(Record, frozen=False):
     """What :meth:`Mirror.walk` found: folders, regular files (with sizes) and what it skipped."""
 
     dirs: list[str] = field(default_factory=list)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -34,6 +33,7 @@ from rigaudit.tools.hosts.base import (
 )
 from rigaudit.tools.hosts.links import resolve_links
 from rigaudit.tools.hosts.mirror import MAX_DEPTH, Mirror, MirrorError
+from rigaudit.tools.record import Record, field
 
 SNAPSHOT_FORMAT = "rigaudit.snapshot/1"
 MANIFEST_BYTES = 1024 * 1024
@@ -48,8 +48,7 @@ class SnapshotError(InputError):
     """The snapshot cannot be read at all (missing manifest, other format...)."""
 
 
-@dataclass
-class SnapshotManifest:
+class SnapshotManifest(Record, frozen=False):
     hostname: str
     taken_at: str = ""
     taken_by: str = ""

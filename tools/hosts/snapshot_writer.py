@@ -8,22 +8,22 @@ files are written byte for byte.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import posixpath
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import anyio
 
+from rigaudit.tools import record
 from rigaudit.tools.errors import OperationError, UsageError
 from rigaudit.tools.hosts.base import CommandResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.redact import redact_argv, redact_file, redact_output
 from rigaudit.tools.version import rigaudit_version
 
@@ -39,8 +39,7 @@ class SnapshotTargetError(UsageError):
     """The folder to write the snapshot to is taken (a file, or not empty without ``force``)."""
 
 
-@dataclass
-class Recording:
+class Recording(Record, frozen=False):
     """What was read, keyed by resolved path (files, dirs) or exactly (commands, NVML calls)."""
 
     files: dict[str, bytes] = field(default_factory=dict)
@@ -63,8 +62,7 @@ class Recording:
         return known
 
 
-@dataclass(frozen=True)
-class SnapshotSummary:
+class SnapshotSummary(Record):
     path: Path
     files: int
     links: int
@@ -214,7 +212,7 @@ def write_snapshot_sync(target: Path, rec: Recording, manifest: dict[str, str], 
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return dataclasses.replace(summary, path=target)
+    return record.replace(summary, path=target)
 
 
 async def write_snapshot(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.pci._bytes import u8, u16
 from rigaudit.tools.pci._express import EXPRESS_CAP_ID, ExpressCap, parse_express
@@ -22,13 +20,14 @@ from rigaudit.tools.pci._extended import (
     walk_extended,
 )
 from rigaudit.tools.pci._header import HEADER_SIZE, Bar, Capability, parse_bars, walk_capabilities
+from rigaudit.tools.record import Record
 
 
 class PciConfigError(OperationError):
     """The bytes are not a configuration space (too short, or all ones: the device is gone)."""
 
 
-class PciConfig(NamedTuple):
+class PciConfig(Record):
     """Decoded configuration space.
 
     ``capabilities_complete`` / ``extended_known`` say whether absence means absent: an

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.tools.pci._bytes import u16, u32
+from rigaudit.tools.record import Record
 
 EXPRESS_CAP_ID = 0x10
 DEVCAP = 0x04
@@ -40,7 +39,7 @@ def payload_code(size: int) -> int:
     raise ValueError(f"{size} is not a PCIe payload size (128..4096, a power of two)")
 
 
-class ExpressCap(NamedTuple):
+class ExpressCap(Record):
     """Decoded fields of the PCI Express capability; ``None`` where the bytes were not there."""
 
     offset: int

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.tools.pci._bytes import u16, u32
+from rigaudit.tools.record import Record
 
 EXTENDED_START = 0x100
 CONFIG_SIZE = 4096
@@ -15,13 +14,13 @@ ACS_CTRL = 0x06
 _MAX_EXT = (CONFIG_SIZE - EXTENDED_START) // 4
 
 
-class ExtendedCap(NamedTuple):
+class ExtendedCap(Record):
     id: int
     version: int
     offset: int
 
 
-class AcsFlags(NamedTuple):
+class AcsFlags(Record):
     """The seven ACS bits, as in the capability (what it can do) or control (what is on) register."""
 
     raw: int
@@ -61,7 +60,7 @@ class AcsFlags(NamedTuple):
         return tuple(label for bit, label in enumerate(labels) if self.raw & (1 << bit))
 
 
-class AcsCap(NamedTuple):
+class AcsCap(Record):
     offset: int
     capability: AcsFlags
     control: AcsFlags
@@ -72,13 +71,13 @@ class AcsCap(NamedTuple):
         return self.control.request_redirect or self.control.completion_redirect
 
 
-class AerCap(NamedTuple):
+class AerCap(Record):
     offset: int
     uncorrectable_status: int
     correctable_status: int
 
 
-class ResizableBar(NamedTuple):
+class ResizableBar(Record):
     """One resizable BAR: its index, its current size and the sizes it supports (bytes)."""
 
     bar: int
@@ -90,7 +89,7 @@ class ResizableBar(NamedTuple):
         return max(self.supported_sizes) if self.supported_sizes else None
 
 
-class ResizableBarCap(NamedTuple):
+class ResizableBarCap(Record):
     offset: int
     bars: tuple[ResizableBar, ...]
 

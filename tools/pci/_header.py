@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.tools.pci._bytes import u8, u32
+from rigaudit.tools.record import Record
 
 HEADER_SIZE = 64
 STATUS_CAP_LIST = 0x10
@@ -14,8 +14,7 @@ _MAX_CAPS = 48  # (256 - 64) / 4: more entries than that can only be a loop
 BarKind = Literal["io", "mem32", "mem64"]
 
 
-@dataclass(frozen=True)
-class Bar:
+class Bar(Record):
     """A Base Address Register as programmed (its size needs a write to probe: not read here)."""
 
     index: int
@@ -24,7 +23,7 @@ class Bar:
     address: int
 
 
-class Capability(NamedTuple):
+class Capability(Record):
     """One entry of the standard capability list (``id`` as in pci_regs.h, e.g. 0x10 = PCI Express)."""
 
     id: int

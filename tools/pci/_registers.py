@@ -7,18 +7,17 @@ into the absolute offset and the bytes to write, preserving the bits outside the
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.pci._bytes import u8, u16, u32
 from rigaudit.tools.pci._config import PciConfigError, parse_config
+from rigaudit.tools.record import Record
 
 
 class PciRegisterError(OperationError):
     """The register cannot be located or written (capability absent, config too short...)."""
 
 
-class RegisterWrite(NamedTuple):
+class RegisterWrite(Record):
     absolute_offset: int
     width: int
     old: int

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.tools.pci._config import PciConfig, PciConfigError, parse_config
 from rigaudit.tools.pci._tree import device_chain
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 
@@ -16,7 +16,7 @@ def config_path(bdf: str) -> str:
     return f"{PCI_DEVICES}/{bdf}/config"
 
 
-class ConfigRead(NamedTuple):
+class ConfigRead(Record):
     """One device's decoded config space, or why it could not be had."""
 
     bdf: str
@@ -28,7 +28,7 @@ class ConfigRead(NamedTuple):
         return file_ref(config_path(self.bdf))
 
 
-class ChainRead(NamedTuple):
+class ChainRead(Record):
     """Where a device sits: the BDFs from its root port down to itself (``None``: link unreadable)."""
 
     bdf: str
@@ -62,7 +62,7 @@ async def read_chain(probe: Probe, bdf: str) -> ChainRead:
     return ChainRead(bdf, chain if chain and chain[-1] == bdf.lower() else None, target)
 
 
-class LinkAttrs(NamedTuple):
+class LinkAttrs(Record):
     """The kernel's view of a device's link: ``{current,max}_link_{speed,width}`` (GT/s, lanes)."""
 
     bdf: str
@@ -99,7 +99,7 @@ async def read_link(probe: Probe, bdf: str) -> LinkAttrs:
     return LinkAttrs(bdf, parse_speed(cur_s), parse_speed(max_s), _int(cur_w), _int(max_w), tuple(file_ref(p) for p in paths))
 
 
-class AerCounts(NamedTuple):
+class AerCounts(Record):
     """``aer_dev_{correctable,nonfatal,fatal}`` totals (``None``: file absent or unreadable)."""
 
     bdf: str

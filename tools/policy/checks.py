@@ -10,13 +10,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from rigaudit.tools.policy import lexer, paths, secrets
 from rigaudit.tools.policy.fsview import FileSystem
 from rigaudit.tools.policy.paths import PathProblem
 from rigaudit.tools.policy.resolve import resolve
+from rigaudit.tools.record import Record, field
 
 MAX_LENGTH = 4096
 
@@ -35,14 +34,13 @@ def show(text: str, limit: int = 60) -> str:
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
-@dataclass
-class Subject:
+class Subject(Record, frozen=False):
     """One command being vetted: its argv, and the file system its paths are resolved on."""
 
     argv: tuple[str, ...]
     fs: FileSystem
-    _guards: list[tuple[str, PathProblem]] | None = field(default=None, repr=False)
-    _reads: dict[tuple[str, str], PathProblem | None] = field(default_factory=dict, repr=False)
+    _guards: list[tuple[str, PathProblem]] | None = None
+    _reads: dict[tuple[str, str], PathProblem | None] = field(default_factory=dict)
 
     def path_problems(self) -> list[tuple[str, PathProblem]]:
         """What each argument naming a path forces (``paths.guard``), in argument order."""
@@ -83,7 +81,7 @@ ArgvCheck = Callable[[Subject], str | None]
 LineCheck = Callable[[str], str | None]
 
 
-class Check(NamedTuple):
+class Check(Record):
     line: LineCheck | None = None
     argv: ArgvCheck | None = None
 

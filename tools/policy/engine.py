@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
 from rigaudit.tools.policy import lexer
 from rigaudit.tools.policy.checks import CHECKS, ArgvCheck, LineCheck, Subject, show
@@ -22,6 +21,7 @@ from rigaudit.tools.policy.forms import CompiledForm, Mismatch, compile_form, mi
 from rigaudit.tools.policy.fsview import EXAMPLE_HOST, LIVE, FileSystem
 from rigaudit.tools.policy.schema import Rule, RuleError
 from rigaudit.tools.policy.verdict import SEVERITY, Decision, Verdict
+from rigaudit.tools.record import Record
 
 _FAMILY = r"(python|pypy|pip|perl|ruby|php|lua|node|tclsh|wish)[0-9.]*|(mkfs|fsck|mkswap|mount|umount)\..+"
 
@@ -50,7 +50,7 @@ FALLBACKS: tuple[tuple[str, Decision, str], ...] = (
 """The verdicts no rule gives: what ``Verdict.rule`` names when no rule decided."""
 
 
-class _Compiled(NamedTuple):
+class _Compiled(Record):
     rule: Rule
     any_arg: tuple[re.Pattern[str], ...]
     unless_only: tuple[re.Pattern[str], ...]

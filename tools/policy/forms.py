@@ -10,18 +10,17 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from rigaudit.tools.policy import paths
 from rigaudit.tools.policy.checks import Subject, show
 from rigaudit.tools.policy.paths import PathProblem
 from rigaudit.tools.policy.schema import READ_PATH, Form
+from rigaudit.tools.record import Record
 
 _GREP_PATTERN_OPTIONS = ("-e", "-f", "--regexp", "--file")
 
 
-class CompiledForm(NamedTuple):
+class CompiledForm(Record):
     form: Form
     flags: tuple[re.Pattern[str], ...]
     valued: dict[str, re.Pattern[str] | None]
@@ -33,7 +32,7 @@ class CompiledForm(NamedTuple):
     follow_all: tuple[re.Pattern[str], ...]
 
 
-class Mismatch(NamedTuple):
+class Mismatch(Record):
     """Why an argument list does not parse as a form: its shape, or (``path`` set) a path it names."""
 
     reason: str
@@ -60,8 +59,7 @@ def compile_form(form: Form) -> CompiledForm:
     )
 
 
-@dataclass
-class _Parsed:
+class _Parsed(Record, frozen=False):
     operands: list[str]
     seen: set[str]
     options: list[str]

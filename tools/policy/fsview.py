@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Final, Literal, NamedTuple, Protocol
+from typing import Final, Literal, Protocol
 
 from rigaudit.tools.hosts.launch import untrusted_writer
+from rigaudit.tools.record import Record, field
 
 Kind = Literal["file", "dir", "link", "char", "block", "fifo", "socket", "unknown"]
 
@@ -22,7 +22,7 @@ ABSENT: Final = "absent"
 DENIED: Final = "denied"
 
 
-class Entry(NamedTuple):
+class Entry(Record):
     """One looked-up name: its kind (``unknown`` where the view cannot tell)."""
 
     kind: Kind
@@ -92,8 +92,7 @@ class LiveFileSystem:
         return untrusted_writer(folder, entry=below)
 
 
-@dataclass(frozen=True)
-class ModelFileSystem:
+class ModelFileSystem(Record):
     """A file system described by tables; a name in none of them exists, of unknown kind, and nobody untrusted can change it."""
 
     links: Mapping[str, str] = field(default_factory=dict)

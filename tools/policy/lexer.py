@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import shlex
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import Literal
+
+from rigaudit.tools.record import Record
 
 _OPERATOR_CHARS = frozenset(";&|<>()")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _SPECIAL_PARAMS = frozenset("0123456789?$!#@*-'\"")
 
 
-class Special(NamedTuple):
+class Special(Record):
     kind: Literal["operator", "expansion", "comment"]
     text: str
     offset: int

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import NamedTuple
 
 from rigaudit.tools.policy import readlist, secrets
 from rigaudit.tools.policy.fsview import LEXICAL, LIVE, FileSystem
 from rigaudit.tools.policy.resolve import Resolved, resolve
 from rigaudit.tools.policy.verdict import Decision
+from rigaudit.tools.record import Record
 
 STANDARD_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 
@@ -33,7 +33,7 @@ is_secret = secrets.is_secret
 holds_secrets = secrets.holds_secrets
 
 
-class PathProblem(NamedTuple):
+class PathProblem(Record):
     """Why a path may not be used as a command wants to: the decision it forces, the rule, the reason."""
 
     decision: Decision

@@ -22,9 +22,9 @@ they can write): what was vetted is then not what will be opened, so the policy 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.tools.policy.fsview import ABSENT, DENIED, LEXICAL, FileSystem, Kind
+from rigaudit.tools.record import Record
 
 MAX_HOPS = 40
 _PID = r"[0-9]+|self|thread-self"
@@ -33,7 +33,7 @@ _MAGIC_DIRS = frozenset({"fd", "map_files", "ns"})
 _MAGIC_LINKS = frozenset({"root", "cwd", "exe"})
 
 
-class Resolved(NamedTuple):
+class Resolved(Record):
     """Where a path leads."""
 
     path: str

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.policy.verdict import Decision
+from rigaudit.tools.record import Record, field
 
 OperandKind = Literal["none", "read", "list", "grep", "match"]
 """How a form vets its operands (non-option arguments).
@@ -25,8 +25,7 @@ class RuleError(OperationError):
     """A rule is malformed, or one of its examples is not vetted the way the rule says."""
 
 
-@dataclass(frozen=True)
-class Form:
+class Form(Record):
     """A read-only invocation, as a whitelist grammar: every argument must be accounted for.
 
     Options are matched as written, and, for a ``getopt`` program, in every spelling the program
@@ -67,7 +66,7 @@ class Form:
     """For a program that lists recursively by default (``find``): the option whose value 0 or 1 keeps it one level."""
 
 
-class Rule(NamedTuple):
+class Rule(Record):
     """One named rule. ``examples`` are command lines the policy must give ``decision`` by this very rule.
 
     A rule with no ``programs`` is a guard: it applies to every command, through its named ``check``

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
+
+from rigaudit.tools.record import Record
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -10,7 +12,7 @@ SEVERITY: dict[Decision, int] = {"deny": 0, "ask": 1, "allow": 2}
 """Rules are tried most severe first: an ``allow`` rule can never mask a ``deny`` or ``ask`` rule."""
 
 
-class Verdict(NamedTuple):
+class Verdict(Record):
     decision: Decision
     reason: str
     argv: tuple[str, ...] = ()

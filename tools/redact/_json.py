@@ -21,11 +21,11 @@ import base64
 import binascii
 import json
 import posixpath
-from dataclasses import dataclass, replace
 from typing import Any
 
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.pci import mask_vpd, zero_dsn
+from rigaudit.tools.record import Record, replace
 from rigaudit.tools.redact._blocks import PROC_CMDLINE, PROC_ENVIRON, redact_argv, redact_bytes, redact_output
 from rigaudit.tools.redact._ids import digest_ids, digest_nvml
 from rigaudit.tools.redact._shapes import REDACTED
@@ -37,8 +37,7 @@ _OUTPUT_KEYS = frozenset({"stdout", "stderr"})
 _VALUE_KEYS = frozenset({"value", "Value"})
 
 
-@dataclass(frozen=True)
-class _Context:
+class _Context(Record):
     path: str = ""
     """The file a ``data_b64`` below holds."""
     ids: bool = False

@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from typing import NamedTuple
+
+from rigaudit.tools.record import Record
 
 REDACTED = "<redacted>"
 
 
-class Shape(NamedTuple):
+class Shape(Record):
     kind: str
     pattern: re.Pattern[str]
     group: int | str = 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from dataclasses import dataclass, field
+
+from rigaudit.tools.record import Record, field
 
 TAG = "RIGAUDIT-FRAME1"
 CHUNK_BYTES = 48 * 1024
@@ -49,8 +50,7 @@ emit("end", str(code), digest.hexdigest(), str(seq), b64(b"".join(tail)[-8192:])
 """
 
 
-@dataclass(frozen=True)
-class NodeStream:
+class NodeStream(Record):
     """One node's complete stream; ``error`` says why it cannot be used (then ``data`` is partial)."""
 
     node: str
@@ -64,8 +64,7 @@ def _b64(text: str) -> bytes:
     return b"" if text == "-" else base64.b64decode(text.encode("ascii"), validate=True)
 
 
-@dataclass
-class _Partial:
+class _Partial(Record, frozen=False):
     chunks: list[bytes] = field(default_factory=list)
     broken: str | None = None
 

@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "rigaudit",
     "rigaudit.tools",
     "rigaudit.tools.errors",
+    "rigaudit.tools.record",
     "rigaudit.tools.redact",
     "rigaudit.tools.hosts",
     "rigaudit.tools.hosts.base",

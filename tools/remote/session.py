@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import anyio
 import anyio.abc
@@ -22,6 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.hosts.local import CappedOutput
+from rigaudit.tools.record import Record
 from rigaudit.tools.remote.client import NodeClient, NodeServerError, RemoteHost
 from rigaudit.tools.remote.payload import framed_payload
 from rigaudit.tools.remote.transport import MARK
@@ -41,8 +41,7 @@ class NodeError(OperationError):
         self.node_status = node_status
 
 
-@dataclass(frozen=True)
-class NodeCollection:
+class NodeCollection(Record):
     """What came back: ``archive`` (installed mode) or nothing (server mode: ``with_server`` kept it)."""
 
     mode: str

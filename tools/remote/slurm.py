@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -21,14 +20,14 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rigaudit.tools.hosts.local import CappedOutput
+from rigaudit.tools.record import Record
 from rigaudit.tools.remote.framing import FRAMER, FrameReader, NodeStream
 from rigaudit.tools.remote.transport import check_words
 
 _MAX_LINE = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class SlurmJob:
+class SlurmJob(Record):
     """Where the step runs. Without ``nodes`` or ``nodelist`` Slurm picks one node."""
 
     partition: str | None = None
@@ -65,8 +64,7 @@ def task_argv(rigaudit: str = "rigaudit", python: str = "python3") -> list[str]:
     ]
 
 
-@dataclass(frozen=True)
-class SrunOutcome:
+class SrunOutcome(Record):
     exit_code: int | None
     stderr: str
     timed_out: bool

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
 from rigaudit.tools.errors import UsageError
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.remote.payload import bootstrap_command
 
 Collector = Literal["auto", "installed", "server"]
@@ -62,8 +62,7 @@ class Transport(Protocol):
     def source(self, target: str) -> str: ...
 
 
-@dataclass(frozen=True)
-class SshTransport:
+class SshTransport(Record):
     """The OpenSSH client: ``BatchMode`` (never a password prompt), a connect timeout, keepalives.
 
     ``~/.ssh/config``, the ssh-agent, ``ProxyJump`` and ``known_hosts`` apply as for any ``ssh`` the user
@@ -90,8 +89,7 @@ class SshTransport:
         return f"ssh:{target}"
 
 
-@dataclass(frozen=True)
-class ReplayTransport:
+class ReplayTransport(Record):
     """A stand-in fleet for benchmarks and demos: each target is a local process that serves a
     prepared ``snapshot --stdout`` stream (``archives[target]``), as a node with rigaudit installed would."""
 

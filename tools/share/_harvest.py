@@ -13,8 +13,8 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
-from dataclasses import dataclass, field
 
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.redact import DMI_SERIALS, JUNK_SERIALS, MACHINE_ID, SERIAL_PHRASES, UUID
 from rigaudit.tools.share._places import GENERIC_USERS, find, passwd_users, ps_users, public
 from rigaudit.tools.share._tree import Tree
@@ -57,8 +57,7 @@ _GPU_UUID = re.compile(rf"GPU-({UUID})")
 _HOSTNAMECTL = re.compile(r"^\s*(?:Static|Transient) hostname:\s*(\S+)\s*$", re.M)
 
 
-@dataclass
-class Harvest:
+class Harvest(Record, frozen=False):
     hostnames: list[str] = field(default_factory=list)
     """Short host names, the snapshot's own first."""
     contextual: set[str] = field(default_factory=set)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
+from rigaudit.tools.record import Record
 from rigaudit.tools.share._pseudonyms import Kind
 
 PUBLIC_DOMAINS = frozenset(
@@ -129,8 +129,7 @@ def public(host: str) -> bool:
     return any(lowered == d or lowered.endswith("." + d) for d in PUBLIC_DOMAINS)
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(Record):
     kind: Kind
     pattern: re.Pattern[str]
     where: Callable[[str], bool]

@@ -7,9 +7,9 @@ import gzip
 import json
 import posixpath
 import re
-from dataclasses import dataclass, field
 
 from rigaudit.tools.pci import mask_vpd, zero_dsn
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.redact import (
     REDACTED,
     Tally,
@@ -31,8 +31,7 @@ IDENTITY_PROGRAMS = frozenset({"hostname", "uname", "hostnamectl"})
 _SYSTEM = ("/sys/", "/dev/")
 
 
-@dataclass
-class Stats:
+class Stats(Record, frozen=False):
     renamed: int = 0
     secrets: Tally = field(default_factory=Tally)
     """Values redacted while the bundle was made, by kind (:data:`rigaudit.tools.redact.KIND_LABELS`)."""

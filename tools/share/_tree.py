@@ -7,19 +7,18 @@ out, with a warning), every file and the whole tree are bounded, JSON is bounded
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigaudit.tools.bounded import InputError, JsonError, iter_lines, loads, read_regular
 from rigaudit.tools.hosts.mirror import MAX_TREE_BYTES, Mirror, MirrorError, TreeWalk
 from rigaudit.tools.hosts.snapshot import SnapshotError, load_manifest
+from rigaudit.tools.record import Record, field
 
 KNOWN = ("snapshot.json", "links.json", "dirs.json", "unreadable.json", "commands.jsonl", "nvml.jsonl")
 SHARE_NOTE = "SHARE.md"
 
 
-@dataclass
-class Tree:
+class Tree(Record, frozen=False):
     manifest: dict[str, object]
     files: dict[str, bytes] = field(default_factory=dict)
     """Host path -> bytes of its mirror under files/."""

@@ -20,13 +20,13 @@ import os
 import re
 import tarfile
 import tempfile
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from rigaudit.tools.errors import OperationError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.record import Record
 from rigaudit.tools.redact import redact_text
 from rigaudit.tools.share._harvest import harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
@@ -44,8 +44,7 @@ class ShareError(OperationError):
     """The bundle cannot be written (not a snapshot, output refused...); the message is one line."""
 
 
-@dataclass(frozen=True)
-class ShareSummary:
+class ShareSummary(Record):
     path: Path
     folder: str
     """The one folder inside the archive: the scrubbed snapshot."""

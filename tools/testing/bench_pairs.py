@@ -21,27 +21,25 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from rigaudit.tools.bench.ab import BASELINE, AbResult, ArmResult, Visit
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
+from rigaudit.tools.record import Record
 
 LEVELS: dict[int, tuple[float, float, float]] = {1: (260.0, 4.5, 3.2), 4: (220.0, 19.0, 16.7), 16: (140.0, 115.0, 108.0)}
 """concurrency -> (output tok/s, TTFT ms, ITL ms) of the true configuration (the H200 tiny-model story's figures)."""
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(Record):
     drift: float = 0.10
     trend: float = 0.0
     levels: tuple[int, ...] = (1, 4, 16)
     session_cv: float = 0.0
 
 
-@dataclass(frozen=True)
-class Judging:
+class Judging(Record):
     """How ``compare`` is told about the between-session noise in a simulated comparison.
 
     ``given``: ``--session-cv session_cv`` (0: repeats only, what the tool assumed before sessions were a level);
@@ -124,8 +122,7 @@ def ab_result(rng: random.Random, session: Session, cycles: int, gains: Sequence
     )
 
 
-@dataclass(frozen=True)
-class Rates:
+class Rates(Record):
     """How often the verdicts were right over many simulated comparisons with the same truth."""
 
     comparisons: int

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
 from rigaudit.tools.bench.calibration import calibrate
 from rigaudit.tools.bench.compare import Comparison, Settings, compare
 from rigaudit.tools.bench.results import BenchResult
+from rigaudit.tools.record import Record, field
 
 Mode = Literal["calibrated", "default", "zero"]
 
 
-@dataclass
-class Replay:
+class Replay(Record, frozen=False):
     mode: Mode
     sessions_a_side: int
     comparisons: int = 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import parse_cpulist
@@ -12,6 +11,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "container"
 CGROUP = "/sys/fs/cgroup"
@@ -21,7 +21,7 @@ PER_GPU = 2
 _GPU_NODE = r"^/dev/nvidia(\d+)$"
 
 
-class CpuLimit(NamedTuple):
+class CpuLimit(Record):
     who: str
     """``container 101`` or ``this container``."""
     quota_cpus: float | None
@@ -35,7 +35,7 @@ class CpuLimit(NamedTuple):
     config: LxcConfig | None = None
 
 
-class CgroupCpuFacts(NamedTuple):
+class CgroupCpuFacts(Record):
     platform: Platform
     limits: tuple[CpuLimit, ...]
     error: str | None

@@ -4,7 +4,6 @@ the servers, `pct list`; plus the helpers the container rules share."""
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
@@ -15,12 +14,13 @@ from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "container"
 PCT_LIST = ("pct", "list")
 
 
-class ContainerFacts(NamedTuple):
+class ContainerFacts(Record):
     platform: Platform
     inventory: GpuInventory
     lxc: LxcConfigs

@@ -3,8 +3,6 @@ plus the helpers the cuda rules share."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.mig import GpuMig, collect_mig, mig_devices
 from rigaudit.agents.facts.nvml_reads import GpuReads, failure_text, label, nvml_unusable, read_per_gpu
@@ -16,6 +14,7 @@ from rigaudit.agents.findings import not_applicable, unknown
 from rigaudit.agents.investigators.cuda.processes import ProcessFacts, collect_processes
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "cuda"
 
@@ -27,7 +26,7 @@ LITTLE_USED = 2 * 2**30
 """Memory below this on a GPU with no process is the driver's own reservation."""
 
 
-class CudaFacts(NamedTuple):
+class CudaFacts(Record):
     inventory: GpuInventory
     platform: Platform
     compute_mode: GpuReads

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
@@ -14,6 +12,7 @@ from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_enviro
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe, dir_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "cuda"
 MPS_PIPE = "/tmp/nvidia-mps"
@@ -22,7 +21,7 @@ MPS_LIMITS = ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_L
 _SCAN_LIMIT = 4096
 
 
-class ProcessFacts(NamedTuple):
+class ProcessFacts(Record):
     inventory: GpuInventory
     platform: Platform
     scan: ServerScan

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
@@ -12,6 +11,7 @@ from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Edge, Finding, Fix
 from rigaudit.tools.probe import Probe, command_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "driver"
 DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")
@@ -20,7 +20,7 @@ _LOG_VERSION = r"(?i)Fabric\s*Manager\s+version(?:\s+is)?\s*:?\s*(\d+\.\d+(?:\.\
 _LOG_TAIL = 200_000
 
 
-class FabricVersion(NamedTuple):
+class FabricVersion(Record):
     packages: CommandResult
     log: str | None
     log_error: str | None

@@ -5,7 +5,6 @@ driver services; plus the helpers the driver rules share.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
@@ -18,6 +17,7 @@ from rigaudit.agents.investigators.driver.install_facts import InstallFacts, col
 from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.probe import Probe, command_ref, file_ref, nvml_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "driver"
 MODULE_VERSION = "/sys/module/nvidia/version"
@@ -26,14 +26,14 @@ PERSISTENCED = ("systemctl", "is-active", "nvidia-persistenced")
 FABRICMANAGER = ("systemctl", "is-active", "nvidia-fabricmanager")
 
 
-class Service(NamedTuple):
+class Service(Record):
     state: str | None
     """``active``, ``inactive``, ``failed``... or ``None`` when the command gave no answer."""
     error: str | None
     ref: str
 
 
-class DriverFacts(NamedTuple):
+class DriverFacts(Record):
     platform: Platform
     gpus: tuple[Gpu, ...]
     nvml_init: bool

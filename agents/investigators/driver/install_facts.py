@@ -4,7 +4,6 @@ the installed kernels' module trees, DKMS builds, Secure Boot and lockdown, and 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
@@ -16,6 +15,7 @@ from rigaudit.agents.facts.processes import ServerProcess, find_servers
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "driver"
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
@@ -31,7 +31,7 @@ EFI = "/sys/firmware/efi"
 LOCKDOWN = "/sys/kernel/security/lockdown"
 
 
-class UserLibrary(NamedTuple):
+class UserLibrary(Record):
     """The NVIDIA user-space library version a place resolves to."""
 
     where: str
@@ -41,7 +41,7 @@ class UserLibrary(NamedTuple):
     in_container: bool
 
 
-class KernelModules(NamedTuple):
+class KernelModules(Record):
     kernel: str
     modules_dep: str | None
     """Text of /lib/modules/KERNEL/modules.dep, or None when unreadable."""
@@ -53,7 +53,7 @@ class KernelModules(NamedTuple):
         return None if self.modules_dep is None else bool(re.search(_NVIDIA_KO, self.modules_dep))
 
 
-class InstallFacts(NamedTuple):
+class InstallFacts(Record):
     platform: Platform
     gpus: tuple[Gpu, ...]
     pending: PendingReboot

@@ -8,10 +8,9 @@ in their environment (``NCCL_IB_HCA``, ``NCCL_NET``, ``FI_PROVIDER=efa``, a ``MA
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.processes import find_servers
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 _FLAGS = (
     "--dist-init-addr",
@@ -28,7 +27,7 @@ _ENV = ("NCCL_IB_HCA", "NCCL_NET", "NCCL_IB_GID_INDEX", "UCX_NET_DEVICES", "FI_P
 _LOCAL = ("", "localhost", "127.0.0.1", "::1")
 
 
-class Internode(NamedTuple):
+class Internode(Record):
     servers: int
     """Inference servers found (0: nothing to judge by)."""
     signals: tuple[str, ...]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
@@ -13,6 +12,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.pci.sysfs import ConfigRead, read_config
 from rigaudit.tools.probe import Probe, dir_ref, file_ref, nvml_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "firmware"
 
@@ -32,7 +32,7 @@ GiB = 1 << 30
 MiB = 1 << 20
 
 
-class GpuFirmware(NamedTuple):
+class GpuFirmware(Record):
     gpu: Gpu
     bar1: int | None
     """BAR1 size in bytes: NVML bar1Total, else the sysfs ``resource`` line of BAR 1."""
@@ -42,7 +42,7 @@ class GpuFirmware(NamedTuple):
     refs: tuple[str, ...]
 
 
-class CpuInfo(NamedTuple):
+class CpuInfo(Record):
     vendor: str | None
     family: int | None
     model: int | None
@@ -57,7 +57,7 @@ class CpuInfo(NamedTuple):
         return self.family > 0x17 or (self.family == 0x17 and (self.model or 0) >= 0x30)
 
 
-class FirmwareFacts(NamedTuple):
+class FirmwareFacts(Record):
     gpus: tuple[GpuFirmware, ...]
     nvml_error: str | None
     platform: Platform

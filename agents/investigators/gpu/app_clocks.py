@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import index_selector
 from rigaudit.agents.facts.gpus import GpuInventory
@@ -13,6 +11,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "gpu"
 GRAPHICS, MEMORY = 0, 2
@@ -21,7 +20,7 @@ APP_CLOCKS_REASON = 0x2
 """nvmlClocksEventReasonApplicationsClocksSetting: clocks held by application (or locked) clocks."""
 
 
-class AppClockFacts(NamedTuple):
+class AppClockFacts(Record):
     inventory: GpuInventory
     platform: Platform
     app: dict[int, GpuReads]

@@ -3,8 +3,6 @@ application clocks and retired pages; plus the helpers the gpu rules share."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
@@ -16,13 +14,14 @@ from rigaudit.agents.investigators.gpu.retired import RetiredFacts, collect_reti
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "gpu"
 SLOWDOWN, GPU_MAX = 1, 3
 """nvmlTemperatureThresholds_t: 0 shutdown, 1 slowdown, 2 memory max, 3 GPU max operating."""
 
 
-class GpuHealthFacts(NamedTuple):
+class GpuHealthFacts(Record):
     inventory: GpuInventory
     platform: Platform
     temperature: GpuReads

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
@@ -13,13 +11,14 @@ from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "gpu"
 SBE, DBE = 0, 1
 """nvmlPageRetirementCause_t: multiple single-bit errors, double-bit error."""
 
 
-class RetiredFacts(NamedTuple):
+class RetiredFacts(Record):
     inventory: GpuInventory
     platform: Platform
     pages_sbe: GpuReads

@@ -9,8 +9,6 @@ fell off the bus, a stop and start from the hypervisor), a restart of the servin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words
@@ -31,11 +29,12 @@ from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import command_ref
+from rigaudit.tools.record import Record
 
 _XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 
 
-class XidEvent(NamedTuple):
+class XidEvent(Record):
     bdf: str
     xid: int
     line: str
@@ -52,8 +51,7 @@ def parse_xids(text: str) -> list[XidEvent]:
     return events
 
 
-@dataclass(frozen=True)
-class _Judged:
+class _Judged(Record):
     """One Xid code as logged here: its catalog entry, its resolution (Xid 154: the one its line names)."""
 
     code: int

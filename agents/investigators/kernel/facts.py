@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.investigators.kernel.params import KernelParamsFacts
 from rigaudit.agents.investigators.kernel.params import collect as collect_params
 from rigaudit.agents.investigators.kernel.version import KernelVersionFacts
 from rigaudit.agents.investigators.kernel.version import collect as collect_version
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 
-class KernelFacts(NamedTuple):
+class KernelFacts(Record):
     params: KernelParamsFacts
     version: KernelVersionFacts
 

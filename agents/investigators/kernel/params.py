@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
@@ -14,6 +13,7 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.probe import Probe, command_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "kernel"
 
@@ -33,14 +33,14 @@ SWAPPINESS = "/proc/sys/vm/swappiness"
 SWAPPINESS_TARGET = 10
 
 
-class GpuIommu(NamedTuple):
+class GpuIommu(Record):
     gpu: Gpu
     group: str | None
     domain_type: str | None
     """``identity`` (passthrough), ``DMA``/``DMA-FQ`` (translated), ``unmanaged``/``blocked`` (vfio)."""
 
 
-class KernelParamsFacts(NamedTuple):
+class KernelParamsFacts(Record):
     platform: Platform
     gpus: tuple[GpuIommu, ...]
     cmdline: str | None

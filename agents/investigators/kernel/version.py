@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
@@ -13,6 +12,7 @@ from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "kernel"
 OSRELEASE = "/proc/sys/kernel/osrelease"
@@ -25,7 +25,7 @@ AMD_PSTATE_EPP_KERNEL = (6, 3)
 KernelVersion = tuple[int, int, int]
 
 
-class KernelVersionFacts(NamedTuple):
+class KernelVersionFacts(Record):
     platform: Platform
     release: str | None
     proc_version: str | None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
@@ -11,13 +9,14 @@ from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_serv
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
 from rigaudit.tools.model.finding import Area
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "nccl"
 NCCL_CONF_FILES = ("/etc/nccl.conf", "/root/.nccl.conf")
 INFINIBAND = "/sys/class/infiniband"
 
 
-class EnvSource(NamedTuple):
+class EnvSource(Record):
     """One place NCCL variables come from: a config file, an LXC config or a process environment."""
 
     name: str
@@ -29,7 +28,7 @@ class EnvSource(NamedTuple):
     container: str | None = None
 
 
-class NcclFacts(NamedTuple):
+class NcclFacts(Record):
     sources: tuple[EnvSource, ...]
     absent: tuple[str, ...]
     """Config files looked for and not there."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import version_key
@@ -13,6 +12,7 @@ from rigaudit.agents.facts.python_env import TorchInstall, dist_version, find_to
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
 from rigaudit.tools.probe import Probe, dir_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "nccl"
 _NCCL_PROJECTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
@@ -20,7 +20,7 @@ _MAPS_NCCL = r"(?m)\s(/\S*/libnccl\.so(?:\.[0-9.]+)?)\s*$"
 _FILE_VERSION = r"libnccl\.so\.(\d+\.\d+\.\d+)$"
 
 
-class NcclInstall(NamedTuple):
+class NcclInstall(Record):
     torch: TorchInstall
     torch_dist: str | None
     """The torch-*.dist-info folder."""
@@ -42,7 +42,7 @@ class NcclInstall(NamedTuple):
         return None
 
 
-class NcclVersionFacts(NamedTuple):
+class NcclVersionFacts(Record):
     platform: Platform
     installs: tuple[NcclInstall, ...]
     searched: tuple[str, ...]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
@@ -14,6 +13,7 @@ from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
 from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "numa"
 INFINIBAND = "/sys/class/infiniband"
@@ -21,7 +21,7 @@ IRQBALANCE = ("systemctl", "is-active", "irqbalance")
 _IRQ_LINE = r"(?m)^IRQ:\s*(\d+)"
 
 
-class GpuIrq(NamedTuple):
+class GpuIrq(Record):
     gpu: Gpu
     irq: int | None
     affinity: str | None
@@ -31,13 +31,13 @@ class GpuIrq(NamedTuple):
     error: str | None
 
 
-class Nic(NamedTuple):
+class Nic(Record):
     name: str
     numa_node: int | None
     error: str | None
 
 
-class DeviceFacts(NamedTuple):
+class DeviceFacts(Record):
     platform: Platform
     irqs: tuple[GpuIrq, ...]
     irqbalance: CommandResult

@@ -4,7 +4,6 @@ plus the helpers the numa rules share."""
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
@@ -13,6 +12,7 @@ from rigaudit.agents.investigators.numa.devices import DeviceFacts, collect_devi
 from rigaudit.agents.investigators.numa.memory import MemoryFacts, collect_memory
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "numa"
 
@@ -23,7 +23,7 @@ NODES = "/sys/devices/system/node"
 BALANCING = "/proc/sys/kernel/numa_balancing"
 
 
-class NumaFacts(NamedTuple):
+class NumaFacts(Record):
     platform: Platform
     nodes: tuple[int, ...] | None
     """NUMA node ids from /sys/devices/system/node, or ``None`` when it cannot be listed."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
@@ -22,6 +21,7 @@ from rigaudit.tools.model.finding import (
     Where,
 )
 from rigaudit.tools.probe import Probe, dir_ref, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "numa"
 MEMINFO = "/proc/meminfo"
@@ -34,7 +34,7 @@ IN_USE_FRACTION = 0.5
 _DEFAULT_SIZE_KB = 2048
 
 
-class HugePool(NamedTuple):
+class HugePool(Record):
     size_kb: int
     total: int | None
     free: int | None
@@ -44,7 +44,7 @@ class HugePool(NamedTuple):
         return f"{HUGEPAGES}/hugepages-{self.size_kb}kB"
 
 
-class MemoryFacts(NamedTuple):
+class MemoryFacts(Record):
     platform: Platform
     meminfo: dict[str, int]
     meminfo_error: str | None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.p2p_context import FABRIC_COMPLETED
@@ -13,6 +12,7 @@ from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "nvlink"
 
@@ -36,7 +36,7 @@ reading cannot turn into a rate (real H200s show CRC-data counts in the tens on 
 ABSENT_STATES = frozenset({"NOT_SUPPORTED", "INVALID_ARGUMENT"})
 
 
-class NvlinkFacts(NamedTuple):
+class NvlinkFacts(Record):
     inventory: GpuInventory
     platform: Platform
     states: dict[int, dict[int, NvmlResult]]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label
@@ -13,11 +12,12 @@ from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
 from rigaudit.tools.probe import file_ref
+from rigaudit.tools.record import Record
 
 SLOW_FRACTION = 0.5
 
 
-class BenchPair(NamedTuple):
+class BenchPair(Record):
     src: int
     dst: int
     unidir: float

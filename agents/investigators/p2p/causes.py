@@ -8,20 +8,21 @@ translating IOMMU, ACS redirect on the switch between them, a pair across the CP
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.agents.facts.boot_line import BootLine
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.pci_paths import PciPaths
 from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
 from rigaudit.tools.model.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
+from rigaudit.tools.record import Record
 
 Cause = Literal["model", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"]
 SYS = 50
 """nvmlGpuTopologyLevel_t SYSTEM: the pair's path crosses the CPU interconnect (QPI/UPI, xGMI)."""
 
 
-class PairView(NamedTuple):
+class PairView(Record):
     a: int
     b: int
     bdf_a: str
@@ -31,7 +32,7 @@ class PairView(NamedTuple):
     nvlink: bool
 
 
-class Context(NamedTuple):
+class Context(Record):
     platform: Platform
     p2p: P2pContext
     paths: PciPaths

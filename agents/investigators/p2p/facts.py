@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from itertools import combinations
-from typing import NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
@@ -15,6 +14,7 @@ from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.hosts.base import FileResult, NvmlResult
 from rigaudit.tools.model.finding import Area
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "p2p"
 P2P_READ, P2P_WRITE = 0, 1
@@ -22,7 +22,7 @@ BENCH_FILE = str(DEFAULT_PATH)
 """Where ``rigaudit bench p2p`` saves its ``rigaudit.p2p/1`` result for this check."""
 
 
-class Pair(NamedTuple):
+class Pair(Record):
     a: int
     b: int
     read: NvmlResult
@@ -32,7 +32,7 @@ class Pair(NamedTuple):
     """Both GPUs report NVLink link 0 active: peer traffic takes NVLink, not the PCIe path of the topology."""
 
 
-class P2pFacts(NamedTuple):
+class P2pFacts(Record):
     inventory: GpuInventory
     platform: Platform
     pairs: tuple[Pair, ...]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
@@ -29,13 +29,14 @@ from rigaudit.tools.pci.sysfs import (
     read_link,
 )
 from rigaudit.tools.probe import Probe, command_ref, nvml_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "pcie"
 IDLE_REASON = 0x1
 _LIMITED = r"pci (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): .*limited by (?P<what>.*)"
 
 
-class NvmlLink(NamedTuple):
+class NvmlLink(Record):
     """NVML's view of one GPU: link generation and width, and whether it is busy."""
 
     cur_gen: int | None
@@ -61,7 +62,7 @@ class NvmlLink(NamedTuple):
         return "unknown"
 
 
-class PcieFacts(NamedTuple):
+class PcieFacts(Record):
     gpus: tuple[Gpu, ...]
     nvml_error: str | None
     platform: Platform

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
@@ -12,6 +12,7 @@ from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
+from rigaudit.tools.record import Record
 
 
 def _gts(gen: int | None) -> float | None:
@@ -36,7 +37,7 @@ _LINK_RANK: dict[LinkKind, int] = {
 _LINK_SEVERITY: dict[LinkKind, Severity] = {"width_down": "high", "busy_down": "high", "slot_limited": "medium"}
 
 
-class _LinkView(NamedTuple):
+class _LinkView(Record):
     gpu: Gpu
     kind: LinkKind
     text: str

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
@@ -17,6 +15,7 @@ from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.findings import unknown
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.probe import Probe, dir_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "power"
 CPU = "/sys/devices/system/cpu"
@@ -73,8 +72,7 @@ def oneshot_unit(name: str, script: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class IdleState:
+class IdleState(Record):
     cpu: int
     index: int
     name: str | None
@@ -86,7 +84,7 @@ class IdleState:
         return f"{CPU}/cpu{self.cpu}/cpuidle/state{self.index}"
 
 
-class CpuPowerFacts(NamedTuple):
+class CpuPowerFacts(Record):
     platform: Platform
     cpus: tuple[int, ...]
     cpufreq_present: bool

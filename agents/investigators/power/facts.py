@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.investigators.power.cpu_facts import CpuPowerFacts, collect_cpu
 from rigaudit.agents.investigators.power.gpu import GpuPowerFacts, collect_gpu
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 
-class PowerFacts(NamedTuple):
+class PowerFacts(Record):
     cpu: CpuPowerFacts
     gpu: GpuPowerFacts
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import index_selector
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
@@ -13,6 +10,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import Probe, nvml_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "power"
 _MAX_REFS = 8
@@ -33,8 +31,7 @@ def _where(platform: Platform) -> Where:
     return layer_where(platform, "gpu_driver")
 
 
-@dataclass(frozen=True)
-class GpuPower:
+class GpuPower(Record):
     label: str
     index: int
     enforced_mw: int | None
@@ -61,8 +58,7 @@ async def _gpu_power(probe: Probe) -> tuple[tuple[GpuPower, ...], str | None]:
     return tuple(result), None
 
 
-@dataclass(frozen=True)
-class GpuPState:
+class GpuPState(Record):
     label: str
     index: int
     pstate: int | None
@@ -70,7 +66,7 @@ class GpuPState:
     error: str | None
 
 
-class GpuPowerFacts(NamedTuple):
+class GpuPowerFacts(Record):
     platform: Platform
     gpus: tuple[GpuPower, ...]
     nvml_error: str | None

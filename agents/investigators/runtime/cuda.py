@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
@@ -16,13 +15,14 @@ from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import Probe, file_ref, nvml_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "runtime"
 CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"
 _UUID = r"(?i)^(GPU|MIG)-"
 
 
-class CudaCompatFacts(NamedTuple):
+class CudaCompatFacts(Record):
     platform: Platform
     inventory: GpuInventory
     driver_cuda: NvmlResult

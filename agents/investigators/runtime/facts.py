@@ -4,7 +4,6 @@ capabilities; plus the helpers the runtime rules share."""
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
@@ -19,6 +18,7 @@ from rigaudit.agents.investigators.runtime.cuda import (
 from rigaudit.agents.investigators.runtime.limits import LimitsFacts, collect_limits
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 AREA: Area = "runtime"
 
@@ -39,7 +39,7 @@ CUDA_FOR_ARCH: dict[tuple[int, int], tuple[int, int]] = {
 """The first CUDA release that compiles for each compute capability."""
 
 
-class RuntimeFacts(NamedTuple):
+class RuntimeFacts(Record):
     inventory: GpuInventory
     platform: Platform
     lxc: LxcConfigs

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
@@ -11,6 +9,7 @@ from rigaudit.agents.facts.processes import ServerProcess, ServerScan
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import Probe, file_ref
+from rigaudit.tools.record import Record
 
 AREA: Area = "runtime"
 NOFILE_MIN = 65536
@@ -20,7 +19,7 @@ FILE_NR = "/proc/sys/fs/file-nr"
 _NOFILE, _NPROC = "Max open files", "Max processes"
 
 
-class ServerLimits(NamedTuple):
+class ServerLimits(Record):
     server: ServerProcess
     limits: dict[str, Limit] | None
     """None when /proc/PID/limits could not be read."""
@@ -29,7 +28,7 @@ class ServerLimits(NamedTuple):
     threads: int | None
 
 
-class LimitsFacts(NamedTuple):
+class LimitsFacts(Record):
     platform: Platform
     servers: tuple[ServerLimits, ...]
     searched: str

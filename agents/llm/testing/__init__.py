@@ -11,7 +11,6 @@ one list, or lists by conversation key (the system prompt's title word, as the s
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from rigaudit.agents.llm.client import ChatReply, ChatRequest, ToolCallRequest, request_chars
 from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.testing.server import Reply, route_by_system_prompt
+from rigaudit.tools import record
 
 Scripted = ChatReply | Reply | BaseException | Callable[[ChatRequest], "ChatReply | Reply"]
 
@@ -84,7 +84,7 @@ class ScriptedModel:
         if ticket is not None:
             completion = min(reply.completion_tokens, ticket.max_tokens)
             ticket.settle(reply.prompt_tokens, completion)
-            reply = dataclasses.replace(reply, completion_tokens=completion)
+            reply = record.replace(reply, completion_tokens=completion)
         return reply
 
     def assert_complete(self) -> None:

@@ -20,7 +20,6 @@ run concurrently each get their own script. A key without a script (or whose scr
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import re
 import sys
@@ -28,9 +27,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from rigaudit.tools import record
+from rigaudit.tools.record import Record, field
 from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = [
@@ -55,15 +55,13 @@ __all__ = [
 _TITLE = re.compile(r"\s*#\s*([\w.-]+)")
 
 
-@dataclass(frozen=True)
-class ToolCallSpec:
+class ToolCallSpec(Record):
     name: str
     arguments: str
     """The arguments as the model writes them: JSON text, or anything (malformed calls)."""
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(Record):
     """One scripted answer: content and/or tool calls, or an HTTP error, or a raw body."""
 
     content: str | None = None
@@ -81,8 +79,7 @@ class Reply:
     """The model's thinking: a ``<think>`` block before the content, or ``reasoning_content`` (see :class:`Quirks`)."""
 
 
-@dataclass(frozen=True)
-class Quirks:
+class Quirks(Record):
     """How a server family answers, played faithfully (see :data:`FAMILIES`)."""
 
     formats: frozenset[str] = frozenset({"json_schema", "json_object"})
@@ -157,7 +154,7 @@ def garbage(body: str = '{"id": "x", "choices": [{"message": ') -> Reply:
 
 def slow(seconds: float, reply: Reply) -> Reply:
     """``reply``, after ``seconds``."""
-    return dataclasses.replace(reply, delay_s=seconds)
+    return record.replace(reply, delay_s=seconds)
 
 
 def route_by_system_prompt(body: Mapping[str, Any]) -> str:
@@ -175,8 +172,7 @@ def prompt_chars(body: Mapping[str, Any]) -> int:
     return len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False))
 
 
-@dataclass(frozen=True)
-class Recorded:
+class Recorded(Record):
     """One request as it arrived, and what it was answered."""
 
     key: str
@@ -193,8 +189,7 @@ class Recorded:
         return list(self.body.get("messages") or [])
 
 
-@dataclass
-class _State:
+class _State(Record, frozen=False):
     scripts: dict[str, list[Reply | Responder]]
     default: Reply | Responder | None
     route: Callable[[Mapping[str, Any]], str]
@@ -417,8 +412,7 @@ class _Handler(LoopbackHandler):
         self.end_events()
 
 
-@dataclass(frozen=True)
-class _Rendered:
+class _Rendered(Record):
     content: str | None
     reasoning: str
     calls: list[ToolCallSpec]
