@@ -9,7 +9,8 @@ Run:
   python benchmarks/gate_start_ab.py --before /tmp/old --repeats 41 --deps DIR
 
 ``--before``/``--after`` name repository roots (the folder holding ``rigaudit/``); ``--deps`` a folder with
-pydantic and anyio (an unpacked wheelhouse) put after the tree on ``PYTHONPATH``. Prints best and median wall
+pydantic and anyio (an unpacked wheelhouse, its bytecode compiled first where it may be written) put after
+the tree on ``PYTHONPATH``. Prints best and median wall
 seconds and CPU seconds of each, and after/before ratios. With $OUT set, the figures also go to
 $OUT/gate_start_ab.json.
 """
@@ -79,6 +80,8 @@ def main() -> int:
         if not (tree / "rigaudit" / "__init__.py").is_file():
             parser.error(f"--{label} {tree}: no rigaudit/ there")
         compileall.compile_dir(tree, quiet=2, rx=_NOT_CODE)
+    if args.deps is not None and os.access(args.deps, os.W_OK):  # an unpacked wheel has no bytecode
+        compileall.compile_dir(args.deps, quiet=2)
     envs = {label: _env(tree, args.deps) for label, tree in trees.items()}
     for label, env in envs.items():  # each imports its own tree, and works
         done = subprocess.run(
