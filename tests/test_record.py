@@ -56,6 +56,7 @@ def test_fields_come_positional_or_by_name_with_the_body_s_defaults() -> None:
     assert (p.x, p.y, p.tags) == (1, 2, ("a",))
     assert Point.__record_fields__ == ("x", "y", "tags")  # the ClassVar is not a field
     assert Point.SCALE == 10
+    assert Point.y == 0 and "items" not in Box.__dict__  # a default is a class attribute, a factory is not
 
 
 @pytest.mark.parametrize(

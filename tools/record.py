@@ -114,8 +114,8 @@ class Record:
                 defaults[name] = value
             elif defaults:
                 raise TypeError(f"{cls.__qualname__}.{name}: a field without a default follows one with a default")
-        for name in defaults:  # instances hold every field; the class keeps none as an attribute
-            if name in cls.__dict__:
+        for name, value in defaults.items():  # a plain default stays a class attribute, as a dataclass's does
+            if isinstance(value, _Field) and name in cls.__dict__:
                 delattr(cls, name)
         cls.__record_fields__ = tuple(names)
         cls.__record_types__ = types
