@@ -74,6 +74,14 @@ def _private_state_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytes
 
 
 @pytest.fixture(autouse=True)
+def _no_identifiers_learned() -> None:
+    """Each test starts knowing no host's identifiers (rigaudit.tools.redact._known keeps them per process)."""
+    from rigaudit.tools.redact._known import forget
+
+    forget()
+
+
+@pytest.fixture(autouse=True)
 def _release_light_copies() -> Iterator[None]:
     """The light copies a test made (tests.support.mutate.light_copy) go when it ends (they live in RAM)."""
     from tests.support.mutate import live_copies, release_light_copies

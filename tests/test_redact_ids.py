@@ -177,3 +177,51 @@ def test_binary_serials_in_a_transcript_are_zeroed_and_the_rest_kept() -> None:
     assert written[0][0xF04:0xF0C] == bytes(8) and written[0][:0xF04] == config[:0xF04] and len(written[0]) == len(config)
     assert b"MT2142X12345" not in written[1] and b"MCX75310" in written[1]
     assert redact_json(json.loads(calls[0].model_dump_json()))["result"]["data_b64"] == _b64(config)  # a snapshot keeps it
+
+
+def test_a_value_met_once_is_its_digest_wherever_and_however_it_is_printed() -> None:
+    """tools/redact/_known.py: after one labelled print, the same value unlabelled, spaced, in part, in UTF-16, in
+    base64 and in a hex dump is the same digest; a value only ``serial N`` in prose named is not looked for."""
+    serial = "7XQ3PL2ABC"
+    mine = f"serial:{digest(serial.lower())}"
+    assert digest_ids(serial + "\n", content=True) == serial + "\n"  # nothing says it is one yet
+    assert digest_ids(f"\tSerial Number: {serial}") == f"\tSerial Number: {mine}"
+    assert digest_ids(serial + "\n", content=True) == mine + "\n"  # dmidecode -s, a link of another name
+    assert digest_ids("\n".join(serial) + "\n", content=True) == mine + "\n"  # grep -o ., fold -w1
+    assert digest_ids(f"nvme-Vendor_SSD_{serial}", content=True) == f"nvme-Vendor_SSD_{mine}"
+    assert digest_ids(f".{serial}.CN0042.", content=True) == f".{serial}.CN0042."  # another (dotted) value's part
+    assert digest_ids(serial[:5] + "\x00", content=True) == serial[:5] + "\x00"  # 5 characters name nothing
+    assert mine in digest_ids("".join(c + "\x00" for c in serial), content=True).replace("\x00", "")
+    encoded = base64.b64encode(serial.encode() + b"\n").decode()
+    assert base64.b64decode(digest_ids(encoded + "\n", content=True)) == f"{mine}\n".encode()
+    dump = "00000000: 3758 5133 504c 3241 4243 0a              7XQ3PL2ABC.\n"
+    assert mine in digest_ids(dump, argv=["xxd", "/tmp/x"], content=True) and serial not in digest_ids(dump, content=True)
+    assert digest_ids("NVIDIA H200, serial 1654923000123") != "NVIDIA H200, serial 1654923000123"
+    assert digest_ids("1654923000123\n", content=True) == "1654923000123\n"  # prose is no source to learn from
+
+
+def test_a_piece_of_a_known_id_is_its_digest_and_other_ids_groups_are_not() -> None:
+    machine = token(MID.encode())
+    assert digest_ids(MID, path="/etc/machine-id") == machine
+    assert digest_ids(MID[:16], content=True) == machine  # head -c 16, a cut mid-value
+    assert digest_ids(f"     1\t{MID}$\n", argv=["cat", "-n", "-A", "/etc/machine-id"], content=True) == f"     1\t{machine}$\n"
+    assert digest_ids(f"Boot ID: {BOOT}") == f"Boot ID: kernel-boot:{digest(BOOT)}"
+    other = "2b2c3d4e-5f60-4a7b-8c9d-" + BOOT[-12:]
+    assert BOOT[-12:] in digest_ids(f"uuid {other}", content=True)  # a group of a UUID is another UUID's
+
+
+def test_a_hex_dump_of_an_identifier_file_is_told_as_its_digest() -> None:
+    data = MID.encode() + b"\n"
+    xxd_p = data.hex() + "\n"
+    od = "".join(" " + " ".join(f"{b:02x}" for b in data[i : i + 16]) + "\n" for i in range(0, len(data), 16))
+    for text, argv in ((xxd_p, ["xxd", "-p", "/etc/machine-id"]), (od, ["od", "-An", "-tx1", "/etc/machine-id"])):
+        out = digest_ids(text, argv=argv, content=True)
+        assert token(MID.encode()) in out and data.hex()[:16] not in out
+
+
+def test_whitespace_and_several_files_do_not_teach_a_value() -> None:
+    lsblk = "NAME    SERIAL\nnvme0n1 S4EWNX0R123456\n"
+    assert "nvme0n1" in digest_ids(lsblk, content=True)  # ``serial`` and the next line are not a label and its value
+    out = digest_ids("7XQ3PL2\nXE9680-R\n", argv=["cat", "/sys/class/dmi/id/product_serial", "/etc/nvidia/n"], content=True)
+    assert "XE9680-R" not in out  # which line was the serial is not known: both digested...
+    assert digest_ids("XE9680-R", content=True) == "XE9680-R"  # ...and neither learned

@@ -26,6 +26,7 @@ from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Messag
 from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.errors import InvalidAnswer, PromptTooLong, StepBudgetExhausted
 from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, ModelFunctions
+from rigaudit.agents.llm.known_ids import learn_host_ids
 from rigaudit.agents.llm.prompt import followup_prompt, system_prompt, user_prompt
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools import record
@@ -209,6 +210,7 @@ class AgentRun(Record, frozen=False):
 
     async def run(self) -> list[Finding]:
         tools = ModelFunctions(self.probe, approver=self.approver, output_chars=self.config.tool_output_chars)
+        await learn_host_ids(self.probe.host)  # before the opening: its evidence goes to the model too
         self.messages = self._opening()
         invalid = 0
         final = False

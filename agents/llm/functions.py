@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from rigaudit.agents.llm.known_ids import learn_named_ids
 from rigaudit.tools import record
 from rigaudit.tools.bounded import loads
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
@@ -86,6 +87,10 @@ on arrival against :data:`~rigaudit.agents.llm.answer.SCHEMA`, which is the ``re
 FUNCTION_NAMES = tuple(t["function"]["name"] for t in (*READ_FUNCTIONS, REPORT_FUNCTION))
 
 
+SHELL_OUTPUT_CHARS = 256_000
+"""The most of a command's output digested before it is cut to what the model gets."""
+
+
 class FunctionResult(Record):
     """What goes back to the model, and a summary for the transcript."""
 
@@ -124,6 +129,7 @@ class _ProbeHost:
         return await self._probe.nvml(fn, *args)
 
     async def run(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> CommandResult:
+        await learn_named_ids(self._probe.host, argv)
         if vet_argv(argv, filesystem_for(self._probe.host)).decision == "allow":
             return await self._probe.run(argv, timeout_s=timeout_s)
         # a command the person approved (``ask``): run once, and keep it as evidence like any read
@@ -158,7 +164,9 @@ class ModelFunctions:
     def __init__(self, probe: Probe, *, approver: Approver | None, output_chars: int = 3000) -> None:
         self.probe = probe
         self.output_chars = output_chars
-        self.shell = SandboxedShell(_ProbeHost(probe), ask=approver, output_cap=output_chars)
+        self.shell = SandboxedShell(_ProbeHost(probe), ask=approver, output_cap=max(output_chars, SHELL_OUTPUT_CHARS))
+        """Cut far above what the model gets: the output is digested whole first, then cut (``_framed``), so no cut
+        falls inside an identifier."""
 
     async def call(self, name: str, raw_arguments: str) -> FunctionResult:
         """Run one call; bad names and bad arguments come back as errors the model can correct."""

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigaudit.tools.bench.machine import digest, token
+from rigaudit.tools.redact import _encoded, _known
 from rigaudit.tools.redact._tally import Tally
 
 HEX = "[0-9A-Fa-f]"
@@ -47,18 +48,19 @@ GUID = rf"(?<![0-9A-Fa-f:]){HEX}{{4}}(?::{HEX}{{4}}){{3}}(?![0-9A-Fa-f:])"
 """An InfiniBand node or port GUID as sysfs writes it (``0002:c903:00a1:b2c4``)."""
 MACHINE_ID = re.compile(r"^[0-9a-f]{32}$")
 SERIAL_PHRASES = (
-    re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
+    re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)\"?\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
     re.compile(r"(?i)(?:\bID_SERIAL(?:_SHORT)?=|\"serial(?:_?number)?\"\s*:\s*\")([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
-    re.compile(r"(?i)<serial(?:_number)?>\s*([^<\s][^<]{2,63}?)\s*</serial"),
+    re.compile(r"(?i)<serial(?:[ _-]?(?:number|no|num))?>\s*([^<\s][^<]{2,63}?)\s*</serial"),
     re.compile(r"(?i)\bDevice Serial Number ([0-9a-f]{2}(?:-[0-9a-f]{2}){7})\b"),
     re.compile(r"(?i)\basset[ _-]?tag\s*[:=]\s*\"?([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
 )
 """Where a serial number or asset tag is written down by name (share bundles harvest them so too)."""
 _MORE_SERIALS = (
     re.compile(
-        r"(?i)(?<![/\w])(?:board|product|chassis|system|hardware|module)[ _-]serial(?:[ _-]number)?\s*[:=]\s*([^\s\"'<>]{2,63})"
+        r"(?i)(?<![/A-Za-z0-9])_?(?:board|product|chassis|system|hardware|module)[ _-]?serial(?:[ _-]?number)?\"?\s*[:=]\s*\"?"
+        r"([^\s\"'<>]{2,63})"
     ),
-    re.compile(r"(?i)\bserial\s+(?=[A-Za-z0-9._/-]*\d)([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
+    re.compile(r"(?i)\bserial[ \t]+(?=[A-Za-z0-9._/-]*\d)([A-Za-z0-9][A-Za-z0-9._/-]{3,63})"),
     re.compile(r"(?i)\bserial[ _-]?(?:number|no\.?|num)[ \t]*[:=][ \t]*\"?([^\r\n\"'<>,;]{0,62}[^\s\"'<>,;])"),
 )
 """ipmitool's and hostnamectl's ``Board Serial : X``; prose such as rigaudit's own ``serial 1654923000123``; a
@@ -84,15 +86,18 @@ JUNK_SERIALS = frozenset(
 DMI_SERIALS = frozenset({"product_serial", "board_serial", "chassis_serial", "board_asset_tag", "chassis_asset_tag"})
 _SYS_SERIALS = frozenset({"serial", "serial_number"})
 
+_PROSE = _MORE_SERIALS[1]
+"""``serial N`` in prose: a weak label, so its values are not learned (:mod:`._known`)."""
+
 _KINDS = "machine-id|kernel-boot|container-boot|product-uuid|gpu-uuid|mig-uuid|serial|mac|uuid|id"
 DIGEST = rf"(?:{_KINDS}):[0-9a-f]{{16}}(?![0-9A-Za-z])"
 """What a digested value looks like (``serial:1a2b3c4d5e6f7a8b``)."""
 _DIGESTED = re.compile(DIGEST)
 _LABELS = (
-    (re.compile(rf"(?i)(?:\bmachine[ _-]?id\s*[:=]\s*\"?|\b_MACHINE_ID=)({HEX}{{32}})(?![0-9A-Fa-f])"), "machine-id"),
-    (re.compile(rf"(?i)(?:\bboot[ _-]?id\s*[:=]\s*\"?|\b_BOOT_ID=)({UUID}|{HEX}{{32}})(?![0-9A-Fa-f])"), "kernel-boot"),
-    (re.compile(rf"(?i)\bproduct[ _-]?uuid\s*[:=]\s*\"?({UUID})(?![0-9A-Fa-f])"), "product-uuid"),
-    (re.compile(rf"(?i)(?<![\w-])uuid\s*[:=]\s*\"?({UUID})(?![0-9A-Fa-f])"), "uuid"),
+    (re.compile(rf"(?i)(?<![A-Za-z0-9])_?machine[ _-]?id\"?\s*[:=]\s*\"?({HEX}{{32}})(?![0-9A-Fa-f])"), "machine-id"),
+    (re.compile(rf"(?i)(?<![A-Za-z0-9])_?boot[ _-]?id\"?\s*[:=]\s*\"?({UUID}|{HEX}{{32}})(?![0-9A-Fa-f])"), "kernel-boot"),
+    (re.compile(rf"(?i)\bproduct[ _-]?uuid\"?\s*[:=]\s*\"?({UUID})(?![0-9A-Fa-f])"), "product-uuid"),
+    (re.compile(rf"(?i)(?<![\w-])uuid\"?\s*[:=]\s*\"?({UUID})(?![0-9A-Fa-f])"), "uuid"),
 )
 _SHAPES = re.compile(rf"(?P<gpu>{GPU_UUID})|(?P<ib>{IB_ADDRESS})|(?P<mac>{MAC})|(?P<guid>{GUID})")
 _LONE = re.compile(rf"(?m)^([ \t]*)({HEX}{{32}}|{UUID})([ \t]*\r?)$")
@@ -105,9 +110,13 @@ _FILE_HINT = re.compile(r"machine-id|boot_id|lxc-boot-id|/dmi/id/|serial")
 _PATH_LINE = re.compile(r"(?m)^(?P<path>/[^\s:]*):(?P<value>[^\r\n]*)")
 _HEAD = re.compile(r"(?m)^==> (?P<path>.+?) <==[ \t]*\r?$")
 PRINTERS = frozenset(
-    {"cat", "head", "tail", "tac", "nl", "grep", "egrep", "fgrep", "rg", "zgrep", "strings", "more", "less", "sort", "uniq"}
+    {
+        *("cat", "head", "tail", "tac", "nl", "grep", "egrep", "fgrep", "rg", "zgrep", "zcat", "strings", "more", "less"),
+        *("sort", "uniq", "cut", "fold", "paste", "pr", "expand", "column", "fmt", "rev", "sed", "awk", "tr"),
+        *("xxd", "od", "hexdump", "hd", "base64", "base32", "iconv"),
+    }
 )
-"""Programs that print what the files they name hold."""
+"""Programs that print what the files they name hold (some in another form: decoded first, :mod:`._encoded`)."""
 
 
 def file_kind(path: str) -> str | None:
@@ -137,8 +146,21 @@ def _uuid_text(value: str) -> str:
     return f"{v[:8]}-{v[8:12]}-{v[12:16]}-{v[16:20]}-{v[20:]}" if re.fullmatch("[0-9a-f]{32}", v) else value.strip().lower()
 
 
-def as_digest(kind: str, value: str, tally: Tally | None = None) -> str | None:
-    """``kind:<digest>`` of ``value``; ``None`` when it identifies nothing (keep it as it is)."""
+def as_digest(kind: str, value: str, tally: Tally | None = None, *, learn: bool = True) -> str | None:
+    """``kind:<digest>`` of ``value``; ``None`` when it identifies nothing (keep it as it is). With ``learn``, the
+    value is kept (:mod:`._known`), so that printed anywhere else, in any form, it becomes the same digest."""
+    found = _as_digest(kind, value, tally)
+    if found is not None and kind in ("id", "uuid"):
+        known = _known.token_of(value) or _known.token_of(value.strip().replace("-", ""))
+        found = known or found  # the kind it was learned as (a machine-id printed alone is one)
+    if found is not None and learn and kind != "mac":
+        _known.learn({"gpu-uuid": "GPU-", "mig-uuid": "MIG-"}.get(kind, "") + value.strip(), found)
+        if kind in ("kernel-boot", "container-boot", "product-uuid", "uuid"):
+            _known.learn(value.strip().replace("-", ""), found)  # the same id written undashed
+    return found
+
+
+def _as_digest(kind: str, value: str, tally: Tally | None) -> str | None:
     text = value.strip()
     low = text.lower()
     if not text or _DIGESTED.fullmatch(low):
@@ -181,18 +203,29 @@ def _not_a_value(line: str) -> bool:
     return len(line) > 64 or line.startswith(("$ ", "[stderr]")) or line.split(":", 1)[0] in PRINTERS
 
 
-def _line_value(line: str, kind: str, tally: Tally | None) -> str:
+def _line_value(line: str, kind: str, tally: Tally | None, learn: bool = True) -> str:
     """One line of a file of ``kind``: its value digested, the spaces around it kept."""
     body = line.rstrip("\r\n")
     stripped = body.strip()
     if not stripped or (kind == "serial" and _not_a_value(stripped)):
         return line
-    new = as_digest(_value_kind(kind, stripped), stripped, tally)
-    return line if new is None else line.replace(stripped, new, 1)
+    for value in _decorated(stripped):  # ``cat -A``'s ``$``, ``nl``'s and ``cat -n``'s line number
+        new = as_digest(_value_kind(kind, value), value, tally, learn=learn)
+        if new is not None:
+            return line.replace(value, new, 1)
+    return line
 
 
-def _content(text: str, kind: str, tally: Tally | None) -> str:
-    return "".join(_line_value(line, kind, tally) for line in text.splitlines(True))
+def _decorated(stripped: str) -> tuple[str, ...]:
+    """A line's value, and what it may be with what a printer added around it taken away."""
+    bare = stripped.removesuffix("$")
+    last = bare.rsplit(None, 1)[-1] if bare else bare
+    return tuple(dict.fromkeys((stripped, bare, last)))
+
+
+def _content(text: str, kind: str, tally: Tally | None, learn: bool = True) -> str:
+    """Each line of a file of ``kind`` (``learn``: its values are known to be that file's, not one of several's)."""
+    return "".join(_line_value(line, kind, tally, learn) for line in text.splitlines(True))
 
 
 def _path_lines(text: str, tally: Tally | None) -> str:
@@ -236,7 +269,7 @@ def _sub_group(m: re.Match[str], kind: str, tally: Tally | None) -> str:
     rest = m.string[m.start(1) :].split("\n", 1)[0].strip().strip("\"',;").lower()
     if kind == "serial" and (rest in JUNK_SERIALS or any(rest.startswith(j + " ") for j in JUNK_SERIALS)):
         return m.group()  # "Not Specified", "Default string": the whole value, not its first word
-    new = as_digest(kind, value, tally)
+    new = as_digest(kind, value, tally, learn=m.re is not _PROSE)
     if new is None:
         return m.group()
     start, end = m.start(1) - m.start(), m.end(1) - m.start()
@@ -280,7 +313,7 @@ def digest_ids(text: str, *, path: str = "", argv: Sequence[str] = (), content: 
     kernel resolved its words to, where known); ``content``: ``text`` is a file's content or a command's output
     (not a path, a name or a model's words), where a line holding only an id is one."""
     if not path and not argv and len(text) <= 512:
-        out, found = _short(text, content)
+        out, found = _short(text, content, _known.generation())
         if tally is not None and found:
             tally.add("identifier", found)
         return text if out == text else out
@@ -288,19 +321,57 @@ def digest_ids(text: str, *, path: str = "", argv: Sequence[str] = (), content: 
 
 
 @functools.lru_cache(maxsize=16384)
-def _short(text: str, content: bool) -> tuple[str, int]:
-    """A short text's digests and how many (refs, names and sysfs values repeat: done once)."""
+def _short(text: str, content: bool, generation: int) -> tuple[str, int]:
+    """A short text's digests and how many (refs, names and sysfs values repeat: done once while no value is
+    learned: ``generation``)."""
     tally = Tally()
     return _digest(text, "", (), content, tally), tally["identifier"]
 
 
-def _digest(text: str, path: str, argv: Sequence[str], content: bool, tally: Tally | None) -> str:
+def _digest(text: str, path: str, argv: Sequence[str], content: bool, tally: Tally | None, depth: int = 0) -> str:
+    if depth == 0:
+        decoded = _decoded(text, path, argv, content, tally)
+        if decoded is not text:
+            return decoded
+    learned = _known.generation()
+    out = _stages(_known_values(text, tally), path, argv, content, tally)
+    if _known.generation() != learned:  # a value this text labels may be printed in it again, unlabelled
+        out = _known_values(out, tally)
+    return text if out == text else out
+
+
+def _known_values(text: str, tally: Tally | None) -> str:
+    out, found = _known.digest_known(text)
+    if found and tally is not None:
+        tally.add("identifier", found)
+    return out
+
+
+def _decoded(text: str, path: str, argv: Sequence[str], content: bool, tally: Tally | None) -> str:
+    """``text`` with its encoded parts (UTF-16, base64, hex dumps) digested as what they decode to (:mod:`._encoded`);
+    the same object when none holds an identifier."""
+
+    def inner(part: str) -> str:
+        return _digest(part, path, argv, content, tally, depth=1)
+
+    out = _encoded.utf16(text, inner)
+    out = _encoded.b64(out, inner)
+    if content:
+        out = _encoded.hexdump(out, inner, _known.mask_known)
+    if out == text:
+        return text
+    out = _stages(out, "", (), content, tally)  # the rest: what a file's lines were is said by the decoded parts
+    return _known_values(out, tally)
+
+
+def _stages(text: str, path: str, argv: Sequence[str], content: bool, tally: Tally | None) -> str:
     kind = file_kind(path) if path else None
     if kind is not None:
         text = _content(text, kind, tally)
     named = _named_files(argv)
     if named and not _PATH_LINE.search(text) and not _HEAD.search(text):
-        text = _content(text, named[0] if len(set(named)) == 1 else "serial" if "serial" in named else "uuid", tally)
+        one = len({w for w in argv[1:] if w.startswith("/")}) == 1  # which line is the file's is known: learn it
+        text = _content(text, named[0] if len(set(named)) == 1 else "serial" if "serial" in named else "uuid", tally, one)
     if not _QUICK.search(text):
         return text
     out = text
