@@ -13,6 +13,7 @@ analysis, matrix and plan are the fleet audit's own.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -34,6 +35,10 @@ from rigaudit.tools.when import utc_stamp
 
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_HOST_CHARS = 253
+"""A host name, as DNS bounds one: a longer one is no node's (every matrix row and folder name repeats it)."""
+MAX_NOTE_CHARS = 300
+"""Of a result's reason line, in the fleet's warnings (``rigaudit check`` writes at most 160 characters)."""
 FUTURE_SKEW_S = 300.0
 """A result dated more than this past the coordinator's clock is from a node whose clock runs ahead."""
 READING = "reading result files"
@@ -95,7 +100,9 @@ def _parse(path: Path, data: bytes) -> _Read | str:
     try:
         if schema == CHECK_SCHEMA:
             check = CheckResult.model_validate(value)
-            note = f"{check.host} could not be fully checked: {check.reason}" if check.verdict == "could_not_check" else None
+            why = check.reason if len(check.reason) <= MAX_NOTE_CHARS else check.reason[: MAX_NOTE_CHARS - 1] + "…"
+            unchecked = check.verdict == "could_not_check"
+            note = f"{check.host[:MAX_HOST_CHARS]} could not be fully checked: {why}" if unchecked else None
             read = _Read(path.name, check.audit, dict(check.facts), check.finished_at, note)
         elif schema == AUDIT_SCHEMA:
             audit = AuditResult.model_validate(value)
@@ -107,8 +114,13 @@ def _parse(path: Path, data: bytes) -> _Read | str:
             return f"not a {CHECK_SCHEMA} or {AUDIT_SCHEMA} result"
     except ValidationError as exc:
         return f"not a valid {schema} result ({_error(exc)})"
-    if not read.audit.host.name.strip():
+    name = read.audit.host.name
+    if not name.strip():
         return "names no host"
+    if len(name) > MAX_HOST_CHARS:
+        return f"names a host of {len(name)} characters (a host name has at most {MAX_HOST_CHARS})"
+    if not name.isprintable():
+        return "names a host with control characters in its name"
     return read
 
 
@@ -122,15 +134,17 @@ def _when(started_at: str, path: Path) -> float:
 def _files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise UsageError(f"--results {folder}: not a directory")
-    try:
-        entries = sorted(
-            (e for e in folder.iterdir() if e.name.endswith(".json") and not e.name.startswith(".")), key=lambda p: p.name
-        )
+    entries: list[Path] = []
+    try:  # counted as listed: a folder of millions of entries is refused before it is all in memory
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if entry.name.endswith(".json") and not entry.name.startswith("."):
+                    entries.append(folder / entry.name)
+                    if len(entries) > MAX_FILES:
+                        raise UsageError(f"--results {folder}: more than {MAX_FILES} result files")
     except OSError as exc:
         raise UsageError(f"--results {folder}: {exc.strerror or exc}") from None
-    if len(entries) > MAX_FILES:
-        raise UsageError(f"--results {folder}: more than {MAX_FILES} result files")
-    return entries
+    return sorted(entries, key=lambda p: p.name)
 
 
 def _read(path: Path) -> bytes | str:
@@ -142,7 +156,16 @@ def _read(path: Path) -> bytes | str:
         return "not a regular file (links are not followed)" if reason.startswith("is a symbolic link") else reason
 
 
-def _future(read: _Read, now: float) -> bool:
+@dataclass(frozen=True)
+class _Older:
+    """A result a newer one of its node replaced: only its name and date are kept (thousands may be, each up to
+    :data:`MAX_FILE_BYTES`)."""
+
+    file: str
+    when: float
+
+
+def _future(read: _Read | _Older, now: float) -> bool:
     return read.when > now + FUTURE_SKEW_S
 
 
@@ -155,7 +178,7 @@ def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     newest: dict[str, _Read] = {}
-    older: dict[str, list[_Read]] = {}
+    older: dict[str, list[_Older]] = {}
     failures: list[HostFailure] = []
     now = time.time()
     paths = _files(folder)
@@ -174,13 +197,13 @@ def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
         later = (not _future(parsed, now), parsed.when) > (not _future(kept, now), kept.when)
         winner, loser = (parsed, kept) if later else (kept, parsed)
         newest[host] = winner
-        older.setdefault(host, []).append(loser)
+        older.setdefault(host, []).append(_Older(loser.file, loser.when))
     advance(READING, len(paths), len(paths))
     warnings = [f"{host}: {len(files) + 1} results, the newest ({newest[host].file}) is used" for host, files in older.items()]
     for host, files in sorted(older.items()):
         warnings += [
             f"{host}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?): not preferred"
-            for r in (newest[host], *files)
+            for r in (_Older(newest[host].file, newest[host].when), *files)
             if _future(r, now)
         ]
     warnings += [

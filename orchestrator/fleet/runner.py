@@ -9,6 +9,7 @@ arrives, so a slow node delays only itself. A node that cannot be reached or fai
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -62,21 +63,30 @@ class FleetOptions(Record):
     max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES
 
 
+SLUG_CHARS = 64
+"""The longest folder name for a host (a host name comes from a node's own result file: any length)."""
+
+
 def slug(target: str) -> str:
-    """A folder name for a host: ``root@gpu-7`` -> ``root@gpu-7``, ``ssh://a:22`` -> ``ssh_a_22``."""
-    return re.sub(r"[^A-Za-z0-9@._-]+", "_", target).strip("._") or "host"
+    """A folder name for a host: ``root@gpu-7`` -> ``root@gpu-7``, ``ssh://a:22`` -> ``ssh_a_22``; a name longer than
+    :data:`SLUG_CHARS` is cut and told apart by a digest of the whole (``AAAA...-1a2b3c4d5e6f``)."""
+    name = re.sub(r"[^A-Za-z0-9@._-]+", "_", target).strip("._") or "host"
+    if len(name) <= SLUG_CHARS:
+        return name
+    return name[: SLUG_CHARS - 13].rstrip("._-") + "-" + hashlib.sha256(target.encode("utf-8", "replace")).hexdigest()[:12]
 
 
 def host_names(targets: Sequence[str]) -> dict[str, str]:
-    """A distinct folder name for each target."""
+    """A distinct folder name for each target (distinct in any case too: ``gpu-01`` and ``GPU-01`` are two folders
+    on a file system that folds case)."""
     names: dict[str, str] = {}
     used: set[str] = set()
     for target in targets:
         name = base = slug(target)
         number = 2
-        while name in used:
+        while name.lower() in used:
             name, number = f"{base}-{number}", number + 1
-        used.add(name)
+        used.add(name.lower())
         names[target] = name
     return names
 

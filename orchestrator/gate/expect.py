@@ -164,7 +164,7 @@ class Expectations(Record):
 def _number(key: str, text: str, where: str) -> int:
     wanted = text.lower().removeprefix("gen").removeprefix("x") if key in ("pcie_gen", "pcie_width") else text
     if not _DIGITS.fullmatch(wanted):  # int() also takes 1_0, +8 and non-ASCII digits
-        raise UsageError(f"{where}: {key} needs a whole number, not {text!r}")
+        raise UsageError(f"{where}: {key} needs a whole number, not {text[:40]!r}{'...' if len(text) > 40 else ''}")
     value = int(wanted)
     if value < 0 or (key == "pcie_gen" and value not in GENERATIONS):
         raise UsageError(f"{where}: {key} = {text} is out of range")
@@ -191,6 +191,8 @@ def parse_expectations(text: str, source: str = "--expect") -> Expectations:
             raise UsageError(f"{where}: {key} is given twice")
         if not value:
             raise UsageError(f"{where}: {key} has no value")
+        if not value.isprintable():  # a NUL or an escape no host prints: every node would fail, and be drained
+            raise UsageError(f"{where}: {key} has a control character in its value {value[:40]!r}")
         values[key] = _number(key, value, where) if KEYS[key].kind != "glob" else value
     if not values:
         raise UsageError(f"{source}: names no expectation (keys: {', '.join(KEYS)})")
@@ -208,7 +210,7 @@ def load_expectations(path: Path) -> Expectations:
             raise UsageError(f"--expect {path}: larger than {MAX_FILE_BYTES // 1024} KiB") from None
         raise
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is no part of the first line
     except UnicodeDecodeError:
         raise UsageError(f"--expect {path}: not UTF-8 text") from None
     return parse_expectations(text, str(path))
