@@ -3,9 +3,10 @@
 An identifier is digested where its file, label or shape says it is one (rigaudit.tools.redact.digest_ids); once
 met it is digested wherever it is printed, in any form (rigaudit.tools.redact._known). So that the first tool
 result that prints one unlabelled (``dmidecode -s system-serial-number``, ``cat`` through a link of another name,
-``xxd``) already finds it known, in what the model gets and in the transcript alike, the files that hold the
-host's ids and NVML's serials and UUIDs are read first, straight from the host (not as evidence: nothing of
-this is shown to the model or cited), once a host, within :data:`LEARN_S` seconds.
+``xxd``, ``setpci ... ECAP_DSN+4.l``) already finds it known, in what the model gets and in the transcript alike,
+the files that hold the host's ids, NVML's serials and UUIDs, and the PCI devices' Device Serial Numbers are read
+first, straight from the host (not as evidence: nothing of this is shown to the model or cited), once a host,
+within :data:`LEARN_S` seconds.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import anyio
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.policy import filesystem_for
 from rigaudit.tools.policy.paths import resolved_path
-from rigaudit.tools.redact import DMI_SERIALS, digest_ids, digest_nvml, file_kind
+from rigaudit.tools.redact import DMI_SERIALS, digest_ids, digest_nvml, file_kind, learn_config
 from rigaudit.tools.redact._known import epoch
 
 LEARN_S = 5.0
@@ -34,6 +35,9 @@ FILES = (
     *(f"/sys/class/dmi/id/{name}" for name in sorted(DMI_SERIALS)),
 )
 SERIAL_DIRS = ("/sys/class/nvme",)
+PCI_DEVICES = "/sys/bus/pci/devices"
+MOST_DEVICES = 256
+"""PCI configuration spaces read for their Device Serial Numbers (``setpci ... ECAP_DSN+4.l`` prints one)."""
 """Folders whose entries each have a ``serial`` file (an NVMe controller's)."""
 _learned: weakref.WeakKeyDictionary[Host, int] = weakref.WeakKeyDictionary()
 """The hosts read, by the epoch of what is known (forgetting reads them again)."""
@@ -71,6 +75,11 @@ async def learn_host_ids(host: Host) -> None:
             for name in (listing.entries or ())[:MOST_GPUS]:
                 await _file(host, f"{folder}/{name}/serial")
         await _nvml(host)
+        devices = await host.list_dir(PCI_DEVICES)
+        for name in sorted(devices.entries or ())[:MOST_DEVICES]:
+            config = await host.read(f"{PCI_DEVICES}/{name}/config")
+            if config.data:
+                learn_config(config.data)
         with contextlib.suppress(TypeError):
             _learned[host] = epoch()
 

@@ -17,7 +17,7 @@ from rigaudit.tools.pci._extended import (
 )
 from rigaudit.tools.pci._header import Bar, Capability
 from rigaudit.tools.pci._registers import PciRegisterError, RegisterWrite, apply_masked, register_offset, register_write
-from rigaudit.tools.pci._serials import DSN_ID, mask_vpd, zero_dsn
+from rigaudit.tools.pci._serials import DSN_ID, dsn_serials, mask_vpd, zero_dsn
 from rigaudit.tools.pci._tree import bridges_above, bridges_between, common_upstream, device_chain, is_bdf, root_complex
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "bridges_between",
     "common_upstream",
     "device_chain",
+    "dsn_serials",
     "is_bdf",
     "mask_vpd",
     "parse_config",

@@ -8,24 +8,38 @@ sizes, ACS and ReBAR as the audit of the original.
 from __future__ import annotations
 
 from rigaudit.tools.pci._config import PciConfigError, parse_config
+from rigaudit.tools.pci._extended import EXTENDED_START, walk_extended
 
 DSN_ID = 0x0003
 """Extended capability id of the Device Serial Number: a header, then the 8-byte serial."""
 
 
 def zero_dsn(data: bytes) -> tuple[bytes, bool] | None:
-    """``data`` with the Device Serial Number's 8 bytes zeroed, and whether there was one to zero;
-    ``None`` when ``data`` is not a configuration space at all."""
+    """``data`` with every Device Serial Number's 8 bytes zeroed, and whether there was one to zero; ``None`` when
+    ``data`` is not a configuration space at all.
+
+    The extended capability list is walked whatever the rest says (a crafted or damaged space may list a serial
+    number twice, or hold one behind a capability list the audit does not follow: no Express capability)."""
     try:
-        config = parse_config(data)
+        parse_config(data)
     except PciConfigError:
         return None
-    cap = config.extended_capability(DSN_ID)
-    if cap is None or cap.offset + 12 > len(data) or not any(data[cap.offset + 4 : cap.offset + 12]):
+    if len(data) <= EXTENDED_START:
         return data, False
     out = bytearray(data)
-    out[cap.offset + 4 : cap.offset + 12] = bytes(8)
-    return bytes(out), True
+    for cap in walk_extended(data)[0]:
+        if cap.id == DSN_ID and cap.offset + 12 <= len(data):
+            out[cap.offset + 4 : cap.offset + 12] = bytes(8)
+    zeroed = bytes(out)
+    return (zeroed, True) if zeroed != data else (data, False)
+
+
+def dsn_serials(data: bytes) -> tuple[bytes, ...]:
+    """The 8 bytes of each Device Serial Number a configuration space holds (as stored: low dword first)."""
+    if len(data) <= EXTENDED_START:
+        return ()
+    found = (data[c.offset + 4 : c.offset + 12] for c in walk_extended(data)[0] if c.id == DSN_ID)
+    return tuple(b for b in found if len(b) == 8 and any(b))
 
 
 def mask_vpd(data: bytes) -> tuple[bytes, int]:

@@ -56,6 +56,7 @@ from rigaudit.tools.redact._ids import (
     digest_ids,
     digest_nvml,
     file_kind,
+    learn_config,
 )
 from rigaudit.tools.redact._json import redact_json, redact_json_text
 from rigaudit.tools.redact._names import ALLOWED_NAMES, ALLOWED_PREFIXES, is_allowed_variable, is_secret_name
@@ -89,6 +90,7 @@ __all__ = [
     "gunzip",
     "is_allowed_variable",
     "is_secret_name",
+    "learn_config",
     "lists_environment",
     "looks_random",
     "redact_argv",

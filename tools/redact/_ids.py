@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rigaudit.tools.bench.machine import digest, token
+from rigaudit.tools.pci import dsn_serials, mask_vpd, zero_dsn
 from rigaudit.tools.redact import _encoded, _known
 from rigaudit.tools.redact._tally import Tally
 
@@ -354,10 +355,24 @@ def _decoded(text: str, path: str, argv: Sequence[str], content: bool, tally: Ta
     def inner(part: str) -> str:
         return _digest(part, path, argv, content, tally, depth=1)
 
+    def binary(data: bytes) -> bytes:
+        """A dump's bytes that are not text: a PCI configuration space's or VPD's serials zeroed (as share bundles
+        and a transcript's file data zero them), and every known value masked."""
+        for word in (path, *argv):
+            if "/sys/" in f"/{word}" and posixpath.basename(word) in ("config", "vpd"):
+                if not word.endswith("vpd"):
+                    learn_config(data)
+                zeroed = mask_vpd(data)[0] if word.endswith("vpd") else (zero_dsn(data) or (data, False))[0]
+                if zeroed != data:
+                    data = zeroed
+                    if tally is not None:
+                        tally.add("identifier")
+        return _known.mask_known(data)
+
     out = _encoded.utf16(text, inner)
     out = _encoded.b64(out, inner)
     if content:
-        out = _encoded.hexdump(out, inner, _known.mask_known)
+        out = _encoded.hexdump(out, inner, binary)
     if out == text:
         return text
     out = _stages(out, "", (), content, tally)  # the rest: what a file's lines were is said by the decoded parts
@@ -384,6 +399,19 @@ def _stages(text: str, path: str, argv: Sequence[str], content: bool, tally: Tal
     if content and _LONE_HINT.search(out):
         out = _lone(out, tally)
     return text if out == text else out
+
+
+def learn_config(data: bytes) -> None:
+    """Each Device Serial Number a PCI configuration space holds, known in the forms it is printed in: as ``lspci
+    -vv`` writes it (``Device Serial Number 48-b0-...``: its digest everywhere), and as its two dwords and its 64 bits
+    read as numbers (``setpci -s BDF ECAP_DSN+4.l``, ``ECAP_DSN+8.l``)."""
+    for serial in dsn_serials(data):
+        found = as_digest("serial", "-".join(f"{b:02x}" for b in reversed(serial)))
+        if found is None:
+            continue
+        low, high = int.from_bytes(serial[:4], "little"), int.from_bytes(serial[4:], "little")
+        for form in (f"{low:08x}", f"{high:08x}", f"{high:08x}{low:08x}"):
+            _known.learn(form, found)
 
 
 def digest_nvml(function: str, value: Any, tally: Tally | None = None) -> Any:

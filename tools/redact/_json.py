@@ -27,7 +27,7 @@ from rigaudit.tools.bounded import loads
 from rigaudit.tools.pci import mask_vpd, zero_dsn
 from rigaudit.tools.record import Record, replace
 from rigaudit.tools.redact._blocks import PROC_CMDLINE, PROC_ENVIRON, redact_argv, redact_bytes, redact_output
-from rigaudit.tools.redact._ids import digest_ids, digest_nvml
+from rigaudit.tools.redact._ids import digest_ids, digest_nvml, learn_config
 from rigaudit.tools.redact._shapes import REDACTED
 from rigaudit.tools.redact._tally import Tally
 from rigaudit.tools.redact._text import redact_text, secret_value
@@ -67,6 +67,7 @@ def _binary_serials(path: str, data: bytes, tally: Tally | None) -> bytes:
     if posixpath.basename(path) == "vpd":
         out, masked = mask_vpd(data)
     else:
+        learn_config(data)  # its serial printed elsewhere (setpci, lspci) is then the same digest
         zeroed = zero_dsn(data)
         out, masked = zeroed if zeroed is not None else (data, False)
     if masked and tally is not None:
