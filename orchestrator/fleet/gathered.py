@@ -156,8 +156,7 @@ def _read(path: Path) -> bytes | str:
         return "not a regular file (links are not followed)" if reason.startswith("is a symbolic link") else reason
 
 
-@dataclass(frozen=True)
-class _Older:
+class _Older(Record):
     """A result a newer one of its node replaced: only its name and date are kept (thousands may be, each up to
     :data:`MAX_FILE_BYTES`)."""
 
