@@ -69,19 +69,31 @@ def severity(finding: Finding) -> str:
         (L40S, "problem:high"),  # TP 4 within each switch: the redirect is on their path
         (EXPERT_PARALLEL, "problem:high"),  # TP 1 but experts all-to-all across the four GPUs of one switch
         (TRAINING, "problem:high"),  # a job that is not a server holds four GPUs: cannot tell, judged by capability
-        (faults.no_server(L40S), "problem:high"),  # nothing runs: judged by what the GPUs can do
         (faults.p2p_driver(GEFORCE_SWITCHED), "problem:high"),  # GeForce on a P2P driver peers over PCIe
     ],
-    ids=["tp4-per-switch", "dp-expert-parallel", "training-job", "no-server", "geforce-p2p-driver"],
+    ids=["tp4-per-switch", "dp-expert-parallel", "training-job", "geforce-p2p-driver"],
 )
 def test_the_redirect_is_high_where_gpus_under_one_switch_exchange_traffic(spec: HostSpec, want: str) -> None:
     assert severity(acs(spec)) == want
 
 
-@pytest.mark.parametrize("spec", [TRAINING, faults.no_server(L40S)], ids=["training-job", "no-server"])
-def test_a_high_judged_by_capability_says_so(spec: HostSpec) -> None:
-    assert "could not be told" in acs(spec).explanation
+def test_a_high_judged_by_capability_says_so() -> None:
+    assert "could not be told" in acs(TRAINING).explanation
     assert "could not be told" not in acs(L40S).explanation
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [faults.no_server(L40S), faults.no_server(faults.p2p_driver(GEFORCE_SWITCHED)), faults.no_server(REPLICAS)],
+    ids=["l40s", "geforce-p2p-driver", "l40s-replicas"],
+)
+def test_a_node_between_jobs_is_a_latent_medium_that_says_so(spec: HostSpec) -> None:
+    """No GPU process at all (a node drained between jobs, or the gate run in a job's prolog): the redirect costs the
+    next job whose TP group spans one switch, not the node now: medium (the default gate passes it) and said so."""
+    finding = acs(spec)
+    assert severity(finding) == "problem:medium", finding.explanation
+    assert "between jobs" in finding.explanation and "latent" in finding.explanation
+    assert finding.fix is not None and finding.fix.kind == "runtime"
 
 
 @pytest.mark.parametrize(

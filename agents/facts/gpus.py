@@ -11,6 +11,8 @@ from rigaudit.tools.record import Record
 
 NVIDIA_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"
+VIRTUALIZATION_VGPU = 2
+"""NVML_GPU_VIRTUALIZATION_MODE_VGPU (0 none, 1 passthrough, 3 a vGPU host's physical GPU)."""
 MAX_GPUS = 64
 """More GPUs than this in one host is not believed (a damaged or crafted NVML answer)."""
 
@@ -51,6 +53,9 @@ class Gpu(Record):
     """The board serial number (printed on the card; what a hypervisor's admin or a cloud provider can match)."""
     device_id: str | None = None
     """The PCI device id (``0x2335``): the same in a VM guest and on its hypervisor."""
+    vgpu: bool = False
+    """An NVIDIA vGPU (NVML virtualization mode VGPU): the physical GPU's sensors, power, PCIe link, BAR1 and MIG
+    are the hypervisor's (:mod:`.vgpu`)."""
 
     @property
     def label(self) -> str:
@@ -104,7 +109,7 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
     nvml_error = init.error
     count: int | None = None
     driver: str | None = None
-    by_bdf: dict[str, tuple[int, str, str | None, str | None]] = {}
+    by_bdf: dict[str, tuple[int, str, str | None, str | None, bool]] = {}
     if init.ok:
         count_result, driver_result = await probe.gather(
             lambda: probe.nvml("nvmlDeviceGetCount"), lambda: probe.nvml("nvmlSystemGetDriverVersion")
@@ -118,13 +123,20 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
             names = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetName", i) for i in range(count)])
             uuids = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetUUID", i) for i in range(count)])
             serials = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetSerial", i) for i in range(count)])
-            for i, (info, name, uuid_read, serial_read) in enumerate(zip(infos, names, uuids, serials, strict=True)):
+            modes = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetVirtualizationMode", i) for i in range(count)])
+            for i, (info, name, uuid_read, serial_read, mode) in enumerate(zip(infos, names, uuids, serials, modes, strict=True)):
                 if info.ok and isinstance(info.value, dict):
                     bus_id = info.value.get("busId") or info.value.get("busIdLegacy")
                     bdf = normalize_bdf(bus_id) if isinstance(bus_id, str) else ""
                     if is_bdf(bdf):
                         label = str(name.value)[:128] if name.ok else "NVIDIA GPU"
-                        by_bdf[bdf] = (i, label, _checked(uuid_read.value, _UUID), _checked(serial_read.value, _SERIAL))
+                        by_bdf[bdf] = (
+                            i,
+                            label,
+                            _checked(uuid_read.value, _UUID),
+                            _checked(serial_read.value, _SERIAL),
+                            mode.ok and mode.value == VIRTUALIZATION_VGPU,
+                        )
         else:
             nvml_error = count_result.error
     sysfs_bdfs = await _sysfs_gpus(probe)
@@ -140,7 +152,7 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
     gpus = []
     for bdf, node, cpulist, device in zip(bdfs, numa, cpus, devices, strict=True):
         found = by_bdf.get(bdf)
-        index, label, uuid, serial = found if found else (None, "NVIDIA GPU", None, None)
+        index, label, uuid, serial, vgpu = found if found else (None, "NVIDIA GPU", None, None, False)
         gpus.append(
             Gpu(
                 bdf,
@@ -151,6 +163,7 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
                 uuid,
                 serial,
                 _checked(device.strip() if device else None, _DEVICE_ID),
+                vgpu,
             )
         )
     gpus.sort(key=lambda g: (g.index is None, g.index if g.index is not None else 0, g.bdf))

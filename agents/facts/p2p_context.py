@@ -25,6 +25,10 @@ P2P_READ_CAPS = 0
 P2P_NVLINK_CAPS = 2
 """NVML_P2P_CAPS_INDEX_NVLINK: ``nvmlDeviceGetP2PStatus(a, b, 2)`` is OK when the pair peers over NVLink."""
 FABRIC_COMPLETED = 3
+P2P_GPU_NOT_SUPPORTED = 2
+"""NVML_P2P_STATUS_GPU_NOT_SUPPORTED: the driver refuses P2P for the GPU itself (GNS in ``nvidia-smi topo -p2p``)."""
+VIRTUALIZATION_VGPU = 2
+"""NVML_GPU_VIRTUALIZATION_MODE_VGPU: the device is an NVIDIA vGPU in a guest (1: passthrough, 0: none)."""
 """NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager has programmed this GPU's NVSwitch fabric."""
 
 
@@ -49,11 +53,18 @@ class P2pContext(Record):
     their NVLinks carry no peer traffic, whatever the PCIe path says."""
     driver_p2p: bool = False
     """NVML lets a pair of GPUs whose product line has no PCIe P2P peer over PCIe (``support`` was overruled)."""
+    driver_refuses: bool = False
+    """NVML refuses P2P with GPU_NOT_SUPPORTED on every PCIe pair of GPUs whose product line has PCIe P2P (no MIG, no
+    vGPU): the driver offers none on these boards (RTX 6000 Ada on some branches), so ``support`` is ``no``."""
+    vgpu: frozenset[int] = frozenset()
+    """NVML indices of GPUs that are NVIDIA vGPUs (virtualization mode VGPU): no P2P over PCIe between them."""
     pcie_refused: bool = False
     """No pair peers over NVLink and NVML refuses P2P (read) on every pair: a VM without a P2P clique, a
     platform the driver does not trust. p2p.status says why and what it costs."""
     groups: Groups | None = None
     """The GPUs each server instance holds (:mod:`.peer_groups`); None when not every GPU process is traced to one."""
+    idle: bool = False
+    """NVML lists the compute processes of every GPU and there are none: a node between jobs (``groups`` is None)."""
 
     def peers_over_pcie(self, a: int, b: int) -> bool:
         """Whether GPUs ``a`` and ``b`` could exchange P2P traffic over PCIe: not NVLinked, not MIG slices, on models
@@ -85,12 +96,31 @@ class P2pContext(Record):
         if len(self.gpus) < 2:
             return f"{len(self.gpus)} GPU(s) on this host: no GPU pair"
         if self.support == "no":
-            return f"{self.models} have no PCIe peer-to-peer: NCCL stages GPU-to-GPU traffic through host memory anyway"
+            why = (
+                ": the driver refuses PCIe peer-to-peer on these boards (NVML: GPU_NOT_SUPPORTED on every pair)"
+                if self.driver_refuses
+                else " have no PCIe peer-to-peer"
+            )
+            return f"{self.models}{why}: NCCL stages GPU-to-GPU traffic through host memory anyway"
         if self.all_mig:
             return "MIG is on on every GPU: there is no peer-to-peer between MIG slices"
         if self.all_nvlink:
             return f"every GPU pair peers over NVLink ({len(self.pairs)} pairs): GPU-to-GPU traffic does not cross PCIe"
         return None
+
+    def pcie_peers_unused(self) -> str | None:
+        """Why no server's GPUs exchange peer traffic over PCIe today (None: one does, or the servers are not known):
+        every pair of GPUs a server instance holds is NVLinked or a MIG slice, or each instance holds one GPU."""
+        if self.groups is None or not self.groups:
+            return None
+        held = [tuple(sorted(g)) for g in self.groups]
+        if any(self.peers_over_pcie(a, b) for group in held for a, b in combinations(group, 2)):
+            return None
+        shown = "; ".join("+".join(f"GPU{i}" for i in g) for g in held)
+        return (
+            f"no server's GPUs peer over PCIe (the servers hold {shown}: each group over NVLink, or one GPU); it costs "
+            "once a tensor-parallel group spans GPUs without NVLink between them"
+        )
 
     def p2p_refused(self) -> str | None:
         """Why an override that turns P2P off changes nothing now (None: P2P is in use, or may be)."""
@@ -108,11 +138,29 @@ class P2pContext(Record):
         return bool(self.rdma.active_nics)
 
 
-async def _nvlink_pair(probe: Probe, a: int, b: int, up: frozenset[int]) -> bool:
+NVLINK_REMOTE_GPU = 0
+"""nvmlIntNvLinkDeviceType_t GPU: the link ends at another GPU (an NVLink bridge), not at an NVSwitch (2)."""
+
+
+def _bus(value: object) -> str:
+    bus = value.get("busId") if isinstance(value, dict) else None
+    return str(bus).lower()[-12:] if bus else ""
+
+
+async def _nvlink_pair(probe: Probe, a: int, b: int, up: frozenset[int], bdfs: dict[int, str]) -> bool:
+    """Whether ``a`` and ``b`` peer over NVLink: NVML's NVLink P2P capability for the pair; without it, both GPUs'
+    NVLink up and, where ``a``'s link ends at a GPU (bridged pairs: H100 NVL, A100 PCIe), that GPU being ``b``.
+    Two GPUs each bridged to another peer have NVLink up and still talk to each other over PCIe."""
     caps = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_NVLINK_CAPS)
     if caps.ok and isinstance(caps.value, int):
         return caps.value == 0
-    return a in up and b in up
+    if a not in up or b not in up:
+        return False
+    kind = await probe.nvml("nvmlDeviceGetNvLinkRemoteDeviceType", a, 0)
+    if kind.ok and kind.value == NVLINK_REMOTE_GPU:
+        remote = await probe.nvml("nvmlDeviceGetNvLinkRemotePciInfo", a, 0)
+        return remote.ok and bool(bdfs.get(b)) and _bus(remote.value) == bdfs[b].lower()[-12:]
+    return True
 
 
 async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = None) -> P2pContext:
@@ -124,7 +172,8 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
     links = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetNvLinkState", i, 0) for i in indices])
     up = frozenset(i for i, r in zip(indices, links, strict=True) if r.ok and r.value == 1)
     pairs = list(combinations(sorted(indices), 2))
-    nvlinked = await probe.gather(*[lambda p=p: _nvlink_pair(probe, p[0], p[1], up) for p in pairs])
+    bdfs = {g.index: g.bdf for g in gpus if g.index is not None}
+    nvlinked = await probe.gather(*[lambda p=p: _nvlink_pair(probe, p[0], p[1], up, bdfs) for p in pairs])
     modes = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetMigMode", i) for i in indices])
     mig_on = frozenset(
         i for i, r in zip(indices, modes, strict=True) if r.ok and isinstance(r.value, list) and r.value[:1] == [1]
@@ -135,12 +184,23 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         for i, r in zip(indices, fabric, strict=True)
         if r.ok and isinstance(r.value, dict) and r.value.get("state") not in (None, 0, FABRIC_COMPLETED)
     )
+    virt = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetVirtualizationMode", i) for i in indices])
+    vgpu = frozenset(i for i, r in zip(indices, virt, strict=True) if r.ok and r.value == VIRTUALIZATION_VGPU)
     supports = {p2p_support(g.name) for g in gpus}
-    driver_p2p = False
+    driver_p2p = driver_refuses = False
     pcie = [p for p, linked in zip(pairs, nvlinked, strict=True) if not linked]
     reads = await probe.gather(*[lambda p=p: probe.nvml("nvmlDeviceGetP2PStatus", p[0], p[1], P2P_READ_CAPS) for p in pcie])
     if ("no" in supports or "nvlink_bridge" in supports) and any(r.ok and r.value == 0 for r in reads):
         driver_p2p, supports = True, {"yes"}
+    elif (
+        supports == {"yes"}
+        and reads
+        and not vgpu
+        and not mig_on
+        and all(r.ok and r.value == P2P_GPU_NOT_SUPPORTED for r in reads)
+    ):
+        # The driver's answer outranks the product line here too: it offers no PCIe P2P on these boards.
+        driver_refuses, supports = True, {"no"}
     refused = bool(pairs) and len(pcie) == len(pairs) and all(r.ok and isinstance(r.value, int) and r.value for r in reads)
     support: P2pSupport = (
         "no"
@@ -156,6 +216,7 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         f"dir:{PCI_DEVICES}",
         *(nvml_ref("nvmlDeviceGetNvLinkState", (i, 0)) for i in indices),
         *(nvml_ref("nvmlDeviceGetMigMode", (i,)) for i in indices),
+        *(nvml_ref("nvmlDeviceGetVirtualizationMode", (i,)) for i in indices if i in vgpu),
     )
     return P2pContext(
         gpus=gpus,
@@ -169,6 +230,9 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         refs=refs,
         fabric_pending=pending,
         driver_p2p=driver_p2p,
+        driver_refuses=driver_refuses,
+        vgpu=vgpu,
         pcie_refused=refused,
         groups=await server_groups(probe, scan),
+        idle=scan.nvml_listed and not scan.gpu_processes,
     )

@@ -115,7 +115,7 @@ def _port(text: str | None) -> str | None:
     return text.split(":", 1)[-1].strip() or None
 
 
-async def _nic_bdf(probe: Probe, name: str) -> str | None:
+async def nic_bdf(probe: Probe, name: str) -> str | None:
     """The PCI address behind ``/sys/class/infiniband/NAME/device``: its link resolved as the kernel would (the
     class entry links into /sys/devices, and ``device`` points up from there)."""
     entry = f"{INFINIBAND}/{name}"
@@ -132,7 +132,7 @@ async def _nic(probe: Probe, name: str) -> RdmaNic:
     base = f"{INFINIBAND}/{name}/ports/1"
     link, state, rate = await probe.gather(*[lambda f=f: probe.text(f"{base}/{f}") for f in ("link_layer", "state", "rate")])
     vendor = await probe.text(f"{INFINIBAND}/{name}/device/vendor")
-    bdf = await _nic_bdf(probe, name)
+    bdf = await nic_bdf(probe, name)
     return RdmaNic(
         name,
         link.strip() if link else None,

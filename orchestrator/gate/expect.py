@@ -28,6 +28,7 @@ from pathlib import Path
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigator import Investigator
 from rigaudit.tools.errors import UsageError
@@ -281,7 +282,8 @@ async def _gpu_facts(probe: Probe, gpu: Gpu, keys: Mapping[str, object], in_vm: 
             vbios = str(result.value) if result.ok and result.value else None
         name = gpu.name
     if "pcie_width" in keys and width is None:
-        width = (await read_link(probe, gpu.bdf)).current_width
+        # 0 is no width: vfio shows a GPU on a VM guest's root bus as an integrated endpoint whose Link Status is zero
+        width = (await read_link(probe, gpu.bdf)).current_width or None
     if "pcie_gen" in keys and gen is None:
         gen = await _sysfs_gen(probe, gpu, in_vm)
     return GpuFacts(gpu, name, width, gen, vbios, gpu_max_gen, cur_gen)
@@ -355,8 +357,18 @@ def _per_gpu(name: str, facts: ExpectFacts, expected: str | int) -> Finding:
     field = {"pcie_width": "width", "pcie_gen": "gen", "gpu_model": "name", "vbios": "vbios"}[name]
     values = [(g.gpu.label, getattr(g, field)) for g in facts.gpus]
     missing = [label for label, value in values if value is None]
+    if name in ("pcie_gen", "pcie_width") and (why := hypervisor_side(facts.inventory, "the PCIe link")):
+        return unknown(check.id, AREA, check.title, why)
     if missing and name == "pcie_gen" and facts.in_vm and not facts.inventory.nvml_ok:
         why = "in a VM guest the port above each GPU is emulated: NVML's link generations would tell (no NVML here)"
+        return unknown(check.id, AREA, check.title, why)
+    if missing and name == "pcie_width" and facts.in_vm:
+        why = (
+            f"link width not readable for {', '.join(missing)}: in a VM guest a GPU on the guest's root bus has no link "
+            "of its own to show (vfio reports its Link Status as zero)"
+            + ("; NVML's current link width would tell" if not facts.inventory.nvml_ok else "")
+            + ", or lspci -vvv -s the GPU's host address on the hypervisor"
+        )
         return unknown(check.id, AREA, check.title, why)
     if name == "pcie_gen" and facts.in_vm and isinstance(expected, int):
         return _guest_gen(facts, expected)

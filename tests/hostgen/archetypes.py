@@ -34,6 +34,19 @@ XEON_6448Y_SNC2 = CpuSpec(
     cache_kb=61440,
     microcode="0x2b0005c0",
 )
+XEON_6448Y = replace(XEON_6448Y_SNC2, nodes_per_socket=1)
+XEON_W9_3495X = CpuSpec(
+    "intel",
+    "Intel(R) Xeon(R) w9-3495X",
+    1,
+    56,
+    base_mhz=1900,
+    max_mhz=4800,
+    min_mhz=800,
+    cache_kb=107520,
+    microcode="0x2b000590",
+)
+"""Sapphire Rapids workstation (W790): one socket, one NUMA node, intel_pstate with HWP."""
 XEON_6338 = CpuSpec(
     "intel",
     "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz",
@@ -692,6 +705,97 @@ EPYC_NPS4_L40S = HostSpec(
     "between root ports); each TP group stays on its socket",
 )
 
+H100_NVL_PAIRS = HostSpec(
+    "h100nvl-bridged-pairs",
+    "Dell PowerEdge R760xa: 2x Xeon Gold 6448Y, 4x H100 NVL on their own Gen5 root ports (two per socket), each "
+    "socket's two joined by three NVLink bridges (NV12), no NVSwitch, no fabric manager; 2x ConnectX-7 (RoCE), one per "
+    "socket; Ubuntu 22.04 (5.15), driver 550; a vLLM server at TP 2 on each bridged pair",
+    "r760xa-nvl-03",
+    XEON_6448Y,
+    replace(JAMMY, memory_kib=1056622592, cmdline="quiet"),
+    GpuSpec("h100-nvl", 4, nvlink_bridges=((0, 1), (2, 3))),
+    DriverSpec("550.127.05", cuda=12040),
+    topology="direct",
+    root_complex="intel-spr",
+    nics=NicSpec("cx7", 2, link_layer="Ethernet", rate_gbps=200),
+    platform=PlatformSpec(
+        dmi=(
+            ("sys_vendor", "Dell Inc."),
+            ("product_name", "PowerEdge R760xa"),
+            ("board_vendor", "Dell Inc."),
+            ("board_name", "0J6W6D"),
+            ("bios_vendor", "Dell Inc."),
+            ("bios_version", "2.2.7"),
+            ("bios_date", "06/14/2024"),
+        )
+    ),
+    processes=(
+        vllm("/models/Llama-3.1-70B-Instruct-FP8", (0, 1), mib=86000),
+        vllm("/models/Llama-3.1-70B-Instruct-FP8", (2, 3), mib=86000, port=8001),
+    ),
+    iommu=None,
+    expect="healthy: each TP 2 group peers over its NVLink bridge; the pairs across the sockets are refused P2P over "
+    "UPI (Intel), which no server uses",
+)
+
+RTX6000_ADA_WS = HostSpec(
+    "ws-rtx6000ada",
+    "Workstation: Supermicro SYS-551A-T (W790), Xeon w9-3495X, 4x RTX 6000 Ada Generation on their own Gen4 root ports "
+    "(no NVLink; the driver reports P2P not supported between them), ECC off (the board's default), Ubuntu 24.04 (6.8), "
+    "driver 550; vLLM at TP 4",
+    "ws-ada-01",
+    XEON_W9_3495X,
+    replace(NOBLE, memory_kib=527996928, cmdline="quiet splash"),
+    GpuSpec("rtx6000ada", 4, ecc=False),
+    DriverSpec("550.127.05", cuda=12040),
+    topology="direct",
+    root_complex="intel-spr",
+    platform=PlatformSpec(
+        dmi=(
+            ("sys_vendor", "Supermicro"),
+            ("product_name", "SYS-551A-T"),
+            ("board_vendor", "Supermicro"),
+            ("board_name", "X13SWA-TF"),
+            ("bios_vendor", "American Megatrends International, LLC."),
+            ("bios_version", "2.1"),
+            ("bios_date", "04/02/2024"),
+        )
+    ),
+    processes=(vllm("/models/Llama-3.1-70B-Instruct-AWQ", (0, 1, 2, 3), mib=42000),),
+    iommu=None,
+    expect="healthy: the driver refuses PCIe P2P between these boards (NVML: GPU not supported), so NCCL uses shared "
+    "memory; nothing on the host can change that",
+)
+
+VGPU_GUEST = HostSpec(
+    "kvm-vgpu-h100-guest",
+    "On-premises KVM guest (RHEL 9.4 host, libvirt q35, NVIDIA vGPU 17.4: Virtual GPU Manager 550.127.06) with two "
+    "H100-80C vGPUs (C-series, each the whole framebuffer of an H100 PCIe, time-sliced) as mediated devices behind "
+    "QEMU pcie-root-ports; guest driver 550.127.05, licensed by a DLS (NVIDIA Virtual Compute Server); 32 vCPUs, "
+    "Ubuntu 22.04 (5.15); vLLM at TP 2",
+    "llm-vgpu-02",
+    XEON_6448Y_KVM,
+    replace(JAMMY, old_kernels=(), memory_kib=263921396, cmdline="quiet"),
+    GpuSpec("h100-pcie", 2, vgpu="80C"),
+    DriverSpec("550.127.05", cuda=12040, vgpu_manager="550.127.06"),
+    topology="q35",
+    platform=PlatformSpec(
+        vm="kvm",
+        dmi=(
+            ("sys_vendor", "Red Hat"),
+            ("product_name", "KVM"),
+            ("product_version", "RHEL-9.4.0 PC (Q35 + ICH9, 2009)"),
+            ("bios_vendor", "EFI Development Kit II / OVMF"),
+            ("bios_version", "edk2-20231122-12.el9"),
+            ("bios_date", "02/06/2024"),
+        ),
+    ),
+    processes=(vllm("/models/Llama-3.1-70B-Instruct-AWQ", (0, 1), mib=73240),),
+    iommu=None,
+    expect="a vGPU guest: the physical GPUs' power, sensors and PCIe link are the hypervisor's (NVML: not supported); "
+    "no P2P between vGPUs over PCIe, so TP 2 goes through host memory",
+)
+
 ALL: dict[str, HostSpec] = {
     spec.name: spec
     for spec in (
@@ -710,6 +814,9 @@ ALL: dict[str, HostSpec] = {
         GH200,
         PROXMOX_H100,
         EPYC_NPS4_L40S,
+        H100_NVL_PAIRS,
+        RTX6000_ADA_WS,
+        VGPU_GUEST,
     )
 }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.hostgen import kernel as kn
 from tests.hostgen import nvidia as nv
 from tests.hostgen import platform as pf
-from tests.hostgen import topo
+from tests.hostgen import topo, vgpu
 from tests.hostgen.catalog import GPUS, MIB, GpuModel
 from tests.hostgen.cpu import Layout, cpulist, write_cpus
 from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
@@ -76,7 +76,9 @@ class Built:
 
     @property
     def nvlink_connected(self) -> bool:
-        return self.model.nvlinks > 0 and (self.spec.gpus.nvswitches > 0 or self.spec.topology == "grace-nvl")
+        return self.model.nvlinks > 0 and (
+            self.spec.gpus.nvswitches > 0 or bool(self.spec.gpus.nvlink_bridges) or self.spec.topology == "grace-nvl"
+        )
 
     @property
     def nvlink_trained(self) -> bool:
@@ -142,7 +144,21 @@ class Built:
         return self.topology_level_bdf(self.gpu_states[a].bdf, self.gpu_states[b].bdf)
 
     def nvlink_between(self, a: nv.GpuState, b: nv.GpuState) -> bool:
-        return self.nvlink_peers and a.index != b.index
+        if not self.nvlink_peers or a.index == b.index:
+            return False
+        bridges = self.spec.gpus.nvlink_bridges
+        if not bridges:
+            return True
+        up = all(len(g.nvlinks_down) < g.model.nvlinks for g in (a, b))
+        return up and (min(a.minor, b.minor), max(a.minor, b.minor)) in {(min(p), max(p)) for p in bridges}
+
+    def bridge_peer(self, g: nv.GpuState) -> nv.GpuState | None:
+        """The GPU an NVLink bridge joins ``g`` to (None: no bridge)."""
+        for pair in self.spec.gpus.nvlink_bridges:
+            if g.minor in pair:
+                other = pair[1] if pair[0] == g.minor else pair[0]
+                return next((s for s in self.gpu_states_all if s.minor == other), None)
+        return None
 
     def p2p_status(self, a: nv.GpuState, b: nv.GpuState) -> int:
         forced = self.spec.gpus.p2p
@@ -151,7 +167,7 @@ class Built:
         if not a.model.p2p:
             # What `nvidia-smi topo -p2p r` prints as GNS on GeForce RTX 40/50 cards.
             return nv.P2P_CODES["GPU_NOT_SUPPORTED"]
-        if a.mig is not None or b.mig is not None:
+        if a.mig is not None or b.mig is not None or self.spec.gpus.vgpu is not None:
             return nv.P2P_CODES["NOT_SUPPORTED"]
         if self.nvlink_between(a, b):
             return nv.P2P_CODES["OK"]
@@ -162,7 +178,8 @@ class Built:
         return nv.P2P_CODES["OK"]
 
     def bar1_bytes(self, g: nv.GpuState) -> int:
-        return BAR1_SMALL if self.spec.gpus.bar1_small else g.model.bar1_bytes
+        """BAR1 as NVML reports it (a vGPU's is the 256 MiB window the vGPU manager gives it)."""
+        return BAR1_SMALL if self.spec.gpus.bar1_small or self.spec.gpus.vgpu else g.model.bar1_bytes
 
     def process_name(self, pid: int) -> str:
         proc = self.procs.get(pid)
@@ -243,10 +260,10 @@ def _gpu_states(built: Built) -> None:
                 nvlinks_down=frozenset(link for g, link in gpus.nvlink_down if g == p),
                 vbios=(model.vbios[:-2] + "02") if p in gpus.vbios_odd else model.vbios,
                 link=(
-                    exp.current_speed or exp.link_speed,
-                    exp.current_width if exp.current_width is not None else exp.link_width,
+                    exp.current_speed or exp.link_speed or model.pcie_gen,  # an integrated endpoint: the real link
+                    exp.current_width if exp.current_width is not None else exp.link_width or 16,
                 ),
-                max_width=min(exp.link_width, _upstream(built, function.bdf)[1] or exp.link_width),
+                max_width=min(exp.link_width or 16, _upstream(built, function.bdf)[1] or exp.link_width or 16),
                 host_max_gen=_upstream(built, function.bdf)[0],
                 remap_pending=p in gpus.remapped_pending,
                 processes=procs,
@@ -398,7 +415,8 @@ def _driver_files(built: Built) -> None:
     for g in built.gpu_states_all:
         folder = f"/proc/driver/nvidia/gpus/{g.bdf}"
         irq = built.function(g.bdf).irq
-        tree.file(f"{folder}/information", nv.information(g, irq, gsp))
+        profile = spec.gpus.vgpu
+        tree.file(f"{folder}/information", nv.information(g, irq, gsp, vgpu.name(g.model, profile) if profile else None))
         tree.file(f"{folder}/registry", 'Binary: ""\n')
         tree.file(
             f"{folder}/power",
@@ -516,6 +534,8 @@ def _driver_files(built: Built) -> None:
                 exit_code=1,
                 stderr="dpkg-query: no packages found matching nvidia-fabricmanager*\n",
             )
+        if spec.gpus.vgpu is not None:
+            vgpu.gridd(built)
         tree.command(
             ("systemctl", "is-active", "nvidia-persistenced"),
             d.persistenced + "\n",
@@ -747,6 +767,12 @@ def check_possible(spec: HostSpec) -> None:
         problems.append(f"NVSwitches with {model.name}, which has no NVLink")
     if gpus.nvlink_down and not model.nvlinks:
         problems.append(f"NVLinks down on {model.name}, which has no NVLink")
+    if gpus.nvlink_bridges and (not model.nvlinks or gpus.nvswitches or model.form_factor != "PCIe"):
+        problems.append(f"NVLink bridges on {model.name} ({model.form_factor}, {gpus.nvswitches} NVSwitches)")
+    if any(g >= gpus.count for pair in gpus.nvlink_bridges for g in pair):
+        problems.append(f"an NVLink bridge to a GPU beyond the {gpus.count} fitted")
+    if gpus.vgpu is not None and (spec.platform.vm is None or model.product_brand == "GeForce" or gpus.mig):
+        problems.append(f"a vGPU ({gpus.vgpu}) of {model.name} outside a VM guest, on a GeForce card or with MIG in the guest")
     if not model.ecc and gpus.ecc:
         problems.append(f"ECC on {model.name}, which has none")
     if problems:

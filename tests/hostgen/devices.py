@@ -75,6 +75,9 @@ class GpuPci:
     """Seen by a VM guest through vfio: hidden ReBAR/SR-IOV/ARI/VC, relinked list."""
     extended_tags: bool = True
     relaxed_ordering: bool = True
+    integrated: bool = False
+    """On a q35 guest's root bus: vfio makes the GPU a root-complex integrated endpoint whose Link Capabilities and
+    Link Status read zero (QEMU hw/vfio/pci.c vfio_setup_pcie_cap); the driver still reads the real link."""
 
 
 def gpu(model: GpuModel, mmio: Mmio, index: int, pci: GpuPci, slot: int = 0) -> Function:
@@ -90,15 +93,15 @@ def gpu(model: GpuModel, mmio: Mmio, index: int, pci: GpuPci, slot: int = 0) -> 
         bars = (*bars[:5], pc.Bar(12288 + 256 * index, False, False, io=True))
         sizes = (*sizes[:5], 128)
     express = pc.Express(
-        pc.PORT_LEGACY if model.vga else pc.PORT_ENDPOINT,
+        pc.PORT_RCIEP if pci.integrated else pc.PORT_LEGACY if model.vga else pc.PORT_ENDPOINT,
         max_payload_supported=256,
         max_payload=pci.max_payload,
         max_read_request=pci.max_read_request,
         extended_tags=pci.extended_tags,
         relaxed_ordering=pci.relaxed_ordering,
         flr=True,
-        link_speed=model.pcie_gen,
-        link_width=pci.width,
+        link_speed=0 if pci.integrated else model.pcie_gen,
+        link_width=0 if pci.integrated else pci.width,
         current_speed=pci.current_gen,
         current_width=pci.current_width,
         aspm_support=0x2 if not model.vga else 0x3,

@@ -224,3 +224,38 @@ def lxc_cgroup_only(spec: HostSpec) -> HostSpec:
 
     fault = Fault("lxc-cgroup-only", "an LXC container known by its cgroup alone", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "lxc-cgroup", "LXC container, cgroup the only sign")
+
+
+def vgpu_unlicensed(spec: HostSpec) -> HostSpec:
+    """A vGPU guest whose nvidia-gridd holds no licence (no client configuration token, or the license server out of
+    reach past the lease): NVML's licensable feature unlicensed, nvidia-smi -q 'Unlicensed (Restricted)'."""
+    return _named(
+        replace(spec, driver=replace(spec.driver, vgpu_license="unlicensed")), "vgpu-unlicensed", "vGPU licence not acquired"
+    )
+
+
+def nvlink_bridge_unseated(spec: HostSpec, pair: int = 1) -> HostSpec:
+    """The NVLink bridges of bridged pair ``pair`` not seated (or removed): every link of both GPUs inactive, the
+    pair peers over PCIe."""
+    a, b = spec.gpus.nvlink_bridges[pair]
+    links = GPUS[spec.gpus.model].nvlinks
+    down = tuple((g, k) for g in (a, b) for k in range(links))
+    return _named(
+        replace(spec, gpus=replace(spec.gpus, nvlink_down=down)), f"bridge-{a}-{b}-unseated", f"NVLink bridge GPU{a}-GPU{b}"
+    )
+
+
+def tp_across_pairs(spec: HostSpec) -> HostSpec:
+    """One server at TP 4 over both bridged pairs of a 4-GPU host (its all-reduce crosses the pairs over PCIe)."""
+    first = spec.processes[0]
+    argv = tuple(
+        "4" if prev == "--tensor-parallel-size" else arg for prev, arg in zip(("", *first.argv), first.argv, strict=False)
+    )
+    return _named(replace(spec, processes=(replace(first, argv=argv, gpus=(0, 1, 2, 3)),)), "tp4-across-pairs", "vLLM at TP 4")
+
+
+def on_root_bus(spec: HostSpec) -> HostSpec:
+    """A q35 guest's GPUs placed on the root bus (pcie.0, ``-device vfio-pci,bus=pcie.0``) instead of behind root
+    ports: vfio shows them as integrated endpoints whose Link Status reads zero in sysfs; NVML reads the real link."""
+    platform = replace(spec.platform, vm_root_port=(0, 0))
+    return _named(replace(spec, platform=platform), "root-bus", "GPUs on the guest's root bus")

@@ -7,6 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tests.hostgen import vgpu
 from tests.hostgen.catalog import MIB, GpuModel
 
 if TYPE_CHECKING:
@@ -119,6 +120,8 @@ def write_nvml(built: Built) -> None:
     tree.call("nvmlDeviceGetCount", (), len(gpus))
     for g in gpus:
         _device(built, g)
+        if spec.gpus.vgpu is not None:
+            vgpu.write_nvml(built, g, spec.gpus.vgpu)
     for a in gpus:
         for b in gpus:
             if a.index == b.index:
@@ -127,9 +130,7 @@ def write_nvml(built: Built) -> None:
             tree.call("nvmlDeviceGetTopologyCommonAncestor", (a.index, b.index), level)
             tree.call("nvmlDeviceOnSameBoard", (a.index, b.index), 0)
             status = built.p2p_status(a, b)
-            nvlink = (a.model.nvlinks > 0 and built.nvlink_peers) or (
-                a.model.nvlinks > 0 and built.spec.topology == "nvlink-bridge"
-            )
+            nvlink = built.nvlink_between(a, b)
             tree.call("nvmlDeviceGetP2PStatus", (a.index, b.index, 0), status)
             tree.call("nvmlDeviceGetP2PStatus", (a.index, b.index, 1), status)
             tree.call(
@@ -345,10 +346,18 @@ def _nvlinks(built: Built, g: GpuState) -> None:
         if link >= m.nvlinks:
             tree.call("nvmlDeviceGetNvLinkState", (i, link), error="INVALID_ARGUMENT")
             continue
-        up = connected and link not in g.nvlinks_down
+        peer = built.bridge_peer(g) if built.spec.gpus.nvlink_bridges else None
+        up = connected and link not in g.nvlinks_down and (peer is not None or not built.spec.gpus.nvlink_bridges)
         tree.call("nvmlDeviceGetNvLinkState", (i, link), 1 if up else 0)
         tree.call("nvmlDeviceGetNvLinkVersion", (i, link), m.nvlink_version)
-        if connected:
+        if connected and peer is not None:
+            tree.call("nvmlDeviceGetNvLinkRemoteDeviceType", (i, link), 0)  # NVML_NVLINK_DEVICE_TYPE_GPU
+            tree.call(
+                "nvmlDeviceGetNvLinkRemotePciInfo",
+                (i, link),
+                {"busId": peer.busid, "domain": 0, "bus": int(peer.bdf.split(":")[1], 16), "device": 0},
+            )
+        elif connected:
             tree.call("nvmlDeviceGetNvLinkRemoteDeviceType", (i, link), 2)
             switch = built.nvswitch_bdfs[link % len(built.nvswitch_bdfs)] if built.nvswitch_bdfs else g.bdf
             tree.call(
@@ -378,9 +387,9 @@ def proc_version_text(version: str, open_module: bool, arch: str) -> str:
     return f"{head}\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04) \n"
 
 
-def information(g: GpuState, irq: int, firmware: str | None) -> str:
+def information(g: GpuState, irq: int, firmware: str | None, name: str | None = None) -> str:
     lines = [
-        f"Model: \t\t {g.model.name}",
+        f"Model: \t\t {name or g.model.name}",
         f"IRQ:   \t\t {irq}",
         f"GPU UUID: \t GPU-{g.uuid}",
         f"Video BIOS: \t {g.vbios.lower()}",
@@ -441,8 +450,9 @@ def nvlink_status(built: Built) -> str:
         out.append(f"GPU {g.index}: {g.model.name} (UUID: GPU-{g.uuid})\n")
         if g.model.nvlinks == 0:
             continue
+        bridged = not built.spec.gpus.nvlink_bridges or built.bridge_peer(g) is not None
         for link in range(g.model.nvlinks):
-            up = built.nvlink_trained and link not in g.nvlinks_down
+            up = built.nvlink_trained and bridged and link not in g.nvlinks_down
             out.append(
                 f"\t Link {link}: {NVLINK_GBPS[g.model.nvlink_version]:.3f} GB/s\n" if up else f"\t Link {link}: <inactive>\n"
             )
@@ -562,10 +572,12 @@ def smi_query(built: Built) -> str:
         fabric = "N/A"
         if m.arch >= 9 and built.spec.gpus.nvswitches:
             fabric = "Completed" if built.fabric_ready else "Not Started"
+        profile = built.spec.gpus.vgpu
+        na = profile is not None
         out += [
             f"GPU {bus}",
-            f"    Product Name                          : {m.name}",
-            f"    Product Brand                         : {m.product_brand}",
+            f"    Product Name                          : {vgpu.name(m, profile) if profile else m.name}",
+            f"    Product Brand                         : {vgpu.PRODUCT if profile else m.product_brand}",
             f"    Product Architecture                  : {m.arch_name}",
             "    Display Mode                          : Disabled",
             "    Display Active                        : Disabled",
@@ -582,7 +594,7 @@ def smi_query(built: Built) -> str:
             "    MultiGPU Board                        : No",
             f"    Board Part Number                     : {m.board_part or 'N/A'}",
             "    GPU Virtualization Mode",
-            f"        Virtualization Mode               : {'Pass-Through' if built.guest else 'None'}",
+            f"        Virtualization Mode               : {'VGPU' if na else 'Pass-Through' if built.guest else 'None'}",
             "        Host VGPU Mode                    : N/A",
             "    Fabric",
             f"        State                             : {fabric}",
@@ -596,14 +608,14 @@ def smi_query(built: Built) -> str:
             f"        Sub System Id                     : 0x{m.subsystem[1]:04X}{m.subsystem[0]:04X}",
             "        GPU Link Info",
             "            PCIe Generation",
-            f"                Max                       : {g.max_gen}",
-            f"                Current                   : {g.link[0]}",
-            f"                Device Current            : {g.link[0]}",
-            f"                Device Max                : {m.pcie_gen}",
-            f"                Host Max                  : {g.host_max_gen or 'N/A'}",
+            f"                Max                       : {'N/A' if na else g.max_gen}",
+            f"                Current                   : {'N/A' if na else g.link[0]}",
+            f"                Device Current            : {'N/A' if na else g.link[0]}",
+            f"                Device Max                : {'N/A' if na else m.pcie_gen}",
+            f"                Host Max                  : {'N/A' if na else g.host_max_gen or 'N/A'}",
             "            Link Width",
-            f"                Max                       : {g.max_width}x",
-            f"                Current                   : {g.link[1]}x",
+            f"                Max                       : {'N/A' if na else f'{g.max_width}x'}",
+            f"                Current                   : {'N/A' if na else f'{g.link[1]}x'}",
             "        Replays Since Reset               : 0",
             "        Replay Number Rollovers           : 0",
             f"    Fan Speed                             : {'30 %' if m.product_brand == 'GeForce' else 'N/A'}",
@@ -627,21 +639,24 @@ def smi_query(built: Built) -> str:
             f"        Current                           : {('Enabled' if g.ecc else 'Disabled') if m.ecc else 'N/A'}",
             f"        Pending                           : {('Enabled' if g.ecc else 'Disabled') if m.ecc else 'N/A'}",
             "    Temperature",
-            f"        GPU Current Temp                  : {g.temperature} C",
-            f"        GPU Shutdown Temp                 : {m.shutdown_c} C",
-            f"        GPU Slowdown Temp                 : {m.slowdown_c} C",
-            f"        GPU Max Operating Temp            : {m.gpu_max_c} C",
+            f"        GPU Current Temp                  : {'N/A' if na else f'{g.temperature} C'}",
+            f"        GPU Shutdown Temp                 : {'N/A' if na else f'{m.shutdown_c} C'}",
+            f"        GPU Slowdown Temp                 : {'N/A' if na else f'{m.slowdown_c} C'}",
+            f"        GPU Max Operating Temp            : {'N/A' if na else f'{m.gpu_max_c} C'}",
             "    GPU Power Readings",
-            f"        Power Draw                        : {m.idle_watts}.42 W",
-            f"        Current Power Limit               : {g.power_limit_mw / 1000:.2f} W",
-            f"        Default Power Limit               : {m.power_default_mw / 1000:.2f} W",
-            f"        Max Power Limit                   : {m.power_max_mw / 1000:.2f} W",
+            f"        Power Draw                        : {'N/A' if na else f'{m.idle_watts}.42 W'}",
+            f"        Current Power Limit               : {'N/A' if na else f'{g.power_limit_mw / 1000:.2f} W'}",
+            f"        Default Power Limit               : {'N/A' if na else f'{m.power_default_mw / 1000:.2f} W'}",
+            f"        Max Power Limit                   : {'N/A' if na else f'{m.power_max_mw / 1000:.2f} W'}",
             "    Max Clocks",
             f"        Graphics                          : {m.clocks_max[0]} MHz",
             f"        SM                                : {m.clocks_max[1]} MHz",
             f"        Memory                            : {m.clocks_max[2]} MHz",
             "    Processes",
         ]
+        if na:
+            at = out.index("    Processes", len(out) - 1)
+            out[at:at] = vgpu.smi_section(built)
         if not g.processes:
             out.append("        None")
         for pid, used, gi, ci in g.processes:

@@ -15,6 +15,7 @@ from tests.hostgen import pciconfig as pc
 from tests.hostgen.tree import Tree
 
 SPEEDS = {
+    0: "Unknown",
     1: "2.5 GT/s PCIe",
     2: "5.0 GT/s PCIe",
     3: "8.0 GT/s PCIe",

@@ -59,6 +59,11 @@ class DriverSpec:
     dkms: bool = True
     cuda: int = 12040
     """nvmlSystemGetCudaDriverVersion (12040 = CUDA 12.4)."""
+    vgpu_license: str = "licensed"
+    """A vGPU guest's licence (``licensed``, ``unlicensed``): nvidia-gridd's state, ``nvidia-smi -q``'s License
+    Status."""
+    vgpu_manager: str | None = None
+    """The host's NVIDIA Virtual GPU Manager version a vGPU guest reports (``550.127.06``)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,12 @@ class GpuSpec:
     remapped_pending: tuple[int, ...] = ()
     vbios_odd: tuple[int, ...] = ()
     """GPUs flashed with another VBIOS than their siblings."""
+    nvlink_bridges: tuple[tuple[int, int], ...] = ()
+    """GPU pairs (bus order) joined by NVLink bridges (H100 NVL, A100 PCIe, RTX A6000): NVLink within a pair, PCIe
+    across pairs."""
+    vgpu: str | None = None
+    """NVIDIA vGPU profile each GPU of a guest is (``80C``: a C-series vGPU with the whole framebuffer of an H100
+    PCIe): the guest's NVML name is ``NVIDIA H100-80C`` and physical properties are the hypervisor's."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +164,7 @@ class PlatformSpec:
     hypervisor's firmware writes over the defaults of its kind."""
     vm_root_port: tuple[int, int] = (4, 32)
     """A q35 guest's emulated root ports: (generation, width) QEMU advertises (x-speed 16 GT/s, x-width 32 since
-    machine type 4.0; 2.5 GT/s x1 before)."""
+    machine type 4.0; 2.5 GT/s x1 before); (0, 0): no root port, the GPUs on the root bus (pcie.0)."""
     visible_gpus: tuple[int, ...] | None = None
     """Physical GPUs (in bus order) the container was given; None: all of them."""
 

@@ -3,7 +3,7 @@ PEX switches, a VM's flat bus, a Grace Hopper node)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tests.hostgen import devices as dv
 from tests.hostgen import pciconfig as pc
@@ -402,6 +402,9 @@ def q35_vm(cpu: CpuSpec, parts: Parts, port: tuple[int, int] = (4, 32)) -> Place
     # virtual, the hardware keeps what the host set.
     guest_pci = dv.GpuPci(**{**parts.gpu_pci.__dict__, "guest": True, "max_payload": 128})
     for index in range(parts.count):
+        if port == (0, 0):  # on the root bus (pcie.0): an integrated endpoint, Link Status zero
+            first.add(dv.gpu(parts.model, mmio, index, replace(guest_pci, integrated=True), slot=0x10 + index))
+            continue
         rp = first.add(
             dv.qemu_root_port(
                 f"rp{index}", slot=0x10 + index // 8, fn=index % 8, port_number=0x10 + index, gen=port[0], width=port[1]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
-from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.facts.vgpu import hypervisor_side
+from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cuda.facts import AREA, COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -123,6 +124,9 @@ def _mig_off_fix(f: CudaFacts, targets: list[int]) -> Fix:
 
 def judge_mig(f: CudaFacts) -> Finding:
     check, title = MIG_CHECK.id, MIG_CHECK.title
+    readable = any(isinstance(f.mig.value(i), list) for i in f.mig.results)
+    if not readable and (why := hypervisor_side(f.inventory, "MIG mode and instances")):
+        return not_applicable(check, AREA, title, f"{why}: a guest holds a whole vGPU or a MIG-backed one, set up there")
     modes = modes_or_finding(f, f.mig, check, title, "MIG")
     if isinstance(modes, Finding):
         return modes

@@ -2,8 +2,8 @@
 
 ``facts`` reads the evidence (with ``install_facts`` and ``fabric``); the rules: ``version`` (driver.version),
 ``services`` (driver.persistence, driver.fabricmanager), ``modules`` (driver.peermem, driver.nouveau, driver.uvm),
-``library`` (driver.library_mismatch), ``dkms`` (driver.dkms), ``secure_boot`` (driver.secure_boot) and ``fabric``
-(driver.fabricmanager_version).
+``library`` (driver.library_mismatch), ``dkms`` (driver.dkms), ``secure_boot`` (driver.secure_boot), ``fabric``
+(driver.fabricmanager_version) and ``vgpu_license`` (driver.vgpu_license).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from rigaudit.agents.investigators.driver.services import (
     judge_persistence,
 )
 from rigaudit.agents.investigators.driver.version import DRIVER_VERSION_CHECK, judge_driver_version
+from rigaudit.agents.investigators.driver.vgpu_license import VGPU_LICENSE_CHECK, judge_vgpu_license
 from rigaudit.tools.model.finding import Finding
 
 ORDER = 50
@@ -55,6 +56,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
             facts.fabric_version,
             facts.install.pending.installed,
         ),
+        judge_vgpu_license(facts),
     ]
 
 
@@ -85,6 +87,7 @@ INVESTIGATOR: Investigator[DriverFacts] = Investigator(
         DKMS_CHECK,
         SECURE_BOOT_CHECK,
         FABRICMANAGER_VERSION_CHECK,
+        VGPU_LICENSE_CHECK,
     ),
     collect=collect,
     judge=judge,

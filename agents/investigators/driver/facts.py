@@ -11,6 +11,7 @@ from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
+from rigaudit.agents.facts.vgpu import VgpuLicense, collect_licenses
 from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
@@ -61,6 +62,8 @@ class DriverFacts(Record):
     fabric_version: FabricVersion | None
     internode: Internode | None = None
     """Whether the servers here talk to other nodes (what GPUDirect RDMA would carry)."""
+    licenses: tuple[VgpuLicense, ...] = ()
+    """NVML's licensable features of each NVIDIA vGPU (empty: no vGPU here)."""
 
 
 # -- collect ---------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ async def collect(probe: Probe) -> DriverFacts:
         install=install,
         fabric_version=fabric_version,
         internode=await collect_internode(probe) if ib.entries else None,
+        licenses=await collect_licenses(probe, inventory.gpus),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_models import product_line
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.firmware.facts import AREA, NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -24,6 +25,14 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
     if not facts.gpus:
         return not_applicable(check, AREA, title, "no NVIDIA GPU found")
     evidence = [r for g in facts.gpus for r in g.refs if "Vbios" not in r and "/information" not in r]
+    if why := hypervisor_side([g.gpu for g in facts.gpus], "the board's BAR1 and Resizable BAR"):
+        return not_applicable(
+            check,
+            AREA,
+            title,
+            f"{why}. A vGPU's BAR1 is the window the vGPU manager gives it, not a BAR the firmware sizes",
+            evidence=evidence,
+        )
     known = [g for g in facts.gpus if g.bar1 is not None]
     if not known:
         why = f"BAR1 size not readable (NVML: {facts.nvml_error or 'no BAR1 info'}; sysfs resource not readable)"

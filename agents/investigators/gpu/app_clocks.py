@@ -8,6 +8,7 @@ from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 from rigaudit.tools.probe import Probe
@@ -56,6 +57,8 @@ APP_CLOCKS_CHECK = Check(
 def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tuple[str, ...]) -> Finding:
     check, title = APP_CLOCKS_CHECK.id, APP_CLOCKS_CHECK.title
     if why := nvml_unusable(f.inventory):
+        return unknown(check, AREA, title, why)
+    if why := hypervisor_side(f.inventory, "application and locked clocks"):
         return unknown(check, AREA, title, why)
     refs = tuple(r for reads in (*f.app.values(), *f.default.values()) for r in reads.refs)
     low: dict[int, list[str]] = {}

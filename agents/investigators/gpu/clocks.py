@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
@@ -44,6 +45,8 @@ def judge_clocks(f: GpuHealthFacts) -> Finding:
         return unknown(check, AREA, title, why)
     reads = f.reasons if int_values(f.reasons) else f.throttle
     masks = int_values(reads)
+    if not masks and (why := hypervisor_side(f.inventory, "clock event reasons (thermal and power slowdowns)")):
+        return unknown(check, AREA, title, why, evidence=f.reasons.refs)
     if not masks:
         return unknown(check, AREA, title, failure_text(f.reasons, f.inventory), evidence=f.reasons.refs)
     bad = {i: m & BAD_CLOCK_BITS for i, m in masks.items() if m & BAD_CLOCK_BITS}

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
@@ -64,6 +65,8 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
     check, title = RETIRED_PAGES_CHECK.id, RETIRED_PAGES_CHECK.title
     if why := nvml_unusable(f.inventory):
         return unknown(check, AREA, title, why)
+    if why := hypervisor_side(f.inventory, "retired pages and remapped rows"):
+        return unknown(check, AREA, title, why, evidence=f.pages_sbe.refs + remapped.refs)
     refs = f.pages_sbe.refs + f.pages_dbe.refs + remapped.refs + f.histogram.refs
     exhausted, low_banks, retired, unknown_spares = [], [], {}, []
     judged = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
@@ -27,6 +28,8 @@ def judge_thermals(f: GpuHealthFacts) -> Finding:
     if why := nvml_unusable(f.inventory):
         return unknown(check, AREA, title, why)
     temps = int_values(f.temperature)
+    if not temps and (why := hypervisor_side(f.inventory, "temperatures and cooling")):
+        return unknown(check, AREA, title, why, evidence=f.temperature.refs)
     limits, kind, limit_reads = int_values(f.slowdown), "slowdown", f.slowdown
     if not limits:
         limits, kind, limit_reads = int_values(f.gpu_max), "max operating", f.gpu_max

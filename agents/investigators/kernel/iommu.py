@@ -97,7 +97,7 @@ def judge_iommu(facts: KernelParamsFacts) -> Finding:
         persist="the command line persists once the boot loader is updated",
         provides=("iommu.passthrough",),
     )
-    moot = facts.p2p.pcie_peer_traffic()
+    moot = facts.p2p.pcie_peer_traffic() or facts.p2p.pcie_peers_unused()
     severity: Severity = "high"
     if moot is not None:
         severity = "medium" if facts.p2p.rdma_active else "low"

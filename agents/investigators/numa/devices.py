@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.rdma import nic_bdf
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
+from rigaudit.tools.pci import common_upstream
+from rigaudit.tools.pci.sysfs import read_chain
 from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
 from rigaudit.tools.record import Record
 
@@ -35,6 +39,8 @@ class Nic(Record):
     name: str
     numa_node: int | None
     error: str | None
+    chain: tuple[str, ...] | None = None
+    """The bridges above the NIC and the NIC, root port first (None: its sysfs path was not readable)."""
 
 
 class DeviceFacts(Record):
@@ -44,6 +50,8 @@ class DeviceFacts(Record):
     nics: tuple[Nic, ...] | None
     """None when /sys/class/infiniband could not be listed for another reason than its absence."""
     nics_error: str | None
+    gpu_chains: Mapping[str, tuple[str, ...]]
+    """GPU BDF -> the bridges above it and the GPU (GPUs whose sysfs path was readable)."""
 
 
 def _int(text: str | None) -> int | None:
@@ -75,9 +83,22 @@ async def collect_devices(probe: Probe, platform: Platform, gpus: tuple[Gpu, ...
     if listing.entries is not None or listing.error == "ENOENT":
         names = list(listing.entries or ())
         nodes = await probe.gather(*[lambda n=n: probe.read(f"{INFINIBAND}/{n}/device/numa_node") for n in names])
-        nics = tuple(Nic(n, _int(r.text()), r.error) for n, r in zip(names, nodes, strict=True))
+        chains = await probe.gather(*[lambda n=n: _nic_chain(probe, n) for n in names])
+        nics = tuple(Nic(n, _int(r.text()), r.error, c) for n, r, c in zip(names, nodes, chains, strict=True))
     irqbalance = await probe.run(IRQBALANCE)
-    return DeviceFacts(platform, tuple(irqs), irqbalance, nics, listing.error)
+    gpu_chains = await probe.gather(*[lambda g=g: read_chain(probe, g.bdf) for g in gpus]) if nics else []
+    chains_by_bdf = {c.bdf: c.chain for c in gpu_chains if c.chain}
+    return DeviceFacts(platform, tuple(irqs), irqbalance, nics, listing.error, chains_by_bdf)
+
+
+async def _nic_chain(probe: Probe, name: str) -> tuple[str, ...] | None:
+    bdf = await nic_bdf(probe, name)
+    return (await read_chain(probe, bdf)).chain if bdf else None
+
+
+def _shares_switch(gpu: tuple[str, ...], nic: tuple[str, ...]) -> bool:
+    """Whether a GPU and a NIC meet below the root complex (one PCIe switch or bridge above both: PIX/PXB)."""
+    return common_upstream(gpu, nic) is not None
 
 
 def _where(platform: Platform) -> Where:
@@ -176,9 +197,10 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
 NIC_AFFINITY_CHECK = Check(
     "numa.nic_affinity",
     "RDMA NICs and GPUs on the same NUMA nodes",
-    reads="`/sys/class/infiniband/*/device/numa_node`, GPUs' `numa_node`",
-    problem="a NUMA node holds GPUs but no RDMA NIC (GPUDirect RDMA crosses the socket link); no RDMA NIC: not applicable",
-    fix="place a NIC on every GPU socket",
+    reads="`/sys/class/infiniband/*/device/numa_node` and PCI path, GPUs' `numa_node` and PCI path",
+    problem="a NUMA node holds GPUs but no RDMA NIC (GPUDirect RDMA crosses the socket link), or the node's NICs share "
+    "no PCIe switch with its GPUs (NCCL uses GPUDirect RDMA only up to PXB by default); no RDMA NIC: not applicable",
+    fix="place a NIC on every GPU node, under the GPUs' PCIe switch; or NCCL_NET_GDR_LEVEL",
     kinds=("hardware",),
 )
 
@@ -201,6 +223,8 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
         return unknown(check, AREA, title, f"NUMA node of the {what} unknown (numa_node unreadable or -1)", evidence=refs)
     placement = ", ".join(f"{n.name} node {n.numa_node}" for n in f.nics)
     lonely = sorted(gpu_nodes - nic_nodes)
+    if not lonely and (apart := _beyond_pxb(f, gpus)):
+        return _gdr_off(check, title, f, placement, apart, refs)
     if not lonely:
         return ok(
             check,
@@ -245,5 +269,70 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
         "a single-node tensor-parallel server does not use the NICs.",
         fix,
         subjects=tuple(g.label for g in far),
+        evidence=refs,
+    )
+
+
+GRACE_COUPLED = r"\bG[HB]\d{3}\b"
+"""GH200, GB200, GB300: a GPU joined to its Grace CPU by NVLink-C2C."""
+
+
+def _beyond_pxb(f: DeviceFacts, gpus: tuple[Gpu, ...]) -> list[Gpu]:
+    """GPUs with an RDMA NIC on their NUMA node but none under a PCIe switch they share (NCCL: PHB or NODE, beyond
+    its default GPUDirect RDMA distance); empty when a path is unknown, or in a VM guest (its PCI tree is the
+    hypervisor's invention: a cloud gives NCCL the physical one, e.g. aws-ofi-nccl's topology file)."""
+    if f.platform.in_vm or f.nics is None or any(n.chain is None for n in f.nics):
+        return []
+    apart = []
+    for gpu in gpus:
+        if re.search(GRACE_COUPLED, gpu.name):
+            continue  # NCCL reaches the CPU's NICs over NVLink-C2C with GPUDirect RDMA (NCCL_NET_GDR_C2C)
+        chain = f.gpu_chains.get(gpu.bdf)
+        if chain is None:
+            return []
+        local = [n for n in f.nics if n.numa_node == gpu.numa_node]
+        if local and not any(n.chain and _shares_switch(chain, n.chain) for n in local):
+            apart.append(gpu)
+    return apart
+
+
+def _gdr_off(check: str, title: str, f: DeviceFacts, placement: str, apart: list[Gpu], refs: list[str]) -> Finding:
+    fix = Fix(
+        kind="hardware",
+        where=_where(f.platform),
+        summary="Put an RDMA NIC under the PCIe switch of each GPU that talks to other nodes, or let NCCL use "
+        "GPUDirect RDMA through the root complex",
+        actions=(
+            CommandAction(
+                description="seat the NICs in the slots that share a PCIe switch with the GPUs (the server's GPU-NIC "
+                "pairing in its manual): nvidia-smi topo -m then shows PIX or PXB between each GPU and its NIC"
+            ),
+            CommandAction(
+                description="until then: NCCL_NET_GDR_LEVEL=PHB (NODE where the NIC hangs from another root complex "
+                "of the node) in the servers' environment lets NCCL use GPUDirect RDMA at that distance; measure, "
+                "through the root complex it can be slower than staging through host memory"
+            ),
+        ),
+        risk="medium",
+        verify="NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled for GPU ... / HCA ...' for every GPU",
+        revert="none",
+        persist="hardware changes persist; the environment goes in the servers' unit or launch script",
+    )
+    refs = refs + [f"link:{INFINIBAND}/{n.name}/device" for n in f.nics or ()]
+    return problem(
+        check,
+        AREA,
+        title,
+        "low",
+        f"{placement}; every GPU node has an RDMA NIC, but {', '.join(g.label for g in apart)} share no PCIe switch "
+        "with one (the path crosses the root complex: PHB, or NODE between root complexes)",
+        "an RDMA NIC under the same PCIe switch as each GPU (PIX/PXB), or NCCL told to use the longer path",
+        "NCCL decides GPUDirect RDMA by PCIe distance, not by NUMA node: by default it uses it only when the NIC and "
+        "the GPU meet below the root complex (distance at most PXB, NCCL_NET_GDR_LEVEL; src/graph/paths.cc "
+        "ncclTopoCheckGdr), so a NIC on the GPU's node but on another root port or root complex carries that GPU's "
+        "inter-node traffic staged through host memory. It matters for multi-node serving (pipeline or expert "
+        "parallel across hosts, KV transfer); a single-node tensor-parallel server does not use the NICs.",
+        fix,
+        subjects=tuple(g.label for g in apart),
         evidence=refs,
     )

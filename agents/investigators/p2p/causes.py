@@ -17,7 +17,9 @@ from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
 from rigaudit.tools.model.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
 from rigaudit.tools.record import Record
 
-Cause = Literal["model", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"]
+Cause = Literal[
+    "model", "driver", "vgpu", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"
+]
 SYS = 50
 """nvmlGpuTopologyLevel_t SYSTEM: the pair's path crosses the CPU interconnect (QPI/UPI, xGMI)."""
 
@@ -43,8 +45,12 @@ class Context(Record):
 
 
 def cause(pair: PairView, c: Context) -> Cause:
+    if c.p2p.driver_refuses:
+        return "driver"
     if c.p2p.support == "no" or (c.p2p.support == "nvlink_bridge" and not pair.nvlink):
         return "model"
+    if (pair.a in c.p2p.vgpu or pair.b in c.p2p.vgpu) and not pair.nvlink:
+        return "vgpu"
     if pair.a in c.p2p.mig_on or pair.b in c.p2p.mig_on:
         return "mig"
     if 4 in pair.codes:
@@ -67,6 +73,8 @@ def cause(pair: PairView, c: Context) -> Cause:
 
 SEVERITY: dict[Cause, Severity | None] = {
     "model": None,
+    "driver": None,
+    "vgpu": "medium",
     "mig": None,
     "regkey": "high",
     "gpu_mode": "medium",
@@ -81,6 +89,11 @@ SEVERITY: dict[Cause, Severity | None] = {
 
 WHY: dict[Cause, str] = {
     "model": "these GPUs have no PCIe peer-to-peer (a property of the product line)",
+    "driver": "the driver refuses PCIe peer-to-peer on these boards (GPU_NOT_SUPPORTED on every pair, no MIG, no "
+    "vGPU): what the driver offers for this product, not a setting of this host (NVIDIA: cudaDeviceCanAccessPeer is "
+    "the final word)",
+    "vgpu": "these GPUs are NVIDIA vGPUs: vGPU offers no peer-to-peer over PCIe, only over NVLink between time-sliced "
+    "C-series vGPUs that own a whole GPU's framebuffer (NVIDIA AI Enterprise, Peer-To-Peer CUDA Transfers)",
     "mig": "MIG is on: there is no peer-to-peer between MIG slices",
     "regkey": "a driver registry key (NVreg_RegistryDwords) disables peer-to-peer",
     "gpu_mode": "the driver says the GPU itself refuses peer-to-peer (GPU_NOT_SUPPORTED) although the model supports "
@@ -98,6 +111,8 @@ WHY: dict[Cause, str] = {
     "for P2P: check the BIOS (ACS, 'PCIe peer-to-peer', IOMMU) and the platform's support",
 }
 RANK: dict[Cause, int] = {
+    "vgpu": 0,
+    "driver": 8,
     "regkey": 0,
     "gpu_mode": 0,
     "nvlink_fabric": 1,
@@ -122,6 +137,15 @@ def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, 
                     "rebuild the initramfs and reboot"
                 )
             )
+        elif k == "vgpu":
+            actions.append(
+                CommandAction(
+                    description=f"on the hypervisor ({names}): for tensor parallelism over PCIe P2P pass the GPUs through "
+                    "(vfio-pci) instead of vGPU; with vGPU, only boards joined by NVLink with full-framebuffer "
+                    "C-series profiles peer; or keep each server on one vGPU"
+                )
+            )
+            kind = "restart"
         elif k == "gpu_mode":
             actions.append(
                 CommandAction(
@@ -181,6 +205,7 @@ def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, 
 
 
 _TARGET: dict[Cause, FixTarget] = {
+    "vgpu": "vm_definition",
     "hypervisor": "vm_definition",
     "platform": "firmware",
     "topology": "workload",

@@ -29,7 +29,8 @@ class Pair(Record):
     write: NvmlResult
     ancestor: NvmlResult
     nvlink: bool = False
-    """Both GPUs report NVLink link 0 active: peer traffic takes NVLink, not the PCIe path of the topology."""
+    """The pair peers over NVLink (:attr:`P2pContext.nvlink_pairs`): its traffic takes NVLink, not the PCIe path of
+    the topology. Both GPUs having NVLink up is not enough: bridged pairs reach each other's neighbours over PCIe."""
 
 
 class P2pFacts(Record):
@@ -43,21 +44,21 @@ class P2pFacts(Record):
     boot: BootLine
 
 
-async def _pair(probe: Probe, a: int, b: int) -> Pair:
+async def _pair(probe: Probe, a: int, b: int, nvlinked: frozenset[tuple[int, int]]) -> Pair:
     read = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_READ)
     write = await probe.nvml("nvmlDeviceGetP2PStatus", a, b, P2P_WRITE)
     ancestor = await probe.nvml("nvmlDeviceGetTopologyCommonAncestor", a, b)
-    links = [await probe.nvml("nvmlDeviceGetNvLinkState", gpu, 0) for gpu in (a, b)]
-    return Pair(a, b, read, write, ancestor, nvlink=all(r.ok and r.value == 1 for r in links))
+    return Pair(a, b, read, write, ancestor, nvlink=(min(a, b), max(a, b)) in nvlinked)
 
 
 async def collect(probe: Probe) -> P2pFacts:
     inventory = await collect_gpus(probe)
     platform = await detect_platform(probe)
     indices = inventory.nvml_indices
-    pairs = await probe.gather(*[lambda a=a, b=b: _pair(probe, a, b) for a, b in combinations(indices, 2)])
-    bench = await probe.read(BENCH_FILE)
     context = await collect_p2p_context(probe, inventory)
+    linked = context.nvlink_pairs
+    pairs = await probe.gather(*[lambda a=a, b=b: _pair(probe, a, b, linked) for a, b in combinations(indices, 2)])
+    bench = await probe.read(BENCH_FILE)
     paths = await collect_pci_paths(probe, context.gpus)
     cpuinfo = await probe.text("/proc/cpuinfo")
     vendor = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo or "", re.MULTILINE)

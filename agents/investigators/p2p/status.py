@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import HYPERVISOR_LOOKUP, gpu_identity
 from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
+from rigaudit.agents.facts.peer_groups import together
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, Cause, Context, PairView, cause, fix_for
 from rigaudit.agents.investigators.p2p.facts import AREA, P2P_READ, P2P_WRITE, P2pFacts, Pair
@@ -61,8 +62,9 @@ P2P_STATUS_CHECK = Check(
     "GPU peer-to-peer status",
     reads="NVML P2P status (read, write) for each GPU pair; NVML common ancestor",
     problem="a pair reports anything but OK, by cause read off this host: driver regkey, NVLink fabric down, "
-    "translating IOMMU, ACS redirect, the VM's emulated topology, the BIOS; pairs across an Intel CPU interconnect are a "
-    "low topology note; GeForce cards and MIG slices have no P2P by design (not applicable)",
+    "translating IOMMU, ACS redirect, the VM's emulated topology, vGPUs (no P2P over PCIe), the BIOS; pairs across an "
+    "Intel CPU interconnect are a low topology note (ok when no server's GPUs span them); GeForce cards, boards the "
+    "driver refuses P2P on (GPU_NOT_SUPPORTED on every pair) and MIG slices have no P2P by design (not applicable)",
     fix="per cause: regkey, fabric manager, iommu=pt, ACS, the VM definition (x-nv-gpudirect-clique), BIOS, TP placement",
     kinds=("runtime", "restart", "reboot", "firmware"),
 )
@@ -141,6 +143,21 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
             "whatever the IOMMU, ACS or NCCL settings say.",
             evidence=refs,
         )
+    if faults == ["topology"] and (groups := f.context.groups) is not None:
+        used = [p for p in by_cause["topology"] if together(groups, p.a, p.b)]
+        if not used:
+            shown_groups = ", ".join("+".join(f"GPU{i}" for i in sorted(g)) for g in groups)
+            return ok(
+                check,
+                AREA,
+                title,
+                f"{observed}. No server's GPUs span a refused pair (server GPU groups: {shown_groups})",
+                expected="OK for read and write on every pair a server uses",
+                explanation=f"{causes_text} Every server instance keeps its GPUs on one side of the CPU interconnect, "
+                "so no traffic between GPUs needs the refused path today; a server whose tensor-parallel group spans "
+                "the sockets would pay (NCCL stages its copies through host memory).",
+                evidence=refs,
+            )
     severity: Severity = min((SEVERITY[k] or "low" for k in faults), key=lambda s: SEVERITY_ORDER[s])
     if faults == ["hypervisor"] and f.platform.cloud:
         # The provider's hypervisor decides: nothing the user can change in place; NCCL uses shared memory.

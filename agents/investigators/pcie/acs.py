@@ -16,8 +16,9 @@ ACS_CHECK = Check(
     "ACS redirect on switch ports between GPUs",
     reads="ACS extended capability (0x000D) control register on every bridge between GPUs",
     problem="ReqRedir/CmpltRedir set on a switch port between GPUs: high where two GPUs under it peer over PCIe "
-    "for one server instance (or the servers cannot be traced), low where no GPU traffic crosses it (GeForce, "
-    "NVLink, MIG, replicas, TP groups across switches), medium where only RDMA NICs' traffic does",
+    "for one server instance (or GPU processes cannot be traced), medium on a node with no GPU process (between jobs: "
+    "the next job that spans a switch pays) or where only RDMA NICs' traffic crosses, low where no GPU traffic "
+    "crosses it (GeForce, NVLink, MIG, replicas, TP groups across switches)",
     fix="`setpci -s BRIDGE ECAP_ACS+6.w=0000`; `pci=disable_acs_redir=` or BIOS",
     kinds=("runtime", "reboot"),
 )
@@ -148,6 +149,15 @@ def judge_acs(facts: PcieFacts) -> Finding:
                 "; but the active RDMA NICs' GPUDirect traffic to GPUs under these switches is redirected too."
                 if facts.p2p.rdma_active
                 else "; what is left is hygiene."
+            )
+        elif facts.p2p.idle:
+            severity = "medium"
+            cost = (
+                " No GPU process runs now (a node between jobs), so nothing pays yet: the redirect is a latent fault of "
+                "the node, judged by what its GPUs can do. The next job whose tensor-parallel (or expert-parallel) "
+                "group puts two GPUs under one of these switches pays (high once one runs); a job of replicas at TP 1 "
+                "never does. It stays until cleared (the fix below), whatever runs; `rigaudit check --fail-on medium` "
+                "keeps such a node out of service."
             )
         elif facts.p2p.groups is None:
             cost = (

@@ -7,6 +7,7 @@ from typing import Literal
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
@@ -95,6 +96,8 @@ def judge_link(facts: PcieFacts) -> Finding:
     check, title = PCIE_LINK_CHECK.id, PCIE_LINK_CHECK.title
     if not facts.gpus:
         return no_gpus(check, title)
+    if why := hypervisor_side(facts.gpus, "the PCIe link (its speed and width) and its errors"):
+        return unknown(check, AREA, title, f"{why}; the link the guest's config space shows is the vGPU manager's")
     views = [_link_view(facts, g) for g in facts.gpus]
     evidence = [r for g in facts.gpus if g.bdf in facts.links for r in facts.links[g.bdf].refs]
     evidence += [r for g in facts.gpus if g.bdf in facts.nvml for r in facts.nvml[g.bdf].refs if "Replay" not in r]

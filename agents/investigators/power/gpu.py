@@ -7,6 +7,7 @@ from rigaudit.agents.facts.gpu_address import index_selector
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.probe import Probe, nvml_ref
@@ -115,6 +116,8 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
         return unknown(check, AREA, title, f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
     known = [g for g in facts.gpus if g.enforced_mw is not None and g.default_mw is not None]
     refs = [r for g in facts.gpus for r in g.refs[:2]]
+    if not known and facts.inventory is not None and (why := hypervisor_side(facts.inventory, "power limits")):
+        return unknown(check, AREA, title, why, evidence=_cap(refs))
     if not known:
         errors = sorted({g.error or "no value" for g in facts.gpus}) or ["no GPUs"]
         return unknown(check, AREA, title, f"power limits not readable: {', '.join(errors)}", evidence=_cap(refs))
