@@ -22,6 +22,7 @@ from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
+from tests.support.mutate import light_copy, set_nvml
 
 PROXMOX = ARCHETYPES["proxmox-q35-h100pcie-vm"]
 DOCKER_IN_PROXMOX = replace(
@@ -90,3 +91,39 @@ def test_bare_metal_keeps_the_slot(tmp_path: Path, name: str, want: str) -> None
 def test_maxpayload_of_a_passed_through_gpu_is_not_judged_in_the_guest(spec: HostSpec) -> None:
     finding = _finding(spec, "pcie.mps")
     assert finding.status == "not_applicable" and "vfio" in finding.observed, finding.observed
+
+
+ROOT_BUS = faults.on_root_bus(PROXMOX)
+
+
+def _width_check(tmp_path: Path, root: Path, width: int = 16) -> tuple[str, str]:
+    expect = tmp_path / "expect.conf"
+    expect.write_text(f"pcie_width = {width}\n")
+    out = tmp_path / "result.json"
+    main(["check", "--snapshot", str(root), "--only", "expect", "--expect", str(expect), "--json", str(out)])
+    found = next(c for c in CheckResult.model_validate_json(out.read_text()).checks if c.check == "expect.pcie_width")
+    return found.status, found.observed
+
+
+@pytest.mark.parametrize(
+    "spec", [ROOT_BUS, faults.on_root_bus(DOCKER_IN_PROXMOX)], ids=["q35-root-bus", "docker-in-q35-root-bus"]
+)
+def test_without_nvml_a_guest_gpu_on_the_root_bus_is_no_x0_link(tmp_path: Path, spec: HostSpec) -> None:
+    """vfio shows a GPU on a q35 guest's root bus as an integrated endpoint whose Link Status is zero: the width is not
+    readable there, not x0 (before: 'GPU x0 (expected x16+)', a problem)."""
+    root = light_copy(snapshot(spec), tmp_path / "copy")
+    set_nvml(root, "nvmlInit", (), error="LIBRARY_NOT_FOUND")
+    status, summary = _width_check(tmp_path, root)
+    assert status == "unknown" and "root bus" in summary and "x0" not in summary, summary
+
+
+def test_with_nvml_the_root_bus_guest_reads_the_real_width(tmp_path: Path) -> None:
+    assert _width_check(tmp_path, snapshot(ROOT_BUS)) == ("ok", "2 GPU(s) at x16 or more")
+
+
+@pytest.mark.parametrize("name", ["geforce-4x4090", "intel-snc-h100pcie"])
+def test_bare_metal_without_nvml_still_judges_the_sysfs_width(tmp_path: Path, name: str) -> None:
+    root = light_copy(snapshot(faults.link_degraded(ARCHETYPES[name], gpu=1, gen=4, width=8)), tmp_path / "copy")
+    set_nvml(root, "nvmlInit", (), error="LIBRARY_NOT_FOUND")
+    status, summary = _width_check(tmp_path, root)
+    assert status == "problem" and "x8" in summary, summary

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 
 import anyio
@@ -20,6 +21,7 @@ from tests.hostgen.cache import snapshot
 from tests.hostgen.catalog import GPUS
 from tests.hostgen.cpu import cpulist, cpumask
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
+from tests.hostgen.vgpu import name as vgpu_name
 
 NAMES = sorted(ARCHETYPES)
 
@@ -111,7 +113,8 @@ def test_snapshot_replays_cleanly(name: str) -> None:
         visible = spec.platform.visible_gpus
         assert count.value == (len(visible) if visible is not None else spec.gpus.count)
         name0 = await host.nvml("nvmlDeviceGetName", 0)
-        assert name0.value == GPUS[spec.gpus.model].name
+        model = GPUS[spec.gpus.model]
+        assert name0.value == (vgpu_name(model, spec.gpus.vgpu) if spec.gpus.vgpu else model.name)
         info = await host.nvml("nvmlDeviceGetPciInfo", 0)
         assert isinstance(info.value, dict)
         config = await host.read(f"/sys/bus/pci/devices/{info.value['busIdLegacy'].lower()}/config")
@@ -248,3 +251,65 @@ def test_a100_nvlinks_train_without_the_fabric_manager() -> None:
     tree = build_once(faults.fabricmanager_down(ARCHETYPES["dgx-a100-mig"])).tree
     assert tree.nvml_result("nvmlDeviceGetNvLinkState", 4, 0) == 1
     assert tree.nvml_result("nvmlDeviceGetP2PStatus", 4, 5, 2) == 5
+
+
+def test_bridged_pairs_show_nv12_within_a_pair_and_pcie_across() -> None:
+    """H100 NVL in two bridged pairs: topo -m NV12 within a pair (three bridges, 12 links at 26.562 GB/s), the PCIe
+    level across; each link's remote device is the partner GPU (NVML_NVLINK_DEVICE_TYPE_GPU), not an NVSwitch."""
+    built = build_once(ARCHETYPES["h100nvl-bridged-pairs"])
+    tree = built.tree
+    rows = {
+        line.split("\t")[0]: line.split("\t")[1:5]
+        for line in tree.commands[("nvidia-smi", "topo", "-m")]["stdout"].splitlines()[1:5]
+    }
+    assert rows["GPU0"][:4] == [" X ", "NV12", "SYS", "SYS"] and rows["GPU2"][:4] == ["SYS", "SYS", " X ", "NV12"]
+    assert tree.commands[("nvidia-smi", "nvlink", "-s")]["stdout"].count("26.562 GB/s") == 4 * 12
+    assert tree.nvml_result("nvmlDeviceGetNvLinkRemoteDeviceType", 0, 0) == 0
+    assert tree.nvml_result("nvmlDeviceGetNvLinkRemotePciInfo", 0, 0)["busId"] == built.gpu_states[1].busid
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 2) == 0  # NVLink P2P within the pair
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 2, 2) == 5  # none across
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 2, 0) == 3  # PCIe across the Intel sockets: TNS
+
+
+def test_a_vgpu_guest_shows_what_nvidia_documents() -> None:
+    """nvidia-smi -q: the vGPU's name, Virtualization Mode VGPU, N/A for the physical board's readings, the licensed
+    product; NVML: virtualization mode 2, NOT_SUPPORTED for sensors, power and link; no P2P; nvidia-gridd."""
+    tree = build_once(ARCHETYPES["kvm-vgpu-h100-guest"]).tree
+    query = tree.commands[("nvidia-smi", "-q")]["stdout"]
+    assert "Product Name                          : NVIDIA H100-80C" in query
+    assert "Virtualization Mode               : VGPU" in query and "GPU Current Temp                  : N/A" in query
+    assert "vGPU Software Licensed Product" in query and "License Status                    : Licensed (Expiry:" in query
+    assert tree.nvml_result("nvmlDeviceGetVirtualizationMode", 0) == 2
+    for fn in ("nvmlDeviceGetPowerUsage", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMigMode"):
+        assert tree.nvml[fn, (0,)]["error"] == "NOT_SUPPORTED"
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 0) == 5
+    assert tree.commands[("systemctl", "is-active", "nvidia-gridd")]["stdout"] == "active\n"
+    unlicensed = build_once(faults.vgpu_unlicensed(ARCHETYPES["kvm-vgpu-h100-guest"])).tree
+    assert "Unlicensed (Restricted)" in unlicensed.commands[("nvidia-smi", "-q")]["stdout"]
+    assert unlicensed.nvml_result("nvmlDeviceGetGridLicensableFeatures_v4", 0)["gridLicensableFeatures"][0]["featureState"] == 0
+
+
+def test_a_workstation_board_the_driver_refuses_p2p_on_reports_gns() -> None:
+    tree = build_once(ARCHETYPES["ws-rtx6000ada"]).tree
+    assert tree.nvml_result("nvmlDeviceGetName", 0) == "NVIDIA RTX 6000 Ada Generation"
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 3, 0) == 2
+    assert tree.nvml_result("nvmlDeviceGetEccMode", 0) == [0, 0]  # ECC supported, off by default
+
+
+def test_a_q35_guest_gpu_on_the_root_bus_shows_no_link_in_sysfs() -> None:
+    built = build_once(faults.on_root_bus(ARCHETYPES["proxmox-q35-h100pcie-vm"]))
+    bdf = built.gpu_states[0].bdf
+    assert bdf.startswith("0000:00:")
+    assert built.tree.files[f"/sys/devices/pci0000:00/{bdf}/current_link_width"].strip() == b"0"
+    assert built.tree.nvml_result("nvmlDeviceGetCurrPcieLinkWidth", 0) == 16
+
+
+def test_bridges_only_on_nvlink_pcie_boards() -> None:
+    from tests.hostgen.build import ImpossibleHost, check_possible
+    from tests.hostgen.spec import GpuSpec
+
+    for gpus in (GpuSpec("l40s", 2, nvlink_bridges=((0, 1),)), GpuSpec("h100-sxm", 8, nvswitches=4, nvlink_bridges=((0, 1),))):
+        with pytest.raises(ImpossibleHost):
+            check_possible(dataclass_replace(ARCHETYPES["h100nvl-bridged-pairs"], gpus=gpus))
+    with pytest.raises(ImpossibleHost):
+        check_possible(dataclass_replace(ARCHETYPES["ws-rtx6000ada"], gpus=GpuSpec("rtx4090", 2, vgpu="24Q")))

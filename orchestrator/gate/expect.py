@@ -357,8 +357,8 @@ def _per_gpu(name: str, facts: ExpectFacts, expected: str | int) -> Finding:
     field = {"pcie_width": "width", "pcie_gen": "gen", "gpu_model": "name", "vbios": "vbios"}[name]
     values = [(g.gpu.label, getattr(g, field)) for g in facts.gpus]
     missing = [label for label, value in values if value is None]
-    if name in ("pcie_gen", "pcie_width") and (why := hypervisor_side(facts.inventory, "the PCIe link")):
-        return unknown(check.id, AREA, check.title, why)
+    if name in ("pcie_gen", "pcie_width") and (hidden := hypervisor_side(facts.inventory, "the PCIe link")):
+        return unknown(check.id, AREA, check.title, hidden)
     if missing and name == "pcie_gen" and facts.in_vm and not facts.inventory.nvml_ok:
         why = "in a VM guest the port above each GPU is emulated: NVML's link generations would tell (no NVML here)"
         return unknown(check.id, AREA, check.title, why)
