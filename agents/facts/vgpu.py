@@ -9,12 +9,11 @@ which names the vGPU's VM), so a rule says so instead of judging the emulation o
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.facts.gpu_models import short_name
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.probe import Probe
+from rigaudit.tools.record import Record
 
 
 def all_vgpus(gpus: tuple[Gpu, ...] | list[Gpu]) -> bool:
@@ -41,7 +40,7 @@ EXPIRY_VALID = 2
 """NVML_GRID_LICENSE_EXPIRY_VALID."""
 
 
-class VgpuLicense(NamedTuple):
+class VgpuLicense(Record):
     gpu: Gpu
     read: NvmlResult
 
