@@ -25,6 +25,7 @@ from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
 from tests.hostgen.catalog import GPUS
 from tests.hostgen.table import render
+from tests.hostgen.vgpu import name as vgpu_name
 
 DOC = Path(__file__).parent.parent / "docs" / "validation" / "archetypes-before.md"
 
@@ -74,7 +75,9 @@ def test_archetype_audits_completely(name: str) -> None:
     assert facts["kernel"] == spec.os.kernel
     visible = len(spec.platform.visible_gpus) if spec.platform.visible_gpus is not None else spec.gpus.count
     if not spec.driver.userspace:
-        assert facts["gpus"].startswith(f"{visible} x {GPUS[spec.gpus.model].name}")
+        model = GPUS[spec.gpus.model]
+        name = vgpu_name(model, spec.gpus.vgpu) if spec.gpus.vgpu else model.name
+        assert facts["gpus"].startswith(f"{visible} x {name}")
     checks = [f.check for f in result.findings]
     assert len(checks) == len(set(checks)), "one finding per check"
 
