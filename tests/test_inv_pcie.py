@@ -162,7 +162,8 @@ def test_acs_redirect_on_switch_ports(seed: Path) -> None:
     _add_acs(seed, "0000:02:00.0", 0x000D)  # SrcValid ReqRedir CmpltRedir
     _add_acs(seed, "0000:02:01.0", 0x0000)
     acs = audit(seed)["pcie.acs"]
-    assert (acs.status, acs.severity) == ("problem", "high")
+    # the seed runs no GPU process: a latent fault of a node between jobs (tests/test_acs_severity.py)
+    assert (acs.status, acs.severity) == ("problem", "medium") and "between jobs" in acs.explanation
     assert acs.subjects == ("0000:02:00.0",) and "ReqRedir CmpltRedir" in acs.observed
     assert acs.fix is not None and (acs.fix.kind, acs.fix.risk) == ("runtime", "medium")
     action = acs.fix.actions[0]
