@@ -187,7 +187,8 @@ async def run_audit(
     def observe(ref: str, result: HostOpResult) -> None:
         emit(tool_call_from_probe(_current_area.get(), ref, result))
 
-    probe = Probe(host, concurrency=options.concurrency, observer=observe)
+    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
+    probe = Probe(host, concurrency=options.concurrency, observer=observe if listened else None)
     if isinstance(options.brain, ReportingBrain):
         options.brain.agents_expected = len(investigators)
     outcomes = {inv.area: _Outcome() for inv in investigators}

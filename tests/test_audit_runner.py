@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem
@@ -87,3 +88,26 @@ def test_cancel_keeps_finished_work(seed_dir: Path) -> None:
     assert runs == {"numa": "done", "power": "cancelled"}
     assert any("interrupted" in w for w in result.warnings)
     assert [f.check for f in result.findings] == ["numa.balancing"]
+
+
+def test_tool_calls_are_made_only_for_a_listener(seed_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each read becomes a ToolCall event (redacted, digested) for the terminal or the transcript; with nobody
+    listening (``rigaudit check`` without --transcript) none is made: that was a fifth of a seed check's work."""
+    from rigaudit.orchestrator import audit
+
+    made: list[str] = []
+    real = audit.tool_call_from_probe
+
+    def counted(area: str, ref: str, result: object) -> ToolCall:
+        made.append(ref)
+        return real(area, ref, result)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(audit, "tool_call_from_probe", counted)
+    options = AuditOptions(investigators=[NUMA])
+    quiet = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options))
+    assert made == [] and [e.ref for e in quiet.evidence] == ["file:/proc/sys/kernel/numa_balancing"]
+    events: list[Event] = []
+    heard = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options, emit=events.append))
+    assert "file:/proc/sys/kernel/numa_balancing" in made  # with the baseline's reads (the host's facts)
+    assert len([e for e in events if isinstance(e, ToolCall)]) == len(made)
+    assert heard.findings == quiet.findings

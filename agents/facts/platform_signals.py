@@ -122,9 +122,9 @@ def dmi_hypervisor(dmi: Dmi) -> str | None:
 
 def has_hypervisor_flag(cpuinfo: str | None) -> bool:
     """CPUID's hypervisor bit, as the kernel lists it in ``/proc/cpuinfo`` flags."""
-    return cpuinfo is not None and any(
-        line.startswith("flags") and "hypervisor" in line.partition(":")[2].split() for line in cpuinfo.splitlines()
-    )
+    if cpuinfo is None or "hypervisor" not in cpuinfo:  # a physical host's 128-CPU cpuinfo is not split 48 times
+        return False
+    return any(line.startswith("flags") and "hypervisor" in line.partition(":")[2].split() for line in cpuinfo.splitlines())
 
 
 def cmdline_hypervisor(cmdline: str | None) -> str | None:
