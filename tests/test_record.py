@@ -178,3 +178,65 @@ def test_a_record_class_is_made_without_compiling_code(monkeypatch: pytest.Monke
     plain = types.new_class("Data", (), exec_body=lambda ns: ns.update(__annotations__={"a": "int"}))
     with pytest.raises(AssertionError, match="compiled"):  # the guard would catch a dataclass
         dataclasses.dataclass(frozen=True)(plain)
+
+
+class Guarded(Record, frozen=False):
+    name: str
+    secret: str | None = field(default=None, repr=False)
+    cache: dict[str, int] = field(default_factory=dict, repr=False)
+
+
+class Single(Record, order=True):
+    value: float
+
+
+class Empty(Record):
+    pass
+
+
+def test_a_field_declared_without_repr_stays_out_of_it_and_keeps_its_default() -> None:
+    """``field(repr=False)`` as a dataclass's: a lock, a cache or a key never shows where a record is printed."""
+    g = Guarded("a", secret="sk-123")
+    assert repr(g) == "Guarded(name='a')" and "sk-123" not in repr(g)
+    assert Guarded("a").secret is None and Guarded.secret is None and Guarded("a").cache == {}
+    assert g == Guarded("a", "sk-123") and g != Guarded("a")  # still a field: compared, copied, replaced
+    assert replace(g, name="b").secret == "sk-123" and values(g)["secret"] == "sk-123"
+
+    class More(Guarded, frozen=False):
+        extra: int = 0
+
+    assert repr(More("a", "sk-123", extra=1)).endswith(".More(name='a', extra=1)")  # a subclass keeps it out too
+
+
+def test_a_mutable_record_is_refused_as_a_default() -> None:
+    """A dataclass refuses one (it has no hash); shared by every record, one change would show in all."""
+    with pytest.raises(TypeError, match="mutable default"):
+        types.new_class("Bad", (Record,), exec_body=lambda ns: ns.update(__annotations__={"box": "Box"}, box=Box()))
+    kept = types.new_class("Good", (Record,), exec_body=lambda ns: ns.update(__annotations__={"p": "Point"}, p=Point(1)))
+    assert kept().p == Point(1)  # a frozen one is a value
+
+
+def test_one_field_and_no_field_compare_and_hash_as_their_tuples() -> None:
+    nan = float("nan")
+    one = Single(nan)
+    assert one == one and Single(1.0) == Single(1.0) and Single(1.0) != Single(2.0)  # identity first, as a tuple's
+    assert hash(Single(2.0)) == hash(Single(2.0)) and len({Single(1.0), Single(1.0), Single(3.0)}) == 2
+    assert sorted([Single(3.0), Single(1.0)]) == [Single(1.0), Single(3.0)]
+    assert Empty() == Empty() and hash(Empty()) == hash(Empty()) and repr(Empty()) == "Empty()"
+
+
+def test_the_records_holding_a_key_a_lock_or_a_cache_keep_them_out_of_repr() -> None:
+    """What their dataclasses left out of ``repr`` (and the two API keys, which no ``repr`` should show)."""
+    from rigaudit.agents.llm.config import LlmConfig
+    from rigaudit.agents.llm.problems import Problems
+    from rigaudit.agents.llm.usage import UsageBook
+    from rigaudit.tools.bench.loadgen import LoadSpec
+    from rigaudit.tools.policy import LEXICAL
+    from rigaudit.tools.policy.checks import Subject
+
+    assert "sk-secret" not in repr(LlmConfig(api_key="sk-secret")) and LlmConfig(api_key="k").api_key == "k"
+    assert "sk-secret" not in repr(LoadSpec("http://127.0.0.1:1/v1", "m", api_key="sk-secret"))
+    assert "lock" not in repr(Problems()) and "lock" not in repr(UsageBook())
+    subject = Subject(("cat", "/etc/hostname"), LEXICAL)
+    subject.path_problems()
+    assert repr(subject) == f"Subject(argv=('cat', '/etc/hostname'), fs={LEXICAL!r})"

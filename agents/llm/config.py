@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.record import Record, field
 
 
 class LlmConfig(Record):
@@ -12,7 +12,7 @@ class LlmConfig(Record):
     """An OpenAI-compatible ``.../v1`` URL; ``None`` is OpenAI's own."""
     model: str = ""
     """The model name; empty: the server's only model (``GET /models``)."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     max_steps: int = 6
     """Requests per agent (tool rounds plus the final answer)."""
     max_audit_tokens: int = 400_000

@@ -36,7 +36,7 @@ class Problems(Record, frozen=False):
     """Distinct problems in the order they first happened (thread-safe: clients record from worker threads too)."""
 
     items: dict[str, Problem] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def note(self, key: str, text: str, *, agent: str = "", degrading: bool = False) -> None:
         """Record one occurrence; the first text of a key is the one told."""

@@ -92,7 +92,7 @@ class UsageBook(Record, frozen=False):
     reserved: int = 0
     """Tokens of requests in flight, paid for but not settled."""
     chars_per_token: float = CHARS_PER_TOKEN
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def estimate(self, chars: int) -> int:
         return math.ceil(chars / self.chars_per_token) + TEMPLATE_TOKENS

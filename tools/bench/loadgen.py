@@ -59,7 +59,7 @@ class LoadSpec(Record):
     warmup: int = 1
     ignore_eos: bool = True
     """Ask the server to ignore end-of-sequence (vLLM, SGLang), so every request yields max_tokens."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 600.0
     seed: int = 0
     order: Order = "balanced"

@@ -39,8 +39,8 @@ class Subject(Record, frozen=False):
 
     argv: tuple[str, ...]
     fs: FileSystem
-    _guards: list[tuple[str, PathProblem]] | None = None
-    _reads: dict[tuple[str, str], PathProblem | None] = field(default_factory=dict)
+    _guards: list[tuple[str, PathProblem]] | None = field(default=None, repr=False)
+    _reads: dict[tuple[str, str], PathProblem | None] = field(default_factory=dict, repr=False)
 
     def path_problems(self) -> list[tuple[str, PathProblem]]:
         """What each argument naming a path forces (``paths.guard``), in argument order."""
