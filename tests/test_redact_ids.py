@@ -9,7 +9,7 @@ import pytest
 
 from rigaudit.tools.bench.machine import digest, token
 from rigaudit.tools.model.events.audit import ToolCall
-from rigaudit.tools.redact import as_digest, digest_ids, digest_nvml, file_kind, redact_json
+from rigaudit.tools.redact import Tally, as_digest, digest_ids, digest_nvml, file_kind, redact_json
 from rigaudit.transcripts.writer import encode_event
 
 MID = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
@@ -225,3 +225,15 @@ def test_whitespace_and_several_files_do_not_teach_a_value() -> None:
     out = digest_ids("7XQ3PL2\nXE9680-R\n", argv=["cat", "/sys/class/dmi/id/product_serial", "/etc/nvidia/n"], content=True)
     assert "XE9680-R" not in out  # which line was the serial is not known: both digested...
     assert digest_ids("XE9680-R", content=True) == "XE9680-R"  # ...and neither learned
+
+
+def test_the_tally_counts_what_was_digested_and_nothing_else() -> None:
+    """A known value's occurrences, each once; a long run of letters that is no piece of one is not counted."""
+    assert digest_ids("\tSerial Number: 7XQ3PL2ABC").endswith(f"serial:{digest('7xq3pl2abc')}")
+    tally = Tally()
+    text = "host 7XQ3PL2ABC; madvise always neverneverland 0123456789abcdef; 7xq3pl2abc\n"
+    out = digest_ids(text, content=True, tally=tally)
+    assert out.count(f"serial:{digest('7xq3pl2abc')}") == 2 and tally["identifier"] == 2
+    tally = Tally()
+    assert digest_ids("always madvise [never] transparent_hugepage_enabled\n", content=True, tally=tally).startswith("always")
+    assert tally["identifier"] == 0

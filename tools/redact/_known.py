@@ -146,18 +146,19 @@ def digest_known(text: str) -> tuple[str, int]:
         pattern, tokens = _pattern(hits), state.tokens
 
         def whole(m: re.Match[str]) -> str:
-            return tokens.get(_WS.sub("", m.group().lower()), m.group())
+            nonlocal found
+            token = tokens.get(_WS.sub("", m.group().lower()))
+            found += token is not None
+            return token or m.group()
 
-        text, found = pattern.subn(whole, text)
+        text = pattern.sub(whole, text)
     if state.pieces and _RUN.search(text):
-        pieces = 0
 
         def piece(m: re.Match[str]) -> str:
-            nonlocal pieces
+            nonlocal found
             new = _piece(m, state.pieces)
-            pieces += new is not m.group()
+            found += new != m.group()
             return new
 
         text = _RUN.sub(piece, text)
-        found += pieces
     return text, found
