@@ -105,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     result, wall, odd = measure(args.hosts, args.connections, args.transport, args.out)
     collect = sum(a.collect_s for a in result.audits) / len(result.audits)
-    judge = sum(a.judge_s for a in result.audits) / len(result.audits)
+    judge = sum(a.audit_s for a in result.audits) / len(result.audits)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     files = "per-host files written" if args.out else "results only"
