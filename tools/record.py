@@ -16,11 +16,11 @@ A subclass declares its fields as a frozen dataclass does (the type checker read
 It gets ``__init__`` (positional or keyword arguments, in field order, defaults from the class body),
 ``__repr__``, ``__eq__`` (same class, equal fields) and ``__hash__``, and refuses attribute assignment
 (``dataclasses.FrozenInstanceError``, as a frozen dataclass does).
-``class Row(Record, order=True)`` also orders by the fields, as a tuple does; ``frozen=False`` makes a
+A record does not order (no code sorts records; a NamedTuple did, as a tuple); ``frozen=False`` makes a
 mutable record (no hash). A default must be immutable (a tuple, a frozenset, ``None``...): a list would be
 shared by every record; ``field(default_factory=list)`` gives each its own. ``__post_init__`` runs after
-``__init__``, as a dataclass's does. :func:`replace` copies a record with some fields changed, :func:`values`
-gives the fields as a dict, :func:`as_dict` the nested records as dicts too (``dataclasses.asdict``).
+``__init__``, as a dataclass's does. :func:`replace` copies a record with some fields changed, :func:`as_dict`
+gives its fields, nested records as dicts too (``dataclasses.asdict``).
 The standard library only, and Python 3.9 (it travels in a node's payload, ``tools/remote/payload.py``).
 """
 
@@ -102,7 +102,7 @@ class Record:
     __record_key__: ClassVar[Callable[[dict[str, object]], tuple[object, ...]]] = staticmethod(lambda held: ())
     """The fields' values as a tuple, from an instance's ``__dict__`` (one C call: what ``==`` and hash compare)."""
 
-    def __init_subclass__(cls, *, frozen: bool = True, order: bool = False, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, frozen: bool = True, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         types: dict[str, str] = {}
         hidden: set[str] = set()
@@ -147,8 +147,6 @@ class Record:
             methods.update(__setattr__=object.__setattr__, __delattr__=object.__delattr__)
             if "__hash__" not in cls.__dict__:
                 methods["__hash__"] = None
-        if order:
-            methods.update(__lt__=_lt, __le__=_le, __gt__=_gt, __ge__=_ge)
         for name, method in methods.items():
             setattr(cls, name, method)
 
@@ -222,38 +220,12 @@ def _fields_of(record: Record) -> tuple[object, ...]:
     return record.__class__.__record_key__(record.__dict__)
 
 
-def _ordered(a: Record, b: object) -> tuple[tuple[object, ...], tuple[object, ...]] | None:
-    if b.__class__ is not a.__class__:
-        return None
-    return _fields_of(a), _fields_of(b)  # type: ignore[arg-type]
-
-
-def _lt(a: Record, b: object) -> bool:
-    pair = _ordered(a, b)
-    return NotImplemented if pair is None else pair[0] < pair[1]  # type: ignore[operator]
-
-
-def _le(a: Record, b: object) -> bool:
-    pair = _ordered(a, b)
-    return NotImplemented if pair is None else pair[0] <= pair[1]  # type: ignore[operator]
-
-
-def _gt(a: Record, b: object) -> bool:
-    pair = _ordered(a, b)
-    return NotImplemented if pair is None else pair[0] > pair[1]  # type: ignore[operator]
-
-
-def _ge(a: Record, b: object) -> bool:
-    pair = _ordered(a, b)
-    return NotImplemented if pair is None else pair[0] >= pair[1]  # type: ignore[operator]
-
-
 def replace(record: _R, **changes: Any) -> _R:
     """A copy of ``record`` with ``changes`` (field names) applied, made through its ``__init__``."""
-    return type(record)(**{**values(record), **changes})
+    return type(record)(**{**_values(record), **changes})
 
 
-def values(record: Record) -> dict[str, Any]:
+def _values(record: Record) -> dict[str, Any]:
     """``record``'s fields by name, in order (a shallow copy)."""
     held = record.__dict__
     return {name: held[name] for name in record.__record_fields__}
@@ -266,7 +238,7 @@ def field_types(cls: type[Record]) -> dict[str, str]:
 
 def as_dict(record: Record) -> dict[str, Any]:
     """``record``'s fields by name, records in them (in lists, tuples and dicts too) as dicts: for JSON."""
-    return {name: _plain(value) for name, value in values(record).items()}
+    return {name: _plain(value) for name, value in _values(record).items()}
 
 
 def _plain(value: object) -> object:
@@ -279,4 +251,4 @@ def _plain(value: object) -> object:
     return value
 
 
-__all__ = ["Record", "as_dict", "field", "field_types", "replace", "values"]
+__all__ = ["Record", "as_dict", "field", "field_types", "replace"]
