@@ -41,7 +41,8 @@ PROLOG = "pcie,gpu,driver,nvlink"
 _IMPORT = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
+    """User + system seconds of this process's finished children."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -53,11 +54,11 @@ def timed(argv: list[str], repeats: int, env: dict[str, str] | None = None) -> d
     first = ""
     code = None
     for _ in range(repeats):
-        cpu = _children_cpu()
+        cpu = children_cpu()
         start = time.perf_counter()
         done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120, env=env)
         walls.append(time.perf_counter() - start)
-        cpus.append(_children_cpu() - cpu)
+        cpus.append(children_cpu() - cpu)
         code = done.returncode
         first = (done.stdout.splitlines() or [done.stderr.strip()])[0]
     return {

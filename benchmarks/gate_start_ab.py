@@ -22,12 +22,13 @@ import compileall
 import json
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from gate_speed import children_cpu  # the sibling script: one way to count a child's CPU
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 PROGRAM = """
@@ -45,11 +46,6 @@ collector's pause runs without it)."""
 
 
 _NOT_CODE = re.compile(r"/(\.venv|\.git|\.whl|tests|benchmarks)/")
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _env(tree: Path, deps: Path | None) -> dict[str, str]:
@@ -100,10 +96,10 @@ def main() -> int:
     cpus: dict[str, list[float]] = {label: [] for label in trees}
     for _ in range(args.repeats):
         for label, tree in trees.items():
-            cpu, start = _cpu(), time.perf_counter()
+            cpu, start = children_cpu(), time.perf_counter()
             subprocess.run([sys.executable, "-c", PROGRAM], check=True, env=envs[label], cwd=tree, timeout=120)
             walls[label].append(time.perf_counter() - start)
-            cpus[label].append(_cpu() - cpu)
+            cpus[label].append(children_cpu() - cpu)
     figures: dict[str, object] = {
         "python": sys.version.split()[0],
         "repeats": args.repeats,
