@@ -259,3 +259,10 @@ def on_root_bus(spec: HostSpec) -> HostSpec:
     ports: vfio shows them as integrated endpoints whose Link Status reads zero in sysfs; NVML reads the real link."""
     platform = replace(spec.platform, vm_root_port=(0, 0))
     return _named(replace(spec, platform=platform), "root-bus", "GPUs on the guest's root bus")
+
+
+def cppc_off(spec: HostSpec) -> HostSpec:
+    """CPPC disabled in the BIOS: no ``_CPC`` objects, so no ``cpuN/acpi_cppc`` and acpi-cpufreq drives the cores (the
+    CPU's ``cppc`` feature flag stays: it is CPUID's, not the firmware's)."""
+    cpu = replace(spec.cpu, cppc=False, freq_driver="acpi-cpufreq")
+    return _named(replace(spec, cpu=cpu), "cppc-off", "CPPC off in the BIOS (no acpi_cppc)")

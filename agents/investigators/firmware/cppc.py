@@ -10,8 +10,9 @@ from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 CPPC_CHECK = Check(
     "firmware.cppc",
     "ACPI CPPC for amd_pstate",
-    reads="`/sys/devices/system/cpu/cpu0/acpi_cppc/` on AMD",
-    problem="missing while amd_pstate is wanted",
+    reads="`/sys/devices/system/cpu/cpu0/acpi_cppc/` on AMD; the running kernel and `/boot/config-RELEASE` (amd_pstate)",
+    problem="missing on a Zen 2+ CPU whose running kernel has amd_pstate (5.17+ or CONFIG_X86_AMD_PSTATE); na on a kernel "
+    "without it, unknown where that cannot be told",
     fix="BIOS: CPPC on",
     kinds=("firmware",),
 )
@@ -53,6 +54,30 @@ def judge_cppc(facts: FirmwareFacts) -> Finding:
         return ok(check, AREA, title, f"scaling_driver {facts.scaling_driver}", evidence=evidence)
     if facts.cppc_error not in (None, "ENOENT"):
         return unknown(check, AREA, title, f"{CPPC_DIR} not listable: {facts.cppc_error}", evidence=evidence)
+    drivers = facts.drivers
+    if drivers is not None:
+        evidence = [*evidence, *drivers.refs]
+    if drivers is None or drivers.amd_pstate == "unknown":
+        how = drivers.how if drivers is not None else "not read"
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"{CPPC_DIR} missing on {cpu.model_name}, but whether kernel {drivers.release_text if drivers else ''} has "
+            f"amd_pstate, the only user of CPPC, is unknown ({how}): CONFIG_X86_AMD_PSTATE in /boot/config-$(uname -r) "
+            "would tell",
+            evidence=evidence,
+        )
+    if drivers.amd_pstate == "no":
+        return not_applicable(
+            check,
+            AREA,
+            title,
+            f"{CPPC_DIR} missing on {cpu.model_name}, but kernel {drivers.release_text} has no amd_pstate ({drivers.how}): "
+            "CPPC in the BIOS would change nothing until a kernel that has it (Linux 5.17+, active mode 6.3+); "
+            "see power.scaling_driver and kernel.version",
+            evidence=evidence,
+        )
     fix = Fix(
         kind="firmware",
         where=fix_where(facts.platform),

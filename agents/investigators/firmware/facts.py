@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
@@ -70,6 +71,8 @@ class FirmwareFacts(Record):
     """Evidence refs by topic: ``cpu``, ``cppc``."""
     context: P2pContext | None = None
     """What reaches GPU memory through BAR1 here: PCIe peer traffic, GPUDirect RDMA NICs."""
+    drivers: FrequencyDrivers | None = None
+    """Whether the running kernel has amd_pstate: the premise of every CPPC verdict (CPPC serves only amd_pstate)."""
 
 
 def parse_cpuinfo(text: str | None) -> CpuInfo | None:
@@ -164,6 +167,7 @@ async def collect(probe: Probe) -> FirmwareFacts:
         scaling_driver=driver.strip() if driver is not None else None,
         refs={"cpu": (file_ref("/proc/cpuinfo"),), "cppc": (dir_ref(CPPC_DIR), file_ref(SCALING_DRIVER))},
         context=await collect_p2p_context(probe, inventory),
+        drivers=await collect_frequency_drivers(probe),
     )
 
 
