@@ -37,6 +37,7 @@ from rigaudit.tools.bench.render import (
     serving_notes,
     serving_table,
 )
+from rigaudit.tools.bench.restart import ArmCommand
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.errors import UsageError
 from rigaudit.tools.hosts.base import Host
@@ -53,6 +54,7 @@ __all__ = [
     "NcclRun",
     "Outputs",
     "P2PRun",
+    "RestartBench",
     "add_inference_arguments",
     "add_judging_arguments",
     "add_load_arguments",
@@ -64,6 +66,7 @@ __all__ = [
     "run_inference",
     "run_nccl",
     "run_p2p",
+    "run_restart_bench",
     "settings_from_args",
 ]
 
@@ -560,3 +563,67 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPU
     if result.error:
         emit(Warning_(text=f"bench ab stopped: {result.error}"))
     return AbDone(interrupted=outcome.interrupted, failed=bool(result.error or problems), regressions=comparison.regressions())
+
+
+class RestartBench(Record):
+    """An interleaved A/B of arms that restart the server: each arm the command that brings it up as that arm."""
+
+    arms: tuple[ArmCommand, ...]
+    spec: LoadSpec
+    settings: Settings
+    journal: Path
+    cycles: int = 6
+    settle: int = 1
+    ready_timeout_s: float = 300.0
+    end_on: str | None = None
+    assume_yes: bool = False
+
+
+def run_restart_bench(bench: RestartBench, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> AbDone:
+    """Say what it can detect, ask once, restart before every visit, leave the server as found; report it."""
+    from rigaudit.orchestrator.approval import Gate
+    from rigaudit.orchestrator.bench_restart import RestartOptions, check_arms, plan_power, run_restart_ab
+    from rigaudit.tools.bench.ab import analyze
+    from rigaudit.tools.bench.render import ab_table
+
+    options = RestartOptions(cycles=bench.cycles, settle=bench.settle, ready_timeout_s=bench.ready_timeout_s, end_on=bench.end_on)
+    check_arms(bench.arms, options)
+    emit(Output(text=plan_power(bench.spec, len(bench.arms), bench.cycles, bench.settings)))
+    gate = Gate("", assume_yes=bench.assume_yes, emit=emit)
+    outcome = run_restart_ab(bench.arms, bench.spec, gate, bench.journal, options, bench.settings, progress=_progress(emit))
+    result = outcome.result
+    comparison = analyze(result, bench.settings)
+    ready = [v.ready_s for v in result.visits if v.ready_s is not None]
+    back = (
+        f"left as {result.restored} (restarted last)"
+        if result.restored
+        else f"NOT left as found: {outcome.restore_error or 'unknown'}"
+    )
+    restarts = (
+        f"{len(ready)} restarts, {sum(ready) / len(ready):.1f} s each on average until the first token"
+        if ready
+        else "no restart completed"
+    )
+    method = f"method: {comparison.method}; every visit a new server session; {COMPARE_LEGEND}"
+    table = ab_table(comparison)
+    names = ", ".join(a.name for a in result.arms)
+    _publish(
+        emit,
+        outputs,
+        kind="ab",
+        text=json.dumps({**json.loads(result.to_json()), "comparison": comparison.to_dict()}, indent=2),
+        section_title="Benchmark comparison",
+        tables=[(f"bench ab (restarts): {names} at {bench.spec.base_url}", table)],
+        markdown=section(
+            f"bench ab {names} (restarts)", table, [*comparison.bought, *comparison.warnings, method, restarts, back]
+        ),
+        notes=[*comparison.bought, method, restarts, f"{back}; journal {result.journal}"],
+    )
+    for warning in comparison.warnings:
+        emit(Warning_(text=warning))
+    if outcome.restore_error:
+        emit(Warning_(text=f"not left as found: {outcome.restore_error}"))
+    if result.error:
+        emit(Warning_(text=f"bench ab stopped: {result.error}"))
+    failed = bool(result.error or outcome.restore_error)
+    return AbDone(interrupted=outcome.interrupted, failed=failed, regressions=comparison.regressions())

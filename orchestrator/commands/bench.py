@@ -11,6 +11,7 @@ Examples:
   rigaudit bench compare base.json after.json --report system-improve.md --fail-on-regression
   rigaudit bench compare base1.json base2.json base3.json --against new1.json new2.json new3.json
   rigaudit bench ab --plan audit.json --only numa.balancing --base-url URL --model M --cycles 6 --yes
+  rigaudit bench ab --arm base='systemctl restart vllm' --arm fix='./launch-fixed.sh' --base-url URL --model M --yes
 
 Every run that loads GPUs or a server is approved first, like an apply step (--yes for scripts;
 without a terminal and without --yes nothing runs). The P2P result is also saved to
@@ -51,7 +52,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.approval import require_approval
-from rigaudit.orchestrator.arguments import number
+from rigaudit.orchestrator.arguments import number, positive_seconds
 from rigaudit.orchestrator.bench import (
     MEASURES_HERE,
     AbBench,
@@ -59,6 +60,7 @@ from rigaudit.orchestrator.bench import (
     NcclRun,
     Outputs,
     P2PRun,
+    RestartBench,
     add_inference_arguments,
     add_judging_arguments,
     add_load_arguments,
@@ -69,6 +71,7 @@ from rigaudit.orchestrator.bench import (
     run_inference,
     run_nccl,
     run_p2p,
+    run_restart_bench,
     settings_from_args,
 )
 from rigaudit.orchestrator.bench_compare import CalibrationRun, CompareRun, compare_runs, list_calibrations, run_calibration
@@ -78,6 +81,8 @@ from rigaudit.orchestrator.output import check_writable
 from rigaudit.orchestrator.report import check_report, report_host
 from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
+from rigaudit.tools.bench.compare import Settings
+from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.errors import UsageError
 
@@ -349,6 +354,10 @@ def _ab(args: argparse.Namespace, session: Session) -> int:
 
     settings = settings_from_args(args)
     spec = load_spec(args, "bench ab")
+    if args.arm:
+        return _ab_restart(args, session, settings, spec)
+    if args.end_on is not None:
+        raise UsageError("--end-on names an --arm: it goes with arms that restart the server")
     if args.plan is None:
         raise UsageError("bench ab needs --plan FILE (from `rigaudit audit --json FILE`)")
     bench = AbBench(
@@ -372,6 +381,31 @@ def _ab(args: argparse.Namespace, session: Session) -> int:
     return _regressed(session, done.regressions, args)
 
 
+def _ab_restart(args: argparse.Namespace, session: Session, settings: Settings, spec: LoadSpec) -> int:
+    from rigaudit.tools.bench.restart import parse_arms
+    from rigaudit.tools.journal import default_journal_path
+
+    if args.plan or args.only or args.snapshot or args.into or args.together:
+        raise UsageError("--arm defines the arms by commands: it does not go with --plan/--only/--snapshot/--together")
+    bench = RestartBench(
+        arms=tuple(parse_arms(args.arm)),
+        spec=spec,
+        settings=settings,
+        journal=Path(args.journal) if args.journal else default_journal_path(),
+        cycles=args.cycles,
+        settle=args.settle,
+        ready_timeout_s=args.ready_timeout,
+        end_on=args.end_on,
+        assume_yes=args.yes,
+    )
+    done = run_restart_bench(bench, emit=session.emit, outputs=_outputs(args))
+    if done.interrupted:
+        return 130
+    if done.failed:
+        return 1
+    return _regressed(session, done.regressions, args)
+
+
 def _add_ab(parser: argparse.ArgumentParser) -> None:
     from rigaudit.orchestrator.bench_ab import MAX_CYCLES, MAX_SETTLE
 
@@ -388,6 +422,21 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--settle", type=int, default=1, help=f"untimed requests before every visit, 0-{MAX_SETTLE} (default 1)")
     parser.add_argument("--together", action="store_true", help="with several steps, measure only all of them together")
+    restart = parser.add_argument_group("arms that restart the server (instead of --plan/--only)")
+    restart.add_argument(
+        "--arm",
+        action="append",
+        metavar="NAME=CMD",
+        help="an arm by the command that (re)starts the server as that arm (repeat; the first is the baseline, as the "
+        "server runs now): e.g. --arm base='systemctl restart vllm' --arm fix='systemctl restart vllm-fixed'",
+    )
+    restart.add_argument(
+        "--ready-timeout",
+        type=positive_seconds,
+        default=300.0,
+        help="seconds a restart may take until the server streams its first token (default 300)",
+    )
+    restart.add_argument("--end-on", metavar="NAME", help="the arm to leave the server as (default: the first, as found)")
     parser.add_argument("--journal", metavar="FILE", help="where to journal the switches (default: state dir)")
     add_load_arguments(parser)
     add_judging_arguments(parser)

@@ -26,8 +26,9 @@ from rigaudit.tools.bench.compare import (
     metric_changes,
 )
 from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability_warnings
+from rigaudit.tools.bench.power import detectable, headline_share
 from rigaudit.tools.bench.results import BenchResult, Run
-from rigaudit.tools.bench.stats import growth
+from rigaudit.tools.bench.stats import growth, stdev
 from rigaudit.tools.record import Record, as_dict, field
 
 AB_SCHEMA = "rigaudit.ab/1"
@@ -44,6 +45,8 @@ class ArmResult(_Model):
     name: str
     steps: list[str] = Field(default_factory=list)
     """The plan steps applied during this arm's visits (none for the baseline)."""
+    command: str | None = None
+    """The command that started the server as this arm (arms that restart it), else None."""
     result: BenchResult
 
 
@@ -53,7 +56,9 @@ class Visit(_Model):
     started_s: float
     """Seconds after the first timed run of the session."""
     switched: bool
-    """The host's state was changed (rolled back and/or applied) just before this visit."""
+    """The host's state was changed (rolled back and/or applied, or the server restarted) just before this visit."""
+    ready_s: float | None = None
+    """Arms that restart: seconds from the command's start until the server streamed its first token."""
 
 
 class AbResult(_Model):
@@ -69,6 +74,12 @@ class AbResult(_Model):
     error: str | None = None
     arms: list[ArmResult]
     visits: list[Visit] = Field(default_factory=list)
+    baseline: str = BASELINE
+    """The arm every other is judged against (arms that restart: the first ``--arm``)."""
+    restarts: bool = False
+    """The arms are commands that restart the server before every visit (each visit a new server session)."""
+    restored: str | None = None
+    """Arms that restart: the arm the server was left as at the end (None: not restored, see ``error``)."""
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
@@ -142,17 +153,49 @@ def _interaction(arms: Sequence[ArmComparison]) -> list[str]:
     return lines
 
 
+def resolution_lines(ab: AbResult, settings: Settings) -> list[str]:
+    """What these cycles could detect, from the spread of the log ratios they observed (output tok/s, 80% power)."""
+    arms = {a.name: a for a in ab.arms}
+    base = arms.get(ab.baseline)
+    if base is None:
+        return []
+    others = [a for a in ab.arms if a.name != ab.baseline]
+    levels = by_level(base.result)
+    share = headline_share(settings.alpha, len(levels), len(others))
+    lines = []
+    for arm in others:
+        parts = []
+        for concurrency, runs in sorted(by_level(arm.result).items()):
+            b, n = _paired_runs(levels.get(concurrency, []), runs)
+            logs = [
+                math.log(y.output_tokens_per_s / x.output_tokens_per_s)
+                for x, y in zip(b, n, strict=True)
+                if x.output_tokens_per_s > 0 and y.output_tokens_per_s > 0
+            ]
+            sd = stdev(logs)
+            found = detectable(sd, len(logs), alpha=share, paired=True) if sd is not None else None
+            if found is not None:
+                parts.append(f"about {found:.0%} at c={concurrency}")
+        if parts:
+            lines.append(
+                f"{arm.name}: at {ab.cycles} cycles the observed spread resolves changes of "
+                + ", ".join(parts)
+                + " (found 80% of the time)"
+            )
+    return lines
+
+
 def analyze(ab: AbResult, settings: Settings | None = None) -> AbComparison:
     """Every arm against the baseline, paired by cycle, in one Holm family."""
     settings = settings or Settings()
     arms = {a.name: a for a in ab.arms}
-    base = arms.get(BASELINE)
+    base = arms.get(ab.baseline)
     if base is None:
         return AbComparison([], ["no baseline runs: nothing to compare"], method=method(settings, paired_design=True))
     base_levels = by_level(base.result)
     plan: list[tuple[ArmResult, list[tuple[int, int, list[Contrast]]]]] = []
     for arm in ab.arms:
-        if arm.name == BASELINE:
+        if arm.name == ab.baseline:
             continue
         levels = []
         for concurrency, runs in sorted(by_level(arm.result).items()):
@@ -174,7 +217,7 @@ def analyze(ab: AbResult, settings: Settings | None = None) -> AbComparison:
     fitted, shown = session_drift("the session", timed, alpha=settings.alpha, floor=settings.noise_floor)
     if shown is not None:
         warnings.append(shown.text.replace("balanced ordering keeps it off the levels", "interleaving keeps it off the arms"))
-    bought = [_bought(a) for a in compared] + _interaction(compared)
+    bought = [_bought(a) for a in compared] + _interaction(compared) + resolution_lines(ab, settings)
     return AbComparison(
         compared,
         warnings,

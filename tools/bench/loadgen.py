@@ -102,7 +102,8 @@ def endpoint(base_url: str, api: Api) -> str:
     return f"{base}/chat/completions" if api == "chat" else f"{base}/completions"
 
 
-def _path(url: str) -> str:
+def url_path(url: str) -> str:
+    """The path (and query) of a URL: what a request names to its origin."""
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
@@ -227,10 +228,14 @@ class LoadSession:
         self._now = clock
         self._spec = spec
         self._progress = progress
-        self._path = _path(endpoint(spec.base_url, spec.api))
+        self._path = url_path(endpoint(spec.base_url, spec.api))
         self._offset = 0
         self._runs = 0
         self._clock: float | None = None
+
+    def use(self, client: StreamingClient) -> None:
+        """Send through ``client`` from now on (a restarted server: the old connections are gone)."""
+        self._client = client
 
     async def requests(self, concurrency: int, count: int, label: str) -> tuple[list[Sample], float]:
         """Send ``count`` requests with at most ``concurrency`` in flight; (samples in order, wall time)."""
