@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Protocol
 
 from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.dropped import DropKind, DroppedFinding
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record, field
 
 
 class Brain(Protocol):
     """Given the rule findings of one investigator, return the findings to report.
 
     Implementations should keep every rule finding (they may add findings, or explain a rule's);
-    ``rigaudit.orchestrator.audit`` enforces it through :func:`merge_refinement`, whatever they return.
+    ``rigaudit.orchestrator.audit.run`` enforces it through :func:`merge_refinement`, whatever they return.
     """
 
     async def refine(self, investigator: AnyInvestigator, probe: Probe, rule_findings: list[Finding]) -> list[Finding]: ...

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import FixKind
-from rigaudit.tools.record import Record
 
 CHECK_ID = r"[a-z][a-z0-9]*\.[a-z0-9_]+"
 """``area.name``: lower case, one dot."""

@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from rigaudit.agents.check import Check
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 FactsT = TypeVar("FactsT")
 

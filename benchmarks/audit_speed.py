@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"
@@ -23,7 +23,7 @@ SEED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "seed-lxc
 def cpu_cost(snapshot: Path, repeats: int = 5) -> tuple[float, float]:
     """(CPU seconds of a whole in-process audit, CPU seconds of the judge step alone), best of N."""
     from rigaudit.agents.registry import all_investigators
-    from rigaudit.tools.probe import Probe
+    from rigaudit.tools.hosts.probe import Probe
 
     best_audit = best_judge = float("inf")
     for _ in range(repeats):

@@ -35,7 +35,7 @@ import anyio
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.prompt import FINDINGS_HEADER, SAFETY_PREAMBLE
 from rigaudit.agents.llm.testing.server import Recorded, Reply, ScriptedOpenAIServer, call, final
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 BUDGET = 150_000

@@ -54,7 +54,7 @@ if which == "policy":
 else:
     from rigaudit.agents.registry import all_investigators
     from rigaudit.tools.hosts.snapshot import SnapshotHost
-    from rigaudit.tools.probe import Probe
+    from rigaudit.tools.hosts.probe import Probe
     probe = Probe(SnapshotHost(root / "tests" / "fixtures" / "seed-lxc-8x-rtxpro6000"))
     investigators = all_investigators()
     async def collect_all():
@@ -76,7 +76,7 @@ def micro() -> dict[str, dict[str, float]]:
     from typing import NamedTuple
 
     sys.path.insert(0, str(REPOSITORY))
-    from rigaudit.tools.record import Record
+    from rigaudit.tools.core.record import Record
 
     class AsRecord(Record):
         kind: str

@@ -25,7 +25,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rigaudit.orchestrator.audit import run_audit  # noqa: E402
+from rigaudit.orchestrator.audit.run import run_audit  # noqa: E402
 from rigaudit.tools.hosts.snapshot import SnapshotHost  # noqa: E402
 from rigaudit.tools.redact import Tally, redact_argv, redact_bytes, redact_json, redact_json_text, redact_output  # noqa: E402
 from rigaudit.transcripts.reader import read_transcript  # noqa: E402

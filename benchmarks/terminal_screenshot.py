@@ -20,9 +20,9 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.ui.terminal import TerminalUI
-from rigaudit.tools.demo import demo_snapshot
+from rigaudit.tools.hosts.demo import demo_snapshot
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.audit import InvestigatorActivity, InvestigatorFinished
 from rigaudit.tools.model.events.session import SessionStarted

@@ -20,7 +20,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rigaudit.orchestrator.audit import run_audit  # noqa: E402
+from rigaudit.orchestrator.audit.run import run_audit  # noqa: E402
 from rigaudit.tools.hosts.mirror import Mirror  # noqa: E402
 from rigaudit.tools.hosts.snapshot import SnapshotHost  # noqa: E402
 from rigaudit.tools.share import BundleError, share_bundle, unpack_bundle  # noqa: E402

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.approval import Gate, StepView
+from rigaudit.orchestrator.change.approval import Gate, StepView
+from rigaudit.tools.actions.journal import Journal, JournalError
 from rigaudit.tools.bench.ab import AbResult, ArmResult, Visit
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings
 from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc
@@ -30,9 +31,8 @@ from rigaudit.tools.bench.power import detectable, headline_share
 from rigaudit.tools.bench.restart import ArmCommand, SwitchFailed, run_command, wait_ready
 from rigaudit.tools.bench.results import Run, host_name
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
-from rigaudit.tools.errors import NotApprovedError, UsageError
-from rigaudit.tools.journal import Journal, JournalError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.errors import NotApprovedError, UsageError
+from rigaudit.tools.core.record import Record, field
 
 MAX_CYCLES = 100
 

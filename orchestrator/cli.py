@@ -11,9 +11,9 @@ from typing import NoReturn
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
-from rigaudit.tools.errors import RigauditError
-from rigaudit.tools.printable import printable
-from rigaudit.tools.version import rigaudit_version
+from rigaudit.tools.core.errors import RigauditError
+from rigaudit.tools.core.printable import printable
+from rigaudit.tools.core.version import rigaudit_version
 
 _ORDER = (
     "audit",

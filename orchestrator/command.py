@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 
 class Command(Record):

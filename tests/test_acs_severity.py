@@ -15,7 +15,7 @@ from dataclasses import replace
 import anyio
 import pytest
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES, faults

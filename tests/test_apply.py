@@ -8,13 +8,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan
-from rigaudit.orchestrator.approval import Gate, ScriptedConsole
+from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan
+from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole
+from rigaudit.tools.actions.journal import Journal, read_journal
 from rigaudit.tools.actions.rollback import rollback
-from rigaudit.tools.errors import NotApprovedError
+from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.journal import Journal, read_journal
 from rigaudit.tools.model.events.apply import ApprovalDecided, ChangeApplied
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction

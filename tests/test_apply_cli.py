@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.journal import read_journal
+from rigaudit.tools.actions.journal import read_journal
 from tests.support.apply import CPUIDLE, GPUS, NUMA, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 
@@ -20,7 +20,7 @@ def ram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for folder in fast_tmp(tmp_path):
         monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
         monkeypatch.chdir(folder)
-        monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
+        monkeypatch.setattr("rigaudit.orchestrator.change.approval.is_interactive", lambda: False)
         yield folder
 
 

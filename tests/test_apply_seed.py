@@ -16,7 +16,7 @@ def ram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for folder in fast_tmp(tmp_path):
         monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
         monkeypatch.chdir(folder)
-        monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
+        monkeypatch.setattr("rigaudit.orchestrator.change.approval.is_interactive", lambda: False)
         yield folder
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.orchestrator.approval import Gate, ScriptedConsole, StepView, require_approval
-from rigaudit.tools.errors import NotApprovedError
+from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole, StepView, require_approval
+from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.model.events.apply import ApprovalDecided
 from rigaudit.tools.model.events.union import Event
 

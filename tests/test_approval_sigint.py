@@ -17,7 +17,7 @@ from types import FrameType, SimpleNamespace
 
 import pytest
 
-from rigaudit.orchestrator.approval import TerminalConsole
+from rigaudit.orchestrator.change.approval import TerminalConsole
 
 
 class Noting:

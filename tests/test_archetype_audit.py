@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.base import CommandResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost

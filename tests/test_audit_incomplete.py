@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.audit import AuditFinished
@@ -33,7 +33,7 @@ def test_a_clean_audit_is_complete(seed_dir: Path) -> None:
 def test_exit_status_4_unless_a_problem_fails_first(
     seed_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_on: str | None, code: int
 ) -> None:
-    monkeypatch.setattr("rigaudit.orchestrator.audit.select", lambda areas: [NUMA, BROKEN])
+    monkeypatch.setattr("rigaudit.orchestrator.audit.run.select", lambda areas: [NUMA, BROKEN])
     out, transcript = tmp_path / "a.json", tmp_path / "t.jsonl"
     argv = ["audit", "--snapshot", str(seed_dir), "--no-live", "--json", str(out), "--transcript", str(transcript)]
     assert main(argv + (["--fail-on", fail_on] if fail_on else [])) == code

@@ -10,12 +10,12 @@ import pytest
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem
 from rigaudit.agents.investigator import Investigator
-from rigaudit.orchestrator.audit import AuditControl, AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditControl, AuditOptions, run_audit
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.audit import InvestigatorFinished, ToolCall
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Fix, SysctlAction
-from rigaudit.tools.probe import Probe
 
 
 def _check(check_id: str) -> Check:
@@ -93,7 +93,7 @@ def test_cancel_keeps_finished_work(seed_dir: Path) -> None:
 def test_tool_calls_are_made_only_for_a_listener(seed_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each read becomes a ToolCall event (redacted, digested) for the terminal or the transcript; with nobody
     listening (``rigaudit check`` without --transcript) none is made: that was a fifth of a seed check's work."""
-    from rigaudit.orchestrator import audit
+    from rigaudit.orchestrator.audit import run as audit
 
     made: list[str] = []
     real = audit.tool_call_from_probe

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.orchestrator.approval import Gate
-from rigaudit.orchestrator.bench_ab import AbOptions, Load, ab_steps, arms_for, run_ab
+from rigaudit.orchestrator.bench.ab import AbOptions, Load, ab_steps, arms_for, run_ab
+from rigaudit.orchestrator.change.approval import Gate
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.actions.rollback import pending_changes
 from rigaudit.tools.bench.ab import analyze
 from rigaudit.tools.bench.loadgen import LoadSpec
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.journal import read_journal
 from rigaudit.tools.model.plan import Plan
 from tests.support.bench_ab import (
     FAST,
@@ -49,7 +49,7 @@ LOAD = ["--concurrency", "1,2", "--requests", "3", "--max-tokens", "8", "--warmu
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
+    monkeypatch.setattr("rigaudit.orchestrator.change.approval.is_interactive", lambda: False)
     make_snapshot(tmp_path / "src")
     make_plan(tmp_path / "plan.json")
     yield tmp_path
@@ -60,7 +60,7 @@ def speed(work: Path, monkeypatch: pytest.MonkeyPatch) -> SpeedClient:
     """The command line as it is, its load sent through the scripted client and timed on its clock."""
     client = SpeedClient(work / "copy")
     load = Load(client.connect, client.clock)
-    monkeypatch.setattr("rigaudit.orchestrator.bench_ab.run_ab", functools.partial(run_ab, load=load))
+    monkeypatch.setattr("rigaudit.orchestrator.bench.ab.run_ab", functools.partial(run_ab, load=load))
     return client
 
 

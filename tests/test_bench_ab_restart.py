@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.orchestrator.approval import Gate
 from rigaudit.orchestrator.bench_restart import RestartOptions, plan_power, run_restart_ab
+from rigaudit.orchestrator.change.approval import Gate
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.bench.ab import analyze
 from rigaudit.tools.bench.compare import Settings
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.power import cycles_for, detectable
 from rigaudit.tools.bench.restart import ArmCommand, parse_arms
-from rigaudit.tools.errors import NotApprovedError, UsageError
-from rigaudit.tools.journal import read_journal
+from rigaudit.tools.core.errors import NotApprovedError, UsageError
 from rigaudit.tools.testing.restart_fake import RestartedServer
 
 SPEC = LoadSpec(base_url="http://127.0.0.1:9", model="m", concurrency=(1,), requests=3, max_tokens=8, warmup=1)
@@ -118,7 +118,7 @@ def test_nothing_answering_before_the_first_restart_is_refused(server: Restarted
 
 
 def test_not_approved_restarts_nothing(server: RestartedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
+    monkeypatch.setattr("rigaudit.orchestrator.change.approval.is_interactive", lambda: False)
     with pytest.raises(NotApprovedError):
         gate = Gate("", assume_yes=False)
         run_restart_ab(_arms(server, "base", "fix"), SPEC, gate, tmp_path / "j", RestartOptions(), Settings())

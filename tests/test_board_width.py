@@ -10,10 +10,10 @@ import anyio
 import pytest
 from rich.console import Console, RenderableType
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table, plan_table
-from rigaudit.tools.action_text import describe
+from rigaudit.tools.actions.text import describe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
 from rigaudit.tools.model.finding import Finding

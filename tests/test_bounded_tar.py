@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.tools.bounded_tar import Refusal
+from rigaudit.tools.files.bounded_tar import Refusal
 from rigaudit.tools.remote import tarstream
 from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar
 from rigaudit.tools.share import BundleError, _unpack, unpack_bundle

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.identity import machine_digest
+from rigaudit.orchestrator.hosts.identity import machine_digest
 from rigaudit.tools.bench import calibration as store
 from rigaudit.tools.bench import loadgen
 from rigaudit.tools.bench.calibration import calibrate, calibrations_dir, find, key, load_calibration, mismatch, save

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.tools.journal import read_journal
+from rigaudit.tools.actions.journal import read_journal
 from tests.support.apply import CPUIDLE, NUMA, mini_seed, read, seed_plan
 from tests.support.tty import CTRL_D, spawn
 

@@ -17,7 +17,7 @@ import pytest
 from rigaudit.agents.llm.testing import ScriptedModel
 from rigaudit.agents.llm.testing.server import Reply, call, say
 from rigaudit.agents.llm.usage import UsageBook
-from rigaudit.orchestrator.approval import ScriptedConsole
+from rigaudit.orchestrator.change.approval import ScriptedConsole
 from rigaudit.orchestrator.chat.coordinator import ChatSettings, Coordinator
 from rigaudit.orchestrator.chat.planner import LlmPlanner
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server

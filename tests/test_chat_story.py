@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, calls, fail, say
-from rigaudit.orchestrator.approval import ScriptedConsole
+from rigaudit.orchestrator.change.approval import ScriptedConsole
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server

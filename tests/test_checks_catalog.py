@@ -17,12 +17,12 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok
 from rigaudit.agents.investigator import AnyInvestigator, Investigator
 from rigaudit.agents.registry import all_investigators, area_names, resolve_areas
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.probe import Probe
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "checks.md"

@@ -18,7 +18,7 @@ from rigaudit.tools.bench.machine import same_container
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.bench.sessions import Between, anova, log_sessions, needed, nested
 from rigaudit.tools.bench.stats import t_quantile, t_two_sided_p, welch
-from rigaudit.tools.bounded import InputError
+from rigaudit.tools.files.bounded import InputError
 from rigaudit.tools.testing.bench_pairs import Session, session_result
 from tests.support.bench_files import write_results
 

@@ -1,6 +1,6 @@
 """One reading of "is this a container": the audit's platform layers and the benchmarks' container token agree.
 
-Both read :mod:`rigaudit.tools.container_signs`. Before, the token had signs of its own: it took an empty
+Both read :mod:`rigaudit.tools.hosts.container_signs`. Before, the token had signs of its own: it took an empty
 ``/.dockerenv`` in a disk image for a container (the audit set it aside) and missed an LXC container known by its
 cgroup alone (the audit saw it), so a calibration was keyed by a container the audit said was not there, or not.
 """
@@ -15,9 +15,9 @@ import pytest
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.facts.platform_signals import environ_vars
 from rigaudit.tools.bench.machine import CONTAINER_NONE, container_token
-from rigaudit.tools.container_signs import cgroup_container, cgroup_engine_id, cgroup_runtime
+from rigaudit.tools.hosts.container_signs import cgroup_container, cgroup_engine_id, cgroup_runtime
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.probe import Probe
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec

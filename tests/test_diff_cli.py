@@ -82,7 +82,7 @@ def test_two_snapshots_compare_findings_and_values(
     async def cached(host: SnapshotHost, **_: object) -> AuditResult:  # audited once already (the share tests audit bundles)
         return audited(host.root)[0]
 
-    monkeypatch.setattr("rigaudit.orchestrator.diff.run_audit", cached)
+    monkeypatch.setattr("rigaudit.orchestrator.audit.diff.run_audit", cached)
     out = tmp_path / "d.json"
     assert main(["diff", str(SEED), str(sides["after"]), "--json", str(out), "--rows", "2"]) == 1
     doc = json.loads(out.read_text())

@@ -1,4 +1,4 @@
-"""One exception root: every error of rigaudit is a RigauditError, drawn in tools/errors.py, caught once."""
+"""One exception root: every error of rigaudit is a RigauditError, drawn in tools/core/errors.py, caught once."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 import rigaudit
 from rigaudit.orchestrator import cli
-from rigaudit.tools import errors
-from rigaudit.tools.errors import NotApprovedError, OperationError, RigauditError, UsageError
+from rigaudit.tools.core import errors
+from rigaudit.tools.core.errors import NotApprovedError, OperationError, RigauditError, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 _DRAWN = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>[A-Z]\w+)\s+(?P<code>\d)\s")
@@ -61,7 +61,7 @@ def test_the_docstring_draws_the_whole_tree() -> None:
     drawn = _drawn_tree()
     assert drawn["RigauditError"] == (None, 1)
     public = {cls.__name__: cls for cls in CLASSES.values() if not cls.__name__.startswith("_")}
-    assert sorted(set(public) - set(drawn)) == [], "draw every public error in tools/errors.py"
+    assert sorted(set(public) - set(drawn)) == [], "draw every public error in tools/core/errors.py"
     assert sorted(set(drawn) - set(public)) == [], "the drawing names an error that does not exist"
     for name, cls in public.items():
         parent, code = drawn[name]
@@ -113,7 +113,7 @@ def test_the_rewrap_finder_finds_one() -> None:
     source = "try:\n    f()\nexcept KeyError as exc:\n    raise UsageError(str(exc)) from None\n"
     assert _rewraps(source) == [(4, "KeyError", "UsageError")]
     assert _narrows("rigaudit.tools.hosts.snapshot", "InputError", "SnapshotError")
-    assert not _narrows("rigaudit.orchestrator.diff", "SnapshotError", "UsageError")
+    assert not _narrows("rigaudit.orchestrator.audit.diff", "SnapshotError", "UsageError")
     assert _rewraps("try:\n    f()\nexcept KeyError as exc:\n    raise UsageError(f'--x: {exc}') from None\n") == []
 
 

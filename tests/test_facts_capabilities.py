@@ -15,8 +15,8 @@ from rigaudit.agents.facts.mig import GpuMig, collect_mig, mig_devices
 from rigaudit.agents.facts.pending_reboot import PendingReboot, collect_pending_reboot
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma, describe_nics
 from rigaudit.agents.facts.serving import largest_tp, tensor_parallel
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.probe import Probe
 from tests.support.fakesnap import write_snapshot
 
 

@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.probe import Probe
 from tests.support.fakesnap import write_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"

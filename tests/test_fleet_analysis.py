@@ -16,7 +16,7 @@ from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.events.fleet import FleetFinished, HostAudited, HostFailed
 from rigaudit.tools.model.events.union import Event

@@ -19,7 +19,7 @@ import pytest
 
 from rigaudit.orchestrator.commands.snapshot import COMMAND as SNAPSHOT
 from rigaudit.orchestrator.fleet.targets import parse_hosts
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.remote.framing import FRAMER, TAG, FrameReader
 from rigaudit.tools.remote.payload import MODULES, build_payload, framed_payload
@@ -282,7 +282,7 @@ def test_snapshot_stdout_streams_a_prepared_snapshot(
 def test_snapshot_stdout_records_this_machine(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rigaudit.orchestrator.snapshots as snapshot_command
+    import rigaudit.orchestrator.hosts.snapshots as snapshot_command
 
     seed = VM
     monkeypatch.delenv("RIGAUDIT_SNAPSHOT_SOURCE", raising=False)

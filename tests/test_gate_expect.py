@@ -8,7 +8,7 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.expect import KEYS, MAX_FILE_BYTES, parse_expectations
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.check import CheckResult
 from tests.support.fleet import degrade_link

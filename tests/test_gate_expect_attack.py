@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.gate.expect import load_expectations, parse_expectations
-from rigaudit.tools.bounded import InputError
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.files.bounded import InputError
 
 
 @pytest.mark.parametrize("value", ["58\x00*", "\x1b]0;title\x07*", "580.*\x7f", "H200\u202e"])

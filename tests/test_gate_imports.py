@@ -25,7 +25,7 @@ import pydantic
 from rigaudit.tools.model.events.base import BaseEvent
 from rigaudit.tools.policy import POLICY
 from rigaudit.tools.policy.globs import Globs
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 built = [n for name, m in list(sys.modules.items()) if name.startswith("rigaudit.tools.model.events.")
          for n, c in vars(m).items() if isinstance(c, type) and issubclass(c, pydantic.BaseModel)
          and c.__module__ == name and c is not BaseEvent and c.__pydantic_complete__]
@@ -54,11 +54,11 @@ HEAVY = (
     "rigaudit.agents.llm",
     "rigaudit.transcripts.writer",
     "rigaudit.transcripts.store",
-    "rigaudit.orchestrator.session",
+    "rigaudit.orchestrator.session.core",
     "rigaudit.orchestrator.ui",
     "rigaudit.orchestrator.chat",
     "rigaudit.orchestrator.fleet",
-    "rigaudit.orchestrator.report",
+    "rigaudit.orchestrator.report.document",
     "rigaudit.tools.share",
     "rigaudit.tools.actions",
     "rigaudit.tools.bench.p2p",
@@ -83,7 +83,7 @@ bug or an LLM's failure) and the brains (the rules alone need none)."""
 ONLY_WHEN_ASKED = (
     "rigaudit.orchestrator.gate.expect",
     "rigaudit.orchestrator.gate.prometheus",
-    "rigaudit.orchestrator.output",
+    "rigaudit.orchestrator.report.output",
 )
 """What the gate imports only for --expect, --prometheus and --json."""
 
@@ -156,7 +156,7 @@ def test_a_check_builds_only_the_events_it_emits(gate_run: dict[str, object]) ->
 def test_a_check_creates_its_records_without_generating_code(gate_run: dict[str, object]) -> None:
     """A frozen dataclass costs CPython 3.11/3.12 about 4 M instructions to create (six methods compiled from
     source), a ``typing.NamedTuple`` about 1 M (its ``__new__`` and every string annotation compiled), a
-    :class:`~rigaudit.tools.record.Record` about 0.1 M: the gate's path holds only records."""
+    :class:`~rigaudit.tools.core.record.Record` about 0.1 M: the gate's path holds only records."""
     created, records = gate_run["dataclasses"], gate_run["records"]
     assert isinstance(created, list) and isinstance(records, list)
     assert len(records) > 100, len(records)
@@ -269,7 +269,7 @@ def test_pydantic_s_loader_is_stood_in_for_only_while_plugins_are_off() -> None:
 
 def test_a_live_host_opens_without_the_snapshot_reader() -> None:
     program = (
-        "import argparse, sys; from rigaudit.orchestrator.hosts import open_host; "
+        "import argparse, sys; from rigaudit.orchestrator.hosts.choose import open_host; "
         "print(type(open_host(argparse.Namespace())).__name__, 'rigaudit.tools.hosts.snapshot' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)

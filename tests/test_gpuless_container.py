@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 CPUINFO = "".join(

@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.pci import ACS_ID, AER_ID, parse_config
-from rigaudit.tools.probe import Probe
 from tests.hostgen import ARCHETYPES, build, faults
 from tests.hostgen.cache import built as build_once
 from tests.hostgen.cache import snapshot

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.tools.actions.targets import PciRegisterTarget, ValueFileTarget
-from rigaudit.tools.journal import (
+from rigaudit.tools.actions.journal import (
     JOURNAL_SCHEMA,
     Approval,
     Journal,
@@ -17,6 +16,7 @@ from rigaudit.tools.journal import (
     default_journal_path,
     read_journal,
 )
+from rigaudit.tools.actions.targets import PciRegisterTarget, ValueFileTarget
 
 NUMA = ValueFileTarget(path="/proc/sys/kernel/numa_balancing", value="0", label="kernel.numa_balancing")
 

@@ -15,7 +15,7 @@ from rigaudit.agents.llm.prompt import SAFETY_PREAMBLE, summarize_evidence
 from rigaudit.agents.llm.testing import ScriptedModel
 from rigaudit.agents.llm.testing.server import Reply, call, final, say
 from rigaudit.agents.registry import select
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.chat import LlmExchange, Message
 from rigaudit.tools.model.events.session import Warning_

@@ -26,7 +26,7 @@ from rigaudit.agents.llm.testing import ScriptedModel
 from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call, fail, final
 from rigaudit.agents.llm.usage import TEMPLATE_TOKENS, UsageBook
 from rigaudit.agents.registry import select
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.model.audit import AuditResult
 from tests.test_llm_support import SeedHost, rule_findings
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.llm import LLMBrain
-from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args, config_path, llm_config_from_args
-from rigaudit.tools.errors import UsageError
+from rigaudit.orchestrator.options.llm import add_llm_arguments, brain_from_args, config_path, llm_config_from_args
+from rigaudit.tools.core.errors import UsageError
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -104,8 +104,8 @@ def test_llm_without_a_server_is_one_clear_usage_error() -> None:
 
     import pytest
 
-    from rigaudit.orchestrator.llm_options import add_llm_arguments, llm_config_from_args
-    from rigaudit.tools.errors import UsageError
+    from rigaudit.orchestrator.options.llm import add_llm_arguments, llm_config_from_args
+    from rigaudit.tools.core.errors import UsageError
 
     parser = argparse.ArgumentParser()
     add_llm_arguments(parser)

@@ -87,7 +87,7 @@ def hijacked(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, AuditResult
 
 
 def _rules_only() -> AuditResult:
-    from rigaudit.orchestrator.suggestions import plan_findings
+    from rigaudit.orchestrator.audit.suggestions import plan_findings
 
     findings = [Finding.model_validate(f) for f in rule_findings(AREAS)]
     plan, _ = plan_findings(findings)
@@ -142,8 +142,8 @@ def test_model_problems_count_toward_fail_on_only_with_fail_on_llm(tmp_path: Pat
 
 
 def test_a_model_fix_never_carries_an_action_and_the_apply_never_runs_it() -> None:
-    from rigaudit.orchestrator.apply import ApplyOptions, classify
-    from rigaudit.orchestrator.suggestions import plan_findings
+    from rigaudit.orchestrator.audit.suggestions import plan_findings
+    from rigaudit.orchestrator.change.apply import ApplyOptions, classify
 
     rules = [Finding.model_validate(f) for f in rule_findings(["numa"])]
     action = SysctlAction(key="kernel.numa_balancing", value="1")

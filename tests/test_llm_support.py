@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.registry import select
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.base import CommandResult, FileResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import anyio
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot

@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.pci import PciConfig, PciConfigError, parse_config
 from rigaudit.tools.pci.sysfs import read_config
-from rigaudit.tools.probe import Probe
 
 GPU = "0000:03:00.0"
 ROOT_PORT = "0000:00:01.1"

@@ -7,10 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.pci import PciRegisterError, apply_masked, parse_config, register_offset, register_write
 from rigaudit.tools.pci.sysfs import config_path, read_config
-from rigaudit.tools.probe import Probe
 from tests.support.mutate import light_copy, materialize
 
 GPU = "0000:03:00.0"

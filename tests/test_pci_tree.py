@@ -6,10 +6,10 @@ from pathlib import Path
 
 import anyio
 
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.pci import bridges_above, bridges_between, common_upstream, device_chain, root_complex
 from rigaudit.tools.pci.sysfs import read_chain, read_driver
-from rigaudit.tools.probe import Probe
 
 TARGET = "../../../devices/pci0000:00/0000:00:01.1/0000:01:00.0/0000:02:00.0/0000:03:00.0"
 

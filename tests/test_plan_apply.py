@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.apply import AfterStep, ApplyOptions, ApplyReport, StepReport, apply_plan, go_on, load_plan_file
-from rigaudit.orchestrator.approval import Gate, ScriptedConsole
-from rigaudit.tools.errors import UsageError
-from rigaudit.tools.journal import read_journal
+from rigaudit.orchestrator.change.apply import AfterStep, ApplyOptions, ApplyReport, StepReport, apply_plan, go_on, load_plan_file
+from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole
+from rigaudit.tools.actions.journal import read_journal
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.finding import CommandAction, SysctlAction, SysfsWriteAction
 from rigaudit.tools.model.plan import Plan, PlanStep, StepEdge
 from tests.support.apply import CPUIDLE, NUMA, MemoryHost, fast_tmp
@@ -189,8 +189,8 @@ def test_the_emitted_script_keeps_the_graph_order_and_holds_back_what_waits(ram:
 
 
 def test_a_blocked_step_says_why_on_the_terminal_and_in_the_report(ram: Path) -> None:
-    from rigaudit.orchestrator.apply_run import finished
-    from rigaudit.orchestrator.sections import apply_section
+    from rigaudit.orchestrator.change.apply_run import finished
+    from rigaudit.orchestrator.change.sections import apply_section
     from rigaudit.orchestrator.ui.lines import apply_lines
 
     plan = Plan(steps=(_step("a.first"), _step("a.second", what="swap", edges=(StepEdge(kind="requires", step="a.first"),))))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.orchestrator.plan.text import plan_gain, plan_opening
-from rigaudit.orchestrator.planner import build_plan
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.finding import Finding, Fix, Gain, SysctlAction
 

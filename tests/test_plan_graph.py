@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.orchestrator.planner import build_plan
+from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, Gain, SysctlAction
 from rigaudit.tools.model.plan import Plan, PlanStep, StepEdge
 
@@ -166,7 +166,7 @@ def test_a_model_finding_cannot_make_a_rule_step_wait_or_reorder_it() -> None:
 def test_an_audit_json_of_an_earlier_release_loads_and_the_schema_publishes_the_graph() -> None:
     from pathlib import Path
 
-    from rigaudit.orchestrator.apply import load_plan_file
+    from rigaudit.orchestrator.change.apply import load_plan_file
     from rigaudit.tools.model.audit import AuditResult
 
     old = Path(__file__).parent.parent / "docs" / "validation" / "h200x2" / "audit.json"

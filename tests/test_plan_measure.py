@@ -6,9 +6,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from rigaudit.orchestrator.audit import run_audit
-from rigaudit.orchestrator.planner import build_plan
-from rigaudit.orchestrator.report import render_report
+from rigaudit.orchestrator.audit.run import run_audit
+from rigaudit.orchestrator.plan.planner import build_plan
+from rigaudit.orchestrator.report.document import render_report
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction

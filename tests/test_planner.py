@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.orchestrator.planner import build_plan, rank
+from rigaudit.orchestrator.plan.planner import build_plan, rank
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, SysctlAction
 
 

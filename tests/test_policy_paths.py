@@ -12,11 +12,11 @@ import pytest
 
 from rigaudit.agents.llm.functions import ModelFunctions
 from rigaudit.tools.hosts.local import LocalHost
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.policy import LEXICAL, LIVE, Verdict, filesystem_for, paths, vet_argv, vet_command_line
 from rigaudit.tools.policy.resolve import resolve
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.shell import SandboxedShell
+from rigaudit.tools.policy.shell import SandboxedShell
 from tests.support.policy_host import MODEL_HOST
 
 SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
@@ -189,7 +189,7 @@ def test_vetting_that_hangs_on_the_file_system_is_refused(monkeypatch: pytest.Mo
         release.wait(30)
         return Verdict("allow", "never seen", ("true",), "x")
 
-    monkeypatch.setattr("rigaudit.tools.shell.VET_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("rigaudit.tools.policy.shell.VET_TIMEOUT_S", 0.05)
     shell = SandboxedShell(SnapshotHost(SEED), policy=stuck)
     try:
         outcome = anyio.run(shell.execute, "cat /etc/pve/lxc/101.conf")

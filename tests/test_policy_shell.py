@@ -11,7 +11,7 @@ import anyio
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.policy import Verdict
-from rigaudit.tools.shell import SandboxedShell, ShellOutcome, cap_text
+from rigaudit.tools.policy.shell import SandboxedShell, ShellOutcome, cap_text
 
 
 class FakeHost:

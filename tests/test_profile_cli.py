@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 import pytest
 
-from rigaudit.orchestrator.bench import Outputs
+from rigaudit.orchestrator.bench.explain import ProfileOptions, run_profile
+from rigaudit.orchestrator.bench.run import Outputs
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.explain import ProfileOptions, run_profile
-from rigaudit.orchestrator.report import LATER_SECTIONS, PLACEHOLDER
+from rigaudit.orchestrator.report.document import LATER_SECTIONS, PLACEHOLDER
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.model_spec import model_spec
@@ -66,7 +66,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
     client, gpus = _scripted(0.010, 0.004, nvlink_gbs=20.0)
     with pytest.MonkeyPatch.context() as patch:
         seam = functools.partial(run_profile, open_host=lambda: InLoopHost(gpus), load=client.load())
-        patch.setattr("rigaudit.orchestrator.explain.run_profile", seam)
+        patch.setattr("rigaudit.orchestrator.bench.explain.run_profile", seam)
         out, report = folder / "profile.json", folder / "system-improve.md"
         later = "\n\n".join(f"## {title}\n\n{PLACEHOLDER}" for title in LATER_SECTIONS)  # as the audit writes it
         report.write_text(f"# System improvement plan: test\n\n{later}\n")

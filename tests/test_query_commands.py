@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from rigaudit.orchestrator.audit.diff import diff_event, diff_json
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.diff import diff_event, diff_json
-from rigaudit.orchestrator.output import warn
+from rigaudit.orchestrator.report.output import warn
 from rigaudit.tools.diffing import SideInfo, diff_document, diff_findings
 from rigaudit.tools.model.finding import Finding
 from tests.support.query_events import query_events

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.audit import run_audit
-from rigaudit.orchestrator.rediagnose import rediagnose
+from rigaudit.orchestrator.audit.rediagnose import rediagnose
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.audit import InvestigatorFinished

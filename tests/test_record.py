@@ -1,4 +1,4 @@
-"""``rigaudit.tools.record.Record``: what a frozen dataclass gives, made without compiling code."""
+"""``rigaudit.tools.core.record.Record``: what a frozen dataclass gives, made without compiling code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from rigaudit.tools.record import Record, as_dict, field, field_types, replace
+from rigaudit.tools.core.record import Record, as_dict, field, field_types, replace
 
 
 class Point(Record):

@@ -16,14 +16,14 @@ from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.investigator import Investigator
 from rigaudit.agents.registry import all_investigators
 from rigaudit.orchestrator import cli
-from rigaudit.orchestrator import snapshots as snapshot_command
+from rigaudit.orchestrator.hosts import snapshots as snapshot_command
 from rigaudit.tools.hosts import snapshot_writer
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.local import LocalHost
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.hosts.snapshot_writer import SnapshotTargetError, SnapshotWriteError
-from rigaudit.tools.probe import Probe
 from rigaudit.tools.redact import REDACTED, redact_cmdline, redact_environ, redact_file, redact_text
 
 Op = tuple[str, Any]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from rigaudit.orchestrator.change.timed_prompt import read_line
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.timed_prompt import read_line
 
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"
 

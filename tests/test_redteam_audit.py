@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 

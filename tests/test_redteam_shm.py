@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.investigators.container import INVESTIGATOR
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES

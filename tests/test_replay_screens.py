@@ -21,13 +21,13 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from rigaudit.orchestrator.bench_ab import Load, run_ab
+from rigaudit.orchestrator.audit.diff import diff_json
+from rigaudit.orchestrator.audit.rediagnose import rediagnose_json
+from rigaudit.orchestrator.bench.ab import Load, run_ab
+from rigaudit.orchestrator.bench.explain import run_profile
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.diff import diff_json
-from rigaudit.orchestrator.explain import run_profile
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
-from rigaudit.orchestrator.rediagnose import rediagnose_json
-from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
 from rigaudit.tools.hosts.fake_nvml import FakeGpu
@@ -103,7 +103,7 @@ def test_snapshot_share(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 def test_snapshot(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rigaudit.tools.hosts.snapshot import SnapshotHost
 
-    monkeypatch.setattr("rigaudit.orchestrator.snapshots.make_host", lambda: SnapshotHost(SMALL))
+    monkeypatch.setattr("rigaudit.orchestrator.hosts.snapshots.make_host", lambda: SnapshotHost(SMALL))
     t = tmp_path / "snapshot.jsonl"
     argv = ["snapshot", "-o", str(tmp_path / "snap"), "--transcript", str(t)]
     capsys.readouterr()
@@ -267,12 +267,12 @@ def test_check_quiet_replays_its_one_line(capsys: pytest.CaptureFixture[str], se
 
 def test_bench_ab(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setattr("rigaudit.orchestrator.approval.is_interactive", lambda: False)
+    monkeypatch.setattr("rigaudit.orchestrator.change.approval.is_interactive", lambda: False)
     make_snapshot(tmp_path / "src")
     make_plan(tmp_path / "plan.json")
     client = SpeedClient(tmp_path / "copy")  # the load on a scripted client and clock: the same figures on any machine
     monkeypatch.setattr(
-        "rigaudit.orchestrator.bench_ab.run_ab", functools.partial(run_ab, load=Load(client.connect, client.clock))
+        "rigaudit.orchestrator.bench.ab.run_ab", functools.partial(run_ab, load=Load(client.connect, client.clock))
     )
     t = tmp_path / "ab.jsonl"
     argv = ["bench", "ab", "--plan", str(tmp_path / "plan.json"), "--only", "vm.swappiness", "--snapshot", str(tmp_path / "src")]
@@ -301,7 +301,7 @@ def test_profile_then_explain(capsys: pytest.CaptureFixture[str], tmp_path: Path
     serving = FakeGpu(pids=[1], clock=clock)
     client = GpuClient(serving, 0.010, 0.010, 0.004, clock)
     seam = functools.partial(run_profile, open_host=lambda: InLoopHost([FakeGpu(clock=clock), serving]), load=client.load())
-    monkeypatch.setattr("rigaudit.orchestrator.explain.run_profile", seam)
+    monkeypatch.setattr("rigaudit.orchestrator.bench.explain.run_profile", seam)
     out, t = tmp_path / "profile.json", tmp_path / "profile.jsonl"
     argv = ["bench", "inference", "--base-url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1", "--requests", "4"]
     argv += ["--max-tokens", "16", "--prompt-tokens", "8", "--warmup", "1", "--profile", "--profile-interval-ms", "20"]

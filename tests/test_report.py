@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigaudit.orchestrator.planner import build_plan
-from rigaudit.orchestrator.report import PLACEHOLDER, append_section, render_report, write_report
+from rigaudit.orchestrator.plan.planner import build_plan
+from rigaudit.orchestrator.report.document import PLACEHOLDER, append_section, render_report, write_report
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysctlAction
 
@@ -97,7 +97,7 @@ def test_append_section_replaces_placeholder_then_appends(tmp_path: Path) -> Non
 def test_writing_to_a_device_never_replaces_it() -> None:
     import stat
 
-    from rigaudit.tools.atomic import atomic_write_text
+    from rigaudit.tools.files.atomic import atomic_write_text
 
     atomic_write_text(Path("/dev/null"), "discarded\n")
     assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)

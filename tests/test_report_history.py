@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.identity import HostIdentity, machine_digest, product_digest
-from rigaudit.orchestrator.report import ReportRefused, append_section, archive_name, choose_report, report_host
+from rigaudit.orchestrator.hosts.identity import HostIdentity, machine_digest, product_digest
+from rigaudit.orchestrator.report.document import ReportRefused, append_section, archive_name, choose_report, report_host
 from tests.conftest import SEED
 from tests.support.apply import mini_seed, seed_plan
 

@@ -10,13 +10,13 @@ import pytest
 from rich.console import Console, RenderableType
 
 from rigaudit.agents.facts.pcie_tree import collect_pcie_tree
-from rigaudit.orchestrator import plots
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.plots import INSTALL_HINT, draw_nccl, draw_p2p, picture_markdown
+from rigaudit.orchestrator.report import plots
+from rigaudit.orchestrator.report.plots import INSTALL_HINT, draw_nccl, draw_p2p, picture_markdown
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap, pcie_tree, roofline_bar
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.audit import PcieDevice
-from rigaudit.tools.probe import Probe
 from tests.conftest import FIXTURES, SEED
 
 PNG = b"\x89PNG\r\n\x1a\n"

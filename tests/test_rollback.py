@@ -14,9 +14,9 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions.journal import Journal, read_journal
 from rigaudit.tools.actions.rollback import pending_changes, rollback
 from rigaudit.tools.actions.targets import ValueFileTarget
-from rigaudit.tools.journal import Journal, read_journal
 from tests.support import paused_apply
 from tests.support.apply import CPUIDLE, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 

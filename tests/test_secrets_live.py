@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator import snapshots as snapshot_command
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
+from rigaudit.orchestrator.hosts import snapshots as snapshot_command
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost

@@ -25,9 +25,9 @@ import anyio
 import pytest
 
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, final
-from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools import record
+from rigaudit.orchestrator.hosts import snapshots as snapshot_command
+from rigaudit.tools.core import record
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
 from tests.support.diff import SEED, scratch
@@ -229,7 +229,7 @@ def test_the_bundle_counts_are_the_replacements_it_holds(outputs: Outputs) -> No
 
 
 def test_the_bundle_of_planted_identities_audits_to_the_same_findings(outputs: Outputs) -> None:
-    from rigaudit.orchestrator.audit import run_audit
+    from rigaudit.orchestrator.audit.run import run_audit
     from rigaudit.tools.share import unpack_bundle
 
     target = outputs.work / "unpacked"

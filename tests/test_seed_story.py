@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from rigaudit.agents.registry import all_investigators
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.diff import load_side
+from rigaudit.orchestrator.audit.diff import load_side
 from rigaudit.tools.hosts.snapshot import SnapshotError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding

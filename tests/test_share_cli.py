@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.orchestrator import snapshots as snapshot_command
 from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.hosts import snapshots as snapshot_command
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 
 UUID = "GPU-9a807d56-52cc-4e07-26b2-4b15f3398b9b"

@@ -10,11 +10,11 @@ from pathlib import Path
 import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.audit import ToolCall
 from rigaudit.tools.model.events.session import SessionStarted
 from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.probe import Probe
 from rigaudit.transcripts.rebuild import NOT_RECORDED, rebuild_snapshot, verify_rebuild
 from rigaudit.transcripts.tool_calls import host_result, tool_call_from_probe
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.tools.journal import read_journal
+from rigaudit.tools.actions.journal import read_journal
 from tests.support import paused_apply
 from tests.support.apply import NUMA, mini_seed, read, seed_plan
 from tests.support.tty import CTRL_C, CTRL_D, spawn

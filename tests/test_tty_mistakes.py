@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.orchestrator.arguments import normalize_url
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.errors import UsageError
+from rigaudit.orchestrator.options.arguments import normalize_url
+from rigaudit.tools.core.errors import UsageError
 from tests.conftest import SEED
 
 

@@ -266,7 +266,7 @@ def test_the_rollback_approval_lists_the_changes(
         seen.extend(details)
         raise SystemExit(0)
 
-    monkeypatch.setattr("rigaudit.orchestrator.rollback.require_approval", approve)
+    monkeypatch.setattr("rigaudit.orchestrator.change.rollback.require_approval", approve)
     with pytest.raises(SystemExit):
         _rollback(work, applied[2], capsys)
     assert f"write '1\\n' to {NUMA}" in seen

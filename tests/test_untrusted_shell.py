@@ -10,10 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.action_text import describe, shell_lines
 from rigaudit.tools.actions.persist import persist_lines
 from rigaudit.tools.actions.script import ScriptStep, before_checks, render_script
 from rigaudit.tools.actions.targets import ModuleTarget, PciRegisterTarget, ValueFileTarget
+from rigaudit.tools.actions.text import describe, shell_lines
 from rigaudit.tools.model import names
 from rigaudit.tools.model.finding import (
     CommandAction,

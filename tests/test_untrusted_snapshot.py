@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.bounded import MAX_FILE_BYTES
+from rigaudit.tools.files.bounded import MAX_FILE_BYTES
 from rigaudit.tools.hosts.base import HostWriteError
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.share import share_bundle

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult

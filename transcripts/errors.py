@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.bounded import InputError
+from rigaudit.tools.files.bounded import InputError
 
 
 class TranscriptError(InputError):

@@ -16,16 +16,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.when import utc_stamp
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 from rigaudit.tools.hosts.links import resolve_links
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
+from rigaudit.tools.hosts.probe import HostOpResult
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
 from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
 from rigaudit.tools.model.events.session import SessionStarted
 from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.probe import HostOpResult
-from rigaudit.tools.record import Record, field
-from rigaudit.tools.when import utc_stamp
 from rigaudit.transcripts.tool_calls import decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"

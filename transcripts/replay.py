@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.record import Record
 
 DEFAULT_MAX_GAP_S = 2.0
 """A pause longer than this (a person thinking over an approval) is shortened to it."""

@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rigaudit.tools.bounded import InputError, JsonError, kind_of, loads, open_regular
-from rigaudit.tools.record import Record
-from rigaudit.tools.when import local_stamp
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.bounded import InputError, JsonError, kind_of, loads, open_regular
+from rigaudit.tools.files.when import local_stamp
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import HEADER_KEY, parse_version
 

@@ -11,8 +11,8 @@ import binascii
 from typing import Any
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.probe import HostOpResult
 from rigaudit.tools.model.events.audit import ToolCall
-from rigaudit.tools.probe import HostOpResult
 
 OPS = ("read", "list_dir", "readlink", "exists", "run", "nvml")
 

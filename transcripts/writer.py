@@ -17,9 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rigaudit.tools.core.version import rigaudit_version
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.redact import redact_json
-from rigaudit.tools.version import rigaudit_version
 from rigaudit.transcripts.format import make_header
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"

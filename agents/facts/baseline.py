@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.agents.facts.platform import detect_platform
-from rigaudit.tools.probe import Probe
+from rigaudit.tools.hosts.probe import Probe
 
 
 def _first_value(text: str | None, key: str) -> str | None:

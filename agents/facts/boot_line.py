@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import Action, CommandAction
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 Family = Literal["proxmox", "debian", "rhel", "suse", "unknown"]
 _RHEL = ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")

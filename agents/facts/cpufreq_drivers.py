@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 
 Availability = Literal["yes", "no", "unknown"]
 KernelVersion = tuple[int, int, int]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.pci import is_bdf
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 NVIDIA_VENDOR = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.probe import Probe, command_ref
+from rigaudit.tools.hosts.probe import Probe, command_ref
 
 DMESG = ("dmesg",)
 DMESG_REF = command_ref(DMESG)

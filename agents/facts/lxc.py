@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 
 NVIDIA_MAJOR = 195
 _NVIDIA_NODE = r"^/dev/nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-caps)$"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
-from rigaudit.tools.probe import Probe, dir_ref, nvml_ref
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref, nvml_ref
 
 CAPS = "/proc/driver/nvidia/capabilities"
 _NO_INSTANCE = 0xFFFFFFFF

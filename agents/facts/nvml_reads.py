@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import NvmlResult
-from rigaudit.tools.probe import Probe, nvml_ref
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.hosts.probe import Probe, nvml_ref
 
 
 class GpuReads(Record):

@@ -16,9 +16,9 @@ from rigaudit.agents.facts.peer_groups import Groups, server_groups
 from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.facts.serving import largest_tp
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, nvml_ref
 from rigaudit.tools.pci.sysfs import read_driver
-from rigaudit.tools.probe import Probe, nvml_ref
-from rigaudit.tools.record import Record
 
 P2P_READ_CAPS = 0
 """NVML_P2P_CAPS_INDEX_READ: ``nvmlDeviceGetP2PStatus(a, b, 0)`` is OK when the driver lets the pair peer."""

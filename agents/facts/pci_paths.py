@@ -10,10 +10,10 @@ from __future__ import annotations
 from itertools import combinations
 
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.pci import bridges_between
 from rigaudit.tools.pci.sysfs import read_chain, read_config
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 IOMMU_GROUPS = "/sys/kernel/iommu_groups"
 TRANSLATED = ("DMA", "DMA-FQ")

@@ -7,9 +7,9 @@ way from a root complex to a GPU or a NIC are its root port and, below it, switc
 
 from __future__ import annotations
 
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.pci.sysfs import PCI_DEVICES, read_chain
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 NVIDIA = "0x10de"
 KINDS = ("root", "port", "switch", "gpu", "nvswitch", "nic")

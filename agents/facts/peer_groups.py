@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rigaudit.agents.facts.processes import ServerScan, server_root, split_cmdline
 from rigaudit.agents.facts.serving import tensor_parallel
-from rigaudit.tools.probe import Probe
+from rigaudit.tools.hosts.probe import Probe
 
 Groups = tuple[frozenset[int], ...]
 _ACROSS_GPUS = (

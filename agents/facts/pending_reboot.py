@@ -13,8 +13,8 @@ import re
 
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
-from rigaudit.tools.probe import Probe, command_ref, file_ref
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
 
 REBOOT_REQUIRED = "/var/run/reboot-required"
 REBOOT_PKGS = "/var/run/reboot-required.pkgs"

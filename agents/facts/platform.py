@@ -24,11 +24,11 @@ from rigaudit.agents.facts.platform_signals import (
     environ_vars,
     has_hypervisor_flag,
 )
-from rigaudit.tools.container_signs import CONTAINER_NAMES, KUBE_SECRETS, Mounts, Signs, container_signs, parse_mounts
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.container_signs import CONTAINER_NAMES, KUBE_SECRETS, Mounts, Signs, container_signs, parse_mounts
+from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
 from rigaudit.tools.model.finding import Where
-from rigaudit.tools.probe import Probe, command_ref, file_ref
-from rigaudit.tools.record import Record
 
 PlatformKind = Literal["bare_metal", "vm", "lxc", "docker", "container", "unknown"]
 LayerKind = Literal["bare_metal", "vm", "container"]

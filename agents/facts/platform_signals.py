@@ -6,7 +6,7 @@ stacks the answers into layers. Nothing here reads a host.
 
 from __future__ import annotations
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 # -- VM guests --------------------------------------------------------------------------------
 
@@ -137,7 +137,7 @@ def cmdline_hypervisor(cmdline: str | None) -> str | None:
     return None
 
 
-# -- containers (read by rigaudit.tools.container_signs, shared with the benchmarks' container token) ----------
+# -- containers (read by rigaudit.tools.hosts.container_signs, shared with the benchmarks' container token) ----------
 
 
 def environ_vars(data: bytes | None) -> dict[str, str]:

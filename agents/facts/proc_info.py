@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 _LIMIT_LINE = r"(?m)^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)"
 

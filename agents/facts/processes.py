@@ -8,9 +8,9 @@ and its files are reachable through ``/proc/PID/root``.
 from __future__ import annotations
 
 from rigaudit.agents.facts.gpus import collect_gpus
-from rigaudit.tools.container_signs import cgroup_container
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.container_signs import cgroup_container
+from rigaudit.tools.hosts.probe import Probe
 
 SERVER_MARKERS: tuple[str, ...] = (
     "sglang",

@@ -11,8 +11,8 @@ import posixpath
 import re
 
 from rigaudit.agents.facts.processes import ServerProcess, find_servers
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 
 GENERIC_PREFIXES = ("/usr", "/usr/local")
 _OPT_LIMIT = 16

@@ -15,9 +15,9 @@ from typing import Literal
 
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.pci import is_bdf
-from rigaudit.tools.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.record import Record
 
 INFINIBAND = "/sys/class/infiniband"
 DMABUF_KERNEL = (5, 12, 0)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from rigaudit.agents.facts.gpu_models import short_name
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
+from rigaudit.tools.hosts.probe import Probe
 
 
 def all_vgpus(gpus: tuple[Gpu, ...] | list[Gpu]) -> bool:

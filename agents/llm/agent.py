@@ -29,14 +29,14 @@ from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, Model
 from rigaudit.agents.llm.known_ids import learn_host_ids
 from rigaudit.agents.llm.prompt import followup_prompt, system_prompt, user_prompt
 from rigaudit.agents.llm.usage import UsageBook
-from rigaudit.tools import record
-from rigaudit.tools.bounded import loads
+from rigaudit.tools.core import record
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.bounded import loads
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.events.chat import LlmExchange
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record, field
-from rigaudit.tools.shell import Approver
+from rigaudit.tools.policy.shell import Approver
 
 SUMMARY_CHARS = 240
 """An earlier round's tool result, as resent."""

@@ -1,6 +1,6 @@
 """LLMBrain: each investigator becomes an agent that may dig further than its rules, within budgets.
 
-The rules' findings always stand (``rigaudit.orchestrator.audit`` enforces it); a failing, slow or confused
+The rules' findings always stand (``rigaudit.orchestrator.audit.run`` enforces it); a failing, slow or confused
 model ends only its own agent. What went wrong is kept once per distinct problem (:mod:`.problems`)
 and summed up by :meth:`LLMBrain.outcome` for the audit's result: its warnings, the investigators'
 ``llm`` status, ``--json`` and the exit status all say when LLM mode was degraded.
@@ -17,12 +17,12 @@ from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
 from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import UsageBook
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.audit import LlmRun, LlmStatus
 from rigaudit.tools.model.events.chat import LlmExchange, Message
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.shell import Approver
+from rigaudit.tools.policy.shell import Approver
 
 
 class LLMBrain:

@@ -34,8 +34,8 @@ from rigaudit.agents.llm.guard import ensure_allowed
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import Ticket, UsageBook
 from rigaudit.agents.llm.wire import arguments_text, strip_reasoning, text_tool_calls
-from rigaudit.tools import record
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core import record
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.redact import digest_ids, redact_json, redact_text
 
 Message = dict[str, Any]

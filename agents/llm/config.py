@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 
 class LlmConfig(Record):

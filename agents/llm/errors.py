@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.errors import OperationError, UsageError
+from rigaudit.tools.core.errors import OperationError, UsageError
 
 
 class LlmError(OperationError):

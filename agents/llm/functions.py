@@ -1,6 +1,6 @@
 """The model functions: what an agent may call, all through its investigator's Probe, so every read is evidence it can cite.
 
-``shell`` goes through :class:`~rigaudit.tools.shell.SandboxedShell`: the policy vets the command line as the
+``shell`` goes through :class:`~rigaudit.tools.policy.shell.SandboxedShell`: the policy vets the command line as the
 model wrote it; ``deny`` goes back to the model with the reason, ``ask`` goes to the person (the
 approver; none means no), ``allow`` runs as an argv, never through a shell. ``read_file`` and
 ``list_dir`` keep to the policy's readable trees and never read secrets; ``nvml`` calls getters only.
@@ -19,17 +19,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from rigaudit.agents.llm.known_ids import learn_named_ids
-from rigaudit.tools import record
-from rigaudit.tools.bounded import loads
+from rigaudit.tools.core import record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
+from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import filesystem_for, vet_argv
 from rigaudit.tools.policy.paths import listable, readable, resolved_path
-from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
-from rigaudit.tools.record import Record
+from rigaudit.tools.policy.shell import Approver, SandboxedShell, ShellOutcome, cap_text
 from rigaudit.tools.redact import digest_ids, digest_nvml, redact_text
-from rigaudit.tools.shell import Approver, SandboxedShell, ShellOutcome, cap_text
 
 
 class _Args(BaseModel):

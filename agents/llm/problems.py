@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 
 class Problem(Record, frozen=False):

@@ -14,7 +14,7 @@ import math
 import threading
 
 from rigaudit.agents.llm.errors import BudgetExhausted
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 CHARS_PER_TOKEN = 3.0
 """A cautious estimate (English and JSON run at about 4 characters per token)."""

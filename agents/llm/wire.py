@@ -14,8 +14,8 @@ import json
 import re
 from typing import Any
 
-from rigaudit.tools.bounded import loads
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.bounded import loads
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)

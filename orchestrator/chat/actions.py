@@ -20,7 +20,7 @@ from rigaudit.agents.llm.answer import CHECK_ID
 from rigaudit.agents.llm.client import ToolCallRequest
 from rigaudit.orchestrator.chat.load import BenchArgs
 from rigaudit.orchestrator.chat.steps import Step, StepKind
-from rigaudit.tools.bounded import loads
+from rigaudit.tools.files.bounded import loads
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 

@@ -1,9 +1,9 @@
 """The coordinator: what each conversation step does, through the same code as the commands.
 
 Audits run ``run_audit``; the report is ``write_report``; a runtime apply is ``apply_plan`` behind the
-approval :class:`~rigaudit.orchestrator.approval.Gate` (on a snapshot, into a copy, never the original);
-benchmarks, compare and rollback are :mod:`rigaudit.orchestrator.bench` and
-:mod:`rigaudit.orchestrator.rollback`, called with typed settings, as the commands call them. Every step that writes
+approval :class:`~rigaudit.orchestrator.change.approval.Gate` (on a snapshot, into a copy, never the original);
+benchmarks, compare and rollback are :mod:`rigaudit.orchestrator.bench.run` and
+:mod:`rigaudit.orchestrator.change.rollback`, called with typed settings, as the commands call them. Every step that writes
 or loads something asks first, through an injectable approval console. A step never raises: it
 returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run it, ``refused``,
 ``failed``), and a refused or failed step stops the sequence it belongs to.
@@ -24,10 +24,9 @@ import anyio
 
 from rigaudit.agents.brain import Brain
 from rigaudit.agents.llm.prompt import value_of
-from rigaudit.orchestrator.apply import ApplyOptions, ApplyReport, apply_plan, classify
-from rigaudit.orchestrator.approval import Console, Gate, require_approval
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
-from rigaudit.orchestrator.bench import (
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
+from rigaudit.orchestrator.bench.compare import CompareRun, compare_runs
+from rigaudit.orchestrator.bench.run import (
     InferenceRun,
     Outputs,
     P2PRun,
@@ -36,26 +35,27 @@ from rigaudit.orchestrator.bench import (
     run_inference,
     run_p2p,
 )
-from rigaudit.orchestrator.bench_compare import CompareRun, compare_runs
+from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan, classify
+from rigaudit.orchestrator.change.approval import Console, Gate, require_approval
+from rigaudit.orchestrator.change.rollback import prepare_rollback, run_rollback
+from rigaudit.orchestrator.change.sections import apply_section
 from rigaudit.orchestrator.chat.intent import parse_intent
 from rigaudit.orchestrator.chat.steps import Step
-from rigaudit.orchestrator.hosts import in_container
-from rigaudit.orchestrator.identity import identify
-from rigaudit.orchestrator.report import append_section, write_report
-from rigaudit.orchestrator.rollback import prepare_rollback, run_rollback
-from rigaudit.orchestrator.sections import apply_section
-from rigaudit.orchestrator.snapshots import copy_snapshot
-from rigaudit.tools.bounded import InputError, load_json
-from rigaudit.tools.errors import NotApprovedError, RigauditError, UsageError
+from rigaudit.orchestrator.hosts.choose import in_container
+from rigaudit.orchestrator.hosts.identity import identify
+from rigaudit.orchestrator.hosts.snapshots import copy_snapshot
+from rigaudit.orchestrator.report.document import append_section, write_report
+from rigaudit.tools.actions.journal import default_journal_path, utc_now
+from rigaudit.tools.core.errors import NotApprovedError, RigauditError, UsageError
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.bounded import InputError, load_json
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.journal import default_journal_path, utc_now
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.chat import Message
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.record import Record, field
 
 OutcomeStatus = Literal["done", "skipped", "refused", "failed"]
 

@@ -6,8 +6,8 @@ import shlex
 from typing import Literal
 
 from rigaudit.orchestrator.chat.load import BenchArgs
-from rigaudit.tools.errors import UsageError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record, field
 
 StepKind = Literal["audit", "plan", "explain", "report", "apply_runtime", "bench_p2p", "bench_inference", "compare", "rollback"]
 GATED: frozenset[str] = frozenset({"report", "apply_runtime", "bench_p2p", "bench_inference", "rollback"})

@@ -28,21 +28,21 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.apply import SCOPES, load_plan_file
-from rigaudit.orchestrator.apply_run import ApplyRequest, run_apply
-from rigaudit.orchestrator.approval import TerminalConsole
-from rigaudit.orchestrator.arguments import positive_seconds
+from rigaudit.orchestrator.change.apply import SCOPES, load_plan_file
+from rigaudit.orchestrator.change.apply_run import ApplyRequest, run_apply
+from rigaudit.orchestrator.change.approval import TerminalConsole
+from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.identity import identify
-from rigaudit.orchestrator.output import check_writable
-from rigaudit.orchestrator.report import choose_report
-from rigaudit.orchestrator.session import add_session_arguments, open_session
-from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S
+from rigaudit.orchestrator.hosts.identity import identify
+from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.report.document import choose_report
+from rigaudit.orchestrator.report.output import check_writable
+from rigaudit.orchestrator.session.core import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.actions.journal import default_journal_path
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.journal import default_journal_path
 from rigaudit.tools.model.events.session import Warning_
 
 

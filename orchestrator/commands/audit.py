@@ -24,19 +24,19 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.registry import area_names, resolve_areas
-from rigaudit.orchestrator.arguments import positive_seconds
-from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
-from rigaudit.orchestrator.hosts import add_host_arguments, open_host
-from rigaudit.orchestrator.identity import identify
-from rigaudit.orchestrator.llm_options import add_llm_arguments, brain_from_args
-from rigaudit.orchestrator.output import check_writable, write_json
-from rigaudit.orchestrator.report import check_report, write_report
-from rigaudit.orchestrator.run_async import run_held
-from rigaudit.orchestrator.session import add_session_arguments, open_session
+from rigaudit.orchestrator.hosts.choose import add_host_arguments, open_host
+from rigaudit.orchestrator.hosts.identity import identify
+from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.options.llm import add_llm_arguments, brain_from_args
+from rigaudit.orchestrator.report.document import check_report, write_report
+from rigaudit.orchestrator.report.output import check_writable, write_json
+from rigaudit.orchestrator.session.core import add_session_arguments, open_session
+from rigaudit.orchestrator.session.run_async import run_held
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.audit import TopologyReported
 from rigaudit.tools.model.events.session import ReportWritten

@@ -51,9 +51,8 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.approval import require_approval
-from rigaudit.orchestrator.arguments import number, positive_seconds
-from rigaudit.orchestrator.bench import (
+from rigaudit.orchestrator.bench.compare import CalibrationRun, CompareRun, compare_runs, list_calibrations, run_calibration
+from rigaudit.orchestrator.bench.run import (
     MEASURES_HERE,
     AbBench,
     Approve,
@@ -74,17 +73,18 @@ from rigaudit.orchestrator.bench import (
     run_restart_bench,
     settings_from_args,
 )
-from rigaudit.orchestrator.bench_compare import CalibrationRun, CompareRun, compare_runs, list_calibrations, run_calibration
+from rigaudit.orchestrator.change.approval import require_approval
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.identity import this_machine
-from rigaudit.orchestrator.output import check_writable
-from rigaudit.orchestrator.report import check_report, report_host
-from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
+from rigaudit.orchestrator.hosts.identity import this_machine
+from rigaudit.orchestrator.options.arguments import number, positive_seconds
+from rigaudit.orchestrator.report.document import check_report, report_host
+from rigaudit.orchestrator.report.output import check_writable
+from rigaudit.orchestrator.session.core import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.compare import Settings
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 
 Run = Callable[[argparse.Namespace, Session], int]
 
@@ -173,7 +173,7 @@ def _add_nccl(parser: argparse.ArgumentParser) -> None:
 
 
 def _inference(args: argparse.Namespace, session: Session) -> int:
-    from rigaudit.orchestrator.explain import profile_options_from_args, run_profile, stray_profile_options
+    from rigaudit.orchestrator.bench.explain import profile_options_from_args, run_profile, stray_profile_options
 
     if args.profile:
         if args.command:
@@ -190,7 +190,7 @@ def _inference(args: argparse.Namespace, session: Session) -> int:
 
 
 def _add_inference(parser: argparse.ArgumentParser) -> None:
-    from rigaudit.orchestrator.explain import add_profile_arguments
+    from rigaudit.orchestrator.bench.explain import add_profile_arguments
 
     add_inference_arguments(parser)
     parser.add_argument(
@@ -350,7 +350,7 @@ def _add_calibrate(parser: argparse.ArgumentParser) -> None:
 
 
 def _ab(args: argparse.Namespace, session: Session) -> int:
-    from rigaudit.tools.journal import default_journal_path
+    from rigaudit.tools.actions.journal import default_journal_path
 
     settings = settings_from_args(args)
     spec = load_spec(args, "bench ab")
@@ -382,8 +382,8 @@ def _ab(args: argparse.Namespace, session: Session) -> int:
 
 
 def _ab_restart(args: argparse.Namespace, session: Session, settings: Settings, spec: LoadSpec) -> int:
+    from rigaudit.tools.actions.journal import default_journal_path
     from rigaudit.tools.bench.restart import parse_arms
-    from rigaudit.tools.journal import default_journal_path
 
     if args.plan or args.only or args.snapshot or args.into or args.together:
         raise UsageError("--arm defines the arms by commands: it does not go with --plan/--only/--snapshot/--together")
@@ -407,7 +407,7 @@ def _ab_restart(args: argparse.Namespace, session: Session, settings: Settings, 
 
 
 def _add_ab(parser: argparse.ArgumentParser) -> None:
-    from rigaudit.orchestrator.bench_ab import MAX_CYCLES, MAX_SETTLE
+    from rigaudit.orchestrator.bench.ab import MAX_CYCLES, MAX_SETTLE
 
     parser.add_argument("--plan", metavar="FILE", help="the plan from `rigaudit audit --json FILE`")
     parser.add_argument("--only", metavar="STEP,...", help="the runtime steps to switch on and off (required)")

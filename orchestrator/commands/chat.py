@@ -35,16 +35,16 @@ import anyio
 from rigaudit.agents.llm import LLMBrain, OpenAIChatModel
 from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.usage import UsageBook
-from rigaudit.orchestrator.approval import Console, TerminalConsole, is_interactive
-from rigaudit.orchestrator.arguments import positive_seconds, url
+from rigaudit.orchestrator.change.approval import Console, TerminalConsole, is_interactive
+from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.hosts import add_host_arguments, open_host
-from rigaudit.orchestrator.llm_options import add_llm_arguments, llm_config_from_args, terminal_approver
-from rigaudit.orchestrator.session import open_session
-from rigaudit.orchestrator.timed_prompt import APPROVAL_TIMEOUT_S
+from rigaudit.orchestrator.hosts.choose import add_host_arguments, open_host
+from rigaudit.orchestrator.options.arguments import positive_seconds, url
+from rigaudit.orchestrator.options.llm import add_llm_arguments, llm_config_from_args, terminal_approver
+from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.chat import LlmExchange, Message
 from rigaudit.tools.model.events.sink import EventSink

@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rigaudit.orchestrator.arguments import number
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.gate import (
     DEFAULT_DEADLINE_S,
@@ -33,8 +32,9 @@ from rigaudit.orchestrator.gate import (
     without_cyclic_collector,
     without_pydantic_plugins,
 )
-from rigaudit.orchestrator.hosts import add_host_arguments, open_host
-from rigaudit.tools.errors import RigauditError, UsageError
+from rigaudit.orchestrator.hosts.choose import add_host_arguments, open_host
+from rigaudit.orchestrator.options.arguments import number
+from rigaudit.tools.core.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:
     from rigaudit.tools.model.check import CheckResult
@@ -111,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
             raise
         except Exception as exc:  # the gate's answer to its own bug: could not check, never a traceback
             text = str(exc).strip().splitlines()
-            from rigaudit.tools.printable import printable
+            from rigaudit.tools.core.printable import printable
 
             print(printable(f"could not check: rigaudit failed: {exc.__class__.__name__}" + (f": {text[0]}" if text else "")))
             print("rigaudit check: this is a bug of rigaudit; please report it with the line above", file=sys.stderr)
@@ -122,8 +122,8 @@ def _check(args: argparse.Namespace) -> int:
 
     from rigaudit.orchestrator.gate.render import report_lines
     from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
+    from rigaudit.tools.core.printable import printable
     from rigaudit.tools.model.events.gate import GateReported
-    from rigaudit.tools.printable import printable
 
     expectations = None
     if args.expect is not None:
@@ -148,7 +148,7 @@ def _check(args: argparse.Namespace) -> int:
             if args.transcript is None:
                 result = await run_gate(host, plan, options)
                 return result, reported(result)
-            from rigaudit.orchestrator.session import open_session
+            from rigaudit.orchestrator.session.core import open_session
 
             with open_session("check", consumers=[], transcript=args.transcript, host=host.name, source=host.source) as session:
                 result = await run_gate(host, plan, options, emit=session.emit)
@@ -159,7 +159,7 @@ def _check(args: argparse.Namespace) -> int:
         finally:
             await host.aclose()
 
-    from rigaudit.orchestrator.run_async import run_held
+    from rigaudit.orchestrator.session.run_async import run_held
 
     result, report = run_held(main)
     to_stdout = args.json is not None and str(args.json) == "-"
@@ -181,7 +181,7 @@ def _write_outputs(args: argparse.Namespace, result: CheckResult) -> bool:
             print(f"rigaudit check: cannot write {args.prometheus}: {exc.strerror or exc}", file=sys.stderr)
             failed = True
     if args.json is not None:
-        from rigaudit.orchestrator.output import write_json
+        from rigaudit.orchestrator.report.output import write_json
 
         try:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.query import add_transcript_argument, query_session
-from rigaudit.tools.errors import UsageError
+from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.catalog import PolicyListed, PolicyRule, PolicyVerdict
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.policy import POLICY, vet_command_line

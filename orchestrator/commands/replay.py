@@ -24,15 +24,15 @@ from typing import Any
 
 from rich.text import Text
 
-from rigaudit.orchestrator.arguments import number
+from rigaudit.orchestrator.audit.rediagnose import rediagnose_json, rediagnosis
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.output import check_writable, warn, write_json
-from rigaudit.orchestrator.query import add_transcript_argument, query_session
-from rigaudit.orchestrator.rediagnose import rediagnose_json, rediagnosis
+from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.report.output import check_writable, warn, write_json
+from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.orchestrator.ui.queries import when
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.errors import UsageError
-from rigaudit.tools.printable import printable
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.printable import printable
 from rigaudit.transcripts.reader import Transcript, read_transcript
 from rigaudit.transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
 from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, find_transcript

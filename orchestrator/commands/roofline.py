@@ -25,21 +25,21 @@ import argparse
 import json
 from pathlib import Path
 
-from rigaudit.orchestrator.apply import load_plan_file
-from rigaudit.orchestrator.arguments import number
+from rigaudit.orchestrator.change.apply import load_plan_file
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.model_options import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
-from rigaudit.orchestrator.output import check_writable
+from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.options.model import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
 from rigaudit.orchestrator.plan.text import plan_gain
-from rigaudit.orchestrator.plots import draw_roofline, picture_markdown
-from rigaudit.orchestrator.report import append_section, report_host
-from rigaudit.orchestrator.session import add_session_arguments, open_session
+from rigaudit.orchestrator.report.document import append_section, report_host
+from rigaudit.orchestrator.report.output import check_writable
+from rigaudit.orchestrator.report.plots import draw_roofline, picture_markdown
+from rigaudit.orchestrator.session.core import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.pictures import roofline_bar
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.bench import BenchResultReported
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.plan import Plan
@@ -85,7 +85,7 @@ def _bandwidth(args: argparse.Namespace) -> tuple[float, str, tuple[float, float
             raise UsageError(unknown_message(args.gpu_model))
         return spec.bandwidth_gbs, f"{spec.name}, {spec.memory}, data sheet", PEAK_ACHIEVABLE
     if args.measure:
-        from rigaudit.orchestrator.approval import require_approval
+        from rigaudit.orchestrator.change.approval import require_approval
         from rigaudit.tools.bench.membw import READ_HOW, measure_read_bandwidth
 
         require_approval(
@@ -144,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
             append_section(args.report, result.summary, f"### Decode roofline\n\n{lines}\n\n{picture}")
             session.emit(ReportWritten(path=str(args.report), section=result.summary))
         if args.json:
-            from rigaudit.orchestrator.output import write_json
+            from rigaudit.orchestrator.report.output import write_json
 
             write_json(Path(args.json), json.dumps(result.data, indent=2))
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.query import add_transcript_argument, query_session
+from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.events.catalog import SchemaShown
 

@@ -16,10 +16,10 @@ import anyio
 
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
-from rigaudit.orchestrator.session import Session, add_session_arguments, open_session
-from rigaudit.orchestrator.snapshots import record_snapshot, share_snapshot
+from rigaudit.orchestrator.hosts.snapshots import record_snapshot, share_snapshot
+from rigaudit.orchestrator.session.core import Session, add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot_writer import check_target
 from rigaudit.tools.model.events.session import SnapshotWritten, Warning_
 

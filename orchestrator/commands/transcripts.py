@@ -17,10 +17,10 @@ import argparse
 from pathlib import Path
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.output import warn
-from rigaudit.orchestrator.query import add_transcript_argument, query_session
-from rigaudit.orchestrator.transcript_summary import listed, summary
-from rigaudit.tools.errors import UsageError
+from rigaudit.orchestrator.report.output import warn
+from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
+from rigaudit.orchestrator.session.transcripts import listed, summary
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.transcripts import TranscriptsFolder
 from rigaudit.tools.model.events.union import Event
 from rigaudit.transcripts.reader import read_transcript

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from rigaudit.agents.registry import area_names, resolve_areas
-from rigaudit.orchestrator.arguments import positive_seconds
 from rigaudit.orchestrator.fleet.model import FleetResult
 from rigaudit.orchestrator.fleet.report import write_fleet_report
 from rigaudit.orchestrator.fleet.runner import (
@@ -31,11 +30,12 @@ from rigaudit.orchestrator.fleet.runner import (
     run_slurm_fleet,
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
-from rigaudit.orchestrator.output import write_json
-from rigaudit.orchestrator.run_async import run_held
-from rigaudit.orchestrator.session import open_session
+from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.report.output import write_json
+from rigaudit.orchestrator.session.core import open_session
+from rigaudit.orchestrator.session.run_async import run_held
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.errors import OperationError, UsageError
+from rigaudit.tools.core.errors import OperationError, UsageError
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import SEVERITY_ORDER

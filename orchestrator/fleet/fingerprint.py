@@ -10,7 +10,7 @@ from __future__ import annotations
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.agents.investigators.p2p.status import P2P_STATUS
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.probe import Probe
+from rigaudit.tools.hosts.probe import Probe
 
 
 def _speed(text: str | None) -> str | None:

@@ -23,15 +23,15 @@ from pydantic import ValidationError
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
-from rigaudit.tools.bounded import InputError, JsonError, loads, read_regular
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record, replace
+from rigaudit.tools.files.bounded import InputError, JsonError, loads, read_regular
+from rigaudit.tools.files.when import utc_stamp
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostFailed, HostFailure
 from rigaudit.tools.model.events.session import Progress
 from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.record import Record, replace
-from rigaudit.tools.when import utc_stamp
 
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -230,8 +230,8 @@ def write_host_files(result: FleetResult, out: Path, advance: Advance = _quiet) 
     """Each node's ``audit.json`` and ``system-improve.md`` under ``out/hosts/NAME/``, as a fleet audit writes them;
     ``advance`` is told each node written."""
     from rigaudit.orchestrator.fleet.runner import host_names
-    from rigaudit.orchestrator.report import write_report
-    from rigaudit.tools.atomic import atomic_write_text
+    from rigaudit.orchestrator.report.document import write_report
+    from rigaudit.tools.files.atomic import atomic_write_text
 
     names = host_names([a.target for a in result.audits])
     audits = []

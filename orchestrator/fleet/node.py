@@ -18,9 +18,9 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.tools.errors import OperationError, UsageError
+from rigaudit.tools.core.errors import OperationError, UsageError
+from rigaudit.tools.core.printable import printable
 from rigaudit.tools.hosts.snapshot import SnapshotError, load_manifest
-from rigaudit.tools.printable import printable
 from rigaudit.tools.remote.tarstream import write_snapshot_tar
 
 SOURCE_ENV = "RIGAUDIT_SNAPSHOT_SOURCE"
@@ -47,7 +47,7 @@ def snapshot_to_stdout(*, notes: str = "", concurrency: int = 8) -> int:
             raise SnapshotError(f"{SOURCE_ENV}: {exc}") from None
         _stream(Path(prepared))
         return 0
-    from rigaudit.orchestrator.snapshots import record_snapshot
+    from rigaudit.orchestrator.hosts.snapshots import record_snapshot
 
     with tempfile.TemporaryDirectory(prefix="rigaudit-snapshot-") as scratch:
         target = Path(scratch) / "snapshot"

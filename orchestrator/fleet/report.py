@@ -6,10 +6,10 @@ from pathlib import Path
 
 from rigaudit.orchestrator.fleet.analysis import outliers_by_host
 from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, Outlier
-from rigaudit.tools.action_text import describe, shell_lines
-from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.actions.text import describe, shell_lines
+from rigaudit.tools.core.printable import printable
+from rigaudit.tools.files.atomic import atomic_write_text
 from rigaudit.tools.model.plan import STEP_EDGE_TEXT
-from rigaudit.tools.printable import printable
 from rigaudit.tools.redact import redact_text
 
 OUTLIER_CHECKS_SHOWN = 12

@@ -25,13 +25,13 @@ from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, out
 from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.pool import AuditPool
 from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
-from rigaudit.orchestrator.snapshots import collect_all
+from rigaudit.orchestrator.hosts.snapshots import collect_all
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed, HostFailure
 from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record, field
 from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.framing import NodeStream
 from rigaudit.tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigaudit.tools.bounded import read_regular
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.files.bounded import read_regular
 from rigaudit.tools.remote.transport import TransportError, check_target
 
 

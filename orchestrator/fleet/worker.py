@@ -15,13 +15,13 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.audit import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.fleet.fingerprint import fingerprint
-from rigaudit.orchestrator.report import ReportRefused, write_report
-from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.orchestrator.report.document import ReportRefused, write_report
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.atomic import atomic_write_text
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.record import Record
 from rigaudit.tools.redact import redact_json_text
 from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
 

@@ -31,12 +31,12 @@ from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigator import Investigator
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
 from rigaudit.tools.pci.sysfs import read_chain, read_link
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA = "expect"
 MAX_FILE_BYTES = 64 * 1024
@@ -202,7 +202,7 @@ def parse_expectations(text: str, source: str = "--expect") -> Expectations:
 
 def load_expectations(path: Path) -> Expectations:
     """Read and parse ``--expect FILE`` (a regular file of at most 64 KiB)."""
-    from rigaudit.tools.bounded import InputError, read_regular
+    from rigaudit.tools.files.bounded import InputError, read_regular
 
     try:  # a regular file, opened non-blocking: a FIFO swapped in after a check cannot hang the gate
         data = read_regular(path, limit=MAX_FILE_BYTES, what=f"--expect {path}")

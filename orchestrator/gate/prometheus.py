@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from rigaudit.tools.atomic import atomic_write_text
+from rigaudit.tools.files.atomic import atomic_write_text
 from rigaudit.tools.model.check import GATE_STATUSES, CheckResult
 
 PREFIX = "rigaudit_check"

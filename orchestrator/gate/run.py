@@ -15,17 +15,17 @@ import anyio
 
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import all_investigators
-from rigaudit.orchestrator.audit import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
+from rigaudit.orchestrator.audit.suggestions import plan_findings
 from rigaudit.orchestrator.gate import DEFAULT_DEADLINE_S
 from rigaudit.orchestrator.gate.selection import Selection, select
 from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdict_of
-from rigaudit.orchestrator.suggestions import plan_findings
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.check import CheckResult
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Severity
-from rigaudit.tools.record import Record
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.expect import Expectations

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rigaudit.agents.check import Check
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import RENAMED_AREAS
-from rigaudit.tools.record import Record
 
 
 class Selection(Record):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Where
 from rigaudit.tools.model.plan import PlanStep
-from rigaudit.tools.record import Record
 
 
 class Measurement(Record):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.plan import Plan, PlanStep
-from rigaudit.tools.record import Record
 
 
 class PlanGain(Record):

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from rich.console import RenderableType
 from rich.text import Text
 
-from rigaudit.orchestrator.report import expectation
-from rigaudit.orchestrator.suggestions import rules_plan
+from rigaudit.orchestrator.audit.suggestions import rules_plan
+from rigaudit.orchestrator.report.document import expectation
 from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.orchestrator.ui.tables import findings_table, ordered, plan_table
+from rigaudit.tools.core.printable import printable
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.dropped import drop_counts
 from rigaudit.tools.model.events.audit import PcieDevice
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.printable import printable
 
 _NEEDS_GPU = re.compile(
     r"NVML unavailable|no NVIDIA GPU|no NVIDIA driver and no NVIDIA GPU|\b0 GPU\(s\)|fewer than two GPUs|for 0 GPUs"

@@ -1,6 +1,6 @@
 """What ``rigaudit diff`` shows, drawn from its event: the sides, what changed, the tables and the verdict.
 
-Every text from the sides is :func:`~rigaudit.tools.printable.printable` before rich sees it (rich would drop a BEL
+Every text from the sides is :func:`~rigaudit.tools.core.printable.printable` before rich sees it (rich would drop a BEL
 or CR silently; its escape shows the tampering)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE, WIDE
+from rigaudit.tools.core.printable import printable
 from rigaudit.tools.diffing import ValueChange, fold_changes
 from rigaudit.tools.diffing._volatile import process_path
 from rigaudit.tools.model.events.diff import DiffFindingChange, DiffReported, DiffValueChange, DiffVerdict
-from rigaudit.tools.printable import printable
 
 _KIND_STYLE = {
     "appeared": "bold red",

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import math
 
+from rigaudit.tools.files.when import local_stamp
 from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
 from rigaudit.tools.model.events.diff import RediagnoseFinished
 from rigaudit.tools.model.events.transcripts import TranscriptShown, TranscriptsListed
-from rigaudit.tools.when import local_stamp
 from rigaudit.transcripts.store import SKIPPED
 
 CHECKS_SCHEMA = "rigaudit.checks/1"

@@ -1,4 +1,4 @@
-"""A rich console that never passes text's control sequences to the terminal (:mod:`rigaudit.tools.printable`).
+"""A rich console that never passes text's control sequences to the terminal (:mod:`rigaudit.tools.core.printable`).
 
 Rich strips a few control codes from text (BEL, backspace, carriage return) but writes ``ESC`` and
 bidi overrides through; the text rigaudit shows comes from hosts, snapshots, transcripts and models.
@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.segment import Segment
 
-from rigaudit.tools.printable import printable
+from rigaudit.tools.core.printable import printable
 
 
 class SafeConsole(Console):
-    """``rich.console.Console`` whose rendered text is :func:`~rigaudit.tools.printable.printable`."""
+    """``rich.console.Console`` whose rendered text is :func:`~rigaudit.tools.core.printable.printable`."""
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from rigaudit.tools.action_text import describe
+from rigaudit.tools.actions.text import describe
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
 from rigaudit.tools.model.plan import STEP_EDGE_TEXT, Plan
-from rigaudit.tools.record import Record, field
 
 STATUS_STYLE = {"problem": "bold red", "ok": "green", "unknown": "yellow", "not_applicable": "dim"}
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan"}

@@ -32,6 +32,7 @@ from rigaudit.orchestrator.ui.queries import (
 )
 from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
+from rigaudit.tools.core.printable import printable
 from rigaudit.tools.model.events.apply import ApplyFinished, ApprovalDecided, RollbackFinished
 from rigaudit.tools.model.events.audit import (
     AuditFinished,
@@ -57,7 +58,6 @@ from rigaudit.tools.model.events.session import (
 )
 from rigaudit.tools.model.events.transcripts import TranscriptsFolder, TranscriptShown, TranscriptsListed
 from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.printable import printable
 
 
 def terminal_for(args: argparse.Namespace, *, live: bool = True, show_all: bool = False) -> TerminalUI:

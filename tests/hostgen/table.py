@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 import anyio
 
 from rigaudit.agents.catalog import catalog
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from tests.hostgen.archetypes import ALL

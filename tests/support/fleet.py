@@ -37,9 +37,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.probe import Probe
 from tests.support.mutate import set_file, set_nvml
 
 SSHD = Path("/usr/sbin/sshd")
@@ -86,7 +86,7 @@ def require_netns() -> None:
 
 def record_snapshot(source: Path, target: Path) -> Path:
     """What ``rigaudit snapshot`` on a machine like ``source`` records: the collectors' reads only."""
-    from rigaudit.orchestrator.snapshots import collect_all
+    from rigaudit.orchestrator.hosts.snapshots import collect_all
 
     async def main() -> None:
         host = RecordingHost(SnapshotHost(source))

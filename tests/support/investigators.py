@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import Probe
 
 
 def judged(investigator: AnyInvestigator, probe: Probe) -> list[Finding]:

@@ -1,7 +1,7 @@
 """``rigaudit ARGS`` in a new process whose apply waits on a FIFO after its N-th applied step, for a test to kill or
 interrupt it there (between two steps) and then let it go on.
 
-The pause goes in through :func:`~rigaudit.orchestrator.apply.apply_plan`'s ``after_step`` seam, on the name
+The pause goes in through :func:`~rigaudit.orchestrator.change.apply.apply_plan`'s ``after_step`` seam, on the name
 ``run_apply`` calls, as the other seams' tests do; the command line is otherwise the real one. ``[sys.executable,
 *program(fifo, n), *args]`` starts it; it writes ``paused after N`` into the FIFO and waits until the test opens the
 FIFO for writing and closes it.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from rigaudit.orchestrator.apply import StepReport
+    from rigaudit.orchestrator.change.apply import StepReport
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,8 +50,8 @@ class Pause:
 
 
 def main() -> int:
-    from rigaudit.orchestrator import apply_run
-    from rigaudit.orchestrator.apply import apply_plan
+    from rigaudit.orchestrator.change import apply_run
+    from rigaudit.orchestrator.change.apply import apply_plan
     from rigaudit.orchestrator.cli import main as rigaudit
 
     fifo, after, *args = sys.argv[1:]

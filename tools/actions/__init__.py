@@ -7,7 +7,7 @@
 - :mod:`rigaudit.tools.actions.persist`: the ``--persist`` configuration files.
 - :mod:`rigaudit.tools.actions.script`: ``--emit-script`` rendering.
 
-Only the targets are re-exported here: :mod:`rigaudit.tools.journal` imports them, and the journal is
+Only the targets are re-exported here: :mod:`rigaudit.tools.actions.journal` imports them, and the journal is
 imported by the modules that execute.
 """
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from rigaudit.tools.actions.journal import Journal, JournalEntry
 from rigaudit.tools.actions.ops import CHANGE_FAILED, identical, matches, read_value, revert_text, set_value, wanted
 from rigaudit.tools.actions.targets import AnyTarget
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.journal import Journal, JournalEntry
-from rigaudit.tools.record import Record
 
 Outcome = Literal["verified", "applied", "unchanged", "reverted", "failed"]
 

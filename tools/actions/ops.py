@@ -19,10 +19,10 @@ from rigaudit.tools.actions.targets import (
     ServiceTarget,
     ValueFileTarget,
 )
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host, HostWriteError
 from rigaudit.tools.pci import apply_masked, register_offset
-from rigaudit.tools.record import Record
 
 _CHOICE = re.compile(r"\[([^\]\s]+)\]")
 ABSENT = None

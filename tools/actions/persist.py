@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigaudit.tools.action_text import shell_lines
 from rigaudit.tools.actions.ops import read_value
 from rigaudit.tools.actions.targets import ConfigFileTarget
+from rigaudit.tools.actions.text import shell_lines
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.finding import (
     Action,

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import TypedDict
 
+from rigaudit.tools.actions.journal import JournalEntry, JournalRead
 from rigaudit.tools.actions.ops import revert_text
 from rigaudit.tools.actions.persist import HEADER, persist_lines
 from rigaudit.tools.actions.targets import (
@@ -41,12 +42,11 @@ from rigaudit.tools.actions.targets import (
     refusal,
 )
 from rigaudit.tools.bench.machine import short, token
-from rigaudit.tools.errors import UsageError
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.journal import JournalEntry, JournalRead
 from rigaudit.tools.model.names import one_line
 from rigaudit.tools.model.plan import Plan, PlanStep
-from rigaudit.tools.record import Record
 
 PERSIST_STEP = "persist"
 _RAW_MACHINE_ID = re.compile(r"machine-id:([0-9a-fA-F]{32})")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from rigaudit.tools.actions.execute import restore_target, short
+from rigaudit.tools.actions.journal import Journal, JournalEntry
 from rigaudit.tools.actions.targets import AnyTarget, refusal
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.journal import Journal, JournalEntry
-from rigaudit.tools.record import Record
 
 RestoreOutcome = Literal["restored", "skipped", "failed"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from rigaudit.tools.action_text import comment, compress_paths, quoted, setpci_register, shell_lines
+from rigaudit.tools.actions.text import comment, compress_paths, quoted, setpci_register, shell_lines
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model import names
 from rigaudit.tools.model.finding import (
     Action,
@@ -24,7 +25,6 @@ from rigaudit.tools.model.finding import (
     SysfsWriteAction,
 )
 from rigaudit.tools.model.plan import PlanStep
-from rigaudit.tools.record import Record
 
 
 class ScriptStep(Record):

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from rigaudit.tools.action_text import setpci_register
+from rigaudit.tools.actions.text import setpci_register
 from rigaudit.tools.model import names
 from rigaudit.tools.model.finding import (
     Action,

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from rigaudit.tools.errors import OperationError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record, field
 
 _MAX_HEAD = 64 * 1024
 

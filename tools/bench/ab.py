@@ -29,7 +29,7 @@ from rigaudit.tools.bench.drift import Drift, by_level, session_drift, stability
 from rigaudit.tools.bench.power import detectable, headline_share
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.stats import growth, stdev
-from rigaudit.tools.record import Record, as_dict, field
+from rigaudit.tools.core.record import Record, as_dict, field
 
 AB_SCHEMA = "rigaudit.ab/1"
 AB_COMPARE_SCHEMA = "rigaudit.ab-compare/1"

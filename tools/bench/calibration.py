@@ -37,7 +37,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
-from rigaudit.tools.atomic import atomic_write_text
 from rigaudit.tools.bench.errors import BenchInputError, validated
 from rigaudit.tools.bench.like import WorkloadMismatch, differences, host_text, identity, identity_differences, same_host
 from rigaudit.tools.bench.machine import (
@@ -50,8 +49,9 @@ from rigaudit.tools.bench.machine import (
 )
 from rigaudit.tools.bench.results import BenchResult, Run, host_name
 from rigaudit.tools.bench.sessions import Between, MeanSquares, anova, log_sessions
-from rigaudit.tools.bounded import InputError, load_json
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.atomic import atomic_write_text
+from rigaudit.tools.files.bounded import InputError, load_json
 
 CALIBRATION_SCHEMA = "rigaudit.calibration/1"
 MAX_CALIBRATION_BYTES = 4 * 1024 * 1024

@@ -17,7 +17,7 @@ from typing import Literal
 
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.nccl_parse import human_size
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 Interconnect = Literal["nvlink", "pcie", "unknown"]
 ASSUMED_US: dict[str, tuple[float, float]] = {
@@ -85,7 +85,7 @@ def curve_from_json(data: object, label: str) -> NcclCurve:
 
 
 def load_curve(path: Path) -> NcclCurve:
-    from rigaudit.tools.bounded import load_json
+    from rigaudit.tools.files.bounded import load_json
 
     return curve_from_json(load_json(path, limit=16 * 1024 * 1024), str(path))
 

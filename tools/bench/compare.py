@@ -38,7 +38,7 @@ from rigaudit.tools.bench.like import WorkloadMismatch, differences
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.sessions import NONE, Between, Model, needed, nested, quantile
 from rigaudit.tools.bench.stats import Estimate, growth, holm, paired, repeats_for, repeats_needed, stdev
-from rigaudit.tools.record import Record, as_dict, field
+from rigaudit.tools.core.record import Record, as_dict, field
 
 if TYPE_CHECKING:
     from rigaudit.tools.bench.calibration import Calibration

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.stats import median, relative_spread, trend
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 
 class Drift(Record):

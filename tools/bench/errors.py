@@ -1,4 +1,4 @@
-"""The benchmarks' errors (drawn in the tree of :mod:`rigaudit.tools.errors`)."""
+"""The benchmarks' errors (drawn in the tree of :mod:`rigaudit.tools.core.errors`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rigaudit.tools.errors import OperationError, UsageError
+from rigaudit.tools.core.errors import OperationError, UsageError
 
 _M = TypeVar("_M", bound=BaseModel)
 

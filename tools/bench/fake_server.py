@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rigaudit.tools.errors import OperationError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = ["FakeTiming", "Generation", "Generator", "InjectedError", "OpenAIStreamServer", "fake_server", "paced_generator"]

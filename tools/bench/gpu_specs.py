@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 
 class GpuSpec(Record):

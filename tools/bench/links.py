@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 PCIE_GBPS_PER_LANE: dict[int, float] = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 """GB/s per lane per direction after line encoding (8b/10b, 128b/130b, FLIT)."""

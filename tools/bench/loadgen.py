@@ -29,7 +29,7 @@ from rigaudit.tools.bench._http import HttpError, StreamingClient
 from rigaudit.tools.bench.machine import this_container, this_machine
 from rigaudit.tools.bench.results import BenchResult, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 Api = Literal["chat", "completions"]
 Progress = Callable[[str, int, int], None]

@@ -3,7 +3,7 @@
 A host name does not tell machines apart (containers and cloned VMs share theirs, many are
 "localhost") and changes when a host is renamed; ``/etc/machine-id`` is made at install and kept
 across reboots and renames. Only ``machine-id:<16 hex digits of its SHA-256>`` is kept, the form
-:mod:`rigaudit.orchestrator.identity` gives audits and reports and journals record (never the id
+:mod:`rigaudit.orchestrator.hosts.identity` gives audits and reports and journals record (never the id
 itself). A machine without a readable id is known by its name alone, which callers say in one line.
 
 Containers built from one image share the ``/etc/machine-id`` baked into it, so inside one the
@@ -23,7 +23,7 @@ import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from rigaudit.tools.container_signs import ENGINE_ID, Signs, cgroup_engine_id, container_signs, parse_mounts
+from rigaudit.tools.hosts.container_signs import ENGINE_ID, Signs, cgroup_engine_id, container_signs, parse_mounts
 
 MACHINE_ID = Path("/etc/machine-id")
 TOKEN = r"machine-id:[0-9a-f]{16}"
@@ -105,7 +105,7 @@ def container_token(read: Reader, environ: Mapping[str, str]) -> str:
     - ``container-boot:<digest>``: LXC shows no id inside; ``/dev/.lxc-boot-id`` is new at every start of
       the container, so only the same start is known to be the same container.
     - ``kernel-boot:<digest>``: a container whose id cannot be read (the signs the audit reads, in
-      :mod:`rigaudit.tools.container_signs`: ``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
+      :mod:`rigaudit.tools.hosts.container_signs`: ``/.dockerenv``, ``/run/.containerenv``, ``$container``, a
       runtime's cgroup or volumes, a Kubernetes pod), known by the kernel's boot id: the same host (or
       sandbox) in the same boot, where other containers of one image would share it too.
     - :data:`CONTAINER_UNKNOWN`: such a container without a readable boot id.

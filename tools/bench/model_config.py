@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rigaudit.tools.bench.errors import BenchInputError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 Kind = Literal["embed", "lm_head", "attn", "mlp", "experts", "shared", "router"]
@@ -51,7 +51,7 @@ class ModelShape(Record):
 
 def load_config(path: Path) -> dict[str, Any]:
     """A config.json, bounded in size and depth (an untrusted input); one clear line when it is not one."""
-    from rigaudit.tools.bounded import load_json
+    from rigaudit.tools.files.bounded import load_json
 
     raw = load_json(path, limit=MAX_CONFIG_BYTES)
     if not isinstance(raw, dict):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.model_config import load_config, shape_from_config
 from rigaudit.tools.bench.weights import FormatShare, WeightMix, quantization_of, uniform_mix, weight_mix
-from rigaudit.tools.record import replace
+from rigaudit.tools.core.record import replace
 
 MAX_TEXT = 2000
 

@@ -19,7 +19,7 @@ from typing import Literal
 
 from rigaudit.tools.bench.errors import BenchFailed, BenchUnavailable
 from rigaudit.tools.bench.nccl_parse import Transports, bus_factor, human_size, parse_nccl_tests, parse_transports
-from rigaudit.tools.record import Record, as_dict, field
+from rigaudit.tools.core.record import Record, as_dict, field
 
 NCCL_SCHEMA = "rigaudit.nccl/1"
 Tool = Literal["auto", "torch", "nccl-tests"]

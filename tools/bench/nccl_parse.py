@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from rigaudit.tools.bench.errors import BenchInputError
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 _UNITS = {
     "": 1,

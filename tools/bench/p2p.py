@@ -18,7 +18,7 @@ from pathlib import Path
 from rigaudit.tools.bench.links import GpuLinks, LinkLimit, pair_limit
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH, P2P_SCHEMA
 from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
-from rigaudit.tools.record import Record, as_dict, field
+from rigaudit.tools.core.record import Record, as_dict, field
 
 FAR_BELOW = 0.6
 """A pair below this fraction of its link's limit is reported as a problem."""

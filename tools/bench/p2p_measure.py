@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 __all__ = ["GpuInfo", "PairMeasurement", "Progress"]
 

@@ -67,7 +67,7 @@ def attribute_all(
 
 def load_profiled(path: Path) -> tuple[BenchResult, Profile]:
     """A ``bench inference --profile --json`` file: its benchmark result and its profile; one clear line otherwise."""
-    from rigaudit.tools.bounded import load_json
+    from rigaudit.tools.files.bounded import load_json
 
     raw = load_json(path, limit=MAX_RESULT_BYTES)
     if not isinstance(raw, dict) or raw.get("schema") != BENCH_SCHEMA:

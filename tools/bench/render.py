@@ -240,7 +240,7 @@ def roofline_lines(r: Roofline) -> list[str]:
 
 
 def section(title: str, table: Table, notes: Sequence[str] = ()) -> str:
-    """A markdown block for ``rigaudit.orchestrator.report.append_section``."""
+    """A markdown block for ``rigaudit.orchestrator.report.document.append_section``."""
     parts = [f"### {title}", "", markdown(table)]
     if notes:
         parts += ["", *[f"- {note}" for note in notes]]

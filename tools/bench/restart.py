@@ -20,8 +20,8 @@ from pathlib import Path
 import anyio
 
 from rigaudit.tools.bench.loadgen import REAL, Load, LoadSpec, endpoint, make_prompt, one_request, request_body, url_path
-from rigaudit.tools.errors import OperationError, UsageError
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.errors import OperationError, UsageError
+from rigaudit.tools.core.record import Record
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 MAX_COMMAND = 4096

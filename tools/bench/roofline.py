@@ -17,7 +17,7 @@ from __future__ import annotations
 from rigaudit.tools.bench.comm import CommTerm
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup
 from rigaudit.tools.bench.weights import WeightMix
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 PEAK_ACHIEVABLE = (0.80, 1.0)
 """The share of a data-sheet peak a decode kernel streams weights at: 80% (the low end of the bound) to

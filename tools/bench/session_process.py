@@ -16,7 +16,7 @@ from typing import Any
 from rigaudit.tools.bench.errors import BenchFailed, BenchInputError
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.results import BenchResult
-from rigaudit.tools.record import as_dict
+from rigaudit.tools.core.record import as_dict
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 
@@ -61,7 +61,7 @@ def main() -> int:
     import anyio
 
     from rigaudit.tools.bench.loadgen import run_load
-    from rigaudit.tools.errors import RigauditError
+    from rigaudit.tools.core.errors import RigauditError
 
     try:
         spec = spec_from_json(sys.stdin.read(1024 * 1024))

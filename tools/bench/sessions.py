@@ -30,7 +30,7 @@ from statistics import NormalDist
 from typing import Literal
 
 from rigaudit.tools.bench.stats import MAX_REPEATS_ADVISED, Estimate, betainc, growth, t_quantile, t_two_sided_p
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 Source = Literal["calibrated", "assumed", "sessions", "none"]
 """Where ``sigma_B`` came from: a stored calibration (pooled with the sessions compared, if several),

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from statistics import NormalDist
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 MAX_REPEATS_ADVISED = 1000
 """``repeats_needed`` says "more than this" rather than searching further."""

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rigaudit.tools.bench.model_config import Component, ModelShape
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 LINEAR = frozenset({"lm_head", "attn", "mlp", "experts", "shared", "router"})
 _DTYPES = {"bfloat16": ("BF16", 2.0), "float16": ("FP16", 2.0), "float32": ("FP32", 4.0), "float8_e4m3fn": ("FP8", 1.0)}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
+from rigaudit.tools.hosts.probe import command_ref, nvml_ref
 from rigaudit.tools.hosts.snapshot import SnapshotError, host_paths, load_json, load_jsonl, load_manifest
-from rigaudit.tools.probe import command_ref, nvml_ref
-from rigaudit.tools.record import Record, field
 
 NOT_READ = "NOT_RECORDED"
 """``unreadable.json`` value of a path seen (listed) but never read."""

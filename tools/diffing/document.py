@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.diffing.findings import FindingsDiff
 from rigaudit.tools.diffing.values import ValuesDiff
-from rigaudit.tools.record import Record
 
 DIFF_SCHEMA = "rigaudit.diff/1"
 

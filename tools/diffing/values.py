@@ -15,11 +15,11 @@ import posixpath
 from pathlib import Path
 from typing import Literal
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.diffing._config import config_detail
 from rigaudit.tools.diffing._load import NOT_READ, SnapshotValues, load_values
 from rigaudit.tools.diffing._text import as_text, bytes_detail, is_text, json_detail, json_short, text_detail
 from rigaudit.tools.diffing._volatile import process_path, volatile_file, volatile_nvml
-from rigaudit.tools.record import Record
 
 ValueKind = Literal["file", "dir", "link", "command", "nvml"]
 Presence = Literal["changed", "only_a", "only_b"]

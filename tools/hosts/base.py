@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from rigaudit.tools.errors import OperationError
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record
 
 JsonValue = object
 """A JSON value as decoded by :mod:`json` (number, string, list, dict, bool, None)."""

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 __all__ = ["FakeGpu", "fake_pynvml"]
 

@@ -20,7 +20,7 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult
 
 SYSTEM_PATH: tuple[str, ...] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")

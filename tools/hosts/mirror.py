@@ -20,9 +20,9 @@ import stat
 from pathlib import Path
 from typing import Literal
 
-from rigaudit.tools.bounded import MAX_FILE_BYTES, InputError, kind_of, open_regular, read_fd_bounded
-from rigaudit.tools.errors import OperationError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.bounded import MAX_FILE_BYTES, InputError, kind_of, open_regular, read_fd_bounded
 
 Kind = Literal["file", "dir", "other"]
 MAX_DEPTH = 64

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.tools.bounded import (
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.bounded import (
     MAX_ENTRIES,
     MAX_LINE_BYTES,
     InputError,
@@ -22,7 +23,7 @@ from rigaudit.tools.bounded import (
     iter_lines,
     loads,
 )
-from rigaudit.tools.bounded import load_json as load_bounded
+from rigaudit.tools.files.bounded import load_json as load_bounded
 from rigaudit.tools.hosts.base import (
     NOT_RECORDED,
     CommandResult,
@@ -33,7 +34,6 @@ from rigaudit.tools.hosts.base import (
 )
 from rigaudit.tools.hosts.links import resolve_links
 from rigaudit.tools.hosts.mirror import MAX_DEPTH, Mirror, MirrorError
-from rigaudit.tools.record import Record, field
 
 SNAPSHOT_FORMAT = "rigaudit.snapshot/1"
 MANIFEST_BYTES = 1024 * 1024

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.tools import record
-from rigaudit.tools.errors import OperationError, UsageError
+from rigaudit.tools.core import record
+from rigaudit.tools.core.errors import OperationError, UsageError
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.core.version import rigaudit_version
 from rigaudit.tools.hosts.base import CommandResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT
-from rigaudit.tools.record import Record, field
 from rigaudit.tools.redact import redact_argv, redact_file, redact_output
-from rigaudit.tools.version import rigaudit_version
 
 NOT_RECORDED_FILE = "NOT_RECORDED"
 """``unreadable.json`` value of a path known to exist (listed, ``exists``) whose content was never read."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.pci._bytes import u8, u16
 from rigaudit.tools.pci._express import EXPRESS_CAP_ID, ExpressCap, parse_express
 from rigaudit.tools.pci._extended import (
@@ -20,7 +21,6 @@ from rigaudit.tools.pci._extended import (
     walk_extended,
 )
 from rigaudit.tools.pci._header import HEADER_SIZE, Bar, Capability, parse_bars, walk_capabilities
-from rigaudit.tools.record import Record
 
 
 class PciConfigError(OperationError):

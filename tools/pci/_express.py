@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.pci._bytes import u16, u32
-from rigaudit.tools.record import Record
 
 EXPRESS_CAP_ID = 0x10
 DEVCAP = 0x04

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.pci._bytes import u16, u32
-from rigaudit.tools.record import Record
 
 EXTENDED_START = 0x100
 CONFIG_SIZE = 4096

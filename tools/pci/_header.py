@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.pci._bytes import u8, u32
-from rigaudit.tools.record import Record
 
 HEADER_SIZE = 64
 STATUS_CAP_LIST = 0x10

@@ -7,10 +7,10 @@ into the absolute offset and the bytes to write, preserving the bits outside the
 
 from __future__ import annotations
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.pci._bytes import u8, u16, u32
 from rigaudit.tools.pci._config import PciConfigError, parse_config
-from rigaudit.tools.record import Record
 
 
 class PciRegisterError(OperationError):

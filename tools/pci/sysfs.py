@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.pci._config import PciConfig, PciConfigError, parse_config
 from rigaudit.tools.pci._tree import device_chain
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 

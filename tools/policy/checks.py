@@ -11,11 +11,11 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.policy import lexer, paths, secrets
 from rigaudit.tools.policy.fsview import FileSystem
 from rigaudit.tools.policy.paths import PathProblem
 from rigaudit.tools.policy.resolve import resolve
-from rigaudit.tools.record import Record, field
 
 MAX_LENGTH = 4096
 

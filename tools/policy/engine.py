@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.policy import lexer
 from rigaudit.tools.policy.checks import CHECKS, ArgvCheck, LineCheck, Subject, show
 from rigaudit.tools.policy.forms import CompiledForm, Mismatch, compile_form, mismatch
 from rigaudit.tools.policy.fsview import EXAMPLE_HOST, LIVE, FileSystem
 from rigaudit.tools.policy.schema import Rule, RuleError
 from rigaudit.tools.policy.verdict import SEVERITY, Decision, Verdict
-from rigaudit.tools.record import Record
 
 _FAMILY = r"(python|pypy|pip|perl|ruby|php|lua|node|tclsh|wish)[0-9.]*|(mkfs|fsck|mkswap|mount|umount)\..+"
 

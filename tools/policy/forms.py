@@ -11,11 +11,11 @@ import functools
 import re
 from collections.abc import Sequence
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.policy import paths
 from rigaudit.tools.policy.checks import Subject, show
 from rigaudit.tools.policy.paths import PathProblem
 from rigaudit.tools.policy.schema import READ_PATH, Form
-from rigaudit.tools.record import Record
 
 _GREP_PATTERN_OPTIONS = ("-e", "-f", "--regexp", "--file")
 

@@ -13,8 +13,8 @@ import stat
 from collections.abc import Mapping
 from typing import Final, Literal, Protocol
 
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.launch import untrusted_writer
-from rigaudit.tools.record import Record, field
 
 Kind = Literal["file", "dir", "link", "char", "block", "fifo", "socket", "unknown"]
 

@@ -12,7 +12,7 @@ import shlex
 from functools import lru_cache
 from typing import Literal
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 _OPERATOR_CHARS = frozenset(";&|<>()")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")

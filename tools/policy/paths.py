@@ -16,11 +16,11 @@ from __future__ import annotations
 import posixpath
 import re
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.policy import readlist, secrets
 from rigaudit.tools.policy.fsview import LEXICAL, LIVE, FileSystem
 from rigaudit.tools.policy.resolve import Resolved, resolve
 from rigaudit.tools.policy.verdict import Decision
-from rigaudit.tools.record import Record
 
 STANDARD_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 

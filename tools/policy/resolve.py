@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.policy.fsview import ABSENT, DENIED, LEXICAL, FileSystem, Kind
-from rigaudit.tools.record import Record
 
 MAX_HOPS = 40
 _PID = r"[0-9]+|self|thread-self"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.policy.verdict import Decision
-from rigaudit.tools.record import Record, field
 
 OperandKind = Literal["none", "read", "list", "grep", "match"]
 """How a form vets its operands (non-option arguments).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 Decision = Literal["allow", "ask", "deny"]
 

@@ -23,9 +23,9 @@ import json
 import posixpath
 from typing import Any
 
-from rigaudit.tools.bounded import loads
+from rigaudit.tools.core.record import Record, replace
+from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.pci import mask_vpd, zero_dsn
-from rigaudit.tools.record import Record, replace
 from rigaudit.tools.redact._blocks import PROC_CMDLINE, PROC_ENVIRON, redact_argv, redact_bytes, redact_output
 from rigaudit.tools.redact._ids import digest_ids, digest_nvml, learn_config
 from rigaudit.tools.redact._shapes import REDACTED

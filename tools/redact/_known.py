@@ -25,7 +25,7 @@ import functools
 import re
 import threading
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 SHORTEST = 6
 PIECE = 10

@@ -11,7 +11,7 @@ import itertools
 import math
 import re
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 REDACTED = "<redacted>"
 

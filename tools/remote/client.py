@@ -15,7 +15,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.remote import protocol
 

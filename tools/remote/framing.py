@@ -13,7 +13,7 @@ import base64
 import binascii
 import hashlib
 
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 TAG = "RIGAUDIT-FRAME1"
 CHUNK_BYTES = 48 * 1024

@@ -16,13 +16,14 @@ import zipfile
 from functools import lru_cache
 from pathlib import Path
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
 
 MODULES: tuple[str, ...] = (
     "rigaudit",
     "rigaudit.tools",
-    "rigaudit.tools.errors",
-    "rigaudit.tools.record",
+    "rigaudit.tools.core",
+    "rigaudit.tools.core.errors",
+    "rigaudit.tools.core.record",
     "rigaudit.tools.redact",
     "rigaudit.tools.hosts",
     "rigaudit.tools.hosts.base",

@@ -19,9 +19,9 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.local import CappedOutput
-from rigaudit.tools.record import Record
 from rigaudit.tools.remote.client import NodeClient, NodeServerError, RemoteHost
 from rigaudit.tools.remote.payload import framed_payload
 from rigaudit.tools.remote.transport import MARK

@@ -19,8 +19,8 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.local import CappedOutput
-from rigaudit.tools.record import Record
 from rigaudit.tools.remote.framing import FRAMER, FrameReader, NodeStream
 from rigaudit.tools.remote.transport import check_words
 

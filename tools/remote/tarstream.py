@@ -3,7 +3,7 @@
 Packing follows symbolic links (a snapshot holds none; a prepared copy may link its files),
 normalizes owners and times, and leaves out folders that hold files (unpacking makes them).
 Unpacking trusts nothing: the stream is gunzipped with its size bounded, then unpacked by
-:mod:`rigaudit.tools.bounded_tar` (only regular files and folders, no absolute names, no ``..``,
+:mod:`rigaudit.tools.files.bounded_tar` (only regular files and folders, no absolute names, no ``..``,
 no links, bounded in size and member count, every file created anew).
 """
 
@@ -18,8 +18,8 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from rigaudit.tools.bounded_tar import Refusal, Words, extract_members
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.files.bounded_tar import Refusal, Words, extract_members
 
 MAX_BYTES = 1024 * 1024 * 1024
 MAX_MEMBERS = 200_000

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from rigaudit.tools.errors import UsageError
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.remote.payload import bootstrap_command
 
 Collector = Literal["auto", "installed", "server"]

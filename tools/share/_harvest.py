@@ -14,7 +14,7 @@ import ipaddress
 import posixpath
 import re
 
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.redact import DMI_SERIALS, JUNK_SERIALS, MACHINE_ID, SERIAL_PHRASES, UUID
 from rigaudit.tools.share._places import GENERIC_USERS, find, passwd_users, ps_users, public
 from rigaudit.tools.share._tree import Tree

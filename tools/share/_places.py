@@ -12,7 +12,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.share._pseudonyms import Kind
 
 PUBLIC_DOMAINS = frozenset(

@@ -8,8 +8,8 @@ import json
 import posixpath
 import re
 
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.pci import mask_vpd, zero_dsn
-from rigaudit.tools.record import Record, field
 from rigaudit.tools.redact import (
     REDACTED,
     Tally,

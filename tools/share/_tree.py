@@ -9,10 +9,10 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from rigaudit.tools.bounded import InputError, JsonError, iter_lines, loads, read_regular
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.bounded import InputError, JsonError, iter_lines, loads, read_regular
 from rigaudit.tools.hosts.mirror import MAX_TREE_BYTES, Mirror, MirrorError, TreeWalk
 from rigaudit.tools.hosts.snapshot import SnapshotError, load_manifest
-from rigaudit.tools.record import Record, field
 
 KNOWN = ("snapshot.json", "links.json", "dirs.json", "unreadable.json", "commands.jsonl", "nvml.jsonl")
 SHARE_NOTE = "SHARE.md"

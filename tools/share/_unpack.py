@@ -2,7 +2,7 @@
 regular files and folders, nothing outside the destination.
 
 The gzip stream is inflated chunk by chunk and counted, so a gzip bomb stops at the limit (its
-bytes are never all in memory or on disk); the members are unpacked by :mod:`rigaudit.tools.bounded_tar`,
+bytes are never all in memory or on disk); the members are unpacked by :mod:`rigaudit.tools.files.bounded_tar`,
 which refuses links, devices, FIFOs, sparse files, absolute names, ``..``, a name twice, and what
 passes the member or byte limits, and creates every file anew (``O_EXCL | O_NOFOLLOW``).
 """
@@ -16,9 +16,9 @@ import tarfile
 import zlib
 from pathlib import Path
 
-from rigaudit.tools.bounded import InputError, open_regular
-from rigaudit.tools.bounded_tar import Refusal, Words, extract_members
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.files.bounded import InputError, open_regular
+from rigaudit.tools.files.bounded_tar import Refusal, Words, extract_members
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024
 """Bytes of the unpacked tar stream (headers included)."""

@@ -23,10 +23,11 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from rigaudit.tools.errors import OperationError
+from rigaudit.tools.core.errors import OperationError
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.core.version import rigaudit_version
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.record import Record
 from rigaudit.tools.redact import redact_text
 from rigaudit.tools.share._harvest import harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
@@ -34,7 +35,6 @@ from rigaudit.tools.share._rewrite import Rewriter, Stats
 from rigaudit.tools.share._scrub import Scrubber
 from rigaudit.tools.share._summary import light_facts, share_markdown, summary_block
 from rigaudit.tools.share._tree import SHARE_NOTE, Tree, load_tree
-from rigaudit.tools.version import rigaudit_version
 
 _BINARY = re.compile(r"^files/sys/.*/(?:config|vpd)$")
 _PATH_JSON = frozenset({"links.json", "dirs.json", "unreadable.json"})

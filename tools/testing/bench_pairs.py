@@ -26,7 +26,7 @@ from typing import Literal
 from rigaudit.tools.bench.ab import BASELINE, AbResult, ArmResult, Visit
 from rigaudit.tools.bench.results import BenchResult, Run
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 LEVELS: dict[int, tuple[float, float, float]] = {1: (260.0, 4.5, 3.2), 4: (220.0, 19.0, 16.7), 16: (140.0, 115.0, 108.0)}
 """concurrency -> (output tok/s, TTFT ms, ITL ms) of the true configuration (the H200 tiny-model story's figures)."""

@@ -16,7 +16,7 @@ from typing import Literal
 from rigaudit.tools.bench.calibration import calibrate
 from rigaudit.tools.bench.compare import Comparison, Settings, compare
 from rigaudit.tools.bench.results import BenchResult
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core.record import Record, field
 
 Mode = Literal["calibrated", "default", "zero"]
 

@@ -9,9 +9,9 @@ from rigaudit.agents.facts.cpulist import parse_cpulist
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "container"
 CGROUP = "/sys/fs/cgroup"

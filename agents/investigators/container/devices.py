@@ -18,8 +18,8 @@ from rigaudit.agents.investigators.container.facts import (
     node_span,
     uvm_major,
 )
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import dir_ref, file_ref
 
 CTL_MINOR = 255
 

@@ -11,10 +11,10 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerScan, find_servers
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_cgroup_cpu
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "container"
 PCT_LIST = ("pct", "list")

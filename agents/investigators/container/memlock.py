@@ -8,8 +8,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import LxcConfig
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def parse_memlock(limits: str | None) -> str | None:

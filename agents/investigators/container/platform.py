@@ -5,8 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, unknown
 from rigaudit.agents.investigators.container.facts import AREA, PCT_LIST, ContainerFacts, gpu_nodes, node_span
+from rigaudit.tools.hosts.probe import command_ref
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import command_ref
 
 
 def _running(f: ContainerFacts) -> dict[str, str]:

@@ -8,8 +8,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, gpu_nodes, no_gpu_on_this_machine
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import dir_ref, file_ref
 
 SHM_MIN = 2**30
 

@@ -12,9 +12,9 @@ from rigaudit.agents.facts.processes import ServerScan, find_servers, parse_envi
 from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.findings import not_applicable, unknown
 from rigaudit.agents.investigators.cuda.processes import ProcessFacts, collect_processes
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, Finding, Where
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "cuda"
 

@@ -10,9 +10,9 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.proc_info import status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "cuda"
 MPS_PIPE = "/tmp/nvidia-mps"

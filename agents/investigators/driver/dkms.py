@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.install_facts import AREA, MODULES_ROOT, InstallFacts, host_where
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def _build_fix(f: InstallFacts, kernels: list[str], summary: str) -> Fix:

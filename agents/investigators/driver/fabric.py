@@ -8,10 +8,10 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Edge, Finding, Fix
-from rigaudit.tools.probe import Probe, command_ref, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "driver"
 DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")

@@ -16,9 +16,9 @@ from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
 from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref, nvml_ref
 from rigaudit.tools.model.finding import Area, Finding, Where
-from rigaudit.tools.probe import Probe, command_ref, file_ref, nvml_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "driver"
 MODULE_VERSION = "/sys/module/nvidia/version"

@@ -12,10 +12,10 @@ from rigaudit.agents.facts.pending_reboot import PendingReboot, collect_pending_
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess, find_servers
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import Area, Where
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "driver"
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")

@@ -9,8 +9,8 @@ in their environment (``NCCL_IB_HCA``, ``NCCL_NET``, ``FI_PROVIDER=efa``, a ``MA
 from __future__ import annotations
 
 from rigaudit.agents.facts.processes import find_servers
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 
 _FLAGS = (
     "--dist-init-addr",

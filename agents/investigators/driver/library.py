@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.install_facts import AREA, InstallFacts
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
-from rigaudit.tools.probe import file_ref
 
 LIBRARY_MISMATCH_CHECK = Check(
     "driver.library_mismatch",

@@ -7,8 +7,8 @@ from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.rdma import describe_nics
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, INFINIBAND, DriverFacts, fix_where, module_loaded, modules_unknown
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
-from rigaudit.tools.probe import dir_ref, file_ref
 
 PEERMEM_CHECK = Check(
     "driver.peermem",

@@ -9,8 +9,8 @@ from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.install_facts import AREA, LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-from rigaudit.tools.probe import file_ref
 
 _REJECTED = (
     r"(?i)"

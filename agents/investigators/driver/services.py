@@ -8,8 +8,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels
+from rigaudit.tools.hosts.probe import dir_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ServiceStartAction, Severity
-from rigaudit.tools.probe import dir_ref, nvml_ref
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 

@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, MODULE_VERSION, DriverFacts, fix_where, gpu_labels
+from rigaudit.tools.hosts.probe import file_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-from rigaudit.tools.probe import file_ref, nvml_ref
 
 ARCH_NAMES = {
     2: "Kepler",

@@ -12,8 +12,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.vgpu import LICENSE_FN
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where
+from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ServiceStartAction
-from rigaudit.tools.probe import nvml_ref
 
 VGPU_LICENSE_CHECK = Check(
     "driver.vgpu_license",

@@ -10,10 +10,10 @@ from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref, nvml_ref
 from rigaudit.tools.model.finding import Area, Where
 from rigaudit.tools.pci.sysfs import ConfigRead, read_config
-from rigaudit.tools.probe import Probe, dir_ref, file_ref, nvml_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "firmware"
 

@@ -10,9 +10,9 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "gpu"
 GRAPHICS, MEMORY = 0, 2

@@ -11,10 +11,10 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.gpu.app_clocks import AppClockFacts, collect_app_clocks
 from rigaudit.agents.investigators.gpu.retired import RetiredFacts, collect_retired
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, Where
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "gpu"
 SLOWDOWN, GPU_MAX = 1, 3

@@ -27,9 +27,9 @@ from rigaudit.agents.facts.xid_catalog import (
 )
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import command_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Finding, Fix, Severity, Where
-from rigaudit.tools.probe import command_ref
-from rigaudit.tools.record import Record
 
 _XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 

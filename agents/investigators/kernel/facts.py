@@ -7,8 +7,8 @@ from rigaudit.agents.investigators.kernel.params import KernelParamsFacts
 from rigaudit.agents.investigators.kernel.params import collect as collect_params
 from rigaudit.agents.investigators.kernel.version import KernelVersionFacts
 from rigaudit.agents.investigators.kernel.version import collect as collect_version
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 
 
 class KernelFacts(Record):

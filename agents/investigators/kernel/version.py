@@ -10,9 +10,9 @@ from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_freq
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "kernel"
 OSRELEASE = "/proc/sys/kernel/osrelease"

@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.findings import ok, problem
 from rigaudit.agents.investigators.nccl.facts import AREA, INFINIBAND, EnvSource, NcclFacts
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import dir_ref, file_ref
 
 
 def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tuple[list[tuple[str, Severity, str]], list[str]]:

@@ -7,9 +7,9 @@ from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import Area
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "nccl"
 NCCL_CONF_FILES = ("/etc/nccl.conf", "/root/.nccl.conf")

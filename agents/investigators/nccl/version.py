@@ -10,9 +10,9 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.processes import ServerScan
 from rigaudit.agents.facts.python_env import TorchInstall, dist_version, find_torch, required_version
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "nccl"
 _NCCL_PROJECTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")

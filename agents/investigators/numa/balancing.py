@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, NumaFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
-from rigaudit.tools.probe import dir_ref, file_ref
 
 BALANCING_CHECK = Check(
     "numa.balancing",

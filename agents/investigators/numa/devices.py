@@ -12,12 +12,12 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import nic_bdf
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
+from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
 from rigaudit.tools.pci import common_upstream
 from rigaudit.tools.pci.sysfs import read_chain
-from rigaudit.tools.probe import Probe, command_ref, dir_ref, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "numa"
 INFINIBAND = "/sys/class/infiniband"

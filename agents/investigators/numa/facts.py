@@ -10,9 +10,9 @@ from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.numa.devices import DeviceFacts, collect_devices
 from rigaudit.agents.investigators.numa.memory import MemoryFacts, collect_memory
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, Where
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "numa"
 

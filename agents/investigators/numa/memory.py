@@ -9,6 +9,8 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.persist import sysctl_persist
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.model.finding import (
     Action,
     Area,
@@ -20,8 +22,6 @@ from rigaudit.tools.model.finding import (
     SysfsWriteAction,
     Where,
 )
-from rigaudit.tools.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "numa"
 MEMINFO = "/proc/meminfo"

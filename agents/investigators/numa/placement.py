@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.numa.facts import AREA, NODES, NumaFacts, fix_where
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-from rigaudit.tools.probe import file_ref
 
 
 def _placement(facts: NumaFacts) -> str:

@@ -14,8 +14,8 @@ from rigaudit.agents.investigators.nvlink.facts import (
     hardware_fix,
     no_nvlink_reason,
 )
+from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import Finding, Severity
-from rigaudit.tools.probe import nvml_ref
 
 NVLINK_ERRORS_CHECK = Check(
     "nvlink.errors",

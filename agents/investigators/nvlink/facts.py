@@ -9,10 +9,10 @@ from rigaudit.agents.facts.p2p_context import FABRIC_COMPLETED
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, CommandAction, Fix
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "nvlink"
 

@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, AREA, NvlinkFacts, hardware_fix, no_nvlink_reason
+from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.probe import nvml_ref
 
 NVLINK_LINKS_CHECK = Check(
     "nvlink.links",

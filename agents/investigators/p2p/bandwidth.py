@@ -9,10 +9,10 @@ from rigaudit.agents.facts.nvml_reads import label
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, P2pFacts
 from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
-from rigaudit.tools.bounded import loads
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.bounded import loads
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
-from rigaudit.tools.probe import file_ref
-from rigaudit.tools.record import Record
 
 SLOW_FRACTION = 0.5
 

@@ -14,8 +14,8 @@ from rigaudit.agents.facts.boot_line import BootLine
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.pci_paths import PciPaths
 from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
-from rigaudit.tools.record import Record
 
 Cause = Literal[
     "model", "driver", "vgpu", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"

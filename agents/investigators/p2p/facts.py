@@ -11,10 +11,10 @@ from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.pci_paths import PciPaths, collect_pci_paths
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import FileResult, NvmlResult
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "p2p"
 P2P_READ, P2P_WRITE = 0, 1

@@ -10,8 +10,8 @@ from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, Cause, Context, PairView, cause, fix_for
 from rigaudit.agents.investigators.p2p.facts import AREA, P2P_READ, P2P_WRITE, P2pFacts, Pair
 from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
-from rigaudit.tools.probe import nvml_ref
 
 P2P_STATUS = {
     0: "OK",

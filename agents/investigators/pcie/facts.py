@@ -16,6 +16,8 @@ from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, command_ref, nvml_ref
 from rigaudit.tools.model.finding import Area, Finding, Where
 from rigaudit.tools.pci.sysfs import (
     AerCounts,
@@ -28,8 +30,6 @@ from rigaudit.tools.pci.sysfs import (
     read_driver,
     read_link,
 )
-from rigaudit.tools.probe import Probe, command_ref, nvml_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "pcie"
 IDLE_REASON = 0x1

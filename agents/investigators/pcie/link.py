@@ -11,9 +11,9 @@ from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
-from rigaudit.tools.record import Record
 
 
 def _gts(gen: int | None) -> float | None:

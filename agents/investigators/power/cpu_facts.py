@@ -13,9 +13,9 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.findings import unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, dir_ref
 from rigaudit.tools.model.finding import Area, Finding, Where
-from rigaudit.tools.probe import Probe, dir_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "power"
 CPU = "/sys/devices/system/cpu"

@@ -19,8 +19,8 @@ from rigaudit.agents.investigators.power.cpu_facts import (
     no_cpufreq,
     oneshot_unit,
 )
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
-from rigaudit.tools.probe import file_ref
 
 _GOVERNOR = "scaling_governor"
 _EPP = "energy_performance_preference"

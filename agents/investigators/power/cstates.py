@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power.cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
-from rigaudit.tools.probe import file_ref
 
 CSTATES_CHECK = Check(
     "power.cstates",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.investigators.power.cpu_facts import CpuPowerFacts, collect_cpu
 from rigaudit.agents.investigators.power.gpu import GpuPowerFacts, collect_gpu
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 
 
 class PowerFacts(Record):

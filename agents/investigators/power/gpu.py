@@ -9,9 +9,9 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, nvml_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from rigaudit.tools.probe import Probe, nvml_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "power"
 _MAX_REFS = 8

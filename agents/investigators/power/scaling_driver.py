@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power.cpu_facts import AMD_PSTATE_STATUS, AREA, CPU, CpuPowerFacts, cpu_where, no_cpufreq
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysfsWriteAction
-from rigaudit.tools.probe import file_ref
 
 SCALING_DRIVER_CHECK = Check(
     "power.scaling_driver",

@@ -12,10 +12,10 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.facts.python_env import TorchInstall
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
+from rigaudit.tools.hosts.probe import Probe, file_ref, nvml_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from rigaudit.tools.probe import Probe, file_ref, nvml_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "runtime"
 CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"

@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.runtime.facts import AREA, RuntimeFacts, fix_where
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-from rigaudit.tools.probe import file_ref
 
 
 def debug_variables(env: dict[str, str]) -> list[str]:

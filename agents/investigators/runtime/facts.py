@@ -16,9 +16,9 @@ from rigaudit.agents.investigators.runtime.cuda import (
     collect_cuda,
 )
 from rigaudit.agents.investigators.runtime.limits import LimitsFacts, collect_limits
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, Where
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA: Area = "runtime"
 

@@ -7,9 +7,9 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
-from rigaudit.tools.probe import Probe, file_ref
-from rigaudit.tools.record import Record
 
 AREA: Area = "runtime"
 NOFILE_MIN = 65536

@@ -13,8 +13,8 @@ from rigaudit.agents.investigators.runtime.facts import (
     no_torch_reason,
     version_tuple,
 )
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
-from rigaudit.tools.probe import file_ref
 
 TORCH_CUDA_CHECK = Check(
     "runtime.torch_cuda",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from rigaudit.agents.llm.client import ChatReply, ChatRequest, ToolCallRequest, request_chars
 from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.testing.server import Reply, route_by_system_prompt
-from rigaudit.tools import record
+from rigaudit.tools.core import record
 
 Scripted = ChatReply | Reply | BaseException | Callable[[ChatRequest], "ChatReply | Reply"]
 

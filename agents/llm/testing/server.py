@@ -29,8 +29,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rigaudit.tools import record
-from rigaudit.tools.record import Record, field
+from rigaudit.tools.core import record
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.testing.loopback import BackgroundServer, LoopbackHandler, LoopbackHTTPServer
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""Auditing a host: run the investigators, merge, re-diagnose a recording, diff two sides."""

@@ -1,0 +1,275 @@
+"""Run every investigator at once against a host, and merge what they find into one result."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+import anyio
+
+from rigaudit.agents.facts.baseline import collect_baseline
+from rigaudit.agents.facts.pcie_tree import collect_pcie_tree
+from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.agents.registry import all_investigators, select
+from rigaudit.orchestrator.audit.suggestions import plan_findings
+from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
+from rigaudit.orchestrator.hosts.identity import identify
+from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.probe import HostOpResult, Probe
+from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
+from rigaudit.tools.model.dropped import DroppedFinding
+from rigaudit.tools.model.events.audit import (
+    AuditFinished,
+    FindingReported,
+    InvestigatorActivity,
+    InvestigatorFinished,
+    InvestigatorStarted,
+    PcieDevice,
+    PlanReady,
+    ToolCall,
+    TopologyReported,
+)
+from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.tool_calls import tool_call_from_probe
+
+if TYPE_CHECKING:
+    from rigaudit.agents.brain import Brain
+    from rigaudit.tools.model.events.session import Warning_
+
+_current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)
+
+
+def current_area() -> str | None:
+    """The area whose investigator (or agent) runs in this task: who is asking, at a prompt."""
+    return _current_area.get()
+
+
+DEFAULT_CONCURRENCY = 8
+"""Host operations in flight at once: gentle on a production host, still fast."""
+
+
+@runtime_checkable
+class ReportingBrain(Protocol):
+    """A brain that sums up what it did (the LLM brain; named here so a rules-only audit never imports it)."""
+
+    agents_expected: int
+
+    def outcome(self, areas: int) -> LlmRun: ...
+
+
+class AuditOptions(Record):
+    concurrency: int = DEFAULT_CONCURRENCY
+    areas: Sequence[str] | None = None
+    timeout_s: float = 60.0
+    investigators: Sequence[AnyInvestigator] | None = None
+    """Explicit investigators (tests); default: every registered one, filtered by ``areas``."""
+    brain: Brain | None = None
+    """An LLM brain that may dig further; ``None`` is the rules alone."""
+
+
+class AuditControl(Record, frozen=False):
+    """Lets the caller stop an audit early (Ctrl-C): finished work is kept."""
+
+    _scope: anyio.CancelScope | None = None
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+
+class _Outcome(Record, frozen=False):
+    status: InvestigatorStatus = "cancelled"
+    findings: list[Finding] = field(default_factory=list)
+    dropped: list[DroppedFinding] = field(default_factory=list)
+    error: str | None = None
+    duration_s: float = 0.0
+    llm: Literal["answered", "failed"] | None = None
+    llm_error: str | None = None
+
+
+def _warning(text: str) -> Warning_:
+    """A warning event; its module (the session's events) is imported when an audit first warns, which a sound
+    check never does (a rule's bug, an LLM's failure)."""
+    from rigaudit.tools.model.events.session import Warning_
+
+    return Warning_(text=text)
+
+
+def _error_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
+
+
+def _check_owners(investigators: Sequence[AnyInvestigator]) -> dict[str, str]:
+    """Every known check id and its area (registered ones and those of ``investigators``)."""
+    return {c: inv.area for inv in (*all_investigators(), *investigators) for c in inv.check_ids}
+
+
+async def _refine(inv: AnyInvestigator, scoped: Probe, brain: Brain, owners: dict[str, str], outcome: _Outcome) -> None:
+    """The brain's say on one area; the rules stand (:func:`merge_refinement`), what it refused is kept (the brains'
+    module is imported with the first brain: the rules alone never need it)."""
+    from rigaudit.agents.brain import merge_refinement
+
+    rule_findings = outcome.findings
+    proposed = await brain.refine(inv, scoped, list(rule_findings))
+    merged = merge_refinement(
+        inv.area,
+        rule_findings,
+        proposed,
+        set(scoped.refs),
+        own_checks=frozenset(inv.check_ids),
+        other_checks=frozenset(c for c, area in owners.items() if area != inv.area),
+    )
+    outcome.findings, outcome.dropped = merged.findings, merged.dropped
+
+
+async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: EventSink, outcome: _Outcome) -> None:
+    timeout_s = options.timeout_s
+    _current_area.set(inv.area)
+    emit(InvestigatorStarted(area=inv.area, title=inv.title))
+    started = time.perf_counter()
+    scoped = probe.scoped(on_activity=lambda ref: emit(InvestigatorActivity(area=inv.area, ref=ref)))
+    try:
+        with anyio.fail_after(timeout_s):
+            facts = await inv.collect(scoped)
+        outcome.findings = list(inv.judge(facts))
+        outcome.status = "done"
+        for breach in inv.contract_breaches(outcome.findings):
+            emit(_warning(f"{inv.area}: {breach} (a bug of rigaudit's rules: please report it)"))
+        if options.brain is not None:
+            try:
+                await _refine(inv, scoped, options.brain, _check_owners(options.investigators or ()), outcome)
+                outcome.llm = "answered"
+            except Exception as exc:  # the rules' findings stand whatever the brain does
+                outcome.llm, outcome.llm_error = "failed", (str(exc).strip().splitlines() or [_error_line(exc)])[0]
+                if not isinstance(options.brain, ReportingBrain):  # an LLM brain tells each distinct problem once, below
+                    emit(_warning(f"{inv.area}: LLM refinement failed, rule findings kept: {_error_line(exc)}"))
+    except TimeoutError:
+        outcome.status, outcome.error = "timeout", f"no answer within {timeout_s:g} s"
+    except anyio.get_cancelled_exc_class():
+        outcome.status, outcome.error = "cancelled", "cancelled"
+        raise
+    except Exception as exc:  # an investigator's bug must not end the audit
+        outcome.status, outcome.error = "failed", _error_line(exc)
+    finally:
+        outcome.duration_s = time.perf_counter() - started
+        counts: dict[str, int] = {}
+        for finding in outcome.findings:
+            counts[finding.status] = counts.get(finding.status, 0) + 1
+        error = outcome.error or (f"LLM: {outcome.llm_error}" if outcome.llm == "failed" else None)  # shown on the board
+        emit(
+            InvestigatorFinished(area=inv.area, status=outcome.status, duration_s=outcome.duration_s, error=error, counts=counts)
+        )
+
+
+async def run_audit(
+    host: Host, *, options: AuditOptions | None = None, emit: EventSink | None = None, control: AuditControl | None = None
+) -> AuditResult:
+    """Fan out every investigator; one failing or timing out is a visible entry, never the end."""
+    options = options or AuditOptions()
+    emit = emit or discard
+    control = control or AuditControl()
+    investigators = (
+        list(options.investigators)
+        if options.investigators is not None
+        else select(list(options.areas) if options.areas else None)
+    )
+    started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = time.perf_counter()
+
+    def observe(ref: str, result: HostOpResult) -> None:
+        emit(tool_call_from_probe(_current_area.get(), ref, result))
+
+    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
+    probe = Probe(host, concurrency=options.concurrency, observer=observe if listened else None)
+    if isinstance(options.brain, ReportingBrain):
+        options.brain.agents_expected = len(investigators)
+    outcomes = {inv.area: _Outcome() for inv in investigators}
+    baseline: dict[str, str] = {}
+    warnings: list[str] = list(getattr(host, "warnings", []))
+
+    async def take_baseline() -> None:
+        """The host's facts (GPUs, driver, kernel...) and its PCIe tree, within the investigators' time limit: a read
+        that never returns (a hung mount, a stuck NVML call) must not hold the audit after they all ended."""
+        _current_area.set("baseline")
+        try:
+            with anyio.fail_after(options.timeout_s):
+                baseline.update(await collect_baseline(probe.scoped()))
+                token = (await identify(host, probe.read)).token()
+                if token:
+                    baseline[IDENTITY_FACT] = token
+                tree = await collect_pcie_tree(probe.scoped())
+                if any(node.kind == "gpu" for node in tree):
+                    emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
+        except TimeoutError:
+            warnings.append(f"baseline facts incomplete: no answer within {options.timeout_s:g} s")
+        except Exception as exc:
+            warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
+
+    with anyio.CancelScope() as scope:
+        control._scope = scope
+        if control.cancelled:
+            scope.cancel()
+        async with anyio.create_task_group() as group:
+            group.start_soon(take_baseline)
+            for inv in investigators:
+                group.start_soon(_investigate, inv, probe, options, emit, outcomes[inv.area])
+    runs = tuple(
+        InvestigatorRun(
+            area=inv.area,
+            status=outcomes[inv.area].status,
+            duration_s=round(outcomes[inv.area].duration_s, 4),
+            error=outcomes[inv.area].error,
+            findings=len(outcomes[inv.area].findings),
+            llm=outcomes[inv.area].llm,
+            llm_error=outcomes[inv.area].llm_error,
+        )
+        for inv in investigators
+    )
+    llm = options.brain.outcome(len(investigators)) if isinstance(options.brain, ReportingBrain) else None
+    if llm is not None:
+        for line in llm.problems:
+            emit(_warning(f"LLM: {line}"))
+        warnings.extend(f"LLM: {line}" for line in llm.problems)
+    findings = [f for inv in investigators for f in outcomes[inv.area].findings]
+    dropped = tuple(d for inv in investigators for d in outcomes[inv.area].dropped)
+    plan, plan_warnings = plan_findings(findings, baseline)
+    warnings.extend(plan_warnings)
+    if control.cancelled:
+        warnings.append("audit interrupted: results are partial")
+    lost = [r for r in runs if r.status in ("failed", "timeout")]
+    if lost:
+        what = "; ".join(f"{r.area} {r.status} ({r.error})" if r.error else f"{r.area} {r.status}" for r in lost)
+        warnings.append(f"audit incomplete: {len(lost)} investigator(s) did not finish, their checks were not judged: {what}")
+    for finding in findings:
+        emit(FindingReported(finding=finding))
+    emit(PlanReady(plan=plan))
+    notes = getattr(getattr(host, "manifest", None), "notes", None)
+    if isinstance(notes, str) and notes:
+        baseline["snapshot notes"] = notes
+    cited = {ref for f in findings for ref in f.evidence}
+    result = AuditResult(
+        status="interrupted" if control.cancelled else "incomplete" if lost else "complete",
+        host=HostSummary(name=host.name, source=host.source, facts=baseline),
+        started_at=started_at,
+        duration_s=round(time.perf_counter() - started, 4),
+        investigators=runs,
+        findings=tuple(findings),
+        plan=plan,
+        evidence=tuple(e for ref, e in sorted(probe.evidence.items()) if ref in cited),
+        warnings=tuple(warnings),
+        dropped=dropped,
+        llm=llm,
+    )
+    emit(AuditFinished(result=result))
+    return result
+
+
+__all__ = ["DEFAULT_CONCURRENCY", "AuditControl", "AuditOptions", "EventSink", "ToolCall", "run_audit"]

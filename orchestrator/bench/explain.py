@@ -1,0 +1,396 @@
+"""Where the time of a token goes, as work: a profiled benchmark (``bench inference --profile``) or a recorded one (``explain``).
+
+A profile runs rigaudit's load against the server while the serving GPUs are sampled through the
+host's NVML facade (read-only), then splits each level's measured time per output token into weight
+and KV streaming, communication, GPU idle between kernels and the remainder
+(:mod:`rigaudit.tools.bench.profile_attribution`), says which holds the gap and what kind of fix
+moves it. ``explain FILE`` does the split again on a recorded profile, with the inputs corrected
+where options are given. Results go out as events, ``--json`` (the ``rigaudit.bench/1`` result
+with the profile under ``"profile"``) and the report's "Where the time goes" section. Nothing here
+prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rigaudit.orchestrator.bench.run import Approve, Outputs, publish_inference
+from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.options.model import add_comm_arguments, add_model_arguments, spec_from_args
+from rigaudit.orchestrator.report.document import append_section
+from rigaudit.orchestrator.report.output import write_json
+from rigaudit.tools.bench.comm import ASSUMED_US, NcclCurve, load_curve, parse_latency
+from rigaudit.tools.bench.gpu_specs import lookup, unknown_message
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSpec
+from rigaudit.tools.bench.model_spec import ModelSpec
+from rigaudit.tools.bench.profile_inputs import DATASHEET_SHARE, CommInputs, ProfileInputs
+from rigaudit.tools.bench.profile_render import (
+    SECTION_TITLE,
+    attribution_table,
+    profile_notes,
+    readings_table,
+    where_the_time_goes,
+)
+from rigaudit.tools.bench.profile_result import Profile, attribute_all, load_profiled
+from rigaudit.tools.bench.profile_sampler import GpuInfo
+from rigaudit.tools.bench.render import Table
+from rigaudit.tools.bench.results import BenchResult
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record, replace
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
+from rigaudit.tools.model.events.session import Progress, Warning_
+from rigaudit.tools.model.events.sink import EventSink
+
+__all__ = [
+    "CommOptions",
+    "ProfileOptions",
+    "add_profile_arguments",
+    "explain_file",
+    "profile_options_from_args",
+    "run_profile",
+    "stray_profile_options",
+]
+
+MIN_INTERVAL_MS, MAX_INTERVAL_MS = 10, 10_000
+
+
+class CommOptions(Record):
+    curve: NcclCurve | None = None
+    latency_us: tuple[float, float] | None = None
+    interconnect: str | None = None
+    per_layer: int = 2
+
+    @property
+    def given(self) -> bool:
+        return self.curve is not None or self.latency_us is not None or self.interconnect is not None
+
+
+class ProfileOptions(Record):
+    """What a profile needs besides the load: which GPUs, the model, the layout, bandwidth and all-reduces."""
+
+    interval_s: float = 0.1
+    gpus: tuple[int, ...] | None = None
+    """NVML indices; None: the GPUs with compute processes, else all."""
+    tp: int | None = None
+    """GPUs per model copy; None: every serving GPU."""
+    model: ModelSpec | None = None
+    bandwidth_gbs: float | None = None
+    measure_bandwidth: bool = False
+    comm: CommOptions = CommOptions()
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser, *, live: bool = True) -> None:
+    """The profile's options (``live``: also sampling and bandwidth measurement, which need the server's host)."""
+    group = parser.add_argument_group("the profile (where the time of a token goes)")
+    if live:
+        group.add_argument(
+            "--profile-interval-ms",
+            type=int,
+            default=100,
+            help=f"NVML sampling interval, {MIN_INTERVAL_MS}-{MAX_INTERVAL_MS} ms (default 100)",
+        )
+        group.add_argument("--gpus", help="NVML indices of the serving GPUs, e.g. 0,1 (default: those with compute processes)")
+    group.add_argument("--tp", type=int, help="GPUs one copy of the model is split over (default: every serving GPU)")
+    way = group.add_mutually_exclusive_group()
+    way.add_argument("--bandwidth-gbs", type=number("a bandwidth", above=0), help="achievable memory bandwidth per GPU, GB/s")
+    if live:
+        way.add_argument(
+            "--measure-bandwidth",
+            action="store_true",
+            help="measure it first: a 1 GiB matrix-vector product on each serving GPU (torch, in this process)",
+        )
+    add_model_arguments(parser)
+    add_comm_arguments(parser)
+
+
+def _gpus(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v < 4096 for v in values) or len(set(values)) != len(values):
+        raise UsageError(f"--gpus wants different NVML indices like 0,1, not {text!r}")
+    return values
+
+
+def _described(args: argparse.Namespace) -> bool:
+    return any(getattr(args, name, None) is not None for name in ("config", "params_b", "bytes_per_param"))
+
+
+_PROFILE_ONLY = (
+    "config",
+    "quant_config",
+    "params_b",
+    "bytes_per_param",
+    "kv_bytes_per_token",
+    "kv_bytes_per_element",
+    "layers",
+    "hidden",
+    "nccl",
+    "allreduce_us",
+    "interconnect",
+    "tp",
+    "gpus",
+    "bandwidth_gbs",
+)
+
+
+def stray_profile_options(args: argparse.Namespace) -> list[str]:
+    """Profile options given without ``--profile`` (they would do nothing)."""
+    found = [f"--{name.replace('_', '-')}" for name in _PROFILE_ONLY if getattr(args, name, None) is not None]
+    return found + (["--measure-bandwidth"] if getattr(args, "measure_bandwidth", False) else [])
+
+
+def profile_options_from_args(args: argparse.Namespace) -> ProfileOptions:
+    """The typed options; one clear line for any that do not make sense (before anything runs)."""
+    interval_ms = getattr(args, "profile_interval_ms", 100)
+    if not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
+        raise UsageError(f"--profile-interval-ms wants {MIN_INTERVAL_MS} to {MAX_INTERVAL_MS}, not {interval_ms}")
+    if args.tp is not None and not 1 <= args.tp <= 4096:
+        raise UsageError("--tp wants a number of GPUs from 1 to 4096")
+    if args.bandwidth_gbs is not None and not 0 < args.bandwidth_gbs < 1e6:
+        raise UsageError("--bandwidth-gbs must be a positive number of GB/s")
+    if not 1 <= args.allreduces_per_layer <= 64:
+        raise UsageError("--allreduces-per-layer wants a number from 1 to 64")
+    return ProfileOptions(
+        interval_s=interval_ms / 1000,
+        gpus=_gpus(getattr(args, "gpus", None)),
+        tp=args.tp,
+        model=spec_from_args(args) if _described(args) else None,
+        bandwidth_gbs=args.bandwidth_gbs,
+        measure_bandwidth=bool(getattr(args, "measure_bandwidth", False)),
+        comm=CommOptions(
+            curve=load_curve(args.nccl) if args.nccl is not None else None,
+            latency_us=parse_latency(args.allreduce_us) if args.allreduce_us else None,
+            interconnect=args.interconnect,
+            per_layer=args.allreduces_per_layer,
+        ),
+    )
+
+
+def _layout(serving: int, tp: int | None) -> tuple[int, int]:
+    tp = tp or max(1, serving)
+    if serving and serving % tp:
+        raise UsageError(f"--tp {tp} does not divide the {serving} serving GPUs into model copies")
+    return tp, max(1, serving // tp) if serving else 1
+
+
+def _comm(options: CommOptions, model: ModelSpec | None, tp: int) -> CommInputs | None:
+    if tp <= 1 or model is None or model.layers is None:
+        return None
+    base = CommInputs(world=tp, layers=model.layers, per_layer=options.per_layer, hidden=model.hidden)
+    if options.curve is not None:
+        if options.curve.world != tp:
+            raise UsageError(f"{options.curve.source} measured {options.curve.world} GPUs; the model runs on {tp} (--tp)")
+        return base.model_copy(update={"curve": list(options.curve.rows), "source": options.curve.source})
+    if options.latency_us is not None:
+        return base.model_copy(update={"latency_us": options.latency_us, "source": "given (--allreduce-us)"})
+    where = options.interconnect or "unknown"
+    source = f"assumed, interconnect {where}; measure with bench nccl"
+    return base.model_copy(update={"latency_us": ASSUMED_US[where], "source": source})
+
+
+def _datasheet(infos: Sequence[GpuInfo]) -> tuple[float | None, str]:
+    names = sorted({g.name for g in infos if g.name})
+    specs = [lookup(name) for name in names]
+    if not names:
+        return None, "unknown: NVML named no GPU; give --bandwidth-gbs or --measure-bandwidth"
+    if any(spec is None for spec in specs):
+        missing = next(name for name, spec in zip(names, specs, strict=True) if spec is None)
+        return None, unknown_message(missing, "--bandwidth-gbs or --measure-bandwidth")
+    slowest = min((s for s in specs if s is not None), key=lambda s: s.bandwidth_gbs)
+    return slowest.bandwidth_gbs * DATASHEET_SHARE, (
+        f"{DATASHEET_SHARE:.0%} of the {slowest.bandwidth_gbs:,.0f} GB/s data-sheet peak of the {slowest.name}"
+    )
+
+
+def build_inputs(
+    options: ProfileOptions,
+    infos: Sequence[GpuInfo],
+    context_tokens: float,
+    *,
+    measured: tuple[float, str] | None = None,
+    base: ProfileInputs | None = None,
+) -> ProfileInputs:
+    """The inputs of the split: the options where given, else ``base`` (a recorded profile's), else derived."""
+    model = options.model if options.model is not None else (base.model if base else None)
+    if options.tp is not None or base is None:
+        tp, replicas = _layout(len(infos), options.tp)
+    else:
+        tp, replicas = base.tp, base.replicas
+    bandwidth: float | None
+    if options.bandwidth_gbs is not None:
+        bandwidth, source = options.bandwidth_gbs, "given (--bandwidth-gbs)"
+    elif measured is not None:
+        bandwidth, source = measured
+    elif base is not None and base.bandwidth_gbs is not None:
+        bandwidth, source = base.bandwidth_gbs, base.bandwidth_source
+    else:
+        found, source = _datasheet(infos)
+        bandwidth = found
+    notes: list[str] = []
+    if bandwidth is None and model is not None:
+        notes.append(f"streaming not attributed: {source}")
+    if options.comm.given or base is None or options.model is not None or options.tp is not None:
+        comm = _comm(options.comm, model, tp)
+    else:
+        comm = base.comm
+    return ProfileInputs(
+        model=model,
+        tp=tp,
+        replicas=replicas,
+        context_tokens=context_tokens,
+        bandwidth_gbs=bandwidth,
+        bandwidth_source=source if bandwidth is not None else "",
+        comm=comm,
+        notes=notes,
+    )
+
+
+def _table(title: str, table: Table) -> BenchTable:
+    headers, rows = table
+    return BenchTable(title=title, headers=list(headers), rows=[list(r) for r in rows])
+
+
+def _publish(profile: Profile, result: BenchResult, *, emit: EventSink, outputs: Outputs, title: str) -> None:
+    notes = profile_notes(profile)
+    emit(
+        BenchResultReported(
+            kind="profile",
+            summary=SECTION_TITLE,
+            data=profile.summary_dict(),
+            tables=[
+                _table(f"{title}: where the time of a token goes (ms per output token)", attribution_table(profile)),
+                _table("The serving GPUs during each level (NVML)", readings_table(profile)),
+            ],
+            notes=notes,
+        )
+    )
+    for warning in profile.warnings:
+        emit(Warning_(text=warning))
+    if outputs.json is not None:
+        write_json(outputs.json, json.dumps({**json.loads(result.to_json()), "profile": profile.to_dict()}, indent=2))
+    if outputs.report is not None:
+        try:
+            append_section(outputs.report, SECTION_TITLE, where_the_time_goes(profile, title))
+        except OSError as exc:
+            raise UsageError(f"cannot write {outputs.report}: {exc.strerror or exc}") from None
+
+
+def _context(spec: LoadSpec) -> float:
+    """A stream's average context during decode: its prompt and half its output."""
+    return spec.prompt_tokens + spec.max_tokens / 2
+
+
+HostFactory = Callable[[], Host]
+
+
+def _title(result: BenchResult) -> str:
+    return f"{result.model or '?'} at {result.base_url or '?'} ({result.started_at})"
+
+
+def _progress(emit: EventSink) -> Callable[[str, int, int], None]:
+    return lambda label, done, total: emit(Progress(label=label, done=done, total=total))
+
+
+async def run_profile(
+    spec: LoadSpec,
+    options: ProfileOptions,
+    *,
+    approve: Approve,
+    emit: EventSink,
+    outputs: Outputs | None = None,
+    open_host: HostFactory | None = None,
+    load: Load = REAL,
+) -> tuple[BenchResult, Profile]:
+    """Ask once, sample the serving GPUs while rigaudit's load runs, split each level's time per token, report it.
+
+    ``load``: the client, clock and sleep of the load and the sampler (the real ones unless told)."""
+    import anyio
+
+    from rigaudit.tools.bench.profile import profiled_load
+    from rigaudit.tools.bench.profile_sampler import Sampler, serving_gpus
+
+    details = [
+        f"model {spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} repeat(s), "
+        f"{spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
+        f"the serving GPUs sampled through NVML every {options.interval_s * 1e3:,.0f} ms (read-only)",
+        "a production server serves these requests alongside its real traffic",
+    ]
+    if options.measure_bandwidth:
+        details.append("first, a 1 GiB matrix-vector product on each serving GPU to measure its memory bandwidth")
+    outputs = outputs or Outputs()
+    approve(f"send {spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} and profile its GPUs", details)
+    if open_host is None:
+        from rigaudit.tools.hosts.local import LocalHost
+
+        open_host = LocalHost
+    host = open_host()
+    warnings: list[str] = []
+    try:
+        gpus, chosen = await serving_gpus(host, options.gpus)
+        nvml_error = None if gpus else chosen
+        if options.gpus and not gpus and not chosen.startswith("NVML unavailable"):
+            raise UsageError(f"--gpus: {chosen}")
+        sampler = Sampler(host, gpus, options.interval_s, load.clock, load.sleep)
+        infos = await sampler.describe()
+        measured = None
+        if options.measure_bandwidth and options.bandwidth_gbs is None:
+            from rigaudit.tools.bench.membw import READ_HOW, measure_read_bandwidth
+
+            emit(Progress(label="measuring memory bandwidth", done=0, total=1))
+            per_gpu = await anyio.to_thread.run_sync(measure_read_bandwidth, gpus or [0])
+            each = ", ".join(f"{v:,.0f}" for v in per_gpu)
+            measured = (min(per_gpu), f"{READ_HOW}; per GPU {each} GB/s, the slowest counts")
+            emit(Progress(label="measuring memory bandwidth", done=1, total=1))
+        inputs = build_inputs(options, infos, _context(spec), measured=measured)
+        if inputs.model is not None and inputs.bandwidth_gbs is None and infos:
+            raise UsageError(f"streaming cannot be attributed: {inputs.notes[0].removeprefix('streaming not attributed: ')}")
+        if inputs.model is None:
+            warnings.append(
+                "the model was not described (--config, or --params-b with --bytes-per-param): streaming not attributed"
+            )
+        if nvml_error:
+            warnings.append(f"{nvml_error}: GPU idle between kernels not measured, only the load")
+        result, windows = await profiled_load(spec, sampler, _progress(emit), load.connect)
+    finally:
+        await host.aclose()
+    if sampler.full:
+        warnings.append(f"sampling stopped after {sampler.max_samples:,} samples: the last runs have no GPU readings")
+    if sampler.late_rounds:
+        warnings.append(
+            f"{sampler.late_rounds} sampling round(s) took longer than the interval (slow NVML): raise --profile-interval-ms"
+        )
+    profile = Profile(
+        host=host.name,
+        interval_s=options.interval_s,
+        gpus=infos,
+        gpus_chosen=chosen,
+        nvml_error=nvml_error,
+        samples=sampler.samples,
+        windows=windows,
+        unsupported=sampler.unsupported_lines(),
+        late_rounds=sampler.late_rounds,
+        inputs=inputs,
+        levels=attribute_all(result, sampler.samples, windows, infos, inputs),
+        warnings=warnings,
+    )
+    publish_inference(result, emit=emit, outputs=replace(outputs, json=None))
+    _publish(profile, result, emit=emit, outputs=outputs, title=_title(result))
+    return result, profile
+
+
+def explain_file(path: Path, options: ProfileOptions, *, emit: EventSink, outputs: Outputs | None = None) -> Profile:
+    """The split of a recorded profile again, with the inputs the options give replacing the recorded ones."""
+    result, recorded = load_profiled(path)
+    inputs = build_inputs(options, recorded.gpus, recorded.inputs.context_tokens, base=recorded.inputs)
+    levels = attribute_all(result, recorded.samples, recorded.windows, recorded.gpus, inputs)
+    profile = recorded.model_copy(update={"inputs": inputs, "levels": levels})
+    _publish(profile, result, emit=emit, outputs=outputs or Outputs(), title=f"{_title(result)}, from {path.name}")
+    return profile

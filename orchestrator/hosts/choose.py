@@ -1,0 +1,71 @@
+"""Choose the host a command works on: this machine, a snapshot, or a shipped demo."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rigaudit.orchestrator.options.arguments import number
+from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.demo import DEMOS, cache_dir, demo_snapshot
+
+
+def add_host_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("what to audit (default: this machine)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--snapshot", metavar="DIR", type=Path, help="replay a snapshot written by `rigaudit snapshot`")
+    source.add_argument(
+        "--demo",
+        nargs="?",
+        const="default",
+        metavar="NAME",
+        help=f"replay a snapshot shipped with rigaudit ({', '.join(DEMOS)}); no GPU needed",
+    )
+    group.add_argument(
+        "--replay-latency-ms",
+        type=number("a latency", least=0),
+        default=0.0,
+        metavar="N",
+        help="add N ms to every host operation (snapshots)",
+    )
+
+
+def open_host(args: argparse.Namespace) -> Host:
+    latency = max(0.0, float(getattr(args, "replay_latency_ms", 0.0) or 0.0)) / 1000.0
+    demo = getattr(args, "demo", None)
+    snapshot = getattr(args, "snapshot", None)
+    if demo is not None:
+        try:
+            path = demo_snapshot(None if demo == "default" else demo)
+        except KeyError:
+            raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
+        except OSError as exc:
+            raise UsageError(
+                f"cannot unpack the demo into {cache_dir()}: {exc.strerror or exc}; set XDG_CACHE_HOME to a writable folder"
+            ) from None
+        return _snapshot_host(path, latency)
+    if snapshot is not None:
+        return _snapshot_host(snapshot, latency)
+    if latency:
+        raise UsageError("--replay-latency-ms only applies to --snapshot or --demo")
+    from rigaudit.tools.hosts.local import LocalHost
+
+    return LocalHost()
+
+
+def _snapshot_host(path: Path, latency_s: float) -> Host:
+    from rigaudit.tools.hosts.snapshot import SnapshotHost  # imported for a snapshot only: a live check starts without it
+
+    return SnapshotHost(path, latency_s=latency_s)
+
+
+async def in_container(host: Host) -> bool:
+    """Whether ``host`` is itself a container (steps meant for the container then run on it)."""
+    from rigaudit.agents.facts.platform import detect_platform
+    from rigaudit.tools.hosts.probe import Probe
+
+    try:
+        return (await detect_platform(Probe(host))).in_container
+    except Exception:  # platform detection is a hint; a host it cannot read is treated as the host
+        return False

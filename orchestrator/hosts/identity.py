@@ -1,0 +1,121 @@
+"""Which machine a plan, a report or a change belongs to: the host's identity.
+
+A machine is known by what it records about itself, strongest first:
+
+- ``/etc/machine-id`` (systemd: made at install, kept across reboots and renames; a VM cloned
+  without ``systemd-machine-id-setup`` keeps its template's, which is why the next one exists);
+- the DMI product UUID (``/sys/class/dmi/id/product_uuid``: the firmware's, readable by root;
+  absent in DMI-less microVMs);
+- the host name (the snapshot's ``hostname``, or this machine's): what is left when neither is
+  readable, as in snapshots that did not record them.
+
+Two identities are the same machine when they share the strongest kind both have, else when their
+names match. Only digests of the ids are kept (``machine-id:1a2b3c4d5e6f7a8b``): enough to tell two
+machines apart, nothing a machine-id could be used for. An audit records its host's identity in the
+``host_id`` fact; system-improve.md records it in a comment under its title.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from rigaudit.tools.bench.machine import digest, token
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.base import FileResult, Host
+
+Reader = Callable[[str], Awaitable[FileResult]]
+
+MACHINE_ID = "/etc/machine-id"
+PRODUCT_UUID = "/sys/class/dmi/id/product_uuid"
+FACT = "host_id"
+"""The baseline fact (``AuditResult.host.facts``) that holds :meth:`HostIdentity.token`."""
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"})
+_TOKEN = r"(machine-id|product-uuid):([0-9a-f]{16})"
+
+
+def machine_digest(raw: bytes | None) -> str:
+    """The digest of a machine-id file's content, or ``""`` when it holds none (the one benchmarks key by)."""
+    return token(raw).removeprefix("machine-id:")
+
+
+def product_digest(raw: bytes | None) -> str:
+    """The digest of a DMI product UUID, or ``""`` for none (or the all-zero/all-ones placeholders)."""
+    text = (raw or b"").decode("ascii", "replace").strip().lower()
+    if digested := re.fullmatch(r"product-uuid:([0-9a-f]{16})", text):
+        return digested.group(1)  # a snapshot rebuilt from a transcript holds the digest
+    return digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
+
+
+class HostIdentity(Record):
+    name: str
+    machine: str = ""
+    """Digest of ``/etc/machine-id`` (``""``: not known)."""
+    product: str = ""
+    """Digest of the DMI product UUID (``""``: not known)."""
+
+    @property
+    def unnamed(self) -> bool:
+        """Nothing is known of the machine (a report only benchmarks of a server wrote to): any machine fits."""
+        return self.name.strip() in ("", "-") and not self.machine and not self.product
+
+    def token(self) -> str:
+        """``machine-id:<digest> product-uuid:<digest>`` (what is known), the form facts and reports keep."""
+        parts = [f"machine-id:{self.machine}" if self.machine else "", f"product-uuid:{self.product}" if self.product else ""]
+        return " ".join(p for p in parts if p)
+
+    def text(self) -> str:
+        """``gpu01 (machine-id 1a2b3c4d)``: the name, and the strongest id known, short."""
+        if self.machine:
+            return f"{self.name} (machine-id {self.machine[:8]})"
+        if self.product:
+            return f"{self.name} (product uuid {self.product[:8]})"
+        return self.name
+
+    def same_machine(self, other: HostIdentity) -> bool:
+        """The same machine: by the strongest id both know, else by name."""
+        if self.machine and other.machine:
+            return self.machine == other.machine
+        if self.product and other.product:
+            return self.product == other.product
+        return self.name.strip().lower() == other.name.strip().lower()
+
+    @classmethod
+    def parse(cls, name: str, token: str) -> HostIdentity:
+        """The identity :meth:`token` wrote (unknown words are ignored)."""
+        found = dict(re.findall(_TOKEN, token))
+        return cls(name, found.get("machine-id", ""), found.get("product-uuid", ""))
+
+
+async def identify(host: Host, read: Reader | None = None) -> HostIdentity:
+    """``host``'s identity, from what it lets be read (a snapshot: what it recorded); ``read`` reads
+    through another way to the same host (an audit's probe, so that the reads are recorded)."""
+    read = read or host.read
+    machine = await read(MACHINE_ID)
+    product = await read(PRODUCT_UUID)
+    return HostIdentity(host.name, machine_digest(machine.data), product_digest(product.data))
+
+
+def this_machine() -> HostIdentity:
+    """The identity of the machine rigaudit runs on (for benchmarks, which always run here)."""
+
+    def raw(path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()[:4096]
+        except OSError:
+            return None
+
+    return HostIdentity(socket.gethostname(), machine_digest(raw(MACHINE_ID)), product_digest(raw(PRODUCT_UUID)))
+
+
+def mismatch(what: str, recorded: HostIdentity, here: HostIdentity) -> str | None:
+    """One line refusing ``what`` of another machine, naming both; ``None`` when it is this one."""
+    if recorded.same_machine(here) or recorded.unnamed:
+        return None
+    return f"{what} is for {recorded.text()}, not {here.text()}: refusing to use it here"
+
+
+__all__ = ["FACT", "HostIdentity", "identify", "machine_digest", "mismatch", "product_digest", "this_machine"]

@@ -1,0 +1,1 @@
+"""Option types and option groups shared by several commands (--llm, the model)."""

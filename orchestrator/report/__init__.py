@@ -1,0 +1,1 @@
+"""What a command writes: system-improve.md, its pictures, result files."""

@@ -1,0 +1,1 @@
+"""Files rigaudit reads or writes: atomic writes, bounded reads and tar unpacking, times in files."""
