@@ -293,6 +293,8 @@ def _server_processes(built: Built) -> None:
         gpus = list(server.gpus)
         per_gpu = server.gpu_memory_mib * MIB
         maps = _maps(built, server)
+        if server.compat and built.container:
+            _compat_files(built, server.compat)
         mounts = pf.container_mounts(built) if (in_docker or built.container) else pf.host_mounts(built)
         limits = limits_text(memlock=server.memlock, nofile=server.nofile)
         cpus = built.all_cpus
@@ -368,6 +370,19 @@ def _cgroup_line(built: Built, server: ProcessSpec) -> str:
     return "0::/system.slice/vllm.service\n"
 
 
+def _compat_files(built: Built, path: str) -> None:
+    """The image's cuda-compat package (libcuda and its PTX JIT compiler in /usr/local/cuda-X.Y/compat) and the
+    ld.so.conf.d entry that points the loader at it. The NVIDIA Container Toolkit writes such an entry
+    (``00-compat-*.conf``) when the image's compat libcuda is newer than the host's driver; which toolkit version
+    first does so is not shown by a public source read here, so the fixture only carries the file."""
+    folder, name = path.rsplit("/", 1)
+    version = name.split(".so.", 1)[1]
+    built.tree.file(path, b"\x7fELF\x02\x01\x01")
+    built.tree.link(f"{folder}/libcuda.so.1", name)
+    built.tree.file(f"{folder}/libnvidia-ptxjitcompiler.so.{version}", b"\x7fELF\x02\x01\x01")
+    built.tree.file("/etc/ld.so.conf.d/00-compat-1234567890.conf", folder + "\n")
+
+
 def _maps(built: Built, server: ProcessSpec) -> str:
     version = built.spec.driver.userspace or built.spec.driver.version
     libdir = "/usr/lib/aarch64-linux-gnu" if built.arch == "aarch64" else "/usr/lib/x86_64-linux-gnu"
@@ -379,7 +394,7 @@ def _maps(built: Built, server: ProcessSpec) -> str:
         ("7f1c30000000-7f1c30e3c000 r-xp", 2360088, f"{site}/torch/lib/libtorch_cpu.so"),
         ("7f1c31000000-7f1c3102a000 r-xp", 2360070, f"{site}/torch/_C.cpython-310-x86_64-linux-gnu.so"),
         ("7f1c32000000-7f1c3451c000 r-xp", 2361201, f"{site}/nvidia/nccl/lib/libnccl.so.2"),
-        ("7f1c36000000-7f1c3790c000 r-xp", 1574021, f"{libdir}/libcuda.so.{version}"),
+        ("7f1c36000000-7f1c3790c000 r-xp", 1574021, server.compat or f"{libdir}/libcuda.so.{version}"),
         ("7f1c38000000-7f1c3862a000 r-xp", 1574033, f"{libdir}/libnvidia-ml.so.{version}"),
         ("7f1c39000000-7f1c390a1000 r-xp", 2361188, f"{site}/nvidia/cuda_runtime/lib/libcudart.so.12"),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.agents.facts.deliberate import compat_library
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
@@ -39,6 +40,8 @@ class UserLibrary(Record):
     version: str
     ref: str
     in_container: bool
+    path: str = ""
+    """The library file it resolves to (a mapped path for a server: ``/usr/local/cuda-12.8/compat/libcuda.so.570...``)."""
 
 
 class KernelModules(Record):
@@ -96,10 +99,12 @@ async def _libraries(probe: Probe, servers: tuple[ServerProcess, ...]) -> tuple[
             break
     for server in servers:
         maps = await probe.text(f"/proc/{server.pid}/maps")
-        for match in re.finditer(_MAPS_LIB, maps or ""):
+        matches = list(re.finditer(_MAPS_LIB, maps or ""))
+        compat = [m for m in matches if compat_library(m.group(1))]
+        for match in compat or matches:
             inside = bool(server.container) or bool(server.foreign_mnt_ns)
             ref = file_ref(f"/proc/{server.pid}/maps")
-            found.append(UserLibrary(f"{server.label} (loaded)", match.group(2), ref, inside))
+            found.append(UserLibrary(f"{server.label} (loaded)", match.group(2), ref, inside, match.group(1)))
             refs.append(file_ref(f"/proc/{server.pid}/maps"))
             break
     return found, refs

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import FORWARD_COMPAT, CompatLibrary, branch, compat_library, forward_compat_support
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.driver.install_facts import AREA, InstallFacts
+from rigaudit.agents.investigators.driver.install_facts import AREA, InstallFacts, UserLibrary
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
 
@@ -16,8 +17,10 @@ LIBRARY_MISMATCH_CHECK = Check(
         "`/proc/driver/nvidia/version`, NVML init error and driver version, `libnvidia-ml.so.1`/`libcuda.so.1` links on "
         "the host and in server containers (`/proc/PID/root`), libcuda mapped by the server (`/proc/PID/maps`)"
     ),
-    problem="any user-space library version differs from the kernel module's, or NVML reports LIB_RM_VERSION_MISMATCH",
-    fix="reboot after a driver upgrade (host), or install the matching libraries in the container",
+    problem="any user-space library version differs from the kernel module's, or NVML reports LIB_RM_VERSION_MISMATCH; "
+    "a newer cuda-compat libcuda is CUDA forward compatibility: ok on data-center GPUs, high on GeForce",
+    fix="reboot after a driver upgrade (host), or install the matching libraries in the container; on GeForce, drop "
+    "the forward-compatibility path",
     kinds=("reboot", "restart"),
 )
 
@@ -36,8 +39,16 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     seen = [(lib.where, lib.version, lib.in_container) for lib in f.libraries]
     if f.nvml_version:
         seen.insert(0, ("user-space (NVML)", f.nvml_version, False))
-    wrong = [(where, version, inside) for where, version, inside in seen if version != kernel]
+    compat = [
+        (lib, found)
+        for lib in f.libraries
+        if lib.version != kernel and (found := compat_library(lib.path)) is not None and (branch(kernel) or 0) < found.branch
+    ]
+    compat_where = {lib.where for lib, _ in compat}
+    wrong = [(where, version, inside) for where, version, inside in seen if version != kernel and where not in compat_where]
     rm_mismatch = f.nvml_init_error == "LIB_RM_VERSION_MISMATCH"
+    if compat and not wrong and not rm_mismatch:
+        return _forward_compat(f, kernel, compat, refs)
     if not wrong and not rm_mismatch:
         if not seen:
             why = f"kernel module {kernel}; no user-space library version readable (NVML: {f.nvml_init_error or 'no answer'})"
@@ -117,5 +128,75 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
         ),
         fix,
         subjects=tuple(w for w, _, _ in wrong) or tuple(g.label for g in f.gpus),
+        evidence=refs,
+    )
+
+
+def _forward_compat(f: InstallFacts, kernel: str, compat: list[tuple[UserLibrary, CompatLibrary]], refs: list[str]) -> Finding:
+    """A server runs on the cuda-compat libcuda of a newer branch: deliberate where NVIDIA supports it."""
+    check, title = LIBRARY_MISMATCH_CHECK.id, LIBRARY_MISMATCH_CHECK.title
+    names = tuple(dict.fromkeys(g.name for g in f.gpus if g.name))
+    support = forward_compat_support(names)
+    lib, found = compat[0]
+    cuda = f"CUDA {found.cuda[0]}.{found.cuda[1]}" if found.cuda else f"the {found.branch} branch's CUDA"
+    observed = (
+        f"kernel module {kernel}; {lib.where} maps {lib.path} (CUDA forward compatibility: {cuda} on the {branch(kernel)} "
+        f"driver); GPUs: {', '.join(names) or 'none named'}"
+    )
+    conditions = " ".join(f"({k + 1}) {c};" for k, c in enumerate(FORWARD_COMPAT.conditions))
+    if support == "yes":
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="user-space libraries of the kernel module's version, or forward compatibility where supported",
+            explanation=f"Deliberate: {FORWARD_COMPAT.what}. NVIDIA supports it on these data-center GPUs "
+            f"({FORWARD_COMPAT.source}): {conditions} the server's own CUDA initialization tells whether the branch is "
+            "one the package supports. The host's libraries stay the kernel module's; nothing is to be installed.",
+            evidence=refs,
+        )
+    if support == "unknown":
+        return unknown(
+            check,
+            AREA,
+            title,
+            observed + ": forward compatibility is supported on workstation RTX boards only for select NGC Server Ready "
+            "SKUs, which the GPU's name does not tell; the server's CUDA init (error 804 or not) would",
+            evidence=refs,
+        )
+    fix = Fix(
+        kind="restart",
+        where="container" if lib.in_container or f.platform.in_container else "host",
+        summary="Drop the CUDA forward-compatibility path (not supported on GeForce): run the server on the host "
+        f"driver's libcuda {kernel}, with a CUDA runtime no newer than that driver's",
+        actions=(
+            CommandAction(
+                description=f"remove {lib.path.rsplit('/', 1)[0]} from LD_LIBRARY_PATH and from /etc/ld.so.conf.d "
+                "(then ldconfig) in the server's image or environment; do not install other driver libraries"
+            ),
+            CommandAction(
+                description=f"run an image (or a torch build) whose CUDA is no newer than the {branch(kernel)} driver's, "
+                "or install a host driver of the branch the image needs, then restart the server"
+            ),
+        ),
+        risk="low",
+        verify="grep libcuda /proc/PID/maps of the server shows the host driver's libcuda.so."
+        f"{kernel}; python -c 'import torch; torch.cuda.init()' raises nothing",
+        revert="restore the previous LD_LIBRARY_PATH / ld.so.conf.d entry",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        observed,
+        f"the host driver's libcuda {kernel} (forward compatibility is not supported on GeForce)",
+        f"The server loads the CUDA forward-compatibility libcuda ({found.branch} branch) over the {branch(kernel)} kernel "
+        "module, on GeForce GPUs. NVIDIA supports forward compatibility only on data-center GPUs (and select NGC "
+        f"Server Ready RTX SKUs, Jetson): here CUDA initialization fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE "
+        f"(804) ({FORWARD_COMPAT.source}). The fix is to stop using the compat libraries, not to install others.",
+        fix,
+        subjects=(lib.where,),
         evidence=refs,
     )

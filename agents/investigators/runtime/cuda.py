@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import FORWARD_COMPAT, CompatLibrary, compat_library, forward_compat_support
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import nvml_unusable
 from rigaudit.agents.facts.platform import Platform
@@ -26,10 +27,26 @@ class CudaCompatFacts(Record):
     platform: Platform
     inventory: GpuInventory
     driver_cuda: NvmlResult
+    compat: tuple[CompatLibrary, ...] = ()
+    """Forward-compatibility libcuda the servers map (cuda-compat), each once."""
+    compat_refs: tuple[str, ...] = ()
 
 
-async def collect_cuda(probe: Probe, inventory: GpuInventory, platform: Platform) -> CudaCompatFacts:
-    return CudaCompatFacts(platform, inventory, await probe.nvml(CUDA_DRIVER_FN))
+_MAPPED_LIBCUDA = re.compile(r"(?m)\s(/\S*/libcuda\.so\.\d+\.\d+(?:\.\d+)?)\s*$")
+
+
+async def collect_cuda(
+    probe: Probe, inventory: GpuInventory, platform: Platform, servers: tuple[ServerProcess, ...] = ()
+) -> CudaCompatFacts:
+    found: dict[str, CompatLibrary] = {}
+    refs: list[str] = []
+    for server in servers:
+        maps = await probe.text(f"/proc/{server.pid}/maps")
+        refs.append(file_ref(f"/proc/{server.pid}/maps"))
+        for match in _MAPPED_LIBCUDA.finditer(maps or ""):
+            if (lib := compat_library(match.group(1))) is not None:
+                found.setdefault(lib.path, lib)
+    return CudaCompatFacts(platform, inventory, await probe.nvml(CUDA_DRIVER_FN), tuple(found.values()), tuple(refs))
 
 
 def cuda_tuple(text: str | None) -> tuple[int, int] | None:
@@ -74,6 +91,18 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
         shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
         return unknown(check, AREA, title, f"{CUDA_DRIVER_FN}: {shown}", evidence=refs)
     drv = f"{supported[0]}.{supported[1]}"
+    names = tuple(dict.fromkeys(g.name for g in f.inventory.gpus if g.name))
+    compat = [c for c in f.compat if c.cuda is not None and c.cuda > supported]
+    if compat and forward_compat_support(names) == "yes":
+        lifted = max(c.cuda for c in compat if c.cuda is not None)
+        refs = (*refs, *f.compat_refs)
+        note = (
+            f"; the servers map {compat[0].path}: CUDA forward compatibility lifts it to {lifted[0]}.{lifted[1]} on "
+            f"{', '.join(names)}"
+        )
+        supported, drv = lifted, f"{lifted[0]}.{lifted[1]}"
+    else:
+        note = ""
     rows = [(i, cuda_tuple(i.cuda) or (0, 0)) for i in with_cuda]
     newer_major = [(i, v) for i, v in rows if v[0] > supported[0]]
     newer_minor = [(i, v) for i, v in rows if v[0] == supported[0] and v > supported]
@@ -86,8 +115,11 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
             check,
             AREA,
             title,
-            f"{described}; the driver supports CUDA up to {drv}",
+            f"{described}; the driver supports CUDA up to {drv}{note}",
             expected=f"CUDA runtime <= {drv}",
+            explanation=f"Deliberate: {FORWARD_COMPAT.what} ({FORWARD_COMPAT.source}); see driver.library_mismatch."
+            if note
+            else "",
             evidence=refs,
         )
     bad = newer_major or newer_minor

@@ -62,7 +62,7 @@ async def collect(probe: Probe) -> RuntimeFacts:
     environ_reads = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in scan.servers[:16]])
     environs = {s.pid: (parse_environ(r.data), r.error) for s, r in zip(scan.servers[:16], environ_reads, strict=True)}
     limits = await collect_limits(probe, scan, platform)
-    cuda = await collect_cuda(probe, inventory, platform)
+    cuda = await collect_cuda(probe, inventory, platform, scan.servers[:8])
     return RuntimeFacts(
         inventory, platform, lxc, scan, capability, torch.installs, torch.searched, environs, limits=limits, cuda=cuda
     )
