@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 Support = Literal["yes", "no", "unknown"]
 

@@ -6,7 +6,7 @@ import functools
 
 import anyio
 
-from rigaudit.orchestrator.audit import run_audit
+from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
