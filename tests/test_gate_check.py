@@ -13,6 +13,7 @@ import pytest
 
 from rigaudit.agents.catalog import catalog
 from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.gate.promised import CHECKS as PROMISED
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.check import CheckResult
 from tests.support.fleet import degrade_link
@@ -47,7 +48,7 @@ def test_healthy_fixtures_exit_0_with_a_healthy_reason(capsys: pytest.CaptureFix
     code, lines, _ = check(capsys, "--snapshot", str(fixture))
     assert code == 0
     assert lines[0].startswith("healthy: no problem at or above high in ")
-    assert f"in {len(catalog())} checks" in lines[0]
+    assert f"in {len(catalog()) + len(PROMISED)} checks" in lines[0]
     assert lines[-1].endswith("exit 0")
 
 
@@ -149,7 +150,7 @@ def test_json_result_is_the_published_shape(capsys: pytest.CaptureFixture[str], 
     assert err.splitlines()[0] == data["reason"]  # the text goes to stderr when the JSON takes stdout
     result = CheckResult.model_validate(data)
     assert result.verdict == "problem" and result.fail_on == "high"
-    assert len(result.checks) == len(catalog())
+    assert len(result.checks) == len(catalog()) + len(PROMISED)
     assert [c.check for c in result.checks if c.counts] == ["pcie.link"]
     assert result.audit.evidence == ()
     assert result.facts["GPU3 PCIe link"] == "16.0 GT/s x8"  # the fingerprint the fleet compares

@@ -24,7 +24,7 @@ from typing import IO
 import pytest
 
 from tests.support.fleet import RIGAUDIT, OneNodeSlurm, degrade_link, require_slurm
-from tests.support.mutate import light_copy
+from tests.support.mutate import light_copy, set_nvml
 
 pytestmark = pytest.mark.timeout(400)  # two waits for slurmd's schedule (see wait_for) fit in a test
 
@@ -199,7 +199,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         f"Epilog={hooks.shim('epilog')}",
         "MessageTimeout=60",  # a prolog runs inside the launch request; this machine's CPUs are shared
     ]
-    with OneNodeSlurm.start(tmp_path_factory.mktemp("slurm"), extra) as slurm:
+    # The fixture's two H200s, as GRES: slurmd counts a gpu's File= entries (it logs that these are no devices)
+    root = tmp_path_factory.mktemp("slurm")
+    (root / "dev").mkdir()
+    for n in (0, 1):
+        (root / "dev" / f"nvidia{n}").touch()
+    extra.append("GresTypes=gpu")
+    gres = f"Name=gpu Type=h200 File={root}/dev/nvidia[0-1]\n"
+    with OneNodeSlurm.start(root, extra, node="Gres=gpu:h200:2", gres=gres) as slurm:
         hooks.slurm_conf = Path(slurm.env["SLURM_CONF"])
         for mode in MODES:
             hooks.configure(mode, HEALTHY, drain=True)
@@ -278,6 +285,19 @@ def test_never_drained_without_drain_or_when_the_check_was_not_made(
     assert done.returncode == 0, done.stderr
     assert logged in idle.hooks.log("health")[-1], idle.hooks.log("health")[-1]
     assert not idle.drained()
+
+
+def test_a_node_short_of_the_gpus_its_gres_promises_is_drained_naming_them(idle: Cluster, tmp_path: Path) -> None:
+    """slurm.conf and gres.conf promise two H200s; one fell off the bus (NVML counts one, the PCI bus shows two):
+    the gate reads the promise from the Slurm configuration slurmd runs with, no --expect file."""
+    lost = light_copy(HEALTHY, tmp_path / "lost")
+    set_nvml(lost, "nvmlDeviceGetCount", [], 1)
+    idle.hooks.configure("health", lost, drain=False, args="--only promised")
+    done = idle.run_wrapper("health", "--drain")
+    assert done.returncode == 0, done.stderr
+    reason = idle.node()["Reason"]
+    assert reason.startswith("rigaudit: promised.slurm critical"), reason
+    assert f": 1 of the 2 gpu:h200 Slurm's GRES promises {idle.slurm.node} missing, 1 usable GPU(s)" in reason, reason
 
 
 def test_drain_on_the_command_line(idle: Cluster) -> None:

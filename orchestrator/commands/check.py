@@ -37,6 +37,7 @@ from rigaudit.orchestrator.options.arguments import number
 from rigaudit.tools.core.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:
+    from rigaudit.orchestrator.gate.promised import Promises
     from rigaudit.tools.model.check import CheckResult
 
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -55,6 +56,12 @@ def _add(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="the fleet's expected values (driver, gpus, pcie_width...): docs/fleet.md",
+    )
+    judge.add_argument(
+        "--kube-node",
+        metavar="SOURCE",
+        help="this node's Kubernetes object (a file of `kubectl get node N -o json`, or an http(s) URL of the API "
+        "server's node): fewer usable GPUs than its nvidia.com/gpu capacity is a critical problem",
     )
     judge.add_argument("--strict", action="store_true", help="an unknown verdict on a selected check counts as could not check")
     judge.add_argument(
@@ -130,7 +137,7 @@ def _check(args: argparse.Namespace) -> int:
         from rigaudit.orchestrator.gate.expect import load_expectations
 
         expectations = load_expectations(args.expect)
-    plan = plan_gate(args.only, args.skip, expectations)
+    plan = plan_gate(args.only, args.skip, expectations, _promises(args))
     host = open_host(args)
     options = GateOptions(
         fail_on=args.fail_on,
@@ -167,6 +174,17 @@ def _check(args: argparse.Namespace) -> int:
     print(shown, file=sys.stderr if to_stdout else sys.stdout, flush=True)
     failed = _write_outputs(args, result)
     return NOT_CHECKED if failed and result.exit_code == 0 else result.exit_code
+
+
+def _promises(args: argparse.Namespace) -> Promises:
+    """What the scheduler says this node holds: Slurm's GRES ($SLURM_CONF; /etc/slurm/slurm.conf on this machine
+    itself), the Kubernetes node object ``--kube-node`` names."""
+    from rigaudit.orchestrator.gate import kube_node, slurm_gres
+    from rigaudit.orchestrator.gate.promised import Promises
+
+    live = args.snapshot is None and args.demo is None
+    node = kube_node.load(args.kube_node) if args.kube_node else None
+    return Promises(slurm=slurm_gres.load(live=live), kubernetes=node)
 
 
 def _write_outputs(args: argparse.Namespace, result: CheckResult) -> bool:

@@ -29,6 +29,7 @@ from rigaudit.tools.model.finding import Severity
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.expect import Expectations
+    from rigaudit.orchestrator.gate.promised import Promises
 
 
 class GateOptions(Record):
@@ -48,14 +49,23 @@ class GatePlan(Record):
     investigators: tuple[AnyInvestigator, ...]
 
 
-def plan_gate(only: str | None = None, skip: str | None = None, expectations: Expectations | None = None) -> GatePlan:
-    """The checks ``--only``/``--skip`` select (the expectations' among them) and the investigators they need."""
+def plan_gate(
+    only: str | None = None,
+    skip: str | None = None,
+    expectations: Expectations | None = None,
+    promises: Promises | None = None,
+) -> GatePlan:
+    """The checks ``--only``/``--skip`` select (the expectations' and the node's promised GPUs among them) and the
+    investigators they need. ``promises``: what the scheduler says this node holds (none read: the PCI bus and NVML
+    are still compared)."""
+    from rigaudit.orchestrator.gate import promised
+
     registered = all_investigators()
-    extra: tuple[AnyInvestigator, ...] = ()
+    extra: tuple[AnyInvestigator, ...] = (promised.investigator(promises or promised.Promises()),)
     if expectations is not None:
         from rigaudit.orchestrator.gate.expect import investigator
 
-        extra = (investigator(expectations),)
+        extra = (*extra, investigator(expectations))
     every = (*registered, *extra)
     selection = select([c for inv in every for c in inv.checks], only, skip)
     areas = set(selection.areas)

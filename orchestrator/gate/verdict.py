@@ -3,8 +3,8 @@
 - a problem at or above ``fail_on`` makes the verdict ``problem`` (exit 1), whatever else happened:
   a node with a known fault is drained even when another check could not run;
 - otherwise a selected check that was not made (its investigator failed, or the deadline stopped it),
-  an ``unknown`` expectation (it was asked for), or with ``strict`` any ``unknown``, makes it
-  ``could_not_check`` (exit 3): a scheduler must never drain on that;
+  an ``unknown`` expectation (it was asked for) or promised GPU count (it hides the GPUs), or with
+  ``strict`` any ``unknown``, makes it ``could_not_check`` (exit 3): a scheduler must never drain on that;
 - otherwise ``healthy`` (exit 0). Problems below ``fail_on`` and the rules' ``unknown`` verdicts are
   reported, and counted in the metrics, but do not decide.
 """
@@ -23,6 +23,8 @@ from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
 MAX_REASON = 160
 """Characters of the reason line (``sinfo -R`` shows its first 20, ``scontrol show node`` all)."""
 SHOWN_IDS = 4
+ASKED = ("expect", "promised")
+"""Areas whose ``unknown`` is "could not check": an expected value asked for, the GPUs the node should have."""
 _SPACE = r"\s+"
 
 
@@ -65,7 +67,7 @@ def judge_checks(
             continue
         severity = finding.severity if finding.status == "problem" else None
         counts = (finding.status == "problem" and SEVERITY_ORDER.get(severity or "low", 9) <= limit) or (
-            finding.status == "unknown" and (strict or check.area == "expect")
+            finding.status == "unknown" and (strict or check.area in ASKED)
         )
         judged.append(
             GateCheck(

@@ -435,10 +435,13 @@ class OneNodeSlurm:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, root: Path, extra: Sequence[str] = ()) -> Iterator[OneNodeSlurm]:
-        """``extra``: more slurm.conf lines (Prolog=, HealthCheckProgram=, ...)."""
+    def start(cls, root: Path, extra: Sequence[str] = (), node: str = "", gres: str = "") -> Iterator[OneNodeSlurm]:
+        """``extra``: more slurm.conf lines (Prolog=, HealthCheckProgram=, ...); ``node``: more of the node's line
+        (``Gres=gpu:h200:2``); ``gres``: gres.conf's text, written beside slurm.conf."""
         require_slurm()
-        node = socket.gethostname().split(".")[0]
+        options, node = node, socket.gethostname().split(".")[0]
+        if gres:
+            (root / "gres.conf").write_text(gres)
         for sub in ("state", "spool", "log"):
             (root / sub).mkdir(parents=True)
         ctld_port, slurmd_port = free_port(), free_port()
@@ -469,7 +472,7 @@ class OneNodeSlurm:
                     "SelectTypeParameters=CR_CPU",
                     "ReturnToService=2",
                     *extra,
-                    f"NodeName={node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} State=UNKNOWN",
+                    f"NodeName={node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} State=UNKNOWN {options}".rstrip(),
                     f"PartitionName=rigaudit Nodes={node} Default=YES MaxTime=INFINITE State=UP",
                 ]
             )
