@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 RESOURCE = "nvidia.com/gpu"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -81,7 +81,7 @@ def load(source: str) -> KubeNode:
         except (OSError, ValueError) as exc:
             return KubeNode(source, error=f"{source}: cannot read the node object: {exc}")
         return parse_node(data, source)
-    from rigaudit.tools.bounded import InputError, read_regular
+    from rigaudit.tools.files.bounded import InputError, read_regular
 
     try:
         data = read_regular(Path(source), limit=MAX_OBJECT_BYTES, what=source)

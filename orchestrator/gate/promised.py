@@ -23,9 +23,9 @@ from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.gate.kube_node import RESOURCE, KubeNode
 from rigaudit.orchestrator.gate.slurm_gres import SlurmGres
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Finding, Fix
-from rigaudit.tools.probe import Probe
-from rigaudit.tools.record import Record
 
 AREA = "promised"
 MODULE = "/sys/module/nvidia"

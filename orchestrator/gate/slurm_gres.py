@@ -14,7 +14,7 @@ import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from rigaudit.tools.record import Record
+from rigaudit.tools.core.record import Record
 
 DEFAULT_CONF = Path("/etc/slurm/slurm.conf")
 MAX_CONF_BYTES = 1024 * 1024
@@ -156,7 +156,7 @@ def _gres_conf_promise(text: str, node: str) -> GresPromise | None:
 
 
 def _read(path: Path) -> str:
-    from rigaudit.tools.bounded import read_regular
+    from rigaudit.tools.files.bounded import read_regular
 
     return read_regular(path, limit=MAX_CONF_BYTES, what=str(path)).decode("utf-8", "replace")
 
@@ -174,7 +174,7 @@ def slurm_conf_path(environ: Mapping[str, str], *, live: bool) -> Path | None:
 
 def read_slurm_gres(conf: Path, node: str) -> SlurmGres:
     """This node's GPU promise from ``conf`` and the gres.conf beside it."""
-    from rigaudit.tools.bounded import InputError
+    from rigaudit.tools.files.bounded import InputError
 
     try:
         promise = _slurm_conf_promise(_read(conf), node)
