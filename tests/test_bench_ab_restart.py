@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.orchestrator.bench_restart import RestartOptions, plan_power, run_restart_ab
+from rigaudit.orchestrator.bench.restart import RestartOptions, plan_power, run_restart_ab
 from rigaudit.orchestrator.change.approval import Gate
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.journal import read_journal
@@ -164,7 +164,7 @@ def test_the_cli_runs_restart_arms_and_writes_what_ran(
     server: RestartedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     faked = functools.partial(run_restart_ab, load=server.load())
-    monkeypatch.setattr("rigaudit.orchestrator.bench_restart.run_restart_ab", faked)
+    monkeypatch.setattr("rigaudit.orchestrator.bench.restart.run_restart_ab", faked)
     arms = [f"{a.name}={a.command}" for a in _arms(server, "base", "fix")]
     argv = ["bench", "ab", "--arm", arms[0], "--arm", arms[1], "--base-url", SPEC.base_url, "--model", "m", "--concurrency", "1"]
     argv += ["--requests", "3", "--max-tokens", "8", "--cycles", "2", "--yes", "--no-transcript"]

@@ -581,7 +581,7 @@ class RestartBench(Record):
 
 def run_restart_bench(bench: RestartBench, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> AbDone:
     """Say what it can detect, ask once, restart before every visit, leave the server as found; report it."""
-    from rigaudit.orchestrator.bench_restart import RestartOptions, check_arms, plan_power, run_restart_ab
+    from rigaudit.orchestrator.bench.restart import RestartOptions, check_arms, plan_power, run_restart_ab
     from rigaudit.orchestrator.change.approval import Gate
     from rigaudit.tools.bench.ab import analyze
     from rigaudit.tools.bench.render import ab_table

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.change.approval import Gate, StepView
+from rigaudit.orchestrator.change.approval import Gate
 from rigaudit.tools.actions.journal import Journal, JournalError
+from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.bench.ab import AbResult, ArmResult, Visit
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings
 from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc
