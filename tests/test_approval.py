@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole, StepView, require_approval
+from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole, require_approval
+from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.model.events.apply import ApprovalDecided
 from rigaudit.tools.model.events.union import Event

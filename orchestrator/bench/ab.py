@@ -21,11 +21,12 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.change.apply import ApplyOptions, classify, emit_results, preview, selected_steps, targets_of
-from rigaudit.orchestrator.change.approval import Gate, StepView
+from rigaudit.orchestrator.change.apply import ApplyOptions, classify, emit_results, selected_steps
+from rigaudit.orchestrator.change.approval import Gate
 from rigaudit.orchestrator.change.rollback import emit_restores
 from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.journal import Journal, JournalError, read_journal
+from rigaudit.tools.actions.preview import StepView, preview, targets_of
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
 from rigaudit.tools.bench.ab import ALL_STEPS, BASELINE, AbResult, ArmResult, Visit

@@ -17,15 +17,15 @@ from typing import Literal
 import anyio
 from pydantic import ValidationError
 
-from rigaudit.orchestrator.change.approval import Gate, StepView, target_text
+from rigaudit.orchestrator.change.approval import Gate
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.journal import Approval, Journal
-from rigaudit.tools.actions.ops import matches, read_value, wanted
+from rigaudit.tools.actions.ops import read_value
 from rigaudit.tools.actions.persist import manual_persist, persist_lines, persist_targets
+from rigaudit.tools.actions.preview import StepView, preview, target_text, targets_of
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.script import ScriptStep
-from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFileTarget, expand, refusal
-from rigaudit.tools.actions.text import compress_paths, shell_lines
+from rigaudit.tools.actions.targets import AnyTarget, expand, refusal
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError, read_regular
@@ -35,7 +35,6 @@ from rigaudit.tools.model.events.apply import ChangeApplied
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
 from rigaudit.tools.model.plan import BLOCKING, Plan, PlanStep
-from rigaudit.tools.pci import apply_masked
 
 StepStatus = Literal[
     "applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "blocked", "not_attempted"
@@ -151,10 +150,6 @@ def load_plan_file(path: Path) -> tuple[Plan, HostSummary | None]:
     return plan, host
 
 
-def targets_of(step: PlanStep) -> list[AnyTarget]:
-    return [t for action in step.actions for t in expand(action)]
-
-
 def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, str]:
     """Why a step will not run here (status and reason), or ``(None, "")`` when it will."""
     if step.blocked:
@@ -177,78 +172,6 @@ def classify(step: PlanStep, options: ApplyOptions) -> tuple[StepStatus | None, 
     if refused is not None:
         return "not_attempted", f"refused: {refused}"
     return None, ""
-
-
-def new_value(target: AnyTarget, current: str | None) -> str:
-    """The value the target will read after the change (registers: the whole register)."""
-    if isinstance(target, PciRegisterTarget) and current is not None:
-        digits = 2 + 2 * target.width
-        return f"{apply_masked(int(current, 16), target.value, target.mask):#0{digits}x}"
-    return short(wanted(target))
-
-
-def describe_targets(members: Sequence[AnyTarget]) -> str:
-    """Several targets in a few words: ``128 files /sys/.../cpu*/...``, ``CAP_EXP+0x8 on 8 devices (...)``."""
-    first = members[0]
-    if len(members) == 1:
-        return first.describe()
-    if all(isinstance(m, ValueFileTarget) for m in members):
-        return f"{len(members)} files {compress_paths(tuple(m.describe() for m in members))}"
-    if all(isinstance(m, PciRegisterTarget) for m in members):
-        devices = [m.describe().split(" ", 1)[0] for m in members]
-        listed = ", ".join(devices[:3]) + (", ..." if len(devices) > 3 else "")
-        return f"{first.describe().split(' ', 1)[1]} on {len(devices)} devices ({listed})"
-    return ", ".join(m.describe() for m in members)
-
-
-def summarize(rows: Sequence[tuple[AnyTarget, str | None, str | None]]) -> list[str]:
-    """``what: before -> after`` lines, folding many identical changes into one (128 CPUs, 8 GPUs)."""
-    return [f"{what}: {before} -> {after}" for what, before, after in summary_rows(rows)]
-
-
-def summary_rows(rows: Sequence[tuple[AnyTarget, str | None, str | None]]) -> list[tuple[str, str, str]]:
-    """(what, before, after) with identical changes folded together."""
-    groups: dict[tuple[str, str, str], list[AnyTarget]] = {}
-    for target, before, after in rows:
-        kind = target.label if isinstance(target, ValueFileTarget) and target.label else target.type
-        groups.setdefault((kind, short(before), short(after) if after is not None else "?"), []).append(target)
-    return [(describe_targets(members), before, after) for (_, before, after), members in groups.items()]
-
-
-async def preview(host: Host, step: PlanStep) -> tuple[StepView, bool]:
-    """The step as the person sees it (current values read now), and whether it is already in place."""
-    rows: list[tuple[AnyTarget, str | None, str | None]] = []
-    in_place = True
-    for target in targets_of(step):
-        reading = await read_value(host, target)
-        if not reading.ok:
-            rows.append((target, None, f"{new_value(target, None)} (current value unreadable: {reading.error})"))
-            in_place = False
-            continue
-        rows.append((target, reading.value, new_value(target, reading.value)))
-        in_place = in_place and matches(target, reading.value, wanted(target))
-    manual = [a.description for a in step.actions if isinstance(a, CommandAction)]
-    details = [
-        f"why: {step.rationale}" if step.rationale else "",
-        f"subjects: {', '.join(step.subjects)}" if step.subjects else "",
-        *(f"target: {t.describe()}: {short(b)} -> {a}" for t, b, a in rows),
-        *(f"command: {c}" for action in step.actions for c in shell_lines(action)),
-        *(f"not run by apply: {m}" for m in manual),
-        f"persist: {step.persist}" if step.persist else "",
-        *(f"order: {e.text()}" for e in step.edges),
-    ]
-    view = StepView(
-        step_id=step.id,
-        title=step.title,
-        where=target_text(host.name, host.source) + ("" if step.where == "host" else f", {WHERE_TEXT[step.where]}"),
-        kind=step.kind,
-        risk=step.risk,
-        changes=tuple(summarize(rows)),
-        verify=step.verify,
-        revert=step.revert,
-        details=tuple(d for d in details if d),
-    )
-    return view, in_place
 
 
 def _status(results: Sequence[TargetResult]) -> StepStatus:

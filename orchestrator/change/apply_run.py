@@ -24,7 +24,6 @@ from rigaudit.orchestrator.change.apply import (
     apply_plan,
     classify,
     selected_steps,
-    summarize,
 )
 from rigaudit.orchestrator.change.approval import Console, Gate
 from rigaudit.orchestrator.change.sections import apply_section
@@ -34,6 +33,7 @@ from rigaudit.orchestrator.hosts.identity import HostIdentity, identify, mismatc
 from rigaudit.orchestrator.hosts.snapshots import copy_snapshot
 from rigaudit.orchestrator.report.document import append_section
 from rigaudit.tools.actions.journal import utc_now
+from rigaudit.tools.actions.preview import summarize
 from rigaudit.tools.actions.script import render_script
 from rigaudit.tools.actions.targets import AnyTarget
 from rigaudit.tools.core.errors import UsageError

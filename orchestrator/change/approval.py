@@ -25,6 +25,7 @@ from typing import Protocol
 
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S, read_line
 from rigaudit.tools.actions.journal import Approval, Decision
+from rigaudit.tools.actions.preview import StepView, target_text
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.model.events.apply import ApprovalDecided
@@ -37,17 +38,6 @@ EOF_ANSWER = "\x04"
 TIMEOUT_ANSWER = "\x00"
 """What :meth:`Console.ask` returns when nobody answered in time: no to this step, and nothing more is asked
 (whoever ran it is not there)."""
-
-
-def target_text(name: str, source: str) -> str:
-    """The machine or copy a change lands on, as a prompt names it: ``this machine (gpu01)``,
-    ``the snapshot copy /tmp/copy``, ``gpu02 over ssh``."""
-    kind, _, where = source.partition(":")
-    if kind == "snapshot" and where:
-        return f"the snapshot copy {where}" if name == "" else f"the snapshot copy {where} (of {name})"
-    if kind == "ssh":
-        return f"{where or name} over ssh"
-    return f"this machine ({name or socket.gethostname()})"
 
 
 @contextmanager
@@ -122,34 +112,6 @@ class ScriptedConsole(Record, frozen=False):
 
     def assert_complete(self) -> None:
         assert not self.answers, f"answers left unused: {self.answers}"
-
-
-class StepView(Record):
-    """What a person sees before deciding on one step."""
-
-    step_id: str
-    title: str
-    where: str
-    kind: str = "runtime"
-    risk: str = "low"
-    changes: tuple[str, ...] = ()
-    """``what: current -> new`` lines."""
-    verify: str = ""
-    revert: str = ""
-    details: tuple[str, ...] = ()
-    """Shown on ``details``: rationale, every target, the commands."""
-    question: str = ""
-    """What to ask (default: ``Apply STEP?``)."""
-
-    def render(self) -> str:
-        head = f"{self.step_id}: {self.title}" if self.title else self.step_id
-        lines = [head, f"  where: {self.where} · kind {self.kind} · risk {self.risk}"]
-        lines += [f"  change: {c}" for c in self.changes]
-        if self.verify:
-            lines.append(f"  verify: {self.verify}")
-        if self.revert:
-            lines.append(f"  revert: {self.revert}")
-        return "\n".join(lines)
 
 
 def who_am_i() -> str:
@@ -287,11 +249,9 @@ __all__ = [
     "Console",
     "Gate",
     "ScriptedConsole",
-    "StepView",
     "TerminalConsole",
     "is_interactive",
     "require_approval",
     "sigint_raises",
-    "target_text",
     "who_am_i",
 ]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.change.apply import describe_targets
-from rigaudit.orchestrator.change.approval import Console, require_approval, target_text
+from rigaudit.orchestrator.change.approval import Console, require_approval
 from rigaudit.orchestrator.change.sections import rollback_section
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.report.document import append_section
 from rigaudit.tools.actions.execute import short
 from rigaudit.tools.actions.journal import Journal, JournalEntry, read_journal_lines, utc_now
+from rigaudit.tools.actions.preview import describe_targets, target_text
 from rigaudit.tools.actions.provenance import host_identity, restore_lines, verify_journal
 from rigaudit.tools.actions.rollback import Restore, pending_changes, rollback, session_of
 from rigaudit.tools.core.errors import UsageError

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigaudit.orchestrator.change.apply import ApplyReport, summary_rows
+from rigaudit.orchestrator.change.apply import ApplyReport
+from rigaudit.tools.actions.preview import summary_rows
 from rigaudit.tools.actions.rollback import Restore
 from rigaudit.tools.actions.targets import AnyTarget
 
