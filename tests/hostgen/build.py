@@ -19,6 +19,7 @@ from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
 from tests.hostgen.rdma import ib_name, write_rdma
 from tests.hostgen.spec import HostSpec, ProcessSpec
 from tests.hostgen.tree import Tree
+from tests.hostgen.tuned import write_tuned
 
 SELF_PID_HOST = 48213
 SELF_PID_CONTAINER = 412
@@ -963,6 +964,8 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
     tree.command(("lspci",), lspci_lines(topology))
     tree.command(("lspci", "-nn"), lspci_lines(topology, numeric=True))
     tree.command(("lspci", "-D"), lspci_lines(topology, domains=True))
+    if spec.os.tuned is not None and not built.container:
+        write_tuned(tree, spec.os.tuned)
     tree.command(
         ("systemctl", "is-active", "irqbalance"), spec.os.irqbalance + "\n", exit_code=0 if spec.os.irqbalance == "active" else 3
     )

@@ -266,3 +266,15 @@ def cppc_off(spec: HostSpec) -> HostSpec:
     CPU's ``cppc`` feature flag stays: it is CPUID's, not the firmware's)."""
     cpu = replace(spec.cpu, cppc=False, freq_driver="acpi-cpufreq")
     return _named(replace(spec, cpu=cpu), "cppc-off", "CPPC off in the BIOS (no acpi_cppc)")
+
+
+TUNED_CPU = {"balanced": ("powersave", "balance_performance"), "throughput-performance": ("performance", "performance")}
+"""What a profile leaves the cores at under intel_pstate (balanced: ``conservative|powersave``, of which intel_pstate
+offers powersave; its EPP ``balance_performance``)."""
+
+
+def tuned_profile(spec: HostSpec, profile: str = "balanced") -> HostSpec:
+    """tuned switched to ``profile`` (``tuned-adm profile balanced``): the governor and EPP it sets with it."""
+    governor, epp = TUNED_CPU[profile]
+    changed = replace(spec, os=replace(spec.os, tuned=profile), cpu=replace(spec.cpu, governor=governor, epp=epp))
+    return _named(changed, f"tuned-{profile}", f"tuned profile {profile} (governor {governor}, EPP {epp})")

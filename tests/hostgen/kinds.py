@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.hostgen.archetypes import ALL8, DOCKER_BM, GEFORCE, vllm
-from tests.hostgen.spec import DriverSpec, HostSpec, PlatformSpec, ProcessSpec
+from tests.hostgen.archetypes import ALL8, DOCKER_BM, GEFORCE, HGX_H100, IB_ENV, TIB_KIB, XEON_8462, vllm
+from tests.hostgen.spec import DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
 
 COMPAT_CUDA = "/usr/local/cuda-12.8/compat"
 COMPAT_LIBCUDA = f"{COMPAT_CUDA}/libcuda.so.570.124.06"
@@ -65,4 +65,46 @@ GEFORCE_FORWARD_COMPAT = replace(
     "image's CUDA to the driver), it installs no libraries",
 )
 
-KINDS: dict[str, HostSpec] = {spec.name: spec for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT)}
+RHEL94 = OsSpec(
+    "rhel-9.4",
+    "5.14.0-427.13.1.el9_4.x86_64",
+    cmdline="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root rhgb quiet",
+    thp="always",
+    swappiness=10,
+    memory_kib=TIB_KIB,
+    old_kernels=("5.14.0-362.24.1.el9_3.x86_64",),
+    tuned="throughput-performance",
+)
+"""RHEL 9.4 as installed on a server: tuned active with throughput-performance (RHEL's default server profile), which
+sets THP always and vm.swappiness 10; boot lines edited with grubby (BLS entries)."""
+
+RHEL9_TUNED = replace(
+    HGX_H100,
+    name="rhel9-hgx-h100-tuned",
+    summary="Dell PowerEdge XE9680 (HGX H100 8-GPU), 2x Xeon Platinum 8462Y+, RHEL 9.4 (5.14.0-427 el9 kernel) with "
+    "tuned's throughput-performance profile active and grubby for the boot line, NVIDIA's open kernel module 550 "
+    "(precompiled kmod stream, no DKMS) with fabric manager, 8x ConnectX-7 NDR with MLNX_OFED and nvidia_peermem; "
+    "vLLM at TP 8",
+    hostname="xe9680-h100-11",
+    cpu=XEON_8462,
+    os=RHEL94,
+    gpus=GpuSpec("h100-sxm", 8, nvswitches=4),
+    driver=DriverSpec("550.127.05", open=True, fabricmanager="active", peermem=True, dkms=False, cuda=12040),
+    nics=NicSpec("cx7", 8),
+    platform=PlatformSpec(
+        dmi=(
+            ("sys_vendor", "Dell Inc."),
+            ("product_name", "PowerEdge XE9680"),
+            ("board_vendor", "Dell Inc."),
+            ("board_name", "0DCN1X"),
+            ("bios_vendor", "Dell Inc."),
+            ("bios_version", "2.1.5"),
+            ("bios_date", "04/12/2024"),
+        )
+    ),
+    processes=(vllm("/models/Llama-3.1-70B-Instruct", ALL8, mib=73240, env=IB_ENV),),
+    expect="healthy: the tunables are tuned's (throughput-performance); a fix for any of them is a tuned profile",
+)
+"""The board_name and BIOS version of a XE9680 are not from a public source read here (placeholders of Dell's form)."""
+
+KINDS: dict[str, HostSpec] = {spec.name: spec for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT, RHEL9_TUNED)}

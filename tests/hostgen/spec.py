@@ -32,6 +32,8 @@ class OsSpec:
     old_kernels: tuple[str, ...] = ()
     """Other kernels installed under /lib/modules and /boot."""
     irqbalance: str = "active"
+    tuned: str | None = None
+    """TuneD's active profile (``throughput-performance``), its service active; None: tuned not installed."""
 
 
 @dataclass(frozen=True)

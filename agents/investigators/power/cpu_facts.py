@@ -12,6 +12,7 @@ from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import find_servers
+from rigaudit.agents.facts.tuned import TunedState, collect_tuned
 from rigaudit.agents.findings import unknown
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref
@@ -107,6 +108,8 @@ class CpuPowerFacts(Record):
     """Command lines of the inference servers seen."""
     tuned: str | None = None
     """tuned's active profile (``/etc/tuned/active_profile``)."""
+    tuned_state: TunedState | None = None
+    """tuned's service state and the settings its active profile applies (None: no profile selected)."""
 
 
 def _cpu_identity(cpuinfo: str | None) -> tuple[str | None, int | None, int | None]:
@@ -147,6 +150,7 @@ async def _idle_states(probe: Probe, cpus: Sequence[int]) -> tuple[IdleState, ..
 
 async def collect_cpu(probe: Probe) -> CpuPowerFacts:
     cpus = await _cpus(probe)
+    tuned = await collect_tuned(probe)
     cpu0 = f"{CPU}/cpu{cpus[0] if cpus else 0}"
     cpufreq_present, has_cppc = await probe.gather(
         lambda: probe.exists(f"{cpu0}/cpufreq"), lambda: probe.exists(f"{cpu0}/acpi_cppc")
@@ -189,7 +193,8 @@ async def collect_cpu(probe: Probe) -> CpuPowerFacts:
         drivers=await collect_frequency_drivers(probe),
         boot=await collect_boot_line(probe),
         servers=tuple(s.argv for s in (await find_servers(probe)).servers),
-        tuned=_strip(await probe.text("/etc/tuned/active_profile")),
+        tuned=tuned.active if tuned is not None else None,
+        tuned_state=tuned,
     )
 
 

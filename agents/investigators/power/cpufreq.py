@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
+from rigaudit.agents.facts.deliberate import TUNED_PROFILE as DELIBERATE_TUNED
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.power.cpu_facts import (
     AREA,
@@ -20,7 +21,7 @@ from rigaudit.agents.investigators.power.cpu_facts import (
     oneshot_unit,
 )
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, SysfsWriteAction
 
 _GOVERNOR = "scaling_governor"
 _EPP = "energy_performance_preference"
@@ -65,6 +66,42 @@ def _set_performance(facts: CpuPowerFacts, name: str, summary: str, paths: tuple
     )
 
 
+TUNED_OVERRIDE = "rigaudit-performance"
+
+
+def _by_tuned(facts: CpuPowerFacts, option: str, value: str, fix: Fix) -> tuple[Fix, str]:
+    """``fix`` itself, or, where tuned's active profile sets ``[cpu] option``, the profile that overrides it (a
+    direct write would last only until tuned applies its profile again)."""
+    tuned = facts.tuned_state
+    owned = tuned.owns("cpu", option) if tuned is not None else None
+    if tuned is None or owned is None:
+        return fix, ""
+    conf = f"/etc/tuned/{TUNED_OVERRIDE}/tuned.conf"
+    base = tuned.active if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
+    profile_fix = Fix(
+        kind="runtime",
+        where=fix.where,
+        summary=f"Override {option} in a tuned profile: tuned's active profile '{tuned.active}' sets "
+        f"[cpu] {option}={owned} and applies it again on every restart",
+        actions=(
+            CommandAction(
+                description=f"write {conf}: '[main]' 'include={base}' '[cpu]' '{option}={value}' (the rest of "
+                f"'{base}' stays as it is)"
+            ),
+            CommandAction(description=f"tuned-adm profile {TUNED_OVERRIDE}", argv=("tuned-adm", "profile", TUNED_OVERRIDE)),
+        ),
+        risk="low",
+        verify=f"tuned-adm active  -> {TUNED_OVERRIDE}; {fix.verify}",
+        revert=f"tuned-adm profile {tuned.active}",
+        persist="tuned applies the selected profile at every boot",
+    )
+    note = (
+        f" Deliberate ownership: TuneD is active with profile '{tuned.active}', which sets [cpu] {option}={owned}; "
+        f"tuned re-applies its profile when it restarts, so the fix is a profile ({DELIBERATE_TUNED.source})."
+    )
+    return profile_fix, note
+
+
 def _problem(check: Check, name: str, bad: dict[str, list[int]], severity: Severity, explanation: str, fix: Fix) -> Finding:
     offenders = _offenders(bad)
     return problem(
@@ -84,9 +121,9 @@ def _problem(check: Check, name: str, bad: dict[str, list[int]], severity: Sever
 GOVERNOR_CHECK = Check(
     "power.governor",
     "CPU frequency governor",
-    reads="`/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`",
+    reads="`/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`; tuned's active profile and its `[cpu]` settings",
     problem="not `performance`",
-    fix="write `performance` on every policy",
+    fix="write `performance` on every policy; where tuned's active profile sets the governor, a tuned profile",
     kinds=("runtime",),
 )
 
@@ -108,6 +145,7 @@ def judge_governor(facts: CpuPowerFacts) -> Finding:
         "write the previous governor back to each CPU's scaling_governor: " + describe(bad),
         "rigaudit-cpu-governor",
     )
+    fix, by_tuned = _by_tuned(facts, "governor", "performance", fix)
     explanation = (
         "The governor decides how fast a core ramps up when the inference server's CPU threads wake (scheduler loop, "
         "sampling, kernel launches, NCCL proxy threads). Demand-based governors (schedutil, ondemand, powersave) react to "
@@ -119,6 +157,7 @@ def judge_governor(facts: CpuPowerFacts) -> Finding:
             else ""
         )
         + "Idle power rises only slightly: idle cores still enter C-states."
+        + by_tuned
     )
     return _problem(GOVERNOR_CHECK, _GOVERNOR, bad, severity, explanation, fix)
 
@@ -155,10 +194,11 @@ def judge_epp(facts: CpuPowerFacts) -> Finding:
         "write the previous values back: " + describe(bad),
         "rigaudit-cpu-epp",
     )
+    fix, by_tuned = _by_tuned(facts, "energy_performance_preference", "performance", fix)
     explanation = (
         f"Under {facts.driver} the CPU picks its own clocks; EPP is the hint that biases it between saving energy and "
         "ramping fast. Anything but 'performance' delays ramp-up on the short CPU bursts between decode steps. "
-        "With governor 'performance' the kernel pins EPP to performance and refuses other values (EBUSY)."
+        "With governor 'performance' the kernel pins EPP to performance and refuses other values (EBUSY)." + by_tuned
     )
     return _problem(EPP_CHECK, _EPP, bad, severity, explanation, fix)
 
