@@ -557,6 +557,14 @@ def _driver_files(built: Built) -> None:
             d.persistenced + "\n",
             exit_code=0 if d.persistenced == "active" else 3,
         )
+        unit = "/usr/lib/systemd/system" if spec.os.distro.startswith("rhel") else "/lib/systemd/system"
+        tree.file(
+            f"{unit}/nvidia-persistenced.service",
+            "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\nStopWhenUnneeded=true\n"
+            "Before=systemd-backlight@backlight:nvidia_0.service\n\n[Service]\nType=forking\n"
+            f"ExecStart=/usr/bin/nvidia-persistenced {d.persistenced_args}\n"
+            "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n",
+        )
 
 
 def _modules(built: Built) -> list[str]:

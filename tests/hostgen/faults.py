@@ -278,3 +278,15 @@ def tuned_profile(spec: HostSpec, profile: str = "balanced") -> HostSpec:
     governor, epp = TUNED_CPU[profile]
     changed = replace(spec, os=replace(spec.os, tuned=profile), cpu=replace(spec.cpu, governor=governor, epp=epp))
     return _named(changed, f"tuned-{profile}", f"tuned profile {profile} (governor {governor}, EPP {epp})")
+
+
+def persistence_by_unit(spec: HostSpec) -> HostSpec:
+    """nvidia-persistenced active but started by its unit with ``--no-persistence-mode``: the daemon runs and
+    persistence mode is off on every GPU."""
+    driver = replace(
+        spec.driver,
+        persistence=False,
+        persistenced="active",
+        persistenced_args="--user nvidia-persistenced --no-persistence-mode --verbose",
+    )
+    return _named(replace(spec, driver=driver), "persistence-by-unit", "nvidia-persistenced run with --no-persistence-mode")

@@ -53,6 +53,9 @@ class DriverSpec:
     """Installed user-space version when it differs from the loaded module (upgrade without reboot)."""
     persistence: bool = True
     persistenced: str = "active"
+    persistenced_args: str = "--user nvidia-persistenced --verbose"
+    """The options nvidia-persistenced's unit starts it with. Which distributions' packaged units add
+    ``--no-persistence-mode`` is not shown by a public source read here: faults.persistence_by_unit sets it."""
     fabricmanager: str | None = None
     """``systemctl is-active nvidia-fabricmanager``: ``active``, ``failed``...; None: not installed."""
     fabricmanager_version: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import MIG_IN_USE
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
@@ -146,7 +147,9 @@ def judge_mig(f: CudaFacts) -> Finding:
     subjects = labels(f.inventory, targets)
     observed = mode_pairs(f.inventory, modes, targets)
     states = {s.gpu.index: s for s in f.mig_states if s.gpu.index is not None}
-    empty = [i for i in on if i in states and states[i].instances == ()]
+    # No instance listed and no process on one: a GPU NVML shows processes on is partitioned and in use, whatever the
+    # listing says (a container sees neither the driver's capabilities tree nor other tenants' instances).
+    empty = [i for i in on if i in states and states[i].instances == () and not states[i].processes]
     sliced = [i for i in on if i not in empty]
     used = [i for i in sliced if i in states and states[i].in_use] or (sliced if f.server_mig_devices else [])
     counts = {i: len(states[i].instances or ()) for i in sliced if i in states}
@@ -228,7 +231,7 @@ def judge_mig(f: CudaFacts) -> Finding:
             expected="MIG as the servers use it",
             explanation="MIG partitions each GPU into isolated slices on purpose (several small models or tenants per "
             "GPU): a deliberate configuration, not a fault. It would be one only for a server that needs whole GPUs "
-            "for tensor parallelism, and none asks for that here.",
+            f"for tensor parallelism, and none asks for that here ({MIG_IN_USE.source}).",
             evidence=refs,
         )
     fix = _mig_off_fix(f, targets)

@@ -8,6 +8,7 @@ import re
 
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
+from rigaudit.agents.facts.persistenced_unit import PersistencedUnit, collect_persistenced_unit
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
@@ -64,6 +65,8 @@ class DriverFacts(Record):
     """Whether the servers here talk to other nodes (what GPUDirect RDMA would carry)."""
     licenses: tuple[VgpuLicense, ...] = ()
     """NVML's licensable features of each NVIDIA vGPU (empty: no vGPU here)."""
+    persistenced_unit: PersistencedUnit | None = None
+    """nvidia-persistenced's unit and the options it starts the daemon with."""
 
 
 # -- collect ---------------------------------------------------------------------------------
@@ -130,6 +133,7 @@ async def collect(probe: Probe) -> DriverFacts:
         archs=archs,
         persistence=persistence,
         persistenced=persistenced,
+        persistenced_unit=await collect_persistenced_unit(probe),
         modules=module_names,
         modules_error=files[2].error,
         proc_devices=devices,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels
@@ -30,12 +31,35 @@ def _start(facts: DriverFacts, unit: str, summary: str, verify: str, *, edges: t
     )
 
 
+def _unit_option_fix(facts: DriverFacts, path: str, exec_start: str) -> Fix:
+    """nvidia-persistenced runs with --no-persistence-mode from its unit: start it without that option."""
+    wanted = " ".join(w for w in exec_start.split() if w != "--no-persistence-mode")
+    return Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Drop --no-persistence-mode from nvidia-persistenced's unit (a drop-in) and restart the daemon",
+        actions=(
+            CommandAction(
+                description=f"systemctl edit nvidia-persistenced: '[Service]' 'ExecStart=' 'ExecStart={wanted}' "
+                f"(overrides {path})"
+            ),
+            CommandAction(
+                description="systemctl restart nvidia-persistenced", argv=("systemctl", "restart", "nvidia-persistenced")
+            ),
+        ),
+        risk="low",
+        verify="nvidia-smi -q | grep 'Persistence Mode'  -> Enabled on every GPU",
+        revert="systemctl revert nvidia-persistenced; systemctl restart nvidia-persistenced",
+        persist="the drop-in under /etc/systemd/system/nvidia-persistenced.service.d persists",
+    )
+
+
 PERSISTENCE_CHECK = Check(
     "driver.persistence",
     "GPU persistence mode",
-    reads="NVML persistence mode, `systemctl is-active nvidia-persistenced`",
+    reads="NVML persistence mode, `systemctl is-active nvidia-persistenced`, its unit's ExecStart (and drop-ins)",
     problem="disabled (every CUDA start pays driver init; settings are lost in between)",
-    fix="`systemctl enable --now nvidia-persistenced`",
+    fix="`systemctl enable --now nvidia-persistenced`; a running daemon started with --no-persistence-mode: its unit's option",
     kinds=("runtime",),
 )
 
@@ -55,11 +79,19 @@ def judge_persistence(facts: DriverFacts) -> Finding:
         observed = f"enabled on {len(known)}/{len(facts.persistence)} GPUs; nvidia-persistenced {service}"
         return ok(check, AREA, title, observed, expected="enabled on every GPU", evidence=refs)
     severity: Severity = "low" if daemon.state == "active" else "medium"
-    fix = _start(
-        facts,
-        "nvidia-persistenced",
-        "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
-        "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
+    unit = facts.persistenced_unit
+    by_option = daemon.state == "active" and unit is not None and unit.no_persistence_mode
+    if unit is not None:
+        refs = [*refs, *unit.refs]
+    fix = (
+        _unit_option_fix(facts, unit.path, unit.exec_start)
+        if by_option and unit is not None
+        else _start(
+            facts,
+            "nvidia-persistenced",
+            "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
+            "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
+        )
     )
     explanation = (
         "Without persistence the driver tears a GPU's state down when its last client exits and rebuilds it on the "
@@ -67,7 +99,11 @@ def judge_persistence(facts: DriverFacts) -> Finding:
         "settings such as application clocks and power limits can be lost in between. nvidia-persistenced is the "
         "supported way to keep GPUs initialized (the legacy nvidia-smi -pm switch is deprecated)."
         + (
-            " The daemon is active yet these GPUs report persistence off: check its options (--no-persistence-mode)."
+            f" The daemon runs as its unit says: {unit.path} starts it with --no-persistence-mode, which keeps the "
+            "daemon and turns the mode off on purpose; the fix is that option, not "
+            f"starting the daemon ({PERSISTENCE_BY_UNIT.source})."
+            if by_option and unit is not None
+            else " The daemon is active yet these GPUs report persistence off: check its options (--no-persistence-mode)."
             if daemon.state == "active"
             else ""
         )
