@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.gate.prometheus import _label, render
+from rigaudit.orchestrator.gate.prometheus import SEVERITY_VALUES, STATUS_VALUES, VERDICT_VALUES, _label, render
 from rigaudit.tools.model.check import GATE_STATUSES, CheckResult
 from tests.support.fleet import degrade_link, free_port
 from tests.support.mutate import light_copy
@@ -65,30 +64,48 @@ def degraded(tmp_path: Path) -> Path:
     return root
 
 
-def test_one_gauge_per_check_with_status_and_severity(tmp_path: Path, degraded: Path) -> None:
+def test_one_stable_series_per_check_its_status_a_value(tmp_path: Path, degraded: Path) -> None:
     result, prom = gate(tmp_path, degraded)
     found = samples(prom.read_text())
-    checks = [(labels, value) for name, labels, value in found if name == "rigaudit_check_problem"]
-    assert [labels["check"] for labels, _ in checks] == [c.check for c in result.checks]
-    by_id = {labels["check"]: (labels, value) for labels, value in checks}
-    assert by_id["pcie.link"] == ({"check": "pcie.link", "area": "pcie", "status": "problem", "severity": "high"}, 1.0)
-    assert by_id["kernel.iommu"][1] == 0.0
+    host = {"Hostname": result.host}
+    status = {labels["check"]: (labels, value) for name, labels, value in found if name == "rigaudit_check_status"}
+    assert list(status) == [c.check for c in result.checks]
+    assert status["pcie.link"] == ({"check": "pcie.link", "area": "pcie", **host}, float(STATUS_VALUES["problem"]))
+    assert status["kernel.iommu"][1] == STATUS_VALUES["ok"]
+    severity = {labels["check"]: value for name, labels, value in found if name == "rigaudit_check_severity"}
+    assert severity["pcie.link"] == SEVERITY_VALUES["high"] and severity["kernel.iommu"] == 0
+    decided = {labels["check"] for name, labels, value in found if name == "rigaudit_check_decided" and value == 1}
+    assert decided == {c.check for c in result.checks if c.counts}
     counts = {labels["status"]: value for name, labels, value in found if name == "rigaudit_checks"}
     assert set(counts) == set(GATE_STATUSES) and sum(counts.values()) == len(result.checks)
-    assert counts["problem"] == sum(1 for c in result.checks if c.status == "problem")
-    verdicts = {labels["verdict"]: value for name, labels, value in found if name == "rigaudit_check_verdict"}
-    assert verdicts == {"healthy": 0.0, "problem": 1.0, "could_not_check": 0.0}
-    single = {name: value for name, labels, value in found if not labels}
-    assert single["rigaudit_check_exit_status"] == 1.0
-    assert single["rigaudit_check_duration_seconds"] == pytest.approx(result.duration_s)
-    assert single["rigaudit_check_timestamp_seconds"] == pytest.approx(result.finished_at)
-    assert abs(single["rigaudit_check_timestamp_seconds"] - time.time()) < 600
+    single = {name: (labels, value) for name, labels, value in found if set(labels) == {"Hostname"}}
+    assert single["rigaudit_check_verdict"] == (host, float(VERDICT_VALUES["problem"]))
+    assert single["rigaudit_check_exit_status"][1] == 1.0
+    assert single["rigaudit_check_duration_seconds"][1] == pytest.approx(result.duration_s)
+    assert single["rigaudit_check_timestamp_seconds"][1] == pytest.approx(result.finished_at)
+    assert single["rigaudit_check_last_success_timestamp_seconds"][1] == pytest.approx(result.finished_at)
 
 
-def test_checks_not_made_are_listed_as_not_checked(tmp_path: Path) -> None:
+def test_per_gpu_series_carry_dcgm_exporters_labels(tmp_path: Path, degraded: Path) -> None:
+    result, prom = gate(tmp_path, degraded)
+    found = samples(prom.read_text())
+    info = [labels for name, labels, _ in found if name == "rigaudit_gpu_info"]
+    assert [i["gpu"] for i in info] == [str(g.gpu) for g in result.gpus] and len(info) == 8
+    assert all(set(i) == {"gpu", "UUID", "pci_bus_id", "model_name", "Hostname"} for i in info)
+    assert info[3]["pci_bus_id"] == "00000000:44:00.0" and info[3]["UUID"].startswith("GPU-")
+    worst = {labels["gpu"]: value for name, labels, value in found if name == "rigaudit_gpu_severity"}
+    assert worst["3"] == SEVERITY_VALUES["high"]  # the degraded link is GPU3's
+    assert set(worst.values()) <= {float(SEVERITY_VALUES["high"]), float(SEVERITY_VALUES["medium"])}
+
+
+def test_checks_not_made_keep_the_last_success(tmp_path: Path) -> None:
+    first, prom = gate(tmp_path, H200, "--only", "pcie")
     result, prom = gate(tmp_path, H200, "--replay-latency-ms", "400", "--deadline", "0.2", "--only", "pcie")
-    statuses = {labels["status"] for name, labels, _ in samples(prom.read_text()) if name == "rigaudit_check_problem"}
-    assert statuses == {"not_checked"} and result.exit_code == 3
+    found = samples(prom.read_text())
+    statuses = {value for name, labels, value in found if name == "rigaudit_check_status" and labels["area"] == "pcie"}
+    assert statuses == {float(STATUS_VALUES["not_checked"])} and result.exit_code == 3
+    last = [value for name, _, value in found if name == "rigaudit_check_last_success_timestamp_seconds"]
+    assert last == [pytest.approx(first.finished_at)] and first.finished_at < result.finished_at
 
 
 def test_label_values_are_escaped() -> None:
@@ -168,15 +185,16 @@ def test_node_exporter_serves_the_textfile(tmp_path: Path, degraded: Path) -> No
         with node_exporter(folder) as url:
             first = scrape(url)
             assert ("node_textfile_scrape_error", {}, 0.0) in first
-            verdict = {labels["verdict"]: value for name, labels, value in first if name == "rigaudit_check_verdict"}
-            assert verdict["healthy"] == 1.0
+            verdict = [value for name, labels, value in first if name == "rigaudit_check_verdict"]
+            assert verdict == [VERDICT_VALUES["healthy"]]
             mtime = [v for name, labels, v in first if name == "node_textfile_mtime_seconds" and labels["file"] == str(prom)]
             assert mtime, "node_exporter did not read the file"
             assert main(["check", "--snapshot", str(degraded), "--prometheus", str(prom), "-q"]) == 1
             second = scrape(url)
             assert ("node_textfile_scrape_error", {}, 0.0) in second
-            problems = [labels for name, labels, value in second if name == "rigaudit_check_problem" and value == 1.0]
-            assert {p["check"]: p["severity"] for p in problems} == {"pcie.link": "high", **dict.fromkeys(SEED_MEDIUM, "medium")}
+            severity = {labels["check"]: value for name, labels, value in second if name == "rigaudit_check_severity" and value}
+            wanted = {"pcie.link": "high", **dict.fromkeys(SEED_MEDIUM, "medium")}
+            assert severity == {check: SEVERITY_VALUES[s] for check, s in wanted.items()}
             assert sorted(p.name for p in folder.iterdir()) == ["rigaudit.prom"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -88,9 +88,13 @@ class PromisedFacts(Record):
     in_container: bool
 
 
-def collector() -> Callable[[Probe], Awaitable[PromisedFacts]]:
+def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Awaitable[PromisedFacts]]:
+    """``seen`` receives the GPU inventory read (the gate's per-GPU metric labels come from it)."""
+
     async def collect(probe: Probe) -> PromisedFacts:
         inventory = await collect_gpus(probe)
+        if seen is not None:
+            seen.append(inventory)
         listing = (await probe.list_dir(PCI_DEVICES)).entries
         module = await probe.exists(MODULE)
         platform = await detect_platform(probe)
@@ -228,12 +232,12 @@ def judge(promises: Promises, facts: PromisedFacts) -> list[Finding]:
     ]
 
 
-def investigator(promises: Promises) -> Investigator[PromisedFacts]:
+def investigator(promises: Promises, seen: list[GpuInventory] | None = None) -> Investigator[PromisedFacts]:
     return Investigator(
         area=AREA,
         title="The GPUs this node should have (scheduler, PCI bus, NVML)",
         checks=CHECKS,
-        collect=collector(),
+        collect=collector(seen),
         judge=lambda facts: judge(promises, facts),
     )
 

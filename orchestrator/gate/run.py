@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.registry import all_investigators
 from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
@@ -23,7 +24,7 @@ from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdic
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.check import CheckResult
+from rigaudit.tools.model.check import CheckResult, GateGpu
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Severity
 
@@ -47,6 +48,8 @@ class GatePlan(Record):
 
     selection: Selection
     investigators: tuple[AnyInvestigator, ...]
+    seen: list[GpuInventory]
+    """The GPU inventory the promised checks read, once they ran."""
 
 
 def plan_gate(
@@ -61,7 +64,8 @@ def plan_gate(
     from rigaudit.orchestrator.gate import promised
 
     registered = all_investigators()
-    extra: tuple[AnyInvestigator, ...] = (promised.investigator(promises or promised.Promises()),)
+    seen: list[GpuInventory] = []
+    extra: tuple[AnyInvestigator, ...] = (promised.investigator(promises or promised.Promises(), seen),)
     if expectations is not None:
         from rigaudit.orchestrator.gate.expect import investigator
 
@@ -69,7 +73,7 @@ def plan_gate(
     every = (*registered, *extra)
     selection = select([c for inv in every for c in inv.checks], only, skip)
     areas = set(selection.areas)
-    return GatePlan(selection, tuple(inv for inv in every if inv.area in areas))
+    return GatePlan(selection, tuple(inv for inv in every if inv.area in areas), seen)
 
 
 def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
@@ -78,6 +82,12 @@ def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
     findings = tuple(f for f in audit.findings if f.check in wanted)
     plan = audit.plan if len(findings) == len(audit.findings) else plan_findings(findings, audit.host.facts)[0]
     return audit.model_copy(update={"findings": findings, "plan": plan, "evidence": ()})
+
+
+def _gpus(seen: list[GpuInventory]) -> tuple[GateGpu, ...]:
+    if not seen:
+        return ()
+    return tuple(GateGpu(gpu=g.index, uuid=g.uuid or "", pci_bus_id=g.bdf, name=g.name) for g in seen[0].gpus)
 
 
 async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = None, emit: EventSink | None = None) -> CheckResult:
@@ -128,6 +138,7 @@ async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = Non
         strict=options.strict,
         checks=checks,
         facts=facts,
+        gpus=_gpus(plan.seen),
         audit=_selected(audit, plan.selection),
     )
 

@@ -39,6 +39,16 @@ class GateCheck(_Frozen):
     made (``not_checked``, an asked-for ``unknown``)."""
 
 
+class GateGpu(_Frozen):
+    """A GPU the gate saw, named as dcgm-exporter labels its series (``gpu``, ``UUID``, ``pci_bus_id``)."""
+
+    gpu: int | None = None
+    """NVML's index (``None``: on the PCI bus, not on NVML)."""
+    uuid: str = ""
+    pci_bus_id: str
+    name: str = ""
+
+
 class CheckResult(_Frozen):
     schema_: str = Field(default=CHECK_SCHEMA, alias="schema")
     verdict: Verdict
@@ -56,10 +66,12 @@ class CheckResult(_Frozen):
     strict: bool = False
     checks: tuple[GateCheck, ...] = ()
     facts: dict[str, str] = Field(default_factory=dict)
+    gpus: tuple[GateGpu, ...] = ()
+    """The GPUs the node shows (NVML and the PCI bus): the per-GPU metrics' labels."""
     audit: AuditResult
 
     def counted(self, status: GateStatus) -> int:
         return sum(1 for c in self.checks if c.status == status)
 
 
-__all__ = ["CHECK_SCHEMA", "GATE_STATUSES", "CheckResult", "GateCheck", "GateStatus", "Verdict"]
+__all__ = ["CHECK_SCHEMA", "GATE_STATUSES", "CheckResult", "GateCheck", "GateGpu", "GateStatus", "Verdict"]
