@@ -175,7 +175,7 @@ def test_prometheus_textfile_is_written_readable_and_atomically(capsys: pytest.C
     assert check(capsys, "--snapshot", str(H200), "--prometheus", str(path))[0] == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["rigaudit.prom"]  # no temporary file left
-    assert 'rigaudit_check_verdict{verdict="healthy"} 1' in path.read_text()
+    assert 'rigaudit_check_verdict{Hostname="vm"} 0' in path.read_text()  # 0: healthy
 
 
 def test_an_output_that_cannot_be_written_is_reported(
