@@ -29,7 +29,7 @@ def test_a_clean_audit_is_complete(seed_dir: Path) -> None:
     assert result.status == "complete" and not any("incomplete" in w for w in result.warnings)
 
 
-@pytest.mark.parametrize(("fail_on", "code"), [(None, 4), ("high", 4), ("medium", 3)])
+@pytest.mark.parametrize(("fail_on", "code"), [(None, 4), ("high", 4), ("medium", 1)])
 def test_exit_status_4_unless_a_problem_fails_first(
     seed_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_on: str | None, code: int
 ) -> None:

@@ -96,7 +96,7 @@ def test_cli_audit_report_and_json(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 3, proc.stderr
+    assert proc.returncode == 1, proc.stderr
     data = json.loads(out.read_text())
     assert data["schema"] == "rigaudit.audit/1"
     assert {f["check"] for f in data["findings"] if f["status"] == "problem" and f["severity"] == "medium"} == EXPECTED_PROBLEMS

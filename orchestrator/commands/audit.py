@@ -4,14 +4,15 @@ Examples:
   rigaudit audit                         this machine (read-only; no GPU or root needed)
   rigaudit audit --demo                  a snapshot shipped with rigaudit
   rigaudit audit --snapshot DIR --report system-improve.md --json audit.json
-  rigaudit audit --fail-on high --no-live    for scripts: exit 3 when a high problem is found
+  rigaudit audit --fail-on high --no-live    for scripts: exit 1 when a high problem is found
 
-Exit status: 0 done; 3 a problem at or above --fail-on was found (a rule's; a model's too with
+Exit status: 0 done; 1 a problem at or above --fail-on was found (a rule's; a model's too with
 --fail-on-llm); 4 the audit is incomplete (an
 investigator crashed or timed out: its checks were not judged; "status": "incomplete" in --json
 and in the transcript) or, with --llm, degraded (an agent gave no answer or the endpoint cut
 prompts: "llm": {"status": "degraded"} in --json; the rule findings stand); 1 the LLM endpoint
-failed its check before the audit; 2 usage error; 130 interrupted (Ctrl-C). 3 wins over 4, and 4 over 0.
+failed its check before the audit; 2 usage error; 130 interrupted (Ctrl-C). A problem (1) wins over 4, and 4 over 0.
+The one table of exit statuses, every command: docs/exit-status.md.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         choices=("critical", "high", "medium", "low"),
-        help="exit 3 when a rule finds a problem at or above this (a model's findings count only with --fail-on-llm)",
+        help="exit 1 (as in check) if a rule finds a problem at or above this (a model's findings count only with --fail-on-llm)",
     )
     parser.add_argument("--fail-on-llm", action="store_true", help="with --llm, a model's problems count toward --fail-on too")
     parser.add_argument("--all", action="store_true", help="list every check (default: problems and unknowns, the rest counted)")
@@ -84,14 +85,17 @@ def _areas(text: str | None) -> list[str] | None:
     return areas or None
 
 
+EXIT_PROBLEM = 1
+"""A problem at or above ``--fail-on``: the same status as ``rigaudit check`` gives."""
+
 EXIT_INCOMPLETE = 4
 """An investigator crashed or timed out: the audit is not a clean one."""
 
 
 def exit_status(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> int:
-    """3 a problem at or above ``threshold``; 130 interrupted; 4 incomplete or LLM mode degraded; 0 a clean audit."""
+    """1 a problem at or above ``threshold`` (as ``check``); 130 interrupted; 4 incomplete or LLM degraded; 0 clean."""
     if failing(result, threshold, with_llm=with_llm):
-        return 3
+        return EXIT_PROBLEM
     code = {"interrupted": 130, "incomplete": EXIT_INCOMPLETE}.get(result.status, 0)
     if code == 0 and result.llm is not None and result.llm.status != "ok":
         return EXIT_INCOMPLETE

@@ -7,8 +7,8 @@ and, first thing in its ``run``, ``if is_fleet(args): return run_fleet_from_args
 audit's own ``--areas``, ``--concurrency``, ``--timeout``, ``--json``, ``--report``, ``--fail-on``
 and ``--no-live`` apply to the fleet (``--json``/``--report`` then hold the fleet's result).
 
-Exit status: 0 done (hosts that failed are listed, the rest completes); 3 a problem at or above
-``--fail-on`` on some host; 1 no host could be audited; 2 usage error.
+Exit status: 0 done (hosts that failed are listed, the rest completes); 1 a problem at or above
+``--fail-on`` on some host, or no host could be audited (then a ``rigaudit:`` line says so); 2 usage error.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def _finish(
             write_json(args.json, result.to_json())
         if not result.audits:
             raise OperationError(f"no host could be audited ({len(result.failures)} failed)")
-        session.exit_code = 3 if _failing(result, getattr(args, "fail_on", None)) else 0
+        session.exit_code = 1 if _failing(result, getattr(args, "fail_on", None)) else 0
     return session.exit_code
 
 

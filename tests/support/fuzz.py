@@ -29,7 +29,7 @@ from typing import Any
 from rigaudit.orchestrator.cli import main
 
 EXIT_CODES = frozenset({0, 1, 2, 3, 4})
-"""0 ok, 1 differences or a failed change, 2 usage error or refused input, 3 not approved / --fail-on, 4 incomplete."""
+"""0 ok, 1 differences or a failed change, 2 usage error or refused input, 3 not approved, 4 incomplete; --fail-on: 1."""
 CPU_BOUND_S = 20.0
 """No case may spend more CPU time (this process's, every thread's): a runaway loop fails at once, at any load
 (a wall-clock bound would fail on a busy machine); a case that blocks is caught by the test's timeout."""
