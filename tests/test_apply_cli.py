@@ -148,3 +148,14 @@ def test_persist_through_the_cli_is_journaled_and_rolled_back(ram: Path, mini: P
     assert len(persisted) == 3 and all(e.before is None for e in persisted)
     assert main(["rollback", str(journal), "--snapshot", str(ram / "copy"), "--yes", "--no-transcript"]) == 0
     assert tree_digest(ram / "copy") == pristine
+
+
+def test_apply_takes_the_demo_as_audit_does(ram: Path, plan_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--demo`` names the same source in apply as in audit: a copy of it is what changes (``--into``)."""
+    assert main(["apply", "--demo", "seed", "--plan", str(plan_file), "--no-transcript"]) == 2
+    assert "--demo and --into DST go together" in capsys.readouterr().err
+    argv = ["apply", "--demo", "seed", "--into", str(ram / "copy"), "--plan", str(plan_file), "--no-transcript"]
+    assert main([*argv, "--journal", str(ram / "j.jsonl")]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rigaudit: no terminal to ask for approval and no --yes") and "\n" not in err
+    assert not (ram / "copy").exists()

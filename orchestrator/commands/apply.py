@@ -4,6 +4,7 @@ Examples:
   rigaudit apply                                   audit this machine, then ask about each runtime step
   rigaudit apply --plan audit.json --only numa.balancing
   rigaudit apply --snapshot SEED --into COPY --yes      prove the plan on a copy of a snapshot
+  rigaudit apply --demo --into COPY                     the same on a copy of the shipped demo
   rigaudit apply --emit-script hypervisor.sh       steps for another machine, as a reviewed script
 
 Only runtime steps run (--scope runtime); restart, reboot, firmware and hardware steps are listed
@@ -33,6 +34,7 @@ from rigaudit.orchestrator.change.apply_run import ApplyRequest, run_apply
 from rigaudit.orchestrator.change.approval import TerminalConsole
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.hosts.choose import DEMO_HELP, demo_path
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
 from rigaudit.orchestrator.report.document import choose_report
@@ -48,8 +50,12 @@ from rigaudit.tools.model.events.session import Warning_
 
 def _add(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("where (default: this machine)")
-    where.add_argument("--snapshot", type=Path, metavar="SRC", help="a snapshot to copy and apply to (needs --into)")
-    where.add_argument("--into", type=Path, metavar="DST", help="the new copy of --snapshot that is changed")
+    source = where.add_mutually_exclusive_group()
+    source.add_argument("--snapshot", type=Path, metavar="SRC", help="a snapshot to copy and apply to (needs --into)")
+    source.add_argument(
+        "--demo", nargs="?", const="default", metavar="NAME", help=f"copy and apply to {DEMO_HELP} (needs --into)"
+    )
+    where.add_argument("--into", type=Path, metavar="DST", help="the new copy of --snapshot or --demo that is changed")
     parser.add_argument("--plan", type=Path, metavar="FILE", help="the plan from `audit --json FILE` (default: audit now)")
     parser.add_argument("--scope", choices=SCOPES, default="runtime", help="which steps may run (default: runtime)")
     parser.add_argument("--only", metavar="STEP,...", help="only these step ids")
@@ -71,6 +77,10 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 def _source_host(args: argparse.Namespace) -> Host:
+    if args.demo is not None and args.into is None:
+        raise UsageError("--demo and --into DST go together (the demo is changed only as a new copy)")
+    if args.demo is not None:
+        args.snapshot = demo_path(args.demo)
     if (args.snapshot is None) != (args.into is None):
         raise UsageError("--snapshot SRC and --into DST go together (a snapshot is changed only as a new copy)")
     if args.snapshot is not None:

@@ -20,7 +20,7 @@ def add_host_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         const="default",
         metavar="NAME",
-        help=f"replay a snapshot shipped with rigaudit ({', '.join(DEMOS)}); no GPU needed",
+        help=f"replay {DEMO_HELP}",
     )
     group.add_argument(
         "--replay-latency-ms",
@@ -31,20 +31,27 @@ def add_host_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+DEMO_HELP = f"a snapshot shipped with rigaudit ({', '.join(DEMOS)}); no GPU needed"
+
+
+def demo_path(demo: str) -> Path:
+    """The unpacked snapshot of ``--demo [NAME]`` ("default" when no name was given); one line when it cannot be."""
+    try:
+        return demo_snapshot(None if demo == "default" else demo)
+    except KeyError:
+        raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot unpack the demo into {cache_dir()}: {exc.strerror or exc}; set XDG_CACHE_HOME to a writable folder"
+        ) from None
+
+
 def open_host(args: argparse.Namespace) -> Host:
     latency = max(0.0, float(getattr(args, "replay_latency_ms", 0.0) or 0.0)) / 1000.0
     demo = getattr(args, "demo", None)
     snapshot = getattr(args, "snapshot", None)
     if demo is not None:
-        try:
-            path = demo_snapshot(None if demo == "default" else demo)
-        except KeyError:
-            raise UsageError(f"no demo named {demo!r}; choose one of: {', '.join(DEMOS)}") from None
-        except OSError as exc:
-            raise UsageError(
-                f"cannot unpack the demo into {cache_dir()}: {exc.strerror or exc}; set XDG_CACHE_HOME to a writable folder"
-            ) from None
-        return _snapshot_host(path, latency)
+        return _snapshot_host(demo_path(demo), latency)
     if snapshot is not None:
         return _snapshot_host(snapshot, latency)
     if latency:
