@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.hostgen.archetypes import ALL8, DOCKER_BM, GEFORCE, HGX_H100, IB_ENV, TIB_KIB, XEON_8462, vllm
+from tests.hostgen.archetypes import ALL8, CASCADE_LAKE_VM, DOCKER_BM, GEFORCE, HGX_H100, IB_ENV, JAMMY, TIB_KIB, XEON_8462, vllm
 from tests.hostgen.spec import DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
 
 COMPAT_CUDA = "/usr/local/cuda-12.8/compat"
@@ -107,4 +107,85 @@ RHEL9_TUNED = replace(
 )
 """The board_name and BIOS version of a XE9680 are not from a public source read here (placeholders of Dell's form)."""
 
-KINDS: dict[str, HostSpec] = {spec.name: spec for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT, RHEL9_TUNED)}
+SPR_VM = replace(
+    CASCADE_LAKE_VM,
+    model_name="Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz",
+    sockets=2,
+    cores_per_socket=52,
+    model=143,
+    stepping=8,
+    base_mhz=2700,
+    max_mhz=2700,
+    min_mhz=2700,
+    cache_kb=107520,
+    bogomips=5399.99,
+)
+"""a3-highgpu-8g's 208 vCPUs of Sapphire Rapids (8481C) as GCE shows them: no cpufreq, haltpoll. The guest's CPU flags
+are Cascade Lake's list here (AMX and the other Sapphire Rapids flags a real guest shows are not modelled)."""
+
+GCP_A3 = HostSpec(
+    "gcp-a3-highgpu-8g",
+    "GCP a3-highgpu-8g VM guest (KVM): 8x H100 80GB with 4 NVSwitches passed through, fabric manager in the guest, "
+    "208 vCPUs of Xeon 8481C, Ubuntu 22.04 (6.8 GCP kernel), driver 550; vLLM at TP 8",
+    "a3-infer-0",
+    SPR_VM,
+    replace(JAMMY, kernel="6.8.0-1015-gcp", old_kernels=(), memory_kib=1946157056, cmdline="console=ttyS0,115200"),
+    GpuSpec("h100-sxm", 8, nvswitches=4),
+    DriverSpec("550.90.07", fabricmanager="active", peermem=False, cuda=12040),
+    topology="flat",
+    platform=PlatformSpec(vm="google", cloud="gcp", instance_type="a3-highgpu-8g"),
+    processes=(vllm("/models/Llama-3.1-70B-Instruct", ALL8, mib=73240),),
+    iommu=None,
+    expect="healthy VM: IOMMU, ACS, BIOS and CPU frequency are the hypervisor's; NVLink P2P through the NVSwitches",
+)
+"""GCP documents installing the fabric manager with the driver on A3 guests; the four GPUDirect-TCPX gVNICs of
+a3-highgpu-8g (and their NCCL net plugin) are not modelled: the generator gives the guest one gVNIC."""
+
+GKE_A3_POD = replace(
+    GCP_A3,
+    name="gke-a3-pod",
+    summary="GKE pod (containerd, cgroup v2) on an a3-highgpu-8g node (Container-Optimized OS, driver installed by GKE): "
+    "all 8 H100 allocated by the device plugin, /dev/shm a 64 GiB emptyDir (medium Memory), CPU limit 200; vLLM at TP 8",
+    hostname="vllm-a3-0",
+    os=replace(GCP_A3.os, kernel="6.1.100+"),
+    platform=PlatformSpec(
+        vm="google",
+        cloud="gcp",
+        instance_type="a3-highgpu-8g",
+        container="k8s",
+        shm_bytes=64 * 2**30,
+        cpu_quota=200,
+        throttled=(35, 412345),
+        visible_gpus=ALL8,
+    ),
+    expect="healthy pod: the node's kernel, driver and fabric manager are GKE's; nothing in the pod can change them",
+)
+"""COS's kernel release (``6.1.100+``) is of the form COS prints; the node's OS files are not what the pod sees (it
+sees the image's Ubuntu), which is what the generator writes."""
+
+AZURE_ND_H100_V5 = HostSpec(
+    "azure-nd-h100-v5",
+    "Azure Standard_ND96isr_H100_v5 guest (Hyper-V): 8x H100 80GB and 4 NVSwitches passed through (vPCI), fabric "
+    "manager in the guest as Azure documents for ND-series, 8x ConnectX-7 NDR InfiniBand, 96 vCPUs of Xeon 8480C, "
+    "Ubuntu 22.04 (5.15 Azure kernel, the Azure HPC image with MLNX_OFED), driver 535; vLLM at TP 8",
+    "nd-h100-v5-0",
+    replace(SPR_VM, model_name="Intel(R) Xeon(R) Platinum 8480C", cores_per_socket=48, threads_per_core=1),
+    replace(JAMMY, kernel="5.15.0-1073-azure", old_kernels=(), memory_kib=1900 * 1024 * 1024, cmdline="console=ttyS0"),
+    GpuSpec("h100-sxm", 8, nvswitches=4),
+    DriverSpec("535.183.06", fabricmanager="active", peermem=True, cuda=12020),
+    topology="flat",
+    nics=NicSpec("cx7", 8),
+    platform=PlatformSpec(vm="microsoft", cloud="azure", instance_type="Standard_ND96isr_H100_v5"),
+    processes=(
+        replace(vllm("/models/Llama-3.1-405B-Instruct-FP8", ALL8, mib=74000, env=IB_ENV), torch="2.4.0+cu121", torch_cuda="12.1"),
+    ),
+    iommu=None,
+    expect="healthy VM: a Hyper-V guest; host-level fixes (BIOS, IOMMU, a GPU reset) are Azure's",
+)
+"""Not modelled, for want of a public listing read here: Hyper-V's vPCI puts each passed-through device in its own PCI
+domain (``0001:00:00.0``...) and its synthetic NIC and disks are VMBus devices, not PCI; the generator's flat guest bus
+(domain 0000, a virtio NIC) stands in. The CPUs' idle driver is the generator's VM default."""
+
+KINDS: dict[str, HostSpec] = {
+    spec.name: spec for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT, RHEL9_TUNED, GCP_A3, GKE_A3_POD, AZURE_ND_H100_V5)
+}

@@ -33,6 +33,20 @@ CLOUD_DMI = {
         "chassis_vendor": "Google",
         "chassis_type": "1",
     },
+    "azure": {
+        # Hyper-V's UEFI firmware as an Azure VM shows it; Azure's fixed chassis asset tag marks its VMs.
+        "sys_vendor": "Microsoft Corporation",
+        "product_name": "Virtual Machine",
+        "product_version": "7.0",
+        "bios_vendor": "Microsoft Corporation",
+        "bios_version": "Hyper-V UEFI Release v4.1",
+        "bios_date": "04/06/2022",
+        "board_vendor": "Microsoft Corporation",
+        "board_name": "Virtual Machine",
+        "chassis_vendor": "Microsoft Corporation",
+        "chassis_type": "3",
+        "chassis_asset_tag": "7783-7084-3265-9085-8269-3286-77",
+    },
     "kvm": {
         "sys_vendor": "QEMU",
         "product_name": "Standard PC (i440FX + PIIX, 1996)",
@@ -46,7 +60,7 @@ CLOUD_DMI = {
     },
 }
 
-DETECT_VIRT = {"aws": "amazon", "gcp": "google", "kvm": "kvm"}
+DETECT_VIRT = {"aws": "amazon", "gcp": "google", "kvm": "kvm", "azure": "microsoft"}
 
 SYSTEMD_ENV = {
     "HOME": "/",
