@@ -194,21 +194,32 @@ def test_cli_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert [c["check"] for c in data["checks"]] == _ids()
     numa = next(c for c in data["checks"] if c["check"] == "numa.hugepages")
     assert numa["area"] == "numa" and numa["fix_kinds"] == ["runtime"] and "HugePages" in numa["reads"]
-    assert main(["checks", "--area", "nvlink"]) == 0
+    assert main(["checks", "--areas", "nvlink"]) == 0
     out = capsys.readouterr().out
     assert "nvlink.errors" in out and out.strip().endswith("2 checks") and "pcie.link" not in out
 
 
 def test_cli_takes_an_old_area_name_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["checks", "--area", "nccl_p2p"]) == 0
+    assert main(["checks", "--areas", "nccl_p2p"]) == 0
     captured = capsys.readouterr()
     assert "area nccl_p2p is now called p2p and nccl" in captured.err
     assert "p2p.status" in captured.out and "nccl.env" in captured.out and captured.out.strip().endswith("4 checks")
 
 
 def test_cli_rejects_an_unknown_area(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["checks", "--area", "warp_drive"]) == 2
+    assert main(["checks", "--areas", "warp_drive"]) == 2
     assert "unknown area warp_drive" in capsys.readouterr().err
+
+
+def test_areas_have_one_spelling_and_the_old_one_still_works(seed_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--areas A,B`` in audit, check and checks; ``checks --area`` (the old spelling) works with a one-line notice."""
+    assert main(["checks", "--area", "nvlink", "--area", "numa"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "rigaudit: note: --area is now --areas A,B (one spelling in audit, check and checks)"
+    assert main(["checks", "--areas", "nvlink,numa"]) == 0
+    assert capsys.readouterr().out == captured.out
+    assert main(["check", "--snapshot", str(seed_dir), "--areas", "numa", "--json", "-"]) in (0, 1)
+    assert {c["check"].split(".")[0] for c in json.loads(capsys.readouterr().out)["checks"]} == {"numa"}
 
 
 def test_an_audit_warns_when_rules_break_the_contract(seed_dir: Path) -> None:

@@ -46,6 +46,7 @@ SEVERITIES = ("critical", "high", "medium", "low")
 def _add(parser: argparse.ArgumentParser) -> None:
     add_host_arguments(parser)
     judge = parser.add_argument_group("what to judge")
+    judge.add_argument("--areas", metavar="A,B", help="only these areas, comma-separated (as in audit)")
     judge.add_argument("--only", metavar="IDS", help="only these check ids or areas, comma-separated (pcie,gpu.xid)")
     judge.add_argument("--skip", metavar="IDS", help="leave out these check ids or areas, comma-separated")
     judge.add_argument(
@@ -137,7 +138,8 @@ def _check(args: argparse.Namespace) -> int:
         from rigaudit.orchestrator.gate.expect import load_expectations
 
         expectations = load_expectations(args.expect)
-    plan = plan_gate(args.only, args.skip, expectations, _promises(args))
+    only = ",".join(filter(None, (args.areas, args.only))) or None  # --areas and --only together: either names it
+    plan = plan_gate(only, args.skip, expectations, _promises(args))
     host = open_host(args)
     options = GateOptions(
         fail_on=args.fail_on,

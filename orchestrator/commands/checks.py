@@ -1,8 +1,8 @@
 """List every check the audit runs: its id, area, what it reads, when it is a problem and how it is fixed.
 
 `rigaudit checks` prints a table; `--json` the catalog as JSON; `--markdown` the text of docs/checks.md;
-`--area AREA` limits the list to one or more areas; `--transcript FILE` records the session (by default nothing is
-written).
+`--areas A,B` limits the list to these areas (as in audit and check); `--transcript FILE` records the session
+(by default nothing is written).
 """
 
 from __future__ import annotations
@@ -22,14 +22,18 @@ def _add(parser: argparse.ArgumentParser) -> None:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the catalog as JSON")
     form.add_argument("--markdown", action="store_true", help="print docs/checks.md")
-    parser.add_argument("--area", action="append", metavar="AREA", help="only these areas (repeatable)")
+    parser.add_argument("--areas", metavar="A,B", help="only these areas, comma-separated (as in audit and check)")
+    parser.add_argument("--area", action="append", metavar="AREA", help=argparse.SUPPRESS)  # the old spelling
     add_transcript_argument(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
     checks = catalog()
     if args.area:
-        areas, notes, unknown = resolve_areas(",".join(args.area))
+        print("rigaudit: note: --area is now --areas A,B (one spelling in audit, check and checks)", file=sys.stderr)
+    chosen = ",".join(filter(None, [args.areas, *(args.area or [])]))
+    if chosen:
+        areas, notes, unknown = resolve_areas(chosen)
         if unknown:
             raise UsageError(f"unknown area {', '.join(unknown)} (areas: {', '.join(area_names())})")
         for note in notes:
