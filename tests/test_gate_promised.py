@@ -113,3 +113,13 @@ def test_nvml_that_hides_the_gpus_is_could_not_check(tmp_path: Path) -> None:
     broken = light_copy(H200, tmp_path / "broken")
     set_nvml(broken, "nvmlInit", [], error="DRIVER_NOT_LOADED")
     assert check(tmp_path, broken).exit_code == 1
+
+
+def test_in_cluster_names_the_pods_node_on_its_api_server() -> None:
+    from rigaudit.orchestrator.gate.kube_node import in_cluster_url, load
+
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443", "NODE_NAME": "gpu-7"}
+    assert in_cluster_url(env) == "https://10.96.0.1:443/api/v1/nodes/gpu-7"
+    assert in_cluster_url({**env, "KUBERNETES_SERVICE_HOST": "fd00::1"}) == "https://[fd00::1]:443/api/v1/nodes/gpu-7"
+    error = load("in-cluster", {"NODE_NAME": "gpu-7"}).error
+    assert error is not None and "KUBERNETES_SERVICE_HOST" in error

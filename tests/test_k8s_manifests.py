@@ -47,7 +47,7 @@ def go_duration(text: str) -> float:
 
 def test_the_manifests_are_found() -> None:
     names = {p.relative_to(K8S).as_posix() for p in MANIFESTS}
-    assert names == {"rigaudit-daemonset.yaml", "node-problem-detector/daemonset.yaml"}
+    assert names == {"rigaudit-daemonset.yaml", "node-problem-detector/daemonset.yaml", "condition-to-taint/draino.yaml"}
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -183,5 +183,133 @@ def test_the_example_expectations_parse() -> None:
     from rigaudit.orchestrator.gate.expect import parse_expectations
 
     assert parse_expectations((DEPLOY / "expect.conf").read_text()).values["gpus"] == 8
-    [configmap] = [d for n, d in documents() if n.endswith(":ConfigMap/rigaudit-expect")]
-    assert parse_expectations(configmap["data"]["expect.conf"]).values["gpus"] == 8
+    configmaps = [d for n, d in documents() if n.endswith(":ConfigMap/rigaudit-expect")]
+    assert len(configmaps) == 2 and configmaps[0] == configmaps[1]  # both files define it, the same: either order
+    assert parse_expectations(configmaps[0]["data"]["expect.conf"]).values["gpus"] == 8
+
+
+def _file_documents(path: Path) -> list[dict[str, Any]]:
+    yaml = pytest.importorskip("yaml", reason="PyYAML comes with kubernetes-validate")
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def _needs(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (kind, namespace/name) objects ``doc`` refers to and cannot run without."""
+    meta = doc["metadata"]
+    found: set[tuple[str, str]] = set()
+    if "namespace" in meta:
+        found.add(("Namespace", meta["namespace"]))
+    if doc["kind"] in ("DaemonSet", "Deployment"):
+        pod = _pod(doc)
+        found.add(("ServiceAccount", f"{meta['namespace']}/{pod.get('serviceAccountName', 'default')}"))
+        for volume in pod.get("volumes", []):
+            if "configMap" in volume and not volume["configMap"].get("optional"):
+                found.add(("ConfigMap", f"{meta['namespace']}/{volume['configMap']['name']}"))
+    if doc["kind"] == "ClusterRoleBinding":
+        found.add(("ClusterRole", doc["roleRef"]["name"]))
+        found.update(("ServiceAccount", f"{s['namespace']}/{s['name']}") for s in doc["subjects"])
+    return found
+
+
+def _defines(doc: dict[str, Any]) -> tuple[str, str]:
+    meta = doc["metadata"]
+    return doc["kind"], f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.relative_to(K8S).as_posix())
+def test_each_manifest_applies_alone(path: Path) -> None:
+    """Everything a file's objects refer to (namespace, service account, ConfigMap volume, RBAC) is in that file,
+    so `kubectl apply -f FILE` alone leaves no pod waiting on a missing volume or account."""
+    docs = _file_documents(path)
+    defined = {_defines(d) for d in docs}
+    needed = set().union(*(_needs(d) for d in docs))
+    assert needed - defined == set(), f"{path.name} needs objects defined elsewhere"
+
+
+BASELINE_CAPABILITIES = {
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+    "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+}  # fmt: skip
+"""What Pod Security "baseline" lets a container add (kubernetes.io/docs/concepts/security/pod-security-standards)."""
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+
+
+def pod_security_level(pod: dict[str, Any]) -> str:
+    """The strictest Pod Security Standard ``pod`` meets (the controls its manifests touch)."""
+    containers = pod["containers"]
+    securities = [c.get("securityContext", {}) for c in containers]
+    added = {cap for s in securities for cap in s.get("capabilities", {}).get("add", [])}
+    baseline = not (
+        any(pod.get(k) for k in ("hostPID", "hostIPC", "hostNetwork"))
+        or any("hostPath" in v for v in pod.get("volumes", []))
+        or any(s.get("privileged") for s in securities)
+        or added - BASELINE_CAPABILITIES
+        or any(p.get("hostPort") for c in containers for p in c.get("ports", []))
+    )
+    if not baseline:
+        return "privileged"
+    restricted = (
+        all(s.get("allowPrivilegeEscalation") is False for s in securities)
+        and all(s.get("runAsNonRoot") is True or pod.get("securityContext", {}).get("runAsNonRoot") for s in securities)
+        and all(s.get("capabilities", {}).get("drop") == ["ALL"] for s in securities)
+        and added <= {"NET_BIND_SERVICE"}
+        and all(
+            (s.get("seccompProfile") or pod.get("securityContext", {}).get("seccompProfile", {})).get("type")
+            in ("RuntimeDefault", "Localhost")
+            for s in securities
+        )
+        and all(set(v) - {"name"} <= RESTRICTED_VOLUMES for v in pod.get("volumes", []))
+    )
+    return "restricted" if restricted else "baseline"
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.relative_to(K8S).as_posix())
+def test_each_namespace_states_the_pod_security_level_its_pods_need(path: Path) -> None:
+    docs = _file_documents(path)
+    pods = [(d["metadata"]["namespace"], _pod(d)) for d in docs if d["kind"] in ("DaemonSet", "Deployment")]
+    labels = {d["metadata"]["name"]: d["metadata"].get("labels", {}) for d in docs if d["kind"] == "Namespace"}
+    for namespace, pod in pods:
+        need = pod_security_level(pod)
+        stated = labels[namespace].get("pod-security.kubernetes.io/enforce")
+        assert stated == need, f"{path.name}: namespace {namespace} enforces {stated}, its pods need {need}"
+        assert f'Pod Security: "{need}"' in path.read_text(), f"{path.name} does not say the level it needs, and why"
+
+
+def test_the_pod_security_check_tells_the_levels_apart() -> None:
+    [npd] = [d for n, d in documents() if n.startswith("kubernetes/node-problem-detector/daemonset.yaml:DaemonSet/")]
+    pod = json.loads(json.dumps(_pod(npd)))
+    assert pod_security_level(pod) == "privileged"
+    pod.pop("hostPID")
+    pod["volumes"] = [v for v in pod["volumes"] if "hostPath" not in v]
+    pod["containers"][0]["securityContext"]["capabilities"]["add"] = []
+    assert pod_security_level(pod) == "baseline"
+
+
+DRAINO_FLAGS = {
+    "--debug", "--listen", "--kubeconfig", "--master", "--dry-run", "--max-grace-period", "--eviction-headroom",
+    "--drain-buffer", "--node-label", "--node-label-expr", "--namespace", "--leader-election-lease-duration",
+    "--leader-election-renew-deadline", "--leader-election-retry-period", "--skip-drain", "--evict-daemonset-pods",
+    "--evict-statefulset-pods", "--evict-emptydir-pods", "--evict-unreplicated-pods", "--allow-force-delete",
+    "--protected-pod-annotation", "--ignore-safe-to-evict-annotation",
+}  # fmt: skip
+"""draino's flags (its README's `draino --help`)."""
+
+
+def test_draino_cordons_on_the_condition_npd_sets() -> None:
+    """GPUHostProblem=True (NPD's rule, on rigaudit's exit 1) -> draino cordons -> the node controller's
+    node.kubernetes.io/unschedulable:NoSchedule taint. The condition draino watches is the one the plugin sets,
+    on GPU nodes only, and draino may update nodes."""
+    docs = _file_documents(K8S / "condition-to-taint" / "draino.yaml")
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    [container] = _pod(deployment)["containers"]
+    command = container["command"]
+    assert command[0] == "/draino"
+    flags = {a.split("=", 1)[0] for a in command[1:] if a.startswith("-")}
+    assert flags <= DRAINO_FLAGS and "--skip-drain" in flags and "--dry-run" not in flags
+    conditions = [a for a in command[1:] if not a.startswith("-")]
+    plugin = json.loads((NPD / "rigaudit-plugin.json").read_text())
+    [rule] = plugin["rules"]
+    assert conditions == [rule["condition"]] and rule["type"] == "permanent"
+    assert any("nvidia.com/gpu.present" in a for a in command if a.startswith("--node-label"))
+    [role] = [d for d in docs if d["kind"] == "ClusterRole"]
+    assert any("nodes" in r["resources"] and "update" in r["verbs"] for r in role["rules"])

@@ -1,14 +1,18 @@
 """The GPUs the Kubernetes node advertises: ``status.capacity["nvidia.com/gpu"]`` of its node object.
 
-``--kube-node SOURCE`` names the object: a file (a recorded ``kubectl get node N -o json``), or an ``http(s)://``
-URL of the API server's node (``https://kubernetes.default.svc/api/v1/nodes/$(NODE_NAME)`` in a pod). For an
-https URL the pod's service account (token and CA) is used when it is mounted. What cannot be read or parsed is
+``--kube-node SOURCE`` names the object: a file (a recorded ``kubectl get node N -o json``), an ``http(s)://``
+URL of the API server's node, or ``in-cluster``: in a pod, ``$NODE_NAME``'s object from the API server
+``$KUBERNETES_SERVICE_HOST``/``_PORT`` name. For an https URL the pod's service account (token and CA) is used
+when it is mounted. What cannot be read or parsed is
 one line in :attr:`KubeNode.error`, never an exception.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +77,26 @@ def _fetch(url: str) -> bytes:
     return data
 
 
-def load(source: str) -> KubeNode:
-    """The node object named by ``source`` (a file or an http(s) URL)."""
+IN_CLUSTER = "in-cluster"
+
+
+def in_cluster_url(environ: Mapping[str, str]) -> str | None:
+    """The API server's URL of this pod's node, from the variables Kubernetes and the pod spec set."""
+    host, port, node = (environ.get(k, "") for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "NODE_NAME"))
+    if not (host and node):
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"https://{host}:{port or '443'}/api/v1/nodes/{urllib.parse.quote(node, safe='')}"
+
+
+def load(source: str, environ: Mapping[str, str] | None = None) -> KubeNode:
+    """The node object named by ``source`` (a file, an http(s) URL, or ``in-cluster``)."""
+    if source == IN_CLUSTER:
+        url = in_cluster_url(os.environ if environ is None else environ)
+        if url is None:
+            why = "needs KUBERNETES_SERVICE_HOST (in a pod) and NODE_NAME (env valueFrom fieldRef spec.nodeName)"
+            return KubeNode(source, error=f"--kube-node in-cluster {why}")
+        source = url
     if source.startswith(("http://", "https://")):
         try:
             data = _fetch(source)
