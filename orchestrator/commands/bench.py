@@ -36,10 +36,14 @@ balanced (Williams Latin square) order and ab its arms, so time is not mistaken 
 compare refuses results of different workloads (model, URL, API, max/prompt tokens, levels,
 requests per run, tool version) unless --allow-different.
 
+ab --arm NAME='CMD' (twice or more) takes arms that restart the server: the server is restarted
+as the visit's arm before every visit, awaited until it streams a token (--ready-timeout), and left
+as the first arm (or --end-on) at the end, after a failed start and after Ctrl-C.
+
 Exit status: 0 done; 1 the benchmark failed, found corrupt data, or (ab) a switch failed and was
-rolled back; 2 usage error, torch/GPUs missing, or (compare) different workloads; 3 not approved,
-or with --fail-on-regression a significant regression of output tok/s; 130 interrupted (ab rolls
-back first).
+rolled back (or the server could not be restarted as found); 2 usage error, torch/GPUs missing,
+or (compare) different workloads; 3 not approved, or with --fail-on-regression a significant
+regression of output tok/s; 130 interrupted (ab rolls back first).
 """
 
 from __future__ import annotations
