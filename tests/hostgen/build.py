@@ -203,7 +203,7 @@ def _placed(spec: HostSpec) -> topo.Placed:
         count=gpus.count,
         gpu_pci=pci,
         nvswitches=gpus.nvswitches,
-        nvswitch_key="nvswitch-a100" if model.arch == 7 else "nvswitch-h100",
+        nvswitch_key="nvswitch-a100" if model.arch == 7 else "nvswitch-h100" if model.arch == 9 else "",
         nics=spec.nics.count if spec.nics else 0,
         nic_key=nic_kind,
         root=spec.root_complex,

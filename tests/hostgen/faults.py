@@ -290,3 +290,37 @@ def persistence_by_unit(spec: HostSpec) -> HostSpec:
         persistenced_args="--user nvidia-persistenced --no-persistence-mode --verbose",
     )
     return _named(replace(spec, driver=driver), "persistence-by-unit", "nvidia-persistenced run with --no-persistence-mode")
+
+
+def proprietary_on_blackwell(spec: HostSpec) -> HostSpec:
+    """The proprietary kernel module installed on Blackwell GPUs, which only the open modules drive: the module's probe
+    refuses every GPU (the kernel log says why), nvidia.ko does not stay loaded, NVML finds no driver. The refusal
+    follows the driver's message ('requires use of the NVIDIA open kernel modules'); the probe's follow-up lines are
+    not shown by a public source read here."""
+
+    def apply(built: Built) -> None:
+        tree = built.tree
+        for path in [p for p in tree.files if p.startswith(("/proc/driver/nvidia", "/sys/module/nvidia"))]:
+            tree.remove(path)
+        for key in [k for k in tree.nvml if k[0] != "nvmlInit"]:
+            del tree.nvml[key]
+        tree.call("nvmlInit", (), error="DRIVER_NOT_LOADED")
+        modules = tree.files.get("/proc/modules", b"").decode()
+        tree.file("/proc/modules", "".join(line for line in modules.splitlines(True) if not line.startswith("nvidia")))
+        device = GPUS[spec.gpus.model].device_id
+        lines = [
+            f"NVRM: The NVIDIA GPU {g.bdf} (PCI ID: 10de:{device:04x}) installed in this system requires use of the "
+            "NVIDIA open kernel modules."
+            for g in built.gpu_states_all
+        ]
+        lines += [
+            f"NVRM: The NVIDIA probe routine failed for {len(lines)} device(s).",
+            "NVRM: None of the NVIDIA devices were initialized.",
+        ]
+        dmesg = tree.commands.get(("dmesg",))
+        if dmesg is not None and "stdout" in dmesg:
+            dmesg["stdout"] += "".join(f"[   14.{k + 100:06d}] {line}\n" for k, line in enumerate(lines))
+
+    fault = Fault("proprietary-on-blackwell", "the proprietary module refuses Blackwell GPUs", apply)
+    changed = replace(spec, driver=replace(spec.driver, open=False), faults=(*spec.faults, fault))
+    return _named(changed, "proprietary", "the proprietary kernel module on Blackwell GPUs")

@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.hostgen.archetypes import ALL8, CASCADE_LAKE_VM, DOCKER_BM, GEFORCE, HGX_H100, IB_ENV, JAMMY, TIB_KIB, XEON_8462, vllm
+from tests.hostgen.archetypes import (
+    ALL8,
+    CASCADE_LAKE_VM,
+    DOCKER_BM,
+    EPYC_9354,
+    GEFORCE,
+    HGX_H100,
+    IB_ENV,
+    JAMMY,
+    NOBLE,
+    TIB_KIB,
+    XEON_8462,
+    sglang,
+    vllm,
+)
 from tests.hostgen.spec import DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
 
 COMPAT_CUDA = "/usr/local/cuda-12.8/compat"
@@ -186,6 +200,34 @@ AZURE_ND_H100_V5 = HostSpec(
 domain (``0001:00:00.0``...) and its synthetic NIC and disks are VMBus devices, not PCI; the generator's flat guest bus
 (domain 0000, a virtio NIC) stands in. The CPUs' idle driver is the generator's VM default."""
 
+HGX_B200 = HostSpec(
+    "hgx-b200-noble",
+    "HGX B200 8-GPU (Supermicro SYS-A21GE-NBRT), 2x EPYC 9354, Ubuntu 24.04 (6.8), NVIDIA's open kernel module 570 "
+    "(Blackwell requires it), two NVLink 5 switch chips with the fabric manager and NVLink Subnet Manager (NVLSM), "
+    "8x ConnectX-7 NDR with the inbox rdma-core (GPUDirect RDMA through dma-buf); amd_pstate=active; sglang at TP 8",
+    "hgx-b200-02",
+    EPYC_9354,
+    replace(NOBLE, memory_kib=TIB_KIB + TIB_KIB // 2, cmdline="quiet amd_pstate=active"),
+    GpuSpec("b200", 8, nvswitches=2),
+    DriverSpec("570.133.20", open=True, fabricmanager="active", fabricmanager_version="570.133.20", cuda=12080),
+    topology="hgx",
+    root_complex="amd-genoa",
+    nics=NicSpec("cx7", 8, ofed=None),
+    processes=(
+        replace(
+            sglang("/models/DeepSeek-V3", ALL8, mib=165000, env=IB_ENV), torch="2.7.0+cu128", torch_cuda="12.8", nccl="2.26.2"
+        ),
+    ),
+    iommu=None,
+    expect="healthy: NVLink 5 through the switch chips, fabric manager (with NVLSM) active, GPU fabric state completed",
+)
+"""The fabric manager of 4th-generation NVSwitch systems works with NVLSM (NVIDIA's Fabric Manager user guide, release
+2.3: 'What is NVLink Subnet Manager?'). How the switch chips show on the host (PCI functions, the NVLink management
+NICs' InfiniBand ports NVLSM drives) is not shown by a public source read here: they are left off the PCI tree, the
+fabric is what NVML reports (nvmlDeviceGetGpuFabricInfo), and no rule reads NVLSM's state. The SYS-A21GE-NBRT's DMI
+is left to the generator's defaults for the same reason."""
+
 KINDS: dict[str, HostSpec] = {
-    spec.name: spec for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT, RHEL9_TUNED, GCP_A3, GKE_A3_POD, AZURE_ND_H100_V5)
+    spec.name: spec
+    for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT, RHEL9_TUNED, GCP_A3, GKE_A3_POD, AZURE_ND_H100_V5, HGX_B200)
 }

@@ -39,7 +39,9 @@ MIG_PROFILE_IDS = {
     "7g.80gb": 0,
     "7g.141gb": 0,
 }
-NVLINK_GBPS = {3: 25.0, 4: 26.562}
+NVLINK_GBPS = {3: 25.0, 4: 26.562, 5: 53.125}
+"""Per-link speed ``nvidia-smi nvlink -s`` prints; NVLink 5's is twice NVLink 4's (50 GB/s a link and direction
+against 25), derived, not read off a B200's output."""
 
 
 def uuid(host: str, kind: str, index: int) -> str:

@@ -27,6 +27,8 @@ class Parts:
     gpu_pci: dv.GpuPci
     nvswitches: int = 0
     nvswitch_key: str = "nvswitch-h100"
+    """The NVSwitches' PCI model; empty: not on the host's PCI tree as modelled (NVLink 5 switches of HGX B200, whose
+    host-side presentation, through the NVLink management NICs that NVLSM drives, no public source read here shows)."""
     nics: int = 0
     nic_key: str = "cx7"
     root: str = "intel-spr"
@@ -95,7 +97,7 @@ def hgx(cpu: CpuSpec, parts: Parts) -> Placed:
     first.add(_host_bridge(parts.root, mmio, 0))
     placed.topology.roots.append(first)
     _platform_devices(first, parts, mmio)
-    if parts.nvswitches:
+    if parts.nvswitches and parts.nvswitch_key:
         rp = first.add(
             dv.port(
                 _root_port_key(parts.root), pc.PORT_ROOT, "rp-nvsw", gen=_gen(parts.root), width=16, slot=0x01, physical_slot=None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.kernel_log import DMESG_REF
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.rdma import describe_nics
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
@@ -198,6 +199,15 @@ def judge_uvm(facts: DriverFacts) -> Finding:
         return modules_unknown(check, title, facts)
     if not facts.gpus and not loaded:
         return not_applicable(check, AREA, title, "no NVIDIA GPU on this host", evidence=refs)
+    if not loaded and module_loaded(facts, "nvidia") is False:
+        return unknown(
+            check,
+            AREA,
+            title,
+            "nvidia_uvm not loaded, and neither is nvidia.ko it depends on: loading nvidia_uvm cannot work until the "
+            "kernel log's reason for nvidia.ko is dealt with (see driver.version, dmesg | grep NVRM)",
+            evidence=[*refs, DMESG_REF],
+        )
     node = None if facts.dev is None else "nvidia-uvm" in facts.dev
     feeds_containers = bool(facts.platform.lxc_configs) or facts.platform.in_container
     where = fix_where(facts.platform)

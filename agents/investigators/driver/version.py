@@ -6,7 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import AREA, MODULE_VERSION, DriverFacts, fix_where, gpu_labels
-from rigaudit.tools.hosts.probe import file_ref, nvml_ref
+from rigaudit.tools.hosts.probe import command_ref, file_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 ARCH_NAMES = {
@@ -25,6 +25,8 @@ MIN_BRANCH = {7: 450, 8: 525, 9: 525, 10: 570}
 OPEN_MIN_ARCH = 6
 """The open kernel module drives Turing and newer only."""
 BLACKWELL = 10
+OPEN_REQUIRED = "requires use of the NVIDIA open kernel modules"
+"""The driver's kernel-log line when the proprietary module meets a GPU only the open modules drive."""
 
 
 def _branch(version: str) -> int | None:
@@ -71,6 +73,22 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
     kernel = kernel or facts.module_version
     refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
     refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
+    refused = [line for line in facts.install.dmesg.stdout.splitlines() if OPEN_REQUIRED in line]
+    if refused and not facts.nvml_ok:
+        return problem(
+            check,
+            AREA,
+            title,
+            "critical",
+            f"kernel log: {len(refused)} GPU(s) refused: {refused[0].split('NVRM: ', 1)[-1]}",
+            "the open kernel module (NVIDIA UNIX Open Kernel Module) on GPUs that need it",
+            "The kernel log says why no GPU is usable: the proprietary kernel module refused these GPUs (Blackwell and "
+            "newer are driven only by the open GPU kernel modules), so nvidia.ko did not stay loaded and NVML finds no "
+            "driver. Loading modules again cannot help; the fix is the open flavor of the same driver.",
+            _install_fix(facts, "Install the open kernel module flavor of the driver (the GPUs require it)"),
+            subjects=tuple(g.label for g in facts.gpus),
+            evidence=[*refs, command_ref(facts.install.dmesg.argv)],
+        )
     if kernel is None and facts.nvml_version is None:
         if facts.gpus:
             why = f"no NVIDIA kernel module version ({PROC_VERSION} absent) and NVML unavailable ({facts.nvml_error})"
