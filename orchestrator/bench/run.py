@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -279,7 +280,10 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
         help="a service-level objective for goodput: ttft_ms=200, tpot_ms=50 or e2e_ms=5000 (repeatable)",
     )
     parser.add_argument("--no-ignore-eos", action="store_true", help="do not send ignore_eos (for servers that reject it)")
-    parser.add_argument("--api-key", help="bearer token, if the server wants one")
+    parser.add_argument(
+        "--api-key-env", metavar="NAME", help="the variable holding the server's bearer token, if it wants one (as in audit)"
+    )
+    parser.add_argument("--api-key", help=argparse.SUPPRESS)  # the old spelling: a token in argv, seen by ps
     parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="per-request timeout, s")
 
 
@@ -297,6 +301,23 @@ def add_inference_arguments(parser: argparse.ArgumentParser) -> None:
         "the session is not taken for a difference between levels; sequential: the same order every repeat",
     )
     parser.add_argument("--command", help="run this external benchmark instead and parse its summary (sglang, vLLM)")
+
+
+API_KEY_NOTE = "rigaudit: note: --api-key is now --api-key-env NAME (a variable holding the key, as in audit)"
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The bearer token: from the variable ``--api-key-env`` names, or (old spelling, with a notice) ``--api-key``."""
+    if args.api_key is not None:  # the command prints API_KEY_NOTE
+        if args.api_key_env is not None:
+            raise UsageError("--api-key and --api-key-env: give one (--api-key-env NAME, the variable holding the key)")
+        return str(args.api_key)
+    if args.api_key_env is None:
+        return None
+    key = os.environ.get(args.api_key_env)
+    if not key:
+        raise UsageError(f"--api-key-env {args.api_key_env}: no such variable is set (or it is empty)")
+    return key
 
 
 def load_spec(args: argparse.Namespace, what: str = "bench inference") -> LoadSpec:
@@ -330,7 +351,7 @@ def load_spec(args: argparse.Namespace, what: str = "bench inference") -> LoadSp
         repeat=getattr(args, "repeat", 1),
         warmup=args.warmup,
         ignore_eos=not args.no_ignore_eos,
-        api_key=args.api_key,
+        api_key=_api_key(args),
         timeout_s=args.timeout,
         order=getattr(args, "order", "balanced"),
         slo=parse_slo(args.slo or []),

@@ -57,6 +57,7 @@ import anyio
 
 from rigaudit.orchestrator.bench.compare import CalibrationRun, CompareRun, compare_runs, list_calibrations, run_calibration
 from rigaudit.orchestrator.bench.run import (
+    API_KEY_NOTE,
     MEASURES_HERE,
     AbBench,
     Approve,
@@ -474,6 +475,8 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if vars(args).get("api_key") is not None:
+        print(API_KEY_NOTE, file=sys.stderr)
     options = {k: v for k, v in vars(args).items() if not k.startswith("_") and isinstance(v, (str, int, float, bool))}
     with open_session(
         "bench", consumers=[terminal_for(args)], transcript=args.transcript, record=not args.no_transcript, options=options
