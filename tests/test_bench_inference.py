@@ -218,6 +218,7 @@ def test_cli_writes_bench_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "| 1 | TPOT ms |" in report.read_text()
     out_text = capsys.readouterr().out
     assert "Inference benchmark" in out_text and "Serving metrics" in out_text
+    assert "Per level: the median of the repeats" in out_text and "Per level: the median" in report.read_text()
     assert "warm-up: the first 2 request(s) were untimed and are excluded from every figure" in out_text
 
 
@@ -320,3 +321,31 @@ def test_cli_bounds_every_load_parameter(extra: list[str], text: str, capsys: py
         assert server.requests == 0
     assert code == 2
     assert text in capsys.readouterr().err
+
+
+def test_level_summary_gives_each_level_the_median_of_its_repeats_and_their_range() -> None:
+    from rigaudit.tools.bench.render import level_summary
+
+    spec = LoadSpec(base_url="http://127.0.0.1:9", model="m", concurrency=(1, 4))
+    runs = [
+        Run(concurrency=1, repeat=0, output_tokens_per_s=100.0, itl_ms_p50=10.0, requests_ok=8),
+        Run(concurrency=4, repeat=0, output_tokens_per_s=300.0, requests_ok=8, requests_failed=1),
+        Run(concurrency=1, repeat=1, output_tokens_per_s=120.0, itl_ms_p50=12.0, requests_ok=8),
+        Run(concurrency=1, repeat=2, output_tokens_per_s=110.0, itl_ms_p50=11.0, requests_ok=8),
+    ]
+    headers, rows = level_summary(spec.result(runs, "2026-01-01T00:00:00+00:00"))
+    assert headers[:3] == ["concurrency", "repeats", "output tok/s"]
+    # c=1: median 110, range (120 - 100) / 110 = 18%; c=4: one repeat, no range; its failure counted
+    assert rows == [["1", "3", "110.0 (range 18%)", "—", "11.00 (range 18%)", "0"], ["4", "1", "300.0", "—", "—", "1"]]
+
+
+def test_time_left_counts_each_remaining_run_at_its_levels_pace() -> None:
+    from rigaudit.tools.bench.loadgen import estimate_left, time_left
+
+    done = [
+        Run(concurrency=1, output_tokens_per_s=1.0, duration_s=10.0),
+        Run(concurrency=4, output_tokens_per_s=1.0, duration_s=50.0),
+    ]
+    assert estimate_left([], [1, 4]) is None and time_left(None) == ""
+    assert estimate_left(done, [1, 4, 16]) == 10.0 + 50.0 + 30.0  # an unseen level at the mean of every run so far
+    assert time_left(90.0) == " (about 1m30s left)" and time_left(42.4) == " (about 42 s left)"

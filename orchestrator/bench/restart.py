@@ -27,7 +27,7 @@ from rigaudit.tools.actions.journal import Journal, JournalError
 from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.bench.ab import AbResult, ArmResult, Visit
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings
-from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc, time_left
 from rigaudit.tools.bench.power import detectable, headline_share
 from rigaudit.tools.bench.restart import ArmCommand, SwitchFailed, run_command, wait_ready
 from rigaudit.tools.bench.results import Run, host_name
@@ -126,10 +126,7 @@ async def _restart(
 
 
 def _left(durations: Sequence[float], remaining: int) -> str:
-    if not durations or remaining <= 0:
-        return ""
-    seconds = round(sum(durations) / len(durations) * remaining)
-    return f" (about {seconds // 60}m{seconds % 60:02d}s left)" if seconds >= 60 else f" (about {seconds} s left)"
+    return time_left(sum(durations) / len(durations) * remaining) if durations and remaining > 0 else ""
 
 
 async def _visits(

@@ -32,6 +32,7 @@ from rigaudit.tools.bench.render import (
     COMPARE_LEGEND,
     Table,
     bench_table,
+    level_summary,
     nccl_table,
     p2p_table,
     section,
@@ -402,7 +403,10 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
 def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> None:
     """An inference result as its event, ``--json`` and the report's Validation section; failed requests as a warning."""
     table, serving, notes = bench_table(result), serving_table(result), serving_notes(result)
+    levels = level_summary(result)
     markdown = section(f"Inference benchmark ({result.started_at})", table, notes)
+    if levels[1]:
+        markdown += "\n" + section("Per level: the median of the repeats (range: max - min over the median)", levels)
     if serving[1]:
         markdown += "\n" + section("Serving metrics (ms)", serving)
     _publish(
@@ -413,6 +417,7 @@ def publish_inference(result: BenchResult, *, emit: EventSink, outputs: Outputs 
         section_title="Validation",
         tables=[
             (f"Inference benchmark: {result.model or '?'} at {result.base_url or '?'}", table),
+            *([("Per level: the median of the repeats (range: max - min over the median)", levels)] if levels[1] else []),
             *([("Serving metrics, every repeat's requests pooled", serving)] if serving[1] else []),
         ],
         markdown=markdown,

@@ -321,10 +321,31 @@ async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchRes
     """Warm up, then every level ``repeat`` times in the spec's order; returns the ``rigaudit.bench/1`` result."""
     started = now_utc()
     runs: list[Run] = []
+    order = visit_order(list(spec.concurrency), spec.repeat, spec.order)
     async with client_for(spec) as client:
         session = LoadSession(client, spec, progress)
         await session.warm_up(spec.warmup)
-        for repeat, concurrency in visit_order(list(spec.concurrency), spec.repeat, spec.order):
-            label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "")
+        for index, (repeat, concurrency) in enumerate(order):
+            left = time_left(estimate_left(runs, [c for _, c in order[index:]]))
+            label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "") + left
             runs.append(await session.run(concurrency, repeat, label))
     return spec.result(runs, started)
+
+
+def estimate_left(done: list[Run], levels: list[int]) -> float | None:
+    """Seconds the runs of ``levels`` still take: each at its level's mean so far, else the mean of every run so far."""
+    if not done:
+        return None
+    overall = sum(r.duration_s for r in done) / len(done)
+    by_level: dict[int, list[float]] = {}
+    for run in done:
+        by_level.setdefault(run.concurrency, []).append(run.duration_s)
+    return sum(sum(by_level[c]) / len(by_level[c]) if c in by_level else overall for c in levels)
+
+
+def time_left(seconds: float | None) -> str:
+    """`` (about 1m20s left)`` for a progress label; empty when nothing is known yet."""
+    if seconds is None or seconds < 1:
+        return ""
+    whole = round(seconds)
+    return f" (about {whole // 60}m{whole % 60:02d}s left)" if whole >= 60 else f" (about {whole} s left)"

@@ -13,6 +13,7 @@ from rigaudit.tools.bench.p2p import P2PReport
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.bench.roofline import Roofline
 from rigaudit.tools.bench.serving import level_serving
+from rigaudit.tools.bench.stats import median, relative_spread
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -81,6 +82,34 @@ def bench_table(result: BenchResult) -> Table:
         ]
         for r in result.runs
     ]
+    return headers, rows
+
+
+def _median_spread(values: list[float], digits: int = 1) -> str:
+    """``median (range R%)`` of one level's repeats (R: max - min over the median); the median alone for one."""
+    if not values:
+        return "—"
+    mid = median(values)
+    cv = relative_spread(values) if len(values) > 1 else None
+    return _f(mid, digits) + (f" (range {cv:.0%})" if cv is not None else "")
+
+
+def level_summary(result: BenchResult) -> Table:
+    """Per level, after the repeat rows: output tok/s, TTFT and ITL medians over its repeats, with their spread."""
+    headers = ["concurrency", "repeats", "output tok/s", "TTFT p50 ms", "ITL p50 ms", "failed"]
+    rows = []
+    for concurrency in sorted({r.concurrency for r in result.runs}):
+        runs = [r for r in result.runs if r.concurrency == concurrency]
+        rows.append(
+            [
+                str(concurrency),
+                str(len(runs)),
+                _median_spread([r.output_tokens_per_s for r in runs if r.requests_ok]),
+                _median_spread([r.ttft_ms_p50 for r in runs if r.ttft_ms_p50 is not None]),
+                _median_spread([r.itl_ms_p50 for r in runs if r.itl_ms_p50 is not None], 2),
+                str(sum(r.requests_failed for r in runs)),
+            ]
+        )
     return headers, rows
 
 
