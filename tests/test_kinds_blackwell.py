@@ -3,9 +3,16 @@ proprietary module on it is told from the kernel log's reason, and the fix is th
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
+from rigaudit.tools.model.finding import ServiceStartAction
 from tests.hostgen import faults
+from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import KINDS
+from tests.support.investigators import audit_snapshot
 from tests.support.kinds import by_check, serious
+from tests.support.mutate import light_copy, set_command, set_nvml
 
 B200 = KINDS["hgx-b200-noble"]
 
@@ -31,3 +38,29 @@ def test_the_proprietary_module_on_blackwell_is_told_by_the_kernel_log() -> None
     assert version.fix is not None and "open kernel module flavor" in version.fix.summary
     assert "requires use of the NVIDIA open kernel modules" in version.observed
     assert by_check(broken)["driver.uvm"].status == "unknown"
+
+
+def _rack_tray(tmp_path: Path, state: int) -> Path:
+    """The B200 snapshot as a GB200 NVL compute tray sees its GPUs: NVML names them GB200, no fabric manager is
+    installed on the tray (the rack's switch trays run it), the fabric in ``state``. A mutated copy, for want of a
+    Grace + Blackwell tray in the generator."""
+    root = light_copy(snapshot(B200), tmp_path / "tray")
+    for gpu in range(8):
+        set_nvml(root, "nvmlDeviceGetName", (gpu,), "NVIDIA GB200")
+        fabric = {"clusterUuid": "5c1a3b2e-0000-4000-8000-000000000001", "status": 0, "cliqueId": 1, "state": state}
+        set_nvml(root, "nvmlDeviceGetGpuFabricInfo", (gpu,), fabric)
+    set_command(root, ("systemctl", "is-active", "nvidia-fabricmanager"), "inactive\n", exit_code=3)
+    return root
+
+
+def test_a_rack_compute_tray_runs_no_fabric_manager(tmp_path: Path) -> None:
+    found = audit_snapshot(DRIVER, _rack_tray(tmp_path, 3), problem_has_fix=True)["driver.fabricmanager"]
+    assert found.status == "ok", found.observed
+
+
+def test_a_rack_tray_whose_fabric_is_down_is_sent_to_the_switch_trays(tmp_path: Path) -> None:
+    """Before: critical 'Start nvidia-fabricmanager' on a tray that has none to start."""
+    found = audit_snapshot(DRIVER, _rack_tray(tmp_path, 1), problem_has_fix=True)["driver.fabricmanager"]
+    assert (found.status, found.severity) == ("problem", "critical"), found.observed
+    assert found.fix is not None and "switch trays" in found.fix.summary
+    assert not any(isinstance(a, ServiceStartAction) for a in found.fix.actions)

@@ -122,13 +122,66 @@ def judge_persistence(facts: DriverFacts) -> Finding:
     )
 
 
+RACK_GPUS = r"\bGB[23]00\b"
+"""GPUs of a multi-node NVLink rack's compute trays (GB200, GB300 NVL): their NVLink switches are the rack's switch
+trays, whose NVOS runs the fabric manager and NVLSM (NMX-Controller); a compute tray runs IMEX, no fabric manager."""
+RACK_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/overview.html"
+
+
+def _rack_fabric(facts: DriverFacts, seen: str, state: str | None, fabric: str | None, refs: list[str]) -> Finding:
+    """A rack compute tray without a local fabric manager: deliberate; a fabric not up is the switch trays' to fix."""
+    check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
+    observed = f"{seen}; nvidia-fabricmanager {state or 'not installed'} on this compute tray; GPU fabric state: {fabric}"
+    if facts.fabric_state == 3 or fabric is None:
+        return ok(
+            check,
+            AREA,
+            title,
+            observed,
+            expected="the rack's fabric set up by its NVLink switch trays",
+            explanation="On a multi-node NVLink rack (GB200/GB300 NVL) the NVLink switch trays' NVOS runs the fabric "
+            f"manager and NVLSM; a compute tray runs none ({RACK_DOC}).",
+            evidence=refs,
+        )
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Bring the rack's NVLink fabric up from its switch trays (NMX-Controller, fabric manager and NVLSM on "
+        "NVOS), then this tray's IMEX service; no fabric manager is to be started on a compute tray",
+        actions=(
+            CommandAction(
+                description="on the NVLink switch trays (NVOS): check the NMX-Controller's fabric manager and subnet "
+                "manager state for this rack's partition"
+            ),
+            CommandAction(description="on this tray: systemctl status nvidia-imex; nvidia-smi -q | grep -A3 Fabric"),
+        ),
+        risk="low",
+        verify="nvidia-smi -q | grep -A2 Fabric  -> State: Completed on every GPU",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "critical",
+        observed,
+        "GPU fabric state: completed",
+        f"These GPUs are a multi-node NVLink rack's compute tray: the fabric manager and NVLSM run on the rack's NVLink "
+        f"switch trays, not here ({RACK_DOC}). The GPUs' fabric registration is {fabric}: NVLink to the other trays is "
+        "down until the switch trays complete it.",
+        fix,
+        subjects=tuple(g.label for g in facts.gpus),
+        evidence=refs,
+    )
+
+
 FABRICMANAGER_CHECK = Check(
     "driver.fabricmanager",
     "NVIDIA Fabric Manager (NVSwitch)",
     reads=(
         "NVIDIA PCI bridges (class 0x0680), `/dev/nvidia-nvswitch*`, NVML fabric info, `systemctl is-active nvidia-fabricmanager`"
     ),
-    problem="NVSwitch system with the fabric manager not active",
+    problem="NVSwitch system with the fabric manager not active; on a GB200/GB300 rack's compute tray (whose switch trays "
+    "run it) the fabric not completed",
     fix="start and enable nvidia-fabricmanager",
     kinds=("runtime",),
 )
@@ -170,6 +223,9 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         if fabric:
             why += f"; NVML fabric state: {fabric}"
         return unknown(check, AREA, title, why, evidence=refs)
+    rack = [g for g in facts.gpus if re.search(RACK_GPUS, g.name or "")]
+    if rack and service.state != "active":
+        return _rack_fabric(facts, seen, service.state, fabric, refs)
     pending = facts.install.pending
     if pending.driver_upgraded:
         fix = Fix(
