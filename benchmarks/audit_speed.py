@@ -1,4 +1,5 @@
-"""Audit speed on the seed snapshot: CPU cost of judging, fan-out speed-up, end-to-end wall time and memory.
+"""Audit speed on the seed snapshot: CPU cost of judging, fan-out speed-up (in process and end to end), transcript
+recording overhead, end-to-end wall time and memory.
 
 Run: python benchmarks/audit_speed.py [SNAPSHOT_DIR]
 Prints figures; docs/performance.md records them.
@@ -55,6 +56,48 @@ def latency_speedup(snapshot: Path, latency_ms: float = 5.0) -> tuple[float, flo
     return times[0], times[1]
 
 
+def _audit_argv(snapshot: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "rigaudit", "audit", "--snapshot", str(snapshot), "--no-live", "--json", "/dev/null", *extra]
+
+
+def fanout_end_to_end(snapshot: Path, latency_ms: float = 5.0, repeats: int = 2) -> tuple[float, float]:
+    """Best wall seconds of `rigaudit audit --replay-latency-ms 5` as a new process: default concurrency (chosen from
+    the measured latency), then --concurrency 1."""
+    times = []
+    for extra in ((), ("--concurrency", "1")):
+        best = float("inf")
+        for _ in range(repeats if not extra else 1):
+            argv = _audit_argv(snapshot, "--no-transcript", "--replay-latency-ms", f"{latency_ms:g}", *extra)
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True)
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+    return times[0], times[1]
+
+
+def transcript_overhead(snapshot: Path, repeats: int = 5) -> tuple[float, float, int]:
+    """(CPU seconds of an in-process audit without a transcript, with one, events recorded), best of N each."""
+    import tempfile
+
+    from rigaudit.orchestrator.session.core import open_session
+
+    def audit(record: Path | None) -> tuple[float, int]:
+        start = time.process_time()
+        if record is None:
+            anyio.run(lambda: run_audit(SnapshotHost(snapshot)))
+            return time.process_time() - start, 0
+        with open_session("audit", consumers=[], transcript=record, announce=False) as session:
+            anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=session.emit))
+        took = time.process_time() - start
+        return took, sum(1 for _ in record.open()) - 1
+
+    audit(None)  # imports and first-use caches out of the figure
+    with tempfile.TemporaryDirectory() as folder:
+        without = min(audit(None)[0] for _ in range(repeats))
+        runs = [audit(Path(folder) / f"t{i}.jsonl") for i in range(repeats)]
+    return without, min(t for t, _ in runs), runs[0][1]
+
+
 def end_to_end(snapshot: Path, repeats: int = 3) -> tuple[float, float]:
     """(best wall seconds, peak RSS MiB) of `rigaudit audit --snapshot` as a new process."""
     best = float("inf")
@@ -87,6 +130,14 @@ def main() -> None:
     print(f"cpu: whole in-process audit {audit_cpu:.3f} s, judging alone {judge_cpu * 1000:.1f} ms")
     fast, slow = latency_speedup(snapshot)
     print(f"5 ms per host op: default concurrency {fast:.2f} s, --concurrency 1 {slow:.2f} s, speed-up {slow / fast:.1f}x")
+    auto, one = fanout_end_to_end(snapshot)
+    print(f"end to end at 5 ms per host op: default {auto:.2f} s, --concurrency 1 {one:.2f} s, speed-up {one / auto:.1f}x")
+    without, with_transcript, events = transcript_overhead(snapshot)
+    extra = with_transcript - without
+    print(
+        f"transcript: {without:.3f} s CPU without, {with_transcript:.3f} s with ({events} events): "
+        f"+{extra / without:.0%}, {extra / max(events, 1) * 1e6:.0f} µs an event"
+    )
     wall, peak = end_to_end(snapshot)
     print(f"end to end (process start included): {wall:.2f} s, peak RSS {peak:.0f} MiB")
 

@@ -49,8 +49,9 @@ def current_area() -> str | None:
     return _current_area.get()
 
 
-DEFAULT_CONCURRENCY = 8
-"""Host operations in flight at once: gentle on a production host, still fast."""
+DEFAULT_CONCURRENCY: int | None = None
+"""Host operations in flight at once: ``None`` chooses from the host's measured latency (8 for local reads, gentle
+on a production host; up to 64 where each read waits on SSH or the node server: ``tools.hosts.probe``)."""
 
 
 @runtime_checkable
@@ -63,7 +64,7 @@ class ReportingBrain(Protocol):
 
 
 class AuditOptions(Record):
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int | None = DEFAULT_CONCURRENCY
     areas: Sequence[str] | None = None
     timeout_s: float = 60.0
     investigators: Sequence[AnyInvestigator] | None = None

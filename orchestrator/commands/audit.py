@@ -56,7 +56,11 @@ def _add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--areas", metavar="A,B", help=f"only these areas ({', '.join(area_names())})")
     parser.add_argument(
-        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N", help="host operations in flight at once"
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help="host operations in flight at once (default: from the host's measured latency, 8 to 64)",
     )
     parser.add_argument(
         "--timeout", type=positive_seconds, default=60.0, metavar="S", help="time limit per investigator, > 0 s (default 60)"
@@ -116,7 +120,7 @@ def failing(result: AuditResult, threshold: str | None, *, with_llm: bool = Fals
 def _run(args: argparse.Namespace) -> int:
     if is_fleet(args):
         return run_fleet_from_args(args)
-    if args.concurrency < 1:
+    if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     areas = _areas(args.areas)
     host = open_host(args)

@@ -72,7 +72,12 @@ def _add(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"the verdict comes within S seconds; checks still running then are not checked (default {DEFAULT_DEADLINE_S:g})",
     )
-    judge.add_argument("--concurrency", type=int, default=8, metavar="N", help="host operations in flight at once (default 8)")
+    judge.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="host operations in flight at once (default: from the host's measured latency, 8 to 64)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("-q", "--quiet", action="store_true", help="print the reason line alone")
     out.add_argument("-v", "--verbose", action="store_true", help="list every check, not only those that matter")
@@ -96,7 +101,7 @@ def _writable(option: str, path: Path | None) -> None:
 def _validate(args: argparse.Namespace) -> None:
     if not 0 < args.deadline <= 3600:
         raise UsageError("--deadline must be more than 0 and at most 3600 seconds")
-    if args.concurrency < 1:
+    if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     if args.quiet and args.verbose:
         raise UsageError("--quiet and --verbose exclude each other")

@@ -116,7 +116,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--host-timeout must be more than 0 seconds")
     if args.workers is not None and args.workers < 0:
         raise UsageError("--workers must be 0 (audit in this process) or more")
-    if getattr(args, "concurrency", 1) < 1:
+    if (getattr(args, "concurrency", None) or 1) < 1:
         raise UsageError("--concurrency must be at least 1")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a directory")
@@ -130,7 +130,7 @@ def options_from_args(args: argparse.Namespace) -> FleetOptions:
         collector=args.collector,
         node_rigaudit=args.node_rigaudit,
         areas=_areas(getattr(args, "areas", None)),
-        concurrency=getattr(args, "concurrency", 8),
+        concurrency=getattr(args, "concurrency", None),
         timeout_s=getattr(args, "timeout", 60.0),
         workers=args.workers,
         out=args.out,

@@ -50,7 +50,8 @@ class FleetOptions(Record):
     node_rigaudit: str = "rigaudit"
     node_python: str = "python3"
     areas: tuple[str, ...] | None = None
-    concurrency: int = 8
+    concurrency: int | None = None
+    """Host operations in flight per audit (``None``: from the host's measured latency)."""
     """Host operations in flight within one host's audit."""
     timeout_s: float = 60.0
     """Per investigator, as for a single audit."""

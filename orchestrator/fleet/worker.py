@@ -34,7 +34,7 @@ class AuditJob(Record):
     """The snapshot folder: unpacked there from ``archive`` when one is given."""
     archive: bytes | None = None
     areas: tuple[str, ...] | None = None
-    concurrency: int = 8
+    concurrency: int | None = None
     timeout_s: float = 60.0
     host_dir: str | None = None
     """Where audit.json, system-improve.md and snapshot.tar.gz go (``--out``); ``None``: results only."""

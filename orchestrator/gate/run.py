@@ -40,7 +40,7 @@ class GateOptions(Record):
     """An ``unknown`` on any selected check counts as "could not check"."""
     facts: bool = False
     """Also read the fingerprint the fleet compares (for ``--json``)."""
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int | None = DEFAULT_CONCURRENCY
 
 
 class GatePlan(Record):

@@ -8,6 +8,8 @@ command passes the policy first: the audit phase is provably read-only.
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -51,14 +53,36 @@ def _raw_text(data: bytes) -> str:
     return text if len(text) <= _RAW_LIMIT else text[:_RAW_LIMIT] + f"... [{len(text) - _RAW_LIMIT} more chars]"
 
 
+AUTO_FLOOR = 8
+"""Host operations in flight at first when the limit follows the host (``concurrency=None``)."""
+AUTO_CEILING = 64
+PER_TOKEN_S = 100e-6
+"""One more operation in flight per 100 µs of a host operation's latency: a local read (tens of µs) keeps the
+floor; 5 ms per read (SSH, the node server, a replay with latency) opens 50 at once. Chains of dependent reads
+(29 at most on the seed) then bound the audit, not the limit."""
+_SMOOTHING = 0.2
+
+
 class _Shared(Record, frozen=False):
     host: Host
     limiter: anyio.CapacityLimiter
     policy: Callable[[Sequence[str]], Verdict]
     observer: Observer | None
+    adaptive: bool = False
+    latency_s: float | None = None
+    """The smoothed wall time of one host operation (``adaptive`` only)."""
     cache: dict[str, object] = field(default_factory=dict)
     pending: dict[str, anyio.Event] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
+
+
+def _follow_latency(shared: _Shared, took_s: float) -> None:
+    """Fold one operation's wall time into the smoothed latency and set the limit from it."""
+    latency = took_s if shared.latency_s is None else shared.latency_s + _SMOOTHING * (took_s - shared.latency_s)
+    shared.latency_s = latency
+    tokens = min(AUTO_CEILING, max(AUTO_FLOOR, math.ceil(latency / PER_TOKEN_S)))
+    if tokens != shared.limiter.total_tokens:
+        shared.limiter.total_tokens = tokens
 
 
 class Probe:
@@ -68,12 +92,15 @@ class Probe:
         self,
         host: Host,
         *,
-        concurrency: int = 8,
+        concurrency: int | None = 8,
         policy: Callable[[Sequence[str]], Verdict] = vet_argv,
         observer: Observer | None = None,
         on_activity: Callable[[str], None] | None = None,
     ) -> None:
-        self._shared = _Shared(host, anyio.CapacityLimiter(max(1, concurrency)), policy, observer)
+        """``concurrency``: host operations in flight at once; ``None``: chosen from the host's measured latency
+        (:data:`AUTO_FLOOR` to :data:`AUTO_CEILING`, one per :data:`PER_TOKEN_S` of latency)."""
+        tokens = AUTO_FLOOR if concurrency is None else max(1, concurrency)
+        self._shared = _Shared(host, anyio.CapacityLimiter(tokens), policy, observer, adaptive=concurrency is None)
         self._on_activity = on_activity
         self.refs: list[str] = []
 
@@ -114,7 +141,12 @@ class Probe:
             if self._on_activity is not None:
                 self._on_activity(ref)
             async with shared.limiter:
-                result = await fetch()
+                if shared.adaptive:
+                    started = time.perf_counter()
+                    result = await fetch()
+                    _follow_latency(shared, time.perf_counter() - started)
+                else:
+                    result = await fetch()
             shared.cache[ref] = result
             shared.evidence[ref] = record(result)
             if shared.observer is not None:

@@ -1,0 +1,35 @@
+"""The probe's limit on host operations in flight follows the host's measured latency (``concurrency=None``): a
+local read keeps the floor, 5 ms per read opens more at once; a number fixes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from rigaudit.tools.hosts.probe import AUTO_CEILING, AUTO_FLOOR, Probe
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+
+SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
+PATHS = [f"/sys/bus/pci/devices/0000:{bus}:00.0/vendor" for bus in ("03", "04", "43", "44", "83", "84", "c3", "c4")]
+
+
+def tokens_after_reads(latency_s: float, concurrency: int | None) -> tuple[float, int]:
+    probe = Probe(SnapshotHost(SEED, latency_s=latency_s), concurrency=concurrency)
+
+    async def read_all() -> None:
+        await probe.gather(*[lambda p=p: probe.text(p) for p in PATHS])
+
+    anyio.run(read_all)
+    limiter = probe._shared.limiter
+    return limiter.total_tokens, limiter.borrowed_tokens
+
+
+def test_the_limit_opens_with_the_hosts_latency() -> None:
+    assert tokens_after_reads(0.0, None) == (AUTO_FLOOR, 0)
+    opened, borrowed = tokens_after_reads(0.005, None)
+    assert AUTO_FLOOR < opened <= AUTO_CEILING and borrowed == 0
+
+
+def test_a_number_fixes_the_limit() -> None:
+    assert tokens_after_reads(0.005, 2) == (2, 0)
