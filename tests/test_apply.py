@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan
-from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole
+from rigaudit.orchestrator.change.approval import Approver, ScriptedConsole
 from rigaudit.tools.actions.journal import Journal, read_journal
 from rigaudit.tools.actions.rollback import rollback
 from rigaudit.tools.core.errors import NotApprovedError
@@ -28,20 +28,20 @@ def ram(tmp_path: Path) -> Iterator[Path]:
 
 
 def _apply(
-    host: Host, plan: Plan, journal: Path, gate: Gate, events: list[Event] | None = None, **options: object
+    host: Host, plan: Plan, journal: Path, approver: Approver, events: list[Event] | None = None, **options: object
 ) -> ApplyReport:
     sink = events if events is not None else []
     opts = ApplyOptions(**options)  # type: ignore[arg-type]
 
     async def main() -> ApplyReport:
-        return await apply_plan(host, plan, gate=gate, journal_path=journal, options=opts, emit=sink.append)
+        return await apply_plan(host, plan, approver=approver, journal_path=journal, options=opts, emit=sink.append)
 
     return anyio.run(main)
 
 
-def _yes(plan: Plan, events: list[Event] | None = None) -> Gate:
+def _yes(plan: Plan, events: list[Event] | None = None) -> Approver:
     emit = events.append if events is not None else None
-    return Gate(plan.digest(), assume_yes=True, interactive=False, who="test@here", emit=emit)
+    return Approver(plan.digest(), assume_yes=True, interactive=False, who="test@here", emit=emit)
 
 
 def _status(report: ApplyReport) -> dict[str, str]:
@@ -213,8 +213,8 @@ def test_quit_stops_at_once_and_later_steps_are_not_attempted(ram: Path) -> None
     host = _memory_host()
     plan = _small_plan()
     console = ScriptedConsole(["quit"])
-    gate = Gate(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
-    report = _apply(host, plan, ram / "j.jsonl", gate)
+    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
+    report = _apply(host, plan, ram / "j.jsonl", approver)
     assert _status(report) == {"power.cstates": "not_attempted", "numa.balancing": "not_attempted"}
     assert report.quit and host.writes == []
     console.assert_complete()
@@ -224,8 +224,8 @@ def test_no_skips_one_step_and_asks_about_the_next(ram: Path) -> None:
     host = _memory_host()
     plan = _small_plan()
     console = ScriptedConsole(["no", "yes"])
-    gate = Gate(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
-    report = _apply(host, plan, ram / "j.jsonl", gate)
+    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
+    report = _apply(host, plan, ram / "j.jsonl", approver)
     assert _status(report) == {"power.cstates": "declined", "numa.balancing": "applied"}
     assert host.files[CPUIDLE[0]] == b"0\n" and host.files[NUMA] == b"0\n"
     assert "1 -> 1" not in console.shown[0] and "4 files" in console.shown[0] and "0 -> 1" in console.shown[0]
@@ -236,9 +236,9 @@ def test_no_skips_one_step_and_asks_about_the_next(ram: Path) -> None:
 def test_without_a_terminal_or_yes_nothing_changes_and_no_journal_is_left(ram: Path) -> None:
     host = _memory_host()
     plan = _small_plan()
-    gate = Gate(plan.digest(), assume_yes=False, interactive=False)
+    approver = Approver(plan.digest(), assume_yes=False, interactive=False)
     with pytest.raises(NotApprovedError, match="no terminal"):
-        _apply(host, plan, ram / "j.jsonl", gate)
+        _apply(host, plan, ram / "j.jsonl", approver)
     assert host.writes == [] and not (ram / "j.jsonl").exists()
 
 
@@ -247,8 +247,8 @@ def test_steps_already_in_place_are_not_asked_about(ram: Path) -> None:
     plan = _small_plan()
     _apply(host, plan, ram / "j1.jsonl", _yes(plan))
     console = ScriptedConsole([])
-    gate = Gate(plan.digest(), assume_yes=False, interactive=True, console=console)
-    report = _apply(host, plan, ram / "j2.jsonl", gate)
+    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console)
+    report = _apply(host, plan, ram / "j2.jsonl", approver)
     assert _status(report) == {"power.cstates": "unchanged", "numa.balancing": "unchanged"}
     assert console.asked == []
 
@@ -355,8 +355,8 @@ def test_persist_is_approved_separately(ram: Path) -> None:
     host = MemoryHost({NUMA: b"1\n"})
     plan = Plan(steps=(_small_plan().steps[1],))
     console = ScriptedConsole(["yes", "no"])
-    gate = Gate(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
-    report = _apply(host, plan, ram / "j.jsonl", gate, persist=True)
+    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
+    report = _apply(host, plan, ram / "j.jsonl", approver, persist=True)
     assert console.asked == ["Apply numa.balancing?", "Write these files so the changes survive a reboot?"]
     assert "/etc/sysctl.d/90-rigaudit.conf: absent -> 2 lines" in console.shown[-1]
     assert host.files[NUMA] == b"0\n" and "/etc/sysctl.d/90-rigaudit.conf" not in host.files

@@ -1,10 +1,10 @@
-"""The approval gate: scripted answers, no TTY without --yes, every decision recorded."""
+"""the approver: scripted answers, no TTY without --yes, every decision recorded."""
 
 from __future__ import annotations
 
 import pytest
 
-from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole, require_approval
+from rigaudit.orchestrator.change.approval import Approver, ScriptedConsole, require_approval
 from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.model.events.apply import ApprovalDecided
@@ -23,16 +23,16 @@ def _view(step_id: str) -> StepView:
     )
 
 
-def _gate(answers: list[str], events: list[Event] | None = None) -> tuple[Gate, ScriptedConsole]:
+def _gate(answers: list[str], events: list[Event] | None = None) -> tuple[Approver, ScriptedConsole]:
     console = ScriptedConsole(answers)
     sink = events if events is not None else []
-    gate = Gate("hash1", assume_yes=False, interactive=True, console=console, emit=sink.append, who="ana@laptop")
-    return gate, console
+    approver = Approver("hash1", assume_yes=False, interactive=True, console=console, emit=sink.append, who="ana@laptop")
+    return approver, console
 
 
 def test_each_step_is_shown_with_what_where_values_verify_and_revert() -> None:
-    gate, console = _gate(["yes"])
-    approval = gate.decide(_view("numa.balancing"))
+    approver, console = _gate(["yes"])
+    approval = approver.decide(_view("numa.balancing"))
     assert approval.approved and approval.decision == "yes"
     shown = console.shown[0]
     for needle in ("numa.balancing", "where: host", "1 -> 0", "verify:", "revert:", "risk low"):
@@ -42,8 +42,8 @@ def test_each_step_is_shown_with_what_where_values_verify_and_revert() -> None:
 
 def test_details_then_no_is_a_recorded_refusal() -> None:
     events: list[Event] = []
-    gate, console = _gate(["details", "n"], events)
-    approval = gate.decide(_view("a"))
+    approver, console = _gate(["details", "n"], events)
+    approval = approver.decide(_view("a"))
     assert approval.decision == "no" and not approval.approved
     assert "why: page migrations" in console.shown[1]
     assert len(console.asked) == 2
@@ -52,31 +52,31 @@ def test_details_then_no_is_a_recorded_refusal() -> None:
 
 
 def test_all_approves_the_remaining_steps_without_asking() -> None:
-    gate, console = _gate(["all"])
-    decisions = [gate.decide(_view(s)).decision for s in ("a", "b", "c")]
+    approver, console = _gate(["all"])
+    decisions = [approver.decide(_view(s)).decision for s in ("a", "b", "c")]
     assert decisions == ["all", "all", "all"]
     assert len(console.asked) == 1
-    assert [d.step_id for d in gate.decisions] == ["a", "b", "c"]
+    assert [d.step_id for d in approver.decisions] == ["a", "b", "c"]
 
 
 def test_quit_stops_and_is_recorded() -> None:
-    gate, _ = _gate(["q"])
-    approval = gate.decide(_view("a"))
+    approver, _ = _gate(["q"])
+    approval = approver.decide(_view("a"))
     assert approval.decision == "quit" and not approval.approved
-    assert gate.quit
+    assert approver.quit
 
 
 def test_an_unknown_answer_is_asked_again() -> None:
-    gate, console = _gate(["maybe", "y"])
-    assert gate.decide(_view("a")).decision == "yes"
+    approver, console = _gate(["maybe", "y"])
+    assert approver.decide(_view("a")).decision == "yes"
     assert any("answer one of" in text for text in console.shown)
 
 
 def test_no_terminal_without_yes_refuses_and_never_asks() -> None:
     console = ScriptedConsole([])
-    gate = Gate("h", assume_yes=False, interactive=False, console=console)
+    approver = Approver("h", assume_yes=False, interactive=False, console=console)
     with pytest.raises(NotApprovedError) as raised:
-        gate.decide(_view("a"))
+        approver.decide(_view("a"))
     assert raised.value.exit_code == 3
     assert "no terminal" in str(raised.value) and "\n" not in str(raised.value)
     assert console.asked == []
@@ -84,8 +84,8 @@ def test_no_terminal_without_yes_refuses_and_never_asks() -> None:
 
 def test_yes_flag_approves_without_a_terminal_and_says_so() -> None:
     events: list[Event] = []
-    gate = Gate("h", assume_yes=True, interactive=False, emit=events.append, who="ci@runner")
-    approval = gate.decide(_view("a"))
+    approver = Approver("h", assume_yes=True, interactive=False, emit=events.append, who="ci@runner")
+    approval = approver.decide(_view("a"))
     assert approval.decision == "auto" and approval.note == "--yes" and approval.approved
     assert isinstance(events[0], ApprovalDecided) and events[0].decision == "auto"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.bench.ab import AbOptions, Load, ab_steps, arms_for, run_ab
-from rigaudit.orchestrator.change.approval import Gate
+from rigaudit.orchestrator.change.approval import Approver
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.actions.rollback import pending_changes
@@ -159,7 +159,13 @@ def test_a_switch_that_fails_mid_run_rolls_everything_back(work: Path, fail_at: 
     with speed_server(copy) as server:
         spec = LoadSpec(server.base_url, "m", concurrency=(1,), requests=2, max_tokens=4, warmup=0)
         outcome = run_ab(
-            lambda: FailingHost(copy, fail_at=fail_at), plan, steps, spec, Gate("h", assume_yes=True), work / "j.jsonl", options
+            lambda: FailingHost(copy, fail_at=fail_at),
+            plan,
+            steps,
+            spec,
+            Approver("h", assume_yes=True),
+            work / "j.jsonl",
+            options,
         )
     result = outcome.result
     assert result.complete is False and result.error is not None and result.error.startswith(error), result.error
@@ -241,7 +247,9 @@ def test_a_step_already_in_place_is_refused(work: Path) -> None:
     steps = ab_steps(plan, ["vm.swappiness"], AbOptions())
     spec = LoadSpec("http://127.0.0.1:9", "m")
     with pytest.raises(UsageError, match="already in place on ab-host: A and B would be the same"):
-        run_ab(lambda: SnapshotHost(work / "src"), plan, steps, spec, Gate("h", assume_yes=True), work / "j.jsonl", AbOptions())
+        run_ab(
+            lambda: SnapshotHost(work / "src"), plan, steps, spec, Approver("h", assume_yes=True), work / "j.jsonl", AbOptions()
+        )
     assert not (work / "j.jsonl").exists()
 
 

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.change.apply import AfterStep, ApplyOptions, ApplyReport, StepReport, apply_plan, go_on, load_plan_file
-from rigaudit.orchestrator.change.approval import Gate, ScriptedConsole
+from rigaudit.orchestrator.change.approval import Approver, ScriptedConsole
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.finding import CommandAction, SysctlAction, SysfsWriteAction
@@ -57,13 +57,13 @@ def _run(
     **options: object,
 ) -> ApplyReport:
     if answers is None:
-        gate = Gate(plan.digest(), assume_yes=True, interactive=False, who="t@h")
+        approver = Approver(plan.digest(), assume_yes=True, interactive=False, who="t@h")
     else:
-        gate = Gate(plan.digest(), assume_yes=False, interactive=True, console=ScriptedConsole(answers), who="t@h")
+        approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=ScriptedConsole(answers), who="t@h")
 
     async def main() -> ApplyReport:
         settings = ApplyOptions(**options)  # type: ignore[arg-type]
-        return await apply_plan(host, plan, gate=gate, journal_path=journal, options=settings, after_step=after_step)
+        return await apply_plan(host, plan, approver=approver, journal_path=journal, options=settings, after_step=after_step)
 
     return anyio.run(main)
 

@@ -18,7 +18,7 @@ import anyio
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan
-from rigaudit.orchestrator.change.approval import Gate
+from rigaudit.orchestrator.change.approval import Approver
 from rigaudit.orchestrator.fleet.analysis import fleet_plan
 from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.report import render_fleet_report
@@ -52,10 +52,12 @@ def _before(plan: Plan, first: str, then: str) -> bool:
 
 def _apply(plan: Plan, tmp_path: Path) -> ApplyReport:
     """Apply with every step approved, on a host with nothing in it (a blocked step reads nothing)."""
-    gate = Gate(plan.digest(), assume_yes=True, interactive=False, who="t@h")
+    approver = Approver(plan.digest(), assume_yes=True, interactive=False, who="t@h")
 
     async def main() -> ApplyReport:
-        return await apply_plan(MemoryHost({}), plan, gate=gate, journal_path=tmp_path / "j.jsonl", options=ApplyOptions())
+        return await apply_plan(
+            MemoryHost({}), plan, approver=approver, journal_path=tmp_path / "j.jsonl", options=ApplyOptions()
+        )
 
     return anyio.run(main)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.change.apply import ApplyOptions, classify, emit_results, selected_steps
-from rigaudit.orchestrator.change.approval import Gate
+from rigaudit.orchestrator.change.approval import Approver
 from rigaudit.orchestrator.change.rollback import emit_restores
 from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.journal import Journal, JournalError, read_journal
@@ -245,7 +245,7 @@ def run_ab(
     plan: Plan,
     steps: Sequence[PlanStep],
     spec: LoadSpec,
-    gate: Gate,
+    approver: Approver,
     journal_path: Path,
     options: AbOptions,
     *,
@@ -262,12 +262,12 @@ def run_ab(
     emit = emit or discard
     if not 2 <= options.cycles <= MAX_CYCLES or not 0 <= options.settle <= MAX_SETTLE:
         raise UsageError(f"--cycles wants 2 to {MAX_CYCLES} and --settle 0 to {MAX_SETTLE}")
-    gate.ensure_possible("nothing switched")
+    approver.ensure_possible("nothing switched")
     host = open_host()
     views = anyio.run(_previews, host, steps)
     arms = arms_for(steps, together=options.together)
     visits = visit_order(arms, options.cycles)
-    approval = gate.decide(_approval_view(host, views, arms, visits, spec, options), allow_all=False)
+    approval = approver.decide(_approval_view(host, views, arms, visits, spec, options), allow_all=False)
     if not approval.approved:
         raise NotApprovedError(f"bench ab: not approved ({approval.decision}); nothing was changed")
     state = _Session({arm.name: [] for arm in arms})

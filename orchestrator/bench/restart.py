@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.change.approval import Gate
+from rigaudit.orchestrator.change.approval import Approver
 from rigaudit.tools.actions.journal import Journal, JournalError
 from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.bench.ab import AbResult, ArmResult, Visit
@@ -188,7 +188,7 @@ def check_arms(arms: Sequence[ArmCommand], options: RestartOptions) -> ArmComman
 def run_restart_ab(
     arms: Sequence[ArmCommand],
     spec: LoadSpec,
-    gate: Gate,
+    approver: Approver,
     journal_path: Path,
     options: RestartOptions,
     settings: Settings,
@@ -202,14 +202,14 @@ def run_restart_ab(
     answers before the first restart.
     """
     end = check_arms(arms, options)
-    gate.ensure_possible("nothing restarted")
+    approver.ensure_possible("nothing restarted")
     try:
         anyio.run(lambda: wait_ready(spec, timeout_s=min(30.0, options.ready_timeout_s), load=load))
     except SwitchFailed as exc:
         raise UsageError(f"{exc}: start the server as {arms[0].name} before bench ab") from None
     visits = len(arms) * options.cycles
     power = plan_power(spec, len(arms), options.cycles, settings)
-    approval = gate.decide(_view(arms, visits, spec, options, end.name, power), allow_all=False)
+    approval = approver.decide(_view(arms, visits, spec, options, end.name, power), allow_all=False)
     if not approval.approved:
         raise NotApprovedError(f"bench ab: not approved ({approval.decision}); nothing was restarted")
     state = _State({a.name: [] for a in arms}, current=arms[0].name)

@@ -1,1 +1,1 @@
-"""Changing a machine: apply a plan, the approval gate, rollback, the sections they append."""
+"""Changing a machine: apply a plan, the approver, rollback, the sections they append."""

@@ -17,7 +17,7 @@ from typing import Literal
 import anyio
 from pydantic import ValidationError
 
-from rigaudit.orchestrator.change.approval import Gate
+from rigaudit.orchestrator.change.approval import Approver
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.journal import Approval, Journal
 from rigaudit.tools.actions.ops import read_value
@@ -221,14 +221,14 @@ async def apply_plan(
     host: Host,
     plan: Plan,
     *,
-    gate: Gate,
+    approver: Approver,
     journal_path: Path,
     options: ApplyOptions | None = None,
     emit: EventSink | None = None,
     on_interrupt: Callable[[ApplyReport], None] | None = None,
     after_step: AfterStep = go_on,
 ) -> ApplyReport:
-    """Apply what may run here, asking the gate about each step; the journal is created only if
+    """Apply what may run here, asking the approver about each step; the journal is created only if
     something may be changed (so a refused apply leaves no trace). Ctrl-C at a prompt ends the run
     there: the report says so (:attr:`ApplyReport.interrupted`) and is returned with what was done. Ctrl-C
     while working cancels the run: ``on_interrupt`` gets the report as it stands, then the cancellation goes on.
@@ -245,7 +245,7 @@ async def apply_plan(
         report.steps.append(StepReport(step, status or "not_attempted", reason))
     if not runnable:
         return report
-    gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting)")
+    approver.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting)")
     session = await session_fields(host, plan)  # the plan and the machine: rollback checks the journal against them
     with Journal.create(journal_path) as journal:
         report.journal = journal.path
@@ -262,12 +262,12 @@ async def apply_plan(
                 current = entry
                 if entry.step not in runnable:
                     continue
-                if gate.quit:
+                if approver.quit:
                     entry.reason = (
                         "not attempted: input ended (Ctrl-D)"
-                        if gate.ended
+                        if approver.ended
                         else "not attempted: no answer in time"
-                        if gate.timed_out
+                        if approver.timed_out
                         else "not attempted: stopped by quit"
                     )
                     continue
@@ -281,7 +281,7 @@ async def apply_plan(
                     entry.status, entry.reason = "unchanged", "already in place"
                     continue
                 try:
-                    approval = gate.decide(view)
+                    approval = approver.decide(view)
                 except KeyboardInterrupt:
                     _interrupted(report, entry)
                     break
@@ -291,14 +291,14 @@ async def apply_plan(
                     entry.status = "declined" if approval.decision == "no" else "not_attempted"
                     entry.reason = (
                         "end of input"
-                        if gate.ended
+                        if approver.ended
                         else "no answer in time"
-                        if gate.timed_out
+                        if approver.timed_out
                         else "declined"
                         if approval.decision == "no"
                         else "not attempted: stopped by quit"
                     )
-                    report.quit = gate.quit
+                    report.quit = approver.quit
                     continue
                 applying = entry
                 entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
@@ -312,9 +312,9 @@ async def apply_plan(
             if on_interrupt is not None:
                 on_interrupt(report)
             raise
-        if options.persist and not gate.quit and not report.interrupted:
+        if options.persist and not approver.quit and not report.interrupted:
             try:
-                await _persist(host, report, gate, journal, emit)
+                await _persist(host, report, approver, journal, emit)
             except KeyboardInterrupt:
                 report.interrupted = True
                 report.persist_notes.append("persist not attempted: interrupted (Ctrl-C)")
@@ -389,7 +389,7 @@ def _persistable(report: ApplyReport) -> list[Action]:
     return actions
 
 
-async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal, emit: EventSink) -> None:
+async def _persist(host: Host, report: ApplyReport, approver: Approver, journal: Journal, emit: EventSink) -> None:
     actions = _persistable(report)
     report.persist_notes = manual_persist(actions)
     targets = await persist_targets(host, actions)
@@ -410,7 +410,7 @@ async def _persist(host: Host, report: ApplyReport, gate: Gate, journal: Journal
         question="Write these files so the changes survive a reboot?",
         details=tuple(line for t in targets for line in (f"--- {t.path}", *t.content.splitlines())),
     )
-    approval = gate.decide(view, allow_all=False)
+    approval = approver.decide(view, allow_all=False)
     journal.append(kind="approval", step_id="persist", approval=approval, plan_hash=report.plan_hash)
     if not approval.approved:
         report.persist_notes.append("persist declined")

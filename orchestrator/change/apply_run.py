@@ -25,7 +25,7 @@ from rigaudit.orchestrator.change.apply import (
     classify,
     selected_steps,
 )
-from rigaudit.orchestrator.change.approval import Console, Gate
+from rigaudit.orchestrator.change.approval import Approver, Console
 from rigaudit.orchestrator.change.sections import apply_section
 from rigaudit.orchestrator.hosts.choose import in_container
 from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
@@ -84,13 +84,13 @@ def _step(entry: StepReport) -> AppliedStep:
     return AppliedStep(step_id=entry.step.id, status=entry.status, reason=entry.reason, changes=changes, problems=problems)
 
 
-def stopped_text(report: ApplyReport, gate: Gate | None = None) -> str:
+def stopped_text(report: ApplyReport, approver: Approver | None = None) -> str:
     """Why ``report`` ended early, in a few words (``""``: it ran to its end)."""
     if report.interrupted:
         return "interrupted (Ctrl-C)"
-    if gate is not None and gate.ended:
+    if approver is not None and approver.ended:
         return "input ended (Ctrl-D)"
-    if gate is not None and gate.timed_out:
+    if approver is not None and approver.timed_out:
         return "no answer in time"
     return "quit" if report.quit else ""
 
@@ -165,10 +165,10 @@ async def run_apply(
         steps = selected_steps(plan, request.only)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
-    gate = Gate(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
+    approver = Approver(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
     runnable = [s for s in steps if classify(s, options)[0] is None]
     if runnable:
-        gate.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
+        approver.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
     host = source
     if request.into is not None:
         if request.snapshot is None:
@@ -188,7 +188,13 @@ async def run_apply(
             async with anyio.create_task_group() as group:
                 await group.start(_stop_on_sigint, stop)
                 done = await apply_plan(
-                    host, plan, gate=gate, journal_path=request.journal, options=options, emit=emit, on_interrupt=interrupted
+                    host,
+                    plan,
+                    approver=approver,
+                    journal_path=request.journal,
+                    options=options,
+                    emit=emit,
+                    on_interrupt=interrupted,
                 )
                 group.cancel_scope.cancel()
         if done is None:  # cancelled while working: ``interrupted`` said what was done
@@ -202,7 +208,7 @@ async def run_apply(
     checked: dict[str, str] | None = None
     if request.into is not None and report.changed and not report.interrupted:
         checked = await reaudit(SnapshotHost(request.into), report.steps)
-    emit(finished(report, reaudited=checked, copy=request.into, stopped=stopped_text(report, gate)))
+    emit(finished(report, reaudited=checked, copy=request.into, stopped=stopped_text(report, approver)))
     if request.emit_script is not None:
         script = render_script(report.script_steps(), host=report.host, plan_hash=report.plan_hash, generated_at=when)
         _write_script(request.emit_script, script)

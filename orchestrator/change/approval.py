@@ -1,4 +1,4 @@
-"""The approval gate: nothing changes a host (and no benchmark loads its GPUs) without a recorded yes.
+"""the approver: nothing changes a host (and no benchmark loads its GPUs) without a recorded yes.
 
 In a terminal each step is shown, with the machine (by host name) or the snapshot copy (by path)
 it changes, and the person answers yes / no / all (yes to every remaining runtime step of this
@@ -56,7 +56,7 @@ def sigint_raises() -> Iterator[None]:
 
 
 class Console(Protocol):
-    """Where the gate shows a step and reads the answer (a terminal, or a script in tests)."""
+    """Where the approver shows a step and reads the answer (a terminal, or a script in tests)."""
 
     def show(self, text: str) -> None: ...
 
@@ -131,7 +131,7 @@ def is_interactive() -> bool:
         return False
 
 
-class Gate:
+class Approver:
     """Decides, step by step, whether a change may be made; remembers every decision."""
 
     def __init__(
@@ -220,12 +220,12 @@ def require_approval(
     plan_hash: str = "",
     where: str = "",
 ) -> Approval:
-    """Gate one action that is not a plan step (a benchmark that loads the GPUs, a rollback) on ``where``
+    """Approver one action that is not a plan step (a benchmark that loads the GPUs, a rollback) on ``where``
     (:func:`target_text`; default: this machine by its name).
 
     Returns the approval; raises :class:`NotApprovedError` when refused, or with no terminal and no ``--yes``.
     """
-    gate = Gate(plan_hash, assume_yes=assume_yes, interactive=interactive, console=console, emit=emit)
+    approver = Approver(plan_hash, assume_yes=assume_yes, interactive=interactive, console=console, emit=emit)
     view = StepView(
         step_id=what,
         title="",
@@ -234,9 +234,9 @@ def require_approval(
         details=tuple(details),
         question=f"Go ahead: {what}?",
     )
-    approval = gate.decide(view, allow_all=False)
+    approval = approver.decide(view, allow_all=False)
     if not approval.approved:
-        why = "end of input" if gate.ended else "no answer in time" if gate.timed_out else approval.decision
+        why = "end of input" if approver.ended else "no answer in time" if approver.timed_out else approval.decision
         raise NotApprovedError(f"{what}: not approved ({why})")
     return approval
 
@@ -246,8 +246,8 @@ __all__ = [
     "EOF_ANSWER",
     "TIMEOUT_ANSWER",
     "Approval",
+    "Approver",
     "Console",
-    "Gate",
     "ScriptedConsole",
     "TerminalConsole",
     "is_interactive",

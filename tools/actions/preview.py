@@ -1,6 +1,6 @@
 """A plan step as a person sees it before deciding: its targets' current and new values, read now.
 
-The approval gate shows a :class:`StepView`; ``apply``, ``rollback`` and ``bench ab`` build them here, beside the
+The approver shows a :class:`StepView`; ``apply``, ``rollback`` and ``bench ab`` build them here, beside the
 actions they preview, so nothing below the orchestrator needs it.
 """
 
