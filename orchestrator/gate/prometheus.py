@@ -38,7 +38,7 @@ LAST_SUCCESS = f"{PREFIX}_last_success_timestamp_seconds"
 TEXTFILE_MODE = 0o644
 """node_exporter usually runs as its own user: the file must be readable by others."""
 MAX_PREVIOUS_BYTES = 4 * 1024 * 1024
-_GPU_SUBJECT = re.compile(r"^GPU(\d+) \(|\(?([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\)?$")
+_GPU_SUBJECT = r"^GPU(\d+) \(|\(?([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\)?$"
 
 
 def _label(value: str) -> str:
@@ -81,7 +81,7 @@ def _gpu_problems(result: CheckResult) -> dict[str, list[int]]:
             continue
         named: set[str] = set()
         for subject in finding.subjects:
-            for match in _GPU_SUBJECT.finditer(subject):
+            for match in re.finditer(_GPU_SUBJECT, subject):
                 bdf = by_index.get(match.group(1) or "") or match.group(2)
                 if bdf in found:
                     named.add(bdf)

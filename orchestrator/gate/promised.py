@@ -35,7 +35,7 @@ NOT_RECORDED = "NOT_RECORDED"
 HARMLESS = frozenset({"NOT_SUPPORTED", "FUNCTION_NOT_FOUND", NOT_RECORDED, *HIDDEN})
 QUERIES = ("nvmlDeviceGetPciInfo", "nvmlDeviceGetName", "nvmlDeviceGetUUID")
 _FIX = "a GPU is missing or lost: look for Xid 79 (fallen off the bus) and Xid 48/94 in the kernel log; reset or reseat it"
-_ALNUM = re.compile(r"[^a-z0-9]")
+_ALNUM = r"[^a-z0-9]"
 
 
 def _check(name: str, title: str, reads: str, problem_when: str) -> Check:
@@ -141,7 +141,7 @@ def _fix() -> Fix:
 
 
 def _short(text: str) -> str:
-    return _ALNUM.sub("", text.lower())
+    return re.sub(_ALNUM, "", text.lower())
 
 
 def _against(check: Check, promised: int, kind: str | None, said: str, source: str, facts: PromisedFacts) -> Finding:

@@ -20,8 +20,8 @@ DEFAULT_CONF = Path("/etc/slurm/slurm.conf")
 MAX_CONF_BYTES = 1024 * 1024
 MAX_EXPANDED = 4096
 """Names one host list may expand to (``gpu[0-999999]`` is refused, not walked)."""
-_BRACKET = re.compile(r"\[([^\]]*)\]")
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_BRACKET = r"\[([^\]]*)\]"
+_RANGE = r"^(\d+)(?:-(\d+))?$"
 
 
 class GresPromise(Record):
@@ -64,13 +64,13 @@ def _split_top(text: str) -> list[str]:
 
 
 def _expand_one(name: str) -> list[str]:
-    match = _BRACKET.search(name)
+    match = re.search(_BRACKET, name)
     if match is None:
         return [name]
     head, tail = name[: match.start()], name[match.end() :]
     found: list[str] = []
     for item in match.group(1).split(","):
-        bounds = _RANGE.match(item.strip())
+        bounds = re.match(_RANGE, item.strip())
         if bounds is None:
             raise ValueError(f"not a host range: [{item}]")
         low, high = bounds.group(1), bounds.group(2) or bounds.group(1)
