@@ -27,6 +27,7 @@ from rigaudit.tools.bench.calibration import (
 )
 from rigaudit.tools.bench.compare import Comparison, Settings, compare
 from rigaudit.tools.bench.errors import BenchInputError
+from rigaudit.tools.bench.integrity import problems
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.render import COMPARE_LEGEND, compare_table, section
 from rigaudit.tools.bench.render_calibration import calibration_table, stored_table
@@ -98,6 +99,9 @@ def compare_runs(run: CompareRun, *, emit: EventSink, outputs: Outputs = NO_OUTP
         raise UsageError(f"bench compare wants 1 to {MAX_FILES} result files a side")
     base = [load_result(p) for p in bases]
     new = [load_result(p) for p in news]
+    for path, loaded in zip((*bases, *news), (*base, *new), strict=True):
+        if found := problems(loaded):
+            raise BenchInputError(f"{path}: {'; '.join(found)}: refusing to compare it")
     calibration, where = _calibration(run, base[0], emit)
     result = compare(
         base,

@@ -29,8 +29,9 @@ from rigaudit.tools.bench.ab import AbResult, ArmResult, Visit
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings
 from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc, time_left
 from rigaudit.tools.bench.power import detectable, headline_share
+from rigaudit.tools.bench.provenance import gpus_at_start
 from rigaudit.tools.bench.restart import ArmCommand, SwitchFailed, run_command, wait_ready
-from rigaudit.tools.bench.results import Run, host_name
+from rigaudit.tools.bench.results import GpuAtStart, Run, host_name
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.core.errors import NotApprovedError, UsageError
 from rigaudit.tools.core.record import Record, field
@@ -62,6 +63,8 @@ class _State(Record, frozen=False):
     current: str | None = None
     """The arm the server was last (re)started as; None while a restart is under way or failed."""
     error: str | None = None
+    gpus: list[GpuAtStart] = field(default_factory=list)
+    """This machine's GPUs, read (never set) before the first restart."""
 
 
 def plan_power(spec: LoadSpec, arms: int, cycles: int, settings: Settings) -> str:
@@ -212,7 +215,7 @@ def run_restart_ab(
     approval = approver.decide(_view(arms, visits, spec, options, end.name, power), allow_all=False)
     if not approval.approved:
         raise NotApprovedError(f"bench ab: not approved ({approval.decision}); nothing was restarted")
-    state = _State({a.name: [] for a in arms}, current=arms[0].name)
+    state = _State({a.name: [] for a in arms}, current=arms[0].name, gpus=gpus_at_start())
     started = now_utc()
     log = journal_path.with_suffix(".restarts.log")
     outcome = RestartRun(_assemble(arms, spec, options, state, journal_path, started, None))
@@ -264,7 +267,9 @@ def _assemble(
         cycles=options.cycles,
         complete=state.error is None and len(state.visits) == len(arms) * options.cycles,
         error=state.error,
-        arms=[ArmResult(name=a.name, command=a.command, result=spec.result(state.runs[a.name], started)) for a in arms],
+        arms=[
+            ArmResult(name=a.name, command=a.command, result=spec.result(state.runs[a.name], started, state.gpus)) for a in arms
+        ],
         visits=state.visits,
         baseline=arms[0].name,
         restarts=True,

@@ -35,6 +35,10 @@ trend over a session (warm-up, clocks, another tenant) is reported; inference ru
 balanced (Williams Latin square) order and ab its arms, so time is not mistaken for an effect.
 compare refuses results of different workloads (model, URL, API, max/prompt tokens, levels,
 requests per run, tool version) unless --allow-different.
+A result records the GPUs of the machine the load came from (name, a digest of the UUID, driver,
+clocks and power limit, read at the start, never set) and a digest of its samples; compare refuses
+results of different GPUs (unless --allow-different), and always a file whose samples do not match
+its digest, whose summary does not follow from its samples, or that names no host.
 
 ab --arm NAME='CMD' (twice or more) takes arms that restart the server: the server is restarted
 as the visit's arm before every visit, awaited until it streams a token (--ready-timeout), and left

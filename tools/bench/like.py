@@ -98,4 +98,13 @@ def differences(base: BenchResult, new: BenchResult) -> list[str]:
     found = identity_differences(identity(base), identity(new))
     if not same_host(base.host, new.host, base.host_id, new.host_id):
         found.append(f"host {host_text(base.host, base.host_id)} vs {host_text(new.host, new.host_id)}")
+    if base.gpus and new.gpus and _gpus(base) != _gpus(new):
+        found.append(f"GPUs {_gpus(base)} vs {_gpus(new)}")
     return found
+
+
+def _gpus(result: BenchResult) -> str:
+    """``2 x NVIDIA H200 (1a2b..., 3c4d...)``: the boards by name and UUID digest."""
+    gpus = result.gpus or []
+    names = sorted({g.name for g in gpus})
+    return f"{len(gpus)} x {'/'.join(names)} ({', '.join(g.uuid_digest[:8] for g in gpus)})"

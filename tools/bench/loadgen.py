@@ -27,7 +27,8 @@ import anyio
 
 from rigaudit.tools.bench._http import HttpError, StreamingClient
 from rigaudit.tools.bench.machine import this_container, this_machine
-from rigaudit.tools.bench.results import BenchResult, Run, Sample, host_name, summarize, tool_version
+from rigaudit.tools.bench.provenance import gpus_at_start, samples_digest
+from rigaudit.tools.bench.results import BenchResult, GpuAtStart, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
 from rigaudit.tools.core.record import Record, field
 
@@ -73,8 +74,9 @@ class LoadSpec(Record):
         """Requests sent by ``rounds`` rounds of every level, warm-up included."""
         return sum(self.requests_for(c) for c in self.concurrency) * rounds + self.warmup
 
-    def result(self, runs: list[Run], started_at: str) -> BenchResult:
-        """The ``rigaudit.bench/1`` result of these runs, with the workload that produced them."""
+    def result(self, runs: list[Run], started_at: str, gpus: list[GpuAtStart] | None = None) -> BenchResult:
+        """The ``rigaudit.bench/1`` result of these runs, with the workload that produced them, the GPUs read at
+        the start (``gpus``) and the digest of its samples."""
         return BenchResult(
             base_url=self.base_url,
             model=self.model,
@@ -90,6 +92,8 @@ class LoadSpec(Record):
             warmup=self.warmup,
             order=self.order,
             slo=dict(self.slo),
+            gpus=gpus,
+            samples_digest=samples_digest(runs),
             runs=runs,
         )
 
@@ -320,6 +324,7 @@ def now_utc() -> str:
 async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchResult:
     """Warm up, then every level ``repeat`` times in the spec's order; returns the ``rigaudit.bench/1`` result."""
     started = now_utc()
+    gpus = await anyio.to_thread.run_sync(gpus_at_start)
     runs: list[Run] = []
     order = visit_order(list(spec.concurrency), spec.repeat, spec.order)
     async with client_for(spec) as client:
@@ -329,7 +334,7 @@ async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchRes
             left = time_left(estimate_left(runs, [c for _, c in order[index:]]))
             label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "") + left
             runs.append(await session.run(concurrency, repeat, label))
-    return spec.result(runs, started)
+    return spec.result(runs, started, gpus)
 
 
 def estimate_left(done: list[Run], levels: list[int]) -> float | None:

@@ -67,6 +67,18 @@ class Run(_Model):
         return len(self.samples) if self.samples else self.requests_ok + self.requests_failed
 
 
+class GpuAtStart(_Model):
+    """One GPU as read at the start of the load (never set): :mod:`rigaudit.tools.bench.provenance`."""
+
+    name: str
+    uuid_digest: str = Field(pattern=r"^[0-9a-f]{16}$")
+    """A digest of the GPU's UUID (never the UUID itself): the same board in two results, or not."""
+    driver: str | None = None
+    sm_clock_mhz: NonNegativeFloat | None = None
+    mem_clock_mhz: NonNegativeFloat | None = None
+    power_limit_w: NonNegativeFloat | None = None
+
+
 class BenchResult(_Model):
     schema_: str = Field(default=BENCH_SCHEMA, alias="schema")
     kind: Literal["inference"] = "inference"
@@ -95,6 +107,10 @@ class BenchResult(_Model):
     """How the (level, repeat) runs were ordered in time: ``balanced`` (a Williams Latin square) or ``sequential``."""
     slo: dict[str, float] = Field(default_factory=dict)
     """The service-level objectives goodput was judged against (``ttft_ms``, ``tpot_ms``, ``e2e_ms``)."""
+    gpus: list[GpuAtStart] | None = Field(default=None, max_length=1024)
+    """The GPUs of the machine the load came from, read at the start; None in results that did not record them."""
+    samples_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    """A digest of every run's requests (:func:`rigaudit.tools.bench.provenance.samples_digest`); None in older results."""
     runs: list[Run] = Field(default_factory=list, max_length=MAX_RUNS)
 
     def to_json(self) -> str:

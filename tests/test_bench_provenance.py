@@ -1,0 +1,75 @@
+"""Results say what ran (the GPUs at the start, a digest of the samples), and compare refuses what does not hold together."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.bench.provenance import parse_gpus
+from rigaudit.tools.bench.results import Run, Sample, summarize
+
+SPEC = LoadSpec(base_url="http://127.0.0.1:9", model="m", concurrency=(1,), requests=4, max_tokens=4)
+SMI = "NVIDIA H200, GPU-f735dee3-2e44-cc45-121f-b028665f4635, 580.159.04, 345, 3201, 700.00\n"
+
+
+def _runs(pace: float) -> list[Run]:
+    runs = []
+    for repeat in range(3):
+        samples = [Sample(ttft_ms=5.0 * pace, itl_ms=[pace, pace * 1.1, pace], output_tokens=4, latency_ms=9.0)] * 4
+        runs.append(summarize(samples, concurrency=1, repeat=repeat, duration_s=0.05 * pace + 0.001 * repeat))
+    return runs
+
+
+def _write(path: Path, pace: float, smi: str = SMI) -> dict[str, object]:
+    data = json.loads(SPEC.result(_runs(pace), "2026-01-01T00:00:00+00:00", parse_gpus(smi)).to_json())
+    path.write_text(json.dumps(data))
+    return data
+
+
+def _compare(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    code = main(["bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--no-calibration", *extra])
+    return code, capsys.readouterr().err.strip()
+
+
+def test_gpus_are_read_by_name_and_uuid_digest_never_the_uuid() -> None:
+    (gpu,) = parse_gpus(SMI + "garbage line\n")
+    assert gpu.name == "NVIDIA H200" and len(gpu.uuid_digest) == 16 and "f735dee3" not in gpu.uuid_digest
+    assert (gpu.driver, gpu.sm_clock_mhz, gpu.mem_clock_mhz, gpu.power_limit_w) == ("580.159.04", 345.0, 3201.0, 700.0)
+
+
+def test_a_result_that_holds_together_is_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _write(tmp_path / "a.json", 1.0)
+    _write(tmp_path / "b.json", 1.02)
+    assert str(data["samples_digest"]).startswith("sha256:") and data["gpus"]
+    code, err = _compare(tmp_path, capsys)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d["runs"][0]["samples"][0].update(output_tokens=40), "do not match the digest"),
+        (lambda d: d["runs"][1].update(output_tokens_per_s=d["runs"][1]["output_tokens_per_s"] * 2), "repeat 2 does not follow"),
+        (lambda d: d.pop("host"), "names no host"),
+    ],
+)
+def test_compare_refuses_a_file_that_does_not_hold_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object, said: str
+) -> None:
+    _write(tmp_path / "a.json", 1.0)
+    data = _write(tmp_path / "b.json", 1.02)
+    edit(data)  # type: ignore[operator]
+    (tmp_path / "b.json").write_text(json.dumps(data))
+    code, err = _compare(tmp_path, capsys)
+    assert code == 2 and said in err and "b.json" in err and "\n" not in err
+
+
+def test_compare_refuses_results_of_different_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path / "a.json", 1.0)
+    _write(tmp_path / "b.json", 1.0, SMI.replace("f735dee3", "00000000"))
+    code, err = _compare(tmp_path, capsys)
+    assert code == 2 and "GPUs 1 x NVIDIA H200" in err
