@@ -33,7 +33,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rigaudit.orchestrator.fleet.model import FleetResult  # noqa: E402
+from rigaudit.orchestrator.fleet.result import FleetResult  # noqa: E402
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet  # noqa: E402
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes  # noqa: E402
 from rigaudit.tools.remote.transport import ReplayTransport, SshTransport, Transport  # noqa: E402

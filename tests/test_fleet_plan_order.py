@@ -7,7 +7,7 @@ On generated hosts (a runtime ACS clear that waits for the IOMMU reboot): tests/
 from __future__ import annotations
 
 from rigaudit.orchestrator.fleet.analysis import fleet_plan
-from rigaudit.orchestrator.fleet.model import FleetFix, HostAudit
+from rigaudit.orchestrator.fleet.result import FleetFix, HostAudit
 from rigaudit.tools.model.audit import AuditResult, HostSummary
 from rigaudit.tools.model.plan import Plan, PlanStep, StepEdge
 

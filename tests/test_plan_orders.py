@@ -20,8 +20,8 @@ from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan
 from rigaudit.orchestrator.change.approval import Approver
 from rigaudit.orchestrator.fleet.analysis import fleet_plan
-from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.report import render_fleet_report
+from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult

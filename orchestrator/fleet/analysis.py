@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, FleetWait, HostAudit, Outlier
+from rigaudit.orchestrator.fleet.result import FleetFix, FleetResult, FleetWait, HostAudit, Outlier
 from rigaudit.tools.model.events.fleet import FleetFinished
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.model.plan import PlanStep, StepEdgeKind

@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from rigaudit.agents.registry import area_names, resolve_areas
-from rigaudit.orchestrator.fleet.model import FleetResult
 from rigaudit.orchestrator.fleet.report import write_fleet_report
+from rigaudit.orchestrator.fleet.result import FleetResult
 from rigaudit.orchestrator.fleet.runner import (
     DEFAULT_HOST_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
-from rigaudit.orchestrator.fleet.model import FleetResult, HostAudit
+from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.files.bounded import InputError, JsonError, loads, read_regular

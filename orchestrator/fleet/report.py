@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigaudit.orchestrator.fleet.analysis import outliers_by_host
-from rigaudit.orchestrator.fleet.model import FleetFix, FleetResult, Outlier
+from rigaudit.orchestrator.fleet.result import FleetFix, FleetResult, Outlier
 from rigaudit.tools.actions.text import describe, shell_lines
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.files.atomic import atomic_write_text

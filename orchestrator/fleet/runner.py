@@ -22,8 +22,8 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
-from rigaudit.orchestrator.fleet.model import FailureStage, FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.pool import AuditPool
+from rigaudit.orchestrator.fleet.result import FailureStage, FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
 from rigaudit.orchestrator.hosts.snapshots import collect_all
 from rigaudit.tools.core.record import Record, field
