@@ -123,3 +123,14 @@ def test_in_cluster_names_the_pods_node_on_its_api_server() -> None:
     assert in_cluster_url({**env, "KUBERNETES_SERVICE_HOST": "fd00::1"}) == "https://[fd00::1]:443/api/v1/nodes/gpu-7"
     error = load("in-cluster", {"NODE_NAME": "gpu-7"}).error
     assert error is not None and "KUBERNETES_SERVICE_HOST" in error
+
+
+def test_the_schedulers_settings_are_read_only_for_the_promised_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigaudit.orchestrator.gate import slurm_gres
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("read Slurm's configuration")
+
+    monkeypatch.setattr(slurm_gres, "load", refuse)
+    assert main(["check", "--snapshot", str(H200), "--only", "pcie", "-q"]) == 0
+    assert main(["check", "--snapshot", str(H200), "--only", "promised", "-q"]) == 4  # read, and refused here
