@@ -73,3 +73,39 @@ def test_compare_refuses_results_of_different_gpus(tmp_path: Path, capsys: pytes
     _write(tmp_path / "b.json", 1.0, SMI.replace("f735dee3", "00000000"))
     code, err = _compare(tmp_path, capsys)
     assert code == 2 and "GPUs 1 x NVIDIA H200" in err
+
+
+def test_inference_sessions_run_each_in_a_fresh_process_and_write_one_file_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
+    from rigaudit.tools.bench.results import load_result
+
+    with fake_server(FakeTiming(ttft_s=0.0, itl_s=0.001)) as server:
+        argv = ["bench", "inference", "--base-url", server.base_url, "--model", "m", "--concurrency", "1", "--requests", "2"]
+        argv += ["--max-tokens", "3", "--sessions", "2", "--gap-s", "0", "--yes", "--json", str(tmp_path / "b.json")]
+        assert main([*argv, "--no-transcript"]) == 0
+    out = capsys.readouterr().out
+    assert "with 2 sessions a side" in out and "compare them with: rigaudit bench compare" in out
+    first, second = load_result(tmp_path / "b-s01.json"), load_result(tmp_path / "b-s02.json")
+    assert first.samples_digest != second.samples_digest and first.runs[0].requests_ok == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--sessions", "2"], "give --json FILE"),
+        (["--sessions", "0", "--json", "x.json"], "--sessions wants 2 to 100"),
+        (["--sessions", "2", "--command", "true", "--json", "x.json"], "does not go with --command"),
+        (["--sessions", "2", "--profile", "--json", "x.json"], "does not go with --sessions"),
+    ],
+)
+def test_inference_sessions_refusals_are_one_line(
+    extra: list[str], said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["bench", "inference", "--base-url", "http://127.0.0.1:9", "--model", "m", "--yes", "--no-transcript", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert said in err and "\n" not in err
+    assert not list(tmp_path.glob("*.json"))

@@ -10,7 +10,7 @@ the state directory. Neither prints: results and warnings are events, ``--json``
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rigaudit.orchestrator.bench.run import Approve, Outputs, _publish
@@ -160,7 +160,10 @@ class CalibrationRun(Record):
     settings: Settings = field(default_factory=Settings)
 
 
-def _run_sessions(run: CalibrationRun, spec: LoadSpec, emit: EventSink) -> list[BenchResult]:
+def run_sessions(
+    spec: LoadSpec, count: int, gap_s: float, emit: EventSink, label: str, keep: Callable[[int, BenchResult], None] | None = None
+) -> list[BenchResult]:
+    """``count`` sessions of ``spec``, each in a fresh process (new connections), ``gap_s`` apart; ``keep`` gets each."""
     import anyio
 
     from rigaudit.tools.bench.session_process import run_session
@@ -169,18 +172,18 @@ def _run_sessions(run: CalibrationRun, spec: LoadSpec, emit: EventSink) -> list[
 
     async def sessions() -> list[BenchResult]:
         results = []
-        for index in range(run.sessions):
-            if index and run.gap_s:
-                await anyio.sleep(run.gap_s)
-            emit(Progress(label="calibration sessions", done=index, total=run.sessions))
+        for index in range(count):
+            if index and gap_s:
+                await anyio.sleep(gap_s)
+            emit(Progress(label=label, done=index, total=count))
             result = await run_session(spec, timeout_s=timeout)
             if result.runs and all(r.requests_ok == 0 for r in result.runs):
                 errors = sorted({s.error.split(":")[0] for r in result.runs for s in r.samples if s.error})
                 raise BenchInputError(f"every request of session {index + 1} failed ({', '.join(errors) or 'no answer'})")
             results.append(result)
-            if run.keep is not None:
-                _keep(run.keep, index, result)
-        emit(Progress(label="calibration sessions", done=run.sessions, total=run.sessions))
+            if keep is not None:
+                keep(index, result)
+        emit(Progress(label=label, done=count, total=count))
         return results
 
     return anyio.run(sessions)
@@ -217,7 +220,9 @@ def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, o
                 "a production server serves these requests alongside its real traffic",
             ],
         )
-        results = _run_sessions(run, spec, emit)
+        folder = run.keep
+        keep = (lambda index, result: _keep(folder, index, result)) if folder is not None else None
+        results = run_sessions(spec, run.sessions, run.gap_s, emit, "calibration sessions", keep)
         sources = [f"session {i + 1}" for i in range(len(results))]
     else:
         raise UsageError("bench calibrate needs result files, or --base-url and --model to run sessions")

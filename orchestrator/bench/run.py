@@ -301,6 +301,14 @@ def add_inference_arguments(parser: argparse.ArgumentParser) -> None:
         help="balanced (default): each repeat runs the levels in a row of a Williams Latin square, so a drift over "
         "the session is not taken for a difference between levels; sequential: the same order every repeat",
     )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=1,
+        help="run N sessions, each a fresh process with new connections (--json FILE: FILE-s01.json, ...); "
+        "several sessions a side let bench compare decide (default 1)",
+    )
+    parser.add_argument("--gap-s", type=float, default=5.0, help="seconds between --sessions (default 5)")
     parser.add_argument("--command", help="run this external benchmark instead and parse its summary (sglang, vLLM)")
 
 

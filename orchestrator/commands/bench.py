@@ -185,6 +185,8 @@ def _inference(args: argparse.Namespace, session: Session) -> int:
     from rigaudit.orchestrator.bench.explain import profile_options_from_args, run_profile, stray_profile_options
 
     if args.profile:
+        if args.sessions != 1:
+            raise UsageError("--profile times one session: it does not go with --sessions")
         if args.command:
             raise UsageError("--profile times rigaudit's own load: it does not go with --command")
         spec, options = load_spec(args), profile_options_from_args(args)
@@ -194,6 +196,16 @@ def _inference(args: argparse.Namespace, session: Session) -> int:
         if stray := stray_profile_options(args):
             raise UsageError(f"{', '.join(stray)} describe a profile: add --profile")
         run = inference_run_from_args(args)
+        if args.sessions != 1:
+            from rigaudit.orchestrator.bench.sessions import run_inference_sessions
+
+            if run.spec is None:
+                raise UsageError("--sessions runs rigaudit's own load: it does not go with --command")
+            approve, outputs = _approve(args, session), _outputs(args)
+            results = run_inference_sessions(
+                run.spec, args.sessions, args.gap_s, approve=approve, emit=session.emit, outputs=outputs
+            )
+            return 1 if any(r.runs and all(x.requests_ok == 0 for x in r.runs) for r in results) else 0
         result = anyio.run(lambda: run_inference(run, approve=_approve(args, session), emit=session.emit, outputs=_outputs(args)))
     return 1 if result.runs and all(r.requests_ok == 0 for r in result.runs) else 0
 
