@@ -109,3 +109,15 @@ def test_inference_sessions_refusals_are_one_line(
     err = capsys.readouterr().err.strip()
     assert said in err and "\n" not in err
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_compare_says_what_its_sessions_can_detect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path / "a.json", 1.0)
+    _write(tmp_path / "b.json", 1.02)
+    widths = []
+    for cv in ("0.04", "0.16"):
+        code = main(["bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--session-cv", cv])
+        out = capsys.readouterr().out
+        assert code == 0 and "power: 1 vs 1 session(s)" in out
+        widths.append(float(out.split("output tok/s of about ")[1].split("%")[0]))
+    assert widths[0] < widths[1]  # a wider spread between sessions resolves only larger changes

@@ -10,8 +10,10 @@ the state directory. Neither prints: results and warnings are events, ``--json``
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from statistics import NormalDist
 
 from rigaudit.orchestrator.bench.run import Approve, Outputs, _publish
 from rigaudit.tools.bench.calibration import (
@@ -29,13 +31,15 @@ from rigaudit.tools.bench.compare import Comparison, Settings, compare
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.integrity import problems
 from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.bench.power import POWER, detectable, headline_share
 from rigaudit.tools.bench.render import COMPARE_LEGEND, compare_table, section
 from rigaudit.tools.bench.render_calibration import calibration_table, stored_table
 from rigaudit.tools.bench.results import BenchResult, load_result
+from rigaudit.tools.bench.stats import growth
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError
-from rigaudit.tools.model.events.session import Progress, Warning_
+from rigaudit.tools.model.events.session import Output, Progress, Warning_
 from rigaudit.tools.model.events.sink import EventSink
 
 __all__ = ["CalibrationRun", "CompareRun", "compare_runs", "list_calibrations", "run_calibration"]
@@ -111,6 +115,7 @@ def compare_runs(run: CompareRun, *, emit: EventSink, outputs: Outputs = NO_OUTP
         calibration=calibration,
         calibration_path=str(where) if where else None,
     )
+    emit(Output(text=compare_power(result, calibration, (len(base), len(new)), run.settings)))
     if calibration is not None and (age := calibration.age_days()) is not None and age > 30:
         emit(Warning_(text=f"the calibration is {age:.0f} days old: machines and servers change; run bench calibrate again"))
     table = compare_table(result)
@@ -140,6 +145,29 @@ def compare_runs(run: CompareRun, *, emit: EventSink, outputs: Outputs = NO_OUTP
     for warning in result.warnings:
         emit(Warning_(text=warning))
     return result
+
+
+def compare_power(result: Comparison, calibration: Calibration | None, sessions: tuple[int, int], settings: Settings) -> str:
+    """What these sessions a side can detect (80% of the time), at the spread between sessions it judges with."""
+    if settings.session_cv is not None:
+        cv, source = settings.session_cv, "--session-cv"
+    elif calibration is not None and calibration.headline_cv():
+        cv, source = max(calibration.headline_cv().values()), "calibrated, the widest level"
+    elif result.between is not None and result.between.session_cv:
+        cv, source = max(result.between.session_cv.values()), "from the sessions compared, the widest level"
+    else:
+        cv, source = settings.default_session_cv, "assumed: not calibrated"
+    units = min(sessions)
+    share = headline_share(settings.alpha, max(1, len(result.levels)))
+    if units >= 2:
+        found = detectable(cv, units, alpha=share, paired=False)
+    else:  # one session a side: the spread is not estimated from them, so the normal quantiles apply
+        found = growth((NormalDist().inv_cdf(1 - share / 2) + NormalDist().inv_cdf(POWER)) * math.sqrt(2.0) * cv)
+    said = f"about {found:.0%}" if found is not None else "nothing"
+    return (
+        f"power: {sessions[0]} vs {sessions[1]} session(s), spread between sessions {cv:.1%} ({source}): this comparison "
+        f"resolves changes of output tok/s of {said} (found 80% of the time); more sessions a side resolve less"
+    )
 
 
 # --- calibrate -------------------------------------------------------------------------------------
