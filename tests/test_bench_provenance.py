@@ -121,3 +121,32 @@ def test_compare_says_what_its_sessions_can_detect(tmp_path: Path, capsys: pytes
         assert code == 0 and "power: 1 vs 1 session(s)" in out
         widths.append(float(out.split("output tok/s of about ")[1].split("%")[0]))
     assert widths[0] < widths[1]  # a wider spread between sessions resolves only larger changes
+
+
+def test_the_server_version_is_read_where_the_api_gives_it() -> None:
+    import http.server
+    import threading
+
+    from rigaudit.tools.bench.provenance import server_version
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b'{"version": "0.11.0"}' if self.path == "/get_server_info" else b"no"
+            self.send_response(200 if self.path == "/get_server_info" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        assert server_version(url) == "0.11.0 (/get_server_info)"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert server_version("http://127.0.0.1:9", timeout_s=0.5) is None  # nothing listens

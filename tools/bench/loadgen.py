@@ -27,7 +27,7 @@ import anyio
 
 from rigaudit.tools.bench._http import HttpError, StreamingClient
 from rigaudit.tools.bench.machine import this_container, this_machine
-from rigaudit.tools.bench.provenance import gpus_at_start, samples_digest
+from rigaudit.tools.bench.provenance import gpus_at_start, samples_digest, server_version
 from rigaudit.tools.bench.results import BenchResult, GpuAtStart, Run, Sample, host_name, summarize, tool_version
 from rigaudit.tools.bench.schedule import Order, visit_order
 from rigaudit.tools.core.record import Record, field
@@ -74,9 +74,11 @@ class LoadSpec(Record):
         """Requests sent by ``rounds`` rounds of every level, warm-up included."""
         return sum(self.requests_for(c) for c in self.concurrency) * rounds + self.warmup
 
-    def result(self, runs: list[Run], started_at: str, gpus: list[GpuAtStart] | None = None) -> BenchResult:
+    def result(
+        self, runs: list[Run], started_at: str, gpus: list[GpuAtStart] | None = None, server_version: str | None = None
+    ) -> BenchResult:
         """The ``rigaudit.bench/1`` result of these runs, with the workload that produced them, the GPUs read at
-        the start (``gpus``) and the digest of its samples."""
+        the start (``gpus``), the server's version and the digest of its samples."""
         return BenchResult(
             base_url=self.base_url,
             model=self.model,
@@ -93,6 +95,7 @@ class LoadSpec(Record):
             order=self.order,
             slo=dict(self.slo),
             gpus=gpus,
+            server_version=server_version,
             samples_digest=samples_digest(runs),
             runs=runs,
         )
@@ -325,6 +328,7 @@ async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchRes
     """Warm up, then every level ``repeat`` times in the spec's order; returns the ``rigaudit.bench/1`` result."""
     started = now_utc()
     gpus = await anyio.to_thread.run_sync(gpus_at_start)
+    version = await anyio.to_thread.run_sync(lambda: server_version(spec.base_url))
     runs: list[Run] = []
     order = visit_order(list(spec.concurrency), spec.repeat, spec.order)
     async with client_for(spec) as client:
@@ -334,7 +338,7 @@ async def run_load(spec: LoadSpec, progress: Progress | None = None) -> BenchRes
             left = time_left(estimate_left(runs, [c for _, c in order[index:]]))
             label = f"c={concurrency}" + (f" repeat {repeat + 1}/{spec.repeat}" if spec.repeat > 1 else "") + left
             runs.append(await session.run(concurrency, repeat, label))
-    return spec.result(runs, started, gpus)
+    return spec.result(runs, started, gpus, version)
 
 
 def estimate_left(done: list[Run], levels: list[int]) -> float | None:

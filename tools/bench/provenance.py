@@ -5,6 +5,8 @@ limit or any other GPU setting) for each GPU's name, a digest of its UUID (never
 the driver, the SM and memory clocks and the power limit. They are the GPUs of the machine the load
 came from: the server's when it serves on that machine. ``samples_digest`` is a SHA-256 over every
 run's requests, so ``bench compare`` can tell a file whose samples or summary were edited.
+``server_version`` asks the server's own version endpoint where its API has one (vLLM's ``/version``,
+SGLang's ``/get_server_info``, TGI's ``/info``): one GET each, a short deadline, nothing when none answers.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import hashlib
 import json
 import shutil
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 
-from rigaudit.tools.bench.results import GpuAtStart, Run
+from rigaudit.tools.bench.results import MAX_SERVER_VERSION, GpuAtStart, Run
 
 QUERY = "name,uuid,driver_version,clocks.sm,clocks.mem,power.limit"
 TIMEOUT_S = 10.0
@@ -71,3 +75,29 @@ def samples_digest(runs: Sequence[Run]) -> str:
     """``sha256:<hex>`` over every run's level, repeat, wall time and requests, in order."""
     payload = [[r.concurrency, r.repeat, r.duration_s, [s.model_dump(mode="json") for s in r.samples]] for r in runs]
     return "sha256:" + hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+VERSION_PATHS = ("/version", "/get_server_info", "/info")
+MAX_VERSION_BYTES = 64 * 1024
+
+
+def _root(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def server_version(base_url: str, *, timeout_s: float = 2.0) -> str | None:
+    """``0.11.0 (/version)``: the version the server's API gives, and where; None when it gives none."""
+    for path in VERSION_PATHS:
+        try:
+            with urllib.request.urlopen(_root(base_url) + path, timeout=timeout_s) as response:
+                data = json.loads(response.read(MAX_VERSION_BYTES + 1)[:MAX_VERSION_BYTES])
+        except (OSError, ValueError, urllib.error.URLError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        version = data.get("version")
+        if isinstance(version, str) and version.strip():
+            text = f"{version.strip()} ({path})"
+            return "".join(ch for ch in text if ch.isprintable())[:MAX_SERVER_VERSION]
+    return None

@@ -25,6 +25,7 @@ from rigaudit.tools.bench.stats import percentile
 BENCH_SCHEMA = "rigaudit.bench/1"
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 MAX_RUNS = 100_000
+MAX_SERVER_VERSION = 200
 
 
 class _Model(BaseModel):
@@ -107,6 +108,8 @@ class BenchResult(_Model):
     """How the (level, repeat) runs were ordered in time: ``balanced`` (a Williams Latin square) or ``sequential``."""
     slo: dict[str, float] = Field(default_factory=dict)
     """The service-level objectives goodput was judged against (``ttft_ms``, ``tpot_ms``, ``e2e_ms``)."""
+    server_version: str | None = Field(default=None, max_length=MAX_SERVER_VERSION)
+    """The server's version string where its API gives one (:func:`rigaudit.tools.bench.provenance.server_version`)."""
     gpus: list[GpuAtStart] | None = Field(default=None, max_length=1024)
     """The GPUs of the machine the load came from, read at the start; None in results that did not record them."""
     samples_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
