@@ -27,6 +27,7 @@ from tests.hostgen.spec import HostSpec
 
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
         "firmware.cppc": "na",
@@ -41,6 +42,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "dgx-a100-mig": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "power.scaling_driver": "low@host",
         "power.epp": "na",
@@ -53,6 +55,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "runtime.cuda_driver_compat": "low@host",
     },
     "docker-h100-bm": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "driver.dkms": "unknown",
@@ -63,6 +66,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "p2p.bandwidth": "unknown",
     },
     "docker-host-h100": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "power.cstates": "low@host",
@@ -71,6 +75,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "docker-in-gcp-vm": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
         "firmware.cppc": "na",
@@ -97,6 +102,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.shm": "high@container_config",
     },
     "epyc-nps4-l40s": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "numa.nic_affinity": "low@host",
         "driver.peermem": "low@host",
@@ -114,6 +120,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "gcp-g2-2xl4-vm": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
         "firmware.cppc": "na",
@@ -139,6 +146,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "geforce-4x4090": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "numa.balancing": "na",
         "numa.zone_reclaim": "na",
@@ -180,6 +188,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "proxmox-q35-h100pcie-vm": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",
@@ -204,6 +213,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "hgx-h100-jammy": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "power.cstates": "low@host",
@@ -213,6 +223,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "hgx-h100-upgraded-no-reboot": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.rebar": "unknown",
         "firmware.cppc": "na",
@@ -245,6 +256,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "runtime.device_order": "unknown",
     },
     "hgx-h200-noble": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "power.boost": "unknown",
         "power.cstates": "low@host",
@@ -254,6 +266,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "intel-snc-h100pcie": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "numa.nic_affinity": "na",
@@ -270,6 +283,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "k8s-pod-h100": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "driver.dkms": "unknown",
@@ -280,6 +294,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "p2p.bandwidth": "unknown",
     },
     "l40s-pex-iommu": {
+        "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
         "numa.nic_affinity": "na",
@@ -297,6 +312,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "h100nvl-bridged-pairs": {
+        "kernel.grace_boot": "na",
         "firmware.cppc": "na",
         "numa.nic_affinity": "low@host",
         "driver.peermem": "low@host",
@@ -310,6 +326,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "kvm-vgpu-h100-guest": {
+        "kernel.grace_boot": "na",
         "firmware.rebar": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",
@@ -341,6 +358,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "ws-rtx6000ada": {
+        "kernel.grace_boot": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",
         "numa.zone_reclaim": "na",

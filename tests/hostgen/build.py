@@ -645,6 +645,12 @@ def _boot_log(built: Built) -> list[tuple[float, str]]:
     lines: list[tuple[float, str]] = [
         (0.0, kn.proc_version(spec.os, built.arch).strip()),
         (0.0, "Command line: " + kn.cmdline(spec.os).strip()),
+        (
+            0.0,
+            "mem auto-init: stack:off, heap alloc:"
+            + ("off" if "init_on_alloc=0" in spec.os.cmdline else "on")
+            + ", heap free:off",
+        ),
     ]
     dmi = dict(spec.platform.dmi)
     if built.guest:

@@ -324,3 +324,9 @@ def proprietary_on_blackwell(spec: HostSpec) -> HostSpec:
     fault = Fault("proprietary-on-blackwell", "the proprietary module refuses Blackwell GPUs", apply)
     changed = replace(spec, driver=replace(spec.driver, open=False), faults=(*spec.faults, fault))
     return _named(changed, "proprietary", "the proprietary kernel module on Blackwell GPUs")
+
+
+def init_on_alloc_default(spec: HostSpec) -> HostSpec:
+    """``init_on_alloc=0`` dropped from the boot line: the kernel's default (Ubuntu's: zero every allocation)."""
+    words = " ".join(w for w in spec.os.cmdline.split() if not w.startswith("init_on_alloc="))
+    return _named(replace(spec, os=replace(spec.os, cmdline=words)), "init-on-alloc", "init_on_alloc=0 not on the boot line")

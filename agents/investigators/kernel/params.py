@@ -49,6 +49,10 @@ class KernelParamsFacts(Record):
     kernel_iommu_line: str | None
     """The kernel log's ``iommu: Default domain type`` line."""
     cpu_vendor: str | None
+    grace: bool
+    """An NVIDIA Grace CPU (Arm implementer 0x41, part 0xd4f: Neoverse V2)."""
+    mem_auto_init: str | None
+    """The kernel log's ``mem auto-init: stack:..., heap alloc:..., heap free:...`` line."""
     thp_enabled: str | None
     thp_defrag: str | None
     compact_stall: int | None
@@ -102,6 +106,10 @@ async def collect(probe: Probe) -> KernelParamsFacts:
     dmesg = await probe.run(["dmesg"])
     iommu_line = next((ln.strip() for ln in dmesg.stdout.splitlines() if "Default domain type" in ln), None) if dmesg.ok else None
     vendor = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo or "", re.MULTILINE)
+    grace = bool(re.search(r"^CPU implementer\s*:\s*0x41$", cpuinfo or "", re.MULTILINE)) and bool(
+        re.search(r"^CPU part\s*:\s*0xd4f$", cpuinfo or "", re.MULTILINE)
+    )
+    auto_init = next((ln.strip() for ln in dmesg.stdout.splitlines() if "mem auto-init:" in ln), None) if dmesg.ok else None
     compact = re.search(r"^compact_stall\s+(\d+)", vmstat or "", re.MULTILINE)
     group_refs = tuple(f"link:{PCI_DEVICES}/{g.gpu.bdf}/iommu_group" for g in gpus) + tuple(
         file_ref(f"{IOMMU_GROUPS}/{g.group}/type") for g in gpus if g.group
@@ -113,6 +121,8 @@ async def collect(probe: Probe) -> KernelParamsFacts:
         groups_listed=groups.entries,
         kernel_iommu_line=iommu_line,
         cpu_vendor=vendor.group(1) if vendor else None,
+        grace=grace,
+        mem_auto_init=auto_init,
         thp_enabled=selected(enabled),
         thp_defrag=selected(defrag),
         compact_stall=int(compact.group(1)) if compact else None,
