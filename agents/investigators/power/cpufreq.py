@@ -77,7 +77,7 @@ def _by_tuned(facts: CpuPowerFacts, option: str, value: str, fix: Fix) -> tuple[
     if tuned is None or owned is None:
         return fix, ""
     conf = f"/etc/tuned/{TUNED_OVERRIDE}/tuned.conf"
-    base = tuned.active if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
+    base = ",".join(tuned.active.split()) if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
     profile_fix = Fix(
         kind="runtime",
         where=fix.where,
