@@ -48,7 +48,8 @@ MIG_IN_USE = Deliberate(
 )
 TUNED_PROFILE = Deliberate(
     "host.tuned",
-    "Tunables owned by TuneD: the active profile's [cpu], [vm] and [sysctl] settings",
+    "Tunables owned by TuneD: the active profile's [cpu] and [vm] settings (its [sysctl] ones yield to /etc/sysctl.d "
+    "under the default reapply_sysctl = 1 of tuned-main.conf)",
     (
         "tuned active (systemctl is-active tuned) with an active profile (/etc/tuned/active_profile)",
         "the profile (or one it includes) sets the tunable: tuned applies it again when it restarts or the profile "
