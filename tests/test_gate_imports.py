@@ -119,7 +119,11 @@ def test_a_check_loads_no_heavy_module(gate_run: dict[str, object]) -> None:
     assert _loaded(gate_run["modules"], HEAVY) == []
     assert _loaded(gate_run["modules"], ONLY_WHEN_ASKED) == []
     commands = _loaded(gate_run["modules"], ("rigaudit.orchestrator.commands",))
-    assert commands == ["rigaudit.orchestrator.commands", "rigaudit.orchestrator.commands.check"]
+    assert commands == [
+        "rigaudit.orchestrator.commands",
+        "rigaudit.orchestrator.commands._options",
+        "rigaudit.orchestrator.commands.check",
+    ]
 
 
 def test_a_check_judges_no_policy_example_and_compiles_only_the_rules_it_uses(gate_run: dict[str, object]) -> None:
@@ -269,8 +273,8 @@ def test_pydantic_s_loader_is_stood_in_for_only_while_plugins_are_off() -> None:
 
 def test_a_live_host_opens_without_the_snapshot_reader() -> None:
     program = (
-        "import argparse, sys; from rigaudit.orchestrator.hosts.choose import open_host; "
-        "print(type(open_host(argparse.Namespace())).__name__, 'rigaudit.tools.hosts.snapshot' in sys.modules)"
+        "import sys; from rigaudit.orchestrator.hosts.choose import HostSource, open_host; "
+        "print(type(open_host(HostSource())).__name__, 'rigaudit.tools.hosts.snapshot' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["LocalHost", "False"]

@@ -27,6 +27,7 @@ from rigaudit.orchestrator.bench.ab import Load, run_ab
 from rigaudit.orchestrator.bench.explain import run_profile
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
+from rigaudit.orchestrator.options.screen import Screen
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
@@ -133,8 +134,7 @@ def test_fleet(capsys: pytest.CaptureFixture[str], seed_dir: Path, tmp_path: Pat
     t = tmp_path / "fleet.jsonl"
 
     def run() -> int:
-        args = type("Args", (), {"no_live": True, "json": None})()
-        with open_session("audit", consumers=[terminal_for(args)], transcript=t) as session:
+        with open_session("audit", consumers=[terminal_for(Screen(no_live=True))], transcript=t) as session:
             anyio.run(lambda: run_fleet(["a", "b", "junk"], ReplayTransport(archives), FleetOptions(workers=0), session.emit))
         return 0
 

@@ -34,6 +34,7 @@ from rigaudit.orchestrator.change.apply_run import ApplyRequest, run_apply
 from rigaudit.orchestrator.change.approval import TerminalConsole
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, demo_path
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
@@ -113,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     with open_session(
         "apply",
-        consumers=[terminal_for(args)],
+        consumers=[terminal_for(screen(args))],
         transcript=args.transcript,
         record=not args.no_transcript,
         host=source.name,

@@ -27,6 +27,7 @@ import anyio
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import host_source, screen
 from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
 from rigaudit.orchestrator.hosts.choose import add_host_arguments, open_host
 from rigaudit.orchestrator.hosts.identity import identify
@@ -123,13 +124,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     areas = _areas(args.areas)
-    host = open_host(args)
+    host = open_host(host_source(args))
     if args.json is not None:
         check_writable(args.json, "--json")
     if args.report is not None:  # before any work: a report that cannot be written is said now, not after the audit
         check_report(args.report, anyio.run(identify, host))
     json_to_stdout = args.json is not None and str(args.json) == "-"
-    ui = terminal_for(args, show_all=args.all)
+    ui = terminal_for(screen(args), show_all=args.all)
     brain = brain_from_args(args, pause=ui.paused)
     options = AuditOptions(concurrency=args.concurrency, areas=areas, timeout_s=args.timeout, brain=brain)
     control = AuditControl()

@@ -84,6 +84,7 @@ from rigaudit.orchestrator.bench.run import (
 )
 from rigaudit.orchestrator.change.approval import require_approval
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.hosts.identity import this_machine
 from rigaudit.orchestrator.options.arguments import number, positive_seconds
 from rigaudit.orchestrator.report.document import check_report, report_host
@@ -495,7 +496,11 @@ def _run(args: argparse.Namespace) -> int:
         print(API_KEY_NOTE, file=sys.stderr)
     options = {k: v for k, v in vars(args).items() if not k.startswith("_") and isinstance(v, (str, int, float, bool))}
     with open_session(
-        "bench", consumers=[terminal_for(args)], transcript=args.transcript, record=not args.no_transcript, options=options
+        "bench",
+        consumers=[terminal_for(screen(args))],
+        transcript=args.transcript,
+        record=not args.no_transcript,
+        options=options,
     ) as session:
         run: Run = args._bench_run
         session.exit_code = run(args, session)

@@ -39,6 +39,7 @@ from rigaudit.orchestrator.change.approval import Console, TerminalConsole, is_i
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import host_source, screen
 from rigaudit.orchestrator.hosts.choose import add_host_arguments, open_host
 from rigaudit.orchestrator.options.arguments import positive_seconds, url
 from rigaudit.orchestrator.options.llm import add_llm_arguments, llm_config_from_args, terminal_approver
@@ -149,10 +150,10 @@ def run_chat(
     config = llm_config_from_args(args)
     if args.llm_agents and config is None:
         raise UsageError("--llm-agents goes with --llm")
-    host = open_host(args)
+    host = open_host(host_source(args))
     settings = _settings(args, host, interactive)
     model = OpenAIChatModel(config) if config is not None else None
-    ui = _ChatUI(terminal_for(args, live=interactive), echo_user=not interactive)
+    ui = _ChatUI(terminal_for(screen(args), live=interactive), echo_user=not interactive)
     with open_session(
         "chat",
         consumers=[ui, *(consumers or [])],

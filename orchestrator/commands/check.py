@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import host_source
 from rigaudit.orchestrator.gate import (
     DEFAULT_DEADLINE_S,
     INTERNAL,
@@ -148,7 +149,7 @@ def _check(args: argparse.Namespace) -> int:
     plan = plan_gate(only, args.skip, expectations)
     if "promised" in plan.selection.areas:  # the scheduler's settings are read only when their checks are asked for
         plan = plan_gate(only, args.skip, expectations, _promises(args))
-    host = open_host(args)
+    host = open_host(host_source(args))
     options = GateOptions(
         fail_on=args.fail_on,
         deadline_s=args.deadline,

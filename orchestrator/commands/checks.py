@@ -13,6 +13,7 @@ import sys
 from rigaudit.agents.catalog import catalog
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen, transcript_path
 from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed
@@ -41,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
         checks = [c for c in checks if c.area in set(areas)]
     entries = [CheckEntry.model_validate(c.as_dict()) for c in checks]
     event = ChecksListed(checks=entries, form="json" if args.json else "markdown" if args.markdown else "table")
-    with query_session("checks", args) as session:
+    with query_session("checks", screen(args), transcript_path(args)) as session:
         session.emit(event)
     return 0
 

@@ -30,6 +30,7 @@ import anyio
 from rigaudit.orchestrator.audit.diff import Side, diff_event, diff_json, load_side
 from rigaudit.orchestrator.audit.run import AuditOptions
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen, transcript_path
 from rigaudit.orchestrator.report.output import check_writable, write_json
 from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.tools.core.errors import UsageError
@@ -80,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--rows must be 0 or more")
     if args.json is not None:
         check_writable(args.json, "--json")
-    with query_session("diff", args) as session:
+    with query_session("diff", screen(args), transcript_path(args)) as session:
         event = _diff(args)
         session.emit(event)
         session.exit_code = 1 if event.different else 0

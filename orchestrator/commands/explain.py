@@ -30,6 +30,7 @@ from pathlib import Path
 from rigaudit.orchestrator.bench.explain import add_profile_arguments, explain_file, profile_options_from_args
 from rigaudit.orchestrator.bench.run import Outputs
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.session.core import add_session_arguments, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 
@@ -48,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
     options = profile_options_from_args(args)
     outputs = Outputs(json=Path(args.json) if args.json else None, report=Path(args.report) if args.report else None)
     with open_session(
-        "explain", consumers=[terminal_for(args)], transcript=args.transcript, record=not args.no_transcript
+        "explain", consumers=[terminal_for(screen(args))], transcript=args.transcript, record=not args.no_transcript
     ) as session:
         explain_file(args.profile, options, emit=session.emit, outputs=outputs)
     sys.stdout.flush()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen, transcript_path
 from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.catalog import PolicyListed, PolicyRule, PolicyVerdict
@@ -46,7 +47,7 @@ def _event(args: argparse.Namespace) -> Event:
 
 def _run(args: argparse.Namespace) -> int:
     event = _event(args)
-    with query_session("policy", args) as session:
+    with query_session("policy", screen(args), transcript_path(args)) as session:
         session.emit(event)
     return 0
 

@@ -26,6 +26,7 @@ from rich.text import Text
 
 from rigaudit.orchestrator.audit.rediagnose import rediagnose_json, rediagnosis
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen, transcript_path
 from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.report.output import check_writable, warn, write_json
 from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
@@ -76,7 +77,7 @@ def load(name: str, *, audited: bool = False) -> Transcript:
 
 def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
     speed = 0.0 if args.no_live else args.speed
-    ui = terminal_for(args, show_all=args.all)
+    ui = terminal_for(screen(args), show_all=args.all)
     console = ui.console
     first = transcript.events[0].t if transcript.events else 0.0
     pace = "" if speed == 0 else f", speed {speed:g}"
@@ -95,7 +96,7 @@ def _replay(args: argparse.Namespace, transcript: Transcript) -> int:
 def _run_rediagnose(args: argparse.Namespace, transcript: Transcript) -> int:
     if args.json is not None:
         check_writable(args.json, "--json")
-    with query_session("replay", args) as session:
+    with query_session("replay", screen(args), transcript_path(args)) as session:
         event = rediagnosis(transcript, number=args.audit, all_areas=args.all_areas, keep=args.save_snapshot)
         session.emit(event)
         session.exit_code = 1 if event.changes else 0

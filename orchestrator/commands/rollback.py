@@ -26,6 +26,7 @@ import anyio
 
 from rigaudit.orchestrator.change.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.session.core import add_session_arguments, open_session
@@ -46,7 +47,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     prepared = anyio.run(prepare_rollback, args.journal, args.snapshot)
     report, note = choose_report(args.report, anyio.run(identify, prepared.host))
-    ui = terminal_for(args)
+    ui = terminal_for(screen(args))
     with open_session(
         "rollback",
         consumers=[ui],

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from rigaudit.orchestrator.change.apply import load_plan_file
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.options.model import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
 from rigaudit.orchestrator.plan.text import plan_gain
@@ -132,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     notes = [*([spec.source] if args.config is not None else []), *roofline_lines(roofline)]
     result = BenchResultReported(kind="roofline", summary="Benchmark comparison", data=data, notes=notes)
     with open_session(
-        "roofline", consumers=[terminal_for(args)], transcript=args.transcript, record=not args.no_transcript
+        "roofline", consumers=[terminal_for(screen(args))], transcript=args.transcript, record=not args.no_transcript
     ) as session:
         session.emit(result)
         if args.report is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen, transcript_path
 from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
 from rigaudit.tools.model.events.catalog import SchemaShown
@@ -20,7 +21,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     event = SchemaShown(name=AUDIT_SCHEMA, document=AuditResult.model_json_schema(by_alias=True))
-    with query_session("schema", args) as session:
+    with query_session("schema", screen(args), transcript_path(args)) as session:
         session.emit(event)
     return 0
 

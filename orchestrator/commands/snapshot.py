@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
 from rigaudit.orchestrator.hosts.snapshots import record_snapshot, share_snapshot
 from rigaudit.orchestrator.session.core import Session, add_session_arguments, open_session
@@ -40,7 +41,7 @@ def _session(args: argparse.Namespace, output: Path) -> contextlib.AbstractConte
     """The session whose events the terminal draws and the transcript records (not --stdout: that is the tar)."""
     return open_session(
         "snapshot",
-        consumers=[terminal_for(args)],
+        consumers=[terminal_for(screen(args))],
         transcript=args.transcript,
         record=not args.no_transcript,
         options={"output": str(output), "share": bool(args.share)} | ({"from": str(args.share_from)} if args.share_from else {}),

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._options import screen, transcript_path
 from rigaudit.orchestrator.report.output import warn
 from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
 from rigaudit.orchestrator.session.transcripts import listed, summary
@@ -54,7 +55,7 @@ def _event(args: argparse.Namespace) -> Event:
 
 def _run(args: argparse.Namespace) -> int:
     event = _event(args)
-    with query_session("transcripts", args) as session:
+    with query_session("transcripts", screen(args), transcript_path(args)) as session:
         session.emit(event)
     return 0
 

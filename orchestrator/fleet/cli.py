@@ -31,6 +31,7 @@ from rigaudit.orchestrator.fleet.runner import (
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
 from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.options.screen import Screen
 from rigaudit.orchestrator.report.output import write_json
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.session.run_async import run_held
@@ -188,7 +189,7 @@ def _finish(
     """Run the fleet in a session, write its files and say how it ended."""
     with open_session(
         "audit",
-        consumers=[terminal_for(args)],
+        consumers=[terminal_for(Screen(json_to_stdout=str(args.json or "") == "-", no_live=args.no_live))],
         transcript=getattr(args, "transcript", None),
         record=not getattr(args, "no_transcript", False),
         options={"fleet": kind, "areas": areas},

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rigaudit.orchestrator.options.arguments import number
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.demo import DEMOS, cache_dir, demo_snapshot
 
@@ -46,10 +47,17 @@ def demo_path(demo: str) -> Path:
         ) from None
 
 
-def open_host(args: argparse.Namespace) -> Host:
-    latency = max(0.0, float(getattr(args, "replay_latency_ms", 0.0) or 0.0)) / 1000.0
-    demo = getattr(args, "demo", None)
-    snapshot = getattr(args, "snapshot", None)
+class HostSource(Record):
+    """Which host a command works on (``--snapshot``, ``--demo``; neither: this machine) and the replay latency."""
+
+    snapshot: Path | None = None
+    demo: str | None = None
+    replay_latency_ms: float = 0.0
+
+
+def open_host(source: HostSource) -> Host:
+    latency = max(0.0, source.replay_latency_ms) / 1000.0
+    demo, snapshot = source.demo, source.snapshot
     if demo is not None:
         return _snapshot_host(demo_path(demo), latency)
     if snapshot is not None:

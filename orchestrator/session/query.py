@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rigaudit.orchestrator.options.screen import Screen
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
@@ -23,13 +24,12 @@ def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") 
 
 
 @contextmanager
-def query_session(command: str, args: argparse.Namespace) -> Iterator[Session]:
-    """The session of a query: its events go to the terminal, and to ``args.transcript`` when given (a place that
+def query_session(command: str, screen: Screen, transcript: Path | None = None) -> Iterator[Session]:
+    """The session of a query: its events go to the terminal, and to ``transcript`` when given (a place that
     cannot be written is one line and exit 2, before anything is shown: a warning would land in a JSON on stdout)."""
-    transcript: Path | None = getattr(args, "transcript", None)
     if transcript is not None:
         check_writable(transcript, "--transcript")
-    display = terminal_for(args)
+    display = terminal_for(screen)
     with open_session(
         command, consumers=[display], transcript=transcript, record=transcript is not None, announce=False
     ) as session:

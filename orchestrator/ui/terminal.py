@@ -5,7 +5,6 @@ The same consumer shows a session live and replays it from a transcript.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigaudit.orchestrator.gate.render import report_lines
+from rigaudit.orchestrator.options.screen import Screen
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.diff_view import diff_view
 from rigaudit.orchestrator.ui.fleet import FLEET_EVENTS, FleetProgress
@@ -60,14 +60,13 @@ from rigaudit.tools.model.events.transcripts import TranscriptsFolder, Transcrip
 from rigaudit.tools.model.events.union import Event
 
 
-def terminal_for(args: argparse.Namespace, *, live: bool = True, show_all: bool = False) -> TerminalUI:
-    """The UI a command's options ask for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``
+def terminal_for(screen: Screen, *, live: bool = True, show_all: bool = False) -> TerminalUI:
+    """The UI ``screen`` asks for: on stderr when ``--json -`` takes stdout; plain with ``--no-live``
     (or ``live=False``). Not on a terminal, lines are 200 columns wide, the same live and in a replay."""
-    json_to_stdout = str(getattr(args, "json", None) or "") == "-"
-    console: Console = SafeConsole(stderr=json_to_stdout, highlight=False)
+    console: Console = SafeConsole(stderr=screen.json_to_stdout, highlight=False)
     if not console.is_terminal:
-        console = SafeConsole(stderr=json_to_stdout, highlight=False, width=200)
-    return TerminalUI(console, live=live and not getattr(args, "no_live", False) and not json_to_stdout, show_all=show_all)
+        console = SafeConsole(stderr=screen.json_to_stdout, highlight=False, width=200)
+    return TerminalUI(console, live=live and not screen.no_live and not screen.json_to_stdout, show_all=show_all)
 
 
 QUERY_LINES = (PolicyVerdict, PolicyListed, TranscriptsListed, TranscriptsFolder, TranscriptShown, RediagnoseFinished)
