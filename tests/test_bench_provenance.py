@@ -114,6 +114,8 @@ def test_inference_sessions_refusals_are_one_line(
 def test_compare_says_what_its_sessions_can_detect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write(tmp_path / "a.json", 1.0)
     _write(tmp_path / "b.json", 1.02)
+    code = main(["bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--no-calibration"])
+    assert code == 0 and "spread between sessions 8.0% (assumed: not calibrated)" in capsys.readouterr().out
     widths = []
     for cv in ("0.04", "0.16"):
         code = main(["bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--session-cv", cv])

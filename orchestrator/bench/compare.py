@@ -153,7 +153,7 @@ def compare_power(result: Comparison, calibration: Calibration | None, sessions:
         cv, source = settings.session_cv, "--session-cv"
     elif calibration is not None and calibration.headline_cv():
         cv, source = max(calibration.headline_cv().values()), "calibrated, the widest level"
-    elif result.between is not None and result.between.session_cv:
+    elif result.between is not None and result.between.mode == "sessions" and result.between.session_cv:
         cv, source = max(result.between.session_cv.values()), "from the sessions compared, the widest level"
     else:
         cv, source = settings.default_session_cv, "assumed: not calibrated"
