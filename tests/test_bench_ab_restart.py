@@ -187,3 +187,17 @@ def test_power_shrinks_with_cycles_and_cycles_for_meets_it() -> None:
     assert n is not None and detectable(sd, n, alpha=0.05, paired=True) <= 0.30 < detectable(sd, n - 1, alpha=0.05, paired=True)  # type: ignore[operator]
     assert detectable(sd, 1, alpha=0.05, paired=True) is None
     assert "at 6 cycles" in plan_power(SPEC, 2, 6, Settings()) and "8% between sessions" in plan_power(SPEC, 2, 6, Settings())
+
+
+def test_a_restart_step_named_by_only_asks_for_the_two_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    step = {"id": "runtime.env", "check": "runtime.env", "priority": "P0", "kind": "restart", "where": "host"}
+    step |= {"title": "Unset CUDA_LAUNCH_BLOCKING in the server's launch environment and restart it"}
+    (tmp_path / "plan.json").write_text(json.dumps({"steps": [step]}))
+    argv = ["bench", "ab", "--plan", "plan.json", "--only", "runtime.env", "--base-url", "http://127.0.0.1:9", "--model", "m"]
+    assert main([*argv, "--yes", "--no-transcript"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "runtime.env needs a server restart (Unset CUDA_LAUNCH_BLOCKING" in err and "--arm base=" in err
+    assert "\n" not in err

@@ -97,10 +97,21 @@ def ab_steps(plan: Plan, only: Sequence[str] | None, options: AbOptions) -> list
         raise UsageError(str(exc.args[0])) from None
     apply_options = ApplyOptions(in_container=options.in_container)
     for step in steps:
+        if step.kind == "restart":
+            raise UsageError(restart_hint(step))
         status, reason = classify(step, apply_options)
         if status is not None:
             raise UsageError(f"{step.id} cannot be switched on this host ({status}: {reason})")
     return steps
+
+
+def restart_hint(step: PlanStep) -> str:
+    """What to give for a step that needs a server restart: the two commands, which rigaudit cannot derive."""
+    return (
+        f"{step.id} needs a server restart ({step.title}): measure it with arms that restart the server, "
+        "--arm base='COMMAND that starts the server as it runs now' --arm fix='COMMAND that starts it with the change' "
+        "(a systemd unit's restart, a docker run, benchmarks/restart_server.sh), without --plan/--only"
+    )
 
 
 async def _previews(host: Host, steps: Sequence[PlanStep]) -> list[StepView]:
