@@ -183,7 +183,8 @@ def _add_nccl(parser: argparse.ArgumentParser) -> None:
 
 
 def _inference(args: argparse.Namespace, session: Session) -> int:
-    from rigaudit.orchestrator.bench.explain import profile_options_from_args, run_profile, stray_profile_options
+    from rigaudit.orchestrator.bench.explain import run_profile
+    from rigaudit.orchestrator.commands._profile import profile_options_from_args, stray_profile_options
 
     if args.profile:
         if args.sessions != 1:
@@ -212,7 +213,7 @@ def _inference(args: argparse.Namespace, session: Session) -> int:
 
 
 def _add_inference(parser: argparse.ArgumentParser) -> None:
-    from rigaudit.orchestrator.bench.explain import add_profile_arguments
+    from rigaudit.orchestrator.commands._profile import add_profile_arguments
 
     add_inference_arguments(parser)
     parser.add_argument(
