@@ -240,3 +240,55 @@ def test_the_records_holding_a_key_a_lock_or_a_cache_keep_them_out_of_repr() -> 
     subject = Subject(("cat", "/etc/hostname"), LEXICAL)
     subject.path_problems()
     assert repr(subject) == f"Subject(argv=('cat', '/etc/hostname'), fs={LEXICAL!r})"
+
+
+class _Scaled(Record):
+    """A record of every kind of annotation postponed annotations leave as text."""
+
+    value: int
+    label: str = "x"
+    limit: ClassVar[int] = 3
+    quoted: "ClassVar[int]" = 5  # noqa: UP037 - the text 'ClassVar[int]', quoted again under postponed annotations
+    bare: ClassVar = 6
+    scale: dataclasses.InitVar[int] = 1
+
+    def __post_init__(self, scale: int) -> None:
+        object.__setattr__(self, "value", self.value * scale)
+
+
+def test_class_vars_are_no_fields_and_an_init_var_goes_to_post_init_only() -> None:
+    assert _Scaled.__record_fields__ == ("value", "label")
+    scaled = _Scaled(2, scale=3)
+    assert scaled.value == 6
+    assert "scale" not in vars(scaled)
+    assert as_dict(scaled) == {"value": 6, "label": "x"}
+    assert scaled == _Scaled(6) and repr(scaled) == "_Scaled(value=6, label='x')"
+    assert (_Scaled.limit, _Scaled.quoted, _Scaled.bare) == (3, 5, 6)
+
+
+def test_an_init_var_needs_a_post_init_to_take_it() -> None:
+    with pytest.raises(TypeError, match="InitVar without a __post_init__"):
+
+        class _Lost(Record):
+            scale: dataclasses.InitVar[int] = 1
+
+
+def test_help_ides_and_hypothesis_see_a_record_s_fields() -> None:
+    import inspect
+    import pydoc
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    signature = inspect.signature(_Scaled)
+    assert list(signature.parameters) == ["value", "label", "scale"]
+    assert signature.parameters["value"].annotation is int
+    assert signature.parameters["label"].default == "x"
+    assert signature.parameters["scale"].annotation is int
+    assert "_Scaled(value: int, label: str = 'x', scale: int = 1)" in pydoc.render_doc(_Scaled, renderer=pydoc.plaintext)
+
+    @given(st.builds(_Scaled))
+    def made_by_hypothesis(made: _Scaled) -> None:
+        assert isinstance(made, _Scaled) and isinstance(made.value, int)
+
+    made_by_hypothesis()

@@ -47,6 +47,8 @@ _R = TypeVar("_R", bound="Record")
 _SHARED = (list, dict, set, bytearray)
 """Defaults that one record could change under every other's feet (a mutable record too)."""
 _CLASS_LEVEL = ("ClassVar", "typing.ClassVar", "Final", "typing.Final")
+_INIT_ONLY = ("InitVar", "dataclasses.InitVar")
+"""Annotations of arguments ``__init__`` takes and gives to ``__post_init__`` without storing them."""
 
 
 class _Field:
@@ -81,10 +83,55 @@ def _declared(cls: type) -> dict[str, str]:
         annotations = getattr(cls, "__annotations__", {})
     found: dict[str, str] = {}
     for name, annotation in annotations.items():
-        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
-        if text.split("[", 1)[0].strip() not in _CLASS_LEVEL:
+        text = _text(annotation)
+        if _head(text) not in _CLASS_LEVEL:
             found[name] = text
     return found
+
+
+def _text(annotation: object) -> str:
+    """An annotation as written, without the quotes a string annotation keeps under postponed annotations."""
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        while len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1].strip()
+        return text
+    if isinstance(annotation, dataclasses.InitVar):
+        return "InitVar"
+    origin = getattr(annotation, "__origin__", None)
+    if origin is ClassVar or annotation is ClassVar:
+        return "ClassVar"
+    return getattr(annotation, "__name__", repr(annotation))
+
+
+def _head(text: str) -> str:
+    """``"ClassVar"`` of ``"typing.ClassVar[int]"``: the name an annotation's subscript follows."""
+    return text.split("[", 1)[0].strip()
+
+
+class _Signature:
+    """``inspect.signature`` of a record class: its fields, made on first use (inspect is not imported before)."""
+
+    def __get__(self, instance: object, owner: type[Record]) -> Any:
+        import inspect
+        import typing
+
+        try:
+            hints = typing.get_type_hints(owner)
+        except Exception:  # a name only a type checker sees: the annotation as written
+            hints = {}
+        params = []
+        for name in owner.__record_init__:
+            default = owner.__record_defaults__.get(name, inspect.Parameter.empty)
+            if isinstance(default, _Field):
+                default = inspect.Parameter.empty if default.default_factory is not None else default.default
+            annotation = hints.get(name, owner.__record_types__.get(name, inspect.Parameter.empty))
+            if isinstance(annotation, dataclasses.InitVar):
+                annotation = annotation.type
+            params.append(
+                inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation)
+            )
+        return inspect.Signature(params, return_annotation=None)
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
@@ -92,6 +139,11 @@ class Record:
     """The base of a record; see the module's docstring."""
 
     __record_fields__: ClassVar[tuple[str, ...]] = ()
+    """The fields a record holds, in order (what ``==``, hash, ``repr``, :func:`replace` and :func:`as_dict` see)."""
+    __record_init__: ClassVar[tuple[str, ...]] = ()
+    """The arguments of ``__init__``, in order: the fields and the ``InitVar`` ones given to ``__post_init__``."""
+    __record_init_only__: ClassVar[tuple[str, ...]] = ()
+    __signature__: ClassVar[Any] = _Signature()
     __record_shown__: ClassVar[tuple[str, ...]] = ()
     """The fields ``repr`` shows: all but those declared with ``field(repr=False)``."""
     __record_defaults__: ClassVar[dict[str, object]] = {}
@@ -134,10 +186,16 @@ class Record:
         for name, value in defaults.items():  # a plain default stays a class attribute, as a dataclass's does
             if isinstance(value, _Field) and name in cls.__dict__:
                 delattr(cls, name)
+        init_only = tuple(name for name in names if _head(types[name]) in _INIT_ONLY)
+        if init_only and not hasattr(cls, "__post_init__"):
+            raise TypeError(f"{cls.__qualname__}.{init_only[0]}: an InitVar without a __post_init__ to take it")
+        cls.__record_init__ = tuple(names)
+        cls.__record_init_only__ = init_only
+        names = [name for name in names if name not in init_only]
         cls.__record_fields__ = tuple(names)
         cls.__record_shown__ = tuple(name for name in names if name not in hidden)
         cls.__record_types__ = types
-        cls.__record_names__ = frozenset(names)
+        cls.__record_names__ = frozenset(cls.__record_init__)
         cls.__record_defaults__ = defaults
         cls.__record_frozen__ = frozen
         cls.__record_post_init__ = hasattr(cls, "__post_init__")
@@ -152,13 +210,14 @@ class Record:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = self.__class__
-        names = cls.__record_fields__
+        names = cls.__record_init__
+        held = self.__dict__
         if kwargs or len(args) != len(names):
-            _fill(self.__dict__, cls, args, kwargs)
+            _fill(held, cls, args, kwargs)
         else:  # every field given positionally: the common case, kept short (records are made in hot loops)
-            self.__dict__.update(zip(names, args))  # noqa: B905 - the lengths are equal (and 3.9 has no strict)
+            held.update(zip(names, args))  # noqa: B905 - the lengths are equal (and 3.9 has no strict)
         if cls.__record_post_init__:
-            self.__post_init__()  # type: ignore[attr-defined]
+            self.__post_init__(*[held.pop(name) for name in cls.__record_init_only__])  # type: ignore[attr-defined]
 
     def __setattr__(self, name: str, value: object) -> None:
         raise dataclasses.FrozenInstanceError(f"cannot assign {name!r}: a {type(self).__qualname__} is immutable")
@@ -183,7 +242,7 @@ class Record:
 
 def _fill(held: dict[str, object], cls: type[Record], args: tuple[object, ...], kwargs: dict[str, object]) -> None:
     """Set ``held`` from arguments that are not every field in order: keywords, defaults, or a wrong call."""
-    names = cls.__record_fields__
+    names = cls.__record_init__
     if len(args) > len(names):
         raise TypeError(f"{cls.__qualname__}() takes {len(names)} arguments, {len(args)} given")
     if args:
