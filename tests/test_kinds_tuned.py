@@ -38,3 +38,13 @@ def test_without_tuned_the_governor_fix_stays_a_write() -> None:
 
     finding = by_check(faults.governor(ALL["hgx-h100-jammy"]))["power.governor"]
     assert finding.fix is not None and any(isinstance(a, SysfsWriteAction) for a in finding.fix.actions)
+
+
+def test_thp_defrag_set_by_a_tuned_profile_is_fixed_by_a_profile() -> None:
+    """Before: 'echo madvise > /sys/kernel/mm/transparent_hugepage/defrag' and a tmpfiles.d line, which tuned's
+    [vm] plugin undoes when it applies its profile again."""
+    thp = by_check(faults.tuned_thp_defrag(RHEL))["kernel.thp"]
+    assert (thp.status, thp.severity) == ("problem", "low"), thp.observed
+    assert thp.fix is not None and "[vm] transparent_hugepage.defrag=always" in thp.fix.summary
+    assert not any(isinstance(a, SysfsWriteAction) for a in thp.fix.actions)
+    assert "include=llm-serving" in " ".join(getattr(a, "description", "") for a in thp.fix.actions)

@@ -71,7 +71,7 @@ PERSISTENCE_BY_UNIT = Deliberate(
 )
 DELIBERATE: tuple[Deliberate, ...] = (FORWARD_COMPAT, MIG_IN_USE, TUNED_PROFILE, PERSISTENCE_BY_UNIT)
 
-COMPAT_LIBCUDA = re.compile(r"/cuda(?:-(\d+)\.(\d+))?/compat(?:/lib(?:\.real)?)?/libcuda\.so\.(\d+)\.\d+(?:\.\d+)?$")
+COMPAT_LIBCUDA = r"/cuda(?:-(\d+)\.(\d+))?/compat(?:/lib(?:\.real)?)?/libcuda\.so\.(\d+)\.\d+(?:\.\d+)?$"
 """A libcuda of the CUDA forward-compatibility package: ``/usr/local/cuda-12.8/compat/libcuda.so.570.124.06`` (the
 NGC images' ``/usr/local/cuda/compat/lib.real/`` too)."""
 
@@ -102,7 +102,7 @@ class CompatLibrary(Record):
 
 
 def compat_library(path: str) -> CompatLibrary | None:
-    match = COMPAT_LIBCUDA.search(path)
+    match = re.search(COMPAT_LIBCUDA, path)
     if match is None:
         return None
     branch = int(match.group(3))

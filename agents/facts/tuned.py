@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import configparser
 
+from rigaudit.agents.facts.deliberate import TUNED_PROFILE
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
+from rigaudit.tools.model.finding import CommandAction, Fix
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"
 _ROOTS = ("/etc/tuned", "/etc/tuned/profiles", "/usr/lib/tuned", "/usr/lib/tuned/profiles")
@@ -86,3 +88,38 @@ async def collect_tuned(probe: Probe) -> TunedState | None:
     for name in active.split()[:4]:
         await _profile(probe, name, 0, settings, unread, refs)
     return TunedState(service, active, settings, tuple(unread), tuple(dict.fromkeys(refs)))
+
+
+TUNED_OVERRIDE = "rigaudit-performance"
+
+
+def by_tuned(tuned: TunedState | None, section: str, option: str, value: str, fix: Fix) -> tuple[Fix, str]:
+    """``fix`` itself, or, where tuned's active profile sets ``[section] option``, the profile that overrides it (a
+    direct write lasts only until tuned applies its profile again); with the sentence that says why."""
+    owned = tuned.owns(section, option) if tuned is not None else None
+    if tuned is None or owned is None:
+        return fix, ""
+    conf = f"/etc/tuned/{TUNED_OVERRIDE}/tuned.conf"
+    base = ",".join(tuned.active.split()) if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
+    profile_fix = Fix(
+        kind="runtime",
+        where=fix.where,
+        summary=f"Override {option} in a tuned profile: tuned's active profile '{tuned.active}' sets "
+        f"[{section}] {option}={owned} and applies it again on every restart",
+        actions=(
+            CommandAction(
+                description=f"write {conf}: '[main]' 'include={base}' '[{section}]' '{option}={value}' (the rest of "
+                f"'{base}' stays as it is)"
+            ),
+            CommandAction(description=f"tuned-adm profile {TUNED_OVERRIDE}", argv=("tuned-adm", "profile", TUNED_OVERRIDE)),
+        ),
+        risk="low",
+        verify=f"tuned-adm active  -> {TUNED_OVERRIDE}; {fix.verify}",
+        revert=f"tuned-adm profile {tuned.active}",
+        persist="tuned applies the selected profile at every boot",
+    )
+    note = (
+        f" Deliberate ownership: TuneD is active with profile '{tuned.active}', which sets [{section}] {option}={owned}; "
+        f"tuned re-applies its profile when it restarts, so the fix is a profile ({TUNED_PROFILE.source})."
+    )
+    return profile_fix, note

@@ -330,3 +330,24 @@ def init_on_alloc_default(spec: HostSpec) -> HostSpec:
     """``init_on_alloc=0`` dropped from the boot line: the kernel's default (Ubuntu's: zero every allocation)."""
     words = " ".join(w for w in spec.os.cmdline.split() if not w.startswith("init_on_alloc="))
     return _named(replace(spec, os=replace(spec.os, cmdline=words)), "init-on-alloc", "init_on_alloc=0 not on the boot line")
+
+
+def tuned_thp_defrag(spec: HostSpec) -> HostSpec:
+    """A custom tuned profile (``/etc/tuned/llm-serving``, including throughput-performance) that sets THP's defrag to
+    always: page faults stall in direct compaction (compact_stall grows), and tuned applies the setting again on every
+    restart."""
+
+    def apply(built: Built) -> None:
+        tree = built.tree
+        tree.file(
+            "/etc/tuned/llm-serving/tuned.conf",
+            "[main]\nsummary=LLM serving\ninclude=throughput-performance\n\n[vm]\ntransparent_hugepage.defrag=always\n",
+        )
+        vmstat = tree.files.get("/proc/vmstat", b"").decode()
+        tree.file("/proc/vmstat", vmstat.replace("compact_stall 0\n", "compact_stall 18234\n"))
+
+    fault = Fault("tuned-thp-defrag", "a tuned profile sets THP defrag always", apply)
+    changed = replace(
+        spec, os=replace(spec.os, tuned="llm-serving", thp="always", thp_defrag="always"), faults=(*spec.faults, fault)
+    )
+    return _named(changed, "tuned-thp-defrag", "tuned profile llm-serving sets transparent_hugepage.defrag=always")

@@ -11,6 +11,7 @@ from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.tuned import TunedState, collect_tuned
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
 from rigaudit.tools.model.finding import Area, Where
@@ -63,6 +64,8 @@ class KernelParamsFacts(Record):
     p2p: P2pContext
     boot: BootLine
     refs: Mapping[str, tuple[str, ...]]
+    tuned: TunedState | None = None
+    """tuned's state: a [vm] setting its active profile sets is fixed by a profile."""
 
 
 def selected(text: str | None) -> str | None:
@@ -132,6 +135,7 @@ async def collect(probe: Probe) -> KernelParamsFacts:
         swap_free_kb=_meminfo_kb(meminfo, "SwapFree"),
         p2p=await collect_p2p_context(probe, inventory),
         boot=await collect_boot_line(probe),
+        tuned=await collect_tuned(probe),
         refs={
             "iommu": (file_ref(CMDLINE), *group_refs, *((command_ref(["dmesg"]),) if iommu_line else ())),
             "thp": (file_ref(f"{THP}/enabled"), file_ref(f"{THP}/defrag"), file_ref("/proc/vmstat")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.kernel.params import AREA, THP, KernelParamsFacts, fix_where
 from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
@@ -58,6 +59,7 @@ def judge_thp(facts: KernelParamsFacts) -> Finding:
         revert=f"echo {facts.thp_defrag} > {path}",
         persist="echo 'w /sys/kernel/mm/transparent_hugepage/defrag - - - - madvise' > /etc/tmpfiles.d/90-rigaudit-thp.conf",
     )
+    fix, by_tuned_note = by_tuned(facts.tuned, "vm", "transparent_hugepage.defrag", "madvise", fix)
     return problem(
         check,
         AREA,
@@ -67,7 +69,7 @@ def judge_thp(facts: KernelParamsFacts) -> Finding:
         expected="defrag madvise (or defer) on a serving host",
         explanation="With THP 'always' and synchronous defrag, a page fault that cannot get a huge page compacts memory "
         "in the faulting thread: the CPU thread feeding the GPUs stalls for milliseconds. compact_stall counts these "
-        "stalls since boot. defrag=madvise keeps huge pages where asked for and removes the stalls elsewhere.",
+        "stalls since boot. defrag=madvise keeps huge pages where asked for and removes the stalls elsewhere." + by_tuned_note,
         fix=fix,
         evidence=evidence,
     )

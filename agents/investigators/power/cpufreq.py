@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
-from rigaudit.agents.facts.deliberate import TUNED_PROFILE as DELIBERATE_TUNED
+from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.power.cpu_facts import (
     AREA,
@@ -21,7 +21,7 @@ from rigaudit.agents.investigators.power.cpu_facts import (
     oneshot_unit,
 )
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, SysfsWriteAction
+from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
 
 _GOVERNOR = "scaling_governor"
 _EPP = "energy_performance_preference"
@@ -66,40 +66,8 @@ def _set_performance(facts: CpuPowerFacts, name: str, summary: str, paths: tuple
     )
 
 
-TUNED_OVERRIDE = "rigaudit-performance"
-
-
 def _by_tuned(facts: CpuPowerFacts, option: str, value: str, fix: Fix) -> tuple[Fix, str]:
-    """``fix`` itself, or, where tuned's active profile sets ``[cpu] option``, the profile that overrides it (a
-    direct write would last only until tuned applies its profile again)."""
-    tuned = facts.tuned_state
-    owned = tuned.owns("cpu", option) if tuned is not None else None
-    if tuned is None or owned is None:
-        return fix, ""
-    conf = f"/etc/tuned/{TUNED_OVERRIDE}/tuned.conf"
-    base = ",".join(tuned.active.split()) if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
-    profile_fix = Fix(
-        kind="runtime",
-        where=fix.where,
-        summary=f"Override {option} in a tuned profile: tuned's active profile '{tuned.active}' sets "
-        f"[cpu] {option}={owned} and applies it again on every restart",
-        actions=(
-            CommandAction(
-                description=f"write {conf}: '[main]' 'include={base}' '[cpu]' '{option}={value}' (the rest of "
-                f"'{base}' stays as it is)"
-            ),
-            CommandAction(description=f"tuned-adm profile {TUNED_OVERRIDE}", argv=("tuned-adm", "profile", TUNED_OVERRIDE)),
-        ),
-        risk="low",
-        verify=f"tuned-adm active  -> {TUNED_OVERRIDE}; {fix.verify}",
-        revert=f"tuned-adm profile {tuned.active}",
-        persist="tuned applies the selected profile at every boot",
-    )
-    note = (
-        f" Deliberate ownership: TuneD is active with profile '{tuned.active}', which sets [cpu] {option}={owned}; "
-        f"tuned re-applies its profile when it restarts, so the fix is a profile ({DELIBERATE_TUNED.source})."
-    )
-    return profile_fix, note
+    return by_tuned(facts.tuned_state, "cpu", option, value, fix)
 
 
 def _problem(check: Check, name: str, bad: dict[str, list[int]], severity: Severity, explanation: str, fix: Fix) -> Finding:

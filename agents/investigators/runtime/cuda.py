@@ -32,7 +32,7 @@ class CudaCompatFacts(Record):
     compat_refs: tuple[str, ...] = ()
 
 
-_MAPPED_LIBCUDA = re.compile(r"(?m)\s(/\S*/libcuda\.so\.\d+\.\d+(?:\.\d+)?)\s*$")
+_MAPPED_LIBCUDA = r"(?m)\s(/\S*/libcuda\.so\.\d+\.\d+(?:\.\d+)?)\s*$"
 
 
 async def collect_cuda(
@@ -43,7 +43,7 @@ async def collect_cuda(
     for server in servers:
         maps = await probe.text(f"/proc/{server.pid}/maps")
         refs.append(file_ref(f"/proc/{server.pid}/maps"))
-        for match in _MAPPED_LIBCUDA.finditer(maps or ""):
+        for match in re.finditer(_MAPPED_LIBCUDA, maps or ""):
             if (lib := compat_library(match.group(1))) is not None:
                 found.setdefault(lib.path, lib)
     return CudaCompatFacts(platform, inventory, await probe.nvml(CUDA_DRIVER_FN), tuple(found.values()), tuple(refs))
