@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rigaudit.orchestrator.bench.restart import RestartOptions, run_restart_ab  # noqa: E402
-from rigaudit.orchestrator.change.approval import Approver  # noqa: E402
+from rigaudit.orchestrator.change.approval import StepApprover  # noqa: E402
 from rigaudit.tools.bench.ab import analyze  # noqa: E402
 from rigaudit.tools.bench.compare import Settings  # noqa: E402
 from rigaudit.tools.bench.loadgen import LoadSpec  # noqa: E402
@@ -45,7 +45,7 @@ def one(folder: Path, seed: int, gain: float, cycles: int, session_cv: float, re
     arms = [ArmCommand(n, f"echo {n} >> {state}") for n in ("base", "fix")]
     journal = folder / f"journal-{seed}.jsonl"
     outcome = run_restart_ab(
-        arms, SPEC, Approver("", assume_yes=True), journal, RestartOptions(cycles=cycles), Settings(), load=server.load()
+        arms, SPEC, StepApprover("", assume_yes=True), journal, RestartOptions(cycles=cycles), Settings(), load=server.load()
     )
     level = analyze(outcome.result).arms[0].levels[0]
     return {

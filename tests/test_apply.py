@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan
-from rigaudit.orchestrator.change.approval import Approver, ScriptedConsole
+from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover
 from rigaudit.tools.actions.journal import Journal, read_journal
 from rigaudit.tools.actions.rollback import rollback
 from rigaudit.tools.core.errors import NotApprovedError
@@ -28,7 +28,7 @@ def ram(tmp_path: Path) -> Iterator[Path]:
 
 
 def _apply(
-    host: Host, plan: Plan, journal: Path, approver: Approver, events: list[Event] | None = None, **options: object
+    host: Host, plan: Plan, journal: Path, approver: StepApprover, events: list[Event] | None = None, **options: object
 ) -> ApplyReport:
     sink = events if events is not None else []
     opts = ApplyOptions(**options)  # type: ignore[arg-type]
@@ -39,9 +39,9 @@ def _apply(
     return anyio.run(main)
 
 
-def _yes(plan: Plan, events: list[Event] | None = None) -> Approver:
+def _yes(plan: Plan, events: list[Event] | None = None) -> StepApprover:
     emit = events.append if events is not None else None
-    return Approver(plan.digest(), assume_yes=True, interactive=False, who="test@here", emit=emit)
+    return StepApprover(plan.digest(), assume_yes=True, interactive=False, who="test@here", emit=emit)
 
 
 def _status(report: ApplyReport) -> dict[str, str]:
@@ -213,7 +213,7 @@ def test_quit_stops_at_once_and_later_steps_are_not_attempted(ram: Path) -> None
     host = _memory_host()
     plan = _small_plan()
     console = ScriptedConsole(["quit"])
-    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
+    approver = StepApprover(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
     report = _apply(host, plan, ram / "j.jsonl", approver)
     assert _status(report) == {"power.cstates": "not_attempted", "numa.balancing": "not_attempted"}
     assert report.quit and host.writes == []
@@ -224,7 +224,7 @@ def test_no_skips_one_step_and_asks_about_the_next(ram: Path) -> None:
     host = _memory_host()
     plan = _small_plan()
     console = ScriptedConsole(["no", "yes"])
-    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
+    approver = StepApprover(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
     report = _apply(host, plan, ram / "j.jsonl", approver)
     assert _status(report) == {"power.cstates": "declined", "numa.balancing": "applied"}
     assert host.files[CPUIDLE[0]] == b"0\n" and host.files[NUMA] == b"0\n"
@@ -236,7 +236,7 @@ def test_no_skips_one_step_and_asks_about_the_next(ram: Path) -> None:
 def test_without_a_terminal_or_yes_nothing_changes_and_no_journal_is_left(ram: Path) -> None:
     host = _memory_host()
     plan = _small_plan()
-    approver = Approver(plan.digest(), assume_yes=False, interactive=False)
+    approver = StepApprover(plan.digest(), assume_yes=False, interactive=False)
     with pytest.raises(NotApprovedError, match="no terminal"):
         _apply(host, plan, ram / "j.jsonl", approver)
     assert host.writes == [] and not (ram / "j.jsonl").exists()
@@ -247,7 +247,7 @@ def test_steps_already_in_place_are_not_asked_about(ram: Path) -> None:
     plan = _small_plan()
     _apply(host, plan, ram / "j1.jsonl", _yes(plan))
     console = ScriptedConsole([])
-    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console)
+    approver = StepApprover(plan.digest(), assume_yes=False, interactive=True, console=console)
     report = _apply(host, plan, ram / "j2.jsonl", approver)
     assert _status(report) == {"power.cstates": "unchanged", "numa.balancing": "unchanged"}
     assert console.asked == []
@@ -355,7 +355,7 @@ def test_persist_is_approved_separately(ram: Path) -> None:
     host = MemoryHost({NUMA: b"1\n"})
     plan = Plan(steps=(_small_plan().steps[1],))
     console = ScriptedConsole(["yes", "no"])
-    approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
+    approver = StepApprover(plan.digest(), assume_yes=False, interactive=True, console=console, who="t@h")
     report = _apply(host, plan, ram / "j.jsonl", approver, persist=True)
     assert console.asked == ["Apply numa.balancing?", "Write these files so the changes survive a reboot?"]
     assert "/etc/sysctl.d/90-rigaudit.conf: absent -> 2 lines" in console.shown[-1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.orchestrator.change.approval import Approver, ScriptedConsole, require_approval
+from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover, require_approval
 from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.model.events.apply import ApprovalDecided
@@ -23,10 +23,10 @@ def _view(step_id: str) -> StepView:
     )
 
 
-def _gate(answers: list[str], events: list[Event] | None = None) -> tuple[Approver, ScriptedConsole]:
+def _gate(answers: list[str], events: list[Event] | None = None) -> tuple[StepApprover, ScriptedConsole]:
     console = ScriptedConsole(answers)
     sink = events if events is not None else []
-    approver = Approver("hash1", assume_yes=False, interactive=True, console=console, emit=sink.append, who="ana@laptop")
+    approver = StepApprover("hash1", assume_yes=False, interactive=True, console=console, emit=sink.append, who="ana@laptop")
     return approver, console
 
 
@@ -74,7 +74,7 @@ def test_an_unknown_answer_is_asked_again() -> None:
 
 def test_no_terminal_without_yes_refuses_and_never_asks() -> None:
     console = ScriptedConsole([])
-    approver = Approver("h", assume_yes=False, interactive=False, console=console)
+    approver = StepApprover("h", assume_yes=False, interactive=False, console=console)
     with pytest.raises(NotApprovedError) as raised:
         approver.decide(_view("a"))
     assert raised.value.exit_code == 3
@@ -84,7 +84,7 @@ def test_no_terminal_without_yes_refuses_and_never_asks() -> None:
 
 def test_yes_flag_approves_without_a_terminal_and_says_so() -> None:
     events: list[Event] = []
-    approver = Approver("h", assume_yes=True, interactive=False, emit=events.append, who="ci@runner")
+    approver = StepApprover("h", assume_yes=True, interactive=False, emit=events.append, who="ci@runner")
     approval = approver.decide(_view("a"))
     assert approval.decision == "auto" and approval.note == "--yes" and approval.approved
     assert isinstance(events[0], ApprovalDecided) and events[0].decision == "auto"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.bench.ab import AbOptions, Load, ab_steps, arms_for, run_ab
-from rigaudit.orchestrator.change.approval import Approver
+from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.actions.rollback import pending_changes
@@ -163,7 +163,7 @@ def test_a_switch_that_fails_mid_run_rolls_everything_back(work: Path, fail_at: 
             plan,
             steps,
             spec,
-            Approver("h", assume_yes=True),
+            StepApprover("h", assume_yes=True),
             work / "j.jsonl",
             options,
         )
@@ -248,7 +248,13 @@ def test_a_step_already_in_place_is_refused(work: Path) -> None:
     spec = LoadSpec("http://127.0.0.1:9", "m")
     with pytest.raises(UsageError, match="already in place on ab-host: A and B would be the same"):
         run_ab(
-            lambda: SnapshotHost(work / "src"), plan, steps, spec, Approver("h", assume_yes=True), work / "j.jsonl", AbOptions()
+            lambda: SnapshotHost(work / "src"),
+            plan,
+            steps,
+            spec,
+            StepApprover("h", assume_yes=True),
+            work / "j.jsonl",
+            AbOptions(),
         )
     assert not (work / "j.jsonl").exists()
 

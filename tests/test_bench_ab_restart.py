@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.bench.restart import RestartOptions, plan_power, run_restart_ab
-from rigaudit.orchestrator.change.approval import Approver
+from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.bench.ab import analyze
@@ -47,7 +47,7 @@ def _arms(server: RestartedServer, *names: str, fail: str | None = None) -> list
 def _run(server: RestartedServer, arms: list[ArmCommand], tmp_path: Path, **options: object) -> tuple[object, Path]:
     journal = tmp_path / "j.jsonl"
     opts = RestartOptions(cycles=int(options.pop("cycles", 3)), **options)  # type: ignore[arg-type]
-    outcome = run_restart_ab(arms, SPEC, Approver("", assume_yes=True), journal, opts, Settings(), load=server.load())
+    outcome = run_restart_ab(arms, SPEC, StepApprover("", assume_yes=True), journal, opts, Settings(), load=server.load())
     return outcome, journal
 
 
@@ -120,7 +120,7 @@ def test_nothing_answering_before_the_first_restart_is_refused(server: Restarted
 def test_not_approved_restarts_nothing(server: RestartedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("rigaudit.orchestrator.change.approval.is_interactive", lambda: False)
     with pytest.raises(NotApprovedError):
-        approver = Approver("", assume_yes=False)
+        approver = StepApprover("", assume_yes=False)
         run_restart_ab(_arms(server, "base", "fix"), SPEC, approver, tmp_path / "j", RestartOptions(), Settings())
     assert server.lines() == ["base"] and not (tmp_path / "j").exists()
 

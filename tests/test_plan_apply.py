@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from rigaudit.orchestrator.change.apply import AfterStep, ApplyOptions, ApplyReport, StepReport, apply_plan, go_on, load_plan_file
-from rigaudit.orchestrator.change.approval import Approver, ScriptedConsole
+from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.finding import CommandAction, SysctlAction, SysfsWriteAction
@@ -57,9 +57,9 @@ def _run(
     **options: object,
 ) -> ApplyReport:
     if answers is None:
-        approver = Approver(plan.digest(), assume_yes=True, interactive=False, who="t@h")
+        approver = StepApprover(plan.digest(), assume_yes=True, interactive=False, who="t@h")
     else:
-        approver = Approver(plan.digest(), assume_yes=False, interactive=True, console=ScriptedConsole(answers), who="t@h")
+        approver = StepApprover(plan.digest(), assume_yes=False, interactive=True, console=ScriptedConsole(answers), who="t@h")
 
     async def main() -> ApplyReport:
         settings = ApplyOptions(**options)  # type: ignore[arg-type]

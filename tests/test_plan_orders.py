@@ -18,7 +18,7 @@ import anyio
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan
-from rigaudit.orchestrator.change.approval import Approver
+from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.orchestrator.fleet.analysis import fleet_plan
 from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
@@ -52,7 +52,7 @@ def _before(plan: Plan, first: str, then: str) -> bool:
 
 def _apply(plan: Plan, tmp_path: Path) -> ApplyReport:
     """Apply with every step approved, on a host with nothing in it (a blocked step reads nothing)."""
-    approver = Approver(plan.digest(), assume_yes=True, interactive=False, who="t@h")
+    approver = StepApprover(plan.digest(), assume_yes=True, interactive=False, who="t@h")
 
     async def main() -> ApplyReport:
         return await apply_plan(

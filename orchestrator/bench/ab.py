@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.change.apply import ApplyOptions, classify, emit_results, selected_steps
-from rigaudit.orchestrator.change.approval import Approver
+from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.orchestrator.change.rollback import emit_restores
 from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.journal import Journal, JournalError, read_journal
@@ -256,7 +256,7 @@ def run_ab(
     plan: Plan,
     steps: Sequence[PlanStep],
     spec: LoadSpec,
-    approver: Approver,
+    approver: StepApprover,
     journal_path: Path,
     options: AbOptions,
     *,

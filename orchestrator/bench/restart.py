@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.change.approval import Approver
+from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.tools.actions.journal import Journal, JournalError
 from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.bench.ab import AbResult, ArmResult, Visit
@@ -191,7 +191,7 @@ def check_arms(arms: Sequence[ArmCommand], options: RestartOptions) -> ArmComman
 def run_restart_ab(
     arms: Sequence[ArmCommand],
     spec: LoadSpec,
-    approver: Approver,
+    approver: StepApprover,
     journal_path: Path,
     options: RestartOptions,
     settings: Settings,

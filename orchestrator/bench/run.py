@@ -555,7 +555,7 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPU
 
     from rigaudit.orchestrator.bench.ab import AbOptions, ab_steps, run_ab
     from rigaudit.orchestrator.change.apply import load_plan
-    from rigaudit.orchestrator.change.approval import Approver
+    from rigaudit.orchestrator.change.approval import StepApprover
     from rigaudit.orchestrator.hosts.choose import in_container
     from rigaudit.orchestrator.hosts.snapshots import copy_snapshot
     from rigaudit.tools.bench.ab import analyze
@@ -566,7 +566,7 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPU
     inside = anyio.run(in_container, source)
     options = AbOptions(cycles=bench.cycles, settle=bench.settle, together=bench.together, in_container=inside)
     steps = ab_steps(plan, list(bench.only), options)
-    approver = Approver(plan.digest(), assume_yes=bench.assume_yes, emit=emit)
+    approver = StepApprover(plan.digest(), assume_yes=bench.assume_yes, emit=emit)
     approver.ensure_possible(f"nothing switched ({len(steps)} step(s) waiting for approval)")
     if bench.snapshot is not None and bench.into is not None:
         copy_snapshot(bench.snapshot, bench.into.absolute())
@@ -616,14 +616,14 @@ class RestartBench(Record):
 def run_restart_bench(bench: RestartBench, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> AbDone:
     """Say what it can detect, ask once, restart before every visit, leave the server as found; report it."""
     from rigaudit.orchestrator.bench.restart import RestartOptions, check_arms, plan_power, run_restart_ab
-    from rigaudit.orchestrator.change.approval import Approver
+    from rigaudit.orchestrator.change.approval import StepApprover
     from rigaudit.tools.bench.ab import analyze
     from rigaudit.tools.bench.render import ab_table
 
     options = RestartOptions(cycles=bench.cycles, settle=bench.settle, ready_timeout_s=bench.ready_timeout_s, end_on=bench.end_on)
     check_arms(bench.arms, options)
     emit(Output(text=plan_power(bench.spec, len(bench.arms), bench.cycles, bench.settings)))
-    approver = Approver("", assume_yes=bench.assume_yes, emit=emit)
+    approver = StepApprover("", assume_yes=bench.assume_yes, emit=emit)
     outcome = run_restart_ab(bench.arms, bench.spec, approver, bench.journal, options, bench.settings, progress=_progress(emit))
     result = outcome.result
     comparison = analyze(result, bench.settings)

@@ -17,7 +17,7 @@ from typing import Literal
 import anyio
 from pydantic import ValidationError
 
-from rigaudit.orchestrator.change.approval import Approver
+from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.journal import Approval, Journal
 from rigaudit.tools.actions.ops import read_value
@@ -221,7 +221,7 @@ async def apply_plan(
     host: Host,
     plan: Plan,
     *,
-    approver: Approver,
+    approver: StepApprover,
     journal_path: Path,
     options: ApplyOptions | None = None,
     emit: EventSink | None = None,
@@ -389,7 +389,7 @@ def _persistable(report: ApplyReport) -> list[Action]:
     return actions
 
 
-async def _persist(host: Host, report: ApplyReport, approver: Approver, journal: Journal, emit: EventSink) -> None:
+async def _persist(host: Host, report: ApplyReport, approver: StepApprover, journal: Journal, emit: EventSink) -> None:
     actions = _persistable(report)
     report.persist_notes = manual_persist(actions)
     targets = await persist_targets(host, actions)

@@ -25,7 +25,7 @@ from rigaudit.orchestrator.change.apply import (
     classify,
     selected_steps,
 )
-from rigaudit.orchestrator.change.approval import Approver, Console
+from rigaudit.orchestrator.change.approval import Console, StepApprover
 from rigaudit.orchestrator.change.sections import apply_section
 from rigaudit.orchestrator.hosts.choose import in_container
 from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
@@ -84,7 +84,7 @@ def _step(entry: StepReport) -> AppliedStep:
     return AppliedStep(step_id=entry.step.id, status=entry.status, reason=entry.reason, changes=changes, problems=problems)
 
 
-def stopped_text(report: ApplyReport, approver: Approver | None = None) -> str:
+def stopped_text(report: ApplyReport, approver: StepApprover | None = None) -> str:
     """Why ``report`` ended early, in a few words (``""``: it ran to its end)."""
     if report.interrupted:
         return "interrupted (Ctrl-C)"
@@ -165,7 +165,7 @@ async def run_apply(
         steps = selected_steps(plan, request.only)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
-    approver = Approver(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
+    approver = StepApprover(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
     runnable = [s for s in steps if classify(s, options)[0] is None]
     if runnable:
         approver.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")

@@ -131,7 +131,7 @@ def is_interactive() -> bool:
         return False
 
 
-class Approver:
+class StepApprover:
     """Decides, step by step, whether a change may be made; remembers every decision."""
 
     def __init__(
@@ -220,12 +220,12 @@ def require_approval(
     plan_hash: str = "",
     where: str = "",
 ) -> Approval:
-    """Approver one action that is not a plan step (a benchmark that loads the GPUs, a rollback) on ``where``
+    """Approve one action that is not a plan step (a benchmark that loads the GPUs, a rollback) on ``where``
     (:func:`target_text`; default: this machine by its name).
 
     Returns the approval; raises :class:`NotApprovedError` when refused, or with no terminal and no ``--yes``.
     """
-    approver = Approver(plan_hash, assume_yes=assume_yes, interactive=interactive, console=console, emit=emit)
+    approver = StepApprover(plan_hash, assume_yes=assume_yes, interactive=interactive, console=console, emit=emit)
     view = StepView(
         step_id=what,
         title="",
@@ -246,9 +246,9 @@ __all__ = [
     "EOF_ANSWER",
     "TIMEOUT_ANSWER",
     "Approval",
-    "Approver",
     "Console",
     "ScriptedConsole",
+    "StepApprover",
     "TerminalConsole",
     "is_interactive",
     "require_approval",

@@ -1,7 +1,7 @@
 """The coordinator: what each conversation step does, through the same code as the commands.
 
 Audits run ``run_audit``; the report is ``write_report``; a runtime apply is ``apply_plan`` behind the
-approval :class:`~rigaudit.orchestrator.change.approval.Approver` (on a snapshot, into a copy, never the original);
+approval :class:`~rigaudit.orchestrator.change.approval.StepApprover` (on a snapshot, into a copy, never the original);
 benchmarks, compare and rollback are :mod:`rigaudit.orchestrator.bench.run` and
 :mod:`rigaudit.orchestrator.change.rollback`, called with typed settings, as the commands call them. Every step that writes
 or loads something asks first, through an injectable approval console. A step never raises: it
@@ -36,7 +36,7 @@ from rigaudit.orchestrator.bench.run import (
     run_p2p,
 )
 from rigaudit.orchestrator.change.apply import ApplyOptions, ApplyReport, apply_plan, classify
-from rigaudit.orchestrator.change.approval import Approver, Console, require_approval
+from rigaudit.orchestrator.change.approval import Console, StepApprover, require_approval
 from rigaudit.orchestrator.change.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.change.sections import apply_section
 from rigaudit.orchestrator.chat.intent import parse_intent
@@ -352,7 +352,7 @@ class Coordinator:
         runnable = [s for s in plan.steps if classify(s, options)[0] is None]
         if not runnable:
             return Outcome("done", "no runtime step can be applied here: " + _not_here(plan.steps, options))
-        approver = Approver(
+        approver = StepApprover(
             plan.digest(),
             assume_yes=self._assume_yes(),
             interactive=self.settings.interactive,
