@@ -13,7 +13,7 @@ import pytest
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, fail, final
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import build_parser, main
-from rigaudit.orchestrator.options.llm import add_llm_arguments, brain_from_args
+from rigaudit.orchestrator.commands._llm import add_llm_arguments, brain_from_args
 from rigaudit.tools.model.events.chat import LlmExchange
 from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.events.union import Event

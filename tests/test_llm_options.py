@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.llm import LLMBrain
-from rigaudit.orchestrator.options.llm import add_llm_arguments, brain_from_args, config_path, llm_config_from_args
+from rigaudit.orchestrator.commands._llm import add_llm_arguments, brain_from_args, config_path, llm_config_from_args
 from rigaudit.tools.core.errors import UsageError
 
 
@@ -104,7 +104,7 @@ def test_llm_without_a_server_is_one_clear_usage_error() -> None:
 
     import pytest
 
-    from rigaudit.orchestrator.options.llm import add_llm_arguments, llm_config_from_args
+    from rigaudit.orchestrator.commands._llm import add_llm_arguments, llm_config_from_args
     from rigaudit.tools.core.errors import UsageError
 
     parser = argparse.ArgumentParser()

@@ -1,1 +1,1 @@
-"""Option types and option groups shared by several commands (--llm, the model)."""
+"""Option types several commands and the work below them share: values checked as they are parsed, the screen."""
