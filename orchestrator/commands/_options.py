@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rigaudit.orchestrator.hosts.choose import HostSource
+from rigaudit.orchestrator.hosts.choose import DEMO_HELP, HostSource
+from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.options.screen import Screen
 
 
@@ -30,3 +31,37 @@ def transcript_path(args: argparse.Namespace) -> Path | None:
     """``--transcript FILE`` of a query command (``None``: not recorded)."""
     value = vars(args).get("transcript")
     return Path(value) if value is not None else None
+
+
+def add_host_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("what to audit (default: this machine)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--snapshot", metavar="DIR", type=Path, help="replay a snapshot written by `rigaudit snapshot`")
+    source.add_argument(
+        "--demo",
+        nargs="?",
+        const="default",
+        metavar="NAME",
+        help=f"replay {DEMO_HELP}",
+    )
+    group.add_argument(
+        "--replay-latency-ms",
+        type=number("a latency", least=0),
+        default=0.0,
+        metavar="N",
+        help="add N ms to every host operation (snapshots)",
+    )
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--no-live``, ``--transcript FILE`` and ``--no-transcript``: how a command's session is shown and recorded."""
+    group = parser.add_argument_group("output")
+    group.add_argument("--no-live", action="store_true", help="plain lines instead of the live board (pipes, CI)")
+    group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    group.add_argument("--no-transcript", action="store_true", help="do not record this session")
+
+
+def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") -> None:
+    """``--transcript FILE``: record this query's session there (by default it is not recorded)."""
+    text = help or "record this session to FILE (default: not recorded)"
+    parser.add_argument("--transcript", type=Path, metavar="FILE", help=text)

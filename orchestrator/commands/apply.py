@@ -34,13 +34,13 @@ from rigaudit.orchestrator.change.apply_run import ApplyRequest, run_apply
 from rigaudit.orchestrator.change.approval import TerminalConsole
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen
+from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, demo_path
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.report.output import check_writable
-from rigaudit.orchestrator.session.core import add_session_arguments, open_session
+from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.actions.journal import default_journal_path
 from rigaudit.tools.core.errors import UsageError

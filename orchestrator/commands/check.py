@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import host_source
+from rigaudit.orchestrator.commands._options import add_host_arguments, host_source
 from rigaudit.orchestrator.gate import (
     DEFAULT_DEADLINE_S,
     INTERNAL,
@@ -34,7 +34,7 @@ from rigaudit.orchestrator.gate import (
     without_cyclic_collector,
     without_pydantic_plugins,
 )
-from rigaudit.orchestrator.hosts.choose import add_host_arguments, open_host
+from rigaudit.orchestrator.hosts.choose import open_host
 from rigaudit.orchestrator.options.arguments import number
 from rigaudit.tools.core.errors import RigauditError, UsageError
 

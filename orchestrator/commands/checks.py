@@ -13,8 +13,8 @@ import sys
 from rigaudit.agents.catalog import catalog
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen, transcript_path
-from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
+from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
+from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed
 

@@ -30,9 +30,9 @@ import anyio
 from rigaudit.orchestrator.audit.diff import Side, diff_event, diff_json, load_side
 from rigaudit.orchestrator.audit.run import AuditOptions
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen, transcript_path
+from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.report.output import check_writable, write_json
-from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
+from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.diffing import ValuesDiff, diff_document, diff_findings, diff_snapshots, headline
 from rigaudit.tools.model.events.diff import DiffReported

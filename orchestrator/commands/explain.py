@@ -30,9 +30,9 @@ from pathlib import Path
 from rigaudit.orchestrator.bench.explain import explain_file
 from rigaudit.orchestrator.bench.run import Outputs
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen
+from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.commands._profile import add_profile_arguments, profile_options_from_args
-from rigaudit.orchestrator.session.core import add_session_arguments, open_session
+from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 
 

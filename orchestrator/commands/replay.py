@@ -26,10 +26,10 @@ from rich.text import Text
 
 from rigaudit.orchestrator.audit.rediagnose import rediagnose_json, rediagnosis
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen, transcript_path
+from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.report.output import check_writable, warn, write_json
-from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
+from rigaudit.orchestrator.session.query import query_session
 from rigaudit.orchestrator.ui.queries import when
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError

@@ -28,13 +28,13 @@ from pathlib import Path
 from rigaudit.orchestrator.change.apply import load_plan_file
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._model import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
-from rigaudit.orchestrator.commands._options import screen
+from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.plan.text import plan_gain
 from rigaudit.orchestrator.report.document import append_section, report_host
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.report.plots import draw_roofline, picture_markdown
-from rigaudit.orchestrator.session.core import add_session_arguments, open_session
+from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.pictures import roofline_bar
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message

@@ -15,10 +15,10 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen
+from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
 from rigaudit.orchestrator.hosts.snapshots import record_snapshot, share_snapshot
-from rigaudit.orchestrator.session.core import Session, add_session_arguments, open_session
+from rigaudit.orchestrator.session.core import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot_writer import check_target

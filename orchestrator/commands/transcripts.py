@@ -17,9 +17,9 @@ import argparse
 from pathlib import Path
 
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.commands._options import screen, transcript_path
+from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.report.output import warn
-from rigaudit.orchestrator.session.query import add_transcript_argument, query_session
+from rigaudit.orchestrator.session.query import query_session
 from rigaudit.orchestrator.session.transcripts import listed, summary
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.events.transcripts import TranscriptsFolder

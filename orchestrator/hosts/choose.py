@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from rigaudit.orchestrator.options.arguments import number
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.demo import DEMOS, cache_dir, demo_snapshot
-
-
-def add_host_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("what to audit (default: this machine)")
-    source = group.add_mutually_exclusive_group()
-    source.add_argument("--snapshot", metavar="DIR", type=Path, help="replay a snapshot written by `rigaudit snapshot`")
-    source.add_argument(
-        "--demo",
-        nargs="?",
-        const="default",
-        metavar="NAME",
-        help=f"replay {DEMO_HELP}",
-    )
-    group.add_argument(
-        "--replay-latency-ms",
-        type=number("a latency", least=0),
-        default=0.0,
-        metavar="N",
-        help="add N ms to every host operation (snapshots)",
-    )
-
 
 DEMO_HELP = f"a snapshot shipped with rigaudit ({', '.join(DEMOS)}); no GPU needed"
 

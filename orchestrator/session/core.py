@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import platform
 import sys
 from collections.abc import Iterator
@@ -14,14 +13,6 @@ from rigaudit.tools.core.version import rigaudit_version
 from rigaudit.tools.model.events.session import SessionEnded, SessionStarted, Warning_
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.events.union import Event
-
-
-def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--no-live``, ``--transcript FILE`` and ``--no-transcript``: how a command's session is shown and recorded."""
-    group = parser.add_argument_group("output")
-    group.add_argument("--no-live", action="store_true", help="plain lines instead of the live board (pipes, CI)")
-    group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
-    group.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 
 def versions() -> dict[str, str]:

@@ -5,7 +5,6 @@ What it shows is its events, drawn by the terminal; it is recorded only when ``-
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,12 +14,6 @@ from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import OperationError
-
-
-def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") -> None:
-    """``--transcript FILE``: record this query's session there (by default it is not recorded)."""
-    text = help or "record this session to FILE (default: not recorded)"
-    parser.add_argument("--transcript", type=Path, metavar="FILE", help=text)
 
 
 @contextmanager
