@@ -19,6 +19,17 @@ DEBT = {
 }
 """File: (``getattr(args`` count, takes a Namespace). Pay it by moving the reading into the commands."""
 
+ARGPARSE = {
+    "agents/llm/testing/server.py": "a test server's own command line (python -m)",
+    "tools/bench/fake_server.py": "a test server's own command line (python -m)",
+    "orchestrator/options/arguments.py": "argument types: they raise argparse.ArgumentTypeError",
+    "orchestrator/chat/coordinator.py": "the chat's /commands are parsed with the commands' options (debt)",
+    "orchestrator/bench/run.py": "bench's parser groups and readers (debt)",
+    "orchestrator/fleet/cli.py": "the fleet's parser group and reader (debt)",
+}
+"""What imports argparse below the commands, and why."""
+
+_ARGPARSE = re.compile(r"^\s*(import argparse|from argparse import)", re.M)
 _NAMESPACE = re.compile(r"argparse\.Namespace|\bNamespace\b")
 
 
@@ -46,3 +57,13 @@ def test_the_debt_list_is_true() -> None:
     """A file that paid its debt leaves the list (so the list is what remains)."""
     found = _offenders()
     assert {name: found.get(name) for name in DEBT} == DEBT
+
+
+def test_argparse_is_imported_below_the_commands_only_where_listed() -> None:
+    found = set()
+    for part in ("orchestrator", "agents", "tools", "transcripts"):
+        for path in sorted((ROOT / part).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            if not name.startswith(ALLOWED) and _ARGPARSE.search(path.read_text(encoding="utf-8")):
+                found.add(name)
+    assert found == set(ARGPARSE), "parse in orchestrator/commands and pass a typed record down"
