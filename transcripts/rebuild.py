@@ -1,4 +1,4 @@
-"""Rebuild a snapshot directory (``snapshot-format.md``) from a transcript's tool calls.
+"""Rebuild a snapshot directory (``docs/snapshot-format.md``) from a transcript's tool calls.
 
 Every path that was read, listed, checked or readlink'd reads back as it did: links recorded by
 ``readlink`` go to ``links.json`` and everything else is stored under its path *resolved through

@@ -2,7 +2,7 @@
 
 Runs every investigator's evidence collection (reads only; commands pass the policy first)
 through a recording host, then writes exactly what was read to DIR in the snapshot format
-(see snapshot-format.md): atomically, with secrets redacted. The snapshot replays anywhere:
+(see docs/snapshot-format.md): atomically, with secrets redacted. The snapshot replays anywhere:
 `rigaudit audit --snapshot DIR`.
 """
 

@@ -1,7 +1,7 @@
 """An in-memory snapshot (snapshot format v1) that builders fill and :meth:`Tree.write` puts on disk.
 
 Paths are host paths (absolute). A file set twice keeps the last content; links, directories and
-unreadable entries follow snapshot-format.md exactly, so what is written replays through SnapshotHost.
+unreadable entries follow docs/snapshot-format.md exactly, so what is written replays through SnapshotHost.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SnapshotHost: replays a recorded snapshot exactly as ``snapshot-format.md`` says.
+"""SnapshotHost: replays a recorded snapshot exactly as ``docs/snapshot-format.md`` says.
 
 A snapshot is untrusted input: its files are read through :class:`~tools.hosts.mirror.Mirror`
 (never following a link out of it, only regular files, each bounded), its JSON indexes are bounded

@@ -1,4 +1,4 @@
-"""Write a recording as a snapshot directory (``snapshot-format.md``), atomically and redacted.
+"""Write a recording as a snapshot directory (``docs/snapshot-format.md``), atomically and redacted.
 
 The snapshot is built in a temporary folder beside the target and renamed into place, so a
 failure leaves no partial target. An existing non-empty target is refused unless ``force``.
