@@ -113,6 +113,34 @@ def test_settings_in_a_sticky_folder_or_root_s_own_are_read(tmp_path: Path) -> N
     assert code == 0 and "state=drain" in asked
 
 
+@root_only
+def test_a_link_to_settings_in_a_folder_another_user_owns_is_refused(tmp_path: Path) -> None:
+    """The swap race class: a root-owned link in root's folder leads to a root-owned file in a folder another
+    user owns (who could swap the file between the check and the read). The real path is judged: refused."""
+    theirs = tmp_path / "theirs"
+    real = _settings(tmp_path, theirs, f"touch {tmp_path / 'ran'}\n")
+    theirs.chmod(0o755)
+    os.chown(theirs, 65534, 65534)
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "health.conf").symlink_to(real)
+    code, err, asked = _run(tmp_path, etc / "health.conf")
+    assert code == 0 and asked == "" and not (tmp_path / "ran").exists()
+    assert "is not only root's to change" in err
+
+
+@root_only
+def test_a_link_in_a_folder_others_write_to_root_s_own_settings_reads_the_real_file(tmp_path: Path) -> None:
+    """The link may be swapped after the check, so the resolved file is the one judged and read."""
+    real = _settings(tmp_path, tmp_path / "etc")
+    open_folder = tmp_path / "open"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    (open_folder / "health.conf").symlink_to(real)
+    code, _, asked = _run(tmp_path, open_folder / "health.conf")
+    assert code == 0 and "state=drain" in asked
+
+
 def test_the_log_is_never_written_through_a_link_or_into_a_fifo(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("kept\n")
