@@ -1,6 +1,6 @@
 """The gate's start (interpreter + what ``rigaudit check`` imports) of two source trees, on one machine, interleaved.
 
-Two machines of one kind can differ by a quarter in everything (docs/performance.md, "Fourth pass"), so a
+Two machines of one kind can differ by a quarter in everything (docs/performance.md, "Gate start"), so a
 change's effect on the start is measured here on the same machine in the same minutes: runs alternate between
 the trees (A B A B ...), each in a new process started in its tree, with its bytecode compiled first.
 

@@ -2,7 +2,7 @@
 
 Run: python benchmarks/untrusted_reads.py [SNAPSHOT_DIR]
 Prints figures (CPU seconds are best of N, so a busy machine shows the cost, not the wait); with $OUT set,
-also writes them to $OUT/untrusted_reads.json. docs/performance.md records them ("Reading untrusted input").
+also writes them to $OUT/untrusted_reads.json. docs/performance.md records them ("Check speed").
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def without_cyclic_collector() -> Iterator[None]:
     """The cyclic garbage collector paused while the gate runs, as it was afterwards. A check is one short
     process, bounded by its deadline, whose garbage reference counting frees; the collector's passes while its
     300 modules load (80 of them here) find almost nothing and cost about 5% of the start
-    (docs/performance.md, "Fifth pass")."""
+    (docs/performance.md, "Gate start")."""
     was = gc.isenabled()
     gc.disable()
     try:

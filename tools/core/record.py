@@ -3,7 +3,7 @@
 ``dataclasses.dataclass`` compiles the source of every method it writes (``__init__``, ``__eq__``,
 ``__setattr__``... one ``exec`` each) and ``typing.NamedTuple`` compiles every string annotation (a
 ``ForwardRef``) and its ``__new__``: 1 to 4 M instructions a class, at import. With 128 of them on its path that
-was a sixth of ``rigaudit check``'s start (docs/performance.md, "Fifth pass"). A :class:`Record` gets its
+was a sixth of ``rigaudit check``'s start (docs/decisions/0001-records.md). A :class:`Record` gets its
 methods from one shared implementation instead, and costs about what a plain class costs to define.
 
 A subclass declares its fields as a frozen dataclass does (the type checker reads it as one, through
