@@ -96,7 +96,7 @@ def test_reasons_name_both_the_path_and_where_it_leads() -> None:
     [
         "/proc/cmdline",
         "/proc/4242/limits",
-        "/sys/bus/pci/devices/0000:03:00.0/config",
+        "/sys/bus/pci/devices/0000:03:00.0/vendor",
         "/etc/os-release",
         "/etc/modprobe.d/nvidia.conf",
         "/etc/nvidia/gridd.conf",

@@ -83,12 +83,20 @@ NOT_READABLE = compile_globs(
         "/sys/firmware/efi/vars/**",
         "/sys/power/wakeup_count",
         "/sys/kernel/{security,config}/**",
+        "/sys/kernel/vmcoreinfo",
+        "/sys/bus/pci/devices/*/config",
+        "/sys/devices/**/config",
         "/sys/fs/{bpf,pstore,fuse/connections}/**",
         "/sys/**/{vpd,remove,rescan,reset,bind,unbind,new_id,remove_id,uevent}",
         "/etc/systemd/credstore{,.encrypted}/**",
     )
 )
-"""Inside the allow-listed trees but not needed (and not known to be safe): ``ask``."""
+"""Inside the allow-listed trees but not needed (and not known to be safe): ``ask``. Whole PCI config spaces
+ask whatever program reads them, as ``lspci -xxx`` does (some devices hang or misbehave on reads beyond the
+standard header); ``vmcoreinfo`` gives the kernel's memory layout (symbol addresses) to whoever reads it."""
+
+PROCESS_FDS = compile_globs(("/proc/<pid>/{fd,fd/*,map_files,map_files/*}",))
+"""A process's open-file table (what it has open: files, sockets, pipes): listing it ``ask``s."""
 
 ALSO_READABLE = compile_globs(
     (

@@ -43,10 +43,11 @@ from rigaudit.tools.policy.rules.changes import CHANGES
 from rigaudit.tools.policy.rules.files import FILES
 from rigaudit.tools.policy.rules.gpu import GPU
 from rigaudit.tools.policy.rules.guards import GUARDS
+from rigaudit.tools.policy.rules.hardware import HARDWARE
 from rigaudit.tools.policy.rules.info import INFO
 from rigaudit.tools.policy.rules.system import SYSTEM
 from rigaudit.tools.policy.schema import Rule
 
-RULES: tuple[Rule, ...] = (*GUARDS, *CHANGES, *GPU, *SYSTEM, *FILES, *INFO)
+RULES: tuple[Rule, ...] = (*GUARDS, *HARDWARE, *CHANGES, *GPU, *SYSTEM, *FILES, *INFO)
 
 __all__ = ["RULES"]

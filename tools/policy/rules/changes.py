@@ -251,7 +251,6 @@ CHANGES: tuple[Rule, ...] = (
         "deny",
         "mounts, formats or repartitions storage",
         examples=(
-            "mount /dev/sda1 /mnt",
             "umount /mnt",
             "mkfs.ext4 /dev/sdb",
             "wipefs -a /dev/sdb",
@@ -260,7 +259,6 @@ CHANGES: tuple[Rule, ...] = (
             "fdisk -l",
         ),
         programs=(
-            "mount",
             "umount",
             "mkfs",
             "mke2fs",

@@ -15,15 +15,11 @@ SYSTEM_CHANGES: tuple[Rule, ...] = (
         "deny",
         "drives storage devices or device-mapper (format, sanitize, erase, self-tests, power states, read-only flags)",
         examples=(
-            "nvme format /dev/nvme0n1",
-            "smartctl -t long /dev/sda",
             "hdparm --security-erase x /dev/sda",
             "blockdev --setro /dev/sda",
             "dmsetup remove_all",
         ),
         programs=(
-            "nvme",
-            "smartctl",
             "hdparm",
             "sdparm",
             "sg_format",

@@ -76,7 +76,7 @@ FILES: tuple[Rule, ...] = (
         examples=(
             "head -n 20 /var/log/syslog",
             "tail -n 100 /var/log/kern.log",
-            "head -c 64 /sys/bus/pci/devices/0000:03:00.0/config",
+            "head -c 64 /sys/class/drm/card0/device/vendor",
             "tail -50 /var/log/syslog",
             "head /proc/meminfo",
         ),
@@ -93,11 +93,11 @@ FILES: tuple[Rule, ...] = (
     Rule(
         "dump-files",
         "allow",
-        "dumps bytes of files on the read allow-list (PCI config space, firmware tables)",
+        "dumps bytes of files on the read allow-list (firmware tables; a whole PCI config space asks)",
         examples=(
-            "hexdump -C /sys/bus/pci/devices/0000:03:00.0/config",
+            "hexdump -C /sys/firmware/acpi/tables/DSDT",
             "od -An -tx1 /sys/firmware/acpi/tables/DMAR",
-            "xxd -l 256 /sys/bus/pci/devices/0000:03:00.0/config",
+            "xxd -l 256 /sys/firmware/acpi/tables/DSDT",
         ),
         programs=("hexdump", "od", "xxd"),
         form=Form(

@@ -285,7 +285,7 @@ INFO: tuple[Rule, ...] = (
                 "-t": r"[A-Za-z0-9/,]+",
             },
             operands="match",
-            operand_re=r"[abcfhjlmnrsuvwxzAHLMSTX]+o?|pid,[A-Za-z0-9_,%:+-]*|[a-z]+,[A-Za-z0-9_,%:+-]*",
+            operand_re=r"[abcfhjlmnrsuvwxzAHLMSTX]+o?|(?=[a-z]+,)" + _PS_COLUMNS,
             getopt=True,
         ),
         reads_only=True,
