@@ -93,3 +93,24 @@ def test_packed_and_encoded_files_are_redacted_inside_and_counted_apart() -> Non
 def test_ordinary_evidence_is_left_alone() -> None:
     for text in ("proctitle=6E76696469612D736D69", "NVRM: Xid (PCI:0000:01:00): 79", 'a0="nvidia-smi" a1="-q"'):
         assert redact_text(text) is text
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        ("apitoken=s3cr3tVALUEabc123", "apitoken="),
+        ("rd.auth_token=s3cr3tVALUEabc123", "rd.auth_token="),
+        ("db.password=hunter2hunter", "db.password="),
+        ("foo-password=hunter2hunter", "foo-password="),
+        ("GET /x?X-Amz-Algorithm=AWS4&X-Amz-Signature=" + "9f8e7d6c5b4a3928" * 4 + " HTTP/1.1", "X-Amz-Algorithm=AWS4"),
+    ],
+)
+def test_a_credential_word_anywhere_in_a_key_redacts_its_value(line: str, kept: str) -> None:
+    """By structure (#35 item 4): a key glued, dotted or dashed around a credential word, a URL's signature."""
+    out = redact_text(line)
+    assert "s3cr3tVALUE" not in out and "hunter2" not in out and "9f8e7d6c" not in out and kept in out
+
+
+@pytest.mark.parametrize("line", ["max_num_batched_tokens=8192", "tokenizer=llama", "pretrained.tokenizer=x"])
+def test_token_counts_and_tokenizers_are_not_credentials(line: str) -> None:
+    assert redact_text(line) == line

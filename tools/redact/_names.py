@@ -54,6 +54,8 @@ SECRET_WORDS = frozenset(
 )
 _GLUED = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "authtoken", "accesstoken", "privatekey")
 """Credential words found even inside a longer word (``PGPASSWORD``, ``MYAPIKEY``)."""
+_GLUED_ENDS = ("token", "password", "passwd", "secret")
+"""Credential words that end a longer word (``apitoken``, ``bottoken``; never ``tokens`` or ``tokenizer``)."""
 _WEAK = frozenset({"key", "sig", "signature", "auth", "token", "cookie", "webhook", "dsn", "pat", "otp", "sas", "pw"})
 _PATH_WORDS = frozenset({"file", "path", "dir", "filename", "folder", "location"})
 _NOT_SECRET = frozenset({"pwd", "oldpwd", "key", "keys"})
@@ -136,7 +138,8 @@ def secret_strength(name: str) -> int:
     if _PATH_WORDS.intersection(parts):
         return 0
     hits = [w for w in parts if w in SECRET_WORDS]
-    if not hits and not any(g in lowered.replace("_", "").replace("-", "") for g in _GLUED):
+    glued = any(w != end and w.endswith(end) for w in parts for end in _GLUED_ENDS)
+    if not hits and not glued and not any(g in lowered.replace("_", "").replace("-", "") for g in _GLUED):
         return 0
     if any(w not in _WEAK for w in hits) or not hits:
         return 2

@@ -22,7 +22,8 @@ from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
 from rigaudit.tools.redact._tally import Tally
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_ASSIGN = re.compile(rf"(?<![A-Za-z0-9_.\-])({_NAME})=")
+_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*)=")
+"""``name=``: an environment name, or a dotted or dashed key (``rd.auth_token=``, ``db.password=``, ``foo-password=``)."""
 _FLAG_AFTER = re.compile(r"\s--?[A-Za-z]")
 _LINE_START = re.compile(r"(?:export\s+|declare\s+-x\s+|set\s+|setenv\s+)?", re.ASCII)
 _JSON_PAIR = re.compile(r"([\"'])([A-Za-z_][\w.-]*)\1(\s*:\s*)([\"'])((?:(?!\4)[^\\]|\\.)*)\4")
