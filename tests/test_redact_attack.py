@@ -114,3 +114,12 @@ def test_a_credential_word_anywhere_in_a_key_redacts_its_value(line: str, kept: 
 @pytest.mark.parametrize("line", ["max_num_batched_tokens=8192", "tokenizer=llama", "pretrained.tokenizer=x"])
 def test_token_counts_and_tokenizers_are_not_credentials(line: str) -> None:
     assert redact_text(line) == line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["curl", "-b", "session=ab12cd34ef56ab12cd34", "https://x"], ["curl", "-bsession=ab12cd34ef56ab12cd34", "https://x"]],
+)
+def test_a_cookie_given_to_curl_is_redacted(argv: list[str]) -> None:
+    assert "ab12cd34" not in " ".join(redact_argv(argv))
+    assert "ab12cd34" not in redact_text(" ".join(argv))

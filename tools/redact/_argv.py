@@ -28,6 +28,7 @@ _NEXT = {
     "mongosh": frozenset({"-p"}),
     "mongodump": frozenset({"-p"}),
     "smbclient": frozenset({"-U"}),
+    "curl": frozenset({"-b"}),
 }
 """Short flags whose next word (or glued rest) is a password, by program."""
 _LOGIN = frozenset({"docker", "podman", "nerdctl", "helm", "buildah", "skopeo"})
