@@ -123,3 +123,9 @@ def test_token_counts_and_tokenizers_are_not_credentials(line: str) -> None:
 def test_a_cookie_given_to_curl_is_redacted(argv: list[str]) -> None:
     assert "ab12cd34" not in " ".join(redact_argv(argv))
     assert "ab12cd34" not in redact_text(" ".join(argv))
+
+
+def test_a_netrc_line_inside_a_log_is_redacted() -> None:
+    line = "Dec 2 12:00:01 gpu7 job[42]: read ~/.netrc: machine api.example.com login alice password hunter2hunter2\n"
+    out = redact_text(line)
+    assert "hunter2" not in out and "machine api.example.com login alice password" in out

@@ -300,7 +300,25 @@ _QUICK = re.compile(
 """Text without any of these holds no secret (most sysfs values): it is returned at once."""
 
 
+_NETRC = re.compile(r"(?<!\S)((?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+)(\S+)")
+"""A netrc entry's password, wherever the line is (a log line quoting a ``.netrc``)."""
+
+
+def _netrc(text: str, tally: Tally | None) -> str:
+    if "password" not in text or ("machine" not in text and "default" not in text):
+        return text
+
+    def entry(m: re.Match[str]) -> str:
+        if m.group(2) == REDACTED:
+            return m.group(0)
+        _count(tally, "credential")
+        return m.group(1) + REDACTED
+
+    return _NETRC.sub(entry, text)
+
+
 def _redact(text: str, tally: Tally | None) -> str:
+    text = _netrc(text, tally)
     return _random(_options(_named(_shapes(redact_records(text, _redact, tally), tally), tally), tally), tally)
 
 
