@@ -129,3 +129,14 @@ def test_a_netrc_line_inside_a_log_is_redacted() -> None:
     line = "Dec 2 12:00:01 gpu7 job[42]: read ~/.netrc: machine api.example.com login alice password hunter2hunter2\n"
     out = redact_text(line)
     assert "hunter2" not in out and "machine api.example.com login alice password" in out
+
+
+def test_the_values_of_a_kubernetes_secret_are_redacted_and_a_configmap_s_kept() -> None:
+    secret = (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n"
+        "stringData:\n  anything: hunter2hunter\ndata:\n  other: aHVudGVyMmh1bnRlcg==\n"
+    )
+    out = redact_text(secret)
+    assert "hunter2" not in out and "aHVudGVy" not in out and "anything:" in out and "name: db" in out
+    config = "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: fast\n"
+    assert redact_text(config) == config

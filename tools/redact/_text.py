@@ -317,8 +317,34 @@ def _netrc(text: str, tally: Tally | None) -> str:
     return _NETRC.sub(entry, text)
 
 
+_SECRET_BLOCK = re.compile(r"(?m)^([ \t]*)(stringData|data):[ \t]*\r?\n((?:\1[ \t]+[^\n]*\n?)+)")
+_BLOCK_ENTRY = re.compile(r"(?m)^([ \t]+[\"']?[^\s:\"'#]+[\"']?:)[ \t]+(?![|>][-+]?[ \t]*$)(\S[^\n]*)$")
+_SECRET_KIND = re.compile(r"(?m)^[ \t]*kind:[ \t]*[\"']?Secret[\"']?[ \t]*$")
+
+
+def _k8s_secrets(text: str, tally: Tally | None) -> str:
+    """The values under a Kubernetes Secret's ``stringData:`` (any manifest) or ``data:`` (a ``kind: Secret``)."""
+    if "ata:" not in text:
+        return text
+    is_secret = _SECRET_KIND.search(text) is not None
+
+    def block(m: re.Match[str]) -> str:
+        if m.group(2) == "data" and not is_secret:
+            return m.group(0)
+
+        def entry(e: re.Match[str]) -> str:
+            if e.group(2) == REDACTED:
+                return e.group(0)
+            _count(tally, "credential")
+            return f"{e.group(1)} {REDACTED}"
+
+        return m.group(0)[: m.start(3) - m.start(0)] + _BLOCK_ENTRY.sub(entry, m.group(3))
+
+    return _SECRET_BLOCK.sub(block, text)
+
+
 def _redact(text: str, tally: Tally | None) -> str:
-    text = _netrc(text, tally)
+    text = _k8s_secrets(_netrc(text, tally), tally)
     return _random(_options(_named(_shapes(redact_records(text, _redact, tally), tally), tally), tally), tally)
 
 
