@@ -9,7 +9,9 @@ import pytest
 from rigaudit.tools.pci import DSN_ID, mask_vpd, parse_config, zero_dsn
 from rigaudit.tools.share._harvest import Harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
+from rigaudit.tools.share._rewrite import Rewriter
 from rigaudit.tools.share._scrub import Scrubber
+from rigaudit.tools.share._tree import Tree
 from tests.support.diff import GPU0_CONFIG, SEED
 
 GPU_A = "GPU-5a1c0000-7e2d-4c1b-9f0a-3b8e0d6c0000"
@@ -211,3 +213,22 @@ def test_nfs_servers_and_docker_names_are_where_names_are_written() -> None:
         for _, m in find(src, text)
     ]
     assert {"nas-store01", "nas-store02", "vllm-blue-42"} <= set(found)
+
+
+def test_binary_files_of_formats_rigaudit_does_not_read_are_left_out_and_counted() -> None:
+    """#35 item 4: a binary key (``munge.key``) is never copied; PCI config space and NUL-separated text are."""
+    key = bytes(range(256)) * 4
+    config = b"\xde\x10\x33\x23" + bytes(60)
+    tree = Tree(
+        manifest={},
+        files={
+            "/etc/munge/munge.key": key,
+            "/sys/bus/pci/devices/0000:03:00.0/config": config,
+            "/proc/1/cmdline": b"python3\x00-m\x00sglang\x00",
+        },
+    )
+    scrub = _scrubber()
+    rewriter = Rewriter(scrub, scrub.ps)
+    out = rewriter.tree(tree)
+    assert not any(key in data for data in out.files.values()) and len(out.files) == 2
+    assert config in out.files.values() and rewriter.stats.binary_left_out == 1

@@ -39,6 +39,8 @@ class Stats(Record, frozen=False):
     """Values the snapshot already held redacted (``<redacted>``: redacted when it was recorded)."""
     dsn_zeroed: int = 0
     vpd_masked: int = 0
+    binary_left_out: int = 0
+    """Binary files left out of the bundle: only those rigaudit reads (PCI configuration space, VPD) go in."""
     unbounded: int = 0
     """Occurrences replaced by the final check (glued to other words, so no pattern saw them); also counted by kind."""
     warnings: list[str] = field(default_factory=list)
@@ -56,6 +58,24 @@ def _markers(tree: Tree) -> int:
     for record in [*tree.commands, *tree.nvml, tree.manifest]:
         count += json.dumps(record, ensure_ascii=False).count(REDACTED) if not isinstance(record, str) else record.count(REDACTED)
     return count
+
+
+_BINARY_FORMATS = ("config", "vpd")
+"""Binary files rigaudit reads under ``/sys`` (PCI configuration space, VPD): the only ones a bundle carries."""
+
+
+def _unknown_binary(path: str, data: bytes) -> bool:
+    """Whether ``data`` is a binary file (NUL bytes that are not NUL-separated text, not gzip or UTF-16)
+    of a format rigaudit does not read: such a file is left out of a bundle (a key, a database)."""
+    if path.startswith("/sys/") and posixpath.basename(path) in _BINARY_FORMATS:
+        return False
+    if b"\x00" not in data or data[:2] in (b"\x1f\x8b", b"\xff\xfe", b"\xfe\xff"):
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return not all(part.isprintable() for part in text.split("\x00"))
 
 
 class Rewriter:
@@ -154,6 +174,9 @@ class Rewriter:
             new_path = self.scrub.path(path)
             if new_path in out.files:
                 self.stats.warnings.append(f"two files would share one name once scrubbed; one was left out ({new_path})")
+                continue
+            if _unknown_binary(path, tree.files[path]):
+                self.stats.binary_left_out += 1
                 continue
             self.stats.renamed += new_path != path
             out.files[new_path] = self.file(path, tree.files[path])

@@ -128,6 +128,7 @@ def share_markdown(block: str, *, counts: dict[str, tuple[int, int]], stats: Sta
         f"- VPD serial numbers (SN): masked in {stats.vpd_masked} files",
         f"- file names renamed because they held identifying values: {stats.renamed}",
         "- binary files (PCI configuration space) are otherwise byte for byte the original",
+        f"- other binary files (formats rigaudit does not read: keys, databases), left out: {stats.binary_left_out}",
     ]
     if stats.unbounded:
         notes.append(f"- of the occurrences above, glued to other words and replaced as bare text: {stats.unbounded}")

@@ -134,6 +134,7 @@ def _manifest(data: bytes, counts: dict[str, tuple[int, int]], stats: Stats) -> 
         "replaced": {kind: {"values": values, "occurrences": hits} for kind, (values, hits) in counts.items()},
         "redacted": {**secrets, "when_recorded": stats.recorded, "total": stats.redacted},
         "binary_tokens_masked": stats.secrets["binary"],
+        "binary_files_left_out": stats.binary_left_out,
         "device_serial_numbers_zeroed": stats.dsn_zeroed,
         "vpd_serial_numbers_masked": stats.vpd_masked,
     }
