@@ -16,7 +16,7 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.journal import Journal, read_journal
 from rigaudit.tools.actions.rollback import pending_changes, rollback
-from rigaudit.tools.actions.targets import ValueFileTarget
+from rigaudit.tools.actions.targets import ValueFileTarget, refusal
 from tests.support import paused_apply
 from tests.support.apply import CPUIDLE, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
@@ -126,3 +126,11 @@ def test_a_restore_that_does_not_verify_is_reported(ram: Path) -> None:
         journal.append(kind="change", state="planned", step_id="numa", target=numa, before="1\n", after="0\n")
     results = anyio.run(rollback, host, read_journal(ram / "j.jsonl")[0], None)
     assert results[0].outcome == "failed" and "read 7, wanted 1" in results[0].message
+
+
+@pytest.mark.parametrize("value", ["99999999", "-1", "0x10", "1e9"])
+def test_a_sysctl_value_outside_the_rule_s_range_is_refused(value: str) -> None:
+    """#35 item 2: a plan or journal's value is checked against the range the rule declares."""
+    why = refusal(ValueFileTarget(path="/proc/sys/vm/nr_hugepages", value=value, label="vm.nr_hugepages"))
+    assert why is not None and "outside the range" in why and "\n" not in why
+    assert refusal(ValueFileTarget(path="/proc/sys/vm/nr_hugepages", value="1024", label="vm.nr_hugepages")) is None

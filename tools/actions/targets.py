@@ -139,7 +139,14 @@ SYSFS_FILES = tuple(
     )
 )
 """The sysfs files a fix of rigaudit writes (cpuidle, governor, EPP, boost, amd_pstate, THP, huge pages)."""
-SYSCTL_KEYS = frozenset({"kernel.numa_balancing", "vm.swappiness", "vm.nr_hugepages", "vm.zone_reclaim_mode"})
+SYSCTL_RANGES = {
+    "kernel.numa_balancing": (0, 3),
+    "vm.swappiness": (0, 200),
+    "vm.nr_hugepages": (0, 1 << 20),
+    "vm.zone_reclaim_mode": (0, 7),
+}
+"""The values rigaudit's rules may set for each sysctl key (huge pages: at most 2 TiB of 2 MiB pages)."""
+SYSCTL_KEYS = frozenset(SYSCTL_RANGES)
 MODULES = frozenset({"nvidia_peermem", "nvidia-peermem", "nvidia_uvm", "nvidia-uvm"})
 UNITS = frozenset({"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-persistenced.service", "nvidia-fabricmanager.service"})
 PCI_REGISTERS = frozenset({("exp", 8, 2, 0x7000), ("ecap:0x000d", 6, 2, 0x000C)})
@@ -161,6 +168,10 @@ def refusal(target: AnyTarget) -> str | None:
             key = target.label or target.path.removeprefix("/proc/sys/").replace("/", ".")
             if key not in SYSCTL_KEYS or sysctl_path(key) != target.path:
                 return f"sysctl {key} is not one rigaudit changes"
+            low, high = SYSCTL_RANGES[key]
+            value = target.value.strip()
+            if not value.isdecimal() or not low <= int(value) <= high:
+                return f"sysctl {key}={value[:40]} is outside the range rigaudit's rule declares ({low}..{high})"
             return None
         if not any(p.fullmatch(target.path) for p in SYSFS_FILES):
             return f"{target.path} is not a kernel file rigaudit writes"
