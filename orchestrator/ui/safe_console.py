@@ -7,6 +7,7 @@ Only rich's own control segments (cursor moves of the live board) and styles rea
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from rich.console import Console
@@ -22,3 +23,9 @@ class SafeConsole(Console):
         return super()._render_buffer(
             segment if segment.control else Segment(printable(segment.text), segment.style) for segment in buffer
         )
+
+    def on_broken_pipe(self) -> None:
+        """A reader gone away (``| head``): the rest goes to the null device, not rich's ``SystemExit`` in a task."""
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self.file.fileno())
+        self.quiet = True
