@@ -252,6 +252,9 @@ def _sides(args: argparse.Namespace) -> tuple[tuple[Path, ...], tuple[Path, ...]
 
 def _compare(args: argparse.Namespace, session: Session) -> int:
     base, new = _sides(args)
+    both = {p.resolve() for p in base} & {p.resolve() for p in new}
+    if both:
+        raise UsageError(f"bench compare: {min(both)} is one file given twice, as baseline and as new")
     if args.calibration and args.no_calibration:
         raise UsageError("--calibration FILE and --no-calibration contradict each other")
     run = CompareRun(
