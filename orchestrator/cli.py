@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.ui.safe_console import reader_gone
 from rigaudit.tools.core.errors import RigauditError
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.core.version import rigaudit_version
@@ -123,8 +125,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("rigaudit: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
-    return code
+        return _reader_gone()
+    return _reader_gone() if reader_gone() else code
+
+
+def _reader_gone() -> int:
+    """Stdout's reader went away (``| head``): end quietly with 141, as a tool killed by SIGPIPE.
+
+    Stdout is pointed at /dev/null so the interpreter's flush at exit cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ from rich.segment import Segment
 
 from rigaudit.tools.core.printable import printable
 
+_gone: list[bool] = []  # set once a console's reader went away; read by the CLI for its exit status
+
+
+def reader_gone() -> bool:
+    """Whether a console's reader went away (``| head``) during this process."""
+    return bool(_gone)
+
 
 class SafeConsole(Console):
     """``rich.console.Console`` whose rendered text is :func:`~rigaudit.tools.core.printable.printable`."""
@@ -29,3 +36,4 @@ class SafeConsole(Console):
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, self.file.fileno())
         self.quiet = True
+        _gone.append(True)
