@@ -31,6 +31,8 @@ def test_sigint_keeps_partial_results(tmp_path: Path) -> None:
             str(out),
             "--transcript",
             str(transcript),
+            "--report",
+            str(tmp_path / "report.md"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -42,8 +44,11 @@ def test_sigint_keeps_partial_results(tmp_path: Path) -> None:
         if " done " in line:
             break
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
+    assert "No NVIDIA GPU" not in stdout  # the GPUs were not read, not absent
+    assert "nothing unknown" not in stdout and "Plan: nothing to change." not in stdout
+    assert "This is not a pass" in (tmp_path / "report.md").read_text()
     assert "Traceback" not in stderr
     result = json.loads(out.read_text())
     statuses = {run["area"]: run["status"] for run in result["investigators"]}

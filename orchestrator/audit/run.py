@@ -211,6 +211,9 @@ async def run_audit(
                     emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
         except TimeoutError:
             warnings.append(f"baseline facts incomplete: no answer within {options.timeout_s:g} s")
+        except anyio.get_cancelled_exc_class():  # an interrupt: what was not read must not read as absent
+            warnings.append("baseline facts incomplete: interrupted")
+            raise
         except Exception as exc:
             warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
 

@@ -145,6 +145,14 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
     )
+    lost = [r.area for r in result.investigators if r.status != "done"]
+    if result.status != "complete" or lost:
+        out += [
+            "",
+            f"**Audit {result.status}: {len(lost)} of {len(result.investigators)} investigator(s) did not finish "
+            f"({', '.join(lost) or 'baseline'}); their checks were not judged and are not listed. This is not a pass: "
+            "what follows covers only the checks that finished.**",
+        ]
     out += ["", expectation([f for f in problems if f.source != "llm"], plan=rules_plan(result.plan)), ""]
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")

@@ -117,6 +117,8 @@ def audit_view(
     if shown:
         title = "Findings" if show_all else "Problems and unknowns"
         out.append(findings_table(shown, width=width, title=title))
+    elif not show_all and banner is not None:
+        out.append(Text("No problem among the checks that finished; the rest were not checked.", style="bold yellow"))
     elif not show_all:
         out.append(Text("No problem and nothing unknown.", style="bold green"))
     if rest:
@@ -126,7 +128,8 @@ def audit_view(
         out.append(Text(line + "; --all lists them.", style="dim"))
     problems = [f for f in result.findings if f.status == "problem" and f.source != "llm"]
     out.append(Text(expectation(problems, markdown=False, plan=rules_plan(result.plan))))  # the rules' judgement
-    out.append(plan_table(result.plan) if result.plan.steps else Text("Plan: nothing to change."))
+    idle = "Plan: nothing to change." if banner is None else "Plan: nothing to change for the checks that finished."
+    out.append(plan_table(result.plan) if result.plan.steps else Text(idle))
     if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
         out.append(tree)
     out += [Text(printable(f"warning: {w}"), style="yellow") for w in result.warnings]
