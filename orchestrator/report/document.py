@@ -153,7 +153,9 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
             f"({', '.join(lost) or 'baseline'}); their checks were not judged and are not listed. This is not a pass: "
             "what follows covers only the checks that finished.**",
         ]
-    out += ["", expectation([f for f in problems if f.source != "llm"], plan=rules_plan(result.plan)), ""]
+    else:  # the rules' judgement of the host: only of a whole audit
+        out += ["", expectation([f for f in problems if f.source != "llm"], plan=rules_plan(result.plan))]
+    out.append("")
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
     if history:

@@ -127,7 +127,8 @@ def audit_view(
         line += f" ({gpu} of them for want of a GPU)" if gpu else ""
         out.append(Text(line + "; --all lists them.", style="dim"))
     problems = [f for f in result.findings if f.status == "problem" and f.source != "llm"]
-    out.append(Text(expectation(problems, markdown=False, plan=rules_plan(result.plan))))  # the rules' judgement
+    if banner is None:  # the rules' judgement of the host: only of a whole audit
+        out.append(Text(expectation(problems, markdown=False, plan=rules_plan(result.plan))))
     idle = "Plan: nothing to change." if banner is None else "Plan: nothing to change for the checks that finished."
     out.append(plan_table(result.plan) if result.plan.steps else Text(idle))
     if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
