@@ -12,7 +12,6 @@ from typing import NoReturn
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.ui.safe_console import reader_gone
 from rigaudit.tools.core.errors import RigauditError
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.core.version import rigaudit_version
@@ -126,7 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_gone()
-    return _reader_gone() if reader_gone() else code
+    return _reader_gone() if _console_reader_gone() else code
+
+
+def _console_reader_gone() -> bool:
+    """Whether a console's reader went away; a command that drew no console (``check``) never imports rich for it."""
+    console = sys.modules.get("rigaudit.orchestrator.ui.safe_console")
+    return console is not None and bool(console.reader_gone())
 
 
 def _reader_gone() -> int:

@@ -308,7 +308,7 @@ def add_inference_arguments(parser: argparse.ArgumentParser) -> None:
         help="run N sessions, each a fresh process with new connections (--json FILE: FILE-s01.json, ...); "
         "several sessions a side let bench compare decide (default 1)",
     )
-    parser.add_argument("--gap-s", type=float, default=5.0, help="seconds between --sessions (default 5)")
+    parser.add_argument("--gap-s", type=number("a gap", least=0), default=5.0, help="seconds between --sessions (default 5)")
     parser.add_argument("--command", help="run this external benchmark instead and parse its summary (sglang, vLLM)")
 
 
