@@ -534,6 +534,7 @@ def _driver_files(built: Built) -> None:
                     ),
                 ]
             else:
+                # No public source read here shows this message: the rules treat it as no known reason (unknown cause).
                 log += [
                     (
                         "[Nov 30 2026 09:58:14] [ERROR] [tid 2314] failed to open NVSwitch device "

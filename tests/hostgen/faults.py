@@ -14,6 +14,8 @@ from tests.hostgen.catalog import GPUS
 from tests.hostgen.spec import Fault, HostSpec, MigInstance, ProcessSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tests.hostgen.build import Built
 
 
@@ -351,3 +353,226 @@ def tuned_thp_defrag(spec: HostSpec) -> HostSpec:
         spec, os=replace(spec.os, tuned="llm-serving", thp="always", thp_defrag="always"), faults=(*spec.faults, fault)
     )
     return _named(changed, "tuned-thp-defrag", "tuned profile llm-serving sets transparent_hugepage.defrag=always")
+
+
+# -- failures whose reason the component itself gives (issue 33: causes before fixes) --------------------------------
+
+_JOURNAL_DAY = "Nov 30 09:58"
+
+
+def _unit_failed(built: Built, unit: str, description: str, lines: list[tuple[str, str]], *, state: str = "failed") -> None:
+    """``unit`` failed at boot: ``systemctl is-active`` says ``state``, ``journalctl -u UNIT -n 50`` and ``systemctl
+    status`` show ``lines`` (program[pid], message) followed by systemd's own account of the failure."""
+    host = built.spec.hostname
+    journal = [f"{_JOURNAL_DAY}:11 {host} systemd[1]: Starting {description}..."]
+    journal += [f"{_JOURNAL_DAY}:12 {host} {program}: {message}" for program, message in lines]
+    journal += [
+        f"{_JOURNAL_DAY}:12 {host} systemd[1]: {unit}.service: Control process exited, code=exited, status=1/FAILURE",
+        f"{_JOURNAL_DAY}:12 {host} systemd[1]: {unit}.service: Failed with result 'exit-code'.",
+        f"{_JOURNAL_DAY}:12 {host} systemd[1]: Failed to start {description}.",
+    ]
+    tree = built.tree
+    tree.command(("systemctl", "is-active", unit), state + "\n", exit_code=3)
+    tree.command(("journalctl", "-u", unit, "-n", "50", "--no-pager"), "\n".join(journal) + "\n")
+    status = [
+        f"× {unit}.service - {description}",
+        f"     Loaded: loaded (/usr/lib/systemd/system/{unit}.service; enabled; preset: enabled)",
+        "     Active: failed (Result: exit-code) since Sun 2026-11-30 09:58:12 UTC; 2 days ago",
+        "",
+        *journal[-5:],
+    ]
+    tree.command(("systemctl", "status", unit, "--no-pager"), "\n".join(status) + "\n", exit_code=3)
+
+
+def _add_dmesg(built: Built, lines: list[str], at: float = 15.0) -> None:
+    dmesg = built.tree.commands.get(("dmesg",))
+    if dmesg is not None and "stdout" in dmesg:
+        dmesg["stdout"] += "".join(f"[{at + k / 1000:12.6f}] {line}\n" for k, line in enumerate(lines))
+
+
+def _fabric_failed(spec: HostSpec, suffix: str, summary: str, apply: Callable[[Built], None]) -> HostSpec:
+    changed = replace(
+        spec, driver=replace(spec.driver, fabricmanager="failed"), faults=(*spec.faults, Fault(suffix, summary, apply))
+    )
+    return _named(changed, suffix, summary)
+
+
+FM_UNIT = "NVIDIA fabric manager service"
+
+
+def fabricmanager_version_refused(spec: HostSpec, version: str = "550.127.08") -> HostSpec:
+    """The fabric manager package of another version than the loaded driver (installed on its own, apt upgraded it):
+    it checks the driver's version at start and aborts. The message is nv-fabricmanager's as printed in public reports
+    (github.com/NVIDIA/gpu-operator/issues/544, github.com/siderolabs/pkgs/issues/720); build.py writes it to
+    /var/log/fabricmanager.log too."""
+    loaded = spec.driver.version
+
+    def apply(built: Built) -> None:
+        message = (
+            f"fabric manager NVIDIA GPU driver interface version {version} don't match with driver version {loaded}. "
+            "Please update with matching NVIDIA driver package."
+        )
+        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
+
+    changed = replace(spec, driver=replace(spec.driver, fabricmanager="failed", fabricmanager_version=version))
+    fault = Fault("fm-version-refused", f"fabric manager {version} refuses driver {loaded}", apply)
+    return _named(
+        replace(changed, faults=(*changed.faults, fault)), "fm-version-refused", f"fabric manager {version} vs {loaded}"
+    )
+
+
+def nvlsm_without_ib_umad(spec: HostSpec) -> HostSpec:
+    """NVLink 5 (HGX B200): ib_umad not loaded, so NVLSM cannot open the NVSwitch management port and the fabric
+    manager's start fails. NVLSM's message is libibumad's as shown by github.com/siderolabs/docs/pull/581; the prefix
+    it carries in the unit's journal (the start script's name) is not shown by a public source read here."""
+
+    def apply(built: Built) -> None:
+        message = (
+            "ibwarn: [2316] umad_init: can't read ABI version from /sys/class/infiniband_mad/abi_version (No such file "
+            "or directory): is ib_umad module loaded?"
+        )
+        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nvidia-fabricmanager-start.sh[2310]", message)])
+        modules = built.tree.files.get("/proc/modules", b"").decode()
+        built.tree.file("/proc/modules", "".join(ln for ln in modules.splitlines(True) if not ln.startswith("ib_umad ")))
+
+    return _fabric_failed(spec, "no-ib-umad", "ib_umad not loaded: NVLSM cannot start", apply)
+
+
+def nvlsm_not_running(spec: HostSpec) -> HostSpec:
+    """NVLink 5 (HGX B200) with the fabric manager started without NVLSM (its package missing): FM finds nothing to
+    do. The line is nv-fabricmanager's as printed (github.com/NVIDIA/gpu-operator/issues/610); NVIDIA's Fabric Manager
+    user guide (release 2.3) names this error for NVLink 5 systems without NVLSM."""
+
+    def apply(built: Built) -> None:
+        message = (
+            "request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do "
+            "[NV_WARN_NOTHING_TO_DO]"
+        )
+        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
+
+    return _fabric_failed(spec, "no-nvlsm", "NVLSM not running: the fabric manager has nothing to do", apply)
+
+
+def fabricmanager_masked(spec: HostSpec) -> HostSpec:
+    """nvidia-fabricmanager masked (``systemctl mask``): systemd never starts it; status says so (systemd 249+)."""
+
+    def apply(built: Built) -> None:
+        unit = "nvidia-fabricmanager"
+        tree = built.tree
+        tree.command(("systemctl", "is-active", unit), "inactive\n", exit_code=3)
+        tree.command(("journalctl", "-u", unit, "-n", "50", "--no-pager"), "-- No entries --\n")
+        status = f"○ {unit}.service\n     Loaded: masked (Reason: Unit {unit}.service is masked.)\n     Active: inactive (dead)\n"
+        tree.command(("systemctl", "status", unit, "--no-pager"), status, exit_code=3)
+
+    changed = replace(spec, driver=replace(spec.driver, fabricmanager="inactive"))
+    fault = Fault("fm-masked", "nvidia-fabricmanager masked", apply)
+    return _named(replace(changed, faults=(*changed.faults, fault)), "fm-masked", "nvidia-fabricmanager masked")
+
+
+def fabricmanager_unexplained(spec: HostSpec) -> HostSpec:
+    """The fabric manager failed and its journal gives no reason rigaudit knows (it was killed): the cause is unknown."""
+
+    def apply(built: Built) -> None:
+        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("systemd[1]", "nvidia-fabricmanager.service: Killed.")])
+
+    return _fabric_failed(spec, "fm-killed", "nvidia-fabricmanager killed, no reason logged", apply)
+
+
+def persistenced_no_devices(spec: HostSpec) -> HostSpec:
+    """nvidia-persistenced failed: it could not open /dev/nvidia* as its user. The messages are the daemon's own
+    (github.com/NVIDIA/nvidia-persistenced, nvpd.c)."""
+
+    def apply(built: Built) -> None:
+        _unit_failed(
+            built,
+            "nvidia-persistenced",
+            "NVIDIA Persistence Daemon",
+            [
+                ("nvidia-persistenced[887]", "Started (887)"),
+                (
+                    "nvidia-persistenced[887]",
+                    "Failed to query NVIDIA devices. Please ensure that the NVIDIA device files (/dev/nvidia*) exist, "
+                    "and that user 991 has read and write permissions for those files.",
+                ),
+                ("nvidia-persistenced[887]", "Shutdown (887)"),
+                ("nvidia-persistenced[881]", "nvidia-persistenced failed to initialize. Check syslog for more details."),
+            ],
+        )
+
+    driver = replace(spec.driver, persistence=False, persistenced="failed")
+    fault = Fault("pd-no-devices", "nvidia-persistenced cannot open /dev/nvidia*", apply)
+    changed = replace(spec, driver=driver, faults=(*spec.faults, fault))
+    return _named(changed, "pd-no-devices", "nvidia-persistenced failed: cannot open /dev/nvidia*")
+
+
+def _module_refused(built: Built, module: str, lines: list[str]) -> None:
+    modules = built.tree.files.get("/proc/modules", b"").decode()
+    built.tree.file("/proc/modules", "".join(ln for ln in modules.splitlines(True) if not ln.startswith(f"{module} ")))
+    built.tree.remove(f"/sys/module/{module}")
+    _add_dmesg(built, lines)
+
+
+def peermem_unknown_symbol(spec: HostSpec) -> HostSpec:
+    """nvidia_peermem refused by the kernel: built against an ib_core without the peer-memory API. The kernel's lines
+    as printed in public reports (the kernel's form '%s: Unknown symbol %s (err %d)')."""
+
+    def apply(built: Built) -> None:
+        _module_refused(
+            built,
+            "nvidia_peermem",
+            [
+                "nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)",
+                "nvidia_peermem: Unknown symbol ib_unregister_peer_memory_client (err -2)",
+            ],
+        )
+
+    fault = Fault("peermem-unknown-symbol", "nvidia_peermem refused: no peer-memory API in ib_core", apply)
+    changed = replace(spec, driver=replace(spec.driver, peermem=False), faults=(*spec.faults, fault))
+    return _named(changed, "peermem-symbol", "nvidia_peermem: Unknown symbol ib_register_peer_memory_client")
+
+
+def uvm_symbol_mismatch(spec: HostSpec) -> HostSpec:
+    """nvidia_uvm refused by the kernel: built against another nvidia.ko than the loaded one (two driver installs)."""
+
+    def apply(built: Built) -> None:
+        _module_refused(
+            built,
+            "nvidia_uvm",
+            [
+                "nvidia_uvm: disagrees about version of symbol nvUvmInterfaceRegisterGpu",
+                "nvidia_uvm: Unknown symbol nvUvmInterfaceRegisterGpu (err -22)",
+            ],
+        )
+        built.tree.remove("/dev/nvidia-uvm")
+        built.tree.remove("/dev/nvidia-uvm-tools")
+
+    fault = Fault("uvm-symbol-mismatch", "nvidia_uvm refused: symbol versions differ from nvidia.ko's", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "uvm-symbols", "nvidia_uvm: disagrees about version of symbol")
+
+
+def gpu_unsupported_by_driver(spec: HostSpec) -> HostSpec:
+    """The driver release does not support the GPUs: nvidia.ko refuses them and does not stay loaded. The lines are
+    the driver's as printed (github.com/NVIDIA/nvtrust/issues/55)."""
+
+    def apply(built: Built) -> None:
+        tree = built.tree
+        for path in [p for p in tree.files if p.startswith(("/proc/driver/nvidia", "/sys/module/nvidia"))]:
+            tree.remove(path)
+        for key in [k for k in tree.nvml if k[0] != "nvmlInit"]:
+            del tree.nvml[key]
+        tree.call("nvmlInit", (), error="DRIVER_NOT_LOADED")
+        modules = tree.files.get("/proc/modules", b"").decode()
+        tree.file("/proc/modules", "".join(line for line in modules.splitlines(True) if not line.startswith("nvidia")))
+        device = GPUS[spec.gpus.model].device_id
+        lines = []
+        for g in built.gpu_states_all:
+            lines += [
+                f"NVRM: The NVIDIA GPU {g.bdf} (PCI ID: 10de:{device:04x})",
+                "NVRM: installed in this system is not supported by the",
+                f"NVRM: NVIDIA {spec.driver.version} driver release.",
+            ]
+        lines.append("NVRM: None of the NVIDIA devices were initialized.")
+        _add_dmesg(built, lines, 14.0)
+
+    fault = Fault("gpu-unsupported", "the driver release does not support the GPUs", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "gpu-unsupported", "GPUs not supported by the driver release")

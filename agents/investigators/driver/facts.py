@@ -12,9 +12,10 @@ from rigaudit.agents.facts.persistenced_unit import PersistencedUnit, collect_pe
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
+from rigaudit.agents.facts.unit_reasons import UnitLog, read_unit
 from rigaudit.agents.facts.vgpu import VgpuLicense, collect_licenses
 from rigaudit.agents.findings import unknown
-from rigaudit.agents.investigators.driver.fabric import FabricVersion, collect_fabric_version
+from rigaudit.agents.investigators.driver.fabric import FM_LOG, FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
 from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.tools.core.record import Record
@@ -67,6 +68,10 @@ class DriverFacts(Record):
     """NVML's licensable features of each NVIDIA vGPU (empty: no vGPU here)."""
     persistenced_unit: PersistencedUnit | None = None
     """nvidia-persistenced's unit and the options it starts the daemon with."""
+    fabricmanager_log: UnitLog | None = None
+    """nvidia-fabricmanager's own account of its last start (read only when it is not active)."""
+    persistenced_log: UnitLog | None = None
+    """nvidia-persistenced's own account of its last start (read only when it is not active)."""
 
 
 # -- collect ---------------------------------------------------------------------------------
@@ -121,6 +126,10 @@ async def collect(probe: Probe) -> DriverFacts:
     module_names = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.strip())
     install = await collect_install(probe)
     fabric_version = await collect_fabric_version(probe) if nvswitch else None
+    down = (None, "active")
+    fm_log = await read_unit(probe, "nvidia-fabricmanager", FM_LOG) if fabricmanager and fabricmanager.state not in down else None
+    pd_off = persistenced.state not in down and 0 in persistence.values()
+    pd_log = await read_unit(probe, "nvidia-persistenced") if pd_off else None
     return DriverFacts(
         platform=platform,
         gpus=inventory.gpus,
@@ -150,6 +159,8 @@ async def collect(probe: Probe) -> DriverFacts:
         fabric_version=fabric_version,
         internode=await collect_internode(probe) if ib.entries else None,
         licenses=await collect_licenses(probe, inventory.gpus),
+        fabricmanager_log=fm_log,
+        persistenced_log=pd_log,
     )
 
 
@@ -163,6 +174,12 @@ def fix_where(platform: Platform) -> Where:
 
 def gpu_labels(facts: DriverFacts, indices: list[int]) -> tuple[str, ...]:
     return tuple(g.label for g in facts.gpus if g.index in indices)
+
+
+def kernel_log(facts: DriverFacts) -> str | None:
+    """The kernel log's text, or None when it could not be read."""
+    dmesg = facts.install.dmesg
+    return dmesg.stdout if dmesg.error is None and dmesg.exit_code == 0 else None
 
 
 def module_loaded(facts: DriverFacts, name: str) -> bool | None:

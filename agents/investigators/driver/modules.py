@@ -6,10 +6,42 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.kernel_log import DMESG_REF
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.rdma import describe_nics
+from rigaudit.agents.facts.unit_reasons import Cause, module_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.driver.facts import AREA, INFINIBAND, DriverFacts, fix_where, module_loaded, modules_unknown
+from rigaudit.agents.investigators.driver.facts import (
+    AREA,
+    INFINIBAND,
+    DriverFacts,
+    fix_where,
+    kernel_log,
+    module_loaded,
+    modules_unknown,
+)
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
+
+OWNERS = {"signature": "driver.secure_boot", "probe_not_called": "driver.version / driver.nouveau"}
+"""The check that reports a reason nvidia.ko gave, when it is not driver.version."""
+
+
+def owner_of(cause: Cause) -> str:
+    return OWNERS.get(cause.key, "driver.version") if cause.known else "driver.version, driver.dkms"
+
+
+def cause_fix(facts: DriverFacts, cause: Cause, module: str, verify: str) -> Fix:
+    """The fix for a module that did not load for the reason ``cause`` (the kernel log's): that reason's remedy, never
+    a plain modprobe, which fails the same way."""
+    return Fix(
+        kind=cause.kind or "runtime",
+        where=fix_where(facts.platform),
+        summary=f"{cause.fix[0].upper()}{cause.fix[1:]} ({module} did not load: {cause.cause})",
+        actions=(CommandAction(description=cause.fix), CommandAction(description=f"then: modprobe {module}")),
+        risk="medium" if cause.kind in ("reboot", "restart") else "low",
+        verify=verify,
+        revert="undo the change named above",
+        persist=f"echo {module} > /etc/modules-load.d/{module.replace('_', '-')}.conf",
+    )
+
 
 PEERMEM_CHECK = Check(
     "driver.peermem",
@@ -93,6 +125,8 @@ def judge_peermem(facts: DriverFacts) -> Finding:
             revert="reinstall the proprietary module flavor",
             persist="the installed driver flavor persists",
         )
+    elif (cause := module_cause("nvidia_peermem", kernel_log(facts))).known:
+        fix = cause_fix(facts, cause, "nvidia_peermem", "grep nvidia_peermem /proc/modules, or NCCL_DEBUG=INFO shows 'DMABUF'")
     else:
         fix = Fix(
             kind="runtime",
@@ -200,12 +234,14 @@ def judge_uvm(facts: DriverFacts) -> Finding:
     if not facts.gpus and not loaded:
         return not_applicable(check, AREA, title, "no NVIDIA GPU on this host", evidence=refs)
     if not loaded and module_loaded(facts, "nvidia") is False:
+        base = module_cause("nvidia", kernel_log(facts))
+        said = f"the kernel log's reason: {base.line} ({base.cause})" if base.known else f"cause {base.cause}"
         return unknown(
             check,
             AREA,
             title,
-            "nvidia_uvm not loaded, and neither is nvidia.ko it depends on: loading nvidia_uvm cannot work until the "
-            "kernel log's reason for nvidia.ko is dealt with (see driver.version, dmesg | grep NVRM)",
+            f"nvidia_uvm not loaded, and neither is nvidia.ko it depends on: loading nvidia_uvm cannot work until "
+            f"nvidia.ko loads; {said} (see {owner_of(base)}; what tells: {base.tell})",
             evidence=[*refs, DMESG_REF],
         )
     node = None if facts.dev is None else "nvidia-uvm" in facts.dev
@@ -219,7 +255,13 @@ def judge_uvm(facts: DriverFacts) -> Finding:
         node_seen = "/dev/nvidia-uvm present" if node else "/dev not listable, node not checked"
         observed = "nvidia_uvm loaded" + (" (nvidia-uvm major registered)" if major else "") + f"; {node_seen}"
         return ok(check, AREA, title, observed, evidence=refs)
-    if not loaded:
+    cause = module_cause("nvidia_uvm", kernel_log(facts)) if not loaded else None
+    if cause is not None and cause.known:
+        fix = cause_fix(facts, cause, "nvidia_uvm", "grep -w nvidia_uvm /proc/modules; ls -l /dev/nvidia-uvm")
+        observed = f"nvidia_uvm not loaded; kernel log: {cause.line}"
+        severity: Severity = "high"
+        refs.append(DMESG_REF)
+    elif not loaded:
         fix = Fix(
             kind="runtime",
             where=where,
@@ -230,8 +272,8 @@ def judge_uvm(facts: DriverFacts) -> Finding:
             revert="modprobe -r nvidia_uvm",
             persist="echo nvidia_uvm > /etc/modules-load.d/nvidia-uvm.conf",
         )
-        observed = "nvidia_uvm not loaded"
-        severity: Severity = "high"
+        observed = "nvidia_uvm not loaded (the kernel log names no reason: nothing loaded it)"
+        severity = "high"
     else:
         fix = Fix(
             kind="runtime",
@@ -248,6 +290,11 @@ def judge_uvm(facts: DriverFacts) -> Finding:
         observed = "nvidia_uvm loaded but /dev/nvidia-uvm absent"
         severity = "high" if feeds_containers else "low"
     explanation = (
+        f"nvidia_uvm did not load for the reason the kernel log gives: {cause.cause}; modprobe fails the same way until "
+        f"that is dealt with ({cause.source}). "
+        if cause is not None and cause.known
+        else ""
+    ) + (
         "CUDA needs the nvidia_uvm module and its /dev/nvidia-uvm node (unified memory, and the CUDA runtime's own "
         "initialization): without them cudaInit fails with 'no CUDA-capable device' or error 999."
         + (

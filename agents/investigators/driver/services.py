@@ -7,22 +7,35 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
 from rigaudit.agents.facts.gpus import PCI_DEVICES
+from rigaudit.agents.facts.platform import FixTarget
+from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels
+from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels, kernel_log
+from rigaudit.agents.investigators.driver.version import BLACKWELL
+from rigaudit.tools.core.record import replace
 from rigaudit.tools.hosts.probe import dir_ref, nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ServiceStartAction, Severity
+from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction, Severity
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
 
-def _start(facts: DriverFacts, unit: str, summary: str, verify: str, *, edges: tuple[Edge, ...] = ()) -> Fix:
+def _start(
+    facts: DriverFacts,
+    unit: str,
+    summary: str,
+    verify: str,
+    *,
+    edges: tuple[Edge, ...] = (),
+    before: tuple[CommandAction, ...] = (),
+) -> Fix:
     """The runtime fix that starts a driver daemon's systemd ``unit`` and enables it at boot; ``verify``: what
-    shows it working, after ``systemctl is-active``."""
+    shows it working, after ``systemctl is-active``; ``before``: steps ahead of the start (reading its reason)."""
     return Fix(
         kind="runtime",
         where=fix_where(facts.platform),
         summary=summary,
-        actions=(ServiceStartAction(unit=unit),),
+        actions=(*before, ServiceStartAction(unit=unit)),
         risk="low",
         verify=f"systemctl is-active {unit}  -> active; {verify}",
         revert=f"systemctl stop {unit}",
@@ -83,16 +96,22 @@ def judge_persistence(facts: DriverFacts) -> Finding:
     by_option = daemon.state == "active" and unit is not None and unit.no_persistence_mode
     if unit is not None:
         refs = [*refs, *unit.refs]
-    fix = (
-        _unit_option_fix(facts, unit.path, unit.exec_start)
-        if by_option and unit is not None
-        else _start(
+    log = facts.persistenced_log
+    cause = unit_cause(log, PERSISTENCED) if log is not None and not by_option else None
+    if cause is not None and cause.known:
+        fix = _persistenced_cause_fix(facts, cause)
+        refs = [*refs, *(log.refs if log else ()), *([cause.told_by] if cause.told_by else [])]
+    elif by_option and unit is not None:
+        fix = _unit_option_fix(facts, unit.path, unit.exec_start)
+    else:
+        failed = daemon.state == "failed" and cause is not None
+        fix = _start(
             facts,
             "nvidia-persistenced",
             "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
             "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
+            before=(CommandAction(description=f"first read why it failed: {cause.tell}"),) if failed and cause else (),
         )
-    )
     explanation = (
         "Without persistence the driver tears a GPU's state down when its last client exits and rebuilds it on the "
         "next open: every CUDA start (server restart, health check, nvidia-smi) pays seconds of initialization, and "
@@ -103,6 +122,9 @@ def judge_persistence(facts: DriverFacts) -> Finding:
             "daemon and turns the mode off on purpose; the fix is that option, not "
             f"starting the daemon ({PERSISTENCE_BY_UNIT.source})."
             if by_option and unit is not None
+            else f" It is {daemon.state} for the reason its journal gives ({cause.told_by}): {cause.cause}; starting it "
+            f"again fails the same way until that is dealt with ({cause.source})."
+            if cause is not None and cause.known
             else " The daemon is active yet these GPUs report persistence off: check its options (--no-persistence-mode)."
             if daemon.state == "active"
             else ""
@@ -119,6 +141,32 @@ def judge_persistence(facts: DriverFacts) -> Finding:
         fix,
         subjects=gpu_labels(facts, off),
         evidence=refs,
+    )
+
+
+def _persistenced_cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
+    """nvidia-persistenced failed for the reason its journal names: the fix removes it, then restarts the daemon."""
+    actions = (
+        (
+            CommandAction(description="unmask the unit", argv=("systemctl", "unmask", "nvidia-persistenced")),
+            CommandAction(description="enable and start it", argv=("systemctl", "enable", "--now", "nvidia-persistenced")),
+        )
+        if cause.key == "masked"
+        else (
+            CommandAction(description=cause.fix),
+            CommandAction(description="then restart it", argv=("systemctl", "restart", "nvidia-persistenced")),
+        )
+    )
+    return Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary=f"{cause.fix[0].upper()}{cause.fix[1:]} (nvidia-persistenced's journal says why it failed: starting it "
+        "again as it is fails the same way)",
+        actions=actions,
+        risk="low",
+        verify="systemctl is-active nvidia-persistenced -> active; nvidia-smi -q | grep 'Persistence Mode' -> Enabled",
+        revert="undo the change named above",
+        persist="systemctl enable nvidia-persistenced",
     )
 
 
@@ -256,10 +304,19 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
             subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
             evidence=[*refs, *pending.refs],
         )
+    cause = unit_cause(facts.fabricmanager_log, FABRICMANAGER, kernel_log(facts)) if facts.fabricmanager_log else None
+    if cause is not None and cause.key == "nvswitch_nothing" and _nvlink5(facts):
+        cause = replace(cause, **NVLSM_MISSING)
+    if cause is not None and cause.known:
+        return _fabric_cause(facts, seen, service.state, cause, switches, refs)
+    tell = cause.tell if cause else "journalctl -u nvidia-fabricmanager -n 50 --no-pager; tail -n 50 /var/log/fabricmanager.log"
+    read = CommandAction(
+        description=f"first read why it stopped (starting it again fails the same way if its log names a reason): {tell}"
+    )
     fix = _start(
         facts,
         "nvidia-fabricmanager",
-        "Start nvidia-fabricmanager (its version must equal the driver's) and enable it at boot",
+        "Read why nvidia-fabricmanager stopped, then start it (its version must equal the driver's) and enable it at boot",
         "nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
         edges=(
             Edge(
@@ -268,18 +325,90 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
                 why="it refuses to start unless its version is exactly the driver's: install that version first",
             ),
         ),
+        before=(read,) if service.state != "inactive" else (),
+    )
+    said = cause.cause if cause else "unknown: its log was not read"
+    return problem(
+        check,
+        AREA,
+        title,
+        "critical",
+        f"{seen}; nvidia-fabricmanager {service.state}; cause {said}",
+        "nvidia-fabricmanager active",
+        "On NVSwitch systems the fabric manager programs the switches; without it the GPUs' NVLink fabric is not set "
+        "up, CUDA initialization fails or hangs on these GPUs, and NCCL cannot use NVLink. Neither its log, its journal "
+        f"nor the kernel log names a reason rigaudit knows; what would tell: {tell}.",
+        fix,
+        subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
+        evidence=[*refs, *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ())],
+    )
+
+
+NVLSM_MISSING = {
+    "key": "nvlsm",
+    "cause": "on an NVLink 5 system the NVSwitches are programmed by NVLSM, which is not running: the fabric manager "
+    "finds nothing to do without it",
+    "fix": "install NVLSM (the nvlsm package of the fabric manager's release) and ib_umad, and start the fabric manager "
+    "through its unit (nvidia-fabricmanager-start.sh starts NVLSM first)",
+}
+"""NV_WARN_NOTHING_TO_DO on NVLink 5 (Blackwell HGX): the Fabric Manager user guide, release 2.3, 'Systems Using Fourth
+Generation NVSwitches': without NVLSM, FabricManager fails to start with NV_WARN_NOTHING_TO_DO."""
+
+
+def _nvlink5(facts: DriverFacts) -> bool:
+    """Blackwell or newer GPUs on a local NVSwitch fabric: NVLink 5, whose switches NVLSM programs."""
+    return any(a is not None and a >= BLACKWELL for a in facts.archs.values())
+
+
+def _fabric_cause(
+    facts: DriverFacts, seen: str, state: str | None, cause: Cause, switches: list[str], refs: list[str]
+) -> Finding:
+    """The fabric manager is down for a reason its log (or the kernel log) names: the fix removes that reason."""
+    check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
+    restart = CommandAction(description="then restart it", argv=("systemctl", "restart", "nvidia-fabricmanager"))
+    actions: tuple[CommandAction | ModuleLoadAction, ...]
+    if cause.key == "ib_umad":
+        actions = (ModuleLoadAction(module="ib_umad"), restart)
+    elif cause.key == "masked":
+        actions = (
+            CommandAction(description="unmask the unit", argv=("systemctl", "unmask", "nvidia-fabricmanager")),
+            CommandAction(description="enable and start it", argv=("systemctl", "enable", "--now", "nvidia-fabricmanager")),
+        )
+    else:
+        actions = (
+            (CommandAction(description=cause.fix), restart)
+            if cause.kind in ("runtime", "restart")
+            else (CommandAction(description=cause.fix),)
+        )
+    target: FixTarget = "hardware" if cause.kind == "hardware" else "gpu_driver"
+    fix = Fix(
+        kind=cause.kind or "runtime",
+        where=layer_where(facts.platform, target),
+        summary=f"{cause.fix[0].upper()}{cause.fix[1:]} (the fabric manager's log says why it stopped: starting it "
+        "again as it is fails the same way)",
+        actions=actions,
+        risk="medium" if cause.kind in ("reboot", "restart") else "low",
+        verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
+        revert="undo the change named above",
+        persist="echo ib_umad > /etc/modules-load.d/ib_umad.conf; systemctl enable nvidia-fabricmanager"
+        if cause.key == "ib_umad"
+        else "systemctl enable nvidia-fabricmanager",
     )
     return problem(
         check,
         AREA,
         title,
         "critical",
-        f"{seen}; nvidia-fabricmanager {service.state}",
+        f"{seen}; nvidia-fabricmanager {state}; cause: {cause.cause}; its words: {cause.line}",
         "nvidia-fabricmanager active",
         "On NVSwitch systems the fabric manager programs the switches; without it the GPUs' NVLink fabric is not set "
-        "up, CUDA initialization fails or hangs on these GPUs, and NCCL cannot use NVLink. If it fails to start, "
-        "check that its package version equals the driver version exactly.",
+        f"up and CUDA fails or hangs on these GPUs. It stopped for the reason its own log gives ({cause.told_by}): "
+        f"{cause.cause}. The fix removes that reason; a plain start would fail again (source: {cause.source}).",
         fix,
         subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
-        evidence=refs,
+        evidence=[
+            *refs,
+            *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ()),
+            *([cause.told_by] if cause.told_by else []),
+        ],
     )

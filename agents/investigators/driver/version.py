@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
+from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.unit_reasons import module_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
-from rigaudit.agents.investigators.driver.facts import AREA, MODULE_VERSION, DriverFacts, fix_where, gpu_labels
+from rigaudit.agents.investigators.driver.facts import (
+    AREA,
+    MODULE_VERSION,
+    DriverFacts,
+    fix_where,
+    gpu_labels,
+    kernel_log,
+    module_loaded,
+)
 from rigaudit.tools.hosts.probe import command_ref, file_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -86,6 +96,33 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
             "newer are driven only by the open GPU kernel modules), so nvidia.ko did not stay loaded and NVML finds no "
             "driver. Loading modules again cannot help; the fix is the open flavor of the same driver.",
             _install_fix(facts, "Install the open kernel module flavor of the driver (the GPUs require it)"),
+            subjects=tuple(g.label for g in facts.gpus),
+            evidence=[*refs, command_ref(facts.install.dmesg.argv)],
+        )
+    cause = module_cause("nvidia", kernel_log(facts)) if not facts.nvml_ok and module_loaded(facts, "nvidia") is False else None
+    if cause is not None and cause.known and cause.key not in ("open_required", "signature"):
+        return problem(
+            check,
+            AREA,
+            title,
+            "high" if cause.kind == "hardware" else "critical",
+            f"nvidia.ko not loaded; kernel log: {cause.line}",
+            "the NVIDIA kernel module loaded and driving every GPU",
+            f"The kernel log says why no GPU is usable: {cause.cause}. Loading the module again fails the same way "
+            f"until that is dealt with ({cause.source}).",
+            Fix(
+                kind=cause.kind or "reboot",
+                where=layer_where(facts.platform, "hardware" if cause.kind == "hardware" else "gpu_driver"),
+                summary=f"{cause.fix[0].upper()}{cause.fix[1:]}",
+                actions=(
+                    CommandAction(description=cause.fix),
+                    CommandAction(description="After it, check the loaded module", argv=("cat", PROC_VERSION)),
+                ),
+                risk="medium",
+                verify=f"cat {PROC_VERSION} shows the driver; nvidia-smi lists every GPU",
+                revert="undo the change named above",
+                persist="the change persists",
+            ),
             subjects=tuple(g.label for g in facts.gpus),
             evidence=[*refs, command_ref(facts.install.dmesg.argv)],
         )
