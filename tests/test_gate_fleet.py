@@ -3,6 +3,7 @@ wrote on each node (a prolog, the health check or the DaemonSet), with hostile a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,9 +18,12 @@ from tests.support.mutate import light_copy
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"
 
 
-def node(tmp_path: Path, name: str, *, degraded: bool = False) -> Path:
+def node(tmp_path: Path, name: str, *, degraded: bool = False, machine: str | None = None) -> Path:
+    """A node named ``name`` whose /etc/machine-id is made from ``machine`` (default: its name)."""
     root = light_copy(H200, tmp_path / "snapshots" / name)
     set_hostname(root, name)
+    (root / "files" / "etc").mkdir(parents=True, exist_ok=True)
+    (root / "files" / "etc" / "machine-id").write_text(hashlib.md5((machine or name).encode()).hexdigest() + "\n")
     if degraded:
         degrade_link(root, "0000:00:06.0", 0)
     return root
@@ -39,7 +43,7 @@ def gathered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("gpu-01", "gpu-02", "gpu-04"):
         assert gather(node(tmp_path, name), folder / f"{name}.json") == 0
     bad = node(tmp_path, "gpu-03", degraded=True)
-    assert gather(node(tmp_path, "gpu-03-old"), folder / "gpu-03-before.json") == 0
+    assert gather(node(tmp_path, "gpu-03-old", machine="gpu-03"), folder / "gpu-03-before.json") == 0
     before = json.loads((folder / "gpu-03-before.json").read_text())
     before["audit"]["host"]["name"] = "gpu-03"  # the same node, an older run
     before["finished_at"] -= 3600

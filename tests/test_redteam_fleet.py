@@ -4,6 +4,7 @@ make a stale result win."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -34,6 +35,9 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def _named(result: dict[str, Any], name: str, **top: Any) -> dict[str, Any]:
     copy: dict[str, Any] = json.loads(json.dumps(result))
     copy["audit"]["host"]["name"] = name
+    copy["audit"]["host"]["facts"]["host_id"] = (
+        f"machine-id:{hashlib.sha256(name.encode(errors='replace')).hexdigest()[:16]}"  # one machine a name
+    )
     copy["host"] = name
     copy.update(top)
     return copy

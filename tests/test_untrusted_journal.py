@@ -221,11 +221,12 @@ def test_a_live_rollback_of_a_crafted_journal_touches_nothing(
     work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A journal claiming this machine: its core_pattern change is refused before any host is touched."""
-    host = MemoryHost({"/proc/sys/kernel/core_pattern": b"core\n"})
+    host = MemoryHost({"/proc/sys/kernel/core_pattern": b"core\n", "/etc/machine-id": MACHINE_ID.encode()})
     monkeypatch.setattr("rigaudit.tools.hosts.local.LocalHost", lambda: host)
     target = ValueFileTarget(path="/proc/sys/kernel/core_pattern", value="|/tmp/x", label="kernel.core_pattern")
     plan = Plan()
     session = {"schema": "rigaudit.journal/1", "seq": 1, "kind": "session", "host": host.name, "source": "local"}
+    session["host_id"] = token(MACHINE_ID.encode())
     session |= {"plan": json.loads(plan.model_dump_json()), "plan_hash": plan.digest()}
     change = {"schema": "rigaudit.journal/1", "seq": 2, "kind": "change", "state": "planned", "step_id": "x"}
     change |= {"target": json.loads(target.model_dump_json()), "before": "|/tmp/evil"}
@@ -273,3 +274,22 @@ def test_the_rollback_approval_lists_the_changes(
     assert sum(1 for line in seen if line.startswith("write '0\\n' to /sys/devices/system/cpu/")) == 128
     assert any(line.startswith("setpci -s 0000:03:00.0 CAP_EXP+0x8.w=") for line in seen)
     assert any(line.startswith("remove /etc/") for line in seen)
+
+
+def test_a_live_rollback_of_a_journal_without_a_machine_id_is_refused(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named like this machine, with no machine id: a name proves nothing, so nothing is restored."""
+    host = MemoryHost({NUMA: b"0\n", "/etc/machine-id": MACHINE_ID.encode()})
+    monkeypatch.setattr("rigaudit.tools.hosts.local.LocalHost", lambda: host)
+    plan = seed_plan()
+    target = ValueFileTarget(path=NUMA, value="0", label="kernel.numa_balancing")
+    session = {"schema": "rigaudit.journal/1", "seq": 1, "kind": "session", "host": host.name, "source": "local"}
+    session |= {"plan": json.loads(plan.model_dump_json()), "plan_hash": plan.digest()}
+    change = {"schema": "rigaudit.journal/1", "seq": 2, "kind": "change", "state": "planned", "step_id": "numa.balancing"}
+    change |= {"target": json.loads(target.model_dump_json()), "before": "1\n"}
+    (work / "j.jsonl").write_text(json.dumps(session) + "\n" + json.dumps(change) + "\n")
+    assert main(["rollback", str(work / "j.jsonl"), "--yes", "--no-transcript"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "records no machine identity (machine-id or product uuid)" in err[0]
+    assert host.writes == [] and host.files[NUMA] == b"0\n"

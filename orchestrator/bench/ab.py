@@ -7,6 +7,9 @@ of a row of a Williams Latin square (two arms: A B, B A, A B, ...), so a drift o
 fix's doing. With several steps, each step alone is an arm too, and all of them together, so each
 step's share is measured (``--together``: only all of them).
 
+A step switched on this machine must be the one rigaudit's rules give here, on a plan proven (by its
+machine id) to be of this machine (:mod:`rigaudit.orchestrator.change.trust`): a plan file is data.
+
 Every switch is approved once, up front (one decision covers the steps and all the switches), and
 made with the apply machinery: each change journaled and fsynced before it is made, read back
 after, and rolled back through the journal before the next baseline visit. At the end, on a failed
@@ -24,6 +27,7 @@ import anyio
 from rigaudit.orchestrator.change.apply import ApplyOptions, classify, emit_results, selected_steps
 from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.orchestrator.change.rollback import emit_restores
+from rigaudit.orchestrator.change.trust import check_machine, rederive
 from rigaudit.tools.actions.execute import apply_targets
 from rigaudit.tools.actions.journal import Journal, JournalError, read_journal
 from rigaudit.tools.actions.preview import StepView, preview, targets_of
@@ -36,6 +40,7 @@ from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.core.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.model.audit import HostSummary
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan, PlanStep
 
@@ -103,6 +108,14 @@ def ab_steps(plan: Plan, only: Sequence[str] | None, options: AbOptions) -> list
         if status is not None:
             raise UsageError(f"{step.id} cannot be switched on this host ({status}: {reason})")
     return steps
+
+
+async def vouch(plan_host: HostSummary | None, host: Host, steps: Sequence[PlanStep], *, live: bool) -> None:
+    """Refuse a plan file's steps that rigaudit would not make on ``host`` (:mod:`~rigaudit.orchestrator.change.trust`):
+    switched on this machine (``live``), the plan must be proven to be of it and each step rigaudit's own rule's."""
+    await check_machine(plan_host, host, live=live)
+    if live:
+        await rederive(steps, host)
 
 
 def restart_hint(step: PlanStep) -> str:

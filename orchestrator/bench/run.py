@@ -553,19 +553,20 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPU
     """Ask once, switch the steps between repeats through a journal, always end on the baseline; report it."""
     import anyio
 
-    from rigaudit.orchestrator.bench.ab import AbOptions, ab_steps, run_ab
-    from rigaudit.orchestrator.change.apply import load_plan
+    from rigaudit.orchestrator.bench.ab import AbOptions, ab_steps, run_ab, vouch
+    from rigaudit.orchestrator.change.apply import load_plan_file
     from rigaudit.orchestrator.change.approval import StepApprover
     from rigaudit.orchestrator.hosts.choose import in_container
     from rigaudit.orchestrator.hosts.snapshots import copy_snapshot
     from rigaudit.tools.bench.ab import analyze
     from rigaudit.tools.bench.render import ab_table
 
-    plan = load_plan(bench.plan)
+    plan, plan_host = load_plan_file(bench.plan)
     source, open_host = _ab_hosts(bench)
     inside = anyio.run(in_container, source)
     options = AbOptions(cycles=bench.cycles, settle=bench.settle, together=bench.together, in_container=inside)
     steps = ab_steps(plan, list(bench.only), options)
+    anyio.run(lambda: vouch(plan_host, source, steps, live=bench.snapshot is None))
     approver = StepApprover(plan.digest(), assume_yes=bench.assume_yes, emit=emit)
     approver.ensure_possible(f"nothing switched ({len(steps)} step(s) waiting for approval)")
     if bench.snapshot is not None and bench.into is not None:

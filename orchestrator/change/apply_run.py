@@ -27,9 +27,9 @@ from rigaudit.orchestrator.change.apply import (
 )
 from rigaudit.orchestrator.change.approval import Console, StepApprover
 from rigaudit.orchestrator.change.sections import apply_section
+from rigaudit.orchestrator.change.trust import check_machine, rederive
 from rigaudit.orchestrator.hosts.choose import in_container
-from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
-from rigaudit.orchestrator.hosts.identity import HostIdentity, identify, mismatch
+from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.hosts.snapshots import copy_snapshot
 from rigaudit.orchestrator.report.document import append_section
 from rigaudit.tools.actions.journal import utc_now
@@ -63,7 +63,8 @@ class ApplyRequest(Record):
     emit_script: Path | None = None
     report: Path | None = None
     plan_host: HostSummary | None = None
-    """The host ``plan`` was audited on: a plan of another machine is refused before anything runs."""
+    """The host ``plan`` was audited on: a plan not proven to be of this machine is refused before anything runs
+    (:mod:`rigaudit.orchestrator.change.trust`)."""
 
 
 async def reaudit(host: Host, steps: Sequence[StepReport]) -> dict[str, str]:
@@ -152,11 +153,11 @@ async def run_apply(
 
     Ctrl-C at a prompt: what was done is still reported and written down, then ``KeyboardInterrupt``
     is raised again so that the whole run (a command, a conversation) ends."""
-    here = await identify(source)
-    if request.plan_host is not None:
-        made_on = HostIdentity.parse(request.plan_host.name, request.plan_host.facts.get(IDENTITY_FACT, ""))
-        if (why := mismatch("the plan", made_on, here)) is not None:
-            raise UsageError(f"{why} (its PCI addresses, paths and values are that machine's; audit this one)")
+    on_this_machine = request.into is None
+    if request.plan is not None:  # a file's plan: of this machine (by an id), each step rigaudit's own (trust.py)
+        here = await check_machine(request.plan_host, source, live=on_this_machine)
+    else:
+        here = await identify(source)
     plan = request.plan if request.plan is not None else (await run_audit(source, emit=emit)).plan
     options = ApplyOptions(
         scope=request.scope, only=request.only, persist=request.persist, in_container=await in_container(source)
@@ -165,6 +166,8 @@ async def run_apply(
         steps = selected_steps(plan, request.only)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    if request.plan is not None and on_this_machine:
+        await rederive([s for s in steps if classify(s, options)[0] in (None, "not_attempted")], source)
     approver = StepApprover(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
     runnable = [s for s in steps if classify(s, options)[0] is None]
     if runnable:

@@ -84,7 +84,7 @@ async def prepare_rollback(journal: Path, snapshot: Path | None = None) -> Prepa
     records, the kinds of change an apply makes, and this machine (:class:`JournalRefused` otherwise)."""
     read = read_journal_lines(journal)
     host = open_target_host(read.entries, snapshot)
-    verify_journal(read, host_name=host.name, host_id=await host_identity(host))
+    verify_journal(read, host_name=host.name, host_id=await host_identity(host), live=snapshot is None)
     pending = sum(1 for _, outcome in pending_changes(read.entries) if outcome is None or outcome.state != "reverted")
     return PreparedRollback(journal, read.entries, read.warnings, host, pending)
 

@@ -12,6 +12,12 @@ as deferred. Steps for the hypervisor are never attempted here. Without a termin
 applied unless --yes is given. Every change is journaled before it is made:
 `rigaudit rollback JOURNAL` undoes it.
 
+A plan file (--plan) is data: on this machine it is applied only when a machine id it recorded
+(machine-id or product uuid; a name is not enough) is this machine's, and each step it would run
+is the one rigaudit's own rule gives on this machine's facts (audited again), action for action and
+value for value; else nothing is changed and one line names what is missing or the step (exit 2).
+Into a new snapshot copy (--into) a plan is applied as given: it writes only inside the copy.
+
 At each step: y(es), n(o), a(ll remaining runtime steps), d(etails), q(uit). End of input
 (Ctrl-D), or no answer within --approval-timeout seconds (default 300), is "no" to that step and
 stops there; Ctrl-C ends the run at once. Either way the steps

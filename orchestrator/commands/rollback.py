@@ -9,8 +9,9 @@ concluded is restored to its value before (writing it again is harmless). Each r
 appended to the journal, so running rollback twice restores nothing twice.
 
 A journal only undoes what its apply wrote: it is checked first against the plan it records (and
-that plan's hash), the kinds of change an apply makes, and the machine it was written on; a
-journal that fails any check is refused with one line and nothing is touched. The approval lists
+that plan's hash), the kinds of change an apply makes, and the machine it was written on (on this
+machine: by a machine id the journal recorded, never by the name alone); a journal that fails any
+check is refused with one line (exit 2) and nothing is touched. The approval lists
 every path, value and command the rollback will touch.
 
 Exit status: 0 done; 1 a value could not be restored; 2 usage error or a journal refused;

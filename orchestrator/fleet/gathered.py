@@ -3,8 +3,11 @@ prolog, the Slurm health check or the DaemonSet; ``rigaudit audit --json`` too),
 
 ``rigaudit audit --results DIR`` reads every ``*.json`` directly in DIR (regular files only: links
 are not followed, at most :data:`MAX_FILES` files of at most :data:`MAX_FILE_BYTES` each). A node is
-named by the host its result names; when a node has several results, the newest is used and the
-others are named in a warning. A file that is not such a result is listed as a failure with its
+the machine its result names by its machine id (the ``host_id`` fact: machine-id or product uuid digest);
+when a node has several results, the newest is used and the others are named in a warning. A name alone
+never merges two results: machines of one name are told apart by their ids (and named with them), and a
+result without an id that shares its name with another is kept apart as a node of its own, with a warning
+saying why. A file that is not such a result is listed as a failure with its
 reason; a check that could not be completed is kept (its checks that ran are compared) with its
 reason as a warning. A result dated in the future (the node's clock ran ahead) is named in a warning and never
 preferred to one that is not: a clock set right again must not leave a stale result in charge. The outlier
@@ -23,6 +26,8 @@ from pydantic import ValidationError
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
 from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
+from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
+from rigaudit.orchestrator.hosts.identity import HostIdentity
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.files.bounded import InputError, JsonError, loads, read_regular
@@ -172,6 +177,39 @@ def _dated(when: float) -> str:
     return utc_stamp(when) or f"{when:g} s"
 
 
+def _identity(read: _Read) -> HostIdentity:
+    host = read.audit.host
+    return HostIdentity.parse(host.name, host.facts.get(IDENTITY_FACT, "") or read.facts.get(IDENTITY_FACT, ""))
+
+
+def _key(read: _Read) -> str:
+    """Which node ``read`` is of: its machine's strongest id, else its own file (a name merges nothing)."""
+    return _identity(read).key() or f"file:{read.file}"
+
+
+def _labels(newest: dict[str, _Read]) -> tuple[dict[str, str], list[str]]:
+    """Each node's target (its host name; with its id, or its file, when machines share the name) and a warning
+    for each result kept apart for want of an id."""
+    names: dict[str, int] = {}
+    for read in newest.values():
+        names[read.audit.host.name] = names.get(read.audit.host.name, 0) + 1
+    labels: dict[str, str] = {}
+    warnings: list[str] = []
+    for key, read in newest.items():
+        name, identity = read.audit.host.name, _identity(read)
+        if names[name] == 1:
+            labels[key] = name
+        elif identity.known:
+            labels[key] = identity.text()
+        else:
+            labels[key] = f"{name} ({read.file})"
+            warnings.append(
+                f"{labels[key]}: records no machine identity (machine-id or product uuid), so it is kept apart from the "
+                f"other results named {name} (run rigaudit check --json on that machine again)"
+            )
+    return labels, sorted(warnings)
+
+
 def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
     """The fleet of the result files in ``folder`` (see the module docstring); ``advance`` is told each file read."""
     started = time.perf_counter()
@@ -188,7 +226,7 @@ def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
         if isinstance(parsed, str):
             failures.append(HostFailure(target=path.name, stage="collect", error=parsed))
             continue
-        host = parsed.audit.host.name
+        host = _key(parsed)
         kept = newest.get(host)
         if kept is None:
             newest[host] = parsed
@@ -198,20 +236,27 @@ def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
         newest[host] = winner
         older.setdefault(host, []).append(_Older(loser.file, loser.when))
     advance(READING, len(paths), len(paths))
-    warnings = [f"{host}: {len(files) + 1} results, the newest ({newest[host].file}) is used" for host, files in older.items()]
-    for host, files in sorted(older.items()):
+    label, apart = _labels(newest)
+    warnings = [
+        f"{label[host]}: {len(files) + 1} results, the newest ({newest[host].file}) is used" for host, files in older.items()
+    ]
+    for host, files in sorted(older.items(), key=lambda item: label[item[0]]):
         warnings += [
-            f"{host}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?): not preferred"
+            f"{label[host]}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?): not preferred"
             for r in (_Older(newest[host].file, newest[host].when), *files)
             if _future(r, now)
         ]
     warnings += [
-        f"{host}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?)"
-        for host, r in sorted(newest.items())
+        f"{label[host]}: {r.file} is dated {_dated(r.when)}, in the future (the node's clock?)"
+        for host, r in sorted(newest.items(), key=lambda item: label[item[0]])
         if host not in older and _future(r, now)
     ]
+    warnings += apart
     warnings += [r.note for r in newest.values() if r.note]
-    audits = [HostAudit(host, "gathered", r.audit, r.facts, 0.0, r.audit.duration_s, None) for host, r in sorted(newest.items())]
+    audits = [
+        HostAudit(label[key], "gathered", r.audit, r.facts, 0.0, r.audit.duration_s, None)
+        for key, r in sorted(newest.items(), key=lambda item: label[item[0]])
+    ]
     return FleetResult(
         targets=(*[a.target for a in audits], *[f.target for f in failures]),
         audits=tuple(audits),

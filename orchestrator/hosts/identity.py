@@ -9,10 +9,13 @@ A machine is known by what it records about itself, strongest first:
 - the host name (the snapshot's ``hostname``, or this machine's): what is left when neither is
   readable, as in snapshots that did not record them.
 
-Two identities are the same machine when they share the strongest kind both have, else when their
-names match. Only digests of the ids are kept (``machine-id:1a2b3c4d5e6f7a8b``): enough to tell two
-machines apart, nothing a machine-id could be used for. An audit records its host's identity in the
-``host_id`` fact; system-improve.md records it in a comment under its title.
+Two identities are the same machine when they share the strongest kind both have. Names alone decide
+only what authorises nothing (which report a section is appended to, a label): a change (apply,
+rollback, a benchmark's switches) needs an id on both sides that matches (:func:`change_refusal`), and
+a fleet merges two results only by their ids. Only digests of the ids are kept
+(``machine-id:1a2b3c4d5e6f7a8b``): enough to tell two machines apart, nothing a machine-id could be
+used for. An audit records its host's identity in the ``host_id`` fact; system-improve.md records it
+in a comment under its title.
 """
 
 from __future__ import annotations
@@ -22,32 +25,21 @@ import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from rigaudit.tools.bench.machine import digest, token
+from rigaudit.tools.bench.machine import PRODUCT_UUID, product_digest, token
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import FileResult, Host
 
 Reader = Callable[[str], Awaitable[FileResult]]
 
 MACHINE_ID = "/etc/machine-id"
-PRODUCT_UUID = "/sys/class/dmi/id/product_uuid"
 FACT = "host_id"
 """The baseline fact (``AuditResult.host.facts``) that holds :meth:`HostIdentity.token`."""
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"})
 _TOKEN = r"(machine-id|product-uuid):([0-9a-f]{16})"
 
 
 def machine_digest(raw: bytes | None) -> str:
     """The digest of a machine-id file's content, or ``""`` when it holds none (the one benchmarks key by)."""
     return token(raw).removeprefix("machine-id:")
-
-
-def product_digest(raw: bytes | None) -> str:
-    """The digest of a DMI product UUID, or ``""`` for none (or the all-zero/all-ones placeholders)."""
-    text = (raw or b"").decode("ascii", "replace").strip().lower()
-    if digested := re.fullmatch(r"product-uuid:([0-9a-f]{16})", text):
-        return digested.group(1)  # a snapshot rebuilt from a transcript holds the digest
-    return digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
 
 
 class HostIdentity(Record):
@@ -75,13 +67,27 @@ class HostIdentity(Record):
             return f"{self.name} (product uuid {self.product[:8]})"
         return self.name
 
-    def same_machine(self, other: HostIdentity) -> bool:
-        """The same machine: by the strongest id both know, else by name."""
+    @property
+    def known(self) -> bool:
+        """A machine id (machine-id or product uuid digest) is known: the identity can tell machines apart."""
+        return bool(self.machine or self.product)
+
+    def key(self) -> str:
+        """The strongest id known (``machine-id:<digest>``, else ``product-uuid:<digest>``; ``""``: none)."""
+        return f"machine-id:{self.machine}" if self.machine else f"product-uuid:{self.product}" if self.product else ""
+
+    def proven_same(self, other: HostIdentity) -> bool | None:
+        """The same machine by the strongest id both know; ``None`` when they share no kind of id."""
         if self.machine and other.machine:
             return self.machine == other.machine
         if self.product and other.product:
             return self.product == other.product
-        return self.name.strip().lower() == other.name.strip().lower()
+        return None
+
+    def same_machine(self, other: HostIdentity) -> bool:
+        """The same machine by the strongest id both know, else by name: for labels only, never to authorise."""
+        proven = self.proven_same(other)
+        return proven if proven is not None else self.name.strip().lower() == other.name.strip().lower()
 
     @classmethod
     def parse(cls, name: str, token: str) -> HostIdentity:
@@ -112,10 +118,41 @@ def this_machine() -> HostIdentity:
 
 
 def mismatch(what: str, recorded: HostIdentity, here: HostIdentity) -> str | None:
-    """One line refusing ``what`` of another machine, naming both; ``None`` when it is this one."""
+    """One line refusing ``what`` of another machine, naming both; ``None`` when it may be this one (names
+    decide when no id is shared): for what authorises no change (a report's sections, a snapshot copy)."""
     if recorded.same_machine(here) or recorded.unnamed:
         return None
     return f"{what} is for {recorded.text()}, not {here.text()}: refusing to use it here"
 
 
-__all__ = ["FACT", "HostIdentity", "identify", "machine_digest", "mismatch", "product_digest", "this_machine"]
+REAUDIT = "audit this machine again (rigaudit audit --json FILE) and use that file"
+
+
+def change_refusal(what: str, recorded: HostIdentity | None, here: HostIdentity) -> str | None:
+    """One line refusing to change this machine with ``what`` (a plan, a journal) made on ``recorded``; ``None``
+    when an id proves it is this one. A name alone never does: ``recorded`` of ``None`` or without an id is
+    refused, saying what is missing."""
+    if recorded is None or not recorded.known:
+        named = f" (it names only {recorded.name!r})" if recorded is not None and recorded.name.strip() else ""
+        return f"{what} records no machine identity (machine-id or product uuid){named}: {REAUDIT}"
+    if not here.known:
+        return f"this machine shows no machine-id or product uuid, so it cannot be proven to be {recorded.text()}: refusing"
+    same = recorded.proven_same(here)
+    if same is None:
+        return f"{what} is for {recorded.text()}, whose kind of id this machine does not show: {REAUDIT}"
+    if not same:
+        return f"{what} is for {recorded.text()}, not {here.text()}: refusing to use it here"
+    return None
+
+
+__all__ = [
+    "FACT",
+    "REAUDIT",
+    "HostIdentity",
+    "change_refusal",
+    "identify",
+    "machine_digest",
+    "mismatch",
+    "product_digest",
+    "this_machine",
+]

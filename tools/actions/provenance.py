@@ -6,7 +6,8 @@ So an apply records, in its ``session`` entry, the plan it ran (the whole plan, 
 one every approval is bound to) and the identity of the host: its name and a digest of its
 ``/etc/machine-id`` (:func:`rigaudit.tools.bench.machine.token`, never the id: journals are attached
 to tickets and bundles). A journal written before digests holds the raw id; it still reads, and is
-compared by its digest.
+compared by its digest. Rolling back this machine needs a machine id in the journal that is this
+machine's (the same name is not enough); a snapshot copy is named by ``--snapshot``.
 Before rollback touches anything, :func:`verify_journal` checks that:
 
 - every line is a valid entry (only the last one may be torn, by a kill while it was written);
@@ -41,7 +42,7 @@ from rigaudit.tools.actions.targets import (
     expand,
     refusal,
 )
-from rigaudit.tools.bench.machine import short, token
+from rigaudit.tools.bench.machine import PRODUCT_UUID, product_digest, token
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
@@ -59,11 +60,32 @@ class JournalRefused(UsageError):
     """The journal is not one an apply of this rigaudit wrote for this host; the message is one line."""
 
 
+_IDS = re.compile(r"(machine-id|product-uuid):([0-9a-f]{16})")
+
+
 async def host_identity(host: Host) -> str:
-    """``machine-id:<digest>`` of the host's ``/etc/machine-id`` (:func:`~rigaudit.tools.bench.machine.token`), or
-    ``""`` when it has none."""
-    result = await host.read("/etc/machine-id")
-    return token(result.data)
+    """``machine-id:<digest> product-uuid:<digest>`` of the host (what it shows of its ``/etc/machine-id`` and DMI
+    product uuid, :func:`~rigaudit.tools.bench.machine.token`), or ``""`` when it shows neither."""
+    machine = token((await host.read("/etc/machine-id")).data)
+    product = product_digest((await host.read(PRODUCT_UUID)).data)
+    return " ".join(p for p in (machine, f"product-uuid:{product}" if product else "") if p)
+
+
+def _ids(host_id: str) -> dict[str, str]:
+    return dict(_IDS.findall(host_id))
+
+
+def _short(ids: dict[str, str]) -> str:
+    """``machine-id 1a2b3c4d`` (the strongest id known) for people; ``""`` for none."""
+    kind = "machine-id" if "machine-id" in ids else "product-uuid" if "product-uuid" in ids else ""
+    return f"{kind.replace('-uuid', ' uuid')} {ids[kind][:8]}" if kind else ""
+
+
+def same_ids(recorded: str, here: str) -> bool | None:
+    """The same machine by the strongest id both tokens hold; ``None`` when they share no kind of id."""
+    theirs, mine = _ids(recorded), _ids(here)
+    kind = next((k for k in ("machine-id", "product-uuid") if k in theirs and k in mine), None)
+    return None if kind is None else theirs[kind] == mine[kind]
 
 
 def recorded_identity(host_id: str) -> str:
@@ -151,8 +173,9 @@ def expand_step(step: PlanStep) -> list[AnyTarget]:
     return [t for action in step.actions for t in expand(action)]
 
 
-def verify_journal(read: JournalRead, *, host_name: str, host_id: str) -> Verified:
-    """Check a journal as this module's docstring says; :class:`JournalRefused` with one line otherwise."""
+def verify_journal(read: JournalRead, *, host_name: str, host_id: str, live: bool = True) -> Verified:
+    """Check a journal as this module's docstring says; :class:`JournalRefused` with one line otherwise. ``live``:
+    the host is this machine, which only a machine id the journal recorded can prove (else a snapshot copy)."""
     where = str(read.path)
     if read.damaged and read.damaged != [read.last_line]:
         first = next(n for n in read.damaged if n != read.last_line)
@@ -169,9 +192,16 @@ def verify_journal(read: JournalRead, *, host_name: str, host_id: str) -> Verifi
     if session.host != host_name:
         raise _refuse(where, f"it was written on {session.host!r}, not {host_name!r}")
     recorded = recorded_identity(session.host_id)
-    if recorded and recorded != host_id:
-        mine = short(host_id) if host_id else "one without a machine-id"
-        theirs = short(recorded) if recorded.startswith("machine-id:") else "another machine"
+    if live and not _ids(recorded):
+        raise _refuse(
+            where,
+            "it records no machine identity (machine-id or product uuid), so nothing proves it was written on this "
+            "machine (undo by hand with its revert lines)",
+        )
+    same = same_ids(recorded, host_id) if _ids(recorded) else True
+    if same is False or (same is None and live):
+        mine = _short(_ids(host_id)) or "one without a machine-id or product uuid"
+        theirs = _short(_ids(recorded)) or "another machine"
         raise _refuse(where, f"it was written on {theirs}, this is {mine}")
     seqs = [e.seq for e in entries]
     if len(set(seqs)) != len(seqs):
@@ -221,6 +251,7 @@ __all__ = [
     "host_identity",
     "recorded_identity",
     "restore_lines",
+    "same_ids",
     "session_fields",
     "verify_journal",
 ]

@@ -124,25 +124,33 @@ def sysctl_path(key: str) -> str:
 
 
 _CPU = r"/sys/devices/system/cpu"
-SYSFS_FILES = tuple(
-    re.compile(pattern)
-    for pattern in (
-        rf"{_CPU}/cpu\d+/cpuidle/state\d+/disable",
-        rf"{_CPU}/cpu\d+/cpufreq/(?:scaling_governor|energy_performance_preference)",
-        rf"{_CPU}/cpufreq/policy\d+/(?:scaling_governor|energy_performance_preference)",
-        rf"{_CPU}/cpufreq/boost",
-        rf"{_CPU}/intel_pstate/no_turbo",
-        rf"{_CPU}/amd_pstate/status",
-        r"/sys/kernel/mm/transparent_hugepage/(?:enabled|defrag)",
-        r"/sys/kernel/mm/hugepages/hugepages-\d+kB/nr_hugepages",
-        r"/sys/devices/system/node/node\d+/hugepages/hugepages-\d+kB/nr_hugepages",
+_BIT = r"[01]"
+_HUGE_PAGES = 1 << 20
+"""At most 2 TiB of 2 MiB pages: the most huge pages a rule of rigaudit sets, in a pool or in all."""
+SYSFS_FILES: dict[re.Pattern[str], re.Pattern[str] | tuple[int, int]] = {
+    re.compile(pattern): values if isinstance(values, tuple) else re.compile(values)
+    for pattern, values in (
+        (rf"{_CPU}/cpu\d+/cpuidle/state\d+/disable", _BIT),
+        (rf"{_CPU}/(?:cpu\d+/cpufreq|cpufreq/policy\d+)/scaling_governor", r"performance|powersave|schedutil|ondemand"),
+        (
+            rf"{_CPU}/(?:cpu\d+/cpufreq|cpufreq/policy\d+)/energy_performance_preference",
+            r"performance|balance_performance|default|balance_power|power",
+        ),
+        (rf"{_CPU}/cpufreq/boost", _BIT),
+        (rf"{_CPU}/intel_pstate/no_turbo", _BIT),
+        (rf"{_CPU}/amd_pstate/status", r"active|passive|guided"),
+        (r"/sys/kernel/mm/transparent_hugepage/enabled", r"always|madvise|never"),
+        (r"/sys/kernel/mm/transparent_hugepage/defrag", r"always|defer|defer\+madvise|madvise|never"),
+        (r"/sys/kernel/mm/hugepages/hugepages-\d+kB/nr_hugepages", (0, _HUGE_PAGES)),
+        (r"/sys/devices/system/node/node\d+/hugepages/hugepages-\d+kB/nr_hugepages", (0, _HUGE_PAGES)),
     )
-)
-"""The sysfs files a fix of rigaudit writes (cpuidle, governor, EPP, boost, amd_pstate, THP, huge pages)."""
+}
+"""The sysfs files a fix of rigaudit writes (cpuidle, governor, EPP, boost, amd_pstate, THP, huge pages), each with
+the values its rule may write there: the words the kernel takes, or a range of whole numbers."""
 SYSCTL_RANGES = {
     "kernel.numa_balancing": (0, 3),
     "vm.swappiness": (0, 200),
-    "vm.nr_hugepages": (0, 1 << 20),
+    "vm.nr_hugepages": (0, _HUGE_PAGES),
     "vm.zone_reclaim_mode": (0, 7),
 }
 """The values rigaudit's rules may set for each sysctl key (huge pages: at most 2 TiB of 2 MiB pages)."""
@@ -161,6 +169,18 @@ PERSIST_FILES = frozenset(
 )
 
 
+def _value_refusal(what: str, value: str, values: re.Pattern[str] | tuple[int, int]) -> str | None:
+    """Why ``value`` is not one rigaudit's rule may write to ``what`` (``None``: it is)."""
+    if isinstance(values, tuple):
+        low, high = values
+        if value.isdecimal() and low <= int(value) <= high:
+            return None
+        return f"{what}={value[:40]} is outside the range rigaudit's rule declares ({low}..{high})"
+    if values.fullmatch(value):
+        return None
+    return f"{what}={value[:40]} is not a value rigaudit's rule writes ({values.pattern.replace('|', ', ')})"
+
+
 def refusal(target: AnyTarget) -> str | None:
     """Why no apply of rigaudit changes ``target`` (``None``: it is one that an apply can produce)."""
     if isinstance(target, ValueFileTarget):
@@ -168,14 +188,11 @@ def refusal(target: AnyTarget) -> str | None:
             key = target.label or target.path.removeprefix("/proc/sys/").replace("/", ".")
             if key not in SYSCTL_KEYS or sysctl_path(key) != target.path:
                 return f"sysctl {key} is not one rigaudit changes"
-            low, high = SYSCTL_RANGES[key]
-            value = target.value.strip()
-            if not value.isdecimal() or not low <= int(value) <= high:
-                return f"sysctl {key}={value[:40]} is outside the range rigaudit's rule declares ({low}..{high})"
-            return None
-        if not any(p.fullmatch(target.path) for p in SYSFS_FILES):
+            return _value_refusal(f"sysctl {key}", target.value.strip(), SYSCTL_RANGES[key])
+        values = next((v for p, v in SYSFS_FILES.items() if p.fullmatch(target.path)), None)
+        if values is None:
             return f"{target.path} is not a kernel file rigaudit writes"
-        return None
+        return _value_refusal(target.path, target.value.strip(), values)
     if isinstance(target, PciRegisterTarget):
         if (target.capability.lower(), target.offset, target.width, target.mask) not in PCI_REGISTERS:
             return f"register {target.describe()} under mask {target.mask:#x} is not one rigaudit changes"

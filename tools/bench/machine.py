@@ -60,6 +60,19 @@ def this_machine(path: Path = MACHINE_ID) -> str:
         os.close(fd)
 
 
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_NO_UUID = frozenset({"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"})
+PRODUCT_UUID = "/sys/class/dmi/id/product_uuid"
+
+
+def product_digest(raw: bytes | None) -> str:
+    """The digest of a DMI product UUID, or ``""`` for none (or the all-zero/all-ones placeholders)."""
+    text = (raw or b"").decode("ascii", "replace").strip().lower()
+    if digested := re.fullmatch(r"product-uuid:([0-9a-f]{16})", text):
+        return digested.group(1)  # a snapshot rebuilt from a transcript holds the digest
+    return digest(text) if re.fullmatch(_UUID, text) and text not in _NO_UUID else ""
+
+
 def short(host_id: str) -> str:
     """``machine-id 1a2b3c4d`` for people; ``""`` for none."""
     return f"machine-id {host_id.removeprefix('machine-id:')[:8]}" if host_id else ""

@@ -14,6 +14,7 @@ The classes live beside the code that raises them; this is the whole tree (exit 
     │   ├── JsonError             2  tools.bounded: text that is not JSON, or nested too deep
     │   ├── SnapshotTargetError   2  tools.hosts.snapshot_writer: the folder to write is taken
     │   ├── JournalRefused        2  tools.actions.provenance: a journal this apply did not write for this host
+    │   ├── PlanRefused           2  orchestrator.change.trust: a plan file not rigaudit's own for this machine
     │   ├── BenchUnavailable      2  tools.bench.errors: torch, GPUs or a tool missing here
     │   ├── BenchInputError       2  tools.bench.errors: a result file, config.json or size list unfit
     │   │   └── WorkloadMismatch  2  tools.bench.like: two results of different workloads compared
