@@ -88,6 +88,7 @@ class AuditControl(Record, frozen=False):
 class _Outcome(Record, frozen=False):
     status: InvestigatorStatus = "cancelled"
     findings: list[Finding] = field(default_factory=list)
+    suggestions: list[Finding] = field(default_factory=list)
     dropped: list[DroppedFinding] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
@@ -114,21 +115,23 @@ def _check_owners(investigators: Sequence[AnyInvestigator]) -> dict[str, str]:
 
 
 async def _refine(inv: AnyInvestigator, scoped: Probe, brain: Brain, owners: dict[str, str], outcome: _Outcome) -> None:
-    """The brain's say on one area; the rules stand (:func:`merge_refinement`), what it refused is kept (the brains'
+    """The brain's say on one area: the rules stand, what it adds is a suggestion apart from them if the evidence it
+    cites (as the probe recorded it) bears it out (:func:`merge_refinement`), what it refused is kept (the brains'
     module is imported with the first brain: the rules alone never need it)."""
     from rigaudit.agents.brain import merge_refinement
 
     rule_findings = outcome.findings
     proposed = await brain.refine(inv, scoped, list(rule_findings))
+    recorded = {e.ref: "\n".join(t for t in (e.raw, e.error) if t) for e in scoped.evidence_for(scoped.refs)}
     merged = merge_refinement(
         inv.area,
         rule_findings,
         proposed,
-        set(scoped.refs),
+        recorded,
         own_checks=frozenset(inv.check_ids),
         other_checks=frozenset(c for c, area in owners.items() if area != inv.area),
     )
-    outcome.findings, outcome.dropped = merged.findings, merged.dropped
+    outcome.findings, outcome.suggestions, outcome.dropped = merged.findings, merged.suggestions, merged.dropped
 
 
 async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: EventSink, outcome: _Outcome) -> None:
@@ -243,6 +246,7 @@ async def run_audit(
             emit(_warning(f"LLM: {line}"))
         warnings.extend(f"LLM: {line}" for line in llm.problems)
     findings = [f for inv in investigators for f in outcomes[inv.area].findings]
+    suggestions = tuple(f for inv in investigators for f in outcomes[inv.area].suggestions)
     dropped = tuple(d for inv in investigators for d in outcomes[inv.area].dropped)
     plan, plan_warnings = plan_findings(findings, baseline)
     warnings.extend(plan_warnings)
@@ -258,7 +262,7 @@ async def run_audit(
     notes = getattr(getattr(host, "manifest", None), "notes", None)
     if isinstance(notes, str) and notes:
         baseline["snapshot notes"] = notes
-    cited = {ref for f in findings for ref in f.evidence}
+    cited = {ref for f in (*findings, *suggestions) for ref in f.evidence}
     result = AuditResult(
         status="interrupted" if control.cancelled else "incomplete" if lost else "complete",
         host=HostSummary(name=host.name, source=host.source, facts=baseline),
@@ -266,6 +270,7 @@ async def run_audit(
         duration_s=round(time.perf_counter() - started, 4),
         investigators=runs,
         findings=tuple(findings),
+        suggestions=suggestions,
         plan=plan,
         evidence=tuple(e for ref, e in sorted(probe.evidence.items()) if ref in cited),
         warnings=tuple(warnings),

@@ -1,9 +1,8 @@
-"""The plan with a model's suggestions: exactly the rules' plan first, then the model's steps.
+"""A model's suggestions and the plan: the plan is the rules' alone.
 
-A model's finding (``source: "llm"``) never shapes the rules' plan: the rules' steps are the plan
-of the rule findings alone, in its order, unchanged. The model's steps follow, as the planner
-ranks them among all findings, each P1 at most (never P0), with no actions (so ``apply`` never
-runs one: a person reads the suggestion and decides).
+A model's finding (``source: "llm"``) is a suggestion (``AuditResult.suggestions``): it never shapes the
+plan, never gets a step, a priority or an estimate of what it buys, and ``apply`` never sees it. A person
+reads it in its own section, after the rules' (the terminal's and the report's), and decides.
 """
 
 from __future__ import annotations
@@ -12,27 +11,15 @@ from collections.abc import Mapping, Sequence
 
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import Plan, PlanStep
-
-
-def _suggestion(step: PlanStep) -> PlanStep:
-    return step.model_copy(
-        update={"priority": "P1" if step.priority == "P0" else step.priority, "actions": (), "edges": (), "provides": ()}
-    )
+from rigaudit.tools.model.plan import Plan
 
 
 def plan_findings(findings: Sequence[Finding], facts: Mapping[str, str] | None = None) -> tuple[Plan, list[str]]:
-    """The rules' plan (:func:`~rigaudit.orchestrator.plan.planner.build_plan` over rule findings only), then the model's."""
-    rules = [f for f in findings if f.source != "llm"]
-    plan, warnings = build_plan(rules, facts)
-    if len(rules) == len(findings):
-        return plan, warnings
-    everything, _ = build_plan(findings, facts)
-    taken = {s.id for s in plan.steps}
-    extra = tuple(_suggestion(s) for s in everything.steps if s.source == "llm" and s.id not in taken)
-    return (Plan(steps=(*plan.steps, *extra)) if extra else plan), warnings
+    """The plan of the rules' findings among ``findings``
+    (:func:`~rigaudit.orchestrator.plan.planner.build_plan`); a model's are left out."""
+    return build_plan([f for f in findings if f.source != "llm"], facts)
 
 
 def rules_plan(plan: Plan) -> Plan:
-    """The plan without the model's steps (what the rules' expectation speaks of)."""
+    """``plan`` without any step a model wrote (a plan of an older release could hold some)."""
     return Plan(steps=tuple(s for s in plan.steps if s.source != "llm"))

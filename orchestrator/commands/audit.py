@@ -6,8 +6,8 @@ Examples:
   rigaudit audit --snapshot DIR --report system-improve.md --json audit.json
   rigaudit audit --fail-on high --no-live    for scripts: exit 1 when a high problem is found
 
-Exit status: 0 done; 1 a problem at or above --fail-on was found (a rule's; a model's too with
---fail-on-llm); 4 the audit is incomplete (an
+Exit status: 0 done; 1 a problem at or above --fail-on was found (a rule's: a model's suggestions
+never count); 4 the audit is incomplete (an
 investigator crashed or timed out: its checks were not judged; "status": "incomplete" in --json
 and in the transcript) or, with --llm, degraded (an agent gave no answer or the endpoint cut
 prompts: "llm": {"status": "degraded"} in --json; the rule findings stand); 1 the LLM endpoint
@@ -69,9 +69,8 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         choices=("critical", "high", "medium", "low"),
-        help="exit 1 (as in check) if a rule finds a problem at or above this (a model's findings count only with --fail-on-llm)",
+        help="exit 1 (as in check) if a rule finds a problem at or above this (a model's suggestions never count)",
     )
-    parser.add_argument("--fail-on-llm", action="store_true", help="with --llm, a model's problems count toward --fail-on too")
     parser.add_argument("--all", action="store_true", help="list every check (default: problems and unknowns, the rest counted)")
     parser.add_argument("--hide-ok", action="store_true", help=argparse.SUPPRESS)  # the default since 0.2
     add_session_arguments(parser)
@@ -97,9 +96,9 @@ EXIT_INCOMPLETE = 4
 """An investigator crashed or timed out: the audit is not a clean one."""
 
 
-def exit_status(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> int:
+def exit_status(result: AuditResult, threshold: str | None) -> int:
     """1 a problem at or above ``threshold`` (as ``check``); 130 interrupted; 4 incomplete or LLM degraded; 0 clean."""
-    if failing(result, threshold, with_llm=with_llm):
+    if failing(result, threshold):
         return EXIT_PROBLEM
     code = {"interrupted": 130, "incomplete": EXIT_INCOMPLETE}.get(result.status, 0)
     if code == 0 and result.llm is not None and result.llm.status != "ok":
@@ -107,13 +106,13 @@ def exit_status(result: AuditResult, threshold: str | None, *, with_llm: bool = 
     return code
 
 
-def failing(result: AuditResult, threshold: str | None, *, with_llm: bool = False) -> bool:
-    """A problem at or above ``threshold``: a rule's, or a model's too when ``with_llm`` (``--fail-on-llm``)."""
+def failing(result: AuditResult, threshold: str | None) -> bool:
+    """A problem of the rules at or above ``threshold`` (a model's suggestions are never problems)."""
     if threshold is None:
         return False
     limit = SEVERITY_ORDER[threshold]
     return any(
-        f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit and (with_llm or f.source != "llm")
+        f.status == "problem" and SEVERITY_ORDER.get(f.severity or "low", 9) <= limit and f.source == "rules"
         for f in result.findings
     )
 
@@ -173,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
             session.emit(ReportWritten(path=str(args.report), section=kept))
         if args.json:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
-        session.exit_code = exit_status(result, args.fail_on, with_llm=args.fail_on_llm)
+        session.exit_code = exit_status(result, args.fail_on)
         if session.transcript_path is not None and not json_to_stdout:
             ui.console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
     return session.exit_code

@@ -4,7 +4,8 @@
   a step that another makes moot joins it);
 - each step's edges (``requires``, ``not_before``, ``conflicts``) resolved to the other steps (:mod:`.graph`);
 - each step's gain and priority (:mod:`.gains`): P0 is the biggest expected gain for its risk, not "runtime";
-  a step another waits for ranks at least as high as it; a model's suggestion never P0, after every rule step;
+  a step another waits for ranks at least as high as it;
+- a model's finding (``source: "llm"``) is a suggestion: it gets no step, no priority and no gain;
 - the measurements that would decide unknown checks first, the steps they decide waiting on them (:mod:`.measure`).
 """
 
@@ -113,8 +114,9 @@ def build_plan(findings: Sequence[Finding], facts: Mapping[str, str] | None = No
     (conflicting writes dropped, steps refused for an order their edges cannot have)."""
     facts = facts or {}
     warnings: list[str] = []
+    findings = [f for f in findings if f.source == "rules"]
     problems = [f for f in findings if f.status == "problem" and f.fix is not None]
-    problems.sort(key=lambda f: (f.source != "rules", SEVERITY_ORDER.get(f.severity or "low", 9), f.check))
+    problems.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity or "low", 9), f.check))
     nodes = fold(_nodes(problems, warnings), findings)
     for node in nodes:
         if node.folded:

@@ -136,9 +136,6 @@ def _priority(step: PlanStep, best: float) -> tuple[Priority, str]:
         return "P0", "measure first: it decides what the audit could not see"
     if gain is None:
         return "P2", "no estimate of what it buys"
-    if step.source == "llm":
-        tier: Priority = "P1" if gain.high > P2_CEILING else "P2"
-        return tier, f"a model's suggestion (ranked after every rule step); {gain.text()}"
     if gain.of == "stability":
         return "P0", f"fixes failures or wrong results ({gain.why}); {risk}"
     bought = f"buys {gain.low:g}-{gain.high:g}% for {risk}"

@@ -1,4 +1,10 @@
-"""system-improve.md: the document written before anything changes, and the sections appended after."""
+"""system-improve.md: the document written before anything changes, and the sections appended after.
+
+In order: the opening (the host, the counts of the rules' findings, what fixing can buy), the baseline
+state, the rules' findings, the plan; then, with ``--llm``, the model's suggestions and what of the
+model's was dropped, each as plain text (a fenced block: no link, no HTML, no markup of the model's is
+rendered); then the sections filled in later (applied changes, validation, benchmarks).
+"""
 
 from __future__ import annotations
 
@@ -144,6 +150,11 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         f"Audited {result.started_at} by rigaudit from `{result.host.source}` in {result.duration_s:.2f} s. "
         f"{len(result.findings)} checks: {counts['problem']} problem(s), {counts['ok']} ok, "
         f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable."
+        + (
+            f" The model (LLM) made {len(result.suggestions)} suggestion(s), not counted among them: see Model suggestions."
+            if result.suggestions
+            else ""
+        )
     )
     lost = [r.area for r in result.investigators if r.status != "done"]
     if result.status != "complete" or lost:
@@ -172,9 +183,6 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         out.append(f"| {run.area} | {_cell(status)} | {run.findings} | {run.duration_s:.3f} |")
     if result.warnings:
         out += ["", "Warnings:", ""] + [f"- {_cell(w)}" for w in result.warnings]
-    if result.dropped:
-        out += ["", f"Model findings dropped (LLM, {len(result.dropped)}: {drop_counts(result.dropped)}); the rules stand:", ""]
-        out += [f"- `{d.check}` ({d.area}): {_cell(d.reason)}" for d in result.dropped]
     out += ["", "## Findings", "", "### Problems", ""]
     if not problems:
         out += ["No problems found.", ""]
@@ -188,9 +196,61 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
     out += _simple_table("Unknown (could not be observed here)", (f for f in findings if f.status == "unknown"))
     out += _simple_table("Not applicable", (f for f in findings if f.status == "not_applicable"))
     out += plan_section(result.plan)
+    out += suggestions_section(result)
     for title in LATER_SECTIONS:
         out += [f"## {title}", "", PLACEHOLDER, ""]
     return "\n".join(out)
+
+
+SUGGESTIONS = "Model suggestions (LLM)"
+
+
+def _fenced(lines: Sequence[str]) -> list[str]:
+    """``lines`` as a fenced text block: shown as written, whatever markdown or HTML they hold."""
+    body = [" ".join(printable(line).split()) for line in lines]
+    longest = max((len(run) for line in body for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}text", *body, fence]
+
+
+def _suggestion_lines(suggestion: Finding, rule_checks: set[str]) -> list[str]:
+    about = "explains the rule's finding" if suggestion.check in rule_checks else "the model rates it"
+    rated = "" if suggestion.check in rule_checks else f" {suggestion.severity or suggestion.status}"
+    lines = [f"{suggestion.check} ({about}{rated}): {suggestion.title}"]
+    lines += [
+        f"{label}: {value}" for label, value in (("observed", suggestion.observed), ("why", suggestion.explanation)) if value
+    ]
+    fix = suggestion.fix
+    if fix is not None:
+        lines.append(
+            f"the model's suggestion, never applied ({fix.kind}, on {WHERE_TEXT[fix.where]}, risk {fix.risk}): {fix.summary}"
+        )
+        lines += [f"{label}: {value}" for label, value in (("verify", fix.verify), ("revert", fix.revert)) if value]
+    if suggestion.evidence:
+        lines.append(f"evidence: {', '.join(suggestion.evidence)}")
+    return lines
+
+
+def suggestions_section(result: AuditResult) -> list[str]:
+    """The model's suggestions and what of the model's was dropped (nothing without either), after the rules'
+    sections: never counted, planned or applied, each shown as plain text."""
+    if not result.suggestions and not result.dropped:
+        return []
+    out = [f"## {SUGGESTIONS}", ""]
+    out.append(
+        "What the model suggested, apart from the rules: none of it is counted as a problem, planned or applied. "
+        "Each cites evidence this audit recorded that contains what it says it observed; read it and decide."
+    )
+    out.append("")
+    rule_checks = {f.check for f in result.findings}
+    for number, suggestion in enumerate(result.suggestions, 1):
+        out += [f"### Suggestion {number}", "", *_fenced(_suggestion_lines(suggestion, rule_checks)), ""]
+    if not result.suggestions:
+        out += ["None accepted.", ""]
+    if result.dropped:
+        out += [f"Model suggestions dropped ({len(result.dropped)}: {drop_counts(result.dropped)}); the rules stand:", ""]
+        out += [*_fenced([f"{d.check} ({d.area}): {d.reason}" for d in result.dropped]), ""]
+    return out
 
 
 def expectation(problems: Sequence[Finding], *, markdown: bool = True, plan: Plan | None = None) -> str:

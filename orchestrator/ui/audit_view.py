@@ -3,7 +3,8 @@
 In order: a headline (the host, its GPUs, the counts); a machine with no NVIDIA GPU says so here,
 and its checks that need one are folded into one line instead of a row each; an incomplete audit
 is shouted, never shown as a pass; then the problems and unknowns, one line counting the rest
-(``--all`` lists them), what fixing can buy, the plan, the warnings.
+(``--all`` lists them), what fixing can buy, the plan; after all of the rules', a model's suggestions
+(``--llm``) in their own section; the warnings; what of the model's was dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.text import Text
 from rigaudit.orchestrator.audit.suggestions import rules_plan
 from rigaudit.orchestrator.report.document import expectation
 from rigaudit.orchestrator.ui.pictures import pcie_tree
+from rigaudit.orchestrator.ui.suggestions import suggestions_section
 from rigaudit.orchestrator.ui.tables import findings_table, ordered, plan_table
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.model.audit import AuditResult
@@ -56,7 +58,7 @@ def headline(result: AuditResult) -> Text:
     """``pve-gpu01 (8 x RTX PRO 6000, driver 580.95.05, kernel 6.8.12): 4 problems, 11 unknown``."""
     facts = result.host.facts
     about = [facts[k] if k == "gpus" else f"{k} {facts[k]}" for k in ("gpus", "driver", "kernel") if facts.get(k)]
-    rules = [f for f in result.findings if f.source != "llm"]
+    rules = result.findings
     problems = sum(1 for f in rules if f.status == "problem")
     unknown = sum(1 for f in rules if f.status == "unknown")
     text = Text(result.host.name or "?", style="bold")
@@ -65,9 +67,8 @@ def headline(result: AuditResult) -> Text:
     text.append(": ")
     text.append(f"{problems} problem(s)", style="bold red" if problems else "bold green")
     text.append(f", {unknown} unknown of {len(rules)} checks")
-    model = len(result.findings) - len(rules)
-    if model:
-        text.append(f"; {model} more finding(s) by the model (LLM)", style="magenta")
+    if result.suggestions:
+        text.append(f"; {len(result.suggestions)} suggestion(s) by the model (LLM), not counted: below", style="magenta")
     return text
 
 
@@ -126,13 +127,14 @@ def audit_view(
         line = f"{len(rest)} more check(s): {_counts(rest)}"
         line += f" ({gpu} of them for want of a GPU)" if gpu else ""
         out.append(Text(line + "; --all lists them.", style="dim"))
-    problems = [f for f in result.findings if f.status == "problem" and f.source != "llm"]
+    problems = [f for f in result.findings if f.status == "problem"]
     if banner is None:  # the rules' judgement of the host: only of a whole audit
         out.append(Text(expectation(problems, markdown=False, plan=rules_plan(result.plan))))
     idle = "Plan: nothing to change." if banner is None else "Plan: nothing to change for the checks that finished."
     out.append(plan_table(result.plan) if result.plan.steps else Text(idle))
     if sum(1 for d in topology if d.kind == "gpu") >= 2 and (tree := pcie_tree(topology)) is not None:
         out.append(tree)
+    out += suggestions_section(result.suggestions, frozenset(f.check for f in result.findings))
     out += [Text(printable(f"warning: {w}"), style="yellow") for w in result.warnings]
     if result.dropped:
         out.append(dropped_line(result, show_all=show_all))
@@ -140,11 +142,11 @@ def audit_view(
 
 
 def dropped_line(result: AuditResult, *, show_all: bool = False, shown: int = 5) -> Text:
-    """``LLM: 3 model finding(s) dropped (2 contradicts a rule finding, 1 ...): pcie.acs (numa): ...``."""
+    """``LLM: 3 model suggestion(s) dropped (2 contradicts a rule finding, 1 ...): pcie.acs (numa): ...``."""
     dropped = result.dropped
     listed = dropped if show_all else dropped[:shown]
-    text = Text(f"LLM: {len(dropped)} model finding(s) dropped ({drop_counts(dropped)}): ", style="magenta")
-    text.append("; ".join(f"{d.check} ({d.area}): {d.reason}" for d in listed))
+    text = Text(f"LLM: {len(dropped)} model suggestion(s) dropped ({drop_counts(dropped)}): ", style="magenta")
+    text.append(printable("; ".join(f"{d.check} ({d.area}): {d.reason}" for d in listed)))
     if len(listed) < len(dropped):
         text.append(f"; +{len(dropped) - len(listed)} more (--all lists them, --json has each)")
     return text

@@ -73,6 +73,10 @@ class AuditResult(BaseModel):
     duration_s: float
     investigators: tuple[InvestigatorRun, ...] = ()
     findings: tuple[Finding, ...] = ()
+    """The rules' findings: the only ones counted, planned, and judged by ``--fail-on``."""
+    suggestions: tuple[Finding, ...] = ()
+    """What a model (``--llm``) suggested and the audit accepted (``source: "llm"``): shown apart, never counted as
+    a problem, never planned or applied."""
     plan: Plan = Plan()
     evidence: tuple[Evidence, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -85,6 +89,25 @@ class AuditResult(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _suggestions_apart(cls, data: Any) -> Any:
+        """A model's finding is a suggestion wherever it was put (an audit of an older release kept them among the
+        rules' findings, and their steps in the plan): it moves apart, its step goes."""
+        if not isinstance(data, dict) or not isinstance(data.get("findings"), list | tuple):
+            return data
+        model = [f for f in data["findings"] if _by_model(f)]
+        plan = data.get("plan")
+        steps = plan.get("steps") if isinstance(plan, dict) else getattr(plan, "steps", None)
+        kept_steps = [s for s in steps or () if not _by_model(s)]
+        if not model and len(kept_steps) == len(steps or ()):
+            return data
+        out = {**data, "findings": [f for f in data["findings"] if not _by_model(f)]}
+        out["suggestions"] = [*(data.get("suggestions") or ()), *model]
+        if len(kept_steps) != len(steps or ()):
+            out["plan"] = {**plan, "steps": kept_steps} if isinstance(plan, dict) else Plan(steps=tuple(kept_steps))
+        return out
+
+    @model_validator(mode="before")
+    @classmethod
     def _renamed_areas(cls, data: Any) -> Any:
         """An audit of an older release ran investigators under names since renamed: one run per current area."""
         if not isinstance(data, dict) or not isinstance(data.get("investigators"), list | tuple):
@@ -93,6 +116,11 @@ class AuditResult(BaseModel):
         if not any(isinstance(r, dict) and isinstance(r.get("area"), str) and r["area"] in RENAMED_AREAS for r in runs):
             return data
         return {**data, "investigators": _current_runs(runs, data.get("findings"))}
+
+
+def _by_model(item: Any) -> bool:
+    """A finding or a plan step a model wrote (as JSON or as an object)."""
+    return (item.get("source") if isinstance(item, dict) else getattr(item, "source", None)) == "llm"
 
 
 _STATUS_RANK = {"done": 0, "cancelled": 1, "timeout": 2, "failed": 3}

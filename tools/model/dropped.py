@@ -1,4 +1,4 @@
-"""What an audit refused of a model's findings, and why: shown and counted, never dropped without a word."""
+"""What an audit refused of a model's suggestions, and why: shown and counted, never dropped without a word."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict
 
 from rigaudit.tools.model.finding import Area
 
-DropKind = Literal["contradicts_rule", "duplicates_rule", "rule_check", "other_area", "duplicate", "no_evidence"]
+DropKind = Literal[
+    "contradicts_rule", "duplicates_rule", "rule_check", "other_area", "duplicate", "no_evidence", "unsupported_claim"
+]
 """Why a model's finding was dropped:
 
 - ``contradicts_rule``: it gives a rule's check another status or severity (the rule stands);
@@ -16,7 +18,8 @@ DropKind = Literal["contradicts_rule", "duplicates_rule", "rule_check", "other_a
 - ``rule_check``: it names a check of the area's rules that the rules did not report;
 - ``other_area``: its check belongs to another area, or is not named after the agent's own area;
 - ``duplicate``: the model reported the same check twice (the first one counts);
-- ``no_evidence``: it cites no evidence that the agent's area really read.
+- ``no_evidence``: it cites no evidence that the agent's area really read;
+- ``unsupported_claim``: what it says it observed is not in the evidence it cites (:mod:`rigaudit.agents.claims`).
 """
 
 DROP_TEXT: dict[str, str] = {
@@ -26,6 +29,7 @@ DROP_TEXT: dict[str, str] = {
     "other_area": "outside the agent's area",
     "duplicate": "reported twice",
     "no_evidence": "cites no evidence it read",
+    "unsupported_claim": "claims what its cited evidence does not contain",
 }
 """Each kind in a few words (the terminal's and the report's counts)."""
 
