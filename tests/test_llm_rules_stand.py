@@ -212,3 +212,17 @@ def test_a_model_fix_never_carries_an_action_nor_reaches_the_plan() -> None:
     assert kept.source == "llm" and kept.fix is not None and kept.fix.actions == ()
     plan, _ = plan_findings([*merged.findings, *merged.suggestions])
     assert plan == plan_findings(rules)[0]
+
+
+def test_an_older_transcripts_model_findings_are_not_among_its_findings(tmp_path: Path) -> None:
+    from rigaudit.tools.model.events.audit import FindingReported
+    from rigaudit.transcripts.segments import recorded_findings
+
+    rule = Finding.model_validate(rule_findings(["numa"])[0])
+    model = Finding(check="numa.x", area="numa", status="problem", severity="critical", title="t", source="llm")
+    events = [FindingReported(finding=rule), FindingReported(finding=model)]  # as an older release recorded them
+    assert recorded_findings(events) == [rule]
+    path = tmp_path / "old.jsonl"
+    header = {"transcript": "rigaudit.transcript/2", "rigaudit": "0.1", "created_at": ""}
+    path.write_text("\n".join([json.dumps(header), *(e.model_dump_json() for e in events)]) + "\n")
+    assert [e.finding for e in read_transcript(path).findings] == [rule]

@@ -55,7 +55,8 @@ class Transcript(Record, frozen=False):
 
     @property
     def findings(self) -> list[FindingReported]:
-        return [e for e in self.events if isinstance(e, FindingReported)]
+        """The rules' findings reported (a transcript of an older release reported a model's too: suggestions)."""
+        return [e for e in self.events if isinstance(e, FindingReported) and e.finding.source == "rules"]
 
     @property
     def duration_s(self) -> float:

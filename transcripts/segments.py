@@ -30,13 +30,14 @@ def audit_segments(events: Sequence[Event]) -> list[list[Event]]:
 
 
 def recorded_findings(events: Iterable[Event]) -> list[Finding]:
-    """The audit result's findings if one was recorded, else the reported findings (last one per check wins)."""
+    """The audit result's findings if one was recorded, else the reported findings (last one per check wins): the
+    rules' alone (a transcript of an older release reported a model's findings too; they are suggestions)."""
     events = list(events)
     audit = next((e for e in reversed(events) if isinstance(e, AuditFinished)), None)
     if audit is not None:
         return list(audit.result.findings)
     by_check: dict[str, Finding] = {}
     for event in events:
-        if isinstance(event, FindingReported):
+        if isinstance(event, FindingReported) and event.finding.source == "rules":
             by_check[event.finding.check] = event.finding
     return list(by_check.values())

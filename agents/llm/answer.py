@@ -140,8 +140,9 @@ def parse_report(payload: str | Any) -> FindingsReport:
 
 def to_findings(report: FindingsReport, area: str, rule_findings: list[Finding]) -> list[Finding]:
     """The report as :class:`Finding` objects of ``area``, as the model stated them (``source: "llm"``);
-    the audit then merges them with the rules' (:func:`rigaudit.agents.brain.merge_refinement`), which
-    keeps every rule finding as the rules judged it and says what it refused."""
+    the audit then weighs them against the rules' (:func:`rigaudit.agents.brain.merge_refinement`), which
+    keeps every rule finding as the rules judged it, keeps what it accepts apart as suggestions, and says
+    what it refused."""
     titles = {f.check: f.title for f in rule_findings}
     out: list[Finding] = []
     for item in report.findings:
