@@ -6,16 +6,27 @@ Derived from the investigators' check declarations (:class:`~rigaudit.agents.che
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigator import AnyInvestigator
+from rigaudit.agents.premise import PREMISES
 from rigaudit.agents.registry import all_investigators
 
 HOW_TO_ADD = (
-    "To add a check, declare it once (a `Check` next to its rule in `agents/investigators/<area>/`), add it to its "
+    "To add a check, declare it once (a `Check` next to its rule in `agents/investigators/<area>/`, with the premises "
+    "from its area's `premises.py` its verdict rests on), add it to its "
     "investigator's `checks` and its rule to `judge`, write its tests, then regenerate this file."
 )
+
+
+PREMISES_TEXT = (
+    "A check's premises are the facts its verdict rests on (named in `agents/premise.py`, read by each area's "
+    "`premises.py`): where one is not read, the verdict is `unknown` with what would tell, never `ok` (nor a problem "
+    "resting on it); `none`: the verdict rests only on what the check reads. `rigaudit audit --explain CHECK` shows a "
+    "verdict with each of its premises, held or missing, and its evidence."
+)
+PREMISE_LIST = [f"- `{name}`: {text}" for name, text in PREMISES.items()]
 
 
 def catalog(investigators: Sequence[AnyInvestigator] | None = None) -> list[Check]:
@@ -29,15 +40,29 @@ def _cell(text: str) -> str:
 
 def render_markdown(checks: Sequence[Check]) -> str:
     """``docs/checks.md``: one table per area, in catalog order."""
-    areas: dict[str, list[Check]] = {}
-    for check in checks:
-        areas.setdefault(check.area, []).append(check)
+    return render_entries([c.as_dict() for c in checks])
+
+
+def _premises_cell(premises: object) -> str:
+    names = [str(p["name"]) for p in premises if isinstance(p, Mapping)] if isinstance(premises, list) else []
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def render_entries(entries: Sequence[Mapping[str, object]]) -> str:
+    """``docs/checks.md`` from the catalog's JSON entries (:meth:`Check.as_dict`, ``rigaudit checks --json``)."""
+    areas: dict[str, list[Mapping[str, object]]] = {}
+    for entry in entries:
+        areas.setdefault(str(entry["area"]), []).append(entry)
     lines = [
         "# Check catalog",
         "",
         "Generated from the code by `rigaudit checks --markdown > docs/checks.md`; do not edit by hand.",
-        f"{len(checks)} checks in {len(areas)} areas. Each check ends in `ok`, `problem` (with a severity and a fix), "
+        f"{len(entries)} checks in {len(areas)} areas. Each check ends in `ok`, `problem` (with a severity and a fix), "
         "`unknown` (with the reason) or `not_applicable`.",
+        "",
+        PREMISES_TEXT,
+        "",
+        *PREMISE_LIST,
         "",
         HOW_TO_ADD,
         "",
@@ -46,12 +71,14 @@ def render_markdown(checks: Sequence[Check]) -> str:
         lines += [
             f"## {area}",
             "",
-            "| id | title | reads | problem when | fix | fix kind |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| id | title | reads | problem when | fix | fix kind | premises |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for check in rows:
-            kinds = ", ".join(f"`{k}`" for k in check.kinds) or "—"
-            cells = (check.title, check.reads, check.problem, check.fix)
-            lines.append(f"| `{check.id}` | " + " | ".join(_cell(c) for c in cells) + f" | {kinds} |")
+        for entry in rows:
+            fix_kinds = entry.get("fix_kinds")
+            kinds = ", ".join(f"`{k}`" for k in (fix_kinds if isinstance(fix_kinds, list) else ())) or "—"
+            cells = (str(entry["title"]), str(entry["reads"]), str(entry["problem"]), str(entry["fix"]))
+            premises = _premises_cell(entry.get("premises"))
+            lines.append(f"| `{entry['check']}` | " + " | ".join(_cell(c) for c in cells) + f" | {kinds} | {premises} |")
         lines.append("")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """A check, declared once: its id, title and the catalog's words on it.
 
+A check names its premises (:mod:`rigaudit.agents.premise`): the facts its verdict rests on.
 Every list of checks is derived from these declarations: an investigator's ``checks``, ``docs/checks.md``,
 ``rigaudit checks`` and the catalog; an LLM agent's prompt names each check the rules did not report with its
 ``problem`` (:func:`rigaudit.agents.llm.prompt.summarize_findings`). A check's area is the prefix of its id
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.agents.premise import Premise
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import FixKind
 
@@ -27,6 +29,9 @@ class Check(Record):
     fix: str
     kinds: tuple[FixKind, ...] = ()
     """The fix kinds its problems carry (empty: never a problem)."""
+    premises: tuple[Premise, ...] | None = None
+    """The facts its verdict rests on (its area's table, ``<area>/premises.py``); ``()``: it rests on none but what it
+    reads itself; ``None``: not declared. Where one is missing its verdict is ``unknown`` (:mod:`~rigaudit.agents.premise`)."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(CHECK_ID, self.id):
@@ -47,4 +52,5 @@ class Check(Record):
             "problem": self.problem,
             "fix": self.fix,
             "fix_kinds": list(self.kinds),
+            "premises": [{"name": p.name, "reads": p.reads} for p in self.premises or ()],
         }

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.premise import enforce
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Finding
@@ -17,7 +18,8 @@ class Investigator(Record, Generic[FactsT]):
     """One area of the check catalog.
 
     ``collect`` reads evidence through the probe (files before commands) into a facts object;
-    ``judge`` is pure: it turns those facts into exactly one finding per check of ``checks``, in that order.
+    ``judge`` is pure: it turns those facts into exactly one finding per check of ``checks``, in that order;
+    :meth:`findings` is the audit's judgement: ``judge``'s, with each check's premises applied.
     ``checks`` are the declarations (:class:`~rigaudit.agents.check.Check`) every list of checks derives from.
     """
 
@@ -26,6 +28,12 @@ class Investigator(Record, Generic[FactsT]):
     checks: tuple[Check, ...]
     collect: Callable[[Probe], Awaitable[FactsT]]
     judge: Callable[[FactsT], list[Finding]]
+
+    def findings(self, facts: FactsT) -> list[Finding]:
+        """``judge`` on ``facts``, each finding carrying its check's premises as read; a verdict resting on a premise
+        that is missing is ``unknown`` with what would tell (:func:`~rigaudit.agents.premise.enforce`)."""
+        declared = {c.id: c.premises or () for c in self.checks}
+        return [enforce(declared.get(f.check, ()), facts, f) for f in self.judge(facts)]
 
     @property
     def check_ids(self) -> tuple[str, ...]:

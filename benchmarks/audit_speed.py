@@ -40,7 +40,7 @@ def cpu_cost(snapshot: Path, repeats: int = 5) -> tuple[float, float]:
         facts = anyio.run(collect_all)
         start = time.process_time()
         for inv, fact in zip(investigators, facts, strict=True):
-            inv.judge(fact)
+            inv.findings(fact)
         best_judge = min(best_judge, time.process_time() - start)
     return best_audit, best_judge
 

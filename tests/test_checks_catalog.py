@@ -125,7 +125,7 @@ def test_every_declared_check_belongs_to_its_investigator() -> None:
 def test_every_declared_check_is_judged_and_nothing_else(root: Path) -> None:
     probe = Probe(SnapshotHost(root))
     for inv in all_investigators():
-        findings = inv.judge(anyio.run(inv.collect, probe))
+        findings = inv.findings(anyio.run(inv.collect, probe))
         assert inv.contract_breaches(findings) == [], f"{inv.area} on {root.name}"
 
 

@@ -143,7 +143,7 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
     try:
         with anyio.fail_after(timeout_s):
             facts = await inv.collect(scoped)
-        outcome.findings = list(inv.judge(facts))
+        outcome.findings = inv.findings(facts)
         outcome.status = "done"
         for breach in inv.contract_breaches(outcome.findings):
             emit(_warning(f"{inv.area}: {breach} (a bug of rigaudit's rules: please report it)"))

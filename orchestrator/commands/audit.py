@@ -5,6 +5,7 @@ Examples:
   rigaudit audit --demo                  a snapshot shipped with rigaudit
   rigaudit audit --snapshot DIR --report system-improve.md --json audit.json
   rigaudit audit --fail-on high --no-live    for scripts: exit 1 when a high problem is found
+  rigaudit audit --snapshot DIR --explain firmware.cppc   one verdict: its premises, held or missing, and evidence
 
 Exit status: 0 done; 1 a problem at or above --fail-on was found (a rule's: a model's suggestions
 never count); 4 the audit is incomplete (an
@@ -37,10 +38,12 @@ from rigaudit.orchestrator.report.document import check_report, write_report
 from rigaudit.orchestrator.report.output import check_writable, write_json
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.session.run_async import run_held
+from rigaudit.orchestrator.ui.explain_check import explain_lines
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.audit import TopologyReported
+from rigaudit.tools.model.events.catalog import CheckEntry
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 
@@ -73,9 +76,31 @@ def _add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--all", action="store_true", help="list every check (default: problems and unknowns, the rest counted)")
     parser.add_argument("--hide-ok", action="store_true", help=argparse.SUPPRESS)  # the default since 0.2
+    parser.add_argument(
+        "--explain",
+        metavar="CHECK",
+        help="after the audit, show CHECK's verdict, each premise it rests on (held or missing) and its evidence "
+        "(audits only CHECK's area unless --areas is given)",
+    )
     add_session_arguments(parser)
     add_llm_arguments(parser)
     add_fleet_arguments(parser)
+
+
+def _explained(check_id: str | None, areas: list[str] | None, json_to_stdout: bool) -> CheckEntry | None:
+    """The catalog entry ``--explain`` names, refused when no check has that id or the audit would not judge it."""
+    if check_id is None:
+        return None
+    from rigaudit.agents.catalog import catalog
+
+    entry = next((CheckEntry.model_validate(c.as_dict()) for c in catalog() if c.id == check_id), None)
+    if entry is None:
+        raise UsageError(f"--explain: no check {check_id!r} (rigaudit checks lists them)")
+    if areas is not None and entry.area not in areas:
+        raise UsageError(f"--explain {check_id}: its area {entry.area} is not among --areas {','.join(areas)}")
+    if json_to_stdout:
+        raise UsageError("--explain prints to stdout: write --json to a file")
+    return entry
 
 
 def _areas(text: str | None) -> list[str] | None:
@@ -123,6 +148,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     areas = _areas(args.areas)
+    explained = _explained(args.explain, areas, args.json is not None and str(args.json) == "-")
+    if explained is not None and areas is None:
+        areas = [explained.area]
     host = open_host(host_source(args))
     if args.json is not None:
         check_writable(args.json, "--json")
@@ -173,6 +201,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
         session.exit_code = exit_status(result, args.fail_on)
+        if explained is not None:
+            finding = next((f for f in result.findings if f.check == explained.check and f.source == "rules"), None)
+            ui.console.print("\n".join(explain_lines(explained, finding)), markup=False, highlight=False)
         if session.transcript_path is not None and not json_to_stdout:
             ui.console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
     return session.exit_code

@@ -50,10 +50,9 @@ def checks_text(event: ChecksListed) -> str:
     if event.form == "json":
         return json.dumps(checks_document(event.checks), indent=2) + "\n"
     if event.form == "markdown":
-        from rigaudit.agents.catalog import render_markdown  # the registry: only for this form
-        from rigaudit.agents.check import Check
+        from rigaudit.agents.catalog import render_entries  # the registry: only for this form
 
-        return render_markdown([Check(c.check, c.title, c.reads, c.problem, c.fix, tuple(c.fix_kinds)) for c in event.checks])
+        return render_entries([c.model_dump(mode="json") for c in event.checks])
     width = max((len(c.check) for c in event.checks), default=0)
     lines = [f"{c.check:<{width}}  {c.title}" + (f"  [{', '.join(c.fix_kinds)}]" if c.fix_kinds else "") for c in event.checks]
     return "".join(line + "\n" for line in [*lines, f"{len(event.checks)} checks"])

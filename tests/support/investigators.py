@@ -21,7 +21,7 @@ from rigaudit.tools.model.finding import Finding
 
 def judged(investigator: AnyInvestigator, probe: Probe) -> list[Finding]:
     """Collect and judge once; assert one finding per declared check, in order, of the investigator's area."""
-    findings = investigator.judge(anyio.run(investigator.collect, probe))
+    findings = investigator.findings(anyio.run(investigator.collect, probe))
     assert investigator.contract_breaches(findings) == [], investigator.area
     return findings
 

@@ -230,6 +230,19 @@ class Fix(_Frozen):
     gain: Gain | None = None
 
 
+PremiseState = Literal["held", "missing"]
+
+
+class PremiseRead(_Frozen):
+    """One premise of a check as this audit found it: a fact the verdict rests on (the platform's layers, the
+    running kernel, the GPU model...), ``held`` with its ``value`` or ``missing`` with what would tell."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
+    state: PremiseState
+    value: str = ""
+    """What it was read as (held), or what would tell (missing)."""
+
+
 class Finding(_Frozen):
     """The answer to one check on one host."""
 
@@ -252,4 +265,6 @@ class Finding(_Frozen):
     explanation: str = ""
     evidence: tuple[str, ...] = ()
     fix: Fix | None = None
+    premises: tuple[PremiseRead, ...] = ()
+    """The check's premises as this audit read them (empty: none declared, or a finding of an older release)."""
     source: Literal["rules", "llm"] = "rules"

@@ -9,6 +9,7 @@ from rigaudit.agents.facts.cpulist import parse_cpulist
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.container import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
@@ -118,6 +119,7 @@ CGROUP_CPU_CHECK = Check(
     problem="a CFS CPU quota on the container (throttling stalls GPU workers), or fewer than 2 CPUs per GPU",
     fix="remove the quota, give it more cores",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.GPUS),
 )
 
 

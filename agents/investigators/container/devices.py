@@ -7,6 +7,7 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import (
     AREA,
     NO_GPU,
@@ -58,6 +59,7 @@ GPU_DEVICES_CHECK = Check(
     problem="a GPU, nvidiactl or nvidia-uvm not passed in or not allowed by the cgroup",
     fix="edit the container config",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.GPUS),
 )
 
 

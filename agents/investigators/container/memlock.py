@@ -7,6 +7,7 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import LxcConfig
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
@@ -29,6 +30,7 @@ MEMLOCK_CHECK = Check(
     problem="limited (RDMA registration and pinned buffers fail or shrink)",
     fix="raise it to unlimited",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.SERVERS, premises.RDMA),
 )
 
 

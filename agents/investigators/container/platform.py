@@ -33,6 +33,7 @@ PLATFORM_CHECK = Check(
     "combinations) and where fixes must go",
     fix="—",
     kinds=(),
+    premises=(),
 )
 
 

@@ -7,6 +7,7 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, gpu_nodes, no_gpu_on_this_machine
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -34,6 +35,7 @@ SHM_CHECK = Check(
     problem="under 1 GiB in a container running NCCL",
     fix="`--shm-size` / `--ipc=host` / a larger tmpfs",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.SERVERS),
 )
 
 

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_u
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import GpuProcess
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cuda import premises
 from rigaudit.agents.investigators.cuda.facts import AREA, LITTLE_USED, CudaFacts, gib_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -35,6 +36,7 @@ MEMORY_IN_USE_CHECK = Check(
     problem="memory held by processes that are not the inference server",
     fix="stop them",
     kinds=("restart",),
+    premises=(premises.SERVERS, premises.NVML),
 )
 
 

@@ -8,6 +8,7 @@ from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_sel
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.cuda import premises
 from rigaudit.agents.investigators.cuda.facts import AREA, COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -18,6 +19,7 @@ COMPUTE_MODE_CHECK = Check(
     problem="Prohibited (high), Exclusive (low)",
     fix="`nvidia-smi -c 0` (by a person)",
     kinds=("runtime",),
+    premises=(premises.GPUS, premises.NVML),
 )
 
 
@@ -96,6 +98,7 @@ MIG_CHECK = Check(
     problem="MIG on where whole GPUs are used; current ≠ pending",
     fix="`nvidia-smi -mig 0`, GPU reset or reboot",
     kinds=("reboot",),
+    premises=(premises.GPU_CONFIG, premises.SERVERS, premises.NVML),
 )
 
 
@@ -257,6 +260,7 @@ ECC_MODE_CHECK = Check(
     problem="current ≠ pending",
     fix="reboot or GPU reset",
     kinds=("reboot",),
+    premises=(premises.GPUS, premises.NVML),
 )
 
 

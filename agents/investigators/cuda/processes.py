@@ -10,6 +10,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.proc_info import status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cuda import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
@@ -70,6 +71,7 @@ FOREIGN_PROCESSES_CHECK = Check(
     problem="a process of another user than the server's on a GPU the server uses (high when it is another server)",
     fix="stop them; reserve the GPUs (scheduler, device permissions)",
     kinds=("restart",),
+    premises=(premises.SERVERS, premises.NVML),
 )
 
 
@@ -159,6 +161,7 @@ MPS_DAEMON_CHECK = Check(
     problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on the server (medium)",
     fix="stop the MPS control daemon; unset CUDA_MPS_* limits",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.SERVERS),
 )
 
 

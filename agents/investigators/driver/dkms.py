@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import AREA, MODULES_ROOT, InstallFacts, host_where
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -46,6 +47,7 @@ DKMS_CHECK = Check(
     ),
     fix="`dkms autoinstall -k KERNEL` with its headers installed",
     kinds=("runtime",),
+    premises=(premises.KERNEL,),
 )
 
 

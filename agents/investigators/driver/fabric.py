@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
@@ -55,6 +56,7 @@ FABRICMANAGER_VERSION_CHECK = Check(
     problem="the fabric manager's version differs from the driver's (it refuses to start; no NVLink fabric)",
     fix="install the fabric manager of exactly the driver's version, restart it with the GPUs idle",
     kinds=("restart",),
+    premises=(premises.NVLINK, premises.DRIVER),
 )
 
 

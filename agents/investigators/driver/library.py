@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import FORWARD_COMPAT, CompatLibrary, branch, compat_library, forward_compat_support
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import AREA, InstallFacts, UserLibrary
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
@@ -22,6 +23,7 @@ LIBRARY_MISMATCH_CHECK = Check(
     fix="reboot after a driver upgrade (host), or install the matching libraries in the container; on GeForce, drop "
     "the forward-compatibility path",
     kinds=("reboot", "restart"),
+    premises=(premises.PLATFORM, premises.GPUS, premises.DRIVER),
 )
 
 

@@ -8,6 +8,7 @@ from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.rdma import describe_nics
 from rigaudit.agents.facts.unit_reasons import Cause, module_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
     AREA,
     INFINIBAND,
@@ -53,6 +54,7 @@ PEERMEM_CHECK = Check(
     "applicable",
     fix="`modprobe nvidia_peermem` + `/etc/modules-load.d`",
     kinds=("runtime", "reboot"),
+    premises=(premises.PLATFORM, premises.RDMA, premises.FLAVOR_DMABUF, premises.KERNEL, premises.MODULES),
 )
 
 
@@ -173,6 +175,7 @@ NOUVEAU_CHECK = Check(
     problem="nouveau loaded",
     fix="blacklist nouveau, rebuild the initramfs",
     kinds=("reboot",),
+    premises=(premises.MODULES,),
 )
 
 
@@ -222,6 +225,7 @@ UVM_CHECK = Check(
     problem="nvidia_uvm not loaded or `/dev/nvidia-uvm` missing (CUDA init fails; containers bind-mount it at start)",
     fix="`modprobe nvidia_uvm`; `nvidia-modprobe -c0 -u`",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.MODULES),
 )
 
 

@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import AREA, LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
@@ -36,6 +37,7 @@ SECURE_BOOT_CHECK = Check(
     problem="an NVIDIA module is not loaded while Secure Boot/lockdown is on or the kernel log shows it rejected",
     fix="sign the module with an enrolled MOK (`mokutil --import`) or turn Secure Boot off",
     kinds=("reboot",),
+    premises=(premises.PLATFORM, premises.MODULES),
 )
 
 

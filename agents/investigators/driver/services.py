@@ -11,6 +11,7 @@ from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels, kernel_log
 from rigaudit.agents.investigators.driver.version import BLACKWELL
 from rigaudit.tools.core.record import replace
@@ -74,6 +75,7 @@ PERSISTENCE_CHECK = Check(
     problem="disabled (every CUDA start pays driver init; settings are lost in between)",
     fix="`systemctl enable --now nvidia-persistenced`; a running daemon started with --no-persistence-mode: its unit's option",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.NVML),
 )
 
 
@@ -232,6 +234,7 @@ FABRICMANAGER_CHECK = Check(
     "run it) the fabric not completed",
     fix="start and enable nvidia-fabricmanager",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK),
 )
 
 

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import module_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
     AREA,
     MODULE_VERSION,
@@ -74,6 +75,7 @@ DRIVER_VERSION_CHECK = Check(
     ),
     fix="install a supported driver",
     kinds=("reboot",),
+    premises=(premises.GPUS, premises.DRIVER, premises.FLAVOR),
 )
 
 

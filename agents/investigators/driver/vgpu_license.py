@@ -11,6 +11,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.vgpu import LICENSE_FN
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ServiceStartAction
@@ -22,6 +23,7 @@ VGPU_LICENSE_CHECK = Check(
     problem="a vGPU without its licence: after a 20-minute grace period its compute drops to an idle level",
     fix="a client configuration token and FeatureType=1 for nvidia-gridd, then restart it",
     kinds=("runtime",),
+    premises=(premises.GPU_CONFIG, premises.NVML),
 )
 
 GRIDD_STEPS = (

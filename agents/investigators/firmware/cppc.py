@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.firmware import premises
 from rigaudit.agents.investigators.firmware.facts import AREA, CPPC_DIR, FirmwareFacts, fix_where
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -15,6 +16,7 @@ CPPC_CHECK = Check(
     "without it, unknown where that cannot be told",
     fix="BIOS: CPPC on",
     kinds=("firmware",),
+    premises=(premises.PLATFORM, premises.CPU, premises.KERNEL),
 )
 
 

@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_models import product_line
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.firmware import premises
 from rigaudit.agents.investigators.firmware.facts import AREA, NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -17,6 +18,7 @@ REBAR_CHECK = Check(
     "traffic, no active RDMA NIC)",
     fix="BIOS: Above 4G decoding + Re-Size BAR",
     kinds=("firmware",),
+    premises=(premises.PLATFORM, premises.GPUS, premises.P2P),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.firmware import premises
 from rigaudit.agents.investigators.firmware.facts import AREA, FirmwareFacts, fix_where
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -14,6 +15,7 @@ VBIOS_CONSISTENCY_CHECK = Check(
     problem="GPUs of one model disagree",
     fix="vendor firmware update",
     kinds=("firmware",),
+    premises=(premises.GPUS,),
 )
 
 

@@ -10,6 +10,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
@@ -51,6 +52,7 @@ APP_CLOCKS_CHECK = Check(
     problem="application clocks below their defaults, or clocks held by the applications-clocks (locked clocks) setting",
     fix="`nvidia-smi -rac`, `nvidia-smi -rgc` (by a person)",
     kinds=("runtime",),
+    premises=(premises.NVML, premises.GPU_CONFIG),
 )
 
 

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_u
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -36,6 +37,7 @@ CLOCKS_CHECK = Check(
     problem="HW slowdown (0x8), SW/HW thermal (0x20/0x40) or HW power brake (0x80) set; SW power cap and idle are normal",
     fix="cooling, power delivery",
     kinds=("hardware",),
+    premises=(premises.PLATFORM, premises.NVML),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity
 
@@ -15,6 +16,7 @@ ECC_ERRORS_CHECK = Check(
     problem="remap pending (reset needed), remap failure, or uncorrectable errors",
     fix="GPU reset or reboot; RMA on remap failure",
     kinds=("reboot", "hardware"),
+    premises=(premises.GPUS, premises.NVML),
 )
 
 

@@ -10,6 +10,7 @@ from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 
@@ -46,6 +47,7 @@ GSP_CHECK = Check(
     problem="any GSP error: the GPU stops answering until reset",
     fix="reset or reboot; newest driver of the branch",
     kinds=("reboot",),
+    premises=(premises.PLATFORM, premises.KERNEL_LOG),
 )
 
 

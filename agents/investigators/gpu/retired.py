@@ -10,6 +10,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
@@ -58,6 +59,7 @@ RETIRED_PAGES_CHECK = Check(
     problem="a memory bank with no spare row left (high); banks low on spares or retired pages (low)",
     fix="plan an RMA",
     kinds=("hardware",),
+    premises=(premises.GPUS, premises.NVML),
 )
 
 

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_u
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -20,6 +21,7 @@ THERMALS_CHECK = Check(
     problem="within 10 °C of slowdown",
     fix="cooling: airflow, fan profile, inlet temperature",
     kinds=("hardware",),
+    premises=(premises.PLATFORM, premises.NVML, premises.GPU_CONFIG),
 )
 
 

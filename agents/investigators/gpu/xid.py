@@ -26,6 +26,7 @@ from rigaudit.agents.facts.xid_catalog import (
     recovery_action,
 )
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import command_ref
@@ -136,6 +137,7 @@ XID_CHECK = Check(
     fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
     "report to support",
     kinds=("restart", "reboot", "hardware"),
+    premises=(premises.PLATFORM, premises.KERNEL_LOG),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import AREA, CMDLINE, KernelParamsFacts, cmdline_tokens, fix_where
 from rigaudit.tools.model.finding import Finding, Fix, Severity
 
@@ -14,6 +15,7 @@ CMDLINE_PCIE_CHECK = Check(
     problem="`pci=pcie_bus_perf` (caps MaxReadReq at MaxPayload), `pcie_aspm=force`",
     fix="edit the boot line",
     kinds=("reboot",),
+    premises=(premises.CMDLINE,),
 )
 
 

@@ -12,6 +12,7 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import AREA, KernelParamsFacts, fix_where
 from rigaudit.tools.hosts.probe import command_ref, file_ref
 from rigaudit.tools.model.finding import Finding, Fix
@@ -25,6 +26,7 @@ GRACE_BOOT_CHECK = Check(
     problem="on Grace: page zeroing on allocation on (no `init_on_alloc=0`)",
     fix="add `init_on_alloc=0` to the boot line",
     kinds=("reboot",),
+    premises=(premises.CMDLINE,),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import AREA, KernelParamsFacts, cmdline_tokens, fix_where
 from rigaudit.tools.model.finding import Finding, Fix, Severity
 
@@ -14,6 +15,7 @@ IOMMU_CHECK = Check(
     problem="translated DMA on a bare-metal multi-GPU host doing PCIe P2P (normal inside a VM guest)",
     fix="`iommu=pt` (+ `amd_iommu=on`/`intel_iommu=on`) on the command line",
     kinds=("reboot",),
+    premises=(premises.PLATFORM, premises.GPUS),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import AREA, SWAPPINESS, SWAPPINESS_TARGET, KernelParamsFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
@@ -15,6 +16,7 @@ SWAPPINESS_CHECK = Check(
     problem="server process swapping",
     fix="`vm.swappiness=10`",
     kinds=("runtime",),
+    premises=(premises.PLATFORM,),
 )
 
 

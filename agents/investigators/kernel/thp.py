@@ -15,6 +15,7 @@ THP_CHECK = Check(
     problem="`always` + synchronous defrag with compaction stalls rising",
     fix="`madvise`",
     kinds=("runtime",),
+    premises=(),
 )
 
 

@@ -10,6 +10,7 @@ from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_freq
 from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.kernel import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
@@ -47,6 +48,8 @@ class KernelVersionFacts(Record):
     cpu_family: int | None
     cpu_model: int | None
     refs: Mapping[str, tuple[str, ...]]
+    cpuinfo_read: bool = True
+    """``/proc/cpuinfo`` was read (an Arm CPU's has no ``vendor_id``): the premise ``cpu``."""
 
 
 def parse_kernel_version(release: str | None) -> KernelVersion | None:
@@ -131,6 +134,7 @@ async def collect(probe: Probe) -> KernelVersionFacts:
         cpu_family=cpu_int("cpu family"),
         cpu_model=cpu_int("model"),
         refs={"kernel": tuple(refs), "cpu": (file_ref("/proc/cpuinfo"),)},
+        cpuinfo_read=cpuinfo is not None,
     )
 
 
@@ -151,6 +155,7 @@ KERNEL_VERSION_CHECK = Check(
     problem="kernel too old for the CPU's frequency driver or the GPU driver branch; module built for another kernel",
     fix="upgrade the kernel",
     kinds=("reboot",),
+    premises=(premises.KERNEL, premises.CPU, premises.DRIVER),
 )
 
 

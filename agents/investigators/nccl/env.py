@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.findings import ok, problem
+from rigaudit.agents.investigators.nccl import premises
 from rigaudit.agents.investigators.nccl.facts import AREA, INFINIBAND, EnvSource, NcclFacts
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
@@ -53,6 +54,7 @@ NCCL_ENV_CHECK = Check(
     "outranks the product line)",
     fix="remove the override",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.SERVERS, premises.RDMA),
 )
 
 

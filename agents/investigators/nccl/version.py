@@ -10,6 +10,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.processes import ServerScan
 from rigaudit.agents.facts.python_env import TorchInstall, dist_version, find_torch, required_version
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.nccl import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
@@ -92,6 +93,7 @@ NCCL_VERSION_CHECK = Check(
     problem="the NCCL loaded or installed differs from the one torch pins (medium when older or missing)",
     fix="install the pinned nvidia-nccl wheel; drop LD_LIBRARY_PATH overrides",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.SERVERS, premises.PACKAGES),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, NumaFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
@@ -16,6 +17,7 @@ BALANCING_CHECK = Check(
     problem="`1` on a multi-node host",
     fix="`sysctl -w kernel.numa_balancing=0`, persisted in `/etc/sysctl.d`",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.NUMA),
 )
 
 

@@ -12,6 +12,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import nic_bdf
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.numa import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
@@ -121,6 +122,7 @@ IRQ_AFFINITY_CHECK = Check(
     problem="a GPU's interrupt served only on CPUs of another NUMA node",
     fix="write the GPU's local CPUs to `/proc/irq/N/smp_affinity_list`; ban the IRQ from irqbalance",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.NUMA, premises.GPUS),
 )
 
 
@@ -202,6 +204,7 @@ NIC_AFFINITY_CHECK = Check(
     "no PCIe switch with its GPUs (NCCL uses GPUDirect RDMA only up to PXB by default); no RDMA NIC: not applicable",
     fix="place a NIC on every GPU node, under the GPUs' PCIe switch; or NCCL_NET_GDR_LEVEL",
     kinds=("hardware",),
+    premises=(premises.PLATFORM, premises.NUMA, premises.GPUS, premises.RDMA),
 )
 
 

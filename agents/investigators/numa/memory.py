@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
@@ -117,6 +118,7 @@ HUGEPAGES_CHECK = Check(
     ),
     fix="`sysctl -w vm.nr_hugepages=0` (and other sizes through sysfs); drop `hugepages=` from the boot line",
     kinds=("runtime",),
+    premises=(premises.PLATFORM,),
 )
 
 
@@ -190,6 +192,7 @@ ZONE_RECLAIM_CHECK = Check(
     problem="non-zero on a multi-node host (local reclaim of the model's page cache instead of remote pages)",
     fix="`sysctl -w vm.zone_reclaim_mode=0`",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.NUMA),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.investigators.numa.facts import AREA, NODES, NumaFacts, fix_where
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
@@ -32,6 +33,7 @@ GPU_AFFINITY_CHECK = Check(
     problem="`numa_node` -1 on a multi-socket bare-metal host",
     fix="BIOS NUMA / SRAT settings; bind workers with numactl",
     kinds=("firmware",),
+    premises=(premises.PLATFORM, premises.NUMA, premises.GPUS),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.nvlink import premises
 from rigaudit.agents.investigators.nvlink.facts import (
     AREA,
     COUNTERS,
@@ -24,6 +25,7 @@ NVLINK_ERRORS_CHECK = Check(
     problem="any counter above 0 (medium for recoveries; CRC and replay counts, corrected by link-level retry, low)",
     fix="reset; reseat or RMA if they keep rising",
     kinds=("hardware",),
+    premises=(premises.NVML, premises.NVLINK),
 )
 
 

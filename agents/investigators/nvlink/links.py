@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.nvlink import premises
 from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, AREA, NvlinkFacts, hardware_fix, no_nvlink_reason
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import Finding
@@ -16,6 +17,7 @@ NVLINK_LINKS_CHECK = Check(
     problem="a link inactive where its peers have it active; PCIe-only cards: not applicable",
     fix="reset; reseat or RMA (a cloud instance: stop and start it, report the GPU to the provider)",
     kinds=("hardware",),
+    premises=(premises.PLATFORM, premises.GPUS, premises.NVML, premises.NVLINK),
 )
 
 

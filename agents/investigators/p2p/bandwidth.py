@@ -7,6 +7,7 @@ import json
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.p2p import premises
 from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, P2pFacts
 from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
 from rigaudit.tools.core.record import Record
@@ -69,6 +70,7 @@ P2P_BANDWIDTH_CHECK = Check(
     problem="a pair far below its link, slower than staging through the host, or corrupting data",
     fix="per cause",
     kinds=("runtime", "reboot", "hardware"),
+    premises=(premises.PLATFORM, premises.GPUS, premises.BENCHMARK),
 )
 
 

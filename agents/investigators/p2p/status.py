@@ -7,6 +7,7 @@ from rigaudit.agents.facts.gpu_address import HYPERVISOR_LOOKUP, gpu_identity
 from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
 from rigaudit.agents.facts.peer_groups import together
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.p2p import premises
 from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, Cause, Context, PairView, cause, fix_for
 from rigaudit.agents.investigators.p2p.facts import AREA, P2P_READ, P2P_WRITE, P2pFacts, Pair
 from rigaudit.tools.hosts.base import NvmlResult
@@ -67,6 +68,7 @@ P2P_STATUS_CHECK = Check(
     "driver refuses P2P on (GPU_NOT_SUPPORTED on every pair) and MIG slices have no P2P by design (not applicable)",
     fix="per cause: regkey, fabric manager, iommu=pt, ACS, the VM definition (x-nv-gpudirect-clique), BIOS, TP placement",
     kinds=("runtime", "restart", "reboot", "firmware"),
+    premises=(premises.PLATFORM, premises.GPUS, premises.P2P, premises.GPU_CONFIG),
 )
 
 

@@ -7,6 +7,7 @@ from itertools import combinations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.peer_groups import together
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
 from rigaudit.tools.pci import bridges_between
@@ -21,6 +22,7 @@ ACS_CHECK = Check(
     "crosses it (GeForce, NVLink, MIG, replicas, TP groups across switches)",
     fix="`setpci -s BRIDGE ECAP_ACS+6.w=0000`; `pci=disable_acs_redir=` or BIOS",
     kinds=("runtime", "reboot"),
+    premises=(premises.PLATFORM, premises.GPUS, premises.TOPOLOGY),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -19,6 +20,7 @@ AER_CHECK = Check(
     problem="counters non-zero and rising",
     fix="reseat/riser",
     kinds=("hardware",),
+    premises=(premises.PLATFORM, premises.GPUS),
 )
 
 

@@ -10,6 +10,7 @@ from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -89,6 +90,7 @@ PCIE_LINK_CHECK = Check(
     "ports above are emulated)",
     fix="reseat/riser/slot, or BIOS slot speed",
     kinds=("hardware", "firmware"),
+    premises=(premises.PLATFORM, premises.GPUS),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
@@ -15,6 +16,7 @@ MAX_READ_REQUEST_CHECK = Check(
     problem="GPU MaxReadReq below 4096 bytes",
     fix="`setpci -s BDF CAP_EXP+8.w=5000:7000` with the GPU idle",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.GPUS),
 )
 
 
@@ -122,6 +124,7 @@ MAX_PAYLOAD_CHECK = Check(
     problem="endpoint payload larger than a bridge's (not applicable in a VM guest: vfio keeps it virtual)",
     fix="BIOS or `pci=pcie_bus_safe`",
     kinds=("reboot",),
+    premises=(premises.PLATFORM, premises.GPUS, premises.TOPOLOGY),
 )
 
 

@@ -110,6 +110,8 @@ class CpuPowerFacts(Record):
     """tuned's active profile (``/etc/tuned/active_profile``)."""
     tuned_state: TunedState | None = None
     """tuned's service state and the settings its active profile applies (None: no profile selected)."""
+    cpuinfo_read: bool = True
+    """``/proc/cpuinfo`` was read (an Arm CPU's has no ``vendor_id``): the premise ``cpu``."""
 
 
 def _cpu_identity(cpuinfo: str | None) -> tuple[str | None, int | None, int | None]:
@@ -195,6 +197,7 @@ async def collect_cpu(probe: Probe) -> CpuPowerFacts:
         servers=tuple(s.argv for s in (await find_servers(probe)).servers),
         tuned=tuned.active if tuned is not None else None,
         tuned_state=tuned,
+        cpuinfo_read=cpuinfo is not None,
     )
 
 

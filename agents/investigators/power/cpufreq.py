@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import (
     AREA,
     BOOST,
@@ -93,6 +94,7 @@ GOVERNOR_CHECK = Check(
     problem="not `performance`",
     fix="write `performance` on every policy; where tuned's active profile sets the governor, a tuned profile",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.CPUFREQ, premises.TUNED),
 )
 
 
@@ -137,6 +139,7 @@ EPP_CHECK = Check(
     problem="not `performance` under amd-pstate-epp / intel_pstate",
     fix="write `performance`",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.CPUFREQ),
 )
 
 
@@ -178,6 +181,7 @@ BOOST_CHECK = Check(
     problem="boost off",
     fix="write 1 to boost (0 to no_turbo)",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.CPUFREQ),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
@@ -16,6 +17,7 @@ CSTATES_CHECK = Check(
     problem="enabled idle states with exit latency above 10 µs",
     fix="write 1 to `stateN/disable` on every CPU; `processor.max_cstate=1`",
     kinds=("runtime", "reboot"),
+    premises=(premises.PLATFORM,),
 )
 
 

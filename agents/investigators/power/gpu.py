@@ -9,6 +9,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.power import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, nvml_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
@@ -107,6 +108,7 @@ GPU_POWER_LIMIT_CHECK = Check(
     problem="enforced below default",
     fix="`nvidia-smi -pl` (by a person), or the BMC power budget",
     kinds=("runtime",),
+    premises=(premises.PLATFORM, premises.NVML, premises.GPU_CONFIG),
 )
 
 
@@ -186,6 +188,7 @@ GPU_PSTATE_CHECK = Check(
     problem="a GPU at ≥ 50% utilization in P3 or lower (clocks capped); idle GPUs in P8 are normal",
     fix="find what holds the clocks (`nvidia-smi -q -d PERFORMANCE`), reset locked clocks",
     kinds=("runtime",),
+    premises=(premises.NVML,),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import AMD_PSTATE_STATUS, AREA, CPU, CpuPowerFacts, cpu_where, no_cpufreq
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysfsWriteAction
@@ -16,6 +17,7 @@ SCALING_DRIVER_CHECK = Check(
     problem="`acpi-cpufreq` on AMD Zen 2+ with CPPC",
     fix="`amd_pstate=active` on the boot line",
     kinds=("reboot", "runtime"),
+    premises=(premises.PLATFORM, premises.CPU, premises.KERNEL, premises.CMDLINE),
 )
 
 

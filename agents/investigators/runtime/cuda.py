@@ -13,6 +13,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.facts.python_env import TorchInstall
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe, file_ref, nvml_ref
@@ -72,6 +73,7 @@ CUDA_DRIVER_COMPAT_CHECK = Check(
     problem="the runtime's major version is newer than the driver supports (high: CUDA init fails); a newer minor (low)",
     fix="newer driver, or a torch build for the driver's CUDA",
     kinds=("reboot",),
+    premises=(premises.SERVERS, premises.PACKAGES, premises.GPUS),
 )
 
 
@@ -188,6 +190,7 @@ DEVICE_ORDER_CHECK = Check(
     problem="mixed GPU models (or NVML out of PCI order) and a server without `CUDA_DEVICE_ORDER=PCI_BUS_ID` or UUIDs",
     fix="set `CUDA_DEVICE_ORDER=PCI_BUS_ID`",
     kinds=("restart",),
+    premises=(premises.GPUS, premises.SERVERS, premises.NVML),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.runtime import premises
 from rigaudit.agents.investigators.runtime.facts import AREA, RuntimeFacts, fix_where
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
@@ -39,6 +40,7 @@ DEBUG_ENV_CHECK = Check(
     problem="`CUDA_LAUNCH_BLOCKING=1`, injection paths, profiler or sanitizer variables",
     fix="unset them",
     kinds=("restart",),
+    premises=(premises.SERVERS,),
 )
 
 

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
@@ -108,6 +109,7 @@ NOFILE_CHECK = Check(
     problem="soft limit below 65536 (medium at 4096 or less), or the system's file handles nearly exhausted",
     fix="`LimitNOFILE=` / `--ulimit nofile` / `lxc.prlimit.nofile`",
     kinds=("restart",),
+    premises=(premises.PLATFORM, premises.SERVERS),
 )
 
 
@@ -169,6 +171,7 @@ NPROC_CHECK = Check(
     problem="a non-root server whose soft limit is below 4096 or under twice the threads its user runs",
     fix="`LimitNPROC=` / `--ulimit nproc` / `lxc.prlimit.nproc`",
     kinds=("restart",),
+    premises=(premises.SERVERS,),
 )
 
 

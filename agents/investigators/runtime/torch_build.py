@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.runtime import premises
 from rigaudit.agents.investigators.runtime.facts import (
     AREA,
     CUDA_FOR_ARCH,
@@ -23,6 +24,7 @@ TORCH_CUDA_CHECK = Check(
     problem="the build's CUDA predates the GPU's architecture, or a CPU-only build",
     fix="install a matching torch build",
     kinds=("restart",),
+    premises=(premises.SERVERS, premises.PACKAGES, premises.GPUS),
 )
 
 

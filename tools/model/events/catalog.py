@@ -10,6 +10,15 @@ from rigaudit.tools.model.events.base import BaseEvent
 from rigaudit.tools.model.finding import FixKind
 
 
+class PremiseEntry(BaseModel):
+    """A premise of a check: a fact its verdict rests on, and what reads it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    name: str
+    reads: str
+
+
 class CheckEntry(BaseModel):
     """One check of the catalog, as ``rigaudit checks --json`` writes it."""
 
@@ -22,6 +31,7 @@ class CheckEntry(BaseModel):
     problem: str
     fix: str
     fix_kinds: list[FixKind] = Field(default_factory=list)
+    premises: list[PremiseEntry] = Field(default_factory=list)
 
 
 class ChecksListed(BaseEvent):
