@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.options.outputs import check_outputs, remember_parsers
 from rigaudit.tools.core.errors import RigauditError
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.core.version import rigaudit_version
@@ -85,7 +86,8 @@ def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rigaudit",
         description=__doc__,
-        epilog="Start with `rigaudit audit --demo`, or `rigaudit audit` on the GPU server itself.",
+        epilog="Start with `rigaudit audit --demo`, or `rigaudit audit` on the GPU server itself. Every output path "
+        "(--json, --report, --out, --into...) is checked before any work (docs/exit-status.md, Output paths).",
     )
     parser.add_argument("--version", action=_Version, help="print rigaudit's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -98,6 +100,7 @@ def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
         )
         command.add_arguments(child)
         child.set_defaults(_run=command.run)
+    remember_parsers(parser)
     return parser
 
 
@@ -116,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_outputs(parser, args)  # every output flag, before any work: one line, exit status 2
         code: int = run(args)
     except RigauditError as exc:
         print(f"rigaudit: {_one_line(str(exc))}", file=sys.stderr)  # the message may quote host text

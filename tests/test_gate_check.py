@@ -98,7 +98,7 @@ def test_renamed_area_names_select_their_successors(capsys: pytest.CaptureFixtur
         (["--deadline", "0"], "--deadline: 0: the deadline must be more than 0"),
         (["--deadline", "nan"], "--deadline: nan: the deadline must be more than 0"),
         (["--deadline", "7200"], "--deadline must be more than 0 and at most 3600 seconds"),
-        (["--prometheus", "{tmp}/missing/x.prom"], "no directory {tmp}/missing"),
+        (["--prometheus", "{tmp}/file/x.prom"], "{tmp}/file is not a directory"),
         (["--prometheus", "metrics.txt"], "node_exporter reads only files named *.prom"),
         (["--quiet", "--verbose"], "exclude each other"),
     ],
@@ -107,6 +107,7 @@ def test_usage_errors_exit_2_with_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], said: str
 ) -> None:
     said = said.format(tmp=tmp_path)
+    (tmp_path / "file").write_text("")
     code, lines, err = check(capsys, "--snapshot", str(H200), *(arg.format(tmp=tmp_path) for arg in args))
     assert code == 2
     assert lines == []

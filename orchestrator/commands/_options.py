@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, HostSource
 from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.options.screen import Screen
 
 
@@ -57,11 +58,13 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     """``--no-live``, ``--transcript FILE`` and ``--no-transcript``: how a command's session is shown and recorded."""
     group = parser.add_argument_group("output")
     group.add_argument("--no-live", action="store_true", help="plain lines instead of the live board (pipes, CI)")
-    group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    output(
+        group.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    )
     group.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 
 def add_transcript_argument(parser: argparse._ActionsContainer, help: str = "") -> None:
     """``--transcript FILE``: record this query's session there (by default it is not recorded)."""
     text = help or "record this session to FILE (default: not recorded)"
-    parser.add_argument("--transcript", type=Path, metavar="FILE", help=text)
+    output(parser.add_argument("--transcript", type=Path, metavar="FILE", help=text))

@@ -44,12 +44,14 @@ from rigaudit.orchestrator.commands._options import add_session_arguments, scree
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, demo_path
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.actions.journal import default_journal_path
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.session import Warning_
@@ -62,7 +64,10 @@ def _add(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--demo", nargs="?", const="default", metavar="NAME", help=f"copy and apply to {DEMO_HELP} (needs --into)"
     )
-    where.add_argument("--into", type=Path, metavar="DST", help="the new copy of --snapshot or --demo that is changed")
+    output(
+        where.add_argument("--into", type=Path, metavar="DST", help="the new copy of --snapshot or --demo that is changed"),
+        Kind.NEW_FOLDER,
+    )
     parser.add_argument("--plan", type=Path, metavar="FILE", help="the plan from `audit --json FILE` (default: audit now)")
     parser.add_argument("--scope", choices=SCOPES, default="runtime", help="which steps may run (default: runtime)")
     parser.add_argument("--only", metavar="STEP,...", help="only these step ids")
@@ -75,10 +80,12 @@ def _add(parser: argparse.ArgumentParser) -> None:
         help=f"how long a step's question waits for your answer before it is no (default {APPROVAL_TIMEOUT_S:g})",
     )
     parser.add_argument("--persist", action="store_true", help="also write sysctl.d/modules-load.d/tmpfiles.d/udev files")
-    parser.add_argument("--journal", type=Path, metavar="FILE", help="where to journal the changes (default: state dir)")
-    parser.add_argument("--emit-script", type=Path, metavar="FILE", help="write the steps not run here as a bash script")
-    parser.add_argument(
-        "--report", type=Path, metavar="FILE", help="append to this report (default: ./system-improve.md if it exists)"
+    output(parser.add_argument("--journal", type=Path, metavar="FILE", help="where to journal the changes (default: state dir)"))
+    output(parser.add_argument("--emit-script", type=Path, metavar="FILE", help="write the steps not run here as a bash script"))
+    output(
+        parser.add_argument(
+            "--report", type=Path, metavar="FILE", help="append to this report (default: ./system-improve.md if it exists)"
+        )
     )
     add_session_arguments(parser)
 

@@ -34,8 +34,9 @@ from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_f
 from rigaudit.orchestrator.hosts.choose import open_host
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.document import check_report, write_report
-from rigaudit.orchestrator.report.output import check_writable, write_json
+from rigaudit.orchestrator.report.output import write_json
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.session.run_async import run_held
 from rigaudit.orchestrator.ui.explain_check import explain_lines
@@ -50,14 +51,18 @@ from rigaudit.tools.model.finding import SEVERITY_ORDER
 
 def _add(parser: argparse.ArgumentParser) -> None:
     add_host_arguments(parser)
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the audit result (rigaudit.audit/1); - for stdout")
-    parser.add_argument(
+    output(
+        parser.add_argument("--json", type=Path, metavar="FILE", help="write the audit result (rigaudit.audit/1); - for stdout"),
+        stdout=True,
+    )
+    report = parser.add_argument(
         "--report",
         type=Path,
         metavar="FILE",
         help="write system-improve.md (baseline, findings, plan); an earlier one of this machine is kept beside it, "
         "named by when it was audited; one of another machine is refused",
     )
+    output(report)
     parser.add_argument("--areas", metavar="A,B", help=f"only these areas ({', '.join(area_names())})")
     parser.add_argument(
         "--concurrency",
@@ -152,9 +157,7 @@ def _run(args: argparse.Namespace) -> int:
     if explained is not None and areas is None:
         areas = [explained.area]
     host = open_host(host_source(args))
-    if args.json is not None:
-        check_writable(args.json, "--json")
-    if args.report is not None:  # before any work: a report that cannot be written is said now, not after the audit
+    if args.report is not None:  # before any work: a report of another machine is refused now, not after the audit
         check_report(args.report, anyio.run(identify, host))
     json_to_stdout = args.json is not None and str(args.json) == "-"
     ui = terminal_for(screen(args), show_all=args.all)

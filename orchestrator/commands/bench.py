@@ -87,6 +87,7 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.hosts.identity import this_machine
 from rigaudit.orchestrator.options.arguments import number, positive_seconds
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.document import check_report, report_host
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import Session, open_session
@@ -95,6 +96,7 @@ from rigaudit.tools.bench.compare import Settings
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.files.outputs import Kind
 
 Run = Callable[[argparse.Namespace, Session], int]
 
@@ -123,8 +125,9 @@ def _approve(args: argparse.Namespace, session: Session) -> Approve:
 
 
 def _common(parser: argparse.ArgumentParser, *, gated: bool = True) -> None:
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON (no FILE or '-': stdout)")
-    parser.add_argument("--report", metavar="FILE", help="append the result to this system-improve.md")
+    json_help = "write the result as JSON (no FILE or '-': stdout)"
+    output(parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help=json_help), stdout=True)
+    output(parser.add_argument("--report", metavar="FILE", help="append the result to this system-improve.md"))
     if gated:
         parser.add_argument("--yes", action="store_true", help="approve the run without asking (scripts)")
     add_session_arguments(parser)
@@ -152,7 +155,7 @@ def _add_p2p(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per measurement (default 20; the median counts)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed copies first (default 3)")
     parser.add_argument("--backend", choices=("torch", "cuda-bindings"), help="default: torch if installed, else cuda-bindings")
-    parser.add_argument("--save-to", default=str(DEFAULT_PATH), help="where the audit reads the result")
+    output(parser.add_argument("--save-to", default=str(DEFAULT_PATH), help="where the audit reads the result"))
     _common(parser)
 
 
@@ -356,7 +359,7 @@ def _add_calibrate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="repeats per session (default 5: as you will compare)")
     parser.add_argument("--sessions", type=int, default=8, help="sessions to run, 2-100 (default 8; more narrow the intervals)")
     parser.add_argument("--gap-s", type=number("a gap", least=0), default=0.0, help="seconds between sessions (default 0)")
-    parser.add_argument("--keep", metavar="DIR", help="write each session's result to DIR/session-NN.json")
+    output(parser.add_argument("--keep", metavar="DIR", help="write each session's result to DIR/session-NN.json"), Kind.FOLDER)
     parser.add_argument("--no-save", action="store_true", help="do not store it where bench compare looks")
     parser.add_argument("--list", action="store_true", help="list the stored calibrations and exit")
     parser.add_argument(
@@ -439,7 +442,7 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="STEP,...", help="the runtime steps to switch on and off (required)")
     where = parser.add_argument_group("where (default: this machine)")
     where.add_argument("--snapshot", metavar="SRC", help="a snapshot to copy and switch (needs --into)")
-    where.add_argument("--into", metavar="DST", help="the new copy of --snapshot that is changed")
+    output(where.add_argument("--into", metavar="DST", help="the new copy of --snapshot that is changed"), Kind.NEW_FOLDER)
     parser.add_argument(
         "--cycles",
         type=int,
@@ -463,7 +466,7 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
         help="seconds a restart may take until the server streams its first token (default 300)",
     )
     restart.add_argument("--end-on", metavar="NAME", help="the arm to leave the server as (default: the first, as found)")
-    parser.add_argument("--journal", metavar="FILE", help="where to journal the switches (default: state dir)")
+    output(parser.add_argument("--journal", metavar="FILE", help="where to journal the switches (default: state dir)"))
     add_load_arguments(parser)
     add_judging_arguments(parser)
     _common(parser)

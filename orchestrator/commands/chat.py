@@ -43,9 +43,11 @@ from rigaudit.orchestrator.commands._llm import add_llm_arguments, llm_config_fr
 from rigaudit.orchestrator.commands._options import add_host_arguments, host_source, screen
 from rigaudit.orchestrator.hosts.choose import open_host
 from rigaudit.orchestrator.options.arguments import positive_seconds, url
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.chat import LlmExchange, Message
 from rigaudit.tools.model.events.sink import EventSink
@@ -56,9 +58,8 @@ PROMPT = "you> "
 
 def _add(parser: argparse.ArgumentParser) -> None:
     add_host_arguments(parser)
-    parser.add_argument(
-        "--into", type=Path, metavar="DIR", help="with --snapshot: the copy changes go into (default: a temporary one)"
-    )
+    into_help = "with --snapshot: the new copy changes go into (default: a temporary one)"
+    output(parser.add_argument("--into", type=Path, metavar="DIR", help=into_help), Kind.NEW_FOLDER)
     parser.add_argument("--yes", action="store_true", help="approve every step without asking (scripts)")
     parser.add_argument(
         "--approval-timeout",
@@ -78,7 +79,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-agents", action="store_true", help="with --llm: the investigators also dig with the model")
     out = parser.add_argument_group("output")
     out.add_argument("--no-live", action="store_true", help="plain lines instead of the live board")
-    out.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)")
+    output(out.add_argument("--transcript", type=Path, metavar="FILE", help="where to record this session (default: state dir)"))
     out.add_argument("--no-transcript", action="store_true", help="do not record this session")
 
 

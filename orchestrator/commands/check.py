@@ -20,7 +20,6 @@ failed. Wrappers must never drain on 3 or 4.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ from rigaudit.orchestrator.gate import (
 )
 from rigaudit.orchestrator.hosts.choose import open_host
 from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.tools.core.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:
@@ -83,21 +83,12 @@ def _add(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("output")
     out.add_argument("-q", "--quiet", action="store_true", help="print the reason line alone")
     out.add_argument("-v", "--verbose", action="store_true", help="list every check, not only those that matter")
-    out.add_argument("--json", type=Path, metavar="FILE", help="write the result (rigaudit.check/1); - for stdout")
-    out.add_argument("--prometheus", type=Path, metavar="FILE", help="write node_exporter textfile metrics (atomically)")
-    out.add_argument("--transcript", type=Path, metavar="FILE", help="record this run as a transcript (default: none)")
-
-
-def _writable(option: str, path: Path | None) -> None:
-    if path is None or str(path) == "-":
-        return
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise UsageError(f"{option} {path}: is a directory")
-    if not folder.is_dir():
-        raise UsageError(f"{option} {path}: no directory {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: cannot write in {folder}")
+    output(
+        out.add_argument("--json", type=Path, metavar="FILE", help="write the result (rigaudit.check/1); - for stdout"),
+        stdout=True,
+    )
+    output(out.add_argument("--prometheus", type=Path, metavar="FILE", help="write node_exporter textfile metrics (atomically)"))
+    output(out.add_argument("--transcript", type=Path, metavar="FILE", help="record this run as a transcript (default: none)"))
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -107,9 +98,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("--concurrency must be at least 1")
     if args.quiet and args.verbose:
         raise UsageError("--quiet and --verbose exclude each other")
-    _writable("--json", args.json)
-    _writable("--prometheus", args.prometheus)
-    _writable("--transcript", args.transcript)
+    # --json, --prometheus and --transcript are output flags: cli.main checks them before this runs
     if args.prometheus is not None and not args.prometheus.name.endswith(".prom"):
         raise UsageError(f"--prometheus {args.prometheus}: node_exporter reads only files named *.prom")
 

@@ -31,6 +31,7 @@ from rigaudit.orchestrator.audit.diff import Side, diff_event, diff_json, load_s
 from rigaudit.orchestrator.audit.run import AuditOptions
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.output import check_writable, write_json
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError
@@ -41,7 +42,10 @@ from rigaudit.tools.model.events.diff import DiffReported
 def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", type=Path, metavar="A", help="snapshot dir, audit JSON, transcript or share bundle")
     parser.add_argument("b", type=Path, metavar="B", help="the same kinds; compared with A")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the diff (rigaudit.diff/1); - for stdout")
+    output(
+        parser.add_argument("--json", type=Path, metavar="FILE", help="write the diff (rigaudit.diff/1); - for stdout"),
+        stdout=True,
+    )
     parser.add_argument("--values", action="store_true", help="also compare a transcript's values (rebuilds its snapshot)")
     parser.add_argument("--rows", type=int, default=40, metavar="N", help="value changes shown in the table (default 40)")
     add_transcript_argument(parser)

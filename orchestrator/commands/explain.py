@@ -32,6 +32,7 @@ from rigaudit.orchestrator.bench.run import Outputs
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.commands._profile import add_profile_arguments, profile_options_from_args
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 
@@ -39,10 +40,11 @@ from rigaudit.orchestrator.ui.terminal import terminal_for
 def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("profile", type=Path, help="a result of `bench inference --profile --json FILE`")
     add_profile_arguments(parser, live=False)
-    parser.add_argument(
-        "--json", nargs="?", const="-", metavar="FILE", help="write the re-attributed result (no FILE or '-': stdout)"
+    json_help = "write the re-attributed result (no FILE or '-': stdout)"
+    output(parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help=json_help), stdout=True)
+    output(
+        parser.add_argument("--report", metavar="FILE", help="append the split to this system-improve.md (Where the time goes)")
     )
-    parser.add_argument("--report", metavar="FILE", help="append the split to this system-improve.md (Where the time goes)")
     add_session_arguments(parser)
 
 

@@ -28,12 +28,14 @@ from rigaudit.orchestrator.audit.rediagnose import rediagnose_json, rediagnosis
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.output import check_writable, warn, write_json
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.orchestrator.ui.queries import when
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.printable import printable
+from rigaudit.tools.files.outputs import Kind
 from rigaudit.transcripts.reader import Transcript, read_transcript
 from rigaudit.transcripts.replay import DEFAULT_MAX_GAP_S, replay_events
 from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, find_transcript
@@ -59,10 +61,17 @@ def _add(parser: argparse.ArgumentParser) -> None:
     )
     group = parser.add_argument_group("re-diagnosis")
     group.add_argument("--rediagnose", action="store_true", help="re-run today's investigators on the recorded evidence")
-    group.add_argument("--json", type=Path, metavar="FILE", help="with --rediagnose: write the changes as JSON; - for stdout")
+    output(
+        group.add_argument(
+            "--json", type=Path, metavar="FILE", help="with --rediagnose: write the changes as JSON; - for stdout"
+        ),
+        stdout=True,
+    )
     group.add_argument("--audit", type=int, default=1, metavar="N", help="which audit of the session (apply audits twice)")
     group.add_argument("--all-areas", action="store_true", help="run every investigator, not only the areas recorded")
-    group.add_argument("--save-snapshot", type=Path, metavar="DIR", help="keep the rebuilt snapshot in DIR")
+    output(
+        group.add_argument("--save-snapshot", type=Path, metavar="DIR", help="keep the rebuilt snapshot in DIR"), Kind.NEW_FOLDER
+    )
     add_transcript_argument(group, "with --rediagnose: record the re-diagnosis to FILE (default: not recorded)")
 
 

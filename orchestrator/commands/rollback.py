@@ -29,6 +29,7 @@ from rigaudit.orchestrator.change.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.hosts.identity import identify
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
@@ -39,8 +40,10 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal `rigaudit apply` wrote")
     parser.add_argument("--snapshot", type=Path, metavar="DIR", help="roll back this snapshot copy (apply --into DIR)")
     parser.add_argument("--yes", action="store_true", help="do not ask (scripts)")
-    parser.add_argument(
-        "--report", type=Path, metavar="FILE", help="append to this report (default: ./system-improve.md if it exists)"
+    output(
+        parser.add_argument(
+            "--report", type=Path, metavar="FILE", help="append to this report (default: ./system-improve.md if it exists)"
+        )
     )
     add_session_arguments(parser)
 

@@ -30,6 +30,7 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._model import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.plan.text import plan_gain
 from rigaudit.orchestrator.report.document import append_section, report_host
 from rigaudit.orchestrator.report.output import check_writable
@@ -63,13 +64,13 @@ def _add(parser: argparse.ArgumentParser) -> None:
         type=number("a speed", above=0),
         help="single-stream decode tok/s you measured: prints measured / bound",
     )
-    parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON (no FILE or '-': stdout)")
+    json_help = "write the result as JSON (no FILE or '-': stdout)"
+    output(parser.add_argument("--json", nargs="?", const="-", metavar="FILE", help=json_help), stdout=True)
     parser.add_argument(
         "--plan", type=Path, metavar="FILE", help="an `audit --json` result: the bar also says what its plan can buy"
     )
-    parser.add_argument(
-        "--report", type=Path, metavar="FILE", help="append the roofline (bar as an image and as text) to this report"
-    )
+    report_help = "append the roofline (bar as an image and as text) to this report"
+    output(parser.add_argument("--report", type=Path, metavar="FILE", help=report_help))
     parser.add_argument("--yes", action="store_true", help="approve --measure without asking")
     add_session_arguments(parser)
 

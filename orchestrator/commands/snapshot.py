@@ -18,16 +18,19 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
 from rigaudit.orchestrator.hosts.snapshots import record_snapshot, share_snapshot
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.session.core import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.hosts.snapshot_writer import check_target
 from rigaudit.tools.model.events.session import SnapshotWritten, Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("-o", "--output", metavar="DIR", help="snapshot directory to write")
+    written = target.add_argument("-o", "--output", metavar="DIR", help="snapshot directory to write (with --share: FILE.tar.gz)")
+    output(written, lambda args: Kind.FILE if args.share else Kind.NEW_FOLDER, force="force")
     target.add_argument("--stdout", action="store_true", help="write the snapshot to stdout as a tar stream (fleet audits)")
     parser.add_argument("--force", action="store_true", help="replace DIR if it exists and is not empty")
     parser.add_argument("--notes", default="", metavar="TEXT", help="free text stored in snapshot.json")

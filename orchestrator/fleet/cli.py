@@ -31,12 +31,14 @@ from rigaudit.orchestrator.fleet.runner import (
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
 from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.options.screen import Screen
 from rigaudit.orchestrator.report.output import write_json
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.session.run_async import run_held
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import OperationError, UsageError
+from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import SEVERITY_ORDER
@@ -71,7 +73,10 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="time limit for one host's connection and collection (Slurm: the whole step; default 120)",
     )
-    group.add_argument("--out", type=Path, metavar="DIR", help="write fleet.json, system-improve.md and hosts/NAME/ here")
+    output(
+        group.add_argument("--out", type=Path, metavar="DIR", help="write fleet.json, system-improve.md and hosts/NAME/ here"),
+        Kind.FOLDER,
+    )
     group.add_argument(
         "--collector",
         choices=COLLECTORS,

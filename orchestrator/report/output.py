@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.files.atomic import atomic_write_text
+from rigaudit.tools.files.outputs import Kind, check_output
 from rigaudit.tools.redact import redact_json_text
 
 
@@ -26,22 +26,9 @@ def write_json(path: Path, text: str) -> None:
 
 
 def check_writable(path: Path, what: str) -> None:
-    """Before any work: ``path`` can be written as a file (``-`` is stdout); :class:`UsageError` with one line."""
-    if str(path) == "-":
-        return
-    if path.is_dir():
-        raise UsageError(f"{what} {path}: is a directory; give a file name")
-    if path.exists() and not path.is_file():
-        return  # a device or a FIFO: written through
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UsageError(f"{what} {path}: permission denied")
-    folder = path.absolute().parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise UsageError(f"{what} {path}: {folder} is not a directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{what} {path}: cannot write in {folder}: permission denied")
+    """Before any work: ``path`` can be written as a file (``-`` is stdout): the rule of
+    :mod:`rigaudit.tools.files.outputs` (:class:`OutputRefused`, one line)."""
+    check_output(path, what, Kind.FILE, stdout=True)
 
 
 def warn(lines: Iterable[str]) -> None:

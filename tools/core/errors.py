@@ -21,7 +21,8 @@ The classes live beside the code that raises them; this is the whole tree (exit 
     │   ├── TransportError        2  tools.remote.transport: a target or option unsafe to pass to ssh
     │   ├── RealModelBlocked      2  agents.llm.errors: RIGAUDIT_BLOCK_REAL_LLM refuses the endpoint
     │   ├── CommandError          2  orchestrator.chat.steps: a chat /command that does not parse
-    │   └── ReportRefused         2  orchestrator.report: a report of another machine, or a file that is not one
+    │   ├── ReportRefused         2  orchestrator.report: a report of another machine, or a file that is not one
+    │   └── OutputRefused         2  tools.files.outputs: an output path that cannot or must not be written
     ├── NotApprovedError          3  a change or a benchmark without the approval it needs
     └── OperationError            1  the work itself failed
         ├── HostWriteError        1  tools.hosts.base: a write to the host failed
