@@ -10,6 +10,7 @@ from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.dropped import DropKind, DroppedFinding
+from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.model.finding import Finding
 
 
@@ -49,14 +50,14 @@ def merge_refinement(
     area: str,
     rule_findings: list[Finding],
     proposed: list[Finding],
-    recorded: Mapping[str, str],
+    recorded: Mapping[str, Evidence],
     *,
     own_checks: frozenset[str] = frozenset(),
     other_checks: frozenset[str] = frozenset(),
 ) -> Refinement:
     """The rules stand, unchanged; what a brain says is a suggestion, kept apart from them.
 
-    ``recorded`` is what this area really read or ran: each ref and the text the probe recorded for it. For a
+    ``recorded`` is what this area really read or ran: each ref and the evidence the probe recorded for it. For a
     rule's check a brain may only suggest an explanation, and only when it keeps the rule's status and severity:
     the suggestion carries the rule's verdict, observation and evidence with the brain's explanation. A new
     finding is a suggestion when its check is new, named after ``area`` (no check of ``other_checks``), said
@@ -109,7 +110,7 @@ def merge_refinement(
         elif not (cited := tuple(ref for ref in finding.evidence if ref in recorded)):
             shown = ", ".join(finding.evidence[:3]) or "nothing"
             drop(finding, "no_evidence", f"cites {shown}, which this area never read")
-        elif (why := unsupported(finding.observed, cited, recorded)) is not None:
+        elif (why := unsupported(finding.observed, [recorded[ref] for ref in cited])) is not None:
             drop(finding, "unsupported_claim", f"the cited evidence does not contain what it claims: {why}")
         else:
             added.add(finding.check)

@@ -3,15 +3,19 @@ evidence it cites.
 
 The values of a claim are the words of its ``observed`` that carry a value: a quoted text, a number, a
 ``key=value``, a path or a dotted name. Each must appear in the recorded text of an evidence the finding cites
-(what was read or run, as the probe recorded it), or name that evidence (the path of the file read, the
-command run); at least one must be in the recorded text itself. A claim whose whole ``observed`` is in the
-recorded text stands too. Anything else, a claim stating no value included, is not borne out.
+(what was read or run, as the probe recorded it, or as a model was shown it: redacted, its identifiers
+digests), or name that evidence (the path of the file read, the command run); at least one must be in the
+recorded text itself. A claim whose whole ``observed`` is in the recorded text stands too. Anything else, a
+claim stating no value included, is not borne out.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+
+from rigaudit.tools.model.evidence import Evidence
+from rigaudit.tools.redact import digest_ids, redact_text
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|(?<!\w)'([^']+)'(?!\w)|`([^`]+)`|“([^”]+)”")
 _SPLIT = re.compile(r"[\s,;()\[\]{}<>]+")
@@ -59,12 +63,26 @@ def _shown(value: str, texts: str, names: str) -> bool:
     return bool(eq and key.strip() and said.strip()) and _names(key.strip(), names) and _in(said.strip(), texts)
 
 
-def unsupported(observed: str, cited: Sequence[str], recorded: Mapping[str, str]) -> str | None:
-    """``None`` when the evidence of ``cited`` (refs) as ``recorded`` (its text by ref) bears ``observed`` out; else
-    why not, in one line."""
-    texts = _normal("\n".join(recorded.get(ref, "") for ref in cited))
-    names = _normal(" ".join(cited))
-    where = ", ".join(cited[:3]) + (f" (+{len(cited) - 3} more)" if len(cited) > 3 else "")
+def recorded_text(evidence: Evidence) -> str:
+    """What ``evidence`` recorded: its text and error as read, and its text as a model is shown it."""
+    parts = [evidence.raw, evidence.error or ""]
+    if evidence.raw:
+        seen = redact_text(evidence.raw)
+        if evidence.kind == "file":
+            seen = digest_ids(seen, path=evidence.source, content=True)
+        elif evidence.kind == "command":
+            seen = digest_ids(seen, argv=evidence.source.split(), content=True)
+        seen = digest_ids(seen, content=evidence.kind != "dir")
+        parts.append(seen if seen != evidence.raw else "")
+    return "\n".join(p for p in parts if p)
+
+
+def unsupported(observed: str, cited: Sequence[Evidence]) -> str | None:
+    """``None`` when the ``cited`` evidence bears ``observed`` out; else why not, in one line."""
+    refs = [e.ref for e in cited]
+    texts = _normal("\n".join(recorded_text(e) for e in cited))
+    names = _normal(" ".join([*refs, *(e.source for e in cited)]))
+    where = ", ".join(refs[:3]) + (f" (+{len(refs) - 3} more)" if len(refs) > 3 else "")
     said = _normal(observed)
     if said and said in texts:
         return None

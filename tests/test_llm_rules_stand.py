@@ -20,6 +20,7 @@ from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.suggestions import HEADING
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.audit import AuditFinished
+from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 from rigaudit.transcripts.reader import read_transcript
 from tests.test_llm_support import SEED, rule_findings
@@ -206,7 +207,8 @@ def test_a_model_fix_never_carries_an_action_nor_reaches_the_plan() -> None:
         fix=Fix(kind="runtime", where="host", summary="s", actions=(action,)),
         source="llm",
     )
-    merged = merge_refinement("numa", rules, [smuggled], {ref: "1\n"})
+    read = Evidence(ref=ref, kind="file", source=ref.removeprefix("file:"), ok=True, raw="1\n")
+    merged = merge_refinement("numa", rules, [smuggled], {ref: read})
     assert merged.findings == rules
     (kept,) = merged.suggestions
     assert kept.source == "llm" and kept.fix is not None and kept.fix.actions == ()

@@ -122,7 +122,7 @@ async def _refine(inv: AnyInvestigator, scoped: Probe, brain: Brain, owners: dic
 
     rule_findings = outcome.findings
     proposed = await brain.refine(inv, scoped, list(rule_findings))
-    recorded = {e.ref: "\n".join(t for t in (e.raw, e.error) if t) for e in scoped.evidence_for(scoped.refs)}
+    recorded = {e.ref: e for e in scoped.evidence_for(scoped.refs)}
     merged = merge_refinement(
         inv.area,
         rule_findings,
