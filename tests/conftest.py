@@ -64,10 +64,27 @@ def _is_loopback(address: Any) -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_journal_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One journal key for the session, never the user's: a module's fixture may journal an apply before each test
+    has its own state folder, and its tests roll that journal back (each state folder holds a hard link to it)."""
+    from rigaudit.tools.actions.seal import key_path, load_key
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        load_key(create=True)
+        yield key_path()
+
+
 @pytest.fixture(autouse=True)
-def _private_state_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Transcripts, journals and caches of tests go to temporary folders, never the user's."""
+def _private_state_dirs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, _session_journal_key: Path
+) -> None:
+    """Transcripts, journals and caches of tests go to temporary folders, never the user's (the journal key is the
+    session's)."""
     base = tmp_path_factory.mktemp("xdg")
+    (base / "state" / "rigaudit").mkdir(parents=True, mode=0o700)
+    os.link(_session_journal_key, base / "state" / "rigaudit" / "journal.key")
     monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,10 @@ from typing import Any
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions.journal import Journal, JournalError
 from rigaudit.tools.actions.persist import UDEV_FILE
 from rigaudit.tools.actions.provenance import restore_lines
+from rigaudit.tools.actions.seal import load_key
 from rigaudit.tools.actions.targets import ConfigFileTarget, ModuleTarget, PciRegisterTarget, ServiceTarget, ValueFileTarget
 from rigaudit.tools.bench.machine import token
 from rigaudit.tools.model.finding import ModuleLoadAction
@@ -181,15 +184,18 @@ def test_the_journal_records_a_digest_of_the_machine_id_never_the_id(applied: tu
     assert MACHINE_ID not in journal.read_text() and MACHINE_ID.upper() not in journal.read_text().upper()
 
 
-def test_a_journal_written_before_digests_still_rolls_back_on_its_machine(
+def test_a_journal_of_an_older_rigaudit_is_refused_saying_why(
     applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An older rigaudit recorded the raw id: it still reads, and is the same machine by its digest."""
+    """Before seals (and digests): the raw id and no seal on any entry. Nothing vouches for it."""
     entries = json.loads(json.dumps(applied[2]))
     entries[0]["host_id"] = f"machine-id:{MACHINE_ID}"
+    for entry in entries:
+        del entry["seal"]
+    before = tree_digest(work / "copy")
     code, err = _rollback(work, entries, capsys)
-    assert code == 0 and err == []
-    assert read(work / "copy", NUMA) == b"1\n"
+    assert code == 2 and len(err) == 1 and "entry 1 carries no seal (written by an older rigaudit" in err[0]
+    assert tree_digest(work / "copy") == before
 
 
 def test_a_journal_of_another_machine_written_before_digests_is_refused_without_showing_its_id(
@@ -293,3 +299,103 @@ def test_a_live_rollback_of_a_journal_without_a_machine_id_is_refused(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "records no machine identity (machine-id or product uuid)" in err[0]
     assert host.writes == [] and host.files[NUMA] == b"0\n"
+
+
+def _forged(entries: list[Entry]) -> None:
+    """A tamperer who knows the format: the plan edited and its hash recomputed, a value to restore changed."""
+    _plan_edited(entries)
+    _rehash(entries)
+    _first_planned(entries, "value_file")["before"] = "3\n"
+
+
+def test_a_forged_journal_with_its_hash_recomputed_is_refused_and_nothing_changes(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entries = json.loads(json.dumps(applied[2]))
+    _forged(entries)
+    before = tree_digest(work / "copy")
+    code, err = _rollback(work, entries, capsys)
+    assert code == 2 and len(err) == 1, err
+    assert "entry 1 does not carry its seal" in err[0] and "refusing" in err[0]
+    assert tree_digest(work / "copy") == before
+
+
+def test_a_journal_sealed_under_another_key_is_refused(
+    applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's or machine's journal, untouched: this user's key did not seal it (or there is none)."""
+    key = work / "other" / "rigaudit" / "journal.key"
+    monkeypatch.setattr("rigaudit.tools.actions.seal.key_path", lambda: key)
+    code, err = _rollback(work, applied[2], capsys)
+    assert code == 2 and len(err) == 1 and f"no journal key at {key}" in err[0]
+    load_key(create=True)
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+    code, err = _rollback(work, applied[2], capsys)
+    assert code == 2 and len(err) == 1 and "does not carry its seal" in err[0]
+    key.chmod(0o644)
+    code, err = _rollback(work, applied[2], capsys)
+    assert code == 2 and "the journal key" in err[0] and "may be read or written by others (mode 0644)" in err[0]
+
+
+def _lines(entries: list[Entry]) -> str:
+    return "".join(json.dumps(e) + "\n" for e in entries)
+
+
+def _world_writable_folder(work: Path, entries: list[Entry]) -> Path:
+    folder = work / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)
+    (folder / "j.jsonl").write_text(_lines(entries))
+    return folder / "j.jsonl"
+
+
+def _group_writable_file(work: Path, entries: list[Entry]) -> Path:
+    (work / "j.jsonl").write_text(_lines(entries))
+    (work / "j.jsonl").chmod(0o664)
+    return work / "j.jsonl"
+
+
+def _link(work: Path, entries: list[Entry]) -> Path:
+    (work / "real.jsonl").write_text(_lines(entries))
+    (work / "j.jsonl").symlink_to(work / "real.jsonl")
+    return work / "j.jsonl"
+
+
+def _folder_link(work: Path, entries: list[Entry]) -> Path:
+    (work / "real").mkdir()
+    (work / "real" / "j.jsonl").write_text(_lines(entries))
+    (work / "linked").symlink_to(work / "real")
+    return work / "linked" / "j.jsonl"
+
+
+CUSTODY: dict[str, tuple[Callable[[Path, list[Entry]], Path], str]] = {
+    "in a world-writable folder": (_world_writable_folder, "may be written by others (mode 0777)"),
+    "group-writable": (_group_writable_file, "it may be written by others (mode 0664)"),
+    "behind a link": (_link, "it is a symbolic link"),
+    "in a folder behind a link": (_folder_link, "is a symbolic link"),
+}
+
+
+@pytest.mark.parametrize("name", CUSTODY)
+def test_a_journal_someone_else_could_have_written_is_refused(
+    name: str, applied: tuple[Path, Path, list[Entry]], work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    place, reason = CUSTODY[name]
+    journal = place(work, applied[2])
+    before = tree_digest(work / "copy")
+    capsys.readouterr()
+    code = main(["rollback", str(journal), "--snapshot", str(work / "copy"), "--yes", "--no-transcript"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and reason in err[0] and "refusing" in err[0], err
+    assert tree_digest(work / "copy") == before
+
+
+def test_apply_journals_only_where_rollback_will_honour_it(applied: tuple[Path, Path, list[Entry]], tmp_path: Path) -> None:
+    _, journal, _ = applied
+    assert stat.S_IMODE(journal.stat().st_mode) == 0o600
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(JournalError, match="may be written by others"):
+        Journal.create(shared / "j.jsonl")
+    assert not (shared / "j.jsonl").exists()

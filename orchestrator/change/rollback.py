@@ -19,7 +19,7 @@ from rigaudit.orchestrator.report.document import append_section
 from rigaudit.tools.actions.execute import short
 from rigaudit.tools.actions.journal import Journal, JournalEntry, read_journal_lines, utc_now
 from rigaudit.tools.actions.preview import describe_targets, target_text
-from rigaudit.tools.actions.provenance import host_identity, restore_lines, verify_journal
+from rigaudit.tools.actions.provenance import check_custody, check_seal, host_identity, restore_lines, verify_journal
 from rigaudit.tools.actions.rollback import Restore, pending_changes, rollback, session_of
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
@@ -80,11 +80,14 @@ class PreparedRollback(Record):
 
 
 async def prepare_rollback(journal: Path, snapshot: Path | None = None) -> PreparedRollback:
-    """Read the journal and open the host it changed, once the journal is checked against the plan it
-    records, the kinds of change an apply makes, and this machine (:class:`JournalRefused` otherwise)."""
+    """Read the journal and open the host it changed, once the journal is checked: in this user's custody, against
+    the plan it records, the kinds of change an apply makes, this machine, and its seals (:class:`JournalRefused`
+    otherwise)."""
+    check_custody(journal)
     read = read_journal_lines(journal)
     host = open_target_host(read.entries, snapshot)
     verify_journal(read, host_name=host.name, host_id=await host_identity(host), live=snapshot is None)
+    check_seal(read)
     pending = sum(1 for _, outcome in pending_changes(read.entries) if outcome is None or outcome.state != "reverted")
     return PreparedRollback(journal, read.entries, read.warnings, host, pending)
 

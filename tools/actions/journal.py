@@ -5,11 +5,17 @@ the host is touched (the planned entries of one step are fsynced together, befor
 targets is written); its outcome (``verified``, ``applied``, ``reverted``, ``failed``) follows as a
 separate entry pointing back at it (``ref``). Rollback reads the file backwards: a ``planned``
 entry without an outcome (the process was killed) is restored like any other.
+
+Every entry is sealed (:mod:`~rigaudit.tools.actions.seal`: a keyed MAC chained over the entries, with
+a key only this user can read), and the file is made with mode 0600 in a folder no one else may write
+(:mod:`~rigaudit.tools.actions.custody`; the default folder is made with mode 0700): rollback honours a
+journal only when both hold.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +23,8 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rigaudit.tools.actions.custody import folder_problem
+from rigaudit.tools.actions.seal import SealError, digest, load_key, seal
 from rigaudit.tools.actions.targets import Target
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.core.record import Record, field
@@ -81,6 +89,8 @@ class JournalEntry(BaseModel):
     plan_hash: str = ""
     plan: Plan | None = None
     """The session's plan, whose hash is ``plan_hash``: rollback undoes only its targets."""
+    seal: str = ""
+    """The entry's keyed MAC, chained to the one before (:mod:`~rigaudit.tools.actions.seal`)."""
 
 
 class JournalError(OperationError):
@@ -101,33 +111,45 @@ def default_journal_path(now: datetime | None = None) -> Path:
 class Journal:
     """Appends entries to a journal file, durably (flush + fsync after each one)."""
 
-    def __init__(self, path: Path, handle: IO[str], next_seq: int) -> None:
+    def __init__(self, path: Path, handle: IO[str], next_seq: int, key: bytes, previous: str = "") -> None:
         self.path = path
         self._handle = handle
         self._seq = next_seq
+        self._key = key
+        self._previous = previous
 
     @classmethod
     def create(cls, path: Path) -> Journal:
-        """A new journal; refuses to overwrite one that has content."""
+        """A new journal (mode 0600, in a folder no one else may write); refuses to overwrite one that has content."""
+        key = _key(path, create=True)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            problem = folder_problem(path.parent)
+            if problem is not None:
+                raise JournalError(f"{path}: refusing to journal there: {problem} (rollback would not honour it)")
             if path.exists() and path.stat().st_size > 0:
                 raise JournalError(f"{path}: a journal already exists there (choose another --journal)")
-            handle = path.open("a", encoding="utf-8")
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            handle = os.fdopen(fd, "a", encoding="utf-8")
         except OSError as exc:
             raise JournalError(f"{path}: cannot write the journal: {exc.strerror or exc}") from None
         _fsync_dir(path.parent)
-        return cls(path, handle, 1)
+        return cls(path, handle, 1, key)
 
     @classmethod
     def reopen(cls, path: Path) -> Journal:
-        """Append to an existing journal (rollback records what it restored)."""
+        """Append to an existing journal (rollback records what it restored), its seals chained on."""
         read = read_journal_lines(path)
+        key = _key(path, create=False)
         try:
-            handle = path.open("a", encoding="utf-8")
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+            if os.fstat(fd).st_size and os.pread(fd, 1, os.fstat(fd).st_size - 1) != b"\n":
+                os.write(fd, b"\n")  # a line torn by a kill stays one damaged line, not the start of the next
+            handle = os.fdopen(fd, "a", encoding="utf-8")
         except OSError as exc:
             raise JournalError(f"{path}: cannot append to the journal: {exc.strerror or exc}") from None
-        return cls(path, handle, max(read.last_seq, *(e.seq for e in read.entries)) + 1)
+        previous = read.entries[-1].seal if read.entries else ""
+        return cls(path, handle, max(read.last_seq, *(e.seq for e in read.entries)) + 1, key, previous)
 
     def append(self, *, sync: bool = True, **fields: object) -> JournalEntry:
         """Write one entry; with ``sync`` (the default) it is on disk (fsync) before this returns.
@@ -135,9 +157,12 @@ class Journal:
         ``sync=False`` lets a caller write several entries and :meth:`sync` them at once, before
         it touches the host.
         """
-        entry = JournalEntry.model_validate({"seq": self._seq, **fields})
+        entry = JournalEntry.model_validate({"seq": self._seq, **fields, "seal": ""})
         empty = {name for name, value in entry if value == "" and name != "schema_"}
         line = entry.model_dump_json(by_alias=True, exclude_none=True, exclude=empty)
+        self._previous = seal(self._key, self._previous, json.loads(line))
+        line = f'{line[:-1]},"seal":"{self._previous}"}}'
+        entry = entry.model_copy(update={"seal": self._previous})
         try:
             self._handle.write(line + "\n")
         except OSError as exc:
@@ -167,6 +192,13 @@ class Journal:
         self.close()
 
 
+def _key(path: Path, *, create: bool) -> bytes:
+    try:
+        return load_key(create=create)
+    except SealError as exc:
+        raise JournalError(f"{path}: cannot seal the journal: {exc}") from None
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -185,6 +217,8 @@ class JournalRead(Record, frozen=False):
 
     path: Path
     entries: list[JournalEntry] = field(default_factory=list)
+    digests: list[bytes] = field(default_factory=list)
+    """For each entry, what its seal covers (:func:`rigaudit.tools.actions.seal.digest`)."""
     warnings: list[str] = field(default_factory=list)
     damaged: list[int] = field(default_factory=list)
     last_line: int = 0
@@ -238,6 +272,7 @@ def _parse_line(read: JournalRead, number: int, line: bytes) -> None:
         return
     try:
         read.entries.append(JournalEntry.model_validate(raw))
+        read.digests.append(digest(raw))
     except ValidationError as exc:
         read.damaged.append(number)
         read.warnings.append(f"{name}:{number}: invalid entry ({exc.error_count()} error(s)); ignored")

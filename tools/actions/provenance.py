@@ -18,6 +18,12 @@ Before rollback touches anything, :func:`verify_journal` checks that:
 - each value to restore has the shape a value read from such a target has;
 - each outcome points back at a change with the same step and target.
 
+- the file is in this user's custody (it and its folder belong to this user or root, no one else may
+  write them, neither is a link: :func:`check_custody`, before the file is read), and every entry
+  carries its seal, a keyed MAC chained over the entries under this user's journal key
+  (:mod:`~rigaudit.tools.actions.seal`): a plan's hash anyone can recompute, the key only this user
+  can read.
+
 Anything else refuses the whole journal with one line. :func:`restore_lines` then lists every
 path, value and command the rollback will touch, for the approval.
 """
@@ -26,11 +32,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TypedDict
 
+from rigaudit.tools.actions.custody import file_problem
 from rigaudit.tools.actions.journal import JournalEntry, JournalRead
 from rigaudit.tools.actions.ops import revert_text
 from rigaudit.tools.actions.persist import HEADER, persist_lines
+from rigaudit.tools.actions.seal import SealError, broken, load_key
 from rigaudit.tools.actions.targets import (
     MAX_CONFIG_BYTES,
     AnyTarget,
@@ -225,6 +234,27 @@ def verify_journal(read: JournalRead, *, host_name: str, host_id: str, live: boo
     return Verified(session, session.plan, tuple(read.warnings))
 
 
+def check_custody(path: Path) -> None:
+    """Refuse (one line) a journal someone other than this user or root could have written or swapped, before it
+    is read; a path that is not there is left to the reader to say so."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    problem = file_problem(path)
+    if problem is not None:
+        raise _refuse(str(path), problem)
+
+
+def check_seal(read: JournalRead) -> None:
+    """Refuse (one line) a journal whose entries do not carry their seals under this user's journal key."""
+    try:
+        key = load_key(create=False)
+    except SealError as exc:
+        raise _refuse(str(read.path), str(exc)) from None
+    why = broken(key, [(e.seq, e.seal, d) for e, d in zip(read.entries, read.digests, strict=True)])
+    if why is not None:
+        raise _refuse(str(read.path), why)
+
+
 def restore_lines(changes: Sequence[tuple[AnyTarget, str | None]]) -> list[str]:
     """Every path, value and command a rollback of ``changes`` (newest first) touches, one per line."""
     out: list[str] = []
@@ -248,6 +278,8 @@ __all__ = [
     "JournalRefused",
     "SessionFields",
     "Verified",
+    "check_custody",
+    "check_seal",
     "host_identity",
     "recorded_identity",
     "restore_lines",

@@ -15,6 +15,7 @@ The classes live beside the code that raises them; this is the whole tree (exit 
     │   ├── SnapshotTargetError   2  tools.hosts.snapshot_writer: the folder to write is taken
     │   ├── JournalRefused        2  tools.actions.provenance: a journal this apply did not write for this host
     │   ├── PlanRefused           2  orchestrator.change.trust: a plan file not rigaudit's own for this machine
+    │   ├── SealError             2  tools.actions.seal: the journal key missing, or not in this user's custody
     │   ├── BenchUnavailable      2  tools.bench.errors: torch, GPUs or a tool missing here
     │   ├── BenchInputError       2  tools.bench.errors: a result file, config.json or size list unfit
     │   │   └── WorkloadMismatch  2  tools.bench.like: two results of different workloads compared
