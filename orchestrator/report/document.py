@@ -52,15 +52,11 @@ def _subjects(finding: Finding, limit: int = 4) -> str:
 
 
 def _check(finding: Finding) -> str:
-    """`check`, marked when a model wrote the finding."""
-    return f"`{finding.check}`" + (" (LLM)" if finding.source == "llm" else "")
+    return f"`{finding.check}`"
 
 
 def _problem_block(finding: Finding) -> list[str]:
-    model = finding.source == "llm"
-    lines = [f"### {finding.check}{' (LLM)' if model else ''}: {finding.title}", ""]
-    if model:
-        lines.append("- **Source**: the model (LLM), not a rule: its evidence was read, its judgement is not checked")
+    lines = [f"### {finding.check}: {finding.title}", ""]
     lines.append(f"- **Severity**: {finding.severity}" + (f" · **Subjects**: {_subjects(finding)}" if finding.subjects else ""))
     lines.append(f"- **Observed**: {finding.observed}")
     if finding.expected:
@@ -72,10 +68,8 @@ def _problem_block(finding: Finding) -> list[str]:
         more = f" (+{len(finding.evidence) - 6} more)" if len(finding.evidence) > 6 else ""
         lines.append(f"- **Evidence**: {shown}{more}")
     if finding.fix is not None:
-        label = "The model's suggestion (never applied by rigaudit)" if model else "Fix"
         lines.append(
-            f"- **{label}** ({finding.fix.kind}, on {WHERE_TEXT[finding.fix.where]}, risk {finding.fix.risk}): "
-            f"{finding.fix.summary}"
+            f"- **Fix** ({finding.fix.kind}, on {WHERE_TEXT[finding.fix.where]}, risk {finding.fix.risk}): {finding.fix.summary}"
         )
     return [*lines, ""]
 
@@ -85,10 +79,8 @@ def _step_block(number: int, step: PlanStep) -> list[str]:
         f" ({'decides' if step.kind == 'measure' else 'also resolves'} {', '.join(step.also_checks)})" if step.also_checks else ""
     )
     kind = "a measurement" if step.kind == "measure" else step.kind
-    whose = " (LLM): the model's suggestion, never applied" if step.source == "llm" else ""
     lines = [
-        f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{whose}{also}; {kind}, on {WHERE_TEXT[step.where]}, "
-        f"risk {step.risk}"
+        f"{number}. **[{step.priority}] {step.title}** — `{step.id}`{also}; {kind}, on {WHERE_TEXT[step.where]}, risk {step.risk}"
     ]
     if step.gain is not None:
         lines.append(f"   - Buys: {step.gain.text()}")
@@ -165,7 +157,7 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
             "what follows covers only the checks that finished.**",
         ]
     else:  # the rules' judgement of the host: only of a whole audit
-        out += ["", expectation([f for f in problems if f.source != "llm"], plan=rules_plan(result.plan))]
+        out += ["", expectation(problems, plan=rules_plan(result.plan))]
     out.append("")
     out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
     out.append("the sections at the end are filled in as changes are applied, validated and measured.")
