@@ -216,3 +216,25 @@ def test_a_fleet_never_merges_two_machines_of_one_name(audited: Audit, tmp_path:
     assert f"vm (machine-id {short[a]}): 2 results, the newest (vm-a.json) is used" in fleet.warnings
     apart = [w for w in fleet.warnings if "kept apart" in w]
     assert len(apart) == 2 and all("records no machine identity" in w and "named gpu" in w for w in apart)
+
+
+def test_bench_ab_on_this_machine_refuses_an_edited_step_before_any_switch_or_request(
+    audited: Audit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    audit = _copy(audited)
+    _other_sysctl(audit)
+    plan = tmp_path / "audit.json"
+    plan.write_text(json.dumps(audit))
+    monkeypatch.setattr("rigaudit.tools.hosts.local.LocalHost", Live)
+    derived = AuditResult.model_validate(audited)
+
+    async def again(audited_host: object, **_: object) -> AuditResult:
+        return derived
+
+    monkeypatch.setattr("rigaudit.orchestrator.audit.run.run_audit", again)
+    argv = ["bench", "ab", "--plan", str(plan), "--only", "numa.balancing", "--base-url", "http://127.0.0.1:9"]
+    capsys.readouterr()
+    code = main([*argv, "--model", "m", "--yes", "--journal", str(tmp_path / "j.jsonl"), "--no-transcript"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "step numa.balancing: it changes vm.swappiness = 0" in err[0], err
+    assert not (tmp_path / "j.jsonl").exists()
