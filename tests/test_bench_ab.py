@@ -202,7 +202,13 @@ def test_ctrl_c_mid_run_rolls_back_and_keeps_what_ran(work: Path) -> None:
     assert "back to the baseline: 1 value(s) restored at the end, 0 failed" in out
 
 
-def test_a_server_that_stops_answering_stops_the_session_and_rolls_back(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_that_stops_answering_stops_the_session_and_rolls_back(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def answered(*_: object) -> None:  # it answered the check before the load, then stopped
+        return None
+
+    monkeypatch.setattr("rigaudit.orchestrator.bench.ab.reach", answered)
     with speed_server(work / "copy") as server:
         url = server.base_url
     assert _ab(work, url, "vm.swappiness", "--yes") == 1

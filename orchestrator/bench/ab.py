@@ -34,13 +34,14 @@ from rigaudit.tools.actions.preview import StepView, preview, targets_of
 from rigaudit.tools.actions.provenance import session_fields
 from rigaudit.tools.actions.rollback import Restore, rollback
 from rigaudit.tools.bench.ab import ALL_STEPS, BASELINE, AbResult, ArmResult, Visit
-from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSession, LoadSpec, Progress, now_utc, reach
 from rigaudit.tools.bench.results import Run
 from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.core.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import HostSummary
+from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.plan import Plan, PlanStep
 
@@ -291,6 +292,8 @@ def run_ab(
     views = anyio.run(_previews, host, steps)
     arms = arms_for(steps, together=options.together)
     visits = visit_order(arms, options.cycles)
+    if (note := anyio.run(reach, load, spec)) is not None:  # before anything is asked or switched
+        emit(Warning_(text=note))
     approval = approver.decide(_approval_view(host, views, arms, visits, spec, options), allow_all=False)
     if not approval.approved:
         raise NotApprovedError(f"bench ab: not approved ({approval.decision}); nothing was changed")

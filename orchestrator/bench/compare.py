@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import NormalDist
 
-from rigaudit.orchestrator.bench.run import Approve, Outputs, _publish
+from rigaudit.orchestrator.bench.run import Approve, Outputs, _publish, reach_server
 from rigaudit.tools.bench.calibration import (
     Calibration,
     by_name_warning,
@@ -238,6 +238,7 @@ def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, o
         spec = run.spec
         if not 2 <= run.sessions <= MAX_SESSIONS or not 0 <= run.gap_s <= MAX_GAP_S:
             raise UsageError(f"--sessions wants 2 to {MAX_SESSIONS} and --gap-s 0 to {MAX_GAP_S:g}")
+        reach_server(spec, emit)
         approve(
             f"send {run.sessions * spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} "
             f"in {run.sessions} sessions",

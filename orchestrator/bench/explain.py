@@ -21,7 +21,7 @@ from rigaudit.orchestrator.report.document import append_section
 from rigaudit.orchestrator.report.output import write_json
 from rigaudit.tools.bench.comm import ASSUMED_US, NcclCurve
 from rigaudit.tools.bench.gpu_specs import lookup, unknown_message
-from rigaudit.tools.bench.loadgen import REAL, Load, LoadSpec
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSpec, reach
 from rigaudit.tools.bench.model_spec import ModelSpec
 from rigaudit.tools.bench.profile_inputs import DATASHEET_SHARE, CommInputs, ProfileInputs
 from rigaudit.tools.bench.profile_render import (
@@ -229,6 +229,8 @@ async def run_profile(
     if options.measure_bandwidth:
         details.append("first, a 1 GiB matrix-vector product on each serving GPU to measure its memory bandwidth")
     outputs = outputs or Outputs()
+    if (note := await reach(load, spec)) is not None:
+        emit(Warning_(text=note))
     approve(f"send {spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} and profile its GPUs", details)
     if open_host is None:
         from rigaudit.tools.hosts.local import LocalHost

@@ -24,7 +24,7 @@ from rigaudit.orchestrator.report.plots import draw_nccl, draw_p2p, picture_mark
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings, check_settings
 from rigaudit.tools.bench.gpu import Backend
-from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.bench.loadgen import REAL, Load, LoadSpec
 from rigaudit.tools.bench.nccl import NcclReport, Tool
 from rigaudit.tools.bench.p2p import P2PReport
 from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
@@ -331,10 +331,12 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 def load_spec(args: argparse.Namespace, what: str = "bench inference") -> LoadSpec:
     """The LoadSpec of the load options, every one bounded (one clear line otherwise)."""
+    from rigaudit.tools.bench.endpoint import check_url
     from rigaudit.tools.bench.serving import parse_slo
 
     if not args.base_url or not args.model:
         raise UsageError(f"{what} needs --base-url and --model")
+    check_url(args.base_url)
     for name, value, low, high in (
         ("--max-tokens", args.max_tokens, 1, 131_072),
         ("--prompt-tokens", args.prompt_tokens, 1, 131_072),
@@ -367,6 +369,19 @@ def load_spec(args: argparse.Namespace, what: str = "bench inference") -> LoadSp
     )
 
 
+def reach_server(spec: LoadSpec, emit: EventSink, load: Load = REAL) -> None:
+    """Before a load is approved or sent: one request to the server, within a deadline
+    (:class:`~rigaudit.tools.bench.endpoint.EndpointError`: one line, exit status 2); a warning when it lists
+    other models. For a caller outside an event loop; :func:`~rigaudit.tools.bench.loadgen.reach` inside one."""
+    import anyio
+
+    from rigaudit.tools.bench.loadgen import reach
+
+    note = anyio.run(reach, load, spec)
+    if note is not None:
+        emit(Warning_(text=note))
+
+
 def inference_run_from_args(args: argparse.Namespace) -> InferenceRun:
     """The typed run for parsed ``bench inference`` options; one clear line when they do not make one."""
     if args.command:
@@ -390,11 +405,13 @@ async def run_inference(run: InferenceRun, *, approve: Approve, emit: EventSink,
             lambda: run_command(command, base_url=run.base_url, model=run.model, on_line=lambda line: emit(Output(text=line)))
         )
     else:
-        from rigaudit.tools.bench.loadgen import run_load
+        from rigaudit.tools.bench.loadgen import reach, run_load
 
         spec = run.spec
         if spec is None:
             raise UsageError("bench inference needs --base-url and --model (or --command)")
+        if (note := await reach(REAL, spec)) is not None:
+            emit(Warning_(text=note))
         approve(
             f"send {spec.total_requests(spec.repeat)} streaming requests to {spec.base_url}",
             [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigaudit.orchestrator.bench.compare import run_sessions
-from rigaudit.orchestrator.bench.run import Approve, Outputs, publish_inference
+from rigaudit.orchestrator.bench.run import Approve, Outputs, publish_inference, reach_server
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.power import detectable, headline_share
@@ -51,6 +51,7 @@ def run_inference_sessions(
     if outputs.json is None or str(outputs.json) == "-":
         raise UsageError("--sessions writes one result a session: give --json FILE (written as FILE-s01.json, ...)")
     json_path = outputs.json
+    reach_server(spec, emit)
     emit(Output(text=sessions_power(spec, sessions)))
     total = sessions * spec.total_requests(spec.repeat)
     approve(

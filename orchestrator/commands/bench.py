@@ -46,6 +46,8 @@ as the first arm (or --end-on) at the end, after a failed start and after Ctrl-C
 
 Exit status: 0 done; 1 the benchmark failed, found corrupt data, or (ab) a switch failed and was
 rolled back (or the server could not be restarted as found); 2 usage error, torch/GPUs missing,
+a --base-url that takes no load (checked by one request, 10 s at most, before anything is asked or
+sent: nothing listens there, no answer, a key refused, or a URL that names the endpoint itself),
 or (compare) different workloads; 3 not approved, or with --fail-on-regression a significant
 regression of output tok/s; 130 interrupted (ab rolls back first).
 """

@@ -8,6 +8,7 @@ as the pieces arrive. Proxies, redirects, compression and HTTP/2 are out of scop
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -131,11 +132,16 @@ class StreamingClient:
             raise HttpError(f"cannot connect to {self._authority}: {reason}") from None
         return _Conn(stream)
 
-    def _head(self, path: str, body: bytes) -> bytes:
+    @property
+    def authority(self) -> str:
+        """``host:port`` (the port left out where it is the scheme's)."""
+        return self._authority
+
+    def _head(self, path: str, body: bytes, method: str = "POST") -> bytes:
         lines = [
-            f"POST {path} HTTP/1.1",
+            f"{method} {path} HTTP/1.1",
             f"Host: {self._authority}",
-            "Content-Type: application/json",
+            *(["Content-Type: application/json"] if method == "POST" else []),
             "Accept: text/event-stream, application/json",
             f"Content-Length: {len(body)}",
         ]
@@ -157,10 +163,14 @@ class StreamingClient:
             headers[name.strip().lower()] = value.strip()
         return Response(int(status_line[1]), headers, conn)
 
+    def get(self, path: str) -> contextlib.AbstractAsyncContextManager[Response]:
+        """A GET of ``path``; yields the response once its head has arrived."""
+        return self.post(path, b"", method="GET")
+
     @asynccontextmanager
-    async def post(self, path: str, body: bytes) -> AsyncIterator[Response]:
+    async def post(self, path: str, body: bytes, method: str = "POST") -> AsyncIterator[Response]:
         """Send the request; yields the response once its head has arrived."""
-        request = self._head(path, body) + body
+        request = self._head(path, body, method) + body
         conn = self._idle.pop() if self._idle else None
         response: Response | None = None
         if conn is not None:

@@ -316,6 +316,18 @@ class Load(Record):
     sleep: Sleep = anyio.sleep
 
 
+async def reach(load: Load, spec: LoadSpec) -> str | None:
+    """Before any load: the server answers (:func:`~rigaudit.tools.bench.endpoint.check_endpoint`: one request, a
+    deadline; :class:`EndpointError` otherwise) and a warning when it lists other models. A scripted client (a
+    test's ``load``) is not asked."""
+    from rigaudit.tools.bench.endpoint import DEADLINE_S, check_endpoint
+
+    if load.connect is not client_for:
+        return None
+    deadline = min(DEADLINE_S, spec.timeout_s)
+    return await check_endpoint(spec.base_url, spec.model, api_key=spec.api_key, deadline_s=deadline)
+
+
 REAL = Load()
 """The real client, clock and sleep."""
 
