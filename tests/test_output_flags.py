@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,3 +174,49 @@ def test_a_link_on_the_way_is_followed_only_where_no_one_else_could_have_made_it
         if code == 2:
             assert err.count("\n") == 1 and f"the link {folder} " in err and "not followed" in err, err
     assert [p.name for p in target.iterdir()] == ["rigaudit.prom"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``--results`` folder of one node's ``check --json`` result (gpu-01)."""
+    folder = tmp_path_factory.mktemp("results")
+    one = folder / "one.json"
+    assert main(["check", "--snapshot", str(H200), "-q", "--json", str(one)]) == 0
+    doc = json.loads(one.read_text())
+    doc["host"] = doc["audit"]["host"]["name"] = "gpu-01"
+    one.write_text(json.dumps(doc))
+    return folder
+
+
+@pytest.mark.parametrize("planted", ["hosts", "hosts/gpu-01"])
+def test_a_link_planted_in_a_fleet_output_folder_is_not_followed(
+    planted: str, results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    if planted != "hosts":
+        (out / "hosts").mkdir()
+    (out / planted).symlink_to(elsewhere)  # O/hosts or O/hosts/gpu-01 leads elsewhere
+    assert main(["audit", "--results", str(results), "--out", str(out), "--no-live", "--no-transcript"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out / planted}: is a link or not a directory: not followed" in err, err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_link_planted_as_a_node_file_is_not_followed(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    (out / "hosts" / "gpu-01").mkdir(parents=True)
+    victim.write_text("keep\n")
+    (out / "hosts" / "gpu-01" / "audit.json").symlink_to(victim)
+    assert main(["audit", "--results", str(results), "--out", str(out), "--no-live", "--no-transcript"]) == 2
+    assert "audit.json: is a link or not a regular file: not followed" in capsys.readouterr().err
+    assert victim.read_text() == "keep\n"
+
+
+def test_a_node_folder_others_may_write_is_refused(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    (out / "hosts" / "gpu-01").mkdir(parents=True)
+    (out / "hosts").chmod(0o777)
+    assert main(["audit", "--results", str(results), "--out", str(out), "--no-live", "--no-transcript"]) == 2
+    assert f"{out / 'hosts'}: others may write in it" in capsys.readouterr().err

@@ -274,9 +274,8 @@ def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
 def write_host_files(result: FleetResult, out: Path, advance: Advance = _quiet) -> FleetResult:
     """Each node's ``audit.json`` and ``system-improve.md`` under ``out/hosts/NAME/``, as a fleet audit writes them;
     ``advance`` is told each node written."""
+    from rigaudit.orchestrator.fleet.files import write_host_folder
     from rigaudit.orchestrator.fleet.runner import host_names
-    from rigaudit.orchestrator.report.document import write_report
-    from rigaudit.tools.files.atomic import atomic_write_text
 
     names = host_names([a.target for a in result.audits])
     audits = []
@@ -284,8 +283,7 @@ def write_host_files(result: FleetResult, out: Path, advance: Advance = _quiet) 
     for done, audit in enumerate(result.audits, 1):
         folder = out / "hosts" / names[audit.target]
         try:
-            atomic_write_text(folder / "audit.json", audit.result.model_dump_json(by_alias=True, indent=2) + "\n")
-            write_report(folder / "system-improve.md", audit.result)
+            write_host_folder(folder, audit.result, audit.result.model_dump_json(by_alias=True, indent=2))
         except OSError as exc:
             raise UsageError(f"--out {out}: cannot write {folder}: {exc.strerror or exc}") from None
         audits.append(replace(audit, folder=folder))

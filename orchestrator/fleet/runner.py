@@ -27,6 +27,7 @@ from rigaudit.orchestrator.fleet.result import FailureStage, FleetResult, HostAu
 from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
 from rigaudit.orchestrator.hosts.snapshots import collect_all
 from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.tree import held_folder
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.recording import RecordingHost
 from rigaudit.tools.model.audit import AuditResult
@@ -106,7 +107,8 @@ class _Place(Record):
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.scratch.mkdir(parents=True)
         if self.folder is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            with held_folder(self.folder, 2):  # O/hosts/NAME made without following a link planted there
+                pass
         return self
 
 

@@ -8,18 +8,16 @@ once audited; the host's own results go to its folder of ``--out``: ``audit.json
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import anyio
 
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
+from rigaudit.orchestrator.fleet.files import write_host_folder
 from rigaudit.orchestrator.fleet.fingerprint import fingerprint
-from rigaudit.orchestrator.report.document import ReportRefused, write_report
+from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.files.atomic import atomic_write_text
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.redact import redact_json_text
@@ -78,26 +76,12 @@ def audit_job(job: AuditJob) -> AuditOutcome:
         if job.host_dir is not None:
             folder = Path(job.host_dir)
             try:
-                atomic_write_text(folder / "audit.json", text + "\n")
-                write_report(folder / "system-improve.md", result)
                 archive = job.archive if job.archive is not None else snapshot_tar_bytes(Path(job.snapshot))
-                atomic_write_bytes(folder / "snapshot.tar.gz", archive)
+                write_host_folder(folder, result, text, archive)
             except OSError as exc:
                 return AuditOutcome(None, {}, f"cannot write {folder}: {exc.strerror or exc}")
-            except ReportRefused as exc:
+            except UsageError as exc:  # a link in the folder, another machine's report there
                 return AuditOutcome(None, {}, str(exc))
         return AuditOutcome(text, facts)
     finally:
         shutil.rmtree(job.snapshot, ignore_errors=True)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -65,7 +65,7 @@ def _ours(uid: int) -> bool:
     return uid in (0, os.geteuid())
 
 
-def _others_write(info: os.stat_result) -> bool:
+def others_may_write(info: os.stat_result) -> bool:
     """Whether someone but root and the running user may write in a folder (its group counts unless it is root's
     or the running user's own)."""
     if not _ours(info.st_uid):
@@ -83,7 +83,7 @@ def _folders_safe(folder: str, link_owner: int) -> str | None:
     while True:
         info = os.stat(here)
         sticky = info.st_mode & stat.S_ISVTX and _ours(info.st_uid)
-        if _others_write(info) and not sticky:
+        if others_may_write(info) and not sticky:
             return f"is in {here}, which others may write"
         if here == "/":
             return None
@@ -248,4 +248,4 @@ def _existing_folder(walk: _Walk, info: os.stat_result, kind: Kind, force: bool 
             raise walk.refused(f"exists and is not empty ({hint})")
 
 
-__all__ = ["KERNEL_FOLDERS", "Kind", "OutputRefused", "check_output", "make_folders", "missing_folders"]
+__all__ = ["KERNEL_FOLDERS", "Kind", "OutputRefused", "check_output", "make_folders", "missing_folders", "others_may_write"]
