@@ -193,13 +193,21 @@ def _holds(path: Path, mark: bytes) -> bool:
     return False
 
 
+def _owner(path: Path) -> int | None:
+    try:
+        return path.lstat().st_uid
+    except OSError:
+        return None
+
+
 def find_transcript(
     name: str, directory: Path | None = None, *, commands: tuple[str, ...] | None = None, holding: bytes | None = None
 ) -> Path:
     """A path as given, ``last`` (the newest), or a unique part of a stored transcript's name.
 
-    ``last`` means the newest session of the kind the caller needs: of one of ``commands``, whose
-    file holds ``holding`` (``replay last --rediagnose``: the newest session that audited).
+    ``last`` means the running user's newest session (by the files' owner: a folder others write in too
+    holds their sessions) of the kind the caller needs: of one of ``commands``, whose file holds ``holding``
+    (``replay last --rediagnose``: the newest session that audited).
     """
     given = Path(name).expanduser()
     if given.exists() or os.sep in name:
@@ -210,6 +218,13 @@ def find_transcript(
         infos = [i for i in infos if i.error is None]
         if not infos:
             raise TranscriptError(f"no transcripts in {directory}")
+        own = [i for i in infos if _owner(i.path) == os.geteuid()]
+        if not own:
+            raise TranscriptError(
+                f"no transcript of yours in {directory} (the newest, {infos[0].path.name}, is uid {_owner(infos[0].path)}'s)"
+                "; give its name to replay another person's session"
+            )
+        infos = own  # a folder several people write in (a shared XDG_STATE_HOME): each person's own newest
         fitting = [
             i for i in infos if (commands is None or i.command in commands) and (holding is None or _holds(i.path, holding))
         ]

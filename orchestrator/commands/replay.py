@@ -42,7 +42,7 @@ from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, find_transcri
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a transcript: path, `last`, or part of a stored name")
+    parser.add_argument("file", metavar="FILE", help="a transcript: path, `last` (your own newest), or part of a stored name")
     parser.add_argument(
         "--speed",
         type=number("the pace", above=0),

@@ -33,7 +33,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     listing = sub.add_parser("list", help="the recorded sessions, newest first")
     listing.add_argument("--dir", type=Path, metavar="DIR", help="another folder of transcripts")
     show = sub.add_parser("show", help="what one transcript holds")
-    show.add_argument("file", metavar="FILE", help="a path, `last`, or part of a stored name")
+    show.add_argument("file", metavar="FILE", help="a path, `last` (your own newest), or part of a stored name")
     show.add_argument("--events", action="store_true", help="also list every event, one line each")
     path = sub.add_parser("path", help="print the folder where transcripts are kept")
     for each in (listing, show, path):

@@ -7,6 +7,7 @@ in size, depth and entries, and recorded command output is capped as a live run 
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,25 @@ class SnapshotManifest(Record, frozen=False):
     extra: dict[str, object] = field(default_factory=dict)
 
 
+def _not_a_folder(root: Path) -> str:
+    """Why ``root`` is no snapshot folder, and what to do: a share bundle is a file to unpack first."""
+    if not root.exists():
+        return "no such snapshot directory"
+    if not os.path.isfile(root):
+        return "not a directory, so no snapshot"
+    try:
+        with open(root, "rb", buffering=0) as handle:  # a regular file (a FIFO is never opened: it could block)
+            gzipped = handle.read(2) == b"\x1f\x8b"
+    except OSError:
+        gzipped = False
+    if gzipped:
+        return (
+            f"a file (a share bundle, .tar.gz), not a snapshot directory: unpack it first (tar -xzf {root.name}) "
+            "and give the folder it makes to --snapshot"
+        )
+    return "a file, not a snapshot directory (`rigaudit snapshot -o DIR` writes one)"
+
+
 def load_manifest(root: Path) -> SnapshotManifest:
     """Read and validate ``snapshot.json``; raise :class:`SnapshotError` with one clear line.
 
@@ -65,7 +85,7 @@ def load_manifest(root: Path) -> SnapshotManifest:
     """
     manifest_path = root / "snapshot.json"
     if not root.is_dir():
-        raise SnapshotError(f"{root}: no such snapshot directory")
+        raise SnapshotError(f"{root}: {_not_a_folder(root)}")
     files = root / "files"
     if files.is_symlink() or (files.exists() and not files.is_dir()):
         raise SnapshotError(f"{files}: is not a real folder (a snapshot's files/ is never a link); refused")
