@@ -33,3 +33,26 @@ def test_the_limit_opens_with_the_hosts_latency() -> None:
 
 def test_a_number_fixes_the_limit() -> None:
     assert tokens_after_reads(0.005, 2) == (2, 0)
+
+
+def test_a_host_that_answers_at_once_is_read_in_order_and_gives_the_same_audit() -> None:
+    """A snapshot without latency is read one call after another (no task per read); with latency the reads
+    overlap. Both give the same findings and the same evidence."""
+    from rigaudit.orchestrator.audit.run import run_audit
+
+    started: list[str] = []
+    probe = Probe(SnapshotHost(SEED), on_activity=started.append)
+
+    async def read_all() -> list[str | None]:
+        async def first_then_check(path: str) -> str | None:
+            text = await probe.text(path)
+            assert started[-1] == f"file:{path}", "another read started in between"
+            return text
+
+        return await probe.gather(*[lambda p=p: first_then_check(p) for p in PATHS])
+
+    assert anyio.run(read_all) == ["0x10de\n"] * len(PATHS)
+    at_once = anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+    overlapped = anyio.run(lambda: run_audit(SnapshotHost(SEED, latency_s=1e-5)))
+    assert [f.model_dump() for f in at_once.findings] == [f.model_dump() for f in overlapped.findings]
+    assert set(at_once.evidence) == set(overlapped.evidence)

@@ -118,3 +118,13 @@ class Host(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+def answers_at_once(host: Host) -> bool:
+    """Whether every operation of ``host`` completes without waiting (a snapshot read with no added latency).
+
+    A host says so with an ``answers_at_once`` attribute; hosts without one may wait (a live machine, SSH).
+    The probe runs the reads of such a host one after another: overlapping them buys nothing and a task per
+    read cost more than the reads themselves (an archetype audit: 0.48 s of CPU with tasks, 0.21 s without).
+    """
+    return getattr(host, "answers_at_once", False) is True

@@ -16,7 +16,7 @@ from typing import TypeVar
 import anyio
 
 from rigaudit.tools.core.record import Record, field
-from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult, answers_at_once
 from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import Verdict, vet_argv
 
@@ -69,6 +69,8 @@ class _Shared(Record, frozen=False):
     policy: Callable[[Sequence[str]], Verdict]
     observer: Observer | None
     adaptive: bool = False
+    at_once: bool = False
+    """The host answers without waiting (:func:`~tools.hosts.base.answers_at_once`): reads run one after another."""
     latency_s: float | None = None
     """The smoothed wall time of one host operation (``adaptive`` only)."""
     cache: dict[str, object] = field(default_factory=dict)
@@ -100,8 +102,11 @@ class Probe:
         """``concurrency``: host operations in flight at once; ``None``: chosen from the host's measured latency
         (:data:`AUTO_FLOOR` to :data:`AUTO_CEILING`, one per :data:`PER_TOKEN_S` of latency)."""
         tokens = AUTO_FLOOR if concurrency is None else max(1, concurrency)
-        self._shared = _Shared(host, anyio.CapacityLimiter(tokens), policy, observer, adaptive=concurrency is None)
+        self._shared = _Shared(
+            host, anyio.CapacityLimiter(tokens), policy, observer, adaptive=concurrency is None, at_once=answers_at_once(host)
+        )
         self._on_activity = on_activity
+        self._seen: set[str] = set()
         self.refs: list[str] = []
 
     def scoped(self, on_activity: Callable[[str], None] | None = None) -> Probe:
@@ -109,6 +114,7 @@ class Probe:
         child = Probe.__new__(Probe)
         child._shared = self._shared
         child._on_activity = on_activity
+        child._seen = set()
         child.refs = []
         return child
 
@@ -126,8 +132,11 @@ class Probe:
 
     async def _once(self, ref: str, fetch: Callable[[], Awaitable[_T]], record: Callable[[_T], Evidence]) -> _T:
         shared = self._shared
-        if ref not in self.refs:
+        if ref not in self._seen:
+            self._seen.add(ref)
             self.refs.append(ref)
+        if shared.at_once:
+            return await self._fetch(ref, fetch, record)
         while True:
             if ref in shared.cache:
                 return shared.cache[ref]  # type: ignore[return-value]
@@ -138,23 +147,30 @@ class Probe:
         event = anyio.Event()
         shared.pending[ref] = event
         try:
-            if self._on_activity is not None:
-                self._on_activity(ref)
             async with shared.limiter:
-                if shared.adaptive:
-                    started = time.perf_counter()
-                    result = await fetch()
-                    _follow_latency(shared, time.perf_counter() - started)
-                else:
-                    result = await fetch()
-            shared.cache[ref] = result
-            shared.evidence[ref] = record(result)
-            if shared.observer is not None:
-                shared.observer(ref, result)  # type: ignore[arg-type]
-            return result
+                return await self._fetch(ref, fetch, record)
         finally:
             del shared.pending[ref]
             event.set()
+
+    async def _fetch(self, ref: str, fetch: Callable[[], Awaitable[_T]], record: Callable[[_T], Evidence]) -> _T:
+        """One operation on the host (a cache hit when an earlier one read ``ref``), cached and recorded."""
+        shared = self._shared
+        if ref in shared.cache:
+            return shared.cache[ref]  # type: ignore[return-value]
+        if self._on_activity is not None:
+            self._on_activity(ref)
+        if shared.adaptive:
+            started = time.perf_counter()
+            result = await fetch()
+            _follow_latency(shared, time.perf_counter() - started)
+        else:
+            result = await fetch()
+        shared.cache[ref] = result
+        shared.evidence[ref] = record(result)
+        if shared.observer is not None:
+            shared.observer(ref, result)  # type: ignore[arg-type]
+        return result
 
     async def read(self, path: str) -> FileResult:
         def record(r: FileResult) -> Evidence:
@@ -226,7 +242,10 @@ class Probe:
         return await self._once(ref, lambda: self.host.nvml(fn, *args), record)
 
     async def gather(self, *calls: Callable[[], Awaitable[_T]]) -> list[_T]:
-        """Run independent reads concurrently (bounded by the host-wide limiter)."""
+        """Run independent reads concurrently (bounded by the host-wide limiter); one after another on a host
+        that answers at once."""
+        if self._shared.at_once:
+            return [await call() for call in calls]
         results: list[_T | None] = [None] * len(calls)
 
         async def one(index: int, call: Callable[[], Awaitable[_T]]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult, answers_at_once
 from rigaudit.tools.hosts.links import link_walk
 from rigaudit.tools.hosts.snapshot_writer import NOT_RECORDED_FILE, Recording, SnapshotSummary, write_snapshot
 
@@ -43,6 +43,11 @@ class RecordingHost:
     @property
     def source(self) -> str:
         return self.inner.source
+
+    @property
+    def answers_at_once(self) -> bool:
+        """As the host it wraps (:func:`~tools.hosts.base.answers_at_once`)."""
+        return answers_at_once(self.inner)
 
     # -- links ----------------------------------------------------------------------------
 

@@ -261,6 +261,11 @@ class SnapshotHost:
     def source(self) -> str:
         return f"snapshot:{self.root}"
 
+    @property
+    def answers_at_once(self) -> bool:
+        """Every operation completes without waiting, unless a latency is added (:func:`~tools.hosts.base.answers_at_once`)."""
+        return self.latency_s <= 0
+
     # -- path resolution ------------------------------------------------------------------
 
     def resolve(self, path: str) -> str:
