@@ -576,3 +576,50 @@ def gpu_unsupported_by_driver(spec: HostSpec) -> HostSpec:
 
     fault = Fault("gpu-unsupported", "the driver release does not support the GPUs", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "gpu-unsupported", "GPUs not supported by the driver release")
+
+
+# -- GPU memory events, as NVML and the kernel log show them together (issue 33: one event, one severity) -----------
+
+_XID_TEXT = {
+    # NVIDIA's "GPU Memory Error Management", Table 2 (XID log examples) for 94 and 95. The text after the code of 63
+    # and 64 is not shown by a public source read here: only the code is read by the rules.
+    94: "pid=7062, Contained: CE User Channel (0x9). RST: No, D-RST: No",
+    95: "pid=7062, Uncontained: LTC TAG (0x2,0x0). RST: Yes, D-RST: No",
+    63: "pid='<unknown>', name=<unknown>, Row Remapper: New row marked for remapping, reset gpu to activate.",
+    64: "pid='<unknown>', name=<unknown>, Row Remapper: Failed to remap row",
+}
+
+
+def memory_event(
+    spec: HostSpec, rows: tuple[int, int, int, int], xids: tuple[int, ...], gpu: int = 0, uncorrected: int = 0
+) -> HostSpec:
+    """GPU ``gpu`` (the audit's NVML index) with remapped rows ``rows`` (correctable, uncorrectable, pending, failure),
+    ``uncorrected`` volatile uncorrectable errors, and the memory Xids the driver logs with them."""
+    name = {(0, 0): "correctable", (1, 0): "uncorrectable"}.get((min(rows[1], 1), rows[3]), "remap-failed")
+
+    def apply(built: Built) -> None:
+        g = built.gpu_states[gpu]
+        built.tree.call("nvmlDeviceGetRemappedRows", (g.index,), list(rows))
+        if uncorrected:
+            built.tree.call("nvmlDeviceGetTotalEccErrors", (g.index, 1, 0), uncorrected)
+        bus = g.bdf.rsplit(".", 1)[0]
+        _add_dmesg(built, [f"NVRM: Xid (PCI:{bus}): {code}, {_XID_TEXT[code]}" for code in xids], 70123.0)
+
+    fault = Fault(f"memory-{name}", f"GPU{gpu} memory event {rows}, Xids {xids}", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), f"memory-{name}", f"GPU{gpu} rows {rows}, Xids {xids}")
+
+
+def correctable_remap_pending(spec: HostSpec, gpu: int = 0) -> HostSpec:
+    """Correctable errors on one row: the driver records its remap (Xid 63), pending until the next reset."""
+    return memory_event(spec, (2, 0, 1, 0), (63,), gpu)
+
+
+def contained_error_pending(spec: HostSpec, gpu: int = 0) -> HostSpec:
+    """An uncorrectable error, contained (Xid 94: the application that touched it ended, its page offlined), its row
+    recorded for remapping (Xid 63) and pending until the next reset."""
+    return memory_event(spec, (0, 1, 1, 0), (94, 63), gpu, uncorrected=1)
+
+
+def remap_failed(spec: HostSpec, gpu: int = 0) -> HostSpec:
+    """A bank out of spare rows: the remap could not be recorded (Xid 64), NVML's failure flag set."""
+    return memory_event(spec, (0, 1, 0, 1), (64,), gpu)

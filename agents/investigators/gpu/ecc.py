@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpu_address import gpu_words
+from rigaudit.agents.facts.kernel_log import log_unavailable
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity
+from rigaudit.agents.investigators.gpu.memory import SOURCE, MemoryEvent, reset_actions, reset_where
+from rigaudit.agents.investigators.gpu.xid import gpu_memory_event, parse_xids, xids_by_bdf
+from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, FixKind, Severity
 
 ECC_ERRORS_CHECK = Check(
     "gpu.ecc_errors",
@@ -60,6 +64,12 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
             expected="no pending remap, no remap failure, no uncorrectable errors",
             evidence=refs,
         )
+    logged = xids_by_bdf(parse_xids(f.dmesg.stdout)) if log_unavailable(f.dmesg) is None else {}
+    events: dict[int, MemoryEvent] = {}
+    for i in sorted(set(failure) | set(pending) | set(errors)):
+        gpu = f.inventory.by_index(i)
+        if (event := gpu_memory_event(f, i, logged.get(gpu.bdf, frozenset()) if gpu else frozenset())) is not None:
+            events[i] = event
     parts = []
     for i in sorted(set(failure) | set(pending) | set(errors)):
         bits = []
@@ -69,24 +79,33 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
             bits.append("remap/retirement pending")
         if i in errors:
             bits.append(f"{uncorrected[i]} volatile uncorrectable ECC errors")
+        if i in events:
+            bits.append(f"{events[i].state}: act {events[i].urgency}")
         parts.append(f"{label(f.inventory, i)}: {', '.join(bits)}")
     subjects = labels(f.inventory, sorted(set(failure) | set(pending) | set(errors)))
+    severity: Severity = min((e.severity for e in events.values()), key=lambda s: SEVERITY_ORDER[s], default="high")
     if failure:
-        severity: Severity = "critical"
         kind: FixKind = "hardware"
-        summary = "RMA the GPUs whose row remapping failed: " + ", ".join(labels(f.inventory, failure))
-        actions = (
+        gone = [g for i in failure if (g := f.inventory.by_index(i)) is not None]
+        where = hw_where(f.platform)
+        summary = "RMA the GPUs whose row remapping failed: " + ", ".join(gpu_words(g, where) for g in gone)
+        actions: tuple[CommandAction, ...] = (
             CommandAction(
                 description="take the GPU out of service and open an RMA with the vendor (include nvidia-bug-report.sh output)"
             ),
         )
     else:
-        severity, kind = "high", "reboot"
-        summary = "Reset the affected GPUs (or reboot) so pending remaps take effect"
-        actions = (CommandAction(description="stop the server, then reset each affected GPU (nvidia-smi -r -i N) or reboot"),)
+        kind = "reboot"
+        where = reset_where(f.platform)
+        soon = all(e.urgency == "at the next service window" for e in events.values()) and bool(events)
+        summary = (
+            "Reset the affected GPUs " + ("at the next service window" if soon else "now") + " so pending remaps take effect"
+        )
+        gpus = [g for i in sorted(set(pending) | set(errors)) if (g := f.inventory.by_index(i)) is not None]
+        actions = (CommandAction(description="stop the server on them"), *reset_actions(gpus, where))
     fix = Fix(
         kind=kind,
-        where=hw_where(f.platform),
+        where=where,
         summary=summary,
         actions=actions,
         risk="medium",
@@ -101,9 +120,12 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
         severity,
         "; ".join(parts),
         "no pending remap, no remap failure, no uncorrectable errors",
-        "An uncorrectable ECC error kills the process that touched the memory and poisons the server; a pending remap "
-        "only takes effect after a GPU reset, so the bad row stays in use until then. A remap failure means the GPU "
-        "ran out of spare rows: it can no longer contain memory faults and must be replaced.",
+        "A pending remap only takes effect after a GPU reset. How soon that reset is due depends on the event, graded "
+        "with the memory Xids the kernel log holds for the GPU (as gpu.xid grades them): a correctable error's remap "
+        "and a contained uncorrectable error (its page offlined, other work unaffected) wait for the next service "
+        "window; an uncorrectable error whose containment is not shown, or an uncontained one (Xid 95), needs the "
+        "reset now; a remap failure means the GPU ran out of spare rows and must be replaced "
+        f"({SOURCE}).",
         fix,
         subjects=subjects,
         evidence=refs,

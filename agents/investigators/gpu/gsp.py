@@ -8,9 +8,9 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory, normalize_bdf
 from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
+from rigaudit.agents.investigators.gpu.memory import reset_actions, reset_where
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 
@@ -75,13 +75,15 @@ def judge_gsp(dmesg: CommandResult, inventory: GpuInventory, platform: Platform,
         else "as a last resort on pre-Blackwell GPUs with the proprietary module: NVreg_EnableGpuFirmware=0 in "
         "/etc/modprobe.d (GSP off; not possible on Blackwell)"
     )
+    where = reset_where(platform)
     fix = Fix(
         kind="reboot",
-        where=layer_where(platform, "gpu_driver"),
+        where=where,
         summary="Recover the GPUs (reset or reboot) and move to the latest driver of the branch; GSP timeouts are "
         "driver/firmware bugs fixed release by release",
         actions=(
-            CommandAction(description="stop the server; reset the affected GPUs (nvidia-smi -r -i N) or reboot"),
+            CommandAction(description="stop the server, then reset each affected GPU (or reboot)"),
+            *reset_actions([g for g in inventory.gpus if g.bdf in {b for _, b in found}] or list(inventory.gpus), where),
             CommandAction(description="update to the newest driver release of the branch (release notes list GSP fixes)"),
             CommandAction(description=disable),
             CommandAction(description="collect nvidia-bug-report.sh for NVIDIA if it repeats"),

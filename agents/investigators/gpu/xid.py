@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words
+from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.gpus import Gpu, normalize_bdf
 from rigaudit.agents.facts.kernel_log import DMESG, log_unavailable
 from rigaudit.agents.facts.platform import Platform, fix_where
@@ -28,6 +28,14 @@ from rigaudit.agents.facts.xid_catalog import (
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
+from rigaudit.agents.investigators.gpu.memory import (
+    MEMORY_XIDS,
+    SOURCE,
+    MemoryEvent,
+    memory_event,
+    reset_actions,
+    reset_where,
+)
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import command_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Finding, Fix, Severity, Where
@@ -60,9 +68,13 @@ class _Judged(Record):
     resolution: Resolution
     count: int
     gpus: tuple[str, ...]
+    memory: MemoryEvent | None = None
+    """The memory event NVML shows on these GPUs (memory Xids only): its severity is the one gpu.ecc_errors gives."""
 
     @property
     def severity(self) -> Severity:
+        if self.memory is not None:
+            return self.memory.severity
         if self.entry is not None and self.code != 154:
             return self.entry.severity
         return RESOLUTION_SEVERITY[self.resolution]
@@ -74,8 +86,34 @@ class _Judged(Record):
         return self.entry.text
 
 
-def _judge_codes(events: list[XidEvent]) -> list[_Judged]:
+def xids_by_bdf(events: list[XidEvent]) -> dict[str, frozenset[int]]:
+    out: dict[str, set[int]] = {}
+    for e in events:
+        out.setdefault(e.bdf, set()).add(e.xid)
+    return {b: frozenset(codes) for b, codes in out.items()}
+
+
+def gpu_memory_event(f: GpuHealthFacts, index: int, xids: frozenset[int]) -> MemoryEvent | None:
+    """The memory event of GPU ``index`` as NVML and its memory Xids show it (:func:`memory_event`)."""
+    remap = f.remapped.value(index)
+    uncorrected = f.volatile_uncorrected.value(index)
+    pages = f.retired_pending.value(index)
+    return memory_event(
+        xids & MEMORY_XIDS,
+        remap if isinstance(remap, list) else None,
+        uncorrected if isinstance(uncorrected, int) else None,
+        pages if isinstance(pages, int) else None,
+    )
+
+
+def _worst(events: list[MemoryEvent]) -> MemoryEvent | None:
+    return min(events, key=lambda e: SEVERITY_ORDER[e.severity]) if events else None
+
+
+def _judge_codes(events: list[XidEvent], f: GpuHealthFacts | None = None) -> list[_Judged]:
     out = []
+    logged = xids_by_bdf(events)
+    by_bdf = {g.bdf: g for g in f.inventory.gpus} if f is not None else {}
     for code in sorted({e.xid for e in events}):
         mine = [e for e in events if e.xid == code]
         entry = lookup(code)
@@ -83,14 +121,24 @@ def _judge_codes(events: list[XidEvent]) -> list[_Judged]:
         if code == 154:
             asked = [r for e in mine if (r := recovery_action(e.line)) is not None]
             resolution = min(asked, key=lambda r: RESOLUTION_RANK[r]) if asked else "none"
-        out.append(_Judged(code, entry, resolution, len(mine), tuple(dict.fromkeys(e.bdf for e in mine))))
+        bdfs = tuple(dict.fromkeys(e.bdf for e in mine))
+        memory = None
+        if f is not None and code in MEMORY_XIDS:
+            indexed = [(b, g.index) for b in bdfs if (g := by_bdf.get(b)) is not None and g.index is not None]
+            found = [m for b, i in indexed if (m := gpu_memory_event(f, i, logged[b])) is not None]
+            memory = _worst(found) if len(found) == len(bdfs) else None
+            if memory is not None and resolution == "none":
+                resolution = "reset_gpu"  # the remap it recorded is pending: it takes effect at a reset
+        out.append(_Judged(code, entry, resolution, len(mine), bdfs, memory))
     return out
 
 
 def _where(platform: Platform, resolution: Resolution) -> Where:
     if resolution == "restart_app":
         return fix_where(platform, "workload")
-    if resolution in ("reset_gpu", "update_software"):
+    if resolution == "reset_gpu":
+        return reset_where(platform)
+    if resolution == "update_software":
         return fix_where(platform, "gpu_driver")
     if resolution in ("reboot", "restart_vm"):
         # A VM guest's GPU that fell off the bus comes back when the hypervisor restarts the VM (a reboot inside the
@@ -104,10 +152,7 @@ def _actions(
 ) -> tuple[Action, ...]:
     actions: list[Action] = []
     if resolution == "reset_gpu":
-        for gpu in gpus:
-            arg = gpu_selector(gpu, where)
-            words = f"reset {gpu_words(gpu, where)} with every process on it stopped"
-            actions.append(CommandAction(description=words, argv=("nvidia-smi", "-r", "-i", arg) if arg else ()))
+        actions.extend(reset_actions(gpus, where))
     elif resolution == "reboot":
         if where == "hypervisor":
             names = "; ".join(gpu_words(g, where) for g in gpus)
@@ -159,7 +204,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
             evidence=refs,
         )
     by_bdf = {g.bdf: g for g in f.inventory.gpus}
-    judged = _judge_codes(events)
+    judged = _judge_codes(events, f)
     severity = min((j.severity for j in judged), key=lambda s: SEVERITY_ORDER[s])
     strongest = min((j.resolution for j in judged), key=lambda r: RESOLUTION_RANK[r])
     parts = []
@@ -167,7 +212,12 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
         where_seen = ", ".join(by_bdf[b].label if b in by_bdf else f"GPU {b}" for b in j.gpus)
         parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}")
     explanation = " ".join(
-        f"Xid {j.code}: NVIDIA's resolution is to {RESOLUTION_TEXT[j.resolution]}"
+        (
+            f"Xid {j.code}: NVML shows the memory event on the GPU now ({j.memory.state}): {j.memory.severity}, act "
+            f"{j.memory.urgency}, as gpu.ecc_errors grades it ({SOURCE})"
+            if j.memory is not None
+            else f"Xid {j.code}: NVIDIA's resolution is to {RESOLUTION_TEXT[j.resolution]}"
+        )
         + (f"; if it repeats, {j.entry.investigate}" if j.entry and j.entry.investigate else "")
         + "."
         for j in judged

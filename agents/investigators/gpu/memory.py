@@ -1,0 +1,83 @@
+"""One GPU memory event, one severity: the place gpu.ecc_errors and gpu.xid both ask how serious a GPU's memory state is.
+
+A memory error shows twice: as NVML state (remapped rows, a remap pending or failed, volatile uncorrectable counts,
+pages pending retirement) and as Xids in the kernel log (48 double-bit error, 63 row-remap recorded, 64 remap
+failure, 94 contained, 95 uncontained). Both checks read the same event, so both take its severity from
+:func:`memory_event`, which reads both sources. The grading follows NVIDIA's "GPU Memory Error Management"
+(docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt): a contained uncorrectable error has its page offlined, unaffected
+work keeps running and the pending remap takes effect "when GPU reset occurs as a part of the regular GPU/VM service
+window"; a correctable error's remap likewise waits for the next reset with no data at risk; an uncontained error
+(Xid 95) or a remap failure (no spare row) cannot wait.
+"""
+
+from __future__ import annotations
+
+from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words
+from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.platform import Platform, fix_where
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.model.finding import CommandAction, Severity, Where
+
+MEMORY_XIDS = frozenset({48, 63, 64, 94, 95})
+"""The Xids that report a GPU memory event (NVIDIA's memory error management note, 'User Visible Statistics')."""
+SOURCE = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+
+
+class MemoryEvent(Record):
+    severity: Severity
+    state: str
+    """What the event is, in words (``uncorrectable error contained, remap pending``)."""
+    urgency: str
+    """When to act: ``now``, ``at the next service window``, ``RMA``."""
+
+
+def memory_event(
+    xids: frozenset[int], remap: list[int] | None, uncorrected: int | None, pages_pending: int | None
+) -> MemoryEvent | None:
+    """The memory event NVML shows on one GPU, graded with the memory Xids logged for it; None when NVML shows none
+    (the Xid log alone then keeps NVIDIA's catalog grading: it cannot say whether a reset has dealt with it since).
+
+    ``remap``: nvmlDeviceGetRemappedRows (correctable rows, uncorrectable rows, pending, failure)."""
+    corr, unc, pending, failed = (int(v) for v in remap) if remap is not None and len(remap) == 4 else (0, 0, 0, 0)
+    pending = pending or int(bool(pages_pending))
+    uncorrected = uncorrected or 0
+    if failed:
+        return MemoryEvent("critical", "row remapping failed: a bank has no spare row left", "RMA")
+    if not (pending or uncorrected):
+        return None
+    if 95 in xids:
+        return MemoryEvent("critical", "uncontained uncorrectable memory error (Xid 95)", "now")
+    if 48 in xids:
+        return MemoryEvent("high", "double-bit ECC error (Xid 48)" + (", remap pending" if pending else ""), "now")
+    if unc or uncorrected:
+        if 94 in xids and pending:
+            return MemoryEvent(
+                "medium",
+                "uncorrectable error contained (Xid 94): its page is offlined, the row remap pending",
+                "at the next service window",
+            )
+        state = "uncorrectable error" + (", remap pending" if pending else " (no remap pending)")
+        return MemoryEvent("high", state + "; containment not shown in the kernel log", "now")
+    return MemoryEvent(
+        "low",
+        f"correctable errors: {corr} row(s) remapped, the remap pending until the next reset (no data at risk)",
+        "at the next service window",
+    )
+
+
+def reset_where(platform: Platform) -> Where:
+    """Where a GPU reset runs: with the NVIDIA driver that holds the GPU (this host or VM guest; a container's host)."""
+    return fix_where(platform, "gpu_driver")
+
+
+def reset_actions(gpus: list[Gpu], where: Where) -> list[CommandAction]:
+    """A reset of each GPU, named the way ``where`` knows it (the index where the audit read it, the UUID on a
+    container's host, serial and UUID in words on a hypervisor: never a guest's index there)."""
+    actions = []
+    for gpu in gpus:
+        arg = gpu_selector(gpu, where)
+        words = f"reset {gpu_words(gpu, where)} with every process on it stopped"
+        if where == "hypervisor":
+            words = f"stop the VM's processes on it, then reset or power-cycle {gpu_words(gpu, where)} from there"
+        actions.append(CommandAction(description=words, argv=("nvidia-smi", "-r", "-i", arg) if arg else ()))
+    return actions
