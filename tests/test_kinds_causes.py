@@ -43,7 +43,9 @@ def test_a_fabric_manager_that_says_why_is_fixed_by_its_reason(spec: HostSpec, c
     assert (found.status, found.severity) == ("problem", "critical"), found.observed
     assert cause in found.observed
     assert words in _words(found)
-    assert not _starts(found)
+    assert found.fix is not None
+    waits = [e.check for e in found.fix.edges if e.kind == "requires"]
+    assert not _starts(found) or waits == ["driver.fabricmanager_version"]  # a start only after the cause's fix
 
 
 def test_ib_umad_is_loaded_not_the_fabric_manager_started() -> None:
@@ -99,3 +101,10 @@ def test_nvidia_ko_refused_is_told_by_the_kernel_log() -> None:
     assert "Appendix A" in version.fix.summary
     uvm = found["driver.uvm"]
     assert uvm.status == "unknown" and "not supported by the" in uvm.observed
+
+
+def test_a_version_refusal_is_graded_alike_by_both_checks_that_read_it() -> None:
+    """Before: critical in driver.fabricmanager, high in driver.fabricmanager_version, for one refusal."""
+    found = by_check(faults.fabricmanager_version_refused(HGX))
+    fm, version = found["driver.fabricmanager"], found["driver.fabricmanager_version"]
+    assert fm.severity == version.severity == "critical", (fm.severity, version.severity)

@@ -55,6 +55,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
             facts.nvml_version or _kernel(facts),
             facts.fabric_version,
             facts.install.pending.installed,
+            down=facts.fabricmanager is not None and facts.fabricmanager.state not in (None, "active"),
         ),
         judge_vgpu_license(facts),
     ]

@@ -61,9 +61,16 @@ FABRICMANAGER_VERSION_CHECK = Check(
 
 
 def judge_fabricmanager_version(
-    platform: Platform, switches: str | None, driver: str | None, fm: FabricVersion | None, installed: str | None = None
+    platform: Platform,
+    switches: str | None,
+    driver: str | None,
+    fm: FabricVersion | None,
+    installed: str | None = None,
+    *,
+    down: bool = False,
 ) -> Finding:
-    """``switches`` describes the NVSwitches found (None: no NVSwitch system)."""
+    """``switches`` describes the NVSwitches found (None: no NVSwitch system); ``down``: the fabric manager is not
+    active, so a mismatch is the outage driver.fabricmanager reports (critical there and here), not one to come."""
     check, title = FABRICMANAGER_VERSION_CHECK.id, FABRICMANAGER_VERSION_CHECK.title
     refs = (command_ref(DPKG_FM), file_ref(FM_LOG))
     if switches is None or fm is None:
@@ -119,8 +126,8 @@ def judge_fabricmanager_version(
         check,
         AREA,
         title,
-        "high",
-        f"driver {driver}; {shown}",
+        "critical" if down else "high",
+        f"driver {driver}; {shown}" + ("; the fabric manager is down: it refused this driver" if down else ""),
         f"fabric manager {driver}",
         "The fabric manager must be exactly the driver's version: a mismatched one refuses to start (or stops at the "
         "next restart, typically after a driver upgrade), the NVSwitch fabric is not programmed, and CUDA fails or "

@@ -369,8 +369,10 @@ def _fabric_cause(
     """The fabric manager is down for a reason its log (or the kernel log) names: the fix removes that reason."""
     check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
     restart = CommandAction(description="then restart it", argv=("systemctl", "restart", "nvidia-fabricmanager"))
-    actions: tuple[CommandAction | ModuleLoadAction, ...]
-    if cause.key == "ib_umad":
+    actions: tuple[CommandAction | ModuleLoadAction | ServiceStartAction, ...]
+    if cause.key == "fm_version":
+        actions = (ServiceStartAction(unit="nvidia-fabricmanager"),)  # after the install its requires edge orders
+    elif cause.key == "ib_umad":
         actions = (ModuleLoadAction(module="ib_umad"), restart)
     elif cause.key == "masked":
         actions = (
@@ -384,10 +386,15 @@ def _fabric_cause(
             else (CommandAction(description=cause.fix),)
         )
     target: FixTarget = "hardware" if cause.kind == "hardware" else "gpu_driver"
+    # A version refusal is removed by driver.fabricmanager_version's install (a restart step): this fix restarts the
+    # daemon once that is done (the requires edge orders it), never before.
     fix = Fix(
-        kind=cause.kind or "runtime",
+        kind="runtime" if cause.key == "fm_version" else cause.kind or "runtime",
         where=layer_where(facts.platform, target),
-        summary=f"{cause.fix[0].upper()}{cause.fix[1:]} (the fabric manager's log says why it stopped: starting it "
+        summary="Start nvidia-fabricmanager once the fabric manager of exactly the loaded driver's version is installed "
+        "(driver.fabricmanager_version): its log says it refuses the driver it found"
+        if cause.key == "fm_version"
+        else f"{cause.fix[0].upper()}{cause.fix[1:]} (the fabric manager's log says why it stopped: starting it "
         "again as it is fails the same way)",
         actions=actions,
         risk="medium" if cause.kind in ("reboot", "restart") else "low",
@@ -396,6 +403,15 @@ def _fabric_cause(
         persist="echo ib_umad > /etc/modules-load.d/ib_umad.conf; systemctl enable nvidia-fabricmanager"
         if cause.key == "ib_umad"
         else "systemctl enable nvidia-fabricmanager",
+        edges=(
+            Edge(
+                kind="requires",
+                check="driver.fabricmanager_version",
+                why="it refuses to start unless its version is exactly the driver's: install that version first",
+            ),
+        )
+        if cause.key == "fm_version"
+        else (),
     )
     return problem(
         check,
