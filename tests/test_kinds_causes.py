@@ -59,6 +59,7 @@ def test_nothing_to_do_off_nvlink5_is_not_called_nvlsm() -> None:
     found = by_check(faults.nvlsm_not_running(HGX))["driver.fabricmanager"]
     assert "NVLSM" not in found.observed and "no NVSwitch to manage" in found.observed
     assert not _starts(found)
+    assert found.fix is not None and found.fix.kind == "hardware" and "/dev/nvidia-nvswitch" in found.fix.summary
 
 
 def test_a_fabric_manager_without_a_known_reason_says_what_would_tell() -> None:

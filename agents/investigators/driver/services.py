@@ -308,8 +308,8 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
             evidence=[*refs, *pending.refs],
         )
     cause = unit_cause(facts.fabricmanager_log, FABRICMANAGER, kernel_log(facts)) if facts.fabricmanager_log else None
-    if cause is not None and cause.key == "nvswitch_nothing" and _nvlink5(facts):
-        cause = replace(cause, **NVLSM_MISSING)
+    if cause is not None and cause.key == "nvswitch_nothing":
+        cause = replace(cause, **(NVLSM_MISSING if _nvlink5(facts) else NVSWITCH_UNSEEN))
     if cause is not None and cause.known:
         return _fabric_cause(facts, seen, service.state, cause, switches, refs)
     tell = cause.tell if cause else "journalctl -u nvidia-fabricmanager -n 50 --no-pager; tail -n 50 /var/log/fabricmanager.log"
@@ -356,6 +356,16 @@ NVLSM_MISSING = {
 }
 """NV_WARN_NOTHING_TO_DO on NVLink 5 (Blackwell HGX): the Fabric Manager user guide, release 2.3, 'Systems Using Fourth
 Generation NVSwitches': without NVLSM, FabricManager fails to start with NV_WARN_NOTHING_TO_DO."""
+
+
+NVSWITCH_UNSEEN = {
+    "cause": "the NVSwitch driver reports no NVSwitch to manage, though this host shows NVSwitches",
+    "fix": "check that the NVSwitches are up for the driver (ls /dev/nvidia-nvswitch*; dmesg | grep -i nvswitch; "
+    "lspci -d 10de: | grep -i bridge) and power-cycle the machine; switches that stay missing are the baseboard's "
+    "(the vendor's support)",
+    "kind": "hardware",
+}
+"""NV_WARN_NOTHING_TO_DO before NVLink 5: the fabric manager found no switch through the NVSwitch driver."""
 
 
 def _nvlink5(facts: DriverFacts) -> bool:
