@@ -20,6 +20,7 @@ from tests.hostgen.rdma import ib_name, write_rdma
 from tests.hostgen.spec import HostSpec, ProcessSpec
 from tests.hostgen.tree import Tree
 from tests.hostgen.tuned import write_tuned
+from tests.hostgen.units import unit_failed
 
 SELF_PID_HOST = 48213
 SELF_PID_CONTAINER = 412
@@ -543,6 +544,15 @@ def _driver_files(built: Built) -> None:
                     "[Nov 30 2026 09:58:14] [ERROR] [tid 2314] fabric manager failed to initialize, exiting",
                 ]
             tree.file("/var/log/fabricmanager.log", "\n".join(log) + "\n")
+            if d.fabricmanager != "active":  # the unit's journal holds what nv-fabricmanager printed (a fault may replace it)
+                errors = [line.split("] ", 3)[-1] for line in log if "[ERROR]" in line]
+                unit_failed(
+                    built,
+                    "nvidia-fabricmanager",
+                    "NVIDIA fabric manager service",
+                    [("nv-fabricmanager[2314]", e) for e in errors],
+                    state=d.fabricmanager,
+                )
         else:
             tree.command(("systemctl", "is-active", "nvidia-fabricmanager"), "inactive\n", exit_code=4, stderr="")
             tree.command(

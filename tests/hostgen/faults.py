@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tests.hostgen.catalog import GPUS
 from tests.hostgen.spec import Fault, HostSpec, MigInstance, ProcessSpec
+from tests.hostgen.units import unit_failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -357,32 +358,6 @@ def tuned_thp_defrag(spec: HostSpec) -> HostSpec:
 
 # -- failures whose reason the component itself gives (issue 33: causes before fixes) --------------------------------
 
-_JOURNAL_DAY = "Nov 30 09:58"
-
-
-def _unit_failed(built: Built, unit: str, description: str, lines: list[tuple[str, str]], *, state: str = "failed") -> None:
-    """``unit`` failed at boot: ``systemctl is-active`` says ``state``, ``journalctl -u UNIT -n 50`` and ``systemctl
-    status`` show ``lines`` (program[pid], message) followed by systemd's own account of the failure."""
-    host = built.spec.hostname
-    journal = [f"{_JOURNAL_DAY}:11 {host} systemd[1]: Starting {description}..."]
-    journal += [f"{_JOURNAL_DAY}:12 {host} {program}: {message}" for program, message in lines]
-    journal += [
-        f"{_JOURNAL_DAY}:12 {host} systemd[1]: {unit}.service: Control process exited, code=exited, status=1/FAILURE",
-        f"{_JOURNAL_DAY}:12 {host} systemd[1]: {unit}.service: Failed with result 'exit-code'.",
-        f"{_JOURNAL_DAY}:12 {host} systemd[1]: Failed to start {description}.",
-    ]
-    tree = built.tree
-    tree.command(("systemctl", "is-active", unit), state + "\n", exit_code=3)
-    tree.command(("journalctl", "-u", unit, "-n", "50", "--no-pager"), "\n".join(journal) + "\n")
-    status = [
-        f"× {unit}.service - {description}",
-        f"     Loaded: loaded (/usr/lib/systemd/system/{unit}.service; enabled; preset: enabled)",
-        "     Active: failed (Result: exit-code) since Sun 2026-11-30 09:58:12 UTC; 2 days ago",
-        "",
-        *journal[-5:],
-    ]
-    tree.command(("systemctl", "status", unit, "--no-pager"), "\n".join(status) + "\n", exit_code=3)
-
 
 def _add_dmesg(built: Built, lines: list[str], at: float = 15.0) -> None:
     dmesg = built.tree.commands.get(("dmesg",))
@@ -412,7 +387,7 @@ def fabricmanager_version_refused(spec: HostSpec, version: str = "550.127.08") -
             f"fabric manager NVIDIA GPU driver interface version {version} don't match with driver version {loaded}. "
             "Please update with matching NVIDIA driver package."
         )
-        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
 
     changed = replace(spec, driver=replace(spec.driver, fabricmanager="failed", fabricmanager_version=version))
     fault = Fault("fm-version-refused", f"fabric manager {version} refuses driver {loaded}", apply)
@@ -431,7 +406,7 @@ def nvlsm_without_ib_umad(spec: HostSpec) -> HostSpec:
             "ibwarn: [2316] umad_init: can't read ABI version from /sys/class/infiniband_mad/abi_version (No such file "
             "or directory): is ib_umad module loaded?"
         )
-        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nvidia-fabricmanager-start.sh[2310]", message)])
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nvidia-fabricmanager-start.sh[2310]", message)])
         modules = built.tree.files.get("/proc/modules", b"").decode()
         built.tree.file("/proc/modules", "".join(ln for ln in modules.splitlines(True) if not ln.startswith("ib_umad ")))
 
@@ -448,7 +423,7 @@ def nvlsm_not_running(spec: HostSpec) -> HostSpec:
             "request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do "
             "[NV_WARN_NOTHING_TO_DO]"
         )
-        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
 
     return _fabric_failed(spec, "no-nvlsm", "NVLSM not running: the fabric manager has nothing to do", apply)
 
@@ -473,7 +448,7 @@ def fabricmanager_unexplained(spec: HostSpec) -> HostSpec:
     """The fabric manager failed and its journal gives no reason rigaudit knows (it was killed): the cause is unknown."""
 
     def apply(built: Built) -> None:
-        _unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("systemd[1]", "nvidia-fabricmanager.service: Killed.")])
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("systemd[1]", "nvidia-fabricmanager.service: Killed.")])
 
     return _fabric_failed(spec, "fm-killed", "nvidia-fabricmanager killed, no reason logged", apply)
 
@@ -483,7 +458,7 @@ def persistenced_no_devices(spec: HostSpec) -> HostSpec:
     (github.com/NVIDIA/nvidia-persistenced, nvpd.c)."""
 
     def apply(built: Built) -> None:
-        _unit_failed(
+        unit_failed(
             built,
             "nvidia-persistenced",
             "NVIDIA Persistence Daemon",
