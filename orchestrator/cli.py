@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from rigaudit.orchestrator import commands
 from rigaudit.orchestrator.command import Command
-from rigaudit.orchestrator.options.outputs import check_outputs, remember_parsers
+from rigaudit.orchestrator.commands._outputs import check_outputs, remember_parsers
 from rigaudit.tools.core.errors import RigauditError
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.core.version import rigaudit_version

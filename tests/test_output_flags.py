@@ -13,7 +13,7 @@ import pytest
 
 from rigaudit.orchestrator import cli
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.options.outputs import every_output, flag_of
+from rigaudit.orchestrator.commands._outputs import every_output, flag_of
 from rigaudit.tools.files.outputs import Kind
 
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"

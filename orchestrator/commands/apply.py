@@ -41,10 +41,10 @@ from rigaudit.orchestrator.change.approval import TerminalConsole
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
+from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, demo_path
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
-from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import open_session

@@ -31,7 +31,7 @@ from rigaudit.orchestrator.audit.diff import Side, diff_event, diff_json, load_s
 from rigaudit.orchestrator.audit.run import AuditOptions
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
-from rigaudit.orchestrator.options.outputs import output
+from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.report.output import check_writable, write_json
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError

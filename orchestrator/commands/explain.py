@@ -31,8 +31,8 @@ from rigaudit.orchestrator.bench.explain import explain_file
 from rigaudit.orchestrator.bench.run import Outputs
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
+from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.commands._profile import add_profile_arguments, profile_options_from_args
-from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 

@@ -31,8 +31,8 @@ import anyio
 from rigaudit.orchestrator.change.rollback import prepare_rollback, run_rollback
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
+from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.identity import identify
-from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for

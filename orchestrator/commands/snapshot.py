@@ -16,9 +16,9 @@ import anyio
 
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
+from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.fleet.node import snapshot_to_stdout
 from rigaudit.orchestrator.hosts.snapshots import record_snapshot, share_snapshot
-from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.session.core import Session, open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError

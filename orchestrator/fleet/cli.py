@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from rigaudit.agents.registry import area_names, resolve_areas
+from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.fleet.report import write_fleet_report
 from rigaudit.orchestrator.fleet.result import FleetResult
 from rigaudit.orchestrator.fleet.runner import (
@@ -31,7 +32,6 @@ from rigaudit.orchestrator.fleet.runner import (
 )
 from rigaudit.orchestrator.fleet.targets import parse_hosts
 from rigaudit.orchestrator.options.arguments import positive_seconds
-from rigaudit.orchestrator.options.outputs import output
 from rigaudit.orchestrator.options.screen import Screen
 from rigaudit.orchestrator.report.output import write_json
 from rigaudit.orchestrator.session.core import open_session
