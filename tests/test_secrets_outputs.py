@@ -183,8 +183,11 @@ def test_the_model_saw_the_notes_redacted_and_was_refused_the_environment(output
     assert "--api-key\n<redacted>\n--auth\n<redacted>" in strings
     assert "--api-key <redacted> --port 30000" in ps and "password=<redacted>" in dmesg
     llm = json.loads(outputs.files["l.json"])
-    added = next(f for f in llm["findings"] if f["check"] == "kernel.operator_notes")
-    assert added["observed"].endswith(f"OPENAI_API_KEY={REDACTED}")  # what the model wrote back is redacted too
+    # the model's claim cites the notes file, which does not hold the server's key: it is dropped, and what the model
+    # wrote back is redacted in the reason too
+    assert not [s for s in llm["suggestions"] if s["check"] == "kernel.operator_notes"]
+    dropped = next(d for d in llm["dropped"] if d["check"] == "kernel.operator_notes")
+    assert dropped["kind"] == "unsupported_claim" and f"openai_api_key={REDACTED}" in dropped["reason"].lower()
 
 
 def test_the_settings_the_checks_need_are_kept_and_still_found(outputs: Outputs) -> None:
