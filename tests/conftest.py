@@ -83,8 +83,10 @@ def _private_state_dirs(
     """Transcripts, journals and caches of tests go to temporary folders, never the user's (the journal key is the
     session's)."""
     base = tmp_path_factory.mktemp("xdg")
-    (base / "state" / "rigaudit").mkdir(parents=True, mode=0o700)
-    os.link(_session_journal_key, base / "state" / "rigaudit" / "journal.key")
+    keys = base / "state" / _session_journal_key.parent.parent.name / _session_journal_key.parent.name  # rigaudit/keys
+    keys.mkdir(parents=True)
+    keys.chmod(0o700)
+    os.link(_session_journal_key, keys / _session_journal_key.name)
     monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.actions import seal
 from rigaudit.tools.actions.journal import Journal, JournalError
 from rigaudit.tools.actions.persist import UDEV_FILE
 from rigaudit.tools.actions.provenance import restore_lines
@@ -399,3 +400,17 @@ def test_apply_journals_only_where_rollback_will_honour_it(applied: tuple[Path, 
     with pytest.raises(JournalError, match="may be written by others"):
         Journal.create(shared / "j.jsonl")
     assert not (shared / "j.jsonl").exists()
+
+
+def test_the_first_key_is_made_beside_transcripts_in_a_folder_of_the_usual_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An audit's transcript makes ``$XDG_STATE_HOME/rigaudit`` with the usual mode (0755) before any apply: the
+    first apply's key still gets a folder only its user can enter."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "state" / "rigaudit" / "transcripts").mkdir(parents=True, mode=0o755)
+    (tmp_path / "state" / "rigaudit").chmod(0o755)
+    key = seal.key_path()
+    assert len(load_key(create=True)) == seal.KEY_BYTES
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+    assert key.parent.parent == tmp_path / "state" / "rigaudit"

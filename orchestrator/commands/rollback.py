@@ -12,7 +12,7 @@ A journal only undoes what its apply wrote: it is checked first against the plan
 that plan's hash), the kinds of change an apply makes, and the machine it was written on (on this
 machine: by a machine id the journal recorded, never by the name alone), and it must be one
 rigaudit wrote for you: every entry sealed (a keyed MAC, chained) under your journal key
-($XDG_STATE_HOME/rigaudit/journal.key, mode 0600), the file and its folder yours or root's, writable
+($XDG_STATE_HOME/rigaudit/keys/journal.key, mode 0600), the file and its folder yours or root's, writable
 by no one else, and no link. A journal that fails any check is refused with one line (exit 2) and
 nothing is touched. The approval lists
 every path, value and command the rollback will touch.

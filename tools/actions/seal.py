@@ -4,7 +4,7 @@ A plan's hash is a digest anyone can recompute, so it cannot vouch for a journal
 (or a rollback, or ``bench ab``) writes carries ``seal``: HMAC-SHA256, under this user's journal key, of
 the seal before it and the entry's canonical JSON (sorted keys, no spaces, ASCII; the seal left out).
 An entry edited, added, removed or moved breaks the chain, and only someone who can read the key can
-make a new one. The key is 32 random bytes in ``$XDG_STATE_HOME/rigaudit/journal.key`` (default
+make a new one. The key is 32 random bytes in ``$XDG_STATE_HOME/rigaudit/keys/journal.key`` (default
 ``~/.local/state``), made on first use with mode 0600 in a folder of mode 0700; it is used only while
 it and its folder belong to this user (root: root) and no one else may read or write them
 (:mod:`~rigaudit.tools.actions.custody`). A journal sealed under another key (another user, another
@@ -33,10 +33,13 @@ class SealError(UsageError):
 
 
 def key_path() -> Path:
-    """``$XDG_STATE_HOME/rigaudit/journal.key`` (when absolute), else ``~/.local/state/rigaudit/journal.key``."""
+    """``$XDG_STATE_HOME/rigaudit/keys/journal.key`` (when absolute), else ``~/.local/state/rigaudit/keys/journal.key``.
+
+    Only the seal makes ``keys/`` (mode 0700) and nothing else lives there: the folder above it holds transcripts
+    too, made with the usual mode, which must not keep a first apply from making its key."""
     xdg = os.environ.get("XDG_STATE_HOME", "")
     base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "state"
-    return base / "rigaudit" / "journal.key"
+    return base / "rigaudit" / "keys" / "journal.key"
 
 
 def _make(path: Path) -> None:
