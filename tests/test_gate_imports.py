@@ -122,6 +122,7 @@ def test_a_check_loads_no_heavy_module(gate_run: dict[str, object]) -> None:
     assert commands == [
         "rigaudit.orchestrator.commands",
         "rigaudit.orchestrator.commands._options",
+        "rigaudit.orchestrator.commands._outputs",
         "rigaudit.orchestrator.commands.check",
     ]
 
