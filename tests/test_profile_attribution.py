@@ -78,6 +78,9 @@ def test_without_a_model_or_nvml_the_remainder_holds_what_is_not_attributed() ->
     blind = attribute(_load(10.0), Readings(), ProfileInputs(model=_model(1.0), bandwidth_gbs=400))
     assert _ms(blind, "idle") is None and "not measured" in blind.term("idle").how
     assert any("only 0 sample(s)" in n for n in blind.notes)
+    # with no utilisation observed, what is left is not "the GPU is busy": nothing names the kernels
+    assert blind.holder == "" and "not attributed" in blind.verdict and "idle" in blind.verdict
+    assert "GPU is busy" not in blind.verdict and "NVML utilisation samples" in blind.verdict
 
 
 def test_a_batch_reads_the_weights_once_and_each_streams_kv() -> None:

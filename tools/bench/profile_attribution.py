@@ -56,6 +56,11 @@ FIXES: dict[str, str] = {
         "disaggregated prefill)"
     ),
 }
+_WHAT_TELLS: dict[str, str] = {
+    "streaming": "describing the model (--config) and the bandwidth (--measure-bandwidth)",
+    "communication": "the layer count and tensor-parallel size (--config, --tp)",
+    "idle": "NVML utilisation samples (a profile run on the machine with the GPUs)",
+}
 LABELS: dict[str, str] = {
     "streaming": "weight and KV streaming",
     "communication": "communication (all-reduces)",
@@ -307,6 +312,13 @@ def _verdict(t: float, values: dict[TermName, float | None], unknown: list[str])
     candidates = {name: v for name, v in values.items() if name != "streaming" and v is not None}
     holder = max(candidates, key=lambda name: candidates[name] or 0.0)
     value = candidates[holder] or 0.0
+    if holder == "remainder" and unknown:
+        # what is left holds the unmeasured terms too: naming the kernels would attribute what was not observed
+        return "", (
+            f"not attributed: {value * 1e3:,.2f} of {t * 1e3:,.2f} ms per token ({value / t:.0%}) is left after the terms "
+            f"measured, and it includes {', '.join(unknown)}, which {'was' if len(unknown) == 1 else 'were'} not measured; "
+            f"{_WHAT_TELLS[unknown[0]]} would tell whether the GPU was busy or waiting"
+        )
     of_gap = f" ({value / gap:.0%} of the {gap * 1e3:,.2f} ms gap above streaming)" if streaming is not None and gap > 0 else ""
     caveat = f"; not attributed: {', '.join(unknown)} (counted in the remainder)" if unknown else ""
     return holder, (
