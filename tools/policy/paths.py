@@ -205,6 +205,8 @@ def vet_list(path: str, fs: FileSystem = LIVE, *, follow_final: bool = True, rec
         return PathProblem("deny", "unstable-path", f"{where}: {resolved.unstable}")
     if any(readlist.PROCESS_FDS.fullmatch(c) for c in (lexical(path), resolved.path)):
         return PathProblem("ask", "process-fds", f"{where} is a process's open-file table (what it has open)")
+    if recursive and any(readlist.ABOVE_PROCESS_FDS.fullmatch(c) for c in (lexical(path), resolved.path)):
+        return PathProblem("ask", "process-fds", f"{where} holds processes' open-file tables: list a specific directory")
     if re.fullmatch(_HOME, resolved.path) and not readlist.READABLE.fullmatch(resolved.path):
         return PathProblem("ask", "home-directory", f"{where} is in a home directory, whose names can be private")
     if recursive and any(secrets.holds_secrets(c) for c in (lexical(path), resolved.path)):

@@ -84,8 +84,7 @@ NOT_READABLE = compile_globs(
         "/sys/power/wakeup_count",
         "/sys/kernel/{security,config}/**",
         "/sys/kernel/vmcoreinfo",
-        "/sys/bus/pci/devices/*/config",
-        "/sys/devices/**/config",
+        "/sys/**/config",
         "/sys/fs/{bpf,pstore,fuse/connections}/**",
         "/sys/**/{vpd,remove,rescan,reset,bind,unbind,new_id,remove_id,uevent}",
         "/etc/systemd/credstore{,.encrypted}/**",
@@ -97,6 +96,9 @@ standard header); ``vmcoreinfo`` gives the kernel's memory layout (symbol addres
 
 PROCESS_FDS = compile_globs(("/proc/<pid>/{fd,fd/*,map_files,map_files/*}",))
 """A process's open-file table (what it has open: files, sockets, pipes): listing it ``ask``s."""
+
+ABOVE_PROCESS_FDS = compile_globs(("/proc", "/proc/<pid>", "/proc/<pid>/task"))
+"""Trees that hold open-file tables: listing one recursively (``ls -lR``, ``find -ls``) lists them too."""
 
 ALSO_READABLE = compile_globs(
     (
