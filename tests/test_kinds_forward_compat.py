@@ -4,8 +4,17 @@ error 804), where the fix drops the compat path instead of installing libraries.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import anyio
+
+from rigaudit.orchestrator.audit.run import run_audit
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from tests.hostgen.cache import snapshot
+from tests.hostgen.faults import driver_upgraded_without_reboot
 from tests.hostgen.kinds import KINDS
 from tests.support.kinds import by_check, serious
+from tests.support.mutate import light_copy, set_file
 
 DC = KINDS["docker-h100-forward-compat"]
 GEFORCE = KINDS["geforce-container-forward-compat"]
@@ -35,3 +44,20 @@ def test_forward_compat_on_geforce_drops_the_compat_path() -> None:
     described = " ".join(getattr(a, "description", "") for a in library.fix.actions)
     assert "LD_LIBRARY_PATH" in described and "--no-kernel-module" not in described
     assert "804" in library.explanation
+
+
+def test_libraries_the_toolkit_binds_from_the_host_are_the_hosts_to_fix(tmp_path: Path) -> None:
+    """A driver upgraded on the host without a reboot, seen from a container whose libraries the NVIDIA container
+    toolkit binds from the host (one mount each in /proc/mounts): the host's reboot fixes it, not libraries installed
+    into the image. The same versions baked into the image (no such mounts) stay the container's to fix."""
+    upgraded = driver_upgraded_without_reboot(DC, new="535.247.01")
+    bound = by_check(upgraded)["driver.library_mismatch"]
+    assert (bound.status, bound.severity, bound.fix.where if bound.fix else None) == ("problem", "high", "host")
+    assert bound.fix is not None and "reboot" in bound.fix.summary and "container toolkit" in bound.observed
+    baked = light_copy(snapshot(upgraded), tmp_path / "baked")
+    path = SnapshotHost(baked).resolve("/proc/mounts")  # /proc/self/mounts
+    mounts = (baked / "files" / path.lstrip("/")).read_text()
+    set_file(baked, path, "".join(ln for ln in mounts.splitlines(True) if ".so.535.247.01 " not in ln))
+    result = anyio.run(lambda: run_audit(SnapshotHost(baked)))
+    own = next(f for f in result.findings if f.check == "driver.library_mismatch")
+    assert own.fix is not None and own.fix.where == "container" and "in the container" in own.fix.summary

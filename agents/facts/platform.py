@@ -72,6 +72,9 @@ class Platform(Record):
     vm_configs: tuple[str, ...] = ()
     """Proxmox ``/etc/pve/qemu-server/*.conf`` and libvirt ``/etc/libvirt/qemu/*.xml``: this host runs VMs."""
     notes: tuple[str, ...] = ()
+    lib_mounts: frozenset[str] = frozenset()
+    """NVIDIA libraries mounted one by one into the container the audit runs in (the container toolkit's binds of
+    the host's files): their version is the host's driver's, not the image's."""
     """Signals that were weighed and set aside (a /.dockerenv left in a VM image...)."""
 
     # -- the layers --------------------------------------------------------------------------
@@ -356,4 +359,5 @@ async def detect_platform(probe: Probe) -> Platform:
         layers.append(Layer("bare_metal", "bare metal", how, refs, cloud=dmi_cloud(s.dmi)))
     if container is not None:
         layers.append(container)
-    return Platform(tuple(layers), lxc_configs, vm_configs, notes)
+    lib_mounts = s.mounts.lib_mounts if container is not None else frozenset()
+    return Platform(tuple(layers), lxc_configs, vm_configs, notes, lib_mounts)

@@ -93,6 +93,9 @@ class Mounts(Record):
     dev_type: str | None
     bind_roots: tuple[str, ...]
     """``root`` fields of mountinfo (the path inside its filesystem a mount shows): kubelet and docker paths."""
+    lib_mounts: frozenset[str] = frozenset()
+    """Mount points of NVIDIA user-space libraries (``/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15``): files the
+    NVIDIA container toolkit binds from the host, one mount a library, so their version is the host's."""
 
     @property
     def root_on_block_device(self) -> bool:
@@ -120,8 +123,11 @@ class Mounts(Record):
 
 def parse_mounts(mounts: str | None, mountinfo: str | None) -> Mounts:
     root_source = root_type = dev_type = None
+    libs: set[str] = set()
     for line in (mounts or "").splitlines():
         fields = line.split()
+        if len(fields) >= 3 and re.search(r"/lib(?:nvidia-[a-z-]+|cuda)\.so\.[0-9.]+$", fields[1]) and len(libs) < 256:
+            libs.add(fields[1])
         if len(fields) >= 3 and fields[1] == "/":
             root_source, root_type = fields[0], fields[2]
         elif len(fields) >= 3 and fields[1] == "/dev":
@@ -131,7 +137,7 @@ def parse_mounts(mounts: str | None, mountinfo: str | None) -> Mounts:
         fields = line.split()
         if len(fields) >= 5 and fields[3] != "/":
             roots.append(fields[3])
-    return Mounts(root_source, root_type, dev_type, tuple(roots[:256]))
+    return Mounts(root_source, root_type, dev_type, tuple(roots[:256]), frozenset(libs))
 
 
 def containerenv_engine(text: str | None) -> str | None:

@@ -3,6 +3,7 @@ the installed kernels' module trees, DKMS builds, Secure Boot and lockdown, and 
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 from rigaudit.agents.facts.deliberate import compat_library
@@ -91,7 +92,8 @@ async def _libraries(probe: Probe, servers: tuple[ServerProcess, ...]) -> tuple[
                 path = f"{root}{folder}/{name}"
                 target = await probe.readlink(path)
                 if target and (match := re.search(_LIB_VERSION, target)):
-                    found.append(UserLibrary(f"{owner}{folder}/{name}", match.group(1), f"link:{path}", inside))
+                    file = posixpath.join(folder, target) if not target.startswith("/") else target
+                    found.append(UserLibrary(f"{owner}{folder}/{name}", match.group(1), f"link:{path}", inside, file))
                     refs.append(f"link:{path}")
                     break
             else:

@@ -67,7 +67,11 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
             "are not checked here.",
             evidence=refs,
         )
-    container_side = f.platform.in_container or (bool(wrong) and all(inside for _, _, inside in wrong))
+    mounted = {lib.where for lib in f.libraries if not lib.in_container and lib.path in f.platform.lib_mounts}
+    host_libraries = bool(mounted) and all(where in mounted or where == "user-space (NVML)" for where, _, _ in wrong)
+    """The audit runs in a container whose libraries the container toolkit binds from the host: the host's driver
+    packages are out of step with its module, and the fix is the host's."""
+    container_side = not host_libraries and (f.platform.in_container or (bool(wrong) and all(inside for _, _, inside in wrong)))
     kind: FixKind = "restart" if container_side else "reboot"
     where: Where = "container" if container_side else "host"
     pending = f.pending
@@ -106,6 +110,8 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     observed = f"kernel module {kernel}; " + "; ".join(f"{w} {v}" for w, v, _ in wrong)
     if rm_mismatch:
         observed += "; nvmlInit: LIB_RM_VERSION_MISMATCH"
+    if host_libraries:
+        observed += "; the container's libraries are the host's, bound in by the NVIDIA container toolkit (/proc/mounts)"
     if not container_side and pending.api_mismatch:
         observed += f"; kernel log: NVRM API mismatch (client {pending.api_mismatch[0]}, module {pending.api_mismatch[1]})"
     if not container_side and pending.nvidia_packages:
