@@ -109,3 +109,12 @@ def test_a_version_refusal_is_graded_alike_by_both_checks_that_read_it() -> None
     found = by_check(faults.fabricmanager_version_refused(HGX))
     fm, version = found["driver.fabricmanager"], found["driver.fabricmanager_version"]
     assert fm.severity == version.severity == "critical", (fm.severity, version.severity)
+
+
+def test_a_container_without_uvm_on_its_host_is_sent_to_the_host_not_to_its_options() -> None:
+    """Seen from a container whose host refused nvidia_uvm: /dev/nvidia-uvm is missing because the host's kernel
+    registered no such device (/proc/devices), so recreating the container with --gpus all changes nothing."""
+    devices = by_check(faults.uvm_symbol_mismatch(KINDS["docker-h100-forward-compat"]))["container.gpu_devices"]
+    assert devices.status == "problem" and devices.fix is not None
+    assert devices.fix.where == "container_host" and "--gpus all" not in devices.fix.summary
+    assert "/proc/devices lists no nvidia-uvm" in devices.observed

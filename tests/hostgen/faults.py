@@ -520,6 +520,8 @@ def uvm_symbol_mismatch(spec: HostSpec) -> HostSpec:
         )
         built.tree.remove("/dev/nvidia-uvm")
         built.tree.remove("/dev/nvidia-uvm-tools")
+        devices = built.tree.files.get("/proc/devices", b"").decode()  # a module never loaded registered no device
+        built.tree.file("/proc/devices", "".join(ln for ln in devices.splitlines(True) if not ln.endswith(" nvidia-uvm\n")))
 
     fault = Fault("uvm-symbol-mismatch", "nvidia_uvm refused: symbol versions differ from nvidia.ko's", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "uvm-symbols", "nvidia_uvm: disagrees about version of symbol")

@@ -150,6 +150,8 @@ def _judge_inside(f: ContainerFacts) -> Finding:
             expected="a node for every GPU, nvidiactl and nvidia-uvm",
             evidence=refs,
         )
+    if problems == ["/dev/nvidia-uvm missing"] and f.proc_devices is not None and uvm_major(f.proc_devices) is None:
+        return _no_uvm_on_the_host(f, refs)
     docker = f.platform.kind == "docker"
     fix = Fix(
         kind="restart",
@@ -180,4 +182,37 @@ def _judge_inside(f: ContainerFacts) -> Finding:
         "initialise or sees fewer GPUs than the server was told to use.",
         fix,
         evidence=refs,
+    )
+
+
+def _no_uvm_on_the_host(f: ContainerFacts, refs: tuple[str, ...]) -> Finding:
+    """No /dev/nvidia-uvm, and the kernel (the host's: a container shares it) registered no nvidia-uvm device: the
+    module is not loaded on the host, so no container option can pass the node in."""
+    check, title = GPU_DEVICES_CHECK.id, GPU_DEVICES_CHECK.title
+    fix = Fix(
+        kind="restart",
+        where="container_host",
+        summary="Load nvidia-uvm on the host (see driver.uvm there), then restart the container so the node is passed in",
+        actions=(
+            CommandAction(
+                description="on the host: modprobe nvidia-uvm (nvidia-modprobe -u -c=0 also makes /dev/nvidia-uvm); if it "
+                "does not load, the host's kernel log says why; then restart the container",
+            ),
+        ),
+        risk="low",
+        verify="grep nvidia-uvm /proc/devices, then ls -l /dev/nvidia-uvm inside the container",
+        revert="rmmod nvidia_uvm on the host (with no GPU user)",
+    )
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        "/dev/nvidia-uvm missing, and /proc/devices lists no nvidia-uvm: the host's kernel has not loaded the module",
+        "nvidia-uvm loaded on the host and its node passed in",
+        "CUDA opens /dev/nvidia-uvm to initialise. The container shares the host's kernel, whose /proc/devices has no "
+        "nvidia-uvm: the module is not loaded there, so the container's options are not the cause and recreating the "
+        "container with --gpus all changes nothing until the host loads it.",
+        fix,
+        evidence=(*refs, file_ref("/proc/devices")),
     )
