@@ -121,8 +121,8 @@ def findings_table(findings: Sequence[Finding], *, width: int, title: str = "Fin
     for finding in findings:
         cells: list[Text | str] = [_verdict(finding), check_label(finding)]
         if wide:
-            cells.append(finding.title)
-        cells.append(finding.observed)
+            cells.append(Text(finding.title))  # read from a host: literal, never Rich markup
+        cells.append(Text(finding.observed))
         table.add_row(*cells)
     return table
 
