@@ -39,12 +39,14 @@ def test_every_check_declares_its_premises_by_known_names() -> None:
     resting = [c for c in checks if c.premises]
     assert len(resting) >= 60, "nearly every verdict rests on a fact it does not read itself"
     assert {p.name for c in checks for p in c.premises or ()} == set(PREMISES), "a premise name no check uses"
+    assert [c.id for c in checks if not c.premises] == ["container.platform"], "only the platform's own check rests on none"
 
 
 def test_the_catalog_lists_each_checks_premises() -> None:
     entries = {c.id: c.as_dict() for c in catalog()}
     assert [p["name"] for p in entries["driver.version"]["premises"]] == ["gpus", "driver", "driver_flavor"]  # type: ignore[index,union-attr]
     assert entries["container.platform"]["premises"] == []
+    assert "none" in (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
     text = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
     assert "| `driver.version` |" in text and "`driver_flavor` |" in text
 
@@ -93,25 +95,31 @@ def test_an_unknown_premise_name_is_refused() -> None:
         Premise("weather", "the sky", lambda _: held("sunny"))
 
 
+PLATFORM_UNREAD = ("command:systemd-detect-virt", "file:/proc/cpuinfo", "tree:/sys/devices/virtual/dmi")
 CASES = [
-    # (host, area, check, file whose loss leaves the premise unread, premise, what would tell)
-    ("hgx-h200-noble", "kernel", "kernel.version", "/proc/cpuinfo", "cpu", "/proc/cpuinfo"),
-    ("epyc-nps4-l40s", "power", "power.scaling_driver", "/proc/cpuinfo", "cpu", "/proc/cpuinfo"),
-    ("epyc-nps4-l40s", "power", "power.scaling_driver", "/proc/sys/kernel/osrelease", "kernel", "uname -r"),
-    ("hgx-b200-noble", "driver", "driver.version", "/proc/driver/nvidia/version", "driver_flavor", "Open Kernel Module"),
+    # (host, area, check, what is removed so that the premise is unread, premise, what would tell)
+    ("hgx-h200-noble", "kernel", "kernel.version", ("file:/proc/cpuinfo",), "cpu", "/proc/cpuinfo"),
+    ("epyc-nps4-l40s", "power", "power.scaling_driver", ("file:/proc/cpuinfo",), "cpu", "/proc/cpuinfo"),
+    ("epyc-nps4-l40s", "power", "power.scaling_driver", ("file:/proc/sys/kernel/osrelease",), "kernel", "uname -r"),
+    ("hgx-b200-noble", "driver", "driver.version", ("file:/proc/driver/nvidia/version",), "driver_flavor", "Open Kernel"),
+    ("hgx-h100-jammy", "numa", "numa.gpu_affinity", PLATFORM_UNREAD, "platform", "systemd-detect-virt"),
+    ("hgx-h100-jammy", "p2p", "p2p.status", PLATFORM_UNREAD, "platform", "/sys/class/dmi/id"),
 ]
+REMOVE = {"file": mutate.remove_file, "tree": mutate.remove_tree, "command": mutate.remove_command}
 
 
-@pytest.mark.parametrize(("host", "area", "check", "path", "premise", "tell"), CASES, ids=[f"{c[2]}-{c[4]}" for c in CASES])
+@pytest.mark.parametrize(("host", "area", "check", "removed", "premise", "tell"), CASES, ids=[f"{c[2]}-{c[4]}" for c in CASES])
 def test_a_host_without_a_premises_source_gets_unknown_not_a_verdict(
-    tmp_path: Path, host: str, area: str, check: str, path: str, premise: str, tell: str
+    tmp_path: Path, host: str, area: str, check: str, removed: tuple[str, ...], premise: str, tell: str
 ) -> None:
     investigators = select([area])
     base = snapshot(HOSTS[host])
     whole = audit_snapshot(investigators, base)[check]
     assert whole.status in ("ok", "problem") and {p.name: p.state for p in whole.premises}[premise] == "held"
     root = mutate.light_copy(base, tmp_path / "snap")
-    mutate.remove_file(root, path)
+    for item in removed:
+        kind, _, path = item.partition(":")
+        REMOVE[kind](root, path)
     finding = audit_snapshot(investigators, root, problem_has_fix=True)[check]
     assert finding.status == "unknown", finding.observed
     assert {p.name: p.state for p in finding.premises}[premise] == "missing"

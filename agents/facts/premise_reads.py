@@ -28,7 +28,7 @@ CPUFREQ_READS = "`/sys/devices/system/cpu/cpu*/cpufreq/`, the running kernel's c
 
 def platform(facts: Platform) -> Reading:
     if not facts.layers:
-        return missing(f"{facts.how}: systemd-detect-virt, /proc/cpuinfo's hypervisor flag or /sys/class/dmi/id would tell")
+        return missing("systemd-detect-virt, /proc/cpuinfo's hypervisor flag or /sys/class/dmi/id would tell")
     return held(facts.label)
 
 

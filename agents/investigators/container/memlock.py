@@ -30,7 +30,7 @@ MEMLOCK_CHECK = Check(
     problem="limited (RDMA registration and pinned buffers fail or shrink)",
     fix="raise it to unlimited",
     kinds=("restart",),
-    premises=(premises.PLATFORM, premises.SERVERS, premises.RDMA),
+    premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
 )
 
 

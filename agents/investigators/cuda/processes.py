@@ -161,7 +161,7 @@ MPS_DAEMON_CHECK = Check(
     problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on the server (medium)",
     fix="stop the MPS control daemon; unset CUDA_MPS_* limits",
     kinds=("restart",),
-    premises=(premises.PLATFORM, premises.SERVERS),
+    premises=(premises.PLATFORM_FIX, premises.SERVERS),
 )
 
 

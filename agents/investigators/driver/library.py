@@ -23,7 +23,7 @@ LIBRARY_MISMATCH_CHECK = Check(
     fix="reboot after a driver upgrade (host), or install the matching libraries in the container; on GeForce, drop "
     "the forward-compatibility path",
     kinds=("reboot", "restart"),
-    premises=(premises.PLATFORM, premises.GPUS, premises.DRIVER),
+    premises=(premises.PLATFORM_FIX, premises.GPUS, premises.DRIVER),
 )
 
 

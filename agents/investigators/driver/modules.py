@@ -175,7 +175,7 @@ NOUVEAU_CHECK = Check(
     problem="nouveau loaded",
     fix="blacklist nouveau, rebuild the initramfs",
     kinds=("reboot",),
-    premises=(premises.MODULES,),
+    premises=(premises.PLATFORM_FIX, premises.MODULES),
 )
 
 
@@ -225,7 +225,7 @@ UVM_CHECK = Check(
     problem="nvidia_uvm not loaded or `/dev/nvidia-uvm` missing (CUDA init fails; containers bind-mount it at start)",
     fix="`modprobe nvidia_uvm`; `nvidia-modprobe -c0 -u`",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.MODULES),
+    premises=(premises.PLATFORM_FIX, premises.MODULES),
 )
 
 

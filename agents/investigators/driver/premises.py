@@ -85,6 +85,8 @@ def _kernel(facts: DriverFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 GPUS = Premise("gpus", reads.GPUS_READS, _gpus)
 DRIVER = Premise("driver", "`/proc/driver/nvidia/version`, `/sys/module/nvidia/version`, NVML", _driver)
 FLAVOR = Premise("driver_flavor", "`/proc/driver/nvidia/version`, NVML GPU architecture", _flavor)

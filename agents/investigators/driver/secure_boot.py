@@ -37,7 +37,7 @@ SECURE_BOOT_CHECK = Check(
     problem="an NVIDIA module is not loaded while Secure Boot/lockdown is on or the kernel log shows it rejected",
     fix="sign the module with an enrolled MOK (`mokutil --import`) or turn Secure Boot off",
     kinds=("reboot",),
-    premises=(premises.PLATFORM, premises.MODULES),
+    premises=(premises.PLATFORM_FIX, premises.MODULES),
 )
 
 

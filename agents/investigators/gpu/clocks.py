@@ -37,7 +37,7 @@ CLOCKS_CHECK = Check(
     problem="HW slowdown (0x8), SW/HW thermal (0x20/0x40) or HW power brake (0x80) set; SW power cap and idle are normal",
     fix="cooling, power delivery",
     kinds=("hardware",),
-    premises=(premises.PLATFORM, premises.NVML),
+    premises=(premises.PLATFORM_FIX, premises.NVML),
 )
 
 

@@ -47,7 +47,7 @@ GSP_CHECK = Check(
     problem="any GSP error: the GPU stops answering until reset",
     fix="reset or reboot; newest driver of the branch",
     kinds=("reboot",),
-    premises=(premises.PLATFORM, premises.KERNEL_LOG),
+    premises=(premises.PLATFORM_FIX, premises.KERNEL_LOG),
 )
 
 

@@ -21,7 +21,7 @@ THERMALS_CHECK = Check(
     problem="within 10 °C of slowdown",
     fix="cooling: airflow, fan profile, inlet temperature",
     kinds=("hardware",),
-    premises=(premises.PLATFORM, premises.NVML, premises.GPU_CONFIG),
+    premises=(premises.PLATFORM_FIX, premises.NVML, premises.GPU_CONFIG),
 )
 
 

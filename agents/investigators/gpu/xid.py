@@ -182,7 +182,7 @@ XID_CHECK = Check(
     fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
     "report to support",
     kinds=("restart", "reboot", "hardware"),
-    premises=(premises.PLATFORM, premises.KERNEL_LOG),
+    premises=(premises.PLATFORM_FIX, premises.KERNEL_LOG),
 )
 
 

@@ -15,7 +15,7 @@ CMDLINE_PCIE_CHECK = Check(
     problem="`pci=pcie_bus_perf` (caps MaxReadReq at MaxPayload), `pcie_aspm=force`",
     fix="edit the boot line",
     kinds=("reboot",),
-    premises=(premises.CMDLINE,),
+    premises=(premises.PLATFORM_FIX, premises.CMDLINE),
 )
 
 

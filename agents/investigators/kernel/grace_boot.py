@@ -26,7 +26,7 @@ GRACE_BOOT_CHECK = Check(
     problem="on Grace: page zeroing on allocation on (no `init_on_alloc=0`)",
     fix="add `init_on_alloc=0` to the boot line",
     kinds=("reboot",),
-    premises=(premises.CMDLINE,),
+    premises=(premises.PLATFORM_FIX, premises.CMDLINE),
 )
 
 

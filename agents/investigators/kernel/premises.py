@@ -36,6 +36,8 @@ def _cpu(facts: KernelFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.params.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.params.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 GPUS = Premise("gpus", "`/sys/bus/pci/devices`, NVML", _gpus)
 CMDLINE = Premise("cmdline", "`/proc/cmdline`", lambda f: reads.text(f.params.cmdline, "", "/proc/cmdline would tell"))
 KERNEL = Premise("kernel", reads.KERNEL_READS, lambda f: reads.kernel(f.version.release))

@@ -16,7 +16,7 @@ SWAPPINESS_CHECK = Check(
     problem="server process swapping",
     fix="`vm.swappiness=10`",
     kinds=("runtime",),
-    premises=(premises.PLATFORM,),
+    premises=(premises.PLATFORM_FIX,),
 )
 
 

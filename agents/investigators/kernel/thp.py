@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import AREA, THP, KernelParamsFacts, fix_where
 from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
 
@@ -15,7 +16,7 @@ THP_CHECK = Check(
     problem="`always` + synchronous defrag with compaction stalls rising",
     fix="`madvise`",
     kinds=("runtime",),
-    premises=(),
+    premises=(premises.PLATFORM_FIX,),
 )
 
 

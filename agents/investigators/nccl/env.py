@@ -54,7 +54,7 @@ NCCL_ENV_CHECK = Check(
     "outranks the product line)",
     fix="remove the override",
     kinds=("restart",),
-    premises=(premises.PLATFORM, premises.SERVERS, premises.RDMA),
+    premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
 )
 
 

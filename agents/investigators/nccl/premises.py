@@ -23,6 +23,8 @@ def _rdma(facts: NcclFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.version.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.version.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 SERVERS = Premise("servers", reads.SERVERS_READS, lambda f: reads.servers(f.scan))
 PACKAGES = Premise("packages", "torch's and the nvidia-nccl wheel's dist-info", _packages)
 RDMA = Premise("rdma", reads.RDMA_READS, _rdma)

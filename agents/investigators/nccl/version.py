@@ -93,7 +93,7 @@ NCCL_VERSION_CHECK = Check(
     problem="the NCCL loaded or installed differs from the one torch pins (medium when older or missing)",
     fix="install the pinned nvidia-nccl wheel; drop LD_LIBRARY_PATH overrides",
     kinds=("restart",),
-    premises=(premises.PLATFORM, premises.SERVERS, premises.PACKAGES),
+    premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.PACKAGES),
 )
 
 

@@ -118,7 +118,7 @@ HUGEPAGES_CHECK = Check(
     ),
     fix="`sysctl -w vm.nr_hugepages=0` (and other sizes through sysfs); drop `hugepages=` from the boot line",
     kinds=("runtime",),
-    premises=(premises.PLATFORM,),
+    premises=(premises.PLATFORM_FIX,),
 )
 
 

@@ -31,6 +31,8 @@ def _rdma(facts: NumaFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 NUMA = Premise("numa", "`/sys/devices/system/node`", _numa)
 GPUS = Premise("gpus", "`/sys/bus/pci/devices/*/{numa_node,local_cpulist}`", _gpus)
 RDMA = Premise("rdma", reads.RDMA_READS, _rdma)

@@ -20,7 +20,7 @@ AER_CHECK = Check(
     problem="counters non-zero and rising",
     fix="reseat/riser",
     kinds=("hardware",),
-    premises=(premises.PLATFORM, premises.GPUS),
+    premises=(premises.PLATFORM_FIX, premises.GPUS),
 )
 
 

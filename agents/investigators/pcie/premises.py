@@ -26,5 +26,7 @@ def _topology(facts: PcieFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 GPUS = Premise("gpus", reads.GPUS_READS, _gpus)
 TOPOLOGY = Premise("pci_topology", "the `/sys/bus/pci/devices/BDF` links of the GPUs", _topology)

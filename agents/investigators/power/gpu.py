@@ -108,7 +108,7 @@ GPU_POWER_LIMIT_CHECK = Check(
     problem="enforced below default",
     fix="`nvidia-smi -pl` (by a person), or the BMC power budget",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.NVML, premises.GPU_CONFIG),
+    premises=(premises.PLATFORM_FIX, premises.NVML, premises.GPU_CONFIG),
 )
 
 

@@ -69,6 +69,8 @@ def _gpu_config(facts: PowerFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.cpu.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.cpu.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 CPU = Premise("cpu", "`/proc/cpuinfo`", _cpu)
 KERNEL = Premise("kernel", reads.KERNEL_READS, lambda f: reads.kernel(f.cpu.drivers.release), guards=("problem",))
 """acpi-cpufreq is a fault only on a kernel that has amd_pstate; a working driver is ok on any."""

@@ -109,7 +109,7 @@ NOFILE_CHECK = Check(
     problem="soft limit below 65536 (medium at 4096 or less), or the system's file handles nearly exhausted",
     fix="`LimitNOFILE=` / `--ulimit nofile` / `lxc.prlimit.nofile`",
     kinds=("restart",),
-    premises=(premises.PLATFORM, premises.SERVERS),
+    premises=(premises.PLATFORM_FIX, premises.SERVERS),
 )
 
 

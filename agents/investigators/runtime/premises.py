@@ -18,6 +18,8 @@ def _packages(facts: RuntimeFacts) -> Reading:
 
 
 PLATFORM = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform))
+PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platform(f.platform), guards=("problem",))
+"""Where a fix runs (this host, the hypervisor, the container's host): a problem rests on it, an ok does not."""
 GPUS = Premise("gpus", reads.GPUS_READS, lambda f: reads.gpus(f.inventory))
 NVML = Premise("nvml", reads.NVML_READS, lambda f: reads.nvml(f.inventory))
 SERVERS = Premise("servers", reads.SERVERS_READS, lambda f: reads.servers(f.scan))
