@@ -33,10 +33,26 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
-def _imports(name: str, path: Path) -> set[str]:
+def _type_only(tree: ast.Module) -> set[int]:
+    """The ids of the import nodes under ``if TYPE_CHECKING:``: names for the type checker, never run."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+        ):
+            found.update(id(inner) for child in node.body for inner in ast.walk(child))  # type: ignore[attr-defined]
+    return found
+
+
+def _imports(name: str, path: Path, *, typing: bool = True) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = set() if typing else _type_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -49,6 +65,9 @@ def _imports(name: str, path: Path) -> set[str]:
 
 
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+RUNTIME_GRAPH = {name: _imports(name, path, typing=False) for name, path in MODULES.items()}
+"""Without the imports under ``if TYPE_CHECKING:``: an area's premises name its facts class for the type checker
+while the facts modules import the checks that declare those premises; only imports that run can cycle."""
 
 
 def test_the_graph_sees_the_code() -> None:
@@ -139,7 +158,7 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle_anywhere() -> None:
-    assert _cycles(GRAPH) == []
+    assert _cycles(RUNTIME_GRAPH) == []
 
 
 def test_layers_point_one_way() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rigaudit.agents.facts import premise_reads as reads
+from rigaudit.agents.facts.driver_support import BLACKWELL, OPEN_MIN_ARCH
 from rigaudit.agents.facts.nvidia_driver import kernel_version
 from rigaudit.agents.premise import Premise, Reading, held, missing
 
@@ -41,7 +42,6 @@ FLAVOR_UNREAD = "/proc/driver/nvidia/version ('Open Kernel Module' or not) would
 
 def _flavor(facts: DriverFacts) -> Reading:
     """The flavor decides the version's verdict on Blackwell (open only) and before Turing (proprietary only)."""
-    from rigaudit.agents.investigators.driver.version import BLACKWELL, OPEN_MIN_ARCH  # it declares a check with these
 
     read = _flavor_read(facts)
     if read is not None:

@@ -6,6 +6,7 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
+from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -13,7 +14,6 @@ from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Caus
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels, kernel_log
-from rigaudit.agents.investigators.driver.version import BLACKWELL
 from rigaudit.tools.core.record import replace
 from rigaudit.tools.hosts.probe import dir_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction, Severity

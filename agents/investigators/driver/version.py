@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.driver_support import ARCH_NAMES, BLACKWELL, MIN_BRANCH, OPEN_MIN_ARCH, OPEN_REQUIRED
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import module_cause
@@ -19,25 +20,6 @@ from rigaudit.agents.investigators.driver.facts import (
 )
 from rigaudit.tools.hosts.probe import command_ref, file_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
-
-ARCH_NAMES = {
-    2: "Kepler",
-    3: "Maxwell",
-    4: "Pascal",
-    5: "Volta",
-    6: "Turing",
-    7: "Ampere",
-    8: "Ada",
-    9: "Hopper",
-    10: "Blackwell",
-}
-MIN_BRANCH = {7: 450, 8: 525, 9: 525, 10: 570}
-"""The first driver branch that supports each NVML architecture (nvmlDeviceGetArchitecture)."""
-OPEN_MIN_ARCH = 6
-"""The open kernel module drives Turing and newer only."""
-BLACKWELL = 10
-OPEN_REQUIRED = "requires use of the NVIDIA open kernel modules"
-"""The driver's kernel-log line when the proprietary module meets a GPU only the open modules drive."""
 
 
 def _branch(version: str) -> int | None:
