@@ -52,7 +52,8 @@ PEERMEM_CHECK = Check(
     problem="an active RDMA NIC and no GPUDirect RDMA path (nvidia_peermem not loaded and no DMA-BUF: open kernel "
     "module on Linux 5.12+): medium where servers talk to other nodes, low where none does; without an RDMA NIC: not "
     "applicable",
-    fix="`modprobe nvidia_peermem` + `/etc/modules-load.d`",
+    fix="`modprobe nvidia_peermem` + `/etc/modules-load.d`; where the kernel log says ib_core has no peer-memory API, "
+    "MLNX_OFED or DMA-BUF (open modules)",
     kinds=("runtime", "reboot"),
     premises=(premises.PLATFORM, premises.RDMA, premises.FLAVOR_DMABUF, premises.KERNEL, premises.MODULES),
 )
@@ -223,7 +224,8 @@ UVM_CHECK = Check(
     "nvidia_uvm module and /dev/nvidia-uvm",
     reads="`/proc/modules`, `/dev`, `/proc/devices`",
     problem="nvidia_uvm not loaded or `/dev/nvidia-uvm` missing (CUDA init fails; containers bind-mount it at start)",
-    fix="`modprobe nvidia_uvm`; `nvidia-modprobe -c0 -u`",
+    fix="what the kernel log says refused it (rebuild the modules on a symbol mismatch); else `modprobe nvidia_uvm`; "
+    "`nvidia-modprobe -c0 -u`",
     kinds=("runtime",),
     premises=(premises.PLATFORM_FIX, premises.MODULES),
 )

@@ -232,7 +232,8 @@ FABRICMANAGER_CHECK = Check(
     ),
     problem="NVSwitch system with the fabric manager not active; on a GB200/GB300 rack's compute tray (whose switch trays "
     "run it) the fabric not completed",
-    fix="start and enable nvidia-fabricmanager",
+    fix="what the unit's own reason asks (its journal, status and fabricmanager.log): the fabric manager package of the "
+    "driver's version, the open modules, ib_umad or NVLSM on NVLink 5, unmask; a bare start only where none is read",
     kinds=("runtime",),
     premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK),
 )

@@ -17,8 +17,10 @@ ECC_ERRORS_CHECK = Check(
     "gpu.ecc_errors",
     "GPU memory errors (row remapping, ECC, retired pages)",
     reads="NVML remapped rows, volatile uncorrected ECC count, retired pages pending",
-    problem="remap pending (reset needed), remap failure, or uncorrectable errors",
-    fix="GPU reset or reboot; RMA on remap failure",
+    problem="graded once for gpu.xid and this check: correctable with a remap pending low, a contained uncorrectable error "
+    "medium, an uncontained one (or Xid 48) high, a remap failure (or Xid 95) critical",
+    fix="restart the application, then reset at the next service window (contained); reset or reboot; RMA on remap "
+    "failure, the GPU named by serial and UUID",
     kinds=("reboot", "hardware"),
     premises=(premises.GPUS, premises.NVML),
 )
