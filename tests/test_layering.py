@@ -7,6 +7,7 @@ blocks: a lazy import still ties two modules together.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +34,11 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _type_only(tree: ast.Module) -> set[int]:
     """The ids of the import nodes under ``if TYPE_CHECKING:``: names for the type checker, never run."""
     found: set[int] = set()
@@ -48,7 +54,7 @@ def _type_only(tree: ast.Module) -> set[int]:
 def _imports(name: str, path: Path, *, typing: bool = True) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parsed(path)
     skipped = set() if typing else _type_only(tree)
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -64,17 +70,20 @@ def _imports(name: str, path: Path, *, typing: bool = True) -> set[str]:
     return {owner for t in targets if t.startswith("rigaudit") and (owner := _owner(t)) and owner != name}
 
 
-GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
-RUNTIME_GRAPH = {name: _imports(name, path, typing=False) for name, path in MODULES.items()}
-"""Without the imports under ``if TYPE_CHECKING:``: an area's premises name its facts class for the type checker
-while the facts modules import the checks that declare those premises; only imports that run can cycle."""
+@functools.cache
+def _graph(*, typing: bool = True) -> dict[str, set[str]]:
+    """Each module's imports of rigaudit modules, built when a test first asks (not as every worker collects).
+    ``typing=False``: without the imports under ``if TYPE_CHECKING:`` (an area's premises name its facts class for
+    the type checker while the facts modules import the checks that declare those premises; only imports that run
+    can cycle)."""
+    return {name: _imports(name, path, typing=typing) for name, path in MODULES.items()}
 
 
 def test_the_graph_sees_the_code() -> None:
     """A check on the checker: the modules and edges it finds are the ones that exist."""
     assert len(MODULES) > 200
-    assert "rigaudit.orchestrator.audit.run" in GRAPH["rigaudit.orchestrator.commands.audit"]
-    assert "rigaudit.tools.core.errors" in GRAPH["rigaudit.tools.hosts.base"]
+    assert "rigaudit.orchestrator.audit.run" in _graph()["rigaudit.orchestrator.commands.audit"]
+    assert "rigaudit.tools.core.errors" in _graph()["rigaudit.tools.hosts.base"]
 
 
 def _is_helper(name: str) -> bool:
@@ -85,7 +94,7 @@ def _is_helper(name: str) -> bool:
 def test_no_module_imports_a_command_module() -> None:
     offenders = sorted(
         f"{name} -> {target}"
-        for name, targets in GRAPH.items()
+        for name, targets in _graph().items()
         for target in targets
         if target.startswith(COMMANDS) and not name.startswith(COMMANDS) and not (_is_helper(target) and _parses(name))
     )
@@ -100,7 +109,7 @@ def _parses(name: str) -> bool:
 def test_commands_do_not_import_each_other() -> None:
     offenders = sorted(
         f"{name} -> {target}"
-        for name, targets in GRAPH.items()
+        for name, targets in _graph().items()
         if name.startswith(COMMANDS)
         for target in targets
         if target.startswith(COMMANDS) and not _is_helper(target)
@@ -158,7 +167,7 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle_anywhere() -> None:
-    assert _cycles(RUNTIME_GRAPH) == []
+    assert _cycles(_graph(typing=False)) == []
 
 
 def test_layers_point_one_way() -> None:
@@ -170,7 +179,7 @@ def test_layers_point_one_way() -> None:
     }
     upward = sorted(
         f"{name} -> {target}"
-        for name, targets in GRAPH.items()
+        for name, targets in _graph().items()
         for layer, forbidden in above.items()
         if name.startswith(layer + ".")
         for target in targets
