@@ -61,17 +61,18 @@ def test_report_has_baseline_findings_plan_and_later_sections() -> None:
     order = [
         "## Baseline state",
         "### Problems",
-        "### Confirmed ok",
-        "### Unknown",
         "## Plan",
         "### Steps, in order",
+        "## Other findings",
+        "### Unknown",
+        "### Confirmed ok",
         "## Applied changes",
         "## Validation",
         "## Benchmark comparison",
     ]
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions)
-    steps = text[text.index("### Steps, in order") : text.index("## Applied changes")]
+    steps = text[text.index("### Steps, in order") : text.index("## Other findings")]
     assert steps.index("sysctl -w kernel.numa_balancing=0") < steps.index("amd_pstate=active")
     assert "`numa.balancing`; runtime, on this host" in steps and "`power.scaling_driver`; reboot, on this host" in steps
     assert "1 runtime step(s) take effect now" in steps

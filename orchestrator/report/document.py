@@ -184,17 +184,22 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         out.append("")
         for finding in problems:
             out += _problem_block(finding)
-    out += _simple_table("Confirmed ok", (f for f in findings if f.status == "ok"))
-    out += _simple_table("Unknown (could not be observed here)", (f for f in findings if f.status == "unknown"))
-    out += _simple_table("Not applicable", (f for f in findings if f.status == "not_applicable"))
     out += plan_section(result.plan)
     out += suggestions_section(result)
+    rest = [
+        *_simple_table("Unknown (could not be observed here)", (f for f in findings if f.status == "unknown")),
+        *_simple_table("Not applicable", (f for f in findings if f.status == "not_applicable")),
+        *_simple_table("Confirmed ok", (f for f in findings if f.status == "ok")),
+    ]
+    if rest:  # what a person reads first is the problems and the plan; the rest follows, ok rows last
+        out += [f"## {OTHER_FINDINGS}", "", *rest]
     for title in LATER_SECTIONS:
         out += [f"## {title}", "", PLACEHOLDER, ""]
     return "\n".join(out)
 
 
 SUGGESTIONS = "Model suggestions (LLM)"
+OTHER_FINDINGS = "Other findings"
 
 
 def _fenced(lines: Sequence[str]) -> list[str]:
