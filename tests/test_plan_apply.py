@@ -198,6 +198,9 @@ def test_a_blocked_step_says_why_on_the_terminal_and_in_the_report(ram: Path) ->
     why = "waits for a.first, which was declined"
     assert any(line.startswith("  [--] a.second: blocked (") and why in line for line in apply_lines(finished(report)))
     assert f"- `a.second` (runtime, on the host): blocked; not run: {why}" in apply_section(report, "now", {})
+    # nothing was changed: the person is told there is nothing to undo, not handed a rollback of nothing
+    lines = apply_lines(finished(report))
+    assert "nothing was changed, so there is nothing to undo" in lines[-1] and not any("undo: rigaudit" in ln for ln in lines)
 
 
 def test_after_step_is_awaited_once_for_each_step_whose_changes_were_made(ram: Path) -> None:

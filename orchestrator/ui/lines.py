@@ -33,10 +33,14 @@ def apply_lines(event: ApplyFinished) -> list[str]:
     lines += [f"  persist: {note}" for note in event.persist_notes]
     if event.reaudit:
         lines.append(f"re-audit of {event.reaudited}: " + ", ".join(f"{c} {s}" for c, s in event.reaudit.items()))
-    if event.journal is not None:
+    done = sum(1 for s in event.steps if s.status in ("applied", "partial", "failed"))
+    if event.journal is not None and done:
         lines.append(f"journal: {event.journal}  (undo: {event.undo})")
+    elif not done:
+        lines.append(
+            "nothing was changed, so there is nothing to undo" + (f" (journal: {event.journal})" if event.journal else "")
+        )
     if event.stopped:
-        done = sum(1 for s in event.steps if s.status in ("applied", "partial", "failed"))
         lines.append(f"apply stopped: {event.stopped}; {done} step(s) changed before it, the rest not attempted")
     return lines
 
