@@ -219,3 +219,20 @@ def test_after_step_is_awaited_once_for_each_step_whose_changes_were_made(ram: P
         ("c.cstates", "declined"),
     ]
     assert seen == [("a.numa", "applied", [NUMA])]  # after its write, with its outcome known
+
+
+def test_a_persisted_setting_alone_still_gets_its_undo_line() -> None:
+    from rigaudit.orchestrator.ui.lines import apply_lines
+    from rigaudit.tools.model.events.apply import ApplyFinished
+
+    event = ApplyFinished(
+        host="h",
+        source="local",
+        plan_hash="p",
+        steps=[],
+        persist=[("/etc/sysctl.d/90-rigaudit.conf: written", True)],
+        journal="/j.jsonl",
+        undo="rigaudit rollback /j.jsonl",
+    )
+    lines = apply_lines(event)
+    assert "journal: /j.jsonl  (undo: rigaudit rollback /j.jsonl)" in lines and not any("nothing to undo" in ln for ln in lines)

@@ -34,9 +34,9 @@ def apply_lines(event: ApplyFinished) -> list[str]:
     if event.reaudit:
         lines.append(f"re-audit of {event.reaudited}: " + ", ".join(f"{c} {s}" for c, s in event.reaudit.items()))
     done = sum(1 for s in event.steps if s.status in ("applied", "partial", "failed"))
-    if event.journal is not None and done:
+    if event.journal is not None and (done or event.persist):  # a persisted setting is a change too
         lines.append(f"journal: {event.journal}  (undo: {event.undo})")
-    elif not done:
+    elif not done and not event.persist:
         lines.append(
             "nothing was changed, so there is nothing to undo" + (f" (journal: {event.journal})" if event.journal else "")
         )

@@ -303,13 +303,7 @@ def proprietary_on_blackwell(spec: HostSpec) -> HostSpec:
 
     def apply(built: Built) -> None:
         tree = built.tree
-        for path in [p for p in tree.files if p.startswith(("/proc/driver/nvidia", "/sys/module/nvidia"))]:
-            tree.remove(path)
-        for key in [k for k in tree.nvml if k[0] != "nvmlInit"]:
-            del tree.nvml[key]
-        tree.call("nvmlInit", (), error="DRIVER_NOT_LOADED")
-        modules = tree.files.get("/proc/modules", b"").decode()
-        tree.file("/proc/modules", "".join(line for line in modules.splitlines(True) if not line.startswith("nvidia")))
+        _nvidia_ko_not_loaded(built)
         device = GPUS[spec.gpus.model].device_id
         lines = [
             f"NVRM: The NVIDIA GPU {g.bdf} (PCI ID: 10de:{device:04x}) installed in this system requires use of the "
@@ -357,6 +351,19 @@ def tuned_thp_defrag(spec: HostSpec) -> HostSpec:
 
 
 # -- failures whose reason the component itself gives (issue 33: causes before fixes) --------------------------------
+
+
+def _nvidia_ko_not_loaded(built: Built) -> None:
+    """nvidia.ko refused at load: no /proc/driver/nvidia or /sys/module/nvidia, NVML finds no driver, no nvidia
+    module in /proc/modules."""
+    tree = built.tree
+    for path in [p for p in tree.files if p.startswith(("/proc/driver/nvidia", "/sys/module/nvidia"))]:
+        tree.remove(path)
+    for key in [k for k in tree.nvml if k[0] != "nvmlInit"]:
+        del tree.nvml[key]
+    tree.call("nvmlInit", (), error="DRIVER_NOT_LOADED")
+    modules = tree.files.get("/proc/modules", b"").decode()
+    tree.file("/proc/modules", "".join(line for line in modules.splitlines(True) if not line.startswith("nvidia")))
 
 
 def _add_dmesg(built: Built, lines: list[str], at: float = 15.0) -> None:
@@ -532,14 +539,7 @@ def gpu_unsupported_by_driver(spec: HostSpec) -> HostSpec:
     the driver's as printed (github.com/NVIDIA/nvtrust/issues/55)."""
 
     def apply(built: Built) -> None:
-        tree = built.tree
-        for path in [p for p in tree.files if p.startswith(("/proc/driver/nvidia", "/sys/module/nvidia"))]:
-            tree.remove(path)
-        for key in [k for k in tree.nvml if k[0] != "nvmlInit"]:
-            del tree.nvml[key]
-        tree.call("nvmlInit", (), error="DRIVER_NOT_LOADED")
-        modules = tree.files.get("/proc/modules", b"").decode()
-        tree.file("/proc/modules", "".join(line for line in modules.splitlines(True) if not line.startswith("nvidia")))
+        _nvidia_ko_not_loaded(built)
         device = GPUS[spec.gpus.model].device_id
         lines = []
         for g in built.gpu_states_all:
