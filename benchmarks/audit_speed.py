@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -98,6 +99,32 @@ def transcript_overhead(snapshot: Path, repeats: int = 5) -> tuple[float, float,
     return without, min(t for t, _ in runs), runs[0][1]
 
 
+def transcript_costs(snapshot: Path) -> tuple[float, float, list[tuple[float, str]]]:
+    """Where a transcript's CPU goes: (encoding all events, redacting all events, the costliest reads' redaction)."""
+    import json
+
+    from rigaudit.tools.model.events.audit import ToolCall
+    from rigaudit.tools.redact import redact_json
+
+    events: list[Any] = []
+    anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=events.append))
+    recorded = [e for e in events if not e.display_only]
+    start = time.process_time()
+    dumped = [e.model_dump(mode="json", by_alias=True) for e in recorded]
+    [json.dumps(d, separators=(",", ":")) for d in dumped]
+    encoding = time.process_time() - start
+    start = time.process_time()
+    [redact_json(d, ids=True) for d in dumped]
+    redacting = time.process_time() - start
+    reads = []
+    for event, data in zip(recorded, dumped, strict=True):
+        if isinstance(event, ToolCall):
+            start = time.process_time()
+            redact_json(data, ids=True)
+            reads.append((time.process_time() - start, f"{event.op} {event.target}"))
+    return encoding, redacting, sorted(reads, reverse=True)[:3]
+
+
 def end_to_end(snapshot: Path, repeats: int = 3) -> tuple[float, float]:
     """(best wall seconds, peak RSS MiB) of `rigaudit audit --snapshot` as a new process."""
     best = float("inf")
@@ -138,6 +165,9 @@ def main() -> None:
         f"transcript: {without:.3f} s CPU without, {with_transcript:.3f} s with ({events} events): "
         f"+{extra / without:.0%}, {extra / max(events, 1) * 1e6:.0f} µs an event"
     )
+    encoding, redacting, costliest = transcript_costs(snapshot)
+    heaviest = ", ".join(f"{what} {took * 1000:.1f} ms" for took, what in costliest)
+    print(f"  of which: encoding {encoding * 1000:.0f} ms, redacting {redacting * 1000:.0f} ms (costliest reads: {heaviest})")
     wall, peak = end_to_end(snapshot)
     print(f"end to end (process start included): {wall:.2f} s, peak RSS {peak:.0f} MiB")
 

@@ -5,18 +5,23 @@ from __future__ import annotations
 import io
 import re
 from functools import cache
+from pathlib import Path
 
 import anyio
 import pytest
 from rich.console import Console, RenderableType
 
-from rigaudit.orchestrator.audit.run import run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table, plan_table
+from rigaudit.orchestrator.ui.terminal import TerminalUI
 from rigaudit.tools.actions.text import describe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
+from rigaudit.tools.model.events.audit import InvestigatorActivity, ToolCall
 from rigaudit.tools.model.finding import Finding
+from rigaudit.transcripts.reader import read_transcript
+from rigaudit.transcripts.writer import TranscriptWriter
 from tests.conftest import SEED
 
 WIDTHS = (80, 120)
@@ -156,3 +161,17 @@ def test_an_incomplete_audit_is_shouted_not_passed() -> None:
     text = " ".join(render(audit_view(result, width=80), 80).split())
     assert "AUDIT INCOMPLETE" in text and "1 of 2 investigator(s) did not finish" in text and "gpu timeout" in text
     assert "not a pass" in text
+
+
+def test_a_replayed_board_counts_the_reads_its_transcript_holds(tmp_path: Path) -> None:
+    """Transcripts leave out the "now reading" pings: the board counts each area's reads from its tool calls."""
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path) as writer:
+        anyio.run(lambda: run_audit(SnapshotHost(SEED), options=AuditOptions(areas=("numa",)), emit=writer))
+    events = read_transcript(path).events
+    assert not any(isinstance(e, InvestigatorActivity) for e in events)
+    reads = sum(1 for e in events if isinstance(e, ToolCall) and e.area == "numa")
+    ui = TerminalUI(Console(file=io.StringIO(), width=80), live=False)
+    for event in events:
+        ui(event)
+    assert reads > 0 and ui.rows["numa"].reads == reads

@@ -191,11 +191,19 @@ def write(path: Path, events: list[Event]) -> Path:
     return path
 
 
+def test_a_display_only_ping_is_not_recorded_and_still_read(tmp_path: Path) -> None:
+    ping = InvestigatorActivity(t=1.0, area="numa", ref="file:/proc/x")
+    path = write(tmp_path / "t.jsonl", [ping, Warning_(t=2.0, text="kept")])
+    assert [e.type for e in read_transcript(path).events] == ["warning"]
+    path.write_text(path.read_text() + ping.model_dump_json() + "\n")  # an older transcript holds such pings
+    assert [e.type for e in read_transcript(path).events] == ["warning", "investigator_activity"]
+
+
 def test_every_event_type_round_trips(tmp_path: Path) -> None:
     events = every_event()
     assert {e.type for e in events} == KNOWN_TYPES  # the list above covers every type
     transcript = read_transcript(write(tmp_path / "t.jsonl", events))
-    assert transcript.events == events
+    assert transcript.events == [e for e in events if not e.display_only]
     assert transcript.warnings == [] and not transcript.truncated
     assert transcript.version == CURRENT_VERSION and transcript.header["transcript"] == CURRENT_FORMAT
     assert transcript.session is not None and transcript.session.command == "audit"
@@ -242,7 +250,7 @@ def test_truncated_last_line_replays_the_prefix_with_a_warning(tmp_path: Path) -
     path.write_bytes(raw[: len(raw) - 20])  # the crash cut the last event mid-line
     transcript = read_transcript(path)
     assert transcript.truncated
-    assert transcript.events == every_event()[:-1]
+    assert transcript.events == [e for e in every_event() if not e.display_only][:-1]
     assert len(transcript.warnings) == 1 and "cut short" in transcript.warnings[0]
 
 

@@ -5,7 +5,9 @@ every later line is one event as ``Event`` serializes it, secrets redacted and i
 UUIDs, serial numbers, hardware addresses) written as digests (but in the events that hold only
 rigaudit's own text, ``verbatim``: the check catalog, a schema, the policy's rules). Each line is
 flushed as it is written (and fsync'd with ``fsync=True`` or ``RIGAUDIT_TRANSCRIPT_FSYNC=1``), so a
-crash leaves a readable prefix.
+crash leaves a readable prefix; only the lines of host reads (:class:`ToolCall`, the bulk of an audit) wait in the
+buffer, for the next other event or :data:`READS_FLUSH_S` at most. Display-only events are left
+out.
 """
 
 from __future__ import annotations
@@ -13,16 +15,20 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from rigaudit.tools.core.version import rigaudit_version
+from rigaudit.tools.model.events.audit import ToolCall
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.redact import redact_json
 from rigaudit.transcripts.format import make_header
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
+READS_FLUSH_S = 0.5
+"""The longest a recorded host read waits in the buffer (a crash loses at most this much of the reads)."""
 
 
 def encode_event(event: Event, *, redact: bool = True) -> str:
@@ -57,11 +63,16 @@ class TranscriptWriter:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._file = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         self._closed = False
+        self._flushed = time.monotonic()
         self._write_line(json.dumps(make_header(rigaudit=rigaudit_version(), **(header or {})), separators=(",", ":")))
 
-    def _write_line(self, line: str) -> None:
+    def _write_line(self, line: str, *, hold: bool = False) -> None:
         self._file.write(line + "\n")
+        now = time.monotonic()
+        if hold and not self.fsync and now - self._flushed < READS_FLUSH_S:
+            return
         self._file.flush()
+        self._flushed = now
         if self.fsync:
             os.fsync(self._file.fileno())
 
@@ -69,12 +80,14 @@ class TranscriptWriter:
         self.write(event)
 
     def write(self, event: Event) -> None:
-        """Append one event (ignored once the writer is closed)."""
+        """Append one event (ignored once the writer is closed, or when the event is ``display_only``)."""
+        if event.display_only:
+            return
         line = encode_event(event, redact=self.redact)
         with self._lock:
             if self._closed:
                 return
-            self._write_line(line)
+            self._write_line(line, hold=isinstance(event, ToolCall))
             self.events_written += 1
 
     @property

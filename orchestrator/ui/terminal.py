@@ -40,6 +40,7 @@ from rigaudit.tools.model.events.audit import (
     InvestigatorFinished,
     InvestigatorStarted,
     PcieDevice,
+    ToolCall,
     TopologyReported,
 )
 from rigaudit.tools.model.events.bench import BenchResultReported
@@ -243,9 +244,11 @@ class TerminalUI:
         elif isinstance(event, InvestigatorStarted):
             self._row(event.area).state = "running"
             self._start_live()
-        elif isinstance(event, InvestigatorActivity):
-            row = self._row(event.area)
-            row.reading, row.reads = event.ref, row.reads + 1
+        elif isinstance(event, InvestigatorActivity):  # a read in flight (live only: transcripts do not keep these)
+            self._row(event.area).reading = event.ref
+        elif isinstance(event, ToolCall) and event.area in self.rows:  # a read done (live, and in a replay)
+            row = self.rows[event.area]
+            row.reading, row.reads = f"{event.op} {event.target}", row.reads + 1
         elif isinstance(event, InvestigatorFinished):
             row = self._row(event.area)
             row.state, row.duration_s, row.error, row.counts = event.status, event.duration_s, event.error, event.counts

@@ -3,7 +3,7 @@ the plan, the result, the PCIe topology."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,8 +20,10 @@ class InvestigatorStarted(BaseEvent):
 
 
 class InvestigatorActivity(BaseEvent):
-    """An investigator is reading something (shown on the live board)."""
+    """An investigator is reading something (shown on the live board while the read is in flight; not recorded: the
+    read's :class:`ToolCall` follows it)."""
 
+    display_only: ClassVar[bool] = True
     type: Literal["investigator_activity"] = "investigator_activity"
     area: str
     ref: str

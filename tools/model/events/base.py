@@ -21,3 +21,7 @@ class BaseEvent(BaseModel):
     """True for events that hold only rigaudit's own text (the check catalog, a schema, the policy's rules), never
     a host's, a person's or a model's: the transcript records them unredacted (a catalog's ``-k KERNEL`` is no
     secret), so a replay shows them as they were."""
+
+    display_only: ClassVar[bool] = False
+    """True for an event that a later one makes redundant (an investigator's "now reading" ping, followed
+    by the read's :class:`ToolCall`): transcripts leave it out, so recording costs nothing for it."""
