@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.orchestrator.commands._fleet import run_fleet_from_args
 from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
 from rigaudit.orchestrator.fleet.analysis import fleet_plan, outliers
-from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
 from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet

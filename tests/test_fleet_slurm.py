@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.orchestrator.commands._fleet import run_fleet_from_args
 from rigaudit.orchestrator.commands.audit import COMMAND as AUDIT
-from rigaudit.orchestrator.fleet.cli import run_fleet_from_args
 from rigaudit.orchestrator.fleet.result import FleetResult
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_slurm_fleet
 from rigaudit.tools.remote.slurm import SlurmJob

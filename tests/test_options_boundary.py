@@ -15,7 +15,6 @@ ALLOWED = ("orchestrator/commands/", "orchestrator/cli.py", "orchestrator/comman
 
 DEBT = {
     "orchestrator/bench/run.py": (4, True),
-    "orchestrator/fleet/cli.py": (14, True),
 }
 """File: (``getattr(args`` count, takes a Namespace). Pay it by moving the reading into the commands."""
 
@@ -25,7 +24,6 @@ ARGPARSE = {
     "orchestrator/options/arguments.py": "argument types: they raise argparse.ArgumentTypeError",
     "orchestrator/chat/coordinator.py": "the chat's /commands are parsed with the commands' options (debt)",
     "orchestrator/bench/run.py": "bench's parser groups and readers (debt)",
-    "orchestrator/fleet/cli.py": "the fleet's parser group and reader (debt)",
 }
 """What imports argparse below the commands, and why."""
 

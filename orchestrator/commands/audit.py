@@ -25,13 +25,14 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.agents.registry import area_names, resolve_areas
+from rigaudit.agents.registry import area_names
 from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._areas import areas as read_areas
+from rigaudit.orchestrator.commands._fleet import add_fleet_arguments, is_fleet, run_fleet_from_args
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, brain_from_args
 from rigaudit.orchestrator.commands._options import add_host_arguments, add_session_arguments, host_source, screen
 from rigaudit.orchestrator.commands._outputs import output
-from rigaudit.orchestrator.fleet.cli import add_fleet_arguments, is_fleet, run_fleet_from_args
 from rigaudit.orchestrator.hosts.choose import open_host
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
@@ -108,17 +109,6 @@ def _explained(check_id: str | None, areas: list[str] | None, json_to_stdout: bo
     return entry
 
 
-def _areas(text: str | None) -> list[str] | None:
-    if not text:
-        return None
-    areas, notes, unknown = resolve_areas(text)
-    if unknown:
-        raise UsageError(f"unknown area(s) {', '.join(unknown)}; choose from {', '.join(area_names())}")
-    for note in notes:
-        print(f"rigaudit: note: {note}", file=sys.stderr)
-    return areas or None
-
-
 EXIT_PROBLEM = 1
 """A problem at or above ``--fail-on``: the same status as ``rigaudit check`` gives."""
 
@@ -152,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         return run_fleet_from_args(args)
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
-    areas = _areas(args.areas)
+    areas = read_areas(args.areas)
     explained = _explained(args.explain, areas, args.json is not None and str(args.json) == "-")
     if explained is not None and areas is None:
         areas = [explained.area]
