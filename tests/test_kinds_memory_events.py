@@ -55,3 +55,27 @@ def test_an_rma_from_a_vm_names_the_gpu_by_serial_and_uuid() -> None:
     assert ecc.fix is not None and ecc.fix.where == "hypervisor"
     assert "serial " in ecc.fix.summary and "UUID GPU-" in ecc.fix.summary
     assert not any(isinstance(a, CommandAction) and "-i" in a.argv for a in ecc.fix.actions)
+
+
+B200 = KINDS["hgx-b200-noble"]
+
+
+def _resets(found: Finding) -> list[CommandAction]:
+    assert found.fix is not None
+    return [a for a in found.fix.actions if isinstance(a, CommandAction) and a.argv[:2] == ("nvidia-smi", "-r")]
+
+
+def _same_fix(xid: Finding, ecc: Finding) -> None:
+    assert xid.fix is not None and ecc.fix is not None
+    assert ecc.fix.summary in xid.fix.summary, (xid.fix.summary, ecc.fix.summary)
+    assert (xid.fix.where, xid.fix.actions) == (ecc.fix.where, ecc.fix.actions)
+
+
+def test_a_remap_failure_is_drained_and_replaced_not_reset() -> None:
+    """Before: gpu.xid said 'Xid 64: stop every process on the GPU and reset it (nvidia-smi -r), or reboot' while
+    gpu.ecc_errors on the same event said RMA: a reset gives a bank without spare rows none back."""
+    xid, ecc = _pair(faults.remap_failed(B200))
+    _same_fix(xid, ecc)
+    assert xid.fix is not None and xid.fix.summary.startswith("Xid 64: Drain")
+    assert "RMA" in xid.fix.summary and "serial 1654922000000" in xid.fix.summary
+    assert not _resets(xid)

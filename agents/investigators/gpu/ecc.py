@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.kernel_log import log_unavailable
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
-from rigaudit.agents.investigators.gpu.memory import SOURCE, MemoryEvent, reset_actions, reset_where
+from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, int_values
+from rigaudit.agents.investigators.gpu.memory import SOURCE, MemoryEvent, memory_fix
 from rigaudit.agents.investigators.gpu.xid import gpu_memory_event, parse_xids, xids_by_bdf
-from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, FixKind, Severity
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
 
 ECC_ERRORS_CHECK = Check(
     "gpu.ecc_errors",
@@ -86,35 +85,8 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
         parts.append(f"{label(f.inventory, i)}: {', '.join(bits)}")
     subjects = labels(f.inventory, sorted(set(failure) | set(pending) | set(errors)))
     severity: Severity = min((e.severity for e in events.values()), key=lambda s: SEVERITY_ORDER[s], default="high")
-    if failure:
-        kind: FixKind = "hardware"
-        gone = [g for i in failure if (g := f.inventory.by_index(i)) is not None]
-        where = hw_where(f.platform)
-        summary = "RMA the GPUs whose row remapping failed: " + ", ".join(gpu_words(g, where) for g in gone)
-        actions: tuple[CommandAction, ...] = (
-            CommandAction(
-                description="take the GPU out of service and open an RMA with the vendor (include nvidia-bug-report.sh output)"
-            ),
-        )
-    else:
-        kind = "reboot"
-        where = reset_where(f.platform)
-        soon = all(e.urgency == "at the next service window" for e in events.values()) and bool(events)
-        summary = (
-            "Reset the affected GPUs " + ("at the next service window" if soon else "now") + " so pending remaps take effect"
-        )
-        gpus = [g for i in sorted(set(pending) | set(errors)) if (g := f.inventory.by_index(i)) is not None]
-        actions = (CommandAction(description="stop the server on them"), *reset_actions(gpus, where))
-    fix = Fix(
-        kind=kind,
-        where=where,
-        summary=summary,
-        actions=actions,
-        risk="medium",
-        verify="nvidia-smi -q -d ROW_REMAPPER,ECC: Pending: No, Remapping Failure Occurred: No, volatile uncorrectable 0",
-        revert="none",
-        persist="remaps are stored on the GPU",
-    )
+    gpus = [(g, e) for i, e in events.items() if (g := f.inventory.by_index(i)) is not None]
+    fix = memory_fix(f.platform, gpus)
     return problem(
         check,
         AREA,

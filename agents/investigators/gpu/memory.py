@@ -12,11 +12,11 @@ window"; a correctable error's remap likewise waits for the next reset with no d
 
 from __future__ import annotations
 
-from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words
+from rigaudit.agents.facts.gpu_address import gpu_identity, gpu_selector, gpu_words
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform, fix_where
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Severity, Where
+from rigaudit.tools.model.finding import CommandAction, Fix, FixKind, Severity, Where
 
 MEMORY_XIDS = frozenset({48, 63, 64, 94, 95})
 """The Xids that report a GPU memory event (NVIDIA's memory error management note, 'User Visible Statistics')."""
@@ -81,3 +81,44 @@ def reset_actions(gpus: list[Gpu], where: Where) -> list[CommandAction]:
             words = f"stop the VM's processes on it, then reset or power-cycle {gpu_words(gpu, where)} from there"
         actions.append(CommandAction(description=words, argv=("nvidia-smi", "-r", "-i", arg) if arg else ()))
     return actions
+
+
+def _rma_words(gpu: Gpu, where: Where) -> str:
+    """The GPU as an RMA names it: by serial and UUID on every layer (the vendor knows no index or bus address)."""
+    return gpu_words(gpu, where) if where == "hypervisor" else f"{gpu.label}: {gpu_identity(gpu)}"
+
+
+def memory_fix(platform: Platform, events: list[tuple[Gpu, MemoryEvent]]) -> Fix:
+    """The one fix of the memory events ``events`` (each GPU with its event), for gpu.ecc_errors and gpu.xid alike:
+    a remap failure is drained and replaced; a pending remap waits for a reset, now or at the next service window."""
+    failed = [g for g, e in events if e.urgency == "RMA"]
+    if failed:
+        kind: FixKind = "hardware"
+        where = fix_where(platform, "hardware")
+        summary = "Drain and RMA the GPUs whose row remapping failed (a reset gives no spare row back): " + "; ".join(
+            _rma_words(g, where) for g in failed
+        )
+        actions: tuple[CommandAction, ...] = (
+            CommandAction(description="drain the server off it and keep new work off it until it is replaced"),
+            CommandAction(
+                description="open an RMA with the vendor, quoting the GPU's serial (include nvidia-bug-report.sh output)"
+            ),
+        )
+    else:
+        kind = "reboot"
+        where = reset_where(platform)
+        soon = all(e.urgency == "at the next service window" for _, e in events) and bool(events)
+        summary = (
+            "Reset the affected GPUs " + ("at the next service window" if soon else "now") + " so pending remaps take effect"
+        )
+        actions = (CommandAction(description="stop the server on them"), *reset_actions([g for g, _ in events], where))
+    return Fix(
+        kind=kind,
+        where=where,
+        summary=summary,
+        actions=actions,
+        risk="medium",
+        verify="nvidia-smi -q -d ROW_REMAPPER,ECC: Pending: No, Remapping Failure Occurred: No, volatile uncorrectable 0",
+        revert="none",
+        persist="remaps are stored on the GPU",
+    )

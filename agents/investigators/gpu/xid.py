@@ -4,6 +4,7 @@ Each Xid's meaning and the resolution NVIDIA gives come from :mod:`rigaudit.agen
 codes); the finding takes the worst severity of the Xids logged and the strongest resolution among them, on the layer
 that resolution runs on: a GPU reset where the NVIDIA driver runs, a reboot of the machine (for a VM guest whose GPU
 fell off the bus, a stop and start from the hypervisor), a restart of the serving application, a report to support.
+A remap failure NVML shows takes the fix gpu.ecc_errors gives the same event (:func:`.memory.memory_fix`).
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from rigaudit.agents.investigators.gpu.memory import (
     SOURCE,
     MemoryEvent,
     memory_event,
+    memory_fix,
     reset_actions,
     reset_where,
 )
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import command_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Edge, Finding, Fix, Severity, Where
 
 _XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 
@@ -133,6 +135,23 @@ def _judge_codes(events: list[XidEvent], f: GpuHealthFacts | None = None) -> lis
     return out
 
 
+def _memory_events(f: GpuHealthFacts, judged: list[_Judged]) -> list[tuple[Gpu, MemoryEvent]]:
+    """Each GPU of a memory Xid with the event NVML shows on it (as gpu.ecc_errors reads it), in bus order."""
+    logged: dict[str, set[int]] = {}
+    for j in judged:
+        if j.memory is not None:
+            for b in j.gpus:
+                logged.setdefault(b, set()).add(j.code)
+    by_bdf = {g.bdf: g for g in f.inventory.gpus}
+    out = []
+    for bdf in sorted(logged):
+        gpu = by_bdf.get(bdf)
+        event = gpu_memory_event(f, gpu.index, frozenset(logged[bdf])) if gpu and gpu.index is not None else None
+        if gpu is not None and event is not None:
+            out.append((gpu, event))
+    return out
+
+
 def _where(platform: Platform, resolution: Resolution) -> Where:
     if resolution == "restart_app":
         return fix_where(platform, "workload")
@@ -180,7 +199,7 @@ XID_CHECK = Check(
     problem="any Xid; severity by NVIDIA's resolution: informational low, restart-the-application medium, GPU reset or "
     "reboot high; critical when data or the GPU is lost (48, 64, 79, 95, 140, 167, 171, 172)",
     fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
-    "report to support",
+    "report to support; a remap failure NVML shows: gpu.ecc_errors' fix (drain and RMA, by serial)",
     kinds=("restart", "reboot", "hardware"),
     premises=(premises.PLATFORM_FIX, premises.KERNEL_LOG),
 )
@@ -245,6 +264,21 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
             explanation=explanation,
             subjects=subjects,
             evidence=refs,
+        )
+    memory = _memory_events(f, judged)
+    others = [j for j in judged if j.memory is None and RESOLUTION_FIX_KIND[j.resolution] is not None]
+    if any(e.urgency == "RMA" for _, e in memory) and not others:
+        # One event, one fix: the remap failure's, as gpu.ecc_errors gives it (a reset cannot restore spare rows).
+        shared = memory_fix(f.platform, memory)
+        codes = ", ".join(str(j.code) for j in sorted(judged, key=lambda j: SEVERITY_ORDER[j.severity]) if j.memory)
+        fix = shared.model_copy(
+            update={
+                "summary": f"Xid {codes}: {shared.summary}",
+                "edges": (Edge(kind="moot_after", check="gpu.ecc_errors", why="the same memory event, the same fix"),),
+            }
+        )
+        return problem(
+            check, AREA, title, severity, "; ".join(parts), "no Xid events", explanation, fix, subjects=subjects, evidence=refs
         )
     where = _where(f.platform, strongest)
     gpus = [by_bdf[b] for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf]
