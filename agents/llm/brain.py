@@ -8,6 +8,8 @@ and summed up by :meth:`LLMBrain.outcome` for the audit's result: its warnings, 
 
 from __future__ import annotations
 
+import anyio
+
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.llm.agent import AgentRun
 from rigaudit.agents.llm.client import ChatModel, OpenAIChatModel, describe_endpoint
@@ -51,6 +53,8 @@ class LLMBrain:
         """Why agents failed, each distinct reason once."""
         self.agents_expected = 0
         """How many agents this audit runs (set by the audit): each gets a fair share of the budget for tool rounds."""
+        self._ends_at: float | None = None
+        """When this audit's agents must all have answered (``deadline_s`` after the first one started)."""
 
     async def preflight(self) -> None:
         """Check the endpoint before any agent starts (the real client only): one clear line when it cannot work."""
@@ -63,13 +67,20 @@ class LLMBrain:
         if self.book.token_budget is not None and self.agents_expected > 0:
             run.share = self.book.token_budget // self.agents_expected
         self.runs[area] = run
+        if self._ends_at is None:
+            self._ends_at = anyio.current_time() + self.config.deadline_s
         found: list[Finding] | None = None
         try:
-            with agent_deadline(self.config.agent_time_s):  # queueing for a request slot is not counted
-                found = await run.run()
+            with anyio.CancelScope(deadline=self._ends_at) as audit_scope:  # all agents together: never paused
+                with agent_deadline(self.config.agent_time_s):  # queueing for a request slot is not counted
+                    found = await run.run()
         except LlmError as exc:
             self._failed(area, str(exc), "budget" if isinstance(exc, BudgetExhausted) else str(exc))
             raise
+        if found is None and audit_scope.cancel_called:
+            why = f"deadline: no answer within the audit's LLM deadline of {self.config.deadline_s:g} s (--llm-deadline)"
+            self._failed(area, why, "deadline")
+            raise LlmError(why)
         if found is None:
             why = f"no final answer within {self.config.agent_time_s:g} s"
             self._failed(area, why, "timeout")
@@ -81,12 +92,15 @@ class LLMBrain:
         text = (
             f"the audit's token budget ({self.book.token_budget:,}) ran out before these agents answered"
             if key == "budget"
+            else f"the audit's LLM deadline ({self.config.deadline_s:g} s, --llm-deadline) passed before these agents answered"
+            if key == "deadline"
             else why
         )
         self.problems.note(f"agent:{key}", f"agents gave no answer, their rule findings stand: {text}", agent=area)
 
     def outcome(self, areas: int) -> LlmRun:
-        """What LLM mode did in this audit of ``areas`` investigators."""
+        """What LLM mode did in this audit of ``areas`` investigators (the next audit's deadline starts afresh)."""
+        self._ends_at = None
         endpoint = getattr(self.model, "problems", None)
         degrading = self.problems.lines() + (endpoint.lines(degrading=True) if isinstance(endpoint, Problems) else [])
         notes = endpoint.lines(degrading=False) if isinstance(endpoint, Problems) else []

@@ -18,7 +18,12 @@ class LlmConfig(Record):
     max_audit_tokens: int = 400_000
     """Prompt plus completion tokens for the whole audit, shared by every agent."""
     agent_time_s: float = 180.0
-    """Wall-clock limit for one agent."""
+    """Wall-clock limit for one agent (its waits for a request slot or a person's turn not counted)."""
+    deadline_s: float = 300.0
+    """Wall-clock limit for all of an audit's agents together, from the first agent's start: agents still
+    running then stop and their areas are lost with the reason "deadline" (their rule findings stand)."""
+    turn_deadline_s: float = 120.0
+    """Time one chat turn may wait on the model, all its requests together (the steps it runs not counted)."""
     ask_timeout_s: float = 60.0
     """How long an agent's ``ask`` command waits for a person at the terminal before it counts as "no"."""
     request_timeout_s: float = 90.0

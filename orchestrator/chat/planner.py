@@ -6,6 +6,10 @@ still asks the person and goes through apply's gate, and ``--yes`` approves only
 own words asked for. The order is the order of the calls. Once a step is refused or fails,
 later calls of that request are not run: the model is told so, and tells the person.
 
+A turn waits on the model for at most ``deadline_s`` (``--llm-deadline``), its requests together: a stalled
+server ends the turn with one line, what was done said; the steps the turn runs (an audit, a benchmark, a
+question to the person) are not counted, nor cut short.
+
 Every request is paid for in the conversation's :class:`~rigaudit.agents.llm.usage.UsageBook` before it is
 sent, as the investigators' are (failed and retried tries included): a conversation never books more than
 its budget, and when the budget cannot pay for the next request the model is not asked (slash commands
@@ -15,6 +19,8 @@ still work).
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import anyio
 
 from rigaudit.agents.llm.agent import compact, history_arguments
 from rigaudit.agents.llm.client import ChatModel, ChatRequest, Message, ToolCallRequest
@@ -43,9 +49,18 @@ class LlmPlanner:
     """One conversation with the model; each person's line is a turn of bounded tool rounds."""
 
     def __init__(
-        self, model: ChatModel, coordinator: Coordinator, book: UsageBook, *, max_rounds: int = 12, max_tokens: int = 1024
+        self,
+        model: ChatModel,
+        coordinator: Coordinator,
+        book: UsageBook,
+        *,
+        max_rounds: int = 12,
+        max_tokens: int = 1024,
+        deadline_s: float = 120.0,
     ) -> None:
         self.model = model
+        self.deadline_s = deadline_s
+        """How long one turn may wait on the model, its requests together (the steps it runs are not counted)."""
         self.coordinator = coordinator
         self.book = book
         self.max_rounds = max_rounds
@@ -61,16 +76,26 @@ class LlmPlanner:
         self.coordinator.request = text  # what --yes may approve of the model's steps
         stopped: str | None = None
         done: list[str] = []
+        left = self.deadline_s
         for _ in range(self.max_rounds):
             compact(self.messages)  # earlier rounds' results as summaries: cost grows linearly with the rounds
             request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book)
+            started = anyio.current_time()
             try:
-                reply = await self.model.complete(request)  # every try paid for in the book before it is sent
+                with anyio.move_on_after(max(0.0, left)) as waited:
+                    reply = await self.model.complete(request)  # every try paid for in the book before it is sent
             except BudgetExhausted as exc:
                 self.say(f"The model was not asked: {exc}. Slash commands still work (/help).")
                 return
             except LlmError as exc:
                 self.say(f"The model failed: {exc}. Slash commands still work (/help).")
+                return
+            left -= anyio.current_time() - started
+            if waited.cancelled_caught:
+                self.say(
+                    f"Stopped: the model gave no answer within this turn's deadline of {self.deadline_s:g} s (--llm-deadline). "
+                    f"Done: {', '.join(done) or 'nothing'}. Slash commands still work (/help)."
+                )
                 return
             self.coordinator.emit(
                 LlmExchange(

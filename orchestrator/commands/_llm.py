@@ -4,7 +4,7 @@ The endpoint: ``--base-url`` > ``OPENAI_BASE_URL`` > ``base_url`` in the config 
 The model: ``--model`` > ``model`` in the config file > the server's only model. The key: the
 variable named by ``--api-key-env`` (default ``OPENAI_API_KEY``). The config file is
 ``$XDG_CONFIG_HOME/rigaudit/config.json`` (``~/.config/...``): ``{"llm": {"base_url": ...,
-"model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, "token_field": "auto",
+"model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, "deadline_s": 300, "token_field": "auto",
 ...}}``.
 Nothing is sent to a model unless ``--llm`` is given.
 """
@@ -78,6 +78,13 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--llm-max-tokens", type=int, metavar="N", help="tokens for the whole audit (default 400000)")
     group.add_argument("--llm-timeout", type=positive_seconds, metavar="S", help="time limit per agent, seconds (default 180)")
     group.add_argument(
+        "--llm-deadline",
+        type=positive_seconds,
+        metavar="S",
+        help="time limit for all agents of an audit together (default 300) and for each chat turn's model requests "
+        "(default 120), seconds: agents still running then stop, their areas lost, their rule findings kept",
+    )
+    group.add_argument(
         "--llm-ask-timeout",
         type=positive_seconds,
         metavar="S",
@@ -117,6 +124,8 @@ def _typed(name: str, value: Any, source: str) -> Any:
 _SECONDS = {
     "agent_time_s": "--llm-timeout",
     "ask_timeout_s": "--llm-ask-timeout",
+    "deadline_s": "--llm-deadline",
+    "turn_deadline_s": "--llm-deadline",
     "request_timeout_s": "request_timeout_s",
     "preflight_timeout_s": "preflight_timeout_s",
 }
@@ -147,6 +156,8 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         "ask_timeout_s": getattr(args, "llm_ask_timeout", None),
     }
     settings.update({k: v for k, v in cli.items() if v is not None})
+    if getattr(args, "llm_deadline", None) is not None:
+        settings["deadline_s"] = settings["turn_deadline_s"] = args.llm_deadline
     if getattr(args, "llm_stream", False):
         settings["stream"] = True
     if getattr(args, "llm_no_json_schema", False):

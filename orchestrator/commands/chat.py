@@ -176,7 +176,9 @@ def run_chat(
             )
         asker = console if console is not None else TerminalConsole(timeout_s=args.approval_timeout)
         coordinator = Coordinator(host, settings, console=asker, emit=session.emit, brain=brain)
-        planner = LlmPlanner(model, coordinator, book) if model is not None and book is not None else None
+        planner = None
+        if model is not None and book is not None and config is not None:
+            planner = LlmPlanner(model, coordinator, book, deadline_s=config.turn_deadline_s)
         conversation = Conversation(coordinator, planner)
 
         async def main() -> None:
