@@ -111,3 +111,19 @@ def test_a_failed_agent_shows_on_its_investigators_line(tmp_path: Path, capsys: 
     lines = [line for line in out.splitlines() if line.strip().startswith(("kernel", "numa", "pcie"))]
     assert code == 4 and len(lines) >= 3
     assert all("done" in line and "LLM: the model server rejected the request: HTTP 400" in line for line in lines[:3])
+
+
+def test_agents_lost_to_an_unexpected_error_are_never_an_ok_audit(tmp_path: Path) -> None:
+    from rigaudit.agents.llm.client import ChatReply, ChatRequest, OpenAIChatModel
+
+    async def complete(self: OpenAIChatModel, request: ChatRequest) -> ChatReply:
+        if request.agent == "kernel":
+            return ChatReply(json.dumps({"findings": []}))
+        raise RuntimeError("the connection pool is closed")  # not an LlmError: a bug, or a library's own error
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(OpenAIChatModel, "complete", complete)
+        code, data = _audit("http://127.0.0.1:9/v1", tmp_path, "--model", "scripted", "--llm-no-preflight")
+    assert code == 4 and data["llm"]["status"] == "degraded"
+    assert sorted(data["llm"]["failed"]) == ["numa", "pcie"]
+    assert any("RuntimeError: the connection pool is closed" in p and "(2 agents:" in p for p in data["llm"]["problems"])

@@ -10,6 +10,7 @@ import pytest
 from rigaudit.agents.llm import ChatRequest, LlmConfig, OpenAIChatModel
 from rigaudit.agents.llm.answer import RESPONSE_FORMAT
 from rigaudit.agents.llm.client import ChatReply
+from rigaudit.agents.llm.errors import LlmError
 from rigaudit.agents.llm.testing.server import FAMILIES, Quirks, Reply, ScriptedOpenAIServer, call, final, say
 from rigaudit.agents.llm.usage import UsageBook
 
@@ -177,3 +178,19 @@ def test_a_prompt_longer_than_the_context_is_resent_shorter_once() -> None:
     system, user = (m["content"] for m in second["messages"][:2])
     assert second["max_tokens"] == 1024  # half the completion limit, which vLLM counts in the context
     assert "## What to read" not in system and "Evidence the rules read" not in user and "kernel.iommu" in user  # compact
+
+
+def test_an_error_event_mid_stream_is_retried_as_a_transient_error() -> None:
+    answer = json.dumps({"findings": [], "note": "x" * 60})
+    with ScriptedOpenAIServer([Reply(content=answer)] * 3, quirks="openrouter") as server:
+        replies, model = _run(server, HELLO, HELLO, stream=True, retries=2)
+        statuses = [r.status for r in server.requests]
+    assert [r.content for r in replies] == [answer, answer]  # the second stream broke after part of its answer
+    assert statuses == [200, 200, 200] and replies[1].attempts == 2
+    assert not model.problems.degraded
+
+
+def test_an_error_event_on_every_try_ends_the_request_with_its_message() -> None:
+    server = ScriptedOpenAIServer([], default=say("partial answer"), quirks=Quirks(stream_error_every=1))
+    with server, pytest.raises(LlmError, match="failed 2 times: the stream broke: Provider returned error"):
+        _run(server, HELLO, stream=True, retries=1)

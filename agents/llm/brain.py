@@ -27,6 +27,11 @@ from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy.shell import Approver
 
 
+def _error_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
+
+
 class LLMBrain:
     """A :class:`~agents.brain.Brain` over any chat model (the real client by default)."""
 
@@ -77,6 +82,10 @@ class LLMBrain:
         except LlmError as exc:
             self._failed(area, str(exc), "budget" if isinstance(exc, BudgetExhausted) else str(exc))
             raise
+        except Exception as exc:  # not one of ours (a library's error, a bug): the agent is lost all the same
+            why = _error_line(exc)
+            self._failed(area, why, why)
+            raise LlmError(why) from exc
         if found is None and audit_scope.cancel_called:
             why = f"deadline: no answer within the audit's LLM deadline of {self.config.deadline_s:g} s (--llm-deadline)"
             self._failed(area, why, "deadline")

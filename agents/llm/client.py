@@ -4,7 +4,7 @@ Real servers (vLLM, SGLang, Ollama, llama.cpp, TGI, LiteLLM, OpenAI) differ and 
 this client sends is paid for first (``ChatRequest.book``: the budget is checked once a request slot
 is granted, failed and retried requests included), and:
 
-- 429/5xx, timeouts and malformed answers are retried by our own bounded loop (honouring
+- 429/5xx, timeouts, malformed answers and error events in a stream are retried by our own bounded loop (honouring
   ``retry-after``; the openai client's hidden retries are off, so every try is counted);
 - a refused ``response_format`` (400, 415, 422, 500, 501) falls back for that request only:
   ``json_schema``, then ``json_object``, then plain JSON asked in words;
@@ -348,6 +348,8 @@ class OpenAIChatModel:
                     raise _Fatal(f"the model server failed {attempt + 1} times: {last_error}") from None
             except (openai.APIResponseValidationError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 last_error = f"malformed answer: {_one_line(exc)}"
+            except openai.APIError as exc:  # an error event in a stream (OpenRouter: the provider failed mid-answer)
+                last_error = f"the stream broke: {_one_line(exc)}"
             if attempt >= retries:
                 raise LlmError(f"the model server failed {attempt + 1} times: {last_error}")
             backoff = min(self.config.backoff_cap_s, self.config.backoff_s * 2**attempt)

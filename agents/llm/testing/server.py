@@ -99,7 +99,23 @@ class Quirks(Record):
     tools_refused: bool = False
     """Requests with ``tools`` refused with 400, as vLLM started without a tool-call parser answers."""
     context: int | None = None
-    """A context window that refuses (400) a prompt whose tokens plus ``max_tokens`` exceed it (vLLM's ``max_model_len``)."""
+    """A context window that refuses a prompt whose tokens plus ``max_tokens`` exceed it (vLLM's ``max_model_len``)."""
+    context_refusal: str = "vllm"
+    """How ``context`` refuses: ``vllm`` (400 "maximum context length"), ``tgi`` (422 "Input validation error: ...
+    must be <= N") or ``llama.cpp`` (400 "the request exceeds the available context size")."""
+    text_call_form: str = "hermes"
+    """How ``tool_calls_as_text`` writes calls: one of :data:`TEXT_CALL_FORMS`."""
+    stream_error_every: int = 0
+    """Every Nth streamed answer breaks after some content with a ``data: {"error": ...}`` event (OpenRouter)."""
+    content_parts: bool = False
+    """Content as a list of parts (``[{"type": "text", "text": ...}]``), not a string."""
+    stream_without_index: bool = False
+    """Streamed tool calls without ``index``: each call whole in one delta, with its id (Gemini's compatibility layer)."""
+    num_ctx_counts: str = "window"
+    """What a ``num_ctx`` cut reports: ``window`` (prompt plus completion fill it) or ``prompt`` (the prompt
+    counts the whole window, as Ollama's runner keeps ``num_ctx`` tokens of it)."""
+    chars_per_token: float = 4.0
+    """How many characters the server's tokenizer reads as one token (JSON-heavy prompts run near 3)."""
 
 
 FAMILIES: dict[str, Quirks] = {
@@ -114,8 +130,41 @@ FAMILIES: dict[str, Quirks] = {
     "hermes-text": Quirks(tool_calls_as_text=True),
     "vllm-no-tool-parser": Quirks(tools_refused=True),
     "vllm-short-context": Quirks(reasoning_field=True, context=3000),
+    "tgi-short-context": Quirks(formats=frozenset(), format_refusal=422, context=3000, context_refusal="tgi"),
+    "llama.cpp-short-context": Quirks(arguments_as_object=True, context=3000, context_refusal="llama.cpp"),
+    "ollama-runner": Quirks(num_ctx=2048, num_ctx_counts="prompt", chars_per_token=3.0),
+    "llama3-python-tag": Quirks(tool_calls_as_text=True, text_call_form="python_tag"),
+    "llama3-json": Quirks(tool_calls_as_text=True, text_call_form="llama_json"),
+    "llama3-function-tag": Quirks(tool_calls_as_text=True, text_call_form="function_tag"),
+    "mistral": Quirks(tool_calls_as_text=True, text_call_form="mistral"),
+    "mistral-v11": Quirks(tool_calls_as_text=True, text_call_form="mistral_v11"),
+    "openrouter": Quirks(stream_error_every=2),
+    "content-parts": Quirks(content_parts=True),
+    "gemini": Quirks(stream_without_index=True, formats=frozenset({"json_schema"})),
 }
 """Server families as the scripted server plays them (what each does is in docs/llm.md's compatibility table)."""
+
+
+TEXT_CALL_FORMS = ("hermes", "python_tag", "llama_json", "function_tag", "mistral", "mistral_v11")
+"""Tool calls as models write them in the content: Hermes/Qwen ``<tool_call>{...}</tool_call>``, Llama 3
+``<|python_tag|>{"name": ..., "parameters": ...}``, a bare JSON object, ``<function=NAME>{...}</function>``, Mistral
+``[TOOL_CALLS] [{"name": ..., "arguments": ...}]`` and its later ``[TOOL_CALLS]NAME[ARGS]{...}``."""
+
+
+def text_calls(calls: Sequence[ToolCallSpec], form: str) -> str:
+    """``calls`` written as text in the content, in ``form`` (one of :data:`TEXT_CALL_FORMS`)."""
+    items = [(c.name, _json_or_text(c.arguments)) for c in calls]
+    if form == "python_tag":
+        return "<|python_tag|>" + "; ".join(json.dumps({"name": n, "parameters": a}) for n, a in items)
+    if form == "llama_json":
+        return "\n".join(json.dumps({"name": n, "parameters": a}) for n, a in items)
+    if form == "function_tag":
+        return "".join(f"<function={n}>{json.dumps(a)}</function>" for n, a in items)
+    if form == "mistral":
+        return "[TOOL_CALLS] " + json.dumps([{"name": n, "arguments": a} for n, a in items])
+    if form == "mistral_v11":
+        return "".join(f"[TOOL_CALLS]{n}[ARGS]{json.dumps(a)}" for n, a in items)
+    return "".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>\n" for n, a in items)
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -199,6 +248,7 @@ class _State(Record, frozen=False):
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list[Recorded] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    streams: int = 0
 
     def next_reply(self, body: dict[str, Any]) -> tuple[str, Reply | None]:
         key = self.route(body)
@@ -215,8 +265,8 @@ class _State(Record, frozen=False):
             self.requests.append(Recorded(key, body, reply, status))
 
 
-def _estimate(text: str) -> int:
-    return max(1, len(text) // 4)
+def _estimate(text: str, chars_per_token: float = 4.0) -> int:
+    return max(1, int(len(text) / chars_per_token))
 
 
 class _Handler(LoopbackHandler):
@@ -257,15 +307,12 @@ class _Handler(LoopbackHandler):
             self._error(400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
             return
         if quirks.context is not None:
-            asked = _estimate(json.dumps(body.get("messages") or []))
-            room = body.get("max_completion_tokens", body.get("max_tokens")) or 0
-            if asked + int(room) > quirks.context:
-                state.record(route_by_system_prompt(body), body, None, 400)
-                self._error(
-                    400,
-                    f"This model's maximum context length is {quirks.context} tokens. However, you requested "
-                    f"{asked + int(room)} tokens ({asked} in the messages, {room} in the completion).",
-                )
+            asked = _estimate(json.dumps(body.get("messages") or []), quirks.chars_per_token)
+            room = int(body.get("max_completion_tokens", body.get("max_tokens")) or 0)
+            if asked + room > quirks.context:
+                status, refusal = _context_refusal(quirks.context_refusal, quirks.context, asked, room)
+                state.record(route_by_system_prompt(body), body, None, status)
+                self.send_json(status, refusal)
                 return
         if quirks.token_field is not None:
             other = "max_tokens" if quirks.token_field == "max_completion_tokens" else "max_completion_tokens"
@@ -304,11 +351,7 @@ class _Handler(LoopbackHandler):
         if reasoning and not quirks.reasoning_field:
             content, reasoning = f"<think>{reasoning}</think>\n{content or ''}", ""
         if calls and quirks.tool_calls_as_text:
-            blocks = "".join(
-                f"<tool_call>\n{json.dumps({'name': c.name, 'arguments': _json_or_text(c.arguments)})}\n</tool_call>\n"
-                for c in calls
-            )
-            content, calls = (content or "") + blocks, []
+            content, calls = (content or "") + text_calls(calls, quirks.text_call_form), []
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         spent = _estimate(reasoning + (content or "") + "".join(c.arguments for c in calls))
         finish = "tool_calls" if calls else "stop"
@@ -327,9 +370,11 @@ class _Handler(LoopbackHandler):
             if reply.usage is not None:
                 prompt, completion = reply.usage
             else:
-                prompt, completion = _estimate(json.dumps(body.get("messages") or [])), spent
+                prompt, completion = _estimate(json.dumps(body.get("messages") or []), quirks.chars_per_token), spent
             if quirks.num_ctx is not None and prompt + completion > quirks.num_ctx:
-                prompt = max(1, quirks.num_ctx - completion)  # what it kept of the prompt, silently
+                # what it kept of the prompt, silently: the whole window (Ollama's runner) or what the answer left
+                kept = quirks.num_ctx if quirks.num_ctx_counts == "prompt" else quirks.num_ctx - completion
+                prompt = max(1, min(prompt, kept))
             usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         return _Rendered(content, reasoning, calls, finish, usage)
 
@@ -340,7 +385,10 @@ class _Handler(LoopbackHandler):
     def _whole(self, body: dict[str, Any], reply: Reply) -> None:
         out = self._render(body, reply)
         as_object = self.server.state.quirks.arguments_as_object
-        message: dict[str, Any] = {"role": "assistant", "content": out.content}
+        content: Any = out.content
+        if self.server.state.quirks.content_parts and content is not None:
+            content = _parts(content)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if out.reasoning:
             message["reasoning_content"] = out.reasoning
         if out.calls:
@@ -376,6 +424,10 @@ class _Handler(LoopbackHandler):
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
 
+        quirks, state = self.server.state.quirks, self.server.state
+        with state.lock:
+            state.streams += 1
+            broken = quirks.stream_error_every > 0 and state.streams % quirks.stream_error_every == 0
         self.start_events()
         self.event(chunk({"role": "assistant", "content": ""}))
         if out.reasoning:
@@ -383,8 +435,25 @@ class _Handler(LoopbackHandler):
         text = out.content or ""
         step = max(1, len(text) // 3)
         for start in range(0, len(text), step):
-            self.event(chunk({"content": text[start : start + step]}))
-        for index, spec in enumerate(out.calls):
+            piece = text[start : start + step]
+            self.event(chunk({"content": _parts(piece) if quirks.content_parts else piece}))
+            if broken:  # OpenRouter: the provider failed after the answer began
+                self.event({"error": {"message": "Provider returned error", "code": 502}, "id": ident})
+                self.end_events()
+                return
+        if broken:
+            self.event({"error": {"message": "Provider returned error", "code": 502}, "id": ident})
+            self.end_events()
+            return
+        if quirks.stream_without_index:  # Gemini: each call whole, with its id and no index
+            for index, spec in enumerate(out.calls):
+                whole = {
+                    "id": self._call_id(index),
+                    "type": "function",
+                    "function": {"name": spec.name, "arguments": spec.arguments},
+                }
+                self.event(chunk({"tool_calls": [whole]}))
+        for index, spec in enumerate(() if quirks.stream_without_index else out.calls):
             head = {
                 "index": index,
                 "id": self._call_id(index),
@@ -412,12 +481,36 @@ class _Handler(LoopbackHandler):
         self.end_events()
 
 
+def _context_refusal(style: str, context: int, asked: int, room: int) -> tuple[int, dict[str, Any]]:
+    """The status and body with which a server family refuses a prompt longer than its context."""
+    if style == "tgi":
+        text = (
+            f"Input validation error: `inputs` tokens + `max_new_tokens` must be <= {context}. "
+            f"Given: {asked} `inputs` tokens and {room} `max_new_tokens`"
+        )
+        return 422, {"error": text, "error_type": "validation"}
+    if style == "llama.cpp":
+        text = "the request exceeds the available context size, try increasing it"
+        error = {"code": 400, "message": text, "type": "exceed_context_size_error", "n_prompt_tokens": asked, "n_ctx": context}
+        return 400, {"error": error}
+    text = (
+        f"This model's maximum context length is {context} tokens. However, you requested "
+        f"{asked + room} tokens ({asked} in the messages, {room} in the completion)."
+    )
+    return 400, {"error": {"message": text, "type": "invalid_request_error", "code": 400}}
+
+
 class _Rendered(Record):
     content: str | None
     reasoning: str
     calls: list[ToolCallSpec]
     finish: str
     usage: dict[str, int] | None
+
+
+def _parts(text: str) -> list[dict[str, str]]:
+    """Content as a list of parts, as some gateways send it."""
+    return [{"type": "text", "text": text}]
 
 
 def _json_or_text(arguments: str) -> Any:
