@@ -92,7 +92,7 @@ def arms_for(steps: Sequence[PlanStep], *, together: bool) -> list[Arm]:
 
 
 def ab_steps(plan: Plan, only: Sequence[str] | None, options: AbOptions) -> list[PlanStep]:
-    """The steps to switch: named by ``--only``, each a runtime step that can run on this host."""
+    """The steps to switch: named by ``--only``, each a runtime step that can run on this host, or one restart step."""
     if not only:
         raise UsageError("bench ab needs --only STEP[,STEP...]: the runtime steps of the plan to measure")
     if len(set(only)) != len(only):
@@ -101,10 +101,13 @@ def ab_steps(plan: Plan, only: Sequence[str] | None, options: AbOptions) -> list
         steps = selected_steps(plan, only)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    restarts = [s.id for s in steps if s.kind == "restart"]
+    if restarts and len(steps) > 1:
+        raise UsageError(f"{restarts[0]} needs a server restart: measure it alone (--only {restarts[0]})")
+    if restarts:
+        return steps  # its arms restart the server (rigaudit.orchestrator.bench.step_arms)
     apply_options = ApplyOptions(in_container=options.in_container)
     for step in steps:
-        if step.kind == "restart":
-            raise UsageError(restart_hint(step))
         status, reason = classify(step, apply_options)
         if status is not None:
             raise UsageError(f"{step.id} cannot be switched on this host ({status}: {reason})")
@@ -117,15 +120,6 @@ async def vouch(plan_host: HostSummary | None, host: Host, steps: Sequence[PlanS
     await check_machine(plan_host, host, live=live)
     if live:
         await rederive(steps, host)
-
-
-def restart_hint(step: PlanStep) -> str:
-    """What to give for a step that needs a server restart: the two commands, which rigaudit cannot derive."""
-    return (
-        f"{step.id} needs a server restart ({step.title}): measure it with arms that restart the server, "
-        "--arm base='COMMAND that starts the server as it runs now' --arm fix='COMMAND that starts it with the change' "
-        "(a systemd unit's restart, a docker run, benchmarks/restart_server.sh), without --plan/--only"
-    )
 
 
 async def _previews(host: Host, steps: Sequence[PlanStep]) -> list[StepView]:

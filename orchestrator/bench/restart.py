@@ -47,6 +47,10 @@ class RestartOptions(Record):
     """Seconds a command and the server's first token may take, together, after a restart."""
     end_on: str | None = None
     """The arm to leave the server as (None: the baseline, the first arm)."""
+    steps: tuple[str, ...] = ()
+    """The plan step the arms measure, when rigaudit derived them from one (rigaudit.orchestrator.bench.step_arms)."""
+    about: tuple[str, ...] = ()
+    """What the person is told of where the arms come from and what they change."""
 
 
 class RestartRun(Record, frozen=False):
@@ -85,7 +89,7 @@ def _view(arms: Sequence[ArmCommand], visits: int, spec: LoadSpec, options: Rest
     order = " ".join(a.name for _, a in visit_order(list(arms), 2)[: 2 * len(arms)])
     return StepView(
         step_id="bench ab",
-        title=f"interleaved A/B of {', '.join(a.name for a in arms)}: the server restarted before every visit",
+        title=f"interleaved A/B of {', '.join(options.steps or [a.name for a in arms])}: the server restarted before every visit",
         where=spec.base_url,
         kind="restart",
         risk="medium",
@@ -96,6 +100,7 @@ def _view(arms: Sequence[ArmCommand], visits: int, spec: LoadSpec, options: Rest
             f"{options.cycles} cycles, order {order} ...; {visits} restarts, then one as {end} if the last visit was not",
             f"load: {visits * per_visit} streaming requests to {spec.base_url} (model {spec.model}, concurrency "
             f"{','.join(map(str, spec.concurrency))}, {spec.prompt_tokens} prompt / {spec.max_tokens} output tokens)",
+            *options.about,
             power,
             "the server does not serve its own traffic while it restarts",
         ),
@@ -262,7 +267,7 @@ def _assemble(
         host=host_name(),
         source="live",
         plan_hash="",
-        steps=[],
+        steps=list(options.steps),
         journal=str(journal_path),
         cycles=options.cycles,
         complete=state.error is None and len(state.visits) == len(arms) * options.cycles,

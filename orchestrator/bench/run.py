@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rigaudit.orchestrator.hosts.identity import this_machine
 from rigaudit.orchestrator.options.arguments import number, positive_seconds, url
@@ -47,6 +47,10 @@ from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
 from rigaudit.tools.model.events.session import Output, Progress, Warning_
 from rigaudit.tools.model.events.sink import EventSink
+
+if TYPE_CHECKING:
+    from rigaudit.tools.model.audit import HostSummary
+    from rigaudit.tools.model.plan import PlanStep
 
 __all__ = [
     "AbBench",
@@ -542,6 +546,10 @@ class AbBench(Record):
     settle: int = 1
     together: bool = False
     assume_yes: bool = False
+    ready_timeout_s: float = 300.0
+    """For a restart step: seconds a restart and the server's first token may take."""
+    end_on: str | None = None
+    """For a restart step: the arm to leave the server as (base or fix; None: base)."""
 
 
 class AbDone(Record):
@@ -583,6 +591,10 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPU
     inside = anyio.run(in_container, source)
     options = AbOptions(cycles=bench.cycles, settle=bench.settle, together=bench.together, in_container=inside)
     steps = ab_steps(plan, list(bench.only), options)
+    if steps[0].kind == "restart":
+        return _restart_step_bench(bench, plan_host, steps[0], source, emit=emit, outputs=outputs)
+    if bench.end_on is not None:
+        raise UsageError("--end-on names an arm that restarts the server: it goes with --arm or a restart step")
     anyio.run(lambda: vouch(plan_host, source, steps, live=bench.snapshot is None))
     approver = StepApprover(plan.digest(), assume_yes=bench.assume_yes, emit=emit)
     approver.ensure_possible(f"nothing switched ({len(steps)} step(s) waiting for approval)")
@@ -617,6 +629,35 @@ def run_ab_bench(bench: AbBench, *, emit: EventSink, outputs: Outputs = NO_OUTPU
     return AbDone(interrupted=outcome.interrupted, failed=bool(result.error or problems), regressions=comparison.regressions())
 
 
+def _restart_step_bench(
+    bench: AbBench, plan_host: HostSummary | None, step: PlanStep, host: Host, *, emit: EventSink, outputs: Outputs
+) -> AbDone:
+    """A restart step: derive its two arms from this machine's server (or ask for them), then run them as --arm does."""
+    import anyio
+
+    from rigaudit.orchestrator.bench.step_arms import derive_arms
+    from rigaudit.orchestrator.change.trust import check_machine
+
+    if bench.snapshot is not None:
+        raise UsageError(f"{step.id} needs a server restart: it is measured on this machine's server, not on --snapshot")
+    derived = anyio.run(derive_arms, host, step)
+    anyio.run(lambda: check_machine(plan_host, host, live=True))
+    restart = RestartBench(
+        arms=derived.arms,
+        spec=bench.spec,
+        settings=bench.settings,
+        journal=bench.journal,
+        cycles=bench.cycles,
+        settle=bench.settle,
+        ready_timeout_s=bench.ready_timeout_s,
+        end_on=bench.end_on,
+        assume_yes=bench.assume_yes,
+        steps=(step.id,),
+        about=derived.about,
+    )
+    return run_restart_bench(restart, emit=emit, outputs=outputs)
+
+
 class RestartBench(Record):
     """An interleaved A/B of arms that restart the server: each arm the command that brings it up as that arm."""
 
@@ -629,6 +670,9 @@ class RestartBench(Record):
     ready_timeout_s: float = 300.0
     end_on: str | None = None
     assume_yes: bool = False
+    steps: tuple[str, ...] = ()
+    """The plan step the arms were derived from (none: the person's --arm commands)."""
+    about: tuple[str, ...] = ()
 
 
 def run_restart_bench(bench: RestartBench, *, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> AbDone:
@@ -638,7 +682,14 @@ def run_restart_bench(bench: RestartBench, *, emit: EventSink, outputs: Outputs 
     from rigaudit.tools.bench.ab import analyze
     from rigaudit.tools.bench.render import ab_table
 
-    options = RestartOptions(cycles=bench.cycles, settle=bench.settle, ready_timeout_s=bench.ready_timeout_s, end_on=bench.end_on)
+    options = RestartOptions(
+        cycles=bench.cycles,
+        settle=bench.settle,
+        ready_timeout_s=bench.ready_timeout_s,
+        end_on=bench.end_on,
+        steps=bench.steps,
+        about=bench.about,
+    )
     check_arms(bench.arms, options)
     emit(Output(text=plan_power(bench.spec, len(bench.arms), bench.cycles, bench.settings)))
     approver = StepApprover("", assume_yes=bench.assume_yes, emit=emit)

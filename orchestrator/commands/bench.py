@@ -387,7 +387,7 @@ def _ab(args: argparse.Namespace, session: Session) -> int:
     spec = load_spec(args, "bench ab")
     if args.arm:
         return _ab_restart(args, session, settings, spec)
-    if args.end_on is not None:
+    if args.end_on is not None and args.plan is None:
         raise UsageError("--end-on names an --arm: it goes with arms that restart the server")
     if args.plan is None:
         raise UsageError("bench ab needs --plan FILE (from `rigaudit audit --json FILE`)")
@@ -403,6 +403,8 @@ def _ab(args: argparse.Namespace, session: Session) -> int:
         settle=args.settle,
         together=args.together,
         assume_yes=args.yes,
+        ready_timeout_s=args.ready_timeout,
+        end_on=args.end_on,
     )
     done = run_ab_bench(bench, emit=session.emit, outputs=_outputs(args))
     if done.interrupted:

@@ -20,7 +20,7 @@ from tests.hostgen.rdma import ib_name, write_rdma
 from tests.hostgen.spec import HostSpec, ProcessSpec
 from tests.hostgen.tree import Tree
 from tests.hostgen.tuned import write_tuned
-from tests.hostgen.units import unit_failed
+from tests.hostgen.units import unit_failed, unit_shown
 
 SELF_PID_HOST = 48213
 SELF_PID_CONTAINER = 412
@@ -319,6 +319,8 @@ def _server_processes(built: Built) -> None:
             cpus=cpus,
         )
         built.procs[main] = base
+        if (unit := _service_of(cgroup)) is not None:
+            unit_shown(built, unit)
         pid += 1
         workers: list[int] = []
         single = len(gpus) <= 1
@@ -360,6 +362,12 @@ def _server_processes(built: Built) -> None:
             else:
                 built.gpu_process_map.setdefault(g, []).append((owner, per_gpu, nv.NO_INSTANCE, nv.NO_INSTANCE))
         pid += 7
+
+
+def _service_of(cgroup: str) -> str | None:
+    """The system service a server's cgroup line names (``0::/system.slice/vllm.service``)."""
+    last = cgroup.strip().rsplit("/", 1)[-1]
+    return last if cgroup.startswith("0::/system.slice/") and last.endswith(".service") else None
 
 
 def _cgroup_line(built: Built, server: ProcessSpec) -> str:

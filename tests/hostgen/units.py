@@ -32,3 +32,14 @@ def unit_failed(built: Built, unit: str, description: str, lines: list[tuple[str
         *journal[-5:],
     ]
     tree.command(("systemctl", "status", unit, "--no-pager"), "\n".join(status) + "\n", exit_code=3)
+
+
+SHOW_PROPERTIES = "--property=Id,LoadState,FragmentPath"
+"""What ``systemctl show`` is asked of a server's unit (rigaudit.orchestrator.bench.step_arms)."""
+
+
+def unit_shown(built: Built, unit: str, fragment: str | None = None) -> None:
+    """``systemctl show`` of a loaded ``unit`` whose unit file is ``fragment`` (default: one in /etc/systemd/system)."""
+    fragment = fragment or f"/etc/systemd/system/{unit}"
+    text = f"Id={unit}\nLoadState=loaded\nFragmentPath={fragment}\n"
+    built.tree.command(("systemctl", "show", SHOW_PROPERTIES, unit), text)
