@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from rigaudit.tools.model.finding import Finding
 from tests.hostgen import faults
 from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec
@@ -40,3 +41,29 @@ def test_an_injected_fault_is_found_where_it_is_fixed(
     found = serious(fault(KINDS[name]))
     assert found.get(check) == verdict, found
     assert set(found) - {check} <= {"p2p.status"}, found  # the fabric's consequence, as on the HGX archetype
+
+
+def _fix_words(finding: Finding) -> str:
+    assert finding.fix is not None, finding.observed
+    return " ".join([finding.fix.summary, *(getattr(a, "description", "") for a in finding.fix.actions)])
+
+
+def test_an_xid_79_in_an_azure_guest_is_worded_for_azure() -> None:
+    """Before: 'Xid 79: reboot the machine', 'stop and start this VM from the hypervisor ... (this VM sees it as GPU0
+    (0000:50:00.0))': an action an Azure customer does not have, and the GPU in the guest's terms."""
+    spec = faults.xid(KINDS["azure-nd-h100-v5"], 0, 79)
+    xid = by_check(spec)["gpu.xid"]
+    assert (xid.severity, xid.fix.where if xid.fix else None) == ("critical", "hypervisor")
+    words = _fix_words(xid)
+    assert "Restart the VM once" in words and "deallocate" in words and "Guest Health Reporting" in words, words
+    assert "serial 1654922000000" in words and "UUID GPU-" in words, words
+    assert "0000:50:00" not in words and "reboot the machine" not in words.partition("(On the physical host")[0]
+
+
+def test_an_nvlink_down_in_a_gcp_guest_names_the_gpu_for_gcp_support() -> None:
+    """Before: 'report it to gcp support' (the provider as a DMI token), with the GPU's serial and UUID."""
+    links = by_check(faults.nvlink_down(KINDS["gcp-a3-highgpu-8g"]))["nvlink.links"]
+    words = _fix_words(links)
+    assert "GCP support" in words and "gcloud compute instances stop" in words, words
+    assert "serial 1654922000003" in words and "UUID GPU-" in words, words
+    assert "0000:80:00" not in words

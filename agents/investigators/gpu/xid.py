@@ -3,7 +3,8 @@
 Each Xid's meaning and the resolution NVIDIA gives come from :mod:`rigaudit.agents.facts.xid_catalog` (all 172
 codes); the finding takes the worst severity of the Xids logged and the strongest resolution among them, on the layer
 that resolution runs on: a GPU reset where the NVIDIA driver runs, a reboot of the machine (for a VM guest whose GPU
-fell off the bus, a stop and start from the hypervisor), a restart of the serving application, a report to support.
+fell off the bus, a stop and start from the hypervisor; on a cloud, the provider's steps of
+:func:`~rigaudit.agents.investigators.cloud.for_cloud`), a restart of the serving application, a report to support.
 A remap failure NVML shows takes the fix gpu.ecc_errors gives the same event (:func:`.memory.memory_fix`).
 """
 
@@ -27,6 +28,7 @@ from rigaudit.agents.facts.xid_catalog import (
     recovery_action,
 )
 from rigaudit.agents.findings import ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
 from rigaudit.agents.investigators.gpu.memory import (
@@ -166,6 +168,11 @@ def _where(platform: Platform, resolution: Resolution) -> Where:
     return fix_where(platform, "hardware")
 
 
+_BUG_REPORT = CommandAction(
+    description="collect nvidia-bug-report.sh (it holds the kernel log and the GPU state) before resetting"
+)
+
+
 def _actions(
     resolution: Resolution, where: Where, gpus: list[Gpu], investigate: list[str], cloud: str | None = None
 ) -> tuple[Action, ...]:
@@ -186,9 +193,7 @@ def _actions(
         what = item.replace("NVIDIA support", f"the provider ({cloud} support)") if cloud else item
         if what:
             actions.append(CommandAction(description=what if "if it repeats" in what else f"if it repeats: {what}"))
-    actions.append(
-        CommandAction(description="collect nvidia-bug-report.sh (it holds the kernel log and the GPU state) before resetting")
-    )
+    actions.append(_BUG_REPORT)
     return tuple(actions)
 
 
@@ -294,6 +299,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
         revert="none",
         persist="none",
     )
+    fix = for_cloud(fix, f.platform, gpus, also=(_BUG_REPORT,))  # a cloud's hypervisor: the provider's steps
     return problem(
         check,
         AREA,
