@@ -16,7 +16,7 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.slurm_gres import expand_hostlist, read_slurm_gres
 from rigaudit.tools.model.check import CheckResult
-from tests.support.mutate import light_copy, set_nvml
+from tests.support.mutate import light_copy, remove_tree, set_file, set_nvml
 
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"
 
@@ -134,3 +134,18 @@ def test_the_schedulers_settings_are_read_only_for_the_promised_checks(tmp_path:
     monkeypatch.setattr(slurm_gres, "load", refuse)
     assert main(["check", "--snapshot", str(H200), "--only", "pcie", "-q"]) == 0
     assert main(["check", "--snapshot", str(H200), "--only", "promised", "-q"]) == 4  # read, and refused here
+
+
+def test_a_node_without_gpus_is_never_called_healthy_in_words_that_hide_it(tmp_path: Path) -> None:
+    """A node with no NVIDIA GPU and no promise of one may pass, but its line says that no GPU was judged."""
+    assert "no NVIDIA GPU" not in check(tmp_path, H200).reason
+    bare = light_copy(H200, tmp_path / "bare")
+    set_nvml(bare, "nvmlInit", [], error="LIBRARY_NOT_FOUND")
+    remove_tree(bare, "/sys/module/nvidia")
+    for bdf in ("0000:00:06.0", "0000:00:07.0"):  # the two H200s become another vendor's functions
+        set_file(bare, f"/sys/devices/pci0000:00/{bdf}/vendor", "0x1af4\n")
+    result = check(tmp_path, bare)
+    assert result.exit_code == 0
+    assert result.reason.startswith(
+        "healthy: no NVIDIA GPU on this node and none promised (promised.slurm, promised.kubernetes read)"
+    )

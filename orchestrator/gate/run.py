@@ -127,7 +127,7 @@ async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = Non
     return CheckResult(
         verdict=verdict,
         exit_code=code,
-        reason=reason_line(checks, verdict, options.fail_on),
+        reason=reason_line(checks, verdict, options.fail_on, len(plan.seen[0].gpus) if plan.seen else None),
         host=audit.host.name,
         source=audit.host.source,
         started_at=audit.started_at,

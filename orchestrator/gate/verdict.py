@@ -91,6 +91,10 @@ def verdict_of(checks: Sequence[GateCheck]) -> tuple[Verdict, int]:
     return "healthy", HEALTHY
 
 
+PROMISES = ("promised.slurm", "promised.kubernetes")
+"""The checks that read what a scheduler says the node holds."""
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1].rstrip() + "…"
 
@@ -102,8 +106,19 @@ def _ids(items: Sequence[str]) -> str:
     return ", ".join(shown)
 
 
-def reason_line(checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity) -> str:
-    """One short line naming the check ids that decided: what ``sinfo -R`` and a node condition show."""
+def _no_gpu(checks: Sequence[GateCheck]) -> str:
+    """What a healthy line says first on a node with no NVIDIA GPU: that it judged none, and what it read of promises."""
+    read = [c.check for c in checks if c.check in PROMISES]
+    if not read:
+        return "no NVIDIA GPU on this node (what the scheduler promises was not read: promised.* not selected)"
+    return f"no NVIDIA GPU on this node and none promised ({', '.join(read)} read)"
+
+
+def reason_line(checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity, gpus: int | None = None) -> str:
+    """One short line naming the check ids that decided: what ``sinfo -R`` and a node condition show.
+
+    ``gpus``: the NVIDIA GPUs the promised checks found (``None``: not read); a healthy line on a node with none
+    says so first, so that "healthy" is never read as "its GPUs are fine"."""
     if verdict == "problem":
         bad = sorted(
             (c for c in checks if c.counts and c.status == "problem"), key=lambda c: SEVERITY_ORDER.get(c.severity or "low", 9)
@@ -120,7 +135,8 @@ def reason_line(checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity
     below = sum(1 for c in checks if c.status == "problem")
     unknown = sum(1 for c in checks if c.status == "unknown")
     extra = ", ".join(t for t in (f"{below} below {fail_on}" if below else "", f"{unknown} unknown" if unknown else "") if t)
-    return _cut(f"healthy: no problem at or above {fail_on} in {len(checks)} checks" + (f" ({extra})" if extra else ""))
+    lead = f"{_no_gpu(checks)}; " if gpus == 0 else ""
+    return _cut(f"healthy: {lead}no problem at or above {fail_on} in {len(checks)} checks" + (f" ({extra})" if extra else ""))
 
 
 __all__ = ["judge_checks", "reason_line", "verdict_of"]
