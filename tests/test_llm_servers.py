@@ -194,3 +194,10 @@ def test_an_error_event_on_every_try_ends_the_request_with_its_message() -> None
     server = ScriptedOpenAIServer([], default=say("partial answer"), quirks=Quirks(stream_error_every=1))
     with server, pytest.raises(LlmError, match="failed 2 times: the stream broke: Provider returned error"):
         _run(server, HELLO, stream=True, retries=1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_content_sent_as_a_list_of_parts_is_joined(stream: bool) -> None:
+    with ScriptedOpenAIServer([final(ANSWER)], quirks="content-parts") as server:
+        (reply,), _ = _run(server, HELLO, stream=stream)
+    assert json.loads(reply.content or "") == ANSWER

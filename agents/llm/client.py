@@ -10,7 +10,8 @@ is granted, failed and retried requests included), and:
   ``json_schema``, then ``json_object``, then plain JSON asked in words;
 - ``finish_reason: length`` is retried once with twice the room;
 - reasoning (``<think>`` blocks, ``reasoning_content``) is cut, ``<tool_call>`` text is parsed into
-  tool calls, arguments sent as objects become JSON text (:mod:`~rigaudit.agents.llm.wire`);
+  tool calls, arguments sent as objects become JSON text, content sent as a list of parts is joined
+  (:mod:`~rigaudit.agents.llm.wire`);
 - a server that counts far fewer prompt tokens than were sent (Ollama truncating to ``num_ctx``) is
   reported; a server that asks for ``max_completion_tokens`` instead of ``max_tokens`` is asked so;
 - each distinct endpoint problem is recorded once in :attr:`OpenAIChatModel.problems`.
@@ -33,7 +34,7 @@ from rigaudit.agents.llm.errors import BudgetExhausted, LlmError, PromptTooLong
 from rigaudit.agents.llm.guard import ensure_allowed
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import Ticket, UsageBook
-from rigaudit.agents.llm.wire import arguments_text, strip_reasoning, text_tool_calls
+from rigaudit.agents.llm.wire import arguments_text, content_text, strip_reasoning, text_tool_calls
 from rigaudit.tools.core import record
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.redact import digest_ids, redact_json, redact_text
@@ -427,7 +428,7 @@ class OpenAIChatModel:
             if getattr(c, "function", None) is not None
         )
         usage = completion_obj.usage
-        content = message.content if isinstance(message.content, str) else None
+        content = content_text(message.content)
         if usage is not None and usage.prompt_tokens:
             prompt, completion = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
             return ChatReply(content, tool_calls, choices[0].finish_reason, prompt, completion)
@@ -487,8 +488,9 @@ def _absorb(acc: _Accumulated, chunk: Any) -> None:
         acc.usage = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
     for choice in getattr(chunk, "choices", None) or []:
         delta = choice.delta
-        if delta is not None and isinstance(delta.content, str):
-            acc.content.append(delta.content)
+        text = content_text(delta.content) if delta is not None else None
+        if text:
+            acc.content.append(text)
         for piece in (delta.tool_calls if delta is not None else None) or []:
             slot = acc.calls.setdefault(int(piece.index or 0), {})
             if piece.id:

@@ -6,6 +6,7 @@
 - Hermes/Qwen-style models without a server-side tool parser write ``<tool_call>{"name": ...,
   "arguments": {...}}</tool_call>`` in the content: those are tool calls, not an answer.
 - llama.cpp and older TGI send a call's ``arguments`` as a JSON object rather than JSON text.
+- Some gateways send the content as a list of parts (``[{"type": "text", "text": ...}]``), not a string.
 """
 
 from __future__ import annotations
@@ -58,6 +59,16 @@ def arguments_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
+
+
+def content_text(value: Any) -> str | None:
+    """The content as text: a string as it is, a list of parts joined (their ``text``), anything else ``None``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [part.get("text") if isinstance(part, dict) else getattr(part, "text", None) for part in value]
+        return "".join(t for t in texts if isinstance(t, str))
+    return None
 
 
 def text_tool_calls(content: str | None) -> tuple[str | None, tuple[TextCall, ...]]:
