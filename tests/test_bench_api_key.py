@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from rigaudit.orchestrator.bench.run import API_KEY_NOTE, add_inference_arguments, load_spec
 from rigaudit.orchestrator.cli import main
+from rigaudit.orchestrator.commands._bench import API_KEY_NOTE, add_inference_arguments, load_spec
 from rigaudit.tools.core.errors import UsageError
 
 LOAD = ["--base-url", "http://127.0.0.1:9", "--model", "m"]

@@ -20,6 +20,7 @@ from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.change.approval import ScriptedConsole
 from rigaudit.orchestrator.chat.coordinator import ChatSettings, Coordinator
 from rigaudit.orchestrator.chat.planner import LlmPlanner
+from rigaudit.orchestrator.commands._bench import inference_run
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.chat import Message
@@ -51,7 +52,9 @@ class Chat:
             bench_model="m",
             bench_args=("--requests", "2", "--max-tokens", "4", "--warmup", "0"),
         )
-        self.coordinator = Coordinator(SnapshotHost(seed), settings, console=self.console, emit=self.events.append)
+        self.coordinator = Coordinator(
+            SnapshotHost(seed), settings, console=self.console, emit=self.events.append, bench_words=inference_run
+        )
 
     def turn(self, text: str, script: Sequence[Reply]) -> list[str]:
         """One line of the person's, the model answering ``script``; what the model was told of each call."""

@@ -1,7 +1,8 @@
 """The command line stops at the commands: below ``orchestrator/commands`` nothing reads an argparse Namespace.
 
-Each command reads its parsed arguments into typed records (``commands/_options.py``: ``Screen``, ``HostSource``)
-and hands those down. ``DEBT`` is what still takes a Namespace below the commands, file by file: it may only shrink.
+Each command reads its parsed arguments into typed, frozen records (``commands/_options.py``: ``Screen``,
+``HostSource``; ``commands/_bench.py``: ``LoadSpec``, ``Settings``; ``commands/_fleet.py``: ``FleetRun``) and hands
+those down; the chat is given its ``/bench inference`` reader by its command.
 """
 
 from __future__ import annotations
@@ -13,17 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = ("orchestrator/commands/", "orchestrator/cli.py", "orchestrator/command.py")
 """The commands, and the CLI entry that builds their parsers and calls them."""
 
-DEBT = {
-    "orchestrator/bench/run.py": (4, True),
-}
-"""File: (``getattr(args`` count, takes a Namespace). Pay it by moving the reading into the commands."""
-
 ARGPARSE = {
     "agents/llm/testing/server.py": "a test server's own command line (python -m)",
     "tools/bench/fake_server.py": "a test server's own command line (python -m)",
     "orchestrator/options/arguments.py": "argument types: they raise argparse.ArgumentTypeError",
-    "orchestrator/chat/coordinator.py": "the chat's /commands are parsed with the commands' options (debt)",
-    "orchestrator/bench/run.py": "bench's parser groups and readers (debt)",
 }
 """What imports argparse below the commands, and why."""
 
@@ -45,16 +39,9 @@ def _offenders() -> dict[str, tuple[int, bool]]:
     return found
 
 
-def test_nothing_new_below_the_commands_reads_a_namespace() -> None:
-    found = _offenders()
-    grown = {name: seen for name, seen in found.items() if name not in DEBT or seen[0] > DEBT[name][0]}
-    assert grown == {}, "read the option in the command into a typed record, and pass that down"
-
-
-def test_the_debt_list_is_true() -> None:
-    """A file that paid its debt leaves the list (so the list is what remains)."""
-    found = _offenders()
-    assert {name: found.get(name) for name in DEBT} == DEBT
+def test_nothing_below_the_commands_reads_a_namespace() -> None:
+    """File: (``getattr(args`` count, names a Namespace), for every file below the commands that does."""
+    assert _offenders() == {}, "read the option in the command into a typed record, and pass that down"
 
 
 def test_argparse_is_imported_below_the_commands_only_where_listed() -> None:

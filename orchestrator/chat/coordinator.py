@@ -11,11 +11,9 @@ returns an :class:`Outcome` (``done``, ``skipped`` when this machine cannot run 
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import tempfile
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -27,11 +25,9 @@ from rigaudit.agents.llm.prompt import value_of
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.bench.compare import CompareRun, compare_runs
 from rigaudit.orchestrator.bench.run import (
-    InferenceRun,
+    InferenceWords,
     Outputs,
     P2PRun,
-    add_inference_arguments,
-    inference_run_from_args,
     run_inference,
     run_p2p,
 )
@@ -85,20 +81,6 @@ class ChatSettings(Record, frozen=False):
     """An earlier ``bench inference --json`` result that a rerun is compared with."""
 
 
-class _OptionParser(argparse.ArgumentParser):
-    """Reads ``/bench inference`` options; a mistake is a one-line :class:`UsageError`, never an exit."""
-
-    def error(self, message: str) -> typing.NoReturn:
-        raise UsageError(f"bench inference: {message}")
-
-
-def inference_run(words: Sequence[str]) -> InferenceRun:
-    """The typed run for ``bench inference`` options given as words (``--base-url URL --model M ...``)."""
-    parser = _OptionParser(prog="bench inference", add_help=False)
-    add_inference_arguments(parser)
-    return inference_run_from_args(parser.parse_args(list(words)))
-
-
 def _finding_line(finding: Finding) -> str:
     severity = f" {finding.severity}" if finding.severity else ""
     mark = " (LLM: the model's, not a rule's)" if finding.source == "llm" else ""
@@ -116,6 +98,7 @@ class Coordinator:
         console: Console | None = None,
         emit: EventSink | None = None,
         brain: Brain | None = None,
+        bench_words: InferenceWords | None = None,
     ) -> None:
         self.source = host
         self.host = host
@@ -124,6 +107,8 @@ class Coordinator:
         self.console = console
         self.emit = emit or discard
         self.brain = brain
+        self.bench_words = bench_words
+        """Reads ``/bench inference`` words as the command line does (the chat command gives it)."""
         self.result: AuditResult | None = None
         self.report_path: Path | None = None
         self.copy: Path | None = None
@@ -454,7 +439,9 @@ class Coordinator:
                 *self.settings.bench_args,
                 *args,
             ]
-        run = inference_run(args)
+        if self.bench_words is None:
+            return Outcome("skipped", "not run here: this conversation reads no bench inference options")
+        run = self.bench_words(args)
         out = _new_file(self._path(f"bench-inference-{utc_now().replace(':', '')}.json"))
         shown = " ".join(shlex.quote(a) for a in args)
         runs = f"runs: {run.command}" if run.command is not None else f"runs: rigaudit bench inference {shown}"

@@ -63,7 +63,6 @@ import anyio
 
 from rigaudit.orchestrator.bench.compare import CalibrationRun, CompareRun, compare_runs, list_calibrations, run_calibration
 from rigaudit.orchestrator.bench.run import (
-    API_KEY_NOTE,
     MEASURES_HERE,
     AbBench,
     Approve,
@@ -71,21 +70,24 @@ from rigaudit.orchestrator.bench.run import (
     Outputs,
     P2PRun,
     RestartBench,
-    add_inference_arguments,
-    add_judging_arguments,
-    add_load_arguments,
-    inference_run_from_args,
-    load_spec,
     regression_warning,
     run_ab_bench,
     run_inference,
     run_nccl,
     run_p2p,
     run_restart_bench,
-    settings_from_args,
 )
 from rigaudit.orchestrator.change.approval import require_approval
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._bench import (
+    API_KEY_NOTE,
+    add_inference_arguments,
+    add_judging_arguments,
+    add_load_arguments,
+    inference_run_from_args,
+    load_spec,
+    settings_from_args,
+)
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.identity import this_machine

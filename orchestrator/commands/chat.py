@@ -39,6 +39,7 @@ from rigaudit.orchestrator.change.approval import Console, TerminalConsole, is_i
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._bench import inference_run
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, llm_config_from_args, terminal_approver
 from rigaudit.orchestrator.commands._options import add_host_arguments, host_source, screen
 from rigaudit.orchestrator.commands._outputs import output
@@ -175,7 +176,7 @@ def run_chat(
                 book=book,
             )
         asker = console if console is not None else TerminalConsole(timeout_s=args.approval_timeout)
-        coordinator = Coordinator(host, settings, console=asker, emit=session.emit, brain=brain)
+        coordinator = Coordinator(host, settings, console=asker, emit=session.emit, brain=brain, bench_words=inference_run)
         planner = None
         if model is not None and book is not None and config is not None:
             planner = LlmPlanner(model, coordinator, book, deadline_s=config.turn_deadline_s)
