@@ -11,7 +11,7 @@ from rigaudit.agents.llm import ChatRequest, LlmConfig, OpenAIChatModel
 from rigaudit.agents.llm.answer import RESPONSE_FORMAT
 from rigaudit.agents.llm.client import ChatReply
 from rigaudit.agents.llm.errors import LlmError
-from rigaudit.agents.llm.testing.server import FAMILIES, Quirks, Reply, ScriptedOpenAIServer, call, final, say
+from rigaudit.agents.llm.testing.server import FAMILIES, Quirks, Reply, ScriptedOpenAIServer, call, calls, final, say
 from rigaudit.agents.llm.usage import UsageBook
 
 FAST = {"backoff_s": 0.001, "client_retries": 0, "model": "scripted"}
@@ -201,3 +201,34 @@ def test_content_sent_as_a_list_of_parts_is_joined(stream: bool) -> None:
     with ScriptedOpenAIServer([final(ANSWER)], quirks="content-parts") as server:
         (reply,), _ = _run(server, HELLO, stream=stream)
     assert json.loads(reply.content or "") == ANSWER
+
+
+def test_streamed_tool_calls_without_index_are_merged_by_id() -> None:
+    two = calls(("read_file", {"path": "/proc/cmdline"}), ("shell", {"command": "lspci -tv"}))
+    with ScriptedOpenAIServer([two], quirks="gemini") as server:
+        (reply,), _ = _run(server, HELLO, stream=True)
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("read_file", {"path": "/proc/cmdline"}),
+        ("shell", {"command": "lspci -tv"}),
+    ]
+    assert len({c.id for c in reply.tool_calls}) == 2
+
+
+@pytest.mark.parametrize("index", [None, 0])  # none (Gemini), or every call at index 0
+def test_a_new_id_is_a_new_call_and_a_delta_without_one_continues_the_last(index: int | None) -> None:
+    from types import SimpleNamespace as NS
+
+    from rigaudit.agents.llm.client import _absorb, _Accumulated
+
+    acc = _Accumulated()
+    for piece in (
+        NS(index=index, id="a", function=NS(name="read_file", arguments='{"path": ')),
+        NS(index=index, id=None, function=NS(name=None, arguments='"/proc/cmdline"}')),
+        NS(index=index, id="b", function=NS(name="list_dir", arguments='{"path": "/sys"}')),
+        NS(index=index, id="b", function=NS(name=None, arguments="")),
+    ):
+        _absorb(acc, NS(usage=None, choices=[NS(delta=NS(content=None, tool_calls=[piece]), finish_reason=None)]))
+    assert [(c["id"], c["name"], json.loads(c["arguments"])) for _, c in sorted(acc.calls.items())] == [
+        ("a", "read_file", {"path": "/proc/cmdline"}),
+        ("b", "list_dir", {"path": "/sys"}),
+    ]

@@ -14,6 +14,7 @@ is granted, failed and retried requests included), and:
   (:mod:`~rigaudit.agents.llm.wire`);
 - a server that counts far fewer prompt tokens than were sent (Ollama truncating to ``num_ctx``) is
   reported; a server that asks for ``max_completion_tokens`` instead of ``max_tokens`` is asked so;
+- streamed tool calls are told apart by ``index``, else by id (Gemini's compatibility layer sends none);
 - each distinct endpoint problem is recorded once in :attr:`OpenAIChatModel.problems`.
 
 What cannot be fixed by retrying ends with one clear line.
@@ -160,6 +161,8 @@ def looks_truncated(prompt_chars: int, prompt_tokens: int, completion_tokens: in
 class _Accumulated(Record, frozen=False):
     content: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    moved: dict[int, int] = field(default_factory=dict)
+    """A server's index reused by a new call, and the slot that call went to."""
     finish: str | None = None
     usage: tuple[int, int] | None = None
 
@@ -492,7 +495,7 @@ def _absorb(acc: _Accumulated, chunk: Any) -> None:
         if text:
             acc.content.append(text)
         for piece in (delta.tool_calls if delta is not None else None) or []:
-            slot = acc.calls.setdefault(int(piece.index or 0), {})
+            slot = acc.calls.setdefault(_slot(acc, piece), {})
             if piece.id:
                 slot["id"] = piece.id
             function = piece.function
@@ -503,6 +506,30 @@ def _absorb(acc: _Accumulated, chunk: Any) -> None:
                     slot["arguments"] = slot.get("arguments", "") + function.arguments
         if choice.finish_reason:
             acc.finish = choice.finish_reason
+
+
+def _slot(acc: _Accumulated, piece: Any) -> int:
+    """Which call a streamed tool-call delta belongs to.
+
+    By its ``index``, as OpenAI sends it; an id not seen yet starts a new call even at a used index
+    (servers that send every call at index 0); with no index (Gemini's compatibility layer) the id
+    names the call, and a delta with neither continues the last one.
+    """
+    ident = piece.id or None
+    if piece.index is not None:
+        at = acc.moved.get(int(piece.index), int(piece.index))
+        known = acc.calls.get(at, {}).get("id")
+        if ident is None or known is None or known == ident:
+            return at
+    elif ident is None:
+        return max(acc.calls, default=0)
+    for at, call in acc.calls.items():
+        if call.get("id") == ident:
+            return at
+    fresh = max(acc.calls, default=-1) + 1
+    if piece.index is not None:
+        acc.moved[int(piece.index)] = fresh
+    return fresh
 
 
 def _prompt_estimate(kwargs: dict[str, Any]) -> int:
