@@ -58,6 +58,7 @@ def test_an_rma_from_a_vm_names_the_gpu_by_serial_and_uuid() -> None:
 
 
 B200 = KINDS["hgx-b200-noble"]
+AZURE = KINDS["azure-nd-h100-v5"]
 
 
 def _resets(found: Finding) -> list[CommandAction]:
@@ -79,3 +80,21 @@ def test_a_remap_failure_is_drained_and_replaced_not_reset() -> None:
     assert xid.fix is not None and xid.fix.summary.startswith("Xid 64: Drain")
     assert "RMA" in xid.fix.summary and "serial 1654922000000" in xid.fix.summary
     assert not _resets(xid)
+
+
+def test_a_contained_error_restarts_the_application_now_and_resets_at_the_window() -> None:
+    """Before: gpu.xid followed Xid 63 ('stop every process on the GPU and reset it') rather than Xid 94, the most
+    severe Xid of the event, whose resolution is to restart the application that hit it."""
+    xid, ecc = _pair(faults.contained_error_pending(HGX))
+    _same_fix(xid, ecc)
+    assert xid.fix is not None and xid.fix.summary.startswith("Xid 94, 63: Restart the application")
+    assert "now" in xid.fix.summary and "next service window" in xid.fix.summary
+    assert [a.argv[-1] for a in _resets(xid)] == ["0"]
+
+
+def test_a_contained_error_in_a_vm_guest_is_reset_by_restarting_the_vm() -> None:
+    """Before: 'nvidia-smi -r' inside an Azure guest, where the hypervisor resets a passed-through GPU with the VM."""
+    xid, ecc = _pair(faults.contained_error_pending(AZURE))
+    _same_fix(xid, ecc)
+    assert xid.fix is not None and "restart this VM at the next service window" in xid.fix.summary
+    assert not _resets(xid) and not _resets(ecc)

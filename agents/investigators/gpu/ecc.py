@@ -18,8 +18,8 @@ ECC_ERRORS_CHECK = Check(
     reads="NVML remapped rows, volatile uncorrected ECC count, retired pages pending",
     problem="graded once for gpu.xid and this check: correctable with a remap pending low, a contained uncorrectable error "
     "medium, an uncontained one (or Xid 48) high, a remap failure (or Xid 95) critical",
-    fix="restart the application, then reset at the next service window (contained); reset or reboot; RMA on remap "
-    "failure, the GPU named by serial and UUID",
+    fix="restart the application now, then reset at the next service window (contained; in a VM guest a restart of the "
+    "VM); reset or reboot; drain and RMA on remap failure, the GPU named by serial and UUID",
     kinds=("reboot", "hardware"),
     premises=(premises.GPUS, premises.NVML),
 )

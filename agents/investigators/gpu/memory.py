@@ -15,11 +15,14 @@ from __future__ import annotations
 from rigaudit.agents.facts.gpu_address import gpu_identity, gpu_selector, gpu_words
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform, fix_where
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Fix, FixKind, Severity, Where
 
 MEMORY_XIDS = frozenset({48, 63, 64, 94, 95})
 """The Xids that report a GPU memory event (NVIDIA's memory error management note, 'User Visible Statistics')."""
+XID_ORDER = (95, 64, 48, 94, 63)
+"""The memory Xids, most severe first: the one a fix of their event follows."""
 SOURCE = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
 
 
@@ -29,6 +32,8 @@ class MemoryEvent(Record):
     """What the event is, in words (``uncorrectable error contained, remap pending``)."""
     urgency: str
     """When to act: ``now``, ``at the next service window``, ``RMA``."""
+    restart_app: bool = False
+    """The application that hit the error is to be restarted now (Xid 94: contained to it, NVIDIA's resolution)."""
 
 
 def memory_event(
@@ -55,6 +60,7 @@ def memory_event(
                 "medium",
                 "uncorrectable error contained (Xid 94): its page is offlined, the row remap pending",
                 "at the next service window",
+                restart_app=True,
             )
         state = "uncorrectable error" + (", remap pending" if pending else " (no remap pending)")
         return MemoryEvent("high", state + "; containment not shown in the kernel log", "now")
@@ -90,7 +96,8 @@ def _rma_words(gpu: Gpu, where: Where) -> str:
 
 def memory_fix(platform: Platform, events: list[tuple[Gpu, MemoryEvent]]) -> Fix:
     """The one fix of the memory events ``events`` (each GPU with its event), for gpu.ecc_errors and gpu.xid alike:
-    a remap failure is drained and replaced; a pending remap waits for a reset, now or at the next service window."""
+    a remap failure is drained and replaced; a contained error's application is restarted now; a pending remap waits
+    for a reset (in a VM guest a restart of the VM), now or at the next service window."""
     failed = [g for g, e in events if e.urgency == "RMA"]
     if failed:
         kind: FixKind = "hardware"
@@ -108,11 +115,35 @@ def memory_fix(platform: Platform, events: list[tuple[Gpu, MemoryEvent]]) -> Fix
         kind = "reboot"
         where = reset_where(platform)
         soon = all(e.urgency == "at the next service window" for _, e in events) and bool(events)
-        summary = (
-            "Reset the affected GPUs " + ("at the next service window" if soon else "now") + " so pending remaps take effect"
-        )
-        actions = (CommandAction(description="stop the server on them"), *reset_actions([g for g, _ in events], where))
-    return Fix(
+        when = "at the next service window" if soon else "now"
+        gpus = [g for g, _ in events]
+        vm = platform.in_vm and not platform.in_container
+        reset = (
+            f"restart this VM {when} (the hypervisor resets its passed-through GPUs with it)"
+            if vm
+            else f"reset the affected GPUs {when}"
+        ) + " so pending remaps take effect"
+        summary = reset[0].upper() + reset[1:]
+        steps: list[CommandAction] = []
+        if any(e.restart_app for _, e in events):
+            summary = (
+                "Restart the application that hit the contained error now (Xid 94: its page is offlined, other work "
+                f"on the GPU is unaffected); {reset}"
+            )
+            steps.append(CommandAction(description="restart the serving application that hit the error, now"))
+        if vm:
+            names = ", ".join(g.label for g in gpus)
+            steps.append(
+                CommandAction(
+                    description=f"{when}: stop the server, then restart this VM (a reboot of the guest, or a restart "
+                    f"from the cloud console) so the hypervisor resets {names}; nvidia-smi -r inside a guest is not a "
+                    "provider's documented reset"
+                )
+            )
+        else:
+            steps += [CommandAction(description=f"{when}: stop the server on them"), *reset_actions(gpus, where)]
+        actions = tuple(steps)
+    fix = Fix(
         kind=kind,
         where=where,
         summary=summary,
@@ -122,3 +153,4 @@ def memory_fix(platform: Platform, events: list[tuple[Gpu, MemoryEvent]]) -> Fix
         revert="none",
         persist="remaps are stored on the GPU",
     )
+    return for_cloud(fix, platform, failed)  # an RMA on a cloud: the provider's steps

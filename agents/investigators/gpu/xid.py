@@ -5,7 +5,7 @@ codes); the finding takes the worst severity of the Xids logged and the stronges
 that resolution runs on: a GPU reset where the NVIDIA driver runs, a reboot of the machine (for a VM guest whose GPU
 fell off the bus, a stop and start from the hypervisor; on a cloud, the provider's steps of
 :func:`~rigaudit.agents.investigators.cloud.for_cloud`), a restart of the serving application, a report to support.
-A remap failure NVML shows takes the fix gpu.ecc_errors gives the same event (:func:`.memory.memory_fix`).
+A memory Xid whose event NVML shows takes the fix gpu.ecc_errors gives that event (:func:`.memory.memory_fix`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
 from rigaudit.agents.investigators.gpu.memory import (
     MEMORY_XIDS,
     SOURCE,
+    XID_ORDER,
     MemoryEvent,
     memory_event,
     memory_fix,
@@ -204,7 +205,8 @@ XID_CHECK = Check(
     problem="any Xid; severity by NVIDIA's resolution: informational low, restart-the-application medium, GPU reset or "
     "reboot high; critical when data or the GPU is lost (48, 64, 79, 95, 140, 167, 171, 172)",
     fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
-    "report to support; a remap failure NVML shows: gpu.ecc_errors' fix (drain and RMA, by serial)",
+    "report to support; a memory event NVML shows: gpu.ecc_errors' fix (drain and RMA; restart the application, reset "
+    "at the next window)",
     kinds=("restart", "reboot", "hardware"),
     premises=(premises.PLATFORM_FIX, premises.KERNEL_LOG),
 )
@@ -272,10 +274,10 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
         )
     memory = _memory_events(f, judged)
     others = [j for j in judged if j.memory is None and RESOLUTION_FIX_KIND[j.resolution] is not None]
-    if any(e.urgency == "RMA" for _, e in memory) and not others:
-        # One event, one fix: the remap failure's, as gpu.ecc_errors gives it (a reset cannot restore spare rows).
+    if memory and not others:
+        # One event, one fix: the one gpu.ecc_errors gives it, which follows the event's most severe Xid.
         shared = memory_fix(f.platform, memory)
-        codes = ", ".join(str(j.code) for j in sorted(judged, key=lambda j: SEVERITY_ORDER[j.severity]) if j.memory)
+        codes = ", ".join(str(c) for c in XID_ORDER if any(j.code == c and j.memory for j in judged))
         fix = shared.model_copy(
             update={
                 "summary": f"Xid {codes}: {shared.summary}",
