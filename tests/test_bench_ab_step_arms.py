@@ -4,6 +4,7 @@ with a fake systemctl on PATH: this machine's systemd is never touched."""
 
 from __future__ import annotations
 
+import shlex
 import stat
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,7 @@ from rigaudit.orchestrator.bench.step_arms import DerivedArms, NotDerived, deriv
 from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover
 from rigaudit.orchestrator.plan import build_plan
 from rigaudit.tools.bench.compare import Settings
+from rigaudit.tools.bench.docker_run import container_arms
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.restart import run_command
 from rigaudit.tools.core.errors import NotApprovedError
@@ -25,6 +27,7 @@ from rigaudit.tools.model.plan import PlanStep
 from rigaudit.tools.testing.restart_fake import RestartedServer
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
+from tests.hostgen.docker import inspect as docker_inspect
 from tests.support.investigators import audit_snapshot
 
 HGX = ARCHETYPES["hgx-h100-jammy"]
@@ -146,3 +149,65 @@ def test_the_approval_shows_the_derived_commands(clb_step: PlanStep, tmp_path: P
     assert f"fix: {derived.arms[1].command}" in shown and f"base: {derived.arms[0].command}" in shown
     assert "interleaved A/B of runtime.env" in shown and "runs under the systemd unit vllm.service" in shown
     assert server.lines() == ["base"] and not (tmp_path / "j").exists()
+
+
+DOCKER_CLB = faults.server_env(ARCHETYPES["docker-host-h100"], CUDA_LAUNCH_BLOCKING="1")
+
+
+def _fake_docker(tmp_path: Path) -> Path:
+    """A docker that writes each call's arguments, one per line, to calls/N."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "calls").mkdir()
+    program = bin_dir / "docker"
+    program.write_text(f'#!/bin/sh\nn=$(ls {tmp_path}/calls | wc -l)\nprintf "%s\\n" "$@" > {tmp_path}/calls/$n\n')
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    return bin_dir
+
+
+def test_a_docker_server_gives_a_pair_that_restarts_it_or_runs_a_changed_copy(
+    clb_step: PlanStep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    derived = _derive(DOCKER_CLB, clb_step, tmp_path)
+    base, fix = derived.arms
+    assert base.command == "{ docker rm -f vllm-rigaudit-ab >/dev/null 2>&1 || true; } && docker restart vllm"
+    assert fix.command.startswith("docker stop vllm && { docker rm -f vllm-rigaudit-ab >/dev/null 2>&1 || true; } && ")
+    assert any("Docker container vllm (image vllm/vllm-openai:v0.6.3" in line for line in derived.about)
+    monkeypatch.setenv("PATH", f"{_fake_docker(tmp_path)}:/usr/bin:/bin")
+    anyio.run(lambda: run_command(fix, log=tmp_path / "log", timeout_s=10))
+    calls = [(tmp_path / "calls" / str(n)).read_text().splitlines() for n in range(3)]
+    assert calls[:2] == [["stop", "vllm"], ["rm", "-f", "vllm-rigaudit-ab"]]
+    run = calls[2]
+    assert run[:6] == ["run", "-d", "--name", "vllm-rigaudit-ab", "--entrypoint", "/usr/bin/python3"]
+    assert run[run.index("--gpus") : run.index("--gpus") + 2] == ["--gpus", "all"] and "--ipc=host" in run
+    assert not any("CUDA_LAUNCH_BLOCKING" in word for word in run) and "HOME=/root" in run
+    image = run.index("sha256:7d3c1b2a9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b")
+    assert run[image + 1 :] == ["-m", "vllm.entrypoints.openai.api_server", *DOCKER_CLB.processes[0].argv[3:]]
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"labels": (("com.docker.compose.project", "llm"),)}, "is managed by Docker Compose (project llm)"),
+        ({"env": (*DOCKER_CLB.processes[0].env, ("HF_TOKEN", "hf_x"))}, "holds HF_TOKEN, which rigaudit does not put on"),
+    ],
+)
+def test_a_container_a_copy_cannot_stand_for_asks_for_the_commands(
+    clb_step: PlanStep, tmp_path: Path, change: dict[str, object], said: str
+) -> None:
+    processes = tuple(replace(p, **change) for p in DOCKER_CLB.processes)  # type: ignore[arg-type]
+    spec = replace(DOCKER_CLB, name=f"{DOCKER_CLB.name}+{said[:8]}", processes=processes)
+    with pytest.raises(NotDerived) as caught:
+        _derive(spec, clb_step, tmp_path)
+    assert said in str(caught.value) and "--arm base=" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_gpus_by_id_and_a_raised_open_file_limit_are_carried_as_docker_parses_them() -> None:
+    (info,) = docker_inspect("5e8a2b9c7d1f", DOCKER_CLB.processes[0])
+    info["HostConfig"]["DeviceRequests"][0]["DeviceIDs"] = ["0", "1"]  # type: ignore[index]
+    arms = container_arms(info, nofile=1048576)
+    assert not isinstance(arms, str)
+    words = shlex.split(arms[1].command.rsplit(" && ", 1)[1])
+    assert words[words.index("--gpus") + 1] == '"device=0,1"'
+    assert [w for w in words if w.startswith("nofile=")] == ["nofile=1048576:1048576"]
+    assert "CUDA_LAUNCH_BLOCKING=1" in words  # only what the change names is dropped

@@ -18,10 +18,12 @@ import anyio
 from rigaudit.agents.facts.proc_info import parse_limits
 from rigaudit.agents.facts.processes import ServerProcess, find_servers, parse_environ
 from rigaudit.agents.investigators.runtime.debug_env import debug_variables
+from rigaudit.tools.bench.docker_run import SUFFIX, container_arms
 from rigaudit.tools.bench.dropin import RUN_UNITS, UNIT, UnitChange, dropin_path, unit_arms
 from rigaudit.tools.bench.restart import ArmCommand
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
+from rigaudit.tools.files.bounded import JsonError, loads
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.container_signs import cgroup_runtime
 from rigaudit.tools.hosts.probe import Probe
@@ -133,6 +135,35 @@ async def _unit_arms(
     )
 
 
+async def _container_arms(host: Host, step: PlanStep, server: ServerProcess, change: ServerChange) -> DerivedArms:
+    engine = (server.container or "").split()
+    cid = engine[1] if len(engine) == 2 and engine[0] == "docker" else None
+    if cid is None:
+        raise NotDerived(ask_line(step, f"{server.label} runs in a Docker container whose id the cgroup does not give"))
+    result = await host.run(("docker", "inspect", cid), timeout_s=20.0)
+    try:
+        found = loads(result.stdout) if result.ok else None
+    except JsonError:
+        found = None
+    info = found[0] if isinstance(found, list) and found and isinstance(found[0], dict) else None
+    if info is None:
+        said = (result.stderr.strip().splitlines() or [result.error or f"exit {result.exit_code}"])[-1][:160]
+        raise NotDerived(ask_line(step, f"docker inspect {cid} did not describe the container ({said})"))
+    arms = container_arms(info, unset=change.unset, nofile=change.nofile)
+    if isinstance(arms, str):
+        raise NotDerived(ask_line(step, arms))
+    name = str(info.get("Name", "")).lstrip("/")
+    image = info.get("Config", {}).get("Image") or info.get("Image")
+    return DerivedArms(
+        arms,
+        (
+            f"{step.id}: {server.label} runs in the Docker container {name} (image {image}; read with docker inspect {cid})",
+            f"fix: {change.what}, in a copy of it named {name}{SUFFIX} (the container as found is stopped, never removed); "
+            "base: the container as found, restarted",
+        ),
+    )
+
+
 async def derive_arms(host: Host, step: PlanStep, *, root: str = RUN_UNITS, systemctl: str = "systemctl") -> DerivedArms:
     """The base and fix arms of restart step ``step`` on ``host``'s server; :class:`NotDerived` (one line) when
     rigaudit cannot derive them. ``root`` and ``systemctl`` are where drop-ins go and the program that reloads."""
@@ -147,6 +178,8 @@ async def derive_arms(host: Host, step: PlanStep, *, root: str = RUN_UNITS, syst
         raise NotDerived(ask_line(step, f"{server.label}: {change}"))
     cgroup = await probe.text(f"/proc/{server.pid}/cgroup")
     runtime = cgroup_runtime(cgroup)
+    if runtime == "docker":
+        return await _container_arms(host, step, server, change)
     if runtime is not None:
         raise NotDerived(ask_line(step, f"{server.label} runs in a {runtime} container"))
     unit = cgroup_unit(cgroup)

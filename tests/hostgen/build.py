@@ -13,6 +13,7 @@ from tests.hostgen import topo, vgpu
 from tests.hostgen.catalog import GPUS, MIB, GpuModel
 from tests.hostgen.cpu import Layout, cpulist, write_cpus
 from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
+from tests.hostgen.docker import write_inspect
 from tests.hostgen.pci import Function, lspci_lines, write_topology
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
 from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
@@ -321,6 +322,8 @@ def _server_processes(built: Built) -> None:
         built.procs[main] = base
         if (unit := _service_of(cgroup)) is not None:
             unit_shown(built, unit)
+        if in_docker:
+            write_inspect(built, pf.docker_cgroup().split("docker-", 1)[1][:12], server)
         pid += 1
         workers: list[int] = []
         single = len(gpus) <= 1

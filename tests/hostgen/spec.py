@@ -139,6 +139,8 @@ class ProcessSpec:
     site: str = "/usr/local/lib/python3.10/dist-packages"
     in_container: bool = False
     """Runs in a Docker container on this host (seen from the host: another mount namespace, a docker cgroup)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Labels of that container (``com.docker.compose.project``...), as ``docker inspect`` shows them."""
     compat: str | None = None
     """The CUDA forward-compatibility libcuda it maps instead of the host driver's
     (``/usr/local/cuda-12.8/compat/libcuda.so.570.124.06``: the cuda-compat-12-8 package of the image)."""
