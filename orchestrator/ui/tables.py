@@ -1,8 +1,9 @@
-"""Rich renderables for findings, plans and the investigator board, readable from 80 columns up.
+"""Rich renderables for findings, plans and the investigator board.
 
-Numbers, check ids and states never wrap or shrink; the free-text columns take what is left, wrap
-at words and fold a long path rather than cut it. Below :data:`WIDE` columns the findings table
-drops its title column first (the check id names the finding).
+Numbers, check ids and states never wrap or shrink; the free-text columns take what is left and wrap
+at spaces (a long path after a ``/``). Below :data:`WIDE` columns the findings table drops its title
+column first (the check id names the finding); below the width a table needs, findings and plan are
+blocks of ``label: value`` lines (:mod:`~rigaudit.orchestrator.ui.fitted`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from rigaudit.orchestrator.ui.fitted import Column, FittedTable
 from rigaudit.tools.actions.text import describe
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
-from rigaudit.tools.model.plan import STEP_EDGE_TEXT, Plan
+from rigaudit.tools.model.plan import STEP_EDGE_TEXT, Plan, PlanStep
 
 STATUS_STYLE = {"problem": "bold red", "ok": "green", "unknown": "yellow", "not_applicable": "dim"}
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan"}
@@ -109,60 +111,67 @@ def check_label(finding: Finding) -> str:
     return finding.check + (LLM_MARK if finding.source == "llm" else "")
 
 
-def findings_table(findings: Sequence[Finding], *, width: int, title: str = "Findings") -> Table:
+def findings_table(findings: Sequence[Finding], *, width: int, title: str = "Findings") -> FittedTable:
     """``findings`` as they are given (see :func:`ordered`); the title column only from :data:`WIDE` columns."""
-    table = Table(title=title, show_lines=False, expand=True, title_justify="left")
-    _fixed(table, "verdict", width=8)
-    _fixed(table, "check", width=max((len(check_label(f)) for f in findings), default=5))
     wide = width >= WIDE
+    columns = [Column(header="verdict", min_width=8), Column(header="check")]
     if wide:
-        table.add_column("finding", ratio=2, overflow="fold")
-    table.add_column("observed", ratio=3, overflow="fold", min_width=20)
+        columns.append(Column(header="finding", free=True, ratio=2))
+    columns.append(Column(header="observed", free=True, ratio=3, min_width=20))
+    rows: list[list[Text]] = []
     for finding in findings:
-        cells: list[Text | str] = [_verdict(finding), check_label(finding)]
+        cells = [_verdict(finding), Text(check_label(finding))]
         if wide:
             cells.append(Text(finding.title))  # read from a host: literal, never Rich markup
         cells.append(Text(finding.observed))
-        table.add_row(*cells)
-    return table
+        rows.append(cells)
+    return FittedTable(title, columns, rows)
 
 
-def plan_table(plan: Plan) -> Table:
-    """One row per step: its change and exact actions (wrapped, a long path folded, never cut)."""
-    table = Table(title="Plan", show_lines=True, expand=True, title_justify="left")
-    _fixed(table, "#", right=True, width=len(str(len(plan.steps))))
-    _fixed(table, "prio")
-    table.add_column("step and change", ratio=1, overflow="fold", min_width=24)
-    _fixed(table, "kind", width=max((len(s.kind) for s in plan.steps), default=4))
-    _fixed(table, "where", width=max((len(s.where) for s in plan.steps), default=5))
-    _fixed(table, "risk", width=max((len(s.risk) for s in plan.steps), default=4))
-    for number, step in enumerate(plan.steps, 1):
-        cell = Text()
-        cell.append(step.id, style="bold")
-        if step.source == "llm":
-            cell.append(f"{LLM_MARK}: the model's suggestion, never applied: ", style="magenta")
-            cell.append(step.title)
-        else:
-            cell.append(f": {step.title}")
-        for action in step.actions:
-            cell.append(f"\n  {describe(action)}", style="dim")
-        if step.also_checks:
-            verb = "decides" if step.kind == "measure" else "also resolves"
-            cell.append(f"\n  {verb} {', '.join(step.also_checks)}", style="dim")
-        if step.gain is not None:
-            bought = "fixes failures" if step.gain.of == "stability" else f"{step.gain.low:g}-{step.gain.high:g}%"
-            cell.append(f"\n  buys {bought}", style="cyan")
-        waits = [f"{STEP_EDGE_TEXT[e.kind]} {e.step}" for e in step.edges]
-        if waits:
-            cell.append(f"\n  order: {'; '.join(waits)}", style="yellow")
-        if step.blocked:
-            cell.append(f"\n  {step.blocked}", style="bold red")
-        table.add_row(
-            str(number),
+def _step_cell(step: PlanStep) -> Text:
+    """A step's id and change, its exact actions, what it decides, buys and waits for."""
+    cell = Text()
+    cell.append(step.id, style="bold")
+    if step.source == "llm":
+        cell.append(f"{LLM_MARK}: the model's suggestion, never applied: ", style="magenta")
+        cell.append(step.title)
+    else:
+        cell.append(f": {step.title}")
+    for action in step.actions:
+        cell.append(f"\n  {describe(action)}", style="dim")
+    if step.also_checks:
+        verb = "decides" if step.kind == "measure" else "also resolves"
+        cell.append(f"\n  {verb} {', '.join(step.also_checks)}", style="dim")
+    if step.gain is not None:
+        bought = "fixes failures" if step.gain.of == "stability" else f"{step.gain.low:g}-{step.gain.high:g}%"
+        cell.append(f"\n  buys {bought}", style="cyan")
+    waits = [f"{STEP_EDGE_TEXT[e.kind]} {e.step}" for e in step.edges]
+    if waits:
+        cell.append(f"\n  order: {'; '.join(waits)}", style="yellow")
+    if step.blocked:
+        cell.append(f"\n  {step.blocked}", style="bold red")
+    return cell
+
+
+def plan_table(plan: Plan) -> FittedTable:
+    """One row per step: its change and exact actions (wrapped at spaces, a long path broken after a ``/``)."""
+    columns = [
+        Column(header="#", justify="right", label="step"),
+        Column(header="prio"),
+        Column(header="step and change", free=True, min_width=24, label="change"),
+        Column(header="kind"),
+        Column(header="where"),
+        Column(header="risk"),
+    ]
+    rows = [
+        [
+            Text(str(number)),
             Text(step.priority, style="bold red" if step.priority == "P0" else "yellow" if step.priority == "P1" else ""),
-            cell,
+            _step_cell(step),
             Text(step.kind, style="green" if step.kind == "runtime" else "magenta"),
-            step.where,
-            step.risk,
-        )
-    return table
+            Text(step.where),
+            Text(step.risk),
+        ]
+        for number, step in enumerate(plan.steps, 1)
+    ]
+    return FittedTable("Plan", columns, rows, show_lines=True)
