@@ -232,3 +232,36 @@ def test_a_new_id_is_a_new_call_and_a_delta_without_one_continues_the_last(index
         ("a", "read_file", {"path": "/proc/cmdline"}),
         ("b", "list_dir", {"path": "/sys"}),
     ]
+
+
+TEXT_FAMILIES = ["hermes-text", "llama3-python-tag", "llama3-json", "llama3-function-tag", "mistral", "mistral-v11"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("family", TEXT_FAMILIES)
+def test_tool_calls_in_each_documented_text_form_are_run(family: str, stream: bool) -> None:
+    two = calls(("read_file", {"path": "/proc/cmdline"}), ("nvml", {"function": "nvmlDeviceGetCount", "args": []}))
+    with ScriptedOpenAIServer([two], quirks=family) as server:
+        (reply,), model = _run(server, HELLO, stream=stream)
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("read_file", {"path": "/proc/cmdline"}),
+        ("nvml", {"function": "nvmlDeviceGetCount", "args": []}),
+    ]
+    assert reply.text_calls and not reply.content and reply.finish_reason == "tool_calls"
+    assert list(model.problems.items) == ["text-calls"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"findings": []}',  # the answer, not a call
+        '{"name": "numa", "status": "ok"}',  # an object with a name is not a call without arguments alone
+        'I would call {"name": "read_file", "arguments": {"path": "/x"}} next.',  # a bare object inside prose
+        "[TOOL_CALLS] not json",
+        "<|python_tag|>brave_search.call(query='x')",  # Llama's built-in tools are not ours
+    ],
+)
+def test_text_that_is_not_a_documented_call_stays_content(content: str) -> None:
+    with ScriptedOpenAIServer([say(content)]) as server:
+        (reply,), _ = _run(server, HELLO)
+    assert reply.tool_calls == () and reply.content == content

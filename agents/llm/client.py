@@ -9,8 +9,9 @@ is granted, failed and retried requests included), and:
 - a refused ``response_format`` (400, 415, 422, 500, 501) falls back for that request only:
   ``json_schema``, then ``json_object``, then plain JSON asked in words;
 - ``finish_reason: length`` is retried once with twice the room;
-- reasoning (``<think>`` blocks, ``reasoning_content``) is cut, ``<tool_call>`` text is parsed into
-  tool calls, arguments sent as objects become JSON text, content sent as a list of parts is joined
+- reasoning (``<think>`` blocks, ``reasoning_content``) is cut, tool calls written as text
+  (``<tool_call>``, ``<|python_tag|>``, ``[TOOL_CALLS]``, bare JSON) are parsed into tool calls,
+  arguments sent as objects become JSON text, content sent as a list of parts is joined
   (:mod:`~rigaudit.agents.llm.wire`);
 - a server that counts far fewer prompt tokens than were sent (Ollama truncating to ``num_ctx``) is
   reported; a server that asks for ``max_completion_tokens`` instead of ``max_tokens`` is asked so;
@@ -96,7 +97,9 @@ class ChatReply(Record):
     reasoning: bool = False
     """Whether a reasoning block was cut from the content."""
     text_calls: bool = False
-    """Whether the tool calls were parsed from ``<tool_call>`` text in the content."""
+    """Whether the tool calls were parsed from text in the content (see :func:`~rigaudit.agents.llm.wire.text_tool_calls`)."""
+    text_form: str = ""
+    """How those calls were written (``<tool_call>``, ``<|python_tag|>``, ``[TOOL_CALLS]``...)."""
 
 
 class ChatModel(Protocol):
@@ -126,20 +129,27 @@ def request_chars(request: ChatRequest) -> int:
 
 
 def normalized(reply: ChatReply) -> ChatReply:
-    """Reasoning cut, ``<tool_call>`` text turned into tool calls (see :mod:`~rigaudit.agents.llm.wire`)."""
+    """Reasoning cut, tool calls written as text turned into tool calls (see :mod:`~rigaudit.agents.llm.wire`)."""
     content, reasoning = strip_reasoning(reply.content)
     calls = reply.tool_calls
     from_text = False
+    form = ""
     if not calls:
         content, parsed = text_tool_calls(content)
         if parsed:
             calls = tuple(ToolCallRequest(f"text_call_{i}", c.name, c.arguments) for i, c in enumerate(parsed))
-            from_text = True
+            from_text, form = True, parsed[0].form
     if not reasoning and not from_text:
         return reply
     finish = "tool_calls" if from_text and reply.finish_reason in (None, "stop") else reply.finish_reason
     return record.replace(
-        reply, content=content, tool_calls=calls, finish_reason=finish, reasoning=reasoning, text_calls=from_text
+        reply,
+        content=content,
+        tool_calls=calls,
+        finish_reason=finish,
+        reasoning=reasoning,
+        text_calls=from_text,
+        text_form=form,
     )
 
 
@@ -395,8 +405,8 @@ class OpenAIChatModel:
         if reply.text_calls:
             self.problems.note(
                 "text-calls",
-                "the server returned tool calls as <tool_call> text in the content (no tool-call parser on the server): "
-                "parsed as tool calls",
+                f"the server returned tool calls as {reply.text_form} text in the content (no tool-call parser on the "
+                "server): parsed as tool calls",
                 agent=agent,
             )
         if reply.reasoning:
