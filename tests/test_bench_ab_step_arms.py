@@ -4,6 +4,7 @@ with a fake systemctl on PATH: this machine's systemd is never touched."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import stat
 from dataclasses import replace
@@ -16,6 +17,7 @@ from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.orchestrator.bench.restart import RestartOptions, run_restart_ab
 from rigaudit.orchestrator.bench.step_arms import DerivedArms, NotDerived, derive_arms
 from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover
+from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.plan import build_plan
 from rigaudit.tools.bench.compare import Settings
 from rigaudit.tools.bench.docker_run import container_arms
@@ -211,3 +213,29 @@ def test_gpus_by_id_and_a_raised_open_file_limit_are_carried_as_docker_parses_th
     assert words[words.index("--gpus") + 1] == '"device=0,1"'
     assert [w for w in words if w.startswith("nofile=")] == ["nofile=1048576:1048576"]
     assert "CUDA_LAUNCH_BLOCKING=1" in words  # only what the change names is dropped
+
+
+def _plan_file(tmp_path: Path, *steps: PlanStep) -> Path:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"steps": [s.model_dump(mode="json") for s in steps]}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--only", "runtime.env,numa.balancing"], "runtime.env needs a server restart: measure it alone (--only runtime.env)"),
+        (["--only", "runtime.env", "--snapshot", "SNAP", "--into", "COPY"], "it is measured on this machine's server, not"),
+    ],
+)
+def test_cli_refusals_of_a_restart_step_exit_2_with_one_line(
+    clb_step: PlanStep, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    runtime = clb_step.model_copy(update={"id": "numa.balancing", "check": "numa.balancing", "kind": "runtime"})
+    plan = _plan_file(tmp_path, clb_step, runtime)
+    extra = [str(snapshot(CLB)) if w == "SNAP" else str(tmp_path / "copy") if w == "COPY" else w for w in extra]
+    argv = ["bench", "ab", "--plan", str(plan), *extra, "--base-url", "http://127.0.0.1:9", "--model", "m"]
+    assert main([*argv, "--yes", "--no-transcript"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert said in err and "\n" not in err
+    assert not (tmp_path / "copy").exists()

@@ -457,7 +457,9 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--settle", type=int, default=1, help=f"untimed requests before every visit, 0-{MAX_SETTLE} (default 1)")
     parser.add_argument("--together", action="store_true", help="with several steps, measure only all of them together")
-    restart = parser.add_argument_group("arms that restart the server (instead of --plan/--only)")
+    restart = parser.add_argument_group(
+        "arms that restart the server (instead of --plan/--only; a restart step of --plan derives them when it can)"
+    )
     restart.add_argument(
         "--arm",
         action="append",
@@ -471,7 +473,9 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
         default=300.0,
         help="seconds a restart may take until the server streams its first token (default 300)",
     )
-    restart.add_argument("--end-on", metavar="NAME", help="the arm to leave the server as (default: the first, as found)")
+    restart.add_argument(
+        "--end-on", metavar="NAME", help="the arm to leave the server as (default: the first, as found; base or fix for a step)"
+    )
     output(parser.add_argument("--journal", metavar="FILE", help="where to journal the switches (default: state dir)"))
     add_load_arguments(parser)
     add_judging_arguments(parser)
