@@ -5,7 +5,8 @@ this client sends is paid for first (``ChatRequest.book``: the budget is checked
 is granted, failed and retried requests included), and:
 
 - 429/5xx, timeouts, malformed answers and error events in a stream are retried by our own bounded loop (honouring
-  ``retry-after``; the openai client's hidden retries are off, so every try is counted);
+  ``retry-after``; the openai client's hidden retries are off, so every try is counted); a 429 holds
+  every agent's requests back at one shared pace (:mod:`~rigaudit.agents.llm.rate`);
 - a refused ``response_format`` (400, 415, 422, 500, 501) falls back for that request only:
   ``json_schema``, then ``json_object``, then plain JSON asked in words;
 - ``finish_reason: length`` is retried once with twice the room;
@@ -35,6 +36,7 @@ from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.errors import BudgetExhausted, LlmError, PromptTooLong
 from rigaudit.agents.llm.guard import ensure_allowed
 from rigaudit.agents.llm.problems import Problems
+from rigaudit.agents.llm.rate import RateGate, retry_after
 from rigaudit.agents.llm.usage import Ticket, UsageBook
 from rigaudit.agents.llm.wire import arguments_text, content_text, strip_reasoning, text_tool_calls
 from rigaudit.tools.core import record
@@ -54,6 +56,8 @@ CONTEXT_REFUSALS = (
     "exceeds the context",
 )
 """How servers word a 400 for a prompt longer than their context (vLLM, SGLang, llama.cpp, TGI, OpenAI)."""
+RATE_LIMITED_TRIES = 10
+"""429s one request may wait out at the shared pace before they count as its retries."""
 FORMAT_REFUSALS = (400, 415, 422, 500, 501)
 """Statuses with which servers refuse a ``response_format`` (old llama.cpp answers 500)."""
 
@@ -189,6 +193,8 @@ class OpenAIChatModel:
         self._client: Any = None
         self._loop: object = None
         self._limiter = anyio.CapacityLimiter(max(1, config.max_parallel))
+        self.gate = RateGate()
+        """The pace of every agent's requests: after a 429 all wait (:mod:`~rigaudit.agents.llm.rate`)."""
         self._model_lock: anyio.Lock | None = None
         self.broken: str | None = None
         """Why this endpoint cannot work (unreachable, key refused, wrong URL): later requests fail at once."""
@@ -279,7 +285,7 @@ class OpenAIChatModel:
 
         model = await self._model_name()
         formats = self._formats(request)
-        level = sent = attempt = 0
+        level = sent = attempt = limited = 0
         max_tokens = request.max_tokens
         length_retried = token_switched = False
         cut: ChatReply | None = None
@@ -353,7 +359,10 @@ class OpenAIChatModel:
                 if status not in (408, 409, 429) and status < 500:
                     raise LlmError(f"the model server rejected the request: HTTP {status}: {_one_line(exc)}") from None
                 last_error = f"HTTP {status}: {_one_line(exc)}"
-                wait = _retry_after(exc)
+                wait = retry_after(exc)
+                if status == 429 and limited < RATE_LIMITED_TRIES:
+                    limited += 1  # the shared gate holds every agent back (_metered): not a retry of its own
+                    continue
             except openai.APITimeoutError:
                 last_error = f"no answer within {self.config.request_timeout_s:g} s"
             except openai.APIConnectionError as exc:
@@ -376,16 +385,21 @@ class OpenAIChatModel:
         with paused():
             await self._limiter.acquire()
         try:
+            with paused():
+                started = await self.gate.wait()
             ticket: Ticket | None = None
             if request.book is not None:
                 ticket = request.book.reserve(request.agent or "?", chars, int(kwargs[self.token_field]))
                 kwargs[self.token_field] = ticket.max_tokens
             try:
                 reply = await self._send(kwargs)
-            except BaseException:
+            except BaseException as exc:
                 if ticket is not None:
                     ticket.fail()
+                if getattr(exc, "status_code", None) == 429:
+                    self.gate.limited(started, retry_after(exc))
                 raise
+            self.gate.passed()
             if ticket is not None:
                 ticket.settle(reply.prompt_tokens if reply.usage_reported else None, reply.completion_tokens)
             return reply
@@ -465,19 +479,6 @@ def _wants_other_token_field(exc: BaseException, token_field: str) -> bool:
     """Whether a 400 says the completion limit must be sent under the other name."""
     text = _one_line(exc).lower()
     return _other(token_field) in text or (token_field in text and ("unsupported" in text or "not supported" in text))
-
-
-def _retry_after(exc: Any) -> float | None:
-    """The server's ``retry-after-ms`` or ``retry-after`` (seconds), if any."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return max(0.0, float(value) * scale)
-            except ValueError:
-                return None
-    return None
 
 
 def _said(text: str) -> str:
