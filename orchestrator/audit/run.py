@@ -20,7 +20,7 @@ from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.probe import HostOpResult, Probe
-from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
+from rigaudit.tools.model.audit import AuditResult, AuditStatus, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
 from rigaudit.tools.model.dropped import DroppedFinding
 from rigaudit.tools.model.events.audit import (
     AuditFinished,
@@ -173,6 +173,85 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
         )
 
 
+async def _take_baseline(
+    host: Host, probe: Probe, timeout_s: float, emit: EventSink, baseline: dict[str, str], warnings: list[str]
+) -> None:
+    """The host's facts (GPUs, driver, kernel...) and its PCIe tree, within the investigators' time limit: a read
+    that never returns (a hung mount, a stuck NVML call) must not hold the audit after they all ended."""
+    _current_area.set("baseline")
+    try:
+        with anyio.fail_after(timeout_s):
+            baseline.update(await collect_baseline(probe.scoped()))
+            token = (await identify(host, probe.read)).token()
+            if token:
+                baseline[IDENTITY_FACT] = token
+            tree = await collect_pcie_tree(probe.scoped())
+            if any(node.kind == "gpu" for node in tree):
+                emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
+    except TimeoutError:
+        warnings.append(f"baseline facts incomplete: no answer within {timeout_s:g} s")
+    except anyio.get_cancelled_exc_class():  # an interrupt: what was not read must not read as absent
+        warnings.append("baseline facts incomplete: interrupted")
+        raise
+    except Exception as exc:
+        warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
+
+
+def _probe(host: Host, options: AuditOptions, emit: EventSink) -> Probe:
+    """The host behind the audit's concurrency limit; every read a tool-call event when someone listens."""
+
+    def observe(ref: str, result: HostOpResult) -> None:
+        emit(tool_call_from_probe(_current_area.get(), ref, result))
+
+    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
+    return Probe(host, concurrency=options.concurrency, observer=observe if listened else None)
+
+
+def _run_entry(area: str, outcome: _Outcome) -> InvestigatorRun:
+    return InvestigatorRun(
+        area=area,
+        status=outcome.status,
+        duration_s=round(outcome.duration_s, 4),
+        error=outcome.error,
+        findings=len(outcome.findings),
+        llm=outcome.llm,
+        llm_error=outcome.llm_error,
+    )
+
+
+def _llm_run(brain: Brain | None, areas: int, emit: EventSink, warnings: list[str]) -> LlmRun | None:
+    """What an LLM brain did, its problems told as warnings; ``None`` for the rules alone."""
+    llm = brain.outcome(areas) if isinstance(brain, ReportingBrain) else None
+    if llm is not None:
+        for line in llm.problems:
+            emit(_warning(f"LLM: {line}"))
+        warnings.extend(f"LLM: {line}" for line in llm.problems)
+    return llm
+
+
+def _ending_warnings(cancelled: bool, runs: Sequence[InvestigatorRun]) -> list[str]:
+    """An interrupted audit, and the investigators that did not finish (their checks are not judged)."""
+    warnings = ["audit interrupted: results are partial"] if cancelled else []
+    lost = [r for r in runs if r.status in ("failed", "timeout")]
+    if lost:
+        what = "; ".join(f"{r.area} {r.status} ({r.error})" if r.error else f"{r.area} {r.status}" for r in lost)
+        warnings.append(f"audit incomplete: {len(lost)} investigator(s) did not finish, their checks were not judged: {what}")
+    return warnings
+
+
+def _status(cancelled: bool, runs: Sequence[InvestigatorRun]) -> AuditStatus:
+    if cancelled:
+        return "interrupted"
+    return "incomplete" if any(r.status in ("failed", "timeout") for r in runs) else "complete"
+
+
+def _snapshot_notes(host: Host, baseline: dict[str, str]) -> None:
+    """A snapshot's notes (its manifest's), kept among the host's facts."""
+    notes = getattr(getattr(host, "manifest", None), "notes", None)
+    if isinstance(notes, str) and notes:
+        baseline["snapshot notes"] = notes
+
+
 async def run_audit(
     host: Host, *, options: AuditOptions | None = None, emit: EventSink | None = None, control: AuditControl | None = None
 ) -> AuditResult:
@@ -187,84 +266,34 @@ async def run_audit(
     )
     started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     started = time.perf_counter()
-
-    def observe(ref: str, result: HostOpResult) -> None:
-        emit(tool_call_from_probe(_current_area.get(), ref, result))
-
-    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
-    probe = Probe(host, concurrency=options.concurrency, observer=observe if listened else None)
+    probe = _probe(host, options, emit)
     if isinstance(options.brain, ReportingBrain):
         options.brain.agents_expected = len(investigators)
     outcomes = {inv.area: _Outcome() for inv in investigators}
     baseline: dict[str, str] = {}
     warnings: list[str] = list(getattr(host, "warnings", []))
-
-    async def take_baseline() -> None:
-        """The host's facts (GPUs, driver, kernel...) and its PCIe tree, within the investigators' time limit: a read
-        that never returns (a hung mount, a stuck NVML call) must not hold the audit after they all ended."""
-        _current_area.set("baseline")
-        try:
-            with anyio.fail_after(options.timeout_s):
-                baseline.update(await collect_baseline(probe.scoped()))
-                token = (await identify(host, probe.read)).token()
-                if token:
-                    baseline[IDENTITY_FACT] = token
-                tree = await collect_pcie_tree(probe.scoped())
-                if any(node.kind == "gpu" for node in tree):
-                    emit(TopologyReported(devices=[PcieDevice(bdf=n.bdf, kind=n.kind, parent=n.parent) for n in tree]))
-        except TimeoutError:
-            warnings.append(f"baseline facts incomplete: no answer within {options.timeout_s:g} s")
-        except anyio.get_cancelled_exc_class():  # an interrupt: what was not read must not read as absent
-            warnings.append("baseline facts incomplete: interrupted")
-            raise
-        except Exception as exc:
-            warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
-
     with anyio.CancelScope() as scope:
         control._scope = scope
         if control.cancelled:
             scope.cancel()
         async with anyio.create_task_group() as group:
-            group.start_soon(take_baseline)
+            group.start_soon(_take_baseline, host, probe, options.timeout_s, emit, baseline, warnings)
             for inv in investigators:
                 group.start_soon(_investigate, inv, probe, options, emit, outcomes[inv.area])
-    runs = tuple(
-        InvestigatorRun(
-            area=inv.area,
-            status=outcomes[inv.area].status,
-            duration_s=round(outcomes[inv.area].duration_s, 4),
-            error=outcomes[inv.area].error,
-            findings=len(outcomes[inv.area].findings),
-            llm=outcomes[inv.area].llm,
-            llm_error=outcomes[inv.area].llm_error,
-        )
-        for inv in investigators
-    )
-    llm = options.brain.outcome(len(investigators)) if isinstance(options.brain, ReportingBrain) else None
-    if llm is not None:
-        for line in llm.problems:
-            emit(_warning(f"LLM: {line}"))
-        warnings.extend(f"LLM: {line}" for line in llm.problems)
-    findings = [f for inv in investigators for f in outcomes[inv.area].findings]
-    suggestions = tuple(f for inv in investigators for f in outcomes[inv.area].suggestions)
-    dropped = tuple(d for inv in investigators for d in outcomes[inv.area].dropped)
+    ordered = [outcomes[inv.area] for inv in investigators]
+    runs = tuple(_run_entry(inv.area, outcomes[inv.area]) for inv in investigators)
+    llm = _llm_run(options.brain, len(investigators), emit, warnings)
+    findings = [f for outcome in ordered for f in outcome.findings]
+    suggestions = tuple(f for outcome in ordered for f in outcome.suggestions)
     plan, plan_warnings = plan_findings(findings, baseline)
-    warnings.extend(plan_warnings)
-    if control.cancelled:
-        warnings.append("audit interrupted: results are partial")
-    lost = [r for r in runs if r.status in ("failed", "timeout")]
-    if lost:
-        what = "; ".join(f"{r.area} {r.status} ({r.error})" if r.error else f"{r.area} {r.status}" for r in lost)
-        warnings.append(f"audit incomplete: {len(lost)} investigator(s) did not finish, their checks were not judged: {what}")
+    warnings.extend([*plan_warnings, *_ending_warnings(control.cancelled, runs)])
     for finding in findings:
         emit(FindingReported(finding=finding))
     emit(PlanReady(plan=plan))
-    notes = getattr(getattr(host, "manifest", None), "notes", None)
-    if isinstance(notes, str) and notes:
-        baseline["snapshot notes"] = notes
+    _snapshot_notes(host, baseline)
     cited = {ref for f in (*findings, *suggestions) for ref in f.evidence}
     result = AuditResult(
-        status="interrupted" if control.cancelled else "incomplete" if lost else "complete",
+        status=_status(control.cancelled, runs),
         host=HostSummary(name=host.name, source=host.source, facts=baseline),
         started_at=started_at,
         duration_s=round(time.perf_counter() - started, 4),
@@ -274,7 +303,7 @@ async def run_audit(
         plan=plan,
         evidence=tuple(e for ref, e in sorted(probe.evidence.items()) if ref in cited),
         warnings=tuple(warnings),
-        dropped=dropped,
+        dropped=tuple(d for outcome in ordered for d in outcome.dropped),
         llm=llm,
     )
     emit(AuditFinished(result=result))
