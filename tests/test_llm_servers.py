@@ -265,3 +265,34 @@ def test_text_that_is_not_a_documented_call_stays_content(content: str) -> None:
     with ScriptedOpenAIServer([say(content)]) as server:
         (reply,), _ = _run(server, HELLO)
     assert reply.tool_calls == () and reply.content == content
+
+
+@pytest.mark.parametrize(
+    ("family", "status", "reason"),
+    [
+        ("tgi-short-context", 422, "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 3000"),
+        ("llama.cpp-short-context", 400, "the request exceeds the available context size"),
+    ],
+)
+def test_tgi_and_llama_cpp_context_refusals_are_told_and_resent_shorter(family: str, status: int, reason: str) -> None:
+    from tests.test_llm_budget import _audit
+
+    with ScriptedOpenAIServer({}, default=final(ANSWER), quirks=family) as server:
+        result, brain = _audit(None, ("kernel",), base_url=server.base_url, model="scripted")
+        refused = [r for r in server.requests if r.status == status]
+        last = server.requests[-1]
+    assert refused and last.status == 200 and brain.failures == {}
+    assert result.investigators[0].llm == "answered"
+    assert last.body["max_tokens"] == 1024 and "Evidence the rules read" not in last.messages[1]["content"]
+    assert any(reason in line for line in brain.model.problems.lines())  # type: ignore[attr-defined]
+
+
+def test_a_context_refusal_resent_shorter_and_refused_again_ends_with_the_servers_reason() -> None:
+    from tests.test_llm_budget import _audit
+
+    quirks = Quirks(formats=frozenset(), format_refusal=422, context=200, context_refusal="tgi")
+    with ScriptedOpenAIServer({}, default=final(ANSWER), quirks=quirks) as server:
+        result, brain = _audit(None, ("kernel",), base_url=server.base_url, model="scripted")
+    assert result.investigators[0].llm == "failed"
+    assert "longer than the server's context" in brain.failures["kernel"]
+    assert "HTTP 422: Input validation error: `inputs` tokens + `max_new_tokens` must be <= 200" in brain.failures["kernel"]

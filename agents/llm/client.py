@@ -54,8 +54,22 @@ CONTEXT_REFUSALS = (
     "input is too long",
     "too many tokens",
     "exceeds the context",
+    "exceeds the available context size",
+    "exceed_context_size",
+    "inputs tokens + max_new_tokens must be",
+    "inputs must have less than",
 )
-"""How servers word a 400 for a prompt longer than their context (vLLM, SGLang, llama.cpp, TGI, OpenAI)."""
+"""How servers word a refusal (400, 413, 422) of a prompt longer than their context: vLLM, SGLang, OpenAI,
+llama.cpp ("the request exceeds the available context size"), TGI ("Input validation error: `inputs`
+tokens + `max_new_tokens` must be <= N", backquotes left out)."""
+
+
+def is_context_refusal(message: str) -> bool:
+    """Whether a server's error message refuses a prompt longer than its context."""
+    text = message.lower().replace("`", "")
+    return any(w in text for w in CONTEXT_REFUSALS)
+
+
 RATE_LIMITED_TRIES = 10
 """429s one request may wait out at the shared pace before they count as its retries."""
 FORMAT_REFUSALS = (400, 415, 422, 500, 501)
@@ -325,6 +339,15 @@ class OpenAIChatModel:
                 return done
             except openai.APIStatusError as exc:
                 status = exc.status_code
+                said = _server_message(exc)
+                if status in (400, 413, 422) and is_context_refusal(said):
+                    self.problems.note(
+                        "context",
+                        f"the server refused a prompt longer than its context (HTTP {status}: {said}): resent once shorter "
+                        "(the opening compact, tool results summarised, half the completion limit)",
+                        agent=agent,
+                    )
+                    raise PromptTooLong(f"the prompt is longer than the server's context: HTTP {status}: {said}") from None
                 if answer_format is not None and status in FORMAT_REFUSALS and level + 1 < len(formats):
                     level += 1
                     then = formats[level] or "plain JSON asked for in words"
@@ -352,13 +375,9 @@ class OpenAIChatModel:
                     raise _Fatal(
                         f"HTTP 404 from {self.config.base_url}: is the URL the server's .../v1 and {model!r} served there?"
                     ) from None
-                if status in (400, 413, 422) and any(w in _one_line(exc).lower() for w in CONTEXT_REFUSALS):
-                    raise PromptTooLong(
-                        f"the prompt is longer than the server's context: HTTP {status}: {_one_line(exc)}"
-                    ) from None
                 if status not in (408, 409, 429) and status < 500:
-                    raise LlmError(f"the model server rejected the request: HTTP {status}: {_one_line(exc)}") from None
-                last_error = f"HTTP {status}: {_one_line(exc)}"
+                    raise LlmError(f"the model server rejected the request: HTTP {status}: {said}") from None
+                last_error = f"HTTP {status}: {said}"
                 wait = retry_after(exc)
                 if status == 429 and limited < RATE_LIMITED_TRIES:
                     limited += 1  # the shared gate holds every agent back (_metered): not a retry of its own
@@ -545,6 +564,17 @@ def _slot(acc: _Accumulated, piece: Any) -> int:
 
 def _prompt_estimate(kwargs: dict[str, Any]) -> int:
     return _estimate_tokens(json.dumps(kwargs.get("messages", []), default=str))
+
+
+def _server_message(exc: BaseException) -> str:
+    """What the server said, in one line: the ``error`` of its body (TGI's is a string, OpenAI's an object
+    with a ``message``), else the exception's own line."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        body = body.get("message") or body.get("error") or body.get("detail")
+    if isinstance(body, str) and body.strip():
+        return body.strip().splitlines()[0][:300]
+    return _one_line(exc)
 
 
 def _one_line(exc: BaseException) -> str:
