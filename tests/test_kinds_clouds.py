@@ -67,3 +67,14 @@ def test_an_nvlink_down_in_a_gcp_guest_names_the_gpu_for_gcp_support() -> None:
     assert "GCP support" in words and "gcloud compute instances stop" in words, words
     assert "serial 1654922000003" in words and "UUID GPU-" in words, words
     assert "0000:80:00" not in words
+
+
+def test_p2p_refused_for_want_of_the_fabric_in_a_vm_guest_is_the_fabric_managers() -> None:
+    """Before: high 'Let peer-to-peer through: the pair is joined by NVLink yet P2P is refused' on Azure's flat guest
+    bus, while NVML reports the fabric of all 8 GPUs not completed and driver.fabricmanager is critical."""
+    found = by_check(faults.fabricmanager_down(KINDS["azure-nd-h100-v5"]))
+    p2p, fm = found["p2p.status"], found["driver.fabricmanager"]
+    assert p2p.fix is not None and fm.fix is not None
+    assert (p2p.severity, p2p.fix.where) == (fm.severity, fm.fix.where) == ("critical", "host")
+    assert "see driver.fabricmanager" in p2p.fix.summary and "Let peer-to-peer through" not in p2p.fix.summary
+    assert "not completed" in p2p.explanation and "x-nv-gpudirect-clique" not in _fix_words(p2p)

@@ -406,7 +406,7 @@ def patched_p2p_with_small_bar1(spec: HostSpec) -> HostSpec:
 
 FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "driver.fabricmanager", "critical@host"),
-    ("hgx-h100-jammy", faults.fabricmanager_down, {}, "p2p.status", "high@host"),
+    ("hgx-h100-jammy", faults.fabricmanager_down, {}, "p2p.status", "critical@host"),
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "nvlink.links", "unknown"),
     ("geforce-4x4090", faults.p2p_driver, {}, "p2p.status", "ok"),
     ("gcp-g2-2xl4-vm", faults.server_env, {"NCCL_P2P_DISABLE": "1"}, "nccl.env", "ok"),

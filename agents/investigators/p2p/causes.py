@@ -18,7 +18,19 @@ from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
 
 Cause = Literal[
-    "model", "driver", "vgpu", "mig", "regkey", "gpu_mode", "nvlink_fabric", "hypervisor", "iommu", "acs", "topology", "platform"
+    "model",
+    "driver",
+    "vgpu",
+    "mig",
+    "regkey",
+    "gpu_mode",
+    "fabric",
+    "nvlink_fabric",
+    "hypervisor",
+    "iommu",
+    "acs",
+    "topology",
+    "platform",
 ]
 SYS = 50
 """nvmlGpuTopologyLevel_t SYSTEM: the pair's path crosses the CPU interconnect (QPI/UPI, xGMI)."""
@@ -57,8 +69,10 @@ def cause(pair: PairView, c: Context) -> Cause:
         return "regkey"
     if pair.codes == {2}:
         return "gpu_mode"
-    if pair.nvlink or pair.a in c.p2p.fabric_pending or pair.b in c.p2p.fabric_pending:
-        # NVLink (or an NVSwitch fabric not yet programmed) decides, not the PCIe path the driver fell back to.
+    if pair.a in c.p2p.fabric_pending or pair.b in c.p2p.fabric_pending:
+        # An NVSwitch fabric not completed decides, whatever the PCIe path (a VM's flat guest bus included).
+        return "fabric"
+    if pair.nvlink:
         return "nvlink_fabric"
     if c.platform.in_vm:
         return "hypervisor"
@@ -78,6 +92,7 @@ SEVERITY: dict[Cause, Severity | None] = {
     "mig": None,
     "regkey": "high",
     "gpu_mode": "medium",
+    "fabric": "critical",
     "nvlink_fabric": "high",
     "hypervisor": "high",
     "iommu": "high",
@@ -85,7 +100,8 @@ SEVERITY: dict[Cause, Severity | None] = {
     "topology": "low",
     "platform": "high",
 }
-"""None: not a fault (the card or MIG has no P2P by design). Low: a topology fact to place TP groups by."""
+"""None: not a fault (the card or MIG has no P2P by design). Low: a topology fact to place TP groups by. Critical: the
+fabric's outage, as driver.fabricmanager grades it (CUDA refuses work on GPUs whose fabric is not completed)."""
 
 WHY: dict[Cause, str] = {
     "model": "these GPUs have no PCIe peer-to-peer (a property of the product line)",
@@ -98,6 +114,9 @@ WHY: dict[Cause, str] = {
     "regkey": "a driver registry key (NVreg_RegistryDwords) disables peer-to-peer",
     "gpu_mode": "the driver says the GPU itself refuses peer-to-peer (GPU_NOT_SUPPORTED) although the model supports "
     "it: a vGPU profile or a mode of the board (nvidia-smi -q: Virtualization Mode, MIG) decides",
+    "fabric": "NVML reports the GPUs' NVSwitch fabric not completed: the NVLink fabric is not up, the fabric manager "
+    "has not programmed it (see driver.fabricmanager, which reads why), and until it has CUDA refuses work on these "
+    "GPUs (cudaErrorSystemNotReady) and no pair peers over any path",
     "nvlink_fabric": "the pair is joined by NVLink yet P2P is refused: the NVLink fabric is not up (NVSwitch systems "
     "need nvidia-fabricmanager running, see driver.fabricmanager; bridged pairs need their bridge seated)",
     "hypervisor": "inside a VM guest the PCIe topology is the hypervisor's emulation: the guest driver allows P2P only "
@@ -115,6 +134,7 @@ RANK: dict[Cause, int] = {
     "driver": 8,
     "regkey": 0,
     "gpu_mode": 0,
+    "fabric": 0,
     "nvlink_fabric": 1,
     "iommu": 2,
     "acs": 3,
@@ -153,6 +173,15 @@ def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, 
                     "a board mode refuses peers; use a profile or mode that allows P2P"
                 )
             )
+        elif k == "fabric":
+            actions.append(
+                CommandAction(
+                    description="see driver.fabricmanager: its fix, chosen from the fabric manager's own reason, "
+                    "completes the fabric; these pairs peer once NVML reports it completed (nvidia-smi -q | grep -A2 "
+                    "Fabric -> State: Completed)"
+                )
+            )
+            kind = "runtime"
         elif k == "nvlink_fabric":
             actions.append(
                 CommandAction(
@@ -209,12 +238,18 @@ _TARGET: dict[Cause, FixTarget] = {
     "hypervisor": "vm_definition",
     "platform": "firmware",
     "topology": "workload",
+    "fabric": "gpu_driver",
     "nvlink_fabric": "gpu_driver",
     "gpu_mode": "gpu_driver",
 }
 
 
-RESOLVED_BY: dict[Cause, str] = {"iommu": "kernel.iommu", "acs": "pcie.acs", "nvlink_fabric": "driver.fabricmanager"}
+RESOLVED_BY: dict[Cause, str] = {
+    "iommu": "kernel.iommu",
+    "acs": "pcie.acs",
+    "fabric": "driver.fabricmanager",
+    "nvlink_fabric": "driver.fabricmanager",
+}
 """The check whose fix lets the pairs of a cause through: p2p.status is moot after it (only if every cause found
 has one; a pair refused for another reason keeps the step of its own)."""
 
@@ -231,10 +266,15 @@ def fix_for(kinds: list[Cause], c: Context, names: str) -> Fix:
     strongest = min(kinds, key=lambda k: RANK[k])
     actions, kind = _actions(sorted(set(kinds), key=lambda k: RANK[k]), c, names)
     target: FixTarget = _TARGET.get(strongest, "kernel")
+    others = sorted(set(kinds) - {"fabric"}, key=lambda k: RANK[k])
+    summary = "Let peer-to-peer through: " + "; ".join(WHY[k].split(":")[0] for k in others)
+    if "fabric" in kinds:
+        fabric = "The NVSwitch fabric is not completed: see driver.fabricmanager (its fix lets these pairs peer)"
+        summary = fabric + ("; then " + summary[0].lower() + summary[1:] if others else "")
     return Fix(
         kind=kind,
         where=fix_where(c.platform, target),
-        summary="Let peer-to-peer through: " + "; ".join(WHY[k].split(":")[0] for k in sorted(set(kinds), key=lambda k: RANK[k])),
+        summary=summary,
         actions=actions,
         risk="medium",
         verify="nvidia-smi topo -p2p r and -p2p w show OK for every pair; then `rigaudit bench p2p`",

@@ -62,7 +62,8 @@ P2P_STATUS_CHECK = Check(
     "p2p.status",
     "GPU peer-to-peer status",
     reads="NVML P2P status (read, write) for each GPU pair; NVML common ancestor",
-    problem="a pair reports anything but OK, by cause read off this host: driver regkey, NVLink fabric down, "
+    problem="a pair reports anything but OK, by cause read off this host: driver regkey, NVSwitch fabric not completed "
+    "(critical, as driver.fabricmanager grades it, VM guests included), NVLink down, "
     "translating IOMMU, ACS redirect, the VM's emulated topology, vGPUs (no P2P over PCIe), the BIOS; pairs across an "
     "Intel CPU interconnect are a low topology note (ok when no server's GPUs span them); GeForce cards, boards the "
     "driver refuses P2P on (GPU_NOT_SUPPORTED on every pair) and MIG slices have no P2P by design (not applicable)",
@@ -167,12 +168,15 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
     if severity == "high" and f.context.tp == 1:
         severity = "medium"
     names = ", ".join(subjects)
-    if f.platform.in_vm:  # the fix runs on the hypervisor: the guest's addresses mean nothing there
+    if f.platform.in_vm and faults != ["fabric"]:  # the fix runs on the hypervisor: guest addresses mean nothing there
         gpus = [g for i in sorted({i for p in bad for i in (p.a, p.b)}) if (g := f.inventory.by_index(i)) is not None]
         names = "; ".join(gpu_identity(g) for g in gpus) + f" (this VM sees them as {names}): {HYPERVISOR_LOOKUP}"
     cost = (
-        "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce bandwidth "
-        "in tensor parallelism drops by about half on PCIe and latency rises."
+        "While NVML reports the NVSwitch fabric not completed, CUDA refuses work on these GPUs (cudaErrorSystemNotReady, "
+        "802): a server cannot start on them, whatever path P2P would take; the severity is driver.fabricmanager's."
+        if "fabric" in faults
+        else "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce "
+        "bandwidth in tensor parallelism drops by about half on PCIe and latency rises."
         + (
             f" On a {f.platform.cloud} VM that is the instance type's property (low): nothing to change in place."
             if severity == "low" and f.platform.cloud
