@@ -15,14 +15,14 @@ import pytest
 
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.orchestrator.bench.restart import RestartOptions, run_restart_ab
-from rigaudit.orchestrator.bench.step_arms import DerivedArms, NotDerived, derive_arms
+from rigaudit.orchestrator.bench.step_arms import DerivedArms, NotDerived, Where, derive_arms
 from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.plan import build_plan
 from rigaudit.tools.bench.compare import Settings
 from rigaudit.tools.bench.docker_run import container_arms
 from rigaudit.tools.bench.loadgen import LoadSpec
-from rigaudit.tools.bench.restart import run_command
+from rigaudit.tools.bench.restart import SwitchFailed, run_command
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.plan import PlanStep
@@ -47,33 +47,46 @@ def clb_step() -> PlanStep:
     return step
 
 
-def _derive(spec: object, step: PlanStep, root: Path) -> DerivedArms:
-    return anyio.run(lambda: derive_arms(SnapshotHost(snapshot(spec)), step, root=str(root)))  # type: ignore[arg-type]
+def _at(tmp_path: Path) -> Where:
+    return Where(root=str(tmp_path / "run"), proc=str(tmp_path / "proc"))
 
 
-def _fake_systemctl(tmp_path: Path, root: Path, state: Path) -> Path:
-    """A systemctl that logs its arguments and, on restart, starts the fake server as fix when the drop-in is there."""
-    bin_dir = tmp_path / "bin"
+def _derive(spec: object, step: PlanStep, tmp_path: Path) -> DerivedArms:
+    return anyio.run(lambda: derive_arms(SnapshotHost(snapshot(spec)), step, at=_at(tmp_path)))  # type: ignore[arg-type]
+
+
+def _fake_systemctl(tmp_path: Path, state: Path, *, obeys: bool = True) -> Path:
+    """A systemctl that logs its arguments; its restart starts the fake server as fix when the drop-in is there, and
+    writes the environment of main process 4242 (without CUDA_LAUNCH_BLOCKING then, unless it does not obey)."""
+    bin_dir, main = tmp_path / "bin", tmp_path / "proc" / "4242"
     bin_dir.mkdir()
+    main.mkdir(parents=True)
     program = bin_dir / "systemctl"
+    clean = "PATH=/bin\\0" if obeys else "PATH=/bin\\0CUDA_LAUNCH_BLOCKING=1\\0"
     program.write_text(
         "#!/bin/sh\n"
         f'echo "$*" >> {tmp_path}/systemctl.log\n'
-        f'[ "$1" = restart ] || exit 0\n'
-        f"if [ -f {root}/$2.d/50-rigaudit-ab.conf ]; then echo fix; else echo base; fi >> {state}\n"
+        '[ "$1" = show ] && echo 4242\n'
+        '[ "$1" = restart ] || exit 0\n'
+        f"if [ -f {tmp_path}/run/$2.d/50-rigaudit-ab.conf ]; then\n"
+        f"  echo fix >> {state}; printf '{clean}' > {main}/environ\n"
+        f"else\n  echo base >> {state}; printf 'PATH=/bin\\0CUDA_LAUNCH_BLOCKING=1\\0' > {main}/environ\nfi\n"
     )
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     return bin_dir
 
 
 def test_a_unit_server_with_launch_blocking_gives_the_drop_in_pair(clb_step: PlanStep, tmp_path: Path) -> None:
-    root = tmp_path / "run"
-    derived = _derive(CLB, clb_step, root)
+    derived = _derive(CLB, clb_step, tmp_path)
     base, fix = derived.arms
-    folder = f"{root}/vllm.service.d"
+    folder, proc = f"{tmp_path}/run/vllm.service.d", f"{tmp_path}/proc"
     assert fix.command == (
         f"mkdir -p {folder} && printf '%s\\n' '[Service]' UnsetEnvironment=CUDA_LAUNCH_BLOCKING > {folder}/50-rigaudit-ab.conf"
         " && systemctl daemon-reload && systemctl restart vllm.service"
+        f' && {{ pid=$(systemctl show --property=MainPID --value vllm.service) && test -r {proc}/"$pid"/environ'
+        f" && ! tr '\\0' '\\n' < {proc}/\"$pid\"/environ | grep -qE '^(CUDA_LAUNCH_BLOCKING)='"
+        " || { echo 'vllm.service: its main process does not run with the change (UnsetEnvironment=CUDA_LAUNCH_BLOCKING)'"
+        " >&2; exit 1; }; }"
     )
     assert base.command == (
         f"rm -f {folder}/50-rigaudit-ab.conf && {{ rmdir {folder} 2>/dev/null || true; }}"
@@ -86,38 +99,47 @@ def test_a_unit_server_with_launch_blocking_gives_the_drop_in_pair(clb_step: Pla
 def test_the_drop_in_commands_write_and_remove_it_under_the_given_root(
     clb_step: PlanStep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "run"
-    base, fix = _derive(CLB, clb_step, root).arms
-    monkeypatch.setenv("PATH", f"{_fake_systemctl(tmp_path, root, tmp_path / 'state')}:/usr/bin:/bin")
+    base, fix = _derive(CLB, clb_step, tmp_path).arms
+    monkeypatch.setenv("PATH", f"{_fake_systemctl(tmp_path, tmp_path / 'state')}:/usr/bin:/bin")
     log = tmp_path / "restarts.log"
     anyio.run(lambda: run_command(fix, log=log, timeout_s=10))
-    assert (root / DROPIN).read_text() == "[Service]\nUnsetEnvironment=CUDA_LAUNCH_BLOCKING\n"
+    assert (tmp_path / "run" / DROPIN).read_text() == "[Service]\nUnsetEnvironment=CUDA_LAUNCH_BLOCKING\n"
     anyio.run(lambda: run_command(base, log=log, timeout_s=10))
-    assert not (root / "vllm.service.d").exists()
+    assert not (tmp_path / "run" / "vllm.service.d").exists()
     calls = (tmp_path / "systemctl.log").read_text().splitlines()
-    assert calls == ["daemon-reload", "restart vllm.service"] * 2
+    reload_restart = ["daemon-reload", "restart vllm.service"]
+    assert calls == [*reload_restart, "show --property=MainPID --value vllm.service", *reload_restart]
     assert (tmp_path / "state").read_text().split() == ["fix", "base"]
+
+
+def test_a_fix_the_main_process_does_not_run_with_fails_saying_so(
+    clb_step: PlanStep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fix = _derive(CLB, clb_step, tmp_path).arms[1]
+    monkeypatch.setenv("PATH", f"{_fake_systemctl(tmp_path, tmp_path / 'state', obeys=False)}:/usr/bin:/bin")
+    with pytest.raises(SwitchFailed, match=r"fix: the command exited 1 \(vllm.service: its main process does not run with"):
+        anyio.run(lambda: run_command(fix, log=tmp_path / "log", timeout_s=10))
 
 
 def test_a_session_of_derived_arms_restarts_both_ways_and_leaves_no_drop_in(
     clb_step: PlanStep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, state = tmp_path / "run", tmp_path / "state"
+    state = tmp_path / "state"
     state.write_text("base\n")
-    derived = _derive(CLB, clb_step, root)
-    monkeypatch.setenv("PATH", f"{_fake_systemctl(tmp_path, root, state)}:/usr/bin:/bin")
+    derived = _derive(CLB, clb_step, tmp_path)
+    monkeypatch.setenv("PATH", f"{_fake_systemctl(tmp_path, state)}:/usr/bin:/bin")
     server = RestartedServer(state, {"base": 0.010, "fix": 0.005}, session_cv=0.01, request_cv=0.01)
     options = RestartOptions(cycles=3, steps=("runtime.env",), about=derived.about)
     approver = StepApprover("", assume_yes=True)
     outcome = run_restart_ab(derived.arms, SPEC, approver, tmp_path / "j.jsonl", options, Settings(), load=server.load())
     assert outcome.result.complete and outcome.result.restored == "base" and outcome.result.steps == ["runtime.env"]
     assert sorted(server.lines()[1:-1]) == ["base"] * 3 + ["fix"] * 3
-    assert server.lines()[-1] == "base" and not (root / "vllm.service.d").exists()
+    assert server.lines()[-1] == "base" and not (tmp_path / "run" / "vllm.service.d").exists()
 
 
 def test_a_drop_in_left_in_place_is_refused(clb_step: PlanStep, tmp_path: Path) -> None:
-    (tmp_path / "vllm.service.d").mkdir()
-    (tmp_path / DROPIN).write_text("[Service]\n")
+    (tmp_path / "run" / "vllm.service.d").mkdir(parents=True)
+    (tmp_path / "run" / DROPIN).write_text("[Service]\n")
     with pytest.raises(NotDerived, match="is in place already"):
         _derive(CLB, clb_step, tmp_path)
 
@@ -140,7 +162,7 @@ def test_a_step_whose_problem_is_gone_derives_nothing(clb_step: PlanStep, tmp_pa
 def test_the_approval_shows_the_derived_commands(clb_step: PlanStep, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.write_text("base\n")
-    derived = _derive(CLB, clb_step, tmp_path / "run")
+    derived = _derive(CLB, clb_step, tmp_path)
     server = RestartedServer(state, {"base": 0.010, "fix": 0.010})
     console = ScriptedConsole(["details", "no"])
     approver = StepApprover("", assume_yes=False, interactive=True, console=console)
@@ -239,3 +261,13 @@ def test_cli_refusals_of_a_restart_step_exit_2_with_one_line(
     err = capsys.readouterr().err.strip()
     assert said in err and "\n" not in err
     assert not (tmp_path / "copy").exists()
+
+
+def test_a_low_open_file_limit_gives_a_limit_drop_in_checked_in_the_main_process(tmp_path: Path) -> None:
+    low = replace(HGX, name=HGX.name + "+nofile", processes=tuple(replace(p, nofile=(1024, 4096)) for p in HGX.processes))
+    plan, _ = build_plan(audit_snapshot(INVESTIGATOR, snapshot(low)).values())
+    step = plan.step("runtime.nofile")
+    assert step is not None and step.kind == "restart"
+    fix = _derive(low, step, tmp_path).arms[1].command
+    assert "printf '%s\\n' '[Service]' LimitNOFILE=1048576 > " in fix
+    assert f"grep -qE '^Max open files +1048576 ' {tmp_path}/proc/\"$pid\"/limits" in fix

@@ -43,10 +43,6 @@ class ServerChange(Record):
     unset: tuple[str, ...] = ()
     nofile: int | None = None
 
-    def unit_lines(self) -> tuple[str, ...]:
-        lines = (f"UnsetEnvironment={' '.join(self.unset)}",) if self.unset else ()
-        return lines + ((f"LimitNOFILE={self.nofile}",) if self.nofile else ())
-
 
 class DerivedArms(Record):
     """The two arms and what the person is told of them (where they come from, what they change)."""
@@ -111,8 +107,16 @@ def cgroup_unit(text: str | None) -> str | None:
     return None
 
 
+class Where(Record):
+    """Where the drop-in pair writes and what it runs (tests point them at a temporary folder and fakes)."""
+
+    root: str = RUN_UNITS
+    systemctl: str = "systemctl"
+    proc: str = "/proc"
+
+
 async def _unit_arms(
-    probe: Probe, step: PlanStep, server: ServerProcess, unit: str, change: ServerChange, root: str, systemctl: str
+    probe: Probe, step: PlanStep, server: ServerProcess, unit: str, change: ServerChange, at: Where
 ) -> DerivedArms:
     shown = await probe.run(("systemctl", "show", "--property=Id,LoadState,FragmentPath", unit))
     props = dict(line.partition("=")[::2] for line in (shown.stdout or "").splitlines()) if shown.ok else {}
@@ -120,16 +124,18 @@ async def _unit_arms(
         raise NotDerived(ask_line(step, f"systemctl show says {unit} is {props.get('LoadState') or 'not loaded'}"))
     if props.get("FragmentPath", "").startswith("/run/systemd/transient/"):
         raise NotDerived(ask_line(step, f"{unit} is a transient unit (systemd-run): it does not outlive a stop"))
-    path = dropin_path(unit, root)
+    path = dropin_path(unit, at.root)
     if await anyio.Path(path).exists():  # where the commands run: this machine
         raise NotDerived(ask_line(step, f"{path} is in place already (an earlier bench ab?): remove it and restart {unit}"))
-    base, fix = unit_arms(UnitChange(unit, change.unit_lines()), root=root, systemctl=systemctl)
+    drop = UnitChange(unit, change.unset, change.nofile)
+    base, fix = unit_arms(drop, root=at.root, systemctl=at.systemctl, proc=at.proc)
     confirmed = "confirmed by systemctl show" if props else "systemctl show did not answer"
     return DerivedArms(
         (base, fix),
         (
             f"{step.id}: {server.label} runs under the systemd unit {unit} (/proc/{server.pid}/cgroup, {confirmed})",
-            f"fix: {change.what}, by the drop-in {path} ({'; '.join(change.unit_lines())}); base: without it",
+            f"fix: {change.what}, by the drop-in {path} ({'; '.join(drop.lines())}), then checked in the unit's main "
+            "process; base: without it",
             f"the drop-in is in {RUN_UNITS}, which a reboot empties; nothing under /etc or /usr is changed",
         ),
     )
@@ -164,9 +170,9 @@ async def _container_arms(host: Host, step: PlanStep, server: ServerProcess, cha
     )
 
 
-async def derive_arms(host: Host, step: PlanStep, *, root: str = RUN_UNITS, systemctl: str = "systemctl") -> DerivedArms:
+async def derive_arms(host: Host, step: PlanStep, *, at: Where | None = None) -> DerivedArms:
     """The base and fix arms of restart step ``step`` on ``host``'s server; :class:`NotDerived` (one line) when
-    rigaudit cannot derive them. ``root`` and ``systemctl`` are where drop-ins go and the program that reloads."""
+    rigaudit cannot derive them. ``at``: where a drop-in pair writes and what it runs (this machine's by default)."""
     probe = Probe(host)
     scan = await find_servers(probe)
     server = _chosen(step, scan.servers)
@@ -187,4 +193,4 @@ async def derive_arms(host: Host, step: PlanStep, *, root: str = RUN_UNITS, syst
         path = (cgroup or "").strip().splitlines()[-1:] or ["not readable"]
         why = f"{server.label} runs under neither a systemd service nor a Docker container (cgroup {path[0]})"
         raise NotDerived(ask_line(step, why))
-    return await _unit_arms(probe, step, server, unit, change, root, systemctl)
+    return await _unit_arms(probe, step, server, unit, change, at or Where())
