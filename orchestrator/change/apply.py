@@ -217,6 +217,98 @@ def selected_steps(plan: Plan, only: Sequence[str] | None) -> list[PlanStep]:
     return [s for s in plan.steps if s.id in set(only)]
 
 
+class _Apply(Record, frozen=False):
+    """One apply in progress: what it works on, and where it stands (what a Ctrl-C while working reports)."""
+
+    host: Host
+    plan: Plan
+    report: ApplyReport
+    approver: StepApprover
+    journal: Journal
+    emit: EventSink
+    after_step: AfterStep
+    current: StepReport | None = None
+    """The step the run has reached."""
+    applying: bool = False
+    """Its changes are being made."""
+
+
+def _sorted_report(host: Host, plan: Plan, options: ApplyOptions) -> tuple[ApplyReport, list[PlanStep]]:
+    """The report with every selected step, and the steps that may run here (the rest say why not)."""
+    report = ApplyReport(host.name, host.source, plan.digest(), None)
+    runnable: list[PlanStep] = []
+    for step in selected_steps(plan, options.only):
+        status, reason = classify(step, options)
+        if status is None:
+            runnable.append(step)
+        report.steps.append(StepReport(step, status or "not_attempted", reason))
+    return report, runnable
+
+
+def _quit_reason(approver: StepApprover) -> str:
+    """Why a step after a quit is not attempted."""
+    if approver.ended:
+        return "not attempted: input ended (Ctrl-D)"
+    return "not attempted: no answer in time" if approver.timed_out else "not attempted: stopped by quit"
+
+
+def _refusal_reason(approver: StepApprover, approval: Approval) -> str:
+    """Why a step that was not approved did not run."""
+    if approver.ended:
+        return "end of input"
+    if approver.timed_out:
+        return "no answer in time"
+    return "declined" if approval.decision == "no" else "not attempted: stopped by quit"
+
+
+async def _run_step(run: _Apply, entry: StepReport) -> bool:
+    """One runnable step: held back by the plan's edges, already in place, or asked and applied.
+    ``False``: Ctrl-C at its prompt ends the run."""
+    plan_hash, step = run.report.plan_hash, entry.step
+    held = await held_back(run.host, step, run.report, run.plan)
+    if held:
+        entry.status, entry.reason = "blocked", held
+        run.journal.append(kind="skip", step_id=step.id, message=held, plan_hash=plan_hash)
+        return True
+    view, in_place = await preview(run.host, step)
+    if in_place:
+        entry.status, entry.reason = "unchanged", "already in place"
+        return True
+    try:
+        approval = run.approver.decide(view)
+    except KeyboardInterrupt:
+        _interrupted(run.report, entry)
+        return False
+    run.journal.append(kind="approval", step_id=step.id, approval=approval, plan_hash=plan_hash)
+    entry.approval = approval
+    if not approval.approved:
+        entry.status = "declined" if approval.decision == "no" else "not_attempted"
+        entry.reason = _refusal_reason(run.approver, approval)
+        run.report.quit = run.approver.quit
+        return True
+    run.applying = True
+    entry.results = await apply_targets(run.host, run.journal, step.id, targets_of(step))
+    run.applying = False
+    emit_results(run.emit, entry.results)
+    entry.status = _status(entry.results)
+    await run.after_step(entry)
+    return True
+
+
+async def _run_steps(run: _Apply, runnable: Sequence[PlanStep]) -> None:
+    """The runnable steps in the plan's order, until the last, a quit (the rest say why) or a Ctrl-C at a prompt."""
+    for entry in run.report.steps:
+        await anyio.lowlevel.checkpoint()  # where a Ctrl-C while working ends the run
+        run.current = entry
+        if entry.step not in runnable:
+            continue
+        if run.approver.quit:
+            entry.reason = _quit_reason(run.approver)
+            continue
+        if not await _run_step(run, entry):
+            break
+
+
 async def apply_plan(
     host: Host,
     plan: Plan,
@@ -235,14 +327,7 @@ async def apply_plan(
     ``after_step`` is awaited after each step whose changes were made (the real one goes straight on)."""
     options = options or ApplyOptions()
     emit = emit or discard
-    plan_hash = plan.digest()
-    report = ApplyReport(host.name, host.source, plan_hash, None)
-    runnable: list[PlanStep] = []
-    for step in selected_steps(plan, options.only):
-        status, reason = classify(step, options)
-        if status is None:
-            runnable.append(step)
-        report.steps.append(StepReport(step, status or "not_attempted", reason))
+    report, runnable = _sorted_report(host, plan, options)
     if not runnable:
         return report
     approver.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting)")
@@ -254,61 +339,12 @@ async def apply_plan(
             message=f"apply scope={options.scope} steps={','.join(s.id for s in runnable)} persist={options.persist}",
             **session,
         )
-        current: StepReport | None = None
-        applying: StepReport | None = None
+        run = _Apply(host, plan, report, approver, journal, emit, after_step)
         try:
-            for entry in report.steps:
-                await anyio.lowlevel.checkpoint()  # where a Ctrl-C while working ends the run
-                current = entry
-                if entry.step not in runnable:
-                    continue
-                if approver.quit:
-                    entry.reason = (
-                        "not attempted: input ended (Ctrl-D)"
-                        if approver.ended
-                        else "not attempted: no answer in time"
-                        if approver.timed_out
-                        else "not attempted: stopped by quit"
-                    )
-                    continue
-                held = await held_back(host, entry.step, report, plan)
-                if held:
-                    entry.status, entry.reason = "blocked", held
-                    journal.append(kind="skip", step_id=entry.step.id, message=held, plan_hash=plan_hash)
-                    continue
-                view, in_place = await preview(host, entry.step)
-                if in_place:
-                    entry.status, entry.reason = "unchanged", "already in place"
-                    continue
-                try:
-                    approval = approver.decide(view)
-                except KeyboardInterrupt:
-                    _interrupted(report, entry)
-                    break
-                journal.append(kind="approval", step_id=entry.step.id, approval=approval, plan_hash=plan_hash)
-                entry.approval = approval
-                if not approval.approved:
-                    entry.status = "declined" if approval.decision == "no" else "not_attempted"
-                    entry.reason = (
-                        "end of input"
-                        if approver.ended
-                        else "no answer in time"
-                        if approver.timed_out
-                        else "declined"
-                        if approval.decision == "no"
-                        else "not attempted: stopped by quit"
-                    )
-                    report.quit = approver.quit
-                    continue
-                applying = entry
-                entry.results = await apply_targets(host, journal, entry.step.id, targets_of(entry.step))
-                applying = None
-                emit_results(emit, entry.results)
-                entry.status = _status(entry.results)
-                await after_step(entry)
+            await _run_steps(run, runnable)
         except anyio.get_cancelled_exc_class():  # Ctrl-C while working (not at a prompt): say what was done, then end
-            if current is not None:
-                _interrupted(report, current, applying=applying is current)
+            if run.current is not None:
+                _interrupted(report, run.current, applying=run.applying)
             if on_interrupt is not None:
                 on_interrupt(report)
             raise
