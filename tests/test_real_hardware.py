@@ -52,7 +52,8 @@ def test_transcript_replays_and_rediagnoses_to_the_snapshot_audit(h200: AuditRes
     transcript = read_transcript(TRANSCRIPT)
     finished = {e.area for e in transcript.events if isinstance(e, InvestigatorFinished)}
     assert len(finished) == 12  # the 13 investigators of release 0.1, its kernel_params and kernel_version now one area
-    changes, recorded, _report, mismatches, result = rediagnose(transcript, all_areas=True)
+    done = rediagnose(transcript, all_areas=True)
+    changes, recorded, mismatches, result = done.changes, done.recorded, done.mismatches, done.result
     assert mismatches == []
     assert len(recorded) >= 45
     # The evidence rebuilt from the transcript judges like the snapshot recorded in the same session

@@ -17,6 +17,7 @@ so what it read is not lost.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,12 +29,12 @@ from rigaudit.agents.llm.errors import InvalidAnswer, PromptTooLong, StepBudgetE
 from rigaudit.agents.llm.functions import READ_FUNCTIONS, REPORT_FUNCTION, ModelFunctions
 from rigaudit.agents.llm.known_ids import learn_host_ids
 from rigaudit.agents.llm.prompt import followup_prompt, system_prompt, user_prompt
+from rigaudit.agents.llm.recording import exchange
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.core import record
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.events.chat import LlmExchange
 from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy.shell import Approver
@@ -81,11 +82,6 @@ def compact(messages: list[Message]) -> int:
             saved += len(text) - len(short)
             messages[i] = {**messages[i], "content": short}
     return saved
-
-
-def _short(text: str | None, limit: int) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class AgentRun(Record, frozen=False):
@@ -169,6 +165,7 @@ class AgentRun(Record, frozen=False):
             self.messages[:2] = self._followup()
             self._compacted_opening = True
         request = self._request(final)
+        started = time.monotonic()
         try:
             reply = await self.model.complete(request)
         except PromptTooLong:
@@ -181,31 +178,7 @@ class AgentRun(Record, frozen=False):
             smaller = max(MIN_SHORT_COMPLETION, self.config.max_completion_tokens // 2)  # servers count it in the context
             request = record.replace(self._request(final), max_tokens=smaller)
             reply = await self.model.complete(request)
-        chars = request_chars(request)
-        self.emit(
-            LlmExchange(
-                agent=self.area,
-                request={
-                    "step": step,
-                    "messages": len(self.messages),
-                    "prompt_chars": chars,
-                    "final": final,
-                    "structured": reply.structured,
-                    "tool_results": list(pending),
-                },
-                response={
-                    "content": _short(reply.content, 400),
-                    "finish_reason": reply.finish_reason,
-                    "attempts": reply.attempts,
-                    "tool_calls": [{"name": c.name, "arguments": _short(c.arguments, 300)} for c in reply.tool_calls],
-                },
-                usage={
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                    "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                },
-            )
-        )
+        self.emit(exchange(self.area, step, final, request, reply, time.monotonic() - started, pending))
         return reply
 
     async def run(self) -> list[Finding]:

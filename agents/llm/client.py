@@ -118,6 +118,8 @@ class ChatReply(Record):
     """Whether the tool calls were parsed from text in the content (see :func:`~rigaudit.agents.llm.wire.text_tool_calls`)."""
     text_form: str = ""
     """How those calls were written (``<tool_call>``, ``<|python_tag|>``, ``[TOOL_CALLS]``...)."""
+    request_id: str = ""
+    """The server's id of the answer (its ``x-request-id``, else the completion's ``id``): what its logs know."""
 
 
 class ChatModel(Protocol):
@@ -452,7 +454,9 @@ class OpenAIChatModel:
         if kwargs.get("stream"):
             stream = await client.chat.completions.create(**kwargs)
             acc = _Accumulated()
+            rid = ""
             async for chunk in stream:
+                rid = rid or _request_id(chunk)
                 _absorb(acc, chunk)
             calls = tuple(
                 ToolCallRequest(c.get("id") or f"call_{i}", c.get("name", ""), c.get("arguments", ""))
@@ -460,10 +464,16 @@ class OpenAIChatModel:
             )
             content = "".join(acc.content) or None
             if acc.usage is not None:
-                return ChatReply(content, calls, acc.finish, *acc.usage)
+                return ChatReply(content, calls, acc.finish, *acc.usage, request_id=rid)
             completion = _estimate_tokens((content or "") + str(calls))
-            return ChatReply(content, calls, acc.finish, _prompt_estimate(kwargs), completion, usage_reported=False)
+            return ChatReply(
+                content, calls, acc.finish, _prompt_estimate(kwargs), completion, usage_reported=False, request_id=rid
+            )
         completion_obj = await client.chat.completions.create(**kwargs)
+        return record.replace(self._reply_of(completion_obj, kwargs), request_id=_request_id(completion_obj))
+
+    @staticmethod
+    def _reply_of(completion_obj: Any, kwargs: dict[str, Any]) -> ChatReply:
         choices = getattr(completion_obj, "choices", None)
         if not choices:
             raise ValueError("the answer has no choices")
@@ -482,6 +492,15 @@ class OpenAIChatModel:
         return ChatReply(
             content, tool_calls, choices[0].finish_reason, _prompt_estimate(kwargs), completion, usage_reported=False
         )
+
+
+def _request_id(answer: Any) -> str:
+    """The id a server's logs know an answer by: its ``x-request-id`` header (the client keeps it), else its ``id``."""
+    for name in ("_request_id", "id"):
+        value = getattr(answer, name, None)
+        if isinstance(value, str) and value:
+            return value[:200]
+    return ""
 
 
 def _token_field(config: LlmConfig) -> str:

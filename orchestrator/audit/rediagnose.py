@@ -10,10 +10,13 @@ import anyio
 
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.diffing import FindingChange, diff_findings
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.diff import DiffFindingChange, RediagnoseFinished
+from rigaudit.tools.model.events.audit import AuditFinished
+from rigaudit.tools.model.events.chat import LlmExchange
+from rigaudit.tools.model.events.diff import DiffFindingChange, LlmReplay, RediagnoseFinished
 from rigaudit.tools.model.events.session import SessionStarted
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.model.finding import Finding
@@ -50,9 +53,7 @@ def _scratch_dir() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
-def rediagnose(
-    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None
-) -> tuple[list[FindingChange], list[Finding], RebuildReport, list[str], AuditResult]:
+def rediagnose(transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None) -> Rediagnosis:
     """Rebuild the audit's snapshot, audit it today, and compare: (changes, recorded, rebuild, mismatches, result)."""
     segment = _rediagnose_segment(transcript, number)
     recorded = recorded_findings(segment)
@@ -65,7 +66,8 @@ def rediagnose(
         except OSError as exc:
             raise UsageError(f"cannot write the rebuilt snapshot to {root}: {exc.strerror or exc}") from None
         mismatches = anyio.run(verify_rebuild, segment, root)
-        options = AuditOptions(areas=_areas(segment, all_areas))
+        replay = _ModelReplay.of(segment)
+        options = AuditOptions(areas=_areas(segment, all_areas), brain=replay.brain if replay else None)
 
         async def audit() -> AuditResult:
             host = SnapshotHost(root)
@@ -75,7 +77,64 @@ def rediagnose(
                 await host.aclose()
 
         result = anyio.run(audit)
-    return list(diff_findings(recorded, result.findings).changes), recorded, report, mismatches, result
+    llm = replay.outcome(segment, result) if replay else None
+    return Rediagnosis(list(diff_findings(recorded, result.findings).changes), recorded, report, mismatches, result, llm)
+
+
+class Rediagnosis(Record):
+    """A recorded audit judged again: what changed, against what, from what rebuild."""
+
+    changes: list[FindingChange]
+    recorded: list[Finding]
+    rebuild: RebuildReport
+    mismatches: list[str]
+    result: AuditResult
+    llm: LlmReplay | None
+    """The model's side, where the session recorded its exchanges."""
+
+
+class _ModelReplay:
+    """A recorded LLM audit's agents, answered from the transcript (no server): built only where it recorded some."""
+
+    def __init__(self, exchanges: list[LlmExchange], options: dict[str, object]) -> None:
+        from rigaudit.agents.llm.brain import LLMBrain
+        from rigaudit.agents.llm.config import LlmConfig
+        from rigaudit.agents.llm.recording import RecordedModel
+
+        self.count = len(exchanges)
+        self.model = RecordedModel(exchanges)
+        steps = options.get("llm_max_steps")
+        tokens = options.get("llm_max_tokens")
+        config = LlmConfig(
+            model="recorded",
+            preflight=False,
+            max_steps=steps if isinstance(steps, int) and steps > 0 else LlmConfig().max_steps,
+            max_audit_tokens=tokens if isinstance(tokens, int) and tokens > 0 else LlmConfig().max_audit_tokens,
+        )
+        self.brain = LLMBrain(config, model=self.model)
+
+    @classmethod
+    def of(cls, segment: list[Event]) -> _ModelReplay | None:
+        from rigaudit.agents.llm.recording import replayable
+
+        exchanges = replayable(segment)
+        if not exchanges:
+            return None
+        start = next((e for e in segment if isinstance(e, SessionStarted)), None)
+        return cls(exchanges, dict(start.options) if start else {})
+
+    def outcome(self, segment: list[Event], result: AuditResult) -> LlmReplay:
+        audit = next((e for e in reversed(segment) if isinstance(e, AuditFinished)), None)
+        recorded = list(audit.result.suggestions) if audit is not None else []
+        changes = diff_findings(recorded, result.suggestions).changes
+        return LlmReplay(
+            exchanges=self.count,
+            changed=list(self.model.changed),
+            unanswered=sorted(set(self.model.unanswered)),
+            left=self.model.left(),
+            recorded=len(recorded),
+            changes=[DiffFindingChange.model_validate(change.to_json()) for change in changes],
+        )
 
 
 REDIAGNOSE_SCHEMA = "rigaudit.rediagnose/1"
@@ -85,20 +144,21 @@ def rediagnosis(
     transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None
 ) -> RediagnoseFinished:
     """:func:`rediagnose` as the event ``replay --rediagnose`` shows and records."""
-    changes, recorded, report, mismatches, result = rediagnose(transcript, number=number, all_areas=all_areas, keep=keep)
+    done = rediagnose(transcript, number=number, all_areas=all_areas, keep=keep)
     session = transcript.session
     return RediagnoseFinished(
         transcript=str(transcript.path),
         what=f"{session.command} of {session.host or '?'}" if session else "session",
         recorded_at=transcript.events[0].t,
         audit=number,
-        rebuild=report.summary(),
-        warnings=list(report.warnings),
-        mismatches=list(mismatches),
+        rebuild=done.rebuild.summary(),
+        warnings=list(done.rebuild.warnings),
+        mismatches=list(done.mismatches),
         saved=str(keep) if keep is not None else "",
-        recorded=len(recorded),
-        changes=[DiffFindingChange.model_validate(change.to_json()) for change in changes],
-        result=result,
+        recorded=len(done.recorded),
+        changes=[DiffFindingChange.model_validate(change.to_json()) for change in done.changes],
+        result=done.result,
+        llm=done.llm,
     )
 
 
@@ -108,10 +168,11 @@ def rediagnose_json(event: RediagnoseFinished) -> dict[str, object]:
         "schema": REDIAGNOSE_SCHEMA,
         "transcript": event.transcript,
         "audit": event.audit,
-        "identical": not event.changes,
+        "identical": not event.changes and (event.llm is None or not event.llm.changes),
         "recorded": event.recorded,
         "current": len(event.result.findings),
         "changes": [change.model_dump(mode="json") for change in event.changes],
         "rebuild": {"summary": event.rebuild, "warnings": list(event.warnings), "mismatches": list(event.mismatches)},
         "result": event.result.model_dump(mode="json", by_alias=True),
+        "llm": event.llm.model_dump(mode="json") if event.llm is not None else None,
     }

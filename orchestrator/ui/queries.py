@@ -145,8 +145,9 @@ def rediagnose_lines(event: RediagnoseFinished) -> list[str]:
     if event.saved:
         lines.append(f"Snapshot kept in {event.saved}")
     current = len(event.result.findings)
+    llm = _llm_replay_lines(event)
     if not event.changes:
-        return [*lines, f"No change: today's investigators reach the same {current} findings as recorded."]
+        return [*lines, f"No change: today's investigators reach the same {current} findings as recorded.", *llm]
     lines.append(f"{len(event.changes)} change(s) between the {event.recorded} recorded findings and today's {current}:")
     width = max(len(c.check) for c in event.changes)
     for change in event.changes:
@@ -154,4 +155,21 @@ def rediagnose_lines(event: RediagnoseFinished) -> list[str]:
         finding = change.b or change.a
         if change.kind in ("appeared", "only_b") and finding is not None and finding.status == "problem":
             lines.append(f"  {'':<9} {'':<{width}}  {finding.title}: {finding.observed}")
+    return [*lines, *llm]
+
+
+def _llm_replay_lines(event: RediagnoseFinished) -> list[str]:
+    """The model's side: its recorded answers replayed, what no longer matched, and how its suggestions changed."""
+    llm = event.llm
+    if llm is None:
+        return []
+    lines = [f"The model's side: {llm.exchanges} recorded answer(s) replayed to the agents (no server)"]
+    lines += [f"  changed: {line}" for line in llm.changed[:SHOWN_WARNINGS]]
+    lines += [f"  asked more than was recorded: {agent}" for agent in llm.unanswered]
+    lines += [f"  never asked for: {n} recorded answer(s) of {agent}" for agent, n in sorted(llm.left.items())]
+    now = len(event.result.suggestions)
+    if not llm.changes:
+        return [*lines, f"  the same {now} suggestion(s) as recorded"]
+    lines.append(f"  {len(llm.changes)} change(s) between the {llm.recorded} recorded suggestions and the replay's {now}:")
+    lines += [f"    {_REDIAGNOSE_WORDS.get(c.kind, c.kind):<9} {c.check}  {c.detail}" for c in llm.changes]
     return lines

@@ -101,6 +101,23 @@ class DiffReported(BaseEvent):
     """Value changes shown in the table (``--rows``)."""
 
 
+class LlmReplay(BaseModel):
+    """The agents of a recorded LLM audit re-run with no server: each request answered by its recorded reply."""
+
+    exchanges: int
+    """Recorded answers replayed."""
+    changed: list[str] = Field(default_factory=list)
+    """Requests whose messages differ from the recorded ones (a changed prompt or rule)."""
+    unanswered: list[str] = Field(default_factory=list)
+    """Agents that asked more than the recording holds."""
+    left: dict[str, int] = Field(default_factory=dict)
+    """Recorded answers no request asked for, by agent."""
+    recorded: int = 0
+    """The model's suggestions recorded."""
+    changes: list[DiffFindingChange] = Field(default_factory=list)
+    """Suggestions: recorded = A, replayed = B."""
+
+
 class RediagnoseFinished(BaseEvent):
     """A recorded audit judged again with today's rules (``rigaudit replay --rediagnose``): what changed."""
 
@@ -125,3 +142,5 @@ class RediagnoseFinished(BaseEvent):
     """Recorded = A, today = B."""
     result: AuditResult
     """Today's audit of the rebuilt snapshot."""
+    llm: LlmReplay | None = None
+    """The model's side, where the session recorded its exchanges: re-run against the recorded answers."""
