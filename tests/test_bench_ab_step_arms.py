@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from rigaudit.agents.investigators.nccl import INVESTIGATOR as NCCL
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.orchestrator.bench.restart import RestartOptions, run_restart_ab
 from rigaudit.orchestrator.bench.step_arms import DerivedArms, NotDerived, Where, derive_arms
@@ -271,3 +272,13 @@ def test_a_low_open_file_limit_gives_a_limit_drop_in_checked_in_the_main_process
     fix = _derive(low, step, tmp_path).arms[1].command
     assert "printf '%s\\n' '[Service]' LimitNOFILE=1048576 > " in fix
     assert f"grep -qE '^Max open files +1048576 ' {tmp_path}/proc/\"$pid\"/limits" in fix
+
+
+def test_an_nccl_override_in_the_servers_environment_is_unset_by_the_drop_in(tmp_path: Path) -> None:
+    spec = faults.server_env(HGX, NCCL_P2P_DISABLE="1")
+    plan, _ = build_plan(audit_snapshot(NCCL, snapshot(spec)).values())
+    step = plan.step("nccl.env")
+    assert step is not None and step.kind == "restart"
+    derived = _derive(spec, step, tmp_path)
+    assert "'[Service]' UnsetEnvironment=NCCL_P2P_DISABLE > " in derived.arms[1].command
+    assert derived.about[0].startswith("nccl.env: pid 3120 (vllm) runs under the systemd unit vllm.service")

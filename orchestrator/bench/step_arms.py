@@ -33,7 +33,8 @@ NOFILE = 1048576
 """The open-file limit runtime.nofile's fix sets (its LimitNOFILE=)."""
 NOFILE_MIN = 65536
 NCCL_OFF = {"NCCL_P2P_DISABLE": ("1",), "NCCL_P2P_LEVEL": ("LOC", "0"), "NCCL_SHM_DISABLE": ("1",), "NCCL_IB_DISABLE": ("1",)}
-_PID = re.compile(r"^pid (\d+) ")
+_PID = re.compile(r"\bpid (\d+) \(")
+"""A server as a step's subjects name it: ``pid 3120 (vllm)``, ``environment of pid 3120 (vllm)``."""
 
 
 class ServerChange(Record):
@@ -87,7 +88,7 @@ def server_change(step: PlanStep, env: dict[str, str] | None, limits_text: str |
 
 
 def _chosen(step: PlanStep, servers: tuple[ServerProcess, ...]) -> ServerProcess | str:
-    named = {int(m.group(1)) for s in step.subjects if (m := _PID.match(s))}
+    named = {int(m.group(1)) for s in step.subjects if (m := _PID.search(s))}
     picked = [s for s in servers if s.pid in named] or list(servers)
     if not picked:
         return "no inference server process is running here"
