@@ -127,3 +127,25 @@ def test_agents_lost_to_an_unexpected_error_are_never_an_ok_audit(tmp_path: Path
     assert code == 4 and data["llm"]["status"] == "degraded"
     assert sorted(data["llm"]["failed"]) == ["numa", "pcie"]
     assert any("RuntimeError: the connection pool is closed" in p and "(2 agents:" in p for p in data["llm"]["problems"])
+
+
+def test_an_ollama_runner_that_keeps_num_ctx_tokens_of_each_prompt_degrades_the_audit(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([say("OK")], default=final({"findings": []}), quirks="ollama-runner") as server:
+        code, data = _audit(server.base_url, tmp_path, "--model", "scripted")
+        counted = [r for r in server.requests if r.key != "preflight" and r.prompt_chars > 3 * 2048]
+    assert counted  # some agents' prompts are longer than the window at the server's 3 characters a token
+    assert code == 4 and data["llm"]["status"] == "degraded"
+    (problem,) = data["llm"]["problems"]
+    assert "cut the prompt" in problem and "num_ctx" in problem
+
+
+def test_truncation_is_read_from_the_usage_of_each_request() -> None:
+    from rigaudit.agents.llm.client import looks_truncated
+
+    assert looks_truncated(8212, 2048, 4)  # the prompt counts the whole window: Ollama's runner kept num_ctx tokens
+    assert looks_truncated(8212, 2044, 4)  # prompt plus completion fill it
+    assert looks_truncated(30_000, 3000, 4)  # far fewer tokens than 30,000 characters hold
+    assert looks_truncated(8000, 1500, 4, chars_per_token=3.0)  # far below what this server's tokenizer counts
+    assert not looks_truncated(5596, 1865, 4, chars_per_token=3.0)
+    assert not looks_truncated(4000, 2048, 4)  # 2 characters a token: the whole prompt fits
+    assert not looks_truncated(1800, 100, 4)  # too short to tell

@@ -173,19 +173,29 @@ def normalized(reply: ChatReply) -> ChatReply:
     )
 
 
-def looks_truncated(prompt_chars: int, prompt_tokens: int, completion_tokens: int) -> bool:
-    """Whether the server counted far fewer prompt tokens than ``prompt_chars`` can hold.
+WINDOWS = (2048, 4096, 8192, 16384, 32768)
+"""The context windows servers cut prompts to (Ollama's ``num_ctx``: 2,048 in older releases, then 4,096...)."""
+SPARSEST = 4.5
+"""Characters a token at most, for text a model is sent; nothing denser than 2.5 is plausible either."""
 
-    Text runs at 2.5 to 4.5 characters per token: fewer than one token per 7 characters means the
-    server read only part of the prompt; so does a prompt plus completion that fills a power-of-two
-    context (Ollama's ``num_ctx`` of 2,048, 4,096...) while the prompt holds more than was counted.
+
+def looks_truncated(prompt_chars: int, prompt_tokens: int, completion_tokens: int, *, chars_per_token: float = 0.0) -> bool:
+    """Whether the server counted far fewer prompt tokens than ``prompt_chars`` hold.
+
+    Text runs at 2.5 to 4.5 characters a token, so it is cut when the server counts fewer than one
+    token per 7 characters; or counts a prompt that fills a context window exactly (Ollama's runner
+    keeps ``num_ctx`` tokens of a longer prompt), or a prompt plus completion that does, while the
+    characters could hold more (2.5 a token); or counts under 60% of what this server's own counts
+    of uncut prompts (``chars_per_token``) give for these characters.
     """
     if prompt_chars < 2000 or prompt_tokens <= 0:
         return False
     if prompt_tokens * 7 < prompt_chars:
         return True
-    window = prompt_tokens + completion_tokens
-    return window in (2048, 4096, 8192, 16384) and prompt_tokens * 4.5 < prompt_chars
+    full = any(prompt_tokens == w or prompt_tokens + completion_tokens == w for w in WINDOWS)
+    if full and prompt_tokens * 2.5 < prompt_chars:
+        return True
+    return chars_per_token > 0 and prompt_tokens < 0.6 * prompt_chars / min(chars_per_token, SPARSEST)
 
 
 class _Accumulated(Record, frozen=False):
@@ -214,6 +224,8 @@ class OpenAIChatModel:
         self._model_lock: anyio.Lock | None = None
         self.broken: str | None = None
         """Why this endpoint cannot work (unreachable, key refused, wrong URL): later requests fail at once."""
+        self._chars_per_token = 0.0
+        """The most characters a token this server counted for a prompt it did not cut (0: none seen yet)."""
         self.problems = Problems()
         """Each distinct endpoint problem once (format refusals, truncated prompts, cut answers...)."""
 
@@ -429,7 +441,12 @@ class OpenAIChatModel:
 
     def _observe(self, reply: ChatReply, chars: int, agent: str) -> None:
         """Note what the server did that a person should know (once per kind)."""
-        if reply.usage_reported and looks_truncated(chars, reply.prompt_tokens, reply.completion_tokens):
+        cut = reply.usage_reported and looks_truncated(
+            chars, reply.prompt_tokens, reply.completion_tokens, chars_per_token=self._chars_per_token
+        )
+        if reply.usage_reported and not cut and chars >= 2000 and reply.prompt_tokens > 0:
+            self._chars_per_token = max(self._chars_per_token, chars / reply.prompt_tokens)  # the sparsest uncut count
+        if cut:
             self.problems.note(
                 "truncated",
                 f"the server counted {reply.prompt_tokens:,} prompt tokens for {chars:,} characters sent: it cut the prompt "

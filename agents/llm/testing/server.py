@@ -370,7 +370,7 @@ class _Handler(LoopbackHandler):
             if reply.usage is not None:
                 prompt, completion = reply.usage
             else:
-                prompt, completion = _estimate(json.dumps(body.get("messages") or []), quirks.chars_per_token), spent
+                prompt, completion = max(1, int(prompt_chars(body) / quirks.chars_per_token)), spent  # the tools count too
             if quirks.num_ctx is not None and prompt + completion > quirks.num_ctx:
                 # what it kept of the prompt, silently: the whole window (Ollama's runner) or what the answer left
                 kept = quirks.num_ctx if quirks.num_ctx_counts == "prompt" else quirks.num_ctx - completion
