@@ -12,6 +12,7 @@ import anyio
 
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.agents.llm.agent import AgentRun
+from rigaudit.agents.llm.ask_queue import AskQueue
 from rigaudit.agents.llm.client import ChatModel, OpenAIChatModel, describe_endpoint
 from rigaudit.agents.llm.clock import agent_deadline
 from rigaudit.agents.llm.config import LlmConfig
@@ -48,7 +49,9 @@ class LLMBrain:
         self.model: ChatModel = model if model is not None else OpenAIChatModel(config)
         self.emit: EventSink = emit or discard
         """Where LlmExchange events go; settable, so a brain can be built before its session."""
-        self.approver = approver
+        self.approver = AskQueue(approver) if approver is not None else None
+        """Asks the person about an agent's ``ask`` command: one question at a time, in order, the wait for a
+        turn not counted against the agent (:mod:`.ask_queue`); ``None``: no one to ask, each is "no" at once."""
         self.book = book if book is not None else UsageBook(config.max_audit_tokens)
         """Usage and the token budget; pass one to share it (a chat's coordinator and its audits)."""
         self.runs: dict[str, AgentRun] = {}

@@ -187,28 +187,22 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
 def terminal_approver(pause: Pause | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> Approver | None:
     """Asks the person at the terminal about a command the policy rates ``ask``; ``None`` (refuse) without one.
 
-    One question at a time, with the live board paused (``pause``) so it shows where the board was;
-    every question has a deadline (``timeout_s``, then it is no) and ends when the agent's own time
-    limit ends the agent, so an unanswered question never hangs the audit.
+    With the live board paused (``pause``) so it shows where the board was; every question has a
+    deadline (``timeout_s``, then it is no) and ends when the agent's own time limit ends the agent, so
+    an unanswered question never hangs the audit. The brain asks one question at a time, in order
+    (:class:`~rigaudit.agents.llm.ask_queue.AskQueue`).
     """
     from rigaudit.orchestrator.change.approval import is_interactive
 
     if not is_interactive():
         return None
-    import anyio
-
     from rigaudit.orchestrator.audit.run import current_area
     from rigaudit.orchestrator.change.timed_prompt import ask_yes_no
 
-    lock: list[anyio.Lock] = []
-
     async def ask(verdict: Verdict) -> bool:
-        if not lock:
-            lock.append(anyio.Lock())
-        async with lock[0]:
-            who = f" ({current_area()})" if current_area() else ""
-            text = f"An LLM agent{who} wants to run: {' '.join(verdict.argv)}\n  policy: ask ({verdict.reason})"
-            return await ask_yes_no(text, "Run this command?", timeout_s=timeout_s, pause=pause)
+        who = f" ({current_area()})" if current_area() else ""
+        text = f"An LLM agent{who} wants to run: {' '.join(verdict.argv)}\n  policy: ask ({verdict.reason})"
+        return await ask_yes_no(text, "Run this command?", timeout_s=timeout_s, pause=pause)
 
     return ask
 
