@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -29,7 +29,7 @@ from rigaudit.orchestrator.change.approval import Console, StepApprover
 from rigaudit.orchestrator.change.sections import apply_section
 from rigaudit.orchestrator.change.trust import check_machine, rederive
 from rigaudit.orchestrator.hosts.choose import in_container
-from rigaudit.orchestrator.hosts.identity import identify
+from rigaudit.orchestrator.hosts.identity import HostIdentity, identify
 from rigaudit.orchestrator.hosts.snapshots import copy_snapshot
 from rigaudit.orchestrator.report.document import append_section
 from rigaudit.tools.actions.journal import utc_now
@@ -44,7 +44,7 @@ from rigaudit.tools.model.audit import HostSummary
 from rigaudit.tools.model.events.apply import AppliedStep, ApplyFinished
 from rigaudit.tools.model.events.session import ReportWritten
 from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.model.plan import Plan, PlanStep
 
 __all__ = ["ApplyRequest", "finished", "reaudit", "run_apply", "stopped_text"]
 
@@ -140,51 +140,48 @@ async def _stop_on_sigint(scope: anyio.CancelScope, *, task_status: TaskStatus[N
             return
 
 
-async def run_apply(
-    source: Host,
-    request: ApplyRequest,
-    *,
-    emit: EventSink = discard,
-    interactive: bool | None = None,
-    console: Console | None = None,
-) -> ApplyReport:
-    """Plan (or take the given one), ask about each runtime step, apply into ``into`` or ``source``, then
-    re-audit the copy, write ``--emit-script`` and the report section. Emits :class:`ApplyFinished`.
+async def _plan_of(source: Host, request: ApplyRequest, emit: EventSink) -> tuple[HostIdentity, Plan]:
+    """This machine's identity and the plan: a file's (proven to be of this machine, by an id, each step rigaudit's
+    own: trust.py), or the plan of an audit run now."""
+    if request.plan is not None:
+        here = await check_machine(request.plan_host, source, live=request.into is None)
+        return here, request.plan
+    here = await identify(source)
+    return here, (await run_audit(source, emit=emit)).plan
 
-    Ctrl-C at a prompt: what was done is still reported and written down, then ``KeyboardInterrupt``
-    is raised again so that the whole run (a command, a conversation) ends."""
-    on_this_machine = request.into is None
-    if request.plan is not None:  # a file's plan: of this machine (by an id), each step rigaudit's own (trust.py)
-        here = await check_machine(request.plan_host, source, live=on_this_machine)
-    else:
-        here = await identify(source)
-    plan = request.plan if request.plan is not None else (await run_audit(source, emit=emit)).plan
-    options = ApplyOptions(
-        scope=request.scope, only=request.only, persist=request.persist, in_container=await in_container(source)
-    )
+
+async def _checked_steps(source: Host, request: ApplyRequest, plan: Plan, options: ApplyOptions) -> list[PlanStep]:
+    """The steps ``--only`` selects; a file's steps that may run on this machine re-derived from it (trust.py)."""
     try:
         steps = selected_steps(plan, request.only)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
-    if request.plan is not None and on_this_machine:
+    if request.plan is not None and request.into is None:
         await rederive([s for s in steps if classify(s, options)[0] in (None, "not_attempted")], source)
-    approver = StepApprover(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
-    runnable = [s for s in steps if classify(s, options)[0] is None]
-    if runnable:
-        approver.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
-    host = source
-    if request.into is not None:
-        if request.snapshot is None:
-            raise UsageError("--into needs --snapshot: a snapshot is changed only as a new copy")
-        await anyio.to_thread.run_sync(copy_snapshot, request.snapshot, request.into)
-        host = SnapshotHost(request.into, writable=True)
+    return steps
 
-    def interrupted(partial: ApplyReport) -> None:  # cancelled (Ctrl-C) while working: what was done, said and written
-        emit(finished(partial, copy=request.into, stopped="interrupted (Ctrl-C)"))
-        if request.report is not None and partial.journal is not None:
-            append_section(request.report, "Applied changes", apply_section(partial, utc_now(), None), host=here)
-            emit(ReportWritten(path=str(request.report), section="Applied changes"))
 
+async def _changed_host(source: Host, request: ApplyRequest) -> Host:
+    """What the apply changes: ``source``, or the new copy ``into`` of the snapshot."""
+    if request.into is None:
+        return source
+    if request.snapshot is None:
+        raise UsageError("--into needs --snapshot: a snapshot is changed only as a new copy")
+    await anyio.to_thread.run_sync(copy_snapshot, request.snapshot, request.into)
+    return SnapshotHost(request.into, writable=True)
+
+
+async def _apply_until_stopped(
+    host: Host,
+    plan: Plan,
+    request: ApplyRequest,
+    approver: StepApprover,
+    options: ApplyOptions,
+    emit: EventSink,
+    interrupted: Callable[[ApplyReport], None],
+) -> ApplyReport:
+    """:func:`apply_plan`, stopped by the first Ctrl-C (``interrupted`` says what was done, then
+    ``KeyboardInterrupt``); the host is closed whatever happens."""
     done: ApplyReport | None = None
     try:
         with anyio.CancelScope() as stop:
@@ -206,12 +203,18 @@ async def run_apply(
     finally:
         with anyio.CancelScope(shield=True):
             await host.aclose()
-    report = done
-    when = utc_now()
-    checked: dict[str, str] | None = None
-    if request.into is not None and report.changed and not report.interrupted:
-        checked = await reaudit(SnapshotHost(request.into), report.steps)
-    emit(finished(report, reaudited=checked, copy=request.into, stopped=stopped_text(report, approver)))
+    return done
+
+
+def _write_outputs(
+    report: ApplyReport,
+    request: ApplyRequest,
+    here: HostIdentity,
+    checked: dict[str, str] | None,
+    when: str,
+    emit: EventSink,
+) -> None:
+    """``--emit-script`` and the report's Applied changes section, dated ``when`` (the apply's end)."""
     if request.emit_script is not None:
         script = render_script(report.script_steps(), host=report.host, plan_hash=report.plan_hash, generated_at=when)
         _write_script(request.emit_script, script)
@@ -220,6 +223,45 @@ async def run_apply(
     if request.report is not None and report.journal is not None:
         append_section(request.report, "Applied changes", apply_section(report, when, checked), host=here)
         emit(ReportWritten(path=str(request.report), section="Applied changes"))
+
+
+async def run_apply(
+    source: Host,
+    request: ApplyRequest,
+    *,
+    emit: EventSink = discard,
+    interactive: bool | None = None,
+    console: Console | None = None,
+) -> ApplyReport:
+    """Plan (or take the given one), ask about each runtime step, apply into ``into`` or ``source``, then
+    re-audit the copy, write ``--emit-script`` and the report section. Emits :class:`ApplyFinished`.
+
+    Ctrl-C at a prompt: what was done is still reported and written down, then ``KeyboardInterrupt``
+    is raised again so that the whole run (a command, a conversation) ends."""
+    here, plan = await _plan_of(source, request, emit)
+    options = ApplyOptions(
+        scope=request.scope, only=request.only, persist=request.persist, in_container=await in_container(source)
+    )
+    steps = await _checked_steps(source, request, plan, options)
+    approver = StepApprover(plan.digest(), assume_yes=request.assume_yes, interactive=interactive, console=console, emit=emit)
+    runnable = [s for s in steps if classify(s, options)[0] is None]
+    if runnable:
+        approver.ensure_possible(f"nothing applied ({len(runnable)} runtime step(s) waiting for approval)")
+    host = await _changed_host(source, request)
+
+    def interrupted(partial: ApplyReport) -> None:  # cancelled (Ctrl-C) while working: what was done, said and written
+        emit(finished(partial, copy=request.into, stopped="interrupted (Ctrl-C)"))
+        if request.report is not None and partial.journal is not None:
+            append_section(request.report, "Applied changes", apply_section(partial, utc_now(), None), host=here)
+            emit(ReportWritten(path=str(request.report), section="Applied changes"))
+
+    report = await _apply_until_stopped(host, plan, request, approver, options, emit, interrupted)
+    when = utc_now()
+    checked: dict[str, str] | None = None
+    if request.into is not None and report.changed and not report.interrupted:
+        checked = await reaudit(SnapshotHost(request.into), report.steps)
+    emit(finished(report, reaudited=checked, copy=request.into, stopped=stopped_text(report, approver)))
+    _write_outputs(report, request, here, checked, when, emit)
     if report.interrupted:
         raise KeyboardInterrupt
     return report
