@@ -235,14 +235,15 @@ def test_geforce_reports_no_p2p() -> None:
 
 def test_fabric_manager_down_leaves_hopper_nvlinks_untrained() -> None:
     """On an NVSwitch system of the Hopper generation the fabric manager trains the GPUs' NVLinks: with it down every
-    link reads inactive, NVML's fabric state is not started, no pair peers over NVLink and the driver falls back to
-    the PCIe path (refused across the Intel sockets)."""
+    link reads inactive, NVML's fabric state is not started, no pair peers over NVLink or PCIe (CUDA refuses work
+    until the fabric is completed: cudaErrorSystemNotReady) and no compute process holds GPU memory."""
     tree = build_once(faults.fabricmanager_down(ARCHETYPES["hgx-h100-jammy"])).tree
     assert tree.nvml_result("nvmlDeviceGetNvLinkState", 0, 0) == 0
     assert tree.nvml_result("nvmlDeviceGetGpuFabricInfo", 0)["state"] == 1
     assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 2) == 5
-    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 0) == 0
-    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 4, 0) == 3
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 1, 0) == 5
+    assert tree.nvml_result("nvmlDeviceGetP2PStatus", 0, 4, 0) == 5
+    assert tree.nvml_result("nvmlDeviceGetComputeRunningProcesses", 0) == []
     assert "NV18" not in tree.commands[("nvidia-smi", "topo", "-m")]["stdout"]
     assert "<inactive>" in tree.commands[("nvidia-smi", "nvlink", "-s")]["stdout"]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
 from rigaudit.tools.model.finding import ServiceStartAction
 from tests.hostgen import faults
+from tests.hostgen.cache import built as build_once
 from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import KINDS
 from tests.support.investigators import audit_snapshot
@@ -26,7 +27,21 @@ def test_hgx_b200_is_healthy() -> None:
 
 
 def test_hgx_b200_without_its_fabric_manager() -> None:
-    assert serious(faults.fabricmanager_down(B200)) == {"driver.fabricmanager": "critical@host"}
+    """Before: p2p.status ok ('28/28 pairs OK for read and write') on a fabric NVML reports not completed, beside a
+    server holding 165 GB of every GPU: CUDA refuses work there (cudaErrorSystemNotReady, 802)."""
+    broken = faults.fabricmanager_down(B200)
+    assert serious(broken) == {"driver.fabricmanager": "critical@host", "p2p.status": "critical@host"}
+    p2p = by_check(broken)["p2p.status"]
+    assert p2p.fix is not None and "see driver.fabricmanager" in p2p.fix.summary
+
+
+def test_a_fabric_not_completed_leaves_no_cuda_work_and_no_peers() -> None:
+    """The generator: with the fabric manager down on a Blackwell NVSwitch system CUDA initialization fails, so no
+    compute process holds GPU memory and no pair peers (as on HGX H100)."""
+    tree = build_once(faults.fabricmanager_down(B200)).tree
+    assert tree.nvml_result("nvmlDeviceGetGpuFabricInfo", 0)["state"] != 3
+    assert all(tree.nvml_result("nvmlDeviceGetComputeRunningProcesses", i) == [] for i in range(8))
+    assert all(tree.nvml_result("nvmlDeviceGetP2PStatus", 0, b, 0) != 0 for b in range(1, 8))
 
 
 def test_the_proprietary_module_on_blackwell_is_told_by_the_kernel_log() -> None:

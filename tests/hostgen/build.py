@@ -96,6 +96,13 @@ class Built:
         return self.nvlink_trained and self.fabric_ready
 
     @property
+    def cuda_ready(self) -> bool:
+        """CUDA initializes on these GPUs: on an NVSwitch system of the Hopper generation and later it refuses work
+        until the fabric manager has completed the fabric (cudaErrorSystemNotReady, 802), so no compute process holds
+        GPU memory and the driver lets no pair peer."""
+        return self.fabric_ready or not self.spec.gpus.nvswitches or self.model.arch < 9
+
+    @property
     def visible_physical(self) -> list[int]:
         visible = self.spec.platform.visible_gpus
         return list(visible) if visible is not None else list(range(self.spec.gpus.count))
@@ -176,6 +183,8 @@ class Built:
             return nv.P2P_CODES["OK"]
         if self.guest:
             return nv.P2P_CODES["CHIPSET_NOT_SUPPORTED"]
+        if not self.cuda_ready:
+            return nv.P2P_CODES["NOT_SUPPORTED"]
         if self.topology_level(a.index, b.index) == nv.TOPO_SYSTEM and self.spec.cpu.vendor == "intel":
             return nv.P2P_CODES["IOH_TOPOLOGY_NOT_SUPPORTED"]
         return nv.P2P_CODES["OK"]
@@ -357,6 +366,8 @@ def _server_processes(built: Built) -> None:
             workers.append(pid)
             pid += 1
         for k, g in enumerate(gpus):
+            if not built.cuda_ready:
+                break  # the server failed CUDA initialization: it holds no GPU memory
             owner = workers[k]
             if server.mig:
                 for gi_gpu, gi, ci in server.mig:
