@@ -72,7 +72,7 @@ def _console_interrupted_while(when: str) -> TerminalConsole:
             if when == "flush":
                 os.kill(os.getpid(), signal.SIGINT)
 
-    console._console = SimpleNamespace(print=interrupting, file=Flushing())  # type: ignore[assignment]
+    console._console = SimpleNamespace(print=interrupting, file=Flushing(), width=inner.width)  # type: ignore[assignment]
     return console
 
 

@@ -35,6 +35,8 @@ CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}
 EOF_ANSWER = "\x04"
 """What :meth:`Console.ask` returns at end of input (Ctrl-D): no to this step, quit for the rest."""
+ANSWER_ROOM = len("details") + 1
+"""Columns the question leaves free on its last line for the answer the terminal echoes as it is typed."""
 TIMEOUT_ANSWER = "\x00"
 """What :meth:`Console.ask` returns when nobody answered in time: no to this step, and nothing more is asked
 (whoever ran it is not there)."""
@@ -65,7 +67,8 @@ class Console(Protocol):
 
 class TerminalConsole:
     """rich output and a line read from the real terminal (every word or its first letter is an answer);
-    every question waits at most ``timeout_s`` (then it is :data:`TIMEOUT_ANSWER`, said in one line)."""
+    every question waits at most ``timeout_s`` (then it is :data:`TIMEOUT_ANSWER`, said in one line).
+    What it shows and asks is wrapped at spaces to the terminal's width, never broken mid-word by it."""
 
     def __init__(self, timeout_s: float = APPROVAL_TIMEOUT_S) -> None:
         from rigaudit.orchestrator.ui.safe_console import SafeConsole as RichConsole
@@ -74,15 +77,27 @@ class TerminalConsole:
         self.timeout_s = timeout_s
 
     def show(self, text: str) -> None:
-        self._console.print(text, markup=False, soft_wrap=True)
+        from rich.text import Text
+
+        from rigaudit.orchestrator.ui.wrap import wrap
+
+        self._console.print(wrap(Text(text), self._console.width), soft_wrap=True)
 
     def ask(self, question: str, choices: Sequence[str], default: str) -> str:
-        from rich.markup import escape
+        from rich.text import Text
 
-        words = "/".join(f"[bold]{c[0]}[/bold]{c[1:]}" for c in choices)
-        wait = f"; no answer within {self.timeout_s:g} s: no"
+        from rigaudit.orchestrator.ui.wrap import wrap
+
+        asked = Text(f"{question} ")
+        for n, choice in enumerate(choices):
+            asked.append("/" if n else "")
+            asked.append(choice[0], style="bold")
+            asked.append(choice[1:])
+        asked.append(f" ({default}; no answer within {self.timeout_s:g} s: no)", style="dim")
+        asked = wrap(asked, max(20, self._console.width - ANSWER_ROOM))
+        asked.append(" ")
         with sigint_raises():  # before the question shows: a Ctrl-C once it is there ends the run at once
-            self._console.print(f"{escape(question)} {words} [dim]({default}{wait})[/dim] ", end="")
+            self._console.print(asked, end="", soft_wrap=True)
             self._console.file.flush()
             answer = read_line(sys.stdin.fileno(), self.timeout_s)
         if answer is None:

@@ -32,6 +32,7 @@ from rigaudit.orchestrator.ui.queries import (
 )
 from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
+from rigaudit.orchestrator.ui.wrap import wrap
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.model.events.apply import ApplyFinished, ApprovalDecided, RollbackFinished
 from rigaudit.tools.model.events.audit import (
@@ -183,10 +184,13 @@ class TerminalUI:
             self._tasks = {}
 
     def _lines(self, lines: list[str]) -> None:
-        """Plain lines as they are; a control character in them (BEL and CR too, which rich would drop) shows as its
-        escape."""
+        """Plain lines as they are (at a terminal wrapped at spaces to its width, a continuation indented; elsewhere
+        one line each); a control character in them (BEL and CR too, which rich would drop) shows as its escape."""
         for line in lines:
-            self.console.print(printable(line), markup=False, highlight=False, emoji=False, soft_wrap=True)
+            if self.console.is_terminal:
+                self.console.print(wrap(Text(printable(line)), self.console.width), highlight=False, soft_wrap=True)
+            else:
+                self.console.print(printable(line), markup=False, highlight=False, emoji=False, soft_wrap=True)
 
     def _document(self, text: str) -> None:
         """A document shown as it is (JSON, Markdown): never wrapped, cropped or styled."""
