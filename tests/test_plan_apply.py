@@ -236,3 +236,15 @@ def test_a_persisted_setting_alone_still_gets_its_undo_line() -> None:
     )
     lines = apply_lines(event)
     assert "journal: /j.jsonl  (undo: rigaudit rollback /j.jsonl)" in lines and not any("nothing to undo" in ln for ln in lines)
+
+
+def test_a_declined_step_says_declined_once_in_the_report_and_on_the_terminal(ram: Path) -> None:
+    from rigaudit.orchestrator.change.apply_run import finished
+    from rigaudit.orchestrator.change.sections import apply_section
+    from rigaudit.orchestrator.ui.lines import apply_lines
+
+    report = _run(_host(), Plan(steps=(_step("a.first"),)), ram / "j.jsonl", ["no"])
+    section = apply_section(report, "now", {})
+    assert "- `a.first` (runtime, on the host): declined\n" in section + "\n", section
+    assert section.count("declined") == 1, section
+    assert "  [--] a.first: declined" in apply_lines(finished(report))

@@ -16,6 +16,11 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
+def _outcome(status: str, reason: str) -> str:
+    """``blocked; not run: waits for ...``; a reason that only repeats the status (``declined``) is said once."""
+    return f"{status}; {reason}" if reason and reason != status else status
+
+
 def apply_section(report: ApplyReport, when: str, reaudit: dict[str, str] | None) -> str:
     """What one apply changed, step by step, with its approvals, its re-audit and how to undo it."""
     out = [f"### apply {when} on {report.host} (`{report.source}`)", ""]
@@ -34,7 +39,7 @@ def apply_section(report: ApplyReport, when: str, reaudit: dict[str, str] | None
     other = [e for e in report.steps if e.status not in ("applied", "partial", "failed")]
     if other:
         out += ["", "Not changed by this apply:"]
-        out += [f"- `{e.step.id}` ({e.step.kind}, on the {e.step.where}): {e.status}; {e.reason}".rstrip("; ") for e in other]
+        out += [f"- `{e.step.id}` ({e.step.kind}, on the {e.step.where}): {_outcome(e.status, e.reason)}" for e in other]
     decided = [e.approval for e in report.steps if e.approval is not None]
     if decided:
         out += ["", "Approvals: " + "; ".join(f"`{a.step_id}` {a.decision} by {a.who} at {a.when}" for a in decided) + "."]
