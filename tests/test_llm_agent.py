@@ -204,7 +204,8 @@ def test_the_token_budget_is_shared_by_every_agent_of_the_audit() -> None:
     model = ScriptedModel([], default=Reply(content='{"findings": []}', usage=(3500, 20)))
     result, events, brain, _ = _audit(model, areas=("kernel", "firmware", "numa"), max_audit_tokens=5000)
     assert len(model.requests) == 1  # the first agent spent 3520 of 5000; the others' prompts do not fit
-    (warning,) = _warnings(events)  # one problem, told once
+    too_small, warning = _warnings(events)  # said before the agents start; then one problem, told once
+    assert too_small.startswith("LLM: the token budget (5,000) is too small for one tool round per agent: give about ")
     assert "token budget (5,000) ran out before these agents answered (2 agents:" in warning
     assert brain.book.total.tokens == 3520
     assert model.requests[0].tools == ()  # no room for a tool round: the agent was asked for its answer at once

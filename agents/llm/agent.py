@@ -147,12 +147,22 @@ class AgentRun(Record, frozen=False):
             book=self.book,
         )
 
+    def _with_a_round(self, chars: int) -> tuple[int, int]:
+        """A request of ``chars`` with tools and one more round after it: its characters and completion tokens."""
+        return 2 * chars + self.config.tool_output_chars + 600, 2 * self.config.max_completion_tokens
+
+    def round_tokens(self) -> int:
+        """Tokens the opening with tools and one tool round after it need: less budget than this, no round."""
+        opening = record.replace(self._request(final=False), messages=tuple(self._opening()))
+        chars, completion = self._with_a_round(request_chars(opening))
+        return self.book.estimate(chars) + completion
+
     def _room_for_another_round(self) -> bool:
         """Whether the budget could pay for this request with tools and, after it, one more round, within
         what is left and within this agent's fair share (so one greedy agent does not starve the others)."""
         chars = request_chars(self._request(final=False))
-        after = chars + self.config.tool_output_chars + 600
-        completion = 2 * self.config.max_completion_tokens
+        after, completion = self._with_a_round(chars)
+        after -= chars
         if not self.book.affordable(chars + after, completion):
             return False
         if self.share is None:

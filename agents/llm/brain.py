@@ -8,6 +8,8 @@ and summed up by :meth:`LLMBrain.outcome` for the audit's result: its warnings, 
 
 from __future__ import annotations
 
+import math
+
 import anyio
 
 from rigaudit.agents.investigator import AnyInvestigator
@@ -23,6 +25,7 @@ from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.model.audit import LlmRun, LlmStatus
 from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy.shell import Approver
@@ -31,6 +34,10 @@ from rigaudit.tools.policy.shell import Approver
 def _error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
+
+
+ROUND_HEADROOM = 1.3
+"""The budget named for one tool round per agent, over the first short agent's need (openings differ by a quarter)."""
 
 
 class LLMBrain:
@@ -62,6 +69,8 @@ class LLMBrain:
         self.agents_expected = 0
         """How many agents this audit runs (set by the audit): each gets a fair share of the budget for tool rounds."""
         self._ends_at: float | None = None
+        self.budget_note: str | None = None
+        """Why the agents answer without a tool round (the budget is too small for one), once per audit."""
         """When this audit's agents must all have answered (``deadline_s`` after the first one started)."""
 
     async def preflight(self) -> None:
@@ -75,6 +84,7 @@ class LLMBrain:
         if self.book.token_budget is not None and self.agents_expected > 0:
             run.share = self.book.token_budget // self.agents_expected
         self.runs[area] = run
+        self._check_budget(run)
         if self._ends_at is None:
             self._ends_at = anyio.current_time() + self.config.deadline_s
         found: list[Finding] | None = None
@@ -99,6 +109,24 @@ class LLMBrain:
             raise LlmError(why)
         return found
 
+    def _check_budget(self, run: AgentRun) -> None:
+        """Before the first agent the budget cannot give one tool round: one line naming the budget needed."""
+        budget = self.book.token_budget
+        if budget is None or self.budget_note is not None:
+            return
+        agents = max(1, self.agents_expected)
+        need = run.round_tokens()
+        left = self.book.remaining() or 0  # a chat's audits share the conversation's budget
+        if min(left, run.share if run.share is not None else budget) >= need:
+            return
+        enough = math.ceil(need * ROUND_HEADROOM * agents / 1000) * 1000  # agents' openings differ in size
+        self.budget_note = (
+            f"the token budget ({budget:,}) is too small for one tool round per agent: give about {enough:,} "
+            f"(--llm-max-tokens {enough}) for {agents} agent{'s' if agents > 1 else ''}; "
+            "until then they answer from what the rules read"
+        )
+        self.emit(Warning_(text=f"LLM: {self.budget_note}"))
+
     def _failed(self, area: str, why: str, key: str) -> None:
         self.failures[area] = why
         text = (
@@ -116,6 +144,9 @@ class LLMBrain:
         endpoint = getattr(self.model, "problems", None)
         degrading = self.problems.lines() + (endpoint.lines(degrading=True) if isinstance(endpoint, Problems) else [])
         notes = endpoint.lines(degrading=False) if isinstance(endpoint, Problems) else []
+        if self.budget_note is not None:
+            notes.insert(0, self.budget_note)
+            self.budget_note = None
         failed = tuple(sorted(self.failures))
         status: LlmStatus = "ok"
         if areas and len(failed) >= areas:
