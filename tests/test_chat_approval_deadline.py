@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.tools.actions.journal import read_journal
-from tests.support.apply import CPUIDLE, NUMA, mini_seed, read, seed_plan
+from tests.support.apply import NUMA, mini_seed, read, seed_plan
 from tests.support.tty import CTRL_D, spawn
 
 pytestmark = pytest.mark.slow
@@ -52,7 +52,7 @@ def test_an_unanswered_chat_step_is_no_and_the_conversation_goes_on(tmp_path: Pa
     tty = spawn(args, env=_env(tmp_path), cols=120)
     at = tty.expect("you> ")
     tty.send("/apply runtime\n")
-    at = tty.expect("Apply power.cstates?", after=at)
+    at = tty.expect("Apply numa.balancing?", after=at)
     at = tty.expect(TOLD, after=at)
     at = tty.expect("you> ", after=at)  # the conversation goes on
     tty.send(CTRL_D)
@@ -60,7 +60,7 @@ def test_an_unanswered_chat_step_is_no_and_the_conversation_goes_on(tmp_path: Pa
     out = tty.text
     assert code == 0 and "Traceback" not in out, out
     assert out.count(TOLD) == 2  # the question and its one line; that apply asked nothing more
-    assert read(tmp_path / "copy", CPUIDLE[0]) == b"0\n"  # nothing applied
+    assert read(tmp_path / "copy", NUMA) == b"1\n"  # nothing applied
     events = [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
     decided = [e for e in events if e.get("type") == "approval"]
     assert decided and decided[0]["decision"] == "no" and "no answer in time" in decided[0]["note"], decided

@@ -22,8 +22,9 @@ from tests.support.mutate import light_copy, set_file
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"
 H200 = FIXTURES / "h200x2-vm"
-SEED_MEDIUM = ("numa.balancing", "pcie.mrrs", "power.scaling_driver", "power.cstates")
-"""The seed's problems: all medium (the story's host tunes badly, but nothing is broken)."""
+SEED_MEDIUM = ("numa.balancing", "pcie.mrrs", "power.scaling_driver")
+"""The seed's problems at medium (the story's host tunes badly, but nothing is broken); power.cstates is low there (no
+server visible, so the batch-1 premise of its medium is unread)."""
 
 
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
@@ -65,7 +66,7 @@ def test_fail_on_sets_the_threshold(capsys: pytest.CaptureFixture[str], degraded
     code, lines, _ = check(capsys, "--snapshot", str(SEED), "--fail-on", "medium")
     assert code == 1
     named = lines[0].split(":")[0]
-    assert all(f"{c} medium" in named or "more" in named for c in SEED_MEDIUM[:4])
+    assert all(f"{c} medium" in named or "more" in named for c in SEED_MEDIUM)
 
 
 def test_skip_and_only_select_by_id_and_area(capsys: pytest.CaptureFixture[str], degraded: Path, tmp_path: Path) -> None:

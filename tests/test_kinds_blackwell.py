@@ -79,3 +79,13 @@ def test_a_rack_tray_whose_fabric_is_down_is_sent_to_the_switch_trays(tmp_path: 
     assert (found.status, found.severity) == ("problem", "critical"), found.observed
     assert found.fix is not None and "switch trays" in found.fix.summary
     assert not any(isinstance(a, ServiceStartAction) for a in found.fix.actions)
+
+
+def test_deep_cstates_with_no_server_visible_stay_low() -> None:
+    """Before: medium on B200 with MIG left on and nothing running ('no server is visible here to tell whether it
+    batches'): the premise of the medium (decode latency-bound) unread, and the severity raised on it."""
+    idle = faults.mig_unused(B200)
+    cstates = by_check(idle)["power.cstates"]
+    assert (cstates.status, cstates.severity) == ("problem", "low"), cstates.explanation
+    assert "no server visible: medium if it serves at batch 1" in cstates.explanation
+    assert "power.cstates" not in serious(idle)

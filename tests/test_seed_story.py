@@ -17,7 +17,8 @@ from rigaudit.tools.model.audit import AuditResult
 
 AREAS = ("firmware", "kernel", "numa", "pcie", "driver", "cuda", "gpu", "power", "p2p", "nccl", "nvlink", "container", "runtime")
 """Every area, in catalog order: the order ``rigaudit checks``, the report and the JSON list them in."""
-EXPECTED_PROBLEMS = {"numa.balancing", "pcie.mrrs", "power.cstates", "power.scaling_driver"}
+EXPECTED_PROBLEMS = {"numa.balancing", "pcie.mrrs", "power.scaling_driver"}
+"""At medium and above. power.cstates is low: no server is visible, so the batch-1 premise of its medium is unread."""
 EXPECTED_OK = {"kernel.iommu", "pcie.link", "firmware.rebar", "gpu.thermals", "power.governor", "pcie.acs", "p2p.status"}
 
 
@@ -58,10 +59,10 @@ def test_one_finding_per_check_and_evidence_is_cited(seed_result: AuditResult) -
 def test_plan_ranked_by_what_each_step_buys(seed_result: AuditResult) -> None:
     plan = seed_result.plan
     fixes = [s for s in plan.steps if s.kind != "measure"]
-    assert [s.id for s in fixes] == ["power.cstates", "numa.balancing", "power.scaling_driver", "pcie.mrrs"]
-    assert [s.priority for s in fixes] == ["P0", "P1", "P1", "P2"]
+    assert [s.id for s in fixes] == ["numa.balancing", "power.scaling_driver", "power.cstates", "pcie.mrrs"]
+    assert [s.priority for s in fixes] == ["P1", "P1", "P2", "P2"]  # power.cstates low here: its gain is capped
     mrrs = fixes[-1]
-    assert mrrs.gain is not None and all(mrrs.gain.high <= s.gain.low for s in fixes[:1] if s.gain)
+    assert mrrs.gain is not None and all(mrrs.gain.low <= s.gain.low for s in fixes[:-1] if s.gain)
     assert "0-2% of decode time at batch 1" in mrrs.gain.why
     assert "power.scaling_driver" in {s.id for s in plan.deferred_steps}
     mrrs = next(s for s in plan.steps if s.id == "pcie.mrrs")

@@ -22,14 +22,14 @@ def test_ctrl_d_declines_and_the_conversation_goes_on_then_ctrl_c_ends_it(tmp_pa
     tty = _chat(tmp_path, seed_dir)
     at = tty.expect("you> ")
     tty.send("/apply runtime\n")
-    at = tty.expect("Apply power.cstates?", after=at)  # the plan's first runtime step: it buys the most
+    at = tty.expect("Apply numa.balancing?", after=at)  # the plan's first runtime step: it buys the most
     assert f"where: the snapshot copy {tmp_path / 'copy'}" in tty.text
     tty.send("y\n")
     at = tty.expect("Apply ", after=at)
     tty.send(CTRL_D)  # no to this step, nothing more asked in this apply
     at = tty.expect("you> ", after=at)
     assert "refused" in tty.text[:at] and "declined" in tty.text[:at]
-    assert read(tmp_path / "copy", CPUIDLE[0]) == b"1\n" and read(tmp_path / "copy", NUMA) == b"1\n"
+    assert read(tmp_path / "copy", NUMA) == b"0\n" and read(tmp_path / "copy", CPUIDLE[0]) == b"0\n"
     tty.send("/apply runtime\n")
     tty.expect("Apply ", after=at)
     tty.send(CTRL_C)  # ends the whole conversation, once what was done is said

@@ -108,7 +108,9 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
             evidence=("file:/etc/tuned/active_profile",),
         )
     bound = latency_bound(facts.servers)
-    severity: Severity = "medium" if worst > SHALLOW_US and bound is not False else "low"
+    # Medium rests on decode being latency-bound: a server seen capping its batch. With no server visible that premise
+    # is unread, and an unread premise never raises the severity.
+    severity: Severity = "medium" if worst > SHALLOW_US and bound is True else "low"
     explanation = (
         f"Deep idle states are enabled: {summary}. The inference server's threads block between "
         "decode steps (waiting on the GPU, on NCCL, on the next request); a core that dropped into a deep C-state pays "
@@ -120,17 +122,15 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         "take effect immediately, without a reboot. "
         + (
             f"Medium: the deepest enabled state costs {worst} us per wake-up, a noticeable share of a decode step "
-            "of a few milliseconds at batch 1"
-            + (
-                " (no server is visible here to tell whether it batches; with batched serving this is low)."
-                if bound is None
-                else " (the server caps its batch, so decode is latency-bound)."
-            )
+            "of a few milliseconds at batch 1 (the server caps its batch, so decode is latency-bound)."
             if severity == "medium"
             else f"Low: the deepest enabled state costs {worst} us per wake-up, "
             + (
                 "little against a decode step of a few milliseconds."
                 if worst <= SHALLOW_US
+                else "which a batching server overlaps with tens of milliseconds of GPU work per step; no server "
+                "visible: medium if it serves at batch 1 (single-stream, latency-bound decode)."
+                if bound is None
                 else "which a batching server overlaps with tens of milliseconds of GPU work per step; it matters at "
                 "batch 1 (single-stream, latency-bound decode)."
             )
