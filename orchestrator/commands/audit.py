@@ -25,6 +25,7 @@ from pathlib import Path
 
 import anyio
 
+from rigaudit.agents.llm import LLMBrain
 from rigaudit.agents.registry import area_names
 from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
@@ -38,15 +39,17 @@ from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.options.arguments import positive_seconds
 from rigaudit.orchestrator.report.document import check_report, write_report
 from rigaudit.orchestrator.report.output import write_json
-from rigaudit.orchestrator.session.core import open_session
+from rigaudit.orchestrator.session.core import Session, open_session
 from rigaudit.orchestrator.session.run_async import run_held
 from rigaudit.orchestrator.ui.explain_check import explain_lines
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
+from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.audit import TopologyReported
 from rigaudit.tools.model.events.catalog import CheckEntry
 from rigaudit.tools.model.events.session import ReportWritten
+from rigaudit.tools.model.events.sink import EventSink
 from rigaudit.tools.model.finding import SEVERITY_ORDER
 
 
@@ -166,31 +169,11 @@ def _run(args: argparse.Namespace) -> int:
     ) as session:
         if brain is not None:
             brain.emit = session.emit
-
-        async def main() -> AuditResult:
-            if brain is not None:
-                try:
-                    await brain.preflight()  # a bad endpoint is one line now, not thirteen agents' retries
-                except BaseException:
-                    await brain.aclose()
-                    raise
-            async with anyio.create_task_group() as group:
-                group.start_soon(_cancel_on_sigint, control, group.cancel_scope)
-                result = await run_audit(host, options=options, emit=session.emit, control=control)
-                group.cancel_scope.cancel()
-            await host.aclose()
-            if brain is not None:
-                await brain.aclose()
-            return result
-
-        result = run_held(main)
+        result = run_held(lambda: _audit(host, options, brain, session.emit, control))
         if brain is not None:
             brain.report_usage()
         if args.report:
-            topology = next((e.devices for e in reversed(session.events) if isinstance(e, TopologyReported)), [])
-            archived = write_report(args.report, result, topology=topology)
-            kept = f"the earlier report is kept as {archived}" if archived is not None else ""
-            session.emit(ReportWritten(path=str(args.report), section=kept))
+            _write_report(args.report, result, session)
         if args.json:
             write_json(args.json, result.model_dump_json(by_alias=True, indent=2))
         session.exit_code = exit_status(result, args.fail_on)
@@ -200,6 +183,34 @@ def _run(args: argparse.Namespace) -> int:
         if session.transcript_path is not None and not json_to_stdout:
             ui.console.print(f"[dim]transcript: {session.transcript_path}[/dim]")
     return session.exit_code
+
+
+async def _audit(
+    host: Host, options: AuditOptions, brain: LLMBrain | None, emit: EventSink, control: AuditControl
+) -> AuditResult:
+    """The audit, stopped by the first Ctrl-C; the LLM endpoint (``brain``) is checked first and closed after."""
+    if brain is not None:
+        try:
+            await brain.preflight()  # a bad endpoint is one line now, not thirteen agents' retries
+        except BaseException:
+            await brain.aclose()
+            raise
+    async with anyio.create_task_group() as group:
+        group.start_soon(_cancel_on_sigint, control, group.cancel_scope)
+        result = await run_audit(host, options=options, emit=emit, control=control)
+        group.cancel_scope.cancel()
+    await host.aclose()
+    if brain is not None:
+        await brain.aclose()
+    return result
+
+
+def _write_report(path: Path, result: AuditResult, session: Session) -> None:
+    """system-improve.md with the PCIe drawing the audit reported; an earlier one of this machine is kept beside it."""
+    topology = next((e.devices for e in reversed(session.events) if isinstance(e, TopologyReported)), [])
+    archived = write_report(path, result, topology=topology)
+    kept = f"the earlier report is kept as {archived}" if archived is not None else ""
+    session.emit(ReportWritten(path=str(path), section=kept))
 
 
 async def _cancel_on_sigint(control: AuditControl, scope: anyio.CancelScope) -> None:
