@@ -16,17 +16,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from rigaudit.agents.llm import LlmConfig, OpenAIChatModel
-from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, final
-from rigaudit.agents.llm.usage import UsageBook
-from rigaudit.orchestrator.chat.coordinator import ChatSettings, Coordinator
-from rigaudit.orchestrator.chat.planner import LlmPlanner
-from rigaudit.orchestrator.cli import main
+from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, final, say
+from rigaudit.orchestrator.cli import build_parser, main
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, llm_config_from_args
-from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.orchestrator.commands.chat import run_chat
 from rigaudit.tools.model.events.chat import Message
 from rigaudit.tools.model.events.union import Event
 from tests.test_llm_support import SEED, rule_findings
@@ -108,27 +103,22 @@ def test_the_audit_deadline_loses_only_the_stalled_agent(tmp_path: Path, stall: 
     assert [w for w in data["warnings"] if told in w]
 
 
-def test_a_stalled_chat_turn_ends_at_its_deadline(tmp_path: Path, stall: Stall) -> None:
+def test_a_stalled_chat_turn_ends_at_its_deadline(tmp_path: Path, stall: Stall, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     events: list[Event] = []
-    settings = ChatSettings(snapshot=SEED, into=tmp_path / "copy", workdir=tmp_path, interactive=False)
-    coordinator = Coordinator(SnapshotHost(SEED), settings, emit=events.append)
-    with ScriptedOpenAIServer([stall]) as server:
-        model = OpenAIChatModel(LlmConfig(base_url=server.base_url, model="scripted", request_timeout_s=600))
-        planner = LlmPlanner(model, coordinator, UsageBook(None), deadline_s=0.5)
-
-        async def turn() -> None:
-            try:
-                await planner.turn("audit this host")
-            finally:
-                await model.aclose()
-
+    with ScriptedOpenAIServer({"chat": [stall, say("Audited: 3 problems.")]}, default=say("OK")) as server:
+        argv = ["chat", "--snapshot", str(SEED), "--into", str(tmp_path / "copy"), "--no-live", "--no-transcript"]
+        argv += ["--llm", "--base-url", server.base_url, "--model", "scripted", "--llm-deadline", "0.5"]
         started = time.monotonic()
-        anyio.run(turn)
+        code = run_chat(
+            build_parser().parse_args(argv), lines=["audit this host", "and now?"], interactive=False, consumers=[events.append]
+        )
         took = time.monotonic() - started
         assert stall.arrived.is_set()
     said = [e.text for e in events if isinstance(e, Message) and e.role == "assistant"]
     assert said == [
         "Stopped: the model gave no answer within this turn's deadline of 0.5 s (--llm-deadline). Done: nothing. "
-        "Slash commands still work (/help)."
+        "Slash commands still work (/help).",
+        "Audited: 3 problems.",  # the next turn asks again
     ]
-    assert took < 20
+    assert code == 0 and took < 30
