@@ -63,7 +63,7 @@ def test_the_plan_keeps_every_word_it_says(width: int) -> None:
 def test_below_its_width_a_table_is_blocks_of_labelled_lines() -> None:
     text = render(audit_view(seed_result(), width=40), 40)
     assert "│" not in text and "┃" not in text
-    assert "step: 4 · prio: P0 · kind: runtime" in text
+    assert "step: 4 · prio: P1 · kind: runtime" in text
     assert "change: power.cstates: Disable idle" in text
     assert "verdict: medium · check: numa.balancing" in text
     assert "/sys/devices/system/cpu/cpu*/\n    cpuidle/state2/disable" in text  # a long path breaks after a /

@@ -33,7 +33,7 @@ def _apply(tmp_path: Path, mini: Path, plan: Path, env: dict[str, str], cols: in
 
 def test_short_answers_details_and_ctrl_d(tmp_path: Path, setup: tuple[Path, Path, dict[str, str]]) -> None:
     mini, plan, env = setup
-    tty = _apply(tmp_path, mini, plan, env)
+    tty = _apply(tmp_path, mini, plan, env, cols=240)  # a long tmp path (pytest-xdist) stays on one line
     at = tty.expect("Apply numa.balancing?")
     screen = tty.text
     assert f"where: the snapshot copy {tmp_path / 'copy'}" in screen and "this host" not in screen

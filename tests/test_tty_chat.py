@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def _chat(tmp_path: Path, seed_dir: Path):  # type: ignore[no-untyped-def]
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     args = ["chat", "--snapshot", str(seed_dir), "--into", str(tmp_path / "copy"), "--no-transcript", "--no-live"]
-    return spawn(args, env=env, cols=100)
+    return spawn(args, env=env, cols=240)  # wide enough that a long tmp path (pytest-xdist) stays on one line
 
 
 def test_ctrl_d_declines_and_the_conversation_goes_on_then_ctrl_c_ends_it(tmp_path: Path, seed_dir: Path) -> None:

@@ -457,7 +457,7 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.governor, {}, "power.governor", "low@host"),
     ("hgx-h100-jammy", faults.driver_upgraded_without_reboot, {}, "driver.library_mismatch", "high@host"),
     ("hgx-h100-jammy", faults.driver_upgraded_without_reboot, {}, "driver.fabricmanager", "critical@host"),
-    ("hgx-h100-jammy", faults.no_server, {}, "power.cstates", "medium@host"),
+    ("hgx-h100-jammy", faults.no_server, {}, "power.cstates", "low@host"),
     ("epyc-nps4-l40s", faults.iommu_translated, {}, "kernel.iommu", "high@host"),
     ("epyc-nps4-l40s", faults.acs_redirect, {}, "pcie.acs", "ok"),
     ("proxmox-q35-h100pcie-vm", faults.legacy_machine_type, {}, "pcie.link", "ok"),

@@ -24,7 +24,8 @@ The classes live beside the code that raises them; this is the whole tree (exit 
     │   ├── CommandError          2  orchestrator.chat.steps: a chat /command that does not parse
     │   ├── ReportRefused         2  orchestrator.report: a report of another machine, or a file that is not one
     │   ├── OutputRefused         2  tools.files.outputs: an output path that cannot or must not be written
-    │   └── EndpointError         2  tools.bench.endpoint: a server URL that cannot take the load (what to change)
+    │   ├── EndpointError         2  tools.bench.endpoint: a server URL that cannot take the load (what to change)
+    │   └── NotDerived            2  orchestrator.bench.step_arms: a restart step whose arms cannot be derived
     ├── NotApprovedError          3  a change or a benchmark without the approval it needs
     └── OperationError            1  the work itself failed
         ├── HostWriteError        1  tools.hosts.base: a write to the host failed
