@@ -205,7 +205,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour("mistral-v11", "Mistral v11 [TOOL_CALLS]NAME[ARGS]{...}", TWO_READS, quirks="mistral-v11", tools=True),
     Behaviour(
         "openrouter",
-        "OpenRouter: an error event after part of every second stream",
+        "OpenRouter: an error event after part of every second stream of each agent",
         READ,
         quirks="openrouter",
         settings=STREAM,

@@ -106,7 +106,8 @@ class Quirks(Record):
     text_call_form: str = "hermes"
     """How ``tool_calls_as_text`` writes calls: one of :data:`TEXT_CALL_FORMS`."""
     stream_error_every: int = 0
-    """Every Nth streamed answer breaks after some content with a ``data: {"error": ...}`` event (OpenRouter)."""
+    """Every Nth streamed answer of each conversation breaks after some content with a ``data: {"error": ...}``
+    event (OpenRouter)."""
     content_parts: bool = False
     """Content as a list of parts (``[{"type": "text", "text": ...}]``), not a string."""
     stream_without_index: bool = False
@@ -248,7 +249,8 @@ class _State(Record, frozen=False):
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list[Recorded] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
-    streams: int = 0
+    streams: dict[str, int] = field(default_factory=dict)
+    """Streamed answers so far, by conversation key."""
 
     def next_reply(self, body: dict[str, Any]) -> tuple[str, Reply | None]:
         key = self.route(body)
@@ -426,8 +428,9 @@ class _Handler(LoopbackHandler):
 
         quirks, state = self.server.state.quirks, self.server.state
         with state.lock:
-            state.streams += 1
-            broken = quirks.stream_error_every > 0 and state.streams % quirks.stream_error_every == 0
+            key = state.route(body)
+            state.streams[key] = n = state.streams.get(key, 0) + 1
+            broken = quirks.stream_error_every > 0 and n % quirks.stream_error_every == 0
         self.start_events()
         self.event(chunk({"role": "assistant", "content": ""}))
         if out.reasoning:
