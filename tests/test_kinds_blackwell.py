@@ -26,6 +26,27 @@ def test_hgx_b200_is_healthy() -> None:
     assert found["nvlink.links"].status == "ok", found["nvlink.links"].observed
 
 
+def test_hgx_b200_is_the_xeon_platform_its_chassis_is() -> None:
+    """Before: a Supermicro SYS-A21GE-NBRT (an Intel Xeon platform: Supermicro's SYS- prefix; its AMD systems are AS-)
+    with 2x EPYC 9354 and amd_pstate."""
+    tree = build_once(B200).tree
+    assert tree.text("/sys/devices/virtual/dmi/id/product_name") == "SYS-A21GE-NBRT\n"
+    cpuinfo = tree.text("/proc/cpuinfo") or ""
+    assert "GenuineIntel" in cpuinfo and "XEON(R) PLATINUM 8570" in cpuinfo  # Emerald Rapids names itself in capitals
+    assert tree.text("/sys/devices/system/cpu/cpufreq/policy0/scaling_driver") == "intel_pstate\n"
+    assert "amd_pstate" not in (tree.text("/proc/cmdline") or "")
+
+
+def test_a_refused_fabric_manager_package_carries_its_own_branch() -> None:
+    """Before: nvidia-fabricmanager-570 at version 550.127.08; a versioned package's name carries its branch."""
+    tree = build_once(faults.fabricmanager_version_refused(B200)).tree
+    packages = tree.commands[("dpkg-query", "-W", "nvidia-fabricmanager*")]["stdout"]
+    assert packages == "nvidia-fabricmanager-550\t550.127.08-1\n", packages
+    version = by_check(faults.fabricmanager_version_refused(B200))["driver.fabricmanager_version"]
+    assert version.subjects == ("nvidia-fabricmanager-550", "running (per /var/log/fabricmanager.log)"), version.subjects
+    assert version.fix is not None and "nvidia-fabricmanager-570=570.133.20-1" in version.fix.actions[0].description
+
+
 def test_hgx_b200_without_its_fabric_manager() -> None:
     """Before: p2p.status ok ('28/28 pairs OK for read and write') on a fabric NVML reports not completed, beside a
     server holding 165 GB of every GPU: CUDA refuses work there (cudaErrorSystemNotReady, 802)."""

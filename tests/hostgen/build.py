@@ -519,7 +519,7 @@ def _driver_files(built: Built) -> None:
         tree.command(("modinfo", "-F", "version", "nvidia"), user + "\n")
         if d.fabricmanager is not None:
             fm_version = d.fabricmanager_version or user
-            branch = user.split(".")[0]
+            branch = fm_version.split(".")[0]  # a versioned package carries its own branch (nvidia-fabricmanager-550)
             tree.command(
                 ("systemctl", "is-active", "nvidia-fabricmanager"),
                 d.fabricmanager + "\n",

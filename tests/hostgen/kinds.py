@@ -12,7 +12,6 @@ from tests.hostgen.archetypes import (
     ALL8,
     CASCADE_LAKE_VM,
     DOCKER_BM,
-    EPYC_9354,
     GEFORCE,
     HGX_H100,
     IB_ENV,
@@ -200,19 +199,35 @@ AZURE_ND_H100_V5 = HostSpec(
 domain (``0001:00:00.0``...) and its synthetic NIC and disks are VMBus devices, not PCI; the generator's flat guest bus
 (domain 0000, a virtio NIC) stands in. The CPUs' idle driver is the generator's VM default."""
 
+XEON_8570 = replace(
+    XEON_8462,
+    model_name="INTEL(R) XEON(R) PLATINUM 8570",
+    cores_per_socket=56,
+    model=207,
+    stepping=2,
+    microcode="0x21000283",
+    base_mhz=2100,
+    max_mhz=4000,
+    cache_kb=307200,
+)
+"""Emerald Rapids (5th Gen Xeon Scalable, family 6 model 207; its CPUID brand string is in capitals): 56 cores at
+2.1 GHz (4.0 GHz turbo), 300 MB L3, on the Eagle Stream platform of Sapphire Rapids (same root ports, intel_idle's SPR
+table, intel_pstate with HWP). The microcode revision is of Intel's form for the part, not read off a host."""
+
 HGX_B200 = HostSpec(
     "hgx-b200-noble",
-    "HGX B200 8-GPU (Supermicro SYS-A21GE-NBRT), 2x EPYC 9354, Ubuntu 24.04 (6.8), NVIDIA's open kernel module 570 "
-    "(Blackwell requires it), two NVLink 5 switch chips with the fabric manager and NVLink Subnet Manager (NVLSM), "
-    "8x ConnectX-7 NDR with the inbox rdma-core (GPUDirect RDMA through dma-buf); amd_pstate=active; sglang at TP 8",
+    "HGX B200 8-GPU (Supermicro SYS-A21GE-NBRT), 2x Xeon Platinum 8570, Ubuntu 24.04 (6.8), NVIDIA's open kernel module "
+    "570 (Blackwell requires it), two NVLink 5 switch chips with the fabric manager and NVLink Subnet Manager (NVLSM), "
+    "8x ConnectX-7 NDR with the inbox rdma-core (GPUDirect RDMA through dma-buf); intel_pstate with HWP; sglang at TP 8",
     "hgx-b200-02",
-    EPYC_9354,
-    replace(NOBLE, memory_kib=TIB_KIB + TIB_KIB // 2, cmdline="quiet amd_pstate=active"),
+    XEON_8570,
+    replace(NOBLE, memory_kib=2 * TIB_KIB, cmdline="quiet"),
     GpuSpec("b200", 8, nvswitches=2),
     DriverSpec("570.133.20", open=True, fabricmanager="active", fabricmanager_version="570.133.20", cuda=12080),
     topology="hgx",
-    root_complex="amd-genoa",
+    root_complex="intel-spr",
     nics=NicSpec("cx7", 8, ofed=None),
+    platform=PlatformSpec(dmi=(("sys_vendor", "Supermicro"), ("product_name", "SYS-A21GE-NBRT"), ("board_vendor", "Supermicro"))),
     processes=(
         replace(
             sglang("/models/DeepSeek-V3", ALL8, mib=165000, env=IB_ENV), torch="2.7.0+cu128", torch_cuda="12.8", nccl="2.26.2"
@@ -222,10 +237,11 @@ HGX_B200 = HostSpec(
     expect="healthy: NVLink 5 through the switch chips, fabric manager (with NVLSM) active, GPU fabric state completed",
 )
 """The fabric manager of 4th-generation NVSwitch systems works with NVLSM (NVIDIA's Fabric Manager user guide, release
-2.3: 'What is NVLink Subnet Manager?'). How the switch chips show on the host (PCI functions, the NVLink management
-NICs' InfiniBand ports NVLSM drives) is not shown by a public source read here: they are left off the PCI tree, the
-fabric is what NVML reports (nvmlDeviceGetGpuFabricInfo), and no rule reads NVLSM's state. The SYS-A21GE-NBRT's DMI
-is left to the generator's defaults for the same reason."""
+2.3: 'What is NVLink Subnet Manager?'). How the switch chips show on the host as PCI functions is not shown by a public
+source read here: they are left off the PCI tree, and the fabric is what NVML reports (nvmlDeviceGetGpuFabricInfo).
+The SYS-A21GE-NBRT is Supermicro's 10U HGX B200 system for two 5th/4th Gen Xeon Scalable CPUs (Supermicro's naming:
+``SYS-`` for its Intel systems, ``AS -`` for its AMD ones); its board name and BIOS strings are not from a public
+source read here and are left out of its DMI."""
 
 KINDS: dict[str, HostSpec] = {
     spec.name: spec
