@@ -8,7 +8,6 @@ Without matplotlib the report says how to get them.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,9 +15,12 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
+from rigaudit.tools.bench.p2p import FAR_BELOW, NEAR_LIMIT, share_of_limit
 from rigaudit.tools.model.events.audit import PcieDevice
 
 INSTALL_HINT = "pip install 'rigaudit[plots]'"
+SHARE_LABEL = "share of the link's limit (grey: limit unknown)"
+"""The P2P heat map's colour bar: what its colours measure."""
 Draw = Callable[[Any, Path], None]
 """Draws with ``pyplot`` into the file at the path."""
 
@@ -68,30 +70,40 @@ def _number(value: object) -> float | None:
 
 
 def draw_p2p(data: Mapping[str, Any]) -> Draw:
-    """The P2P one-way bandwidth matrix as a heat map, each cell labelled."""
+    """The P2P one-way bandwidth matrix as a heat map, each cell labelled with its GB/s and coloured by its share
+    of its link's limit, in the bands of the text picture (never by the data's own minimum and maximum)."""
 
     def draw(plt: Any, path: Path) -> None:
+        from matplotlib.colors import BoundaryNorm, ListedColormap
+
         pairs = [p for p in data.get("pairs") or [] if isinstance(p, Mapping)]
         gpus = sorted({int(p["src"]) for p in pairs} | {int(p["dst"]) for p in pairs})
         at = {g: i for i, g in enumerate(gpus)}
-        grid = [[float("nan")] * len(gpus) for _ in gpus]
+        shares = [[float("nan")] * len(gpus) for _ in gpus]
+        labels = [[""] * len(gpus) for _ in gpus]
         for pair in pairs:
+            i, j = at[int(pair["src"])], at[int(pair["dst"])]
+            share = share_of_limit(pair)
             speed = _number(pair.get("unidir_gbps"))
-            if speed is not None:
-                grid[at[int(pair["src"])]][at[int(pair["dst"])]] = speed
-        fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(gpus), 0.8 + 0.6 * len(gpus)))
-        shown = ax.imshow(grid, cmap="RdYlGn")
-        for i, row in enumerate(grid):
-            for j, value in enumerate(row):
-                if not math.isnan(value):
-                    ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=8)
-        labels = [f"GPU{g}" for g in gpus]
-        ax.set_xticks(range(len(gpus)), labels, rotation=45)
-        ax.set_yticks(range(len(gpus)), labels)
+            shares[i][j] = float("nan") if share is None else min(share, 1.0)
+            labels[i][j] = "bad" if pair.get("data_ok") is False else "" if speed is None else f"{speed:.0f}"
+        colours = ListedColormap(["#d73027", "#fee08b", "#1a9850"]).with_extremes(bad="#dddddd")
+        bands = BoundaryNorm([0.0, FAR_BELOW, NEAR_LIMIT, 1.0], colours.N)
+        fig, ax = plt.subplots(figsize=(1.6 + 0.7 * len(gpus), 0.8 + 0.6 * len(gpus)))
+        shown = ax.imshow(shares, cmap=colours, norm=bands)
+        for i, row in enumerate(labels):
+            for j, label in enumerate(row):
+                if label:
+                    ax.text(j, i, label, ha="center", va="center", fontsize=8)
+        names = [f"GPU{g}" for g in gpus]
+        ax.set_xticks(range(len(gpus)), names, rotation=45)
+        ax.set_yticks(range(len(gpus)), names)
         ax.set_xlabel("to")
         ax.set_ylabel("from")
         ax.set_title("P2P one-way bandwidth (GB/s)")
-        fig.colorbar(shown, ax=ax, label="GB/s")
+        bar = fig.colorbar(shown, ax=ax, ticks=[0.0, FAR_BELOW, NEAR_LIMIT, 1.0])
+        bar.ax.set_yticklabels([f"{t:.0%}" for t in (0.0, FAR_BELOW, NEAR_LIMIT, 1.0)])
+        bar.set_label(SHARE_LABEL)
         fig.tight_layout()
         fig.savefig(path, dpi=110)
 

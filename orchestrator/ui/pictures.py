@@ -1,7 +1,7 @@
 """Pictures in the terminal, where a person would rather look than read (rich renderables, plain text too).
 
 - :func:`p2p_heatmap`: the P2P bandwidth matrix (one-way GB/s, source row, destination column),
-  each cell shaded by its share of the link's limit (or of the fastest pair).
+  each cell shaded by its share of what its link should give (never by the data's own spread).
 - :func:`nccl_plot`: NCCL all-reduce bus bandwidth by message size, a bar per size.
 - :func:`pcie_tree`: where the GPUs, switches and NICs sit under each root complex.
 - :func:`roofline_bar`: measured tokens/s against the decode bound, with what the plan can buy.
@@ -18,9 +18,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from rigaudit.tools.bench.p2p import FAR_BELOW, NEAR_LIMIT, share_of_limit
 from rigaudit.tools.model.events.audit import PcieDevice
 
-_SHADES = ((0.8, "black on green"), (0.6, "black on yellow"), (0.0, "white on red"))
+_SHADES = ((NEAR_LIMIT, "black on green"), (FAR_BELOW, "black on yellow"), (0.0, "white on red"))
+P2P_LEGEND = (
+    f"colour: share of the link's limit (NVLink links x rate, PCIe generation x width): green {NEAR_LIMIT:.0%} or more; "
+    f"yellow {FAR_BELOW:.0%}-{NEAR_LIMIT:.0%}; red below {FAR_BELOW:.0%}; none: limit unknown; bad: data corrupted"
+)
 _LABEL = {"root": "", "port": "port", "switch": "switch", "gpu": "GPU", "nvswitch": "NVSwitch", "nic": "NIC"}
 _STYLE = {"gpu": "bold green", "nic": "bold cyan", "nvswitch": "bold magenta", "switch": "yellow", "port": "", "root": "bold"}
 
@@ -42,7 +47,6 @@ def p2p_heatmap(data: Mapping[str, Any]) -> Table | None:
     if not pairs:
         return None
     cells = {(int(p["src"]), int(p["dst"])): p for p in pairs}
-    fastest = max((_number(p.get("unidir_gbps")) or 0.0 for p in pairs), default=0.0) or None
     table = Table(title="P2P one-way GB/s (row: from, column: to)", title_justify="left", show_lines=False)
     table.add_column("", no_wrap=True)
     for gpu in gpus:
@@ -55,13 +59,10 @@ def p2p_heatmap(data: Mapping[str, Any]) -> Table | None:
                 row.append(Text("—", style="dim"))
                 continue
             speed = _number(pair.get("unidir_gbps"))
-            share = _number(pair.get("fraction_of_limit"))
-            if share is None and speed is not None and fastest:
-                share = speed / fastest
             text = "bad" if pair.get("data_ok") is False else "—" if speed is None else f"{speed:,.1f}"
-            row.append(Text(text, style="white on red" if pair.get("data_ok") is False else _shade(share)))
+            row.append(Text(text, style=_shade(share_of_limit(pair))))
         table.add_row(*row)
-    table.caption = "green: 80% of the link's limit or more; yellow: 60-80%; red: below 60%; bad: data corrupted"
+    table.caption = P2P_LEGEND
     return table
 
 
@@ -143,4 +144,4 @@ def roofline_bar(bound: float, measured: float | None, plan: str = "", width: in
     return text
 
 
-__all__ = ["nccl_plot", "p2p_heatmap", "pcie_tree", "roofline_bar"]
+__all__ = ["P2P_LEGEND", "nccl_plot", "p2p_heatmap", "pcie_tree", "roofline_bar"]

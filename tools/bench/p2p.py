@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +22,21 @@ from rigaudit.tools.core.record import Record, as_dict, field
 
 FAR_BELOW = 0.6
 """A pair below this fraction of its link's limit is reported as a problem."""
+NEAR_LIMIT = 0.8
+"""A pair at this fraction of its link's limit or more gives what its link should (the pictures' green)."""
+
+
+def share_of_limit(pair: Mapping[str, object]) -> float | None:
+    """A ``rigaudit.p2p/1`` pair's one-way bandwidth as a fraction of its link's limit (NVLink links x rate, PCIe
+    generation x width); ``0.0`` for a pair whose data came back corrupted; ``None`` where the limit is unknown."""
+    if pair.get("data_ok") is False:
+        return 0.0
+    share, speed, limit = (pair.get(k) for k in ("fraction_of_limit", "unidir_gbps", "limit_gbps"))
+    if isinstance(share, int | float) and not isinstance(share, bool):
+        return float(share)
+    if isinstance(speed, int | float) and isinstance(limit, int | float) and limit > 0:
+        return float(speed) / float(limit)
+    return None
 
 
 class PairReport(Record):
