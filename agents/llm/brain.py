@@ -69,6 +69,10 @@ class LLMBrain:
         self.agents_expected = 0
         """How many agents this audit runs (set by the audit): each gets a fair share of the budget for tool rounds."""
         self._ends_at: float | None = None
+        self._endpoint_mark: dict[str, tuple[int, int]] = {}
+        """Where the endpoint's problems stood when the last audit ended: an audit's outcome tells only its own."""
+        self._told = False
+        """The outcome was told: the next agent starts a new audit, with no failure and no problem yet."""
         self.budget_note: str | None = None
         """Why the agents answer without a tool round (the budget is too small for one), once per audit."""
         """When this audit's agents must all have answered (``deadline_s`` after the first one started)."""
@@ -80,6 +84,8 @@ class LLMBrain:
 
     async def refine(self, investigator: AnyInvestigator, probe: Probe, rule_findings: list[Finding]) -> list[Finding]:
         area = investigator.area
+        if self._told:  # a chat's next audit with this brain
+            self.failures, self.problems, self.runs, self._told = {}, Problems(), {}, False
         run = AgentRun(investigator, probe, list(rule_findings), self.model, self.config, self.book, self.emit, self.approver)
         if self.book.token_budget is not None and self.agents_expected > 0:
             run.share = self.book.token_budget // self.agents_expected
@@ -139,15 +145,20 @@ class LLMBrain:
         self.problems.note(f"agent:{key}", f"agents gave no answer, their rule findings stand: {text}", agent=area)
 
     def outcome(self, areas: int) -> LlmRun:
-        """What LLM mode did in this audit of ``areas`` investigators (the next audit's deadline starts afresh)."""
+        """What LLM mode did in this audit of ``areas`` investigators, and only in it: the next audit (a chat runs
+        several with one brain) starts with no failure, no problem and a deadline of its own."""
         self._ends_at = None
         endpoint = getattr(self.model, "problems", None)
-        degrading = self.problems.lines() + (endpoint.lines(degrading=True) if isinstance(endpoint, Problems) else [])
-        notes = endpoint.lines(degrading=False) if isinstance(endpoint, Problems) else []
+        since = endpoint.since(self._endpoint_mark) if isinstance(endpoint, Problems) else Problems()
+        if isinstance(endpoint, Problems):
+            self._endpoint_mark = endpoint.mark()
+        degrading = self.problems.lines() + since.lines(degrading=True)
+        notes = since.lines(degrading=False)
         if self.budget_note is not None:
             notes.insert(0, self.budget_note)
             self.budget_note = None
         failed = tuple(sorted(self.failures))
+        self._told = True
         status: LlmStatus = "ok"
         if areas and len(failed) >= areas:
             status = "failed"

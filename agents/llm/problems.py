@@ -53,3 +53,18 @@ class Problems(Record, frozen=False):
 
     def lines(self, *, degrading: bool | None = None) -> list[str]:
         return [p.line() for p in self.items.values() if degrading is None or p.degrading == degrading]
+
+    def mark(self) -> dict[str, tuple[int, int]]:
+        """Where each problem stands (its count, its agents): :meth:`since` a mark tells only what came after."""
+        with self._lock:
+            return {key: (p.count, len(p.agents)) for key, p in self.items.items()}
+
+    def since(self, mark: dict[str, tuple[int, int]]) -> Problems:
+        """The problems that happened after ``mark``: each with the occurrences and agents added since."""
+        later = Problems()
+        with self._lock:
+            for key, p in self.items.items():
+                count, agents = mark.get(key, (0, 0))
+                if p.count > count:
+                    later.items[key] = Problem(key, p.text, p.degrading, p.count - count, p.agents[agents:])
+        return later
