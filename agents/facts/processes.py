@@ -11,19 +11,7 @@ from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.container_signs import cgroup_container
 from rigaudit.tools.hosts.probe import Probe
-
-SERVER_MARKERS: tuple[str, ...] = (
-    "sglang",
-    "vllm",
-    "tensorrt_llm",
-    "trtllm",
-    "text-generation-launcher",
-    "text_generation_server",
-    "lmdeploy",
-    "llama-server",
-    "tritonserver",
-)
-"""Substrings (lower case) of a command line that mark an inference server or one of its workers."""
+from rigaudit.tools.hosts.server_argv import SERVER_MARKERS, server_marker
 
 _COMM_HINTS = ("python", "pt_main_thread", "ray::", *SERVER_MARKERS)
 SCAN_LIMIT = 4096
@@ -100,13 +88,6 @@ def parse_environ(data: bytes | None) -> dict[str, str] | None:
         if sep and key:
             env[key] = value
     return env
-
-
-def server_marker(argv: tuple[str, ...] | None) -> str | None:
-    if not argv:
-        return None
-    line = " ".join(argv).lower()
-    return next((m for m in SERVER_MARKERS if m in line), None)
 
 
 def _ppid(stat: str | None) -> int | None:

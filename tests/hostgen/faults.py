@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tests.hostgen.catalog import GPUS
+from tests.hostgen.procs import Proc, write_proc
 from tests.hostgen.spec import Fault, HostSpec, MigInstance, ProcessSpec
 from tests.hostgen.units import unit_failed
 
@@ -600,3 +601,33 @@ def contained_error_pending(spec: HostSpec, gpu: int = 0) -> HostSpec:
 def remap_failed(spec: HostSpec, gpu: int = 0) -> HostSpec:
     """A bank out of spare rows: the remap could not be recorded (Xid 64), NVML's failure flag set."""
     return memory_event(spec, (0, 1, 0, 1), (64,), gpu)
+
+
+# -- a machine that does more than serve (issue 35: a share bundle keeps only what the audit judges) -----------------
+
+BUSY_SECRET = "s3cr3t-Busy-Machine-7f41c2"
+"""In the command line and environment of every process :func:`busy_machine` adds: a bundle must hold it nowhere."""
+_BUSY = (
+    (("-bash",), "bash"),
+    (("tmux", "new", "-s", "alice-exp"), "tmux: server"),
+    (("/usr/bin/python3", "/home/alice/train.py", "--data", "/data/corp-set", "--secret", BUSY_SECRET), "python3"),
+    (("/opt/conda/bin/jupyter-lab", "--ip=10.20.30.41", f"--NotebookApp.password={BUSY_SECRET}"), "jupyter-lab"),
+    (("rsync", "-a", f"rsync://backup:{BUSY_SECRET}@nas.corp/models", "/models"), "rsync"),
+    (("/usr/sbin/postgres", "-D", "/var/lib/postgresql/14/main", "-c", f"password={BUSY_SECRET}"), "postgres"),
+)
+
+
+def busy_machine(spec: HostSpec, count: int = 150) -> HostSpec:
+    """``count`` processes beside the servers (login shells, notebooks, training scripts, backups, a database), each
+    with :data:`BUSY_SECRET` and the user's name in its command line and environment."""
+
+    def apply(built: Built) -> None:
+        for k in range(count):
+            argv, comm = _BUSY[k % len(_BUSY)]
+            env = {"USER": "alice", "HOME": "/home/alice", "SESSION_NOTE": BUSY_SECRET, "PATH": "/usr/bin:/bin"}
+            proc = Proc(20000 + k, argv, comm=comm, uid=1000, env=env, cgroup="0::/user.slice/user-1000.slice\n")
+            built.procs[proc.pid] = proc
+            write_proc(built.tree, proc)
+
+    fault = Fault("busy", f"{count} other processes", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), f"busy-{count}", f"{count} processes beside the servers")

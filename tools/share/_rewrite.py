@@ -21,6 +21,7 @@ from rigaudit.tools.redact import (
     redact_text,
 )
 from rigaudit.tools.share._places import find
+from rigaudit.tools.share._processes import ProcessCounts, Processes, needed_pids
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._scrub import Scrubber
 from rigaudit.tools.share._tree import Tree
@@ -36,11 +37,14 @@ class Stats(Record, frozen=False):
     secrets: Tally = field(default_factory=Tally)
     """Values redacted while the bundle was made, by kind (:data:`rigaudit.tools.redact.KIND_LABELS`)."""
     recorded: int = 0
-    """Values the snapshot already held redacted (``<redacted>``: redacted when it was recorded)."""
+    """Values the snapshot already held redacted (``<redacted>``: redacted when it was recorded) that the bundle keeps
+    (a marker in a process file the bundle leaves out goes with it)."""
     dsn_zeroed: int = 0
     vpd_masked: int = 0
     binary_left_out: int = 0
     """Binary files left out of the bundle: only those rigaudit reads (PCI configuration space, VPD) go in."""
+    processes: ProcessCounts = field(default_factory=ProcessCounts)
+    """Processes kept whole (serving, GPU, PID 1) and the others (program name only, no environment)."""
     unbounded: int = 0
     """Occurrences replaced by the final check (glued to other words, so no pattern saw them); also counted by kind."""
     warnings: list[str] = field(default_factory=list)
@@ -83,6 +87,7 @@ class Rewriter:
         self.scrub = scrub
         self.ps = pseudonyms
         self.stats = Stats()
+        self.procs = Processes(set())
 
     # -- pieces ----------------------------------------------------------------------------
 
@@ -169,6 +174,8 @@ class Rewriter:
 
     def tree(self, tree: Tree) -> Tree:
         self.stats.recorded = _markers(tree)
+        self.procs = Processes(needed_pids(tree.files, tree.nvml))
+        self.stats.processes = self.procs.counts
         out = Tree(manifest={}, present=set(tree.present))
         for path in sorted(tree.files):
             new_path = self.scrub.path(path)
@@ -178,8 +185,12 @@ class Rewriter:
             if _unknown_binary(path, tree.files[path]):
                 self.stats.binary_left_out += 1
                 continue
+            data = self.procs.file(path, tree.files[path])
+            if data is None:
+                continue
             self.stats.renamed += new_path != path
-            out.files[new_path] = self.file(path, tree.files[path])
+            out.files[new_path] = self.file(path, data)
+        self.stats.recorded -= self.procs.counts.dropped_markers
         out.links = {self.scrub.path(k): self.scrub.text(v, system=k.startswith(_SYSTEM)) for k, v in tree.links.items()}
         out.dirs = [self.scrub.path(d) for d in tree.dirs]
         out.unreadable = {self.scrub.path(k): v for k, v in tree.unreadable.items()}

@@ -118,6 +118,7 @@ def share_markdown(block: str, *, counts: dict[str, tuple[int, int]], stats: Sta
         "",
         *(["| what | values |", "| --- | ---: |", *secrets] if secrets else []),
     ]
+    procs = stats.processes
     notes = [
         *(
             [f"- known token formats inside binary files, overwritten in place: {stats.secrets['binary']}"]
@@ -129,6 +130,9 @@ def share_markdown(block: str, *, counts: dict[str, tuple[int, int]], stats: Sta
         f"- file names renamed because they held identifying values: {stats.renamed}",
         "- binary files (PCI configuration space) are otherwise byte for byte the original",
         f"- other binary files (formats rigaudit does not read: keys, databases), left out: {stats.binary_left_out}",
+        f"- processes: {procs.kept} (inference servers, GPU processes, PID 1) keep their command line and environment;"
+        f" {procs.others} others keep only their program's name, and {procs.environments_left_out} environments"
+        " were left out",
     ]
     if stats.unbounded:
         notes.append(f"- of the occurrences above, glued to other words and replaced as bare text: {stats.unbounded}")
