@@ -23,7 +23,7 @@ from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.audit import LlmRun, LlmStatus
+from rigaudit.tools.model.audit import AgentUsage, LlmRun, LlmStatus
 from rigaudit.tools.model.events.chat import LlmExchange, Message
 from rigaudit.tools.model.events.session import Warning_
 from rigaudit.tools.model.events.sink import EventSink, discard
@@ -172,6 +172,7 @@ class LLMBrain:
             problems=tuple(degrading),
             notes=tuple(notes),
             usage=self.book.total.as_dict(),
+            by_agent={a: AgentUsage(model=u.model, usage=u.as_dict()) for a, u in sorted(self.book.agents.items())},
         )
 
     def usage_lines(self) -> list[str]:

@@ -120,6 +120,8 @@ class ChatReply(Record):
     """How those calls were written (``<tool_call>``, ``<|python_tag|>``, ``[TOOL_CALLS]``...)."""
     request_id: str = ""
     """The server's id of the answer (its ``x-request-id``, else the completion's ``id``): what its logs know."""
+    model: str = ""
+    """The model the request was sent to (its agent's: ``--llm-model AREA=NAME``, else the default)."""
 
 
 class ChatModel(Protocol):
@@ -311,7 +313,7 @@ class OpenAIChatModel:
     async def _complete(self, request: ChatRequest) -> ChatReply:
         import openai
 
-        model = await self._model_name()
+        model = dict(self.config.area_models).get(request.agent) or await self._model_name()
         formats = self._formats(request)
         level = sent = attempt = limited = 0
         max_tokens = request.max_tokens
@@ -328,7 +330,7 @@ class OpenAIChatModel:
             try:
                 sent += 1
                 try:
-                    reply = await self._metered(request, kwargs, chars)
+                    reply = await self._metered(request, kwargs, chars, model)
                 except BudgetExhausted:
                     if cut is not None:  # no room left to retry: the cut answer is what there is
                         return cut
@@ -336,7 +338,11 @@ class OpenAIChatModel:
                 reply = normalized(reply)
                 self._observe(reply, chars, agent)
                 done = record.replace(
-                    reply, structured=answer_format == "json_schema", response_format=answer_format, attempts=sent
+                    reply,
+                    structured=answer_format == "json_schema",
+                    response_format=answer_format,
+                    attempts=sent,
+                    model=model,
                 )
                 if reply.finish_reason == "length" and not length_retried:
                     length_retried, cut = True, done
@@ -412,7 +418,7 @@ class OpenAIChatModel:
             await anyio.sleep(min(self.config.backoff_cap_s, wait) if wait is not None else backoff)
             attempt += 1
 
-    async def _metered(self, request: ChatRequest, kwargs: dict[str, Any], chars: int) -> ChatReply:
+    async def _metered(self, request: ChatRequest, kwargs: dict[str, Any], chars: int, model: str) -> ChatReply:
         """One try: a request slot (the wait not counted against the agent's time), then the budget pays
         for it, then it is sent and settled."""
         with paused():
@@ -422,7 +428,7 @@ class OpenAIChatModel:
                 started = await self.gate.wait()
             ticket: Ticket | None = None
             if request.book is not None:
-                ticket = request.book.reserve(request.agent or "?", chars, int(kwargs[self.token_field]))
+                ticket = request.book.reserve(request.agent or "?", chars, int(kwargs[self.token_field]), model=model)
                 kwargs[self.token_field] = ticket.max_tokens
             try:
                 reply = await self._send(kwargs)
@@ -619,5 +625,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def describe_endpoint(config: LlmConfig) -> str:
-    """``model at URL`` for messages (never the key)."""
-    return f"{config.model or 'the server’s only model'} at {config.base_url or 'OpenAI'}"
+    """``model at URL`` for messages (never the key), each area's own model named: ``big (numa: small) at URL``."""
+    own = "; ".join(f"{agent}: {name}" for agent, name in config.area_models)
+    model = config.model or "the server’s only model"
+    return f"{model}{f' ({own})' if own else ''} at {config.base_url or 'OpenAI'}"

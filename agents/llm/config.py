@@ -12,6 +12,8 @@ class LlmConfig(Record):
     """An OpenAI-compatible ``.../v1`` URL; ``None`` is OpenAI's own."""
     model: str = ""
     """The model name; empty: the server's only model (``GET /models``)."""
+    area_models: tuple[tuple[str, str], ...] = ()
+    """A model per agent (an area, or ``chat``) over :attr:`model`: ``--llm-model area=name``."""
     api_key: str | None = field(default=None, repr=False)
     max_steps: int = 6
     """Requests per agent (tool rounds plus the final answer)."""
@@ -58,3 +60,7 @@ class LlmConfig(Record):
     """The rule findings sent to one agent, in characters."""
     tool_output_chars: int = 3000
     """One tool result sent back to the model, in characters."""
+
+    def model_for(self, agent: str) -> str:
+        """The model ``agent``'s requests go to (empty: the server's only model)."""
+        return dict(self.area_models).get(agent, self.model)

@@ -63,9 +63,11 @@ async def _check(model: OpenAIChatModel, book: UsageBook | None) -> None:
         raise LlmError(f"the LLM endpoint {where} cannot be reached: {_line(exc)} (without --llm the rules alone run)") from None
     except Exception as exc:
         model.problems.note("models", f"the server's models list is unreadable: {_line(exc)}")
-    if names is not None and model.config.model and model.config.model not in names:
+    wanted = [model.config.model] + [name for _, name in model.config.area_models]
+    missing = [name for name in dict.fromkeys(wanted) if name and names is not None and name not in names]
+    if names is not None and missing:
         served = ", ".join(names[:6]) or "none"
-        raise LlmError(f"the LLM endpoint {where} does not serve {model.config.model!r} (it serves: {served})")
+        raise LlmError(f"the LLM endpoint {where} does not serve {missing[0]!r} (it serves: {served})")
     request = ChatRequest(_PING.messages, _PING.tools, max_tokens=_PING.max_tokens, agent=PREFLIGHT, book=book, retries=1)
     try:
         await model.complete(request)

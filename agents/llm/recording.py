@@ -3,7 +3,7 @@
 A transcript holds one :class:`~tools.model.events.chat.LlmExchange` per request an agent made. Its
 ``request`` has every message as sent (the prompt was redacted before it left; the transcript's writer
 redacts again), the tools offered by name, the answer format, the completion limit and a digest of the
-messages; its ``response`` has the content and every tool call whole, the finish reason, the server's
+messages, and the model it went to; its ``response`` has the content and every tool call whole, the finish reason, the server's
 request id and the latency. One exchange keeps at most :data:`RECORD_CHARS` characters of message text: a
 longer one keeps the start of each message and says ``"cut": true`` (such an exchange still replays,
 its digest is of what was sent).
@@ -63,6 +63,7 @@ def exchange(
         agent=area,
         request={
             "step": step,
+            "model": reply.model,
             "messages": len(request.messages),
             "prompt_chars": request_chars(request),
             "final": final,
@@ -112,6 +113,7 @@ def _reply(event: LlmExchange) -> ChatReply:
         response_format=response.get("response_format") if isinstance(response.get("response_format"), str) else None,
         usage_reported=bool(response.get("usage_reported", True)),
         request_id=str(response.get("request_id") or ""),
+        model=str(event.request.get("model") or ""),
     )
 
 
@@ -143,7 +145,8 @@ class RecordedModel:
             self.changed.append(f"{request.agent} step {step}: the request differs from the recorded one")
         reply = _reply(event)
         if request.book is not None:  # paid for as it was, so budgets decide as they did
-            ticket = request.book.reserve(request.agent or "?", request_chars(request), request.max_tokens)
+            chars = request_chars(request)
+            ticket = request.book.reserve(request.agent or "?", chars, request.max_tokens, model=reply.model)
             ticket.settle(reply.prompt_tokens, min(reply.completion_tokens, ticket.max_tokens))
         return reply
 

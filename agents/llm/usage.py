@@ -32,6 +32,8 @@ class Usage(Record, frozen=False):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_chars: int = 0
+    model: str = ""
+    """The model these requests went to (an agent's requests all go to its area's)."""
 
     @property
     def tokens(self) -> int:
@@ -68,6 +70,7 @@ class Ticket(Record, frozen=False):
     prompt_estimate: int
     max_tokens: int
     """The completion this request may ask for (at most what the caller wanted, at most what is left)."""
+    model: str = ""
     done: bool = False
 
     @property
@@ -106,7 +109,7 @@ class UsageBook(Record, frozen=False):
         left = self.remaining()
         return left is None or self.estimate(chars) + max_tokens <= left
 
-    def reserve(self, agent: str, chars: int, max_tokens: int) -> Ticket:
+    def reserve(self, agent: str, chars: int, max_tokens: int, *, model: str = "") -> Ticket:
         """Pay for a request before sending it; :class:`BudgetExhausted` when not even a short answer fits."""
         with self._lock:
             estimate = self.estimate(chars)
@@ -118,7 +121,7 @@ class UsageBook(Record, frozen=False):
                         f"({self.total.tokens:,} used, {self.reserved:,} in flight; this request needs about {estimate:,})"
                     )
                 max_tokens = min(max_tokens, left - estimate)
-            ticket = Ticket(self, agent, chars, estimate, max_tokens)
+            ticket = Ticket(self, agent, chars, estimate, max_tokens, model)
             self.reserved += ticket.reserved
             return ticket
 
@@ -132,15 +135,20 @@ class UsageBook(Record, frozen=False):
                 self.chars_per_token = min(self.chars_per_token, max(1.0, ticket.prompt_chars / prompt_tokens))
             prompt = prompt_tokens if prompt_tokens is not None and prompt_tokens > 0 else ticket.prompt_estimate
             self._add(ticket.agent, prompt, max(0, completion_tokens), ticket.prompt_chars, failed=failed)
+            if ticket.model:
+                self.agents[ticket.agent].model = ticket.model
 
     def _add(self, agent: str, prompt: int, completion: int, chars: int, *, failed: bool) -> None:
         self.agents.setdefault(agent, Usage()).add(prompt, completion, chars, failed=failed)
         self.total.add(prompt, completion, chars, failed=failed)
 
     def lines(self) -> list[str]:
-        """``LLM usage: ...`` then one line per agent."""
+        """``LLM usage: ...`` then one line per agent, with the model it asked."""
         budget = f" of {self.token_budget:,} budgeted" if self.token_budget is not None else ""
         out = [f"LLM usage: {self.total.line()}{budget}, {self.total.prompt_chars:,} prompt characters"]
         width = max((len(a) for a in self.agents), default=0)
-        out += [f"  {agent:<{width}}  {usage.line()}" for agent, usage in sorted(self.agents.items())]
+        model_width = max((len(u.model) for u in self.agents.values()), default=0)
+        for agent, usage in sorted(self.agents.items()):
+            model = f"{usage.model:<{model_width}}  " if model_width else ""
+            out.append(f"  {agent:<{width}}  {model}{usage.line()}")
         return out

@@ -1,7 +1,8 @@
 """``--llm`` and its settings, for any command that audits: CLI over environment over config file.
 
 The endpoint: ``--base-url`` > ``OPENAI_BASE_URL`` > ``base_url`` in the config file > OpenAI's.
-The model: ``--model`` > ``model`` in the config file > the server's only model. The key: the
+The model: ``--model`` (or a bare ``--llm-model NAME``) > ``model`` in the config file > the server's only
+model; ``--llm-model AREA=NAME`` gives one area's agent its own. The key: the
 variable named by ``--api-key-env`` (default ``OPENAI_API_KEY``). The config file is
 ``$XDG_CONFIG_HOME/rigaudit/config.json`` (``~/.config/...``): ``{"llm": {"base_url": ...,
 "model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, "deadline_s": 300, "token_field": "auto",
@@ -21,6 +22,7 @@ from typing import Any
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.client import TOKEN_FIELDS
 from rigaudit.orchestrator.change.timed_prompt import DEFAULT_TIMEOUT_S, Pause
+from rigaudit.orchestrator.commands._llm_models import model_settings
 from rigaudit.orchestrator.options.arguments import normalize_url, positive_seconds, url
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import field_types
@@ -30,7 +32,7 @@ from rigaudit.tools.policy import Verdict
 from rigaudit.tools.policy.shell import Approver
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_FILE_KEYS = {name: kind for name, kind in field_types(LlmConfig).items() if name != "api_key"}
+_FILE_KEYS = {name: kind for name, kind in field_types(LlmConfig).items() if name not in ("api_key", "area_models")}
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -73,6 +75,14 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         help="the endpoint, e.g. http://127.0.0.1:8000/v1 (http:// if no scheme; default: $OPENAI_BASE_URL)",
     )
     group.add_argument("--model", metavar="NAME", help="the model (default: config file, else the server's only model)")
+    group.add_argument(
+        "--llm-model",
+        action="append",
+        default=[],
+        metavar="[AREA=]NAME",
+        help="the model for every agent (as --model), or for one area's agent (AREA=NAME, or chat=NAME for the "
+        "chat's own requests), e.g. a cheaper model for triage areas; repeatable",
+    )
     group.add_argument("--api-key-env", metavar="NAME", help=f"the variable holding the API key (default {DEFAULT_KEY_ENV})")
     group.add_argument("--llm-max-steps", type=int, metavar="N", help="requests per agent (default 6)")
     group.add_argument("--llm-max-tokens", type=int, metavar="N", help="tokens for the whole audit (default 400000)")
@@ -135,7 +145,8 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     """The settings ``--llm`` asks for, or ``None`` without ``--llm``."""
     env = os.environ if env is None else env
     if not getattr(args, "llm", False):
-        stray = [flag for flag, name in (("--base-url", "base_url"), ("--model", "model")) if getattr(args, name, None)]
+        flags = (("--base-url", "base_url"), ("--model", "model"), ("--llm-model", "llm_model"))
+        stray = [flag for flag, name in flags if getattr(args, name, None)]
         if stray:
             raise UsageError(f"{' and '.join(stray)} only apply with --llm")
         return None
@@ -156,6 +167,7 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
         "ask_timeout_s": getattr(args, "llm_ask_timeout", None),
     }
     settings.update({k: v for k, v in cli.items() if v is not None})
+    settings.update(model_settings(cli["model"], getattr(args, "llm_model", None) or ()))
     if getattr(args, "llm_deadline", None) is not None:
         settings["deadline_s"] = settings["turn_deadline_s"] = args.llm_deadline
     if getattr(args, "llm_stream", False):

@@ -36,6 +36,15 @@ class InvestigatorRun(BaseModel):
     llm_error: str | None = None
 
 
+class AgentUsage(BaseModel):
+    """What one LLM agent spent, and on which model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = ""
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
 class LlmRun(BaseModel):
     """What LLM mode did in one audit (``--llm``): the endpoint, the problems, each distinct once, and the usage."""
 
@@ -51,6 +60,8 @@ class LlmRun(BaseModel):
     notes: tuple[str, ...] = ()
     """What was handled (a format fallback, tool calls parsed from text), one line each."""
     usage: dict[str, int] = Field(default_factory=dict)
+    by_agent: dict[str, AgentUsage] = Field(default_factory=dict)
+    """Each agent's usage and model (``--llm-model AREA=NAME``), by agent (an area, ``preflight``)."""
 
 
 class HostSummary(BaseModel):

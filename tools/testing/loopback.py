@@ -57,9 +57,10 @@ class LoopbackHandler(BaseHTTPRequestHandler):
     def send_json(self, status: int, payload: object, headers: Mapping[str, str] | None = None) -> None:
         self.send_body(status, json.dumps(payload).encode(), headers)
 
-    def send_models(self, model: str) -> None:
-        """``GET /v1/models``: the one model this server serves."""
-        self.send_json(200, {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "rigaudit"}]})
+    def send_models(self, *models: str) -> None:
+        """``GET /v1/models``: the models this server serves."""
+        data = [{"id": model, "object": "model", "owned_by": "rigaudit"} for model in models]
+        self.send_json(200, {"object": "list", "data": data})
 
     def start_events(self) -> None:
         """Begin a ``text/event-stream`` reply (chunked)."""

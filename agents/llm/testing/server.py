@@ -246,6 +246,8 @@ class _State(Record, frozen=False):
     json_schema: bool
     model: str
     quirks: Quirks = field(default_factory=Quirks)
+    served: tuple[str, ...] = ()
+    """What ``GET /v1/models`` lists (``model`` first)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     requests: list[Recorded] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
@@ -280,7 +282,7 @@ class _Handler(LoopbackHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self.send_models(self.server.state.model)
+            self.send_models(*(self.server.state.served or (self.server.state.model,)))
         else:
             self._error(404, f"no route {self.path}")
 
@@ -406,7 +408,7 @@ class _Handler(LoopbackHandler):
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": self.server.state.model,
+            "model": body.get("model") or self.server.state.model,
             "choices": [{"index": 0, "message": message, "finish_reason": out.finish}],
         }
         if out.usage is not None:
@@ -414,7 +416,11 @@ class _Handler(LoopbackHandler):
         self.send_body(200, json.dumps(payload).encode())
 
     def _stream(self, body: dict[str, Any], reply: Reply) -> None:
-        ident, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), self.server.state.model
+        ident, created, model = (
+            f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            int(time.time()),
+            body.get("model") or self.server.state.model,
+        )
         out = self._render(body, reply)
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -543,12 +549,13 @@ class ScriptedOpenAIServer(BackgroundServer):
         json_schema: bool = True,
         quirks: Quirks | str | None = None,
         model: str = "scripted",
+        models: Sequence[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         """``scripts`` is a list (one conversation, whatever the key) or replies by conversation key;
         ``json_schema=False`` answers 400 to structured-output requests, as servers without it do; ``quirks``
-        (or a family's name in :data:`FAMILIES`) plays a server family's habits."""
+        (or a family's name in :data:`FAMILIES`) plays a server family's habits; ``models`` are served beside ``model``."""
         if isinstance(scripts, Mapping):
             table = {key: list(items) for key, items in scripts.items()}
             router = route or route_by_system_prompt
@@ -556,7 +563,7 @@ class ScriptedOpenAIServer(BackgroundServer):
             table = {"": list(scripts)}
             router = route or (lambda body: "")
         played = FAMILIES[quirks] if isinstance(quirks, str) else quirks or Quirks()
-        self._state = _State(table, default, router, json_schema, model, played)
+        self._state = _State(table, default, router, json_schema, model, played, served=(model, *models))
         self._serve_in_background(_Server((host, port), self._state), "scripted-openai")
 
     @property

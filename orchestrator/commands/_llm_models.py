@@ -1,0 +1,53 @@
+"""``--llm-model [AREA=]NAME``, repeatable: the default model, and a model per area (or the ``chat`` coordinator)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rigaudit.agents.registry import area_names, resolve_areas
+from rigaudit.tools.core.errors import UsageError
+
+CHAT = "chat"
+"""The chat coordinator's agent name: ``--llm-model chat=NAME`` gives the chat its own model."""
+
+
+def area_models(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The default model (``None``: not given) and ``(area, model)`` pairs, later ones winning."""
+    default: str | None = None
+    chosen: dict[str, str] = {}
+    unknown: list[str] = []
+    for value in values:
+        area, sep, name = value.partition("=")
+        area, name = area.strip(), name.strip()
+        if not sep:
+            if not area:
+                raise UsageError("--llm-model names no model")
+            default = area
+            continue
+        if not area:
+            raise UsageError(f"--llm-model {value} names no area (AREA=NAME)")
+        if not name:
+            raise UsageError(f"--llm-model {value} names no model (AREA=NAME)")
+        if area == CHAT:
+            chosen[CHAT] = name
+            continue
+        areas, _, missing = resolve_areas(area)
+        unknown += missing
+        chosen.update(dict.fromkeys(areas, name))
+    if unknown:
+        raise UsageError(f"--llm-model: unknown area(s) {', '.join(unknown)}; choose from {', '.join(area_names())}, {CHAT}")
+    return default, tuple(sorted(chosen.items()))
+
+
+def model_settings(model: str | None, values: Sequence[str]) -> dict[str, object]:
+    """The settings ``--model`` and ``--llm-model`` give: ``model`` (when named) and ``area_models``."""
+    default, per_area = area_models(values)
+    settings: dict[str, object] = {"area_models": per_area}
+    if default is not None:
+        if model not in (None, default):
+            raise UsageError(f"--model {model} and --llm-model {default} name two default models: give one")
+        settings["model"] = default
+    return settings
+
+
+__all__ = ["CHAT", "area_models", "model_settings"]
