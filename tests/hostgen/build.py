@@ -14,6 +14,8 @@ from tests.hostgen.catalog import GPUS, MIB, GpuModel
 from tests.hostgen.cpu import Layout, cpulist, write_cpus
 from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
 from tests.hostgen.docker import write_inspect
+from tests.hostgen.imex import CHANNELS, imex_proc_devices, write_imex
+from tests.hostgen.imex import CONFIG as IMEX_CONFIG
 from tests.hostgen.pci import Function, lspci_lines, write_topology
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
 from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
@@ -82,6 +84,11 @@ class Built:
         return self.model.nvlinks > 0 and (
             self.spec.gpus.nvswitches > 0 or bool(self.spec.gpus.nvlink_bridges) or self.spec.topology == "grace-nvl"
         )
+
+    @property
+    def rack_tray(self) -> bool:
+        """A multi-node NVLink rack's compute tray (GB200 NVL72): its GPUs' NVLinks go to the rack's switch trays."""
+        return self.spec.topology == "grace-nvl"
 
     @property
     def nvlink_trained(self) -> bool:
@@ -229,8 +236,10 @@ def _placed(spec: HostSpec) -> topo.Placed:
         placed = topo.flat_vm(spec.cpu, parts, cloud=spec.platform.cloud or "kvm", numa_aware=spec.gpus.count >= 8)
     elif spec.topology == "q35":
         placed = topo.q35_vm(spec.cpu, parts, port=spec.platform.vm_root_port)
-    elif spec.topology in ("grace", "grace-nvl"):
+    elif spec.topology == "grace":
         placed = topo.grace(spec.cpu, parts)
+    elif spec.topology == "grace-nvl":
+        placed = topo.gb200_tray(spec.cpu, parts)
     else:
         placed = topo.direct(spec.cpu, parts)
     for gpu_index, gen, width in gpus.link_down:
@@ -583,6 +592,7 @@ def _driver_files(built: Built) -> None:
                 exit_code=1,
                 stderr="dpkg-query: no packages found matching nvidia-fabricmanager*\n",
             )
+        write_imex(built)
         if spec.gpus.vgpu is not None:
             vgpu.gridd(built)
         tree.command(
@@ -1057,6 +1067,10 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
                 "0::/system.slice/nvidia-fabricmanager.service\n",
             )
         )
+    if spec.driver.imex == "active":
+        daemons.append(
+            (1766, ("/usr/bin/nvidia-imex", "-c", IMEX_CONFIG), "nvidia-imex", "0::/system.slice/nvidia-imex.service\n")
+        )
     if any(s.in_container for s in spec.processes):
         daemons += [
             (1810, ("/usr/bin/containerd",), "containerd", "0::/system.slice/containerd.service\n"),
@@ -1125,6 +1139,8 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
         "ipmi0",
     ]:
         tree.unreadable[f"/dev/{name}"] = "NOT_RECORDED"
+    if spec.driver.imex is not None:
+        tree.unreadable[f"{CHANNELS}/channel0"] = "NOT_RECORDED"
     if built.rdma_names:
         for k in range(len(built.rdma_names)):
             tree.unreadable[f"/dev/infiniband/uverbs{k}"] = "NOT_RECORDED"
@@ -1139,7 +1155,7 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
             "  4 tty\n  5 /dev/tty\n  5 /dev/console\n"
             " 10 misc\n 13 input\n195 nvidia-frontend\n"
             "226 drm\n231 infiniband_verbs\n234 nvidia-nvlink\n"
-            "235 nvidia-caps\n236 nvidia-nvswitch\n510 nvidia-uvm\n"
+            "235 nvidia-caps\n236 nvidia-nvswitch\n" + imex_proc_devices(built) + "510 nvidia-uvm\n"
             "\nBlock devices:\n  7 loop\n  8 sd\n259 blkext\n"
         ),
     )

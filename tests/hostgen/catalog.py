@@ -435,6 +435,41 @@ GPUS: dict[str, GpuModel] = {
             board_part="692-2G525-0220-000",
             mig_profiles=(("1g.23gb", 23040, 1), ("2g.45gb", 46080, 2), ("3g.90gb", 92160, 3), ("7g.180gb", 183040, 7)),
         ),
+        GpuModel(
+            # GB200 (a Blackwell GPU of a Grace Blackwell superchip, NVL72 compute tray): NVML's name "NVIDIA GB200",
+            # 189471 MiB, a 1200 W limit and NV18 to its tray's peers, as a public nvidia-smi of a GB200 tray (driver
+            # 580.126.09) prints them. Not from a public source read here, so stand-ins of the family's form: the PCI
+            # device and subsystem ids, the VBIOS, BAR1, the thermal thresholds, clock maxima and the board part. The MIG
+            # profiles are the three of NVIDIA/gpu-operator PR 1303's `nvidia-smi mig -lgip` on GB200 read here.
+            "gb200",
+            "NVIDIA GB200",
+            0x2941,
+            (0x10DE, 0x2046),
+            ARCH_BLACKWELL,
+            "Blackwell",
+            (10, 0),
+            189471,
+            256 * GIB,
+            1200000,
+            1200000,
+            5,
+            18,
+            5,
+            "97.00.82.00.0F",
+            87,
+            92,
+            87,
+            95,
+            True,
+            True,
+            True,
+            (1965, 1965, 3996),
+            155,
+            True,
+            True,
+            board_part="699-2G548-0201-000",
+            mig_profiles=(("1g.24gb", 20480, 1), ("1g.47gb", 46592, 1), ("2g.47gb", 46592, 2)),
+        ),
     )
 }
 

@@ -13,6 +13,7 @@ from tests.hostgen.archetypes import (
     CASCADE_LAKE_VM,
     DOCKER_BM,
     GEFORCE,
+    GRACE,
     HGX_H100,
     IB_ENV,
     JAMMY,
@@ -243,7 +244,77 @@ The SYS-A21GE-NBRT is Supermicro's 10U HGX B200 system for two 5th/4th Gen Xeon 
 ``SYS-`` for its Intel systems, ``AS -`` for its AMD ones); its board name and BIOS strings are not from a public
 source read here and are left out of its DMI."""
 
+GRACE_MEM_KIB = 493906176
+GB200_HBM_KIB = 193986560
+GRACE_X2 = replace(
+    GRACE,
+    sockets=2,
+    memory_kib_per_node=(GRACE_MEM_KIB, GRACE_MEM_KIB),
+    extra_nodes=((2, GB200_HBM_KIB), (10, GB200_HBM_KIB), (18, GB200_HBM_KIB), (26, GB200_HBM_KIB)),
+    distances=(
+        (10, 40, 80, 80, 120, 120),
+        (40, 10, 120, 120, 80, 80),
+        (80, 120, 10, 120, 120, 120),
+        (80, 120, 120, 10, 120, 120),
+        (120, 80, 120, 120, 10, 120),
+        (120, 80, 120, 120, 120, 10),
+    ),
+)
+"""The two Grace CPUs of a GB200 NVL72 compute tray (2x 72 Neoverse V2 cores, CPUs 0-71 and 72-143, LPDDR5X on
+nodes 0 and 1) and each GPU's HBM as a memory-only NUMA node (2, 10, 18, 26: a public ``nvidia-smi topo -m`` of a tray
+shows NUMA affinity ``0,2-17`` and ``1,18-33``). The empty nodes the driver keeps for each GPU's MIG instances (3-9,
+11-17...) are left out; the distances are stand-ins (no tray's ``numactl -H`` read here)."""
+
+GB200_TRAY = HostSpec(
+    "gb200-nvl72-tray",
+    "GB200 NVL72 compute tray: 2 Grace CPUs (aarch64, 2x 72 Neoverse V2) and 4 Blackwell GPUs (NVIDIA GB200, 189471 "
+    "MiB), NVLink 5 to the rack's NVLink switch trays (no NVSwitch on the tray, no fabric manager: the switch trays' "
+    "NVOS runs it), IMEX (nvidia-imex with the rack's 18 trays in its nodes config, channel0 created), Ubuntu 24.04 "
+    "with the 6.8 NVIDIA 64k kernel, open driver 580, 4x ConnectX-7 with the inbox rdma-core; sglang at TP 4",
+    "gb200-r07-t03",
+    GRACE_X2,
+    replace(
+        NOBLE,
+        kernel="6.8.0-1025-nvidia-64k",
+        old_kernels=(),
+        memory_kib=2 * GRACE_MEM_KIB + 4 * GB200_HBM_KIB,
+        cmdline="console=ttyAMA0 init_on_alloc=0 iommu.passthrough=1",
+    ),
+    GpuSpec("gb200", 4),
+    DriverSpec("580.126.09", open=True, cuda=13000, imex="active"),
+    topology="grace-nvl",
+    nics=NicSpec("cx7", 4, ofed=None),
+    processes=(
+        replace(
+            sglang("/models/Llama-3.1-405B-Instruct-FP8", (0, 1, 2, 3), mib=172000, env=IB_ENV),
+            site="/usr/local/lib/python3.12/dist-packages",
+            torch="2.8.0+cu128",
+            torch_cuda="12.8",
+            nccl="2.27.3",
+        ),
+    ),
+    iommu="identity",
+    expect="healthy: NVLink 5 to the rack's switch trays with the fabric completed (NVML: the rack's cluster UUID and "
+    "clique), no local fabric manager by design, IMEX active with its nodes config and channel",
+)
+"""What is from public sources: NVML's name, memory and power limit and the GPUs' PCI domains (a GB200 tray's public
+``nvidia-smi``), NV18 between the tray's GPUs and the CPU/NUMA affinity (its ``nvidia-smi topo -m``), the fabric manager
+and NVLSM on the switch trays' NVOS (NVIDIA's multi-node NVLink user guide), IMEX's service, files and log lines
+(tests/hostgen/imex.py). Not shown by a public source read here, so stand-ins or left out: the tray's DMI (generator
+defaults), the NICs' and NVMe's PCI domains, the GPUs' PCI ids, VBIOS and thresholds (catalog.py), the cluster UUID and
+clique id, the BlueField-3 DPUs of a real tray (left out), and the NVLink switch trays' own state (not on this host;
+rules judge it by NVML's fabric state)."""
+
 KINDS: dict[str, HostSpec] = {
     spec.name: spec
-    for spec in (DC_FORWARD_COMPAT, GEFORCE_FORWARD_COMPAT, RHEL9_TUNED, GCP_A3, GKE_A3_POD, AZURE_ND_H100_V5, HGX_B200)
+    for spec in (
+        DC_FORWARD_COMPAT,
+        GEFORCE_FORWARD_COMPAT,
+        RHEL9_TUNED,
+        GCP_A3,
+        GKE_A3_POD,
+        AZURE_ND_H100_V5,
+        HGX_B200,
+        GB200_TRAY,
+    )
 }

@@ -39,6 +39,11 @@ MIG_PROFILE_IDS = {
     "7g.80gb": 0,
     "7g.141gb": 0,
 }
+RACK_CLUSTER_UUID = "5c1a3b2e-8d41-4f0a-9b7e-2a6f0c9d4e17"
+RACK_CLIQUE = 32766
+"""NVML fabric info of a multi-node NVLink rack's GPUs: the rack's cluster UUID and the NVLink partition (clique) the
+switch trays put them in (nvidia-smi -q's Fabric section: State, Status, CliqueId, ClusterUUID). The values are
+stand-ins: no public GB200 tray's own are read here."""
 NVLINK_GBPS = {3: 25.0, 4: 26.562, 5: 53.125}
 """Per-link speed ``nvidia-smi nvlink -s`` prints; NVLink 5's is twice NVLink 4's (50 GB/s a link and direction
 against 25), derived, not read off a B200's output."""
@@ -325,6 +330,9 @@ def _fabric(built: Built, g: GpuState) -> None:
     tree = built.tree
     if built.guest and built.spec.gpus.nvswitches == 0:
         tree.call("nvmlDeviceGetGpuFabricInfo", (g.index,), error="INVALID_ARGUMENT" if g.model.arch >= 9 else "NOT_SUPPORTED")
+    elif built.rack_tray:
+        fabric = {"clusterUuid": RACK_CLUSTER_UUID, "status": 0, "cliqueId": RACK_CLIQUE, "state": 3}
+        tree.call("nvmlDeviceGetGpuFabricInfo", (g.index,), fabric)
     elif g.model.arch >= 9 and built.spec.gpus.nvswitches:
         state = 3 if built.fabric_ready else 1
         status = 0 if built.fabric_ready else 26  # NVML_ERROR_... (in progress / not started)
@@ -572,8 +580,9 @@ def smi_query(built: Built) -> str:
         bus = f"{int(g.bdf.split(':')[0], 16):08X}:{g.bdf.split(':', 1)[1].upper()}"
         mig = ("Enabled" if g.mig is not None else "Disabled") if m.mig else "N/A"
         fabric = "N/A"
-        if m.arch >= 9 and built.spec.gpus.nvswitches:
+        if built.rack_tray or (m.arch >= 9 and built.spec.gpus.nvswitches):
             fabric = "Completed" if built.fabric_ready else "Not Started"
+        clique, cluster = (str(RACK_CLIQUE), RACK_CLUSTER_UUID) if built.rack_tray else ("N/A", "N/A")
         profile = built.spec.gpus.vgpu
         na = profile is not None
         out += [
@@ -601,6 +610,8 @@ def smi_query(built: Built) -> str:
             "    Fabric",
             f"        State                             : {fabric}",
             f"        Status                            : {'Success' if fabric == 'Completed' else 'N/A'}",
+            f"        CliqueId                          : {clique}",
+            f"        ClusterUUID                       : {cluster}",
             "    PCI",
             f"        Bus                               : 0x{g.bdf.split(':')[1].upper()}",
             f"        Device                            : 0x{g.bdf.split(':')[2][:2].upper()}",

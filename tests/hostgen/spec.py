@@ -69,6 +69,9 @@ class DriverSpec:
     Status."""
     vgpu_manager: str | None = None
     """The host's NVIDIA Virtual GPU Manager version a vGPU guest reports (``550.127.06``)."""
+    imex: str | None = None
+    """``systemctl is-active nvidia-imex`` on a multi-node NVLink compute tray (``active``, ``failed``); None: IMEX
+    not installed."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,8 @@ class HostSpec:
     topology: str = "direct"
     """``hgx`` (a PCIe switch per GPU, NIC beside it), ``direct`` (a root port per GPU), ``switch`` (GPUs in
     fours behind PEX switches), ``flat`` (a VM: devices on the root bus), ``q35`` (a KVM guest: each GPU behind a
-    QEMU pcie-root-port), ``grace`` (GH200)."""
+    QEMU pcie-root-port), ``grace`` (GH200), ``grace-nvl`` (a GB200 NVL72 compute tray: two Grace, four GPUs, NVLink
+    to the rack's switch trays)."""
     root_complex: str = "intel-spr"
     nics: NicSpec | None = None
     platform: PlatformSpec = field(default_factory=PlatformSpec)

@@ -434,3 +434,37 @@ def grace(cpu: CpuSpec, parts: Parts) -> Placed:
     placed.topology.roots += [nic_rc, nvme_rc, gpu_rc]
     placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
     return placed
+
+
+GB200_GPU_DOMAINS = (0x0008, 0x0009, 0x0018, 0x0019)
+"""The PCI domains a GB200 NVL72 compute tray's four GPUs show (``nvidia-smi``: 00000008:01:00.0 ... 00000019:01:00.0):
+two per Grace, each GPU behind its own root port."""
+
+
+def gb200_tray(cpu: CpuSpec, parts: Parts) -> Placed:
+    """A GB200 NVL72 compute tray: two Grace CPUs (NUMA nodes 0 and 1), two Blackwell GPUs on each (domains 0008/0009
+    and 0018/0019, bus 01), the ConnectX NICs split between the sockets (domains 0000/0002 and 0010/0012), an NVMe on
+    the first. The NICs' and the NVMe's domains are not from a public listing read here (the tray's GPU domains are)."""
+    placed = Placed(Topology(iommu=parts.iommu))
+    mmio = dv.Mmio(low=0x4000_0000, high=0x6100_0000_0000)
+    per_socket = max(1, parts.nics // 2)
+    for k, domain in enumerate(GB200_GPU_DOMAINS[: parts.count]):
+        node = min(k // 2, cpu.nodes - 1)
+        rc = RootComplex(domain, 0, node, node_cpulist(cpu, node), node_cpumask(cpu, node))
+        rp = rc.add(dv.port("grace-rp", pc.PORT_ROOT, f"rp-gpu{k}", gen=5, width=16, slot=0, physical_slot=None))
+        rp.add(dv.gpu(parts.model, mmio, k, parts.gpu_pci))
+        placed.topology.roots.append(rc)
+    for k in range(parts.nics):
+        node = min(k // per_socket, cpu.nodes - 1)
+        domain = 0x0010 * node + 2 * (k % per_socket)
+        rc = RootComplex(domain, 0, node, node_cpulist(cpu, node), node_cpumask(cpu, node))
+        rp = rc.add(dv.port("grace-rp", pc.PORT_ROOT, f"rp-nic{k}", gen=5, width=16, slot=0))
+        placed.nics.append(rp.add(dv.endpoint(parts.nic_key, mmio, f"nic{k}", gen=5, width=16, max_read_request=4096)))
+        placed.topology.roots.append(rc)
+    nvme_rc = RootComplex(0x0004, 0, 0, node_cpulist(cpu, 0), node_cpumask(cpu, 0))
+    rp_nvme = nvme_rc.add(dv.port("grace-rp", pc.PORT_ROOT, "rp-nvme", gen=5, width=4, slot=0))
+    rp_nvme.add(dv.endpoint("nvme-samsung", mmio, "nvme0", gen=4, width=4, bar_layout=[(16384, True, False)]))
+    placed.topology.roots.append(nvme_rc)
+    placed.topology.roots.sort(key=lambda r: r.domain)
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed

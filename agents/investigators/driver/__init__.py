@@ -30,6 +30,7 @@ from rigaudit.agents.investigators.driver.services import (
     PERSISTENCE_CHECK,
     judge_fabricmanager,
     judge_persistence,
+    rack_gpus,
 )
 from rigaudit.agents.investigators.driver.version import DRIVER_VERSION_CHECK, judge_driver_version
 from rigaudit.agents.investigators.driver.vgpu_license import VGPU_LICENSE_CHECK, judge_vgpu_license
@@ -56,6 +57,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
             facts.fabric_version,
             facts.install.pending.installed,
             down=facts.fabricmanager is not None and facts.fabricmanager.state not in (None, "active"),
+            rack=bool(rack_gpus(facts)),
         ),
         judge_vgpu_license(facts),
     ]

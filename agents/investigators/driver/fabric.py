@@ -68,13 +68,18 @@ def judge_fabricmanager_version(
     installed: str | None = None,
     *,
     down: bool = False,
+    rack: bool = False,
 ) -> Finding:
     """``switches`` describes the NVSwitches found (None: no NVSwitch system); ``down``: the fabric manager is not
-    active, so a mismatch is the outage driver.fabricmanager reports (critical there and here), not one to come."""
+    active, so a mismatch is the outage driver.fabricmanager reports (critical there and here), not one to come;
+    ``rack``: a multi-node NVLink rack's compute tray, whose fabric manager runs on the switch trays."""
     check, title = FABRICMANAGER_VERSION_CHECK.id, FABRICMANAGER_VERSION_CHECK.title
     refs = (command_ref(DPKG_FM), file_ref(FM_LOG))
     if switches is None or fm is None:
         return not_applicable(check, AREA, title, "no NVSwitch: no fabric manager to match with the driver")
+    if rack and not fm.package_versions:
+        why = "a multi-node NVLink rack's compute tray: the fabric manager runs on the rack's NVLink switch trays "
+        return not_applicable(check, AREA, title, why + "(NVOS), none on this tray to match with its driver", evidence=refs)
     versions = dict(fm.package_versions)
     if (logged := fm.log_version) is not None:
         versions[f"running (per {FM_LOG})"] = logged

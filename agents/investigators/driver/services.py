@@ -7,7 +7,7 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
 from rigaudit.agents.facts.driver_support import BLACKWELL
-from rigaudit.agents.facts.gpus import PCI_DEVICES
+from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu
 from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
@@ -178,6 +178,11 @@ trays, whose NVOS runs the fabric manager and NVLSM (NMX-Controller); a compute 
 RACK_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/overview.html"
 
 
+def rack_gpus(facts: DriverFacts) -> list[Gpu]:
+    """The GPUs that make this host a multi-node NVLink rack's compute tray (none elsewhere)."""
+    return [g for g in facts.gpus if re.search(RACK_GPUS, g.name or "")]
+
+
 def _rack_fabric(facts: DriverFacts, seen: str, state: str | None, fabric: str | None, refs: list[str]) -> Finding:
     """A rack compute tray without a local fabric manager: deliberate; a fabric not up is the switch trays' to fix."""
     check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
@@ -256,6 +261,9 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
     if service.state == "active":
         state = f"; GPU fabric state: {fabric}" if fabric else ""
         return ok(check, AREA, title, f"{seen}; nvidia-fabricmanager active{state}", evidence=refs)
+    if rack := rack_gpus(facts):
+        rack_seen = f"{len(rack)} {rack[0].name} GPUs on NVLink to the rack's switch trays"
+        return _rack_fabric(facts, rack_seen, service.state, fabric, refs)
     if facts.fabric_state == 3:
         where_fm = "on the container's host" if facts.platform.in_container else "on this host"
         return ok(
@@ -275,9 +283,6 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         if fabric:
             why += f"; NVML fabric state: {fabric}"
         return unknown(check, AREA, title, why, evidence=refs)
-    rack = [g for g in facts.gpus if re.search(RACK_GPUS, g.name or "")]
-    if rack and service.state != "active":
-        return _rack_fabric(facts, seen, service.state, fabric, refs)
     pending = facts.install.pending
     if pending.driver_upgraded:
         fix = Fix(
