@@ -36,7 +36,7 @@ from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.framing import NodeStream
 from rigaudit.tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node
-from rigaudit.tools.remote.slurm import SlurmJob, expand_nodelist, run_srun, task_argv
+from rigaudit.tools.remote.slurm import SlurmJob, SrunOutcome, expand_nodelist, run_srun, task_argv
 from rigaudit.tools.remote.transport import Collector, Transport, node_script
 
 DEFAULT_MAX_CONNECTIONS = 16
@@ -317,7 +317,6 @@ async def run_slurm_fleet(
     run = _Run(options, emit, "slurm", AuditPool(workers) if workers else None)
     emit(FleetStarted(targets=list(expected), kind="slurm"))
     argv = job.argv(task_argv(options.node_rigaudit, options.node_python))
-    warnings: list[str] = []
     with _scratch() as scratch:
         places = _Places(scratch, options.out)
         places.add(expected)
@@ -354,6 +353,15 @@ async def run_slurm_fleet(
         finally:
             if run.pool is not None:
                 await run.pool.aclose()
+    warnings = _account_for_the_rest(run, outcome, expected, options.host_timeout_s)
+    result = run.result(expected, started_at, started, warnings)
+    emit(fleet_finished(result))
+    return result
+
+
+def _account_for_the_rest(run: _Run, outcome: SrunOutcome, expected: list[str], timeout_s: float) -> list[str]:
+    """After srun: fail every node expected or begun that reported nothing; warnings about srun itself."""
+    warnings: list[str] = []
     said = [line.strip() for line in outcome.stderr.splitlines() if line.strip()]
     last = said[-1][:300] if said else ""
     reported = {*run.audits, *run.failures}
@@ -367,7 +375,7 @@ async def run_slurm_fleet(
     for node in expected:
         if node not in reported and node not in outcome.unfinished:
             why = (
-                f"no answer within {options.host_timeout_s:g} s"
+                f"no answer within {timeout_s:g} s"
                 if outcome.timed_out
                 else f"no stream from this node ({last or 'srun said nothing'})"
             )
@@ -376,6 +384,4 @@ async def run_slurm_fleet(
         warnings.append(f"srun ran no collection (exit status {outcome.exit_code}){': ' + last if last else ''}")
     elif outcome.exit_code not in (0, None) and last:
         warnings.append(f"srun exit status {outcome.exit_code}: {last}")
-    result = run.result(expected, started_at, started, warnings)
-    emit(fleet_finished(result))
-    return result
+    return warnings

@@ -139,13 +139,18 @@ async def run_srun(
                 timed_out = True
                 _kill_group(process)
     finally:
-        if process.returncode is None:
-            _kill_group(process)
-            with anyio.move_on_after(5, shield=True):
-                await process.wait()
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-            await process.aclose()
+        await _reap(process)
     return SrunOutcome(process.returncode, stderr.text(), timed_out, tuple(reader.unfinished), tuple(reader.finished))
+
+
+async def _reap(process: anyio.abc.Process) -> None:
+    """End the step and its whole process group if it still runs (5 s to go, then killed), and close its pipes."""
+    if process.returncode is None:
+        _kill_group(process)
+        with anyio.move_on_after(5, shield=True):
+            await process.wait()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+        await process.aclose()
