@@ -4,16 +4,18 @@ error 804), where the fix drops the compat path instead of installing libraries.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.model.finding import Fix
 from tests.hostgen.cache import snapshot
 from tests.hostgen.faults import driver_upgraded_without_reboot
-from tests.hostgen.kinds import KINDS
-from tests.support.kinds import by_check, serious
+from tests.hostgen.kinds import COMPAT_CUDA, KINDS
+from tests.support.kinds import audited, by_check, serious
 from tests.support.mutate import light_copy, set_file
 
 DC = KINDS["docker-h100-forward-compat"]
@@ -37,7 +39,7 @@ def test_forward_compat_on_data_center_gpus_is_deliberate() -> None:
 def test_forward_compat_on_geforce_drops_the_compat_path() -> None:
     """Before: high with 'install the user-space driver libraries of version 535 in the container' (NVIDIA-Linux
     .run --no-kernel-module), which leaves the compat libcuda first on the path and CUDA init failing."""
-    assert serious(GEFORCE) == {"driver.library_mismatch": "high@container"}
+    assert serious(GEFORCE)["driver.library_mismatch"] == "high@container"
     library = by_check(GEFORCE)["driver.library_mismatch"]
     assert library.fix is not None
     assert "Drop the CUDA forward-compatibility path" in library.fix.summary
@@ -61,3 +63,53 @@ def test_libraries_the_toolkit_binds_from_the_host_are_the_hosts_to_fix(tmp_path
     result = anyio.run(lambda: run_audit(SnapshotHost(baked)))
     own = next(f for f in result.findings if f.check == "driver.library_mismatch")
     assert own.fix is not None and own.fix.where == "container" and "in the container" in own.fix.summary
+
+
+def _fix_text(fix: Fix) -> str:
+    return " ".join([fix.summary, *(getattr(a, "description", "") for a in fix.actions)])
+
+
+def test_forward_compat_on_geforce_is_one_verdict_at_one_layer() -> None:
+    """Review W10. Before: runtime.cuda_driver_compat low @container_host 'Install a driver that supports CUDA 12.8
+    (or a torch build for CUDA <= 12.2)' beside driver.library_mismatch high @container 'Drop the CUDA forward-
+    compatibility path ... with a CUDA runtime no newer than that driver's', one cause at two layers and severities,
+    and both over-asking: once the compat path is gone CUDA 12.8 runs on the 535 driver (minor-version
+    compatibility)."""
+    assert serious(GEFORCE) == {"driver.library_mismatch": "high@container", "runtime.cuda_driver_compat": "high@container"}
+    found = by_check(GEFORCE)
+    library, runtime = found["driver.library_mismatch"], found["runtime.cuda_driver_compat"]
+    assert library.fix is not None and runtime.fix is not None
+    assert runtime.fix.actions == library.fix.actions and runtime.fix.kind == library.fix.kind
+    assert [(e.kind, e.check) for e in runtime.fix.edges] == [("moot_after", "driver.library_mismatch")]
+    assert "driver.library_mismatch" in runtime.observed
+    for fix in (library.fix, runtime.fix):
+        text = _fix_text(fix)
+        assert "LD_LIBRARY_PATH" in fix.summary and "ld.so.conf.d" in fix.summary, fix.summary
+        assert "no newer than" not in text and "torch build" not in text and "host driver of" not in text, text
+    assert "minor-version compatibility" in library.explanation and "PTX" in library.explanation
+    steps = [s for s in audited(GEFORCE).plan.steps if "runtime.cuda_driver_compat" in (s.check, *s.also_checks)]
+    assert [(s.check, s.also_checks) for s in steps] == [("driver.library_mismatch", ("runtime.cuda_driver_compat",))]
+
+
+GEFORCE_CUDA128 = replace(
+    GEFORCE,
+    name="geforce-container-cuda128",
+    processes=tuple(
+        replace(p, compat=None, env=tuple((k, v) for k, v in p.env if not v.startswith(COMPAT_CUDA))) for p in GEFORCE.processes
+    ),
+)
+
+
+def test_a_newer_12x_runtime_without_the_compat_path_is_minor_version_compatible() -> None:
+    """Review W10. The same CUDA 12.8 image on the 535 driver (CUDA 12.2) without the compat path runs by CUDA
+    minor-version compatibility (12.x on drivers >= 525.60.13): low, naming the PTX JIT caveat; before, the fix asked
+    for a driver for CUDA 12.8 or another torch build, which the server does not need to start."""
+    assert serious(GEFORCE_CUDA128) == {}
+    found = by_check(GEFORCE_CUDA128)
+    assert found["driver.library_mismatch"].status == "ok"
+    runtime = found["runtime.cuda_driver_compat"]
+    assert (runtime.status, runtime.severity) == ("problem", "low"), runtime.observed
+    assert "minor-version compatibility" in runtime.explanation and "525.60.13" in runtime.explanation
+    assert "PTX" in runtime.explanation and "JIT" in runtime.explanation
+    assert runtime.fix is not None and not runtime.fix.summary.startswith("Install a driver"), runtime.fix.summary
+    assert "PTX" in runtime.fix.summary

@@ -69,7 +69,23 @@ PERSISTENCE_BY_UNIT = Deliberate(
     ),
     "https://docs.nvidia.com/deploy/driver-persistence/",
 )
-DELIBERATE: tuple[Deliberate, ...] = (FORWARD_COMPAT, MIG_IN_USE, TUNED_PROFILE, PERSISTENCE_BY_UNIT)
+MINOR_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+MINOR_COMPAT_MIN: dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
+"""The least Linux driver on which every CUDA runtime of a major version runs (the CUDA Toolkit release notes)."""
+MINOR_COMPAT = Deliberate(
+    "cuda.minor_version_compat",
+    "CUDA minor-version compatibility: a CUDA runtime of the driver's major version but a newer minor release runs "
+    "on it, with a limited feature set",
+    (
+        "the runtime's major version is the driver's; the driver is at least the major's minimum ("
+        + ", ".join(f"CUDA {major}.x: >= {version}" for major, version in MINOR_COMPAT_MIN.items())
+        + ")",
+        "PTX of the newer toolkit cannot be JIT-compiled by the older driver ('the provided PTX was compiled with an "
+        "unsupported toolchain'): kernels shipped only as newer PTX, or compiled at run time, fail",
+    ),
+    MINOR_COMPAT_DOC,
+)
+DELIBERATE: tuple[Deliberate, ...] = (FORWARD_COMPAT, MINOR_COMPAT, MIG_IN_USE, TUNED_PROFILE, PERSISTENCE_BY_UNIT)
 
 COMPAT_LIBCUDA = r"/cuda(?:-(\d+)\.(\d+))?/compat(?:/lib(?:\.real)?)?/libcuda\.so\.(\d+)\.\d+(?:\.\d+)?$"
 """A libcuda of the CUDA forward-compatibility package: ``/usr/local/cuda-12.8/compat/libcuda.so.570.124.06`` (the
@@ -132,3 +148,15 @@ def branch(version: str | None) -> int | None:
     """``550.127.05`` -> 550."""
     match = re.match(r"\s*(\d+)\.", version or "")
     return int(match.group(1)) if match else None
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def minor_compatible(major: int, driver: str | None) -> bool | None:
+    """Whether runtimes of CUDA ``major`` run on driver ``driver`` by minor-version compatibility (None: unknown)."""
+    least = MINOR_COMPAT_MIN.get(major)
+    if least is None or not driver or not re.match(r"\s*\d+\.", driver):
+        return None
+    return _numbers(driver) >= _numbers(least)

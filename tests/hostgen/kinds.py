@@ -75,8 +75,8 @@ GEFORCE_FORWARD_COMPAT = replace(
             env=(*COMPAT_ENV, ("NCCL_P2P_DISABLE", "1")),
         ),
     ),
-    expect="problem: forward compatibility on GeForce fails CUDA init; the fix drops the compat path (or matches the "
-    "image's CUDA to the driver), it installs no libraries",
+    expect="problem: forward compatibility on GeForce fails CUDA init; the fix drops the compat path (CUDA 12.8 then "
+    "runs on the 535 driver by minor-version compatibility), it installs no libraries and no driver",
 )
 
 RHEL94 = OsSpec(

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.deliberate import FORWARD_COMPAT, CompatLibrary, branch, compat_library, forward_compat_support
+from rigaudit.agents.facts.deliberate import (
+    BRANCH_CUDA,
+    FORWARD_COMPAT,
+    CompatLibrary,
+    branch,
+    compat_library,
+    forward_compat_support,
+)
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import AREA, InstallFacts, UserLibrary
+from rigaudit.agents.investigators.forward_compat import after_drop, drop_compat_fix
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
 
@@ -21,7 +29,7 @@ LIBRARY_MISMATCH_CHECK = Check(
     problem="any user-space library version differs from the kernel module's, or NVML reports LIB_RM_VERSION_MISMATCH; "
     "a newer cuda-compat libcuda is CUDA forward compatibility: ok on data-center GPUs, high on GeForce",
     fix="reboot after a driver upgrade (host), or install the matching libraries in the container; on GeForce, drop "
-    "the forward-compatibility path",
+    "the forward-compatibility path (LD_LIBRARY_PATH / ld.so.conf.d)",
     kinds=("reboot", "restart"),
     premises=(premises.PLATFORM_FIX, premises.GPUS, premises.DRIVER),
 )
@@ -173,26 +181,8 @@ def _forward_compat(f: InstallFacts, kernel: str, compat: list[tuple[UserLibrary
             "SKUs, which the GPU's name does not tell; the server's CUDA init (error 804 or not) would",
             evidence=refs,
         )
-    fix = Fix(
-        kind="restart",
-        where="container" if lib.in_container or f.platform.in_container else "host",
-        summary="Drop the CUDA forward-compatibility path (not supported on GeForce): run the server on the host "
-        f"driver's libcuda {kernel}, with a CUDA runtime no newer than that driver's",
-        actions=(
-            CommandAction(
-                description=f"remove {lib.path.rsplit('/', 1)[0]} from LD_LIBRARY_PATH and from /etc/ld.so.conf.d "
-                "(then ldconfig) in the server's image or environment; do not install other driver libraries"
-            ),
-            CommandAction(
-                description=f"run an image (or a torch build) whose CUDA is no newer than the {branch(kernel)} driver's, "
-                "or install a host driver of the branch the image needs, then restart the server"
-            ),
-        ),
-        risk="low",
-        verify="grep libcuda /proc/PID/maps of the server shows the host driver's libcuda.so."
-        f"{kernel}; python -c 'import torch; torch.cuda.init()' raises nothing",
-        revert="restore the previous LD_LIBRARY_PATH / ld.so.conf.d entry",
-    )
+    where: Where = "container" if lib.in_container or f.platform.in_container else "host"
+    fix = drop_compat_fix(lib.path, kernel, where, found.cuda, BRANCH_CUDA.get(branch(kernel) or 0))
     return problem(
         check,
         AREA,
@@ -203,7 +193,8 @@ def _forward_compat(f: InstallFacts, kernel: str, compat: list[tuple[UserLibrary
         f"The server loads the CUDA forward-compatibility libcuda ({found.branch} branch) over the {branch(kernel)} kernel "
         "module, on GeForce GPUs. NVIDIA supports forward compatibility only on data-center GPUs (and select NGC "
         f"Server Ready RTX SKUs, Jetson): here CUDA initialization fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE "
-        f"(804) ({FORWARD_COMPAT.source}). The fix is to stop using the compat libraries, not to install others.",
+        f"(804) ({FORWARD_COMPAT.source}). The fix is to stop using the compat libraries, not to install others. "
+        + after_drop(found.cuda, BRANCH_CUDA.get(branch(kernel) or 0), kernel),
         fix,
         subjects=(lib.where,),
         evidence=refs,

@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.deliberate import FORWARD_COMPAT, CompatLibrary, compat_library, forward_compat_support
+from rigaudit.agents.facts.deliberate import (
+    FORWARD_COMPAT,
+    MINOR_COMPAT,
+    MINOR_COMPAT_MIN,
+    CompatLibrary,
+    compat_library,
+    forward_compat_support,
+    minor_compatible,
+)
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import nvml_unusable
 from rigaudit.agents.facts.platform import Platform
@@ -13,6 +21,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.facts.python_env import TorchInstall
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.forward_compat import after_drop, deferred, drop_compat_fix
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
@@ -31,6 +40,8 @@ class CudaCompatFacts(Record):
     compat: tuple[CompatLibrary, ...] = ()
     """Forward-compatibility libcuda the servers map (cuda-compat), each once."""
     compat_refs: tuple[str, ...] = ()
+    compat_in_container: bool = False
+    """A server that maps a compat libcuda runs in a container."""
 
 
 _MAPPED_LIBCUDA = r"(?m)\s(/\S*/libcuda\.so\.\d+\.\d+(?:\.\d+)?)\s*$"
@@ -41,13 +52,16 @@ async def collect_cuda(
 ) -> CudaCompatFacts:
     found: dict[str, CompatLibrary] = {}
     refs: list[str] = []
+    inside = False
     for server in servers:
         maps = await probe.text(f"/proc/{server.pid}/maps")
         refs.append(file_ref(f"/proc/{server.pid}/maps"))
         for match in re.finditer(_MAPPED_LIBCUDA, maps or ""):
             if (lib := compat_library(match.group(1))) is not None:
                 found.setdefault(lib.path, lib)
-    return CudaCompatFacts(platform, inventory, await probe.nvml(CUDA_DRIVER_FN), tuple(found.values()), tuple(refs))
+                inside = inside or bool(server.container) or bool(server.foreign_mnt_ns)
+    driver = await probe.nvml(CUDA_DRIVER_FN)
+    return CudaCompatFacts(platform, inventory, driver, tuple(found.values()), tuple(refs), compat_in_container=inside)
 
 
 def cuda_tuple(text: str | None) -> tuple[int, int] | None:
@@ -70,8 +84,9 @@ CUDA_DRIVER_COMPAT_CHECK = Check(
     "runtime.cuda_driver_compat",
     "CUDA runtime of the server vs the driver's CUDA version",
     reads="torch's CUDA version (`torch/version.py`), NVML `nvmlSystemGetCudaDriverVersion`",
-    problem="the runtime's major version is newer than the driver supports (high: CUDA init fails); a newer minor (low)",
-    fix="newer driver, or a torch build for the driver's CUDA",
+    problem="the runtime's major version is newer than the driver supports (high: CUDA init fails); a newer minor "
+    "(low: minor-version compatibility, PTX JIT excepted); a compat libcuda on GeForce (driver.library_mismatch's)",
+    fix="newer driver, or a torch build for the driver's CUDA; on GeForce, drop the forward-compatibility path",
     kinds=("reboot",),
     premises=(premises.SERVERS, premises.PACKAGES, premises.GPUS),
 )
@@ -95,6 +110,8 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
     drv = f"{supported[0]}.{supported[1]}"
     names = tuple(dict.fromkeys(g.name for g in f.inventory.gpus if g.name))
     compat = [c for c in f.compat if c.cuda is not None and c.cuda > supported]
+    if compat and forward_compat_support(names) == "no":
+        return _deferred_to_library(f, compat[0], supported, names, refs)
     if compat and forward_compat_support(names) == "yes":
         lifted = max(c.cuda for c in compat if c.cuda is not None)
         refs = (*refs, *f.compat_refs)
@@ -130,40 +147,7 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
     severity: Severity = "high" if newer_major else "low"
     if not target.server:
         severity = "low"
-    fix = Fix(
-        kind="reboot",
-        where=_driver_where(f.platform),
-        summary=f"Install a driver that supports CUDA {wanted[0]}.{wanted[1]} (or a torch build for CUDA <= {drv})",
-        actions=(
-            CommandAction(
-                description=f"install a driver branch whose CUDA version is >= {wanted[0]}.{wanted[1]} "
-                "(nvidia-smi's 'CUDA Version' after the reboot), then reboot"
-            ),
-            CommandAction(
-                description=f"or, without touching the driver: in {target.site}, install the serving framework's torch "
-                f"build for CUDA <= {drv} and restart the server"
-            ),
-        ),
-        risk="medium",
-        verify=f"nvidia-smi shows CUDA Version >= {wanted[0]}.{wanted[1]}; python -c 'import torch; torch.cuda.init()' "
-        "in the serving environment raises nothing",
-        revert="reinstall the previous driver (or torch build)",
-        persist="installed packages persist",
-    )
-    if newer_major:
-        explanation = (
-            f"The server's CUDA runtime is of a newer major version than the driver supports (CUDA {drv}): CUDA "
-            "initialization fails with 'The NVIDIA driver on your system is too old' / 'CUDA driver version is "
-            "insufficient for CUDA runtime version', so the server cannot use the GPUs at all. The CUDA forward-"
-            "compatibility package (cuda-compat) lifts this only on datacenter GPUs and only for the libraries it ships."
-        )
-    else:
-        explanation = (
-            f"The runtime is a newer minor release of the same major version than the driver's CUDA {drv}. CUDA's "
-            "minor-version compatibility lets it run, but PTX compiled by the newer toolkit cannot be JIT-compiled by "
-            "this driver ('the provided PTX was compiled with an unsupported toolchain'), which breaks libraries that "
-            "ship PTX or JIT-compile kernels at run time; features added in the newer minor release are unavailable."
-        )
+    fix, explanation = _newer_runtime(f, target, wanted, supported, bool(newer_major))
     return problem(
         check,
         AREA,
@@ -175,6 +159,90 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
         fix,
         subjects=tuple(i.site for i, _ in bad),
         evidence=refs,
+    )
+
+
+def _deferred_to_library(
+    f: CudaCompatFacts, compat: CompatLibrary, driver: tuple[int, int], names: tuple[str, ...], refs: tuple[str, ...]
+) -> Finding:
+    """The server maps a compat libcuda on GPUs NVIDIA does not support it on: driver.library_mismatch's verdict."""
+    check, title = CUDA_DRIVER_COMPAT_CHECK.id, CUDA_DRIVER_COMPAT_CHECK.title
+    kernel = f.inventory.driver_version
+    where: Where = "container" if f.compat_in_container or f.platform.in_container else "host"
+    fix = deferred(drop_compat_fix(compat.path, kernel, where, compat.cuda, driver))
+    cuda = f"CUDA {compat.cuda[0]}.{compat.cuda[1]}" if compat.cuda else "a newer CUDA"
+    return problem(
+        check,
+        AREA,
+        title,
+        "high",
+        f"the servers map {compat.path} ({cuda} by forward compatibility) on {', '.join(names)}, which NVIDIA does "
+        f"not support: the cause is driver.library_mismatch's",
+        "the host driver's libcuda (forward compatibility is not supported on GeForce)",
+        f"CUDA initialization fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804) while the compat libcuda is "
+        f"loaded ({FORWARD_COMPAT.source}); one cause, one fix: see driver.library_mismatch. "
+        + after_drop(compat.cuda, driver, kernel),
+        fix,
+        subjects=(compat.path,),
+        evidence=(*refs, *f.compat_refs),
+    )
+
+
+def _newer_runtime(
+    f: CudaCompatFacts, target: TorchInstall, wanted: tuple[int, int], supported: tuple[int, int], newer_major: bool
+) -> tuple[Fix, str]:
+    """The fix and explanation of a runtime newer than the driver: a newer major needs a driver; a newer minor runs
+    by minor-version compatibility on a driver at least its major's minimum, PTX JIT of newer PTX excepted."""
+    drv = f"{supported[0]}.{supported[1]}"
+    want = f"{wanted[0]}.{wanted[1]}"
+    version = f.inventory.driver_version
+    covered = not newer_major and minor_compatible(wanted[0], version) is True
+    actions = (
+        CommandAction(
+            description=f"install a driver branch whose CUDA version is >= {want} (nvidia-smi's 'CUDA Version' after "
+            "the reboot), then reboot"
+        ),
+        CommandAction(
+            description=f"or, without touching the driver: in {target.site}, install the serving framework's torch "
+            f"build for CUDA <= {drv} and restart the server"
+        ),
+    )
+    summary = (
+        f"Nothing is needed for the server to start (CUDA minor-version compatibility); only if a library JIT-compiles "
+        f"PTX of CUDA {want} ('unsupported toolchain'), install a driver of CUDA >= {want}"
+        if covered
+        else f"Install a driver that supports CUDA {want} (or a torch build for CUDA <= {drv})"
+    )
+    fix = Fix(
+        kind="reboot",
+        where=_driver_where(f.platform),
+        summary=summary,
+        actions=actions,
+        risk="medium",
+        verify=f"nvidia-smi shows CUDA Version >= {want}; python -c 'import torch; torch.cuda.init()' "
+        "in the serving environment raises nothing",
+        revert="reinstall the previous driver (or torch build)",
+        persist="installed packages persist",
+    )
+    if newer_major:
+        return fix, (
+            f"The server's CUDA runtime is of a newer major version than the driver supports (CUDA {drv}): CUDA "
+            "initialization fails with 'The NVIDIA driver on your system is too old' / 'CUDA driver version is "
+            "insufficient for CUDA runtime version', so the server cannot use the GPUs at all. The CUDA forward-"
+            "compatibility package (cuda-compat) lifts this only on datacenter GPUs and only for the libraries it ships."
+        )
+    least = MINOR_COMPAT_MIN.get(wanted[0], "?")
+    held = (
+        f"the {version} driver is at least {least}, the least driver of CUDA {wanted[0]}.x's minor-version compatibility"
+        if covered
+        else f"minor-version compatibility needs a driver >= {least} (this one: {version or 'not read'})"
+    )
+    return fix, (
+        f"The runtime is a newer minor release of the same major version than the driver's CUDA {drv}; {held} "
+        f"({MINOR_COMPAT.source}). CUDA's minor-version compatibility lets it run, but PTX compiled by the newer "
+        "toolkit cannot be JIT-compiled by this driver ('the provided PTX was compiled with an unsupported "
+        "toolchain'), which breaks libraries that ship PTX or JIT-compile kernels at run time; features added in the "
+        "newer minor release are unavailable."
     )
 
 
