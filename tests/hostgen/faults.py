@@ -631,3 +631,38 @@ def busy_machine(spec: HostSpec, count: int = 150) -> HostSpec:
 
     fault = Fault("busy", f"{count} other processes", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), f"busy-{count}", f"{count} processes beside the servers")
+
+
+# -- what a Kubernetes pod without one of its privileges reads (deploy/kubernetes, docs/fleet.md) --------------------
+
+_PTRACE_FILES = ("environ", "maps", "root", "exe", "ns/mnt", "cwd")
+"""What the kernel shows another process only with ptrace read access (CAP_SYS_PTRACE for a server or init)."""
+
+
+def _without_ptrace(built: Built) -> None:
+    tree, own = built.tree, built.tree.links.get("/proc/self")
+    for pid in sorted(built.procs):
+        if str(pid) == own:
+            continue
+        for name in _PTRACE_FILES:
+            tree.remove(f"/proc/{pid}/{name}")
+            tree.deny(f"/proc/{pid}/{name}")
+
+
+def _without_sys_admin(built: Built) -> None:
+    for path in [p for p in built.tree.files if p.startswith("/sys/devices/") and p.endswith("/config")]:
+        built.tree.files[path] = built.tree.files[path][:64]  # the kernel gives the rest to CAP_SYS_ADMIN only
+
+
+def _without_syslog(built: Built) -> None:
+    built.tree.command(("dmesg",), exit_code=1, stderr="dmesg: read kernel buffer failed: Operation not permitted\n")
+
+
+WITHOUT = {"SYS_PTRACE": _without_ptrace, "SYS_ADMIN": _without_sys_admin, "SYSLOG": _without_syslog}
+"""A capability of the DaemonSets -> what the audit reads when the pod runs without it."""
+
+
+def without_capability(spec: HostSpec, capability: str) -> HostSpec:
+    """The host as a rigaudit pod with hostPID and the DaemonSet's capabilities less ``capability`` reads it."""
+    fault = Fault(f"no-{capability}", f"read without CAP_{capability}", WITHOUT[capability])
+    return _named(replace(spec, faults=(*spec.faults, fault)), f"no-{capability.lower()}", f"no CAP_{capability}")
