@@ -9,6 +9,7 @@ import pytest
 
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import faults
+from tests.hostgen.build import build
 from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec
 from tests.support.kinds import by_check, serious
@@ -78,3 +79,30 @@ def test_p2p_refused_for_want_of_the_fabric_in_a_vm_guest_is_the_fabric_managers
     assert (p2p.severity, p2p.fix.where) == (fm.severity, fm.fix.where) == ("critical", "host")
     assert "see driver.fabricmanager" in p2p.fix.summary and "Let peer-to-peer through" not in p2p.fix.summary
     assert "not completed" in p2p.explanation and "x-nv-gpudirect-clique" not in _fix_words(p2p)
+
+
+def test_the_azure_guest_shows_hyper_v_vpci_domains_and_infiniband_vfs() -> None:
+    """Before: the guest's GPUs and NICs sat on domain 0000 behind a virtio NIC, the NICs physical functions. Hyper-V's
+    vPCI gives each device its own domain under its VMBus device (Azure/azhpc-images topology/ndv5-topo.xml)."""
+    tree = build(KINDS["azure-nd-h100-v5"]).tree
+    prefix = "/sys/bus/pci/devices/"
+    devices = sorted(p[len(prefix) :] for p in tree.links if p.startswith(prefix))
+    gpus = [f"{d:04x}:00:00.0" for d in (1, 2, 3, 8, 9, 10, 11, 12)]
+    assert devices[:16] == gpus + [f"{0x101 + k:04x}:00:00.0" for k in range(8)], devices
+    assert not any(d.startswith("0000:") for d in devices)
+    gpu0 = tree.links[prefix + "0001:00:00.0"]
+    assert "/VMBUS:00/56475055-0001-" in gpu0 and gpu0.endswith("/pci0001:00/0001:00:00.0"), gpu0
+    vf = "/sys/devices/" + tree.links[prefix + "0101:00:00.0"].partition("devices/")[2]
+    assert tree.text(f"{vf}/device") == "0x101e\n" and not any(p.startswith(f"{vf}/physfn") for p in tree.links)
+    assert "/sys/class/infiniband/mlx5_ib0" in tree.links and "CA type: MT4126" in tree.commands[("ibstat",)]["stdout"]
+
+
+def test_aer_counters_of_a_guest_without_root_ports_are_not_evidence() -> None:
+    """Before: ok 'AER counters zero on 8 device(s) (GPUs and bridges above them)' in a Hyper-V guest, where no root
+    port is visible: AER messages go to the hypervisor's root ports and the guest's counters never count."""
+    aer = by_check(KINDS["azure-nd-h100-v5"])["pcie.aer"]
+    assert aer.status == "ok", aer.observed
+    assert "AER counters zero" not in aer.observed and "hypervisor" in aer.observed, aer.observed
+    assert "NVML PCIe replays 0 on 8/8 GPUs" in aer.observed, aer.observed
+    bad = by_check(faults.link_degraded(KINDS["azure-nd-h100-v5"]))["pcie.aer"]
+    assert bad.status == "ok" and "hypervisor" in bad.observed

@@ -144,7 +144,7 @@ class Built:
             if deepest.role in ("upstream", "downstream") and below <= 2:
                 return nv.TOPO_SINGLE
             return nv.TOPO_MULTIPLE if deepest.role != "root_port" or below > 1 else nv.TOPO_HOSTBRIDGE
-        ra, rb = self.function(a).path.split("/")[3], self.function(b).path.split("/")[3]
+        ra, rb = _root_of(self.function(a).path), _root_of(self.function(b).path)
         if ra == rb:
             return nv.TOPO_HOSTBRIDGE
         na, nb = self.numa_of(a), self.numa_of(b)
@@ -207,6 +207,11 @@ class Built:
         return proc.argv[0] if proc.argv else proc.name
 
 
+def _root_of(path: str) -> str:
+    """The ``pciDDDD:BB`` folder a device's sysfs path runs through (its root complex)."""
+    return next(part for part in path.split("/") if part.startswith("pci"))
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -234,6 +239,8 @@ def _placed(spec: HostSpec) -> topo.Placed:
         placed = topo.switched(spec.cpu, parts)
     elif spec.topology == "flat":
         placed = topo.flat_vm(spec.cpu, parts, cloud=spec.platform.cloud or "kvm", numa_aware=spec.gpus.count >= 8)
+    elif spec.topology == "hyperv":
+        placed = topo.hyperv_vm(spec.cpu, parts)
     elif spec.topology == "q35":
         placed = topo.q35_vm(spec.cpu, parts, port=spec.platform.vm_root_port)
     elif spec.topology == "grace":
@@ -702,7 +709,9 @@ def _boot_log(built: Built) -> list[tuple[float, str]]:
             | ({"product_name": spec.platform.instance_type} if spec.platform.instance_type else {})
             | dict(spec.platform.dmi)
         )
-        lines.append((0.0, "Hypervisor detected: KVM"))
+        lines.append(
+            (0.0, "Hypervisor detected: Microsoft Hyper-V" if spec.platform.vm == "microsoft" else "Hypervisor detected: KVM")
+        )
     lines.append(
         (
             0.0,
@@ -866,7 +875,8 @@ def build(spec: HostSpec) -> Built:
             function.irq = irq
             irq += 17
     write_topology(tree, placed.topology)
-    built.rdma_names = [ib_name(spec.nics.kind if spec.nics else "cx7", k, f) for k, f in enumerate(placed.nics)]
+    kind, cloud = (spec.nics.kind if spec.nics else "cx7"), spec.platform.cloud
+    built.rdma_names = [ib_name(kind, k, f, cloud=cloud) for k, f in enumerate(placed.nics)]
     _server_processes(built)
     _gpu_states(built)
     built.gpu_states_all = _all_states(built)

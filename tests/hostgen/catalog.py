@@ -504,6 +504,15 @@ PCI: dict[str, PciModel] = {
         (0x15B3, 0x0041),
         "mlx5_core",
     ),
+    "cx7-vf": PciModel(
+        0x15B3,
+        0x101E,
+        0x020700,
+        "Infiniband controller: Mellanox Technologies ConnectX Family mlx5Gen Virtual Function",
+        0x00,
+        (0x15B3, 0x0041),
+        "mlx5_core",
+    ),
     "cx6": PciModel(
         0x15B3,
         0x101B,

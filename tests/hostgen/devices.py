@@ -281,8 +281,11 @@ def endpoint(
     max_payload: int = 256,
     driver: str | None = None,
     guest: bool = False,
+    virtual_function: bool = False,
 ) -> Function:
-    """A NIC, NVMe drive, NVSwitch or similar endpoint with a common capability layout."""
+    """A NIC, NVMe drive, NVSwitch or similar endpoint with a common capability layout. ``virtual_function``: an SR-IOV
+    VF as a guest it is passed to sees it (Express and MSI-X only: no power management, SR-IOV, ARI or serial number;
+    AER is the hypervisor's)."""
     info = PCI[key]
     bars, sizes = _bars(mmio, bar_layout or [(32 * MIB, True, True)])
     express = pc.Express(
@@ -303,6 +306,14 @@ def endpoint(
             pc.Cap(0x60, pc.CAP_EXP, function.express.body()),
             pc.Cap(0x9C, pc.CAP_MSIX, pc.msix(64, table=0x2000, pba=0x3000)),
         )
+        if virtual_function:
+            vf_caps = (
+                pc.Cap(0x60, pc.CAP_EXP, function.express.body()),
+                pc.Cap(0x9C, pc.CAP_MSIX, pc.msix(64, table=0x2000, pba=0x3000)),
+            )
+            return pc.ConfigSpec(
+                info.vendor, info.device, info.class_code, info.revision, info.subsystem, bars=bars, caps=vf_caps
+            )
         ext = [pc.Cap(0x100, pc.EXT_AER, pc.aer(), version=2)]
         if not guest:
             ext += [pc.Cap(0x150, pc.EXT_ARI, pc.ari())]
@@ -326,7 +337,7 @@ def endpoint(
         )
 
     role = {"01": "nvme", "02": "nic", "06": "nvswitch"}.get(f"{info.class_code >> 16:02x}", "other")
-    return Function(
+    function = Function(
         role,
         info.vendor,
         info.device,
@@ -342,6 +353,8 @@ def endpoint(
         tag=tag,
         bar_sizes=sizes,
     )
+    function.aer = not virtual_function
+    return function
 
 
 def legacy(key: str, mmio: Mmio, tag: str, *, slot: int, fn: int = 0, express: bool = False) -> Function:

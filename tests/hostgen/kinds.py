@@ -187,7 +187,7 @@ AZURE_ND_H100_V5 = HostSpec(
     replace(JAMMY, kernel="5.15.0-1073-azure", old_kernels=(), memory_kib=1900 * 1024 * 1024, cmdline="console=ttyS0"),
     GpuSpec("h100-sxm", 8, nvswitches=4),
     DriverSpec("535.183.06", fabricmanager="active", peermem=True, cuda=12020),
-    topology="flat",
+    topology="hyperv",
     nics=NicSpec("cx7", 8),
     platform=PlatformSpec(vm="microsoft", cloud="azure", instance_type="Standard_ND96isr_H100_v5"),
     processes=(
@@ -196,9 +196,13 @@ AZURE_ND_H100_V5 = HostSpec(
     iommu=None,
     expect="healthy VM: a Hyper-V guest; host-level fixes (BIOS, IOMMU, a GPU reset) are Azure's",
 )
-"""Not modelled, for want of a public listing read here: Hyper-V's vPCI puts each passed-through device in its own PCI
-domain (``0001:00:00.0``...) and its synthetic NIC and disks are VMBus devices, not PCI; the generator's flat guest bus
-(domain 0000, a virtio NIC) stands in. The CPUs' idle driver is the generator's VM default."""
+"""Hyper-V's vPCI puts each passed-through device alone in its own PCI domain under its VMBus device: the GPUs at
+0001, 0002, 0003, 0008 (NUMA node 0) and 0009, 000a, 000b, 000c (node 1), each ConnectX-7 InfiniBand VF (15b3:101e, no
+PF in the guest) at 0101-0108 beside its GPU, as Azure's NCCL topology file for the size names them
+(Azure/azhpc-images topology/ndv5-topo.xml); the VFs are ``mlx5_ib0``.. as on Azure's HPC images. The synthetic NIC
+and disks are VMBus devices, not PCI. Not shown by a public source read here: the NVSwitches' domains (0201-0204
+stand in), the accelerated-networking VF (left out), the VFs' link registers (gen 5 x16 stand in). The CPUs' idle
+driver is the generator's VM default."""
 
 XEON_8570 = replace(
     XEON_8462,

@@ -1,6 +1,7 @@
 """The PCI tree: functions, bridges and root complexes, written as sysfs lays them out.
 
-``/sys/devices/pciDDDD:BB/<root port>/<switch upstream>/<downstream>/<device>/`` with the attribute files
+``/sys/devices/pciDDDD:BB/<root port>/<switch upstream>/<downstream>/<device>/`` (a Hyper-V guest's vPCI buses under
+their VMBus device) with the attribute files
 the kernel creates, the ``/sys/bus/pci/devices/BDF`` links, ``driver`` and ``iommu_group`` links, and
 ``/sys/kernel/iommu_groups``. Bus numbers are assigned depth first, as firmware enumerates them.
 """
@@ -91,6 +92,13 @@ class RootComplex:
     functions: list[Function] = field(default_factory=list)
     last_bus: int | None = None
     """The highest bus number firmware gives this root complex (default: bus + 0x1f)."""
+    parent: str = "/sys/devices"
+    """The sysfs folder the ``pciDDDD:BB`` folder sits in: a Hyper-V guest's vPCI buses are under their VMBus device
+    (``/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/<guid>``)."""
+
+    @property
+    def base(self) -> str:
+        return f"{self.parent}/pci{self.domain:04x}:{self.bus:02x}"
 
     def add(self, function: Function) -> Function:
         self.functions.append(function)
@@ -118,7 +126,7 @@ class Topology:
 
 def _layout(root: RootComplex) -> None:
     next_bus = root.bus + 1
-    base = f"/sys/devices/pci{root.domain:04x}:{root.bus:02x}"
+    base = root.base
 
     def place(function: Function, bus: int, parent_path: str) -> None:
         nonlocal next_bus
@@ -168,7 +176,7 @@ def write_topology(tree: Tree, topology: Topology, *, kernel_5_15_or_later: bool
     bridge_group: dict[str, int] = {}
     for root in topology.roots:
         _layout(root)
-        base = f"/sys/devices/pci{root.domain:04x}:{root.bus:02x}"
+        base = root.base
         tree.attrs(base, {"uevent": ""})
         tree.directory(f"{base}/power")
     for function in topology.functions():

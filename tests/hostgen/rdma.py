@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 RATES = {400: "400 Gb/sec (4X NDR)", 200: "200 Gb/sec (4X HDR)", 100: "100 Gb/sec (4X EDR)"}
 
 
-def ib_name(kind: str, index: int, function: Function) -> str:
+def ib_name(kind: str, index: int, function: Function, *, cloud: str | None = None) -> str:
+    if cloud == "azure":
+        # Azure's HPC images name the InfiniBand VFs mlx5_ib0.. (ND-series job scripts: UCX_NET_DEVICES=mlx5_ib0:1)
+        return f"mlx5_ib{index}"
     if kind == "efa":
         # rdma-core names EFA devices by PCI address: rdmap<bus>s<slot>, in decimal (rdmap115s0)
         bus, slot = function.bdf.split(":")[1], function.bdf.split(":")[2].split(".")[0]
@@ -27,7 +30,7 @@ def write_rdma(built: Built) -> None:
         tree.missing_program("ibstat", "ibv_devinfo", "ofed_info")
         return
     efa = nic.kind == "efa"
-    hca = {"cx7": "MT4129", "cx6": "MT4123", "efa": ""}.get(nic.kind, "MT4129")
+    hca = "" if efa else f"MT{built.placed.nics[0].device}"  # ibstat's CA type: MT and the PCI device id in decimal
     fw = {"cx7": "28.39.1002", "cx6": "20.39.1002", "efa": "0.0.0.0"}.get(nic.kind, "28.39.1002")
     link_layer = "Unknown" if efa else nic.link_layer  # the efa driver reports no link layer
     for index, function in enumerate(built.placed.nics):

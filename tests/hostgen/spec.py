@@ -205,9 +205,10 @@ class HostSpec:
     driver: DriverSpec = field(default_factory=DriverSpec)
     topology: str = "direct"
     """``hgx`` (a PCIe switch per GPU, NIC beside it), ``direct`` (a root port per GPU), ``switch`` (GPUs in
-    fours behind PEX switches), ``flat`` (a VM: devices on the root bus), ``q35`` (a KVM guest: each GPU behind a
-    QEMU pcie-root-port), ``grace`` (GH200), ``grace-nvl`` (a GB200 NVL72 compute tray: two Grace, four GPUs, NVLink
-    to the rack's switch trays)."""
+    fours behind PEX switches), ``flat`` (a VM: devices on the root bus), ``hyperv`` (a Hyper-V guest: each device in
+    its own vPCI domain, InfiniBand NICs as SR-IOV VFs), ``q35`` (a KVM guest: each GPU behind a QEMU pcie-root-port),
+    ``grace`` (GH200), ``grace-nvl`` (a GB200 NVL72 compute tray: two Grace, four GPUs, NVLink to the rack's switch
+    trays)."""
     root_complex: str = "intel-spr"
     nics: NicSpec | None = None
     platform: PlatformSpec = field(default_factory=PlatformSpec)

@@ -1,5 +1,5 @@
 """Server PCI layouts: where GPUs, NVSwitches and NICs sit (HGX baseboards, one root port per GPU, GPUs behind
-PEX switches, a VM's flat bus, a Grace Hopper node)."""
+PEX switches, a VM's flat bus, a Hyper-V guest's vPCI domains, a Grace Hopper node)."""
 
 from __future__ import annotations
 
@@ -382,6 +382,59 @@ def flat_vm(cpu: CpuSpec, parts: Parts, *, cloud: str, numa_aware: bool) -> Plac
             )
             sw.role = "nvswitch"
             placed.nvswitches.append(rc.add(sw))
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
+VMBUS = "/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00"
+"""Where a Hyper-V Generation 2 guest's VMBus devices sit in sysfs; each vPCI bus is under its VMBus device."""
+
+HYPERV_GPU_DOMAINS = {
+    9: (0x0001, 0x0002, 0x0003, 0x0008, 0x0009, 0x000A, 0x000B, 0x000C),
+    8: (0x0001, 0x0002, 0x0003, 0x0004, 0x000B, 0x000C, 0x000D, 0x000E),
+}
+"""PCI domains of the GPUs of an ND H100 v5 (Hopper) and an ND A100 v4 (Ampere) guest, in NUMA order, as Azure's NCCL
+topology files name them (Azure/azhpc-images topology/ndv5-topo.xml, ndv4-topo.xml); their InfiniBand VFs are
+domains 0101-0108, the k-th beside the k-th GPU."""
+
+
+def _vmbus_root(cpu: CpuSpec, domain: int, node: int, kind: str, index: int) -> RootComplex:
+    """A vPCI bus: domain ``domain`` bus 0 under its VMBus device, whose instance GUID carries the domain in its
+    second group (pci-hyperv derives the domain from those bytes; the other groups are placeholders of the form a
+    public NCCL log of an Azure guest shows: ``56475055-0002-0000-3130-303237344131``)."""
+    guid = f"{kind}-{domain:04x}-0000-3130-3030{index:08x}"
+    return RootComplex(domain, 0, node, node_cpulist(cpu, node), node_cpumask(cpu, node), parent=f"{VMBUS}/{guid}")
+
+
+def hyperv_vm(cpu: CpuSpec, parts: Parts) -> Placed:
+    """A Hyper-V guest (Azure ND-class): every passed-through device alone at 00:00.0 of its own PCI domain, on a vPCI
+    bus under its VMBus device, with no bridge or host bridge function above it; the InfiniBand NICs are ConnectX
+    SR-IOV virtual functions (their PF stays on the host: no ``physfn`` link). The synthetic NIC and disks are VMBus
+    devices, not PCI. What no public source read here shows is a stand-in: the NVSwitches' domains (0201-0204 here)
+    and the accelerated-networking VF (left out)."""
+    placed = Placed(Topology(iommu=None))
+    mmio = dv.Mmio(low=0xC000_0000, high=0x1000_0000_0000)
+    guest_pci = dv.GpuPci(**{**parts.gpu_pci.__dict__, "guest": True})
+    domains = HYPERV_GPU_DOMAINS.get(parts.model.arch, HYPERV_GPU_DOMAINS[9])
+    for index in range(parts.count):
+        node = _node_of_stack(cpu, index, parts.count)
+        rc = _vmbus_root(cpu, domains[index % len(domains)], node, "56475055", index)
+        placed.topology.roots.append(rc)
+        rc.add(dv.gpu(parts.model, mmio, index, guest_pci, slot=0))
+    for index in range(parts.nics):
+        node = _node_of_stack(cpu, index * parts.count // max(parts.nics, 1), parts.count) if parts.count else 0
+        rc = _vmbus_root(cpu, 0x0101 + index, node, "9b1e4c3a", index)
+        placed.topology.roots.append(rc)
+        nic = dv.endpoint(f"{parts.nic_key}-vf", mmio, f"nic{index}", gen=5, width=16, guest=True, virtual_function=True)
+        placed.nics.append(rc.add(nic))
+    for k in range(parts.nvswitches):
+        rc = _vmbus_root(cpu, 0x0201 + k, 0, "3a8d5c71", k)
+        placed.topology.roots.append(rc)
+        sw = dv.endpoint(
+            parts.nvswitch_key, mmio, f"NVSwitch{k}", gen=4, width=2, guest=True, bar_layout=[(32 * 1024 * 1024, True, False)]
+        )
+        sw.role = "nvswitch"
+        placed.nvswitches.append(rc.add(sw))
     placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
     return placed
 

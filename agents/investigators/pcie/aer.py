@@ -24,11 +24,29 @@ AER_CHECK = Check(
 )
 
 
+def _unreported(facts: PcieFacts) -> set[str]:
+    """GPUs of a VM guest with no root port above them in the guest (Hyper-V vPCI, a flat cloud bus): their AER
+    messages go to the hypervisor's root ports, so the guest's counters of them never count."""
+    if not facts.platform.in_vm:
+        return set()
+    return {g.bdf for g in facts.gpus if (c := facts.chains.get(g.bdf)) is not None and c.chain is not None and not c.bridges}
+
+
+def _aer_text(counts: int, unreported: set[str]) -> str:
+    hypervisor = (
+        f"AER of {len(unreported)} GPU(s) is the hypervisor's (no root port above them in this guest: "
+        "their counters here never count)"
+    )
+    zero = f"AER counters zero on {counts} device(s) (GPUs and bridges above them)"
+    return "; ".join(([zero] if counts else []) + ([hypervisor] if unreported else []))
+
+
 def judge_aer(facts: PcieFacts) -> Finding:
     check, title = AER_CHECK.id, AER_CHECK.title
     if not facts.gpus:
         return no_gpus(check, title)
-    devices = [g.bdf for g in facts.gpus] + list(facts.bridges)
+    unreported = _unreported(facts)
+    devices = [g.bdf for g in facts.gpus if g.bdf not in unreported] + list(facts.bridges)
     labels = {g.bdf: g.label for g in facts.gpus}
     counts = [facts.aer[d] for d in devices if d in facts.aer and facts.aer[d].known]
     replays = {g.label: facts.nvml[g.bdf].replays for g in facts.gpus if g.bdf in facts.nvml}
@@ -39,7 +57,8 @@ def judge_aer(facts: PcieFacts) -> Finding:
             check,
             AREA,
             title,
-            "no aer_dev_* counters in sysfs (AER off or not exposed) and no NVML replay counter",
+            (_aer_text(0, unreported) or "no aer_dev_* counters in sysfs (AER off or not exposed)")
+            + " and no NVML replay counter; NVML's PCIe replay counter (nvidia-smi -q -d PCIE) would tell",
             evidence=evidence,
         )
     fatal = [c for c in counts if c.fatal]
@@ -53,7 +72,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
             check,
             AREA,
             title,
-            f"AER counters zero on {len(counts)} device(s); a few NVML PCIe replays since the driver loaded ({shown})",
+            f"{_aer_text(len(counts), unreported)}; a few NVML PCIe replays since the driver loaded ({shown})",
             expected=f"no AER errors; replay counts below {REPLAY_NOISE} and not rising",
             explanation="A handful of link-level replays since boot is retried transparently and costs nothing measurable; "
             "only a count that keeps rising under load points at a marginal link. Re-read it after a load run.",
@@ -64,7 +83,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
             check,
             AREA,
             title,
-            f"AER counters zero on {len(counts)} device(s) (GPUs and bridges above them); NVML PCIe replays "
+            f"{_aer_text(len(counts), unreported)}; NVML PCIe replays "
             f"0 on {sum(1 for v in replays.values() if v == 0)}/{len(facts.gpus)} GPUs",
             expected="no PCIe errors",
             evidence=evidence,
