@@ -59,7 +59,7 @@ class LLMBrain:
         self.approver = AskQueue(approver) if approver is not None else None
         """Asks the person about an agent's ``ask`` command: one question at a time, in order, the wait for a
         turn not counted against the agent (:mod:`.ask_queue`); ``None``: no one to ask, each is "no" at once."""
-        self.book = book if book is not None else UsageBook(config.max_audit_tokens)
+        self.book = book if book is not None else UsageBook(config.max_audit_tokens, prices=config.prices)
         """Usage and the token budget; pass one to share it (a chat's coordinator and its audits)."""
         self.runs: dict[str, AgentRun] = {}
         self.failures: dict[str, str] = {}
@@ -172,7 +172,11 @@ class LLMBrain:
             problems=tuple(degrading),
             notes=tuple(notes),
             usage=self.book.total.as_dict(),
-            by_agent={a: AgentUsage(model=u.model, usage=u.as_dict()) for a, u in sorted(self.book.agents.items())},
+            cost_usd=self.book.total_cost(),
+            by_agent={
+                a: AgentUsage(model=u.model, usage=u.as_dict(), cost_usd=self.book.cost(a))
+                for a, u in sorted(self.book.agents.items())
+            },
         )
 
     def usage_lines(self) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rigaudit.agents.llm.cost import Price
 from rigaudit.tools.core.record import Record, field
 
 
@@ -15,6 +16,8 @@ class LlmConfig(Record):
     area_models: tuple[tuple[str, str], ...] = ()
     """A model per agent (an area, or ``chat``) over :attr:`model`: ``--llm-model area=name``."""
     api_key: str | None = field(default=None, repr=False)
+    prices: tuple[Price, ...] = ()
+    """What tokens cost, per model or for every model (``--llm-price``); none: no cost is shown."""
     max_steps: int = 6
     """Requests per agent (tool rounds plus the final answer)."""
     max_audit_tokens: int = 400_000

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import threading
 
+from rigaudit.agents.llm.cost import Price, price_for, usd
 from rigaudit.agents.llm.errors import BudgetExhausted
 from rigaudit.tools.core.record import Record, field
 
@@ -95,6 +96,8 @@ class UsageBook(Record, frozen=False):
     reserved: int = 0
     """Tokens of requests in flight, paid for but not settled."""
     chars_per_token: float = CHARS_PER_TOKEN
+    prices: tuple[Price, ...] = ()
+    """What tokens cost (``--llm-price``); none: no cost is shown."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def estimate(self, chars: int) -> int:
@@ -142,13 +145,35 @@ class UsageBook(Record, frozen=False):
         self.agents.setdefault(agent, Usage()).add(prompt, completion, chars, failed=failed)
         self.total.add(prompt, completion, chars, failed=failed)
 
+    def cost(self, agent: str) -> float | None:
+        """What ``agent``'s tokens cost at its model's price; ``None`` without one."""
+        usage = self.agents.get(agent)
+        price = price_for(self.prices, usage.model) if usage is not None else None
+        return None if usage is None or price is None else price.cost(usage.prompt_tokens, usage.completion_tokens)
+
+    def total_cost(self) -> float | None:
+        """What every priced agent's tokens cost together; ``None`` when none is priced."""
+        costs = [c for c in (self.cost(agent) for agent in self.agents) if c is not None]
+        return sum(costs) if costs else None
+
+    def _cost_text(self) -> str:
+        if not self.prices:
+            return ""
+        unpriced = sorted({u.model or "?" for a, u in self.agents.items() if u.tokens and self.cost(a) is None})
+        total = self.total_cost()
+        missing = f"no price for {', '.join(unpriced)}" if unpriced else ""
+        if total is None:
+            return f", {missing}" if missing else ""
+        return f", {usd(total)}" + (f" ({missing})" if missing else "")
+
     def lines(self) -> list[str]:
-        """``LLM usage: ...`` then one line per agent, with the model it asked."""
+        """``LLM usage: ...`` then one line per agent, with the model it asked (and the cost, when priced)."""
         budget = f" of {self.token_budget:,} budgeted" if self.token_budget is not None else ""
-        out = [f"LLM usage: {self.total.line()}{budget}, {self.total.prompt_chars:,} prompt characters"]
+        out = [f"LLM usage: {self.total.line()}{budget}, {self.total.prompt_chars:,} prompt characters{self._cost_text()}"]
         width = max((len(a) for a in self.agents), default=0)
         model_width = max((len(u.model) for u in self.agents.values()), default=0)
         for agent, usage in sorted(self.agents.items()):
             model = f"{usage.model:<{model_width}}  " if model_width else ""
-            out.append(f"  {agent:<{width}}  {model}{usage.line()}")
+            cost = self.cost(agent)
+            out.append(f"  {agent:<{width}}  {model}{usage.line()}{f', {usd(cost)}' if cost is not None else ''}")
         return out

@@ -22,7 +22,7 @@ from typing import Any
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.client import TOKEN_FIELDS
 from rigaudit.orchestrator.change.timed_prompt import DEFAULT_TIMEOUT_S, Pause
-from rigaudit.orchestrator.commands._llm_models import model_settings
+from rigaudit.orchestrator.commands._llm_models import model_settings, prices
 from rigaudit.orchestrator.options.arguments import normalize_url, positive_seconds, url
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import field_types
@@ -32,7 +32,7 @@ from rigaudit.tools.policy import Verdict
 from rigaudit.tools.policy.shell import Approver
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_FILE_KEYS = {name: kind for name, kind in field_types(LlmConfig).items() if name not in ("api_key", "area_models")}
+_FILE_KEYS = {name: kind for name, kind in field_types(LlmConfig).items() if name not in ("api_key", "area_models", "prices")}
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -82,6 +82,14 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="[AREA=]NAME",
         help="the model for every agent (as --model), or for one area's agent (AREA=NAME, or chat=NAME for the "
         "chat's own requests), e.g. a cheaper model for triage areas; repeatable",
+    )
+    group.add_argument(
+        "--llm-price",
+        action="append",
+        default=[],
+        metavar="[MODEL:]in=X,out=Y",
+        help="dollars per million prompt (in) and completion (out) tokens, for every model or one; repeatable: "
+        "the usage lines and --json then show the cost per agent and in total (never without a price)",
     )
     group.add_argument("--api-key-env", metavar="NAME", help=f"the variable holding the API key (default {DEFAULT_KEY_ENV})")
     group.add_argument("--llm-max-steps", type=int, metavar="N", help="requests per agent (default 6)")
@@ -145,7 +153,7 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     """The settings ``--llm`` asks for, or ``None`` without ``--llm``."""
     env = os.environ if env is None else env
     if not getattr(args, "llm", False):
-        flags = (("--base-url", "base_url"), ("--model", "model"), ("--llm-model", "llm_model"))
+        flags = (("--base-url", "base_url"), ("--model", "model"), ("--llm-model", "llm_model"), ("--llm-price", "llm_price"))
         stray = [flag for flag, name in flags if getattr(args, name, None)]
         if stray:
             raise UsageError(f"{' and '.join(stray)} only apply with --llm")
@@ -168,6 +176,7 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     }
     settings.update({k: v for k, v in cli.items() if v is not None})
     settings.update(model_settings(cli["model"], getattr(args, "llm_model", None) or ()))
+    settings["prices"] = prices(getattr(args, "llm_price", None) or ())
     if getattr(args, "llm_deadline", None) is not None:
         settings["deadline_s"] = settings["turn_deadline_s"] = args.llm_deadline
     if getattr(args, "llm_stream", False):

@@ -1,9 +1,12 @@
-"""``--llm-model [AREA=]NAME``, repeatable: the default model, and a model per area (or the ``chat`` coordinator)."""
+"""``--llm-model [AREA=]NAME``: the default model and a model per area (or the ``chat`` coordinator);
+``--llm-price [MODEL:]in=X,out=Y``: what their tokens cost. Both repeatable."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from rigaudit.agents.llm.cost import Price
 from rigaudit.agents.registry import area_names, resolve_areas
 from rigaudit.tools.core.errors import UsageError
 
@@ -50,4 +53,33 @@ def model_settings(model: str | None, values: Sequence[str]) -> dict[str, object
     return settings
 
 
-__all__ = ["CHAT", "area_models", "model_settings"]
+def parse_price(text: str) -> Price:
+    """``in=X,out=Y`` or ``MODEL:in=X,out=Y`` (a model name may hold ``:``); one line otherwise."""
+    bad = UsageError(
+        f"--llm-price {text!r}: expected in=X,out=Y (dollars per million prompt and completion tokens), "
+        "or MODEL:in=X,out=Y for one model"
+    )
+    model, _, terms = text.rpartition(":")
+    values: dict[str, float] = {}
+    for term in terms.split(","):
+        key, sep, number = term.partition("=")
+        if not sep or key.strip() not in ("in", "out") or key.strip() in values:
+            raise bad
+        try:
+            value = float(number)
+        except ValueError:
+            raise bad from None
+        if not math.isfinite(value) or value < 0:
+            raise bad
+        values[key.strip()] = value
+    if set(values) != {"in", "out"} or (text.count(":") and not model.strip()):
+        raise bad
+    return Price(model.strip(), values["in"], values["out"])
+
+
+def prices(values: Sequence[str]) -> tuple[Price, ...]:
+    """The prices ``--llm-price`` gives, in order (a later one for the same model wins)."""
+    return tuple(parse_price(value) for value in values)
+
+
+__all__ = ["CHAT", "area_models", "model_settings", "parse_price", "prices"]

@@ -165,7 +165,7 @@ def run_chat(
         source=host.source,
         options={"llm": config is not None, "snapshot": str(settings.snapshot or ""), "yes": args.yes},
     ) as session:
-        book = UsageBook(config.max_audit_tokens) if config is not None else None
+        book = UsageBook(config.max_audit_tokens, prices=config.prices) if config is not None else None
         brain = None
         if config is not None and model is not None and args.llm_agents:
             brain = LLMBrain(

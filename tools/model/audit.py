@@ -43,6 +43,8 @@ class AgentUsage(BaseModel):
 
     model: str = ""
     usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    """What its tokens cost at the price given (``--llm-price``); ``None`` without one (never guessed)."""
 
 
 class LlmRun(BaseModel):
@@ -60,6 +62,8 @@ class LlmRun(BaseModel):
     notes: tuple[str, ...] = ()
     """What was handled (a format fallback, tool calls parsed from text), one line each."""
     usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    """What the priced agents' tokens cost together (``--llm-price``); ``None`` without a price."""
     by_agent: dict[str, AgentUsage] = Field(default_factory=dict)
     """Each agent's usage and model (``--llm-model AREA=NAME``), by agent (an area, ``preflight``)."""
 
