@@ -15,6 +15,7 @@ from typing import Literal
 
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules
+from rigaudit.agents.facts.nvlink_management import rdma_devices
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.pci import is_bdf
@@ -60,6 +61,8 @@ class RdmaFacts(Record):
     driver: str | None
     open_module: bool | None
     refs: tuple[str, ...]
+    management: tuple[str, ...] = ()
+    """NVLink management ports (NVLink 5 baseboard bridge) listed by the host and left out of ``nics``."""
 
     @property
     def active_nics(self) -> tuple[RdmaNic, ...]:
@@ -144,7 +147,7 @@ async def _nic(probe: Probe, name: str) -> RdmaNic:
 
 
 async def collect_rdma(probe: Probe) -> RdmaFacts:
-    listing = await probe.list_dir(INFINIBAND)
+    listing = await rdma_devices(probe)
     nics: tuple[RdmaNic, ...] | None = None
     if listing.entries is not None or listing.error == "ENOENT":
         nics = tuple(await probe.gather(*[lambda n=n: _nic(probe, n) for n in listing.entries or ()]))
@@ -166,6 +169,7 @@ async def collect_rdma(probe: Probe) -> RdmaFacts:
         driver=driver,
         open_module=open_module if proc_version is not None else None,
         refs=refs,
+        management=listing.management,
     )
 
 

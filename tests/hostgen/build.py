@@ -19,7 +19,7 @@ from tests.hostgen.imex import CONFIG as IMEX_CONFIG
 from tests.hostgen.pci import Function, lspci_lines, write_topology
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
 from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
-from tests.hostgen.rdma import ib_name, write_rdma
+from tests.hostgen.rdma import ib_name, start_script_lines, write_rdma
 from tests.hostgen.spec import HostSpec, ProcessSpec
 from tests.hostgen.tree import Tree
 from tests.hostgen.tuned import write_tuned
@@ -229,6 +229,7 @@ def _placed(spec: HostSpec) -> topo.Placed:
         nvswitch_key="nvswitch-a100" if model.arch == 7 else "nvswitch-h100" if model.arch == 9 else "",
         nics=spec.nics.count if spec.nics else 0,
         nic_key=nic_kind,
+        nvlink_management=4 if model.arch >= 10 and gpus.nvswitches and spec.topology == "hgx" else 0,
         root=spec.root_complex,
         acs_control=ACS_KERNEL_ENABLES if spec.acs_redirect else 0,
         iommu=spec.iommu,
@@ -542,6 +543,12 @@ def _driver_files(built: Built) -> None:
                 exit_code=0 if d.fabricmanager == "active" else 3,
             )
             tree.command(("dpkg-query", "-W", "nvidia-fabricmanager*"), f"nvidia-fabricmanager-{branch}\t{fm_version}-1\n")
+            if d.fabricmanager == "active" and (started := start_script_lines(built)):
+                host = spec.hostname
+                journal = [f"Nov 30 09:58:11 {host} systemd[1]: Starting NVIDIA fabric manager service..."]
+                journal += [f"Nov 30 09:58:11 {host} {program}: {message}" for program, message in started]
+                journal.append(f"Nov 30 09:58:19 {host} systemd[1]: Started NVIDIA fabric manager service.")
+                tree.command(("journalctl", "-u", "nvidia-fabricmanager", "-n", "50", "--no-pager"), "\n".join(journal) + "\n")
             log = [
                 (
                     f"[Nov 30 2026 09:58:11] [INFO] [tid 2314] Fabric Manager version {fm_version} "
@@ -631,10 +638,12 @@ def _modules(built: Built) -> list[str]:
     ]
     if d.peermem:
         names.insert(0, "nvidia_peermem 16384 0 - Live 0x0000000000000000 (POE)")
-    if built.spec.nics is not None and built.spec.nics.kind != "efa":
+    if built.placed.management:
+        names.append("ib_umad 45056 0 - Live 0x0000000000000000")  # NVLSM's MAD access to the NVSwitch ports
+    if built.placed.nics and (built.spec.nics is None or built.spec.nics.kind != "efa"):
         names += [
             "mlx5_ib 495616 0 - Live 0x0000000000000000 (OE)"
-            if built.spec.nics.ofed
+            if built.spec.nics and built.spec.nics.ofed
             else "mlx5_ib 466944 0 - Live 0x0000000000000000",
             "ib_uverbs 196608 2 nvidia_peermem,mlx5_ib, Live 0x0000000000000000"
             if d.peermem

@@ -244,6 +244,8 @@ HGX_B200 = HostSpec(
 """The fabric manager of 4th-generation NVSwitch systems works with NVLSM (NVIDIA's Fabric Manager user guide, release
 2.3: 'What is NVLink Subnet Manager?'). How the switch chips show on the host as PCI functions is not shown by a public
 source read here: they are left off the PCI tree, and the fabric is what NVML reports (nvmlDeviceGetGpuFabricInfo).
+The baseboard's ConnectX bridge, through which NVLSM drives them, is on the tree: four more mlx5 devices (mlx5_8-11)
+whose VPD says SMDL=SW_MNG, ib_umad loaded, and the start script's journal as it picks mlx5_10 (topo._nvlink_bridge).
 The SYS-A21GE-NBRT is Supermicro's 10U HGX B200 system for two 5th/4th Gen Xeon Scalable CPUs (Supermicro's naming:
 ``SYS-`` for its Intel systems, ``AS -`` for its AMD ones); its board name and BIOS strings are not from a public
 source read here and are left out of its DMI."""

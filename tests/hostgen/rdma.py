@@ -1,15 +1,60 @@
-"""RDMA NICs: /sys/class/infiniband (ConnectX mlx5, AWS EFA), /dev/infiniband, ibstat and ibv_devinfo, MLNX_OFED."""
+"""RDMA NICs: /sys/class/infiniband (ConnectX mlx5, AWS EFA), /dev/infiniband, ibstat and ibv_devinfo, MLNX_OFED;
+and the NVLink management ports of an NVLink 5 baseboard, which the host lists among them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from tests.hostgen.pci import Function, rel
+from tests.hostgen.spec import NicSpec
 
 if TYPE_CHECKING:
     from tests.hostgen.build import Built
 
 RATES = {400: "400 Gb/sec (4X NDR)", 200: "200 Gb/sec (4X HDR)", 100: "100 Gb/sec (4X EDR)"}
+CAP_MASK = 0xA751E848
+IS_SM_DISABLED = 0x400
+"""The port capability bit NVIDIA's start script (and siderolabs' wrapper, extensions PR 895) skips a management port
+by."""
+MANAGEMENT_NIC = NicSpec("cx7", 0, ofed=None)
+"""The ConnectX-7 bridge's ports as a NIC kind where the host has no data NIC (its link rate is not shown by a public
+source read here: NDR's stands in)."""
+
+
+def node_guid(index: int) -> str:
+    """The ``index``-th RDMA device's node GUID as sysfs writes it (``a088:c203:0000:003c``); port 1's is the same."""
+    return f"a088:c203:00{index:02x}:{0x3C + index:04x}"
+
+
+def start_script_lines(built: Built) -> list[tuple[str, str]]:
+    """What nvidia-fabricmanager-start.sh logs on an NVLink 5 system as it finds the management port it hands NVLSM
+    and the fabric manager (spectrocloud/CanvOS PR 700, HGX B200): the first eligible port in name order. The journal
+    prefix (the script's name and pid) is not shown there and stands in."""
+    names = [n for n, f in zip(built.rdma_names, built.placed.nics, strict=True) if any(f is m for m in built.placed.management)]
+    eligible = [n for n in sorted(names) if not _cap_mask(built, built.placed.nics[built.rdma_names.index(n)]) & IS_SM_DISABLED]
+    if not eligible:
+        return []
+    port = "0x" + node_guid(built.rdma_names.index(eligible[0])).replace(":", "")
+    script = "nvidia-fabricmanager-start.sh[2310]"
+    return [
+        (script, "Polling for at least one Infiniband device before starting Fabric Manager..."),
+        (script, f"Checking {eligible[0]}..."),
+        (script, f"Using device {eligible[0]}, port {port}"),
+        (script, "Detected NVL5+ system"),
+    ]
+
+
+def vpd(index: int, management: bool) -> bytes:
+    """The PCI VPD of a ConnectX function: identifier string, then the read-only keywords. The bridge's functions carry
+    the vendor-specific field SMDL=SW_MNG (NVIDIA Fabric Manager user guide, release 2.3, HGX B200 baseboard; the
+    string siderolabs' wrapper looks for); the part numbers are of NVIDIA's form, not read off a board."""
+    ident = b"NVIDIA ConnectX-7" if management else b"NVIDIA ConnectX-7 HHHL adapter card, 400GbE / NDR IB"
+    serial = f"MT2412X{index:05d}".encode()
+    fields = [(b"PN", b"MCX75310AAS-NEAT"), (b"EC", b"AA"), (b"SN", serial)]
+    if management:
+        fields.append((b"V3", b"SMDL=SW_MNG"))
+    body = b"".join(key + bytes([len(value)]) + value for key, value in fields) + b"RV\x01\x00"
+    return b"\x82" + len(ident).to_bytes(2, "little") + ident + b"\x90" + len(body).to_bytes(2, "little") + body + b"\x78"
 
 
 def ib_name(kind: str, index: int, function: Function, *, cloud: str | None = None) -> str:
@@ -25,7 +70,7 @@ def ib_name(kind: str, index: int, function: Function, *, cloud: str | None = No
 
 def write_rdma(built: Built) -> None:
     spec, tree = built.spec, built.tree
-    nic = spec.nics
+    nic = spec.nics or (MANAGEMENT_NIC if built.placed.management else None)
     if nic is None or not built.placed.nics:
         tree.missing_program("ibstat", "ibv_devinfo", "ofed_info")
         return
@@ -35,8 +80,11 @@ def write_rdma(built: Built) -> None:
     link_layer = "Unknown" if efa else nic.link_layer  # the efa driver reports no link layer
     for index, function in enumerate(built.placed.nics):
         name = built.rdma_names[index]
+        management = any(function is m for m in built.placed.management)
         folder = f"{function.path}/infiniband/{name}"
-        guid = f"a088:c203:00{index:02x}:{0x3C + index:04x}"
+        if nic.kind != "efa":
+            tree.file(f"{function.path}/vpd", vpd(index, management))
+        guid = node_guid(index)
         tree.attrs(
             folder,
             {
@@ -60,7 +108,7 @@ def write_rdma(built: Built) -> None:
                 "lid": f"0x{index + 1:x}" if nic.link_layer == "InfiniBand" else "0x0",
                 "sm_lid": "0x1",
                 "lid_mask_count": 0,
-                "cap_mask": "0xa751e848",
+                "cap_mask": f"0x{_cap_mask(built, function):08x}",
             },
         )
         tree.file(f"{port}/gids/0", "fe80:0000:0000:0000:" + guid + "\n")
@@ -89,7 +137,7 @@ def write_rdma(built: Built) -> None:
             f"\t\tRate: {nic.rate_gbps}",
             f"\t\tBase lid: {index + 1}",
             "\t\tSM lid: 1",
-            "\t\tCapability mask: 0xa751e848",
+            f"\t\tCapability mask: 0x{_cap_mask(built, built.placed.nics[index]):08x}",
             f"\t\tLink layer: {link_layer}",
         ]
     tree.command(("ibstat",), "\n".join(lines) + "\n")
@@ -110,3 +158,12 @@ def write_rdma(built: Built) -> None:
             "",
         ]
     tree.command(("ibv_devinfo",), "\n".join(info))
+
+
+def _cap_mask(built: Built, function: Function) -> int:
+    """The bridge's first two functions (its full PFs) with IsSMDisabled, the limited PFs without: which of the four
+    carries it is not shown by a public source read here; NVIDIA's start script picks the first eligible in name
+    order, mlx5_10 on HGX B200 (spectrocloud/CanvOS PR 700: 'Checking mlx5_10... Using device mlx5_10')."""
+    if any(function is m for m in built.placed.management[:2]):
+        return CAP_MASK | IS_SM_DISABLED
+    return CAP_MASK

@@ -18,6 +18,8 @@ class Placed:
     gpus: list[Function] = field(default_factory=list)
     nvswitches: list[Function] = field(default_factory=list)
     nics: list[Function] = field(default_factory=list)
+    """Every function the host lists as an RDMA device, the NVLink management ports (``management``) last."""
+    management: list[Function] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,13 @@ class Parts:
     nvswitches: int = 0
     nvswitch_key: str = "nvswitch-h100"
     """The NVSwitches' PCI model; empty: not on the host's PCI tree as modelled (NVLink 5 switches of HGX B200, whose
-    host-side presentation, through the NVLink management NICs that NVLSM drives, no public source read here shows)."""
+    PCI presentation no public source read here shows; the bridge NVLSM drives them through is ``nvlink_management``)."""
     nics: int = 0
     nic_key: str = "cx7"
+    nvlink_management: int = 0
+    """Physical functions of the NVLink 5 baseboard's ConnectX bridge (4 on HGX B200: two ports, each one full and one
+    limited PF), listed by the host as RDMA devices after the data NICs: NVLSM and the fabric manager drive the
+    NVSwitches through them."""
     root: str = "intel-spr"
     """Root complex family: ``intel-spr``, ``intel-icx``, ``intel-clx``, ``amd-genoa``, ``amd-rome`` (Rome/Milan)."""
     acs_control: int = 0
@@ -193,8 +199,22 @@ def hgx(cpu: CpuSpec, parts: Parts) -> Placed:
             )
         )
         dsp_nvme.add(dv.endpoint("nvme-kioxia", mmio, f"nvme{index + 1}", gen=4, width=4, bar_layout=[(16384, True, False)]))
+    if parts.nvlink_management:
+        _nvlink_bridge(placed.topology.roots[-1], parts, mmio, placed)
     placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
     return placed
+
+
+def _nvlink_bridge(rc: RootComplex, parts: Parts, mmio: dv.Mmio, placed: Placed) -> None:
+    """The NVLink 5 baseboard's ConnectX-7 bridge: one device of ``parts.nvlink_management`` functions on a root port of
+    the last root complex (so the kernel names them after the data NICs, mlx5_8-mlx5_11 on HGX B200 as
+    github.com/siderolabs/extensions/issues/893 lists them). Its PCI ids and place on the tree are not shown by a public
+    source read here: a ConnectX-7's ids on a root port of its own stand in."""
+    rp = rc.add(dv.port(_root_port_key(parts.root), pc.PORT_ROOT, "rp-nvlink-bridge", gen=_gen(parts.root), width=16, slot=0x05))
+    for k in range(parts.nvlink_management):
+        function = dv.endpoint("cx7", mmio, f"nvlink-mgmt{k}", gen=5, width=16, fn=k, max_read_request=4096)
+        placed.nics.append(rp.add(function))
+        placed.management.append(function)
 
 
 def direct(cpu: CpuSpec, parts: Parts) -> Placed:

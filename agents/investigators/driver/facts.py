@@ -8,6 +8,7 @@ import re
 
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
+from rigaudit.agents.facts.nvlink_management import rdma_devices
 from rigaudit.agents.facts.persistenced_unit import PersistencedUnit, collect_persistenced_unit
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -102,7 +103,8 @@ async def collect(probe: Probe) -> DriverFacts:
     names = (PROC_VERSION, MODULE_VERSION, MODULES, "/proc/devices", "/proc/sys/kernel/osrelease")
     files = await probe.gather(*[lambda p=p: probe.read(p) for p in names])
     proc_version, module_version, modules, devices, osrelease = (f.text() for f in files)
-    ib, dev = await probe.gather(lambda: probe.list_dir(INFINIBAND), lambda: probe.list_dir("/dev"))
+    ib = await rdma_devices(probe)
+    dev = await probe.list_dir("/dev")
     peermem_built = None
     if osrelease is not None:
         dep = await probe.text(f"/lib/modules/{osrelease.strip()}/modules.dep")

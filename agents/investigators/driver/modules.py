@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.kernel_log import DMESG_REF
 from rigaudit.agents.facts.nvidia_driver import MODULES
+from rigaudit.agents.facts.nvlink_management import management_text
 from rigaudit.agents.facts.rdma import describe_nics
 from rigaudit.agents.facts.unit_reasons import Cause, module_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
@@ -68,11 +69,12 @@ def judge_peermem(facts: DriverFacts) -> Finding:
     )
     if facts.infiniband is None and facts.infiniband_error not in (None, "ENOENT"):
         return unknown(check, AREA, title, f"{INFINIBAND} not readable: {facts.infiniband_error}", evidence=refs[:1])
-    if not facts.infiniband:
-        quiet = not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries)", evidence=refs)
-        return quiet.model_copy(update={"explanation": purpose})
     rdma = facts.rdma
-    nics = describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)
+    left_out = management_text(rdma.management)
+    if not facts.infiniband:
+        quiet = not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries{left_out})", evidence=refs)
+        return quiet.model_copy(update={"explanation": purpose})
+    nics = (describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)) + left_out
     refs = (*refs, *rdma.refs)
     loaded = module_loaded(facts, "nvidia_peermem")
     if loaded is None:

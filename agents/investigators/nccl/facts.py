@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
+from rigaudit.agents.facts.nvlink_management import rdma_devices
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
@@ -91,7 +92,7 @@ async def collect(probe: Probe) -> NcclFacts:
     sources, absent = await _conf_sources(probe, list(dict.fromkeys(conf_paths)))
     sources += _lxc_sources(lxc)
     sources += await _process_sources(probe, scan.servers[:16], platform)
-    ib = await probe.list_dir(INFINIBAND)
+    ib = await rdma_devices(probe)
     version = await collect_nccl_version(probe, platform, scan)
     return NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, await collect_p2p_context(probe))
 

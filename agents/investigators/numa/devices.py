@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.nvlink_management import management_text, rdma_devices
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import nic_bdf
@@ -53,6 +54,8 @@ class DeviceFacts(Record):
     nics_error: str | None
     gpu_chains: Mapping[str, tuple[str, ...]]
     """GPU BDF -> the bridges above it and the GPU (GPUs whose sysfs path was readable)."""
+    management: tuple[str, ...] = ()
+    """NVLink management ports left out of ``nics`` (agents.facts.nvlink_management)."""
 
 
 def _int(text: str | None) -> int | None:
@@ -79,7 +82,7 @@ async def _gpu_irq(probe: Probe, gpu: Gpu) -> GpuIrq:
 
 async def collect_devices(probe: Probe, platform: Platform, gpus: tuple[Gpu, ...]) -> DeviceFacts:
     irqs = await probe.gather(*[lambda g=g: _gpu_irq(probe, g) for g in gpus])
-    listing = await probe.list_dir(INFINIBAND)
+    listing = await rdma_devices(probe)
     nics: tuple[Nic, ...] | None = None
     if listing.entries is not None or listing.error == "ENOENT":
         names = list(listing.entries or ())
@@ -89,7 +92,7 @@ async def collect_devices(probe: Probe, platform: Platform, gpus: tuple[Gpu, ...
     irqbalance = await probe.run(IRQBALANCE)
     gpu_chains = await probe.gather(*[lambda g=g: read_chain(probe, g.bdf) for g in gpus]) if nics else []
     chains_by_bdf = {c.bdf: c.chain for c in gpu_chains if c.chain}
-    return DeviceFacts(platform, tuple(irqs), irqbalance, nics, listing.error, chains_by_bdf)
+    return DeviceFacts(platform, tuple(irqs), irqbalance, nics, listing.error, chains_by_bdf, listing.management)
 
 
 async def _nic_chain(probe: Probe, name: str) -> tuple[str, ...] | None:
@@ -214,7 +217,8 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
     if f.nics is None:
         return unknown(check, AREA, title, f"{INFINIBAND} not readable: {f.nics_error}", evidence=refs)
     if not f.nics:
-        return not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries)", evidence=refs)
+        why = f"no RDMA NIC ({INFINIBAND} has no entries{management_text(f.management)})"
+        return not_applicable(check, AREA, title, why, evidence=refs)
     if nodes is not None and nodes <= 1:
         return not_applicable(check, AREA, title, "one NUMA node: every NIC is local to every GPU", evidence=refs)
     refs += [file_ref(f"{INFINIBAND}/{n.name}/device/numa_node") for n in f.nics]
