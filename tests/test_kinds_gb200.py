@@ -4,9 +4,18 @@ driver rules judge the tray as a tray, not as an NVSwitch host missing its fabri
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
+from rigaudit.tools.model.finding import Finding, ServiceStartAction
+from tests.hostgen import faults
 from tests.hostgen.build import build
+from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import KINDS
+from tests.hostgen.spec import HostSpec
+from tests.support.investigators import audit_snapshot
 from tests.support.kinds import by_check, serious
+from tests.support.mutate import light_copy, set_command
 
 TRAY = KINDS["gb200-nvl72-tray"]
 
@@ -36,3 +45,43 @@ def test_the_tray_runs_no_fabric_manager_by_design() -> None:
     assert fm.status == "ok" and "compute tray" in fm.observed and "switch trays" in (fm.explanation or ""), fm.observed
     version = found["driver.fabricmanager_version"]
     assert version.status == "not_applicable" and "switch trays" in version.observed, version.observed
+
+
+def _imex(spec: HostSpec) -> Finding:
+    return audit_snapshot(DRIVER, snapshot(spec), evidence_read=True, problem_has_fix=True)["driver.imex"]
+
+
+def test_imex_on_the_healthy_tray_is_ok() -> None:
+    found = _imex(TRAY)
+    assert found.status == "ok", found.observed
+    assert "18 nodes" in found.observed and "channel0" in found.observed
+
+
+def test_imex_stopped_for_a_reason_its_log_gives_is_fixed_by_that_reason() -> None:
+    """The daemon's own words (no interface of this tray among the nodes config's addresses) choose the fix: the
+    nodes config, not a bare start that fails the same way."""
+    found = _imex(faults.imex_wrong_nodes(TRAY))
+    assert (found.status, found.severity) == ("problem", "high"), found.observed
+    assert "No matching network interface found" in found.observed
+    assert found.fix is not None and "nodes config" in found.fix.summary
+    assert not any(isinstance(a, ServiceStartAction) for a in found.fix.actions)
+    assert "multi-node NVLink" in (found.explanation or "")
+
+
+def test_imex_without_its_nodes_config_is_told_to_write_it() -> None:
+    found = _imex(faults.imex_nodes_config_missing(TRAY))
+    assert (found.status, found.severity) == ("problem", "high"), found.observed
+    assert "/etc/nvidia-imex/nodes_config.cfg" in found.observed and "missing" in found.observed
+    assert found.fix is not None and "/etc/nvidia-imex/nodes_config.cfg" in found.fix.summary
+
+
+def test_imex_whose_unit_state_is_unreadable_is_unknown(tmp_path: Path) -> None:
+    root = light_copy(snapshot(TRAY), tmp_path / "tray")
+    set_command(root, ("systemctl", "is-active", "nvidia-imex"), error="denied")
+    found = audit_snapshot(DRIVER, root)["driver.imex"]
+    assert found.status == "unknown" and "nvidia-imex" in found.observed, found.observed
+
+
+def test_imex_is_not_applicable_off_a_multi_node_nvlink_rack() -> None:
+    """HGX B200's fabric is the baseboard's (NVML: cluster UUID all zeros): no IMEX domain."""
+    assert _imex(KINDS["hgx-b200-noble"]).status == "not_applicable"

@@ -191,6 +191,23 @@ PERSISTENCED: tuple[Reason, ...] = (
 )
 """What nvidia-persistenced prints when it cannot start."""
 
+IMEX: tuple[Reason, ...] = (
+    Reason(
+        key="imex_no_interface",
+        pattern=r"No matching network interface found for any IP addresses in the node configuration file",
+        cause="none of the addresses in IMEX's nodes config is one of this node's: the daemon cannot tell which node "
+        "of the domain it is (its bind address is taken from that list when BIND_INTERFACE_IP is empty)",
+        fix="make the nodes config list every node of this NVLink domain, this node's own address (of the interface "
+        "that reaches the other nodes) among them, the same file on every node, then restart nvidia-imex",
+        kind="runtime",
+        again=True,
+        # The daemon's line as printed: github.com/kubernetes-sigs/dra-driver-nvidia-gpu/issues/289; the bind address
+        # taken from IMEX_NODE_CONFIG_FILE: IMEX guide, 'IMEX Service Config Options' (BIND_INTERFACE_IP).
+        source="https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/config.html",
+    ),
+)
+"""What nvidia-imex prints when it cannot start."""
+
 KERNEL: tuple[Reason, ...] = (
     Reason(
         key="open_required",

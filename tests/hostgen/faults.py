@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tests.hostgen import imex
 from tests.hostgen.catalog import GPUS
 from tests.hostgen.procs import Proc, write_proc
 from tests.hostgen.spec import Fault, HostSpec, MigInstance, ProcessSpec
@@ -666,3 +667,30 @@ def without_capability(spec: HostSpec, capability: str) -> HostSpec:
     """The host as a rigaudit pod with hostPID and the DaemonSet's capabilities less ``capability`` reads it."""
     fault = Fault(f"no-{capability}", f"read without CAP_{capability}", WITHOUT[capability])
     return _named(replace(spec, faults=(*spec.faults, fault)), f"no-{capability.lower()}", f"no CAP_{capability}")
+
+
+def _imex_failed(spec: HostSpec, suffix: str, summary: str, apply: Callable[[Built], None]) -> HostSpec:
+    changed = replace(spec, driver=replace(spec.driver, imex="failed"), faults=(*spec.faults, Fault(suffix, summary, apply)))
+    return _named(changed, suffix, summary)
+
+
+def imex_wrong_nodes(spec: HostSpec) -> HostSpec:
+    """nvidia-imex failed at start: its nodes config lists another rack's trays (none of them this tray), so the
+    daemon finds no interface of its own among them and says so in its log and journal."""
+
+    def apply(built: Built) -> None:
+        built.tree.file(imex.NODES_CONFIG, "\n".join(ip.replace("10.114.8.", "10.114.7.") for ip in imex.RACK_IPS) + "\n")
+        imex.imex_failed(built, imex.NO_INTERFACE)
+
+    return _imex_failed(spec, "imex-wrong-nodes", "nvidia-imex failed: its nodes config is another rack's", apply)
+
+
+def imex_nodes_config_missing(spec: HostSpec) -> HostSpec:
+    """/etc/nvidia-imex/nodes_config.cfg missing: nvidia-imex failed at start. What the daemon prints then is not shown
+    by a public source read here: its log stops after its configuration lines and the journal has systemd's account."""
+
+    def apply(built: Built) -> None:
+        built.tree.remove(imex.NODES_CONFIG)
+        imex.imex_failed(built, None)
+
+    return _imex_failed(spec, "imex-no-nodes-config", "nvidia-imex failed: no nodes config", apply)

@@ -26,6 +26,7 @@ from tests.hostgen.spec import HostSpec
 
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
@@ -41,6 +42,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "dgx-a100-mig": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "power.scaling_driver": "low@host",
@@ -54,6 +56,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "runtime.cuda_driver_compat": "low@host",
     },
     "docker-h100-bm": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -65,6 +68,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "p2p.bandwidth": "unknown",
     },
     "docker-host-h100": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -74,6 +78,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "docker-in-gcp-vm": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
@@ -101,6 +106,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.shm": "high@container_config",
     },
     "epyc-nps4-l40s": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "numa.nic_affinity": "low@host",
@@ -119,6 +125,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "gcp-g2-2xl4-vm": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
@@ -145,6 +152,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "geforce-4x4090": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "numa.balancing": "na",
@@ -170,6 +178,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "gh200-node": {
+        "driver.imex": "na",
         "driver.vgpu_license": "na",
         "firmware.vbios_consistency": "na",
         "firmware.cppc": "na",
@@ -187,6 +196,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "proxmox-q35-h100pcie-vm": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -212,6 +222,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "hgx-h100-jammy": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -222,6 +233,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "hgx-h100-upgraded-no-reboot": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.rebar": "unknown",
@@ -255,6 +267,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "runtime.device_order": "unknown",
     },
     "hgx-h200-noble": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "power.boost": "unknown",
@@ -265,6 +278,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "intel-snc-h100pcie": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -282,6 +296,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "k8s-pod-h100": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -293,6 +308,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "p2p.bandwidth": "unknown",
     },
     "l40s-pex-iommu": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -311,6 +327,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "h100nvl-bridged-pairs": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "firmware.cppc": "na",
         "numa.nic_affinity": "low@host",
@@ -325,6 +342,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "kvm-vgpu-h100-guest": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "firmware.rebar": "na",
         "firmware.cppc": "na",
@@ -357,6 +375,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "ws-rtx6000ada": {
+        "driver.imex": "na",
         "kernel.grace_boot": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",

@@ -1,9 +1,10 @@
 """driver: the NVIDIA kernel driver, its modules, its services and its installation.
 
-``facts`` reads the evidence (with ``install_facts`` and ``fabric``); the rules: ``version`` (driver.version),
-``services`` (driver.persistence, driver.fabricmanager), ``modules`` (driver.peermem, driver.nouveau, driver.uvm),
-``library`` (driver.library_mismatch), ``dkms`` (driver.dkms), ``secure_boot`` (driver.secure_boot), ``fabric``
-(driver.fabricmanager_version) and ``vgpu_license`` (driver.vgpu_license).
+``facts`` reads the evidence (with ``install_facts``, ``fabric`` and ``imex_facts``); the rules: ``version``
+(driver.version), ``services`` (driver.persistence, driver.fabricmanager), ``imex`` (driver.imex), ``modules``
+(driver.peermem, driver.nouveau, driver.uvm), ``library`` (driver.library_mismatch), ``dkms`` (driver.dkms),
+``secure_boot`` (driver.secure_boot), ``fabric`` (driver.fabricmanager_version) and ``vgpu_license``
+(driver.vgpu_license).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from rigaudit.agents.facts.nvidia_driver import kernel_version
 from rigaudit.agents.investigator import Investigator
 from rigaudit.agents.investigators.driver.dkms import DKMS_CHECK, judge_dkms
 from rigaudit.agents.investigators.driver.fabric import FABRICMANAGER_VERSION_CHECK, judge_fabricmanager_version
-from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, collect
+from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, collect, rack_gpus
+from rigaudit.agents.investigators.driver.imex import IMEX_CHECK, judge_imex
 from rigaudit.agents.investigators.driver.library import LIBRARY_MISMATCH_CHECK, judge_library_mismatch
 from rigaudit.agents.investigators.driver.modules import (
     NOUVEAU_CHECK,
@@ -30,7 +32,6 @@ from rigaudit.agents.investigators.driver.services import (
     PERSISTENCE_CHECK,
     judge_fabricmanager,
     judge_persistence,
-    rack_gpus,
 )
 from rigaudit.agents.investigators.driver.version import DRIVER_VERSION_CHECK, judge_driver_version
 from rigaudit.agents.investigators.driver.vgpu_license import VGPU_LICENSE_CHECK, judge_vgpu_license
@@ -47,6 +48,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
         judge_nouveau(facts),
         judge_uvm(facts),
         judge_fabricmanager(facts),
+        judge_imex(facts),
         judge_library_mismatch(facts.install),
         judge_dkms(facts.install),
         judge_secure_boot(facts.install),
@@ -86,6 +88,7 @@ INVESTIGATOR: Investigator[DriverFacts] = Investigator(
         NOUVEAU_CHECK,
         UVM_CHECK,
         FABRICMANAGER_CHECK,
+        IMEX_CHECK,
         LIBRARY_MISMATCH_CHECK,
         DKMS_CHECK,
         SECURE_BOOT_CHECK,

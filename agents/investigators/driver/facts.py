@@ -17,6 +17,7 @@ from rigaudit.agents.facts.unit_reasons import UnitLog, read_unit
 from rigaudit.agents.facts.vgpu import VgpuLicense, collect_licenses
 from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FM_LOG, FabricVersion, collect_fabric_version
+from rigaudit.agents.investigators.driver.imex_facts import ImexFacts, collect_imex
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
 from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.tools.core.record import Record
@@ -73,6 +74,24 @@ class DriverFacts(Record):
     """nvidia-fabricmanager's own account of its last start (read only when it is not active)."""
     persistenced_log: UnitLog | None = None
     """nvidia-persistenced's own account of its last start (read only when it is not active)."""
+    fabric_cluster: str | None = None
+    """NVML fabric info's cluster UUID (all zeros off a multi-node NVLink domain; None: not read)."""
+    fabric_clique: int | None = None
+    imex: ImexFacts | None = None
+    """The IMEX service, read only where the GPUs are in a multi-node NVLink domain (:func:`multi_node`)."""
+
+
+RACK_GPUS = r"\bGB[23]00\b"
+"""GPUs of a multi-node NVLink rack's compute trays (GB200, GB300 NVL): their NVLink switches are the rack's switch
+trays, whose NVOS runs the fabric manager and NVLSM (NMX-Controller); a compute tray runs IMEX, no fabric manager."""
+NO_CLUSTER = "00000000-0000-0000-0000-000000000000"
+
+
+def multi_node(gpus: tuple[Gpu, ...], cluster: str | None) -> bool:
+    """The GPUs are in a multi-node NVLink domain: NVML gives their fabric a cluster UUID, or they are a rack's."""
+    return (cluster is not None and cluster.strip() not in ("", NO_CLUSTER)) or any(
+        re.search(RACK_GPUS, g.name or "") for g in gpus
+    )
 
 
 # -- collect ---------------------------------------------------------------------------------
@@ -114,12 +133,15 @@ async def collect(probe: Probe) -> DriverFacts:
     indices = inventory.nvml_indices
     archs = await _per_gpu(probe, "nvmlDeviceGetArchitecture", indices)
     persistence = await _per_gpu(probe, "nvmlDeviceGetPersistenceMode", indices)
-    fabric_state = fabric_ref = None
+    fabric_state = fabric_ref = cluster = clique = None
     if indices:
         fabric_ref = nvml_ref("nvmlDeviceGetGpuFabricInfo", (indices[0],))
         fabric = await probe.nvml("nvmlDeviceGetGpuFabricInfo", indices[0])
-        if fabric.ok and isinstance(fabric.value, dict) and isinstance(fabric.value.get("state"), int):
-            fabric_state = fabric.value["state"]
+        if fabric.ok and isinstance(fabric.value, dict):
+            info = fabric.value
+            fabric_state = info["state"] if isinstance(info.get("state"), int) else None
+            cluster = info["clusterUuid"] if isinstance(info.get("clusterUuid"), str) else None
+            clique = info["cliqueId"] if isinstance(info.get("cliqueId"), int) else None
     platform = await detect_platform(probe)
     persistenced = await _service(probe, PERSISTENCED)
     nvswitch = bool(nvswitch_pci) or any(re.fullmatch(r"nvidia-nvswitch\d+", e) for e in dev.entries or ())
@@ -156,6 +178,8 @@ async def collect(probe: Probe) -> DriverFacts:
         nvswitch_pci=nvswitch_pci,
         fabric_state=fabric_state,
         fabric_ref=fabric_ref,
+        fabric_cluster=cluster,
+        fabric_clique=clique,
         fabricmanager=fabricmanager,
         install=install,
         fabric_version=fabric_version,
@@ -163,6 +187,7 @@ async def collect(probe: Probe) -> DriverFacts:
         licenses=await collect_licenses(probe, inventory.gpus),
         fabricmanager_log=fm_log,
         persistenced_log=pd_log,
+        imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, cluster) else None,
     )
 
 
@@ -172,6 +197,11 @@ async def collect(probe: Probe) -> DriverFacts:
 def fix_where(platform: Platform) -> Where:
     """Modules and driver services live with the kernel: the container's host when we run in a container."""
     return layer_where(platform, "gpu_driver")
+
+
+def rack_gpus(facts: DriverFacts) -> list[Gpu]:
+    """The GPUs that make this host a multi-node NVLink rack's compute tray (none elsewhere)."""
+    return [g for g in facts.gpus if re.search(RACK_GPUS, g.name or "")]
 
 
 def gpu_labels(facts: DriverFacts, indices: list[int]) -> tuple[str, ...]:

@@ -75,6 +75,17 @@ def _nvlink(facts: DriverFacts) -> Reading:
     return held("no NVSwitch on the PCI bus")
 
 
+def _nvlink_domain(facts: DriverFacts) -> Reading:
+    """Whether the GPUs are in a multi-node NVLink domain: NVML's fabric cluster UUID, else the GPU model."""
+    if facts.fabric_cluster is not None:
+        return held(f"fabric cluster {facts.fabric_cluster}, clique {facts.fabric_clique}")
+    if facts.imex is not None:
+        return held("GPUs of a multi-node NVLink rack (GB200/GB300)")
+    if facts.gpus and not facts.nvml_ok:
+        return missing(f"NVML fabric info (nvmlDeviceGetGpuFabricInfo: cluster UUID) would tell; NVML: {facts.nvml_error}")
+    return held("no multi-node NVLink fabric reported")
+
+
 def _gpu_config(facts: DriverFacts) -> Reading:
     vgpus = sum(1 for g in facts.gpus if g.vgpu)
     return held(f"{vgpus} vGPU(s)" if vgpus else "no vGPU")
@@ -93,6 +104,7 @@ FLAVOR = Premise("driver_flavor", "`/proc/driver/nvidia/version`, NVML GPU archi
 FLAVOR_DMABUF = Premise("driver_flavor", "`/proc/driver/nvidia/version`, `/proc/modules`", _flavor_dmabuf)
 MODULES = Premise("modules", "`/proc/modules`", _modules)
 NVLINK = Premise("nvlink", "NVIDIA PCI bridges (class 0x0680), NVML fabric info", _nvlink)
+NVLINK_DOMAIN = Premise("nvlink", "NVML fabric info (cluster UUID, clique), the GPU model", _nvlink_domain)
 GPU_CONFIG = Premise("gpu_config", "NVML virtualization mode", _gpu_config)
 KERNEL = Premise("kernel", reads.KERNEL_READS, _kernel)
 RDMA = Premise("rdma", reads.RDMA_READS, lambda f: reads.rdma(f.rdma))

@@ -7,13 +7,20 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
 from rigaudit.agents.facts.driver_support import BLACKWELL
-from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu
+from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where, gpu_labels, kernel_log
+from rigaudit.agents.investigators.driver.facts import (
+    AREA,
+    DriverFacts,
+    fix_where,
+    gpu_labels,
+    kernel_log,
+    rack_gpus,
+)
 from rigaudit.tools.core.record import replace
 from rigaudit.tools.hosts.probe import dir_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction, Severity
@@ -172,15 +179,7 @@ def _persistenced_cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
     )
 
 
-RACK_GPUS = r"\bGB[23]00\b"
-"""GPUs of a multi-node NVLink rack's compute trays (GB200, GB300 NVL): their NVLink switches are the rack's switch
-trays, whose NVOS runs the fabric manager and NVLSM (NMX-Controller); a compute tray runs IMEX, no fabric manager."""
 RACK_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/overview.html"
-
-
-def rack_gpus(facts: DriverFacts) -> list[Gpu]:
-    """The GPUs that make this host a multi-node NVLink rack's compute tray (none elsewhere)."""
-    return [g for g in facts.gpus if re.search(RACK_GPUS, g.name or "")]
 
 
 def _rack_fabric(facts: DriverFacts, seen: str, state: str | None, fabric: str | None, refs: list[str]) -> Finding:
