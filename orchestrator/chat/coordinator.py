@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -112,6 +113,8 @@ class Coordinator:
         self.result: AuditResult | None = None
         self.report_path: Path | None = None
         self.copy: Path | None = None
+        self._scratch: Path | None = None
+        """The temporary folder of the copy (without ``into``): removed when the conversation ends."""
         self.journals: list[Path] = []
         self.inference_runs: list[Path] = []
         self.request = ""
@@ -319,13 +322,24 @@ class Coordinator:
         self.emit(ReportWritten(path=str(path), section=f"the earlier one kept as {archived.name}" if archived else ""))
         return Outcome("done", f"wrote {path}." + (f" The earlier report is kept as {archived}." if archived else ""))
 
+    def discard_copy(self) -> Path | None:
+        """Remove the temporary copy an apply changed (never one made ``into`` a folder); the path it had, if any."""
+        scratch, self._scratch = self._scratch, None
+        if scratch is None:
+            return None
+        shutil.rmtree(scratch, ignore_errors=True)
+        return scratch / "copy"
+
     async def _apply_host(self) -> tuple[Host, str]:
         """Where the apply writes: this host, or a writable copy of the snapshot (made once)."""
         snapshot = self.settings.snapshot
         if snapshot is None:
             return self.source, self.source.name
         if self.copy is None:
-            target = self.settings.into or Path(tempfile.mkdtemp(prefix="rigaudit-chat-")) / "copy"
+            target = self.settings.into
+            if target is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix="rigaudit-chat-"))
+                target = self._scratch / "copy"
             await anyio.to_thread.run_sync(copy_snapshot, snapshot, target.absolute())
             self.copy = target.absolute()
         return SnapshotHost(self.copy, writable=True), f"the copy {self.copy} (the snapshot {snapshot} is never changed)"

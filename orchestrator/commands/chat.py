@@ -59,7 +59,7 @@ PROMPT = "you> "
 
 def _add(parser: argparse.ArgumentParser) -> None:
     add_host_arguments(parser)
-    into_help = "with --snapshot: the new copy changes go into (default: a temporary one)"
+    into_help = "with --snapshot: the new copy changes go into (default: a temporary one, removed at the end)"
     output(parser.add_argument("--into", type=Path, metavar="DIR", help=into_help), Kind.NEW_FOLDER)
     parser.add_argument("--yes", action="store_true", help="approve every step without asking (scripts)")
     parser.add_argument(
@@ -192,11 +192,16 @@ def run_chat(
                     await model.aclose()
                 await host.aclose()
 
-        anyio.run(main)
+        try:
+            anyio.run(main)
+        finally:
+            removed = coordinator.discard_copy()
         if book is not None:
             session.emit(LlmExchange(agent="total", usage=book.total.as_dict()))
             session.emit(Message(role="system", text="\n".join(book.lines())))
-        if coordinator.copy is not None:
+        if removed is not None:
+            session.emit(Message(role="system", text=f"the temporary copy {removed} is removed (--into DIR keeps one)"))
+        elif coordinator.copy is not None:
             session.emit(Message(role="system", text=f"the changed copy of the snapshot: {coordinator.copy}"))
     return session.exit_code
 
