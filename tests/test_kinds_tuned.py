@@ -48,3 +48,26 @@ def test_thp_defrag_set_by_a_tuned_profile_is_fixed_by_a_profile() -> None:
     assert thp.fix is not None and "[vm] transparent_hugepage.defrag=always" in thp.fix.summary
     assert not any(isinstance(a, SysfsWriteAction) for a in thp.fix.actions)
     assert "include=llm-serving" in " ".join(getattr(a, "description", "") for a in thp.fix.actions)
+
+
+def test_deep_cstates_on_a_host_run_by_tuned_are_held_by_a_tuned_profile() -> None:
+    """Review W11. Before: a sysfs write persisted by a rigaudit-cstates oneshot unit, a second owner of the CPU
+    power settings beside tuned; tuned's way is a child profile whose [cpu] force_latency keeps the deep states
+    unused (as latency-performance does)."""
+    finding = by_check(RHEL)["power.cstates"]
+    assert (finding.status, finding.severity) == ("problem", "low"), finding.observed
+    fix = finding.fix
+    assert fix is not None and "tuned profile" in fix.summary, fix.summary
+    assert "rigaudit-cstates" not in fix.persist and "oneshot" not in fix.persist, fix.persist
+    described = " ".join(getattr(a, "description", "") for a in fix.actions)
+    assert "[cpu]' 'force_latency=cstate.id_no_zero:1|3'" in described and "include=throughput-performance" in described
+    assert any(getattr(a, "argv", None) == ("tuned-adm", "profile", "rigaudit-performance") for a in fix.actions)
+    assert fix.revert == "tuned-adm profile throughput-performance"
+
+
+def test_deep_cstates_without_tuned_stay_a_write_and_a_unit() -> None:
+    from tests.hostgen.archetypes import ALL
+
+    finding = by_check(ALL["hgx-h100-jammy"])["power.cstates"]
+    assert finding.fix is not None and any(isinstance(a, SysfsWriteAction) for a in finding.fix.actions)
+    assert "rigaudit-cstates" in finding.fix.persist

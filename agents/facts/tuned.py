@@ -93,19 +93,29 @@ async def collect_tuned(probe: Probe) -> TunedState | None:
 TUNED_OVERRIDE = "rigaudit-performance"
 
 
-def by_tuned(tuned: TunedState | None, section: str, option: str, value: str, fix: Fix) -> tuple[Fix, str]:
+def by_tuned(
+    tuned: TunedState | None, section: str, option: str, value: str, fix: Fix, *, whenever_running: bool = False
+) -> tuple[Fix, str]:
     """``fix`` itself, or, where tuned's active profile sets ``[section] option``, the profile that overrides it (a
-    direct write lasts only until tuned applies its profile again); with the sentence that says why."""
+    direct write lasts only until tuned applies its profile again); with the sentence that says why.
+    ``whenever_running``: a running tuned gets the profile even for an option its profile leaves alone (the host's CPU
+    power settings are tuned's to hold: a unit beside it would be a second owner)."""
     owned = tuned.owns(section, option) if tuned is not None else None
-    if tuned is None or owned is None:
+    if tuned is None or (owned is None and not (whenever_running and tuned.running)):
         return fix, ""
     conf = f"/etc/tuned/{TUNED_OVERRIDE}/tuned.conf"
     base = ",".join(tuned.active.split()) if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
+    summary = (
+        f"Override {option} in a tuned profile: tuned's active profile '{tuned.active}' sets "
+        f"[{section}] {option}={owned} and applies it again on every restart"
+        if owned is not None
+        else f"Set [{section}] {option} in a tuned profile: tuned runs with '{tuned.active}' and holds this host's "
+        "settings, so the change is a profile, not a unit beside it"
+    )
     profile_fix = Fix(
         kind="runtime",
         where=fix.where,
-        summary=f"Override {option} in a tuned profile: tuned's active profile '{tuned.active}' sets "
-        f"[{section}] {option}={owned} and applies it again on every restart",
+        summary=summary,
         actions=(
             CommandAction(
                 description=f"write {conf}: '[main]' 'include={base}' '[{section}]' '{option}={value}' (the rest of "
@@ -121,5 +131,8 @@ def by_tuned(tuned: TunedState | None, section: str, option: str, value: str, fi
     note = (
         f" Deliberate ownership: TuneD is active with profile '{tuned.active}', which sets [{section}] {option}={owned}; "
         f"tuned re-applies its profile when it restarts, so the fix is a profile ({TUNED_PROFILE.source})."
+        if owned is not None
+        else f" TuneD is active with profile '{tuned.active}', which leaves [{section}] {option} alone: on a host run by "
+        f"tuned the vendor's way is a profile that includes it and sets the option ({TUNED_PROFILE.source})."
     )
     return profile_fix, note

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
+from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
@@ -13,9 +14,10 @@ from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteActio
 CSTATES_CHECK = Check(
     "power.cstates",
     "CPU idle states (C-states)",
-    reads="`/sys/devices/system/cpu/cpu*/cpuidle/state*/{name,latency,disable}`",
+    reads="`/sys/devices/system/cpu/cpu*/cpuidle/state*/{name,latency,disable}`; tuned's state and active profile",
     problem="enabled idle states with exit latency above 10 µs",
-    fix="write 1 to `stateN/disable` on every CPU; `processor.max_cstate=1`",
+    fix="write 1 to `stateN/disable` on every CPU; `processor.max_cstate=1`; where tuned runs, a tuned profile with "
+    "`[cpu] force_latency`",
     kinds=("runtime", "reboot"),
     premises=(premises.PLATFORM,),
 )
@@ -40,6 +42,20 @@ def latency_bound(servers: tuple[tuple[str, ...], ...]) -> bool | None:
             if flag in _BATCH_FLAGS and text.isdigit() and int(text) <= 4:
                 return True
     return False
+
+
+FORCE_LATENCY = "cstate.id_no_zero:1|3"
+"""tuned's [cpu] force_latency that latency-performance sets: hold the exit latency of cpuidle state 1 (C1), 3 us
+where it cannot be read, so no deeper state is entered."""
+
+
+def _by_tuned(facts: CpuPowerFacts, fix: Fix) -> tuple[Fix, str]:
+    """On a host run by tuned, a child profile with [cpu] force_latency instead of the write and a oneshot unit."""
+    held, note = by_tuned(facts.tuned_state, "cpu", "force_latency", FORCE_LATENCY, fix, whenever_running=True)
+    if held is fix:
+        return fix, note
+    verify = f"{held.verify.split(';', 1)[0]}; the deep states' 'usage' counters stop growing ({CPU}/cpu*/cpuidle/state*/usage)"
+    return held.model_copy(update={"verify": verify}), note
 
 
 SHALLOW_US = 50
@@ -96,6 +112,7 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         + f"\n(alternative, with a reboot: {boot} on the kernel command line; do not use idle=poll or cpuidle.off=1, "
         "which burn power on idle cores, cost boost headroom, and remove the shallow states too)",
     )
+    fix, by_tuned = _by_tuned(facts, fix)
     worst = max(s.latency_us or 0 for s in bad)
     if facts.tuned in LATENCY_PROFILES:
         return ok(
@@ -135,6 +152,7 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
                 "batch 1 (single-stream, latency-bound decode)."
             )
         )
+        + by_tuned
     )
     return problem(
         check,
