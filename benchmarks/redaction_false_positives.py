@@ -4,7 +4,7 @@ Every vendored fixture under tests/fixtures (the seed, the 1x and 2x H200 hosts)
 each writer redacts it: every file's raw bytes (``redact_bytes`` by path), every command's argv and
 output, every NVML result, the audit result's JSON and the transcript of that audit. None of these
 snapshots holds a secret, so every value replaced is a false positive: each is printed, with its
-kind, so a person can judge it. Then the planted corpus (tests/test_secrets_corpus.py) gives the
+kind, so a person can judge it. Then the planted corpus (tests/support/secrets_corpus.py) gives the
 other side: how many of its secrets are caught, and how fast the whole snapshot is redacted.
 
     .venv/bin/python benchmarks/redaction_false_positives.py [--show N]
@@ -103,7 +103,7 @@ def transcript_cost(root: Path, repeats: int = 3) -> tuple[float, float]:
 
 def corpus_pass() -> None:
     from tests.support.mutate import light_copy
-    from tests.test_secrets_corpus import plant
+    from tests.support.secrets_corpus import plant
 
     with tempfile.TemporaryDirectory() as tmp:
         root = light_copy(FIXTURES / "seed-lxc-8x-rtxpro6000", Path(tmp) / "snap")

@@ -18,7 +18,7 @@ from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult
 from rigaudit.tools.hosts.local import LocalHost
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
-from tests.test_secrets_corpus import DOMAIN, Planted, _server_argv, _server_environment
+from tests.support.secrets_corpus import DOMAIN, Planted, _server_argv, _server_environment
 
 
 class RootedHost(LocalHost):

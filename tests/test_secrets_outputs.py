@@ -1,6 +1,6 @@
 """Secrets never leave: every writer run over the planted corpus, and every output byte searched.
 
-A copy of the seed holds the corpus (tests/test_secrets_corpus.py). Over it run: ``rigaudit snapshot``
+A copy of the seed holds the corpus (tests/support/secrets_corpus.py). Over it run: ``rigaudit snapshot``
 (recording it as a live host), ``snapshot --share`` (of the copy, and recording first), ``audit --json
 --report --transcript``, and an LLM audit against the scripted loopback model whose requests are all
 kept. Each planted secret is then searched for in every byte written (raw, JSON-escaped, and base64
@@ -32,7 +32,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.redact import REDACTED
 from tests.support.diff import SEED, scratch
 from tests.support.mutate import light_copy
-from tests.test_secrets_corpus import Planted, plant
+from tests.support.secrets_corpus import Planted, plant
 from tests.test_share import members
 
 
