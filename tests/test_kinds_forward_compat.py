@@ -12,9 +12,10 @@ import anyio
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Fix
-from tests.hostgen.cache import snapshot
+from tests.hostgen.cache import built, snapshot
 from tests.hostgen.faults import driver_upgraded_without_reboot
 from tests.hostgen.kinds import COMPAT_CUDA, KINDS
+from tests.hostgen.spec import HostSpec
 from tests.support.kinds import audited, by_check, serious
 from tests.support.mutate import light_copy, set_file
 
@@ -113,3 +114,18 @@ def test_a_newer_12x_runtime_without_the_compat_path_is_minor_version_compatible
     assert "PTX" in runtime.explanation and "JIT" in runtime.explanation
     assert runtime.fix is not None and not runtime.fix.summary.startswith("Install a driver"), runtime.fix.summary
     assert "PTX" in runtime.fix.summary
+
+
+def _gpu_processes(spec: HostSpec) -> list[object]:
+    tree = built(spec).tree
+    return [tree.nvml_result("nvmlDeviceGetComputeRunningProcesses", i) for i in range(spec.gpus.count)]
+
+
+def test_the_geforce_compat_server_failed_cuda_init_and_holds_no_gpu_memory() -> None:
+    """Review R1. Before: four vLLM processes held 22 GB each on the RTX 4090s although cuInit fails there with the
+    compat libcuda (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE): the server's process stays (its maps name the compat
+    libcuda), NVML lists no compute process. The supported cases keep theirs."""
+    assert _gpu_processes(GEFORCE) == [[]] * 4
+    assert all(rows for rows in _gpu_processes(DC))
+    assert all(rows for rows in _gpu_processes(GEFORCE_CUDA128))
+    assert "/usr/local/cuda-12.8/compat" in by_check(GEFORCE)["driver.library_mismatch"].observed

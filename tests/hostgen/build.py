@@ -109,6 +109,12 @@ class Built:
         GPU memory and the driver lets no pair peer."""
         return self.fabric_ready or not self.spec.gpus.nvswitches or self.model.arch < 9
 
+    def cuda_starts(self, server: ProcessSpec) -> bool:
+        """The server's CUDA initializes: not before the fabric (``cuda_ready``), and not with a forward-compatibility
+        libcuda on GeForce, where cuInit fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804); a server that
+        failed it holds no GPU memory (its process stays, its maps naming the libcuda it loaded)."""
+        return self.cuda_ready and not (server.compat and self.model.product_brand == "GeForce")
+
     @property
     def visible_physical(self) -> list[int]:
         visible = self.spec.platform.visible_gpus
@@ -383,7 +389,7 @@ def _server_processes(built: Built) -> None:
             workers.append(pid)
             pid += 1
         for k, g in enumerate(gpus):
-            if not built.cuda_ready:
+            if not built.cuda_starts(server):
                 break  # the server failed CUDA initialization: it holds no GPU memory
             owner = workers[k]
             if server.mig:

@@ -65,7 +65,8 @@ GEFORCE_FORWARD_COMPAT = replace(
     name="geforce-container-forward-compat",
     summary="Docker container (--gpus all --ipc=host) on the 4x RTX 4090 workstation, whose host driver is 535 "
     "(CUDA 12.2), running the same CUDA 12.8 image with its cuda-compat libcuda on LD_LIBRARY_PATH: forward "
-    "compatibility, which NVIDIA does not support on GeForce (CUDA init: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)",
+    "compatibility, which NVIDIA does not support on GeForce (CUDA init: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE), so "
+    "the server's process holds no GPU memory",
     hostname="3f0e8d27c6a1",
     driver=DriverSpec("535.183.01", open=False, cuda=12020),
     platform=PlatformSpec(container="docker", shm_bytes=None),
