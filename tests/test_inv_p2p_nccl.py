@@ -13,7 +13,7 @@ from rigaudit.agents.investigators.p2p import INVESTIGATOR as P2P
 from rigaudit.agents.investigators.p2p.facts import BENCH_FILE
 from rigaudit.tools.model.finding import Finding
 from tests.support.investigators import audit_snapshot
-from tests.support.mutate import add_dir, add_process, light_copy, remove_nvml, set_file, set_nvml
+from tests.support.mutate import add_dir, add_process, light_copy, remove_nvml, set_file, set_nvml, set_unreadable
 
 
 @pytest.fixture
@@ -134,6 +134,17 @@ def test_ib_disable_matters_only_with_an_ib_nic(snap: Path) -> None:
     finding = audit(snap)["nccl.env"]
     assert (finding.status, finding.severity) == ("problem", "medium")
     assert "NCCL_IB_DISABLE=1 in /root/.nccl.conf" in finding.observed
+
+
+def test_a_server_environment_that_cannot_be_read_is_no_ok(snap: Path) -> None:
+    """No override seen where none could be read is unknown, never ok; an override in a file read still counts."""
+    add_process(snap, 3100, ["python3", "-m", "vllm.entrypoints.openai.api_server"], environ={"NCCL_P2P_DISABLE": "1"})
+    set_unreadable(snap, "/proc/3100/environ")
+    finding = audit(snap)["nccl.env"]
+    assert finding.status == "unknown", finding.observed
+    assert "environment of pid 3100 (vllm): EACCES" in finding.observed and "as root" in finding.observed
+    set_file(snap, "/etc/nccl.conf", "NCCL_SHM_DISABLE=1\n")
+    assert audit(snap)["nccl.env"].status == "problem"
 
 
 def test_server_process_environment_is_read(snap: Path) -> None:

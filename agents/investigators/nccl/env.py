@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
-from rigaudit.agents.findings import ok, problem
+from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.nccl import premises
 from rigaudit.agents.investigators.nccl.facts import AREA, INFINIBAND, EnvSource, NcclFacts
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
@@ -70,6 +70,20 @@ def _from_runtime_options(source: EnvSource) -> bool:
     return not label.startswith("lxc")
 
 
+def _unread(f: NcclFacts) -> str | None:
+    """Why no override found is no ``ok``: a config that could not be read, or no server's environment read."""
+    unreadable = [s for s in f.sources if s.variables is None]
+    environs = [s for s in f.sources if s.ref.endswith("/environ")]
+    configs = [s for s in unreadable if not s.ref.endswith("/environ")]
+    if not configs and (not environs or any(s.variables is not None for s in environs)):
+        return None
+    shown = "; ".join(f"{s.name}: {s.error}" for s in (configs or unreadable)[:6])
+    return (
+        f"where an override would be, nothing was read: {shown}; reading those files "
+        "(/proc/PID/environ as root or as the server's user) would tell"
+    )
+
+
 def judge_nccl_env(f: NcclFacts) -> Finding:
     check, title = NCCL_ENV_CHECK.id, NCCL_ENV_CHECK.title
     refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
@@ -82,6 +96,8 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
             harmless += [f"{text} in {source.name}" for text in fine]
     searched = [s.name for s in f.sources if s.variables is not None]
     unreadable = [f"{s.name} ({s.error})" for s in f.sources if s.variables is None]
+    if not hits and (why := _unread(f)) is not None:
+        return unknown(check, AREA, title, why, evidence=refs)
     if not hits:
         parts = []
         if harmless:
