@@ -425,6 +425,8 @@ def patched_p2p_with_small_bar1(spec: HostSpec) -> HostSpec:
 
 FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "driver.fabricmanager", "critical@host"),
+    ("gh200-node", faults.numa_balancing_on, {}, "numa.balancing", "medium@host"),
+    ("gh200-node", faults.governor, {"name": "schedutil"}, "power.governor", "medium@host"),
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "p2p.status", "critical@host"),
     ("hgx-h100-jammy", faults.fabricmanager_down, {}, "nvlink.links", "unknown"),
     ("geforce-4x4090", faults.p2p_driver, {}, "p2p.status", "ok"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rigaudit.agents.check import Check
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.numa import premises
@@ -21,6 +23,28 @@ BALANCING_CHECK = Check(
 )
 
 
+GRACE_GUIDE = "https://nvidia.github.io/grace-cpu-benchmarking-guide/platform/index.html"
+GRACE_GPUS = r"\bG[HB]\d00\b"
+"""GPUs of a Grace superchip (GH200, GB200, GB300): their memory is on NVLink-C2C, a CPU-less NUMA node to Linux."""
+
+
+def _gpu_memory_nodes(facts: NumaFacts) -> list[int]:
+    """The CPU-less NUMA nodes that hold a Grace superchip's GPU memory (none elsewhere)."""
+    if not any(re.search(GRACE_GPUS, g.name or "") for g in facts.gpus):
+        return []
+    return sorted(n for n, cpus in facts.node_cpus.items() if not cpus)
+
+
+def _grace_reason(nodes: list[int]) -> str:
+    names = ", ".join(str(n) for n in nodes)
+    return (
+        f" Here node{'s' if len(nodes) > 1 else ''} {names} (no CPU) hold{'' if len(nodes) > 1 else 's'} the GPU "
+        "memory of a Grace superchip (over NVLink-C2C): the balancing also samples and migrates the server's pages "
+        "between CPU memory and GPU memory behind its back. NVIDIA's Grace guide boots with numa_balancing=disable "
+        f"({GRACE_GUIDE})."
+    )
+
+
 def judge_balancing(facts: NumaFacts) -> Finding:
     check, title = BALANCING_CHECK.id, BALANCING_CHECK.title
     refs = (file_ref(BALANCING), dir_ref(NODES))
@@ -38,10 +62,14 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         why = f"kernel.numa_balancing={value}, but {NODES} cannot be listed to tell whether the host has several NUMA nodes"
         return unknown(check, AREA, title, why, evidence=refs)
     nodes = len(facts.nodes)
+    gpu_nodes = _gpu_memory_nodes(facts)
+    summary = "Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0"
+    if gpu_nodes:
+        summary += " (the same as the boot option numa_balancing=disable that NVIDIA's Grace guide sets)"
     fix = Fix(
         kind="runtime",
         where=fix_where(facts.platform),
-        summary="Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0",
+        summary=summary,
         actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
         risk="low",
         verify=f"cat {BALANCING}  -> 0",
@@ -57,7 +85,7 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         "each GPU's worker to the GPU's node (see numa.gpu_affinity). The usual effect is latency jitter and a few "
         "percent of throughput; vendors' inference and HPC tuning guides turn it off. The change is instant and "
         "harmless to revert."
-    )
+    ) + (_grace_reason(gpu_nodes) if gpu_nodes else "")
     return problem(
         check,
         AREA,
