@@ -50,6 +50,7 @@ SECRET_WORDS = frozenset(
         "accesstoken",
         "requirepass",
         "masterauth",
+        "psk",
     }
 )
 _GLUED = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "authtoken", "accesstoken", "privatekey")

@@ -42,7 +42,7 @@ _HEX = re.compile(r"[0-9A-Fa-f:-]+")
 _WHITESPACE = re.compile(r"(\s+)")
 _FLAG_WORD = re.compile(r"(?:^|\s)--?[A-Za-z]")
 """A line that holds a flag: only those can hold a credential flag's value (``ps`` output, scripts)."""
-_NAME_HINT = re.compile(r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat")
+_NAME_HINT = re.compile(r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat|psk")
 """Every secret name holds one of these (lower-cased): lines without any need no name rule."""
 
 
@@ -182,6 +182,8 @@ _ENTRY = re.compile(
     r"(?P<indent>[ \t]*)value[ \t]*:[ \t]*(?P<value>\S[^\n]*)",
     re.M,
 )
+_DIRECTIVE = re.compile(r"(?<![\w.-])((?:requirepass|masterauth)[ \t]+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)", re.I)
+"""Redis's password directives anywhere in a line (a log line or a comment quoting ``redis.conf``)."""
 _WORDS_LINE = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+)(?P<value>[^\s=:#][^\s]*)[ \t]*$", re.M)
 
 
@@ -201,9 +203,15 @@ def _entries(text: str, tally: Tally | None) -> str:
         _count(tally, "credential")
         return f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}"
 
+    def directive(m: re.Match[str]) -> str:
+        if REDACTED in m.group(2):
+            return m.group(0)
+        _count(tally, "credential")
+        return m.group(1) + REDACTED
+
     if "value" in text:
         text = _ENTRY.sub(entry, text)
-    return _WORDS_LINE.sub(words_line, text)
+    return _DIRECTIVE.sub(directive, _WORDS_LINE.sub(words_line, text))
 
 
 def _blocks(text: str, tally: Tally | None) -> str:
