@@ -47,6 +47,14 @@ def test_a_refused_fabric_manager_package_carries_its_own_branch() -> None:
     assert version.fix is not None and "nvidia-fabricmanager-570=570.133.20-1" in version.fix.actions[0].description
 
 
+def test_nvlsm_runs_beside_the_fabric_manager_as_its_start_script_starts_it() -> None:
+    tree = build_once(B200).tree
+    pid = (tree.text("/var/run/nvlsm.pid") or "").strip()
+    assert tree.text(f"/proc/{pid}/comm") == "nvlsm\n"
+    assert "Binding to port 0x" in (tree.text("/var/log/nvlsm.log") or "")
+    assert "/opt/nvidia/nvlsm/sbin/nvlsm" in tree.files
+
+
 def test_hgx_b200_without_its_fabric_manager() -> None:
     """Before: p2p.status ok ('28/28 pairs OK for read and write') on a fabric NVML reports not completed, beside a
     server holding 165 GB of every GPU: CUDA refuses work there (cudaErrorSystemNotReady, 802)."""

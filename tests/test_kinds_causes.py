@@ -54,6 +54,27 @@ def test_ib_umad_is_loaded_not_the_fabric_manager_started() -> None:
     assert "is ib_umad module loaded?" in found.observed
 
 
+def test_an_nvlsm_that_stopped_with_its_own_reason_is_fixed_by_that_reason() -> None:
+    """Before: 'install NVLSM (the nvlsm package ...)' from the fabric manager's NV_WARN_NOTHING_TO_DO, though NVLSM is
+    installed and its own log says it found no local port of the GUID it was given."""
+    found = by_check(faults.nvlsm_guid_not_found(B200))["driver.fabricmanager"]
+    assert (found.status, found.severity) == ("problem", "critical"), found.observed
+    assert "ERR 5422: Unable to find requested CA guid 0x" in found.observed
+    assert "file:/var/log/nvlsm.log" in found.evidence
+    assert "install NVLSM" not in _words(found) and "GUID" in _words(found)
+    assert not _starts(found)
+
+
+def test_an_nvlsm_whose_reason_is_unreadable_leaves_the_cause_unknown() -> None:
+    """Before: 'install NVLSM' on a host where it is installed and its log could not be read."""
+    found = by_check(faults.nvlsm_log_unreadable(B200))["driver.fabricmanager"]
+    assert (found.status, found.severity) == ("problem", "critical"), found.observed
+    assert "cause unknown" in found.observed and "NVLSM" in found.observed, found.observed
+    assert "install NVLSM" not in _words(found)
+    first = found.fix.actions[0] if found.fix else None
+    assert isinstance(first, CommandAction) and "/var/log/nvlsm.log" in first.description
+
+
 def test_nothing_to_do_off_nvlink5_is_not_called_nvlsm() -> None:
     """On Hopper the same NV_WARN_NOTHING_TO_DO says the NVSwitch driver saw no switch; NVLSM is NVLink 5's."""
     found = by_check(faults.nvlsm_not_running(HGX))["driver.fabricmanager"]

@@ -7,7 +7,7 @@ the cause and whether a plain start or load would fail again. Where nothing read
 ``unknown`` and the finding says which command would tell.
 
 Reads are bounded: ``journalctl -u UNIT -n 50 --no-pager``, ``systemctl status UNIT --no-pager`` and the last lines
-of the daemon's own log file, all only for a unit that is not active.
+of the daemon's own log file, all only for a unit that is not active (NVLSM's log, agents.facts.nvlsm, likewise).
 """
 
 from __future__ import annotations
@@ -172,6 +172,25 @@ FABRICMANAGER: tuple[Reason, ...] = (
     ),
 )
 """What nv-fabricmanager (and its start script's NVLSM) prints when it cannot start."""
+
+NVLSM: tuple[Reason, ...] = (
+    Reason(
+        key="nvlsm_guid",
+        pattern=r"ERR 5422: Unable to find requested CA guid (0x[0-9a-fA-F]+)",
+        cause="NVLSM was given a port GUID that no local device owns (pinned by hand or copied from another host), so "
+        "it cannot bind the NVSwitch management port and exits",
+        fix="remove the GUID pinned for NVLSM (a drop-in of nvidia-fabricmanager or a guid line in "
+        "/usr/share/nvidia/nvlsm/nvlsm.conf) so the start script hands it this host's management port GUID (ibstat: "
+        "the port of the device whose VPD says SMDL=SW_MNG)",
+        kind="runtime",
+        again=True,
+        # OpenSM's vendor layer (NVLSM is OpenSM-derived: its log opens "OpenSM 2025.06..."): linux-rdma/opensm,
+        # libvendor/osm_vendor_ibumad.c, osm_vendor_open_port "ERR 5422: Unable to find requested CA guid".
+        source="https://github.com/linux-rdma/opensm/blob/master/libvendor/osm_vendor_ibumad.c",
+    ),
+    *(r for r in FABRICMANAGER if r.key == "ib_umad"),
+)
+"""What NVLSM prints in its own log (``/var/log/nvlsm.log``, its configuration's log_file) when it cannot start."""
 
 PERSISTENCED: tuple[Reason, ...] = (
     Reason(
@@ -361,6 +380,12 @@ def unit_cause(log: UnitLog, reasons: tuple[Reason, ...], kernel_log: str | None
     if hit is None and kernel_log:
         hit = _search(tuple(r for r in KERNEL if r.module is None), [(command_ref(("dmesg",)), kernel_log)])
     return _cause(hit, log.tell + ("; dmesg | grep NVRM" if kernel_log is not None else ""), log.unread)
+
+
+def log_cause(reasons: tuple[Reason, ...], ref: str, text: str | None, tell: str, unread: str | None) -> Cause:
+    """The reason a daemon's own log ``text`` (its last LOG_LINES lines) names; ``unread``: why it could not be read."""
+    tail = "\n".join(text.splitlines()[-LOG_LINES:]) if text else ""
+    return _cause(_search(reasons, [(ref, tail)]) if tail else None, tell, unread if not tail else None)
 
 
 def module_cause(module: str, kernel_log: str | None, ref: str = "", unread: str | None = None) -> Cause:

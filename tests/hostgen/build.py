@@ -19,7 +19,17 @@ from tests.hostgen.imex import CONFIG as IMEX_CONFIG
 from tests.hostgen.pci import Function, lspci_lines, write_topology
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
 from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
-from tests.hostgen.rdma import ib_name, start_script_lines, write_rdma
+from tests.hostgen.rdma import (
+    NVLSM,
+    NVLSM_LOG,
+    NVLSM_PID,
+    NVLSM_PROC,
+    ib_name,
+    nvlsm_argv,
+    nvlsm_log,
+    start_script_lines,
+    write_rdma,
+)
 from tests.hostgen.spec import HostSpec, ProcessSpec
 from tests.hostgen.tree import Tree
 from tests.hostgen.tuned import write_tuned
@@ -549,6 +559,11 @@ def _driver_files(built: Built) -> None:
                 exit_code=0 if d.fabricmanager == "active" else 3,
             )
             tree.command(("dpkg-query", "-W", "nvidia-fabricmanager*"), f"nvidia-fabricmanager-{branch}\t{fm_version}-1\n")
+            if built.placed.management:
+                tree.file(NVLSM, b"\x7fELF\x02\x01\x01")
+                tree.file(NVLSM_LOG, "\n".join(nvlsm_log(built)) + "\n")
+                if d.fabricmanager == "active":
+                    tree.file(NVLSM_PID, f"{NVLSM_PROC}\n")
             if d.fabricmanager == "active" and (started := start_script_lines(built)):
                 host = spec.hostname
                 journal = [f"Nov 30 09:58:11 {host} systemd[1]: Starting NVIDIA fabric manager service..."]
@@ -1092,6 +1107,8 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
                 "0::/system.slice/nvidia-fabricmanager.service\n",
             )
         )
+    if spec.driver.fabricmanager == "active" and built.placed.management:
+        daemons.append((NVLSM_PROC, nvlsm_argv(built), "nvlsm", "0::/system.slice/nvidia-fabricmanager.service\n"))
     if spec.driver.imex == "active":
         daemons.append(
             (1766, ("/usr/bin/nvidia-imex", "-c", IMEX_CONFIG), "nvidia-imex", "0::/system.slice/nvidia-imex.service\n")

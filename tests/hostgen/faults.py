@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tests.hostgen import imex
 from tests.hostgen.catalog import GPUS
 from tests.hostgen.procs import Proc, write_proc
+from tests.hostgen.rdma import NVLSM, NVLSM_LOG, nvlsm_log
 from tests.hostgen.spec import Fault, HostSpec, MigInstance, ProcessSpec
 from tests.hostgen.units import unit_failed
 
@@ -422,19 +423,57 @@ def nvlsm_without_ib_umad(spec: HostSpec) -> HostSpec:
     return _fabric_failed(spec, "no-ib-umad", "ib_umad not loaded: NVLSM cannot start", apply)
 
 
+NOTHING_TO_DO = (
+    "request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do "
+    "[NV_WARN_NOTHING_TO_DO]"
+)
+"""nv-fabricmanager's line as printed (github.com/NVIDIA/gpu-operator/issues/610); NVIDIA's Fabric Manager user guide
+(release 2.3) names this error for NVLink 5 systems whose NVLSM is not running."""
+
+
 def nvlsm_not_running(spec: HostSpec) -> HostSpec:
     """NVLink 5 (HGX B200) with the fabric manager started without NVLSM (its package missing): FM finds nothing to
-    do. The line is nv-fabricmanager's as printed (github.com/NVIDIA/gpu-operator/issues/610); NVIDIA's Fabric Manager
-    user guide (release 2.3) names this error for NVLink 5 systems without NVLSM."""
+    do."""
 
     def apply(built: Built) -> None:
-        message = (
-            "request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do "
-            "[NV_WARN_NOTHING_TO_DO]"
-        )
-        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", message)])
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", NOTHING_TO_DO)])
+        for path in (NVLSM, NVLSM_LOG):
+            built.tree.remove(path)
 
     return _fabric_failed(spec, "no-nvlsm", "NVLSM not running: the fabric manager has nothing to do", apply)
+
+
+def nvlsm_guid_not_found(spec: HostSpec, guid: str = "0xcc40f3030027f630") -> HostSpec:
+    """NVLink 5 with NVLSM installed but given a port GUID no local port owns (an override of the fabric manager's
+    unit pins another host's management port): NVLSM exits at bind, and the fabric manager, with no NVLSM to talk
+    to, finds nothing to do. NVLSM's lines are OpenSM's (linux-rdma/opensm, libvendor/osm_vendor_ibumad.c: ERR 5422,
+    ERR 5424), in its own log; the GUID is the HGX B200 port of github.com/siderolabs/extensions/issues/893."""
+
+    def apply(built: Built) -> None:
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", NOTHING_TO_DO)])
+        log = built.tree.text(NVLSM_LOG) or ""
+        log = log.replace(nvlsm_log(built)[1].rsplit(" ", 1)[-1], guid)
+        lines = [
+            *log.splitlines()[:2],
+            "Nov 30 09:58:11 499021 [7F1C2E9FF640] 0x01 -> osm_vendor_open_port: ERR 5422: Unable to find requested "
+            f"CA guid {guid}",
+            f"Nov 30 09:58:11 499030 [7F1C2E9FF640] 0x01 -> osm_vendor_bind: ERR 5424: Unable to open port {guid}",
+        ]
+        built.tree.file(NVLSM_LOG, "\n".join(lines) + "\n")
+
+    return _fabric_failed(spec, "nvlsm-guid", f"NVLSM given port GUID {guid}, which no local port owns", apply)
+
+
+def nvlsm_log_unreadable(spec: HostSpec) -> HostSpec:
+    """NVLink 5 with NVLSM installed and not running, the fabric manager finding nothing to do, and NVLSM's log not
+    readable by the auditor: why NVLSM stopped is unknown."""
+
+    def apply(built: Built) -> None:
+        unit_failed(built, "nvidia-fabricmanager", FM_UNIT, [("nv-fabricmanager[2314]", NOTHING_TO_DO)])
+        built.tree.remove(NVLSM_LOG)
+        built.tree.unreadable[NVLSM_LOG] = "EACCES"
+
+    return _fabric_failed(spec, "nvlsm-log-unreadable", "NVLSM stopped; its log is not readable", apply)
 
 
 def fabricmanager_masked(spec: HostSpec) -> HostSpec:

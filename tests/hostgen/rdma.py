@@ -44,6 +44,37 @@ def start_script_lines(built: Built) -> list[tuple[str, str]]:
     ]
 
 
+NVLSM = "/opt/nvidia/nvlsm/sbin/nvlsm"
+NVLSM_CONF = "/usr/share/nvidia/nvlsm/nvlsm.conf"
+NVLSM_LOG = "/var/log/nvlsm.log"
+NVLSM_PID = "/var/run/nvlsm.pid"
+NVLSM_PROC = 1738
+"""NVLSM as nvidia-fabricmanager-start.sh runs it: its binary, configuration (log_file = /var/log/nvlsm.log) and pid
+file (github.com/siderolabs/extensions/issues/893 shows the command line and the option; the script's own run of it
+gives the log file of its configuration rather than stdout)."""
+
+
+def nvlsm_argv(built: Built) -> tuple[str, ...]:
+    return (NVLSM, "--config", NVLSM_CONF, "--guid", management_port(built) or "0x0", "--pid_file", NVLSM_PID)
+
+
+def management_port(built: Built) -> str | None:
+    """The GUID of the port the start script hands NVLSM (the first eligible management port in name order)."""
+    lines = start_script_lines(built)
+    return lines[2][1].rsplit(" ", 1)[-1] if lines else None
+
+
+def nvlsm_log(built: Built) -> list[str]:
+    """NVLSM's log (OpenSM's format: date, usec, thread, level -> function: message) up to the subnet coming up;
+    the words are OpenSM's (linux-rdma/opensm, osm_vendor_ibumad.c 'Binding to port'), the times stand in."""
+    port = management_port(built) or "0x0"
+    return [
+        "Nov 30 09:58:11 498213 [7F1C2E9FF640] 0x03 -> OpenSM 2025.06.5_eb3b4ba_df9bb3c_ae214d2",
+        f"Nov 30 09:58:11 498890 [7F1C2E9FF640] 0x02 -> osm_vendor_bind: Binding to port {port}",
+        "Nov 30 09:58:12 103114 [7F1C2BFFF640] 0x02 -> SUBNET UP",
+    ]
+
+
 def vpd(index: int, management: bool) -> bytes:
     """The PCI VPD of a ConnectX function: identifier string, then the read-only keywords. The bridge's functions carry
     the vendor-specific field SMDL=SW_MNG (NVIDIA Fabric Manager user guide, release 2.3, HGX B200 baseboard; the

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
 from rigaudit.agents.facts.nvlink_management import rdma_devices
+from rigaudit.agents.facts.nvlsm import Nvlsm, collect_nvlsm
 from rigaudit.agents.facts.persistenced_unit import PersistencedUnit, collect_persistenced_unit
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -79,6 +81,8 @@ class DriverFacts(Record):
     fabric_clique: int | None = None
     imex: ImexFacts | None = None
     """The IMEX service, read only where the GPUs are in a multi-node NVLink domain (:func:`multi_node`)."""
+    nvlsm: Nvlsm | None = None
+    """NVLSM's own state (read only when the fabric manager is not active on Blackwell or newer GPUs)."""
 
 
 RACK_GPUS = r"\bGB[23]00\b"
@@ -152,6 +156,8 @@ async def collect(probe: Probe) -> DriverFacts:
     fabric_version = await collect_fabric_version(probe) if nvswitch else None
     down = (None, "active")
     fm_log = await read_unit(probe, "nvidia-fabricmanager", FM_LOG) if fabricmanager and fabricmanager.state not in down else None
+    nvlink5 = any(a is not None and a >= BLACKWELL for a in archs.values())
+    nvlsm = await collect_nvlsm(probe) if fm_log is not None and nvlink5 else None
     pd_off = persistenced.state not in down and 0 in persistence.values()
     pd_log = await read_unit(probe, "nvidia-persistenced") if pd_off else None
     return DriverFacts(
@@ -188,6 +194,7 @@ async def collect(probe: Probe) -> DriverFacts:
         fabricmanager_log=fm_log,
         persistenced_log=pd_log,
         imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, cluster) else None,
+        nvlsm=nvlsm,
     )
 
 

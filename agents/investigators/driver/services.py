@@ -8,6 +8,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import PCI_DEVICES
+from rigaudit.agents.facts.nvlsm import LOG as NVLSM_LOG
 from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
@@ -22,7 +23,7 @@ from rigaudit.agents.investigators.driver.facts import (
     rack_gpus,
 )
 from rigaudit.tools.core.record import replace
-from rigaudit.tools.hosts.probe import dir_ref, nvml_ref
+from rigaudit.tools.hosts.probe import dir_ref, file_ref, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction, Severity
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
@@ -233,6 +234,8 @@ FABRICMANAGER_CHECK = Check(
     "NVIDIA Fabric Manager (NVSwitch)",
     reads=(
         "NVIDIA PCI bridges (class 0x0680), `/dev/nvidia-nvswitch*`, NVML fabric info, `systemctl is-active nvidia-fabricmanager`"
+        "; when it is down its journal, status and log, and on NVLink 5 NVLSM's binary, pid file, process and "
+        "`/var/log/nvlsm.log`"
     ),
     problem="NVSwitch system with the fabric manager not active; on a GB200/GB300 rack's compute tray (whose switch trays "
     "run it) the fabric not completed",
@@ -314,7 +317,7 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         )
     cause = unit_cause(facts.fabricmanager_log, FABRICMANAGER, kernel_log(facts)) if facts.fabricmanager_log else None
     if cause is not None and cause.key == "nvswitch_nothing":
-        cause = replace(cause, **(NVLSM_MISSING if _nvlink5(facts) else NVSWITCH_UNSEEN))
+        cause = _nvlsm_cause(facts, cause) if _nvlink5(facts) else replace(cause, **NVSWITCH_UNSEEN)
     if cause is not None and cause.known:
         return _fabric_cause(facts, seen, service.state, cause, switches, refs)
     tell = cause.tell if cause else "journalctl -u nvidia-fabricmanager -n 50 --no-pager; tail -n 50 /var/log/fabricmanager.log"
@@ -348,7 +351,7 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         f"nor the kernel log names a reason rigaudit knows; what would tell: {tell}.",
         fix,
         subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
-        evidence=[*refs, *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ())],
+        evidence=[*refs, *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ()), *_nvlsm_refs(facts)],
     )
 
 
@@ -371,6 +374,30 @@ NVSWITCH_UNSEEN = {
     "kind": "hardware",
 }
 """NV_WARN_NOTHING_TO_DO before NVLink 5: the fabric manager found no switch through the NVSwitch driver."""
+
+
+def _nvlsm_cause(facts: DriverFacts, nothing: Cause) -> Cause:
+    """The fabric manager found nothing to do on NVLink 5: NVLSM is not running. Why is NVLSM's own: not installed
+    (install it), stopped with a reason its log names (that reason), or stopped with none readable (unknown, naming
+    what would tell)."""
+    nvlsm = facts.nvlsm
+    if nvlsm is None or not nvlsm.installed:
+        return replace(nothing, **NVLSM_MISSING)
+    if nvlsm.running:
+        return nothing  # NVLSM runs and the fabric manager still finds nothing: not NVLSM's absence
+    own = nvlsm.cause()
+    if own.known:
+        return replace(own, cause=f"NVLSM stopped: {own.cause}")
+    said = own.cause.removeprefix("unknown: ")
+    return replace(own, cause=f"unknown: {nvlsm.text()} (the fabric manager finds nothing to do without it); its own log: {said}")
+
+
+def _nvlsm_refs(facts: DriverFacts) -> tuple[str, ...]:
+    return facts.nvlsm.refs if facts.nvlsm is not None and _nvlink5(facts) else ()
+
+
+def _teller(cause: Cause) -> str:
+    return "NVLSM's own log" if cause.told_by == file_ref(NVLSM_LOG) else "the fabric manager's log"
 
 
 def _nvlink5(facts: DriverFacts) -> bool:
@@ -409,7 +436,7 @@ def _fabric_cause(
         summary="Start nvidia-fabricmanager once the fabric manager of exactly the loaded driver's version is installed "
         "(driver.fabricmanager_version): its log says it refuses the driver it found"
         if cause.key == "fm_version"
-        else f"{cause.fix[0].upper()}{cause.fix[1:]} (the fabric manager's log says why it stopped: starting it "
+        else f"{cause.fix[0].upper()}{cause.fix[1:]} ({_teller(cause)} says why it stopped: starting it "
         "again as it is fails the same way)",
         actions=actions,
         risk="medium" if cause.kind in ("reboot", "restart") else "low",
@@ -443,6 +470,7 @@ def _fabric_cause(
         evidence=[
             *refs,
             *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ()),
+            *_nvlsm_refs(facts),
             *([cause.told_by] if cause.told_by else []),
         ],
     )
