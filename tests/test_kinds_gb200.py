@@ -85,3 +85,16 @@ def test_imex_whose_unit_state_is_unreadable_is_unknown(tmp_path: Path) -> None:
 def test_imex_is_not_applicable_off_a_multi_node_nvlink_rack() -> None:
     """HGX B200's fabric is the baseboard's (NVML: cluster UUID all zeros): no IMEX domain."""
     assert _imex(KINDS["hgx-b200-noble"]).status == "not_applicable"
+
+
+def test_a_tray_whose_rack_fabric_is_not_up_is_sent_to_the_switch_trays() -> None:
+    """Generated (the earlier test mutated a B200 copy): the switch trays have not completed the fabric, so NVML says
+    not started, the NVLinks are down, CUDA refuses work. The fabric manager is the switch trays', not this tray's."""
+    found = by_check(faults.rack_fabric_not_up(TRAY))
+    fm = found["driver.fabricmanager"]
+    assert (fm.status, fm.severity) == ("problem", "critical"), fm.observed
+    assert fm.fix is not None and "switch trays" in fm.fix.summary
+    assert not any(isinstance(a, ServiceStartAction) for a in fm.fix.actions)
+    p2p = found["p2p.status"]
+    assert p2p.status == "problem" and p2p.fix is not None and "driver.fabricmanager" in p2p.fix.summary, p2p.observed
+    assert found["driver.imex"].status == "ok"

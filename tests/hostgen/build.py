@@ -117,7 +117,7 @@ class Built:
         """CUDA initializes on these GPUs: on an NVSwitch system of the Hopper generation and later it refuses work
         until the fabric manager has completed the fabric (cudaErrorSystemNotReady, 802), so no compute process holds
         GPU memory and the driver lets no pair peer."""
-        return self.fabric_ready or not self.spec.gpus.nvswitches or self.model.arch < 9
+        return self.fabric_ready or not (self.spec.gpus.nvswitches or self.rack_tray) or self.model.arch < 9
 
     def cuda_starts(self, server: ProcessSpec) -> bool:
         """The server's CUDA initializes: not before the fabric (``cuda_ready``), and not with a forward-compatibility
@@ -899,6 +899,7 @@ def build(spec: HostSpec) -> Built:
     placed = _placed(spec)
     built = Built(spec, tree, placed, tree_layout)
     built.fabric_ready = spec.driver.fabricmanager in (None, "active") or spec.gpus.nvswitches == 0
+    built.fabric_ready = built.fabric_ready and (not built.rack_tray or spec.gpus.rack_fabric)
     irq = 140
     for function in placed.topology.functions():
         if function.role in ("gpu", "nic", "nvswitch", "nvme"):

@@ -733,3 +733,10 @@ def imex_nodes_config_missing(spec: HostSpec) -> HostSpec:
         imex.imex_failed(built, None)
 
     return _imex_failed(spec, "imex-no-nodes-config", "nvidia-imex failed: no nodes config", apply)
+
+
+def rack_fabric_not_up(spec: HostSpec) -> HostSpec:
+    """A GB200 tray whose rack fabric the NVLink switch trays have not completed: NVML's fabric state not started, the
+    NVLinks inactive, CUDA refusing work (no GPU memory held, no pair peering)."""
+    changed = replace(spec, gpus=replace(spec.gpus, rack_fabric=False))
+    return _named(changed, "rack-fabric-not-up", "the switch trays have not completed the rack's NVLink fabric")

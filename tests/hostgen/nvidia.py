@@ -331,7 +331,8 @@ def _fabric(built: Built, g: GpuState) -> None:
     if built.guest and built.spec.gpus.nvswitches == 0:
         tree.call("nvmlDeviceGetGpuFabricInfo", (g.index,), error="INVALID_ARGUMENT" if g.model.arch >= 9 else "NOT_SUPPORTED")
     elif built.rack_tray:
-        fabric = {"clusterUuid": RACK_CLUSTER_UUID, "status": 0, "cliqueId": RACK_CLIQUE, "state": 3}
+        state, status = (3, 0) if built.fabric_ready else (1, 26)
+        fabric = {"clusterUuid": RACK_CLUSTER_UUID, "status": status, "cliqueId": RACK_CLIQUE, "state": state}
         tree.call("nvmlDeviceGetGpuFabricInfo", (g.index,), fabric)
     elif g.model.arch >= 9 and built.spec.gpus.nvswitches:
         state = 3 if built.fabric_ready else 1

@@ -107,6 +107,9 @@ class GpuSpec:
     nvlink_bridges: tuple[tuple[int, int], ...] = ()
     """GPU pairs (bus order) joined by NVLink bridges (H100 NVL, A100 PCIe, RTX A6000): NVLink within a pair, PCIe
     across pairs."""
+    rack_fabric: bool = True
+    """On a multi-node NVLink rack's compute tray (topology ``grace-nvl``): the switch trays completed the GPUs'
+    fabric registration."""
     vgpu: str | None = None
     """NVIDIA vGPU profile each GPU of a guest is (``80C``: a C-series vGPU with the whole framebuffer of an H100
     PCIe): the guest's NVML name is ``NVIDIA H100-80C`` and physical properties are the hypervisor's."""
