@@ -349,3 +349,17 @@ def test_time_left_counts_each_remaining_run_at_its_levels_pace() -> None:
     assert estimate_left([], [1, 4]) is None and time_left(None) == ""
     assert estimate_left(done, [1, 4, 16]) == 10.0 + 50.0 + 30.0  # an unseen level at the mean of every run so far
     assert time_left(90.0) == " (about 1m30s left)" and time_left(42.4) == " (about 42 s left)"
+
+
+def test_the_progress_says_the_time_left_from_the_second_run_on() -> None:
+    labels: list[str] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        if not labels or labels[-1] != label:
+            labels.append(label)
+
+    with fake_server(FakeTiming(ttft_s=0.6, itl_s=0.0)) as server:  # each run over a second: an estimate is said
+        spec = LoadSpec(base_url=server.base_url, model="m", concurrency=(1, 2), requests=2, max_tokens=1, repeat=2, warmup=0)
+        anyio.run(run_load, spec, progress)
+    assert [label.split(" (")[0] for label in labels] == ["c=1 repeat 1/2", "c=2 repeat 1/2", "c=2 repeat 2/2", "c=1 repeat 2/2"]
+    assert "left)" not in labels[0] and all(" (about " in label and label.endswith(" left)") for label in labels[1:]), labels
