@@ -232,3 +232,19 @@ def test_binary_files_of_formats_rigaudit_does_not_read_are_left_out_and_counted
     out = rewriter.tree(tree)
     assert not any(key in data for data in out.files.values()) and len(out.files) == 2
     assert config in out.files.values() and rewriter.stats.binary_left_out == 1
+
+
+def test_credential_files_the_read_policy_denies_are_left_out_and_counted() -> None:
+    """Third attack pass: a snapshot holding ``/etc/ipsec.secrets`` or a Kaggle key gave it to the bundle verbatim."""
+    secret_files = {
+        "/etc/ipsec.secrets": b': PSK "lemonEgret09y"\n',
+        "/etc/ppp/chap-secrets": b"alice * goldenIbis70u *\n",
+        "/etc/openvpn/ta.key": b"-----BEGIN OpenVPN Static key V1-----\n9f86d081884c7d65\n-----END OpenVPN Static key V1-----\n",
+        "/root/.kaggle/kaggle.json": b'{"username":"alice","key":"9f86d081884c7d659a2feaa0c55ad015"}\n',
+    }
+    tree = Tree(manifest={}, files={**secret_files, "/etc/modprobe.d/nvidia.conf": b"options nvidia NVreg_X=1\n"})
+    scrub = _scrubber()
+    rewriter = Rewriter(scrub, scrub.ps)
+    out = rewriter.tree(tree)
+    assert list(out.files) == ["/etc/modprobe.d/nvidia.conf"]
+    assert rewriter.stats.credential_files_left_out == len(secret_files)

@@ -10,6 +10,7 @@ import re
 
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.pci import mask_vpd, zero_dsn
+from rigaudit.tools.policy.secrets import is_secret
 from rigaudit.tools.redact import (
     REDACTED,
     Tally,
@@ -43,6 +44,8 @@ class Stats(Record, frozen=False):
     vpd_masked: int = 0
     binary_left_out: int = 0
     """Binary files left out of the bundle: only those rigaudit reads (PCI configuration space, VPD) go in."""
+    credential_files_left_out: int = 0
+    """Files the read policy names as credentials (``/etc/ipsec.secrets``, ``~/.kaggle``): never in a bundle."""
     processes: ProcessCounts = field(default_factory=ProcessCounts)
     """Processes kept whole (serving, GPU, PID 1) and the others (program name only, no environment)."""
     unbounded: int = 0
@@ -172,11 +175,9 @@ class Rewriter:
 
     # -- the whole tree --------------------------------------------------------------------
 
-    def tree(self, tree: Tree) -> Tree:
-        self.stats.recorded = _markers(tree)
-        self.procs = Processes(needed_pids(tree.files, tree.nvml))
-        self.stats.processes = self.procs.counts
-        out = Tree(manifest={}, present=set(tree.present))
+    def _files(self, tree: Tree, out: Tree) -> None:
+        """The files that go into the bundle, rewritten; binary files of other formats and credential files left out."""
+
         for path in sorted(tree.files):
             new_path = self.scrub.path(path)
             if new_path in out.files:
@@ -185,11 +186,22 @@ class Rewriter:
             if _unknown_binary(path, tree.files[path]):
                 self.stats.binary_left_out += 1
                 continue
+            if is_secret(posixpath.normpath(path)):
+                self.stats.credential_files_left_out += 1
+                self.stats.recorded -= tree.files[path].count(REDACTED.encode())
+                continue
             data = self.procs.file(path, tree.files[path])
             if data is None:
                 continue
             self.stats.renamed += new_path != path
             out.files[new_path] = self.file(path, data)
+
+    def tree(self, tree: Tree) -> Tree:
+        self.stats.recorded = _markers(tree)
+        self.procs = Processes(needed_pids(tree.files, tree.nvml))
+        self.stats.processes = self.procs.counts
+        out = Tree(manifest={}, present=set(tree.present))
+        self._files(tree, out)
         self.stats.recorded -= self.procs.counts.dropped_markers
         out.links = {self.scrub.path(k): self.scrub.text(v, system=k.startswith(_SYSTEM)) for k, v in tree.links.items()}
         out.dirs = [self.scrub.path(d) for d in tree.dirs]

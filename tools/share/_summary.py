@@ -129,7 +129,7 @@ def share_markdown(block: str, *, counts: dict[str, tuple[int, int]], stats: Sta
         f"- VPD serial numbers (SN): masked in {stats.vpd_masked} files",
         f"- file names renamed because they held identifying values: {stats.renamed}",
         "- binary files (PCI configuration space) are otherwise byte for byte the original",
-        f"- other binary files (formats rigaudit does not read: keys, databases), left out: {stats.binary_left_out}",
+        f"- left out: {stats.binary_left_out} binary files (keys, databases), {stats.credential_files_left_out} credential files",
         f"- processes: {procs.kept} (inference servers, GPU processes, PID 1) keep their command line and environment;"
         f" {procs.others} others keep only their program's name, and {procs.environments_left_out} environments"
         " were left out",

@@ -135,6 +135,7 @@ def _manifest(data: bytes, counts: dict[str, tuple[int, int]], stats: Stats) -> 
         "redacted": {**secrets, "when_recorded": stats.recorded, "total": stats.redacted},
         "binary_tokens_masked": stats.secrets["binary"],
         "binary_files_left_out": stats.binary_left_out,
+        "credential_files_left_out": stats.credential_files_left_out,
         "processes": {
             "kept": stats.processes.kept,
             "program_name_only": stats.processes.others,
