@@ -98,3 +98,11 @@ def test_a_tray_whose_rack_fabric_is_not_up_is_sent_to_the_switch_trays() -> Non
     p2p = found["p2p.status"]
     assert p2p.status == "problem" and p2p.fix is not None and "driver.fabricmanager" in p2p.fix.summary, p2p.observed
     assert found["driver.imex"].status == "ok"
+
+
+def test_imex_without_a_channel_is_told_to_create_one() -> None:
+    """IMEX channels are not created by default and do not survive a reboot (IMEX guide): CUDA's IMEX calls then
+    fail with an insufficient permission error."""
+    found = _imex(faults.imex_no_channel(TRAY))
+    assert (found.status, found.severity) == ("problem", "high"), found.observed
+    assert found.fix is not None and "channel0" in found.fix.summary and "reboot" in (found.fix.persist or "")

@@ -740,3 +740,13 @@ def rack_fabric_not_up(spec: HostSpec) -> HostSpec:
     NVLinks inactive, CUDA refusing work (no GPU memory held, no pair peering)."""
     changed = replace(spec, gpus=replace(spec.gpus, rack_fabric=False))
     return _named(changed, "rack-fabric-not-up", "the switch trays have not completed the rack's NVLink fabric")
+
+
+def imex_no_channel(spec: HostSpec) -> HostSpec:
+    """IMEX active, but no IMEX channel created since the last boot (/dev/nvidia-caps-imex-channels absent)."""
+
+    def apply(built: Built) -> None:
+        built.tree.remove(imex.CHANNELS)
+
+    fault = Fault("imex-no-channel", "no IMEX channel created", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "imex-no-channel", "no IMEX channel")
