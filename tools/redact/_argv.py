@@ -2,7 +2,7 @@
 
 A flag carries a credential when its name is a secret name (``--api-key``, ``--auth``, ``--hf-token``,
 ``--password``, ``-pass``), or by the program's convention: ``mysql -pSECRET``, ``sshpass -p``,
-``redis-cli -a``, ``ipmitool -P``, ``docker login -p``, ``curl -u user:pass``, and ``-k VALUE``
+``redis-cli -a``, ``ipmitool -P``, ``ldapsearch -w``, ``docker login -p``, ``curl -u user:pass``, and ``-k VALUE``
 (a key; ``curl -k URL`` keeps its URL). ``NAME=value`` words (``env HF_TOKEN=x python ...``) are
 judged by their name. The same walk serves argument vectors and the words of a ``ps`` line.
 """
@@ -28,6 +28,10 @@ _NEXT = {
     "mongosh": frozenset({"-p"}),
     "mongodump": frozenset({"-p"}),
     "smbclient": frozenset({"-U"}),
+    **dict.fromkeys(
+        ("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldapcompare", "ldapmodrdn"), frozenset({"-w"})
+    ),
+    "ldappasswd": frozenset({"-w", "-a", "-s"}),
     "curl": frozenset({"-b"}),
 }
 """Short flags whose next word (or glued rest) is a password, by program."""

@@ -238,8 +238,8 @@ def _blocks(text: str, tally: Tally | None) -> str:
 def _options(text: str, tally: Tally | None) -> str:
     """Command lines written as text (``ps`` output, scripts, unit files): word by word, a line a command.
 
-    Lines of one word each (``strings /proc/PID/cmdline``, ``tr '\\0' '\\n'``) are one command: a flag
-    on one line and its value on the next are read together."""
+    Lines of one word each (``strings /proc/PID/cmdline``, ``tr '\\0' '\\n'``) are one command, its program
+    on the first of them: a flag on one line and its value on the next are read together."""
     if not _FLAG_WORD.search(text):
         return text
     out = []
@@ -248,7 +248,7 @@ def _options(text: str, tally: Tally | None) -> str:
         words = line.split()
         if len(words) != 1:
             walk = None
-        if walk is None and not _FLAG_WORD.search(line):
+        if walk is None and len(words) != 1 and not _FLAG_WORD.search(line):
             out.append(line)
             continue
         if walk is None or len(words) != 1:
