@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from rigaudit.orchestrator import cli
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate import PROBLEM
 
@@ -31,3 +34,14 @@ def test_fail_on_exits_the_same_in_audit_and_check(seed_dir: Path, tmp_path: Pat
 def test_the_table_says_what_the_commands_do() -> None:
     rows = [line for line in DOC.read_text(encoding="utf-8").splitlines() if "`--fail-on` was found" in line]
     assert len(rows) == 1 and rows[0].startswith(f"| {PROBLEM} |") and "`audit`" in rows[0] and "`check`" in rows[0]
+
+
+def test_every_command_exits_130_on_ctrl_c_as_the_table_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "check_outputs", interrupted)  # Ctrl-C as the command starts its work
+    for argv in (["checks"], ["chat", "--demo"], ["diff", "a", "b"], ["check", "--demo"], ["schema"]):
+        assert main(argv) == 130, argv
+    rows = [line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith("| 130 |")]
+    assert len(rows) == 1 and rows[0].rstrip(" |").rsplit("| ", 1)[1].startswith("all"), rows

@@ -20,7 +20,7 @@ With --llm the endpoint is checked first (its models list, one tiny request; --l
 it): a server that refuses, is not there, answers 404 or does not answer within 20 s
 (preflight_timeout_s in the config file) ends the chat at once with one line.
 
-Exit status: 0 done; 1 the LLM endpoint failed its check; 2 usage error.
+Exit status: 0 done; 1 the LLM endpoint failed its check; 2 usage error; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
