@@ -30,7 +30,7 @@ def test_a_tuned_setting_is_fixed_by_a_profile(check: str) -> None:
     assert not any(isinstance(a, SysfsWriteAction) for a in finding.fix.actions)
     assert any(getattr(a, "argv", None) == ("tuned-adm", "profile", "rigaudit-performance") for a in finding.fix.actions)
     assert "include=balanced" in " ".join(getattr(a, "description", "") for a in finding.fix.actions)
-    assert finding.fix.revert == "tuned-adm profile balanced"
+    assert finding.fix.revert == "tuned-adm profile balanced; rm -r /etc/tuned/rigaudit-performance"
 
 
 def test_without_tuned_the_governor_fix_stays_a_write() -> None:
@@ -62,7 +62,7 @@ def test_deep_cstates_on_a_host_run_by_tuned_are_held_by_a_tuned_profile() -> No
     described = " ".join(getattr(a, "description", "") for a in fix.actions)
     assert "[cpu]' 'force_latency=cstate.id_no_zero:1|3'" in described and "include=throughput-performance" in described
     assert any(getattr(a, "argv", None) == ("tuned-adm", "profile", "rigaudit-performance") for a in fix.actions)
-    assert fix.revert == "tuned-adm profile throughput-performance"
+    assert fix.revert == "tuned-adm profile throughput-performance; rm -r /etc/tuned/rigaudit-performance"
 
 
 def test_deep_cstates_without_tuned_stay_a_write_and_a_unit() -> None:

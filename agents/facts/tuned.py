@@ -14,6 +14,7 @@ from rigaudit.agents.facts.deliberate import TUNED_PROFILE
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Fix
+from rigaudit.tools.model.tuned_profile import PROFILE_DIR, TUNED_OVERRIDE, write_action
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"
 _ROOTS = ("/etc/tuned", "/etc/tuned/profiles", "/usr/lib/tuned", "/usr/lib/tuned/profiles")
@@ -90,9 +91,6 @@ async def collect_tuned(probe: Probe) -> TunedState | None:
     return TunedState(service, active, settings, tuple(unread), tuple(dict.fromkeys(refs)))
 
 
-TUNED_OVERRIDE = "rigaudit-performance"
-
-
 def by_tuned(
     tuned: TunedState | None, section: str, option: str, value: str, fix: Fix, *, whenever_running: bool = False
 ) -> tuple[Fix, str]:
@@ -103,7 +101,6 @@ def by_tuned(
     owned = tuned.owns(section, option) if tuned is not None else None
     if tuned is None or (owned is None and not (whenever_running and tuned.running)):
         return fix, ""
-    conf = f"/etc/tuned/{TUNED_OVERRIDE}/tuned.conf"
     base = ",".join(tuned.active.split()) if TUNED_OVERRIDE not in tuned.active else "throughput-performance"
     summary = (
         f"Override {option} in a tuned profile: tuned's active profile '{tuned.active}' sets "
@@ -117,15 +114,12 @@ def by_tuned(
         where=fix.where,
         summary=summary,
         actions=(
-            CommandAction(
-                description=f"write {conf}: '[main]' 'include={base}' '[{section}]' '{option}={value}' (the rest of "
-                f"'{base}' stays as it is)"
-            ),
+            write_action(base, {section: {option: value}}),
             CommandAction(description=f"tuned-adm profile {TUNED_OVERRIDE}", argv=("tuned-adm", "profile", TUNED_OVERRIDE)),
         ),
         risk="low",
         verify=f"tuned-adm active  -> {TUNED_OVERRIDE}; {fix.verify}",
-        revert=f"tuned-adm profile {tuned.active}",
+        revert=f"tuned-adm profile {tuned.active}" + (f"; rm -r {PROFILE_DIR}" if TUNED_OVERRIDE not in tuned.active else ""),
         persist="tuned applies the selected profile at every boot",
     )
     note = (

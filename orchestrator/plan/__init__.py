@@ -1,7 +1,8 @@
 """Merge problem findings into one plan: a graph of steps in an order that honours its edges, best gain first.
 
 - one step per distinct fix (identical actions, or the same commands, merge; a symptom joins its cause's step;
-  a step that another makes moot joins it);
+  a step that another makes moot joins it; fixes that each write rigaudit's tuned child profile write it once,
+  with every option, :mod:`.profiles`);
 - each step's edges (``requires``, ``not_before``, ``conflicts``) resolved to the other steps (:mod:`.graph`);
 - each step's gain and priority (:mod:`.gains`): P0 is the biggest expected gain for its risk, not "runtime";
   a step another waits for ranks at least as high as it;
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rigaudit.orchestrator.plan import gains, measure
 from rigaudit.orchestrator.plan.graph import Node, blocking_closure, fold, node_for, order, resolve
+from rigaudit.orchestrator.plan.profiles import merge_profiles
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, Finding
 from rigaudit.tools.model.plan import Plan, PlanStep, Priority, StepEdge
 
@@ -117,6 +119,7 @@ def build_plan(findings: Sequence[Finding], facts: Mapping[str, str] | None = No
     findings = [f for f in findings if f.source == "rules"]
     problems = [f for f in findings if f.status == "problem" and f.fix is not None]
     problems.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity or "low", 9), f.check))
+    problems = merge_profiles(problems)
     nodes = fold(_nodes(problems, warnings), findings)
     for node in nodes:
         if node.folded:
