@@ -203,7 +203,7 @@ def test_cli_takes_an_old_area_name_with_a_note(capsys: pytest.CaptureFixture[st
     assert main(["checks", "--areas", "nccl_p2p"]) == 0
     captured = capsys.readouterr()
     assert "area nccl_p2p is now called p2p and nccl" in captured.err
-    assert "p2p.status" in captured.out and "nccl.env" in captured.out and captured.out.strip().endswith("4 checks")
+    assert "p2p.status" in captured.out and "nccl.env" in captured.out and captured.out.strip().endswith("5 checks")
 
 
 def test_cli_rejects_an_unknown_area(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ from tests.hostgen import kernel as kn
 from tests.hostgen import nvidia as nv
 from tests.hostgen import platform as pf
 from tests.hostgen import topo, vgpu
+from tests.hostgen.azure import write_topology_file
 from tests.hostgen.catalog import GPUS, MIB, GpuModel
 from tests.hostgen.cpu import Layout, cpulist, write_cpus
 from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
@@ -1003,6 +1004,8 @@ def _platform(built: Built) -> None:
         write_proc(tree, proc)
     if spec.nccl_conf is not None:
         tree.file("/etc/nccl.conf", spec.nccl_conf)
+    if spec.nccl_topo is not None:
+        write_topology_file(built, spec.nccl_topo)
     for server in spec.processes:
         root = (
             f"/proc/{next(pid for pid, pr in built.procs.items() if pr.argv == server.argv)}/root"

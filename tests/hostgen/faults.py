@@ -174,6 +174,28 @@ def server_env(spec: HostSpec, **env: str) -> HostSpec:
     return _named(replace(spec, processes=processes), "env-" + "-".join(k.lower() for k in env), f"server environment {shown}")
 
 
+def nccl_topo_unset(spec: HostSpec) -> HostSpec:
+    """An Azure ND guest from a plain Marketplace image: no /opt/microsoft topology file, no /etc/nccl.conf."""
+    return _named(replace(spec, nccl_conf=None, nccl_topo=None), "no-nccl-topo", "no NCCL topology file configured")
+
+
+def server_environ_unreadable(spec: HostSpec) -> HostSpec:
+    """The servers' /proc/PID/environ cannot be read (an audit without SYS_PTRACE on another user's processes)."""
+
+    def apply(built: Built) -> None:
+        argvs = {p.argv for p in built.spec.processes}
+        pids = {row[0] for rows in built.gpu_process_map.values() for row in rows}
+        pids |= {pid for pid, proc in built.procs.items() if proc.argv in argvs}
+        for pid in sorted(pids):
+            built.tree.deny(f"/proc/{pid}/environ")
+
+    return _named(
+        replace(spec, faults=(*spec.faults, Fault("environ-unreadable", "server environments unreadable", apply))),
+        "environ-unreadable",
+        "the servers' environments are unreadable",
+    )
+
+
 def memlock(spec: HostSpec, value: str = "65536") -> HostSpec:
     processes = tuple(replace(p, memlock=value) for p in spec.processes)
     platform = replace(spec.platform, memlock=value)

@@ -23,6 +23,7 @@ from tests.hostgen.archetypes import (
     sglang,
     vllm,
 )
+from tests.hostgen.azure import nccl_conf
 from tests.hostgen.spec import DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
 
 COMPAT_CUDA = "/usr/local/cuda-12.8/compat"
@@ -195,7 +196,10 @@ AZURE_ND_H100_V5 = HostSpec(
         replace(vllm("/models/Llama-3.1-405B-Instruct-FP8", ALL8, mib=74000, env=IB_ENV), torch="2.4.0+cu121", torch_cuda="12.1"),
     ),
     iommu=None,
-    expect="healthy VM: a Hyper-V guest; host-level fixes (BIOS, IOMMU, a GPU reset) are Azure's",
+    nccl_conf=nccl_conf("ndv5"),
+    nccl_topo="ndv5",
+    expect="healthy VM: a Hyper-V guest; host-level fixes (BIOS, IOMMU, a GPU reset) are Azure's; NCCL loads Azure's "
+    "ndv5 topology file through /etc/nccl.conf, as the Azure HPC image sets it",
 )
 """Hyper-V's vPCI puts each passed-through device alone in its own PCI domain under its VMBus device: the GPUs at
 0001, 0002, 0003, 0008 (NUMA node 0) and 0009, 000a, 000b, 000c (node 1), each ConnectX-7 InfiniBand VF (15b3:101e, no

@@ -222,6 +222,9 @@ class HostSpec:
     """Kernel enabled ACS redirect on switch downstream ports (an IOMMU driver asked for ACS)."""
     faults: tuple[Fault, ...] = ()
     nccl_conf: str | None = None
+    nccl_topo: str | None = None
+    """The NCCL topology file an Azure HPC image ships for its ND size (``ndv5``: /opt/microsoft/ndv5-topo.xml and
+    its /opt/microsoft/ndv5/topo.xml link; :mod:`tests.hostgen.azure`); None: none."""
     dmesg_extra: tuple[str, ...] = ()
     expect: str = ""
     """What an expert would say of this host: problems they would report, in words."""

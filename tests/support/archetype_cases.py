@@ -27,6 +27,7 @@ from tests.hostgen.spec import HostSpec
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
@@ -43,6 +44,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "dgx-a100-mig": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "power.scaling_driver": "low@host",
@@ -57,6 +59,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "docker-h100-bm": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -69,6 +72,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "docker-host-h100": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -79,6 +83,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "docker-in-gcp-vm": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
@@ -107,6 +112,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "epyc-nps4-l40s": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "numa.nic_affinity": "low@host",
@@ -126,6 +132,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "gcp-g2-2xl4-vm": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "pcie.mps": "na",
@@ -153,6 +160,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "geforce-4x4090": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "numa.balancing": "na",
@@ -179,6 +187,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "gh200-node": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "driver.vgpu_license": "na",
         "firmware.vbios_consistency": "na",
         "firmware.cppc": "na",
@@ -197,6 +206,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "proxmox-q35-h100pcie-vm": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -223,6 +233,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "hgx-h100-jammy": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -234,6 +245,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "hgx-h100-upgraded-no-reboot": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.rebar": "unknown",
@@ -268,6 +280,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "hgx-h200-noble": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "power.boost": "unknown",
@@ -279,6 +292,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "intel-snc-h100pcie": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -297,6 +311,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "k8s-pod-h100": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -309,6 +324,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "l40s-pex-iommu": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "driver.vgpu_license": "na",
         "firmware.cppc": "na",
@@ -328,6 +344,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "h100nvl-bridged-pairs": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "firmware.cppc": "na",
         "numa.nic_affinity": "low@host",
@@ -343,6 +360,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "kvm-vgpu-h100-guest": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "firmware.rebar": "na",
         "firmware.cppc": "na",
@@ -376,6 +394,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "ws-rtx6000ada": {
         "driver.imex": "na",
+        "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
         "firmware.cppc": "na",
         "numa.balancing": "na",

@@ -7,13 +7,16 @@ from rigaudit.agents.facts.nvlink_management import rdma_devices
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
+from rigaudit.agents.investigators.nccl.topo_facts import TopoChoice, choose, nd_size, shipped_paths
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
-from rigaudit.tools.core.record import Record
+from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.model.finding import Area
 
 AREA: Area = "nccl"
 NCCL_CONF_FILES = ("/etc/nccl.conf", "/root/.nccl.conf")
+NCCL_CONF_ORDER = ("/root/.nccl.conf", "/etc/nccl.conf")
+"""The order NCCL takes a variable from its config files in: the user's first (setenv without overwrite)."""
 INFINIBAND = "/sys/class/infiniband"
 
 
@@ -37,6 +40,10 @@ class NcclFacts(Record):
     ib_devices: tuple[str, ...]
     version: NcclVersionFacts
     p2p: P2pContext
+    topo: tuple[TopoChoice, ...] = ()
+    """On an Azure VM: the NCCL topology file each server loads (nccl.topo_file); empty elsewhere."""
+    shipped: tuple[str, ...] = ()
+    """Azure's topology file of this ND size and its link, those present on this host."""
 
 
 def parse_nccl_conf(text: str) -> dict[str, str]:
@@ -94,7 +101,33 @@ async def collect(probe: Probe) -> NcclFacts:
     sources += await _process_sources(probe, scan.servers[:16], platform)
     ib = await rdma_devices(probe)
     version = await collect_nccl_version(probe, platform, scan)
-    return NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, await collect_p2p_context(probe))
+    p2p = await collect_p2p_context(probe)
+    facts = NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, p2p)
+    size = nd_size(p2p.gpus) if platform.cloud == "azure" else None
+    if size is None:
+        return facts
+    shipped = [p for p in shipped_paths(size[1]) if await probe.exists(p)]
+    return replace(facts, topo=await _topo_choices(probe, scan, sources, platform), shipped=tuple(shipped))
+
+
+async def _topo_choices(probe: Probe, scan: ServerScan, sources: list[EnvSource], platform: Platform) -> tuple[TopoChoice, ...]:
+    """Each server's NCCL topology file: its environment, then ~/.nccl.conf, then /etc/nccl.conf (NCCL's order)."""
+    by_ref = {s.ref: s for s in sources}
+
+    def confs(root: str) -> list[tuple[str, dict[str, str] | None]]:
+        return [
+            (f"{root}{p}", by_ref[file_ref(f"{root}{p}")].variables) for p in NCCL_CONF_ORDER if file_ref(f"{root}{p}") in by_ref
+        ]
+
+    if not scan.servers:
+        return (await choose(probe, None, None, confs(""), platform.in_container),)
+    out = []
+    for server in scan.servers[:16]:
+        env = by_ref.get(file_ref(f"/proc/{server.pid}/environ"))
+        inside = platform.in_container or bool(server.container) or bool(server.foreign_mnt_ns)
+        pair = (env.name, env.variables) if env else None
+        out.append(await choose(probe, server, pair, confs(server.root), inside))
+    return tuple(out)
 
 
 def _lxc_sources(lxc: LxcConfigs) -> list[EnvSource]:

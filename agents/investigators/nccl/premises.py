@@ -18,6 +18,11 @@ def _packages(facts: NcclFacts) -> Reading:
     return held("; ".join(f"torch {i.torch.version or '?'} pins {i.pin or 'no NCCL'}" for i in installs[:3]))
 
 
+def _gpus(facts: NcclFacts) -> Reading:
+    gpus = facts.p2p.gpus
+    return held(f"{len(gpus)} GPU(s): {', '.join(dict.fromkeys(g.name for g in gpus))}" if gpus else "no NVIDIA GPU")
+
+
 def _rdma(facts: NcclFacts) -> Reading:
     return held(", ".join(facts.ib_devices) or "no InfiniBand device")
 
@@ -28,3 +33,4 @@ PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platfor
 SERVERS = Premise("servers", reads.SERVERS_READS, lambda f: reads.servers(f.scan))
 PACKAGES = Premise("packages", "torch's and the nvidia-nccl wheel's dist-info", _packages)
 RDMA = Premise("rdma", reads.RDMA_READS, _rdma)
+GPUS = Premise("gpus", reads.GPUS_READS, _gpus)
