@@ -3,6 +3,8 @@ profile (tuned applies its profile again on restart), never a sysfs write tuned 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rigaudit.tools.model.finding import SysfsWriteAction
@@ -71,3 +73,22 @@ def test_deep_cstates_without_tuned_stay_a_write_and_a_unit() -> None:
     finding = by_check(ALL["hgx-h100-jammy"])["power.cstates"]
     assert finding.fix is not None and any(isinstance(a, SysfsWriteAction) for a in finding.fix.actions)
     assert "rigaudit-cstates" in finding.fix.persist
+
+
+def test_deep_cstates_held_by_the_tuned_profile_power_cstates_proposed_are_ok() -> None:
+    """Second review X1. Before: with its own fix applied (the child profile rigaudit-performance, [cpu] force_latency)
+    the deep states are still enabled in sysfs (force_latency is a PM QoS hold, not a disable write), and the check
+    said problem again, proposing the same profile: a fix that never converges. The hold is read from the active
+    profile's settings, not from a list of profile names."""
+    finding = by_check(faults.tuned_force_latency_child(RHEL))["power.cstates"]
+    assert finding.status == "ok", (finding.status, finding.observed)
+    assert "force_latency" in finding.observed and "rigaudit-performance" in finding.observed
+
+
+def test_a_latency_profile_of_a_stopped_tuned_holds_nothing() -> None:
+    """Second review X2. Before: ok ('tuned's latency-performance profile holds /dev/cpu_dma_latency') while tuned was
+    stopped: only a running tuned holds the PM QoS request, so the deep states are entered."""
+    latency = replace(RHEL, name=f"{RHEL.name}+latency", os=replace(RHEL.os, tuned="latency-performance"))
+    assert by_check(latency)["power.cstates"].status == "ok"
+    finding = by_check(faults.tuned_stopped(latency))["power.cstates"]
+    assert (finding.status, finding.severity) == ("problem", "low"), finding.observed

@@ -375,6 +375,35 @@ def tuned_thp_defrag(spec: HostSpec) -> HostSpec:
     return _named(changed, "tuned-thp-defrag", "tuned profile llm-serving sets transparent_hugepage.defrag=always")
 
 
+def tuned_force_latency_child(spec: HostSpec) -> HostSpec:
+    """rigaudit's own power.cstates fix applied on a host run by tuned: the child profile
+    ``/etc/tuned/rigaudit-performance`` (including the active profile, ``[cpu] force_latency=cstate.id_no_zero:1|3``)
+    selected. tuned holds /dev/cpu_dma_latency; the deep states stay enabled in sysfs (force_latency is a PM QoS
+    request, not a ``disable`` write)."""
+    base = spec.os.tuned or "throughput-performance"
+
+    def apply(built: Built) -> None:
+        built.tree.file(
+            "/etc/tuned/rigaudit-performance/tuned.conf",
+            f"[main]\nsummary=rigaudit\ninclude={base}\n\n[cpu]\nforce_latency=cstate.id_no_zero:1|3\n",
+        )
+
+    fault = Fault("tuned-force-latency", "a tuned child profile holds force_latency", apply)
+    changed = replace(spec, os=replace(spec.os, tuned="rigaudit-performance"), faults=(*spec.faults, fault))
+    return _named(changed, "tuned-force-latency", "tuned child profile rigaudit-performance with [cpu] force_latency")
+
+
+def tuned_stopped(spec: HostSpec) -> HostSpec:
+    """tuned stopped (``systemctl stop tuned``) with its last profile still named in /etc/tuned/active_profile: nothing
+    holds what the profile sets (no PM QoS request for force_latency)."""
+
+    def apply(built: Built) -> None:
+        built.tree.command(("systemctl", "is-active", "tuned"), "inactive\n", exit_code=3)
+
+    fault = Fault("tuned-stopped", "tuned stopped", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "tuned-stopped", "tuned stopped, its profile still named")
+
+
 # -- failures whose reason the component itself gives (issue 33: causes before fixes) --------------------------------
 
 

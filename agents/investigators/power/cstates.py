@@ -26,7 +26,9 @@ CSTATES_CHECK = Check(
 LATENCY_PROFILES = frozenset(
     {"latency-performance", "network-latency", "realtime", "cpu-partitioning", "accelerator-performance", "hpc-compute"}
 )
-"""tuned profiles that hold a CPU DMA latency (force_latency): deep states stay unused although enabled in sysfs."""
+"""tuned profiles that hold a CPU DMA latency (force_latency): deep states stay unused although enabled in sysfs.
+Used by name only where the running tuned's profile files are unread; otherwise the profile's own [cpu] force_latency
+decides (``_held_by_tuned``)."""
 _BATCH_FLAGS = ("--max-num-seqs", "--max-running-requests", "--max-batch-size", "--max_batch_size")
 
 
@@ -47,6 +49,21 @@ def latency_bound(servers: tuple[tuple[str, ...], ...]) -> bool | None:
 FORCE_LATENCY = "cstate.id_no_zero:1|3"
 """tuned's [cpu] force_latency that latency-performance sets: hold the exit latency of cpuidle state 1 (C1), 3 us
 where it cannot be read, so no deeper state is entered."""
+
+
+def _held_by_tuned(facts: CpuPowerFacts) -> str | None:
+    """Why a running tuned keeps the deep states unused (its profile's [cpu] force_latency, a PM QoS hold on
+    /dev/cpu_dma_latency), or None. A stopped tuned holds nothing, whatever /etc/tuned/active_profile names."""
+    state = facts.tuned_state
+    if state is None or not state.running:
+        return None
+    value = state.owns("cpu", "force_latency")
+    if value is not None:
+        held = value.startswith("cstate.") or (value.isdigit() and int(value) <= CSTATE_LIMIT_US)
+        return f"tuned's {state.active} profile sets [cpu] force_latency={value}" if held else None
+    if state.unread and facts.tuned in LATENCY_PROFILES:
+        return f"tuned's {state.active} profile (unread here) is one that holds a CPU DMA latency"
+    return None
 
 
 def _by_tuned(facts: CpuPowerFacts, fix: Fix) -> tuple[Fix, str]:
@@ -114,13 +131,13 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
     )
     fix, by_tuned = _by_tuned(facts, fix)
     worst = max(s.latency_us or 0 for s in bad)
-    if facts.tuned in LATENCY_PROFILES:
+    held = _held_by_tuned(facts)
+    if held is not None:
         return ok(
             check,
             AREA,
             title,
-            f"{summary} enabled in sysfs, but tuned's {facts.tuned} profile holds /dev/cpu_dma_latency, so cores never "
-            "enter them",
+            f"{summary} enabled in sysfs, but {held}: it holds /dev/cpu_dma_latency, so cores never enter them",
             expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
             evidence=("file:/etc/tuned/active_profile",),
         )
