@@ -13,9 +13,12 @@ Prints each false ``ok`` and the counts; exit 1 when any was found.
 from __future__ import annotations
 
 import argparse
+import functools
+import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -28,7 +31,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost  # noqa: E402
 from tests.hostgen import ARCHETYPES  # noqa: E402
 from tests.hostgen.cache import snapshot  # noqa: E402
 from tests.support.archetype_cases import FAULTS  # noqa: E402
-from tests.support.mutate import light_copy, set_unreadable  # noqa: E402
+from tests.support.mutate import light_copy, set_command, set_nvml, set_unreadable  # noqa: E402
 
 
 def _verdict(root: Path, check: str) -> str:
@@ -39,14 +42,32 @@ def _verdict(root: Path, check: str) -> str:
     return "absent" if found is None else found.status
 
 
-def _paths(evidence: tuple[str, ...]) -> list[str]:
-    """The files and folders an evidence list names (``file:/p``, ``dir:/p``); globs and other kinds left out."""
-    out = []
+def _unreadable(root: Path, *, path: str) -> None:
+    set_unreadable(root, path)
+
+
+def _denied(root: Path, *, argv: list[str]) -> None:
+    set_command(root, argv, error="denied")
+
+
+def _failing(root: Path, *, fn: str, args: list[int]) -> None:
+    set_nvml(root, fn, args, error="UNKNOWN")
+
+
+def _unreadings(evidence: tuple[str, ...]) -> list[tuple[str, Callable[[Path], None]]]:
+    """How to take each piece of evidence away: a file or folder unreadable (EACCES), a command denied, an NVML
+    call failing (UNKNOWN); globs and other kinds are left out."""
+    out: dict[str, Callable[[Path], None]] = {}
     for ref in evidence:
-        kind, _, path = ref.partition(":")
-        if kind in ("file", "dir") and path.startswith("/") and not any(c in path for c in "*?["):
-            out.append(path)
-    return list(dict.fromkeys(out))
+        kind, _, what = ref.partition(":")
+        if kind in ("file", "dir") and what.startswith("/") and not any(c in what for c in "*?["):
+            out[ref] = functools.partial(_unreadable, path=what)
+        elif kind == "cmd" and what:
+            out[ref] = functools.partial(_denied, argv=what.split(" "))
+        elif kind == "nvml" and (call := re.fullmatch(r"(\w+)\(([\d, ]*)\)", what)):
+            args = [int(a) for a in call.group(2).split(",") if a.strip()]
+            out[ref] = functools.partial(_failing, fn=call.group(1), args=args)
+    return list(out.items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,18 +87,20 @@ def main(argv: list[str] | None = None) -> int:
             options = AuditOptions(areas=[check.partition(".")[0]])
             result = anyio.run(lambda: run_audit(SnapshotHost(source), options=options))
             finding = next(f for f in result.findings if f.check == check)
-            for i, path in enumerate(_paths(finding.evidence)):
+            for i, (ref, take_away) in enumerate(_unreadings(finding.evidence)):
                 copy = light_copy(source, Path(scratch) / f"{n}-{i}")
-                set_unreadable(copy, path)
+                take_away(copy)
                 tried += 1
                 got = _verdict(copy, check)
                 outcomes[got] = outcomes.get(got, 0) + 1
                 if got == "ok":
                     false_ok += 1
-                    print(f"false ok: {spec.name}: {check} with {path} unreadable")
+                    print(f"false ok: {spec.name}: {check} with {ref} unread")
     took = time.perf_counter() - started
     shown = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
-    print(f"{len(cases)} faults, {tried} files made unreadable one at a time ({shown}): {false_ok} false ok ({took:.0f} s)")
+    print(
+        f"{len(cases)} faults, {tried} pieces of evidence taken away one at a time ({shown}): {false_ok} false ok ({took:.0f} s)"
+    )
     return 1 if false_ok else 0
 
 

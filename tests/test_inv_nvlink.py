@@ -10,7 +10,7 @@ import pytest
 from rigaudit.agents.investigators.nvlink import INVESTIGATOR
 from rigaudit.tools.model.finding import Finding
 from tests.support.investigators import audit_snapshot
-from tests.support.mutate import light_copy, set_nvml_many
+from tests.support.mutate import light_copy, set_nvml, set_nvml_many
 
 
 @pytest.fixture
@@ -59,6 +59,15 @@ def test_all_links_up_and_clean_is_ok(snap: Path) -> None:
     assert finding.observed.startswith("18 active links per GPU on 8 GPUs")
     errors = found["nvlink.errors"]
     assert errors.status == "ok" and errors.observed == "replay, recovery and CRC counters 0 on 144 active links"
+
+
+def test_a_link_whose_state_was_not_read_is_no_ok(snap: Path) -> None:
+    """The one link that could be down was not read: unknown, naming it, never ok."""
+    nvlink_host(snap)
+    set_nvml(snap, "nvmlDeviceGetNvLinkState", [5, 11], error="UNKNOWN")
+    finding = audit(snap)
+    assert finding.status == "unknown", finding.observed
+    assert "GPU5 (0000:84:00.0) link 11: UNKNOWN" in finding.observed
 
 
 def test_link_down_where_peers_are_up_is_high_hardware(snap: Path) -> None:
