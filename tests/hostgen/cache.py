@@ -9,8 +9,9 @@ import tempfile
 from pathlib import Path
 
 from tests.hostgen.archetypes import ALL as ARCHETYPES
-from tests.hostgen.build import Built, build, write
+from tests.hostgen.build import Built, build
 from tests.hostgen.spec import HostSpec
+from tests.hostgen.tree import Tree
 
 _ROOTS: list[Path] = []
 _WRITTEN: dict[HostSpec, Path] = {}
@@ -64,7 +65,7 @@ def snapshot(spec: HostSpec) -> Path:
     """The snapshot of ``spec``, written on first use. Read only: copy it (tests/mutate.light_copy) to change it.
 
     A fault variant (``faults.*`` names it ``archetype+fault``) shares, by hard links, the files it has in common
-    with its archetype's snapshot.
+    with its archetype's snapshot; any other host, with a written snapshot of the same CPU or OS (``_kin``).
     """
     if spec not in _WRITTEN:
         target = scratch() / f"{len(_WRITTEN):03d}-{spec.name.replace('+', '_')}"
@@ -72,8 +73,24 @@ def snapshot(spec: HostSpec) -> Path:
         if base is not None and base != spec:
             _WRITTEN[spec] = built(spec).tree.write(target, like=(built(base).tree, snapshot(base)))
         else:
-            _WRITTEN[spec] = write(spec, target)
+            tree = built(spec).tree if spec in ARCHETYPES.values() else build(spec).tree
+            _WRITTEN[spec] = tree.write(target, like=_kin(spec))
+            _KIN.setdefault((spec.cpu, spec.os), (tree, _WRITTEN[spec]))
     return _WRITTEN[spec]
+
+
+_KIN: dict[tuple[object, object], tuple[Tree, Path]] = {}
+"""A written snapshot and its tree for each CPU and OS: what a host no archetype names shares files with."""
+
+
+def _kin(spec: HostSpec) -> tuple[Tree, Path] | None:
+    """The written snapshot of the same CPU and OS, else of the same CPU, else of the same OS (their files are most of
+    a tree), to hard-link the files with the same bytes instead of writing them; None while there is none."""
+    for alike in ((spec.cpu, spec.os), (spec.cpu, None), (None, spec.os)):
+        for (cpu, os_), kin in _KIN.items():
+            if alike[0] in (None, cpu) and alike[1] in (None, os_):
+                return kin
+    return None
 
 
 _BUILT: dict[HostSpec, Built] = {}
