@@ -106,3 +106,11 @@ def test_imex_without_a_channel_is_told_to_create_one() -> None:
     found = _imex(faults.imex_no_channel(TRAY))
     assert (found.status, found.severity) == ("problem", "high"), found.observed
     assert found.fix is not None and "channel0" in found.fix.summary and "reboot" in (found.fix.persist or "")
+
+
+def test_an_xid_on_the_tray_says_nvidias_follow_up_once() -> None:
+    """Second review X4. Before: 'if it repeats, report to NVIDIA support if it repeats': the catalog's follow-up
+    already carries its condition, which the explanation added again (the actions did not)."""
+    finding = by_check(faults.xid(TRAY))["gpu.xid"]
+    assert (finding.status, finding.severity) == ("problem", "critical"), finding.observed
+    assert finding.explanation.count("if it repeats") == 1, finding.explanation

@@ -174,6 +174,11 @@ _BUG_REPORT = CommandAction(
 )
 
 
+def _follow_up(what: str) -> str:
+    """NVIDIA's follow-up for a repeat, said once (catalog entries may carry 'if it repeats' themselves)."""
+    return f"; {what}" if "if it repeats" in what else f"; if it repeats, {what}"
+
+
 def _actions(
     resolution: Resolution, where: Where, gpus: list[Gpu], investigate: list[str], cloud: str | None = None
 ) -> tuple[Action, ...]:
@@ -244,7 +249,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
             if j.memory is not None
             else f"Xid {j.code}: NVIDIA's resolution is to {RESOLUTION_TEXT[j.resolution]}"
         )
-        + (f"; if it repeats, {j.entry.investigate}" if j.entry and j.entry.investigate else "")
+        + (_follow_up(j.entry.investigate) if j.entry and j.entry.investigate else "")
         + "."
         for j in judged
     )
