@@ -166,7 +166,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         expect="clear error",
         reason="--enable-auto-tool-choice",
     ),
-    Behaviour("vllm-short-context", "vLLM --max-model-len 3000: 400 maximum context length", quirks="vllm-short-context"),
+    Behaviour("vllm-short-context", "vLLM --max-model-len 2500: 400 maximum context length", quirks="vllm-short-context"),
     Behaviour("tgi-short-context", "TGI: 422 inputs tokens + max_new_tokens must be <= N", quirks="tgi-short-context"),
     Behaviour(
         "llama.cpp-short-context", "llama-server: 400 exceeds the available context size", quirks="llama.cpp-short-context"
@@ -181,7 +181,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     ),
     Behaviour(
         "ollama-runner",
-        "Ollama's runner keeps num_ctx tokens of a longer opening (the prompt counts 2048)",
+        "Ollama's runner keeps num_ctx tokens of a longer prompt (the prompt counts 2048)",
+        BIG_READS,
         quirks="ollama-runner",
         expect="clear error",
         reason="num_ctx",

@@ -79,10 +79,23 @@ def test_a_cited_finding_is_added_and_every_rule_finding_stands() -> None:
     system, user = request.messages[0]["content"], request.messages[1]["content"]
     assert system.startswith(f"# {AREA} investigator") and SAFETY_PREAMBLE in system
     assert "kernel.iommu" in user and "file:/proc/cmdline = " in user  # rule findings and evidence
-    assert [t["function"]["name"] for t in request.tools] == ["read_file", "list_dir", "nvml", "shell", "report_findings"]
+    assert [t["function"]["name"] for t in request.tools] == ["read_file", "nvml", "shell", "report_findings"]
     exchanges = [e for e in events if isinstance(e, LlmExchange)]
     assert len(exchanges) == 1 and exchanges[0].agent == AREA and exchanges[0].usage["total_tokens"] > 0
     assert brain.book.agents[AREA].requests == 1 and brain.book.total.requests == 1
+
+
+def test_read_file_lists_a_directory_and_list_dir_still_answers() -> None:
+    model = ScriptedModel(
+        [call("read_file", path="/sys/devices/system/node"), call("list_dir", path="/proc/driver"), final({"findings": []})]
+    )
+    _, _, brain, _ = _audit(model)
+    model.assert_complete()
+    listed, old = _tool_texts(model.requests[2])
+    assert listed.startswith("[list_dir result:") and "cite as dir:/sys/devices/system/node" in listed, listed
+    assert "node0" in listed
+    assert old.startswith("[list_dir result:") and "cite as dir:/proc/driver" in old and "nvidia" in old, old
+    assert [s["tool"] for s in brain.runs[AREA].tool_log] == ["list_dir", "list_dir"]
 
 
 def test_findings_citing_nothing_that_was_read_are_dropped() -> None:

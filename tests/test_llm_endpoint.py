@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, calls, fail, final, say
+from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call, calls, fail, final, say
 from rigaudit.orchestrator.cli import main
 from tests.test_llm_support import SEED, rule_findings
 
@@ -129,8 +129,15 @@ def test_agents_lost_to_an_unexpected_error_are_never_an_ok_audit(tmp_path: Path
     assert any("RuntimeError: the connection pool is closed" in p and "(2 agents:" in p for p in data["llm"]["problems"])
 
 
+def _reads_cpuinfo(body: dict[str, Any]) -> Reply:
+    """Each agent reads a long file (its prompt then passes 2,048 tokens at 3 characters a token), then answers."""
+    if any(m.get("role") == "tool" for m in body.get("messages") or []) or not body.get("tools"):
+        return final({"findings": []})
+    return call("read_file", path="/proc/cpuinfo")
+
+
 def test_an_ollama_runner_that_keeps_num_ctx_tokens_of_each_prompt_degrades_the_audit(tmp_path: Path) -> None:
-    with ScriptedOpenAIServer([say("OK")], default=final({"findings": []}), quirks="ollama-runner") as server:
+    with ScriptedOpenAIServer([say("OK")], default=_reads_cpuinfo, quirks="ollama-runner") as server:
         code, data = _audit(server.base_url, tmp_path, "--model", "scripted")
         counted = [r for r in server.requests if r.key != "preflight" and r.prompt_chars > 3 * 2048]
     assert counted  # some agents' prompts are longer than the window at the server's 3 characters a token

@@ -14,11 +14,15 @@ from rigaudit.tools.model.finding import Finding
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import llm_prompt_size
 
+HEADROOM = 110_000
+"""What one tool round in every agent may send (issue 36): the 150,000 bound with room to spare."""
+
 
 def test_the_seed_audit_with_a_tool_round_in_every_agent_stays_within_its_bound() -> None:
     row = llm_prompt_size.measure(llm_prompt_size.SEED, "every-tool")
     assert row["requests"] == 2 * row["agents"] and row["answered"] == row["agents"]
     assert row["prompt_chars"] <= llm_prompt_size.BUDGET
+    assert row["prompt_chars"] <= HEADROOM, f"{row['prompt_chars']:,} prompt characters: {row['by_part']}"
     assert sum(row["by_part"].values()) == row["prompt_chars"]  # the breakdown accounts for every character
     assert all(chars >= 0 for chars in row["by_part"].values())
 
@@ -32,6 +36,13 @@ def test_a_follow_up_keeps_the_judging_and_drops_the_reads() -> None:
         assert "## Judging" in judging or "## Checks" in judging, area
         kept = [part.strip() for part in re.split(r"(?m)^(?=## )", brief) if part.startswith("## ") and "read" not in part[:40]]
         assert kept and all(part in judging for part in kept), area  # every judging section, pitfall, "do not"
+
+
+def test_a_follow_up_leaves_out_the_judging_of_checks_the_rules_settled() -> None:
+    brief = area_brief("gpu")
+    assert "- `gpu.xid`:" in judging_brief(brief) and "- `gpu.thermals`:" in judging_brief(brief)
+    kept = judging_brief(brief, settled={"gpu.xid"})
+    assert "- `gpu.xid`:" not in kept and "- `gpu.thermals`:" in kept and "## Pitfalls" in kept
 
 
 def test_briefs_are_sent_unwrapped() -> None:

@@ -270,7 +270,7 @@ def test_text_that_is_not_a_documented_call_stays_content(content: str) -> None:
 @pytest.mark.parametrize(
     ("family", "status", "reason"),
     [
-        ("tgi-short-context", 422, "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 3000"),
+        ("tgi-short-context", 422, "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2500"),
         ("llama.cpp-short-context", 400, "the request exceeds the available context size"),
     ],
 )

@@ -45,6 +45,8 @@ HISTORY_CHARS = 2400
 """The summaries of earlier rounds resent in all; older ones are dropped."""
 MIN_SHORT_COMPLETION = 256
 """The completion limit of a request resent shorter after a refusal for length."""
+SETTLED = ("ok", "not_applicable")
+"""Rule verdicts a resent opening gives no judging for (the brief's bullet on such a check is left out)."""
 FOLLOWUP_FINDINGS_CHARS = 1200
 """The rule findings in a resent opening."""
 DROPPED = "[an earlier result, dropped to keep the conversation short; read it again if you need it]"
@@ -111,15 +113,17 @@ class AgentRun(Record, frozen=False):
 
     def _followup(self) -> list[Message]:
         """The opening as resent once a tool round happened: the brief's judging sections and the rules of the
-        session (its where-to-read sections left out), the problems and unknowns as sent, the other rule findings
-        by id, the rules' evidence left out (the model reads again what it needs)."""
+        session (its where-to-read sections and its bullets on settled checks left out), the problems and unknowns
+        as sent, the other rule findings by id, the rules' evidence left out (the model reads again what it needs)."""
         user = followup_prompt(
             self.investigator,
             self.probe.host.name,
             self.rule_findings,
             findings_chars=min(self.config.findings_chars, FOLLOWUP_FINDINGS_CHARS),
         )
-        return [{"role": "system", "content": system_prompt(self.area, followup=True)}, {"role": "user", "content": user}]
+        settled = {f.check for f in self.rule_findings if f.status in SETTLED}
+        system = system_prompt(self.area, followup=True, settled=settled)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _opening(self) -> list[Message]:
         evidence = self.probe.evidence_for(self.probe.refs)

@@ -57,7 +57,7 @@ class LlmConfig(Record):
     max_parallel: int = 4
     """Requests in flight at once across all agents."""
     temperature: float | None = None
-    evidence_chars: int = 900
+    evidence_chars: int = 360
     """The evidence summary sent to one agent, in characters."""
     findings_chars: int = 1800
     """The rule findings sent to one agent, in characters."""

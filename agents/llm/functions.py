@@ -50,12 +50,15 @@ class ShellArgs(_Args):
 
 
 ARGUMENTS: dict[str, tuple[type[_Args], str]] = {
-    "read_file": (PathArgs, "Read a file."),
+    "read_file": (PathArgs, "Read a file, or list a directory."),
     "list_dir": (PathArgs, "List a directory."),
-    "nvml": (NvmlArgs, "Call an NVML getter: nvmlDeviceGetPciInfo, args [0] (device index first)."),
-    "shell": (ShellArgs, "Run one read-only command (no pipes, redirections, $(...))."),
+    "nvml": (NvmlArgs, "An NVML getter, e.g. nvmlDeviceGetPciInfo with args [0]."),
+    "shell": (ShellArgs, "One read-only command (no pipes, redirections or $(...))."),
 }
 """Every tool an agent has, with its typed arguments (validated before anything is read or run)."""
+OFFERED = ("read_file", "nvml", "shell")
+"""The tools sent with every request: ``list_dir`` is ``read_file`` of a directory, so it is not sent (each tool's schema
+goes with every request), and a model that calls it all the same is answered."""
 
 SENT_KEYS = ("type", "description", "items", "enum")
 """What a property's schema keeps as sent: every tool's schema goes with every request, so the bounds
@@ -73,14 +76,14 @@ def _schema(model: type[_Args]) -> dict[str, Any]:
 
 
 READ_FUNCTIONS: tuple[dict[str, Any], ...] = tuple(
-    _function(name, text, _schema(model)) for name, (model, text) in ARGUMENTS.items()
+    _function(name, text, _schema(model)) for name, (model, text) in ARGUMENTS.items() if name in OFFERED
 )
 REPORT_FUNCTION = _function(
     "report_findings",
-    "Your answer: findings [{check, status (ok|problem|unknown|not_applicable), severity (a problem's: critical|high|"
-    "medium|low), title, observed, expected, explanation, evidence [refs read], subjects, fix {kind (runtime|restart|"
-    "reboot|firmware|hardware), where (host|hypervisor|container), summary, risk (low|medium|high), verify, revert}}]",
-    {"type": "object", "properties": {"findings": {"type": "array", "items": {"type": "object"}}}, "required": ["findings"]},
+    "Your answer: findings [{check, status ok|problem|unknown|not_applicable, severity (a problem's) critical|high|"
+    "medium|low, title, observed, expected, explanation, evidence [refs read], subjects, fix {kind runtime|restart|"
+    "reboot|firmware|hardware, where host|hypervisor|container, summary, risk low|medium|high, verify, revert}}]",
+    {"type": "object", "properties": {"findings": {"type": "array"}}, "required": ["findings"]},
 )
 """The answer as a tool: its fields told in words (every tool goes with every request); the answer is validated
 on arrival against :data:`~rigaudit.agents.llm.answer.SCHEMA`, which is the ``response_format`` of a final request."""
@@ -206,6 +209,8 @@ class ModelFunctions:
         await self.probe.read(norm)
         ref = file_ref(norm)
         evidence = self.probe.evidence[ref]
+        if evidence.error == "EISDIR" and listable(path, fs) is None:  # a directory: listed, as list_dir would
+            return await self._list_dir(path)
         body = digest_ids(redact_text(evidence.raw), path=norm, content=True) if evidence.ok else f"error: {evidence.error}"
         return FunctionResult(
             _framed("read_file", ref, body, self.output_chars), ref, {"tool": "read_file", "ref": ref, "ok": evidence.ok}
