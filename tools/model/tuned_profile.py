@@ -16,7 +16,7 @@ from rigaudit.tools.model.finding import Action, CommandAction
 TUNED_OVERRIDE = "rigaudit-performance"
 PROFILE_DIR = f"/etc/tuned/{TUNED_OVERRIDE}"
 PROFILE_CONF = f"{PROFILE_DIR}/tuned.conf"
-_FORM = re.compile(rf"write {re.escape(PROFILE_CONF)}: '\[main\]' 'include=([^']+)' (.+) \(the rest of '[^']+' stays as it is\)")
+_FORM = rf"write {re.escape(PROFILE_CONF)}: '\[main\]' 'include=([^']+)' (.+) \(the rest of '[^']+' stays as it is\)"
 
 
 class ProfileWrite(Record):
@@ -41,7 +41,7 @@ def read_write(action: Action) -> ProfileWrite | None:
     """The profile ``action`` writes, or None where it is not a write of rigaudit's child profile."""
     if not isinstance(action, CommandAction) or action.argv:
         return None
-    match = _FORM.fullmatch(action.description)
+    match = re.fullmatch(_FORM, action.description)
     if match is None:
         return None
     settings: dict[str, dict[str, str]] = {}

@@ -23,7 +23,7 @@ IMEX_NODES = "/etc/nvidia-imex/nodes_config.cfg"
 IMEX_LOG = "/var/log/nvidia-imex.log"
 IMEX_CHANNELS = "/dev/nvidia-caps-imex-channels"
 IS_ACTIVE = ("systemctl", "is-active", IMEX_UNIT)
-_NODE_LINE = re.compile(r"^\s*([0-9A-Fa-f.:]+)\s*(?:#.*)?$")
+_NODE_LINE = r"\s*([0-9A-Fa-f.:]+)\s*(?:#.*)?"
 
 
 class ImexFacts(Record):
@@ -62,7 +62,7 @@ async def collect_imex(probe: Probe, proc_devices: str | None) -> ImexFacts:
     path = _nodes_path(config.text())
     nodes = await probe.read(path)
     text = nodes.text()
-    listed = None if text is None else tuple(m.group(1) for line in text.splitlines() if (m := _NODE_LINE.match(line)))
+    listed = None if text is None else tuple(m.group(1) for line in text.splitlines() if (m := re.fullmatch(_NODE_LINE, line)))
     channels = await probe.list_dir(IMEX_CHANNELS)
     facts = ImexFacts(
         state=state,
