@@ -106,3 +106,14 @@ def test_aer_counters_of_a_guest_without_root_ports_are_not_evidence() -> None:
     assert "NVML PCIe replays 0 on 8/8 GPUs" in aer.observed, aer.observed
     bad = by_check(faults.link_degraded(KINDS["azure-nd-h100-v5"]))["pcie.aer"]
     assert bad.status == "ok" and "hypervisor" in bad.observed
+
+
+@pytest.mark.parametrize(
+    ("name", "product"),
+    [("azure-nd-h100-v5", "Virtual Machine"), ("gcp-a3-highgpu-8g", "Google Compute Engine")],
+)
+def test_a_cloud_guest_shows_its_providers_product_name(name: str, product: str) -> None:
+    """Azure and GCP guests show a fixed product name (the size is in the metadata service); only EC2 writes the
+    instance type there (as the aws-p5-vm archetype shows)."""
+    tree = build(KINDS[name]).tree
+    assert tree.text("/sys/devices/virtual/dmi/id/product_name") == product + "\n"

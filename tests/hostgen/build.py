@@ -735,11 +735,7 @@ def _boot_log(built: Built) -> list[tuple[float, str]]:
     ]
     dmi = dict(spec.platform.dmi)
     if built.guest:
-        dmi = (
-            pf.CLOUD_DMI.get(spec.platform.cloud or "kvm", pf.CLOUD_DMI["kvm"])
-            | ({"product_name": spec.platform.instance_type} if spec.platform.instance_type else {})
-            | dict(spec.platform.dmi)
-        )
+        dmi = pf.guest_dmi(spec.platform.cloud, spec.platform.instance_type) | dict(spec.platform.dmi)
         lines.append(
             (0.0, "Hypervisor detected: Microsoft Hyper-V" if spec.platform.vm == "microsoft" else "Hypervisor detected: KVM")
         )
@@ -984,10 +980,7 @@ def _platform(built: Built) -> None:
     p = spec.platform
     vm = p.vm
     if built.guest:
-        dmi = dict(pf.CLOUD_DMI.get(p.cloud or "kvm", pf.CLOUD_DMI["kvm"]))
-        if p.instance_type:
-            dmi["product_name"] = p.instance_type
-        pf.write_dmi(tree, dmi | dict(p.dmi))
+        pf.write_dmi(tree, pf.guest_dmi(p.cloud, p.instance_type) | dict(p.dmi))
         tree.directory("/sys/hypervisor")
     else:
         pf.write_dmi(tree, dict(p.dmi) | {"chassis_type": "23"})

@@ -99,6 +99,15 @@ HOST_MOUNTS = (
 )
 
 
+def guest_dmi(cloud: str | None, instance_type: str) -> dict[str, str]:
+    """The DMI strings of a VM guest: its cloud's (KVM's when none); only EC2 shows the instance type as the product
+    name, Azure shows ``Virtual Machine`` and GCP ``Google Compute Engine`` whatever the size."""
+    dmi = dict(CLOUD_DMI.get(cloud or "kvm", CLOUD_DMI["kvm"]))
+    if instance_type and cloud == "aws":
+        dmi["product_name"] = instance_type
+    return dmi
+
+
 def write_dmi(tree: Tree, values: dict[str, str]) -> None:
     base = "/sys/devices/virtual/dmi/id"
     tree.attrs(base, {k: v for k, v in values.items()})
