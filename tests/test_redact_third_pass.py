@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.tools.redact import redact_text
+from rigaudit.tools.redact import REDACTED, Tally, redact_text
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,34 @@ def test_a_program_s_password_flag_is_redacted_in_every_form_of_its_command_line
     """As an argv, a ``ps`` line, and one word a line (``strings /proc/PID/cmdline``: the program on a line of its own)."""
     for text in (" ".join(argv) + "\n", f"   PID COMMAND\n  4002 {' '.join(argv)}\n", "\n".join(argv) + "\n"):
         assert secret not in redact_text(text), text
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ("[  103.0] app: GET /login?sessionid=k3j9v8q2m1x7c4b6n5z0a8s7 200\n", "k3j9v8q2m1x7c4b6n5z0a8s7"),
+        ("Set: JSESSIONID=node01a2b3c4d5e6f7g8h9; Path=/\n", "node01a2b3c4d5e6f7g8h9"),
+        ("php: PHPSESSID=q1w2e3r4t5y6u7i8o9p0 expired\n", "q1w2e3r4t5y6u7i8o9p0"),
+    ],
+)
+def test_a_session_id_is_redacted(line: str, secret: str) -> None:
+    assert secret not in redact_text(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "secret", "kept"),
+    [
+        ("[  106.0] snmpd: rocommunity onyxLark48p 10.0.0.0/8\n", "onyxLark48p", "10.0.0.0/8"),
+        ("rwcommunity6 tealWren33b\n", "tealWren33b", "rwcommunity6"),
+        ("[  104.0] haproxy: stats auth admin:rubyFalcon26h\n", "rubyFalcon26h", "stats auth"),
+    ],
+)
+def test_snmp_communities_and_haproxy_stats_credentials_are_redacted(line: str, secret: str, kept: str) -> None:
+    out = redact_text(line)
+    assert secret not in out and kept in out
+
+
+def test_a_cookie_header_whose_session_id_was_redacted_is_counted_once() -> None:
+    tally = Tally()
+    out = redact_text("app[999]: Cookie: sessionid=2XCciqCUOoZgemEM8SgrMvM6; theme=dark\n", tally)
+    assert "2XCciq" not in out and out.count(REDACTED) == tally.total() == 1

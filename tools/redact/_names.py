@@ -51,6 +51,9 @@ SECRET_WORDS = frozenset(
         "requirepass",
         "masterauth",
         "psk",
+        "sessionid",
+        "jsessionid",
+        "phpsessid",
     }
 )
 _GLUED = ("password", "passwd", "passphrase", "secret", "credential", "apikey", "authtoken", "accesstoken", "privatekey")

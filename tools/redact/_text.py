@@ -42,7 +42,9 @@ _HEX = re.compile(r"[0-9A-Fa-f:-]+")
 _WHITESPACE = re.compile(r"(\s+)")
 _FLAG_WORD = re.compile(r"(?:^|\s)--?[A-Za-z]")
 """A line that holds a flag: only those can hold a credential flag's value (``ps`` output, scripts)."""
-_NAME_HINT = re.compile(r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat|psk")
+_NAME_HINT = re.compile(
+    r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat|psk|sess|community"
+)
 """Every secret name holds one of these (lower-cased): lines without any need no name rule."""
 
 
@@ -131,7 +133,8 @@ def _pairs(text: str, tally: Tally | None) -> str:
         return m.group(0)[: m.start(3) - m.start(0)] + REDACTED
 
     def cookie(m: re.Match[str]) -> str:
-        _count(tally, "credential")
+        if REDACTED not in m.group(2):  # a cookie named a secret (sessionid=) is counted where it was redacted
+            _count(tally, "credential")
         return m.group(1) + REDACTED
 
     def xml(m: re.Match[str]) -> str:
@@ -182,8 +185,11 @@ _ENTRY = re.compile(
     r"(?P<indent>[ \t]*)value[ \t]*:[ \t]*(?P<value>\S[^\n]*)",
     re.M,
 )
-_DIRECTIVE = re.compile(r"(?<![\w.-])((?:requirepass|masterauth)[ \t]+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)", re.I)
-"""Redis's password directives anywhere in a line (a log line or a comment quoting ``redis.conf``)."""
+_DIRECTIVE = re.compile(
+    r"(?<![\w.-])((?:requirepass|masterauth|r[ow]community6?|stats[ \t]+auth)[ \t]+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)", re.I
+)
+"""Directives whose next word is a password, anywhere in a line (a log line, a comment): Redis's ``requirepass``
+and ``masterauth``, snmpd's ``rocommunity``/``rwcommunity``, HAProxy's ``stats auth USER:PASS``."""
 _WORDS_LINE = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+)(?P<value>[^\s=:#][^\s]*)[ \t]*$", re.M)
 
 
@@ -303,7 +309,7 @@ def _random(text: str, tally: Tally | None) -> str:
 
 
 _QUICK = re.compile(
-    r"[=:$<-]|[A-Za-z0-9+/_]{16}|[Bb]earer|[Bb]asic|[Tt]oken|BEARER|BASIC|TOKEN|[Pp]ass|PASS|[Aa]uth|AUTH|[Ss]ecret|SECRET"
+    r"[=:$<-]|[A-Za-z0-9+/_]{16}|[Bb]earer|[Bb]asic|[Tt]oken|BEARER|BASIC|TOKEN|[Pp]ass|PASS|[Aa]uth|AUTH|[Ss]ecret|SECRET|ommunity"
 )
 """Text without any of these holds no secret (most sysfs values): it is returned at once."""
 
