@@ -47,6 +47,16 @@ def test_an_environment_naming_a_missing_file_outranks_nccl_conf() -> None:
     assert "names /opt/topo.xml (absent)" in found.observed
 
 
+def test_an_environment_naming_a_missing_file_is_corrected_in_the_environment() -> None:
+    """Second review X5. Before: 'add the line NCCL_TOPO_FILE=... to /etc/nccl.conf', which the host already has and
+    which the server's environment outranks: the fix changed nothing."""
+    found = by_check(faults.server_env(AZURE, NCCL_TOPO_FILE="/opt/topo.xml"))[CHECK]
+    assert found.fix is not None, found.observed
+    described = [getattr(a, "description", "") for a in found.fix.actions]
+    assert not any(d.startswith("add the line") for d in described), described
+    assert any("in the server's environment" in d and "outranks" in d for d in described), described
+
+
 def test_unreadable_server_environments_leave_it_unknown() -> None:
     found = by_check(faults.server_environ_unreadable(AZURE))[CHECK]
     assert found.status == "unknown", found.observed

@@ -50,6 +50,8 @@ class TopoChoice(Record):
     """Whether ``path`` is there in the server's filesystem (None: no path)."""
     environ_readable: bool
     in_container: bool
+    from_environment: bool = False
+    """``path`` is the environment's: it outranks the NCCL config files (NCCL applies them only to unset variables)."""
 
 
 def _pick(env: dict[str, str] | None, confs: list[tuple[str, dict[str, str] | None]]) -> tuple[str | None, str | None]:
@@ -76,7 +78,7 @@ async def choose(
     exists = await probe.exists(f"{root}{path}") if path else None
     label = server.label if server else NO_SERVER
     readable = env is None or env[1] is not None
-    return TopoChoice(label, source, path, exists, readable, in_container)
+    return TopoChoice(label, source, path, exists, readable, in_container, where == "environment")
 
 
 __all__ = ["ND_SIZES", "NO_SERVER", "VARIABLE", "TopoChoice", "choose", "nd_size", "shipped_paths"]

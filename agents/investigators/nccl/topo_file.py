@@ -86,6 +86,14 @@ def _fix(f: NcclFacts, stem: str, bad: list[TopoChoice]) -> Fix:
                 "pod's env) and mount the file into it read-only (-v /opt/microsoft:/opt/microsoft:ro)"
             )
         )
+    elif any(c.from_environment for c in bad):
+        actions.append(
+            CommandAction(
+                description=f"correct {VARIABLE} in the server's environment (its unit's Environment=, its launch "
+                f"script) to {target}, or remove it there so /etc/nccl.conf's line applies: the environment outranks "
+                "NCCL's config files, so a line in /etc/nccl.conf alone changes nothing"
+            )
+        )
     else:
         actions.append(
             CommandAction(
