@@ -5,7 +5,8 @@ cooling or power misbehaves, or that fell off the bus, is what the provider docu
 restart of the VM, then a deallocate and start (it moves the VM to other hardware) and a report through Guest Health
 Reporting or support; on GCP and AWS a stop and start of the instance (a reboot keeps the same hardware) and a case
 with support. The report names each board by serial and UUID: the guest's PCI addresses and GPU indices mean nothing
-to the provider.
+to the provider. A BIOS/UEFI setting, Resizable BAR or a PCIe register under the GPUs is the provider's too: the guest
+cannot change it (a register write from a guest may never reach the device), so the fix is a report to the provider.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 from rigaudit.agents.facts.gpu_address import gpu_identity
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.tools.model.finding import Action, CommandAction, Fix
+from rigaudit.tools.model.finding import Action, CommandAction, Fix, PciRegisterAction
 
 _NAMES = {"azure": "Azure", "gcp": "GCP", "aws": "AWS", "oci": "OCI"}
 _STOP_START = {
@@ -69,7 +70,11 @@ def for_cloud(fix: Fix, platform: Platform, gpus: Iterable[Gpu] = (), also: tupl
     """``fix`` as a cloud user can carry it out: unchanged unless it is a hardware fix or a reboot for the provider's
     layer; ``also`` are steps of ``fix`` that stay the guest's (collect a bug report first)."""
     cloud = platform.cloud
-    if fix.kind not in ("hardware", "reboot") or fix.where != "hypervisor" or not platform.in_vm or not cloud:
+    if not platform.in_vm or not cloud:
+        return fix
+    if (fix.kind == "firmware" and fix.where == "hypervisor") or any(isinstance(a, PciRegisterAction) for a in fix.actions):
+        return _provider_setting(fix, cloud, gpus)
+    if fix.kind not in ("hardware", "reboot") or fix.where != "hypervisor":
         return fix
     summary, actions = provider_steps(cloud, gpus)
     return fix.model_copy(
@@ -78,5 +83,27 @@ def for_cloud(fix: Fix, platform: Platform, gpus: Iterable[Gpu] = (), also: tupl
             "actions": (*also, *actions),
             "revert": "none",
             "persist": "a new host keeps the instance off the faulty hardware",
+        }
+    )
+
+
+def _provider_setting(fix: Fix, cloud: str, gpus: Iterable[Gpu]) -> Fix:
+    """A firmware setting or a device register under a cloud guest's GPUs: the provider's, reported to it."""
+    name = cloud_name(cloud)
+    named = "; ".join(gpu_identity(g) for g in gpus) or "the GPUs named in this finding, by serial and UUID"
+    return fix.model_copy(
+        update={
+            "where": "hypervisor",
+            "summary": f"Cloud instance ({name}): the firmware and the PCIe settings under the GPUs are the "
+            f"provider's; the guest cannot change them (a register write from the guest may never reach the device). "
+            f"Report it to {name} support, naming the GPUs by serial and UUID",
+            "actions": (
+                CommandAction(
+                    description=f"open a case with {name} support naming {named}, quoting this finding's observed "
+                    "and expected values; nothing in the guest changes it"
+                ),
+            ),
+            "revert": "none",
+            "persist": "",
         }
     )

@@ -478,6 +478,7 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("geforce-4x4090", faults.bar1_small, {}, "firmware.rebar", "low@host"),
     ("geforce-4x4090", patched_p2p_with_small_bar1, {}, "firmware.rebar", "medium@host"),
     ("gcp-g2-2xl4-vm", faults.bar1_small, {}, "firmware.rebar", "low@hypervisor"),
+    ("aws-p5-vm", faults.max_read_request, {}, "pcie.mrrs", "low@hypervisor"),
     ("hgx-h100-jammy", faults.max_read_request, {}, "pcie.mrrs", "low@host"),
     ("aws-p5-vm", faults.xid, {}, "gpu.xid", "critical@hypervisor"),
     ("k8s-pod-h100", faults.xid, {}, "gpu.xid", "unknown"),
@@ -538,6 +539,20 @@ def assert_no_reseat_in_a_cloud(name: str, result: AuditResult) -> None:
             words = " ".join(a.description for a in fix.actions if isinstance(a, CommandAction)).lower()
             assert "stop and start" in words and "reseat" not in words, f"{name}: {finding.check}: {words}"
             assert "uuid" in words or "serial" in words, f"{name}: {finding.check} names no GPU the provider can match"
+
+
+def assert_no_firmware_setting_in_a_cloud(name: str, result: AuditResult) -> None:
+    """In a named cloud the BIOS, the firmware and the PCIe registers under the GPUs are the provider's: no step tells
+    the customer to change a BIOS/UEFI setting or to write a device register from the guest."""
+    if not re.search(r"VM \(\w+, \w+\)", result.host.facts.get("platform", "")):
+        return  # not a VM in a named cloud
+    for finding in result.findings:
+        fix = finding.fix
+        if fix is None:
+            continue
+        assert not any(isinstance(a, PciRegisterAction) for a in fix.actions), f"{name}: {finding.check}: a register write"
+        words = " ".join(a.description for a in fix.actions if isinstance(a, CommandAction)).lower()
+        assert not re.search(r"\bbios\b|\buefi\b|setpci", words), f"{name}: {finding.check}: {words}"
 
 
 def assert_no_address_of_another_layer(name: str, result: AuditResult) -> None:
@@ -602,6 +617,7 @@ def slice_tests(piece: int) -> tuple[Callable[..., None], Callable[..., None], C
     def test_every_fix_holds_on_its_layer(spec: HostSpec) -> None:
         result = audited(spec)
         assert_no_reseat_in_a_cloud(spec.name, result)
+        assert_no_firmware_setting_in_a_cloud(spec.name, result)
         assert_no_address_of_another_layer(spec.name, result)
 
     return test_archetype_verdicts, test_fault_verdicts, test_every_fix_holds_on_its_layer

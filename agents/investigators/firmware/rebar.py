@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_models import product_line
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.firmware import premises
 from rigaudit.agents.investigators.firmware.facts import AREA, NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -110,6 +111,7 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
         verify="nvidia-smi -q -d MEMORY: BAR1 Memory Usage Total at least the framebuffer size; lspci -vvv: "
         "'Physical Resizable BAR: BAR 1: current size' at the largest supported size",
     )
+    fix = for_cloud(fix, facts.platform, [g.gpu for g in small])  # a cloud's firmware: the provider's
     return problem(
         check,
         AREA,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
@@ -103,6 +104,7 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
         + " ".join(f"ExecStart=/usr/bin/setpci -s {b} CAP_EXP+8.w=5000:7000" for b in bdfs)
         + " (Type=oneshot, WantedBy=multi-user.target), then systemctl enable rigaudit-mrrs",
     )
+    fix = for_cloud(fix, facts.platform, low)  # a cloud's guest cannot reach the register
     return problem(
         check,
         AREA,
