@@ -70,7 +70,13 @@ def test_mig_not_supported_is_not_applicable(snap: Path) -> None:
     assert audit(snap)["cuda.mig"].status == "not_applicable"
 
 
+def _server_on_gpu0(snap: Path) -> None:
+    add_process(snap, 1000, ["/opt/venv/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--tp", "2"])
+    set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [0], [{"pid": 1000, "usedGpuMemory": 80 * GIB}])
+
+
 def test_memory_held_by_a_foreign_process_is_a_problem(snap: Path) -> None:
+    _server_on_gpu0(snap)
     set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [2], [{"pid": 4242, "usedGpuMemory": 20 * GIB}])
     add_process(snap, 4242, ["python3", "train.py", "--epochs", "3"])
     finding = audit(snap)["cuda.memory_in_use"]
@@ -78,6 +84,26 @@ def test_memory_held_by_a_foreign_process_is_a_problem(snap: Path) -> None:
     assert "pid 4242 (python3 train.py --epochs 3) 20.0 GiB on GPU2" in finding.observed
     assert finding.fix is not None and finding.fix.kind == "restart"
     assert finding.subjects == ("GPU2 (0000:43:00.0)",)
+
+
+@pytest.mark.parametrize(
+    "argv", [["python3", "serve_model.py", "--port", "8000"], ["/usr/local/bin/python3", "-m", "my_company.api"]]
+)
+def test_with_no_server_known_a_gpu_process_may_be_the_server_itself(snap: Path, argv: list[str]) -> None:
+    """A custom server is a process rigaudit does not know: never told to stop it, nor called foreign."""
+    set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [0], [{"pid": 513, "usedGpuMemory": GIB}])
+    add_process(snap, 513, argv)
+    finding = audit(snap)["cuda.memory_in_use"]
+    assert finding.status == "unknown" and finding.fix is None, finding.observed
+    assert "none is an inference server rigaudit knows" in finding.observed and "if one is your server" in finding.observed
+
+
+def test_an_ollama_runner_is_a_server(snap: Path) -> None:
+    add_process(
+        snap, 700, ["/usr/local/bin/ollama", "runner", "--model", "/root/.ollama/models/blobs/sha256-x", "--port", "41633"]
+    )
+    set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [0], [{"pid": 700, "usedGpuMemory": 9 * GIB}])
+    assert audit(snap)["cuda.memory_in_use"].status == "ok"
 
 
 def test_memory_held_by_the_server_and_its_spawned_workers_is_ok(snap: Path) -> None:
@@ -124,7 +150,8 @@ def test_unrecorded_calls_are_unknown_not_guessed(snap: Path) -> None:
 
 
 def test_foreign_process_command_line_is_redacted(snap: Path) -> None:
-    set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [0], [{"pid": 4343, "usedGpuMemory": GIB}])
+    _server_on_gpu0(snap)
+    set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [1], [{"pid": 4343, "usedGpuMemory": GIB}])
     add_process(snap, 4343, ["python3", "bot.py", "--api-key", "s3cr3t-value"])
     finding = audit(snap)["cuda.memory_in_use"]
     assert finding.status == "problem"

@@ -18,6 +18,12 @@ SERVER_MARKERS: tuple[str, ...] = (
     "lmdeploy",
     "llama-server",
     "tritonserver",
+    "ollama",
+    "aphrodite",
+    "mlc_llm",
+    "lorax-launcher",
+    "mistralrs-server",
+    "llamafile",
 )
 """Substrings (lower case) of a command line that mark an inference server or one of its workers."""
 

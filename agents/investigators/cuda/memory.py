@@ -52,6 +52,17 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
     procs = f.scan.gpu_processes
     others = [p for p in procs if p.argv is not None and not p.server]
     unidentified = [p for p in procs if p.argv is None]
+    if others and not f.scan.servers:  # none known: one of them may be the server (a custom one, or one not listed)
+        held = sum(p.used_bytes or 0 for p in others)
+        return unknown(
+            check,
+            AREA,
+            title,
+            f"{len(others)} processes hold {gib_text(held)} on the GPUs and none is an inference server rigaudit knows "
+            f"({'; '.join(_proc_text(p) for p in others[:4])}): if one is your server, that memory is its own; any other "
+            "holds memory the server cannot use for its KV cache",
+            evidence=refs,
+        )
     if others:
         pids = sorted({p.pid for p in others})
         fix = Fix(
