@@ -200,6 +200,11 @@ async def _apply_until_stopped(
         if done is None:  # cancelled while working: ``interrupted`` said what was done
             raise KeyboardInterrupt
         done.interrupted = done.interrupted or stop.cancelled_caught
+    except Exception as failed:  # the task group wraps what apply_plan raised in a group: raise it as itself
+        inner: tuple[BaseException, ...] = getattr(failed, "exceptions", ())
+        if len(inner) == 1 and isinstance(inner[0], Exception):
+            raise inner[0] from None
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             await host.aclose()

@@ -110,6 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     for path, what in ((args.journal, "--journal"), (args.emit_script, "--emit-script")):
         if path is not None:
             check_writable(path, what)
+    if args.journal is not None and args.journal.is_file() and args.journal.stat().st_size > 0:
+        raise UsageError(f"--journal {args.journal}: a journal already exists there (choose another --journal)")
     plan, plan_host = load_plan_file(args.plan) if args.plan is not None else (None, None)
     report, note = choose_report(args.report, anyio.run(identify, source))
     request = ApplyRequest(
