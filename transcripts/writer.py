@@ -60,7 +60,9 @@ class TranscriptWriter:
         self.events_written = 0
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if self.path.is_symlink():  # replaced, never followed (a link planted in a shared folder)
+            self.path.unlink()
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         self._file = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         self._closed = False
         self._flushed = time.monotonic()
