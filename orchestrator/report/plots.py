@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console, RenderableType
 
 from rigaudit.tools.bench.p2p import FAR_BELOW, NEAR_LIMIT, share_of_limit
+from rigaudit.tools.files.outputs import Kind, OutputRefused, check_output
 from rigaudit.tools.model.events.audit import PcieDevice
 
 INSTALL_HINT = "pip install 'rigaudit[plots]'"
@@ -44,14 +45,26 @@ def as_text(renderable: RenderableType, width: int = 100) -> str:
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
+def _refused(folder: Path) -> str | None:
+    """Why the images folder may not be written (a link another user planted in a shared folder), or ``None``."""
+    try:
+        check_output(folder, "the report's images folder", Kind.FOLDER)
+    except OutputRefused as exc:
+        return str(exc)
+    return None
+
+
 def picture_markdown(name: str, title: str, report: Path, draw: Draw, text: RenderableType | None) -> str:
     """Markdown for one picture: the image (drawn now beside ``report``) and the text picture."""
     parts: list[str] = []
     plt = pyplot()
+    folder = report.with_name(f"{report.stem}-images")
+    refused = _refused(folder) if plt is not None else None
     if plt is None:
         parts.append(f"_{title}: the image needs matplotlib ({INSTALL_HINT}); the text picture follows._")
+    elif refused is not None:
+        parts.append(f"_{title}: the image was not drawn ({refused}); the text picture follows._")
     else:
-        folder = report.with_name(f"{report.stem}-images")
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         image = folder / f"{name}-{stamp}.png"
         folder.mkdir(parents=True, exist_ok=True)
