@@ -32,7 +32,18 @@ def test_a_marketplace_image_without_the_file_is_a_medium_restart_fix() -> None:
     words = " ".join([found.fix.summary, *(a.description for a in found.fix.actions)])
     assert "NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in words and "/etc/nccl.conf" in words, words
     assert "azhpc-images" in words and "restart the inference server" in words, words
-    assert "span 8 GPUs" in found.observed and "own PCI domain" in found.explanation
+    assert "talks to other nodes (pid 3120: NCCL_IB_HCA" in found.observed and "own PCI domain" in found.explanation
+
+
+def test_a_server_that_talks_to_no_other_node_needs_the_file_little() -> None:
+    """TP 8 inside the VM stays on NVLink, which NCCL finds without the file: low, medium once a server crosses nodes."""
+    local = tuple(
+        replace(p, env=tuple((k, v) for k, v in p.env if not k.startswith(("NCCL_IB", "UCX_")))) for p in AZURE.processes
+    )
+    spec = faults.nccl_topo_unset(replace(AZURE, processes=local))
+    found = by_check(spec)[CHECK]
+    assert (found.status, found.severity) == ("problem", "low"), found.observed
+    assert "no server here talks to other nodes" in found.observed
 
 
 def test_the_servers_environment_naming_the_file_is_ok_without_nccl_conf() -> None:

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.nvlink_management import rdma_devices
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
+from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.agents.investigators.nccl.topo_facts import TopoChoice, choose, nd_size, shipped_paths
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
 from rigaudit.tools.core.record import Record, replace
@@ -44,6 +45,8 @@ class NcclFacts(Record):
     """On an Azure VM: the NCCL topology file each server loads (nccl.topo_file); empty elsewhere."""
     shipped: tuple[str, ...] = ()
     """Azure's topology file of this ND size and its link, those present on this host."""
+    internode: Internode | None = None
+    """On an Azure VM: whether a server talks to other nodes (its collectives cross the NICs)."""
 
 
 def parse_nccl_conf(text: str) -> dict[str, str]:
@@ -107,7 +110,8 @@ async def collect(probe: Probe) -> NcclFacts:
     if size is None:
         return facts
     shipped = [p for p in shipped_paths(size[1]) if await probe.exists(p)]
-    return replace(facts, topo=await _topo_choices(probe, scan, sources, platform), shipped=tuple(shipped))
+    topo = await _topo_choices(probe, scan, sources, platform)
+    return replace(facts, topo=topo, shipped=tuple(shipped), internode=await collect_internode(probe))
 
 
 async def _topo_choices(probe: Probe, scan: ServerScan, sources: list[EnvSource], platform: Platform) -> tuple[TopoChoice, ...]:

@@ -16,8 +16,8 @@ NCCL_TOPO_FILE_CHECK = Check(
     reads="`NCCL_TOPO_FILE` in the servers' `/proc/PID/environ`, `~/.nccl.conf` and `/etc/nccl.conf` (the server's own "
     "filesystem), the file it names, Azure's `/opt/microsoft/nd*-topo.xml`; NVML's GPU model (which ND size)",
     problem="an ND-class guest (ND40rs_v2, ND A100 v4, ND H100/H200 v5) whose servers' NCCL is pointed at no topology "
-    "file, or at one that is not there: NCCL cannot see the GPU/NIC affinity through Hyper-V's vPCI (medium for "
-    "multi-GPU collectives); not on Azure: not applicable",
+    "file, or at one that is not there: NCCL cannot see the GPU/NIC affinity through Hyper-V's vPCI (medium where a "
+    "server's collectives cross nodes, else low); not on Azure: not applicable",
     fix="set `NCCL_TOPO_FILE` to Azure's file for the size in `/etc/nccl.conf` or the server's environment, restart it",
     kinds=("restart",),
     premises=(premises.PLATFORM, premises.GPUS, premises.SERVERS),
@@ -61,10 +61,11 @@ def _grouped(choices: tuple[TopoChoice, ...]) -> str:
 def _severity(f: NcclFacts) -> tuple[Severity, str]:
     if not f.scan.servers:
         return "low", "no server visible: medium for a server whose collectives span GPUs or nodes"
-    held = {p.gpu_index for p in f.scan.gpu_processes if p.server}
-    if (f.p2p.tp or 0) > 1 or len(held) > 1:
-        return "medium", f"the servers' collectives span {max(f.p2p.tp or 0, len(held))} GPUs"
-    return "low", "one GPU per server: no collective crosses GPUs here (medium once one does)"
+    if f.internode is not None and f.internode.used:
+        return "medium", "a server talks to other nodes (" + ", ".join(
+            f.internode.signals[:3]
+        ) + "): its collectives cross the NICs"
+    return "low", "no server here talks to other nodes: its collectives stay on NVLink inside this VM (medium once one does)"
 
 
 def _fix(f: NcclFacts, stem: str, bad: list[TopoChoice]) -> Fix:
