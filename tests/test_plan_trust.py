@@ -121,7 +121,12 @@ def _step_the_rules_do_not_give(audit: Audit) -> None:
     audit["plan"]["steps"].append(step)
 
 
+def _later_schema(audit: Audit) -> None:
+    audit["schema"] = "rigaudit.audit/99"
+
+
 REFUSED: dict[str, tuple[Callable[[Audit], None], str]] = {
+    "an audit of another schema": (_later_schema, "not an `audit --json` result"),
     "the demo's plan, named like this machine": (_demo_named_vm, "records no machine identity (machine-id or product uuid)"),
     "another machine's plan": (_other_machine, "not vm (machine-id"),
     "nr_hugepages 99999999 under a step": (_nr_hugepages, "step numa.balancing: it changes vm.nr_hugepages = 99999999"),

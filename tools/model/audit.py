@@ -104,6 +104,14 @@ class AuditResult(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _this_schema(cls, data: Any) -> Any:
+        """An audit of another schema (a later release's, or a crafted one) is not read as this one."""
+        if isinstance(data, dict) and data.get("schema", AUDIT_SCHEMA) != AUDIT_SCHEMA:
+            raise ValueError(f"schema {str(data.get('schema'))[:60]!r} is not {AUDIT_SCHEMA!r}")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _suggestions_apart(cls, data: Any) -> Any:
         """A model's finding is a suggestion wherever it was put (an audit of an older release kept them among the
         rules' findings, and their steps in the plan): it moves apart, its step goes."""
