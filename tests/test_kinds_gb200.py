@@ -114,3 +114,10 @@ def test_an_xid_on_the_tray_says_nvidias_follow_up_once() -> None:
     finding = by_check(faults.xid(TRAY))["gpu.xid"]
     assert (finding.status, finding.severity) == ("problem", "critical"), finding.observed
     assert finding.explanation.count("if it repeats") == 1, finding.explanation
+
+
+def test_a_tray_whose_rack_fabric_is_not_up_words_its_links_for_the_tray() -> None:
+    """A compute tray has no fabric manager: its links wait on the rack's NVLink switch trays."""
+    links = by_check(faults.rack_fabric_not_up(TRAY))["nvlink.links"]
+    assert links.status == "unknown" and "switch trays" in links.observed, links.observed
+    assert "NVSwitch fabric" not in links.observed and "the fabric manager trains" not in links.observed

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
+from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.agents.investigators.nvlink import premises
 from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, AREA, NvlinkFacts, hardware_fix, no_nvlink_reason
 from rigaudit.tools.hosts.probe import nvml_ref
@@ -50,14 +53,23 @@ def judge_links(f: NvlinkFacts) -> Finding:
             "not an NVLink port)"
         )
         return not_applicable(check, AREA, title, why, evidence=refs)
+    tray = any(re.search(RACK_GPUS, g.name or "") for g in f.inventory.gpus)  # a rack's fabric is its switch trays'
     if not any(active.values()) and f.fabric_pending:
         return unknown(
             check,
             AREA,
             title,
-            f"no active NVLink on {len(f.states)} GPUs, and NVML reports the NVSwitch fabric of {len(f.fabric_pending)} "
-            "of them not completed: the fabric manager trains and programs these links, so they come up with it (see "
-            "driver.fabricmanager); judge the links once it runs",
+            f"no active NVLink on {len(f.states)} GPUs, and NVML reports the "
+            + ("rack's NVLink fabric" if tray else "NVSwitch fabric")
+            + f" of {len(f.fabric_pending)} of them "
+            + (
+                "not completed: on this rack's compute tray the rack's NVLink switch trays (their fabric manager on "
+                "NVOS) train and program these links, so they come up with the rack's fabric (see "
+                "driver.fabricmanager); judge the links once it is up"
+                if tray
+                else "not completed: the fabric manager trains and programs these links, so they come up with it (see "
+                "driver.fabricmanager); judge the links once it runs"
+            ),
             evidence=(*refs, *(nvml_ref("nvmlDeviceGetGpuFabricInfo", (i,)) for i in f.fabric_pending[:4])),
         )
     if not any(active.values()):
