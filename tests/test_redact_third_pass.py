@@ -76,3 +76,26 @@ def test_a_cookie_header_whose_session_id_was_redacted_is_counted_once() -> None
     tally = Tally()
     out = redact_text("app[999]: Cookie: sessionid=2XCciqCUOoZgemEM8SgrMvM6; theme=dark\n", tally)
     assert "2XCciq" not in out and out.count(REDACTED) == tally.total() == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "secret", "kept"),
+    [
+        (["htpasswd", "-b", "/etc/nginx/.htpasswd", "ops", "tealOtter42q"], "tealOtter42q", "ops"),
+        (["htpasswd", "-nbB", "ops", "tealOtter42q"], "tealOtter42q", "ops"),
+        (["mc", "alias", "set", "minio", "http://10.0.0.5:9000", "minioadmin", "plumGecko88w"], "plumGecko88w", "minioadmin"),
+        (["mc", "config", "host", "add", "s3", "https://s3.example", "AKIA1", "plumGecko88w"], "plumGecko88w", "s3"),
+    ],
+)
+def test_a_password_given_as_a_plain_argument_is_redacted_where_the_program_puts_it(
+    argv: list[str], secret: str, kept: str
+) -> None:
+    """Programs that take the secret as an argument at a fixed place, in every form of their command line."""
+    for text in (" ".join(argv) + "\n", f"   PID COMMAND\n  4002 {' '.join(argv)}\n", "\n".join(argv) + "\n"):
+        out = redact_text(text)
+        assert secret not in out and kept in out, out
+
+
+def test_plain_arguments_of_those_programs_elsewhere_are_kept() -> None:
+    for line in ("htpasswd -c /etc/nginx/.htpasswd ops\n", "mc ls minio/models/llama-70b\n", "mc cp a.bin minio/x/y\n"):
+        assert REDACTED not in redact_text(line), line

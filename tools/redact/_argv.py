@@ -40,7 +40,9 @@ _LOGIN_KEY = frozenset({"wandb"})
 """Programs whose ``login`` takes the key itself as its next word (``wandb login KEY``)."""
 _USERPASS = frozenset({"-u", "--user", "-U", "--proxy-user"})
 _URL_TOOLS = frozenset({"curl", "wget", "http", "https", "xh", "httpie"})
-_KNOWN = _MYSQL | frozenset(_NEXT) | _LOGIN | _LOGIN_KEY | _URL_TOOLS
+_POSITIONAL = frozenset({"htpasswd", "mc", "mcli"})
+"""Programs that take a secret as a plain argument at a fixed place (:func:`_secret_place`)."""
+_KNOWN = _MYSQL | frozenset(_NEXT) | _LOGIN | _LOGIN_KEY | _URL_TOOLS | _POSITIONAL
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 _FLAG = re.compile(r"(--?[A-Za-z][A-Za-z0-9_.-]*)(?:=(.*))?", re.DOTALL)
@@ -65,6 +67,17 @@ def _plain(word: str) -> bool:
     return "://" in bare or bare.startswith(("/", "./", "~")) or _NUMBER.fullmatch(bare) is not None
 
 
+def _secret_place(program: str, flags: str, before: Sequence[str]) -> bool:
+    """Whether the next plain argument, after the arguments ``before`` it, is a secret by the program's usage:
+    ``htpasswd -b FILE USER PASSWORD`` (``-nb USER PASSWORD``), ``mc alias set NAME URL ACCESS SECRET`` and
+    ``mc config host add NAME URL ACCESS SECRET``."""
+    if program == "htpasswd":
+        return "b" in flags and len(before) == (1 if "n" in flags else 2)
+    if list(before[:2]) == ["alias", "set"]:
+        return len(before) == 5
+    return list(before[:3]) == ["config", "host", "add"] and len(before) == 6
+
+
 class ArgvWalk:
     """One left-to-right pass over the words of a command line."""
 
@@ -72,6 +85,10 @@ class ArgvWalk:
         self.tally = tally
         self.program = ""
         self.login = False
+        self.flags = ""
+        """The short flags given so far to a program of :data:`_POSITIONAL` (``-nbB``: ``nbB``)."""
+        self.plain: list[str] = []
+        """Its plain arguments so far."""
         self.hide: str | None = None
         """How the next word is a secret: ``all`` (the whole word), ``key`` (unless a URL, path or number)
         or ``userpass`` (after its colon)."""
@@ -116,6 +133,8 @@ class ArgvWalk:
                 return self._hidden(word)
             self.hide = None
         if word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word):
+            if self.program in _POSITIONAL and not word.startswith("--"):
+                self.flags += word[1:]
             return self._flag(word, next_word)
         assign = _ASSIGN.fullmatch(word)
         if assign:
@@ -126,8 +145,15 @@ class ArgvWalk:
                 return word
             # a quoted command line in a record (audit's cmdline="curl -u ..."): its first word is a program
         base = _program(word)
+        if self.program in _POSITIONAL and base != self.program:
+            secret = _secret_place(self.program, self.flags, self.plain) and word != REDACTED
+            self.plain.append(word)
+            if secret:
+                self._count()
+                return REDACTED
+            return word
         if not self.program or base in _KNOWN:
-            self.program, self.login = base, False
+            self.program, self.login, self.flags, self.plain = base, False, "", []
         elif self.program in _LOGIN and word == "login":
             self.login = True
         elif self.program in _LOGIN_KEY and word == "login":

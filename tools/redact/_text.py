@@ -40,7 +40,8 @@ _XML = re.compile(r"<([A-Za-z_][\w.-]*)(\s[^<>]*)?>([^<]{1,4096})</\1\s*>")
 _SCALAR = re.compile(r"[\"']?(?:-?\d+(?:\.\d+)?|0x[0-9A-Fa-f]+|true|false|yes|no|on|off|none|null|nil|\*+)[\"']?", re.I)
 _HEX = re.compile(r"[0-9A-Fa-f:-]+")
 _WHITESPACE = re.compile(r"(\s+)")
-_FLAG_WORD = re.compile(r"(?:^|\s)--?[A-Za-z]")
+_ARGV_HINT = re.compile(r"(?:^|\s)--?[A-Za-z]|\bmc(?:li)?\s+(?:alias\s+set|config\s+host\s+add)\s")
+"""A line worth walking as a command line: a flag, or a program that takes a secret as a plain argument."""
 """A line that holds a flag: only those can hold a credential flag's value (``ps`` output, scripts)."""
 _NAME_HINT = re.compile(
     r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat|psk|sess|community"
@@ -246,7 +247,7 @@ def _options(text: str, tally: Tally | None) -> str:
 
     Lines of one word each (``strings /proc/PID/cmdline``, ``tr '\\0' '\\n'``) are one command, its program
     on the first of them: a flag on one line and its value on the next are read together."""
-    if not _FLAG_WORD.search(text):
+    if not _ARGV_HINT.search(text):
         return text
     out = []
     walk: ArgvWalk | None = None
@@ -254,7 +255,7 @@ def _options(text: str, tally: Tally | None) -> str:
         words = line.split()
         if len(words) != 1:
             walk = None
-        if walk is None and len(words) != 1 and not _FLAG_WORD.search(line):
+        if walk is None and len(words) != 1 and not _ARGV_HINT.search(line):
             out.append(line)
             continue
         if walk is None or len(words) != 1:
