@@ -121,3 +121,12 @@ def test_a_tray_whose_rack_fabric_is_not_up_words_its_links_for_the_tray() -> No
     links = by_check(faults.rack_fabric_not_up(TRAY))["nvlink.links"]
     assert links.status == "unknown" and "switch trays" in links.observed, links.observed
     assert "NVSwitch fabric" not in links.observed and "the fabric manager trains" not in links.observed
+
+
+def test_a_tray_whose_rack_fabric_is_not_up_words_p2p_for_any_fabric() -> None:
+    """p2p.status names the NVLink fabric and sends to driver.fabricmanager, which says where it runs (the rack's
+    switch trays here): never an NVSwitch fabric of the tray's own."""
+    p2p = by_check(faults.rack_fabric_not_up(TRAY))["p2p.status"]
+    assert p2p.status == "problem" and p2p.fix is not None, p2p.observed
+    words = " ".join([p2p.explanation, p2p.fix.summary, *(a.description for a in p2p.fix.actions)])
+    assert "NVSwitch fabric" not in words and "driver.fabricmanager" in words, words

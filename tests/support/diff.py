@@ -9,7 +9,6 @@ import atexit
 import functools
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,6 +21,7 @@ from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.support.mutate import light_copy, set_command, set_file, set_nvml
+from tests.support.ram import ram_base
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SEED = FIXTURES / "seed-lxc-8x-rtxpro6000"
@@ -31,8 +31,9 @@ DEVCTL_HIGH = 0x78 + 8 + 1
 
 
 def _scratch_root() -> Path:
-    shm = Path("/dev/shm")
-    folder = Path(tempfile.mkdtemp(prefix="rigaudit-difftest-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
+    """/dev/shm when it has room for a session (tests.support.ram: a /dev/shm shared by several runs fills up), else
+    the default temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="rigaudit-difftest-", dir=ram_base()))
     atexit.register(shutil.rmtree, folder, True)
     return folder
 

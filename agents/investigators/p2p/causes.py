@@ -70,7 +70,7 @@ def cause(pair: PairView, c: Context) -> Cause:
     if pair.codes == {2}:
         return "gpu_mode"
     if pair.a in c.p2p.fabric_pending or pair.b in c.p2p.fabric_pending:
-        # An NVSwitch fabric not completed decides, whatever the PCIe path (a VM's flat guest bus included).
+        # An NVLink fabric not completed decides, whatever the PCIe path (a VM's flat guest bus included).
         return "fabric"
     if pair.nvlink:
         return "nvlink_fabric"
@@ -114,8 +114,9 @@ WHY: dict[Cause, str] = {
     "regkey": "a driver registry key (NVreg_RegistryDwords) disables peer-to-peer",
     "gpu_mode": "the driver says the GPU itself refuses peer-to-peer (GPU_NOT_SUPPORTED) although the model supports "
     "it: a vGPU profile or a mode of the board (nvidia-smi -q: Virtualization Mode, MIG) decides",
-    "fabric": "NVML reports the GPUs' NVSwitch fabric not completed: the NVLink fabric is not up, the fabric manager "
-    "has not programmed it (see driver.fabricmanager, which reads why), and until it has CUDA refuses work on these "
+    "fabric": "NVML reports the GPUs' NVLink fabric not completed: the NVLink fabric is not up, its fabric manager has not "
+    "programmed it (see driver.fabricmanager, which reads why and where it runs: this host, or a rack's NVLink switch "
+    "trays), and until it has CUDA refuses work on these "
     "GPUs (cudaErrorSystemNotReady) and no pair peers over any path",
     "nvlink_fabric": "the pair is joined by NVLink yet P2P is refused: the NVLink fabric is not up (NVSwitch systems "
     "need nvidia-fabricmanager running, see driver.fabricmanager; bridged pairs need their bridge seated)",
@@ -269,7 +270,7 @@ def fix_for(kinds: list[Cause], c: Context, names: str) -> Fix:
     others = sorted(set(kinds) - {"fabric"}, key=lambda k: RANK[k])
     summary = "Let peer-to-peer through: " + "; ".join(WHY[k].split(":")[0] for k in others)
     if "fabric" in kinds:
-        fabric = "The NVSwitch fabric is not completed: see driver.fabricmanager (its fix lets these pairs peer)"
+        fabric = "The NVLink fabric is not completed: see driver.fabricmanager (its fix lets these pairs peer)"
         summary = fabric + ("; then " + summary[0].lower() + summary[1:] if others else "")
     return Fix(
         kind=kind,

@@ -62,7 +62,7 @@ P2P_STATUS_CHECK = Check(
     "p2p.status",
     "GPU peer-to-peer status",
     reads="NVML P2P status (read, write) for each GPU pair; NVML common ancestor",
-    problem="a pair reports anything but OK, by cause read off this host: driver regkey, NVSwitch fabric not completed "
+    problem="a pair reports anything but OK, by cause read off this host: driver regkey, NVLink fabric not completed "
     "(critical, as driver.fabricmanager grades it, VM guests included), NVLink down, "
     "translating IOMMU, ACS redirect, the VM's emulated topology, vGPUs (no P2P over PCIe), the BIOS; pairs across an "
     "Intel CPU interconnect are a low topology note (ok when no server's GPUs span them); GeForce cards, boards the "
@@ -172,7 +172,7 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
         gpus = [g for i in sorted({i for p in bad for i in (p.a, p.b)}) if (g := f.inventory.by_index(i)) is not None]
         names = "; ".join(gpu_identity(g) for g in gpus) + f" (this VM sees them as {names}): {HYPERVISOR_LOOKUP}"
     cost = (
-        "While NVML reports the NVSwitch fabric not completed, CUDA refuses work on these GPUs (cudaErrorSystemNotReady, "
+        "While NVML reports the NVLink fabric not completed, CUDA refuses work on these GPUs (cudaErrorSystemNotReady, "
         "802): a server cannot start on them, whatever path P2P would take; the severity is driver.fabricmanager's."
         if "fabric" in faults
         else "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce "
