@@ -130,3 +130,12 @@ def test_a_tray_whose_rack_fabric_is_not_up_words_p2p_for_any_fabric() -> None:
     assert p2p.status == "problem" and p2p.fix is not None, p2p.observed
     words = " ".join([p2p.explanation, p2p.fix.summary, *(a.description for a in p2p.fix.actions)])
     assert "NVSwitch fabric" not in words and "driver.fabricmanager" in words, words
+
+
+def test_a_link_down_on_the_tray_is_checked_at_its_switch_tray_end() -> None:
+    """Second review X7: a tray has no NVSwitch baseboard to reseat; its links run to the rack's switch trays."""
+    links = by_check(faults.nvlink_down(TRAY, links=((1, 3),)))["nvlink.links"]
+    assert (links.status, links.severity) == ("problem", "high"), links.observed
+    assert links.fix is not None
+    words = " ".join([links.fix.summary, *(a.description for a in links.fix.actions)])
+    assert "switch tray" in words and "baseboard" not in words, words

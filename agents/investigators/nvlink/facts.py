@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
@@ -9,6 +10,7 @@ from rigaudit.agents.facts.p2p_context import FABRIC_COMPLETED
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.cloud import for_cloud
+from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe
@@ -87,15 +89,25 @@ def no_nvlink_reason(f: NvlinkFacts) -> str:
 
 
 def hardware_fix(f: NvlinkFacts, indices: Iterable[int] = ()) -> Fix:
-    """Reset, reseat, RMA; on a cloud instance a stop and start and a report naming the GPUs at ``indices``."""
+    """Reset, reseat, RMA; on a rack's compute tray the link's other end, the rack's NVLink switch tray and its
+    cable cartridge, is checked too; on a cloud instance a stop and start and a report naming the GPUs at ``indices``."""
+    tray = any(re.search(RACK_GPUS, g.name or "") for g in f.inventory.gpus)
+    last = (
+        "with the server stopped, reset the GPUs or reboot; if it persists, check the other end of the link on the "
+        "rack's NVLink switch tray (its NVOS port state) and the rack's cable cartridge, then RMA the tray or the "
+        "switch tray"
+        if tray
+        else "with the server stopped, reset the GPUs or reboot; reseat or RMA if it persists"
+    )
     fix = Fix(
         kind="hardware",
         where=layer_where(f.platform, "hardware"),
-        summary="Reset the affected GPUs; if links stay down or counters keep rising, reseat (SXM: baseboard) and RMA",
+        summary="Reset the affected GPUs; if links stay down or counters keep rising, "
+        + ("check the rack's NVLink switch tray at the other end, then RMA" if tray else "reseat (SXM: baseboard) and RMA"),
         actions=(
             CommandAction(description="record the state", argv=("nvidia-smi", "nvlink", "-s")),
             CommandAction(description="record the error counters", argv=("nvidia-smi", "nvlink", "-e")),
-            CommandAction(description="with the server stopped, reset the GPUs or reboot; reseat or RMA if it persists"),
+            CommandAction(description=last),
         ),
         risk="medium",
         verify="nvidia-smi nvlink -s shows every link up at full speed; nvidia-smi nvlink -e counters stop rising under load",
