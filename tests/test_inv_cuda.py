@@ -98,6 +98,13 @@ def test_with_no_server_known_a_gpu_process_may_be_the_server_itself(snap: Path,
     assert "none is an inference server rigaudit knows" in finding.observed and "if one is your server" in finding.observed
 
 
+def test_a_client_named_after_ollama_is_no_server(snap: Path) -> None:
+    _server_on_gpu0(snap)
+    set_nvml(snap, "nvmlDeviceGetComputeRunningProcesses", [1], [{"pid": 701, "usedGpuMemory": GIB}])
+    add_process(snap, 701, ["python3", "ollama_benchmark.py"])
+    assert audit(snap)["cuda.memory_in_use"].status == "problem"
+
+
 def test_an_ollama_runner_is_a_server(snap: Path) -> None:
     add_process(
         snap, 700, ["/usr/local/bin/ollama", "runner", "--model", "/root/.ollama/models/blobs/sha256-x", "--port", "41633"]
