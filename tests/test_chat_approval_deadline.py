@@ -33,7 +33,7 @@ def test_an_unanswered_apply_step_is_no_said_once_and_journaled(tmp_path: Path) 
     at = tty.expect("(no; no answer within 2 s: no)", after=at)  # the question says its deadline
     tty.expect(TOLD, after=at)
     code = tty.wait()
-    out = tty.text
+    out = tty.words
     assert code == 3 and "Traceback" not in out, out  # not approved
     assert out.count(TOLD) == 2 and "Apply power.cstates?" not in out  # said once (the question states it); nothing more asked
     assert "numa.balancing: declined (no answer in time)" in out
@@ -57,7 +57,7 @@ def test_an_unanswered_chat_step_is_no_and_the_conversation_goes_on(tmp_path: Pa
     at = tty.expect("you> ", after=at)  # the conversation goes on
     tty.send(CTRL_D)
     code = tty.wait()
-    out = tty.text
+    out = tty.words
     assert code == 0 and "Traceback" not in out, out
     assert out.count(TOLD) == 2  # the question and its one line; that apply asked nothing more
     assert read(tmp_path / "copy", NUMA) == b"1\n"  # nothing applied

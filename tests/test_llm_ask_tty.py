@@ -37,7 +37,7 @@ def _audit(tmp_path: Path, server: ScriptedOpenAIServer, *flags: str) -> Tty:
 
 def _finished(tty: Tty, expected: int = 0) -> str:
     code = tty.wait()
-    out = tty.text
+    out = tty.words
     assert code == expected and "Traceback" not in out, out
     assert "2/2 investigators" not in out.split("LLM usage", 1)[-1]  # the board is gone at the end
     return out

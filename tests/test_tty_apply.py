@@ -46,7 +46,7 @@ def test_short_answers_details_and_ctrl_d(tmp_path: Path, setup: tuple[Path, Pat
     tty.expect("Apply pcie.mrrs?", after=at)
     tty.send(CTRL_D)
     code = tty.wait()
-    out = tty.text
+    out = tty.words
     assert code == 3, out
     assert "Traceback" not in out
     assert "[ok] numa.balancing: applied" in out
@@ -67,7 +67,7 @@ def test_ctrl_c_at_a_prompt_ends_the_run_at_once_and_says_what_was_applied(
     tty.expect("Apply power.cstates?", after=at)
     tty.send(CTRL_C)  # the instant it shows: the guard is already in place (tests/test_approval_sigint.py)
     code = tty.wait()
-    out = tty.text
+    out = tty.words
     assert code == 130, out
     assert "Traceback" not in out
     assert "[ok] numa.balancing: applied" in out
@@ -124,7 +124,7 @@ def test_ctrl_c_while_working_still_says_what_was_applied(tmp_path: Path, setup:
     with open(fifo, "w", encoding="utf-8"):  # let the paused step go on
         pass
     code = tty.wait()
-    out = tty.text
+    out = tty.words
     assert code == 130, out
     assert "Traceback" not in out
     assert "[ok] numa.balancing: applied" in out and "apply stopped: interrupted (Ctrl-C)" in out

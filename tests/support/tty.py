@@ -42,6 +42,11 @@ class Tty:
     def text(self) -> str:
         return plain(self.raw.decode("utf-8", "replace"))
 
+    @property
+    def words(self) -> str:
+        """:attr:`text` with every run of white space one space: a message the terminal wrapped reads whole."""
+        return " ".join(self.text.split())
+
     def _read(self, timeout: float) -> bool:
         """Read what is there within ``timeout``; ``False`` at end of output."""
         ready, _, _ = select.select([self.fd], [], [], timeout)
