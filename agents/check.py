@@ -10,10 +10,12 @@ Every list of checks is derived from these declarations: an investigator's ``che
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from rigaudit.agents import findings
 from rigaudit.agents.premise import Premise
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import FixKind
+from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
 
 CHECK_ID = r"[a-z][a-z0-9]*\.[a-z0-9_]+"
 """``area.name``: lower case, one dot."""
@@ -54,3 +56,48 @@ class Check(Record):
             "fix_kinds": list(self.kinds),
             "premises": [{"name": p.name, "reads": p.reads} for p in self.premises or ()],
         }
+
+    def ok(
+        self,
+        observed: str,
+        *,
+        expected: str = "",
+        explanation: str = "",
+        subjects: Iterable[str] = (),
+        evidence: Iterable[str] = (),
+    ) -> Finding:
+        """Its ``ok`` verdict (:func:`rigaudit.agents.findings.ok` with this check's id, area and title)."""
+        return findings.ok(
+            self.id,
+            self.area,
+            self.title,
+            observed,
+            expected=expected,
+            explanation=explanation,
+            subjects=subjects,
+            evidence=evidence,
+        )
+
+    def problem_at(
+        self,
+        severity: Severity,
+        observed: str,
+        expected: str,
+        explanation: str,
+        fix: Fix | None,
+        *,
+        subjects: Iterable[str] = (),
+        evidence: Iterable[str] = (),
+    ) -> Finding:
+        """Its ``problem`` verdict at ``severity`` (:func:`rigaudit.agents.findings.problem`, this check's id and title)."""
+        return findings.problem(
+            self.id, self.area, self.title, severity, observed, expected, explanation, fix, subjects=subjects, evidence=evidence
+        )
+
+    def unknown(self, why: str, *, subjects: Iterable[str] = (), evidence: Iterable[str] = ()) -> Finding:
+        """Its ``unknown`` verdict, ``why`` saying what was not read (:func:`rigaudit.agents.findings.unknown`)."""
+        return findings.unknown(self.id, self.area, self.title, why, subjects=subjects, evidence=evidence)
+
+    def not_applicable(self, why: str, *, evidence: Iterable[str] = ()) -> Finding:
+        """Its ``not_applicable`` verdict (:func:`rigaudit.agents.findings.not_applicable`)."""
+        return findings.not_applicable(self.id, self.area, self.title, why, evidence=evidence)
