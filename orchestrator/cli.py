@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from rigaudit.orchestrator import commands
@@ -90,6 +90,7 @@ def build_parser(only: Command | None = None) -> argparse.ArgumentParser:
         "(--json, --report, --out, --into...) is checked before any work (docs/exit-status.md, Output paths).",
     )
     parser.add_argument("--version", action=_Version, help="print rigaudit's version and exit")
+    parser.set_defaults(_run=None)  # no command named: ``main`` prints the help; a command's parser sets its own
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in [only] if only is not None else _commands():
         child = sub.add_parser(
@@ -114,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = _named(argv[0]) if argv and not argv[0].startswith("-") else None
     parser = build_parser(only)
     args = parser.parse_args(argv)
-    run = getattr(args, "_run", None)
+    run: Callable[[argparse.Namespace], int] | None = args._run
     if run is None:
         parser.print_help()
         return 2

@@ -2,13 +2,18 @@
 
 Each command reads its parsed arguments into typed, frozen records (``commands/_options.py``: ``Screen``,
 ``HostSource``; ``commands/_bench.py``: ``LoadSpec``, ``Settings``; ``commands/_fleet.py``: ``FleetRun``) and hands
-those down; the chat is given its ``/bench inference`` reader by its command.
+those down; the chat is given its ``/bench inference`` reader by its command. The CLI entry parses the command
+line and hands the Namespace to its command, but reads no attribute of it by name either.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
+
+from rigaudit.orchestrator.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = ("orchestrator/commands/", "orchestrator/cli.py", "orchestrator/command.py")
@@ -44,6 +49,17 @@ def test_nothing_below_the_commands_reads_a_namespace() -> None:
     assert _offenders() == {}, "read the option in the command into a typed record, and pass that down"
 
 
+def test_no_getattr_of_args_outside_the_commands() -> None:
+    """``getattr(args`` reads an option by a name no type checker sees: only a command may (the CLI entry included)."""
+    found = []
+    for part in ("orchestrator", "agents", "tools", "transcripts"):
+        for path in sorted((ROOT / part).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            if not name.startswith("orchestrator/commands/") and "getattr(args" in path.read_text(encoding="utf-8"):
+                found.append(name)
+    assert found == [], "read the option in the command into a typed record, and pass that down"
+
+
 def test_argparse_is_imported_below_the_commands_only_where_listed() -> None:
     found = set()
     for part in ("orchestrator", "agents", "tools", "transcripts"):
@@ -52,3 +68,9 @@ def test_argparse_is_imported_below_the_commands_only_where_listed() -> None:
             if not name.startswith(ALLOWED) and _ARGPARSE.search(path.read_text(encoding="utf-8")):
                 found.add(name)
     assert found == set(ARGPARSE), "parse in orchestrator/commands and pass a typed record down"
+
+
+def test_no_command_prints_the_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a command the CLI entry finds no command to run (its default): the usage, exit status 2."""
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
