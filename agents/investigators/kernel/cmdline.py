@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.kernel import premises
-from rigaudit.agents.investigators.kernel.params import AREA, CMDLINE, KernelParamsFacts, cmdline_tokens, fix_where
+from rigaudit.agents.investigators.kernel.params import CMDLINE, KernelParamsFacts, cmdline_tokens, fix_where
 from rigaudit.tools.model.finding import Finding, Fix, Severity
 
 CMDLINE_PCIE_CHECK = Check(
@@ -20,10 +19,9 @@ CMDLINE_PCIE_CHECK = Check(
 
 
 def judge_cmdline_pcie(facts: KernelParamsFacts) -> Finding:
-    check, title = CMDLINE_PCIE_CHECK.id, CMDLINE_PCIE_CHECK.title
     evidence = list(facts.refs.get("cmdline", ()))
     if facts.cmdline is None:
-        return unknown(check, AREA, title, f"{CMDLINE} not readable", evidence=evidence)
+        return CMDLINE_PCIE_CHECK.unknown(f"{CMDLINE} not readable", evidence=evidence)
     tokens = cmdline_tokens(facts.cmdline)
     found: list[str] = []
     reasons: list[str] = []
@@ -45,10 +43,7 @@ def judge_cmdline_pcie(facts: KernelParamsFacts) -> Finding:
             severity = "medium"
     pcie_opts = [t for t in tokens if t.startswith(("pci=", "pcie_aspm", "pcie_ports"))]
     if not found:
-        return ok(
-            check,
-            AREA,
-            title,
+        return CMDLINE_PCIE_CHECK.ok(
             f"no harmful PCIe options ({' '.join(pcie_opts) or 'none set'})",
             expected="no pci=pcie_bus_perf, no pcie_aspm=force",
             evidence=evidence,
@@ -63,10 +58,7 @@ def judge_cmdline_pcie(facts: KernelParamsFacts) -> Finding:
         revert=f"add '{' '.join(found)}' back and reboot",
         persist="the command line persists once the boot loader is updated",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return CMDLINE_PCIE_CHECK.problem_at(
         severity,
         observed=" ".join(found),
         expected="no pci=pcie_bus_perf, no pcie_aspm=force",

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.kernel import premises
-from rigaudit.agents.investigators.kernel.params import AREA, KernelParamsFacts, fix_where
+from rigaudit.agents.investigators.kernel.params import KernelParamsFacts, fix_where
 from rigaudit.tools.hosts.probe import command_ref, file_ref
 from rigaudit.tools.model.finding import Finding, Fix
 
@@ -31,11 +30,10 @@ GRACE_BOOT_CHECK = Check(
 
 
 def judge_grace_boot(facts: KernelParamsFacts) -> Finding:
-    check, title = GRACE_BOOT_CHECK.id, GRACE_BOOT_CHECK.title
     if not facts.grace:
-        return not_applicable(check, AREA, title, "not an NVIDIA Grace CPU: the guide's boot options concern Grace")
+        return GRACE_BOOT_CHECK.not_applicable("not an NVIDIA Grace CPU: the guide's boot options concern Grace")
     if facts.platform.in_container:
-        return not_applicable(check, AREA, title, "inside a container: the boot line is the container host's")
+        return GRACE_BOOT_CHECK.not_applicable("inside a container: the boot line is the container host's")
     refs = [file_ref("/proc/cpuinfo"), file_ref("/proc/cmdline")]
     words = (facts.cmdline or "").split()
     given = next((w.split("=", 1)[1] for w in reversed(words) if w.startswith("init_on_alloc=")), None)
@@ -44,10 +42,7 @@ def judge_grace_boot(facts: KernelParamsFacts) -> Finding:
         refs.append(command_ref(["dmesg"]))
     state = auto.group(1) if auto else ("off" if given == "0" else "on" if given in ("1",) else None)
     if state is None:
-        return unknown(
-            check,
-            AREA,
-            title,
+        return GRACE_BOOT_CHECK.unknown(
             "Grace; whether pages are zeroed on allocation is unknown: no init_on_alloc= on the boot line and no "
             "'mem auto-init' line in the kernel log (dmesg as root, or CONFIG_INIT_ON_ALLOC_DEFAULT_ON in the "
             "kernel's config, would tell)",
@@ -55,7 +50,7 @@ def judge_grace_boot(facts: KernelParamsFacts) -> Finding:
         )
     observed = f"Grace; heap alloc zeroing {state}" + (f" (init_on_alloc={given} on the boot line)" if given else "")
     if state == "off":
-        return ok(check, AREA, title, observed, expected="init_on_alloc=0", evidence=refs)
+        return GRACE_BOOT_CHECK.ok(observed, expected="init_on_alloc=0", evidence=refs)
     fix = Fix(
         kind="reboot",
         where=fix_where(facts.platform),
@@ -66,10 +61,7 @@ def judge_grace_boot(facts: KernelParamsFacts) -> Finding:
         revert=facts.boot.words("remove init_on_alloc=0"),
         persist="the boot line is persistent by itself",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return GRACE_BOOT_CHECK.problem_at(
         "low",
         observed,
         "init_on_alloc=0 (NVIDIA's Grace tuning guide)",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.kernel import premises
-from rigaudit.agents.investigators.kernel.params import AREA, SWAPPINESS, SWAPPINESS_TARGET, KernelParamsFacts, fix_where
+from rigaudit.agents.investigators.kernel.params import SWAPPINESS, SWAPPINESS_TARGET, KernelParamsFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 
@@ -21,16 +20,12 @@ SWAPPINESS_CHECK = Check(
 
 
 def judge_swappiness(facts: KernelParamsFacts) -> Finding:
-    check, title = SWAPPINESS_CHECK.id, SWAPPINESS_CHECK.title
     evidence = list(facts.refs.get("swap", ()))
     if facts.swappiness is None:
-        return unknown(check, AREA, title, f"{SWAPPINESS} not readable", evidence=evidence)
+        return SWAPPINESS_CHECK.unknown(f"{SWAPPINESS} not readable", evidence=evidence)
     total, free = facts.swap_total_kb, facts.swap_free_kb
     if total is None or free is None:
-        return ok(
-            check,
-            AREA,
-            title,
+        return SWAPPINESS_CHECK.ok(
             f"vm.swappiness={facts.swappiness}; swap use unknown (/proc/meminfo not readable)",
             explanation="Swappiness only matters when swap is actually used.",
             evidence=evidence,
@@ -43,10 +38,7 @@ def judge_swappiness(facts: KernelParamsFacts) -> Finding:
             if used_mib <= 0
             else ("Swap is in use although swappiness is already low: that is memory pressure, not this knob.")
         )
-        return ok(
-            check,
-            AREA,
-            title,
+        return SWAPPINESS_CHECK.ok(
             observed,
             expected="no swapping of the serving process",
             explanation=explanation,
@@ -62,10 +54,7 @@ def judge_swappiness(facts: KernelParamsFacts) -> Finding:
         revert=f"sysctl -w vm.swappiness={facts.swappiness}",
         persist=sysctl_persist("vm.swappiness", str(SWAPPINESS_TARGET)),
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return SWAPPINESS_CHECK.problem_at(
         "low",
         observed=observed,
         expected=f"vm.swappiness<={SWAPPINESS_TARGET} with swap in use",

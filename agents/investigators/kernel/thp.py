@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.tuned import by_tuned
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.kernel import premises
-from rigaudit.agents.investigators.kernel.params import AREA, THP, KernelParamsFacts, fix_where
+from rigaudit.agents.investigators.kernel.params import THP, KernelParamsFacts, fix_where
 from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
 
 THP_CHECK = Check(
@@ -21,27 +20,20 @@ THP_CHECK = Check(
 
 
 def judge_thp(facts: KernelParamsFacts) -> Finding:
-    check, title = THP_CHECK.id, THP_CHECK.title
     evidence = list(facts.refs.get("thp", ()))
     if facts.thp_enabled is None or facts.thp_defrag is None:
-        return unknown(check, AREA, title, f"{THP}/enabled or defrag not readable", evidence=evidence)
+        return THP_CHECK.unknown(f"{THP}/enabled or defrag not readable", evidence=evidence)
     observed = f"enabled={facts.thp_enabled}, defrag={facts.thp_defrag}"
     synchronous = facts.thp_enabled == "always" and facts.thp_defrag == "always"
     if not synchronous:
-        return ok(
-            check,
-            AREA,
-            title,
+        return THP_CHECK.ok(
             observed,
             expected="no synchronous compaction for every allocation (defrag madvise/defer)",
             evidence=evidence,
         )
     if facts.compact_stall is None:
         why = f"/proc/vmstat not readable: {facts.vmstat_error}" if facts.vmstat_error else "no compact_stall counter"
-        return ok(
-            check,
-            AREA,
-            title,
+        return THP_CHECK.ok(
             f"{observed}; compaction stalls unknown ({why})",
             expected="no compaction stalls",
             explanation="THP always with synchronous defrag can stall page faults in direct compaction, but without "
@@ -49,7 +41,7 @@ def judge_thp(facts: KernelParamsFacts) -> Finding:
             evidence=evidence,
         )
     if facts.compact_stall == 0:
-        return ok(check, AREA, title, f"{observed}; compact_stall 0", expected="no compaction stalls", evidence=evidence)
+        return THP_CHECK.ok(f"{observed}; compact_stall 0", expected="no compaction stalls", evidence=evidence)
     path = f"{THP}/defrag"
     fix = Fix(
         kind="runtime",
@@ -62,10 +54,7 @@ def judge_thp(facts: KernelParamsFacts) -> Finding:
         persist="echo 'w /sys/kernel/mm/transparent_hugepage/defrag - - - - madvise' > /etc/tmpfiles.d/90-rigaudit-thp.conf",
     )
     fix, by_tuned_note = by_tuned(facts.tuned, "vm", "transparent_hugepage.defrag", "madvise", fix)
-    return problem(
-        check,
-        AREA,
-        title,
+    return THP_CHECK.problem_at(
         "low",
         observed=f"{observed}; compact_stall {facts.compact_stall}",
         expected="defrag madvise (or defer) on a serving host",
