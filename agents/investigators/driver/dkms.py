@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.install_facts import AREA, MODULES_ROOT, InstallFacts, host_where
+from rigaudit.agents.investigators.driver.install_facts import MODULES_ROOT, InstallFacts, host_where
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -52,9 +51,8 @@ DKMS_CHECK = Check(
 
 
 def judge_dkms(f: InstallFacts) -> Finding:
-    check, title = DKMS_CHECK.id, DKMS_CHECK.title
     if f.running is None:
-        return unknown(check, AREA, title, "the running kernel is unknown (/proc/sys/kernel/osrelease unreadable)")
+        return DKMS_CHECK.unknown("the running kernel is unknown (/proc/sys/kernel/osrelease unreadable)")
     running = next((k for k in f.kernels if k.kernel == f.running), None)
     refs = [dir_ref(MODULES_ROOT), *(file_ref(f"{MODULES_ROOT}/{k.kernel}/modules.dep") for k in f.kernels)]
     refs.append(file_ref(MODULES))
@@ -69,18 +67,15 @@ def judge_dkms(f: InstallFacts) -> Finding:
                 " (no kernel module tree in this image while the nvidia module is loaded: the kernel and its modules "
                 "come from outside the image, as with a VM's direct kernel boot; they are built where that kernel is)"
             )
-        return unknown(check, AREA, title, why, evidence=refs[:2])
+        return DKMS_CHECK.unknown(why, evidence=refs[:2])
     if not f.gpus and not loaded and not running.has_nvidia:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU and no NVIDIA module on this host", evidence=refs)
+        return DKMS_CHECK.not_applicable("no NVIDIA GPU and no NVIDIA module on this host", evidence=refs)
     newer = [k for k in f.kernels if k.has_image and version_key(k.kernel) > version_key(f.running) and k.has_nvidia is False]
     dkms = f" (DKMS builds: nvidia {', '.join(f.dkms_versions)})" if f.dkms_versions else ""
     if running.has_nvidia and not newer:
         others = [k.kernel for k in f.kernels if k.kernel != f.running and k.has_nvidia]
         extra = f"; also built for {', '.join(others)}" if others else ""
-        return ok(
-            check,
-            AREA,
-            title,
+        return DKMS_CHECK.ok(
             f"nvidia.ko in modules.dep of the running kernel {f.running}{extra}{dkms}",
             expected="the NVIDIA module built for the running kernel and every newer installed kernel",
             evidence=refs,
@@ -109,10 +104,7 @@ def judge_dkms(f: InstallFacts) -> Finding:
             "upgrade) comes up without the NVIDIA module, and every GPU is gone until someone builds it. DKMS builds "
             "it at kernel installation only when the matching headers are installed and the build succeeds."
         )
-    return problem(
-        check,
-        AREA,
-        title,
+    return DKMS_CHECK.problem_at(
         severity,
         observed + dkms,
         "the NVIDIA module built for the running kernel and every newer installed kernel",

@@ -7,14 +7,12 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Edge, Finding, Fix
+from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix
 
-AREA: Area = "driver"
 DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")
 FM_LOG = "/var/log/fabricmanager.log"
 _LOG_VERSION = r"(?i)Fabric\s*Manager\s+version(?:\s+is)?\s*:?\s*(\d+\.\d+(?:\.\d+)?)"
@@ -73,36 +71,34 @@ def judge_fabricmanager_version(
     """``switches`` describes the NVSwitches found (None: no NVSwitch system); ``down``: the fabric manager is not
     active, so a mismatch is the outage driver.fabricmanager reports (critical there and here), not one to come;
     ``rack``: a multi-node NVLink rack's compute tray, whose fabric manager runs on the switch trays."""
-    check, title = FABRICMANAGER_VERSION_CHECK.id, FABRICMANAGER_VERSION_CHECK.title
     refs = (command_ref(DPKG_FM), file_ref(FM_LOG))
     if switches is None or fm is None:
-        return not_applicable(check, AREA, title, "no NVSwitch: no fabric manager to match with the driver")
+        return FABRICMANAGER_VERSION_CHECK.not_applicable("no NVSwitch: no fabric manager to match with the driver")
     if rack and not fm.package_versions:
         why = "a multi-node NVLink rack's compute tray: the fabric manager runs on the rack's NVLink switch trays "
-        return not_applicable(check, AREA, title, why + "(NVOS), none on this tray to match with its driver", evidence=refs)
+        return FABRICMANAGER_VERSION_CHECK.not_applicable(
+            why + "(NVOS), none on this tray to match with its driver", evidence=refs
+        )
     versions = dict(fm.package_versions)
     if (logged := fm.log_version) is not None:
         versions[f"running (per {FM_LOG})"] = logged
     if driver is None:
-        return unknown(check, AREA, title, "the driver version is unknown", evidence=refs)
+        return FABRICMANAGER_VERSION_CHECK.unknown("the driver version is unknown", evidence=refs)
     if not versions:
         why = f"{switches}; fabric manager version not found (dpkg-query: {fm.packages.error or 'no package'}, {FM_LOG}: "
         why += f"{fm.log_error or 'no version line'})"
         if platform.in_container:
             why += "; the fabric manager is the container's host's: compare its version with the driver there"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return FABRICMANAGER_VERSION_CHECK.unknown(why, evidence=refs)
     wrong = {name: v for name, v in versions.items() if v != driver}
     if installed is not None and installed != driver:  # an upgrade waits for its reboot: match what will load
         if not fm.package_versions:
             why = f"a driver upgrade to {installed} waits for a reboot (loaded {driver}) and the installed fabric manager "
             why += f"package is not readable (dpkg-query: {fm.packages.error or 'no package'}): it must be {installed}"
-            return unknown(check, AREA, title, why, evidence=refs)
+            return FABRICMANAGER_VERSION_CHECK.unknown(why, evidence=refs)
         if set(fm.package_versions.values()) != {installed}:
-            return _stale(check, title, platform, driver, installed, fm.package_versions, refs)
-        return ok(
-            check,
-            AREA,
-            title,
+            return _stale(platform, driver, installed, fm.package_versions, refs)
+        return FABRICMANAGER_VERSION_CHECK.ok(
             f"loaded driver {driver}; fabric manager {installed}, the installed driver's version: they meet at the "
             "pending reboot (see driver.library_mismatch)",
             expected="the fabric manager of the driver's version",
@@ -110,7 +106,7 @@ def judge_fabricmanager_version(
         )
     shown = "; ".join(f"{name} {v}" for name, v in versions.items())
     if not wrong:
-        return ok(check, AREA, title, f"driver {driver}; {shown}", expected=f"fabric manager {driver}", evidence=refs)
+        return FABRICMANAGER_VERSION_CHECK.ok(f"driver {driver}; {shown}", expected=f"fabric manager {driver}", evidence=refs)
     fix = Fix(
         kind="restart",
         where=layer_where(platform, "gpu_driver"),
@@ -127,10 +123,7 @@ def judge_fabricmanager_version(
         revert="reinstall the previous fabric manager package and restart it",
         persist="apt-mark hold the driver and fabric manager packages so they upgrade together",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return FABRICMANAGER_VERSION_CHECK.problem_at(
         "critical" if down else "high",
         f"driver {driver}; {shown}" + ("; the fabric manager is down: it refused this driver" if down else ""),
         f"fabric manager {driver}",
@@ -143,9 +136,7 @@ def judge_fabricmanager_version(
     )
 
 
-def _stale(
-    check: str, title: str, platform: Platform, loaded: str, installed: str, packages: dict[str, str], refs: tuple[str, ...]
-) -> Finding:
+def _stale(platform: Platform, loaded: str, installed: str, packages: dict[str, str], refs: tuple[str, ...]) -> Finding:
     """A driver upgrade waits for its reboot and the fabric manager is not the upgraded driver's version: matching
     it to the loaded (stale) module would break the fabric at that reboot. The reboot comes first, then the fabric
     manager of the version that loads."""
@@ -176,10 +167,7 @@ def _stale(
             ),
         ),
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return FABRICMANAGER_VERSION_CHECK.problem_at(
         "high",
         f"loaded module {loaded}, installed driver {installed} (a reboot is pending); {shown}",
         f"fabric manager {installed}, the driver that loads at the pending reboot",

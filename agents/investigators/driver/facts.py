@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
@@ -17,7 +18,6 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.facts.unit_reasons import UnitLog, read_unit
 from rigaudit.agents.facts.vgpu import VgpuLicense, collect_licenses
-from rigaudit.agents.findings import unknown
 from rigaudit.agents.investigators.driver.fabric import FM_LOG, FabricVersion, collect_fabric_version
 from rigaudit.agents.investigators.driver.imex_facts import ImexFacts, collect_imex
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, collect_install
@@ -225,5 +225,6 @@ def module_loaded(facts: DriverFacts, name: str) -> bool | None:
     return None if facts.modules is None else name in facts.modules
 
 
-def modules_unknown(check: str, title: str, facts: DriverFacts) -> Finding:
-    return unknown(check, AREA, title, f"{MODULES} not readable: {facts.modules_error}", evidence=(file_ref(MODULES),))
+def modules_unknown(check: Check, facts: DriverFacts) -> Finding:
+    """``check`` cannot tell: /proc/modules is not readable."""
+    return check.unknown(f"{MODULES} not readable: {facts.modules_error}", evidence=(file_ref(MODULES),))

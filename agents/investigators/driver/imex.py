@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.unit_reasons import IMEX, Cause, unit_cause
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where
+from rigaudit.agents.investigators.driver.facts import DriverFacts, fix_where
 from rigaudit.agents.investigators.driver.imex_facts import IMEX_CHANNELS, IMEX_UNIT, ImexFacts
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -65,7 +64,6 @@ def _restart(facts: DriverFacts, summary: str, first: CommandAction) -> Fix:
 
 def _down(facts: DriverFacts, imex: ImexFacts, seen: str, refs: list[str]) -> Finding:
     """nvidia-imex is not active: the fix follows what stopped it (its nodes config, its log), never a bare start."""
-    check, title = IMEX_CHECK.id, IMEX_CHECK.title
     state = imex.active
     cause: Cause | None = unit_cause(imex.log, IMEX) if imex.log is not None else None
     log_refs = [*(imex.log.refs if imex.log else ()), *([cause.told_by] if cause and cause.told_by else [])]
@@ -94,10 +92,7 @@ def _down(facts: DriverFacts, imex: ImexFacts, seen: str, refs: list[str]) -> Fi
             CommandAction(description=f"first read why it stopped (a plain start fails again if it names a reason): {tell}"),
         )
         observed = f"{seen}; nvidia-imex {state}; cause {cause.cause if cause else 'unknown: its log was not read'}"
-    return problem(
-        check,
-        AREA,
-        title,
+    return IMEX_CHECK.problem_at(
         "high",
         observed,
         "nvidia-imex active with the domain's nodes config",
@@ -125,10 +120,7 @@ def _no_channel(facts: DriverFacts, imex: ImexFacts, seen: str, refs: list[str])
         revert="rm /dev/nvidia-caps-imex-channels/channel0",
         persist="a boot unit (or udev rule) that runs the mknod: IMEX channels do not persist through a reboot",
     )
-    return problem(
-        IMEX_CHECK.id,
-        AREA,
-        IMEX_CHECK.title,
+    return IMEX_CHECK.problem_at(
         "high",
         f"{seen}; nvidia-imex active; no IMEX channel under {IMEX_CHANNELS}",
         f"{IMEX_CHANNELS}/channel0",
@@ -141,27 +133,23 @@ def _no_channel(facts: DriverFacts, imex: ImexFacts, seen: str, refs: list[str])
 
 
 def judge_imex(facts: DriverFacts) -> Finding:
-    check, title = IMEX_CHECK.id, IMEX_CHECK.title
     imex = facts.imex
     if imex is None:
         cluster = facts.fabric_cluster or "not read"
         why = f"not in a multi-node NVLink domain (NVML fabric cluster UUID: {cluster}; no GB200/GB300 GPU): no IMEX"
-        return not_applicable(check, AREA, title, why, evidence=[facts.fabric_ref] if facts.fabric_ref else [])
+        return IMEX_CHECK.not_applicable(why, evidence=[facts.fabric_ref] if facts.fabric_ref else [])
     seen, refs = _domain(facts), list(imex.refs)
     if imex.active is None:
         why = f"{seen}; the state of nvidia-imex is unreadable (systemctl: {imex.state.error or 'no answer'})"
         if facts.platform.in_container:
             why += "; it runs on the node: check there (systemctl is-active nvidia-imex)"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return IMEX_CHECK.unknown(why, evidence=refs)
     if imex.active != "active" or not imex.nodes:
         return _down(facts, imex, seen, refs)
     channels = sorted(e for e in imex.channels or () if e.startswith("channel"))
     if not channels:
         return _no_channel(facts, imex, seen, refs)
-    return ok(
-        check,
-        AREA,
-        title,
+    return IMEX_CHECK.ok(
         f"{seen}; nvidia-imex active; {imex.nodes_path} lists {len(imex.nodes)} nodes; IMEX channel(s): {', '.join(channels)}",
         expected="nvidia-imex active with the domain's nodes config and an IMEX channel",
         explanation=WHY,

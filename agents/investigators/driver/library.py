@@ -12,9 +12,8 @@ from rigaudit.agents.facts.deliberate import (
     forward_compat_support,
 )
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.install_facts import AREA, InstallFacts, UserLibrary
+from rigaudit.agents.investigators.driver.install_facts import InstallFacts, UserLibrary
 from rigaudit.agents.investigators.forward_compat import after_drop, drop_compat_fix
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
@@ -36,16 +35,15 @@ LIBRARY_MISMATCH_CHECK = Check(
 
 
 def judge_library_mismatch(f: InstallFacts) -> Finding:
-    check, title = LIBRARY_MISMATCH_CHECK.id, LIBRARY_MISMATCH_CHECK.title
     kernel = f.kernel_module
     refs = [file_ref(PROC_VERSION), "nvml:nvmlInit()", *f.lib_refs]
     if f.nvml_version:
         refs.append("nvml:nvmlSystemGetDriverVersion()")
     if kernel is None:
         if not f.gpus:
-            return not_applicable(check, AREA, title, "no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs[:1])
+            return LIBRARY_MISMATCH_CHECK.not_applicable("no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs[:1])
         why = f"the kernel module's version is unknown ({PROC_VERSION} not readable)"
-        return unknown(check, AREA, title, why, evidence=refs[:2])
+        return LIBRARY_MISMATCH_CHECK.unknown(why, evidence=refs[:2])
     seen = [(lib.where, lib.version, lib.in_container) for lib in f.libraries]
     if f.nvml_version:
         seen.insert(0, ("user-space (NVML)", f.nvml_version, False))
@@ -62,12 +60,9 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     if not wrong and not rm_mismatch:
         if not seen:
             why = f"kernel module {kernel}; no user-space library version readable (NVML: {f.nvml_init_error or 'no answer'})"
-            return unknown(check, AREA, title, why, evidence=refs)
+            return LIBRARY_MISMATCH_CHECK.unknown(why, evidence=refs)
         shown = "; ".join(f"{where} {version}" for where, version, _ in seen)
-        return ok(
-            check,
-            AREA,
-            title,
+        return LIBRARY_MISMATCH_CHECK.ok(
             f"kernel module {kernel}; {shown}",
             expected="user-space libraries of the kernel module's version",
             explanation="A container has its own copy of the user-space libraries (libcuda, libnvidia-ml): they must "
@@ -125,10 +120,7 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     if not container_side and pending.nvidia_packages:
         observed += f"; /var/run/reboot-required.pkgs lists {', '.join(pending.nvidia_packages)}"
     refs = [*refs, *pending.refs]
-    return problem(
-        check,
-        AREA,
-        title,
+    return LIBRARY_MISMATCH_CHECK.problem_at(
         "high",
         observed,
         f"user-space libraries {kernel}, like the kernel module",
@@ -150,7 +142,6 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
 
 def _forward_compat(f: InstallFacts, kernel: str, compat: list[tuple[UserLibrary, CompatLibrary]], refs: list[str]) -> Finding:
     """A server runs on the cuda-compat libcuda of a newer branch: deliberate where NVIDIA supports it."""
-    check, title = LIBRARY_MISMATCH_CHECK.id, LIBRARY_MISMATCH_CHECK.title
     names = tuple(dict.fromkeys(g.name for g in f.gpus if g.name))
     support = forward_compat_support(names)
     lib, found = compat[0]
@@ -161,10 +152,7 @@ def _forward_compat(f: InstallFacts, kernel: str, compat: list[tuple[UserLibrary
     )
     conditions = " ".join(f"({k + 1}) {c};" for k, c in enumerate(FORWARD_COMPAT.conditions))
     if support == "yes":
-        return ok(
-            check,
-            AREA,
-            title,
+        return LIBRARY_MISMATCH_CHECK.ok(
             observed,
             expected="user-space libraries of the kernel module's version, or forward compatibility where supported",
             explanation=f"Deliberate: {FORWARD_COMPAT.what}. NVIDIA supports it on these data-center GPUs "
@@ -173,20 +161,14 @@ def _forward_compat(f: InstallFacts, kernel: str, compat: list[tuple[UserLibrary
             evidence=refs,
         )
     if support == "unknown":
-        return unknown(
-            check,
-            AREA,
-            title,
+        return LIBRARY_MISMATCH_CHECK.unknown(
             observed + ": forward compatibility is supported on workstation RTX boards only for select NGC Server Ready "
             "SKUs, which the GPU's name does not tell; the server's CUDA init (error 804 or not) would",
             evidence=refs,
         )
     where: Where = "container" if lib.in_container or f.platform.in_container else "host"
     fix = drop_compat_fix(lib.path, kernel, where, found.cuda, BRANCH_CUDA.get(branch(kernel) or 0))
-    return problem(
-        check,
-        AREA,
-        title,
+    return LIBRARY_MISMATCH_CHECK.problem_at(
         "high",
         observed,
         f"the host driver's libcuda {kernel} (forward compatibility is not supported on GeForce)",

@@ -8,10 +8,8 @@ from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.nvlink_management import management_text
 from rigaudit.agents.facts.rdma import describe_nics
 from rigaudit.agents.facts.unit_reasons import Cause, module_cause
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
-    AREA,
     INFINIBAND,
     DriverFacts,
     fix_where,
@@ -61,31 +59,27 @@ PEERMEM_CHECK = Check(
 
 
 def judge_peermem(facts: DriverFacts) -> Finding:
-    check, title = PEERMEM_CHECK.id, PEERMEM_CHECK.title
     refs: tuple[str, ...] = (dir_ref(INFINIBAND), file_ref(MODULES))
     purpose = (
         "nvidia_peermem lets an RDMA NIC (InfiniBand/RoCE) read and write GPU memory directly (GPUDirect RDMA, "
         "multi-node NCCL); it does nothing for GPU-to-GPU P2P inside one host."
     )
     if facts.infiniband is None and facts.infiniband_error not in (None, "ENOENT"):
-        return unknown(check, AREA, title, f"{INFINIBAND} not readable: {facts.infiniband_error}", evidence=refs[:1])
+        return PEERMEM_CHECK.unknown(f"{INFINIBAND} not readable: {facts.infiniband_error}", evidence=refs[:1])
     rdma = facts.rdma
     left_out = management_text(rdma.management)
     if not facts.infiniband:
-        quiet = not_applicable(check, AREA, title, f"no RDMA NIC ({INFINIBAND} has no entries{left_out})", evidence=refs)
+        quiet = PEERMEM_CHECK.not_applicable(f"no RDMA NIC ({INFINIBAND} has no entries{left_out})", evidence=refs)
         return quiet.model_copy(update={"explanation": purpose})
     nics = (describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)) + left_out
     refs = (*refs, *rdma.refs)
     loaded = module_loaded(facts, "nvidia_peermem")
     if loaded is None:
-        return modules_unknown(check, title, facts)
+        return modules_unknown(PEERMEM_CHECK, facts)
     if loaded:
-        return ok(check, AREA, title, f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
+        return PEERMEM_CHECK.ok(f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
     if rdma.path in ("dmabuf", "efa"):
-        return ok(
-            check,
-            AREA,
-            title,
+        return PEERMEM_CHECK.ok(
             f"{nics}; GPUDirect RDMA over {rdma.path_text()}; nvidia_peermem not loaded",
             expected="a GPUDirect RDMA path: nvidia_peermem or DMA-BUF",
             explanation=purpose
@@ -99,10 +93,7 @@ def judge_peermem(facts: DriverFacts) -> Finding:
             evidence=refs,
         )
     if rdma.nics and all(n.state is not None and not n.active for n in rdma.nics):
-        return ok(
-            check,
-            AREA,
-            title,
+        return PEERMEM_CHECK.ok(
             f"{nics}; nvidia_peermem not loaded, but no RDMA port is active",
             expected="a GPUDirect RDMA path on hosts whose RDMA ports carry traffic",
             explanation=purpose + " With every port down, nothing crosses the NICs now.",
@@ -110,7 +101,7 @@ def judge_peermem(facts: DriverFacts) -> Finding:
         )
     if rdma.path == "unknown":
         why = f"{nics}; nvidia_peermem not loaded and whether DMA-BUF can serve is unknown ({rdma.path_text()})"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return PEERMEM_CHECK.unknown(why, evidence=refs)
     built = {True: "", False: " (nvidia-peermem.ko is not in modules.dep: install/rebuild it first)", None: ""}
     if rdma.ofed is False:
         fix = Fix(
@@ -155,10 +146,7 @@ def judge_peermem(facts: DriverFacts) -> Finding:
         )
     else:
         use = " No inference server found to tell whether traffic leaves the node: medium."
-    return problem(
-        check,
-        AREA,
-        title,
+    return PEERMEM_CHECK.problem_at(
         severity,
         f"RDMA devices {nics} present; no GPUDirect RDMA path: {rdma.path_text()}",
         "nvidia_peermem loaded, or DMA-BUF (open kernel module, Linux 5.12+)",
@@ -183,12 +171,11 @@ NOUVEAU_CHECK = Check(
 
 
 def judge_nouveau(facts: DriverFacts) -> Finding:
-    check, title = NOUVEAU_CHECK.id, NOUVEAU_CHECK.title
     loaded = module_loaded(facts, "nouveau")
     if loaded is None:
-        return modules_unknown(check, title, facts)
+        return modules_unknown(NOUVEAU_CHECK, facts)
     if not loaded:
-        return ok(check, AREA, title, "nouveau not loaded", evidence=(file_ref(MODULES),))
+        return NOUVEAU_CHECK.ok("nouveau not loaded", evidence=(file_ref(MODULES),))
     conf = "/etc/modprobe.d/blacklist-nouveau.conf"
     fix = Fix(
         kind="reboot",
@@ -207,10 +194,7 @@ def judge_nouveau(facts: DriverFacts) -> Finding:
         revert=f"rm {conf}; update-initramfs -u -k all; reboot",
         persist="the blacklist persists by itself",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return NOUVEAU_CHECK.problem_at(
         "high",
         "nouveau loaded",
         "nouveau not loaded",
@@ -234,20 +218,16 @@ UVM_CHECK = Check(
 
 
 def judge_uvm(facts: DriverFacts) -> Finding:
-    check, title = UVM_CHECK.id, UVM_CHECK.title
     refs = [file_ref(MODULES), dir_ref("/dev"), file_ref("/proc/devices")]
     loaded = module_loaded(facts, "nvidia_uvm")
     if loaded is None:
-        return modules_unknown(check, title, facts)
+        return modules_unknown(UVM_CHECK, facts)
     if not facts.gpus and not loaded:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU on this host", evidence=refs)
+        return UVM_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
     if not loaded and module_loaded(facts, "nvidia") is False:
         base = module_cause("nvidia", kernel_log(facts))
         said = f"the kernel log's reason: {base.line} ({base.cause})" if base.known else f"cause {base.cause}"
-        return unknown(
-            check,
-            AREA,
-            title,
+        return UVM_CHECK.unknown(
             f"nvidia_uvm not loaded, and neither is nvidia.ko it depends on: loading nvidia_uvm cannot work until "
             f"nvidia.ko loads; {said} (see {owner_of(base)}; what tells: {base.tell})",
             evidence=[*refs, DMESG_REF],
@@ -262,7 +242,7 @@ def judge_uvm(facts: DriverFacts) -> Finding:
         major = facts.proc_devices is not None and "nvidia-uvm" in facts.proc_devices
         node_seen = "/dev/nvidia-uvm present" if node else "/dev not listable, node not checked"
         observed = "nvidia_uvm loaded" + (" (nvidia-uvm major registered)" if major else "") + f"; {node_seen}"
-        return ok(check, AREA, title, observed, evidence=refs)
+        return UVM_CHECK.ok(observed, evidence=refs)
     cause = module_cause("nvidia_uvm", kernel_log(facts)) if not loaded else None
     if cause is not None and cause.known:
         fix = cause_fix(facts, cause, "nvidia_uvm", "grep -w nvidia_uvm /proc/modules; ls -l /dev/nvidia-uvm")
@@ -312,10 +292,7 @@ def judge_uvm(facts: DriverFacts) -> Finding:
             else ""
         )
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return UVM_CHECK.problem_at(
         severity,
         observed,
         "nvidia_uvm loaded and /dev/nvidia-uvm present",

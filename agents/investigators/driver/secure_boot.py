@@ -7,9 +7,8 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.nvidia_driver import MODULES
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.install_facts import AREA, LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
+from rigaudit.agents.investigators.driver.install_facts import LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -42,7 +41,6 @@ SECURE_BOOT_CHECK = Check(
 
 
 def judge_secure_boot(f: InstallFacts) -> Finding:
-    check, title = SECURE_BOOT_CHECK.id, SECURE_BOOT_CHECK.title
     refs = [file_ref(SECURE_BOOT), file_ref(MODULES), DMESG_REF]
     state = secure_boot_state(f.secure_boot)
     if state is None and f.secure_boot_error == "ENOENT" and not f.efi:
@@ -56,7 +54,7 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         sb_text += f", lockdown {f.lockdown}"
         refs.append(file_ref(LOCKDOWN))
     if f.modules is None:
-        return unknown(check, AREA, title, f"{MODULES} not readable: {f.modules_error}", evidence=refs)
+        return SECURE_BOOT_CHECK.unknown(f"{MODULES} not readable: {f.modules_error}", evidence=refs)
     log = f.dmesg.stdout if log_unavailable(f.dmesg) is None else ""
     rejected = [line.strip() for line in log.splitlines() if re.search(_REJECTED, line) and "nvidia" in line.lower()]
     rejected += [line.strip() for line in log.splitlines() if "Lockdown:" in line and "unsigned module" in line]
@@ -65,27 +63,21 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         signed = (
             " (so it is signed with a key the firmware trusts: rebuilt modules must be signed with the same MOK)" if state else ""
         )
-        return ok(
-            check,
-            AREA,
-            title,
+        return SECURE_BOOT_CHECK.ok(
             f"nvidia module loaded; {sb_text}{signed}",
             expected="the NVIDIA modules load",
             evidence=refs,
         )
     if not f.gpus and "nvidia" not in f.modules:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU on this host", evidence=refs)
+        return SECURE_BOOT_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
     if not rejected and state is not True and not (f.lockdown and "[none]" not in f.lockdown):
         if state is False:
-            return ok(
-                check,
-                AREA,
-                title,
+            return SECURE_BOOT_CHECK.ok(
                 f"nvidia module not loaded, but {sb_text}: not the cause (see driver.dkms)",
                 expected="the NVIDIA modules load",
                 evidence=refs,
             )
-        return unknown(check, AREA, title, f"nvidia module not loaded; {sb_text}; no rejection in the kernel log", evidence=refs)
+        return SECURE_BOOT_CHECK.unknown(f"nvidia module not loaded; {sb_text}; no rejection in the kernel log", evidence=refs)
     observed = f"{', '.join(missing)} not loaded; {sb_text}"
     if rejected:
         observed += "; kernel log: " + rejected[-1][:200]
@@ -106,10 +98,7 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         revert="mokutil --delete /var/lib/dkms/mok.pub (or re-enable Secure Boot), then reboot",
         persist="the enrolled key persists in the firmware; DKMS signs future builds with it",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return SECURE_BOOT_CHECK.problem_at(
         "high",
         observed,
         "the NVIDIA modules load",

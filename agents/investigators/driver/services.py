@@ -12,10 +12,8 @@ from rigaudit.agents.facts.nvlsm import LOG as NVLSM_LOG
 from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
-    AREA,
     DriverFacts,
     fix_where,
     gpu_labels,
@@ -88,19 +86,18 @@ PERSISTENCE_CHECK = Check(
 
 
 def judge_persistence(facts: DriverFacts) -> Finding:
-    check, title = PERSISTENCE_CHECK.id, PERSISTENCE_CHECK.title
     daemon = facts.persistenced
     refs = [*[nvml_ref("nvmlDeviceGetPersistenceMode", (i,)) for i in sorted(facts.persistence)][:8], daemon.ref]
     if not facts.nvml_ok:
-        return unknown(check, AREA, title, f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()", daemon.ref))
+        return PERSISTENCE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()", daemon.ref))
     known = {i: v for i, v in facts.persistence.items() if v is not None}
     if not known:
-        return unknown(check, AREA, title, "nvmlDeviceGetPersistenceMode gave no answer", evidence=refs)
+        return PERSISTENCE_CHECK.unknown("nvmlDeviceGetPersistenceMode gave no answer", evidence=refs)
     off = sorted(i for i, v in known.items() if v == 0)
     service = daemon.state or f"unknown ({daemon.error or 'no answer'})"
     if not off:
         observed = f"enabled on {len(known)}/{len(facts.persistence)} GPUs; nvidia-persistenced {service}"
-        return ok(check, AREA, title, observed, expected="enabled on every GPU", evidence=refs)
+        return PERSISTENCE_CHECK.ok(observed, expected="enabled on every GPU", evidence=refs)
     severity: Severity = "low" if daemon.state == "active" else "medium"
     unit = facts.persistenced_unit
     by_option = daemon.state == "active" and unit is not None and unit.no_persistence_mode
@@ -140,10 +137,7 @@ def judge_persistence(facts: DriverFacts) -> Finding:
             else ""
         )
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return PERSISTENCE_CHECK.problem_at(
         severity,
         f"persistence off on {len(off)}/{len(known)} GPUs; nvidia-persistenced {service}",
         "persistence enabled on every GPU; nvidia-persistenced active",
@@ -185,13 +179,9 @@ RACK_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/o
 
 def _rack_fabric(facts: DriverFacts, seen: str, state: str | None, fabric: str | None, refs: list[str]) -> Finding:
     """A rack compute tray without a local fabric manager: deliberate; a fabric not up is the switch trays' to fix."""
-    check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
     observed = f"{seen}; nvidia-fabricmanager {state or 'not installed'} on this compute tray; GPU fabric state: {fabric}"
     if facts.fabric_state == 3 or fabric is None:
-        return ok(
-            check,
-            AREA,
-            title,
+        return FABRICMANAGER_CHECK.ok(
             observed,
             expected="the rack's fabric set up by its NVLink switch trays",
             explanation="On a multi-node NVLink rack (GB200/GB300 NVL) the NVLink switch trays' NVOS runs the fabric "
@@ -213,10 +203,7 @@ def _rack_fabric(facts: DriverFacts, seen: str, state: str | None, fabric: str |
         risk="low",
         verify="nvidia-smi -q | grep -A2 Fabric  -> State: Completed on every GPU",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return FABRICMANAGER_CHECK.problem_at(
         "critical",
         observed,
         "GPU fabric state: completed",
@@ -247,7 +234,6 @@ FABRICMANAGER_CHECK = Check(
 
 
 def judge_fabricmanager(facts: DriverFacts) -> Finding:
-    check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
     switches_dev = [e for e in facts.dev or () if re.fullmatch(r"nvidia-nvswitch\d+", e)]
     refs = [dir_ref(PCI_DEVICES), dir_ref("/dev")] + ([facts.fabric_ref] if facts.fabric_ref else [])
     fabric = FABRIC_STATES.get(facts.fabric_state) if facts.fabric_state is not None else None
@@ -255,23 +241,20 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         why = "no NVSwitch (no NVIDIA PCI bridge of class 0x0680"
         why += ", no /dev/nvidia-nvswitch*" if facts.dev is not None else ""
         why += f", NVML fabric state: {fabric})" if fabric else ")"
-        return not_applicable(check, AREA, title, why + ": PCIe-only or NVLink-bridge GPUs need no fabric manager", evidence=refs)
+        return FABRICMANAGER_CHECK.not_applicable(why + ": PCIe-only or NVLink-bridge GPUs need no fabric manager", evidence=refs)
     switches = list(facts.nvswitch_pci) or switches_dev
     seen = f"{len(switches)} NVSwitches" if switches else "an NVSwitch fabric (NVML)"
     service = facts.fabricmanager
     refs.append(service.ref)
     if service.state == "active":
         state = f"; GPU fabric state: {fabric}" if fabric else ""
-        return ok(check, AREA, title, f"{seen}; nvidia-fabricmanager active{state}", evidence=refs)
+        return FABRICMANAGER_CHECK.ok(f"{seen}; nvidia-fabricmanager active{state}", evidence=refs)
     if rack := rack_gpus(facts):
         rack_seen = f"{len(rack)} {rack[0].name} GPUs on NVLink to the rack's switch trays"
         return _rack_fabric(facts, rack_seen, service.state, fabric, refs)
     if facts.fabric_state == 3:
         where_fm = "on the container's host" if facts.platform.in_container else "on this host"
-        return ok(
-            check,
-            AREA,
-            title,
+        return FABRICMANAGER_CHECK.ok(
             f"{seen}; GPU fabric state: completed (nvidia-fabricmanager {service.state or 'not visible'} {where_fm})",
             expected="the NVSwitch fabric set up",
             explanation="NVML reports the GPU's fabric registration completed: the fabric manager did its work, "
@@ -284,7 +267,7 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
             why += "; it runs on the container's host: check there (systemctl is-active nvidia-fabricmanager on the node)"
         if fabric:
             why += f"; NVML fabric state: {fabric}"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return FABRICMANAGER_CHECK.unknown(why, evidence=refs)
     pending = facts.install.pending
     if pending.driver_upgraded:
         fix = Fix(
@@ -300,10 +283,7 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
             persist="the reboot is the change",
             provides=("driver.reloaded",),
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return FABRICMANAGER_CHECK.problem_at(
             "critical",
             f"{seen}; nvidia-fabricmanager {service.state}; a driver upgrade to {pending.new_version} waits for a reboot "
             f"(loaded module {pending.loaded})",
@@ -339,10 +319,7 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         before=(read,) if service.state != "inactive" else (),
     )
     said = cause.cause if cause else "unknown: its log was not read"
-    return problem(
-        check,
-        AREA,
-        title,
+    return FABRICMANAGER_CHECK.problem_at(
         "critical",
         f"{seen}; nvidia-fabricmanager {service.state}; cause {said}",
         "nvidia-fabricmanager active",
@@ -409,7 +386,6 @@ def _fabric_cause(
     facts: DriverFacts, seen: str, state: str | None, cause: Cause, switches: list[str], refs: list[str]
 ) -> Finding:
     """The fabric manager is down for a reason its log (or the kernel log) names: the fix removes that reason."""
-    check, title = FABRICMANAGER_CHECK.id, FABRICMANAGER_CHECK.title
     restart = CommandAction(description="then restart it", argv=("systemctl", "restart", "nvidia-fabricmanager"))
     actions: tuple[CommandAction | ModuleLoadAction | ServiceStartAction, ...]
     if cause.key == "fm_version":
@@ -455,10 +431,7 @@ def _fabric_cause(
         if cause.key == "fm_version"
         else (),
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return FABRICMANAGER_CHECK.problem_at(
         "critical",
         f"{seen}; nvidia-fabricmanager {state}; cause: {cause.cause}; its words: {cause.line}",
         "nvidia-fabricmanager active",

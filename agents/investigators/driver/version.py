@@ -7,10 +7,8 @@ from rigaudit.agents.facts.driver_support import ARCH_NAMES, BLACKWELL, MIN_BRAN
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import module_cause
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
-    AREA,
     MODULE_VERSION,
     DriverFacts,
     fix_where,
@@ -62,17 +60,13 @@ DRIVER_VERSION_CHECK = Check(
 
 
 def judge_driver_version(facts: DriverFacts) -> Finding:
-    check, title = DRIVER_VERSION_CHECK.id, DRIVER_VERSION_CHECK.title
     kernel, is_open = kernel_version(facts.proc_version)
     kernel = kernel or facts.module_version
     refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
     refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
     refused = [line for line in facts.install.dmesg.stdout.splitlines() if OPEN_REQUIRED in line]
     if refused and not facts.nvml_ok:
-        return problem(
-            check,
-            AREA,
-            title,
+        return DRIVER_VERSION_CHECK.problem_at(
             "critical",
             f"kernel log: {len(refused)} GPU(s) refused: {refused[0].split('NVRM: ', 1)[-1]}",
             "the open kernel module (NVIDIA UNIX Open Kernel Module) on GPUs that need it",
@@ -85,10 +79,7 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
         )
     cause = module_cause("nvidia", kernel_log(facts)) if not facts.nvml_ok and module_loaded(facts, "nvidia") is False else None
     if cause is not None and cause.known and cause.key not in ("open_required", "signature"):
-        return problem(
-            check,
-            AREA,
-            title,
+        return DRIVER_VERSION_CHECK.problem_at(
             "high" if cause.kind == "hardware" else "critical",
             f"nvidia.ko not loaded; kernel log: {cause.line}",
             "the NVIDIA kernel module loaded and driving every GPU",
@@ -113,8 +104,8 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
     if kernel is None and facts.nvml_version is None:
         if facts.gpus:
             why = f"no NVIDIA kernel module version ({PROC_VERSION} absent) and NVML unavailable ({facts.nvml_error})"
-            return unknown(check, AREA, title, why, subjects=(g.label for g in facts.gpus), evidence=refs)
-        return not_applicable(check, AREA, title, "no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs)
+            return DRIVER_VERSION_CHECK.unknown(why, subjects=(g.label for g in facts.gpus), evidence=refs)
+        return DRIVER_VERSION_CHECK.not_applicable("no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs)
     version = kernel or facts.nvml_version or "?"
     flavor = "" if is_open is None else (" (open kernel module)" if is_open else " (proprietary kernel module)")
     observed = f"{version}{flavor}"
@@ -122,16 +113,13 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
     refs += [nvml_ref("nvmlDeviceGetArchitecture", (i,)) for i in sorted(archs)][:4]
     if not archs:
         why = f"driver {observed}; GPU architecture unknown (NVML: {facts.nvml_error or 'no architecture recorded'})"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return DRIVER_VERSION_CHECK.unknown(why, evidence=refs)
     branch = _branch(version)
     too_old = [i for i, a in archs.items() if branch is not None and branch < MIN_BRANCH.get(a, 0)]
     if too_old:
         arch = max(archs[i] for i in too_old)
         need = MIN_BRANCH[arch]
-        return problem(
-            check,
-            AREA,
-            title,
+        return DRIVER_VERSION_CHECK.problem_at(
             "high",
             f"driver {observed} on {ARCH_NAMES.get(arch, arch)} GPUs",
             f"branch >= {need}" + (" with the open kernel module" if arch >= BLACKWELL else ""),
@@ -143,10 +131,7 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
         )
     blackwell = [i for i, a in archs.items() if a >= BLACKWELL]
     if blackwell and is_open is False:
-        return problem(
-            check,
-            AREA,
-            title,
+        return DRIVER_VERSION_CHECK.problem_at(
             "high",
             f"driver {observed} on Blackwell GPUs",
             "the open kernel module (NVIDIA UNIX Open Kernel Module)",
@@ -158,10 +143,7 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
         )
     legacy = [i for i, a in archs.items() if a < OPEN_MIN_ARCH]
     if legacy and is_open:
-        return problem(
-            check,
-            AREA,
-            title,
+        return DRIVER_VERSION_CHECK.problem_at(
             "high",
             f"open kernel module on pre-Turing GPUs ({', '.join(sorted({ARCH_NAMES.get(archs[i], '?') for i in legacy}))})",
             "the proprietary kernel module",
@@ -172,4 +154,4 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
         )
     arch_names = ", ".join(sorted({ARCH_NAMES.get(a, f"arch {a}") for a in archs.values()}))
     nvml = f"; NVML {facts.nvml_version}" if facts.nvml_version else ""
-    return ok(check, AREA, title, f"{observed}{nvml} on {arch_names} GPUs", evidence=refs)
+    return DRIVER_VERSION_CHECK.ok(f"{observed}{nvml} on {arch_names} GPUs", evidence=refs)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.vgpu import LICENSE_FN
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, fix_where
+from rigaudit.agents.investigators.driver.facts import DriverFacts, fix_where
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ServiceStartAction
 
@@ -33,17 +32,13 @@ GRIDD_STEPS = (
 
 
 def judge_vgpu_license(facts: DriverFacts) -> Finding:
-    check, title = VGPU_LICENSE_CHECK.id, VGPU_LICENSE_CHECK.title
     if not facts.platform.in_vm:
-        return not_applicable(check, AREA, title, "not a VM guest: NVIDIA vGPUs (and their licences) exist only in guests")
+        return VGPU_LICENSE_CHECK.not_applicable("not a VM guest: NVIDIA vGPUs (and their licences) exist only in guests")
     if not facts.nvml_ok:
-        return unknown(check, AREA, title, f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
+        return VGPU_LICENSE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
     licenses = facts.licenses
     if not licenses:
-        return not_applicable(
-            check,
-            AREA,
-            title,
+        return VGPU_LICENSE_CHECK.not_applicable(
             "no NVIDIA vGPU here (NVML virtualization mode is not VGPU): bare-metal and passed-through GPUs hold no vGPU licence",
         )
     refs = tuple(nvml_ref(LICENSE_FN, (v.gpu.index or 0,)) for v in licenses)
@@ -62,10 +57,7 @@ def judge_vgpu_license(facts: DriverFacts) -> Finding:
             revert="none needed: a licence changes no setting of the GPU",
             persist="nvidia-gridd requests the licence at every boot once the token is in place",
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return VGPU_LICENSE_CHECK.problem_at(
             "high",
             f"{len(missing)}/{len(licenses)} vGPUs unlicensed ({missing[0].product()}): {names}",
             "every vGPU licensed",
@@ -80,20 +72,14 @@ def judge_vgpu_license(facts: DriverFacts) -> Finding:
     if unread:
         error = unread[0].read.error or "no licensable feature enabled"
         shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
-        return unknown(
-            check,
-            AREA,
-            title,
+        return VGPU_LICENSE_CHECK.unknown(
             f"licence state of {len(unread)}/{len(licenses)} vGPUs not readable ({shown}); read "
             "nvidia-smi -q | grep -A2 'vGPU Software Licensed Product' in this guest",
             evidence=refs,
         )
     expiry = {e for v in licenses if (e := v.expiry())}
     until = f", expiring {', '.join(sorted(expiry))}" if expiry else ""
-    return ok(
-        check,
-        AREA,
-        title,
+    return VGPU_LICENSE_CHECK.ok(
         f"{len(licenses)}/{len(licenses)} vGPUs licensed ({licenses[0].product()}{until})",
         expected="every vGPU licensed",
         evidence=refs,

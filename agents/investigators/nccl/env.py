@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.nccl import premises
-from rigaudit.agents.investigators.nccl.facts import AREA, INFINIBAND, EnvSource, NcclFacts
+from rigaudit.agents.investigators.nccl.facts import INFINIBAND, EnvSource, NcclFacts
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
@@ -85,7 +84,6 @@ def _unread(f: NcclFacts) -> str | None:
 
 
 def judge_nccl_env(f: NcclFacts) -> Finding:
-    check, title = NCCL_ENV_CHECK.id, NCCL_ENV_CHECK.title
     refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
     hits: list[tuple[EnvSource, str, Severity, str]] = []
     harmless: list[str] = []
@@ -97,7 +95,7 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
     searched = [s.name for s in f.sources if s.variables is not None]
     unreadable = [f"{s.name} ({s.error})" for s in f.sources if s.variables is None]
     if not hits and (why := _unread(f)) is not None:
-        return unknown(check, AREA, title, why, evidence=refs)
+        return NCCL_ENV_CHECK.unknown(why, evidence=refs)
     if not hits:
         parts = []
         if harmless:
@@ -110,10 +108,7 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
             parts.append(f"no inference server process found to read its environment ({f.scan.searched})")
         if unreadable:
             parts.append("not readable: " + ", ".join(unreadable))
-        return ok(
-            check,
-            AREA,
-            title,
+        return NCCL_ENV_CHECK.ok(
             "; ".join(parts),
             expected="no override that turns off P2P, SHM or IB",
             explanation="NCCL picks P2P, SHM or network transports by topology; these variables force it off a "
@@ -138,10 +133,7 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
         revert="put the removed lines back and restart: " + "; ".join(f"{h[1]} in {h[0].name}" for h in hits),
         persist="the edited files are persistent",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return NCCL_ENV_CHECK.problem_at(
         severity,
         "; ".join(f"{setting} in {source.name}" for source, setting, _, _ in hits),
         "no override that turns off P2P, SHM or IB",

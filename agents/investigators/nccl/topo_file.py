@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.nccl import premises
-from rigaudit.agents.investigators.nccl.facts import AREA, NcclFacts
+from rigaudit.agents.investigators.nccl.facts import NcclFacts
 from rigaudit.agents.investigators.nccl.topo_facts import NO_SERVER, VARIABLE, TopoChoice, nd_size, shipped_paths
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
@@ -117,26 +116,22 @@ def _fix(f: NcclFacts, stem: str, bad: list[TopoChoice]) -> Fix:
 
 
 def judge_topo_file(f: NcclFacts) -> Finding:
-    check, title = NCCL_TOPO_FILE_CHECK.id, NCCL_TOPO_FILE_CHECK.title
     platform, gpus = f.version.platform, f.p2p.gpus
     if platform.cloud != "azure":
-        return not_applicable(check, AREA, title, "not an Azure VM: Azure's NCCL topology files describe its ND-series guests")
+        return NCCL_TOPO_FILE_CHECK.not_applicable("not an Azure VM: Azure's NCCL topology files describe its ND-series guests")
     if not gpus:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU")
+        return NCCL_TOPO_FILE_CHECK.not_applicable("no NVIDIA GPU")
     size = nd_size(gpus)
     if size is None:
         names = ", ".join(dict.fromkeys(g.name for g in gpus))
-        return not_applicable(
-            check, AREA, title, f"an Azure VM with {names}: not an ND size Azure ships an NCCL topology file for"
+        return NCCL_TOPO_FILE_CHECK.not_applicable(
+            f"an Azure VM with {names}: not an ND size Azure ships an NCCL topology file for"
         )
     sizes, stem = size
     refs = [file_ref(p) for p in shipped_paths(stem)] + [s.ref for s in f.sources]
     unread = [c for c in f.topo if not c.environ_readable]
     if unread:
-        return unknown(
-            check,
-            AREA,
-            title,
+        return NCCL_TOPO_FILE_CHECK.unknown(
             f"{sizes} guest; the environment of {', '.join(c.server for c in unread[:3])} is unreadable: a {VARIABLE} "
             "there outranks the NCCL config files; reading /proc/PID/environ as root would tell",
             evidence=refs,
@@ -144,12 +139,9 @@ def judge_topo_file(f: NcclFacts) -> Finding:
     bad = [c for c in f.topo if not (c.path and c.exists)]
     observed = f"{sizes} guest; {_grouped(f.topo)}"
     if not bad:
-        return ok(check, AREA, title, observed, expected=f"{VARIABLE} names Azure's {stem} topology file", evidence=refs)
+        return NCCL_TOPO_FILE_CHECK.ok(observed, expected=f"{VARIABLE} names Azure's {stem} topology file", evidence=refs)
     severity, scope = _severity(f)
-    return problem(
-        check,
-        AREA,
-        title,
+    return NCCL_TOPO_FILE_CHECK.problem_at(
         severity,
         f"{observed}; {scope}",
         f"{VARIABLE} names Azure's {stem} topology file",

@@ -9,13 +9,11 @@ from rigaudit.agents.facts.nvidia_driver import version_key
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.processes import ServerScan
 from rigaudit.agents.facts.python_env import TorchInstall, dist_version, find_torch, required_version
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.nccl import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
-AREA: Area = "nccl"
 _NCCL_PROJECTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
 _MAPS_NCCL = r"(?m)\s(/\S*/libnccl\.so(?:\.[0-9.]+)?)\s*$"
 _FILE_VERSION = r"libnccl\.so\.(\d+\.\d+\.\d+)$"
@@ -98,10 +96,9 @@ NCCL_VERSION_CHECK = Check(
 
 
 def judge_nccl_version(f: NcclVersionFacts) -> Finding:
-    check, title = NCCL_VERSION_CHECK.id, NCCL_VERSION_CHECK.title
     if not f.installs:
-        return unknown(
-            check, AREA, title, f"no serving Python with torch found ({f.scan.searched}; {len(f.searched)} site-packages folders)"
+        return NCCL_VERSION_CHECK.unknown(
+            f"no serving Python with torch found ({f.scan.searched}; {len(f.searched)} site-packages folders)"
         )
     judged = [i for i in f.installs if i.torch.server is not None] or list(f.installs)
     refs = tuple(r for i in judged for r in i.refs)
@@ -117,7 +114,7 @@ def judge_nccl_version(f: NcclVersionFacts) -> Finding:
             + (f", loads {i.loaded}" if i.loaded else "")
             for i in judged
         )
-        return unknown(check, AREA, title, why, evidence=refs)
+        return NCCL_VERSION_CHECK.unknown(why, evidence=refs)
     rows: list[tuple[NcclInstall, str, str, str]] = []
     for i in pinned:
         loaded = i.loaded_version()
@@ -133,7 +130,7 @@ def judge_nccl_version(f: NcclVersionFacts) -> Finding:
         for i in pinned
     )
     if not rows:
-        return ok(check, AREA, title, described, expected="the NCCL version torch was built against", evidence=refs)
+        return NCCL_VERSION_CHECK.ok(described, expected="the NCCL version torch was built against", evidence=refs)
     older = any(kind == "missing" or version_key(found) < version_key(i.pin or "") for i, kind, found, _ in rows)
     severity: Severity = "medium" if older else "low"
     if not any(i.torch.server for i, _, _, _ in rows):
@@ -159,10 +156,7 @@ def judge_nccl_version(f: NcclVersionFacts) -> Finding:
         revert="pip install the previous nvidia-nccl version",
         persist="pin the version in the environment's requirements",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return NCCL_VERSION_CHECK.problem_at(
         severity,
         "; ".join(
             f"torch {i.torch.version or '?'} pins NCCL {i.pin}; {kind} {found} ({where})" for i, kind, found, where in rows
