@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.firmware import premises
-from rigaudit.agents.investigators.firmware.facts import AREA, CPPC_DIR, FirmwareFacts, fix_where
+from rigaudit.agents.investigators.firmware.facts import CPPC_DIR, FirmwareFacts, fix_where
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 CPPC_CHECK = Check(
@@ -21,60 +20,45 @@ CPPC_CHECK = Check(
 
 
 def judge_cppc(facts: FirmwareFacts) -> Finding:
-    check, title = CPPC_CHECK.id, CPPC_CHECK.title
     evidence = [*facts.refs.get("cpu", ()), *facts.refs.get("cppc", ())]
     cpu = facts.cpu
     if cpu is None or cpu.vendor is None:
-        return unknown(check, AREA, title, "/proc/cpuinfo not readable", evidence=evidence)
+        return CPPC_CHECK.unknown("/proc/cpuinfo not readable", evidence=evidence)
     if cpu.vendor != "AuthenticAMD":
-        return not_applicable(check, AREA, title, f"{cpu.model_name or cpu.vendor}: CPPC for amd_pstate concerns AMD CPUs")
+        return CPPC_CHECK.not_applicable(f"{cpu.model_name or cpu.vendor}: CPPC for amd_pstate concerns AMD CPUs")
     if facts.platform.in_vm:
-        return not_applicable(check, AREA, title, "VM guest: CPU frequency is managed by the hypervisor's firmware and kernel")
+        return CPPC_CHECK.not_applicable("VM guest: CPU frequency is managed by the hypervisor's firmware and kernel")
     if not cpu.amd_pstate_capable:
-        return not_applicable(
-            check, AREA, title, f"{cpu.model_name or 'this AMD CPU'} predates Zen 2: amd_pstate does not support it"
-        )
+        return CPPC_CHECK.not_applicable(f"{cpu.model_name or 'this AMD CPU'} predates Zen 2: amd_pstate does not support it")
     if facts.platform.is_guest and facts.scaling_driver is None and facts.cppc_entries is None:
-        return unknown(
-            check,
-            AREA,
-            title,
+        return CPPC_CHECK.unknown(
             f"{facts.platform.kind} with no cpufreq visible: the CPU's frequency and CPPC belong to the host; check there",
             evidence=evidence,
         )
     if facts.cppc_entries is not None:
-        return ok(
-            check,
-            AREA,
-            title,
+        return CPPC_CHECK.ok(
             f"{CPPC_DIR} present ({', '.join(facts.cppc_entries[:4]) or 'empty'}) on {cpu.model_name}",
             expected="acpi_cppc present (firmware exposes CPPC)",
             explanation="The firmware publishes CPPC, so amd_pstate can drive this CPU.",
             evidence=evidence,
         )
     if facts.scaling_driver and facts.scaling_driver.startswith("amd-pstate"):
-        return ok(check, AREA, title, f"scaling_driver {facts.scaling_driver}", evidence=evidence)
+        return CPPC_CHECK.ok(f"scaling_driver {facts.scaling_driver}", evidence=evidence)
     if facts.cppc_error not in (None, "ENOENT"):
-        return unknown(check, AREA, title, f"{CPPC_DIR} not listable: {facts.cppc_error}", evidence=evidence)
+        return CPPC_CHECK.unknown(f"{CPPC_DIR} not listable: {facts.cppc_error}", evidence=evidence)
     drivers = facts.drivers
     if drivers is not None:
         evidence = [*evidence, *drivers.refs]
     if drivers is None or drivers.amd_pstate == "unknown":
         how = drivers.how if drivers is not None else "not read"
-        return unknown(
-            check,
-            AREA,
-            title,
+        return CPPC_CHECK.unknown(
             f"{CPPC_DIR} missing on {cpu.model_name}, but whether kernel {drivers.release_text if drivers else ''} has "
             f"amd_pstate, the only user of CPPC, is unknown ({how}): CONFIG_X86_AMD_PSTATE in /boot/config-$(uname -r) "
             "would tell",
             evidence=evidence,
         )
     if drivers.amd_pstate == "no":
-        return not_applicable(
-            check,
-            AREA,
-            title,
+        return CPPC_CHECK.not_applicable(
             f"{CPPC_DIR} missing on {cpu.model_name}, but kernel {drivers.release_text} has no amd_pstate ({drivers.how}): "
             "CPPC in the BIOS would change nothing until a kernel that has it (Linux 5.17+, active mode 6.3+); "
             "see power.scaling_driver and kernel.version",
@@ -93,10 +77,7 @@ def judge_cppc(facts: FirmwareFacts) -> Finding:
         risk="low",
         verify=f"ls {CPPC_DIR} lists highest_perf, nominal_perf...; dmesg has no 'amd_pstate: the _CPC object is not present'",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return CPPC_CHECK.problem_at(
         "medium",
         observed=f"{CPPC_DIR} missing on {cpu.model_name} (scaling_driver {facts.scaling_driver or 'unknown'})",
         expected="acpi_cppc present",

@@ -5,10 +5,9 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_models import product_line
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.firmware import premises
-from rigaudit.agents.investigators.firmware.facts import AREA, NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
+from rigaudit.agents.investigators.firmware.facts import NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
 REBAR_CHECK = Check(
@@ -24,22 +23,18 @@ REBAR_CHECK = Check(
 
 
 def judge_rebar(facts: FirmwareFacts) -> Finding:
-    check, title = REBAR_CHECK.id, REBAR_CHECK.title
     if not facts.gpus:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU found")
+        return REBAR_CHECK.not_applicable("no NVIDIA GPU found")
     evidence = [r for g in facts.gpus for r in g.refs if "Vbios" not in r and "/information" not in r]
     if why := hypervisor_side([g.gpu for g in facts.gpus], "the board's BAR1 and Resizable BAR"):
-        return not_applicable(
-            check,
-            AREA,
-            title,
+        return REBAR_CHECK.not_applicable(
             f"{why}. A vGPU's BAR1 is the window the vGPU manager gives it, not a BAR the firmware sizes",
             evidence=evidence,
         )
     known = [g for g in facts.gpus if g.bar1 is not None]
     if not known:
         why = f"BAR1 size not readable (NVML: {facts.nvml_error or 'no BAR1 info'}; sysfs resource not readable)"
-        return unknown(check, AREA, title, why, evidence=evidence)
+        return REBAR_CHECK.unknown(why, evidence=evidence)
     small: list[GpuFirmware] = []
     for g in known:
         assert g.bar1 is not None
@@ -60,10 +55,7 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
         if rebar_notes:
             at_max = sum(1 for _, cur, top in rebar_notes if top is not None and cur >= top)
             observed += f"; Resizable BAR capability present, BAR1 at its largest supported size on {at_max}/{len(rebar_notes)}"
-        return ok(
-            check,
-            AREA,
-            title,
+        return REBAR_CHECK.ok(
             observed,
             expected="BAR1 at least as large as VRAM (or the largest size the GPU supports)",
             explanation="A large BAR1 lets the driver map all of a GPU's memory for PCIe peer access and GPUDirect RDMA.",
@@ -82,10 +74,7 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
     else:
         unused = None
     if len(at_top) == len(small):
-        return ok(
-            check,
-            AREA,
-            title,
+        return REBAR_CHECK.ok(
             "; ".join(f"{g.gpu.label}: BAR1 {size_text(g.bar1 or 0)}, the largest size it supports" for g in small),
             expected="BAR1 at the largest supported size",
             explanation="The Resizable BAR capability shows BAR1 already at the largest size this GPU offers: a product "
@@ -112,10 +101,7 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
         "'Physical Resizable BAR: BAR 1: current size' at the largest supported size",
     )
     fix = for_cloud(fix, facts.platform, [g.gpu for g in small])  # a cloud's firmware: the provider's
-    return problem(
-        check,
-        AREA,
-        title,
+    return REBAR_CHECK.problem_at(
         severity,
         observed=observed,
         expected="BAR1 at least as large as VRAM",

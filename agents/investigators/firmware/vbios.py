@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.firmware import premises
-from rigaudit.agents.investigators.firmware.facts import AREA, FirmwareFacts, fix_where
+from rigaudit.agents.investigators.firmware.facts import FirmwareFacts, fix_where
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 VBIOS_CONSISTENCY_CHECK = Check(
@@ -20,15 +19,14 @@ VBIOS_CONSISTENCY_CHECK = Check(
 
 
 def judge_vbios(facts: FirmwareFacts) -> Finding:
-    check, title = VBIOS_CONSISTENCY_CHECK.id, VBIOS_CONSISTENCY_CHECK.title
     if not facts.gpus:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU found")
+        return VBIOS_CONSISTENCY_CHECK.not_applicable("no NVIDIA GPU found")
     evidence = [r for g in facts.gpus for r in g.refs if "Vbios" in r or "/information" in r]
     known = [g for g in facts.gpus if g.vbios]
     if not known:
-        return unknown(check, AREA, title, f"VBIOS versions not readable (NVML: {facts.nvml_error or 'no VBIOS info'})")
+        return VBIOS_CONSISTENCY_CHECK.unknown(f"VBIOS versions not readable (NVML: {facts.nvml_error or 'no VBIOS info'})")
     if len(facts.gpus) < 2:
-        return not_applicable(check, AREA, title, "one GPU: nothing to compare its VBIOS with")
+        return VBIOS_CONSISTENCY_CHECK.not_applicable("one GPU: nothing to compare its VBIOS with")
     groups: dict[str, dict[str, list[str]]] = {}
     for g in known:
         groups.setdefault(g.gpu.name, {}).setdefault(g.vbios or "", []).append(g.gpu.label)
@@ -37,7 +35,7 @@ def judge_vbios(facts: FirmwareFacts) -> Finding:
         observed = "; ".join(f"{name}: VBIOS {next(iter(v))} on {len(next(iter(v.values())))} GPUs" for name, v in groups.items())
         if len(known) < len(facts.gpus):
             observed += f"; not readable on {len(facts.gpus) - len(known)} GPU(s)"
-        return ok(check, AREA, title, observed, expected="one VBIOS version per GPU model", evidence=evidence)
+        return VBIOS_CONSISTENCY_CHECK.ok(observed, expected="one VBIOS version per GPU model", evidence=evidence)
     observed = "; ".join(
         f"{name}: " + ", ".join(f"{ver} on {', '.join(labels)}" for ver, labels in versions.items())
         for name, versions in split.items()
@@ -55,10 +53,7 @@ def judge_vbios(facts: FirmwareFacts) -> Finding:
         risk="medium",
         verify="nvidia-smi --query-gpu=name,vbios_version --format=csv shows one version per model",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return VBIOS_CONSISTENCY_CHECK.problem_at(
         "low",
         observed=observed,
         expected="one VBIOS version per GPU model",

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.numa import premises
-from rigaudit.agents.investigators.numa.facts import AREA, BALANCING, NODES, NumaFacts, fix_where
+from rigaudit.agents.investigators.numa.facts import BALANCING, NODES, NumaFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
@@ -46,21 +45,20 @@ def _grace_reason(nodes: list[int]) -> str:
 
 
 def judge_balancing(facts: NumaFacts) -> Finding:
-    check, title = BALANCING_CHECK.id, BALANCING_CHECK.title
     refs = (file_ref(BALANCING), dir_ref(NODES))
     if facts.balancing is None:
         if facts.balancing_error == "ENOENT":
-            return not_applicable(check, AREA, title, "this kernel has no automatic NUMA balancing (no kernel.numa_balancing)")
-        return unknown(check, AREA, title, f"{BALANCING} not readable: {facts.balancing_error}", evidence=refs[:1])
+            return BALANCING_CHECK.not_applicable("this kernel has no automatic NUMA balancing (no kernel.numa_balancing)")
+        return BALANCING_CHECK.unknown(f"{BALANCING} not readable: {facts.balancing_error}", evidence=refs[:1])
     value = facts.balancing
     if facts.nodes is not None and len(facts.nodes) <= 1:
         why = f"one NUMA node: nothing to balance (kernel.numa_balancing={value})"
-        return not_applicable(check, AREA, title, why, evidence=refs)
+        return BALANCING_CHECK.not_applicable(why, evidence=refs)
     if value == "0":
-        return ok(check, AREA, title, "kernel.numa_balancing=0", expected="kernel.numa_balancing=0", evidence=refs)
+        return BALANCING_CHECK.ok("kernel.numa_balancing=0", expected="kernel.numa_balancing=0", evidence=refs)
     if facts.nodes is None:
         why = f"kernel.numa_balancing={value}, but {NODES} cannot be listed to tell whether the host has several NUMA nodes"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return BALANCING_CHECK.unknown(why, evidence=refs)
     nodes = len(facts.nodes)
     gpu_nodes = _gpu_memory_nodes(facts)
     summary = "Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0"
@@ -86,10 +84,7 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         "percent of throughput; vendors' inference and HPC tuning guides turn it off. The change is instant and "
         "harmless to revert."
     ) + (_grace_reason(gpu_nodes) if gpu_nodes else "")
-    return problem(
-        check,
-        AREA,
-        title,
+    return BALANCING_CHECK.problem_at(
         "medium",
         f"kernel.numa_balancing={value} on {nodes} NUMA nodes",
         "kernel.numa_balancing=0",

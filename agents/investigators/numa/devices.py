@@ -12,7 +12,6 @@ from rigaudit.agents.facts.nvlink_management import management_text, rdma_device
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import nic_bdf
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.numa import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
@@ -130,11 +129,10 @@ IRQ_AFFINITY_CHECK = Check(
 
 
 def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
-    check, title = IRQ_AFFINITY_CHECK.id, IRQ_AFFINITY_CHECK.title
     if not f.irqs:
-        return not_applicable(check, AREA, title, "no NVIDIA GPU on this host")
+        return IRQ_AFFINITY_CHECK.not_applicable("no NVIDIA GPU on this host")
     if nodes is not None and nodes <= 1:
-        return not_applicable(check, AREA, title, "one NUMA node: every CPU is local to every GPU")
+        return IRQ_AFFINITY_CHECK.not_applicable("one NUMA node: every CPU is local to every GPU")
     refs = [file_ref(r.source) for r in f.irqs if r.source] + [command_ref(IRQBALANCE)]
     read = [r for r in f.irqs if r.affinity is not None and r.gpu.local_cpulist]
     if not read:
@@ -146,7 +144,7 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
             else []
         )
         why = "; ".join([*shown, *others[:3]])
-        return unknown(check, AREA, title, f"GPU interrupt affinity not readable ({why})", evidence=refs[-1:])
+        return IRQ_AFFINITY_CHECK.unknown(f"GPU interrupt affinity not readable ({why})", evidence=refs[-1:])
     balance = _irqbalance_state(f.irqbalance)
     remote = []
     for row in read:
@@ -155,10 +153,7 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
         if local and cpus and not cpus & local:
             remote.append((row, cpus, local))
     if not remote:
-        return ok(
-            check,
-            AREA,
-            title,
+        return IRQ_AFFINITY_CHECK.ok(
             f"interrupts of {len(read)}/{len(f.irqs)} GPUs are served on CPUs of their own NUMA node; irqbalance {balance}",
             expected="each GPU's interrupts on CPUs of its NUMA node",
             evidence=tuple(refs),
@@ -180,10 +175,7 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
         persist="irqbalance rewrites affinities: ban these IRQs from it (IRQBALANCE_ARGS=--banirq=N in /etc/default/irqbalance) "
         "and set them from a oneshot unit at boot",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return IRQ_AFFINITY_CHECK.problem_at(
         "low",
         "; ".join(
             f"{row.gpu.label}: IRQ {row.irq} on {cpu_ranges(cpus)}, GPU local {cpu_ranges(local)}" for row, cpus, local in remote
@@ -212,31 +204,27 @@ NIC_AFFINITY_CHECK = Check(
 
 
 def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None) -> Finding:
-    check, title = NIC_AFFINITY_CHECK.id, NIC_AFFINITY_CHECK.title
     refs = [dir_ref(INFINIBAND)]
     if f.nics is None:
-        return unknown(check, AREA, title, f"{INFINIBAND} not readable: {f.nics_error}", evidence=refs)
+        return NIC_AFFINITY_CHECK.unknown(f"{INFINIBAND} not readable: {f.nics_error}", evidence=refs)
     if not f.nics:
         why = f"no RDMA NIC ({INFINIBAND} has no entries{management_text(f.management)})"
-        return not_applicable(check, AREA, title, why, evidence=refs)
+        return NIC_AFFINITY_CHECK.not_applicable(why, evidence=refs)
     if nodes is not None and nodes <= 1:
-        return not_applicable(check, AREA, title, "one NUMA node: every NIC is local to every GPU", evidence=refs)
+        return NIC_AFFINITY_CHECK.not_applicable("one NUMA node: every NIC is local to every GPU", evidence=refs)
     refs += [file_ref(f"{INFINIBAND}/{n.name}/device/numa_node") for n in f.nics]
     refs += [file_ref(f"{g.sysfs}/numa_node") for g in gpus]
     nic_nodes = {n.numa_node for n in f.nics if n.numa_node is not None and n.numa_node >= 0}
     gpu_nodes = {g.numa_node for g in gpus if g.numa_node is not None and g.numa_node >= 0}
     if not nic_nodes or not gpu_nodes:
         what = "NICs" if not nic_nodes else "GPUs"
-        return unknown(check, AREA, title, f"NUMA node of the {what} unknown (numa_node unreadable or -1)", evidence=refs)
+        return NIC_AFFINITY_CHECK.unknown(f"NUMA node of the {what} unknown (numa_node unreadable or -1)", evidence=refs)
     placement = ", ".join(f"{n.name} node {n.numa_node}" for n in f.nics)
     lonely = sorted(gpu_nodes - nic_nodes)
     if not lonely and (apart := _beyond_pxb(f, gpus)):
-        return _gdr_off(check, title, f, placement, apart, refs)
+        return _gdr_off(f, placement, apart, refs)
     if not lonely:
-        return ok(
-            check,
-            AREA,
-            title,
+        return NIC_AFFINITY_CHECK.ok(
             f"{placement}; GPUs on nodes {', '.join(map(str, sorted(gpu_nodes)))}: every GPU node has a local RDMA NIC",
             expected="an RDMA NIC on every NUMA node that holds GPUs",
             evidence=refs,
@@ -261,10 +249,7 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
         revert="none",
         persist="hardware changes persist",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return NIC_AFFINITY_CHECK.problem_at(
         "low",
         f"{placement}; GPUs on node(s) {', '.join(map(str, lonely))} have no local RDMA NIC",
         "an RDMA NIC on every NUMA node that holds GPUs",
@@ -303,7 +288,7 @@ def _beyond_pxb(f: DeviceFacts, gpus: tuple[Gpu, ...]) -> list[Gpu]:
     return apart
 
 
-def _gdr_off(check: str, title: str, f: DeviceFacts, placement: str, apart: list[Gpu], refs: list[str]) -> Finding:
+def _gdr_off(f: DeviceFacts, placement: str, apart: list[Gpu], refs: list[str]) -> Finding:
     fix = Fix(
         kind="hardware",
         where=_where(f.platform),
@@ -326,10 +311,7 @@ def _gdr_off(check: str, title: str, f: DeviceFacts, placement: str, apart: list
         persist="hardware changes persist; the environment goes in the servers' unit or launch script",
     )
     refs = refs + [f"link:{INFINIBAND}/{n.name}/device" for n in f.nics or ()]
-    return problem(
-        check,
-        AREA,
-        title,
+    return NIC_AFFINITY_CHECK.problem_at(
         "low",
         f"{placement}; every GPU node has an RDMA NIC, but {', '.join(g.label for g in apart)} share no PCIe switch "
         "with one (the path crosses the root complex: PHB, or NODE between root complexes)",

@@ -7,7 +7,6 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.core.record import Record
@@ -123,25 +122,24 @@ HUGEPAGES_CHECK = Check(
 
 
 def judge_hugepages(f: MemoryFacts) -> Finding:
-    check, title = HUGEPAGES_CHECK.id, HUGEPAGES_CHECK.title
     refs = [file_ref(MEMINFO), dir_ref(HUGEPAGES)]
     mem_total = f.meminfo.get("MemTotal")
     pools = _pools(f)
     if mem_total is None or not pools:
-        return unknown(check, AREA, title, f"{MEMINFO} not readable or without HugePages lines: {f.meminfo_error}", evidence=refs)
+        return HUGEPAGES_CHECK.unknown(f"{MEMINFO} not readable or without HugePages lines: {f.meminfo_error}", evidence=refs)
     reserved = sum((p.total or 0) * p.size_kb for p in pools)
     free = sum((p.free if p.free is not None else p.total or 0) * p.size_kb for p in pools)
     shown = ", ".join(f"{p.total} × {p.size_kb // 1024} MiB ({p.free if p.free is not None else '?'} free)" for p in pools)
     if reserved == 0:
-        return ok(
-            check, AREA, title, f"no huge pages reserved (RAM {_gib(mem_total)})", expected="no unused reservation", evidence=refs
+        return HUGEPAGES_CHECK.ok(
+            f"no huge pages reserved (RAM {_gib(mem_total)})", expected="no unused reservation", evidence=refs
         )
     share = reserved / mem_total
     used_share = 1 - free / reserved if reserved else 0.0
     observed = f"{_gib(reserved)} reserved ({share:.0%} of {_gib(mem_total)} RAM): {shown}"
     if used_share >= IN_USE_FRACTION or share < LOW_FRACTION:
         why = "in use (VMs, DPDK or a database hold them)" if used_share >= IN_USE_FRACTION else "a small reservation"
-        return ok(check, AREA, title, f"{observed}; {why}", expected="no large unused reservation", evidence=refs)
+        return HUGEPAGES_CHECK.ok(f"{observed}; {why}", expected="no large unused reservation", evidence=refs)
     severity: Severity = "medium" if share >= HIGH_FRACTION else "low"
     on_cmdline = f.cmdline is not None and re.search(r"(?:^|\s)hugepages=", f.cmdline) is not None
     actions: list[Action] = []
@@ -167,10 +165,7 @@ def judge_hugepages(f: MemoryFacts) -> Finding:
         ),
     )
     refs.append(file_ref(CMDLINE))
-    return problem(
-        check,
-        AREA,
-        title,
+    return HUGEPAGES_CHECK.problem_at(
         severity,
         f"{observed}; {1 - used_share:.0%} of it unused",
         f"no unused reservation above {LOW_FRACTION:.0%} of RAM",
@@ -197,17 +192,16 @@ ZONE_RECLAIM_CHECK = Check(
 
 
 def judge_zone_reclaim(f: MemoryFacts, nodes: int | None) -> Finding:
-    check, title = ZONE_RECLAIM_CHECK.id, ZONE_RECLAIM_CHECK.title
     refs = (file_ref(ZONE_RECLAIM),)
     if nodes is not None and nodes <= 1:
         value = f" (vm.zone_reclaim_mode={f.zone_reclaim})" if f.zone_reclaim is not None else ""
-        return not_applicable(check, AREA, title, f"one NUMA node: no remote memory to prefer over reclaim{value}")
+        return ZONE_RECLAIM_CHECK.not_applicable(f"one NUMA node: no remote memory to prefer over reclaim{value}")
     if f.zone_reclaim is None:
         if f.zone_reclaim_error == "ENOENT" and f.platform.in_container:
-            return unknown(check, AREA, title, f"{ZONE_RECLAIM} is not visible in this container", evidence=refs)
-        return unknown(check, AREA, title, f"{ZONE_RECLAIM} not readable: {f.zone_reclaim_error}", evidence=refs)
+            return ZONE_RECLAIM_CHECK.unknown(f"{ZONE_RECLAIM} is not visible in this container", evidence=refs)
+        return ZONE_RECLAIM_CHECK.unknown(f"{ZONE_RECLAIM} not readable: {f.zone_reclaim_error}", evidence=refs)
     if f.zone_reclaim == "0":
-        return ok(check, AREA, title, "vm.zone_reclaim_mode=0", expected="vm.zone_reclaim_mode=0", evidence=refs)
+        return ZONE_RECLAIM_CHECK.ok("vm.zone_reclaim_mode=0", expected="vm.zone_reclaim_mode=0", evidence=refs)
     fix = Fix(
         kind="runtime",
         where=_where(f.platform),
@@ -218,10 +212,7 @@ def judge_zone_reclaim(f: MemoryFacts, nodes: int | None) -> Finding:
         revert=f"sysctl -w vm.zone_reclaim_mode={f.zone_reclaim}",
         persist=sysctl_persist("vm.zone_reclaim_mode", "0"),
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return ZONE_RECLAIM_CHECK.problem_at(
         "low",
         f"vm.zone_reclaim_mode={f.zone_reclaim}" + (f" on {nodes} NUMA nodes" if nodes else ""),
         "vm.zone_reclaim_mode=0",

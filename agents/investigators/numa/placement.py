@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.numa import premises
-from rigaudit.agents.investigators.numa.facts import AREA, NODES, NumaFacts, fix_where
+from rigaudit.agents.investigators.numa.facts import NODES, NumaFacts, fix_where
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -38,9 +37,8 @@ GPU_AFFINITY_CHECK = Check(
 
 
 def judge_gpu_affinity(facts: NumaFacts) -> Finding:
-    check, title = GPU_AFFINITY_CHECK.id, GPU_AFFINITY_CHECK.title
     if not facts.gpus:
-        return unknown(check, AREA, title, facts.gpu_error or "no GPUs found", evidence=("dir:/sys/bus/pci/devices",))
+        return GPU_AFFINITY_CHECK.unknown(facts.gpu_error or "no GPUs found", evidence=("dir:/sys/bus/pci/devices",))
     refs = tuple(r for g in facts.gpus for r in (file_ref(f"{g.sysfs}/numa_node"), file_ref(f"{g.sysfs}/local_cpulist")))
     placement = _placement(facts)
     caveat = (
@@ -48,7 +46,7 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         "(check its CPU affinity with taskset -p PID or numactl --show inside it)."
     )
     if all(g.numa_node is None for g in facts.gpus):
-        return unknown(check, AREA, title, "numa_node of the GPUs is not readable", evidence=refs)
+        return GPU_AFFINITY_CHECK.unknown("numa_node of the GPUs is not readable", evidence=refs)
     nodes = len(facts.nodes) if facts.nodes is not None else None
     orphans = [g for g in facts.gpus if g.numa_node is not None and g.numa_node < 0]
     if not orphans or (nodes is not None and nodes <= 1):
@@ -57,18 +55,18 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
             "Each GPU is reported on the NUMA node of the CPU socket / root complex it hangs off; bind each GPU's worker "
             "(CPU threads and host memory) to that node to keep host-device copies and launches local." + caveat
         )
-        return ok(
-            check, AREA, title, placement + note, explanation=explanation, subjects=(g.label for g in facts.gpus), evidence=refs
+        return GPU_AFFINITY_CHECK.ok(
+            placement + note, explanation=explanation, subjects=(g.label for g in facts.gpus), evidence=refs
         )
     if facts.platform.kind == "vm":
         why = (
             f"{len(orphans)} GPUs report numa_node -1 inside this VM ({placement}): the hypervisor does not pass PCI "
             "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor." + caveat
         )
-        return ok(check, AREA, title, placement, explanation=why, subjects=(g.label for g in orphans), evidence=refs)
+        return GPU_AFFINITY_CHECK.ok(placement, explanation=why, subjects=(g.label for g in orphans), evidence=refs)
     if nodes is None:
         why = f"{len(orphans)} GPUs report numa_node -1 and {NODES} cannot be listed to tell how many nodes exist"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return GPU_AFFINITY_CHECK.unknown(why, evidence=refs)
     fix = Fix(
         kind="firmware",
         where=fix_where(facts.platform, "firmware"),
@@ -95,10 +93,7 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         "cross the socket interconnect (tens of percent lower H2D bandwidth and higher launch latency for the "
         "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity." + caveat
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return GPU_AFFINITY_CHECK.problem_at(
         "medium",
         placement,
         "every GPU on a NUMA node (numa_node >= 0)",

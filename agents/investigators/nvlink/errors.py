@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.nvlink import premises
 from rigaudit.agents.investigators.nvlink.facts import (
-    AREA,
     COUNTERS,
     CRC_COUNTERS,
     SERIOUS_COUNTERS,
@@ -30,34 +28,27 @@ NVLINK_ERRORS_CHECK = Check(
 
 
 def judge_errors(f: NvlinkFacts) -> Finding:
-    check, title = NVLINK_ERRORS_CHECK.id, NVLINK_ERRORS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return NVLINK_ERRORS_CHECK.unknown(why)
     first = {i: links[0] for i, links in f.states.items()}
     state_refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, 0)) for i in f.states)
     if all(r.error == "NOT_SUPPORTED" for r in first.values()):
-        return not_applicable(check, AREA, title, no_nvlink_reason(f), evidence=state_refs)
+        return NVLINK_ERRORS_CHECK.not_applicable(no_nvlink_reason(f), evidence=state_refs)
     active = [(i, k) for i, links in f.states.items() for k, r in links.items() if r.ok and r.value == 1]
     if not active and len(f.states) == 1:
-        return not_applicable(check, AREA, title, "one GPU and no active NVLink: no link to count errors on", evidence=state_refs)
+        return NVLINK_ERRORS_CHECK.not_applicable("one GPU and no active NVLink: no link to count errors on", evidence=state_refs)
     if not active:
-        return unknown(check, AREA, title, "no active NVLink to read counters from (see nvlink.links)", evidence=state_refs)
+        return NVLINK_ERRORS_CHECK.unknown("no active NVLink to read counters from (see nvlink.links)", evidence=state_refs)
     refs = tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", key) for key in f.counters)
     if not f.counters:
-        return unknown(
-            check,
-            AREA,
-            title,
+        return NVLINK_ERRORS_CHECK.unknown(
             f"nvmlDeviceGetNvLinkErrorCounter gave no value for {len(active)} active links",
             evidence=tuple(nvml_ref("nvmlDeviceGetNvLinkErrorCounter", (i, k, 0)) for i, k in active[:8]),
         )
     errors = {key: v for key, v in f.counters.items() if v > 0}
     links_read = len({(i, k) for i, k, _ in f.counters})
     if not errors:
-        return ok(
-            check,
-            AREA,
-            title,
+        return NVLINK_ERRORS_CHECK.ok(
             f"replay, recovery and CRC counters 0 on {links_read} active links",
             expected="error counters 0",
             explanation="Counters are cumulative since the last driver load or reset; read them again under load.",
@@ -69,10 +60,7 @@ def judge_errors(f: NvlinkFacts) -> Finding:
     observed = "; ".join(f"{label(f.inventory, i)}: {', '.join(items)}" for i, items in by_gpu.items())
     if all(c in CRC_COUNTERS for _, _, c in errors):
         # Seen on healthy H200s: CRC counts on every link, no replay or recovery. Retry corrects them.
-        return ok(
-            check,
-            AREA,
-            title,
+        return NVLINK_ERRORS_CHECK.ok(
             f"CRC counts only, no replay or recovery on {links_read} active links: {observed}",
             expected="no replays or recoveries; CRC counts that do not climb fast under load",
             explanation="Receive CRC errors are detected and corrected by link-level retry; healthy NVLink4 links "
@@ -81,10 +69,7 @@ def judge_errors(f: NvlinkFacts) -> Finding:
             evidence=refs,
         )
     severity: Severity = "medium" if any(c in SERIOUS_COUNTERS for _, _, c in errors) else "low"
-    return problem(
-        check,
-        AREA,
-        title,
+    return NVLINK_ERRORS_CHECK.problem_at(
         severity,
         observed,
         "error counters 0",

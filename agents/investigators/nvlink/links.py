@@ -6,10 +6,9 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.agents.investigators.nvlink import premises
-from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, AREA, NvlinkFacts, hardware_fix, no_nvlink_reason
+from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, NvlinkFacts, hardware_fix, no_nvlink_reason
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import Finding
 
@@ -25,13 +24,12 @@ NVLINK_LINKS_CHECK = Check(
 
 
 def judge_links(f: NvlinkFacts) -> Finding:
-    check, title = NVLINK_LINKS_CHECK.id, NVLINK_LINKS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return NVLINK_LINKS_CHECK.unknown(why)
     refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, k)) for i, links in f.states.items() for k in links)
     first = {i: links[0] for i, links in f.states.items()}
     if all(r.error == "NOT_SUPPORTED" for r in first.values()):
-        return not_applicable(check, AREA, title, no_nvlink_reason(f), evidence=refs)
+        return NVLINK_LINKS_CHECK.not_applicable(no_nvlink_reason(f), evidence=refs)
     active: dict[int, set[int]] = {}
     present: dict[int, set[int]] = {}
     unread: list[str] = []
@@ -46,19 +44,16 @@ def judge_links(f: NvlinkFacts) -> Finding:
                 error = "not recorded in this snapshot" if result.error == "NOT_RECORDED" else result.error
                 unread.append(f"{label(f.inventory, index)} link {link}: {error}")
     if not any(present.values()):
-        return unknown(check, AREA, title, "NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
+        return NVLINK_LINKS_CHECK.unknown("NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
     if not any(active.values()) and len(f.states) == 1:
         why = (
             "one GPU and no active NVLink: there is no GPU peer to link to (a Grace Hopper's NVLink-C2C to its CPU is "
             "not an NVLink port)"
         )
-        return not_applicable(check, AREA, title, why, evidence=refs)
+        return NVLINK_LINKS_CHECK.not_applicable(why, evidence=refs)
     tray = any(re.search(RACK_GPUS, g.name or "") for g in f.inventory.gpus)  # a rack's fabric is its switch trays'
     if not any(active.values()) and f.fabric_pending:
-        return unknown(
-            check,
-            AREA,
-            title,
+        return NVLINK_LINKS_CHECK.unknown(
             f"no active NVLink on {len(f.states)} GPUs, and NVML reports the "
             + ("rack's NVLink fabric" if tray else "NVSwitch fabric")
             + f" of {len(f.fabric_pending)} of them "
@@ -73,10 +68,7 @@ def judge_links(f: NvlinkFacts) -> Finding:
             evidence=(*refs, *(nvml_ref("nvmlDeviceGetGpuFabricInfo", (i,)) for i in f.fabric_pending[:4])),
         )
     if not any(active.values()):
-        return unknown(
-            check,
-            AREA,
-            title,
+        return NVLINK_LINKS_CHECK.unknown(
             "NVLink-capable GPUs report no active link: either no NVLink bridge or NVSwitch is fitted, or the fabric is "
             "down (SXM boards: see driver.fabricmanager)",
             evidence=refs,
@@ -87,29 +79,20 @@ def judge_links(f: NvlinkFacts) -> Finding:
     counts = sorted({len(v) for v in active.values()})
     summary = f"{'/'.join(map(str, counts))} active links per GPU on {len(active)} GPUs"
     if not down and unread:  # a link not read may be the one down: no verdict on what was not read
-        return unknown(
-            check,
-            AREA,
-            title,
+        return NVLINK_LINKS_CHECK.unknown(
             f"{summary}, every link read that is active on its peers is active here; not read: {'; '.join(unread[:4])}"
             + (f" and {len(unread) - 4} more" if len(unread) > 4 else "")
             + ": reading those links' state (nvidia-smi nvlink -s) would tell",
             evidence=refs,
         )
     if not down:
-        return ok(
-            check,
-            AREA,
-            title,
+        return NVLINK_LINKS_CHECK.ok(
             f"{summary}, every link active on its peers is active here",
             expected="the same links active on every GPU",
             evidence=refs,
         )
     parts = [f"{label(f.inventory, i)}: link {', '.join(map(str, links))} inactive" for i, links in down.items()]
-    return problem(
-        check,
-        AREA,
-        title,
+    return NVLINK_LINKS_CHECK.problem_at(
         "high",
         f"{'; '.join(parts)} ({summary})",
         "the same links active on every GPU",

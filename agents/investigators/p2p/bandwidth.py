@@ -6,9 +6,8 @@ import json
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p import premises
-from rigaudit.agents.investigators.p2p.facts import AREA, BENCH_FILE, P2pFacts
+from rigaudit.agents.investigators.p2p.facts import BENCH_FILE, P2pFacts
 from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.files.bounded import loads
@@ -75,18 +74,17 @@ P2P_BANDWIDTH_CHECK = Check(
 
 
 def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
-    check, title = P2P_BANDWIDTH_CHECK.id, P2P_BANDWIDTH_CHECK.title
     refs = (file_ref(BENCH_FILE),)
     text = f.bench.text()
     if text is None:
         if len(f.inventory.gpus) < 2:
-            return not_applicable(check, AREA, title, "fewer than two GPUs: no peer pairs to benchmark", evidence=refs)
+            return P2P_BANDWIDTH_CHECK.not_applicable("fewer than two GPUs: no peer pairs to benchmark", evidence=refs)
         if f.bench.error == "ENOENT":
-            return unknown(check, AREA, title, "needs the P2P micro-benchmark: run `rigaudit bench p2p`", evidence=refs)
-        return unknown(check, AREA, title, f"{BENCH_FILE} not readable: {f.bench.error}", evidence=refs)
+            return P2P_BANDWIDTH_CHECK.unknown("needs the P2P micro-benchmark: run `rigaudit bench p2p`", evidence=refs)
+        return P2P_BANDWIDTH_CHECK.unknown(f"{BENCH_FILE} not readable: {f.bench.error}", evidence=refs)
     parsed = parse_bench(text)
     if isinstance(parsed, str):
-        return unknown(check, AREA, title, parsed, evidence=refs)
+        return P2P_BANDWIDTH_CHECK.unknown(parsed, evidence=refs)
     corrupt = [p for p in parsed if not p.data_ok]
     slow = [
         p
@@ -98,10 +96,7 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
     limit_text = f" (limit {'/'.join(f'{v:.0f}' for v in limits)} GB/s)" if limits else ""
     summary = f"{len(parsed)} pairs: unidirectional {min(uni):.1f}–{max(uni):.1f} GB/s{limit_text}"
     if not corrupt and not slow:
-        return ok(
-            check,
-            AREA,
-            title,
+        return P2P_BANDWIDTH_CHECK.ok(
             f"{summary}; data check passed on every pair",
             expected=f"≥ {SLOW_FRACTION:.0%} of the link limit, faster than staging through the host, data intact",
             evidence=refs,
@@ -126,10 +121,7 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
             persist="kernel command line",
         )
         pairs = ", ".join(f"GPU{p.src}→GPU{p.dst}" for p in corrupt[:8])
-        return problem(
-            check,
-            AREA,
-            title,
+        return P2P_BANDWIDTH_CHECK.problem_at(
             "critical",
             f"data check FAILED on {len(corrupt)} pairs ({pairs}); {summary}",
             "data copied peer-to-peer arrives intact on every pair",
@@ -163,10 +155,7 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
         persist="per the underlying fix",
     )
     severity: Severity = "high"
-    return problem(
-        check,
-        AREA,
-        title,
+    return P2P_BANDWIDTH_CHECK.problem_at(
         severity,
         f"{len(slow)} slow pairs: {shown}; {summary}",
         f"≥ {SLOW_FRACTION:.0%} of the link limit and faster than staging through the host",

@@ -6,10 +6,9 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import HYPERVISOR_LOOKUP, gpu_identity
 from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
 from rigaudit.agents.facts.peer_groups import together
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.p2p import premises
 from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, Cause, Context, PairView, cause, fix_for
-from rigaudit.agents.investigators.p2p.facts import AREA, P2P_READ, P2P_WRITE, P2pFacts, Pair
+from rigaudit.agents.investigators.p2p.facts import P2P_READ, P2P_WRITE, P2pFacts, Pair
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
@@ -74,11 +73,10 @@ P2P_STATUS_CHECK = Check(
 
 
 def judge_p2p_status(f: P2pFacts) -> Finding:
-    check, title = P2P_STATUS_CHECK.id, P2P_STATUS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return P2P_STATUS_CHECK.unknown(why)
     if len(f.inventory.nvml_indices) < 2:
-        return not_applicable(check, AREA, title, "fewer than two GPUs: no peer pairs")
+        return P2P_STATUS_CHECK.not_applicable("fewer than two GPUs: no peer pairs")
     refs = tuple(
         nvml_ref(fn, args)
         for p in f.pairs
@@ -95,14 +93,9 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
     if not bad and missing:
         error = missing[0].read.error or missing[0].write.error or "unknown error"
         shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
-        return unknown(
-            check, AREA, title, f"P2P status of {len(missing)}/{len(f.pairs)} pairs unavailable: {shown}", evidence=refs
-        )
+        return P2P_STATUS_CHECK.unknown(f"P2P status of {len(missing)}/{len(f.pairs)} pairs unavailable: {shown}", evidence=refs)
     if not bad:
-        return ok(
-            check,
-            AREA,
-            title,
+        return P2P_STATUS_CHECK.ok(
             f"{good}/{len(f.pairs)} pairs OK for read and write; topology: {topology}",
             expected="OK for read and write on every pair",
             explanation="NVML allows peer-to-peer on every pair. That says P2P is permitted, not that it is fast or "
@@ -138,10 +131,7 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
     faults = [k for k in kinds if SEVERITY[k] is not None]
     refs = (*refs, *f.context.refs, *f.paths.refs)
     if not faults:
-        return not_applicable(
-            check,
-            AREA,
-            title,
+        return P2P_STATUS_CHECK.not_applicable(
             f"{observed}. {causes_text} Not a fault: NCCL moves GPU-to-GPU traffic through host memory on these GPUs, "
             "whatever the IOMMU, ACS or NCCL settings say.",
             evidence=refs,
@@ -150,10 +140,7 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
         used = [p for p in by_cause["topology"] if together(groups, p.a, p.b)]
         if not used:
             shown_groups = ", ".join("+".join(f"GPU{i}" for i in sorted(g)) for g in groups)
-            return ok(
-                check,
-                AREA,
-                title,
+            return P2P_STATUS_CHECK.ok(
                 f"{observed}. No server's GPUs span a refused pair (server GPU groups: {shown_groups})",
                 expected="OK for read and write on every pair a server uses",
                 explanation=f"{causes_text} Every server instance keeps its GPUs on one side of the CPU interconnect, "
@@ -184,10 +171,7 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
         )
         + (" The servers here run with tensor parallelism 1, so only multi-GPU work would pay." if f.context.tp == 1 else "")
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return P2P_STATUS_CHECK.problem_at(
         severity,
         observed,
         "OK for read and write on every pair",

@@ -6,9 +6,8 @@ from itertools import combinations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.peer_groups import together
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_refs, fix_where
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
 from rigaudit.tools.pci import bridges_between
 
@@ -27,25 +26,22 @@ ACS_CHECK = Check(
 
 
 def judge_acs(facts: PcieFacts) -> Finding:
-    check, title = ACS_CHECK.id, ACS_CHECK.title
     if len(facts.gpus) < 2:
-        return not_applicable(check, AREA, title, f"{len(facts.gpus)} GPU(s): there is no GPU pair for peer-to-peer traffic")
+        return ACS_CHECK.not_applicable(f"{len(facts.gpus)} GPU(s): there is no GPU pair for peer-to-peer traffic")
     if facts.platform.in_vm:
         why = (
             "a VM guest: the bridges seen here are the hypervisor's emulation, and ACS on the physical switches is set "
             "on the hypervisor (see p2p.status for what the guest's GPUs are allowed)"
         )
-        return not_applicable(check, AREA, title, why)
+        return ACS_CHECK.not_applicable(why)
     vfio = [g for g in facts.gpus if facts.drivers.get(g.bdf) == "vfio-pci"]
     host_gpus = [g for g in facts.gpus if g not in vfio]
     if len(host_gpus) < 2:
-        return not_applicable(
-            check, AREA, title, f"{len(vfio)} GPU(s) are bound to vfio-pci for VMs; ACS isolation is wanted there"
-        )
+        return ACS_CHECK.not_applicable(f"{len(vfio)} GPU(s) are bound to vfio-pci for VMs; ACS isolation is wanted there")
     chains = {g.bdf: facts.chains[g.bdf].chain for g in host_gpus if g.bdf in facts.chains and facts.chains[g.bdf].chain}
     evidence = [facts.chains[g.bdf].ref for g in host_gpus if g.bdf in facts.chains]
     if len(chains) < 2:
-        return unknown(check, AREA, title, "the PCI tree is not readable (no /sys/bus/pci/devices/BDF links)", evidence=evidence)
+        return ACS_CHECK.unknown("the PCI tree is not readable (no /sys/bus/pci/devices/BDF links)", evidence=evidence)
     between: dict[str, None] = {}
     via: dict[str, list[tuple[str, str]]] = {}
     """Switch port -> the GPU pairs (BDFs) whose peer traffic it routes."""
@@ -166,10 +162,7 @@ def judge_acs(facts: PcieFacts) -> Finding:
                 " Which GPUs exchange traffic could not be told (not every GPU's process is traced to a server "
                 "instance): judged by what the GPUs can do; low where no instance holds two GPUs under one switch."
             )
-        return problem(
-            check,
-            AREA,
-            title,
+        return ACS_CHECK.problem_at(
             severity,
             observed="; ".join(f"{b} ACSCtl {names}" for b, names in redirecting.items()),
             expected="ReqRedir- CmpltRedir- on switch ports between GPUs (and between GPUs and RDMA NICs)",
@@ -182,8 +175,8 @@ def judge_acs(facts: PcieFacts) -> Finding:
             evidence=evidence,
         )
     if unread and not (set(between) - set(unread)):
-        return unknown(
-            check, AREA, title, f"extended config space not readable for {', '.join(unread[:4])} (needs root)", evidence=evidence
+        return ACS_CHECK.unknown(
+            f"extended config space not readable for {', '.join(unread[:4])} (needs root)", evidence=evidence
         )
     if not between:
         observed = "no GPU pair shares a PCIe switch: peer traffic meets in the root complex, where switch ACS does not apply"
@@ -197,7 +190,7 @@ def judge_acs(facts: PcieFacts) -> Finding:
         observed += f"; not readable: {', '.join(unread)}"
     if root_notes:
         observed += "; " + "; ".join(root_notes)
-    return ok(check, AREA, title, observed, expected="ReqRedir- CmpltRedir- on switch ports between GPUs", evidence=evidence)
+    return ACS_CHECK.ok(observed, expected="ReqRedir- CmpltRedir- on switch ports between GPUs", evidence=evidence)
 
 
 def _unused(facts: PcieFacts, pairs: set[tuple[str, str]]) -> str | None:

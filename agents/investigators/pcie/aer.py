@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
 REPLAY_NOISE = 100
@@ -42,9 +41,8 @@ def _aer_text(counts: int, unreported: set[str]) -> str:
 
 
 def judge_aer(facts: PcieFacts) -> Finding:
-    check, title = AER_CHECK.id, AER_CHECK.title
     if not facts.gpus:
-        return no_gpus(check, title)
+        return no_gpus(AER_CHECK)
     unreported = _unreported(facts)
     devices = [g.bdf for g in facts.gpus if g.bdf not in unreported] + list(facts.bridges)
     labels = {g.bdf: g.label for g in facts.gpus}
@@ -53,10 +51,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
     evidence = [r for c in counts for r in c.refs]
     evidence += [r for g in facts.gpus if g.bdf in facts.nvml for r in facts.nvml[g.bdf].refs if "Replay" in r]
     if not counts and not any(v is not None for v in replays.values()):
-        return unknown(
-            check,
-            AREA,
-            title,
+        return AER_CHECK.unknown(
             (_aer_text(0, unreported) or "no aer_dev_* counters in sysfs (AER off or not exposed)")
             + " and no NVML replay counter; NVML's PCIe replay counter (nvidia-smi -q -d PCIE) would tell",
             evidence=evidence,
@@ -68,10 +63,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
     few = {label: v for label, v in replays.items() if v and v < REPLAY_NOISE}
     if not (fatal or nonfatal or correctable or replaying) and few:
         shown = ", ".join(f"{label}: {v}" for label, v in few.items())
-        return ok(
-            check,
-            AREA,
-            title,
+        return AER_CHECK.ok(
             f"{_aer_text(len(counts), unreported)}; a few NVML PCIe replays since the driver loaded ({shown})",
             expected=f"no AER errors; replay counts below {REPLAY_NOISE} and not rising",
             explanation="A handful of link-level replays since boot is retried transparently and costs nothing measurable; "
@@ -79,10 +71,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
             evidence=evidence,
         )
     if not (fatal or nonfatal or correctable or replaying):
-        return ok(
-            check,
-            AREA,
-            title,
+        return AER_CHECK.ok(
             f"{_aer_text(len(counts), unreported)}; NVML PCIe replays "
             f"0 on {sum(1 for v in replays.values() if v == 0)}/{len(facts.gpus)} GPUs",
             expected="no PCIe errors",
@@ -113,10 +102,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
     )
     affected = {c.bdf for c in counts if c.fatal or c.nonfatal or c.correctable}
     fix = for_cloud(fix, facts.platform, [g for g in facts.gpus if g.bdf in affected or g.label in replaying])
-    return problem(
-        check,
-        AREA,
-        title,
+    return AER_CHECK.problem_at(
         severity,
         observed="; ".join(parts),
         expected="AER and replay counters at zero",

@@ -11,11 +11,11 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.findings import not_applicable
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, nvml_ref
 from rigaudit.tools.model.finding import Area, Finding, Where
@@ -183,5 +183,6 @@ def config_refs(facts: PcieFacts, bdfs: list[str] | tuple[str, ...]) -> list[str
     return [facts.configs[b].ref for b in bdfs if b in facts.configs]
 
 
-def no_gpus(check: str, title: str) -> Finding:
-    return not_applicable(check, AREA, title, "no NVIDIA GPU found in /sys/bus/pci/devices or through NVML")
+def no_gpus(check: Check) -> Finding:
+    """``check``'s verdict on a host with no NVIDIA GPU."""
+    return check.not_applicable("no NVIDIA GPU found in /sys/bus/pci/devices or through NVML")

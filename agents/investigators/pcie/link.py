@@ -8,10 +8,9 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, fix_where, no_gpus
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
@@ -95,11 +94,10 @@ PCIE_LINK_CHECK = Check(
 
 
 def judge_link(facts: PcieFacts) -> Finding:
-    check, title = PCIE_LINK_CHECK.id, PCIE_LINK_CHECK.title
     if not facts.gpus:
-        return no_gpus(check, title)
+        return no_gpus(PCIE_LINK_CHECK)
     if why := hypervisor_side(facts.gpus, "the PCIe link (its speed and width) and its errors"):
-        return unknown(check, AREA, title, f"{why}; the link the guest's config space shows is the vGPU manager's")
+        return PCIE_LINK_CHECK.unknown(f"{why}; the link the guest's config space shows is the vGPU manager's")
     views = [_link_view(facts, g) for g in facts.gpus]
     evidence = [r for g in facts.gpus if g.bdf in facts.links for r in facts.links[g.bdf].refs]
     evidence += [r for g in facts.gpus if g.bdf in facts.nvml for r in facts.nvml[g.bdf].refs if "Replay" not in r]
@@ -109,7 +107,7 @@ def judge_link(facts: PcieFacts) -> Finding:
     known = [v for v in views if v.kind != "unknown"]
     if not known:
         why = "neither sysfs link attributes nor NVML link information could be read"
-        return unknown(check, AREA, title, f"{why} ({facts.nvml_error or 'NVML gave no link data'})", evidence=evidence)
+        return PCIE_LINK_CHECK.unknown(f"{why} ({facts.nvml_error or 'NVML gave no link data'})", evidence=evidence)
     worst = min(known, key=lambda v: _LINK_RANK[v.kind])
     total = len(views)
     if worst.kind in ("ok", "idle_down"):
@@ -130,10 +128,7 @@ def judge_link(facts: PcieFacts) -> Finding:
             observed += f"; not readable: {'; '.join(unread)}"
         if kernel:
             explanation += " " + " ".join(kernel) + " (boot-time enumeration; links often retrain after driver load)."
-        return ok(
-            check,
-            AREA,
-            title,
+        return PCIE_LINK_CHECK.ok(
             observed,
             expected="current = max speed and width (at least under load)",
             explanation=explanation,
@@ -228,10 +223,7 @@ def judge_link(facts: PcieFacts) -> Finding:
             update={"actions": (*fix.actions, CommandAction(description=f"the GPU(s) on the hypervisor: {which}"))}
         )
     fix = for_cloud(fix, facts.platform, [v.gpu for v in bad])
-    return problem(
-        check,
-        AREA,
-        title,
+    return PCIE_LINK_CHECK.problem_at(
         severity,
         observed="; ".join(v.text for v in bad),
         expected="every GPU at its (and its slot's) maximum speed and width under load",

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import AREA, PcieFacts, config_refs, fix_where, no_gpus
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_refs, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
 MAX_READ_REQUEST_CHECK = Check(
@@ -36,9 +35,8 @@ def _link_gbs(facts: PcieFacts, gpus: list[Gpu]) -> float:
 
 
 def judge_max_read_request(facts: PcieFacts) -> Finding:
-    check, title = MAX_READ_REQUEST_CHECK.id, MAX_READ_REQUEST_CHECK.title
     if not facts.gpus:
-        return no_gpus(check, title)
+        return no_gpus(MAX_READ_REQUEST_CHECK)
     values: dict[str, int] = {}
     errors: list[str] = []
     ext_tags_off: list[str] = []
@@ -53,8 +51,8 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
             ext_tags_off.append(gpu.bdf)
     evidence = config_refs(facts, [g.bdf for g in facts.gpus])
     if not values:
-        return unknown(
-            check, AREA, title, "; ".join(errors[:2]) + " (config space beyond 64 bytes needs root)", evidence=evidence
+        return MAX_READ_REQUEST_CHECK.unknown(
+            "; ".join(errors[:2]) + " (config space beyond 64 bytes needs root)", evidence=evidence
         )
     low = [g for g in facts.gpus if values.get(g.bdf, 4096) < 4096]
     summary = ", ".join(
@@ -63,7 +61,7 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
     )
     if not low:
         note = f"; unknown on {len(errors)}: {errors[0]}" if errors else ""
-        return ok(check, AREA, title, f"MaxReadReq {summary}{note}", expected="MaxReadReq 4096 bytes", evidence=evidence)
+        return MAX_READ_REQUEST_CHECK.ok(f"MaxReadReq {summary}{note}", expected="MaxReadReq 4096 bytes", evidence=evidence)
     bdfs = tuple(g.bdf for g in low)
     reverts = "; ".join(f"setpci -s {g.bdf} CAP_EXP+8.w={(values[g.bdf].bit_length() - 8) << 12:04x}:7000" for g in low)
     smallest = min(values[g.bdf] for g in low)
@@ -105,10 +103,7 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
         + " (Type=oneshot, WantedBy=multi-user.target), then systemctl enable rigaudit-mrrs",
     )
     fix = for_cloud(fix, facts.platform, low)  # a cloud's guest cannot reach the register
-    return problem(
-        check,
-        AREA,
-        title,
+    return MAX_READ_REQUEST_CHECK.problem_at(
         severity,
         observed=f"MaxReadReq {summary}",
         expected="MaxReadReq 4096 bytes on every GPU",
@@ -131,16 +126,15 @@ MAX_PAYLOAD_CHECK = Check(
 
 
 def judge_max_payload(facts: PcieFacts) -> Finding:
-    check, title = MAX_PAYLOAD_CHECK.id, MAX_PAYLOAD_CHECK.title
     if not facts.gpus:
-        return no_gpus(check, title)
+        return no_gpus(MAX_PAYLOAD_CHECK)
     if facts.platform.in_vm:
         why = (
             "a VM guest: vfio keeps a passed-through device's MaxPayload virtual (what the guest reads and writes never "
             "reaches the hardware) and the bridges above it are the hypervisor's emulation; the physical path's "
             "MaxPayload is set by the hypervisor's kernel (check it there)"
         )
-        return not_applicable(check, AREA, title, why)
+        return MAX_PAYLOAD_CHECK.not_applicable(why)
     mismatches: list[str] = []
     checked: list[str] = []
     unread: list[str] = []
@@ -182,10 +176,7 @@ def judge_max_payload(facts: PcieFacts) -> Finding:
             revert="remove pci=pcie_bus_safe from the command line and reboot",
             persist="the kernel command line is persistent once the boot loader is updated",
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return MAX_PAYLOAD_CHECK.problem_at(
             "high",
             observed="; ".join(mismatches),
             expected="each GPU's MaxPayload no larger than any bridge's on its path",
@@ -197,12 +188,9 @@ def judge_max_payload(facts: PcieFacts) -> Finding:
             evidence=evidence,
         )
     if not checked:
-        return unknown(check, AREA, title, f"config space not readable for: {', '.join(unread[:4])}", evidence=evidence)
+        return MAX_PAYLOAD_CHECK.unknown(f"config space not readable for: {', '.join(unread[:4])}", evidence=evidence)
     note = f"; not readable: {', '.join(unread[:4])}" if unread else ""
-    return ok(
-        check,
-        AREA,
-        title,
+    return MAX_PAYLOAD_CHECK.ok(
         f"MaxPayload {'/'.join(sorted(set(checked)))} bytes on {len(checked)}/{len(facts.gpus)} GPUs; "
         f"no bridge above them smaller{note}",
         expected="GPU MaxPayload <= every bridge above it",
