@@ -6,7 +6,8 @@ model; ``--llm-model AREA=NAME`` gives one area's agent its own. The key: the
 variable named by ``--api-key-env`` (default ``OPENAI_API_KEY``). The config file is
 ``$XDG_CONFIG_HOME/rigaudit/config.json`` (``~/.config/...``): ``{"llm": {"base_url": ...,
 "model": ..., "max_steps": 6, "max_audit_tokens": 400000, "agent_time_s": 180, "deadline_s": 300, "token_field": "auto",
-...}}``.
+"models": ["numa=NAME", "chat=NAME"], "prices": ["in=0.2,out=0.6"], ...}}``: ``models`` and ``prices`` hold what
+``--llm-model`` and ``--llm-price`` take, and the command line's win (an area's model, a model's price).
 Nothing is sent to a model unless ``--llm`` is given.
 """
 
@@ -17,12 +18,12 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.client import TOKEN_FIELDS
 from rigaudit.orchestrator.change.timed_prompt import DEFAULT_TIMEOUT_S, Pause
-from rigaudit.orchestrator.commands._llm_models import model_settings, prices
+from rigaudit.orchestrator.commands._llm_models import area_models, model_settings, prices
 from rigaudit.orchestrator.options.arguments import normalize_url, positive_seconds, url
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import field_types
@@ -32,7 +33,11 @@ from rigaudit.tools.policy import Verdict
 from rigaudit.tools.policy.shell import Approver
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+Models = tuple[tuple[str, str], ...]
 _FILE_KEYS = {name: kind for name, kind in field_types(LlmConfig).items() if name not in ("api_key", "area_models", "prices")}
+_FILE_LISTS = {"models": "AREA=NAME", "prices": "[MODEL:]in=X,out=Y"}
+"""The config file's lists of what ``--llm-model`` and ``--llm-price`` take (a single string works too)."""
+_FILE_OTHERS = ("api_key_env", *_FILE_LISTS)
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -55,12 +60,38 @@ def load_config_file(path: Path) -> dict[str, Any]:
     section = data.get("llm", data)
     if not isinstance(section, dict):
         raise UsageError(f'{path}: "llm" must be an object')
-    unknown = sorted(set(section) - set(_FILE_KEYS) - {"api_key_env"})
+    unknown = sorted(set(section) - set(_FILE_KEYS) - set(_FILE_OTHERS))
     if unknown:
-        raise UsageError(
-            f"{path}: unknown llm setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_FILE_KEYS))}, api_key_env"
-        )
+        known = ", ".join(sorted([*_FILE_KEYS, *_FILE_OTHERS]))
+        raise UsageError(f"{path}: unknown llm setting(s) {', '.join(unknown)}; known: {known}")
     return dict(section)
+
+
+def _file_list(from_file: Mapping[str, Any], name: str, path: Path) -> list[str]:
+    """The config file's ``models`` or ``prices``: strings as ``--llm-model`` / ``--llm-price`` take them."""
+    value = from_file.get(name, [])
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise UsageError(f"{path}: {name} must be a list of {_FILE_LISTS[name]} strings, not {value!r}")
+    return values
+
+
+def _models_and_prices(settings: dict[str, Any], from_file: Mapping[str, Any], path: Path, args: argparse.Namespace) -> None:
+    """``model``, ``area_models`` and ``prices``: the command line's over the config file's."""
+    file_default, file_models = area_models(_file_list(from_file, "models", path), f"{path}: models")
+    if file_default is not None:
+        if settings.get("model", file_default) != file_default:
+            raise UsageError(f"{path}: model {settings['model']} and models {file_default} name two default models: give one")
+        settings["model"] = file_default
+    cli_model = getattr(args, "model", None)
+    if cli_model is not None:
+        settings["model"] = cli_model
+    given = model_settings(cli_model, getattr(args, "llm_model", None) or ())
+    cli_models = given.pop("area_models")
+    settings.update(given)
+    settings["area_models"] = tuple(sorted({**dict(file_models), **dict(cast(Models, cli_models))}.items()))
+    file_prices = prices(_file_list(from_file, "prices", path), f"{path}: prices")
+    settings["prices"] = file_prices + prices(getattr(args, "llm_price", None) or ())  # a later price wins
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,21 +193,19 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     from_file = load_config_file(path)
     settings: dict[str, Any] = {}
     for name, value in from_file.items():
-        if name != "api_key_env":
+        if name not in _FILE_OTHERS:
             settings[name] = _typed(name, value, str(path))
     if env.get("OPENAI_BASE_URL"):
         settings["base_url"] = normalize_url(env["OPENAI_BASE_URL"], "OPENAI_BASE_URL")
     cli = {
         "base_url": getattr(args, "base_url", None),
-        "model": getattr(args, "model", None),
         "max_steps": getattr(args, "llm_max_steps", None),
         "max_audit_tokens": getattr(args, "llm_max_tokens", None),
         "agent_time_s": getattr(args, "llm_timeout", None),
         "ask_timeout_s": getattr(args, "llm_ask_timeout", None),
     }
     settings.update({k: v for k, v in cli.items() if v is not None})
-    settings.update(model_settings(cli["model"], getattr(args, "llm_model", None) or ()))
-    settings["prices"] = prices(getattr(args, "llm_price", None) or ())
+    _models_and_prices(settings, from_file, path, args)
     if getattr(args, "llm_deadline", None) is not None:
         settings["deadline_s"] = settings["turn_deadline_s"] = args.llm_deadline
     if getattr(args, "llm_stream", False):

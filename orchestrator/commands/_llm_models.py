@@ -14,8 +14,9 @@ CHAT = "chat"
 """The chat coordinator's agent name: ``--llm-model chat=NAME`` gives the chat its own model."""
 
 
-def area_models(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
-    """The default model (``None``: not given) and ``(area, model)`` pairs, later ones winning."""
+def area_models(values: Sequence[str], what: str = "--llm-model") -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The default model (``None``: not given) and ``(area, model)`` pairs, later ones winning; ``what`` names
+    where they were given in an error (the flag, or the config file's ``models``)."""
     default: str | None = None
     chosen: dict[str, str] = {}
     unknown: list[str] = []
@@ -24,13 +25,13 @@ def area_models(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str
         area, name = area.strip(), name.strip()
         if not sep:
             if not area:
-                raise UsageError("--llm-model names no model")
+                raise UsageError(f"{what} names no model")
             default = area
             continue
         if not area:
-            raise UsageError(f"--llm-model {value} names no area (AREA=NAME)")
+            raise UsageError(f"{what} {value} names no area (AREA=NAME)")
         if not name:
-            raise UsageError(f"--llm-model {value} names no model (AREA=NAME)")
+            raise UsageError(f"{what} {value} names no model (AREA=NAME)")
         if area == CHAT:
             chosen[CHAT] = name
             continue
@@ -38,7 +39,7 @@ def area_models(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str
         unknown += missing
         chosen.update(dict.fromkeys(areas, name))
     if unknown:
-        raise UsageError(f"--llm-model: unknown area(s) {', '.join(unknown)}; choose from {', '.join(area_names())}, {CHAT}")
+        raise UsageError(f"{what}: unknown area(s) {', '.join(unknown)}; choose from {', '.join(area_names())}, {CHAT}")
     return default, tuple(sorted(chosen.items()))
 
 
@@ -53,10 +54,10 @@ def model_settings(model: str | None, values: Sequence[str]) -> dict[str, object
     return settings
 
 
-def parse_price(text: str) -> Price:
+def parse_price(text: str, what: str = "--llm-price") -> Price:
     """``in=X,out=Y`` or ``MODEL:in=X,out=Y`` (a model name may hold ``:``); one line otherwise."""
     bad = UsageError(
-        f"--llm-price {text!r}: expected in=X,out=Y (dollars per million prompt and completion tokens), "
+        f"{what} {text!r}: expected in=X,out=Y (dollars per million prompt and completion tokens), "
         "or MODEL:in=X,out=Y for one model"
     )
     model, _, terms = text.rpartition(":")
@@ -77,9 +78,9 @@ def parse_price(text: str) -> Price:
     return Price(model.strip(), values["in"], values["out"])
 
 
-def prices(values: Sequence[str]) -> tuple[Price, ...]:
+def prices(values: Sequence[str], what: str = "--llm-price") -> tuple[Price, ...]:
     """The prices ``--llm-price`` gives, in order (a later one for the same model wins)."""
-    return tuple(parse_price(value) for value in values)
+    return tuple(parse_price(value, what) for value in values)
 
 
 __all__ = ["CHAT", "area_models", "model_settings", "parse_price", "prices"]
