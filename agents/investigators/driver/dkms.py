@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.install_facts import MODULES_ROOT, InstallFacts, host_where
+from rigaudit.agents.investigators.driver.install_facts import MODULES_ROOT, InstallFacts, KernelModules, host_where
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -50,6 +50,52 @@ DKMS_CHECK = Check(
 )
 
 
+def _tree_unread(f: InstallFacts, running: KernelModules | None, loaded: bool | None, refs: list[str]) -> Finding:
+    """The running kernel's modules.dep is not readable: why that may be normal (a container, a direct kernel boot)."""
+    error = running.error if running else "not listed"
+    why = f"{MODULES_ROOT}/{f.running}/modules.dep: {error}"
+    if f.platform.in_container:
+        why += " (inside a container the kernel's module tree and its DKMS builds belong to the host: check there)"
+    elif loaded and all(k.has_nvidia is None for k in f.kernels):
+        why += (
+            " (no kernel module tree in this image while the nvidia module is loaded: the kernel and its modules "
+            "come from outside the image, as with a VM's direct kernel boot; they are built where that kernel is)"
+        )
+    return DKMS_CHECK.unknown(why, evidence=refs[:2])
+
+
+Unbuilt = tuple[Severity, str, list[str], str]
+"""(severity, observed, the kernels to build for, why) of a missing NVIDIA module build."""
+
+
+def _running_unbuilt(running: str, loaded: bool | None) -> Unbuilt:
+    """No nvidia.ko in the running kernel's modules.dep: the driver cannot load (or the loaded one came from elsewhere)."""
+    observed = f"no nvidia.ko in {MODULES_ROOT}/{running}/modules.dep" + (
+        " (the module is loaded: modules.dep is stale)" if loaded else "; the nvidia module is not loaded"
+    )
+    explanation = "The running kernel has no NVIDIA module registered: " + (
+        "the loaded one came from elsewhere (insmod, an unfinished install), and modprobe will not find it "
+        "at the next boot. Run depmod -a after checking where it lives."
+        if loaded
+        else "the driver cannot load, every GPU is unusable for CUDA, and nvidia-smi fails with 'couldn't "
+        "communicate with the NVIDIA driver'. This follows a kernel update whose DKMS build failed (missing "
+        "headers, compiler mismatch) or a driver installed for another kernel."
+    )
+    return ("low" if loaded else "high"), observed, [running], explanation
+
+
+def _newer_unbuilt(running: str, newer: list[KernelModules]) -> Unbuilt:
+    """Newer installed kernels without the module: the next boot comes up without the driver."""
+    observed = "newer installed kernels without the NVIDIA module: " + ", ".join(k.kernel for k in newer)
+    observed += f" (running {running} has it)"
+    explanation = (
+        "The bootloader normally starts the newest installed kernel: the next reboot (a power cut, an unattended "
+        "upgrade) comes up without the NVIDIA module, and every GPU is gone until someone builds it. DKMS builds "
+        "it at kernel installation only when the matching headers are installed and the build succeeds."
+    )
+    return "medium", observed, [k.kernel for k in newer], explanation
+
+
 def judge_dkms(f: InstallFacts) -> Finding:
     if f.running is None:
         return DKMS_CHECK.unknown("the running kernel is unknown (/proc/sys/kernel/osrelease unreadable)")
@@ -58,16 +104,7 @@ def judge_dkms(f: InstallFacts) -> Finding:
     refs.append(file_ref(MODULES))
     loaded = None if f.modules is None else "nvidia" in f.modules
     if running is None or running.has_nvidia is None:
-        error = running.error if running else "not listed"
-        why = f"{MODULES_ROOT}/{f.running}/modules.dep: {error}"
-        if f.platform.in_container:
-            why += " (inside a container the kernel's module tree and its DKMS builds belong to the host: check there)"
-        elif loaded and all(k.has_nvidia is None for k in f.kernels):
-            why += (
-                " (no kernel module tree in this image while the nvidia module is loaded: the kernel and its modules "
-                "come from outside the image, as with a VM's direct kernel boot; they are built where that kernel is)"
-            )
-        return DKMS_CHECK.unknown(why, evidence=refs[:2])
+        return _tree_unread(f, running, loaded, refs)
     if not f.gpus and not loaded and not running.has_nvidia:
         return DKMS_CHECK.not_applicable("no NVIDIA GPU and no NVIDIA module on this host", evidence=refs)
     newer = [k for k in f.kernels if k.has_image and version_key(k.kernel) > version_key(f.running) and k.has_nvidia is False]
@@ -80,30 +117,9 @@ def judge_dkms(f: InstallFacts) -> Finding:
             expected="the NVIDIA module built for the running kernel and every newer installed kernel",
             evidence=refs,
         )
-    if not running.has_nvidia:
-        severity: Severity = "low" if loaded else "high"
-        observed = f"no nvidia.ko in {MODULES_ROOT}/{f.running}/modules.dep" + (
-            " (the module is loaded: modules.dep is stale)" if loaded else "; the nvidia module is not loaded"
-        )
-        kernels = [f.running]
-        explanation = "The running kernel has no NVIDIA module registered: " + (
-            "the loaded one came from elsewhere (insmod, an unfinished install), and modprobe will not find it "
-            "at the next boot. Run depmod -a after checking where it lives."
-            if loaded
-            else "the driver cannot load, every GPU is unusable for CUDA, and nvidia-smi fails with 'couldn't "
-            "communicate with the NVIDIA driver'. This follows a kernel update whose DKMS build failed (missing "
-            "headers, compiler mismatch) or a driver installed for another kernel."
-        )
-    else:
-        severity = "medium"
-        observed = "newer installed kernels without the NVIDIA module: " + ", ".join(k.kernel for k in newer)
-        observed += f" (running {f.running} has it)"
-        kernels = [k.kernel for k in newer]
-        explanation = (
-            "The bootloader normally starts the newest installed kernel: the next reboot (a power cut, an unattended "
-            "upgrade) comes up without the NVIDIA module, and every GPU is gone until someone builds it. DKMS builds "
-            "it at kernel installation only when the matching headers are installed and the build succeeds."
-        )
+    severity, observed, kernels, explanation = (
+        _newer_unbuilt(f.running, newer) if running.has_nvidia else _running_unbuilt(f.running, loaded)
+    )
     return DKMS_CHECK.problem_at(
         severity,
         observed + dkms,

@@ -90,39 +90,12 @@ def judge_fabricmanager_version(
         if platform.in_container:
             why += "; the fabric manager is the container's host's: compare its version with the driver there"
         return FABRICMANAGER_VERSION_CHECK.unknown(why, evidence=refs)
-    wrong = {name: v for name, v in versions.items() if v != driver}
     if installed is not None and installed != driver:  # an upgrade waits for its reboot: match what will load
-        if not fm.package_versions:
-            why = f"a driver upgrade to {installed} waits for a reboot (loaded {driver}) and the installed fabric manager "
-            why += f"package is not readable (dpkg-query: {fm.packages.error or 'no package'}): it must be {installed}"
-            return FABRICMANAGER_VERSION_CHECK.unknown(why, evidence=refs)
-        if set(fm.package_versions.values()) != {installed}:
-            return _stale(platform, driver, installed, fm.package_versions, refs)
-        return FABRICMANAGER_VERSION_CHECK.ok(
-            f"loaded driver {driver}; fabric manager {installed}, the installed driver's version: they meet at the "
-            "pending reboot (see driver.library_mismatch)",
-            expected="the fabric manager of the driver's version",
-            evidence=refs,
-        )
+        return _upgrade_pending(platform, fm, driver, installed, refs)
     shown = "; ".join(f"{name} {v}" for name, v in versions.items())
+    wrong = {name: v for name, v in versions.items() if v != driver}
     if not wrong:
         return FABRICMANAGER_VERSION_CHECK.ok(f"driver {driver}; {shown}", expected=f"fabric manager {driver}", evidence=refs)
-    fix = Fix(
-        kind="restart",
-        where=layer_where(platform, "gpu_driver"),
-        summary=f"Install the fabric manager of exactly the driver's version ({driver}) and restart it with the GPUs idle",
-        actions=(
-            CommandAction(
-                description=f"install nvidia-fabricmanager {driver} (same branch package as the driver, e.g. "
-                f"nvidia-fabricmanager-{driver.split('.')[0]}={driver}-1) and hold both packages together"
-            ),
-            CommandAction(description="with the server stopped", argv=("systemctl", "restart", "nvidia-fabricmanager")),
-        ),
-        risk="medium",
-        verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
-        revert="reinstall the previous fabric manager package and restart it",
-        persist="apt-mark hold the driver and fabric manager packages so they upgrade together",
-    )
     return FABRICMANAGER_VERSION_CHECK.problem_at(
         "critical" if down else "high",
         f"driver {driver}; {shown}" + ("; the fabric manager is down: it refused this driver" if down else ""),
@@ -130,8 +103,49 @@ def judge_fabricmanager_version(
         "The fabric manager must be exactly the driver's version: a mismatched one refuses to start (or stops at the "
         "next restart, typically after a driver upgrade), the NVSwitch fabric is not programmed, and CUDA fails or "
         "hangs on these GPUs with no NVLink between them.",
-        fix,
+        _install_fm(
+            platform,
+            driver,
+            f"Install the fabric manager of exactly the driver's version ({driver}) and restart it with the GPUs idle",
+        ),
         subjects=tuple(wrong),
+        evidence=refs,
+    )
+
+
+def _install_fm(platform: Platform, version: str, summary: str, *, when: str = "", edges: tuple[Edge, ...] = ()) -> Fix:
+    """Install the fabric manager package of exactly ``version`` and restart it; ``when``: what comes first."""
+    return Fix(
+        kind="restart",
+        where=layer_where(platform, "gpu_driver"),
+        summary=summary,
+        actions=(
+            CommandAction(
+                description=f"{when}install nvidia-fabricmanager {version} (same branch package as the driver, e.g. "
+                f"nvidia-fabricmanager-{version.split('.', maxsplit=1)[0]}={version}-1) and hold both packages together"
+            ),
+            CommandAction(description="with the server stopped", argv=("systemctl", "restart", "nvidia-fabricmanager")),
+        ),
+        risk="medium",
+        verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
+        revert="reinstall the previous fabric manager package and restart it",
+        persist="apt-mark hold the driver and fabric manager packages so they upgrade together",
+        edges=edges,
+    )
+
+
+def _upgrade_pending(platform: Platform, fm: FabricVersion, loaded: str, installed: str, refs: tuple[str, ...]) -> Finding:
+    """A driver upgrade waits for its reboot: the fabric manager installed must be the upgraded driver's version."""
+    if not fm.package_versions:
+        why = f"a driver upgrade to {installed} waits for a reboot (loaded {loaded}) and the installed fabric manager "
+        why += f"package is not readable (dpkg-query: {fm.packages.error or 'no package'}): it must be {installed}"
+        return FABRICMANAGER_VERSION_CHECK.unknown(why, evidence=refs)
+    if set(fm.package_versions.values()) != {installed}:
+        return _stale(platform, loaded, installed, fm.package_versions, refs)
+    return FABRICMANAGER_VERSION_CHECK.ok(
+        f"loaded driver {loaded}; fabric manager {installed}, the installed driver's version: they meet at the "
+        "pending reboot (see driver.library_mismatch)",
+        expected="the fabric manager of the driver's version",
         evidence=refs,
     )
 
@@ -141,23 +155,12 @@ def _stale(platform: Platform, loaded: str, installed: str, packages: dict[str, 
     it to the loaded (stale) module would break the fabric at that reboot. The reboot comes first, then the fabric
     manager of the version that loads."""
     shown = "; ".join(f"{name} {v}" for name, v in packages.items())
-    fix = Fix(
-        kind="restart",
-        where=layer_where(platform, "gpu_driver"),
-        summary=f"After the reboot into the upgraded driver ({installed}), install the fabric manager of exactly that "
+    fix = _install_fm(
+        platform,
+        installed,
+        f"After the reboot into the upgraded driver ({installed}), install the fabric manager of exactly that "
         "version and restart it (not the loaded module's: it is replaced at that reboot)",
-        actions=(
-            CommandAction(
-                description=f"after the reboot: install nvidia-fabricmanager {installed} (same branch package as the "
-                f"driver, e.g. nvidia-fabricmanager-{installed.split('.', maxsplit=1)[0]}={installed}-1) and hold both "
-                "packages together"
-            ),
-            CommandAction(description="with the server stopped", argv=("systemctl", "restart", "nvidia-fabricmanager")),
-        ),
-        risk="medium",
-        verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
-        revert="reinstall the previous fabric manager package and restart it",
-        persist="apt-mark hold the driver and fabric manager packages so they upgrade together",
+        when="after the reboot: ",
         edges=(
             Edge(
                 kind="not_before",

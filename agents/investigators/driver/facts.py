@@ -122,44 +122,83 @@ async def _per_gpu(probe: Probe, fn: str, indices: list[int]) -> dict[int, int |
     return {i: r.value if r.ok and isinstance(r.value, int) else None for i, r in zip(indices, results, strict=True)}
 
 
-async def collect(probe: Probe) -> DriverFacts:
-    names = (PROC_VERSION, MODULE_VERSION, MODULES, "/proc/devices", "/proc/sys/kernel/osrelease")
-    files = await probe.gather(*[lambda p=p: probe.read(p) for p in names])
-    proc_version, module_version, modules, devices, osrelease = (f.text() for f in files)
-    ib = await rdma_devices(probe)
-    dev = await probe.list_dir("/dev")
-    peermem_built = None
-    if osrelease is not None:
-        dep = await probe.text(f"/lib/modules/{osrelease.strip()}/modules.dep")
-        peermem_built = None if dep is None else "nvidia-peermem.ko" in dep or "nvidia_peermem.ko" in dep
-    inventory: GpuInventory = await collect_gpus(probe)
-    nvswitch_pci = await _nvswitch_pci(probe)
-    indices = inventory.nvml_indices
-    archs = await _per_gpu(probe, "nvmlDeviceGetArchitecture", indices)
-    persistence = await _per_gpu(probe, "nvmlDeviceGetPersistenceMode", indices)
-    fabric_state = fabric_ref = cluster = clique = None
-    if indices:
-        fabric_ref = nvml_ref("nvmlDeviceGetGpuFabricInfo", (indices[0],))
-        fabric = await probe.nvml("nvmlDeviceGetGpuFabricInfo", indices[0])
-        if fabric.ok and isinstance(fabric.value, dict):
-            info = fabric.value
-            fabric_state = info["state"] if isinstance(info.get("state"), int) else None
-            cluster = info["clusterUuid"] if isinstance(info.get("clusterUuid"), str) else None
-            clique = info["cliqueId"] if isinstance(info.get("cliqueId"), int) else None
-    platform = await detect_platform(probe)
-    persistenced = await _service(probe, PERSISTENCED)
-    nvswitch = bool(nvswitch_pci) or any(re.fullmatch(r"nvidia-nvswitch\d+", e) for e in dev.entries or ())
-    nvswitch = nvswitch or fabric_state in (1, 2, 3)
-    fabricmanager = await _service(probe, FABRICMANAGER) if nvswitch else None
-    module_names = None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.strip())
-    install = await collect_install(probe)
-    fabric_version = await collect_fabric_version(probe) if nvswitch else None
+class FabricInfo(Record):
+    """NVML's fabric info of the first GPU: its registration state and, on a multi-node NVLink domain, cluster/clique."""
+
+    state: int | None = None
+    ref: str | None = None
+    cluster: str | None = None
+    clique: int | None = None
+
+
+async def _fabric_info(probe: Probe, indices: list[int]) -> FabricInfo:
+    if not indices:
+        return FabricInfo()
+    ref = nvml_ref("nvmlDeviceGetGpuFabricInfo", (indices[0],))
+    fabric = await probe.nvml("nvmlDeviceGetGpuFabricInfo", indices[0])
+    if not fabric.ok or not isinstance(fabric.value, dict):
+        return FabricInfo(ref=ref)
+    info = fabric.value
+    return FabricInfo(
+        state=info["state"] if isinstance(info.get("state"), int) else None,
+        ref=ref,
+        cluster=info["clusterUuid"] if isinstance(info.get("clusterUuid"), str) else None,
+        clique=info["cliqueId"] if isinstance(info.get("cliqueId"), int) else None,
+    )
+
+
+async def _peermem_built(probe: Probe, osrelease: str | None) -> bool | None:
+    """nvidia-peermem.ko is in the running kernel's modules.dep (None: not read)."""
+    if osrelease is None:
+        return None
+    dep = await probe.text(f"/lib/modules/{osrelease.strip()}/modules.dep")
+    return None if dep is None else "nvidia-peermem.ko" in dep or "nvidia_peermem.ko" in dep
+
+
+def _has_nvswitch(nvswitch_pci: tuple[str, ...], dev: tuple[str, ...] | None, fabric_state: int | None) -> bool:
+    """NVSwitches on the PCI bus, their device nodes, or an NVML fabric state that only NVSwitch systems report."""
+    nodes = any(re.fullmatch(r"nvidia-nvswitch\d+", e) for e in dev or ())
+    return bool(nvswitch_pci) or nodes or fabric_state in (1, 2, 3)
+
+
+async def _stopped_daemons(
+    probe: Probe,
+    fabricmanager: Service | None,
+    persistenced: Service,
+    persistence: dict[int, int | None],
+    archs: dict[int, int | None],
+) -> tuple[UnitLog | None, Nvlsm | None, UnitLog | None]:
+    """The own accounts of the daemons that are down: the fabric manager's log (and NVLSM's state on NVLink 5), and
+    nvidia-persistenced's where a GPU has persistence off."""
     down = (None, "active")
     fm_log = await read_unit(probe, "nvidia-fabricmanager", FM_LOG) if fabricmanager and fabricmanager.state not in down else None
     nvlink5 = any(a is not None and a >= BLACKWELL for a in archs.values())
     nvlsm = await collect_nvlsm(probe) if fm_log is not None and nvlink5 else None
     pd_off = persistenced.state not in down and 0 in persistence.values()
     pd_log = await read_unit(probe, "nvidia-persistenced") if pd_off else None
+    return fm_log, nvlsm, pd_log
+
+
+async def collect(probe: Probe) -> DriverFacts:
+    names = (PROC_VERSION, MODULE_VERSION, MODULES, "/proc/devices", "/proc/sys/kernel/osrelease")
+    files = await probe.gather(*[lambda p=p: probe.read(p) for p in names])
+    proc_version, module_version, modules, devices, osrelease = (f.text() for f in files)
+    ib = await rdma_devices(probe)
+    dev = await probe.list_dir("/dev")
+    peermem_built = await _peermem_built(probe, osrelease)
+    inventory: GpuInventory = await collect_gpus(probe)
+    nvswitch_pci = await _nvswitch_pci(probe)
+    indices = inventory.nvml_indices
+    archs = await _per_gpu(probe, "nvmlDeviceGetArchitecture", indices)
+    persistence = await _per_gpu(probe, "nvmlDeviceGetPersistenceMode", indices)
+    fabric = await _fabric_info(probe, indices)
+    platform = await detect_platform(probe)
+    persistenced = await _service(probe, PERSISTENCED)
+    nvswitch = _has_nvswitch(nvswitch_pci, dev.entries, fabric.state)
+    fabricmanager = await _service(probe, FABRICMANAGER) if nvswitch else None
+    install = await collect_install(probe)
+    fabric_version = await collect_fabric_version(probe) if nvswitch else None
+    fm_log, nvlsm, pd_log = await _stopped_daemons(probe, fabricmanager, persistenced, persistence, archs)
     return DriverFacts(
         platform=platform,
         gpus=inventory.gpus,
@@ -173,7 +212,7 @@ async def collect(probe: Probe) -> DriverFacts:
         persistence=persistence,
         persistenced=persistenced,
         persistenced_unit=await collect_persistenced_unit(probe),
-        modules=module_names,
+        modules=None if modules is None else frozenset(line.split()[0] for line in modules.splitlines() if line.strip()),
         modules_error=files[2].error,
         proc_devices=devices,
         dev=dev.entries,
@@ -182,10 +221,10 @@ async def collect(probe: Probe) -> DriverFacts:
         peermem_built=peermem_built,
         rdma=await collect_rdma(probe),
         nvswitch_pci=nvswitch_pci,
-        fabric_state=fabric_state,
-        fabric_ref=fabric_ref,
-        fabric_cluster=cluster,
-        fabric_clique=clique,
+        fabric_state=fabric.state,
+        fabric_ref=fabric.ref,
+        fabric_cluster=fabric.cluster,
+        fabric_clique=fabric.clique,
         fabricmanager=fabricmanager,
         install=install,
         fabric_version=fabric_version,
@@ -193,7 +232,7 @@ async def collect(probe: Probe) -> DriverFacts:
         licenses=await collect_licenses(probe, inventory.gpus),
         fabricmanager_log=fm_log,
         persistenced_log=pd_log,
-        imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, cluster) else None,
+        imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, fabric.cluster) else None,
         nvlsm=nvlsm,
     )
 

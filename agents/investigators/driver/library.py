@@ -58,28 +58,36 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
     if compat and not wrong and not rm_mismatch:
         return _forward_compat(f, kernel, compat, refs)
     if not wrong and not rm_mismatch:
-        if not seen:
-            why = f"kernel module {kernel}; no user-space library version readable (NVML: {f.nvml_init_error or 'no answer'})"
-            return LIBRARY_MISMATCH_CHECK.unknown(why, evidence=refs)
-        shown = "; ".join(f"{where} {version}" for where, version, _ in seen)
-        return LIBRARY_MISMATCH_CHECK.ok(
-            f"kernel module {kernel}; {shown}",
-            expected="user-space libraries of the kernel module's version",
-            explanation="A container has its own copy of the user-space libraries (libcuda, libnvidia-ml): they must "
-            "be re-installed in it whenever the host's driver changes. Containers without a visible server process "
-            "are not checked here.",
-            evidence=refs,
-        )
-    mounted = {lib.where for lib in f.libraries if not lib.in_container and lib.path in f.platform.lib_mounts}
-    host_libraries = bool(mounted) and all(where in mounted or where == "user-space (NVML)" for where, _, _ in wrong)
-    """The audit runs in a container whose libraries the container toolkit binds from the host: the host's driver
-    packages are out of step with its module, and the fix is the host's."""
-    container_side = not host_libraries and (f.platform.in_container or (bool(wrong) and all(inside for _, _, inside in wrong)))
+        return _matching(f, kernel, seen, refs)
+    return _mismatch(f, kernel, wrong, rm_mismatch, refs)
+
+
+Seen = list[tuple[str, str, bool]]
+"""(where, version, in a container) of each user-space library read."""
+
+
+def _matching(f: InstallFacts, kernel: str, seen: Seen, refs: list[str]) -> Finding:
+    """Every library read is the kernel module's version (or none was read)."""
+    if not seen:
+        why = f"kernel module {kernel}; no user-space library version readable (NVML: {f.nvml_init_error or 'no answer'})"
+        return LIBRARY_MISMATCH_CHECK.unknown(why, evidence=refs)
+    shown = "; ".join(f"{where} {version}" for where, version, _ in seen)
+    return LIBRARY_MISMATCH_CHECK.ok(
+        f"kernel module {kernel}; {shown}",
+        expected="user-space libraries of the kernel module's version",
+        explanation="A container has its own copy of the user-space libraries (libcuda, libnvidia-ml): they must "
+        "be re-installed in it whenever the host's driver changes. Containers without a visible server process "
+        "are not checked here.",
+        evidence=refs,
+    )
+
+
+def _mismatch_fix(f: InstallFacts, kernel: str, container_side: bool, upgrade: bool) -> Fix:
+    """The container's libraries installed for the host's module, or the host rebooted into its installed driver."""
     kind: FixKind = "restart" if container_side else "reboot"
     where: Where = "container" if container_side else "host"
     pending = f.pending
-    upgrade = not container_side and (pending.driver_upgraded or bool(pending.nvidia_packages))
-    fix = Fix(
+    return Fix(
         kind=kind,
         where=where,
         summary=(
@@ -110,6 +118,17 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
         revert="reinstall the previous driver version",
         provides=() if container_side else ("driver.reloaded",),
     )
+
+
+def _mismatch(f: InstallFacts, kernel: str, wrong: Seen, rm_mismatch: bool, refs: list[str]) -> Finding:
+    """Libraries of another version than the kernel module's, or NVML's LIB_RM_VERSION_MISMATCH."""
+    mounted = {lib.where for lib in f.libraries if not lib.in_container and lib.path in f.platform.lib_mounts}
+    host_libraries = bool(mounted) and all(where in mounted or where == "user-space (NVML)" for where, _, _ in wrong)
+    """The audit runs in a container whose libraries the container toolkit binds from the host: the host's driver
+    packages are out of step with its module, and the fix is the host's."""
+    container_side = not host_libraries and (f.platform.in_container or (bool(wrong) and all(inside for _, _, inside in wrong)))
+    pending = f.pending
+    upgrade = not container_side and (pending.driver_upgraded or bool(pending.nvidia_packages))
     observed = f"kernel module {kernel}; " + "; ".join(f"{w} {v}" for w, v, _ in wrong)
     if rm_mismatch:
         observed += "; nvmlInit: LIB_RM_VERSION_MISMATCH"
@@ -119,7 +138,6 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
         observed += f"; kernel log: NVRM API mismatch (client {pending.api_mismatch[0]}, module {pending.api_mismatch[1]})"
     if not container_side and pending.nvidia_packages:
         observed += f"; /var/run/reboot-required.pkgs lists {', '.join(pending.nvidia_packages)}"
-    refs = [*refs, *pending.refs]
     return LIBRARY_MISMATCH_CHECK.problem_at(
         "high",
         observed,
@@ -134,9 +152,9 @@ def judge_library_mismatch(f: InstallFacts) -> Finding:
             else "It follows a driver upgrade without a reboot, or a container whose libraries were installed for "
             "another host driver."
         ),
-        fix,
+        _mismatch_fix(f, kernel, container_side, upgrade),
         subjects=tuple(w for w, _, _ in wrong) or tuple(g.label for g in f.gpus),
-        evidence=refs,
+        evidence=[*refs, *pending.refs],
     )
 
 

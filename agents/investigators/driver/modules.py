@@ -17,6 +17,7 @@ from rigaudit.agents.investigators.driver.facts import (
     module_loaded,
     modules_unknown,
 )
+from rigaudit.agents.investigators.driver.internode import Internode
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
 
@@ -58,31 +59,20 @@ PEERMEM_CHECK = Check(
 )
 
 
-def judge_peermem(facts: DriverFacts) -> Finding:
-    refs: tuple[str, ...] = (dir_ref(INFINIBAND), file_ref(MODULES))
-    purpose = (
-        "nvidia_peermem lets an RDMA NIC (InfiniBand/RoCE) read and write GPU memory directly (GPUDirect RDMA, "
-        "multi-node NCCL); it does nothing for GPU-to-GPU P2P inside one host."
-    )
-    if facts.infiniband is None and facts.infiniband_error not in (None, "ENOENT"):
-        return PEERMEM_CHECK.unknown(f"{INFINIBAND} not readable: {facts.infiniband_error}", evidence=refs[:1])
+PEERMEM_PURPOSE = (
+    "nvidia_peermem lets an RDMA NIC (InfiniBand/RoCE) read and write GPU memory directly (GPUDirect RDMA, "
+    "multi-node NCCL); it does nothing for GPU-to-GPU P2P inside one host."
+)
+
+
+def _peermem_not_needed(facts: DriverFacts, nics: str, refs: tuple[str, ...]) -> Finding | None:
+    """nvidia_peermem is not loaded and need not be: another GPUDirect path (DMA-BUF, EFA), or no port active."""
     rdma = facts.rdma
-    left_out = management_text(rdma.management)
-    if not facts.infiniband:
-        quiet = PEERMEM_CHECK.not_applicable(f"no RDMA NIC ({INFINIBAND} has no entries{left_out})", evidence=refs)
-        return quiet.model_copy(update={"explanation": purpose})
-    nics = (describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)) + left_out
-    refs = (*refs, *rdma.refs)
-    loaded = module_loaded(facts, "nvidia_peermem")
-    if loaded is None:
-        return modules_unknown(PEERMEM_CHECK, facts)
-    if loaded:
-        return PEERMEM_CHECK.ok(f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
     if rdma.path in ("dmabuf", "efa"):
         return PEERMEM_CHECK.ok(
             f"{nics}; GPUDirect RDMA over {rdma.path_text()}; nvidia_peermem not loaded",
             expected="a GPUDirect RDMA path: nvidia_peermem or DMA-BUF",
-            explanation=purpose
+            explanation=PEERMEM_PURPOSE
             + (
                 " AWS's EFA driver registers GPU memory with the NIC itself (libfabric's EFA provider uses it for NCCL), "
                 "so nvidia_peermem has no role here."
@@ -96,15 +86,16 @@ def judge_peermem(facts: DriverFacts) -> Finding:
         return PEERMEM_CHECK.ok(
             f"{nics}; nvidia_peermem not loaded, but no RDMA port is active",
             expected="a GPUDirect RDMA path on hosts whose RDMA ports carry traffic",
-            explanation=purpose + " With every port down, nothing crosses the NICs now.",
+            explanation=PEERMEM_PURPOSE + " With every port down, nothing crosses the NICs now.",
             evidence=refs,
         )
-    if rdma.path == "unknown":
-        why = f"{nics}; nvidia_peermem not loaded and whether DMA-BUF can serve is unknown ({rdma.path_text()})"
-        return PEERMEM_CHECK.unknown(why, evidence=refs)
-    built = {True: "", False: " (nvidia-peermem.ko is not in modules.dep: install/rebuild it first)", None: ""}
-    if rdma.ofed is False:
-        fix = Fix(
+    return None
+
+
+def _gpudirect_fix(facts: DriverFacts) -> Fix:
+    """The GPUDirect path this host can get: DMA-BUF on an inbox RDMA stack, the kernel log's remedy, or a modprobe."""
+    if facts.rdma.ofed is False:
+        return Fix(
             kind="reboot",
             where=fix_where(facts.platform),
             summary="Give the NICs a GPUDirect path: the open NVIDIA kernel module (DMA-BUF) on this inbox RDMA stack",
@@ -121,39 +112,65 @@ def judge_peermem(facts: DriverFacts) -> Finding:
             revert="reinstall the proprietary module flavor",
             persist="the installed driver flavor persists",
         )
-    elif (cause := module_cause("nvidia_peermem", kernel_log(facts))).known:
-        fix = cause_fix(facts, cause, "nvidia_peermem", "grep nvidia_peermem /proc/modules, or NCCL_DEBUG=INFO shows 'DMABUF'")
-    else:
-        fix = Fix(
-            kind="runtime",
-            where=fix_where(facts.platform),
-            summary="Load nvidia_peermem and load it at boot" + built[facts.peermem_built],
-            actions=(ModuleLoadAction(module="nvidia_peermem"),),
-            risk="low",
-            verify="grep nvidia_peermem /proc/modules; NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled'",
-            revert="modprobe -r nvidia_peermem",
-            persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
-        )
-    cross = facts.internode
-    severity: Severity = "low" if cross is not None and cross.used is False else "medium"
+    if (cause := module_cause("nvidia_peermem", kernel_log(facts))).known:
+        return cause_fix(facts, cause, "nvidia_peermem", "grep nvidia_peermem /proc/modules, or NCCL_DEBUG=INFO shows 'DMABUF'")
+    built = {True: "", False: " (nvidia-peermem.ko is not in modules.dep: install/rebuild it first)", None: ""}
+    return Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Load nvidia_peermem and load it at boot" + built[facts.peermem_built],
+        actions=(ModuleLoadAction(module="nvidia_peermem"),),
+        risk="low",
+        verify="grep nvidia_peermem /proc/modules; NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled'",
+        revert="modprobe -r nvidia_peermem",
+        persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
+    )
+
+
+def _internode_use(cross: Internode | None) -> tuple[Severity, str]:
+    """(severity, why) of a missing GPUDirect path: low where no server talks to another node."""
     if cross is not None and cross.used:
-        use = f" The servers here talk to other nodes ({'; '.join(cross.signals[:3])}): medium."
-    elif cross is not None and cross.used is False:
-        use = (
+        return "medium", f" The servers here talk to other nodes ({'; '.join(cross.signals[:3])}): medium."
+    if cross is not None and cross.used is False:
+        return "low", (
             f" None of the {cross.servers} server(s) here talks to another node (no multi-node flags, no NCCL_IB_*/"
             "NCCL_NET/FI_PROVIDER in their environment): nothing crosses the NICs today, so low; medium once the host "
             "joins multi-node or disaggregated serving."
         )
-    else:
-        use = " No inference server found to tell whether traffic leaves the node: medium."
+    return "medium", " No inference server found to tell whether traffic leaves the node: medium."
+
+
+def judge_peermem(facts: DriverFacts) -> Finding:
+    refs: tuple[str, ...] = (dir_ref(INFINIBAND), file_ref(MODULES))
+    if facts.infiniband is None and facts.infiniband_error not in (None, "ENOENT"):
+        return PEERMEM_CHECK.unknown(f"{INFINIBAND} not readable: {facts.infiniband_error}", evidence=refs[:1])
+    rdma = facts.rdma
+    left_out = management_text(rdma.management)
+    if not facts.infiniband:
+        quiet = PEERMEM_CHECK.not_applicable(f"no RDMA NIC ({INFINIBAND} has no entries{left_out})", evidence=refs)
+        return quiet.model_copy(update={"explanation": PEERMEM_PURPOSE})
+    nics = (describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)) + left_out
+    refs = (*refs, *rdma.refs)
+    loaded = module_loaded(facts, "nvidia_peermem")
+    if loaded is None:
+        return modules_unknown(PEERMEM_CHECK, facts)
+    if loaded:
+        return PEERMEM_CHECK.ok(f"nvidia_peermem loaded; RDMA devices: {nics}", evidence=refs)
+    if (fine := _peermem_not_needed(facts, nics, refs)) is not None:
+        return fine
+    if rdma.path == "unknown":
+        why = f"{nics}; nvidia_peermem not loaded and whether DMA-BUF can serve is unknown ({rdma.path_text()})"
+        return PEERMEM_CHECK.unknown(why, evidence=refs)
+    cross = facts.internode
+    severity, use = _internode_use(cross)
     return PEERMEM_CHECK.problem_at(
         severity,
         f"RDMA devices {nics} present; no GPUDirect RDMA path: {rdma.path_text()}",
         "nvidia_peermem loaded, or DMA-BUF (open kernel module, Linux 5.12+)",
-        purpose + " Without either path inter-node traffic (multi-node tensor or pipeline parallelism, disaggregated "
-        "prefill/decode KV transfers) is staged through host memory, cutting its bandwidth and adding latency. "
-        "Single-node tensor parallelism is not affected." + use,
-        fix,
+        PEERMEM_PURPOSE + " Without either path inter-node traffic (multi-node tensor or pipeline parallelism, "
+        "disaggregated prefill/decode KV transfers) is staged through host memory, cutting its bandwidth and adding "
+        "latency. Single-node tensor parallelism is not affected." + use,
+        _gpudirect_fix(facts),
         subjects=tuple(facts.infiniband),
         evidence=(*refs, *(cross.refs if cross else ())),
     )
@@ -217,67 +234,47 @@ UVM_CHECK = Check(
 )
 
 
-def judge_uvm(facts: DriverFacts) -> Finding:
-    refs = [file_ref(MODULES), dir_ref("/dev"), file_ref("/proc/devices")]
-    loaded = module_loaded(facts, "nvidia_uvm")
-    if loaded is None:
-        return modules_unknown(UVM_CHECK, facts)
-    if not facts.gpus and not loaded:
-        return UVM_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
-    if not loaded and module_loaded(facts, "nvidia") is False:
-        base = module_cause("nvidia", kernel_log(facts))
-        said = f"the kernel log's reason: {base.line} ({base.cause})" if base.known else f"cause {base.cause}"
-        return UVM_CHECK.unknown(
-            f"nvidia_uvm not loaded, and neither is nvidia.ko it depends on: loading nvidia_uvm cannot work until "
-            f"nvidia.ko loads; {said} (see {owner_of(base)}; what tells: {base.tell})",
-            evidence=[*refs, DMESG_REF],
-        )
-    node = None if facts.dev is None else "nvidia-uvm" in facts.dev
-    feeds_containers = bool(facts.platform.lxc_configs) or facts.platform.in_container
+UVM_NODES = CommandAction(
+    description="Create the device nodes (/dev/nvidia-uvm, /dev/nvidia-uvm-tools)", argv=("nvidia-modprobe", "-c0", "-u")
+)
+
+
+def _uvm_gap(facts: DriverFacts, loaded: bool, cause: Cause | None, feeds_containers: bool) -> tuple[Fix, str, Severity]:
+    """(fix, observed, severity) of what is missing: the module, refused for the kernel log's reason or never loaded,
+    or only its device node."""
     where = fix_where(facts.platform)
-    create = CommandAction(
-        description="Create the device nodes (/dev/nvidia-uvm, /dev/nvidia-uvm-tools)", argv=("nvidia-modprobe", "-c0", "-u")
-    )
-    if loaded and node is not False:
-        major = facts.proc_devices is not None and "nvidia-uvm" in facts.proc_devices
-        node_seen = "/dev/nvidia-uvm present" if node else "/dev not listable, node not checked"
-        observed = "nvidia_uvm loaded" + (" (nvidia-uvm major registered)" if major else "") + f"; {node_seen}"
-        return UVM_CHECK.ok(observed, evidence=refs)
-    cause = module_cause("nvidia_uvm", kernel_log(facts)) if not loaded else None
     if cause is not None and cause.known:
         fix = cause_fix(facts, cause, "nvidia_uvm", "grep -w nvidia_uvm /proc/modules; ls -l /dev/nvidia-uvm")
-        observed = f"nvidia_uvm not loaded; kernel log: {cause.line}"
-        severity: Severity = "high"
-        refs.append(DMESG_REF)
-    elif not loaded:
+        return fix, f"nvidia_uvm not loaded; kernel log: {cause.line}", "high"
+    if not loaded:
         fix = Fix(
             kind="runtime",
             where=where,
             summary="Load nvidia_uvm (and create its device node); load it at boot",
-            actions=(ModuleLoadAction(module="nvidia_uvm"), create),
+            actions=(ModuleLoadAction(module="nvidia_uvm"), UVM_NODES),
             risk="low",
             verify="grep -w nvidia_uvm /proc/modules; ls -l /dev/nvidia-uvm",
             revert="modprobe -r nvidia_uvm",
             persist="echo nvidia_uvm > /etc/modules-load.d/nvidia-uvm.conf",
         )
-        observed = "nvidia_uvm not loaded (the kernel log names no reason: nothing loaded it)"
-        severity = "high"
-    else:
-        fix = Fix(
-            kind="runtime",
-            where=where,
-            summary="Create /dev/nvidia-uvm" + (" before the containers start" if feeds_containers else ""),
-            actions=(create,),
-            risk="low",
-            verify="ls -l /dev/nvidia-uvm",
-            revert="none needed (device nodes are recreated at boot)",
-            persist="run nvidia-modprobe -c0 -u from a oneshot systemd unit before the containers start"
-            if feeds_containers
-            else "CUDA creates it on first use through nvidia-modprobe",
-        )
-        observed = "nvidia_uvm loaded but /dev/nvidia-uvm absent"
-        severity = "high" if feeds_containers else "low"
-    explanation = (
+        return fix, "nvidia_uvm not loaded (the kernel log names no reason: nothing loaded it)", "high"
+    fix = Fix(
+        kind="runtime",
+        where=where,
+        summary="Create /dev/nvidia-uvm" + (" before the containers start" if feeds_containers else ""),
+        actions=(UVM_NODES,),
+        risk="low",
+        verify="ls -l /dev/nvidia-uvm",
+        revert="none needed (device nodes are recreated at boot)",
+        persist="run nvidia-modprobe -c0 -u from a oneshot systemd unit before the containers start"
+        if feeds_containers
+        else "CUDA creates it on first use through nvidia-modprobe",
+    )
+    return fix, "nvidia_uvm loaded but /dev/nvidia-uvm absent", "high" if feeds_containers else "low"
+
+
+def _uvm_why(cause: Cause | None, feeds_containers: bool) -> str:
+    return (
         f"nvidia_uvm did not load for the reason the kernel log gives: {cause.cause}; modprobe fails the same way until "
         f"that is dealt with ({cause.source}). "
         if cause is not None and cause.known
@@ -292,11 +289,44 @@ def judge_uvm(facts: DriverFacts) -> Finding:
             else ""
         )
     )
+
+
+def _uvm_without_nvidia(facts: DriverFacts, refs: list[str]) -> Finding:
+    """nvidia_uvm cannot load before nvidia.ko: why nvidia.ko did not is another check's."""
+    base = module_cause("nvidia", kernel_log(facts))
+    said = f"the kernel log's reason: {base.line} ({base.cause})" if base.known else f"cause {base.cause}"
+    return UVM_CHECK.unknown(
+        f"nvidia_uvm not loaded, and neither is nvidia.ko it depends on: loading nvidia_uvm cannot work until "
+        f"nvidia.ko loads; {said} (see {owner_of(base)}; what tells: {base.tell})",
+        evidence=[*refs, DMESG_REF],
+    )
+
+
+def judge_uvm(facts: DriverFacts) -> Finding:
+    refs = [file_ref(MODULES), dir_ref("/dev"), file_ref("/proc/devices")]
+    loaded = module_loaded(facts, "nvidia_uvm")
+    if loaded is None:
+        return modules_unknown(UVM_CHECK, facts)
+    if not facts.gpus and not loaded:
+        return UVM_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
+    if not loaded and module_loaded(facts, "nvidia") is False:
+        return _uvm_without_nvidia(facts, refs)
+    node = None if facts.dev is None else "nvidia-uvm" in facts.dev
+    if loaded and node is not False:
+        major = facts.proc_devices is not None and "nvidia-uvm" in facts.proc_devices
+        node_seen = "/dev/nvidia-uvm present" if node else "/dev not listable, node not checked"
+        observed = "nvidia_uvm loaded" + (" (nvidia-uvm major registered)" if major else "") + f"; {node_seen}"
+        return UVM_CHECK.ok(observed, evidence=refs)
+    feeds_containers = bool(facts.platform.lxc_configs) or facts.platform.in_container
+    cause = module_cause("nvidia_uvm", kernel_log(facts)) if not loaded else None
+    fix, observed, severity = _uvm_gap(facts, loaded, cause, feeds_containers)
+    if cause is not None and cause.known:
+        refs.append(DMESG_REF)
     return UVM_CHECK.problem_at(
         severity,
         observed,
         "nvidia_uvm loaded and /dev/nvidia-uvm present",
-        explanation,
+        _uvm_why(cause, feeds_containers),
         fix,
         subjects=tuple(g.label for g in facts.gpus),
         evidence=refs,

@@ -40,8 +40,8 @@ SECURE_BOOT_CHECK = Check(
 )
 
 
-def judge_secure_boot(f: InstallFacts) -> Finding:
-    refs = [file_ref(SECURE_BOOT), file_ref(MODULES), DMESG_REF]
+def _boot_state(f: InstallFacts, refs: list[str]) -> tuple[bool | None, str]:
+    """(Secure Boot on, its words: ``Secure Boot on, lockdown [integrity]``); a legacy BIOS boot counts as off."""
     state = secure_boot_state(f.secure_boot)
     if state is None and f.secure_boot_error == "ENOENT" and not f.efi:
         sb_text = "legacy BIOS boot (no Secure Boot)"
@@ -50,38 +50,25 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         sb_text = f"Secure Boot state unreadable ({f.secure_boot_error or 'short variable'})"
     else:
         sb_text = "Secure Boot on" if state else "Secure Boot off"
-    if f.lockdown and "[none]" not in f.lockdown:
+    if _locked_down(f):
         sb_text += f", lockdown {f.lockdown}"
         refs.append(file_ref(LOCKDOWN))
-    if f.modules is None:
-        return SECURE_BOOT_CHECK.unknown(f"{MODULES} not readable: {f.modules_error}", evidence=refs)
+    return state, sb_text
+
+
+def _locked_down(f: InstallFacts) -> bool:
+    return bool(f.lockdown) and "[none]" not in (f.lockdown or "")
+
+
+def _rejections(f: InstallFacts) -> list[str]:
+    """The kernel log's lines refusing an unsigned NVIDIA module (or any, under lockdown)."""
     log = f.dmesg.stdout if log_unavailable(f.dmesg) is None else ""
     rejected = [line.strip() for line in log.splitlines() if re.search(_REJECTED, line) and "nvidia" in line.lower()]
-    rejected += [line.strip() for line in log.splitlines() if "Lockdown:" in line and "unsigned module" in line]
-    missing = [m for m in ("nvidia", "nvidia_uvm") if m not in f.modules]
-    if "nvidia" in f.modules and not (rejected and missing):
-        signed = (
-            " (so it is signed with a key the firmware trusts: rebuilt modules must be signed with the same MOK)" if state else ""
-        )
-        return SECURE_BOOT_CHECK.ok(
-            f"nvidia module loaded; {sb_text}{signed}",
-            expected="the NVIDIA modules load",
-            evidence=refs,
-        )
-    if not f.gpus and "nvidia" not in f.modules:
-        return SECURE_BOOT_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
-    if not rejected and state is not True and not (f.lockdown and "[none]" not in f.lockdown):
-        if state is False:
-            return SECURE_BOOT_CHECK.ok(
-                f"nvidia module not loaded, but {sb_text}: not the cause (see driver.dkms)",
-                expected="the NVIDIA modules load",
-                evidence=refs,
-            )
-        return SECURE_BOOT_CHECK.unknown(f"nvidia module not loaded; {sb_text}; no rejection in the kernel log", evidence=refs)
-    observed = f"{', '.join(missing)} not loaded; {sb_text}"
-    if rejected:
-        observed += "; kernel log: " + rejected[-1][:200]
-    fix = Fix(
+    return rejected + [line.strip() for line in log.splitlines() if "Lockdown:" in line and "unsigned module" in line]
+
+
+def _sign_fix(f: InstallFacts) -> Fix:
+    return Fix(
         kind="reboot",
         where=host_where(f.platform),
         summary="Sign the NVIDIA modules with a Machine Owner Key and enroll it (or turn Secure Boot off in the firmware)",
@@ -98,6 +85,37 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         revert="mokutil --delete /var/lib/dkms/mok.pub (or re-enable Secure Boot), then reboot",
         persist="the enrolled key persists in the firmware; DKMS signs future builds with it",
     )
+
+
+def judge_secure_boot(f: InstallFacts) -> Finding:
+    refs = [file_ref(SECURE_BOOT), file_ref(MODULES), DMESG_REF]
+    state, sb_text = _boot_state(f, refs)
+    if f.modules is None:
+        return SECURE_BOOT_CHECK.unknown(f"{MODULES} not readable: {f.modules_error}", evidence=refs)
+    rejected = _rejections(f)
+    missing = [m for m in ("nvidia", "nvidia_uvm") if m not in f.modules]
+    if "nvidia" in f.modules and not (rejected and missing):
+        signed = (
+            " (so it is signed with a key the firmware trusts: rebuilt modules must be signed with the same MOK)" if state else ""
+        )
+        return SECURE_BOOT_CHECK.ok(
+            f"nvidia module loaded; {sb_text}{signed}",
+            expected="the NVIDIA modules load",
+            evidence=refs,
+        )
+    if not f.gpus and "nvidia" not in f.modules:
+        return SECURE_BOOT_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
+    if not rejected and state is not True and not _locked_down(f):
+        if state is False:
+            return SECURE_BOOT_CHECK.ok(
+                f"nvidia module not loaded, but {sb_text}: not the cause (see driver.dkms)",
+                expected="the NVIDIA modules load",
+                evidence=refs,
+            )
+        return SECURE_BOOT_CHECK.unknown(f"nvidia module not loaded; {sb_text}; no rejection in the kernel log", evidence=refs)
+    observed = f"{', '.join(missing)} not loaded; {sb_text}"
+    if rejected:
+        observed += "; kernel log: " + rejected[-1][:200]
     return SECURE_BOOT_CHECK.problem_at(
         "high",
         observed,
@@ -106,7 +124,7 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         "NVIDIA module built by DKMS or the .run installer without signing never loads, so CUDA sees no GPU. The fix "
         "is to sign it with a Machine Owner Key enrolled in the firmware (needs a person at the console once), or to "
         "turn Secure Boot off where policy allows.",
-        fix,
+        _sign_fix(f),
         subjects=tuple(g.label for g in f.gpus),
         evidence=refs,
     )

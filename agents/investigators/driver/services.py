@@ -15,6 +15,7 @@ from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Caus
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
     DriverFacts,
+    Service,
     fix_where,
     gpu_labels,
     kernel_log,
@@ -22,7 +23,7 @@ from rigaudit.agents.investigators.driver.facts import (
 )
 from rigaudit.tools.core.record import replace
 from rigaudit.tools.hosts.probe import dir_ref, file_ref, nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction, Severity
+from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
@@ -85,41 +86,26 @@ PERSISTENCE_CHECK = Check(
 )
 
 
-def judge_persistence(facts: DriverFacts) -> Finding:
-    daemon = facts.persistenced
-    refs = [*[nvml_ref("nvmlDeviceGetPersistenceMode", (i,)) for i in sorted(facts.persistence)][:8], daemon.ref]
-    if not facts.nvml_ok:
-        return PERSISTENCE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()", daemon.ref))
-    known = {i: v for i, v in facts.persistence.items() if v is not None}
-    if not known:
-        return PERSISTENCE_CHECK.unknown("nvmlDeviceGetPersistenceMode gave no answer", evidence=refs)
-    off = sorted(i for i, v in known.items() if v == 0)
-    service = daemon.state or f"unknown ({daemon.error or 'no answer'})"
-    if not off:
-        observed = f"enabled on {len(known)}/{len(facts.persistence)} GPUs; nvidia-persistenced {service}"
-        return PERSISTENCE_CHECK.ok(observed, expected="enabled on every GPU", evidence=refs)
-    severity: Severity = "low" if daemon.state == "active" else "medium"
-    unit = facts.persistenced_unit
-    by_option = daemon.state == "active" and unit is not None and unit.no_persistence_mode
-    if unit is not None:
-        refs = [*refs, *unit.refs]
-    log = facts.persistenced_log
-    cause = unit_cause(log, PERSISTENCED) if log is not None and not by_option else None
+def _persistence_fix(facts: DriverFacts, cause: Cause | None, by_option: bool) -> Fix:
+    """The journal's reason removed, the unit's --no-persistence-mode dropped, or the daemon started."""
+    daemon, unit = facts.persistenced, facts.persistenced_unit
     if cause is not None and cause.known:
-        fix = _persistenced_cause_fix(facts, cause)
-        refs = [*refs, *(log.refs if log else ()), *([cause.told_by] if cause.told_by else [])]
-    elif by_option and unit is not None:
-        fix = _unit_option_fix(facts, unit.path, unit.exec_start)
-    else:
-        failed = daemon.state == "failed" and cause is not None
-        fix = _start(
-            facts,
-            "nvidia-persistenced",
-            "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
-            "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
-            before=(CommandAction(description=f"first read why it failed: {cause.tell}"),) if failed and cause else (),
-        )
-    explanation = (
+        return _persistenced_cause_fix(facts, cause)
+    if by_option and unit is not None:
+        return _unit_option_fix(facts, unit.path, unit.exec_start)
+    failed = daemon.state == "failed" and cause is not None
+    return _start(
+        facts,
+        "nvidia-persistenced",
+        "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
+        "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
+        before=(CommandAction(description=f"first read why it failed: {cause.tell}"),) if failed and cause else (),
+    )
+
+
+def _persistence_why(facts: DriverFacts, cause: Cause | None, by_option: bool) -> str:
+    daemon, unit = facts.persistenced, facts.persistenced_unit
+    return (
         "Without persistence the driver tears a GPU's state down when its last client exits and rebuilds it on the "
         "next open: every CUDA start (server restart, health check, nvidia-smi) pays seconds of initialization, and "
         "settings such as application clocks and power limits can be lost in between. nvidia-persistenced is the "
@@ -137,12 +123,35 @@ def judge_persistence(facts: DriverFacts) -> Finding:
             else ""
         )
     )
+
+
+def judge_persistence(facts: DriverFacts) -> Finding:
+    daemon = facts.persistenced
+    refs = [*[nvml_ref("nvmlDeviceGetPersistenceMode", (i,)) for i in sorted(facts.persistence)][:8], daemon.ref]
+    if not facts.nvml_ok:
+        return PERSISTENCE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()", daemon.ref))
+    known = {i: v for i, v in facts.persistence.items() if v is not None}
+    if not known:
+        return PERSISTENCE_CHECK.unknown("nvmlDeviceGetPersistenceMode gave no answer", evidence=refs)
+    off = sorted(i for i, v in known.items() if v == 0)
+    service = daemon.state or f"unknown ({daemon.error or 'no answer'})"
+    if not off:
+        observed = f"enabled on {len(known)}/{len(facts.persistence)} GPUs; nvidia-persistenced {service}"
+        return PERSISTENCE_CHECK.ok(observed, expected="enabled on every GPU", evidence=refs)
+    unit = facts.persistenced_unit
+    by_option = daemon.state == "active" and unit is not None and unit.no_persistence_mode
+    if unit is not None:
+        refs = [*refs, *unit.refs]
+    log = facts.persistenced_log
+    cause = unit_cause(log, PERSISTENCED) if log is not None and not by_option else None
+    if cause is not None and cause.known:
+        refs = [*refs, *(log.refs if log else ()), *([cause.told_by] if cause.told_by else [])]
     return PERSISTENCE_CHECK.problem_at(
-        severity,
+        "low" if daemon.state == "active" else "medium",
         f"persistence off on {len(off)}/{len(known)} GPUs; nvidia-persistenced {service}",
         "persistence enabled on every GPU; nvidia-persistenced active",
-        explanation,
-        fix,
+        _persistence_why(facts, cause, by_option),
+        _persistence_fix(facts, cause, by_option),
         subjects=gpu_labels(facts, off),
         evidence=refs,
     )
@@ -233,15 +242,118 @@ FABRICMANAGER_CHECK = Check(
 )
 
 
+NEEDS_FM_VERSION = Edge(
+    kind="requires",
+    check="driver.fabricmanager_version",
+    why="it refuses to start unless its version is exactly the driver's: install that version first",
+)
+"""The fabric manager starts only once its version is the driver's (driver.fabricmanager_version's fix)."""
+
+
+def _fm_subjects(facts: DriverFacts, switches: list[str]) -> tuple[str, ...]:
+    return tuple(switches) or tuple(g.label for g in facts.gpus)
+
+
+def _no_nvswitch(facts: DriverFacts, fabric: str | None, refs: list[str]) -> Finding:
+    why = "no NVSwitch (no NVIDIA PCI bridge of class 0x0680"
+    why += ", no /dev/nvidia-nvswitch*" if facts.dev is not None else ""
+    why += f", NVML fabric state: {fabric})" if fabric else ")"
+    return FABRICMANAGER_CHECK.not_applicable(why + ": PCIe-only or NVLink-bridge GPUs need no fabric manager", evidence=refs)
+
+
+def _up_elsewhere(facts: DriverFacts, seen: str, service: Service, refs: list[str]) -> Finding:
+    """The fabric manager is not active here, yet NVML reports the fabric set up: it runs elsewhere (the node's)."""
+    where_fm = "on the container's host" if facts.platform.in_container else "on this host"
+    return FABRICMANAGER_CHECK.ok(
+        f"{seen}; GPU fabric state: completed (nvidia-fabricmanager {service.state or 'not visible'} {where_fm})",
+        expected="the NVSwitch fabric set up",
+        explanation="NVML reports the GPU's fabric registration completed: the fabric manager did its work, "
+        "wherever it runs (the node's, for a container).",
+        evidence=refs,
+    )
+
+
+def _state_unread(facts: DriverFacts, seen: str, service: Service, fabric: str | None, refs: list[str]) -> Finding:
+    why = f"{seen}, but the state of nvidia-fabricmanager is unknown (systemctl: {service.error or 'no answer'})"
+    if facts.platform.in_container:
+        why += "; it runs on the container's host: check there (systemctl is-active nvidia-fabricmanager on the node)"
+    if fabric:
+        why += f"; NVML fabric state: {fabric}"
+    return FABRICMANAGER_CHECK.unknown(why, evidence=refs)
+
+
+def _upgrade_pending(facts: DriverFacts, seen: str, state: str, switches: list[str], refs: list[str]) -> Finding:
+    """The fabric manager is down because an upgraded driver waits for its reboot: the reboot is the fix."""
+    pending = facts.install.pending
+    fix = Fix(
+        kind="reboot",
+        where=fix_where(facts.platform),
+        summary=f"Reboot into the upgraded driver ({pending.new_version}): the fabric manager of that version starts "
+        "with it (starting it now cannot work: it refuses the old loaded module)",
+        actions=(CommandAction(description="drain the server, then reboot", argv=("systemctl", "reboot")),),
+        risk="medium",
+        verify="after the reboot: systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric "
+        "-> State: Completed",
+        revert="boot the previous driver (reinstall its packages)",
+        persist="the reboot is the change",
+        provides=("driver.reloaded",),
+    )
+    return FABRICMANAGER_CHECK.problem_at(
+        "critical",
+        f"{seen}; nvidia-fabricmanager {state}; a driver upgrade to {pending.new_version} waits for a reboot "
+        f"(loaded module {pending.loaded})",
+        "nvidia-fabricmanager active",
+        "On NVSwitch systems the fabric manager programs the switches; without it the NVLink fabric is down and "
+        "CUDA fails or hangs on these GPUs. Here it is down because the upgraded fabric manager refuses the old "
+        "module still loaded: the cause is the pending reboot (driver.library_mismatch), and the reboot is the fix.",
+        fix,
+        subjects=_fm_subjects(facts, switches),
+        evidence=[*refs, *pending.refs],
+    )
+
+
+def _fm_cause(facts: DriverFacts) -> Cause | None:
+    """Why the fabric manager stopped, by its log, journal and the kernel log (NVLSM's own on NVLink 5)."""
+    cause = unit_cause(facts.fabricmanager_log, FABRICMANAGER, kernel_log(facts)) if facts.fabricmanager_log else None
+    if cause is not None and cause.key == "nvswitch_nothing":
+        return _nvlsm_cause(facts, cause) if _nvlink5(facts) else replace(cause, **NVSWITCH_UNSEEN)
+    return cause
+
+
+def _fm_stopped(facts: DriverFacts, seen: str, state: str, cause: Cause | None, switches: list[str], refs: list[str]) -> Finding:
+    """The fabric manager is down for no reason rigaudit knows: read why, then start it."""
+    tell = cause.tell if cause else "journalctl -u nvidia-fabricmanager -n 50 --no-pager; tail -n 50 /var/log/fabricmanager.log"
+    read = CommandAction(
+        description=f"first read why it stopped (starting it again fails the same way if its log names a reason): {tell}"
+    )
+    fix = _start(
+        facts,
+        "nvidia-fabricmanager",
+        "Read why nvidia-fabricmanager stopped, then start it (its version must equal the driver's) and enable it at boot",
+        "nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
+        edges=(NEEDS_FM_VERSION,),
+        before=(read,) if state != "inactive" else (),
+    )
+    said = cause.cause if cause else "unknown: its log was not read"
+    return FABRICMANAGER_CHECK.problem_at(
+        "critical",
+        f"{seen}; nvidia-fabricmanager {state}; cause {said}",
+        "nvidia-fabricmanager active",
+        "On NVSwitch systems the fabric manager programs the switches; without it the GPUs' NVLink fabric is not set "
+        "up, CUDA initialization fails or hangs on these GPUs, and NCCL cannot use NVLink. Neither its log, its journal "
+        f"nor the kernel log names a reason rigaudit knows; what would tell: {tell}.",
+        fix,
+        subjects=_fm_subjects(facts, switches),
+        evidence=[*refs, *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ()), *_nvlsm_refs(facts)],
+    )
+
+
 def judge_fabricmanager(facts: DriverFacts) -> Finding:
     switches_dev = [e for e in facts.dev or () if re.fullmatch(r"nvidia-nvswitch\d+", e)]
     refs = [dir_ref(PCI_DEVICES), dir_ref("/dev")] + ([facts.fabric_ref] if facts.fabric_ref else [])
     fabric = FABRIC_STATES.get(facts.fabric_state) if facts.fabric_state is not None else None
     if facts.fabricmanager is None:
-        why = "no NVSwitch (no NVIDIA PCI bridge of class 0x0680"
-        why += ", no /dev/nvidia-nvswitch*" if facts.dev is not None else ""
-        why += f", NVML fabric state: {fabric})" if fabric else ")"
-        return FABRICMANAGER_CHECK.not_applicable(why + ": PCIe-only or NVLink-bridge GPUs need no fabric manager", evidence=refs)
+        return _no_nvswitch(facts, fabric, refs)
     switches = list(facts.nvswitch_pci) or switches_dev
     seen = f"{len(switches)} NVSwitches" if switches else "an NVSwitch fabric (NVML)"
     service = facts.fabricmanager
@@ -253,83 +365,15 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
         rack_seen = f"{len(rack)} {rack[0].name} GPUs on NVLink to the rack's switch trays"
         return _rack_fabric(facts, rack_seen, service.state, fabric, refs)
     if facts.fabric_state == 3:
-        where_fm = "on the container's host" if facts.platform.in_container else "on this host"
-        return FABRICMANAGER_CHECK.ok(
-            f"{seen}; GPU fabric state: completed (nvidia-fabricmanager {service.state or 'not visible'} {where_fm})",
-            expected="the NVSwitch fabric set up",
-            explanation="NVML reports the GPU's fabric registration completed: the fabric manager did its work, "
-            "wherever it runs (the node's, for a container).",
-            evidence=refs,
-        )
+        return _up_elsewhere(facts, seen, service, refs)
     if service.state is None:
-        why = f"{seen}, but the state of nvidia-fabricmanager is unknown (systemctl: {service.error or 'no answer'})"
-        if facts.platform.in_container:
-            why += "; it runs on the container's host: check there (systemctl is-active nvidia-fabricmanager on the node)"
-        if fabric:
-            why += f"; NVML fabric state: {fabric}"
-        return FABRICMANAGER_CHECK.unknown(why, evidence=refs)
-    pending = facts.install.pending
-    if pending.driver_upgraded:
-        fix = Fix(
-            kind="reboot",
-            where=fix_where(facts.platform),
-            summary=f"Reboot into the upgraded driver ({pending.new_version}): the fabric manager of that version starts "
-            "with it (starting it now cannot work: it refuses the old loaded module)",
-            actions=(CommandAction(description="drain the server, then reboot", argv=("systemctl", "reboot")),),
-            risk="medium",
-            verify="after the reboot: systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric "
-            "-> State: Completed",
-            revert="boot the previous driver (reinstall its packages)",
-            persist="the reboot is the change",
-            provides=("driver.reloaded",),
-        )
-        return FABRICMANAGER_CHECK.problem_at(
-            "critical",
-            f"{seen}; nvidia-fabricmanager {service.state}; a driver upgrade to {pending.new_version} waits for a reboot "
-            f"(loaded module {pending.loaded})",
-            "nvidia-fabricmanager active",
-            "On NVSwitch systems the fabric manager programs the switches; without it the NVLink fabric is down and "
-            "CUDA fails or hangs on these GPUs. Here it is down because the upgraded fabric manager refuses the old "
-            "module still loaded: the cause is the pending reboot (driver.library_mismatch), and the reboot is the fix.",
-            fix,
-            subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
-            evidence=[*refs, *pending.refs],
-        )
-    cause = unit_cause(facts.fabricmanager_log, FABRICMANAGER, kernel_log(facts)) if facts.fabricmanager_log else None
-    if cause is not None and cause.key == "nvswitch_nothing":
-        cause = _nvlsm_cause(facts, cause) if _nvlink5(facts) else replace(cause, **NVSWITCH_UNSEEN)
+        return _state_unread(facts, seen, service, fabric, refs)
+    if facts.install.pending.driver_upgraded:
+        return _upgrade_pending(facts, seen, service.state, switches, refs)
+    cause = _fm_cause(facts)
     if cause is not None and cause.known:
         return _fabric_cause(facts, seen, service.state, cause, switches, refs)
-    tell = cause.tell if cause else "journalctl -u nvidia-fabricmanager -n 50 --no-pager; tail -n 50 /var/log/fabricmanager.log"
-    read = CommandAction(
-        description=f"first read why it stopped (starting it again fails the same way if its log names a reason): {tell}"
-    )
-    fix = _start(
-        facts,
-        "nvidia-fabricmanager",
-        "Read why nvidia-fabricmanager stopped, then start it (its version must equal the driver's) and enable it at boot",
-        "nvidia-smi -q | grep -A2 Fabric  -> State: Completed",
-        edges=(
-            Edge(
-                kind="requires",
-                check="driver.fabricmanager_version",
-                why="it refuses to start unless its version is exactly the driver's: install that version first",
-            ),
-        ),
-        before=(read,) if service.state != "inactive" else (),
-    )
-    said = cause.cause if cause else "unknown: its log was not read"
-    return FABRICMANAGER_CHECK.problem_at(
-        "critical",
-        f"{seen}; nvidia-fabricmanager {service.state}; cause {said}",
-        "nvidia-fabricmanager active",
-        "On NVSwitch systems the fabric manager programs the switches; without it the GPUs' NVLink fabric is not set "
-        "up, CUDA initialization fails or hangs on these GPUs, and NCCL cannot use NVLink. Neither its log, its journal "
-        f"nor the kernel log names a reason rigaudit knows; what would tell: {tell}.",
-        fix,
-        subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
-        evidence=[*refs, *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ()), *_nvlsm_refs(facts)],
-    )
+    return _fm_stopped(facts, seen, service.state, cause, switches, refs)
 
 
 NVLSM_MISSING = {
@@ -382,31 +426,29 @@ def _nvlink5(facts: DriverFacts) -> bool:
     return any(a is not None and a >= BLACKWELL for a in facts.archs.values())
 
 
-def _fabric_cause(
-    facts: DriverFacts, seen: str, state: str | None, cause: Cause, switches: list[str], refs: list[str]
-) -> Finding:
-    """The fabric manager is down for a reason its log (or the kernel log) names: the fix removes that reason."""
+def _cause_actions(cause: Cause) -> tuple[CommandAction | ModuleLoadAction | ServiceStartAction, ...]:
+    """The steps that remove the reason the fabric manager's log names, then start it again."""
     restart = CommandAction(description="then restart it", argv=("systemctl", "restart", "nvidia-fabricmanager"))
-    actions: tuple[CommandAction | ModuleLoadAction | ServiceStartAction, ...]
     if cause.key == "fm_version":
-        actions = (ServiceStartAction(unit="nvidia-fabricmanager"),)  # after the install its requires edge orders
-    elif cause.key == "ib_umad":
-        actions = (ModuleLoadAction(module="ib_umad"), restart)
-    elif cause.key == "masked":
-        actions = (
+        return (ServiceStartAction(unit="nvidia-fabricmanager"),)  # after the install its requires edge orders
+    if cause.key == "ib_umad":
+        return (ModuleLoadAction(module="ib_umad"), restart)
+    if cause.key == "masked":
+        return (
             CommandAction(description="unmask the unit", argv=("systemctl", "unmask", "nvidia-fabricmanager")),
             CommandAction(description="enable and start it", argv=("systemctl", "enable", "--now", "nvidia-fabricmanager")),
         )
-    else:
-        actions = (
-            (CommandAction(description=cause.fix), restart)
-            if cause.kind in ("runtime", "restart")
-            else (CommandAction(description=cause.fix),)
-        )
+    if cause.kind in ("runtime", "restart"):
+        return (CommandAction(description=cause.fix), restart)
+    return (CommandAction(description=cause.fix),)
+
+
+def _cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
+    """The fix that removes the fabric manager's reason. A version refusal is removed by driver.fabricmanager_version's
+    install (a restart step): this fix restarts the daemon once that is done (the requires edge orders it), never
+    before."""
     target: FixTarget = "hardware" if cause.kind == "hardware" else "gpu_driver"
-    # A version refusal is removed by driver.fabricmanager_version's install (a restart step): this fix restarts the
-    # daemon once that is done (the requires edge orders it), never before.
-    fix = Fix(
+    return Fix(
         kind="runtime" if cause.key == "fm_version" else cause.kind or "runtime",
         where=layer_where(facts.platform, target),
         summary="Start nvidia-fabricmanager once the fabric manager of exactly the loaded driver's version is installed "
@@ -414,23 +456,21 @@ def _fabric_cause(
         if cause.key == "fm_version"
         else f"{cause.fix[0].upper()}{cause.fix[1:]} ({_teller(cause)} says why it stopped: starting it "
         "again as it is fails the same way)",
-        actions=actions,
+        actions=_cause_actions(cause),
         risk="medium" if cause.kind in ("reboot", "restart") else "low",
         verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
         revert="undo the change named above",
         persist="echo ib_umad > /etc/modules-load.d/ib_umad.conf; systemctl enable nvidia-fabricmanager"
         if cause.key == "ib_umad"
         else "systemctl enable nvidia-fabricmanager",
-        edges=(
-            Edge(
-                kind="requires",
-                check="driver.fabricmanager_version",
-                why="it refuses to start unless its version is exactly the driver's: install that version first",
-            ),
-        )
-        if cause.key == "fm_version"
-        else (),
+        edges=(NEEDS_FM_VERSION,) if cause.key == "fm_version" else (),
     )
+
+
+def _fabric_cause(
+    facts: DriverFacts, seen: str, state: str | None, cause: Cause, switches: list[str], refs: list[str]
+) -> Finding:
+    """The fabric manager is down for a reason its log (or the kernel log) names: the fix removes that reason."""
     return FABRICMANAGER_CHECK.problem_at(
         "critical",
         f"{seen}; nvidia-fabricmanager {state}; cause: {cause.cause}; its words: {cause.line}",
@@ -438,8 +478,8 @@ def _fabric_cause(
         "On NVSwitch systems the fabric manager programs the switches; without it the GPUs' NVLink fabric is not set "
         f"up and CUDA fails or hangs on these GPUs. It stopped for the reason its own log gives ({cause.told_by}): "
         f"{cause.cause}. The fix removes that reason; a plain start would fail again (source: {cause.source}).",
-        fix,
-        subjects=tuple(switches) or tuple(g.label for g in facts.gpus),
+        _cause_fix(facts, cause),
+        subjects=_fm_subjects(facts, switches),
         evidence=[
             *refs,
             *(facts.fabricmanager_log.refs if facts.fabricmanager_log else ()),

@@ -6,7 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.driver_support import ARCH_NAMES, BLACKWELL, MIN_BRANCH, OPEN_MIN_ARCH, OPEN_REQUIRED
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION, kernel_version
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.facts.unit_reasons import module_cause
+from rigaudit.agents.facts.unit_reasons import Cause, module_cause
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import (
     MODULE_VERSION,
@@ -59,11 +59,9 @@ DRIVER_VERSION_CHECK = Check(
 )
 
 
-def judge_driver_version(facts: DriverFacts) -> Finding:
-    kernel, is_open = kernel_version(facts.proc_version)
-    kernel = kernel or facts.module_version
-    refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
-    refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
+def _not_loading(facts: DriverFacts, refs: list[str]) -> Finding | None:
+    """No GPU is usable and the kernel log says why nvidia.ko did not load (a refusal of the flavor, another cause)."""
+    evidence = [*refs, command_ref(facts.install.dmesg.argv)]
     refused = [line for line in facts.install.dmesg.stdout.splitlines() if OPEN_REQUIRED in line]
     if refused and not facts.nvml_ok:
         return DRIVER_VERSION_CHECK.problem_at(
@@ -75,45 +73,45 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
             "driver. Loading modules again cannot help; the fix is the open flavor of the same driver.",
             _install_fix(facts, "Install the open kernel module flavor of the driver (the GPUs require it)"),
             subjects=tuple(g.label for g in facts.gpus),
-            evidence=[*refs, command_ref(facts.install.dmesg.argv)],
+            evidence=evidence,
         )
     cause = module_cause("nvidia", kernel_log(facts)) if not facts.nvml_ok and module_loaded(facts, "nvidia") is False else None
-    if cause is not None and cause.known and cause.key not in ("open_required", "signature"):
-        return DRIVER_VERSION_CHECK.problem_at(
-            "high" if cause.kind == "hardware" else "critical",
-            f"nvidia.ko not loaded; kernel log: {cause.line}",
-            "the NVIDIA kernel module loaded and driving every GPU",
-            f"The kernel log says why no GPU is usable: {cause.cause}. Loading the module again fails the same way "
-            f"until that is dealt with ({cause.source}).",
-            Fix(
-                kind=cause.kind or "reboot",
-                where=layer_where(facts.platform, "hardware" if cause.kind == "hardware" else "gpu_driver"),
-                summary=f"{cause.fix[0].upper()}{cause.fix[1:]}",
-                actions=(
-                    CommandAction(description=cause.fix),
-                    CommandAction(description="After it, check the loaded module", argv=("cat", PROC_VERSION)),
-                ),
-                risk="medium",
-                verify=f"cat {PROC_VERSION} shows the driver; nvidia-smi lists every GPU",
-                revert="undo the change named above",
-                persist="the change persists",
-            ),
-            subjects=tuple(g.label for g in facts.gpus),
-            evidence=[*refs, command_ref(facts.install.dmesg.argv)],
-        )
-    if kernel is None and facts.nvml_version is None:
-        if facts.gpus:
-            why = f"no NVIDIA kernel module version ({PROC_VERSION} absent) and NVML unavailable ({facts.nvml_error})"
-            return DRIVER_VERSION_CHECK.unknown(why, subjects=(g.label for g in facts.gpus), evidence=refs)
-        return DRIVER_VERSION_CHECK.not_applicable("no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs)
-    version = kernel or facts.nvml_version or "?"
-    flavor = "" if is_open is None else (" (open kernel module)" if is_open else " (proprietary kernel module)")
-    observed = f"{version}{flavor}"
-    archs = {i: a for i, a in facts.archs.items() if a is not None}
-    refs += [nvml_ref("nvmlDeviceGetArchitecture", (i,)) for i in sorted(archs)][:4]
-    if not archs:
-        why = f"driver {observed}; GPU architecture unknown (NVML: {facts.nvml_error or 'no architecture recorded'})"
-        return DRIVER_VERSION_CHECK.unknown(why, evidence=refs)
+    if cause is None or not cause.known or cause.key in ("open_required", "signature"):
+        return None
+    return DRIVER_VERSION_CHECK.problem_at(
+        "high" if cause.kind == "hardware" else "critical",
+        f"nvidia.ko not loaded; kernel log: {cause.line}",
+        "the NVIDIA kernel module loaded and driving every GPU",
+        f"The kernel log says why no GPU is usable: {cause.cause}. Loading the module again fails the same way "
+        f"until that is dealt with ({cause.source}).",
+        _cause_fix(facts, cause),
+        subjects=tuple(g.label for g in facts.gpus),
+        evidence=evidence,
+    )
+
+
+def _cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
+    """What removes the reason the kernel log gives for nvidia.ko not loading."""
+    return Fix(
+        kind=cause.kind or "reboot",
+        where=layer_where(facts.platform, "hardware" if cause.kind == "hardware" else "gpu_driver"),
+        summary=f"{cause.fix[0].upper()}{cause.fix[1:]}",
+        actions=(
+            CommandAction(description=cause.fix),
+            CommandAction(description="After it, check the loaded module", argv=("cat", PROC_VERSION)),
+        ),
+        risk="medium",
+        verify=f"cat {PROC_VERSION} shows the driver; nvidia-smi lists every GPU",
+        revert="undo the change named above",
+        persist="the change persists",
+    )
+
+
+def _wrong_for_archs(
+    facts: DriverFacts, observed: str, version: str, is_open: bool | None, archs: dict[int, int], refs: list[str]
+) -> Finding | None:
+    """The driver's branch or flavor does not drive these GPUs: too old a branch, proprietary on Blackwell, open on
+    pre-Turing."""
     branch = _branch(version)
     too_old = [i for i, a in archs.items() if branch is not None and branch < MIN_BRANCH.get(a, 0)]
     if too_old:
@@ -152,6 +150,31 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
             subjects=gpu_labels(facts, legacy),
             evidence=refs,
         )
+    return None
+
+
+def judge_driver_version(facts: DriverFacts) -> Finding:
+    kernel, is_open = kernel_version(facts.proc_version)
+    kernel = kernel or facts.module_version
+    refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
+    refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
+    if (refused := _not_loading(facts, refs)) is not None:
+        return refused
+    if kernel is None and facts.nvml_version is None:
+        if facts.gpus:
+            why = f"no NVIDIA kernel module version ({PROC_VERSION} absent) and NVML unavailable ({facts.nvml_error})"
+            return DRIVER_VERSION_CHECK.unknown(why, subjects=(g.label for g in facts.gpus), evidence=refs)
+        return DRIVER_VERSION_CHECK.not_applicable("no NVIDIA driver and no NVIDIA GPU on this host", evidence=refs)
+    version = kernel or facts.nvml_version or "?"
+    flavor = "" if is_open is None else (" (open kernel module)" if is_open else " (proprietary kernel module)")
+    observed = f"{version}{flavor}"
+    archs = {i: a for i, a in facts.archs.items() if a is not None}
+    refs += [nvml_ref("nvmlDeviceGetArchitecture", (i,)) for i in sorted(archs)][:4]
+    if not archs:
+        why = f"driver {observed}; GPU architecture unknown (NVML: {facts.nvml_error or 'no architecture recorded'})"
+        return DRIVER_VERSION_CHECK.unknown(why, evidence=refs)
+    if (wrong := _wrong_for_archs(facts, observed, version, is_open, archs, refs)) is not None:
+        return wrong
     arch_names = ", ".join(sorted({ARCH_NAMES.get(a, f"arch {a}") for a in archs.values()}))
     nvml = f"; NVML {facts.nvml_version}" if facts.nvml_version else ""
     return DRIVER_VERSION_CHECK.ok(f"{observed}{nvml} on {arch_names} GPUs", evidence=refs)
