@@ -3,7 +3,8 @@
 The first line is the header (``{"transcript": "rigaudit.transcript/1", "created_at": ...}``);
 every later line is one event as ``Event`` serializes it, secrets redacted and identifiers (machine and boot ids,
 UUIDs, serial numbers, hardware addresses) written as digests (but in the events that hold only
-rigaudit's own text, ``verbatim``: the check catalog, a schema, the policy's rules). Each line is
+rigaudit's own text, ``verbatim``: the check catalog, a schema, the policy's rules); the findings and the plan,
+written again inside the audit's result, reuse what their own lines redacted (:mod:`.reuse`). Each line is
 flushed as it is written (and fsync'd with ``fsync=True`` or ``RIGAUDIT_TRANSCRIPT_FSYNC=1``), so a
 crash leaves a readable prefix; only the lines of host reads (:class:`ToolCall`, the bulk of an audit) wait in the
 buffer, for the next other event or :data:`READS_FLUSH_S` at most. Display-only events are left
@@ -25,17 +26,19 @@ from rigaudit.tools.model.events.audit import ToolCall
 from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.redact import redact_json
 from rigaudit.transcripts.format import make_header
+from rigaudit.transcripts.reuse import RedactedParts
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
 READS_FLUSH_S = 0.5
 """The longest a recorded host read waits in the buffer (a crash loses at most this much of the reads)."""
 
 
-def encode_event(event: Event, *, redact: bool = True) -> str:
-    """One transcript line (without its newline) for ``event``."""
+def encode_event(event: Event, *, redact: bool = True, parts: RedactedParts | None = None) -> str:
+    """One transcript line (without its newline) for ``event``; ``parts``: what this transcript's earlier lines
+    redacted, reused where it is written again (the same line either way)."""
     data: dict[str, Any] = event.model_dump(mode="json", by_alias=True)
     if redact and not event.verbatim:
-        data = redact_json(data, ids=True)
+        data = parts.redact(event, data) if parts is not None else redact_json(data, ids=True)
     return json.dumps(data, separators=(",", ":"))
 
 
@@ -58,6 +61,7 @@ class TranscriptWriter:
         self.fsync = os.environ.get(FSYNC_ENV, "") not in ("", "0") if fsync is None else fsync
         self.redact = redact
         self.events_written = 0
+        self._parts = RedactedParts()
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_symlink():  # replaced, never followed (a link planted in a shared folder)
@@ -85,7 +89,7 @@ class TranscriptWriter:
         """Append one event (ignored once the writer is closed, or when the event is ``display_only``)."""
         if event.display_only:
             return
-        line = encode_event(event, redact=self.redact)
+        line = encode_event(event, redact=self.redact, parts=self._parts)
         with self._lock:
             if self._closed:
                 return
