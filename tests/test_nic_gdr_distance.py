@@ -12,8 +12,9 @@ import pytest
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
-from tests.hostgen import ARCHETYPES
+from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
+from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec, NicSpec
 
 NVL = ARCHETYPES["h100nvl-bridged-pairs"]
@@ -40,3 +41,12 @@ def test_a_nic_under_the_gpus_switch_or_a_path_nccl_takes_is_ok(name: str) -> No
     reaches the Grace CPU's NIC over NVLink-C2C."""
     found = nic(ARCHETYPES[name])
     assert found.status in ("ok", "not_applicable"), found.observed
+
+
+def test_a_grace_gpu_that_nvml_cannot_name_is_not_judged_by_pcie_switches() -> None:
+    """Before: low ('GPU 0008:01:00.0 ... share no PCIe switch with one'): with the driver refusing the GB200s, NVML
+    names no GPU and the sysfs PCI tree shows each alone in its domain; its path to the NICs is NVLink-C2C, known by
+    its PCI device id (review X6)."""
+    found = nic(faults.proprietary_on_blackwell(KINDS["gb200-nvl72-tray"]))
+    assert found.status == "ok", found.observed
+    assert "every GPU node has a local RDMA NIC" in found.observed and "PCIe switch" not in found.observed

@@ -13,6 +13,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.rdma import nic_bdf
 from rigaudit.agents.investigators.numa import premises
+from rigaudit.agents.investigators.numa.grace import grace_coupled
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
@@ -265,10 +266,6 @@ def judge_nic_affinity(f: DeviceFacts, gpus: tuple[Gpu, ...], nodes: int | None)
     )
 
 
-GRACE_COUPLED = r"\bG[HB]\d{3}\b"
-"""GH200, GB200, GB300: a GPU joined to its Grace CPU by NVLink-C2C."""
-
-
 def _beyond_pxb(f: DeviceFacts, gpus: tuple[Gpu, ...]) -> list[Gpu]:
     """GPUs with an RDMA NIC on their NUMA node but none under a PCIe switch they share (NCCL: PHB or NODE, beyond
     its default GPUDirect RDMA distance); empty when a path is unknown, or in a VM guest (its PCI tree is the
@@ -277,7 +274,7 @@ def _beyond_pxb(f: DeviceFacts, gpus: tuple[Gpu, ...]) -> list[Gpu]:
         return []
     apart = []
     for gpu in gpus:
-        if re.search(GRACE_COUPLED, gpu.name):
+        if grace_coupled(gpu):
             continue  # NCCL reaches the CPU's NICs over NVLink-C2C with GPUDirect RDMA (NCCL_NET_GDR_C2C)
         chain = f.gpu_chains.get(gpu.bdf)
         if chain is None:
