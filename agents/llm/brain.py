@@ -185,7 +185,7 @@ class LLMBrain:
     def report_usage(self, emit: EventSink | None = None) -> None:
         """Record the totals (an ``LlmExchange`` of agent ``total``) and show them (a system message)."""
         emit = emit or self.emit
-        emit(LlmExchange(agent="total", usage=self.book.total.as_dict()))
+        emit(LlmExchange(agent="total", usage=self.book.total.as_dict(), cost_usd=self.book.total_cost()))
         endpoint = getattr(self.model, "problems", None)
         notes = [f"  handled: {line}" for line in endpoint.lines(degrading=False)] if isinstance(endpoint, Problems) else []
         emit(Message(role="system", text="\n".join(self.usage_lines() + notes)))

@@ -197,7 +197,7 @@ def run_chat(
         finally:
             removed = coordinator.discard_copy()
         if book is not None:
-            session.emit(LlmExchange(agent="total", usage=book.total.as_dict()))
+            session.emit(LlmExchange(agent="total", usage=book.total.as_dict(), cost_usd=book.total_cost()))
             session.emit(Message(role="system", text="\n".join(book.lines())))
         if removed is not None:
             session.emit(Message(role="system", text=f"the temporary copy {removed} is removed (--into DIR keeps one)"))

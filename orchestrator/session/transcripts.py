@@ -64,10 +64,12 @@ def summary(transcript: Transcript, *, with_events: bool = False) -> TranscriptS
     header, events = transcript.header, transcript.events
     session, ended = transcript.session, transcript.ended
     problems = [f.finding for f in transcript.findings if f.finding.status == "problem"]
+    exchanges = [e for e in events if isinstance(e, LlmExchange)]
+    totals = [e for e in exchanges if e.agent == "total"]  # what the session spent, its requests together
     usage = Counter[str]()
-    for event in events:
-        if isinstance(event, LlmExchange):
-            usage.update(event.usage)
+    for event in totals or exchanges:
+        usage.update(event.usage)
+    costs = [e.cost_usd for e in totals if e.cost_usd is not None]
     start = events[0].t if events else 0.0
     return TranscriptShown(
         path=str(transcript.path),
@@ -91,6 +93,7 @@ def summary(transcript: Transcript, *, with_events: bool = False) -> TranscriptS
         changes=sum(1 for e in events if isinstance(e, ChangeApplied)),
         benchmarks=sum(1 for e in events if isinstance(e, BenchResultReported)),
         llm_usage=dict(usage),
+        llm_cost_usd=sum(costs) if costs else None,
         reports=[e.path for e in events if isinstance(e, ReportWritten)],
         listing=[EventLine(after_s=e.t - start, type=e.type, text=describe(e)) for e in events] if with_events else [],
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+from rigaudit.agents.llm.cost import usd
 from rigaudit.tools.files.when import local_stamp
 from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
 from rigaudit.tools.model.events.diff import RediagnoseFinished
@@ -121,7 +122,8 @@ def transcript_lines(event: TranscriptShown) -> list[str]:
         if n:
             lines.append(f"{label + ':':<10} {n}")
     if event.llm_usage:
-        lines.append("LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(event.llm_usage.items())))
+        cost = f", cost {usd(event.llm_cost_usd)}" if event.llm_cost_usd is not None else ""
+        lines.append("LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(event.llm_usage.items())) + cost)
     lines += [f"report:    {path}" for path in event.reports]
     lines += [f"+{e.after_s:9.3f}s  {e.type:<22} {e.text}" for e in event.listing]
     return lines

@@ -18,8 +18,12 @@ class Message(BaseEvent):
 
 
 class LlmExchange(BaseEvent):
+    """One request to the model and its reply; agent ``total``: what the session's requests spent together."""
+
     type: Literal["llm_exchange"] = "llm_exchange"
     agent: str
     request: dict[str, Any] = Field(default_factory=dict)
     response: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    """Of the ``total``: what every priced agent's tokens cost at the user's prices (``--llm-price``); ``None``: none."""

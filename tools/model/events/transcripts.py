@@ -78,6 +78,8 @@ class TranscriptShown(BaseEvent):
     changes: int = 0
     benchmarks: int = 0
     llm_usage: dict[str, int] = Field(default_factory=dict)
+    llm_cost_usd: float | None = None
+    """What the model's tokens cost, as the session's total recorded it (``None``: no price given)."""
     reports: list[str] = Field(default_factory=list)
     listing: list[EventLine] = Field(default_factory=list)
     """Every event, one line each (``--events``)."""
