@@ -32,7 +32,7 @@ from rigaudit.tools.bench.profile_render import (
     where_the_time_goes,
 )
 from rigaudit.tools.bench.profile_result import Profile, attribute_all, load_profiled
-from rigaudit.tools.bench.profile_sampler import GpuInfo
+from rigaudit.tools.bench.profile_sampler import GpuInfo, Sampler
 from rigaudit.tools.bench.render import Table
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.core.errors import UsageError
@@ -202,6 +202,58 @@ def _progress(emit: EventSink) -> Callable[[str, int, int], None]:
     return lambda label, done, total: emit(Progress(label=label, done=done, total=total))
 
 
+def _approval_details(spec: LoadSpec, options: ProfileOptions) -> list[str]:
+    """What the person approves: the load, the sampling and, if asked, the bandwidth measurement first."""
+    details = [
+        f"model {spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} repeat(s), "
+        f"{spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
+        f"the serving GPUs sampled through NVML every {options.interval_s * 1e3:,.0f} ms (read-only)",
+        "a production server serves these requests alongside its real traffic",
+    ]
+    if options.measure_bandwidth:
+        details.append("first, a 1 GiB matrix-vector product on each serving GPU to measure its memory bandwidth")
+    return details
+
+
+async def _measured_bandwidth(options: ProfileOptions, gpus: Sequence[int], emit: EventSink) -> tuple[float, str] | None:
+    """The slowest serving GPU's measured read bandwidth, when ``--measure-bandwidth`` asks and none is given."""
+    if not options.measure_bandwidth or options.bandwidth_gbs is not None:
+        return None
+    import anyio
+
+    from rigaudit.tools.bench.membw import READ_HOW, measure_read_bandwidth
+
+    emit(Progress(label="measuring memory bandwidth", done=0, total=1))
+    per_gpu = await anyio.to_thread.run_sync(measure_read_bandwidth, list(gpus) or [0])
+    each = ", ".join(f"{v:,.0f}" for v in per_gpu)
+    emit(Progress(label="measuring memory bandwidth", done=1, total=1))
+    return min(per_gpu), f"{READ_HOW}; per GPU {each} GB/s, the slowest counts"
+
+
+def _input_warnings(inputs: ProfileInputs, infos: Sequence[GpuInfo], nvml_error: str | None) -> list[str]:
+    """What the split will miss for lack of inputs; a model without a bandwidth on named GPUs is a usage error."""
+    if inputs.model is not None and inputs.bandwidth_gbs is None and infos:
+        raise UsageError(f"streaming cannot be attributed: {inputs.notes[0].removeprefix('streaming not attributed: ')}")
+    warnings: list[str] = []
+    if inputs.model is None:
+        warnings.append("the model was not described (--config, or --params-b with --bytes-per-param): streaming not attributed")
+    if nvml_error:
+        warnings.append(f"{nvml_error}: GPU idle between kernels not measured, only the load")
+    return warnings
+
+
+def _sampler_warnings(sampler: Sampler) -> list[str]:
+    """What the sampler could not keep up with: its sample cap, or rounds slower than the interval."""
+    warnings: list[str] = []
+    if sampler.full:
+        warnings.append(f"sampling stopped after {sampler.max_samples:,} samples: the last runs have no GPU readings")
+    if sampler.late_rounds:
+        warnings.append(
+            f"{sampler.late_rounds} sampling round(s) took longer than the interval (slow NVML): raise --profile-interval-ms"
+        )
+    return warnings
+
+
 async def run_profile(
     spec: LoadSpec,
     options: ProfileOptions,
@@ -215,29 +267,21 @@ async def run_profile(
     """Ask once, sample the serving GPUs while rigaudit's load runs, split each level's time per token, report it.
 
     ``load``: the client, clock and sleep of the load and the sampler (the real ones unless told)."""
-    import anyio
-
     from rigaudit.tools.bench.profile import profiled_load
-    from rigaudit.tools.bench.profile_sampler import Sampler, serving_gpus
+    from rigaudit.tools.bench.profile_sampler import serving_gpus
 
-    details = [
-        f"model {spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} repeat(s), "
-        f"{spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
-        f"the serving GPUs sampled through NVML every {options.interval_s * 1e3:,.0f} ms (read-only)",
-        "a production server serves these requests alongside its real traffic",
-    ]
-    if options.measure_bandwidth:
-        details.append("first, a 1 GiB matrix-vector product on each serving GPU to measure its memory bandwidth")
     outputs = outputs or Outputs()
     if (note := await reach(load, spec)) is not None:
         emit(Warning_(text=note))
-    approve(f"send {spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} and profile its GPUs", details)
+    approve(
+        f"send {spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} and profile its GPUs",
+        _approval_details(spec, options),
+    )
     if open_host is None:
         from rigaudit.tools.hosts.local import LocalHost
 
         open_host = LocalHost
     host = open_host()
-    warnings: list[str] = []
     try:
         gpus, chosen = await serving_gpus(host, options.gpus)
         nvml_error = None if gpus else chosen
@@ -245,33 +289,12 @@ async def run_profile(
             raise UsageError(f"--gpus: {chosen}")
         sampler = Sampler(host, gpus, options.interval_s, load.clock, load.sleep)
         infos = await sampler.describe()
-        measured = None
-        if options.measure_bandwidth and options.bandwidth_gbs is None:
-            from rigaudit.tools.bench.membw import READ_HOW, measure_read_bandwidth
-
-            emit(Progress(label="measuring memory bandwidth", done=0, total=1))
-            per_gpu = await anyio.to_thread.run_sync(measure_read_bandwidth, gpus or [0])
-            each = ", ".join(f"{v:,.0f}" for v in per_gpu)
-            measured = (min(per_gpu), f"{READ_HOW}; per GPU {each} GB/s, the slowest counts")
-            emit(Progress(label="measuring memory bandwidth", done=1, total=1))
+        measured = await _measured_bandwidth(options, gpus, emit)
         inputs = build_inputs(options, infos, _context(spec), measured=measured)
-        if inputs.model is not None and inputs.bandwidth_gbs is None and infos:
-            raise UsageError(f"streaming cannot be attributed: {inputs.notes[0].removeprefix('streaming not attributed: ')}")
-        if inputs.model is None:
-            warnings.append(
-                "the model was not described (--config, or --params-b with --bytes-per-param): streaming not attributed"
-            )
-        if nvml_error:
-            warnings.append(f"{nvml_error}: GPU idle between kernels not measured, only the load")
+        warnings = _input_warnings(inputs, infos, nvml_error)
         result, windows = await profiled_load(spec, sampler, _progress(emit), load.connect)
     finally:
         await host.aclose()
-    if sampler.full:
-        warnings.append(f"sampling stopped after {sampler.max_samples:,} samples: the last runs have no GPU readings")
-    if sampler.late_rounds:
-        warnings.append(
-            f"{sampler.late_rounds} sampling round(s) took longer than the interval (slow NVML): raise --profile-interval-ms"
-        )
     profile = Profile(
         host=host.name,
         interval_s=options.interval_s,
@@ -284,7 +307,7 @@ async def run_profile(
         late_rounds=sampler.late_rounds,
         inputs=inputs,
         levels=attribute_all(result, sampler.samples, windows, infos, inputs),
-        warnings=warnings,
+        warnings=warnings + _sampler_warnings(sampler),
     )
     publish_inference(result, emit=emit, outputs=replace(outputs, json=None))
     _publish(profile, result, emit=emit, outputs=outputs, title=_title(result))
