@@ -17,7 +17,7 @@ import contextlib
 import ctypes
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -127,6 +127,68 @@ class _FieldValue(ctypes.Structure):
     ]
 
 
+class _Devices:
+    """NVML's per-device calls, answered from the fake GPUs (a handle is a namespace holding the index); a failure
+    raises the module's ``NVMLError`` with its code."""
+
+    def __init__(self, gpus: list[FakeGpu], error: Callable[[int], Exception]) -> None:
+        self.gpus = gpus
+        self.error = error
+
+    def gpu(self, handle: SimpleNamespace) -> FakeGpu:
+        return self.gpus[int(handle.index)]
+
+    def handle(self, index: int) -> SimpleNamespace:
+        if not 0 <= index < len(self.gpus):
+            raise self.error(ERRORS["INVALID_ARGUMENT"])
+        return SimpleNamespace(index=index)
+
+    def utilization(self, h: SimpleNamespace) -> _Utilization:
+        g = self.gpu(h)
+        busy = g.busy_fraction()
+        return _Utilization(round(100 * busy), round(100 * busy * g.memory_share))
+
+    def clock(self, h: SimpleNamespace, kind: int) -> int:
+        g = self.gpu(h)
+        return {1: g.sm_mhz, 2: g.mem_mhz}.get(kind, g.sm_mhz)
+
+    def max_clock(self, h: SimpleNamespace, kind: int) -> int:
+        g = self.gpu(h)
+        return {1: g.max_sm_mhz, 2: g.max_mem_mhz}.get(kind, g.max_sm_mhz)
+
+    def power(self, h: SimpleNamespace) -> int:
+        g = self.gpu(h)
+        return round(1000 * (g.idle_w + (g.busy_w - g.idle_w) * g.busy_fraction()))
+
+    def power_limit(self, h: SimpleNamespace) -> int:
+        return round(self.gpu(h).limit_w * 1000)
+
+    def pcie(self, h: SimpleNamespace, counter: int) -> int:
+        g = self.gpu(h)
+        if not g.pcie_supported:
+            raise self.error(ERRORS["NOT_SUPPORTED"])
+        return round(g.pcie_kbs * g.busy_fraction())
+
+    def memory(self, h: SimpleNamespace) -> _Memory:
+        g = self.gpu(h)
+        return _Memory(g.memory_total, g.memory_total - g.memory_used, g.memory_used)
+
+    def fields(self, h: SimpleNamespace, ids: list[Any]) -> Any:
+        g = self.gpu(h)
+        values = (_FieldValue * len(ids))()
+        for value, wanted in zip(values, ids, strict=True):
+            field_id, scope = wanted if isinstance(wanted, tuple) else (wanted, 0)
+            value.fieldId, value.scopeId, value.valueType = field_id, scope, 3
+            if field_id in (NVLINK_TX, NVLINK_RX) and g.nvlink_gbs > 0:
+                value.value.ullVal = round(g.total_busy_s() * g.nvlink_gbs * 1e9 / 1024)  # KiB, as NVML counts
+            else:
+                value.nvmlReturn = ERRORS["NOT_SUPPORTED"]
+        return values
+
+    def processes(self, h: SimpleNamespace) -> list[SimpleNamespace]:
+        return [SimpleNamespace(pid=p, usedGpuMemory=2**30) for p in self.gpu(h).pids]
+
+
 def fake_pynvml(gpus: list[FakeGpu], *, init_error: str | None = None) -> Any:
     """A ``pynvml`` module answering the read-only calls the profile makes, from these GPUs."""
     module: Any = ModuleType("pynvml")
@@ -144,68 +206,20 @@ def fake_pynvml(gpus: list[FakeGpu], *, init_error: str | None = None) -> Any:
         if init_error:
             raise NVMLError(ERRORS[init_error])
 
-    def gpu(handle: SimpleNamespace) -> FakeGpu:
-        return gpus[int(handle.index)]
-
-    def handle(index: int) -> SimpleNamespace:
-        if not 0 <= index < len(gpus):
-            raise NVMLError(ERRORS["INVALID_ARGUMENT"])
-        return SimpleNamespace(index=index)
-
-    def utilization(h: SimpleNamespace) -> _Utilization:
-        g = gpu(h)
-        busy = g.busy_fraction()
-        return _Utilization(round(100 * busy), round(100 * busy * g.memory_share))
-
-    def clock(h: SimpleNamespace, kind: int) -> int:
-        g = gpu(h)
-        return {1: g.sm_mhz, 2: g.mem_mhz}.get(kind, g.sm_mhz)
-
-    def max_clock(h: SimpleNamespace, kind: int) -> int:
-        g = gpu(h)
-        return {1: g.max_sm_mhz, 2: g.max_mem_mhz}.get(kind, g.max_sm_mhz)
-
-    def power(h: SimpleNamespace) -> int:
-        g = gpu(h)
-        return round(1000 * (g.idle_w + (g.busy_w - g.idle_w) * g.busy_fraction()))
-
-    def pcie(h: SimpleNamespace, counter: int) -> int:
-        g = gpu(h)
-        if not g.pcie_supported:
-            raise NVMLError(ERRORS["NOT_SUPPORTED"])
-        return round(g.pcie_kbs * g.busy_fraction())
-
-    def memory(h: SimpleNamespace) -> _Memory:
-        g = gpu(h)
-        return _Memory(g.memory_total, g.memory_total - g.memory_used, g.memory_used)
-
-    def fields(h: SimpleNamespace, ids: list[Any]) -> Any:
-        g = gpu(h)
-        values = (_FieldValue * len(ids))()
-        for value, wanted in zip(values, ids, strict=True):
-            field_id, scope = wanted if isinstance(wanted, tuple) else (wanted, 0)
-            value.fieldId, value.scopeId, value.valueType = field_id, scope, 3
-            if field_id in (NVLINK_TX, NVLINK_RX) and g.nvlink_gbs > 0:
-                value.value.ullVal = round(g.total_busy_s() * g.nvlink_gbs * 1e9 / 1024)  # KiB, as NVML counts
-            else:
-                value.nvmlReturn = ERRORS["NOT_SUPPORTED"]
-        return values
-
+    devices = _Devices(gpus, NVMLError)
     module.nvmlInit = init
     module.nvmlInitWithFlags = init
     module.nvmlShutdown = lambda: None
     module.nvmlDeviceGetCount = lambda: len(gpus)
-    module.nvmlDeviceGetHandleByIndex = handle
-    module.nvmlDeviceGetName = lambda h: gpu(h).name
-    module.nvmlDeviceGetUtilizationRates = utilization
-    module.nvmlDeviceGetClockInfo = clock
-    module.nvmlDeviceGetMaxClockInfo = max_clock
-    module.nvmlDeviceGetPowerUsage = power
-    module.nvmlDeviceGetEnforcedPowerLimit = lambda h: round(gpu(h).limit_w * 1000)
-    module.nvmlDeviceGetMemoryInfo = lambda h: _Memory(
-        gpu(h).memory_total, gpu(h).memory_total - gpu(h).memory_used, gpu(h).memory_used
-    )
-    module.nvmlDeviceGetPcieThroughput = pcie
-    module.nvmlDeviceGetFieldValues = fields
-    module.nvmlDeviceGetComputeRunningProcesses = lambda h: [SimpleNamespace(pid=p, usedGpuMemory=2**30) for p in gpu(h).pids]
+    module.nvmlDeviceGetHandleByIndex = devices.handle
+    module.nvmlDeviceGetName = lambda h: devices.gpu(h).name
+    module.nvmlDeviceGetUtilizationRates = devices.utilization
+    module.nvmlDeviceGetClockInfo = devices.clock
+    module.nvmlDeviceGetMaxClockInfo = devices.max_clock
+    module.nvmlDeviceGetPowerUsage = devices.power
+    module.nvmlDeviceGetEnforcedPowerLimit = devices.power_limit
+    module.nvmlDeviceGetMemoryInfo = devices.memory
+    module.nvmlDeviceGetPcieThroughput = devices.pcie
+    module.nvmlDeviceGetFieldValues = devices.fields
+    module.nvmlDeviceGetComputeRunningProcesses = devices.processes
     return module
