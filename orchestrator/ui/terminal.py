@@ -74,6 +74,9 @@ def terminal_for(screen: Screen, *, live: bool = True, show_all: bool = False) -
 QUERY_LINES = (PolicyVerdict, PolicyListed, TranscriptsListed, TranscriptsFolder, TranscriptShown, RediagnoseFinished)
 """The query commands' events that are plain lines."""
 
+_MESSAGE_STYLE = {"user": "bold cyan", "assistant": "", "system": "dim"}
+"""A chat message's style by its role."""
+
 
 def _query_lines(event: Event) -> list[str]:
     if isinstance(event, PolicyVerdict):
@@ -228,6 +231,42 @@ class TerminalUI:
 
     # -- events ---------------------------------------------------------------------------
 
+    def _fleet_event(self, event: Event) -> None:
+        self._stop_bars()  # the fleet draws its own bar: one live display at a time
+        if self._fleet is None:
+            self._fleet = FleetProgress(self.console, live=self.live_enabled)
+        self._fleet(event)
+
+    def _session_started(self, event: SessionStarted) -> None:
+        """The session's title line, and a board row for each area it will audit."""
+        if event.host:
+            self.console.print(Text(printable(f"rigaudit {event.command}: {event.host} ({event.source})"), style="bold"))
+        for area in event.options.get("areas", []) or []:
+            self._row(str(area))
+
+    def _investigator_finished(self, event: InvestigatorFinished) -> None:
+        """The area's row done; without a live board, its one line (status, time, counts) printed."""
+        row = self._row(event.area)
+        row.state, row.duration_s, row.error, row.counts = event.status, event.duration_s, event.error, event.counts
+        if not self.live_enabled:
+            summary = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items())) or "no findings"
+            tail = f": {event.error}" if event.error else ""
+            self.console.print(f"  {event.area:<15} {event.status:<8} {event.duration_s:6.2f}s  {summary}{tail}")
+
+    def _audit_finished(self, event: AuditFinished) -> None:
+        """The board stopped, the audit's view drawn, and its one-line tally."""
+        self._finished = True
+        self._stop_live()
+        result = event.result
+        view = audit_view(result, width=self.console.width, show_all=self.show_all, topology=self.topology)
+        for renderable in view:
+            self.console.print(renderable)
+        problems = sum(1 for f in result.findings if f.status == "problem")
+        self.console.print(
+            f"{len(result.findings)} checks, {problems} problem(s), {len(result.plan.steps)} plan step(s) "
+            f"in {result.duration_s:.2f} s"
+        )
+
     def __call__(self, event: Event) -> None:
         if isinstance(event, SessionStarted) and event.command == "check":
             self._gate = True
@@ -236,15 +275,9 @@ class TerminalUI:
                 self._lines(report_lines(event))
             return
         if isinstance(event, FLEET_EVENTS):
-            self._stop_bars()  # the fleet draws its own bar: one live display at a time
-            if self._fleet is None:
-                self._fleet = FleetProgress(self.console, live=self.live_enabled)
-            self._fleet(event)
+            self._fleet_event(event)
         elif isinstance(event, SessionStarted):
-            if event.host:
-                self.console.print(Text(printable(f"rigaudit {event.command}: {event.host} ({event.source})"), style="bold"))
-            for area in event.options.get("areas", []) or []:
-                self._row(str(area))
+            self._session_started(event)
         elif isinstance(event, InvestigatorStarted):
             self._row(event.area).state = "running"
             self._start_live()
@@ -254,24 +287,9 @@ class TerminalUI:
             row = self.rows[event.area]
             row.reading, row.reads = f"{event.op} {event.target}", row.reads + 1
         elif isinstance(event, InvestigatorFinished):
-            row = self._row(event.area)
-            row.state, row.duration_s, row.error, row.counts = event.status, event.duration_s, event.error, event.counts
-            if not self.live_enabled:
-                summary = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items())) or "no findings"
-                tail = f": {event.error}" if event.error else ""
-                self.console.print(f"  {event.area:<15} {event.status:<8} {event.duration_s:6.2f}s  {summary}{tail}")
+            self._investigator_finished(event)
         elif isinstance(event, AuditFinished):
-            self._finished = True
-            self._stop_live()
-            result = event.result
-            view = audit_view(result, width=self.console.width, show_all=self.show_all, topology=self.topology)
-            for renderable in view:
-                self.console.print(renderable)
-            problems = sum(1 for f in result.findings if f.status == "problem")
-            self.console.print(
-                f"{len(result.findings)} checks, {problems} problem(s), {len(result.plan.steps)} plan step(s) "
-                f"in {result.duration_s:.2f} s"
-            )
+            self._audit_finished(event)
         elif isinstance(event, ApprovalDecided):
             self.console.print(f"approval: {event.step_id}: {event.decision} (by {event.who})")
         elif isinstance(event, TopologyReported):
@@ -300,8 +318,7 @@ class TerminalUI:
         elif isinstance(event, ReportWritten):
             self.console.print(f"report written: {event.path}" + (f" ({event.section})" if event.section else ""))
         elif isinstance(event, Message):
-            style = {"user": "bold cyan", "assistant": "", "system": "dim"}[event.role]
-            self.console.print(Text(printable(event.text), style=style))
+            self.console.print(Text(printable(event.text), style=_MESSAGE_STYLE[event.role]))
         elif isinstance(event, Warning_):
             self.console.print(Text(printable(f"warning: {event.text}"), style="yellow"))
         elif isinstance(event, SessionEnded):
