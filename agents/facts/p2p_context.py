@@ -17,6 +17,7 @@ from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe, nvml_ref
 from rigaudit.tools.pci.sysfs import read_driver
 
@@ -25,11 +26,11 @@ P2P_READ_CAPS = 0
 P2P_NVLINK_CAPS = 2
 """NVML_P2P_CAPS_INDEX_NVLINK: ``nvmlDeviceGetP2PStatus(a, b, 2)`` is OK when the pair peers over NVLink."""
 FABRIC_COMPLETED = 3
+"""NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager has programmed this GPU's NVSwitch fabric."""
 P2P_GPU_NOT_SUPPORTED = 2
 """NVML_P2P_STATUS_GPU_NOT_SUPPORTED: the driver refuses P2P for the GPU itself (GNS in ``nvidia-smi topo -p2p``)."""
 VIRTUALIZATION_VGPU = 2
 """NVML_GPU_VIRTUALIZATION_MODE_VGPU: the device is an NVIDIA vGPU in a guest (1: passthrough, 0: none)."""
-"""NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager has programmed this GPU's NVSwitch fabric."""
 
 
 class P2pContext(Record):
@@ -163,33 +164,47 @@ async def _nvlink_pair(probe: Probe, a: int, b: int, up: frozenset[int], bdfs: d
     return True
 
 
-async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = None) -> P2pContext:
-    inventory = inventory or await collect_gpus(probe)
-    drivers = await probe.gather(*[lambda g=g: read_driver(probe, g.bdf) for g in inventory.gpus])
-    vfio = tuple(g for g, d in zip(inventory.gpus, drivers, strict=True) if d == "vfio-pci")
-    gpus = tuple(g for g in inventory.gpus if g not in vfio)
-    indices = [g.index for g in gpus if g.index is not None]
+async def _nvlink_up(probe: Probe, indices: list[int]) -> frozenset[int]:
+    """The GPUs whose NVLink link 0 is active."""
     links = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetNvLinkState", i, 0) for i in indices])
-    up = frozenset(i for i, r in zip(indices, links, strict=True) if r.ok and r.value == 1)
-    pairs = list(combinations(sorted(indices), 2))
-    bdfs = {g.index: g.bdf for g in gpus if g.index is not None}
-    nvlinked = await probe.gather(*[lambda p=p: _nvlink_pair(probe, p[0], p[1], up, bdfs) for p in pairs])
+    return frozenset(i for i, r in zip(indices, links, strict=True) if r.ok and r.value == 1)
+
+
+async def _mig_on(probe: Probe, indices: list[int]) -> frozenset[int]:
+    """The GPUs with MIG mode on (its current mode, the first of NVML's pair)."""
     modes = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetMigMode", i) for i in indices])
-    mig_on = frozenset(
-        i for i, r in zip(indices, modes, strict=True) if r.ok and isinstance(r.value, list) and r.value[:1] == [1]
-    )
+    return frozenset(i for i, r in zip(indices, modes, strict=True) if r.ok and isinstance(r.value, list) and r.value[:1] == [1])
+
+
+async def _fabric_pending(probe: Probe, indices: list[int]) -> frozenset[int]:
+    """The GPUs whose NVSwitch fabric NVML reports in a state other than completed."""
     fabric = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetGpuFabricInfo", i) for i in indices])
-    pending = frozenset(
+    return frozenset(
         i
         for i, r in zip(indices, fabric, strict=True)
         if r.ok and isinstance(r.value, dict) and r.value.get("state") not in (None, 0, FABRIC_COMPLETED)
     )
+
+
+async def _vgpus(probe: Probe, indices: list[int]) -> frozenset[int]:
+    """The GPUs that are NVIDIA vGPUs."""
     virt = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetVirtualizationMode", i) for i in indices])
-    vgpu = frozenset(i for i, r in zip(indices, virt, strict=True) if r.ok and r.value == VIRTUALIZATION_VGPU)
+    return frozenset(i for i, r in zip(indices, virt, strict=True) if r.ok and r.value == VIRTUALIZATION_VGPU)
+
+
+class _PcieVerdict(Record):
+    """PCIe P2P support once the driver's answers on the PCIe pairs are weighed against the product lines."""
+
+    support: P2pSupport
+    driver_p2p: bool
+    driver_refuses: bool
+
+
+def _pcie_verdict(gpus: tuple[Gpu, ...], reads: list[NvmlResult], vgpu: frozenset[int], mig_on: frozenset[int]) -> _PcieVerdict:
+    """The models' support, overruled by NVML: a pair that peers makes it ``yes``; GPU_NOT_SUPPORTED on every pair
+    of boards that should peer (no MIG, no vGPU) makes it ``no``."""
     supports = {p2p_support(g.name) for g in gpus}
     driver_p2p = driver_refuses = False
-    pcie = [p for p, linked in zip(pairs, nvlinked, strict=True) if not linked]
-    reads = await probe.gather(*[lambda p=p: probe.nvml("nvmlDeviceGetP2PStatus", p[0], p[1], P2P_READ_CAPS) for p in pcie])
     if ("no" in supports or "nvlink_bridge" in supports) and any(r.ok and r.value == 0 for r in reads):
         driver_p2p, supports = True, {"yes"}
     elif (
@@ -201,7 +216,6 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
     ):
         # The driver's answer outranks the product line here too: it offers no PCIe P2P on these boards.
         driver_refuses, supports = True, {"no"}
-    refused = bool(pairs) and len(pcie) == len(pairs) and all(r.ok and isinstance(r.value, int) and r.value for r in reads)
     support: P2pSupport = (
         "no"
         if "no" in supports
@@ -211,6 +225,26 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         if "unknown" in supports or not supports
         else "yes"
     )
+    return _PcieVerdict(support=support, driver_p2p=driver_p2p, driver_refuses=driver_refuses)
+
+
+async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = None) -> P2pContext:
+    inventory = inventory or await collect_gpus(probe)
+    drivers = await probe.gather(*[lambda g=g: read_driver(probe, g.bdf) for g in inventory.gpus])
+    vfio = tuple(g for g, d in zip(inventory.gpus, drivers, strict=True) if d == "vfio-pci")
+    gpus = tuple(g for g in inventory.gpus if g not in vfio)
+    indices = [g.index for g in gpus if g.index is not None]
+    up = await _nvlink_up(probe, indices)
+    pairs = list(combinations(sorted(indices), 2))
+    bdfs = {g.index: g.bdf for g in gpus if g.index is not None}
+    nvlinked = await probe.gather(*[lambda p=p: _nvlink_pair(probe, p[0], p[1], up, bdfs) for p in pairs])
+    mig_on = await _mig_on(probe, indices)
+    pending = await _fabric_pending(probe, indices)
+    vgpu = await _vgpus(probe, indices)
+    pcie = [p for p, linked in zip(pairs, nvlinked, strict=True) if not linked]
+    reads = await probe.gather(*[lambda p=p: probe.nvml("nvmlDeviceGetP2PStatus", p[0], p[1], P2P_READ_CAPS) for p in pcie])
+    verdict = _pcie_verdict(gpus, reads, vgpu, mig_on)
+    refused = bool(pairs) and len(pcie) == len(pairs) and all(r.ok and isinstance(r.value, int) and r.value for r in reads)
     scan = await find_servers(probe)
     refs = (
         f"dir:{PCI_DEVICES}",
@@ -221,7 +255,7 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
     return P2pContext(
         gpus=gpus,
         vfio=vfio,
-        support=support,
+        support=verdict.support,
         nvlink_gpus=up,
         nvlink_pairs=frozenset(p for p, linked in zip(pairs, nvlinked, strict=True) if linked),
         mig_on=mig_on,
@@ -229,8 +263,8 @@ async def collect_p2p_context(probe: Probe, inventory: GpuInventory | None = Non
         tp=largest_tp([s.argv for s in scan.servers]),
         refs=refs,
         fabric_pending=pending,
-        driver_p2p=driver_p2p,
-        driver_refuses=driver_refuses,
+        driver_p2p=verdict.driver_p2p,
+        driver_refuses=verdict.driver_refuses,
         vgpu=vgpu,
         pcie_refused=refused,
         groups=await server_groups(probe, scan),
