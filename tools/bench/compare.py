@@ -554,6 +554,64 @@ def _label(name: str, index: int, count: int) -> str:
     return name if count == 1 else f"{name} {index}/{count}"
 
 
+def _coverage_warnings(
+    found: list[str], bases: Sequence[BenchResult], news: Sequence[BenchResult], in_base: set[int], in_new: set[int]
+) -> list[str]:
+    """What limits the comparison before it starts: different workloads, unstable runs, levels on one side only."""
+    warnings = [f"different workloads, compared anyway (--allow-different): {'; '.join(found)}"] if found else []
+    for name, results in (("baseline", bases), ("new run", news)):
+        for index, result in enumerate(results, start=1):
+            warnings += stability_warnings(result, _label(name, index, len(results)))
+    for name, only in (("baseline", in_base - in_new), ("new run", in_new - in_base)):
+        if only:
+            warnings.append(f"concurrency {', '.join(map(str, sorted(only)))} only in the {name}: not compared")
+    return warnings
+
+
+def _level_comparisons(
+    base_levels: Sequence[dict[int, list[Run]]],
+    new_levels: Sequence[dict[int, list[Run]]],
+    shared: list[int],
+    settings: Settings,
+    calibration: Calibration | None,
+) -> list[LevelComparison]:
+    """Each level both sides ran (``shared``), its metrics' verdicts adjusted together as one family (Holm)."""
+    plan = []
+    for c in shared:
+        b = [levels[c] for levels in base_levels if c in levels]
+        n = [levels[c] for levels in new_levels if c in levels]
+        plan.append((c, b, n, session_tests(b, n, c, settings, calibration)))
+    verdicts = iter(metric_changes([t for *_, tests in plan for t in tests], settings))
+    levels = []
+    for concurrency, b, n, tests in plan:
+        metrics = [next(verdicts) for _ in tests]
+        levels.append(
+            LevelComparison(concurrency, sum(map(len, b)), sum(map(len, n)), metrics, metrics[0].verdict, len(b), len(n))
+        )
+    return levels
+
+
+def _session_drifts(
+    bases: Sequence[BenchResult], news: Sequence[BenchResult], settings: Settings
+) -> tuple[list[Drift], list[str]]:
+    """The drift fitted inside each session, and a warning for each that drifted enough to show."""
+    drifts: list[Drift] = []
+    warnings: list[str] = []
+    for name, results in (("baseline", bases), ("new run", news)):
+        for index, result in enumerate(results, start=1):
+            fitted, shown = session_drift(
+                _label(name, index, len(results)),
+                [(str(r.concurrency), r) for r in result.runs],
+                alpha=settings.alpha,
+                floor=settings.noise_floor,
+            )
+            if fitted is not None:
+                drifts.append(fitted)
+            if shown is not None:
+                warnings.append(shown.text)
+    return drifts, warnings
+
+
 def compare(
     base: Side,
     new: Side,
@@ -578,39 +636,10 @@ def compare(
     new_levels = [by_level(r) for r in news]
     in_base = set().union(*(set(lv) for lv in base_levels))
     in_new = set().union(*(set(lv) for lv in new_levels))
-    warnings = [f"different workloads, compared anyway (--allow-different): {'; '.join(found)}"] if found else []
-    for name, results in (("baseline", bases), ("new run", news)):
-        for index, result in enumerate(results, start=1):
-            warnings += stability_warnings(result, _label(name, index, len(results)))
-    for name, only in (("baseline", in_base - in_new), ("new run", in_new - in_base)):
-        if only:
-            warnings.append(f"concurrency {', '.join(map(str, sorted(only)))} only in the {name}: not compared")
-    shared = sorted(in_base & in_new)
-    plan = []
-    for c in shared:
-        b = [levels[c] for levels in base_levels if c in levels]
-        n = [levels[c] for levels in new_levels if c in levels]
-        plan.append((c, b, n, session_tests(b, n, c, settings, calibration)))
-    verdicts = iter(metric_changes([t for *_, tests in plan for t in tests], settings))
-    levels = []
-    for concurrency, b, n, tests in plan:
-        metrics = [next(verdicts) for _ in tests]
-        levels.append(
-            LevelComparison(concurrency, sum(map(len, b)), sum(map(len, n)), metrics, metrics[0].verdict, len(b), len(n))
-        )
-    drifts: list[Drift] = []
-    for name, results in (("baseline", bases), ("new run", news)):
-        for index, result in enumerate(results, start=1):
-            fitted, shown = session_drift(
-                _label(name, index, len(results)),
-                [(str(r.concurrency), r) for r in result.runs],
-                alpha=settings.alpha,
-                floor=settings.noise_floor,
-            )
-            if fitted is not None:
-                drifts.append(fitted)
-            if shown is not None:
-                warnings.append(shown.text)
+    warnings = _coverage_warnings(found, bases, news, in_base, in_new)
+    levels = _level_comparisons(base_levels, new_levels, sorted(in_base & in_new), settings, calibration)
+    drifts, drift_warnings = _session_drifts(bases, news, settings)
+    warnings += drift_warnings
     note = between_note(levels, settings, calibration, calibration_path, (len(bases), len(news)))
     return Comparison(
         levels,
