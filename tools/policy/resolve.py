@@ -74,76 +74,110 @@ def _pseudo(parts: list[str]) -> bool:
     return bool(parts) and parts[0] in ("proc", "sys")
 
 
+def _names(path: str) -> list[str]:
+    return [p for p in path.split("/") if p not in ("", ".")]
+
+
+class _Walk:
+    """A resolution under way: the names left and walked, links followed, and what made it unstable or blind.
+
+    Each step takes the next name and returns a refusal, or ``None`` to go on."""
+
+    def __init__(self, path: str, fs: FileSystem, follow_final: bool) -> None:
+        self.fs = fs
+        self.follow_final = follow_final or path.endswith(("/", "/."))  # a trailing slash: the last link followed too
+        self.todo = _names(path)
+        self.done: list[str] = []
+        self.hops = 0
+        self.unstable: str | None = None
+        self.blind = ""  # the first name whose kind could not be seen: what follows is taken as written
+        self.kind: Kind | None = "dir"
+
+    def step(self) -> Resolved | None:
+        part = self.todo.pop(0)
+        if part == "..":
+            return self._climb()
+        here = _join([*self.done, part])
+        if self.done == ["proc"] and part in _SELF:
+            self.done.append(part)  # the command's own process, whoever vets it: never read as rigaudit's pid
+            self.kind = "dir"
+            return None
+        magic = _magic(self.done, part)
+        if magic is not None:
+            return self._magic_link(part, here, magic)
+        if self.blind or self.kind is None:
+            self.done.append(part)  # below something unseen or absent: as written (it cannot be opened now either)
+            return None
+        self._vet_stability(here)
+        return self._look_up(part, here)
+
+    def _climb(self) -> Resolved | None:
+        """``..``: up from where the walk is; refused below a name that could not be looked into."""
+        if self.blind:
+            return Resolved(_join(self.done), refused=f"'..' after {self.blind}, which cannot be looked into, cannot be resolved")
+        if self.done:
+            self.done.pop()
+        self.kind = "dir"
+        return None
+
+    def _magic_link(self, part: str, here: str, magic: str) -> Resolved | None:
+        """A ``/proc`` magic link: named itself when it is last and not followed, refused when it leads into another
+        process's view or an object, else the command's own ``/``."""
+        if not self.todo and not self.follow_final:
+            self.done.append(part)
+            self.kind = "link"
+            return None
+        if magic == "foreign":
+            return Resolved(here, refused=_foreign_reason(here, part))
+        self.hops += 1
+        self.done = []
+        self.kind = "dir"
+        return None
+
+    def _vet_stability(self, here: str) -> None:
+        """The first directory on the way that someone untrusted could change makes the resolution unstable."""
+        if self.unstable is None and not _pseudo(self.done):
+            why = self.fs.untrusted(_join(self.done), here)
+            if why is not None:
+                self.unstable = f"{_join(self.done)} is {why}, who could swap {here} after it was vetted"
+
+    def _look_up(self, part: str, here: str) -> Resolved | None:
+        """The name on the file system: unseen, absent, a link to follow (its target's names go first), or walked."""
+        entry = self.fs.lookup(here)
+        if entry in (DENIED, ABSENT):
+            if entry == DENIED:
+                self.blind = here
+            self.kind = None
+            self.done.append(part)
+            return None
+        assert not isinstance(entry, str)
+        if entry.kind == "link" and (self.follow_final or self.todo):
+            return self._follow(here)
+        self.done.append(part)
+        self.kind = entry.kind
+        return None
+
+    def _follow(self, here: str) -> Resolved | None:
+        target = self.fs.readlink(here)
+        self.hops += 1
+        if target is None:
+            return Resolved(here, refused=f"{here} is a link that cannot be read")
+        if self.hops > MAX_HOPS:
+            return Resolved(here, refused=f"{here}: too many levels of links")
+        if target.startswith("/"):
+            self.done = []
+        self.todo = _names(target) + self.todo
+        self.kind = "dir"
+        return None
+
+
 def resolve(path: str, fs: FileSystem = LEXICAL, *, follow_final: bool = True) -> Resolved:
     """Resolve ``path`` on ``fs``; ``follow_final=False`` leaves a final link unfollowed (``lstat``, ``readlink``)."""
-    if path.endswith(("/", "/.")):
-        follow_final = True  # a trailing slash makes the kernel follow the last link too
-    todo = [p for p in path.split("/") if p not in ("", ".")]
-    done: list[str] = []
-    hops = 0
-    unstable: str | None = None
-    blind = ""  # the first name whose kind could not be seen: what follows is taken as written
-    kind: Kind | None = "dir"
-    while todo:
-        part = todo.pop(0)
-        if part == "..":
-            if blind:
-                return Resolved(_join(done), refused=f"'..' after {blind}, which cannot be looked into, cannot be resolved")
-            if done:
-                done.pop()
-            kind = "dir"
-            continue
-        here = _join([*done, part])
-        last = not todo
-        if done == ["proc"] and part in _SELF:
-            done.append(part)  # the command's own process, whoever vets it: never read as rigaudit's pid
-            kind = "dir"
-            continue
-        magic = _magic(done, part)
-        if magic is not None:
-            if last and not follow_final:
-                done.append(part)
-                kind = "link"
-                break
-            if magic == "foreign":
-                return Resolved(here, refused=_foreign_reason(here, part))
-            hops += 1
-            done = []
-            kind = "dir"
-            continue
-        if blind or kind is None:
-            done.append(part)  # below something unseen or absent: as written (it cannot be opened now either)
-            continue
-        if unstable is None and not _pseudo(done):
-            why = fs.untrusted(_join(done), here)
-            if why is not None:
-                unstable = f"{_join(done)} is {why}, who could swap {here} after it was vetted"
-        entry = fs.lookup(here)
-        if entry == DENIED:
-            blind = here
-            kind = None
-            done.append(part)
-            continue
-        if entry == ABSENT:
-            kind = None
-            done.append(part)
-            continue
-        assert not isinstance(entry, str)
-        if entry.kind == "link" and (follow_final or not last):
-            target = fs.readlink(here)
-            hops += 1
-            if target is None:
-                return Resolved(here, refused=f"{here} is a link that cannot be read")
-            if hops > MAX_HOPS:
-                return Resolved(here, refused=f"{here}: too many levels of links")
-            if target.startswith("/"):
-                done = []
-            todo = [p for p in target.split("/") if p not in ("", ".")] + todo
-            kind = "dir"
-            continue
-        done.append(part)
-        kind = entry.kind
-    return Resolved(_join(done), kind=None if blind else kind, unstable=unstable, hops=hops)
+    walk = _Walk(path, fs, follow_final)
+    while walk.todo:
+        if (refused := walk.step()) is not None:
+            return refused
+    return Resolved(_join(walk.done), kind=None if walk.blind else walk.kind, unstable=walk.unstable, hops=walk.hops)
 
 
 def _foreign_reason(here: str, part: str) -> str:
