@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigaudit.tools.bench.errors import BenchInputError
-from rigaudit.tools.bench.model_config import load_config, shape_from_config
+from rigaudit.tools.bench.model_config import ModelShape, load_config, shape_from_config
 from rigaudit.tools.bench.weights import FormatShare, WeightMix, quantization_of, uniform_mix, weight_mix
 from rigaudit.tools.core.record import replace
 
@@ -96,6 +96,50 @@ def load_quant_config(path: Path) -> dict[str, Any]:
     return dict(inner) if isinstance(inner, dict) else data
 
 
+def _given_spec(
+    params_b: float | None,
+    bytes_per_param: float | None,
+    kv_bytes_per_token: float | None,
+    kv_bytes_per_element: float | None,
+    layers: int | None,
+    hidden: int | None,
+) -> ModelSpec:
+    """The spec from numbers alone: one format for every active parameter."""
+    if params_b is None or bytes_per_param is None:
+        raise BenchInputError("describe the model: --config config.json, or --params-b N with --bytes-per-param B")
+    mix = uniform_mix(params_b * 1e9, bytes_per_param, kv_bytes_per_element or 2.0)
+    return ModelSpec(
+        formats=_rows(mix),
+        kv_bytes_per_token=kv_bytes_per_token or 0.0,
+        layers=layers,
+        hidden=hidden,
+        source=f"given: {params_b:g} B active parameters at {bytes_per_param:g} bytes",
+    )
+
+
+def _quantization(raw: dict[str, Any], folder: Path | None, quant_config: Path | None, notes: list[str]) -> dict[str, Any] | None:
+    """The quantization config named, else a checkpoint folder's ``hf_quant_config.json`` when config.json has none."""
+    if quant_config is not None:
+        return load_quant_config(quant_config)
+    if folder is not None and quantization_of(raw) is None and (folder / "hf_quant_config.json").is_file():
+        notes.append(f"quantization from {folder / 'hf_quant_config.json'}")
+        return load_quant_config(folder / "hf_quant_config.json")
+    return None
+
+
+def _given_counts(mix: WeightMix, shape: ModelShape, bytes_per_param: float | None, params_b: float | None) -> WeightMix:
+    """The config's mix with the numbers given over it: one width for every weight, and the parameter count
+    (the formats keep their proportions)."""
+    if bytes_per_param is not None:
+        uniform = uniform_mix(shape.active_params, bytes_per_param, mix.kv_bytes_per_element)
+        mix = replace(uniform, expert_bytes=shape.expert_params * bytes_per_param)
+    if params_b is not None:
+        scale = params_b * 1e9 / mix.active_params if mix.active_params else 1.0
+        shares = tuple(replace(s, active_params=s.active_params * scale, total_params=s.total_params * scale) for s in mix.shares)
+        mix = replace(mix, shares=shares, expert_bytes=mix.expert_bytes * scale)
+    return mix
+
+
 def model_spec(
     *,
     params_b: float | None = None,
@@ -113,37 +157,16 @@ def model_spec(
     _positive("--kv-bytes-per-element", kv_bytes_per_element)
     if kv_bytes_per_token is not None and (not math.isfinite(kv_bytes_per_token) or kv_bytes_per_token < 0):
         raise BenchInputError("--kv-bytes-per-token must be a number >= 0")
-    notes: list[str] = []
     if config is None:
-        if params_b is None or bytes_per_param is None:
-            raise BenchInputError("describe the model: --config config.json, or --params-b N with --bytes-per-param B")
-        mix = uniform_mix(params_b * 1e9, bytes_per_param, kv_bytes_per_element or 2.0)
-        return ModelSpec(
-            formats=_rows(mix),
-            kv_bytes_per_token=kv_bytes_per_token or 0.0,
-            layers=layers,
-            hidden=hidden,
-            source=f"given: {params_b:g} B active parameters at {bytes_per_param:g} bytes",
-        )
+        return _given_spec(params_b, bytes_per_param, kv_bytes_per_token, kv_bytes_per_element, layers, hidden)
     folder = config if config.is_dir() else None
     if folder is not None:
         config = folder / "config.json"
     raw = load_config(config)
     shape = shape_from_config(raw)
-    quant = None
-    if quant_config is not None:
-        quant = load_quant_config(quant_config)
-    elif folder is not None and quantization_of(raw) is None and (folder / "hf_quant_config.json").is_file():
-        quant = load_quant_config(folder / "hf_quant_config.json")
-        notes.append(f"quantization from {folder / 'hf_quant_config.json'}")
-    mix = weight_mix(raw, shape, quant)
-    if bytes_per_param is not None:
-        uniform = uniform_mix(shape.active_params, bytes_per_param, mix.kv_bytes_per_element)
-        mix = replace(uniform, expert_bytes=shape.expert_params * bytes_per_param)
-    if params_b is not None:  # the count given wins; the formats keep their proportions
-        scale = params_b * 1e9 / mix.active_params if mix.active_params else 1.0
-        shares = tuple(replace(s, active_params=s.active_params * scale, total_params=s.total_params * scale) for s in mix.shares)
-        mix = replace(mix, shares=shares, expert_bytes=mix.expert_bytes * scale)
+    notes: list[str] = []
+    quant = _quantization(raw, folder, quant_config, notes)
+    mix = _given_counts(weight_mix(raw, shape, quant), shape, bytes_per_param, params_b)
     kv = (
         kv_bytes_per_token
         if kv_bytes_per_token is not None
