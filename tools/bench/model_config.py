@@ -120,9 +120,8 @@ def _names(cfg: dict[str, Any]) -> dict[str, str]:
     return names
 
 
-def shape_from_config(config: dict[str, Any]) -> ModelShape:
-    """Count parameters from a config; raises BenchInputError on a config without the basic sizes."""
-    cfg = _text_config(config)
+def _sizes(cfg: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(hidden size, layers, vocabulary, attention heads); raises BenchInputError when one is missing or absurd."""
     h = _int(cfg, "hidden_size")
     layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer")
     vocab = _int(cfg, "vocab_size")
@@ -136,6 +135,32 @@ def shape_from_config(config: dict[str, Any]) -> ModelShape:
         raise BenchInputError(f"config lacks {', '.join(missing)}")
     if layers > 100_000 or h > 10_000_000 or vocab > 100_000_000:
         raise BenchInputError("config sizes out of any model's range (layers, hidden_size or vocab_size)")
+    return h, layers, vocab, heads
+
+
+def _expert_params(cfg: dict[str, Any], h: int, intermediate: int) -> tuple[int, int]:
+    """(parameters of one routed expert, of the shared experts) of one MoE layer."""
+    expert = 3 * h * (_int(cfg, "moe_intermediate_size", "expert_intermediate_size", default=intermediate) or intermediate)
+    shared_size = _int(cfg, "shared_expert_intermediate_size")
+    shared_count = _int(cfg, "n_shared_experts", "num_shared_experts", default=0) or 0
+    return expert, 3 * h * shared_size if shared_size else shared_count * expert
+
+
+def _embeddings(cfg: dict[str, Any], config: dict[str, Any], vocab: int, h: int) -> list[Component]:
+    """The embedding and the LM head; tied, the LM head is the embedding matrix, read for every token."""
+    tied = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+    if tied:
+        return [Component("embed", None, vocab * h, vocab * h, "model.embed_tokens")]
+    return [
+        Component("embed", None, vocab * h, 0, "model.embed_tokens"),
+        Component("lm_head", None, vocab * h, vocab * h, "lm_head"),
+    ]
+
+
+def shape_from_config(config: dict[str, Any]) -> ModelShape:
+    """Count parameters from a config; raises BenchInputError on a config without the basic sizes."""
+    cfg = _text_config(config)
+    h, layers, vocab, heads = _sizes(cfg)
     notes = ["approximate: norms, biases and the embedding lookup left out; gated MLPs assumed"]
     names = _names(cfg)
     attention, kv_per_layer = _attention(cfg, h, heads)
@@ -145,17 +170,13 @@ def shape_from_config(config: dict[str, Any]) -> ModelShape:
     top_k = _int(cfg, "num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k") or 0
     moe = bool(experts > 1 and top_k)
     sparse = _moe_layers(cfg, layers) if moe else [False] * layers
-    expert = shared = 0
-    parts: list[Component] = []
+    expert, shared = _expert_params(cfg, h, intermediate) if moe else (0, 0)
     if moe:
-        expert = 3 * h * (_int(cfg, "moe_intermediate_size", "expert_intermediate_size", default=intermediate) or intermediate)
-        shared_size = _int(cfg, "shared_expert_intermediate_size")
-        shared_count = _int(cfg, "n_shared_experts", "num_shared_experts", default=0) or 0
-        shared = 3 * h * shared_size if shared_size else shared_count * expert
         notes.append(
             f"MoE: {sum(sparse)} of {layers} layers with {experts} experts, {top_k} active per token"
             + (", plus shared experts" if shared else "")
         )
+    parts: list[Component] = []
     for i in range(layers):
         parts.append(Component("attn", i, attention, attention, names["attn"].format(i=i)))
         if sparse[i]:
@@ -165,12 +186,7 @@ def shape_from_config(config: dict[str, Any]) -> ModelShape:
                 parts.append(Component("shared", i, shared, shared, names["shared"].format(i=i)))
         else:
             parts.append(Component("mlp", i, dense_mlp, dense_mlp, names["mlp"].format(i=i)))
-    tied = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
-    parts.append(Component("embed", None, vocab * h, 0, "model.embed_tokens"))
-    if not tied:
-        parts.append(Component("lm_head", None, vocab * h, vocab * h, "lm_head"))
-    else:  # the LM head is the embedding matrix, read for every token
-        parts[-1] = Component("embed", None, vocab * h, vocab * h, "model.embed_tokens")
+    parts += _embeddings(cfg, config, vocab, h)
     if _int(cfg, "num_nextn_predict_layers"):
         notes.append("multi-token-prediction layers not counted (unused in plain decode)")
     return ModelShape(
