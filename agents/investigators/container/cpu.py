@@ -8,13 +8,11 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import parse_cpulist
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.container import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
-AREA: Area = "container"
 CGROUP = "/sys/fs/cgroup"
 CGROUP_V1 = "/sys/fs/cgroup/cpu"
 PER_GPU = 2
@@ -133,11 +131,10 @@ def _quota_text(limit: CpuLimit) -> str:
 
 
 def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
-    check, title = CGROUP_CPU_CHECK.id, CGROUP_CPU_CHECK.title
     if not f.limits:
         if f.platform.in_container:
-            return unknown(check, AREA, title, f"cgroup CPU limits not readable ({f.error})")
-        return not_applicable(check, AREA, title, "not a container, and hosts no GPU containers")
+            return CGROUP_CPU_CHECK.unknown(f"cgroup CPU limits not readable ({f.error})")
+        return CGROUP_CPU_CHECK.not_applicable("not a container, and hosts no GPU containers")
     refs = tuple(dict.fromkeys(limit.ref for limit in f.limits))
     found: list[tuple[CpuLimit, Severity, str]] = []
     for limit in f.limits:
@@ -160,7 +157,7 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
             found.append((limit, severity, f"{limit.who}: {limit.cpus} CPUs for {limit.gpus} GPUs"))
     if not found:
         shown = "; ".join(f"{limit.who}: {_quota_text(limit)}" for limit in f.limits)
-        return ok(check, AREA, title, shown, expected=f"no CPU quota; at least {PER_GPU} CPUs per GPU", evidence=refs)
+        return CGROUP_CPU_CHECK.ok(shown, expected=f"no CPU quota; at least {PER_GPU} CPUs per GPU", evidence=refs)
     target = found[0][0]
     lines = ["remove 'cpulimit:' and any lxc.cgroup2.cpu.max line"] if target.quota_cpus is not None else []
     if target.cpus is not None and target.gpus and target.cpus < max(target.gpus, 1) * PER_GPU:
@@ -192,10 +189,7 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
         revert="restore the previous lines and restart the container",
         persist="the container config persists",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return CGROUP_CPU_CHECK.problem_at(
         min((s for _, s, _ in found), key=lambda s: SEVERITY_ORDER[s]),
         "; ".join(text for _, _, text in found),
         f"no CPU quota; at least {PER_GPU} CPUs per GPU",

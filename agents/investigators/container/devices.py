@@ -6,10 +6,8 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import (
-    AREA,
     NO_GPU,
     ContainerFacts,
     gpu_minors,
@@ -64,18 +62,17 @@ GPU_DEVICES_CHECK = Check(
 
 
 def judge_gpu_devices(f: ContainerFacts) -> Finding:
-    check, title = GPU_DEVICES_CHECK.id, GPU_DEVICES_CHECK.title
     if no_gpu_on_this_machine(f):
-        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+        return GPU_DEVICES_CHECK.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     if f.platform.in_container:
         return _judge_inside(f)
     if f.platform.kind == "vm" and not f.lxc.configs:
-        return not_applicable(check, AREA, title, "a VM guest: GPUs arrive by PCI passthrough (see pcie and driver)")
+        return GPU_DEVICES_CHECK.not_applicable("a VM guest: GPUs arrive by PCI passthrough (see pcie and driver)")
     gpu_configs = f.lxc.gpu_configs
     refs = (*(c.ref for c in f.lxc.configs), file_ref("/proc/devices"))
     if not gpu_configs:
         why = "no container config on this host passes GPUs" if f.lxc.configs else "not a container, and hosts no LXC containers"
-        return not_applicable(check, AREA, title, why, evidence=refs)
+        return GPU_DEVICES_CHECK.not_applicable(why, evidence=refs)
     uvm = uvm_major(f.proc_devices)
     found: list[tuple[LxcConfig, Severity, str]] = []
     for config in gpu_configs:
@@ -88,10 +85,7 @@ def judge_gpu_devices(f: ContainerFacts) -> Finding:
             + (", ".join(_rule_text(r, uvm) for r in c.allows) or "them through devN entries")
             for c in gpu_configs
         ]
-        return ok(
-            check,
-            AREA,
-            title,
+        return GPU_DEVICES_CHECK.ok(
             "; ".join(parts) + uvm_note,
             expected="every GPU, nvidiactl and nvidia-uvm passed in and allowed by the cgroup",
             evidence=refs,
@@ -106,10 +100,7 @@ def judge_gpu_devices(f: ContainerFacts) -> Finding:
         for n in [*(f"/dev/nvidia{m}" for m in gpu_minors(f)), "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
         if n not in config.mounted_nodes | config.dev_nodes
     ]
-    return problem(
-        check,
-        AREA,
-        title,
+    return GPU_DEVICES_CHECK.problem_at(
         severity,
         "; ".join(f"container {c.ctid}: {text}" for c, _, text in found),
         "every GPU, nvidiactl and nvidia-uvm passed in and allowed by the cgroup",
@@ -123,10 +114,9 @@ def judge_gpu_devices(f: ContainerFacts) -> Finding:
 
 
 def _judge_inside(f: ContainerFacts) -> Finding:
-    check, title = GPU_DEVICES_CHECK.id, GPU_DEVICES_CHECK.title
     refs = (dir_ref("/dev"), *(file_ref(f"/proc/driver/nvidia/gpus/{b}/information") for b in f.minors))
     if f.dev_entries is None:
-        return unknown(check, AREA, title, f"/dev not listable: {f.dev_error}", evidence=refs)
+        return GPU_DEVICES_CHECK.unknown(f"/dev not listable: {f.dev_error}", evidence=refs)
     present = set(f.dev_entries)
     problems: list[str] = []
     for node in ("nvidiactl", "nvidia-uvm"):
@@ -142,10 +132,7 @@ def _judge_inside(f: ContainerFacts) -> Finding:
     host_total = len(f.minors)
     if not problems:
         share = f" of the host's {host_total}" if host_total and host_total != len(gpu_nodes) else ""
-        return ok(
-            check,
-            AREA,
-            title,
+        return GPU_DEVICES_CHECK.ok(
             f"{node_span(gpu_nodes)}{share}, nvidiactl, nvidia-uvm present",
             expected="a node for every GPU, nvidiactl and nvidia-uvm",
             evidence=refs,
@@ -171,10 +158,7 @@ def _judge_inside(f: ContainerFacts) -> Finding:
         revert="recreate/restart the container with its previous config",
         persist="the container's config",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return GPU_DEVICES_CHECK.problem_at(
         "high",
         "; ".join(problems),
         "a node for every GPU, nvidiactl and nvidia-uvm",
@@ -188,7 +172,6 @@ def _judge_inside(f: ContainerFacts) -> Finding:
 def _no_uvm_on_the_host(f: ContainerFacts, refs: tuple[str, ...]) -> Finding:
     """No /dev/nvidia-uvm, and the kernel (the host's: a container shares it) registered no nvidia-uvm device: the
     module is not loaded on the host, so no container option can pass the node in."""
-    check, title = GPU_DEVICES_CHECK.id, GPU_DEVICES_CHECK.title
     fix = Fix(
         kind="restart",
         where="container_host",
@@ -203,10 +186,7 @@ def _no_uvm_on_the_host(f: ContainerFacts, refs: tuple[str, ...]) -> Finding:
         verify="grep nvidia-uvm /proc/devices, then ls -l /dev/nvidia-uvm inside the container",
         revert="rmmod nvidia_uvm on the host (with no GPU user)",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return GPU_DEVICES_CHECK.problem_at(
         "high",
         "/dev/nvidia-uvm missing, and /proc/devices lists no nvidia-uvm: the host's kernel has not loaded the module",
         "nvidia-uvm loaded on the host and its node passed in",

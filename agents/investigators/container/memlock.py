@@ -6,9 +6,8 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import LxcConfig
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.container import premises
-from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
+from rigaudit.agents.investigators.container.facts import NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -35,9 +34,8 @@ MEMLOCK_CHECK = Check(
 
 
 def judge_memlock(f: ContainerFacts) -> Finding:
-    check, title = MEMLOCK_CHECK.id, MEMLOCK_CHECK.title
     if no_gpu_on_this_machine(f):
-        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+        return MEMLOCK_CHECK.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     limited: list[str] = []
     seen: list[str] = []
     refs: list[str] = []
@@ -60,14 +58,14 @@ def judge_memlock(f: ContainerFacts) -> Finding:
         soft = parse_memlock(f.self_limits)
         refs.append(file_ref("/proc/self/limits"))
         if soft is None:
-            return unknown(check, AREA, title, "/proc/self/limits not readable", evidence=refs)
+            return MEMLOCK_CHECK.unknown("/proc/self/limits not readable", evidence=refs)
         (seen if _unlimited(soft) else limited).append(f"this container: max locked memory {soft}")
     if not limited and not seen:
         if f.platform.in_container or f.lxc.gpu_configs:
-            return unknown(check, AREA, title, "locked-memory limit not readable", evidence=refs)
-        return not_applicable(check, AREA, title, "not a container, and hosts no GPU containers", evidence=refs)
+            return MEMLOCK_CHECK.unknown("locked-memory limit not readable", evidence=refs)
+        return MEMLOCK_CHECK.not_applicable("not a container, and hosts no GPU containers", evidence=refs)
     if not limited:
-        return ok(check, AREA, title, "; ".join(seen), expected="unlimited", evidence=refs)
+        return MEMLOCK_CHECK.ok("; ".join(seen), expected="unlimited", evidence=refs)
     if lxc_fix_config is not None:
         fix = lxc_fix(
             lxc_fix_config,
@@ -100,10 +98,7 @@ def judge_memlock(f: ContainerFacts) -> Finding:
             persist="the container or unit config",
         )
     rdma = bool(f.rdma.active_nics)
-    return problem(
-        check,
-        AREA,
-        title,
+    return MEMLOCK_CHECK.problem_at(
         "medium" if rdma else "low",
         "; ".join(limited) + ("" if rdma else "; no active RDMA NIC"),
         "unlimited",

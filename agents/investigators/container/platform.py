@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import ok, unknown
-from rigaudit.agents.investigators.container.facts import AREA, PCT_LIST, ContainerFacts, gpu_nodes, node_span
+from rigaudit.agents.investigators.container.facts import PCT_LIST, ContainerFacts, gpu_nodes, node_span
 from rigaudit.tools.hosts.probe import command_ref
 from rigaudit.tools.model.finding import Finding
 
@@ -71,10 +70,9 @@ def _where(f: ContainerFacts) -> str:
 
 
 def judge_platform(f: ContainerFacts) -> Finding:
-    check, title = PLATFORM_CHECK.id, PLATFORM_CHECK.title
     refs = f.platform.evidence + tuple(c.ref for c in f.lxc.configs)
     if f.platform.kind == "unknown":
-        return unknown(check, AREA, title, f.platform.how, evidence=refs)
+        return PLATFORM_CHECK.unknown(f.platform.how, evidence=refs)
     observed = f"{f.platform.label} ({f.platform.how})"
     observed += "".join(f"; {note}" for note in f.platform.notes)
     where = _where(f)
@@ -93,4 +91,4 @@ def judge_platform(f: ContainerFacts) -> Finding:
     if f.platform.vm_configs:
         observed += f"; hosts {len(f.platform.vm_configs)} VM definition(s)"
         where += "; a GPU bound to vfio-pci belongs to the VM guest it is passed to"
-    return ok(check, AREA, title, observed, explanation=where[0].upper() + where[1:] + ".", evidence=refs)
+    return PLATFORM_CHECK.ok(observed, explanation=where[0].upper() + where[1:] + ".", evidence=refs)

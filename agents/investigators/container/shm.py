@@ -6,9 +6,8 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.serving import largest_tp
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.container import premises
-from rigaudit.agents.investigators.container.facts import AREA, NO_GPU, ContainerFacts, gpu_nodes, no_gpu_on_this_machine
+from rigaudit.agents.investigators.container.facts import NO_GPU, ContainerFacts, gpu_nodes, no_gpu_on_this_machine
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
@@ -64,9 +63,8 @@ def _may_serve_here(f: ContainerFacts) -> bool:
 
 
 def judge_shm(f: ContainerFacts) -> Finding:
-    check, title = SHM_CHECK.id, SHM_CHECK.title
     if no_gpu_on_this_machine(f):
-        return not_applicable(check, AREA, title, NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+        return SHM_CHECK.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     readings: list[tuple[str, str, int | None]] = []
     refs: list[str] = []
     for server in f.scan.servers[:16]:
@@ -82,35 +80,29 @@ def judge_shm(f: ContainerFacts) -> Finding:
     if not readings and own is not None:
         if f.scan.servers:
             why = "the servers run in other containers and their /dev/shm could not be read (/proc/PID/mounts)"
-            return unknown(check, AREA, title, why, evidence=(file_ref("/proc/mounts"),))
-        return not_applicable(
-            check,
-            AREA,
-            title,
+            return SHM_CHECK.unknown(why, evidence=(file_ref("/proc/mounts"),))
+        return SHM_CHECK.not_applicable(
             "no server runs on this machine, and this container (it sees the machine's processes) serves none: "
             "its own /dev/shm is no workload's",
             evidence=(file_ref("/proc/mounts"),),
         )
     if not readings:
         if f.platform.in_container:
-            return unknown(check, AREA, title, "/dev/shm not found in /proc/mounts", evidence=(file_ref("/proc/mounts"),))
+            return SHM_CHECK.unknown("/dev/shm not found in /proc/mounts", evidence=(file_ref("/proc/mounts"),))
         if f.lxc.gpu_configs:
             ids = ", ".join(c.ctid for c in f.lxc.gpu_configs)
-            return unknown(
-                check,
-                AREA,
-                title,
+            return SHM_CHECK.unknown(
                 f"measure inside container {ids}: its /dev/shm is its own tmpfs, not "
                 "visible from the host while no server process runs there",
                 evidence=tuple(c.ref for c in f.lxc.gpu_configs),
             )
-        return not_applicable(check, AREA, title, "not a container: /dev/shm is the host's tmpfs (half of RAM by default)")
+        return SHM_CHECK.not_applicable("not a container: /dev/shm is the host's tmpfs (half of RAM by default)")
     small = [(who, size) for who, _, size in readings if size is not None and size < SHM_MIN]
     shown = "; ".join(
         f"{who}: {'default (half of RAM)' if size is None else f'{size / 2**20:.0f} MiB'}" for who, _, size in readings
     )
     if not small:
-        return ok(check, AREA, title, f"/dev/shm {shown}", expected="at least 1 GiB", evidence=tuple(refs))
+        return SHM_CHECK.ok(f"/dev/shm {shown}", expected="at least 1 GiB", evidence=tuple(refs))
     runtime = f.platform.container_runtime or next((s.container.split()[0] for s in f.scan.servers if s.container), "")
     how = {
         "docker": "recreate the container with --shm-size=16g (or --ipc=host)",
@@ -144,10 +136,7 @@ def judge_shm(f: ContainerFacts) -> Finding:
         if multi
         else "With one GPU in use, no NCCL communicator needs it; only data-loader workers and tokenizer pools would (low)."
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return SHM_CHECK.problem_at(
         severity,
         f"/dev/shm {shown}",
         "at least 1 GiB",

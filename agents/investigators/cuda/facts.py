@@ -3,6 +3,7 @@ plus the helpers the cuda rules share."""
 
 from __future__ import annotations
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.mig import GpuMig, collect_mig, mig_devices
 from rigaudit.agents.facts.nvml_reads import GpuReads, failure_text, label, nvml_unusable, read_per_gpu
@@ -10,7 +11,6 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerScan, find_servers, parse_environ
 from rigaudit.agents.facts.serving import largest_tp
-from rigaudit.agents.findings import not_applicable, unknown
 from rigaudit.agents.investigators.cuda.processes import ProcessFacts, collect_processes
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
@@ -89,13 +89,13 @@ def _all_unsupported(reads: GpuReads) -> bool:
     return bool(failed) and len(failed) == len(reads.results) and set(failed.values()) == {"NOT_SUPPORTED"}
 
 
-def modes_or_finding(f: CudaFacts, reads: GpuReads, check: str, title: str, feature: str) -> dict[int, tuple[int, int]] | Finding:
+def modes_or_finding(f: CudaFacts, reads: GpuReads, check: Check, feature: str) -> dict[int, tuple[int, int]] | Finding:
     """(current, pending) per GPU of a mode (MIG, ECC), or the finding when it cannot be judged."""
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return check.unknown(why)
     if _all_unsupported(reads):
-        return not_applicable(check, AREA, title, f"these GPUs do not support {feature} (NOT_SUPPORTED)", evidence=reads.refs)
+        return check.not_applicable(f"these GPUs do not support {feature} (NOT_SUPPORTED)", evidence=reads.refs)
     modes = _pairs(reads)
     if not modes:
-        return unknown(check, AREA, title, failure_text(reads, f.inventory), evidence=reads.refs)
+        return check.unknown(failure_text(reads, f.inventory), evidence=reads.refs)
     return modes

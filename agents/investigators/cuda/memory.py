@@ -6,9 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import GpuProcess
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cuda import premises
-from rigaudit.agents.investigators.cuda.facts import AREA, LITTLE_USED, CudaFacts, gib_text
+from rigaudit.agents.investigators.cuda.facts import LITTLE_USED, CudaFacts, gib_text
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 
@@ -41,23 +40,19 @@ MEMORY_IN_USE_CHECK = Check(
 
 
 def judge_memory_in_use(f: CudaFacts) -> Finding:
-    check, title = MEMORY_IN_USE_CHECK.id, MEMORY_IN_USE_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return MEMORY_IN_USE_CHECK.unknown(why)
     used = _memory_used(f)
     proc_refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in f.memory.results)
     refs = f.memory.refs + proc_refs
     if not used:
-        return unknown(check, AREA, title, failure_text(f.memory, f.inventory), evidence=refs)
+        return MEMORY_IN_USE_CHECK.unknown(failure_text(f.memory, f.inventory), evidence=refs)
     procs = f.scan.gpu_processes
     others = [p for p in procs if p.argv is not None and not p.server]
     unidentified = [p for p in procs if p.argv is None]
     if others and not f.scan.servers:  # none known: one of them may be the server (a custom one, or one not listed)
         held = sum(p.used_bytes or 0 for p in others)
-        return unknown(
-            check,
-            AREA,
-            title,
+        return MEMORY_IN_USE_CHECK.unknown(
             f"{len(others)} processes hold {gib_text(held)} on the GPUs and none is an inference server rigaudit knows "
             f"({'; '.join(_proc_text(p) for p in others[:4])}): if one is your server, that memory is its own; any other "
             "holds memory the server cannot use for its KV cache",
@@ -78,10 +73,7 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
             revert="start the stopped programs again if they were needed",
             persist="disable whatever starts them (their systemd unit, cron job or container)",
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return MEMORY_IN_USE_CHECK.problem_at(
             "medium",
             "; ".join(_proc_text(p) for p in others),
             "only the inference server holds GPU memory",
@@ -95,44 +87,32 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
         )
     if unidentified:
         held = sum(p.used_bytes or 0 for p in unidentified)
-        return unknown(
-            check,
-            AREA,
-            title,
+        return MEMORY_IN_USE_CHECK.unknown(
             f"{len(unidentified)} processes hold {gib_text(held)} on the GPUs but their command lines could not be read "
             f"(pids {', '.join(str(p.pid) for p in unidentified[:8])}: another PID namespace, or gone)",
             evidence=refs,
         )
     if procs:
         total = sum(p.used_bytes or 0 for p in procs)
-        return ok(
-            check,
-            AREA,
-            title,
+        return MEMORY_IN_USE_CHECK.ok(
             f"GPU memory held by the inference server only: {len(procs)} processes, {gib_text(total)} in all",
             expected="only the inference server holds GPU memory",
             evidence=refs,
         )
     busy = {i: u for i, (u, _) in used.items() if u >= LITTLE_USED}
     if busy and f.scan.nvml_listed:
-        return unknown(
-            check,
-            AREA,
-            title,
+        return MEMORY_IN_USE_CHECK.unknown(
             "memory in use with no compute process visible to NVML: "
             + ", ".join(f"{label(f.inventory, i)} {gib_text(u)}" for i, u in busy.items())
             + " (held from another PID namespace, e.g. a container, or by a process NVML cannot list)",
             evidence=refs,
         )
     if busy:
-        return unknown(check, AREA, title, "memory in use and the compute process list is unavailable", evidence=refs)
+        return MEMORY_IN_USE_CHECK.unknown("memory in use and the compute process list is unavailable", evidence=refs)
     lo, hi = gib_text(min(u for u, _ in used.values())), gib_text(max(u for u, _ in used.values()))
     span = lo if lo == hi else f"{lo}–{hi}"
     total = max(t for _, t in used.values())
-    return ok(
-        check,
-        AREA,
-        title,
+    return MEMORY_IN_USE_CHECK.ok(
         f"no compute process; {span} used of {gib_text(total)} per GPU (the driver's reservation)",
         expected="no memory held by processes other than the server",
         explanation="Idle GPUs: nothing holds memory the server could use for its KV cache.",

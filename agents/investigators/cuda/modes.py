@@ -7,9 +7,8 @@ from rigaudit.agents.facts.deliberate import MIG_IN_USE
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cuda import premises
-from rigaudit.agents.investigators.cuda.facts import AREA, COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
+from rigaudit.agents.investigators.cuda.facts import COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 COMPUTE_MODE_CHECK = Check(
@@ -24,19 +23,15 @@ COMPUTE_MODE_CHECK = Check(
 
 
 def judge_compute_mode(f: CudaFacts) -> Finding:
-    check, title = COMPUTE_MODE_CHECK.id, COMPUTE_MODE_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return COMPUTE_MODE_CHECK.unknown(why)
     modes = {i: v for i in f.compute_mode.results if isinstance(v := f.compute_mode.value(i), int)}
     if not modes:
-        return unknown(check, AREA, title, failure_text(f.compute_mode, f.inventory), evidence=f.compute_mode.refs)
+        return COMPUTE_MODE_CHECK.unknown(failure_text(f.compute_mode, f.inventory), evidence=f.compute_mode.refs)
     bad = {i: m for i, m in modes.items() if m in (1, 2, 3)}
     partial = f" ({failure_text(f.compute_mode, f.inventory)})" if f.compute_mode.failed() else ""
     if not bad:
-        return ok(
-            check,
-            AREA,
-            title,
+        return COMPUTE_MODE_CHECK.ok(
             f"Default on {len(modes)}/{len(f.compute_mode.results)} GPUs{partial}",
             expected="Default (0)",
             evidence=f.compute_mode.refs,
@@ -61,10 +56,7 @@ def judge_compute_mode(f: CudaFacts) -> Finding:
         "(a unit or script running `nvidia-smi -c`)",
     )
     if prohibited:
-        return problem(
-            check,
-            AREA,
-            title,
+        return COMPUTE_MODE_CHECK.problem_at(
             "high",
             observed,
             "Default (0) on every GPU",
@@ -75,10 +67,7 @@ def judge_compute_mode(f: CudaFacts) -> Finding:
             subjects=labels(f.inventory, list(bad)),
             evidence=f.compute_mode.refs,
         )
-    return problem(
-        check,
-        AREA,
-        title,
+    return COMPUTE_MODE_CHECK.problem_at(
         "low",
         observed,
         "Default (0) on every GPU",
@@ -127,21 +116,17 @@ def _mig_off_fix(f: CudaFacts, targets: list[int]) -> Fix:
 
 
 def judge_mig(f: CudaFacts) -> Finding:
-    check, title = MIG_CHECK.id, MIG_CHECK.title
     readable = any(isinstance(f.mig.value(i), list) for i in f.mig.results)
     if not readable and (why := hypervisor_side(f.inventory, "MIG mode and instances")):
-        return not_applicable(check, AREA, title, f"{why}: a guest holds a whole vGPU or a MIG-backed one, set up there")
-    modes = modes_or_finding(f, f.mig, check, title, "MIG")
+        return MIG_CHECK.not_applicable(f"{why}: a guest holds a whole vGPU or a MIG-backed one, set up there")
+    modes = modes_or_finding(f, f.mig, MIG_CHECK, "MIG")
     if isinstance(modes, Finding):
         return modes
     on = [i for i, (current, _) in modes.items() if current == 1]
     pending = [i for i, (current, nxt) in modes.items() if current != nxt]
     refs = (*f.mig.refs, *(r for s in f.mig_states for r in s.refs))
     if not on and not pending:
-        return ok(
-            check,
-            AREA,
-            title,
+        return MIG_CHECK.ok(
             f"MIG off (current = pending) on {len(modes)}/{len(f.mig.results)} GPUs",
             expected="MIG off on every GPU used whole",
             evidence=f.mig.refs,
@@ -166,10 +151,7 @@ def judge_mig(f: CudaFacts) -> Finding:
                 "turn MIG off"
             }
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return MIG_CHECK.problem_at(
             "high",
             observed + "; no GPU instance created on " + ", ".join(labels(f.inventory, empty)),
             "MIG off, or MIG on with the instances the servers run on",
@@ -179,10 +161,7 @@ def judge_mig(f: CudaFacts) -> Finding:
             evidence=refs,
         )
     if sliced and whole_gpu_server and not used:
-        return problem(
-            check,
-            AREA,
-            title,
+        return MIG_CHECK.problem_at(
             "high",
             observed + f"; a server runs tensor parallelism {f.tp} on whole GPUs",
             "MIG off on GPUs used whole for tensor parallelism",
@@ -197,18 +176,12 @@ def judge_mig(f: CudaFacts) -> Finding:
     if sliced and not pending and idle_slices and not f.server_mig_devices and not used:
         names = ", ".join(labels(f.inventory, idle_slices))
         if not f.scan.servers:
-            return unknown(
-                check,
-                AREA,
-                title,
+            return MIG_CHECK.unknown(
                 f"{observed}; nothing runs on them and no server is visible: whether MIG is intended on {names} cannot "
                 "be told here (a process on its instances, or a server given MIG devices, would tell)",
                 evidence=refs,
             )
-        return problem(
-            check,
-            AREA,
-            title,
+        return MIG_CHECK.problem_at(
             "medium",
             observed + "; nothing runs on them while the servers use whole GPUs",
             "MIG off on GPUs no MIG workload uses",
@@ -226,10 +199,7 @@ def judge_mig(f: CudaFacts) -> Finding:
             if f.server_mig_devices
             else "no process runs on them now"
         )
-        return ok(
-            check,
-            AREA,
-            title,
+        return MIG_CHECK.ok(
             f"{observed}; {who}",
             expected="MIG as the servers use it",
             explanation="MIG partitions each GPU into isolated slices on purpose (several small models or tenants per "
@@ -238,10 +208,7 @@ def judge_mig(f: CudaFacts) -> Finding:
             evidence=refs,
         )
     fix = _mig_off_fix(f, targets)
-    return problem(
-        check,
-        AREA,
-        title,
+    return MIG_CHECK.problem_at(
         "medium",
         observed,
         "current MIG mode = pending MIG mode",
@@ -265,8 +232,7 @@ ECC_MODE_CHECK = Check(
 
 
 def judge_ecc_mode(f: CudaFacts) -> Finding:
-    check, title = ECC_MODE_CHECK.id, ECC_MODE_CHECK.title
-    modes = modes_or_finding(f, f.ecc, check, title, "ECC")
+    modes = modes_or_finding(f, f.ecc, ECC_MODE_CHECK, "ECC")
     if isinstance(modes, Finding):
         return modes
     pending = [i for i, (cur, nxt) in modes.items() if cur != nxt]
@@ -282,10 +248,7 @@ def judge_ecc_mode(f: CudaFacts) -> Finding:
             revert="nvidia-smi -i N -e <previous 0|1>, then reboot",
             persist="ECC mode is stored on the GPU",
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return ECC_MODE_CHECK.problem_at(
             "medium",
             observed,
             "current ECC mode = pending ECC mode",
@@ -314,10 +277,7 @@ def judge_ecc_mode(f: CudaFacts) -> Finding:
             revert="nvidia-smi -i N -e 0, then reboot",
             persist="ECC mode is stored on the GPU",
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return ECC_MODE_CHECK.problem_at(
             "low",
             f"ECC off on {', '.join(labels(f.inventory, off))}; on elsewhere",
             "one ECC mode on every GPU",
@@ -328,10 +288,7 @@ def judge_ecc_mode(f: CudaFacts) -> Finding:
             evidence=f.ecc.refs,
         )
     mode = "on" if states == {1} else "off"
-    return ok(
-        check,
-        AREA,
-        title,
+    return ECC_MODE_CHECK.ok(
         f"ECC {mode} (current = pending) on {len(modes)}/{len(f.ecc.results)} GPUs",
         expected="current = pending",
         evidence=f.ecc.refs,

@@ -9,13 +9,11 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.proc_info import status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
-AREA: Area = "cuda"
 MPS_PIPE = "/tmp/nvidia-mps"
 MPS_COMMS = ("nvidia-cuda-mps", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server")
 MPS_LIMITS = ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
@@ -76,41 +74,37 @@ FOREIGN_PROCESSES_CHECK = Check(
 
 
 def judge_foreign_processes(f: ProcessFacts) -> Finding:
-    check, title = FOREIGN_PROCESSES_CHECK.id, FOREIGN_PROCESSES_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return FOREIGN_PROCESSES_CHECK.unknown(why)
     indices = f.inventory.nvml_indices
     refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in indices)
     if not f.scan.nvml_listed:
-        return unknown(check, AREA, title, "nvmlDeviceGetComputeRunningProcesses gave no answer", evidence=refs)
+        return FOREIGN_PROCESSES_CHECK.unknown("nvmlDeviceGetComputeRunningProcesses gave no answer", evidence=refs)
     procs = f.scan.gpu_processes
     if not procs:
-        return ok(
-            check, AREA, title, f"no compute process on {len(indices)} GPUs", expected="only the server's user", evidence=refs
+        return FOREIGN_PROCESSES_CHECK.ok(
+            f"no compute process on {len(indices)} GPUs", expected="only the server's user", evidence=refs
         )
     refs += tuple(file_ref(f"/proc/{p}/status") for p in sorted({p.pid for p in procs}))
     servers = [p for p in procs if p.server]
     if not servers:
         uids = sorted({str(f.uids.get(p.pid)) for p in procs})
         why = f"{len(procs)} compute processes (uids {', '.join(uids)}) but none of them is a recognized inference server"
-        return unknown(check, AREA, title, why, evidence=refs)
+        return FOREIGN_PROCESSES_CHECK.unknown(why, evidence=refs)
     memory: dict[int | None, int] = {}
     for p in servers:
         memory[f.uids.get(p.pid)] = memory.get(f.uids.get(p.pid), 0) + (p.used_bytes or 0)
     owner = max(memory, key=lambda u: memory[u])
     if owner is None:
-        return unknown(check, AREA, title, "the server's user id is not readable (/proc/PID/status)", evidence=refs)
+        return FOREIGN_PROCESSES_CHECK.unknown("the server's user id is not readable (/proc/PID/status)", evidence=refs)
     serving = {p.gpu_index for p in servers if f.uids.get(p.pid) == owner}
     foreign = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) not in (owner, None)]
     unreadable = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) is None]
     if not foreign:
         if unreadable:
             shown = ", ".join(str(p.pid) for p in unreadable[:8])
-            return unknown(check, AREA, title, f"user of pids {shown} on the serving GPUs not readable", evidence=refs)
-        return ok(
-            check,
-            AREA,
-            title,
+            return FOREIGN_PROCESSES_CHECK.unknown(f"user of pids {shown} on the serving GPUs not readable", evidence=refs)
+        return FOREIGN_PROCESSES_CHECK.ok(
             f"every compute process on the {len(serving)} serving GPUs runs as uid {owner} (the server's)",
             expected="only the server's user on its GPUs",
             evidence=refs,
@@ -133,10 +127,7 @@ def judge_foreign_processes(f: ProcessFacts) -> Finding:
         revert="none",
         persist="the GPU reservation (scheduler or device permissions)",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return FOREIGN_PROCESSES_CHECK.problem_at(
         severity,
         "; ".join(f"pid {p.pid} (uid {f.uids.get(p.pid)}, {_cmd(p)}) on GPU{p.gpu_index}" for p in foreign)
         + f"; the server runs as uid {owner}",
@@ -166,7 +157,6 @@ MPS_DAEMON_CHECK = Check(
 
 
 def judge_mps_daemon(f: ProcessFacts) -> Finding:
-    check, title = MPS_DAEMON_CHECK.id, MPS_DAEMON_CHECK.title
     refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
     env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
     configured = [pid for pid, env in f.server_env.items() if "CUDA_MPS_PIPE_DIRECTORY" in env]
@@ -178,27 +168,18 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
     daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
     if not daemon and not limits:
         if f.pids is None or not f.pids:
-            return unknown(
-                check,
-                AREA,
-                title,
+            return MPS_DAEMON_CHECK.unknown(
                 f"{MPS_PIPE} absent, but the process list is not recorded here (no PID under /proc), so a daemon using "
                 "another pipe directory, or one inside a container, cannot be ruled out",
                 evidence=refs,
             )
-        return ok(
-            check,
-            AREA,
-            title,
+        return MPS_DAEMON_CHECK.ok(
             f"no nvidia-cuda-mps process among {len(f.pids)} /proc entries; no {MPS_PIPE}/control",
             expected="no MPS daemon unless the server is set up for it",
             evidence=refs,
         )
     if daemon and configured and not limits:
-        return ok(
-            check,
-            AREA,
-            title,
+        return MPS_DAEMON_CHECK.ok(
             f"MPS daemon running and the server is configured for it (CUDA_MPS_PIPE_DIRECTORY in pids "
             f"{', '.join(map(str, configured))})",
             expected="no MPS daemon unless the server is set up for it",
@@ -224,10 +205,7 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
         revert="nvidia-cuda-mps-control -d (and set the variables again)",
         persist="disable the unit or script that starts nvidia-cuda-mps-control at boot",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return MPS_DAEMON_CHECK.problem_at(
         severity,
         "; ".join(parts),
         "no MPS daemon unless the server is set up for it",

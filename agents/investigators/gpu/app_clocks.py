@@ -9,13 +9,11 @@ from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusa
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
-AREA: Area = "gpu"
 GRAPHICS, MEMORY = 0, 2
 """nvmlClockType_t."""
 APP_CLOCKS_REASON = 0x2
@@ -57,11 +55,10 @@ APP_CLOCKS_CHECK = Check(
 
 
 def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tuple[str, ...]) -> Finding:
-    check, title = APP_CLOCKS_CHECK.id, APP_CLOCKS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return APP_CLOCKS_CHECK.unknown(why)
     if why := hypervisor_side(f.inventory, "application and locked clocks"):
-        return unknown(check, AREA, title, why)
+        return APP_CLOCKS_CHECK.unknown(why)
     refs = tuple(r for reads in (*f.app.values(), *f.default.values()) for r in reads.refs)
     low: dict[int, list[str]] = {}
     compared = set()
@@ -76,10 +73,7 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
     held = sorted(i for i, mask in reasons.items() if mask & APP_CLOCKS_REASON)
     if not low and not held:
         if compared:
-            return ok(
-                check,
-                AREA,
-                title,
+            return APP_CLOCKS_CHECK.ok(
                 f"application clocks at their defaults on {len(compared)}/{len(f.inventory.nvml_indices)} GPUs; "
                 "no clock held by the applications-clocks setting",
                 expected="application clocks = defaults; no locked clocks",
@@ -87,16 +81,13 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
             )
         errors = {e for reads in f.app.values() for e in reads.failed().values()}
         if errors == {"NOT_SUPPORTED"}:
-            return not_applicable(
-                check,
-                AREA,
-                title,
+            return APP_CLOCKS_CHECK.not_applicable(
                 "these GPUs do not support application clocks (NOT_SUPPORTED); locked clocks would show as clock "
                 "event reason 0x2, which is not set",
                 evidence=refs + reason_refs,
             )
         shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in errors))
-        return unknown(check, AREA, title, f"nvmlDeviceGetApplicationsClock: {shown or 'no value'}", evidence=refs)
+        return APP_CLOCKS_CHECK.unknown(f"nvmlDeviceGetApplicationsClock: {shown or 'no value'}", evidence=refs)
     subjects = sorted(set(low) | set(held))
     parts = [f"{label(f.inventory, i)}: {', '.join(low[i])}" for i in sorted(low)]
     parts += [f"{label(f.inventory, i)}: clock event reason 0x2 (applications clocks / locked clocks)" for i in held]
@@ -123,10 +114,7 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
         revert="nvidia-smi -ac MEM,GRAPHICS / -lgc MIN,MAX with the previous values",
         persist="clocks return to defaults when the driver reloads: remove the unit or script that sets them at boot",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return APP_CLOCKS_CHECK.problem_at(
         "medium",
         "; ".join(parts),
         "application clocks = defaults; no locked clocks",

@@ -5,10 +5,9 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
+from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
 CLOCK_REASONS = {
@@ -42,23 +41,19 @@ CLOCKS_CHECK = Check(
 
 
 def judge_clocks(f: GpuHealthFacts) -> Finding:
-    check, title = CLOCKS_CHECK.id, CLOCKS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return CLOCKS_CHECK.unknown(why)
     reads = f.reasons if int_values(f.reasons) else f.throttle
     masks = int_values(reads)
     if not masks and (why := hypervisor_side(f.inventory, "clock event reasons (thermal and power slowdowns)")):
-        return unknown(check, AREA, title, why, evidence=f.reasons.refs)
+        return CLOCKS_CHECK.unknown(why, evidence=f.reasons.refs)
     if not masks:
-        return unknown(check, AREA, title, failure_text(f.reasons, f.inventory), evidence=f.reasons.refs)
+        return CLOCKS_CHECK.unknown(failure_text(f.reasons, f.inventory), evidence=f.reasons.refs)
     bad = {i: m & BAD_CLOCK_BITS for i, m in masks.items() if m & BAD_CLOCK_BITS}
     if not bad:
         seen = sorted({m for m in masks.values()})
         summary = "; ".join(f"{hex(m)} ({_reason_names(m)})" for m in seen)
-        return ok(
-            check,
-            AREA,
-            title,
+        return CLOCKS_CHECK.ok(
             f"{summary} on {len(masks)}/{len(reads.results)} GPUs: no thermal or power-brake reason",
             expected="no HW slowdown (0x8), SW/HW thermal (0x20/0x40) or power brake (0x80)",
             explanation="SW power cap (0x4) under load is the normal state at the power limit; idle (0x1) is fine. "
@@ -89,10 +84,7 @@ def judge_clocks(f: GpuHealthFacts) -> Finding:
         persist="hardware changes persist",
     )
     fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in bad])
-    return problem(
-        check,
-        AREA,
-        title,
+    return CLOCKS_CHECK.problem_at(
         severity,
         observed,
         "no HW slowdown, thermal or power-brake reasons",

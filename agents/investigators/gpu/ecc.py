@@ -5,9 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.kernel_log import log_unavailable
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, int_values
+from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, int_values
 from rigaudit.agents.investigators.gpu.memory import SOURCE, MemoryEvent, memory_fix
 from rigaudit.agents.investigators.gpu.xid import gpu_memory_event, parse_xids, xids_by_bdf
 from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
@@ -33,9 +32,8 @@ def _no_ecc(f: GpuHealthFacts) -> bool:
 
 
 def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
-    check, title = ECC_ERRORS_CHECK.id, ECC_ERRORS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return ECC_ERRORS_CHECK.unknown(why)
     refs = f.remapped.refs + f.volatile_uncorrected.refs + f.retired_pending.refs
     remap = {i: v for i in f.remapped.results if isinstance(v := f.remapped.value(i), list) and len(v) == 4}
     uncorrected = int_values(f.volatile_uncorrected)
@@ -43,9 +41,9 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     judged = set(remap) | set(uncorrected) | set(pages_pending)
     if not judged and _no_ecc(f):
         why = "these GPUs have no ECC memory (NVML: NOT_SUPPORTED for remapped rows, ECC counts and retired pages)"
-        return not_applicable(check, AREA, title, why, evidence=refs)
+        return ECC_ERRORS_CHECK.not_applicable(why, evidence=refs)
     if not judged:
-        return unknown(check, AREA, title, failure_text(f.remapped, f.inventory), evidence=refs)
+        return ECC_ERRORS_CHECK.unknown(failure_text(f.remapped, f.inventory), evidence=refs)
     failure = [i for i, v in remap.items() if v[3]]
     pending = sorted({i for i, v in remap.items() if v[2]} | {i for i, v in pages_pending.items() if v})
     errors = [i for i, v in uncorrected.items() if v > 0]
@@ -56,10 +54,7 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
             note = "; rows remapped earlier (spares in use, healthy): " + ", ".join(
                 f"{label(f.inventory, i)} {n}" for i, n in remapped_rows.items()
             )
-        return ok(
-            check,
-            AREA,
-            title,
+        return ECC_ERRORS_CHECK.ok(
             f"no remap pending or failed, 0 volatile uncorrectable ECC errors, no retired page pending on "
             f"{len(judged)}/{len(f.inventory.nvml_indices)} GPUs{note}",
             expected="no pending remap, no remap failure, no uncorrectable errors",
@@ -87,10 +82,7 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     severity: Severity = min((e.severity for e in events.values()), key=lambda s: SEVERITY_ORDER[s], default="high")
     gpus = [(g, e) for i, e in events.items() if (g := f.inventory.by_index(i)) is not None]
     fix = memory_fix(f.platform, gpus)
-    return problem(
-        check,
-        AREA,
-        title,
+    return ECC_ERRORS_CHECK.problem_at(
         severity,
         "; ".join(parts),
         "no pending remap, no remap failure, no uncorrectable errors",

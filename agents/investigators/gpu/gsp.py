@@ -8,13 +8,11 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory, normalize_bdf
 from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.memory import reset_actions, reset_where
 from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
-AREA: Area = "gpu"
 GSP_XIDS = frozenset({119, 120})
 _XID = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 _GSP = (
@@ -52,16 +50,12 @@ GSP_CHECK = Check(
 
 
 def judge_gsp(dmesg: CommandResult, inventory: GpuInventory, platform: Platform, proc_version: str | None) -> Finding:
-    check, title = GSP_CHECK.id, GSP_CHECK.title
     refs = (DMESG_REF,)
     if why := log_unavailable(dmesg, in_container=platform.in_container):
-        return unknown(check, AREA, title, why, evidence=refs)
+        return GSP_CHECK.unknown(why, evidence=refs)
     found = gsp_lines(dmesg.stdout)
     if not found:
-        return ok(
-            check,
-            AREA,
-            title,
+        return GSP_CHECK.ok(
             f"no GSP timeout, GSP error or Xid 119/120 in the kernel log ({len(dmesg.stdout.splitlines())} lines)",
             expected="no GSP errors",
             evidence=refs,
@@ -93,10 +87,7 @@ def judge_gsp(dmesg: CommandResult, inventory: GpuInventory, platform: Platform,
         revert="reinstall the previous driver",
         persist="the installed driver persists",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return GSP_CHECK.problem_at(
         "high",
         f"{len(found)} GSP error lines; last: {found[-1][0][:220]}",
         "no GSP errors",

@@ -8,14 +8,12 @@ from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusa
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
-AREA: Area = "gpu"
 SBE, DBE = 0, 1
 """nvmlPageRetirementCause_t: multiple single-bit errors, double-bit error."""
 
@@ -64,11 +62,10 @@ RETIRED_PAGES_CHECK = Check(
 
 
 def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
-    check, title = RETIRED_PAGES_CHECK.id, RETIRED_PAGES_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return RETIRED_PAGES_CHECK.unknown(why)
     if why := hypervisor_side(f.inventory, "retired pages and remapped rows"):
-        return unknown(check, AREA, title, why, evidence=f.pages_sbe.refs + remapped.refs)
+        return RETIRED_PAGES_CHECK.unknown(why, evidence=f.pages_sbe.refs + remapped.refs)
     refs = f.pages_sbe.refs + f.pages_dbe.refs + remapped.refs + f.histogram.refs
     exhausted, low_banks, retired, unknown_spares = [], [], {}, []
     judged = 0
@@ -92,23 +89,17 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
         failed = {e for reads in (f.pages_sbe, remapped) for e in reads.failed().values()}
         if failed == {"NOT_SUPPORTED"}:
             why = "these GPUs have no ECC memory to retire pages or remap rows of (NVML: NOT_SUPPORTED)"
-            return not_applicable(check, AREA, title, why, evidence=refs)
+            return RETIRED_PAGES_CHECK.not_applicable(why, evidence=refs)
         shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in failed))
-        return unknown(check, AREA, title, f"retired pages and remapped rows not readable: {shown}", evidence=refs)
+        return RETIRED_PAGES_CHECK.unknown(f"retired pages and remapped rows not readable: {shown}", evidence=refs)
     if not (exhausted or low_banks or retired):
         if unknown_spares:
             rows_text = ", ".join(f"{label(f.inventory, i)} {n} rows remapped" for i, n in unknown_spares)
-            return unknown(
-                check,
-                AREA,
-                title,
+            return RETIRED_PAGES_CHECK.unknown(
                 f"{rows_text}; spare rows per bank unknown (nvmlDeviceGetRowRemapperHistogram: {_error(f.histogram)})",
                 evidence=refs,
             )
-        return ok(
-            check,
-            AREA,
-            title,
+        return RETIRED_PAGES_CHECK.ok(
             f"no retired pages, no bank short of spare rows on {judged}/{len(f.inventory.nvml_indices)} GPUs",
             expected="spare rows left in every bank; no retired pages",
             evidence=refs,
@@ -132,10 +123,7 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
         persist="hardware changes persist",
     )
     fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in subjects])
-    return problem(
-        check,
-        AREA,
-        title,
+    return RETIRED_PAGES_CHECK.problem_at(
         severity,
         "; ".join(parts),
         "spare rows left in every bank; no retired pages",

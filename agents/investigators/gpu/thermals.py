@@ -5,10 +5,9 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts, hw_where, int_values
+from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, hw_where, int_values
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
 THERMAL_MARGIN_C = 10
@@ -26,12 +25,11 @@ THERMALS_CHECK = Check(
 
 
 def judge_thermals(f: GpuHealthFacts) -> Finding:
-    check, title = THERMALS_CHECK.id, THERMALS_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return THERMALS_CHECK.unknown(why)
     temps = int_values(f.temperature)
     if not temps and (why := hypervisor_side(f.inventory, "temperatures and cooling")):
-        return unknown(check, AREA, title, why, evidence=f.temperature.refs)
+        return THERMALS_CHECK.unknown(why, evidence=f.temperature.refs)
     limits, kind, limit_reads = int_values(f.slowdown), "slowdown", f.slowdown
     if not limits:
         limits, kind, limit_reads = int_values(f.gpu_max), "max operating", f.gpu_max
@@ -39,16 +37,13 @@ def judge_thermals(f: GpuHealthFacts) -> Finding:
     judged = sorted(set(temps) & set(limits))
     if not judged:
         why = failure_text(f.temperature, f.inventory) if not temps else failure_text(f.slowdown, f.inventory)
-        return unknown(check, AREA, title, why, evidence=refs)
+        return THERMALS_CHECK.unknown(why, evidence=refs)
     headroom = {i: limits[i] - temps[i] for i in judged}
     hot = [i for i in judged if headroom[i] < THERMAL_MARGIN_C]
     if not hot:
         lo, hi = min(temps[i] for i in judged), max(temps[i] for i in judged)
         limit_text = "/".join(sorted({str(limits[i]) for i in judged}))
-        return ok(
-            check,
-            AREA,
-            title,
+        return THERMALS_CHECK.ok(
             f"{lo}–{hi} °C, {kind} at {limit_text} °C: ≥ {min(headroom.values())} °C headroom on {len(judged)}/"
             f"{len(f.temperature.results)} GPUs",
             expected=f"more than {THERMAL_MARGIN_C} °C below the {kind} threshold",
@@ -74,10 +69,7 @@ def judge_thermals(f: GpuHealthFacts) -> Finding:
         persist="BMC fan settings persist",
     )
     fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in hot])
-    return problem(
-        check,
-        AREA,
-        title,
+    return THERMALS_CHECK.problem_at(
         severity,
         observed,
         f"more than {THERMAL_MARGIN_C} °C below the {kind} threshold",

@@ -27,10 +27,9 @@ from rigaudit.agents.facts.xid_catalog import (
     lookup,
     recovery_action,
 )
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import AREA, GpuHealthFacts
+from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts
 from rigaudit.agents.investigators.gpu.memory import (
     MEMORY_XIDS,
     SOURCE,
@@ -218,17 +217,13 @@ XID_CHECK = Check(
 
 
 def judge_xid(f: GpuHealthFacts) -> Finding:
-    check, title = XID_CHECK.id, XID_CHECK.title
     refs = (command_ref(DMESG),)
     if why := log_unavailable(f.dmesg, in_container=f.platform.in_container):
-        return unknown(check, AREA, title, why, evidence=refs)
+        return XID_CHECK.unknown(why, evidence=refs)
     events = parse_xids(f.dmesg.stdout)
     lines = len(f.dmesg.stdout.splitlines())
     if not events:
-        return ok(
-            check,
-            AREA,
-            title,
+        return XID_CHECK.ok(
             f"no NVRM Xid line in the kernel log ({lines} lines)",
             expected="no Xid",
             explanation="The ring buffer holds the messages since boot unless it has wrapped.",
@@ -267,10 +262,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     subjects = sorted({by_bdf[e.bdf].label if e.bdf in by_bdf else f"GPU {e.bdf}" for e in events})
     kind = RESOLUTION_FIX_KIND[strongest]
     if kind is None:
-        return ok(
-            check,
-            AREA,
-            title,
+        return XID_CHECK.ok(
             "; ".join(parts) + " (informational in NVIDIA's catalog)",
             expected="no Xid that needs an action",
             explanation=explanation,
@@ -289,8 +281,8 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
                 "edges": (Edge(kind="moot_after", check="gpu.ecc_errors", why="the same memory event, the same fix"),),
             }
         )
-        return problem(
-            check, AREA, title, severity, "; ".join(parts), "no Xid events", explanation, fix, subjects=subjects, evidence=refs
+        return XID_CHECK.problem_at(
+            severity, "; ".join(parts), "no Xid events", explanation, fix, subjects=subjects, evidence=refs
         )
     where = _where(f.platform, strongest)
     gpus = [by_bdf[b] for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf]
@@ -307,10 +299,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
         persist="none",
     )
     fix = for_cloud(fix, f.platform, gpus, also=(_BUG_REPORT,))  # a cloud's hypervisor: the provider's steps
-    return problem(
-        check,
-        AREA,
-        title,
+    return XID_CHECK.problem_at(
         severity,
         "; ".join(parts),
         "no Xid events",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
@@ -13,7 +14,6 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.tuned import TunedState, collect_tuned
-from rigaudit.agents.findings import unknown
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref
 from rigaudit.tools.model.finding import Area, Finding, Where
@@ -201,14 +201,14 @@ async def collect_cpu(probe: Probe) -> CpuPowerFacts:
     )
 
 
-def no_cpufreq(check: str, title: str, facts: CpuPowerFacts) -> Finding:
+def no_cpufreq(check: Check, facts: CpuPowerFacts) -> Finding:
     """The finding of a cpufreq check on a host without cpufreq (no CPUs, a guest, or no driver)."""
     ref = (f"exists:{CPU}/cpu{facts.cpus[0]}/cpufreq",) if facts.cpus else (dir_ref(CPU),)
     if not facts.cpus:
-        return unknown(check, AREA, title, f"no CPUs listed under {CPU}", evidence=(dir_ref(CPU),))
+        return check.unknown(f"no CPUs listed under {CPU}", evidence=(dir_ref(CPU),))
     if facts.platform.in_vm:
-        return unknown(check, AREA, title, GUEST_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
+        return check.unknown(GUEST_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
     if facts.platform.in_container:
-        return unknown(check, AREA, title, CONTAINER_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
+        return check.unknown(CONTAINER_NO_CPUFREQ, evidence=(*ref, *facts.platform.evidence))
     why = f"{CPU}/cpu{facts.cpus[0]}/cpufreq is absent: no cpufreq driver is loaded (P-states under firmware control?)"
-    return unknown(check, AREA, title, why, evidence=ref)
+    return check.unknown(why, evidence=ref)

@@ -5,10 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.facts.tuned import by_tuned
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import (
-    AREA,
     BOOST,
     CPU,
     EPP_DRIVERS,
@@ -47,9 +45,9 @@ def _settled(
     """ok when every CPU's ``name`` reads performance, unknown when the others could not be read; None: a problem."""
     refs = cap([file_ref(_path(c, name)) for c in values])
     if not bad:
-        return ok(check.id, AREA, check.title, f"performance on {cpu_ranges(values)}", expected=expected, evidence=refs)
+        return check.ok(f"performance on {cpu_ranges(values)}", expected=expected, evidence=refs)
     if set(bad) == {"<unreadable>"}:
-        return unknown(check.id, AREA, check.title, f"{name} not readable on {cpu_ranges(bad['<unreadable>'])}", evidence=refs)
+        return check.unknown(f"{name} not readable on {cpu_ranges(bad['<unreadable>'])}", evidence=refs)
     return None
 
 
@@ -73,10 +71,7 @@ def _by_tuned(facts: CpuPowerFacts, option: str, value: str, fix: Fix) -> tuple[
 
 def _problem(check: Check, name: str, bad: dict[str, list[int]], severity: Severity, explanation: str, fix: Fix) -> Finding:
     offenders = _offenders(bad)
-    return problem(
-        check.id,
-        AREA,
-        check.title,
+    return check.problem_at(
         severity,
         describe(bad),
         "performance on every CPU",
@@ -100,7 +95,7 @@ GOVERNOR_CHECK = Check(
 
 def judge_governor(facts: CpuPowerFacts) -> Finding:
     if not facts.cpufreq_present:
-        return no_cpufreq(GOVERNOR_CHECK.id, GOVERNOR_CHECK.title, facts)
+        return no_cpufreq(GOVERNOR_CHECK, facts)
     bad = _not_performance(facts.governors)
     if (settled := _settled(GOVERNOR_CHECK, _GOVERNOR, facts.governors, bad, expected="performance")) is not None:
         return settled
@@ -144,15 +139,14 @@ EPP_CHECK = Check(
 
 
 def judge_epp(facts: CpuPowerFacts) -> Finding:
-    check, title = EPP_CHECK.id, EPP_CHECK.title
     if not facts.cpufreq_present:
-        return no_cpufreq(check, title, facts)
+        return no_cpufreq(EPP_CHECK, facts)
     if facts.driver not in EPP_DRIVERS:
         why = (
             f"{facts.driver or 'this driver'} has no energy_performance_preference "
             "(EPP exists under amd-pstate-epp and intel_pstate)"
         )
-        return not_applicable(check, AREA, title, why, evidence=(file_ref(f"{CPU}/cpu{facts.cpus[0]}/cpufreq/scaling_driver"),))
+        return EPP_CHECK.not_applicable(why, evidence=(file_ref(f"{CPU}/cpu{facts.cpus[0]}/cpufreq/scaling_driver"),))
     bad = _not_performance(facts.epp)
     if (settled := _settled(EPP_CHECK, _EPP, facts.epp, bad)) is not None:
         return settled
@@ -186,25 +180,24 @@ BOOST_CHECK = Check(
 
 
 def judge_boost(facts: CpuPowerFacts) -> Finding:
-    check, title = BOOST_CHECK.id, BOOST_CHECK.title
     if facts.boost is not None:
         path, value, want, on = BOOST, facts.boost, "1", facts.boost == "1"
     elif facts.no_turbo is not None:
         path, value, want, on = NO_TURBO, facts.no_turbo, "0", facts.no_turbo == "0"
     elif not facts.cpufreq_present:
-        return no_cpufreq(check, title, facts)
+        return no_cpufreq(BOOST_CHECK, facts)
     elif facts.vendor not in ("AuthenticAMD", "GenuineIntel"):
         why = (
             f"{facts.driver or 'this frequency driver'} on a CPU without x86 boost (no {BOOST}): the firmware owns "
             "the frequency headroom"
         )
-        return not_applicable(check, AREA, title, why, evidence=(file_ref(BOOST), file_ref(NO_TURBO)))
+        return BOOST_CHECK.not_applicable(why, evidence=(file_ref(BOOST), file_ref(NO_TURBO)))
     else:
         why = f"neither {BOOST} nor {NO_TURBO} exists; boost is then set in the BIOS (Core Performance Boost / Turbo)"
-        return unknown(check, AREA, title, why, evidence=(file_ref(BOOST), file_ref(NO_TURBO)))
+        return BOOST_CHECK.unknown(why, evidence=(file_ref(BOOST), file_ref(NO_TURBO)))
     name = path.rsplit("/", 1)[-1]
     if on:
-        return ok(check, AREA, title, f"{name}={value}", expected=f"{name}={want}", evidence=(file_ref(path),))
+        return BOOST_CHECK.ok(f"{name}={value}", expected=f"{name}={want}", evidence=(file_ref(path),))
     fix = Fix(
         kind="runtime",
         where=cpu_where(facts.platform),
@@ -215,10 +208,7 @@ def judge_boost(facts: CpuPowerFacts) -> Finding:
         revert=f"echo {value} > {path}",
         persist=oneshot_unit("rigaudit-cpu-boost", f"echo {want} > {path}"),
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return BOOST_CHECK.problem_at(
         "medium",
         f"{name}={value}",
         f"{name}={want}",

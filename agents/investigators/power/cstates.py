@@ -5,9 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.facts.tuned import by_tuned
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power import premises
-from rigaudit.agents.investigators.power.cpu_facts import AREA, CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
+from rigaudit.agents.investigators.power.cpu_facts import CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
 
@@ -80,25 +79,22 @@ SHALLOW_US = 50
 
 
 def judge_cstates(facts: CpuPowerFacts) -> Finding:
-    check, title = CSTATES_CHECK.id, CSTATES_CHECK.title
     if not facts.idle:
         if facts.platform.in_vm:
-            return unknown(
-                check, AREA, title, "no cpuidle in this guest; check on the hypervisor", evidence=facts.platform.evidence
-            )
+            return CSTATES_CHECK.unknown("no cpuidle in this guest; check on the hypervisor", evidence=facts.platform.evidence)
         if facts.platform.in_container:
             why = "no cpuidle in the kernel this container shares with its host; check on the container's host"
-            return unknown(check, AREA, title, why, evidence=facts.platform.evidence)
+            return CSTATES_CHECK.unknown(why, evidence=facts.platform.evidence)
         why = f"no cpuidle states under {CPU}/cpu*/cpuidle (driver: {facts.cpuidle_driver or 'unknown'})"
-        return unknown(check, AREA, title, why, evidence=(file_ref(f"{CPU}/cpuidle/current_driver"),))
+        return CSTATES_CHECK.unknown(why, evidence=(file_ref(f"{CPU}/cpuidle/current_driver"),))
     readable = [s for s in facts.idle if s.latency_us is not None]
     if not readable:
-        return unknown(check, AREA, title, "cpuidle state latency files are not readable")
+        return CSTATES_CHECK.unknown("cpuidle state latency files are not readable")
     deep = [s for s in readable if (s.latency_us or 0) > CSTATE_LIMIT_US]
     bad = [s for s in deep if s.disabled is False]
     if not bad and any(s.disabled is None for s in deep):
         why = f"the disable flag of idle states above {CSTATE_LIMIT_US} us is not readable"
-        return unknown(check, AREA, title, why, evidence=cap([file_ref(f"{s.path}/disable") for s in deep]))
+        return CSTATES_CHECK.unknown(why, evidence=cap([file_ref(f"{s.path}/disable") for s in deep]))
     kinds: dict[tuple[str, int], list[int]] = {}
     for s in bad or deep:
         kinds.setdefault((s.name or f"state{s.index}", s.latency_us or 0), []).append(s.cpu)
@@ -108,7 +104,7 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         observed = f"no enabled idle state above {CSTATE_LIMIT_US} us (deepest allowed: {shallow} us)"
         observed += f"; disabled: {summary}" if deep else ""
         refs = [file_ref(f"{s.path}/disable") for s in deep] or [file_ref(f"{readable[0].path}/latency")]
-        return ok(check, AREA, title, observed, expected=f"no enabled state above {CSTATE_LIMIT_US} us", evidence=cap(refs))
+        return CSTATES_CHECK.ok(observed, expected=f"no enabled state above {CSTATE_LIMIT_US} us", evidence=cap(refs))
     paths = tuple(f"{s.path}/disable" for s in bad)
     cpus = sorted({s.cpu for s in bad})
     driver = facts.cpuidle_driver or "acpi_idle"
@@ -133,10 +129,7 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
     worst = max(s.latency_us or 0 for s in bad)
     held = _held_by_tuned(facts)
     if held is not None:
-        return ok(
-            check,
-            AREA,
-            title,
+        return CSTATES_CHECK.ok(
             f"{summary} enabled in sysfs, but {held}: it holds /dev/cpu_dma_latency, so cores never enter them",
             expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
             evidence=("file:/etc/tuned/active_profile",),
@@ -171,10 +164,7 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         )
         + by_tuned
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return CSTATES_CHECK.problem_at(
         severity,
         summary + " (enabled)",
         f"no enabled idle state with exit latency above {CSTATE_LIMIT_US} us",

@@ -8,13 +8,11 @@ from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, nvml_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 
-AREA: Area = "power"
 _MAX_REFS = 8
 PSTATE_FN = "nvmlDeviceGetPerformanceState"
 UTIL_FN = "nvmlDeviceGetUtilizationRates"
@@ -113,22 +111,21 @@ GPU_POWER_LIMIT_CHECK = Check(
 
 
 def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
-    check, title = GPU_POWER_LIMIT_CHECK.id, GPU_POWER_LIMIT_CHECK.title
     if facts.nvml_error is not None:
-        return unknown(check, AREA, title, f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
+        return GPU_POWER_LIMIT_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
     known = [g for g in facts.gpus if g.enforced_mw is not None and g.default_mw is not None]
     refs = [r for g in facts.gpus for r in g.refs[:2]]
     if not known and facts.inventory is not None and (why := hypervisor_side(facts.inventory, "power limits")):
-        return unknown(check, AREA, title, why, evidence=_cap(refs))
+        return GPU_POWER_LIMIT_CHECK.unknown(why, evidence=_cap(refs))
     if not known:
         errors = sorted({g.error or "no value" for g in facts.gpus}) or ["no GPUs"]
-        return unknown(check, AREA, title, f"power limits not readable: {', '.join(errors)}", evidence=_cap(refs))
+        return GPU_POWER_LIMIT_CHECK.unknown(f"power limits not readable: {', '.join(errors)}", evidence=_cap(refs))
     low = [g for g in known if (g.enforced_mw or 0) < (g.default_mw or 0)]
     if not low:
         values = sorted({_watts(g.enforced_mw) for g in known})
         note = f" ({len(facts.gpus) - len(known)} GPUs unreadable)" if len(known) < len(facts.gpus) else ""
         observed = f"enforced = default ({', '.join(values)}) on {len(known)}/{len(facts.gpus)} GPUs{note}"
-        return ok(check, AREA, title, observed, expected="enforced limit = default limit", evidence=_cap(refs))
+        return GPU_POWER_LIMIT_CHECK.ok(observed, expected="enforced limit = default limit", evidence=_cap(refs))
     ratio = min((g.enforced_mw or 0) / (g.default_mw or 1) for g in low)
     severity: Severity = "medium" if ratio < 0.9 else "low"
     user_capped = [g for g in low if g.requested_mw is not None and g.requested_mw < (g.default_mw or 0)]
@@ -167,10 +164,7 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
         "sometimes deliberate (PSU or cooling budget): confirm before raising them." + other
     )
     observed = ", ".join(f"{g.label}: {_watts(g.enforced_mw)} of {_watts(g.default_mw)}" for g in low)
-    return problem(
-        check,
-        AREA,
-        title,
+    return GPU_POWER_LIMIT_CHECK.problem_at(
         severity,
         observed,
         "enforced limit = default limit",
@@ -193,17 +187,14 @@ GPU_PSTATE_CHECK = Check(
 
 
 def judge_gpu_pstate(facts: GpuPowerFacts) -> Finding:
-    check, title = GPU_PSTATE_CHECK.id, GPU_PSTATE_CHECK.title
     if facts.nvml_error is not None:
-        return unknown(check, AREA, title, f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
+        return GPU_PSTATE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
     refs = [nvml_ref(fn, (g.index,)) for g in facts.pstates for fn in (PSTATE_FN, UTIL_FN)]
     known = [g for g in facts.pstates if g.pstate is not None and g.utilization is not None]
     if not known:
         errors = sorted({g.error or "no value" for g in facts.pstates}) or ["no GPUs"]
         shown = ["not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in errors]
-        return unknown(
-            check, AREA, title, f"performance state or utilization not readable: {', '.join(shown)}", evidence=_cap(refs)
-        )
+        return GPU_PSTATE_CHECK.unknown(f"performance state or utilization not readable: {', '.join(shown)}", evidence=_cap(refs))
     stuck = [g for g in known if (g.utilization or 0) >= BUSY_PERCENT and (g.pstate or 0) > MAX_BUSY_PSTATE]
     busy = [g for g in known if (g.utilization or 0) >= BUSY_PERCENT]
     if not stuck:
@@ -213,10 +204,7 @@ def judge_gpu_pstate(facts: GpuPowerFacts) -> Finding:
             if busy
             else f"idle ({max(g.utilization or 0 for g in known)}% utilization at most) in {states}: normal at idle"
         )
-        return ok(
-            check,
-            AREA,
-            title,
+        return GPU_PSTATE_CHECK.ok(
             f"{load} on {len(known)}/{len(facts.pstates)} GPUs",
             expected=f"P0–P{MAX_BUSY_PSTATE} while utilization >= {BUSY_PERCENT}%",
             explanation="A GPU drops to P8 when idle and returns to P0 within milliseconds of work arriving; only a "
@@ -239,10 +227,7 @@ def judge_gpu_pstate(facts: GpuPowerFacts) -> Finding:
         persist="keep nvidia-persistenced running; remove whatever locks the clocks at boot",
     )
     observed = "; ".join(f"{g.label}: P{g.pstate} at {g.utilization}% utilization" for g in stuck)
-    return problem(
-        check,
-        AREA,
-        title,
+    return GPU_PSTATE_CHECK.problem_at(
         "medium",
         observed,
         f"P0–P{MAX_BUSY_PSTATE} while utilization >= {BUSY_PERCENT}%",

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.power import premises
-from rigaudit.agents.investigators.power.cpu_facts import AMD_PSTATE_STATUS, AREA, CPU, CpuPowerFacts, cpu_where, no_cpufreq
+from rigaudit.agents.investigators.power.cpu_facts import AMD_PSTATE_STATUS, CPU, CpuPowerFacts, cpu_where, no_cpufreq
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysfsWriteAction
 
@@ -22,20 +21,19 @@ SCALING_DRIVER_CHECK = Check(
 
 
 def judge_scaling_driver(facts: CpuPowerFacts) -> Finding:
-    check, title = SCALING_DRIVER_CHECK.id, SCALING_DRIVER_CHECK.title
     if not facts.cpufreq_present:
-        return no_cpufreq(check, title, facts)
+        return no_cpufreq(SCALING_DRIVER_CHECK, facts)
     cpu0 = facts.cpus[0]
     refs = (file_ref(f"{CPU}/cpu{cpu0}/cpufreq/scaling_driver"), "file:/proc/cpuinfo", f"exists:{CPU}/cpu{cpu0}/acpi_cppc")
     if facts.driver is None:
-        return unknown(check, AREA, title, f"{CPU}/cpu{cpu0}/cpufreq/scaling_driver is not readable", evidence=refs[:1])
+        return SCALING_DRIVER_CHECK.unknown(f"{CPU}/cpu{cpu0}/cpufreq/scaling_driver is not readable", evidence=refs[:1])
     amd = facts.vendor == "AuthenticAMD" and facts.family is not None and facts.family >= 0x17
     intel = facts.vendor == "GenuineIntel"
     if amd and facts.driver == "acpi-cpufreq" and facts.has_cppc:
         return _amd_pstate_problem(facts, refs)
     if amd and facts.driver == "acpi-cpufreq":
         why = "no acpi_cppc: amd_pstate needs CPPC, which the BIOS does not expose (see firmware.cppc)"
-        return ok(check, AREA, title, f"acpi-cpufreq ({why})", expected="amd-pstate-epp", evidence=refs)
+        return SCALING_DRIVER_CHECK.ok(f"acpi-cpufreq ({why})", expected="amd-pstate-epp", evidence=refs)
     if intel and facts.driver == "acpi-cpufreq":
         disabled = facts.cmdline is not None and "intel_pstate=disable" in facts.cmdline
         fix = Fix(
@@ -50,10 +48,7 @@ def judge_scaling_driver(facts: CpuPowerFacts) -> Finding:
             verify=f"cat {CPU}/cpu0/cpufreq/scaling_driver  -> intel_pstate",
             revert="restore the previous boot line / BIOS setting and reboot",
         )
-        return problem(
-            check,
-            AREA,
-            title,
+        return SCALING_DRIVER_CHECK.problem_at(
             "low",
             "acpi-cpufreq on an Intel CPU" + (" (intel_pstate=disable on the boot line)" if disabled else ""),
             "intel_pstate",
@@ -64,7 +59,7 @@ def judge_scaling_driver(facts: CpuPowerFacts) -> Finding:
             subjects=(cpu_ranges(facts.cpus),),
             evidence=(*refs[:2], "file:/proc/cmdline"),
         )
-    return ok(check, AREA, title, facts.driver, evidence=refs[:2])
+    return SCALING_DRIVER_CHECK.ok(facts.driver, evidence=refs[:2])
 
 
 def _kernel_lacks_it(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
@@ -103,10 +98,7 @@ def _kernel_lacks_it(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
         else f"Whether this kernel carries amd_pstate cannot be told here ({d.how}): its build configuration would "
         f"tell (/boot/config-{d.release_text}). "
     )
-    return problem(
-        SCALING_DRIVER_CHECK.id,
-        AREA,
-        SCALING_DRIVER_CHECK.title,
+    return SCALING_DRIVER_CHECK.problem_at(
         "low",
         f"scaling_driver acpi-cpufreq on AMD family 0x{facts.family or 0:x} with acpi_cppc present; kernel "
         f"{d.release_text}: amd_pstate {'absent' if known_missing else 'unknown'}",
@@ -173,10 +165,7 @@ def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
         + runtime_note
         + " After the switch, keep governor 'performance' (or EPP 'performance'); see power.epp."
     )
-    return problem(
-        "power.scaling_driver",
-        AREA,
-        "CPU frequency scaling driver",
+    return SCALING_DRIVER_CHECK.problem_at(
         "medium" if active else "low",
         f"scaling_driver acpi-cpufreq on AMD family 0x{facts.family or 0:x} with acpi_cppc present",
         "amd-pstate-epp (amd_pstate=active)" if active else "amd-pstate (amd_pstate=passive)",

@@ -20,15 +20,13 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.facts.python_env import TorchInstall
-from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigators.forward_compat import after_drop, deferred, drop_compat_fix
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe, file_ref, nvml_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 
-AREA: Area = "runtime"
 CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"
 _UUID = r"(?i)^(GPU|MIG)-"
 
@@ -93,20 +91,21 @@ CUDA_DRIVER_COMPAT_CHECK = Check(
 
 
 def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, ...], no_torch: str) -> Finding:
-    check, title = CUDA_DRIVER_COMPAT_CHECK.id, CUDA_DRIVER_COMPAT_CHECK.title
     ref = nvml_ref(CUDA_DRIVER_FN, ())
     if not installs:
-        return unknown(check, AREA, title, no_torch, evidence=(ref,))
+        return CUDA_DRIVER_COMPAT_CHECK.unknown(no_torch, evidence=(ref,))
     judged = [i for i in installs if i.server is not None] or list(installs)
     refs = (*(file_ref(i.version_file) for i in judged), ref)
     with_cuda = [i for i in judged if cuda_tuple(i.cuda) is not None]
     if not with_cuda:
-        return not_applicable(check, AREA, title, "CPU-only torch build: no CUDA runtime (see runtime.torch_cuda)", evidence=refs)
+        return CUDA_DRIVER_COMPAT_CHECK.not_applicable(
+            "CPU-only torch build: no CUDA runtime (see runtime.torch_cuda)", evidence=refs
+        )
     supported = driver_cuda(f.driver_cuda.value) if f.driver_cuda.ok else None
     if supported is None:
         error = f.driver_cuda.error or f"unexpected value {f.driver_cuda.value!r}"
         shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
-        return unknown(check, AREA, title, f"{CUDA_DRIVER_FN}: {shown}", evidence=refs)
+        return CUDA_DRIVER_COMPAT_CHECK.unknown(f"{CUDA_DRIVER_FN}: {shown}", evidence=refs)
     drv = f"{supported[0]}.{supported[1]}"
     names = tuple(dict.fromkeys(g.name for g in f.inventory.gpus if g.name))
     compat = [c for c in f.compat if c.cuda is not None and c.cuda > supported]
@@ -130,10 +129,7 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
         for i, _ in rows
     )
     if not newer_major and not newer_minor:
-        return ok(
-            check,
-            AREA,
-            title,
+        return CUDA_DRIVER_COMPAT_CHECK.ok(
             f"{described}; the driver supports CUDA up to {drv}{note}",
             expected=f"CUDA runtime <= {drv}",
             explanation=f"Deliberate: {FORWARD_COMPAT.what} ({FORWARD_COMPAT.source}); see driver.library_mismatch."
@@ -148,10 +144,7 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
     if not target.server:
         severity = "low"
     fix, explanation = _newer_runtime(f, target, wanted, supported, bool(newer_major))
-    return problem(
-        check,
-        AREA,
-        title,
+    return CUDA_DRIVER_COMPAT_CHECK.problem_at(
         severity,
         f"{described}; the driver supports CUDA up to {drv}",
         f"CUDA runtime <= {drv}",
@@ -166,15 +159,11 @@ def _deferred_to_library(
     f: CudaCompatFacts, compat: CompatLibrary, driver: tuple[int, int], names: tuple[str, ...], refs: tuple[str, ...]
 ) -> Finding:
     """The server maps a compat libcuda on GPUs NVIDIA does not support it on: driver.library_mismatch's verdict."""
-    check, title = CUDA_DRIVER_COMPAT_CHECK.id, CUDA_DRIVER_COMPAT_CHECK.title
     kernel = f.inventory.driver_version
     where: Where = "container" if f.compat_in_container or f.platform.in_container else "host"
     fix = deferred(drop_compat_fix(compat.path, kernel, where, compat.cuda, driver))
     cuda = f"CUDA {compat.cuda[0]}.{compat.cuda[1]}" if compat.cuda else "a newer CUDA"
-    return problem(
-        check,
-        AREA,
-        title,
+    return CUDA_DRIVER_COMPAT_CHECK.problem_at(
         "high",
         f"the servers map {compat.path} ({cuda} by forward compatibility) on {', '.join(names)}, which NVIDIA does "
         f"not support: the cause is driver.library_mismatch's",
@@ -267,9 +256,8 @@ def judge_device_order(
     servers: tuple[ServerProcess, ...],
     environs: dict[int, tuple[dict[str, str] | None, str | None]],
 ) -> Finding:
-    check, title = DEVICE_ORDER_CHECK.id, DEVICE_ORDER_CHECK.title
     if why := nvml_unusable(f.inventory):
-        return unknown(check, AREA, title, why)
+        return DEVICE_ORDER_CHECK.unknown(why)
     gpus = sorted((g for g in f.inventory.gpus if g.index is not None), key=lambda g: g.index or 0)
     refs = tuple(nvml_ref("nvmlDeviceGetPciInfo", (g.index or 0,)) for g in gpus) + tuple(
         nvml_ref("nvmlDeviceGetName", (g.index or 0,)) for g in gpus
@@ -277,10 +265,7 @@ def judge_device_order(
     models = sorted({g.name for g in gpus})
     pci_order = [g.bdf for g in gpus] == sorted(g.bdf for g in gpus)
     if len(models) <= 1 and pci_order:
-        return ok(
-            check,
-            AREA,
-            title,
+        return DEVICE_ORDER_CHECK.ok(
             f"{len(gpus)} × {models[0] if models else 'GPU'} in PCI bus order (NVML index = PCI order)",
             expected="CUDA, NVML and PCI orders agree",
             explanation="With identical GPUs CUDA's default FASTEST_FIRST order has no faster GPU to move forward, so "
@@ -297,10 +282,7 @@ def judge_device_order(
     readable = [(s, env) for s in servers if (env := environs.get(s.pid, (None, None))[0]) is not None]
     if not readable:
         searched = "no inference server process found" if not servers else "the servers' environments are not readable"
-        return unknown(
-            check,
-            AREA,
-            title,
+        return DEVICE_ORDER_CHECK.unknown(
             f"{reason}: CUDA's default order may differ from nvidia-smi's, but {searched} to see CUDA_DEVICE_ORDER",
             evidence=refs + env_refs,
         )
@@ -312,10 +294,7 @@ def judge_device_order(
         if order != "PCI_BUS_ID" and not by_uuid:
             bad.append((server, order or "unset (FASTEST_FIRST)", visible))
     if not bad:
-        return ok(
-            check,
-            AREA,
-            title,
+        return DEVICE_ORDER_CHECK.ok(
             f"{reason}; the servers use CUDA_DEVICE_ORDER=PCI_BUS_ID or GPU UUIDs",
             expected="CUDA_DEVICE_ORDER=PCI_BUS_ID (or UUIDs in CUDA_VISIBLE_DEVICES)",
             evidence=refs + env_refs,
@@ -336,10 +315,7 @@ def judge_device_order(
         revert="remove the variable and restart",
         persist="the edited launch config persists",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return DEVICE_ORDER_CHECK.problem_at(
         "medium",
         f"{reason}; "
         + "; ".join(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.processes import ServerProcess
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.runtime import premises
-from rigaudit.agents.investigators.runtime.facts import AREA, RuntimeFacts, fix_where
+from rigaudit.agents.investigators.runtime.facts import RuntimeFacts, fix_where
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
@@ -45,11 +44,10 @@ DEBUG_ENV_CHECK = Check(
 
 
 def judge_debug_env(f: RuntimeFacts) -> Finding:
-    check, title = DEBUG_ENV_CHECK.id, DEBUG_ENV_CHECK.title
     servers = f.scan.servers[:16]
     refs = tuple(file_ref(f"/proc/{s.pid}/environ") for s in servers)
     if not servers:
-        return unknown(check, AREA, title, f"no inference server process found ({f.scan.searched})")
+        return DEBUG_ENV_CHECK.unknown(f"no inference server process found ({f.scan.searched})")
     hits: list[tuple[ServerProcess, list[str]]] = []
     unreadable = []
     for server in servers:
@@ -61,11 +59,8 @@ def judge_debug_env(f: RuntimeFacts) -> Finding:
     if not hits:
         readable = len(servers) - len(unreadable)
         if not readable:
-            return unknown(check, AREA, title, "server environments not readable: " + "; ".join(unreadable), evidence=refs)
-        return ok(
-            check,
-            AREA,
-            title,
+            return DEBUG_ENV_CHECK.unknown("server environments not readable: " + "; ".join(unreadable), evidence=refs)
+        return DEBUG_ENV_CHECK.ok(
             f"no debug or profiler variable in {readable} server processes' environments",
             expected="no CUDA_LAUNCH_BLOCKING, injection or profiler variables",
             evidence=refs,
@@ -87,10 +82,7 @@ def judge_debug_env(f: RuntimeFacts) -> Finding:
         revert="set them again and restart (only while debugging)",
         persist="the edited launch config persists",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return DEBUG_ENV_CHECK.problem_at(
         "medium",
         "; ".join(f"{s.label}: {', '.join(found)}" for s, found in hits),
         "no CUDA_LAUNCH_BLOCKING, injection or profiler variables",

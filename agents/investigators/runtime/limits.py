@@ -6,13 +6,11 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 
-AREA: Area = "runtime"
 NOFILE_MIN = 65536
 NOFILE_LOW = 4096
 NPROC_MIN = 4096
@@ -91,14 +89,14 @@ def _limit_fix(f: LimitsFacts, server: ServerProcess, what: str, systemd: str, d
 def _limits(check: Check, f: LimitsFacts, name: str) -> list[tuple[ServerLimits, Limit]] | Finding:
     """Each server's ``name`` limit, or the unknown finding of ``check`` when no server shows one."""
     if not f.servers:
-        return unknown(check.id, AREA, check.title, f"no inference server process found ({f.searched})")
+        return check.unknown(f"no inference server process found ({f.searched})")
     if all(r.limits is None for r in f.servers):
         why = "; ".join(f"/proc/{r.server.pid}/limits: {r.error}" for r in f.servers[:4])
-        return unknown(check.id, AREA, check.title, f"server limits not readable: {why}", evidence=_refs(list(f.servers)))
+        return check.unknown(f"server limits not readable: {why}", evidence=_refs(list(f.servers)))
     pairs = [(r, r.limits[name]) for r in f.servers if r.limits is not None and name in r.limits]
     if not pairs:
         why = f"no '{name}' line in the servers' limits"
-        return unknown(check.id, AREA, check.title, why, evidence=_refs(list(f.servers)))
+        return check.unknown(why, evidence=_refs(list(f.servers)))
     return pairs
 
 
@@ -114,7 +112,6 @@ NOFILE_CHECK = Check(
 
 
 def judge_nofile(f: LimitsFacts) -> Finding:
-    check, title = NOFILE_CHECK.id, NOFILE_CHECK.title
     pairs = _limits(NOFILE_CHECK, f, _NOFILE)
     if isinstance(pairs, Finding):
         return pairs
@@ -127,10 +124,7 @@ def judge_nofile(f: LimitsFacts) -> Finding:
         system = f"; system file handles {f.file_nr[0]} of {f.file_nr[1]}"
     if not low and not exhausted:
         shown = sorted({str(lim) for _, lim in pairs})
-        return ok(
-            check,
-            AREA,
-            title,
+        return NOFILE_CHECK.ok(
             f"{'; '.join(shown)} on {len(rows)} server processes{system}",
             expected=f"soft limit >= {NOFILE_MIN}",
             evidence=refs,
@@ -146,10 +140,7 @@ def judge_nofile(f: LimitsFacts) -> Finding:
         fix = fix.model_copy(
             update={"summary": fix.summary + "; raise fs.file-max and find the process leaking descriptors (ls /proc/*/fd)"}
         )
-    return problem(
-        check,
-        AREA,
-        title,
+    return NOFILE_CHECK.problem_at(
         severity,
         "; ".join(parts),
         f"soft limit >= {NOFILE_MIN} open files",
@@ -176,7 +167,6 @@ NPROC_CHECK = Check(
 
 
 def judge_nproc(f: LimitsFacts) -> Finding:
-    check, title = NPROC_CHECK.id, NPROC_CHECK.title
     pairs = _limits(NPROC_CHECK, f, _NPROC)
     if isinstance(pairs, Finding):
         return pairs
@@ -197,10 +187,7 @@ def judge_nproc(f: LimitsFacts) -> Finding:
         root = " (root: RLIMIT_NPROC is not enforced for it)" if any(r.uid == 0 for r in rows) else ""
         shown = sorted({Limit.word(lim.soft) for _, lim in pairs})
         total = sum(threads.values())
-        return ok(
-            check,
-            AREA,
-            title,
+        return NPROC_CHECK.ok(
             f"soft {', '.join(shown)}; {total} threads in {len(rows)} server processes{root}",
             expected=f"soft limit >= {NPROC_MIN} and well above the threads in use",
             evidence=refs,
@@ -208,10 +195,7 @@ def judge_nproc(f: LimitsFacts) -> Finding:
     severity: Severity = "medium" if any(used >= 0.8 * soft for _, soft, used in tight) else "low"
     uid_text = {r.uid for r, _, _ in tight}
     fix = _limit_fix(f, tight[0][0].server, _NPROC, "LimitNPROC=infinity", "--ulimit nproc=-1", "lxc.prlimit.nproc: unlimited")
-    return problem(
-        check,
-        AREA,
-        title,
+    return NPROC_CHECK.problem_at(
         severity,
         "; ".join(
             f"{r.server.label}: {_NPROC} soft {soft}, {used} threads of uid {r.uid} in the servers" for r, soft, used in tight

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.agents.investigators.runtime.facts import (
-    AREA,
     CUDA_FOR_ARCH,
     RuntimeFacts,
     fix_where,
@@ -29,11 +27,10 @@ TORCH_CUDA_CHECK = Check(
 
 
 def judge_torch_cuda(f: RuntimeFacts) -> Finding:
-    check, title = TORCH_CUDA_CHECK.id, TORCH_CUDA_CHECK.title
     refs = tuple(file_ref(i.version_file) for i in f.installs) + f.capability.refs
     if not f.installs:
         searched = f"; searched {f.scan.searched} and {len(f.searched)} site-packages folders"
-        return unknown(check, AREA, title, no_torch_reason(f) + searched, evidence=f.capability.refs)
+        return TORCH_CUDA_CHECK.unknown(no_torch_reason(f) + searched, evidence=f.capability.refs)
     confirmed = [i for i in f.installs if i.server is not None]
     judged = confirmed or list(f.installs)
     caps = gpu_capabilities(f)
@@ -50,12 +47,9 @@ def judge_torch_cuda(f: RuntimeFacts) -> Finding:
     bad = [i for i in judged if i.cuda is None or (need is not None and (version_tuple(i.cuda) or (0, 0)) < need)]
     if not bad:
         if need is None:
-            return unknown(check, AREA, title, f"{described}; the GPUs' compute capability is unknown", evidence=refs)
+            return TORCH_CUDA_CHECK.unknown(f"{described}; the GPUs' compute capability is unknown", evidence=refs)
         note = "" if confirmed else " No running server confirms this is the serving Python."
-        return ok(
-            check,
-            AREA,
-            title,
+        return TORCH_CUDA_CHECK.ok(
             observed,
             expected=f"a CUDA ≥ {need_text} build whose arch list includes {arch}",
             explanation="The CUDA version of the build is new enough for these GPUs. The arch list itself is compiled "
@@ -81,10 +75,7 @@ def judge_torch_cuda(f: RuntimeFacts) -> Finding:
         revert="reinstall the previous torch version from the pip cache",
         persist="the installed package persists",
     )
-    return problem(
-        check,
-        AREA,
-        title,
+    return TORCH_CUDA_CHECK.problem_at(
         severity,
         observed,
         f"a CUDA ≥ {need_text} build whose arch list includes {arch}",
