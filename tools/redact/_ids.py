@@ -105,7 +105,26 @@ _LONE = re.compile(rf"(?m)^([ \t]*)({HEX}{{32}}|{UUID})([ \t]*\r?)$")
 _QUICK = re.compile(rf"(?i){HEX}{{2}}[:-]{HEX}{{2}}|{HEX}{{16}}|serial|uuid|asset|_id|machine|boot")
 """Text without any of these holds no identifier (most sysfs values): returned at once."""
 _LABEL_HINT = re.compile(r"(?i)serial|uuid|machine|boot|asset")
+_LABEL_WORDS = ("serial", "uuid", "machine", "boot", "asset")
 _SHAPE_HINT = re.compile(rf"{HEX}{{2}}:{HEX}{{2}}:|{HEX}{{4}}:{HEX}{{4}}:|(?i:gpu|mig)-{HEX}{{8}}-")
+_SHAPE_COLON = re.compile(rf":(?:(?<={HEX}{{2}}:){HEX}{{2}}:|(?<={HEX}{{4}}:){HEX}{{4}}:)")
+_SHAPE_DASH = re.compile(rf"-(?<=(?i:gpu|mig)-){HEX}{{8}}-")
+""":data:`_SHAPE_HINT` found from its colons and dashes (a search for a literal first is many times faster)."""
+
+
+def _label_hint(text: str) -> bool:
+    """``_LABEL_HINT.search(text)``; ASCII text (nearly all) lower-cased and searched for each word, which is faster."""
+    if not text.isascii():
+        return _LABEL_HINT.search(text) is not None
+    lowered = text.lower()
+    return any(word in lowered for word in _LABEL_WORDS)
+
+
+def _shape_hint(text: str) -> bool:
+    """``_SHAPE_HINT.search(text)``."""
+    return (":" in text and _SHAPE_COLON.search(text) is not None) or ("-" in text and _SHAPE_DASH.search(text) is not None)
+
+
 _LONE_HINT = re.compile(rf"{HEX}{{8}}")
 _FILE_HINT = re.compile(r"machine-id|boot_id|lxc-boot-id|/dmi/id/|serial")
 _PATH_LINE = re.compile(r"(?m)^(?P<path>/[^\s:]*):(?P<value>[^\r\n]*)")
@@ -392,9 +411,9 @@ def _stages(text: str, path: str, argv: Sequence[str], content: bool, tally: Tal
     out = text
     if _FILE_HINT.search(out):
         out = _headed(_path_lines(out, tally), tally) if "==> " in out else _path_lines(out, tally)
-    if _LABEL_HINT.search(out):
+    if _label_hint(out):
         out = _labelled(out, tally)
-    if _SHAPE_HINT.search(out):
+    if _shape_hint(out):
         out = _SHAPES.sub(lambda m: _shape(m, tally), out)
     if content and _LONE_HINT.search(out):
         out = _lone(out, tally)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from rigaudit.tools.redact._argv import ArgvWalk
 from rigaudit.tools.redact._names import secret_strength
@@ -165,16 +166,37 @@ def _named(text: str, tally: Tally | None) -> str:
         return text
     out: list[str] = []
     pos = 0
+    done: dict[str, _Done] = {}
     for hint in _NAME_HINT.finditer(lowered):
         start = text.rfind("\n", 0, hint.start()) + 1
         if start < pos:
             continue
         end = text.find("\n", hint.end())
         end = len(text) if end < 0 else end
-        out += [text[pos:start], _pairs(_assignments(text[start:end], tally), tally)]
+        out += [text[pos:start], _once(done, text[start:end], _named_line, tally)]
         pos = end
     out.append(text[pos:])
     return _entries(_blocks("".join(out), tally), tally)
+
+
+def _named_line(line: str, tally: Tally | None) -> str:
+    return _pairs(_assignments(line, tally), tally)
+
+
+_Done = tuple[str, tuple[tuple[str, int], ...]]
+
+
+def _once(done: dict[str, _Done], line: str, redact: Callable[[str, Tally | None], str], tally: Tally | None) -> str:
+    """``redact(line)``, done once for each distinct line of a text (``/proc/cpuinfo`` repeats its lines for each CPU):
+    a line's redaction depends on the line alone, and what it counted is counted again for each."""
+    known = done.get(line)
+    if known is None:
+        counted = Tally()
+        known = done[line] = (redact(line, counted), tuple(counted.items()))
+    if tally is not None:
+        for kind, n in known[1]:
+            tally.add(kind, n)
+    return known[0]
 
 
 _BLOCK_HINT = re.compile(r":[ \t]*[|>][+-]?\d*[ \t]*$", re.M)
@@ -191,6 +213,8 @@ _DIRECTIVE = re.compile(
 )
 """Directives whose next word is a password, anywhere in a line (a log line, a comment): Redis's ``requirepass``
 and ``masterauth``, snmpd's ``rocommunity``/``rwcommunity``, HAProxy's ``stats auth USER:PASS``."""
+_DIRECTIVE_HINT = ("requirepass", "masterauth", "community", "stats")
+"""What every directive holds, lower-cased."""
 _WORDS_LINE = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+)(?P<value>[^\s=:#][^\s]*)[ \t]*$", re.M)
 
 
@@ -218,7 +242,10 @@ def _entries(text: str, tally: Tally | None) -> str:
 
     if "value" in text:
         text = _ENTRY.sub(entry, text)
-    return _DIRECTIVE.sub(directive, _WORDS_LINE.sub(words_line, text))
+    text = _WORDS_LINE.sub(words_line, text)
+    if text.isascii() and not any(h in text.lower() for h in _DIRECTIVE_HINT):
+        return text  # (ASCII: what the case-blind pattern matches, lower-cased, holds one of them)
+    return _DIRECTIVE.sub(directive, text)
 
 
 def _blocks(text: str, tally: Tally | None) -> str:
@@ -251,23 +278,28 @@ def _options(text: str, tally: Tally | None) -> str:
         return text
     out = []
     walk: ArgvWalk | None = None
+    done: dict[str, _Done] = {}
     for line in text.splitlines(True):
-        words = line.split()
-        if len(words) != 1:
+        if line in done or len(line.split()) != 1:  # a command of its own: read with a walk of its own
             walk = None
-        if walk is None and len(words) != 1 and not _ARGV_HINT.search(line):
-            out.append(line)
+            out.append(_once(done, line, _command_line, tally))
             continue
-        if walk is None or len(words) != 1:
+        if walk is None:
             walk = ArgvWalk(tally)
-        parts = _WHITESPACE.split(line)
-        for i in range(0, len(parts), 2):
-            if parts[i]:
-                parts[i] = walk.word(parts[i], parts[i + 2] if i + 2 < len(parts) and parts[i + 2] else None)
-        out.append("".join(parts))
-        if len(words) != 1:
-            walk = None
+        out.append(_walk_line(walk, line))
     return "".join(out)
+
+
+def _command_line(line: str, tally: Tally | None) -> str:
+    return _walk_line(ArgvWalk(tally), line) if _ARGV_HINT.search(line) else line
+
+
+def _walk_line(walk: ArgvWalk, line: str) -> str:
+    parts = _WHITESPACE.split(line)
+    for i in range(0, len(parts), 2):
+        if parts[i]:
+            parts[i] = walk.word(parts[i], parts[i + 2] if i + 2 < len(parts) and parts[i + 2] else None)
+    return "".join(parts)
 
 
 def _shapes(text: str, tally: Tally | None) -> str:

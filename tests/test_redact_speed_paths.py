@@ -1,0 +1,59 @@
+"""tools/redact: the faster paths (a line redacted once per text, literal searches before patterns) give what the
+patterns give: the same hints, every repeated line redacted and counted."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rigaudit.tools.redact import REDACTED, Tally, redact_text
+from rigaudit.tools.redact._ids import _LABEL_HINT, _SHAPE_HINT, _label_hint, _shape_hint
+from rigaudit.tools.redact._text import _DIRECTIVE, _DIRECTIVE_HINT, _entries
+
+_PIECES = st.sampled_from(
+    [
+        *("0", "9", "a", "F", "e4", "c2", ":", "-", " ", "\n", "x", "z", "GPU", "mig", "gPu", "Serial", "UUID", "mAchine"),
+        *("BOOT", "asset", "ſerial", "İ", "K", "requirepass", "MasterAuth", "rocommunity", "STATS auth", "ſ", "\u212a"),
+        *("e4:c2:", "00a1:b2c4:", "GPU-", "MiG-", "deadbeef", "DEADBEEF-", "ab:", "1234:"),
+    ]
+)
+_TEXT = st.lists(_PIECES, max_size=40).map("".join)
+
+
+@given(_TEXT)
+def test_the_label_hint_is_the_patterns(text: str) -> None:
+    assert _label_hint(text) == (_LABEL_HINT.search(text) is not None)
+
+
+@given(_TEXT)
+def test_the_shape_hint_is_the_patterns(text: str) -> None:
+    assert _shape_hint(text) == (_SHAPE_HINT.search(text) is not None)
+
+
+@given(_TEXT)
+def test_a_text_without_a_directive_word_is_left_to_no_directive(text: str) -> None:
+    if text.isascii() and not any(h in text.lower() for h in _DIRECTIVE_HINT):
+        assert _DIRECTIVE.search(text) is None
+    assert _entries(text, None) == _entries(text, None)
+
+
+def test_a_repeated_secret_line_is_redacted_and_counted_each_time() -> None:
+    line = "export DB_PASSWORD=hunter2xyz\n"
+    tally = Tally()
+    out = redact_text(line * 3 + "flags : fpu pat pse\n" * 40, tally)
+    assert out.count(f"DB_PASSWORD={REDACTED}") == 3 and "hunter2" not in out
+    assert tally.total() == 3
+
+
+def test_a_repeated_command_line_is_redacted_and_counted_each_time() -> None:
+    ps = "  101 root  curl -u admin:hunter2 https://example.com/x\n"
+    tally = Tally()
+    out = redact_text(ps * 4 + "  102 root  sleep 60\n" * 30, tally)
+    assert out.count(f"admin:{REDACTED}") == 4 and "hunter2" not in out
+    assert tally.total() == 4
+
+
+def test_single_word_lines_are_still_one_command_after_a_repeated_line() -> None:
+    text = "a b\na b\nsshpass\n-p\nsecretpw\na b\n"
+    out = redact_text(text)
+    assert "secretpw" not in out and out.count("a b\n") == 3
