@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.investigators.nccl import premises
@@ -83,64 +85,86 @@ def _unread(f: NcclFacts) -> str | None:
     )
 
 
-def judge_nccl_env(f: NcclFacts) -> Finding:
-    refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
-    hits: list[tuple[EnvSource, str, Severity, str]] = []
+class Hit(NamedTuple):
+    """One override that costs something here, where it is set."""
+
+    source: EnvSource
+    setting: str
+    severity: Severity
+    why: str
+
+
+def _hits(f: NcclFacts) -> tuple[list[Hit], list[str]]:
+    """(the overrides that cost something, those harmless here with why) across every source read."""
+    hits: list[Hit] = []
     harmless: list[str] = []
     for source in f.sources:
         if source.variables is not None:
             bad, fine = _bad_settings(source.variables, bool(f.ib_devices), f.p2p)
-            hits += [(source, setting, sev, why) for setting, sev, why in bad]
+            hits += [Hit(source, setting, sev, why) for setting, sev, why in bad]
             harmless += [f"{text} in {source.name}" for text in fine]
+    return hits, harmless
+
+
+def _no_override(f: NcclFacts, harmless: list[str], refs: tuple[str, ...]) -> Finding:
     searched = [s.name for s in f.sources if s.variables is not None]
     unreadable = [f"{s.name} ({s.error})" for s in f.sources if s.variables is None]
-    if not hits and (why := _unread(f)) is not None:
-        return NCCL_ENV_CHECK.unknown(why, evidence=refs)
-    if not hits:
-        parts = []
-        if harmless:
-            parts += harmless
-        elif searched:
-            parts.append("no NCCL_P2P_DISABLE/P2P_LEVEL=LOC/SHM_DISABLE/IB_DISABLE override in " + ", ".join(searched))
-        if f.absent:
-            parts.append("absent: " + ", ".join(f.absent))
-        if not f.scan.servers:
-            parts.append(f"no inference server process found to read its environment ({f.scan.searched})")
-        if unreadable:
-            parts.append("not readable: " + ", ".join(unreadable))
-        return NCCL_ENV_CHECK.ok(
-            "; ".join(parts),
-            expected="no override that turns off P2P, SHM or IB",
-            explanation="NCCL picks P2P, SHM or network transports by topology; these variables force it off a "
-            "transport and are often left behind from debugging.",
-            evidence=refs,
-        )
-    severity: Severity = min((h[2] for h in hits), key=lambda sev: SEVERITY_ORDER[sev])
-    in_container = any(h[0].in_container for h in hits)
-    from_options = any(_from_runtime_options(h[0]) for h in hits)
+    parts = []
+    if harmless:
+        parts += harmless
+    elif searched:
+        parts.append("no NCCL_P2P_DISABLE/P2P_LEVEL=LOC/SHM_DISABLE/IB_DISABLE override in " + ", ".join(searched))
+    if f.absent:
+        parts.append("absent: " + ", ".join(f.absent))
+    if not f.scan.servers:
+        parts.append(f"no inference server process found to read its environment ({f.scan.searched})")
+    if unreadable:
+        parts.append("not readable: " + ", ".join(unreadable))
+    return NCCL_ENV_CHECK.ok(
+        "; ".join(parts),
+        expected="no override that turns off P2P, SHM or IB",
+        explanation="NCCL picks P2P, SHM or network transports by topology; these variables force it off a "
+        "transport and are often left behind from debugging.",
+        evidence=refs,
+    )
+
+
+def _override_fix(hits: list[Hit]) -> Fix:
+    """Remove each override where it is set (the container's definition, the container or the host), then restart."""
+    in_container = any(h.source.in_container for h in hits)
+    from_options = any(_from_runtime_options(h.source) for h in hits)
     actions = (
-        *(CommandAction(description=f"remove {setting} from {source.name}") for source, setting, _, _ in hits),
+        *(CommandAction(description=f"remove {h.setting} from {h.source.name}") for h in hits),
         CommandAction(description="restart the inference server (or its container) so the environment is read again"),
     )
-    fix = Fix(
+    return Fix(
         kind="restart",
         where="container_config" if from_options else "container" if in_container else "host",
-        summary="Remove the NCCL overrides and restart the server: " + ", ".join(sorted({h[1] for h in hits})),
+        summary="Remove the NCCL overrides and restart the server: " + ", ".join(sorted({h.setting for h in hits})),
         actions=actions,
         risk="low",
         verify="after the restart, tr '\\0' '\\n' < /proc/PID/environ | grep ^NCCL_ shows none of them, and NCCL_DEBUG=INFO "
         "logs 'via P2P' for the GPU channels",
-        revert="put the removed lines back and restart: " + "; ".join(f"{h[1]} in {h[0].name}" for h in hits),
+        revert="put the removed lines back and restart: " + "; ".join(f"{h.setting} in {h.source.name}" for h in hits),
         persist="the edited files are persistent",
     )
+
+
+def judge_nccl_env(f: NcclFacts) -> Finding:
+    refs = tuple(s.ref for s in f.sources) + tuple(file_ref(p) for p in f.absent) + (dir_ref(INFINIBAND),)
+    hits, harmless = _hits(f)
+    if not hits and (why := _unread(f)) is not None:
+        return NCCL_ENV_CHECK.unknown(why, evidence=refs)
+    if not hits:
+        return _no_override(f, harmless, refs)
     return NCCL_ENV_CHECK.problem_at(
-        severity,
-        "; ".join(f"{setting} in {source.name}" for source, setting, _, _ in hits),
+        min((h.severity for h in hits), key=lambda sev: SEVERITY_ORDER[sev]),
+        "; ".join(f"{h.setting} in {h.source.name}" for h in hits),
         "no override that turns off P2P, SHM or IB",
-        "; ".join(sorted({h[3] for h in hits})) + ". With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about "
+        "; ".join(sorted({h.why for h in hits})) + ". With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about "
         "half its bandwidth. Such overrides are sometimes a deliberate workaround for broken P2P (the IOMMU data "
         "corruption case): remove them only once p2p.bandwidth shows the data check passing on every pair.",
-        fix,
-        subjects=tuple(sorted({h[0].name for h in hits})),
+        _override_fix(hits),
+        subjects=tuple(sorted({h.source.name for h in hits})),
         evidence=refs,
     )

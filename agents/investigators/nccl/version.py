@@ -95,27 +95,27 @@ NCCL_VERSION_CHECK = Check(
 )
 
 
-def judge_nccl_version(f: NcclVersionFacts) -> Finding:
-    if not f.installs:
-        return NCCL_VERSION_CHECK.unknown(
-            f"no serving Python with torch found ({f.scan.searched}; {len(f.searched)} site-packages folders)"
+def _unpinned(judged: list[NcclInstall], refs: tuple[str, ...]) -> Finding:
+    """No torch here pins an NCCL wheel: nothing to compare the loaded NCCL with."""
+    why = "; ".join(
+        f"torch {i.torch.version or '?'} at {i.torch.site}: "
+        + (
+            "no torch-*.dist-info"
+            if i.torch_dist is None
+            else "its METADATA pins no nvidia-nccl wheel (source, conda or NGC build)"
         )
-    judged = [i for i in f.installs if i.torch.server is not None] or list(f.installs)
-    refs = tuple(r for i in judged for r in i.refs)
-    pinned = [i for i in judged if i.pin is not None]
-    if not pinned:
-        why = "; ".join(
-            f"torch {i.torch.version or '?'} at {i.torch.site}: "
-            + (
-                "no torch-*.dist-info"
-                if i.torch_dist is None
-                else "its METADATA pins no nvidia-nccl wheel (source, conda or NGC build)"
-            )
-            + (f", loads {i.loaded}" if i.loaded else "")
-            for i in judged
-        )
-        return NCCL_VERSION_CHECK.unknown(why, evidence=refs)
-    rows: list[tuple[NcclInstall, str, str, str]] = []
+        + (f", loads {i.loaded}" if i.loaded else "")
+        for i in judged
+    )
+    return NCCL_VERSION_CHECK.unknown(why, evidence=refs)
+
+
+Drift = tuple[NcclInstall, str, str, str]
+"""(install, ``loaded``/``installed``/``missing``, the NCCL version found, where) of an NCCL torch does not pin."""
+
+
+def _drifts(pinned: list[NcclInstall]) -> list[Drift]:
+    rows: list[Drift] = []
     for i in pinned:
         loaded = i.loaded_version()
         if loaded is not None and loaded != i.pin:
@@ -124,19 +124,19 @@ def judge_nccl_version(f: NcclVersionFacts) -> Finding:
             rows.append((i, "installed", i.wheel, f"{i.torch.site}/nvidia/nccl"))
         elif i.wheel is None and i.loaded is None:
             rows.append((i, "missing", "none", f"{i.torch.site}/nvidia/nccl"))
-    described = "; ".join(
-        f"torch {i.torch.version or '?'} pins NCCL {i.pin}, wheel {i.wheel or 'absent'}"
-        + (f", server loads {i.loaded}" if i.loaded else "")
-        for i in pinned
-    )
-    if not rows:
-        return NCCL_VERSION_CHECK.ok(described, expected="the NCCL version torch was built against", evidence=refs)
+    return rows
+
+
+def _drift_severity(rows: list[Drift]) -> Severity:
+    """Medium where a server runs an older (or no) NCCL than torch pins; low for a newer one or no server."""
     older = any(kind == "missing" or version_key(found) < version_key(i.pin or "") for i, kind, found, _ in rows)
-    severity: Severity = "medium" if older else "low"
-    if not any(i.torch.server for i, _, _, _ in rows):
-        severity = "low"
-    target = rows[0][0]
-    fix = Fix(
+    if not older or not any(i.torch.server for i, _, _, _ in rows):
+        return "low"
+    return "medium"
+
+
+def _pinned_nccl_fix(f: NcclVersionFacts, target: NcclInstall) -> Fix:
+    return Fix(
         kind="restart",
         where="container" if f.platform.in_container or _in_container(target) else "host",
         summary=f"Use the NCCL torch was built against ({target.pin}) and restart the server",
@@ -156,8 +156,28 @@ def judge_nccl_version(f: NcclVersionFacts) -> Finding:
         revert="pip install the previous nvidia-nccl version",
         persist="pin the version in the environment's requirements",
     )
+
+
+def judge_nccl_version(f: NcclVersionFacts) -> Finding:
+    if not f.installs:
+        return NCCL_VERSION_CHECK.unknown(
+            f"no serving Python with torch found ({f.scan.searched}; {len(f.searched)} site-packages folders)"
+        )
+    judged = [i for i in f.installs if i.torch.server is not None] or list(f.installs)
+    refs = tuple(r for i in judged for r in i.refs)
+    pinned = [i for i in judged if i.pin is not None]
+    if not pinned:
+        return _unpinned(judged, refs)
+    rows = _drifts(pinned)
+    described = "; ".join(
+        f"torch {i.torch.version or '?'} pins NCCL {i.pin}, wheel {i.wheel or 'absent'}"
+        + (f", server loads {i.loaded}" if i.loaded else "")
+        for i in pinned
+    )
+    if not rows:
+        return NCCL_VERSION_CHECK.ok(described, expected="the NCCL version torch was built against", evidence=refs)
     return NCCL_VERSION_CHECK.problem_at(
-        severity,
+        _drift_severity(rows),
         "; ".join(
             f"torch {i.torch.version or '?'} pins NCCL {i.pin}; {kind} {found} ({where})" for i, kind, found, where in rows
         ),
@@ -166,7 +186,7 @@ def judge_nccl_version(f: NcclVersionFacts) -> Finding:
         "older NCCL, picked up through LD_LIBRARY_PATH, a system package or a pip downgrade, lacks symbols and "
         "algorithms the build expects: initialization fails ('undefined symbol: nccl...') or collectives fall back "
         "to slower paths, and fixes for hangs are missing. A newer NCCL usually works but is untested with this build.",
-        fix,
+        _pinned_nccl_fix(f, rows[0][0]),
         subjects=tuple(i.torch.site for i, _, _, _ in rows),
         evidence=refs,
     )
