@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -42,6 +42,9 @@ from rigaudit.agents.llm.wire import arguments_text, content_text, strip_reasoni
 from rigaudit.tools.core import record
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.redact import digest_ids, redact_json, redact_text
+
+if TYPE_CHECKING:
+    import openai
 
 Message = dict[str, Any]
 TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
@@ -209,6 +212,28 @@ class _Accumulated(Record, frozen=False):
     usage: tuple[int, int] | None = None
 
 
+class _Tries(Record, frozen=False):
+    """Where one request's tries stand: the model, the answer format and completion limit, what was retried."""
+
+    model: str
+    formats: list[str | None]
+    """The answer formats to try, best first (:meth:`OpenAIChatModel._formats`); ``level`` is the one in use."""
+    max_tokens: int
+    retries: int
+    level: int = 0
+    sent: int = 0
+    """Requests sent (fallbacks and the length retry included)."""
+    attempt: int = 0
+    """Failed tries retried so far."""
+    limited: int = 0
+    """429s waited out at the shared pace."""
+    length_retried: bool = False
+    token_switched: bool = False
+    cut: ChatReply | None = None
+    """The answer cut at the limit, kept while it is asked again with twice the room."""
+    last_error: str = ""
+
+
 class OpenAIChatModel:
     """Chat completions with tool calling over any OpenAI-compatible endpoint."""
 
@@ -311,112 +336,132 @@ class OpenAIChatModel:
             raise LlmError(self.broken) from None
 
     async def _complete(self, request: ChatRequest) -> ChatReply:
+        """Try until an answer comes: a refused format falls back, a cut answer gets twice the room, failures are
+        retried with backoff (a 429 at the shared pace), what retrying cannot fix ends with one line."""
         import openai
 
-        model = dict(self.config.area_models).get(request.agent) or await self._model_name()
-        formats = self._formats(request)
-        level = sent = attempt = limited = 0
-        max_tokens = request.max_tokens
-        length_retried = token_switched = False
-        cut: ChatReply | None = None
-        retries = max(0, self.config.retries) + max(0, self.config.client_retries) if request.retries is None else request.retries
-        agent = request.agent
-        last_error = ""
+        configured = max(0, self.config.retries) + max(0, self.config.client_retries)
+        tries = _Tries(
+            model=dict(self.config.area_models).get(request.agent) or await self._model_name(),
+            formats=self._formats(request),
+            max_tokens=request.max_tokens,
+            retries=configured if request.retries is None else request.retries,
+        )
         while True:
-            answer_format = formats[level]
-            kwargs = self._kwargs(request, model, answer_format, max_tokens)
-            chars = sent_chars(kwargs)
             wait: float | None = None
             try:
-                sent += 1
-                try:
-                    reply = await self._metered(request, kwargs, chars, model)
-                except BudgetExhausted:
-                    if cut is not None:  # no room left to retry: the cut answer is what there is
-                        return cut
-                    raise
-                reply = normalized(reply)
-                self._observe(reply, chars, agent)
-                done = record.replace(
-                    reply,
-                    structured=answer_format == "json_schema",
-                    response_format=answer_format,
-                    attempts=sent,
-                    model=model,
-                )
-                if reply.finish_reason == "length" and not length_retried:
-                    length_retried, cut = True, done
-                    self.problems.note(
-                        "length",
-                        f"answers were cut at the completion limit (finish_reason length; {max_tokens:,} tokens): "
-                        "retried once with twice the room (raise max_completion_tokens for a reasoning model)",
-                        agent=agent,
-                    )
-                    if request.book is not None and not request.book.affordable(chars, max_tokens + 1):
-                        return done  # the budget has no more room than this answer had
-                    max_tokens *= 2
-                    continue
-                return done
+                done = await self._try(request, tries)
+                if done is not None:
+                    return done
+                continue  # cut at the limit: asked again with twice the room
             except openai.APIStatusError as exc:
-                status = exc.status_code
-                said = _server_message(exc)
-                if status in (400, 413, 422) and is_context_refusal(said):
-                    self.problems.note(
-                        "context",
-                        f"the server refused a prompt longer than its context (HTTP {status}: {said}): resent once shorter "
-                        "(the opening compact, tool results summarised, half the completion limit)",
-                        agent=agent,
-                    )
-                    raise PromptTooLong(f"the prompt is longer than the server's context: HTTP {status}: {said}") from None
-                if answer_format is not None and status in FORMAT_REFUSALS and level + 1 < len(formats):
-                    level += 1
-                    then = formats[level] or "plain JSON asked for in words"
-                    self.problems.note(
-                        f"format:{answer_format}:{status}",
-                        f"the server refused response_format {answer_format} (HTTP {status}): those requests fell back to {then}",
-                        agent=agent,
-                    )
+                if self._adapted(exc, request, tries):
                     continue
-                if status == 400 and not token_switched and _wants_other_token_field(exc, self.token_field):
-                    token_switched = True
-                    self.token_field = _other(self.token_field)
-                    self.problems.note(
-                        "token-field",
-                        f"the server asked for {self.token_field} instead of {_other(self.token_field)}: sent so from then on "
-                        f"(set token_field to {self.token_field})",
-                        agent=agent,
-                    )
-                    continue
-                if status in (401, 403):
-                    raise _Fatal(
-                        f"the model server refused the key (HTTP {status}): set the key's variable (--api-key-env)"
-                    ) from None
-                if status == 404:
-                    raise _Fatal(
-                        f"HTTP 404 from {self.config.base_url}: is the URL the server's .../v1 and {model!r} served there?"
-                    ) from None
-                if status not in (408, 409, 429) and status < 500:
-                    raise LlmError(f"the model server rejected the request: HTTP {status}: {said}") from None
-                last_error = f"HTTP {status}: {said}"
                 wait = retry_after(exc)
-                if status == 429 and limited < RATE_LIMITED_TRIES:
-                    limited += 1  # the shared gate holds every agent back (_metered): not a retry of its own
+                if exc.status_code == 429 and tries.limited < RATE_LIMITED_TRIES:
+                    tries.limited += 1  # the shared gate holds every agent back (_metered): not a retry of its own
                     continue
-            except openai.APITimeoutError:
-                last_error = f"no answer within {self.config.request_timeout_s:g} s"
-            except openai.APIConnectionError as exc:
-                last_error = f"cannot reach {self.config.base_url or 'OpenAI'}: {_one_line(exc)}"
-                if attempt >= retries:
-                    raise _Fatal(f"the model server failed {attempt + 1} times: {last_error}") from None
-            except (openai.APIResponseValidationError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                last_error = f"malformed answer: {_one_line(exc)}"
-            except openai.APIError as exc:  # an error event in a stream (OpenRouter: the provider failed mid-answer)
-                last_error = f"the stream broke: {_one_line(exc)}"
-            if attempt >= retries:
-                raise LlmError(f"the model server failed {attempt + 1} times: {last_error}")
-            backoff = min(self.config.backoff_cap_s, self.config.backoff_s * 2**attempt)
+            except (openai.APIError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                tries.last_error = self._trouble(exc, tries)
+            if tries.attempt >= tries.retries:
+                raise LlmError(f"the model server failed {tries.attempt + 1} times: {tries.last_error}")
+            backoff = min(self.config.backoff_cap_s, self.config.backoff_s * 2**tries.attempt)
             await anyio.sleep(min(self.config.backoff_cap_s, wait) if wait is not None else backoff)
-            attempt += 1
+            tries.attempt += 1
+
+    async def _try(self, request: ChatRequest, tries: _Tries) -> ChatReply | None:
+        """One try at the current answer format and completion limit: its answer, or ``None`` when it was cut
+        at the limit and is to be asked again with twice the room."""
+        answer_format = tries.formats[tries.level]
+        kwargs = self._kwargs(request, tries.model, answer_format, tries.max_tokens)
+        chars = sent_chars(kwargs)
+        tries.sent += 1
+        try:
+            reply = await self._metered(request, kwargs, chars, tries.model)
+        except BudgetExhausted:
+            if tries.cut is not None:  # no room left to retry: the cut answer is what there is
+                return tries.cut
+            raise
+        reply = normalized(reply)
+        self._observe(reply, chars, request.agent)
+        done = record.replace(
+            reply,
+            structured=answer_format == "json_schema",
+            response_format=answer_format,
+            attempts=tries.sent,
+            model=tries.model,
+        )
+        if reply.finish_reason != "length" or tries.length_retried:
+            return done
+        tries.length_retried, tries.cut = True, done
+        self.problems.note(
+            "length",
+            f"answers were cut at the completion limit (finish_reason length; {tries.max_tokens:,} tokens): "
+            "retried once with twice the room (raise max_completion_tokens for a reasoning model)",
+            agent=request.agent,
+        )
+        if request.book is not None and not request.book.affordable(chars, tries.max_tokens + 1):
+            return done  # the budget has no more room than this answer had
+        tries.max_tokens *= 2
+        return None
+
+    def _adapted(self, exc: openai.APIStatusError, request: ChatRequest, tries: _Tries) -> bool:
+        """A refusal the next try can meet (another answer format, the other completion-limit field): ``True``;
+        one no retry can meet raises; else ``False``, the reason in ``tries.last_error``, to retry."""
+        status, said, agent = exc.status_code, _server_message(exc), request.agent
+        answer_format = tries.formats[tries.level]
+        if status in (400, 413, 422) and is_context_refusal(said):
+            self.problems.note(
+                "context",
+                f"the server refused a prompt longer than its context (HTTP {status}: {said}): resent once shorter "
+                "(the opening compact, tool results summarised, half the completion limit)",
+                agent=agent,
+            )
+            raise PromptTooLong(f"the prompt is longer than the server's context: HTTP {status}: {said}") from None
+        if answer_format is not None and status in FORMAT_REFUSALS and tries.level + 1 < len(tries.formats):
+            tries.level += 1
+            then = tries.formats[tries.level] or "plain JSON asked for in words"
+            self.problems.note(
+                f"format:{answer_format}:{status}",
+                f"the server refused response_format {answer_format} (HTTP {status}): those requests fell back to {then}",
+                agent=agent,
+            )
+            return True
+        if status == 400 and not tries.token_switched and _wants_other_token_field(exc, self.token_field):
+            tries.token_switched = True
+            self.token_field = _other(self.token_field)
+            self.problems.note(
+                "token-field",
+                f"the server asked for {self.token_field} instead of {_other(self.token_field)}: sent so from then on "
+                f"(set token_field to {self.token_field})",
+                agent=agent,
+            )
+            return True
+        if status in (401, 403):
+            raise _Fatal(f"the model server refused the key (HTTP {status}): set the key's variable (--api-key-env)") from None
+        if status == 404:
+            raise _Fatal(
+                f"HTTP 404 from {self.config.base_url}: is the URL the server's .../v1 and {tries.model!r} served there?"
+            ) from None
+        if status not in (408, 409, 429) and status < 500:
+            raise LlmError(f"the model server rejected the request: HTTP {status}: {said}") from None
+        tries.last_error = f"HTTP {status}: {said}"
+        return False
+
+    def _trouble(self, exc: BaseException, tries: _Tries) -> str:
+        """Why a try got no answer (to retry), in one line; an unreachable server after the last retry is fatal."""
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return f"no answer within {self.config.request_timeout_s:g} s"
+        if isinstance(exc, openai.APIConnectionError):
+            error = f"cannot reach {self.config.base_url or 'OpenAI'}: {_one_line(exc)}"
+            if tries.attempt >= tries.retries:
+                raise _Fatal(f"the model server failed {tries.attempt + 1} times: {error}") from None
+            return error
+        if isinstance(exc, openai.APIResponseValidationError) or not isinstance(exc, openai.APIError):
+            return f"malformed answer: {_one_line(exc)}"
+        return f"the stream broke: {_one_line(exc)}"  # an error event in a stream (OpenRouter: the provider failed)
 
     async def _metered(self, request: ChatRequest, kwargs: dict[str, Any], chars: int, model: str) -> ChatReply:
         """One try: a request slot (the wait not counted against the agent's time), then the budget pays

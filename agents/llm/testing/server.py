@@ -416,78 +416,82 @@ class _Handler(LoopbackHandler):
         self.send_body(200, json.dumps(payload).encode())
 
     def _stream(self, body: dict[str, Any], reply: Reply) -> None:
-        ident, created, model = (
-            f"chatcmpl-{uuid.uuid4().hex[:12]}",
-            int(time.time()),
-            body.get("model") or self.server.state.model,
-        )
+        """The reply as server-sent events: the content in three pieces, then each tool call, then usage."""
         out = self._render(body, reply)
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            return {
-                "id": ident,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            }
-
+        chunks = _Chunks(f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), body.get("model") or self.server.state.model)
         quirks, state = self.server.state.quirks, self.server.state
         with state.lock:
             key = state.route(body)
             state.streams[key] = n = state.streams.get(key, 0) + 1
             broken = quirks.stream_error_every > 0 and n % quirks.stream_error_every == 0
         self.start_events()
-        self.event(chunk({"role": "assistant", "content": ""}))
+        self.event(chunks.delta({"role": "assistant", "content": ""}))
         if out.reasoning:
-            self.event(chunk({"reasoning_content": out.reasoning}))
-        text = out.content or ""
+            self.event(chunks.delta({"reasoning_content": out.reasoning}))
+        if not self._stream_content(chunks, out.content or "", broken=broken):
+            self.event({"error": {"message": "Provider returned error", "code": 502}, "id": chunks.ident})
+            self.end_events()
+            return
+        self._stream_calls(chunks, out.calls)
+        self.event(chunks.delta({}, out.finish))
+        options = body.get("stream_options") or {}
+        if isinstance(options, dict) and options.get("include_usage") and out.usage is not None:
+            self.event({**chunks.delta({}), "choices": [], "usage": out.usage})
+        self.end_events()
+
+    def _stream_content(self, chunks: _Chunks, text: str, *, broken: bool) -> bool:
+        """The content in three pieces; ``False`` where the stream breaks after the first (OpenRouter: the provider
+        failed after the answer began)."""
+        parts = self.server.state.quirks.content_parts
         step = max(1, len(text) // 3)
         for start in range(0, len(text), step):
             piece = text[start : start + step]
-            self.event(chunk({"content": _parts(piece) if quirks.content_parts else piece}))
-            if broken:  # OpenRouter: the provider failed after the answer began
-                self.event({"error": {"message": "Provider returned error", "code": 502}, "id": ident})
-                self.end_events()
-                return
-        if broken:
-            self.event({"error": {"message": "Provider returned error", "code": 502}, "id": ident})
-            self.end_events()
-            return
-        if quirks.stream_without_index:  # Gemini: each call whole, with its id and no index
-            for index, spec in enumerate(out.calls):
+            self.event(chunks.delta({"content": _parts(piece) if parts else piece}))
+            if broken:
+                return False
+        return not broken
+
+    def _stream_calls(self, chunks: _Chunks, calls: Sequence[ToolCallSpec]) -> None:
+        """Each tool call: its head (index, id, name) then its arguments in two pieces; without ``index``, each whole
+        in one delta with its id (Gemini's compatibility layer)."""
+        if self.server.state.quirks.stream_without_index:
+            for index, spec in enumerate(calls):
                 whole = {
                     "id": self._call_id(index),
                     "type": "function",
                     "function": {"name": spec.name, "arguments": spec.arguments},
                 }
-                self.event(chunk({"tool_calls": [whole]}))
-        for index, spec in enumerate(() if quirks.stream_without_index else out.calls):
+                self.event(chunks.delta({"tool_calls": [whole]}))
+            return
+        for index, spec in enumerate(calls):
             head = {
                 "index": index,
                 "id": self._call_id(index),
                 "type": "function",
                 "function": {"name": spec.name, "arguments": ""},
             }
-            self.event(chunk({"tool_calls": [head]}))
+            self.event(chunks.delta({"tool_calls": [head]}))
             half = len(spec.arguments) // 2
             for piece in (spec.arguments[:half], spec.arguments[half:]):
                 if piece:
-                    self.event(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
-        self.event(chunk({}, out.finish))
-        options = body.get("stream_options") or {}
-        if isinstance(options, dict) and options.get("include_usage") and out.usage is not None:
-            self.event(
-                {
-                    "id": ident,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [],
-                    "usage": out.usage,
-                }
-            )
-        self.end_events()
+                    self.event(chunks.delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+
+
+class _Chunks(Record):
+    """The frame of one streamed answer's chunks: its id, time and model."""
+
+    ident: str
+    created: int
+    model: str
+
+    def delta(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.ident,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
 
 def _context_refusal(style: str, context: int, asked: int, room: int) -> tuple[int, dict[str, Any]]:
