@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from rigaudit.tools.redact import REDACTED, Tally, redact_text
 from rigaudit.tools.redact._ids import _LABEL_HINT, _SHAPE_HINT, _label_hint, _shape_hint
-from rigaudit.tools.redact._text import _DIRECTIVE, _DIRECTIVE_HINT, _entries
+from rigaudit.tools.redact._spaced import _DIRECTIVE, _DIRECTIVE_HINT
+from rigaudit.tools.redact._text import _entries
 
 _PIECES = st.sampled_from(
     [

@@ -171,9 +171,12 @@ class ArgvWalk:
         if self.program in _URL_TOOLS and name in _USERPASS:
             self.hide = "userpass"
             return f"{name}={self._hidden(value)}" if value else word
-        if name == "-k" and value is None:
+        if name in ("-k", "--key") and value is None:
             self.hide = "key"  # a key, unless the next word is a URL, a path or a number (curl -k URL)
             return word
+        if name == "--key" and value and value != REDACTED and not _plain(value):
+            self._count()
+            return f"{name}={REDACTED}"
         if not is_secret_name(name):
             return word
         if value is None:

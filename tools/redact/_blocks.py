@@ -25,7 +25,8 @@ from rigaudit.tools.redact._argv import redact_words
 from rigaudit.tools.redact._names import is_allowed_variable, is_secret_name
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES
 from rigaudit.tools.redact._tally import Tally
-from rigaudit.tools.redact._text import redact_text, secret_value
+from rigaudit.tools.redact._text import redact_text
+from rigaudit.tools.redact._values import secret_value
 
 _PROC = r"^/proc/[^/]+(?:/task/[^/]+)?/"
 PROC_ENVIRON = re.compile(_PROC + r"environ$")

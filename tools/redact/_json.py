@@ -30,7 +30,8 @@ from rigaudit.tools.redact._blocks import PROC_CMDLINE, PROC_ENVIRON, redact_arg
 from rigaudit.tools.redact._ids import digest_ids, digest_nvml, learn_config
 from rigaudit.tools.redact._shapes import REDACTED
 from rigaudit.tools.redact._tally import Tally
-from rigaudit.tools.redact._text import redact_text, secret_value
+from rigaudit.tools.redact._text import redact_text
+from rigaudit.tools.redact._values import secret_value
 
 ID_KEYS = frozenset({"id", "tool_call_id", "call_id"})
 _OUTPUT_KEYS = frozenset({"stdout", "stderr"})

@@ -164,3 +164,14 @@ def is_allowed_variable(name: str) -> bool:
     if is_secret_name(name):
         return False
     return name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES)
+
+
+@functools.lru_cache(maxsize=8192)
+def names_credential(name: str) -> bool:
+    """Whether a secret name names the credential itself: its last word is a credential word (``db.password``,
+    ``auth_token``, ``apitoken``, ``PGPASSWORD``), not a setting about one (``key_size``, ``PasswordAuthentication``)."""
+    parts = words(name)
+    if not parts:
+        return False
+    last = parts[-1]
+    return last in SECRET_WORDS or any(last.endswith(end) for end in _GLUED_ENDS) or any(g in last for g in _GLUED)

@@ -20,16 +20,20 @@ from rigaudit.tools.redact._argv import ArgvWalk
 from rigaudit.tools.redact._names import secret_strength
 from rigaudit.tools.redact._records import redact_records
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
+from rigaudit.tools.redact._spaced import directives, inline, words_lines
 from rigaudit.tools.redact._tally import Tally
+from rigaudit.tools.redact._values import secret_value
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*)=")
 """``name=``: an environment name, or a dotted or dashed key (``rd.auth_token=``, ``db.password=``, ``foo-password=``)."""
 _FLAG_AFTER = re.compile(r"\s--?[A-Za-z]")
+_COMMENT = r"(?:(?:#+|;+|/{2,}|!)[ \t]*)?"
+"""A comment marker a pair may hide behind (``# password: x``, ``; password = x``)."""
 _LINE_START = re.compile(r"(?:export\s+|declare\s+-x\s+|set\s+|setenv\s+)?", re.ASCII)
 _JSON_PAIR = re.compile(r"([\"'])([A-Za-z_][\w.-]*)\1(\s*:\s*)([\"'])((?:(?!\4)[^\\]|\\.)*)\4")
-_YAML_PAIR = re.compile(r"^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.-]*)([ \t]*:[ \t]+)(?![{\[&*#])(\S[^\r\n]*)", re.M)
-_INI_PAIR = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+=[ \t]*|=[ \t]+)(\S[^\r\n]*)", re.M)
+_YAML_PAIR = re.compile(rf"^([ \t]*{_COMMENT}(?:-[ \t]+)?)([A-Za-z_][\w.-]*)([ \t]*:[ \t]+)(?![{{\[&*#])(\S[^\r\n]*)", re.M)
+_INI_PAIR = re.compile(rf"^([ \t]*{_COMMENT})([A-Za-z_][\w.-]*)([ \t]+=[ \t]*|=[ \t]+)(\S[^\r\n]*)", re.M)
 _HEADER = re.compile(
     r"(?:^|(?<=[\s\"'{(,;]))([A-Za-z][\w-]*)([ \t]*:[ \t]*)"
     r"(?!(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]+<redacted>)"
@@ -38,14 +42,12 @@ _HEADER = re.compile(
 )
 _COOKIE = re.compile(r"(?im)\b((?:set-)?cookie[ \t]*:(?![ \t]*<redacted>)[ \t]*)([^\r\n\"']+)")
 _XML = re.compile(r"<([A-Za-z_][\w.-]*)(\s[^<>]*)?>([^<]{1,4096})</\1\s*>")
-_SCALAR = re.compile(r"[\"']?(?:-?\d+(?:\.\d+)?|0x[0-9A-Fa-f]+|true|false|yes|no|on|off|none|null|nil|\*+)[\"']?", re.I)
-_HEX = re.compile(r"[0-9A-Fa-f:-]+")
 _WHITESPACE = re.compile(r"(\s+)")
 _ARGV_HINT = re.compile(r"(?:^|\s)--?[A-Za-z]|\bmc(?:li)?\s+(?:alias\s+set|config\s+host\s+add)\s")
 """A line worth walking as a command line: a flag, or a program that takes a secret as a plain argument."""
 """A line that holds a flag: only those can hold a credential flag's value (``ps`` output, scripts)."""
 _NAME_HINT = re.compile(
-    r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat|psk|sess|community"
+    r"key|token|secret|pass|pwd|pw|auth|cred|cookie|bearer|dsn|sig|webhook|jwt|otp|sas|pat|psk|sess|community|identified"
 )
 """Every secret name holds one of these (lower-cased): lines without any need no name rule."""
 
@@ -53,20 +55,6 @@ _NAME_HINT = re.compile(
 def _count(tally: Tally | None, kind: str) -> None:
     if tally is not None:
         tally.add(kind)
-
-
-def secret_value(name: str, value: str, *, loose: bool = False) -> bool:
-    """Whether ``value`` of ``name`` is to be redacted: a secret name, and not a number or boolean of a weak one.
-
-    ``loose`` (a ``name: value`` inside a line of prose, a log line) also keeps a weak name's hex ids
-    (``kernel key: 3a5f...``)."""
-    strength = secret_strength(name)
-    if strength == 0 or not value or REDACTED in value:
-        return False
-    if strength == 2:
-        return True
-    bare = value.strip()
-    return _SCALAR.fullmatch(bare) is None and not (loose and _HEX.fullmatch(bare))
 
 
 def _value_end(text: str, start: int) -> int:
@@ -180,7 +168,7 @@ def _named(text: str, tally: Tally | None) -> str:
 
 
 def _named_line(line: str, tally: Tally | None) -> str:
-    return _pairs(_assignments(line, tally), tally)
+    return inline(_pairs(_assignments(line, tally), tally), tally)
 
 
 _Done = tuple[str, tuple[tuple[str, int], ...]]
@@ -208,18 +196,16 @@ _ENTRY = re.compile(
     r"(?P<indent>[ \t]*)value[ \t]*:[ \t]*(?P<value>\S[^\n]*)",
     re.M,
 )
-_DIRECTIVE = re.compile(
-    r"(?<![\w.-])((?:requirepass|masterauth|r[ow]community6?|stats[ \t]+auth)[ \t]+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)", re.I
+_FLOW_ENTRY = re.compile(
+    r"\b(?:name|key)(?P<q1>[\"']?)[ \t]*[:=][ \t]*(?P<q2>[\"']?)(?P<name>[A-Za-z_][\w.-]*)(?P=q2)[ \t]*,?[ \t]*"
+    r"(?P<q3>[\"']?)value(?P=q3)[ \t]*[:=][ \t]*(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s,}\"'/>]+))"
 )
-"""Directives whose next word is a password, anywhere in a line (a log line, a comment): Redis's ``requirepass``
-and ``masterauth``, snmpd's ``rocommunity``/``rwcommunity``, HAProxy's ``stats auth USER:PASS``."""
-_DIRECTIVE_HINT = ("requirepass", "masterauth", "community", "stats")
-"""What every directive holds, lower-cased."""
-_WORDS_LINE = re.compile(r"^([ \t]*)([A-Za-z_][\w.-]*)([ \t]+)(?P<value>[^\s=:#][^\s]*)[ \t]*$", re.M)
+"""An entry on one line: ``{name: DB_PASSWORD, value: x}`` (YAML flow), ``<add key="ApiKey" value="x"/>`` (XML)."""
 
 
 def _entries(text: str, tally: Tally | None) -> str:
-    """``- name: OPENAI_API_KEY`` then ``value: ...`` (Kubernetes env), and ``requirepass VALUE`` lines."""
+    """``- name: OPENAI_API_KEY`` then ``value: ...`` (Kubernetes env), entries on one line, ``KEY VALUE`` lines and
+    ``requirepass VALUE`` directives (:mod:`._spaced`)."""
 
     def entry(m: re.Match[str]) -> str:
         value = m.group("value").rstrip()
@@ -228,24 +214,19 @@ def _entries(text: str, tally: Tally | None) -> str:
         _count(tally, "credential")
         return m.group(0)[: m.start("value") - m.start(0)] + REDACTED
 
-    def words_line(m: re.Match[str]) -> str:
-        if secret_strength(m.group(2)) < 2 or REDACTED in m.group("value"):
+    def flow(m: re.Match[str]) -> str:
+        group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
+        if not m.group(group) or not secret_value(m.group("name"), "x") or REDACTED in m.group(group):
             return m.group(0)
         _count(tally, "credential")
-        return f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}"
-
-    def directive(m: re.Match[str]) -> str:
-        if REDACTED in m.group(2):
-            return m.group(0)
-        _count(tally, "credential")
-        return m.group(1) + REDACTED
+        start, end = m.start(group) - m.start(0), m.end(group) - m.start(0)
+        return m.group(0)[:start] + REDACTED + m.group(0)[end:]
 
     if "value" in text:
         text = _ENTRY.sub(entry, text)
-    text = _WORDS_LINE.sub(words_line, text)
-    if text.isascii() and not any(h in text.lower() for h in _DIRECTIVE_HINT):
-        return text  # (ASCII: what the case-blind pattern matches, lower-cased, holds one of them)
-    return _DIRECTIVE.sub(directive, text)
+        if "name" in text or "key" in text:
+            text = _FLOW_ENTRY.sub(flow, text)
+    return directives(words_lines(text, tally), tally)
 
 
 def _blocks(text: str, tally: Tally | None) -> str:
@@ -342,9 +323,11 @@ def _random(text: str, tally: Tally | None) -> str:
 
 
 _QUICK = re.compile(
-    r"[=:$<-]|[A-Za-z0-9+/_]{16}|[Bb]earer|[Bb]asic|[Tt]oken|BEARER|BASIC|TOKEN|[Pp]ass|PASS|[Aa]uth|AUTH|[Ss]ecret|SECRET|ommunity"
+    r"[=:$<-]|[A-Za-z0-9+/_]{16}|[BbTtPpAaSsKkCcIi](?:earer|asic|EARER|ASIC|oken|OKEN|ass|ASS|wd|WD|sk|SK|uth|UTH"
+    r"|ecret|ECRET|ey|EY|red|RED|dentified|DENTIFIED)|ommunity"
 )
-"""Text without any of these holds no secret (most sysfs values): it is returned at once."""
+"""Text without any of these holds no secret (most sysfs values): it is returned at once. (A first letter, then the
+rest of each word: faster than an alternation of whole words.)"""
 
 
 _NETRC = re.compile(r"(?<!\S)((?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+)(\S+)")
