@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rigaudit.tools.redact import REDACTED, Tally, redact_text
+from rigaudit.tools.redact import REDACTED, Tally, digest_ids, redact_text
 from rigaudit.tools.redact._ids import _LABEL_HINT, _SHAPE_HINT, _label_hint, _shape_hint
 from rigaudit.tools.redact._spaced import _DIRECTIVE, _DIRECTIVE_HINT
 from rigaudit.tools.redact._text import _entries
@@ -58,3 +58,20 @@ def test_single_word_lines_are_still_one_command_after_a_repeated_line() -> None
     text = "a b\na b\nsshpass\n-p\nsecretpw\na b\n"
     out = redact_text(text)
     assert "secretpw" not in out and out.count("a b\n") == 3
+
+
+def test_a_short_file_is_digested_by_what_its_path_says_whatever_was_read_before() -> None:
+    value = "4c4c4544004a3010804bc4c04f575432\n"
+    assert digest_ids(value, path="/sys/class/net/eth0/mtu", content=True) != value  # a lone 32-hex id
+    assert digest_ids("1500\n", path="/sys/class/net/eth0/mtu", content=True) == "1500\n"
+    serial = "PXR4410071234\n"
+    assert digest_ids(serial, path="/sys/class/net/eth0/address_len", content=True) == serial
+    dmi = digest_ids(serial, path="/sys/class/dmi/id/board_serial", content=True)
+    assert dmi.startswith("serial:") and digest_ids(serial, path="/sys/class/dmi/id/chassis_serial", content=True) == dmi
+
+
+def test_a_short_file_counts_its_identifiers_each_time() -> None:
+    tally = Tally()
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        digest_ids("4c4c4544004a3010804bc4c04f575432\n", path=path, content=True, tally=tally)
+    assert tally["identifier"] == 2

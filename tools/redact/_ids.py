@@ -332,12 +332,35 @@ def digest_ids(text: str, *, path: str = "", argv: Sequence[str] = (), content: 
     ``path``: the file ``text`` is the content of; ``argv``: the command whose output it is (with the paths the
     kernel resolved its words to, where known); ``content``: ``text`` is a file's content or a command's output
     (not a path, a name or a model's words), where a line holding only an id is one."""
-    if not path and not argv and len(text) <= 512:
-        out, found = _short(text, content, _known.generation())
+    if not argv and len(text) <= 512:
+        key = (text, content, file_kind(path), _binary_kind(path), _known.generation()) if path else None
+        out, found = _short(text, content, _known.generation()) if key is None else _short_file(key, path)
         if tally is not None and found:
             tally.add("identifier", found)
         return text if out == text else out
     return _digest(text, path, argv, content, tally)
+
+
+def _binary_kind(path: str) -> str:
+    """``config`` or ``vpd`` for a sysfs PCI configuration space or VPD (whose dumps' serials are zeroed), else ``""``."""
+    name = posixpath.basename(path)
+    return name if name in ("config", "vpd") and "/sys/" in f"/{path}" else ""
+
+
+_FILES: dict[tuple[str, bool, str | None, str, int], tuple[str, int]] = {}
+"""A short file's digests, by what its path says of it (:func:`file_kind`, :func:`_binary_kind`): all a digest reads
+of a path. Sysfs values repeat across files (``0``, ``performance``, a vendor id): each is done once while no value
+is learned."""
+
+
+def _short_file(key: tuple[str, bool, str | None, str, int], path: str) -> tuple[str, int]:
+    done = _FILES.get(key)
+    if done is None:
+        if len(_FILES) >= 16384:
+            _FILES.clear()
+        tally = Tally()
+        done = _FILES[key] = (_digest(key[0], path, (), key[1], tally), tally["identifier"])
+    return done
 
 
 @functools.lru_cache(maxsize=16384)
