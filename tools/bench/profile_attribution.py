@@ -230,47 +230,66 @@ def _signals(r: Readings, inputs: ProfileInputs | None, windows: int) -> list[st
     return notes
 
 
+def _streaming(inputs: ProfileInputs | None, streams: float) -> tuple[float | None, str]:
+    """Weight and KV streaming per token, and how it was found (or why not)."""
+    streaming = inputs.streaming_s(streams) if inputs is not None else None
+    if inputs is not None and inputs.model is not None and streaming is None:
+        return None, "not attributed: the achievable bandwidth is unknown (--bandwidth-gbs or --measure-bandwidth)"
+    if inputs is not None and streaming is not None:
+        step = inputs.step_bytes(streams) or 0.0
+        return streaming, (
+            f"{step / 1e9:,.3f} GB per GPU per step ({streams:.2f} streams, {inputs.context_tokens:,.0f} context tokens each) "
+            f"/ {inputs.bandwidth_gbs:,.0f} GB/s ({inputs.bandwidth_source})"
+        )
+    return streaming, "not attributed: describe the model (--config, or --params-b with --bytes-per-param)"
+
+
+def _communication(inputs: ProfileInputs | None, streams: float) -> tuple[float | None, str]:
+    """The all-reduces per token, and how they were found (or why not)."""
+    found = inputs.comm_s(streams) if inputs is not None else None
+    if found is not None:
+        return found
+    if inputs is not None and inputs.tp == 1:
+        return 0.0, "one GPU per model copy: no all-reduce"
+    return None, "not attributed: the layer count or the tensor-parallel size is unknown"
+
+
+def _idle(r: Readings, t: float) -> tuple[float | None, str]:
+    """GPU idle between kernels per token, from NVML's utilisation (or why not measured)."""
+    if r.util_pct is None:
+        return None, "not measured: no NVML utilisation samples in the level's runs"
+    return (1 - r.util_pct / 100) * t, f"(1 - {r.util_pct:.1f}% NVML utilisation) x {t * 1e3:,.3f} ms"
+
+
+def _remainder_how(remainder: float, unknown: list[str]) -> str:
+    if remainder < 0:
+        return f"none: the other terms exceed the measured time by {-remainder * 1e3:,.3f} ms"
+    return "what is left of the measured time" + (f" (includes {', '.join(unknown)}: not attributed)" if unknown else "")
+
+
 def attribute(load: LevelLoad, r: Readings, inputs: ProfileInputs | None, windows: int = 1) -> LevelAttribution:
     """Split one level's measured time per output token into the four terms and name what holds the gap."""
     t = load.latency_s / load.tokens if load.tokens else 0.0
     streams = load.latency_s / load.wall_s if load.wall_s > 0 else 1.0
     notes: list[str] = []
-    streaming = inputs.streaming_s(streams) if inputs is not None else None
-    streaming_how = "not attributed: describe the model (--config, or --params-b with --bytes-per-param)"
-    if inputs is not None and inputs.model is not None and streaming is None:
-        streaming_how = "not attributed: the achievable bandwidth is unknown (--bandwidth-gbs or --measure-bandwidth)"
-    elif inputs is not None and streaming is not None:
-        step = inputs.step_bytes(streams) or 0.0
-        streaming_how = (
-            f"{step / 1e9:,.3f} GB per GPU per step ({streams:.2f} streams, {inputs.context_tokens:,.0f} context tokens each) "
-            f"/ {inputs.bandwidth_gbs:,.0f} GB/s ({inputs.bandwidth_source})"
-        )
-    comm_found = inputs.comm_s(streams) if inputs is not None else None
-    if comm_found is not None:
-        comm, comm_how = comm_found
-    elif inputs is not None and inputs.tp == 1:
-        comm, comm_how = 0.0, "one GPU per model copy: no all-reduce"
-    else:
-        comm, comm_how = None, "not attributed: the layer count or the tensor-parallel size is unknown"
-    idle = (1 - r.util_pct / 100) * t if r.util_pct is not None else None
-    idle_how = (
-        f"(1 - {r.util_pct:.1f}% NVML utilisation) x {t * 1e3:,.3f} ms"
-        if r.util_pct is not None
-        else "not measured: no NVML utilisation samples in the level's runs"
-    )
+    streaming, streaming_how = _streaming(inputs, streams)
+    comm, comm_how = _communication(inputs, streams)
+    idle, idle_how = _idle(r, t)
     known = [v for v in (streaming, comm, idle) if v is not None]
     remainder = t - sum(known)
     unknown = [name for name, v in (("streaming", streaming), ("communication", comm), ("idle", idle)) if v is None]
-    rest_how = "what is left of the measured time" + (f" (includes {', '.join(unknown)}: not attributed)" if unknown else "")
-    if remainder < 0:
-        rest_how = f"none: the other terms exceed the measured time by {-remainder * 1e3:,.3f} ms"
     values: dict[TermName, float | None] = {
         "streaming": streaming,
         "communication": comm,
         "idle": idle,
         "remainder": max(0.0, remainder),
     }
-    hows = {"streaming": streaming_how, "communication": comm_how, "idle": idle_how, "remainder": rest_how}
+    hows = {
+        "streaming": streaming_how,
+        "communication": comm_how,
+        "idle": idle_how,
+        "remainder": _remainder_how(remainder, unknown),
+    }
     terms = [
         Term(name=name, ms=None if v is None else v * 1e3, share=None if v is None or t <= 0 else v / t, how=hows[name])
         for name, v in values.items()
