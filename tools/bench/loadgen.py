@@ -152,14 +152,64 @@ Clock = Callable[[], float]
 """Seconds on a monotonic clock (``time.perf_counter``; tests pass their own)."""
 
 
+class _Stream:
+    """What a streamed response said so far: when each token event came, the usage's token count, whether it ended
+    with ``[DONE]``, and its last error."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.usage_tokens: int | None = None
+        self.done = False
+        self.error: str | None = None
+
+    def line(self, raw: bytes, now: float) -> None:
+        """One server-sent event line, arrived at ``now``."""
+        line = raw.strip()
+        if not line.startswith(b"data:"):
+            return
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError:
+            self.error = f"bad event: {data[:80].decode(errors='replace')}"
+            return
+        if not isinstance(event, dict):
+            return
+        if event.get("error"):
+            err = event["error"]
+            self.error = f"error event: {err.get('message', err) if isinstance(err, dict) else err}"
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            self.usage_tokens = usage["completion_tokens"]
+        if _event_text(event):
+            self.arrivals.append(now)
+
+    def sample(self, start: float, end: float) -> Sample:
+        """The request's timings; a stream without ``[DONE]`` or without tokens failed."""
+        error = self.error
+        if error is None and not self.done:
+            error = "stream ended before [DONE]"
+        if error is None and not self.arrivals:
+            error = "no tokens streamed"
+        arrivals = self.arrivals
+        return Sample(
+            ttft_ms=(arrivals[0] - start) * 1000.0 if arrivals else None,
+            itl_ms=[(b - a) * 1000.0 for a, b in itertools.pairwise(arrivals)],
+            output_tokens=self.usage_tokens if self.usage_tokens is not None else len(arrivals),
+            latency_ms=(end - start) * 1000.0,
+            ok=error is None,
+            error=error,
+        )
+
+
 async def one_request(
     client: StreamingClient, path: str, body: dict[str, Any], timeout_s: float = 600.0, clock: Clock = time.perf_counter
 ) -> Sample:
     """Send one streaming request and time its token events on ``clock``; never raises for a failed request."""
-    arrivals: list[float] = []
-    usage_tokens: int | None = None
-    done = False
-    error: str | None = None
+    stream = _Stream()
     payload = json.dumps(body).encode()
     start = clock()
     try:
@@ -178,47 +228,12 @@ async def one_request(
                     buffer += chunk
                     *lines, buffer = buffer.split(b"\n")
                     for raw in lines:
-                        line = raw.strip()
-                        if not line.startswith(b"data:"):
-                            continue
-                        data = line[5:].strip()
-                        if data == b"[DONE]":
-                            done = True
-                            continue
-                        try:
-                            event = json.loads(data)
-                        except json.JSONDecodeError:
-                            error = f"bad event: {data[:80].decode(errors='replace')}"
-                            continue
-                        if not isinstance(event, dict):
-                            continue
-                        if event.get("error"):
-                            err = event["error"]
-                            error = f"error event: {err.get('message', err) if isinstance(err, dict) else err}"
-                        usage = event.get("usage")
-                        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-                            usage_tokens = usage["completion_tokens"]
-                        if _event_text(event):
-                            arrivals.append(now)
+                        stream.line(raw, now)
     except HttpError as exc:
-        error = str(exc)
+        stream.error = str(exc)
     except TimeoutError:
-        error = f"timed out after {timeout_s:g} s"
-    end = clock()
-    if error is None and not done:
-        error = "stream ended before [DONE]"
-    if error is None and not arrivals:
-        error = "no tokens streamed"
-    ttft = (arrivals[0] - start) * 1000.0 if arrivals else None
-    itl = [(b - a) * 1000.0 for a, b in itertools.pairwise(arrivals)]
-    return Sample(
-        ttft_ms=ttft,
-        itl_ms=itl,
-        output_tokens=usage_tokens if usage_tokens is not None else len(arrivals),
-        latency_ms=(end - start) * 1000.0,
-        ok=error is None,
-        error=error,
-    )
+        stream.error = f"timed out after {timeout_s:g} s"
+    return stream.sample(start, clock())
 
 
 class LoadSession:
