@@ -129,11 +129,8 @@ def plan_section(plan: Plan) -> list[str]:
     return out
 
 
-def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures: Sequence[str] = ()) -> str:
-    """The whole report as markdown; ``history`` names the earlier reports of this machine (newest first),
-    ``pictures`` are markdown blocks shown with the baseline (the PCIe tree)."""
-    findings = sorted(result.findings, key=lambda f: (_STATUS_ORDER[f.status], SEVERITY_ORDER.get(f.severity or "", 9), f.check))
-    problems = [f for f in findings if f.status == "problem"]
+def _summary(result: AuditResult, findings: Sequence[Finding], problems: Sequence[Finding]) -> list[str]:
+    """The title, the host and tallies, and whether the audit was whole (then the rules' judgement of the host)."""
     counts = {s: sum(1 for f in findings if f.status == s) for s in _STATUS_ORDER}
     identity = audit_identity(result)
     out: list[str] = [f"# System improvement plan: {result.host.name}", "", marker(identity, result.started_at), ""]
@@ -158,9 +155,16 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         ]
     else:  # the rules' judgement of the host: only of a whole audit
         out += ["", expectation(problems, plan=rules_plan(result.plan))]
-    out.append("")
-    out.append("Nothing has been changed yet. This document records the baseline and the plan *before* any change;")
-    out.append("the sections at the end are filled in as changes are applied, validated and measured.")
+    return out
+
+
+def _baseline(result: AuditResult, history: Sequence[str], pictures: Sequence[str]) -> list[str]:
+    """That nothing was changed yet, the earlier reports, the host's facts and pictures, and what was checked."""
+    out = [
+        "",
+        "Nothing has been changed yet. This document records the baseline and the plan *before* any change;",
+        "the sections at the end are filled in as changes are applied, validated and measured.",
+    ]
     if history:
         shown = ", ".join(f"[{name}]({name})" for name in history[:5])
         shown += f" and {len(history) - 5} more" if len(history) > 5 else ""
@@ -175,15 +179,29 @@ def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures:
         out.append(f"| {run.area} | {_cell(status)} | {run.findings} | {run.duration_s:.3f} |")
     if result.warnings:
         out += ["", "Warnings:", ""] + [f"- {_cell(w)}" for w in result.warnings]
-    out += ["", "## Findings", "", "### Problems", ""]
+    return out
+
+
+def _problems_section(problems: Sequence[Finding]) -> list[str]:
+    out = ["", "## Findings", "", "### Problems", ""]
     if not problems:
-        out += ["No problems found.", ""]
-    else:
-        out += ["| severity | check | finding | subjects |", "| --- | --- | --- | --- |"]
-        out += [f"| {f.severity} | {_check(f)} | {_cell(f.title)} | {_cell(_subjects(f))} |" for f in problems]
-        out.append("")
-        for finding in problems:
-            out += _problem_block(finding)
+        return [*out, "No problems found.", ""]
+    out += ["| severity | check | finding | subjects |", "| --- | --- | --- | --- |"]
+    out += [f"| {f.severity} | {_check(f)} | {_cell(f.title)} | {_cell(_subjects(f))} |" for f in problems]
+    out.append("")
+    for finding in problems:
+        out += _problem_block(finding)
+    return out
+
+
+def render_report(result: AuditResult, *, history: Sequence[str] = (), pictures: Sequence[str] = ()) -> str:
+    """The whole report as markdown; ``history`` names the earlier reports of this machine (newest first),
+    ``pictures`` are markdown blocks shown with the baseline (the PCIe tree)."""
+    findings = sorted(result.findings, key=lambda f: (_STATUS_ORDER[f.status], SEVERITY_ORDER.get(f.severity or "", 9), f.check))
+    problems = [f for f in findings if f.status == "problem"]
+    out = _summary(result, findings, problems)
+    out += _baseline(result, history, pictures)
+    out += _problems_section(problems)
     out += plan_section(result.plan)
     out += suggestions_section(result)
     rest = [
