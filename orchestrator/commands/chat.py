@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.agents.llm import LLMBrain, OpenAIChatModel
+from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.change.approval import Console, TerminalConsole, is_interactive
@@ -49,6 +50,7 @@ from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
+from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.events.chat import LlmExchange, Message
 from rigaudit.tools.model.events.sink import EventSink
@@ -139,6 +141,48 @@ def _settings(args: argparse.Namespace, host: object, interactive: bool) -> Chat
     )
 
 
+def _llm_brain(
+    config: LlmConfig | None, model: OpenAIChatModel | None, book: UsageBook | None, emit: EventSink, ui: _ChatUI
+) -> LLMBrain | None:
+    """With ``--llm-agents`` (given ``config``), the investigators' brain: the model, asking through the chat's UI."""
+    if config is None or model is None:
+        return None
+    approver = terminal_approver(ui.ui.paused, timeout_s=config.ask_timeout_s)
+    return LLMBrain(config, model=model, emit=emit, approver=approver, book=book)
+
+
+async def _converse(
+    conversation: Conversation,
+    lines: Iterable[str] | AsyncIterator[str],
+    model: OpenAIChatModel | None,
+    config: LlmConfig | None,
+    book: UsageBook | None,
+    host: Host,
+) -> None:
+    """The conversation over ``lines``, the LLM endpoint checked first; the model and the host always closed."""
+    try:
+        if model is not None and config is not None and config.preflight:
+            await preflight(model, book)  # a dead or wrong endpoint is one line now, not at the first request
+        await conversation.run(lines)
+    finally:
+        if model is not None:
+            await model.aclose()
+        await host.aclose()
+
+
+def _closing_messages(book: UsageBook | None, removed: Path | None, copy: Path | None) -> list[Event]:
+    """What the chat says at its end: the LLM's usage and cost, and what became of the snapshot's copy."""
+    said: list[Event] = []
+    if book is not None:
+        said.append(LlmExchange(agent="total", usage=book.total.as_dict(), cost_usd=book.total_cost()))
+        said.append(Message(role="system", text="\n".join(book.lines())))
+    if removed is not None:
+        said.append(Message(role="system", text=f"the temporary copy {removed} is removed (--into DIR keeps one)"))
+    elif copy is not None:
+        said.append(Message(role="system", text=f"the changed copy of the snapshot: {copy}"))
+    return said
+
+
 def run_chat(
     args: argparse.Namespace,
     *,
@@ -166,43 +210,20 @@ def run_chat(
         options={"llm": config is not None, "snapshot": str(settings.snapshot or ""), "yes": args.yes},
     ) as session:
         book = UsageBook(config.max_audit_tokens, prices=config.prices) if config is not None else None
-        brain = None
-        if config is not None and model is not None and args.llm_agents:
-            brain = LLMBrain(
-                config,
-                model=model,
-                emit=session.emit,
-                approver=terminal_approver(ui.ui.paused, timeout_s=config.ask_timeout_s),
-                book=book,
-            )
+        brain = _llm_brain(config, model, book, session.emit, ui) if args.llm_agents else None
         asker = console if console is not None else TerminalConsole(timeout_s=args.approval_timeout)
         coordinator = Coordinator(host, settings, console=asker, emit=session.emit, brain=brain, bench_words=inference_run)
         planner = None
         if model is not None and book is not None and config is not None:
             planner = LlmPlanner(model, coordinator, book, deadline_s=config.turn_deadline_s)
         conversation = Conversation(coordinator, planner)
-
-        async def main() -> None:
-            try:
-                if model is not None and config is not None and config.preflight:
-                    await preflight(model, book)  # a dead or wrong endpoint is one line now, not at the first request
-                await conversation.run(lines if lines is not None else stdin_lines(interactive))
-            finally:
-                if model is not None:
-                    await model.aclose()
-                await host.aclose()
-
+        said = lines if lines is not None else stdin_lines(interactive)
         try:
-            anyio.run(main)
+            anyio.run(_converse, conversation, said, model, config, book, host)
         finally:
             removed = coordinator.discard_copy()
-        if book is not None:
-            session.emit(LlmExchange(agent="total", usage=book.total.as_dict(), cost_usd=book.total_cost()))
-            session.emit(Message(role="system", text="\n".join(book.lines())))
-        if removed is not None:
-            session.emit(Message(role="system", text=f"the temporary copy {removed} is removed (--into DIR keeps one)"))
-        elif coordinator.copy is not None:
-            session.emit(Message(role="system", text=f"the changed copy of the snapshot: {coordinator.copy}"))
+        for event in _closing_messages(book, removed, coordinator.copy):
+            session.emit(event)
     return session.exit_code
 
 
