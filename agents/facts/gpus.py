@@ -103,49 +103,37 @@ async def _sysfs_gpus(probe: Probe) -> list[str]:
     return [b for b, c in zip(candidates, classes, strict=False) if c is not None and c.strip().lower().startswith("0x03")]
 
 
-async def collect_gpus(probe: Probe) -> GpuInventory:
-    """Enumerate GPUs. Memoized reads make repeated calls from several investigators cheap."""
-    init = await probe.nvml("nvmlInit")
-    nvml_error = init.error
-    count: int | None = None
-    driver: str | None = None
-    by_bdf: dict[str, tuple[int, str, str | None, str | None, bool]] = {}
-    if init.ok:
-        count_result, driver_result = await probe.gather(
-            lambda: probe.nvml("nvmlDeviceGetCount"), lambda: probe.nvml("nvmlSystemGetDriverVersion")
-        )
-        driver = str(driver_result.value) if driver_result.ok else None
-        if count_result.ok and isinstance(count_result.value, int) and not 0 <= count_result.value <= MAX_GPUS:
-            nvml_error = f"nvmlDeviceGetCount answered {count_result.value}, not a GPU count (0 to {MAX_GPUS})"
-        elif count_result.ok and isinstance(count_result.value, int):
-            count = count_result.value
-            infos = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetPciInfo", i) for i in range(count)])
-            names = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetName", i) for i in range(count)])
-            uuids = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetUUID", i) for i in range(count)])
-            serials = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetSerial", i) for i in range(count)])
-            modes = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetVirtualizationMode", i) for i in range(count)])
-            for i, (info, name, uuid_read, serial_read, mode) in enumerate(zip(infos, names, uuids, serials, modes, strict=True)):
-                if info.ok and isinstance(info.value, dict):
-                    bus_id = info.value.get("busId") or info.value.get("busIdLegacy")
-                    bdf = normalize_bdf(bus_id) if isinstance(bus_id, str) else ""
-                    if is_bdf(bdf):
-                        label = str(name.value)[:128] if name.ok else "NVIDIA GPU"
-                        by_bdf[bdf] = (
-                            i,
-                            label,
-                            _checked(uuid_read.value, _UUID),
-                            _checked(serial_read.value, _SERIAL),
-                            mode.ok and mode.value == VIRTUALIZATION_VGPU,
-                        )
-        else:
-            nvml_error = count_result.error
-    sysfs_bdfs = await _sysfs_gpus(probe)
-    bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
-    elsewhere = 0
-    if by_bdf and (await detect_platform(probe)).in_container:
-        # A container sees the host's whole PCI bus in sysfs, but only the GPUs it was given through NVML.
-        elsewhere = len(set(bdfs) - set(by_bdf))
-        bdfs = sorted(by_bdf)
+_NvmlGpu = tuple[int, str, str | None, str | None, bool]
+"""What NVML says of a GPU: its index, name, UUID, serial, and whether it is a vGPU."""
+
+
+async def _nvml_gpus(probe: Probe, count: int) -> dict[str, _NvmlGpu]:
+    """The ``count`` GPUs NVML lists, by PCI address (one whose address NVML does not give is left out)."""
+    infos = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetPciInfo", i) for i in range(count)])
+    names = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetName", i) for i in range(count)])
+    uuids = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetUUID", i) for i in range(count)])
+    serials = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetSerial", i) for i in range(count)])
+    modes = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetVirtualizationMode", i) for i in range(count)])
+    by_bdf: dict[str, _NvmlGpu] = {}
+    for i, (info, name, uuid_read, serial_read, mode) in enumerate(zip(infos, names, uuids, serials, modes, strict=True)):
+        if info.ok and isinstance(info.value, dict):
+            bus_id = info.value.get("busId") or info.value.get("busIdLegacy")
+            bdf = normalize_bdf(bus_id) if isinstance(bus_id, str) else ""
+            if is_bdf(bdf):
+                label = str(name.value)[:128] if name.ok else "NVIDIA GPU"
+                by_bdf[bdf] = (
+                    i,
+                    label,
+                    _checked(uuid_read.value, _UUID),
+                    _checked(serial_read.value, _SERIAL),
+                    mode.ok and mode.value == VIRTUALIZATION_VGPU,
+                )
+    return by_bdf
+
+
+async def _gpus_at(probe: Probe, bdfs: list[str], by_bdf: dict[str, _NvmlGpu]) -> list[Gpu]:
+    """Each GPU at ``bdfs`` with its NUMA node, local CPUs and device id from sysfs and what NVML says of it,
+    in NVML's order (GPUs NVML does not list last)."""
     numa = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/numa_node") for b in bdfs])
     cpus = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/local_cpulist") for b in bdfs])
     devices = await probe.gather(*[lambda b=b: probe.text(f"{PCI_DEVICES}/{b}/device") for b in bdfs])
@@ -167,4 +155,34 @@ async def collect_gpus(probe: Probe) -> GpuInventory:
             )
         )
     gpus.sort(key=lambda g: (g.index is None, g.index if g.index is not None else 0, g.bdf))
+    return gpus
+
+
+async def collect_gpus(probe: Probe) -> GpuInventory:
+    """Enumerate GPUs. Memoized reads make repeated calls from several investigators cheap."""
+    init = await probe.nvml("nvmlInit")
+    nvml_error = init.error
+    count: int | None = None
+    driver: str | None = None
+    by_bdf: dict[str, _NvmlGpu] = {}
+    if init.ok:
+        count_result, driver_result = await probe.gather(
+            lambda: probe.nvml("nvmlDeviceGetCount"), lambda: probe.nvml("nvmlSystemGetDriverVersion")
+        )
+        driver = str(driver_result.value) if driver_result.ok else None
+        if count_result.ok and isinstance(count_result.value, int) and not 0 <= count_result.value <= MAX_GPUS:
+            nvml_error = f"nvmlDeviceGetCount answered {count_result.value}, not a GPU count (0 to {MAX_GPUS})"
+        elif count_result.ok and isinstance(count_result.value, int):
+            count = count_result.value
+            by_bdf = await _nvml_gpus(probe, count)
+        else:
+            nvml_error = count_result.error
+    sysfs_bdfs = await _sysfs_gpus(probe)
+    bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
+    elsewhere = 0
+    if by_bdf and (await detect_platform(probe)).in_container:
+        # A container sees the host's whole PCI bus in sysfs, but only the GPUs it was given through NVML.
+        elsewhere = len(set(bdfs) - set(by_bdf))
+        bdfs = sorted(by_bdf)
+    gpus = await _gpus_at(probe, bdfs, by_bdf)
     return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver, elsewhere)
