@@ -23,7 +23,7 @@ from collections.abc import Callable
 import anyio
 
 from rigaudit.agents.llm.agent import compact, history_arguments
-from rigaudit.agents.llm.client import ChatModel, ChatRequest, Message, ToolCallRequest
+from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message, ToolCallRequest
 from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
@@ -43,6 +43,22 @@ person's. Answer briefly, in plain text, citing check ids.
 
 
 MAX_TOOL_TEXT = 3000
+
+
+def _asked_for_tools(reply: ChatReply) -> Message:
+    """The model's reply that calls tools, as the history keeps it (each call's arguments as the history shows them)."""
+    return {
+        "role": "assistant",
+        "content": reply.content or "",
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": history_arguments(c.arguments)},
+            }
+            for c in reply.tool_calls
+        ],
+    }
 
 
 class LlmPlanner:
@@ -97,44 +113,33 @@ class LlmPlanner:
                     f"Done: {', '.join(done) or 'nothing'}. Slash commands still work (/help)."
                 )
                 return
-            self.coordinator.emit(
-                LlmExchange(
-                    agent="chat",
-                    request={"messages": len(self.messages), "last": str(self.messages[-1].get("content") or "")[:300]},
-                    response={
-                        "content": (reply.content or "")[:400],
-                        "tool_calls": [{"name": c.name, "arguments": c.arguments[:300]} for c in reply.tool_calls],
-                    },
-                    usage={
-                        "prompt_tokens": reply.prompt_tokens,
-                        "completion_tokens": reply.completion_tokens,
-                        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                    },
-                )
-            )
+            self.coordinator.emit(self._exchange(reply))
             if not reply.tool_calls:
                 answer = (reply.content or "").strip() or "(the model gave no answer)"
                 self.messages.append({"role": "assistant", "content": answer})
                 self.say(answer)
                 return
-            self.messages.append(
-                {
-                    "role": "assistant",
-                    "content": reply.content or "",
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": history_arguments(c.arguments)},
-                        }
-                        for c in reply.tool_calls
-                    ],
-                }
-            )
+            self.messages.append(_asked_for_tools(reply))
             for call in reply.tool_calls:
                 result, stopped = await self._run_call(call, stopped, done)
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result[:MAX_TOOL_TEXT]})
         self.say(f"Stopped: the model kept calling tools for {self.max_rounds} rounds. Done: {', '.join(done) or 'nothing'}.")
+
+    def _exchange(self, reply: ChatReply) -> LlmExchange:
+        """The round for the transcript: the request's size and last message, the reply cut short, the tokens."""
+        return LlmExchange(
+            agent="chat",
+            request={"messages": len(self.messages), "last": str(self.messages[-1].get("content") or "")[:300]},
+            response={
+                "content": (reply.content or "")[:400],
+                "tool_calls": [{"name": c.name, "arguments": c.arguments[:300]} for c in reply.tool_calls],
+            },
+            usage={
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            },
+        )
 
     async def _run_call(self, call: ToolCallRequest, stopped: str | None, done: list[str]) -> tuple[str, str | None]:
         step = step_for(call)
