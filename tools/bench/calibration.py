@@ -167,14 +167,9 @@ def _values(runs: Sequence[Run], metric: str) -> list[float]:
     return values
 
 
-def calibrate(
-    results: Sequence[BenchResult], *, sources: Sequence[str], host: str | None = None, host_id: str | None = None
-) -> Calibration:
-    """The calibration of these sessions of one configuration; BenchInputError when they cannot make one.
-
-    Its machine: ``host_id``, else the one every session records (sessions of several machines are refused
-    as different workloads), else none (keyed by host name); its container: the one every session records
-    (sessions of several containers are refused)."""
+def _one_configuration(results: Sequence[BenchResult], sources: Sequence[str]) -> str:
+    """The one container every session ran in; BenchInputError (or WorkloadMismatch) when they are not sessions of
+    one configuration, or too few or too many."""
     if len(results) < 2:
         raise BenchInputError("a calibration needs at least 2 sessions of one configuration (6 or more are better)")
     if len(results) > MAX_SESSIONS:
@@ -187,11 +182,11 @@ def calibrate(
     if len(containers) > 1:
         shown = ", ".join(sorted(container_text(c) or "not recorded" for c in containers))
         raise BenchInputError(f"these sessions ran in different containers ({shown}): calibrate the sessions of one")
-    hosts = {r.host for r in results if r.host}
-    where = host or (hosts.pop() if len(hosts) == 1 else host_name())
-    machines = {r.host_id for r in results}
-    machine = host_id if host_id is not None else (machines.pop() or "" if len(machines) == 1 else "")
-    levels = sorted({r.concurrency for r in results[0].runs})
+    return containers.pop()
+
+
+def _components(results: Sequence[BenchResult], levels: list[int]) -> list[Component]:
+    """The between- and within-session mean squares of each level and metric that has enough figures."""
     components = []
     for concurrency in levels:
         for metric in METRICS:
@@ -213,6 +208,24 @@ def calibrate(
                     session_means=means,
                 )
             )
+    return components
+
+
+def calibrate(
+    results: Sequence[BenchResult], *, sources: Sequence[str], host: str | None = None, host_id: str | None = None
+) -> Calibration:
+    """The calibration of these sessions of one configuration; BenchInputError when they cannot make one.
+
+    Its machine: ``host_id``, else the one every session records (sessions of several machines are refused
+    as different workloads), else none (keyed by host name); its container: the one every session records
+    (sessions of several containers are refused)."""
+    container = _one_configuration(results, sources)
+    hosts = {r.host for r in results if r.host}
+    where = host or (hosts.pop() if len(hosts) == 1 else host_name())
+    machines = {r.host_id for r in results}
+    machine = host_id if host_id is not None else (machines.pop() or "" if len(machines) == 1 else "")
+    levels = sorted({r.concurrency for r in results[0].runs})
+    components = _components(results, levels)
     if not any(c.metric == METRICS[0] for c in components):
         raise BenchInputError(
             "these sessions cannot be calibrated: output tok/s needs at least 2 sessions with a figure and a "
@@ -223,7 +236,7 @@ def calibrate(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=where,
         host_id=machine,
-        container=containers.pop(),
+        container=container,
         workload=identity(results[0]),
         sessions=len(results),
         repeats=repeats,
