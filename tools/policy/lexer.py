@@ -33,31 +33,45 @@ def _expansion_at(line: str, i: int) -> str | None:
     return None
 
 
+def _in_double_quotes(line: str, i: int, found: list[Special]) -> tuple[int, bool]:
+    """One character inside double quotes, where only expansions stay special: (the next index, whether the quote
+    closed here)."""
+    c = line[i]
+    if c == "\\":
+        return i + 2, False
+    if c == '"':
+        return i + 1, True
+    if c == "`":
+        found.append(Special("expansion", "`", i))
+    elif c == "$" and (text := _expansion_at(line, i)) is not None:
+        found.append(Special("expansion", text, i))
+    return i + 1, False
+
+
+def _operator_at(line: str, i: int) -> Special:
+    """The run of operator characters at ``line[i]`` (process substitution ``<(`` and ``>(`` is an expansion)."""
+    j = i
+    while j < len(line) and line[j] in _OPERATOR_CHARS:
+        j += 1
+    text = line[i:j]
+    return Special("expansion" if text in ("<(", ">(") else "operator", text, i)
+
+
 def scan(line: str) -> list[Special]:
     """Every unquoted operator, comment and expansion (also inside double quotes) in ``line``."""
     found: list[Special] = []
     quote = ""
     word_start = True
     i = 0
-    n = len(line)
-    while i < n:
+    while i < len(line):
         c = line[i]
         if quote == "'":
-            if c == "'":
-                quote = ""
+            quote = "" if c == "'" else quote
             i += 1
             continue
         if quote == '"':
-            if c == "\\":
-                i += 2
-                continue
-            if c == '"':
-                quote = ""
-            elif c == "`":
-                found.append(Special("expansion", "`", i))
-            elif c == "$" and (text := _expansion_at(line, i)) is not None:
-                found.append(Special("expansion", text, i))
-            i += 1
+            i, closed = _in_double_quotes(line, i, found)
+            quote = "" if closed else quote
             continue
         if c == "\\":
             word_start = False
@@ -72,13 +86,8 @@ def scan(line: str) -> list[Special]:
             found.append(Special("operator", "newline", i))
             word_start = True
         elif c in _OPERATOR_CHARS:
-            j = i
-            while j < n and line[j] in _OPERATOR_CHARS:
-                j += 1
-            text = line[i:j]
-            kind: Literal["operator", "expansion"] = "expansion" if text in ("<(", ">(") else "operator"
-            found.append(Special(kind, text, i))
-            i = j
+            found.append(operator := _operator_at(line, i))
+            i += len(operator.text)
             word_start = True
             continue
         elif c == "`":
