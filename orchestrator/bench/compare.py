@@ -227,42 +227,36 @@ def _keep(folder: Path, index: int, result: BenchResult) -> None:
     write_json(folder / f"session-{index + 1:02d}.json", result.to_json())
 
 
-def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> Calibration:
-    """Measure the between-session noise of one host and workload; store it (unless ``save`` is off) and report it."""
+def _calibration_sessions(run: CalibrationRun, approve: Approve, emit: EventSink) -> tuple[list[BenchResult], list[str]]:
+    """The sessions to calibrate and where each came from: result files read, or sessions run once approved."""
     if run.files:
         if len(run.files) > MAX_FILES:
             raise UsageError(f"bench calibrate reads at most {MAX_FILES} result files")
-        results = [load_result(p) for p in run.files]
-        sources = [str(p) for p in run.files]
-    elif run.spec is not None:
-        spec = run.spec
-        if not 2 <= run.sessions <= MAX_SESSIONS or not 0 <= run.gap_s <= MAX_GAP_S:
-            raise UsageError(f"--sessions wants 2 to {MAX_SESSIONS} and --gap-s 0 to {MAX_GAP_S:g}")
-        reach_server(spec, emit)
-        approve(
-            f"send {run.sessions * spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} "
-            f"in {run.sessions} sessions",
-            [
-                f"{run.sessions} identical sessions, each a fresh process as a before or an after run is: model "
-                f"{spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} "
-                f"repeat(s), {spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
-                "a production server serves these requests alongside its real traffic",
-            ],
-        )
-        folder = run.keep
-        keep = (lambda index, result: _keep(folder, index, result)) if folder is not None else None
-        results = run_sessions(spec, run.sessions, run.gap_s, emit, "calibration sessions", keep)
-        sources = [f"session {i + 1}" for i in range(len(results))]
-    else:
+        return [load_result(p) for p in run.files], [str(p) for p in run.files]
+    if run.spec is None:
         raise UsageError("bench calibrate needs result files, or --base-url and --model to run sessions")
-    calibration = calibrate(results, sources=sources)
-    if not calibration.host_id:
-        why = "the sessions record no machine-id (results written before rigaudit recorded one, or no /etc/machine-id)"
-        emit(Warning_(text=by_name_warning(calibration.host, why)))
-    if (unusable := container_warning(calibration)) is not None:
-        emit(Warning_(text=unusable))
-    where = save(calibration) if run.save else None
-    table = calibration_table(calibration, run.settings)
+    spec = run.spec
+    if not 2 <= run.sessions <= MAX_SESSIONS or not 0 <= run.gap_s <= MAX_GAP_S:
+        raise UsageError(f"--sessions wants 2 to {MAX_SESSIONS} and --gap-s 0 to {MAX_GAP_S:g}")
+    reach_server(spec, emit)
+    approve(
+        f"send {run.sessions * spec.total_requests(spec.repeat)} streaming requests to {spec.base_url} "
+        f"in {run.sessions} sessions",
+        [
+            f"{run.sessions} identical sessions, each a fresh process as a before or an after run is: model "
+            f"{spec.model}, {spec.api} API, concurrency {','.join(map(str, spec.concurrency))}, {spec.repeat} "
+            f"repeat(s), {spec.prompt_tokens} prompt / {spec.max_tokens} output tokens each",
+            "a production server serves these requests alongside its real traffic",
+        ],
+    )
+    folder = run.keep
+    keep = (lambda index, result: _keep(folder, index, result)) if folder is not None else None
+    results = run_sessions(spec, run.sessions, run.gap_s, emit, "calibration sessions", keep)
+    return results, [f"session {i + 1}" for i in range(len(results))]
+
+
+def _calibration_notes(calibration: Calibration, where: Path | None) -> list[str]:
+    """What the calibration is, where it is stored, what its session CV means, and whether it has sessions enough."""
     notes = [
         calibration.describe(),
         f"stored as {where}: bench compare of this host and workload adds it to every interval"
@@ -277,6 +271,21 @@ def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, o
             f"only {calibration.sessions} sessions: its intervals rest on {calibration.sessions - 1} degrees of freedom; "
             "8 or more are better"
         )
+    return notes
+
+
+def run_calibration(run: CalibrationRun, *, approve: Approve, emit: EventSink, outputs: Outputs = NO_OUTPUTS) -> Calibration:
+    """Measure the between-session noise of one host and workload; store it (unless ``save`` is off) and report it."""
+    results, sources = _calibration_sessions(run, approve, emit)
+    calibration = calibrate(results, sources=sources)
+    if not calibration.host_id:
+        why = "the sessions record no machine-id (results written before rigaudit recorded one, or no /etc/machine-id)"
+        emit(Warning_(text=by_name_warning(calibration.host, why)))
+    if (unusable := container_warning(calibration)) is not None:
+        emit(Warning_(text=unusable))
+    where = save(calibration) if run.save else None
+    table = calibration_table(calibration, run.settings)
+    notes = _calibration_notes(calibration, where)
     _publish(
         emit,
         outputs,
