@@ -224,6 +224,10 @@ XEON_8570 = replace(
 2.1 GHz (4.0 GHz turbo), 300 MB L3, on the Eagle Stream platform of Sapphire Rapids (same root ports, intel_idle's SPR
 table, intel_pstate with HWP). The microcode revision is of Intel's form for the part, not read off a host."""
 
+B200_IB_ENV = (("NCCL_IB_HCA", "=" + ",".join(f"mlx5_{k}" for k in range(8))), ("NCCL_SOCKET_IFNAME", "bond0"))
+"""The data NICs by exact name: NCCL reads a bare ``mlx5`` as a prefix, which takes in the baseboard's NVLink
+management ports mlx5_8-11 too (nccl.env)."""
+
 HGX_B200 = HostSpec(
     "hgx-b200-noble",
     "HGX B200 8-GPU (Supermicro SYS-A21GE-NBRT), 2x Xeon Platinum 8570, Ubuntu 24.04 (6.8), NVIDIA's open kernel module "
@@ -240,7 +244,10 @@ HGX_B200 = HostSpec(
     platform=PlatformSpec(dmi=(("sys_vendor", "Supermicro"), ("product_name", "SYS-A21GE-NBRT"), ("board_vendor", "Supermicro"))),
     processes=(
         replace(
-            sglang("/models/DeepSeek-V3", ALL8, mib=165000, env=IB_ENV), torch="2.7.0+cu128", torch_cuda="12.8", nccl="2.26.2"
+            sglang("/models/DeepSeek-V3", ALL8, mib=165000, env=B200_IB_ENV),
+            torch="2.7.0+cu128",
+            torch_cuda="12.8",
+            nccl="2.26.2",
         ),
     ),
     iommu=None,

@@ -1,4 +1,5 @@
-"""nccl.env: NCCL overrides that turn off P2P, SHM or IB, in config files, LXC configs and server environments."""
+"""nccl.env: NCCL overrides that turn off P2P, SHM or IB, and an NCCL_IB_HCA that also selects an NVLink management
+port, in config files, LXC configs and server environments."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.investigators.nccl import premises
 from rigaudit.agents.investigators.nccl.facts import INFINIBAND, EnvSource, NcclFacts
+from rigaudit.agents.investigators.nccl.hca import SOURCE as HCA_SOURCE
+from rigaudit.agents.investigators.nccl.hca import exact_value, in_name_order, parse_hca
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
@@ -49,11 +52,13 @@ def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tup
 NCCL_ENV_CHECK = Check(
     "nccl.env",
     "NCCL overrides in configs and server environments",
-    reads="`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers",
+    reads="`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers, the NVLink "
+    "management ports among the RDMA devices (VPD SMDL=SW_MNG)",
     problem="`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`, `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC; "
     "a P2P override is harmless where NVML refuses P2P on every pair or the cards have none (P2P the driver allows "
-    "outranks the product line)",
-    fix="remove the override",
+    "outranks the product line); an `NCCL_IB_HCA` that also selects an NVLink management port (a name without `=` "
+    "is a prefix: `mlx5` takes in HGX B200's mlx5_8-11)",
+    fix="remove the override; name the data ports exactly (`NCCL_IB_HCA==mlx5_0,…`)",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
 )
@@ -92,6 +97,10 @@ class Hit(NamedTuple):
     setting: str
     severity: Severity
     why: str
+    action: str
+    """The fix's step for it: ``remove NCCL_P2P_DISABLE=1 from /etc/nccl.conf``."""
+    hca: bool = False
+    """An NCCL_IB_HCA that selects a management port (changed, not removed)."""
 
 
 def _hits(f: NcclFacts) -> tuple[list[Hit], list[str]]:
@@ -101,9 +110,39 @@ def _hits(f: NcclFacts) -> tuple[list[Hit], list[str]]:
     for source in f.sources:
         if source.variables is not None:
             bad, fine = _bad_settings(source.variables, bool(f.ib_devices), f.p2p)
-            hits += [Hit(source, setting, sev, why) for setting, sev, why in bad]
+            hits += [Hit(source, setting, sev, why, f"remove {setting} from {source.name}") for setting, sev, why in bad]
             harmless += [f"{text} in {source.name}" for text in fine]
+            hits += [hit] if (hit := _hca_hit(source, source.variables, f)) is not None else []
     return hits, harmless
+
+
+HCA_WHY = (
+    "NCCL takes each name of NCCL_IB_HCA as a prefix unless the list starts with '=' (after an optional '^', which "
+    f"excludes) ({HCA_SOURCE}). The NVLink management ports of an NVLink 5 baseboard are mlx5 devices like the data "
+    "NICs (their VPD says SMDL=SW_MNG): they reach this baseboard's NVSwitches only, no other node, yet NCCL counts a "
+    "selected one among its network devices and can place inter-node traffic on it, which then fails or stalls. "
+    "Naming the data ports exactly keeps NCCL off them."
+)
+
+
+def _hca_hit(source: EnvSource, env: dict[str, str], f: NcclFacts) -> Hit | None:
+    """An NCCL_IB_HCA of ``source`` that selects an NVLink management port (where IB is not disabled)."""
+    value = env.get("NCCL_IB_HCA")
+    hca = parse_hca(value) if value is not None and f.ib_management else None
+    if hca is None or env.get("NCCL_IB_DISABLE", "").strip() == "1":
+        return None
+    taken = in_name_order(m for m in f.ib_management if hca.selects(m))
+    if not taken:
+        return None
+    setting = f"NCCL_IB_HCA={value}"
+    data = [d for d in f.ib_devices if hca.selects(d)] or list(f.ib_devices)
+    action = (
+        f"in {source.name}: set NCCL_IB_HCA={exact_value(data)} (the data ports by exact name) in place of {setting}"
+        if data
+        else f"in {source.name}: replace {setting} with NCCL_IB_DISABLE=1 (this host has no data RDMA NIC)"
+    )
+    why = f"{setting} also selects the NVLink management ports {', '.join(taken)}"
+    return Hit(source, setting, "medium", why, action, hca=True)
 
 
 def _no_override(f: NcclFacts, harmless: list[str], refs: tuple[str, ...]) -> Finding:
@@ -130,24 +169,52 @@ def _no_override(f: NcclFacts, harmless: list[str], refs: tuple[str, ...]) -> Fi
 
 
 def _override_fix(hits: list[Hit]) -> Fix:
-    """Remove each override where it is set (the container's definition, the container or the host), then restart."""
+    """Remove each override (and name the data ports of an NCCL_IB_HCA) where it is set (the container's definition,
+    the container or the host), then restart."""
     in_container = any(h.source.in_container for h in hits)
     from_options = any(_from_runtime_options(h.source) for h in hits)
+    removed = [h for h in hits if not h.hca]
+    hca = [h for h in hits if h.hca]
     actions = (
-        *(CommandAction(description=f"remove {h.setting} from {h.source.name}") for h in hits),
+        *(CommandAction(description=h.action) for h in hits),
         CommandAction(description="restart the inference server (or its container) so the environment is read again"),
     )
+    summary = "Remove the NCCL overrides" if removed else "Name the data ports exactly in NCCL_IB_HCA"
+    summary += ", name the data ports exactly in NCCL_IB_HCA" if removed and hca else ""
+    verify = (
+        "after the restart, tr '\\0' '\\n' < /proc/PID/environ | grep ^NCCL_ shows none of them, and NCCL_DEBUG=INFO "
+        "logs 'via P2P' for the GPU channels"
+        if removed
+        else "after the restart, tr '\\0' '\\n' < /proc/PID/environ | grep ^NCCL_IB_HCA shows the exact list"
+    )
+    verify += "; NCCL_DEBUG=INFO's 'NET/IB : Using' line names no management port" if hca else ""
     return Fix(
         kind="restart",
         where="container_config" if from_options else "container" if in_container else "host",
-        summary="Remove the NCCL overrides and restart the server: " + ", ".join(sorted({h.setting for h in hits})),
+        summary=summary + " and restart the server: " + ", ".join(sorted({h.setting for h in hits})),
         actions=actions,
         risk="low",
-        verify="after the restart, tr '\\0' '\\n' < /proc/PID/environ | grep ^NCCL_ shows none of them, and NCCL_DEBUG=INFO "
-        "logs 'via P2P' for the GPU channels",
-        revert="put the removed lines back and restart: " + "; ".join(f"{h.setting} in {h.source.name}" for h in hits),
+        verify=verify,
+        revert=("put the earlier values back and restart: " if hca else "put the removed lines back and restart: ")
+        + "; ".join(f"{h.setting} in {h.source.name}" for h in hits),
         persist="the edited files are persistent",
     )
+
+
+def _overrides_why(hits: list[Hit]) -> str:
+    """What the overrides cost, then what the HCA filters take in."""
+    removed = sorted({h.why for h in hits if not h.hca})
+    hca = sorted({h.why for h in hits if h.hca})
+    parts = []
+    if removed:
+        parts.append(
+            "; ".join(removed) + ". With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about half its bandwidth. "
+            "Such overrides are sometimes a deliberate workaround for broken P2P (the IOMMU data corruption case): remove "
+            "them only once p2p.bandwidth shows the data check passing on every pair."
+        )
+    if hca:
+        parts.append("; ".join(hca) + ". " + HCA_WHY)
+    return " ".join(parts)
 
 
 def judge_nccl_env(f: NcclFacts) -> Finding:
@@ -157,13 +224,14 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
         return NCCL_ENV_CHECK.unknown(why, evidence=refs)
     if not hits:
         return _no_override(f, harmless, refs)
+    expected = "no override that turns off P2P, SHM or IB" if any(not h.hca for h in hits) else ""
+    if any(h.hca for h in hits):
+        expected += ("; " if expected else "") + "an NCCL_IB_HCA that names the data ports only"
     return NCCL_ENV_CHECK.problem_at(
         min((h.severity for h in hits), key=lambda sev: SEVERITY_ORDER[sev]),
         "; ".join(f"{h.setting} in {h.source.name}" for h in hits),
-        "no override that turns off P2P, SHM or IB",
-        "; ".join(sorted({h.why for h in hits})) + ". With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about "
-        "half its bandwidth. Such overrides are sometimes a deliberate workaround for broken P2P (the IOMMU data "
-        "corruption case): remove them only once p2p.bandwidth shows the data check passing on every pair.",
+        expected,
+        _overrides_why(hits),
         _override_fix(hits),
         subjects=tuple(sorted({h.source.name for h in hits})),
         evidence=refs,

@@ -47,6 +47,8 @@ class NcclFacts(Record):
     """Azure's topology file of this ND size and its link, those present on this host."""
     internode: Internode | None = None
     """On an Azure VM: whether a server talks to other nodes (its collectives cross the NICs)."""
+    ib_management: tuple[str, ...] = ()
+    """The NVLink management ports left out of ``ib_devices`` (VPD SMDL=SW_MNG): an NCCL_IB_HCA must not select them."""
 
 
 def parse_nccl_conf(text: str) -> dict[str, str]:
@@ -105,7 +107,7 @@ async def collect(probe: Probe) -> NcclFacts:
     ib = await rdma_devices(probe)
     version = await collect_nccl_version(probe, platform, scan)
     p2p = await collect_p2p_context(probe)
-    facts = NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, p2p)
+    facts = NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, p2p, ib_management=ib.management)
     size = nd_size(p2p.gpus) if platform.cloud == "azure" else None
     if size is None:
         return facts
