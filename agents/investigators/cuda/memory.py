@@ -39,66 +39,41 @@ MEMORY_IN_USE_CHECK = Check(
 )
 
 
-def judge_memory_in_use(f: CudaFacts) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return MEMORY_IN_USE_CHECK.unknown(why)
-    used = _memory_used(f)
-    proc_refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in f.memory.results)
-    refs = f.memory.refs + proc_refs
-    if not used:
-        return MEMORY_IN_USE_CHECK.unknown(failure_text(f.memory, f.inventory), evidence=refs)
-    procs = f.scan.gpu_processes
-    others = [p for p in procs if p.argv is not None and not p.server]
-    unidentified = [p for p in procs if p.argv is None]
-    if others and not f.scan.servers:  # none known: one of them may be the server (a custom one, or one not listed)
-        held = sum(p.used_bytes or 0 for p in others)
-        return MEMORY_IN_USE_CHECK.unknown(
-            f"{len(others)} processes hold {gib_text(held)} on the GPUs and none is an inference server rigaudit knows "
-            f"({'; '.join(_proc_text(p) for p in others[:4])}): if one is your server, that memory is its own; any other "
-            "holds memory the server cannot use for its KV cache",
-            evidence=refs,
-        )
-    if others:
-        pids = sorted({p.pid for p in others})
-        fix = Fix(
-            kind="restart",
-            where=layer_where(f.platform, "workload"),
-            summary="Stop the processes that hold GPU memory but are not the inference server: pid " + ", ".join(map(str, pids)),
-            actions=tuple(
-                CommandAction(description=f"stop pid {pid} once you know it is not needed", argv=("kill", str(pid)))
-                for pid in pids
-            ),
-            risk="medium",
-            verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv lists only the server's processes",
-            revert="start the stopped programs again if they were needed",
-            persist="disable whatever starts them (their systemd unit, cron job or container)",
-        )
-        return MEMORY_IN_USE_CHECK.problem_at(
-            "medium",
-            "; ".join(_proc_text(p) for p in others),
-            "only the inference server holds GPU memory",
-            "Memory held by other processes is memory the server cannot use for the KV cache: its start-up memory "
-            "fraction check fails or it allocates fewer KV blocks (less concurrency, more preemption). Leftover "
-            "processes from a crashed server, notebooks and monitoring tools that create a CUDA context are the usual "
-            "culprits.",
-            fix,
-            subjects=labels(f.inventory, sorted({p.gpu_index for p in others})),
-            evidence=refs,
-        )
-    if unidentified:
-        held = sum(p.used_bytes or 0 for p in unidentified)
-        return MEMORY_IN_USE_CHECK.unknown(
-            f"{len(unidentified)} processes hold {gib_text(held)} on the GPUs but their command lines could not be read "
-            f"(pids {', '.join(str(p.pid) for p in unidentified[:8])}: another PID namespace, or gone)",
-            evidence=refs,
-        )
-    if procs:
-        total = sum(p.used_bytes or 0 for p in procs)
-        return MEMORY_IN_USE_CHECK.ok(
-            f"GPU memory held by the inference server only: {len(procs)} processes, {gib_text(total)} in all",
-            expected="only the inference server holds GPU memory",
-            evidence=refs,
-        )
+def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...]) -> Finding:
+    """Processes that are not the server hold GPU memory."""
+    pids = sorted({p.pid for p in others})
+    fix = Fix(
+        kind="restart",
+        where=layer_where(f.platform, "workload"),
+        summary="Stop the processes that hold GPU memory but are not the inference server: pid " + ", ".join(map(str, pids)),
+        actions=tuple(
+            CommandAction(description=f"stop pid {pid} once you know it is not needed", argv=("kill", str(pid))) for pid in pids
+        ),
+        risk="medium",
+        verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv lists only the server's processes",
+        revert="start the stopped programs again if they were needed",
+        persist="disable whatever starts them (their systemd unit, cron job or container)",
+    )
+    return MEMORY_IN_USE_CHECK.problem_at(
+        "medium",
+        "; ".join(_proc_text(p) for p in others),
+        "only the inference server holds GPU memory",
+        "Memory held by other processes is memory the server cannot use for the KV cache: its start-up memory "
+        "fraction check fails or it allocates fewer KV blocks (less concurrency, more preemption). Leftover "
+        "processes from a crashed server, notebooks and monitoring tools that create a CUDA context are the usual "
+        "culprits.",
+        fix,
+        subjects=labels(f.inventory, sorted({p.gpu_index for p in others})),
+        evidence=refs,
+    )
+
+
+def _held_text(procs: list[GpuProcess]) -> str:
+    return f"{len(procs)} processes hold {gib_text(sum(p.used_bytes or 0 for p in procs))} on the GPUs"
+
+
+def _no_process_finding(f: CudaFacts, used: dict[int, tuple[int, int]], refs: tuple[str, ...]) -> Finding:
+    """No compute process listed: memory beyond the driver's reservation is held out of sight, else the GPUs idle."""
     busy = {i: u for i, (u, _) in used.items() if u >= LITTLE_USED}
     if busy and f.scan.nvml_listed:
         return MEMORY_IN_USE_CHECK.unknown(
@@ -118,3 +93,39 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
         explanation="Idle GPUs: nothing holds memory the server could use for its KV cache.",
         evidence=refs,
     )
+
+
+def judge_memory_in_use(f: CudaFacts) -> Finding:
+    if why := nvml_unusable(f.inventory):
+        return MEMORY_IN_USE_CHECK.unknown(why)
+    used = _memory_used(f)
+    proc_refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in f.memory.results)
+    refs = f.memory.refs + proc_refs
+    if not used:
+        return MEMORY_IN_USE_CHECK.unknown(failure_text(f.memory, f.inventory), evidence=refs)
+    procs = f.scan.gpu_processes
+    others = [p for p in procs if p.argv is not None and not p.server]
+    unidentified = [p for p in procs if p.argv is None]
+    if others and not f.scan.servers:  # none known: one of them may be the server (a custom one, or one not listed)
+        return MEMORY_IN_USE_CHECK.unknown(
+            f"{_held_text(others)} and none is an inference server rigaudit knows "
+            f"({'; '.join(_proc_text(p) for p in others[:4])}): if one is your server, that memory is its own; any other "
+            "holds memory the server cannot use for its KV cache",
+            evidence=refs,
+        )
+    if others:
+        return _others_problem(f, others, refs)
+    if unidentified:
+        return MEMORY_IN_USE_CHECK.unknown(
+            f"{_held_text(unidentified)} but their command lines could not be read "
+            f"(pids {', '.join(str(p.pid) for p in unidentified[:8])}: another PID namespace, or gone)",
+            evidence=refs,
+        )
+    if procs:
+        total = sum(p.used_bytes or 0 for p in procs)
+        return MEMORY_IN_USE_CHECK.ok(
+            f"GPU memory held by the inference server only: {len(procs)} processes, {gib_text(total)} in all",
+            expected="only the inference server holds GPU memory",
+            evidence=refs,
+        )
+    return _no_process_finding(f, used, refs)

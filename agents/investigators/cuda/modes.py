@@ -9,6 +9,7 @@ from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_u
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.agents.investigators.cuda.facts import COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 COMPUTE_MODE_CHECK = Check(
@@ -115,24 +116,19 @@ def _mig_off_fix(f: CudaFacts, targets: list[int]) -> Fix:
     )
 
 
-def judge_mig(f: CudaFacts) -> Finding:
-    readable = any(isinstance(f.mig.value(i), list) for i in f.mig.results)
-    if not readable and (why := hypervisor_side(f.inventory, "MIG mode and instances")):
-        return MIG_CHECK.not_applicable(f"{why}: a guest holds a whole vGPU or a MIG-backed one, set up there")
-    modes = modes_or_finding(f, f.mig, MIG_CHECK, "MIG")
-    if isinstance(modes, Finding):
-        return modes
-    on = [i for i, (current, _) in modes.items() if current == 1]
-    pending = [i for i, (current, nxt) in modes.items() if current != nxt]
-    refs = (*f.mig.refs, *(r for s in f.mig_states for r in s.refs))
-    if not on and not pending:
-        return MIG_CHECK.ok(
-            f"MIG off (current = pending) on {len(modes)}/{len(f.mig.results)} GPUs",
-            expected="MIG off on every GPU used whole",
-            evidence=f.mig.refs,
-        )
-    targets = sorted(set(on) | set(pending))
-    subjects = labels(f.inventory, targets)
+class _MigUse(Record):
+    """The GPUs with MIG on, split by what exists and runs on them."""
+
+    empty: list[int]
+    """No instance listed and no process on one."""
+    sliced: list[int]
+    used: list[int]
+    """Sliced GPUs a process or a server's MIG devices use."""
+    observed: str
+
+
+def _mig_use(f: CudaFacts, modes: dict[int, tuple[int, int]], on: list[int], targets: list[int]) -> _MigUse:
+    """How the MIG-on GPUs are partitioned and used, and the observed text naming their instances."""
     observed = mode_pairs(f.inventory, modes, targets)
     states = {s.gpu.index: s for s in f.mig_states if s.gpu.index is not None}
     # No instance listed and no process on one: a GPU NVML shows processes on is partitioned and in use, whatever the
@@ -143,81 +139,121 @@ def judge_mig(f: CudaFacts) -> Finding:
     counts = {i: len(states[i].instances or ()) for i in sliced if i in states}
     if counts:
         observed += "; GPU instances: " + ", ".join(f"{label(f.inventory, i)} {n}" for i, n in counts.items())
-    whole_gpu_server = f.tp is not None and f.tp > 1 and not f.server_mig_devices
-    if empty:
-        fix = _mig_off_fix(f, empty).model_copy(
-            update={
-                "summary": "Create the GPU and compute instances the servers need (nvidia-smi mig -cgi PROFILES -C), or "
-                "turn MIG off"
-            }
-        )
-        return MIG_CHECK.problem_at(
-            "high",
-            observed + "; no GPU instance created on " + ", ".join(labels(f.inventory, empty)),
-            "MIG off, or MIG on with the instances the servers run on",
-            "MIG is on but no GPU instance exists on these GPUs: CUDA sees no device there, so no server can run on them at all.",
-            fix,
-            subjects=labels(f.inventory, empty),
+    return _MigUse(empty, sliced, used, observed)
+
+
+def _no_instance_problem(f: CudaFacts, use: _MigUse, refs: tuple[str, ...]) -> Finding:
+    fix = _mig_off_fix(f, use.empty).model_copy(
+        update={
+            "summary": "Create the GPU and compute instances the servers need (nvidia-smi mig -cgi PROFILES -C), or turn MIG off"
+        }
+    )
+    return MIG_CHECK.problem_at(
+        "high",
+        use.observed + "; no GPU instance created on " + ", ".join(labels(f.inventory, use.empty)),
+        "MIG off, or MIG on with the instances the servers run on",
+        "MIG is on but no GPU instance exists on these GPUs: CUDA sees no device there, so no server can run on them at all.",
+        fix,
+        subjects=labels(f.inventory, use.empty),
+        evidence=refs,
+    )
+
+
+def _sliced_under_tp_problem(f: CudaFacts, use: _MigUse, refs: tuple[str, ...]) -> Finding:
+    return MIG_CHECK.problem_at(
+        "high",
+        use.observed + f"; a server runs tensor parallelism {f.tp} on whole GPUs",
+        "MIG off on GPUs used whole for tensor parallelism",
+        "With MIG on, CUDA sees MIG slices (a fraction of the SMs and memory each), not whole GPUs, and there is no "
+        f"peer-to-peer between slices: the server asking for tensor parallelism {f.tp} either fails to start or "
+        "runs on slices with NCCL going through host memory.",
+        _mig_off_fix(f, use.sliced),
+        subjects=labels(f.inventory, use.sliced),
+        evidence=refs,
+    )
+
+
+def _idle_slices_finding(f: CudaFacts, use: _MigUse, refs: tuple[str, ...]) -> Finding:
+    """Sliced GPUs nothing runs on: unknown with no server in sight, else a problem beside whole-GPU servers."""
+    names = ", ".join(labels(f.inventory, use.sliced))
+    if not f.scan.servers:
+        return MIG_CHECK.unknown(
+            f"{use.observed}; nothing runs on them and no server is visible: whether MIG is intended on {names} cannot "
+            "be told here (a process on its instances, or a server given MIG devices, would tell)",
             evidence=refs,
         )
-    if sliced and whole_gpu_server and not used:
-        return MIG_CHECK.problem_at(
-            "high",
-            observed + f"; a server runs tensor parallelism {f.tp} on whole GPUs",
-            "MIG off on GPUs used whole for tensor parallelism",
-            "With MIG on, CUDA sees MIG slices (a fraction of the SMs and memory each), not whole GPUs, and there is no "
-            f"peer-to-peer between slices: the server asking for tensor parallelism {f.tp} either fails to start or "
-            "runs on slices with NCCL going through host memory.",
-            _mig_off_fix(f, sliced),
-            subjects=labels(f.inventory, sliced),
-            evidence=refs,
-        )
-    idle_slices = [i for i in sliced if i not in used]
-    if sliced and not pending and idle_slices and not f.server_mig_devices and not used:
-        names = ", ".join(labels(f.inventory, idle_slices))
-        if not f.scan.servers:
-            return MIG_CHECK.unknown(
-                f"{observed}; nothing runs on them and no server is visible: whether MIG is intended on {names} cannot "
-                "be told here (a process on its instances, or a server given MIG devices, would tell)",
-                evidence=refs,
-            )
-        return MIG_CHECK.problem_at(
-            "medium",
-            observed + "; nothing runs on them while the servers use whole GPUs",
-            "MIG off on GPUs no MIG workload uses",
-            f"MIG is on on {names} with nothing running on their instances, while the servers here use whole GPUs: "
-            "these GPUs sit idle (a whole-GPU server cannot use a MIG-enabled GPU). If slicing is planned, ignore this.",
-            _mig_off_fix(f, idle_slices),
-            subjects=labels(f.inventory, idle_slices),
-            evidence=refs,
-        )
-    if sliced and not pending:
-        who = (
-            f"processes run on the MIG instances of {', '.join(labels(f.inventory, used))}"
-            if used and not f.server_mig_devices
-            else f"the servers are given MIG devices ({', '.join(f.server_mig_devices[:4])})"
-            if f.server_mig_devices
-            else "no process runs on them now"
-        )
-        return MIG_CHECK.ok(
-            f"{observed}; {who}",
-            expected="MIG as the servers use it",
-            explanation="MIG partitions each GPU into isolated slices on purpose (several small models or tenants per "
-            "GPU): a deliberate configuration, not a fault. It would be one only for a server that needs whole GPUs "
-            f"for tensor parallelism, and none asks for that here ({MIG_IN_USE.source}).",
-            evidence=refs,
-        )
-    fix = _mig_off_fix(f, targets)
     return MIG_CHECK.problem_at(
         "medium",
-        observed,
+        use.observed + "; nothing runs on them while the servers use whole GPUs",
+        "MIG off on GPUs no MIG workload uses",
+        f"MIG is on on {names} with nothing running on their instances, while the servers here use whole GPUs: "
+        "these GPUs sit idle (a whole-GPU server cannot use a MIG-enabled GPU). If slicing is planned, ignore this.",
+        _mig_off_fix(f, use.sliced),
+        subjects=labels(f.inventory, use.sliced),
+        evidence=refs,
+    )
+
+
+def _mig_in_use_ok(f: CudaFacts, use: _MigUse, refs: tuple[str, ...]) -> Finding:
+    who = (
+        f"processes run on the MIG instances of {', '.join(labels(f.inventory, use.used))}"
+        if use.used and not f.server_mig_devices
+        else f"the servers are given MIG devices ({', '.join(f.server_mig_devices[:4])})"
+        if f.server_mig_devices
+        else "no process runs on them now"
+    )
+    return MIG_CHECK.ok(
+        f"{use.observed}; {who}",
+        expected="MIG as the servers use it",
+        explanation="MIG partitions each GPU into isolated slices on purpose (several small models or tenants per "
+        "GPU): a deliberate configuration, not a fault. It would be one only for a server that needs whole GPUs "
+        f"for tensor parallelism, and none asks for that here ({MIG_IN_USE.source}).",
+        evidence=refs,
+    )
+
+
+def _mig_pending_problem(f: CudaFacts, use: _MigUse, targets: list[int], refs: tuple[str, ...]) -> Finding:
+    return MIG_CHECK.problem_at(
+        "medium",
+        use.observed,
         "current MIG mode = pending MIG mode",
         "A MIG mode change is pending: it takes effect at the next GPU reset or reboot, so the GPU will change under the "
         "server at an unplanned moment. Finish it (reset) or undo it now.",
-        fix,
-        subjects=subjects,
+        _mig_off_fix(f, targets),
+        subjects=labels(f.inventory, targets),
         evidence=refs,
     )
+
+
+def judge_mig(f: CudaFacts) -> Finding:
+    readable = any(isinstance(f.mig.value(i), list) for i in f.mig.results)
+    if not readable and (why := hypervisor_side(f.inventory, "MIG mode and instances")):
+        return MIG_CHECK.not_applicable(f"{why}: a guest holds a whole vGPU or a MIG-backed one, set up there")
+    modes = modes_or_finding(f, f.mig, MIG_CHECK, "MIG")
+    if isinstance(modes, Finding):
+        return modes
+    on = [i for i, (current, _) in modes.items() if current == 1]
+    pending = [i for i, (current, nxt) in modes.items() if current != nxt]
+    if not on and not pending:
+        return MIG_CHECK.ok(
+            f"MIG off (current = pending) on {len(modes)}/{len(f.mig.results)} GPUs",
+            expected="MIG off on every GPU used whole",
+            evidence=f.mig.refs,
+        )
+    targets = sorted(set(on) | set(pending))
+    use = _mig_use(f, modes, on, targets)
+    refs = (*f.mig.refs, *(r for s in f.mig_states for r in s.refs))
+    whole_gpu_server = f.tp is not None and f.tp > 1 and not f.server_mig_devices
+    if use.empty:
+        return _no_instance_problem(f, use, refs)
+    if use.sliced and whole_gpu_server and not use.used:
+        return _sliced_under_tp_problem(f, use, refs)
+    if use.sliced and not pending:
+        # With none of them used every sliced GPU is idle.
+        if not f.server_mig_devices and not use.used:
+            return _idle_slices_finding(f, use, refs)
+        return _mig_in_use_ok(f, use, refs)
+    return _mig_pending_problem(f, use, targets, refs)
 
 
 ECC_MODE_CHECK = Check(
@@ -231,62 +267,68 @@ ECC_MODE_CHECK = Check(
 )
 
 
+def _ecc_pending_problem(f: CudaFacts, modes: dict[int, tuple[int, int]], pending: list[int]) -> Finding:
+    fix = Fix(
+        kind="reboot",
+        where=driver_where(f.platform),
+        summary="Reboot (or reset the GPUs with the server stopped) so the pending ECC mode takes effect",
+        actions=(CommandAction(description="stop the server, then reboot the host (or nvidia-smi -r -i N per GPU)"),),
+        risk="medium",
+        verify="nvidia-smi --query-gpu=index,ecc.mode.current,ecc.mode.pending --format=csv: current = pending",
+        revert="nvidia-smi -i N -e <previous 0|1>, then reboot",
+        persist="ECC mode is stored on the GPU",
+    )
+    return ECC_MODE_CHECK.problem_at(
+        "medium",
+        mode_pairs(f.inventory, modes, pending),
+        "current ECC mode = pending ECC mode",
+        "An ECC change is waiting for a reset: until then the GPU runs in the old mode, and at the next reboot its "
+        "usable memory and behaviour change under the server (ECC costs a few percent of capacity and bandwidth on "
+        "some memories). Mixed modes inside one TP group also make the GPUs' free memory differ.",
+        fix,
+        subjects=labels(f.inventory, pending),
+        evidence=f.ecc.refs,
+    )
+
+
+def _ecc_mixed_problem(f: CudaFacts, modes: dict[int, tuple[int, int]]) -> Finding:
+    off = [i for i, (cur, _) in modes.items() if cur == 0]
+    fix = Fix(
+        kind="reboot",
+        where=driver_where(f.platform),
+        summary="Use one ECC mode on all GPUs of the TP group",
+        actions=tuple(
+            CommandAction(
+                description=f"enable ECC on GPU{i}",
+                argv=("nvidia-smi", "-i", index_selector(f.inventory, i, driver_where(f.platform)), "-e", "1"),
+            )
+            for i in off
+        ),
+        verify="nvidia-smi --query-gpu=index,ecc.mode.current --format=csv shows one mode after the reboot",
+        revert="nvidia-smi -i N -e 0, then reboot",
+        persist="ECC mode is stored on the GPU",
+    )
+    return ECC_MODE_CHECK.problem_at(
+        "low",
+        f"ECC off on {', '.join(labels(f.inventory, off))}; on elsewhere",
+        "one ECC mode on every GPU",
+        "GPUs of one tensor-parallel group with different ECC modes have different usable memory; the server sizes "
+        "its KV cache by the smallest.",
+        fix,
+        subjects=labels(f.inventory, off),
+        evidence=f.ecc.refs,
+    )
+
+
 def judge_ecc_mode(f: CudaFacts) -> Finding:
     modes = modes_or_finding(f, f.ecc, ECC_MODE_CHECK, "ECC")
     if isinstance(modes, Finding):
         return modes
-    pending = [i for i, (cur, nxt) in modes.items() if cur != nxt]
-    if pending:
-        observed = mode_pairs(f.inventory, modes, pending)
-        fix = Fix(
-            kind="reboot",
-            where=driver_where(f.platform),
-            summary="Reboot (or reset the GPUs with the server stopped) so the pending ECC mode takes effect",
-            actions=(CommandAction(description="stop the server, then reboot the host (or nvidia-smi -r -i N per GPU)"),),
-            risk="medium",
-            verify="nvidia-smi --query-gpu=index,ecc.mode.current,ecc.mode.pending --format=csv: current = pending",
-            revert="nvidia-smi -i N -e <previous 0|1>, then reboot",
-            persist="ECC mode is stored on the GPU",
-        )
-        return ECC_MODE_CHECK.problem_at(
-            "medium",
-            observed,
-            "current ECC mode = pending ECC mode",
-            "An ECC change is waiting for a reset: until then the GPU runs in the old mode, and at the next reboot its "
-            "usable memory and behaviour change under the server (ECC costs a few percent of capacity and bandwidth on "
-            "some memories). Mixed modes inside one TP group also make the GPUs' free memory differ.",
-            fix,
-            subjects=labels(f.inventory, pending),
-            evidence=f.ecc.refs,
-        )
+    if pending := [i for i, (cur, nxt) in modes.items() if cur != nxt]:
+        return _ecc_pending_problem(f, modes, pending)
     states = {cur for cur, _ in modes.values()}
     if len(states) > 1:
-        off = [i for i, (cur, _) in modes.items() if cur == 0]
-        fix = Fix(
-            kind="reboot",
-            where=driver_where(f.platform),
-            summary="Use one ECC mode on all GPUs of the TP group",
-            actions=tuple(
-                CommandAction(
-                    description=f"enable ECC on GPU{i}",
-                    argv=("nvidia-smi", "-i", index_selector(f.inventory, i, driver_where(f.platform)), "-e", "1"),
-                )
-                for i in off
-            ),
-            verify="nvidia-smi --query-gpu=index,ecc.mode.current --format=csv shows one mode after the reboot",
-            revert="nvidia-smi -i N -e 0, then reboot",
-            persist="ECC mode is stored on the GPU",
-        )
-        return ECC_MODE_CHECK.problem_at(
-            "low",
-            f"ECC off on {', '.join(labels(f.inventory, off))}; on elsewhere",
-            "one ECC mode on every GPU",
-            "GPUs of one tensor-parallel group with different ECC modes have different usable memory; the server sizes "
-            "its KV cache by the smallest.",
-            fix,
-            subjects=labels(f.inventory, off),
-            evidence=f.ecc.refs,
-        )
+        return _ecc_mixed_problem(f, modes)
     mode = "on" if states == {1} else "off"
     return ECC_MODE_CHECK.ok(
         f"ECC {mode} (current = pending) on {len(modes)}/{len(f.ecc.results)} GPUs",

@@ -73,42 +73,15 @@ FOREIGN_PROCESSES_CHECK = Check(
 )
 
 
-def judge_foreign_processes(f: ProcessFacts) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return FOREIGN_PROCESSES_CHECK.unknown(why)
-    indices = f.inventory.nvml_indices
-    refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in indices)
-    if not f.scan.nvml_listed:
-        return FOREIGN_PROCESSES_CHECK.unknown("nvmlDeviceGetComputeRunningProcesses gave no answer", evidence=refs)
-    procs = f.scan.gpu_processes
-    if not procs:
-        return FOREIGN_PROCESSES_CHECK.ok(
-            f"no compute process on {len(indices)} GPUs", expected="only the server's user", evidence=refs
-        )
-    refs += tuple(file_ref(f"/proc/{p}/status") for p in sorted({p.pid for p in procs}))
-    servers = [p for p in procs if p.server]
-    if not servers:
-        uids = sorted({str(f.uids.get(p.pid)) for p in procs})
-        why = f"{len(procs)} compute processes (uids {', '.join(uids)}) but none of them is a recognized inference server"
-        return FOREIGN_PROCESSES_CHECK.unknown(why, evidence=refs)
+def _server_owner(f: ProcessFacts, servers: list[GpuProcess]) -> int | None:
+    """The user whose server processes hold the most GPU memory (``None``: that user is not readable)."""
     memory: dict[int | None, int] = {}
     for p in servers:
         memory[f.uids.get(p.pid)] = memory.get(f.uids.get(p.pid), 0) + (p.used_bytes or 0)
-    owner = max(memory, key=lambda u: memory[u])
-    if owner is None:
-        return FOREIGN_PROCESSES_CHECK.unknown("the server's user id is not readable (/proc/PID/status)", evidence=refs)
-    serving = {p.gpu_index for p in servers if f.uids.get(p.pid) == owner}
-    foreign = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) not in (owner, None)]
-    unreadable = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) is None]
-    if not foreign:
-        if unreadable:
-            shown = ", ".join(str(p.pid) for p in unreadable[:8])
-            return FOREIGN_PROCESSES_CHECK.unknown(f"user of pids {shown} on the serving GPUs not readable", evidence=refs)
-        return FOREIGN_PROCESSES_CHECK.ok(
-            f"every compute process on the {len(serving)} serving GPUs runs as uid {owner} (the server's)",
-            expected="only the server's user on its GPUs",
-            evidence=refs,
-        )
+    return max(memory, key=lambda u: memory[u])
+
+
+def _foreign_problem(f: ProcessFacts, foreign: list[GpuProcess], owner: int, refs: tuple[str, ...]) -> Finding:
     pids = sorted({p.pid for p in foreign})
     severity: Severity = "high" if any(p.server for p in foreign) else "medium"
     fix = Fix(
@@ -145,6 +118,42 @@ def judge_foreign_processes(f: ProcessFacts) -> Finding:
     )
 
 
+def judge_foreign_processes(f: ProcessFacts) -> Finding:
+    if why := nvml_unusable(f.inventory):
+        return FOREIGN_PROCESSES_CHECK.unknown(why)
+    indices = f.inventory.nvml_indices
+    refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in indices)
+    if not f.scan.nvml_listed:
+        return FOREIGN_PROCESSES_CHECK.unknown("nvmlDeviceGetComputeRunningProcesses gave no answer", evidence=refs)
+    procs = f.scan.gpu_processes
+    if not procs:
+        return FOREIGN_PROCESSES_CHECK.ok(
+            f"no compute process on {len(indices)} GPUs", expected="only the server's user", evidence=refs
+        )
+    refs += tuple(file_ref(f"/proc/{p}/status") for p in sorted({p.pid for p in procs}))
+    servers = [p for p in procs if p.server]
+    if not servers:
+        uids = sorted({str(f.uids.get(p.pid)) for p in procs})
+        why = f"{len(procs)} compute processes (uids {', '.join(uids)}) but none of them is a recognized inference server"
+        return FOREIGN_PROCESSES_CHECK.unknown(why, evidence=refs)
+    owner = _server_owner(f, servers)
+    if owner is None:
+        return FOREIGN_PROCESSES_CHECK.unknown("the server's user id is not readable (/proc/PID/status)", evidence=refs)
+    serving = {p.gpu_index for p in servers if f.uids.get(p.pid) == owner}
+    foreign = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) not in (owner, None)]
+    unreadable = [p for p in procs if p.gpu_index in serving and f.uids.get(p.pid) is None]
+    if not foreign:
+        if unreadable:
+            shown = ", ".join(str(p.pid) for p in unreadable[:8])
+            return FOREIGN_PROCESSES_CHECK.unknown(f"user of pids {shown} on the serving GPUs not readable", evidence=refs)
+        return FOREIGN_PROCESSES_CHECK.ok(
+            f"every compute process on the {len(serving)} serving GPUs runs as uid {owner} (the server's)",
+            expected="only the server's user on its GPUs",
+            evidence=refs,
+        )
+    return _foreign_problem(f, foreign, owner, refs)
+
+
 MPS_DAEMON_CHECK = Check(
     "cuda.mps",
     "CUDA MPS daemon",
@@ -156,35 +165,16 @@ MPS_DAEMON_CHECK = Check(
 )
 
 
-def judge_mps_daemon(f: ProcessFacts) -> Finding:
-    refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
-    env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
-    configured = [pid for pid, env in f.server_env.items() if "CUDA_MPS_PIPE_DIRECTORY" in env]
+def _mps_limits(f: ProcessFacts) -> dict[int, list[str]]:
+    """Per server pid, its CUDA_MPS_* limits other than none (empty or 100 %)."""
     limits = {
         pid: [f"{k}={env[k]}" for k in MPS_LIMITS if k in env and env[k].strip() not in ("", "100")]
         for pid, env in f.server_env.items()
     }
-    limits = {pid: v for pid, v in limits.items() if v}
-    daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
-    if not daemon and not limits:
-        if f.pids is None or not f.pids:
-            return MPS_DAEMON_CHECK.unknown(
-                f"{MPS_PIPE} absent, but the process list is not recorded here (no PID under /proc), so a daemon using "
-                "another pipe directory, or one inside a container, cannot be ruled out",
-                evidence=refs,
-            )
-        return MPS_DAEMON_CHECK.ok(
-            f"no nvidia-cuda-mps process among {len(f.pids)} /proc entries; no {MPS_PIPE}/control",
-            expected="no MPS daemon unless the server is set up for it",
-            evidence=refs,
-        )
-    if daemon and configured and not limits:
-        return MPS_DAEMON_CHECK.ok(
-            f"MPS daemon running and the server is configured for it (CUDA_MPS_PIPE_DIRECTORY in pids "
-            f"{', '.join(map(str, configured))})",
-            expected="no MPS daemon unless the server is set up for it",
-            evidence=refs + env_refs,
-        )
+    return {pid: v for pid, v in limits.items() if v}
+
+
+def _mps_problem(f: ProcessFacts, limits: dict[int, list[str]], refs: tuple[str, ...]) -> Finding:
     parts = []
     if f.mps_pids:
         parts.append(f"nvidia-cuda-mps processes: pids {', '.join(map(str, f.mps_pids[:8]))}")
@@ -215,5 +205,33 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
         "use. Inference servers that own whole GPUs gain nothing from it.",
         fix,
         subjects=tuple(f"pid {pid}" for pid in (*f.mps_pids, *limits)) or (MPS_PIPE,),
-        evidence=refs + env_refs,
+        evidence=refs,
     )
+
+
+def judge_mps_daemon(f: ProcessFacts) -> Finding:
+    refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
+    env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
+    configured = [pid for pid, env in f.server_env.items() if "CUDA_MPS_PIPE_DIRECTORY" in env]
+    limits = _mps_limits(f)
+    daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
+    if not daemon and not limits:
+        if f.pids is None or not f.pids:
+            return MPS_DAEMON_CHECK.unknown(
+                f"{MPS_PIPE} absent, but the process list is not recorded here (no PID under /proc), so a daemon using "
+                "another pipe directory, or one inside a container, cannot be ruled out",
+                evidence=refs,
+            )
+        return MPS_DAEMON_CHECK.ok(
+            f"no nvidia-cuda-mps process among {len(f.pids)} /proc entries; no {MPS_PIPE}/control",
+            expected="no MPS daemon unless the server is set up for it",
+            evidence=refs,
+        )
+    if daemon and configured and not limits:
+        return MPS_DAEMON_CHECK.ok(
+            f"MPS daemon running and the server is configured for it (CUDA_MPS_PIPE_DIRECTORY in pids "
+            f"{', '.join(map(str, configured))})",
+            expected="no MPS daemon unless the server is set up for it",
+            evidence=refs + env_refs,
+        )
+    return _mps_problem(f, limits, refs + env_refs)
