@@ -54,12 +54,8 @@ APP_CLOCKS_CHECK = Check(
 )
 
 
-def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tuple[str, ...]) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return APP_CLOCKS_CHECK.unknown(why)
-    if why := hypervisor_side(f.inventory, "application and locked clocks"):
-        return APP_CLOCKS_CHECK.unknown(why)
-    refs = tuple(r for reads in (*f.app.values(), *f.default.values()) for r in reads.refs)
+def _below_default(f: AppClockFacts) -> tuple[dict[int, list[str]], set[int]]:
+    """Per GPU, its application clocks below their defaults; and the GPUs compared at all."""
     low: dict[int, list[str]] = {}
     compared = set()
     for clock, name in ((GRAPHICS, "graphics"), (MEMORY, "memory")):
@@ -70,30 +66,33 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
             compared.add(index)
             if current < default:
                 low.setdefault(index, []).append(f"{name} {current} MHz (default {default} MHz)")
-    held = sorted(i for i, mask in reasons.items() if mask & APP_CLOCKS_REASON)
-    if not low and not held:
-        if compared:
-            return APP_CLOCKS_CHECK.ok(
-                f"application clocks at their defaults on {len(compared)}/{len(f.inventory.nvml_indices)} GPUs; "
-                "no clock held by the applications-clocks setting",
-                expected="application clocks = defaults; no locked clocks",
-                evidence=refs + reason_refs,
-            )
-        errors = {e for reads in f.app.values() for e in reads.failed().values()}
-        if errors == {"NOT_SUPPORTED"}:
-            return APP_CLOCKS_CHECK.not_applicable(
-                "these GPUs do not support application clocks (NOT_SUPPORTED); locked clocks would show as clock "
-                "event reason 0x2, which is not set",
-                evidence=refs + reason_refs,
-            )
-        shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in errors))
-        return APP_CLOCKS_CHECK.unknown(f"nvmlDeviceGetApplicationsClock: {shown or 'no value'}", evidence=refs)
-    subjects = sorted(set(low) | set(held))
-    parts = [f"{label(f.inventory, i)}: {', '.join(low[i])}" for i in sorted(low)]
-    parts += [f"{label(f.inventory, i)}: clock event reason 0x2 (applications clocks / locked clocks)" for i in held]
+    return low, compared
+
+
+def _at_defaults(f: AppClockFacts, compared: set[int], refs: tuple[str, ...], reason_refs: tuple[str, ...]) -> Finding:
+    """No clock low or held: ok where compared, else why nothing was."""
+    if compared:
+        return APP_CLOCKS_CHECK.ok(
+            f"application clocks at their defaults on {len(compared)}/{len(f.inventory.nvml_indices)} GPUs; "
+            "no clock held by the applications-clocks setting",
+            expected="application clocks = defaults; no locked clocks",
+            evidence=refs + reason_refs,
+        )
+    errors = {e for reads in f.app.values() for e in reads.failed().values()}
+    if errors == {"NOT_SUPPORTED"}:
+        return APP_CLOCKS_CHECK.not_applicable(
+            "these GPUs do not support application clocks (NOT_SUPPORTED); locked clocks would show as clock "
+            "event reason 0x2, which is not set",
+            evidence=refs + reason_refs,
+        )
+    shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in errors))
+    return APP_CLOCKS_CHECK.unknown(f"nvmlDeviceGetApplicationsClock: {shown or 'no value'}", evidence=refs)
+
+
+def _reset_clocks_fix(f: AppClockFacts, subjects: list[int]) -> Fix:
     where = layer_where(f.platform, "gpu_driver")
     arg = {i: index_selector(f.inventory, i, where) for i in subjects}
-    fix = Fix(
+    return Fix(
         kind="runtime",
         where=where,
         summary="Reset application and locked clocks to their defaults (run by a person; rigaudit never changes GPU "
@@ -114,6 +113,21 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
         revert="nvidia-smi -ac MEM,GRAPHICS / -lgc MIN,MAX with the previous values",
         persist="clocks return to defaults when the driver reloads: remove the unit or script that sets them at boot",
     )
+
+
+def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tuple[str, ...]) -> Finding:
+    if why := nvml_unusable(f.inventory):
+        return APP_CLOCKS_CHECK.unknown(why)
+    if why := hypervisor_side(f.inventory, "application and locked clocks"):
+        return APP_CLOCKS_CHECK.unknown(why)
+    refs = tuple(r for reads in (*f.app.values(), *f.default.values()) for r in reads.refs)
+    low, compared = _below_default(f)
+    held = sorted(i for i, mask in reasons.items() if mask & APP_CLOCKS_REASON)
+    if not low and not held:
+        return _at_defaults(f, compared, refs, reason_refs)
+    subjects = sorted(set(low) | set(held))
+    parts = [f"{label(f.inventory, i)}: {', '.join(low[i])}" for i in sorted(low)]
+    parts += [f"{label(f.inventory, i)}: clock event reason 0x2 (applications clocks / locked clocks)" for i in held]
     return APP_CLOCKS_CHECK.problem_at(
         "medium",
         "; ".join(parts),
@@ -122,7 +136,7 @@ def judge_app_clocks(f: AppClockFacts, reasons: dict[int, int], reason_refs: tup
         "often for a benchmark, power test or stability work-around. The GPU then never boosts past that value: "
         "prefill slows with the graphics clock and decode with the memory clock. Keep them only if they are a "
         "deliberate power or stability decision.",
-        fix,
+        _reset_clocks_fix(f, subjects),
         subjects=labels(f.inventory, subjects),
         evidence=refs + reason_refs,
     )

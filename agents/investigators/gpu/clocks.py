@@ -5,10 +5,10 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, hw_where, int_values
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, int_values
+from rigaudit.agents.investigators.gpu.hardware import hardware_fix
+from rigaudit.tools.model.finding import CommandAction, Finding, Severity
 
 CLOCK_REASONS = {
     0x1: "GPU idle",
@@ -73,17 +73,14 @@ def judge_clocks(f: GpuHealthFacts) -> Finding:
             "power brake / HW slowdown: check PSU redundancy and health, the GPU power cables "
             "(12V-2x6 seated fully), and BMC power capping"
         )
-    fix = Fix(
-        kind="hardware",
-        where=hw_where(f.platform),
-        summary="Remove the cause of hardware clock slowdown on " + ", ".join(labels(f.inventory, list(bad))),
-        actions=tuple(CommandAction(description=s) for s in steps),
-        risk="low",
-        verify="nvidia-smi --query-gpu=index,clocks_event_reasons.active --format=csv under load shows no 0x8/0x20/0x40/0x80",
-        revert="none",
-        persist="hardware changes persist",
+    fix = hardware_fix(
+        f.inventory,
+        f.platform,
+        bad,
+        "Remove the cause of hardware clock slowdown on " + ", ".join(labels(f.inventory, list(bad))),
+        tuple(CommandAction(description=s) for s in steps),
+        "nvidia-smi --query-gpu=index,clocks_event_reasons.active --format=csv under load shows no 0x8/0x20/0x40/0x80",
     )
-    fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in bad])
     return CLOCKS_CHECK.problem_at(
         severity,
         observed,

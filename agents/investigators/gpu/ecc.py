@@ -31,6 +31,53 @@ def _no_ecc(f: GpuHealthFacts) -> bool:
     return bool(errors) and set(errors) == {"NOT_SUPPORTED"} and all(len(r.failed()) == len(r.results) for r in reads)
 
 
+def _graded_events(f: GpuHealthFacts, affected: list[int]) -> dict[int, MemoryEvent]:
+    """Each affected GPU's memory event, graded with the memory Xids its kernel log holds."""
+    logged = xids_by_bdf(parse_xids(f.dmesg.stdout)) if log_unavailable(f.dmesg) is None else {}
+    events: dict[int, MemoryEvent] = {}
+    for i in affected:
+        gpu = f.inventory.by_index(i)
+        if (event := gpu_memory_event(f, i, logged.get(gpu.bdf, frozenset()) if gpu else frozenset())) is not None:
+            events[i] = event
+    return events
+
+
+def _errors_problem(
+    f: GpuHealthFacts, failure: list[int], pending: list[int], uncorrected: dict[int, int], refs: tuple[str, ...]
+) -> Finding:
+    errors = [i for i, v in uncorrected.items() if v > 0]
+    affected = sorted(set(failure) | set(pending) | set(errors))
+    events = _graded_events(f, affected)
+    parts = []
+    for i in affected:
+        bits = []
+        if i in failure:
+            bits.append("row remapping FAILED")
+        if i in pending:
+            bits.append("remap/retirement pending")
+        if i in errors:
+            bits.append(f"{uncorrected[i]} volatile uncorrectable ECC errors")
+        if i in events:
+            bits.append(f"{events[i].state}: act {events[i].urgency}")
+        parts.append(f"{label(f.inventory, i)}: {', '.join(bits)}")
+    severity: Severity = min((e.severity for e in events.values()), key=lambda s: SEVERITY_ORDER[s], default="high")
+    gpus = [(g, e) for i, e in events.items() if (g := f.inventory.by_index(i)) is not None]
+    return ECC_ERRORS_CHECK.problem_at(
+        severity,
+        "; ".join(parts),
+        "no pending remap, no remap failure, no uncorrectable errors",
+        "A pending remap only takes effect after a GPU reset. How soon that reset is due depends on the event, graded "
+        "with the memory Xids the kernel log holds for the GPU (as gpu.xid grades them): a correctable error's remap "
+        "and a contained uncorrectable error (its page offlined, other work unaffected) wait for the next service "
+        "window; an uncorrectable error whose containment is not shown, or an uncontained one (Xid 95), needs the "
+        "reset now; a remap failure means the GPU ran out of spare rows and must be replaced "
+        f"({SOURCE}).",
+        memory_fix(f.platform, gpus),
+        subjects=labels(f.inventory, affected),
+        evidence=refs,
+    )
+
+
 def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     if why := nvml_unusable(f.inventory):
         return ECC_ERRORS_CHECK.unknown(why)
@@ -46,53 +93,17 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
         return ECC_ERRORS_CHECK.unknown(failure_text(f.remapped, f.inventory), evidence=refs)
     failure = [i for i, v in remap.items() if v[3]]
     pending = sorted({i for i, v in remap.items() if v[2]} | {i for i, v in pages_pending.items() if v})
-    errors = [i for i, v in uncorrected.items() if v > 0]
+    if failure or pending or any(v > 0 for v in uncorrected.values()):
+        return _errors_problem(f, failure, pending, uncorrected, refs)
     remapped_rows = {i: int(v[0]) + int(v[1]) for i, v in remap.items() if (v[0] or v[1])}
-    if not (failure or pending or errors):
-        note = ""
-        if remapped_rows:
-            note = "; rows remapped earlier (spares in use, healthy): " + ", ".join(
-                f"{label(f.inventory, i)} {n}" for i, n in remapped_rows.items()
-            )
-        return ECC_ERRORS_CHECK.ok(
-            f"no remap pending or failed, 0 volatile uncorrectable ECC errors, no retired page pending on "
-            f"{len(judged)}/{len(f.inventory.nvml_indices)} GPUs{note}",
-            expected="no pending remap, no remap failure, no uncorrectable errors",
-            evidence=refs,
+    note = ""
+    if remapped_rows:
+        note = "; rows remapped earlier (spares in use, healthy): " + ", ".join(
+            f"{label(f.inventory, i)} {n}" for i, n in remapped_rows.items()
         )
-    logged = xids_by_bdf(parse_xids(f.dmesg.stdout)) if log_unavailable(f.dmesg) is None else {}
-    events: dict[int, MemoryEvent] = {}
-    for i in sorted(set(failure) | set(pending) | set(errors)):
-        gpu = f.inventory.by_index(i)
-        if (event := gpu_memory_event(f, i, logged.get(gpu.bdf, frozenset()) if gpu else frozenset())) is not None:
-            events[i] = event
-    parts = []
-    for i in sorted(set(failure) | set(pending) | set(errors)):
-        bits = []
-        if i in failure:
-            bits.append("row remapping FAILED")
-        if i in pending:
-            bits.append("remap/retirement pending")
-        if i in errors:
-            bits.append(f"{uncorrected[i]} volatile uncorrectable ECC errors")
-        if i in events:
-            bits.append(f"{events[i].state}: act {events[i].urgency}")
-        parts.append(f"{label(f.inventory, i)}: {', '.join(bits)}")
-    subjects = labels(f.inventory, sorted(set(failure) | set(pending) | set(errors)))
-    severity: Severity = min((e.severity for e in events.values()), key=lambda s: SEVERITY_ORDER[s], default="high")
-    gpus = [(g, e) for i, e in events.items() if (g := f.inventory.by_index(i)) is not None]
-    fix = memory_fix(f.platform, gpus)
-    return ECC_ERRORS_CHECK.problem_at(
-        severity,
-        "; ".join(parts),
-        "no pending remap, no remap failure, no uncorrectable errors",
-        "A pending remap only takes effect after a GPU reset. How soon that reset is due depends on the event, graded "
-        "with the memory Xids the kernel log holds for the GPU (as gpu.xid grades them): a correctable error's remap "
-        "and a contained uncorrectable error (its page offlined, other work unaffected) wait for the next service "
-        "window; an uncorrectable error whose containment is not shown, or an uncontained one (Xid 95), needs the "
-        "reset now; a remap failure means the GPU ran out of spare rows and must be replaced "
-        f"({SOURCE}).",
-        fix,
-        subjects=subjects,
+    return ECC_ERRORS_CHECK.ok(
+        f"no remap pending or failed, 0 volatile uncorrectable ECC errors, no retired page pending on "
+        f"{len(judged)}/{len(f.inventory.nvml_indices)} GPUs{note}",
+        expected="no pending remap, no remap failure, no uncorrectable errors",
         evidence=refs,
     )

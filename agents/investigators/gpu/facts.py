@@ -8,13 +8,12 @@ from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
 from rigaudit.agents.facts.nvml_reads import GpuReads, read_per_gpu
 from rigaudit.agents.facts.platform import Platform, detect_platform
-from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.gpu.app_clocks import AppClockFacts, collect_app_clocks
 from rigaudit.agents.investigators.gpu.retired import RetiredFacts, collect_retired
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.model.finding import Area
 
 AREA: Area = "gpu"
 SLOWDOWN, GPU_MAX = 1, 3
@@ -74,11 +73,6 @@ async def collect(probe: Probe) -> GpuHealthFacts:
         retired,
         proc_version,
     )
-
-
-def hw_where(platform: Platform) -> Where:
-    """Hardware fixes of a VM guest belong to the hypervisor, of a container to its host."""
-    return layer_where(platform, "hardware")
 
 
 def int_values(reads: GpuReads) -> dict[int, int]:

@@ -6,13 +6,12 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.nvml_reads import GpuReads, label, labels, nvml_unusable, read_per_gpu
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
+from rigaudit.agents.investigators.gpu.hardware import hardware_fix
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import CommandAction, Finding, Severity
 
 SBE, DBE = 0, 1
 """nvmlPageRetirementCause_t: multiple single-bit errors, double-bit error."""
@@ -61,12 +60,20 @@ RETIRED_PAGES_CHECK = Check(
 )
 
 
-def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return RETIRED_PAGES_CHECK.unknown(why)
-    if why := hypervisor_side(f.inventory, "retired pages and remapped rows"):
-        return RETIRED_PAGES_CHECK.unknown(why, evidence=f.pages_sbe.refs + remapped.refs)
-    refs = f.pages_sbe.refs + f.pages_dbe.refs + remapped.refs + f.histogram.refs
+class _Spares(Record):
+    """Per GPU index, what its spare memory reads show."""
+
+    exhausted: list[tuple[int, int]]
+    """(GPU, banks with no spare row left)."""
+    low_banks: list[tuple[int, int]]
+    retired: dict[int, tuple[int, int]]
+    """GPU: (single-bit, double-bit) retired pages."""
+    unknown_spares: list[tuple[int, int]]
+    """(GPU, rows remapped) where the histogram is not read."""
+    judged: int
+
+
+def _tally_spares(f: RetiredFacts, remapped: GpuReads) -> _Spares:
     exhausted, low_banks, retired, unknown_spares = [], [], {}, []
     judged = 0
     for index in f.inventory.nvml_indices:
@@ -85,44 +92,36 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
                 low_banks.append((index, int(histogram["low"])))
         elif rows:
             unknown_spares.append((index, rows))
-    if not judged:
-        failed = {e for reads in (f.pages_sbe, remapped) for e in reads.failed().values()}
-        if failed == {"NOT_SUPPORTED"}:
-            why = "these GPUs have no ECC memory to retire pages or remap rows of (NVML: NOT_SUPPORTED)"
-            return RETIRED_PAGES_CHECK.not_applicable(why, evidence=refs)
-        shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in failed))
-        return RETIRED_PAGES_CHECK.unknown(f"retired pages and remapped rows not readable: {shown}", evidence=refs)
-    if not (exhausted or low_banks or retired):
-        if unknown_spares:
-            rows_text = ", ".join(f"{label(f.inventory, i)} {n} rows remapped" for i, n in unknown_spares)
-            return RETIRED_PAGES_CHECK.unknown(
-                f"{rows_text}; spare rows per bank unknown (nvmlDeviceGetRowRemapperHistogram: {_error(f.histogram)})",
-                evidence=refs,
-            )
-        return RETIRED_PAGES_CHECK.ok(
-            f"no retired pages, no bank short of spare rows on {judged}/{len(f.inventory.nvml_indices)} GPUs",
-            expected="spare rows left in every bank; no retired pages",
-            evidence=refs,
-        )
-    parts = [f"{label(f.inventory, i)}: {n} banks with no spare row left" for i, n in exhausted]
-    parts += [f"{label(f.inventory, i)}: {n} banks with few spare rows left" for i, n in low_banks]
-    parts += [f"{label(f.inventory, i)}: {s + d} retired pages ({d} double-bit)" for i, (s, d) in retired.items()]
-    severity: Severity = "high" if exhausted else "low"
-    subjects = sorted({i for i, _ in exhausted} | {i for i, _ in low_banks} | set(retired))
-    fix = Fix(
-        kind="hardware",
-        where=layer_where(f.platform, "hardware"),
-        summary="Plan the replacement of " + ", ".join(labels(f.inventory, subjects)) + " with the vendor",
-        actions=(
+    return _Spares(exhausted, low_banks, retired, unknown_spares, judged)
+
+
+def _unread(f: RetiredFacts, remapped: GpuReads, refs: tuple[str, ...]) -> Finding:
+    """No GPU's spares read: GPUs without ECC memory, else unknown."""
+    failed = {e for reads in (f.pages_sbe, remapped) for e in reads.failed().values()}
+    if failed == {"NOT_SUPPORTED"}:
+        why = "these GPUs have no ECC memory to retire pages or remap rows of (NVML: NOT_SUPPORTED)"
+        return RETIRED_PAGES_CHECK.not_applicable(why, evidence=refs)
+    shown = ", ".join(sorted("not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in failed))
+    return RETIRED_PAGES_CHECK.unknown(f"retired pages and remapped rows not readable: {shown}", evidence=refs)
+
+
+def _spares_problem(f: RetiredFacts, spares: _Spares, refs: tuple[str, ...]) -> Finding:
+    parts = [f"{label(f.inventory, i)}: {n} banks with no spare row left" for i, n in spares.exhausted]
+    parts += [f"{label(f.inventory, i)}: {n} banks with few spare rows left" for i, n in spares.low_banks]
+    parts += [f"{label(f.inventory, i)}: {s + d} retired pages ({d} double-bit)" for i, (s, d) in spares.retired.items()]
+    severity: Severity = "high" if spares.exhausted else "low"
+    subjects = sorted({i for i, _ in spares.exhausted} | {i for i, _ in spares.low_banks} | set(spares.retired))
+    fix = hardware_fix(
+        f.inventory,
+        f.platform,
+        subjects,
+        "Plan the replacement of " + ", ".join(labels(f.inventory, subjects)) + " with the vendor",
+        (
             CommandAction(description="record the state", argv=("nvidia-smi", "-q", "-d", "ROW_REMAPPER,PAGE_RETIREMENT")),
             CommandAction(description="open an RMA with the vendor (attach nvidia-bug-report.sh); run dcgmi diag -r 3 on it"),
         ),
-        risk="low",
-        verify="nvidia-smi -q -d ROW_REMAPPER on the replacement: all banks at Max availability",
-        revert="none",
-        persist="hardware changes persist",
+        "nvidia-smi -q -d ROW_REMAPPER on the replacement: all banks at Max availability",
     )
-    fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in subjects])
     return RETIRED_PAGES_CHECK.problem_at(
         severity,
         "; ".join(parts),
@@ -133,5 +132,29 @@ def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
         "are a trend to watch rather than an outage.",
         fix,
         subjects=labels(f.inventory, subjects),
+        evidence=refs,
+    )
+
+
+def judge_retired_pages(f: RetiredFacts, remapped: GpuReads) -> Finding:
+    if why := nvml_unusable(f.inventory):
+        return RETIRED_PAGES_CHECK.unknown(why)
+    if why := hypervisor_side(f.inventory, "retired pages and remapped rows"):
+        return RETIRED_PAGES_CHECK.unknown(why, evidence=f.pages_sbe.refs + remapped.refs)
+    refs = f.pages_sbe.refs + f.pages_dbe.refs + remapped.refs + f.histogram.refs
+    spares = _tally_spares(f, remapped)
+    if not spares.judged:
+        return _unread(f, remapped, refs)
+    if spares.exhausted or spares.low_banks or spares.retired:
+        return _spares_problem(f, spares, refs)
+    if spares.unknown_spares:
+        rows_text = ", ".join(f"{label(f.inventory, i)} {n} rows remapped" for i, n in spares.unknown_spares)
+        return RETIRED_PAGES_CHECK.unknown(
+            f"{rows_text}; spare rows per bank unknown (nvmlDeviceGetRowRemapperHistogram: {_error(f.histogram)})",
+            evidence=refs,
+        )
+    return RETIRED_PAGES_CHECK.ok(
+        f"no retired pages, no bank short of spare rows on {spares.judged}/{len(f.inventory.nvml_indices)} GPUs",
+        expected="spare rows left in every bank; no retired pages",
         evidence=refs,
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
-from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
-from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, hw_where, int_values
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, int_values
+from rigaudit.agents.investigators.gpu.hardware import hardware_fix
+from rigaudit.tools.model.finding import CommandAction, Finding, Severity
 
 THERMAL_MARGIN_C = 10
 
@@ -52,23 +52,22 @@ def judge_thermals(f: GpuHealthFacts) -> Finding:
         )
     observed = "; ".join(f"{label(f.inventory, i)}: {temps[i]} °C, {kind} at {limits[i]} °C" for i in hot)
     severity: Severity = "high" if any(headroom[i] <= 0 for i in hot) else "medium"
-    fix = Fix(
-        kind="hardware",
-        where=hw_where(f.platform),
-        summary="Improve cooling of " + ", ".join(labels(f.inventory, hot)) + ": airflow, fan profile, inlet temperature",
-        actions=(
+    fix = hardware_fix(
+        f.inventory,
+        f.platform,
+        hot,
+        "Improve cooling of " + ", ".join(labels(f.inventory, hot)) + ": airflow, fan profile, inlet temperature",
+        (
             CommandAction(
                 description="check the chassis fan profile in the BMC (full speed for passive GPUs), inlet "
                 "temperature, blanking panels, blocked or dusty intakes, and GPU placement"
             ),
         ),
-        risk="low",
-        verify="nvidia-smi --query-gpu=index,temperature.gpu,clocks_event_reasons.active --format=csv under load: "
+        "nvidia-smi --query-gpu=index,temperature.gpu,clocks_event_reasons.active --format=csv under load: "
         f"temperature more than {THERMAL_MARGIN_C} °C below {kind}, no thermal reasons",
         revert="none: cooling changes are not reverted",
         persist="BMC fan settings persist",
     )
-    fix = for_cloud(fix, f.platform, [g for g in f.inventory.gpus if g.index in hot])
     return THERMALS_CHECK.problem_at(
         severity,
         observed,

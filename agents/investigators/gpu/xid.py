@@ -42,7 +42,7 @@ from rigaudit.agents.investigators.gpu.memory import (
 )
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import command_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Edge, Finding, Fix, Severity, Where
+from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Edge, Finding, Fix, FixKind, Severity, Where
 
 _XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 
@@ -216,6 +216,64 @@ XID_CHECK = Check(
 )
 
 
+_SEVERITY_MEANS = {
+    "critical": "data on the GPU may be wrong or the GPU is gone until the machine is reset",
+    "high": "the GPU is unusable for every process until it is reset, so the server is down on it",
+    "medium": "the application that hit it was stopped; the GPU itself keeps working",
+    "low": "informational: nothing to do unless it repeats or accompanies another Xid",
+}
+
+
+def _explanation(judged: list[_Judged], severity: Severity, last_line: str) -> str:
+    """Each code's resolution (or its memory event's grade), then what the worst one means."""
+    explanation = " ".join(
+        (
+            f"Xid {j.code}: NVML shows the memory event on the GPU now ({j.memory.state}): {j.memory.severity}, act "
+            f"{j.memory.urgency}, as gpu.ecc_errors grades it ({SOURCE})"
+            if j.memory is not None
+            else f"Xid {j.code}: NVIDIA's resolution is to {RESOLUTION_TEXT[j.resolution]}"
+        )
+        + (_follow_up(j.entry.investigate) if j.entry and j.entry.investigate else "")
+        + "."
+        for j in judged
+    )
+    return explanation + (
+        f" The worst of them sets the severity ({severity}): " + _SEVERITY_MEANS[severity] + ". Last line: " + last_line[:200]
+    )
+
+
+def _memory_event_fix(f: GpuHealthFacts, judged: list[_Judged], memory: list[tuple[Gpu, MemoryEvent]]) -> Fix:
+    """One event, one fix: the one gpu.ecc_errors gives it, which follows the event's most severe Xid."""
+    shared = memory_fix(f.platform, memory)
+    codes = ", ".join(str(c) for c in XID_ORDER if any(j.code == c and j.memory for j in judged))
+    return shared.model_copy(
+        update={
+            "summary": f"Xid {codes}: {shared.summary}",
+            "edges": (Edge(kind="moot_after", check="gpu.ecc_errors", why="the same memory event, the same fix"),),
+        }
+    )
+
+
+def _resolution_fix(f: GpuHealthFacts, judged: list[_Judged], strongest: Resolution, kind: FixKind) -> Fix:
+    """NVIDIA's resolution of the strongest code, on the GPUs that logged it."""
+    by_bdf = {g.bdf: g for g in f.inventory.gpus}
+    where = _where(f.platform, strongest)
+    gpus = [by_bdf[b] for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf]
+    investigate = [j.entry.investigate for j in judged if j.entry and j.entry.investigate]
+    fix = Fix(
+        kind=kind,
+        where=where,
+        summary=f"Xid {', '.join(str(j.code) for j in judged if j.resolution == strongest)}: "
+        f"{RESOLUTION_TEXT[strongest]} (NVIDIA's resolution)",
+        actions=_actions(strongest, where, gpus, investigate, f.platform.cloud if where == "hypervisor" else None),
+        risk="medium" if strongest in ("reset_gpu", "reboot", "restart_vm") else "low",
+        verify="dmesg | grep -i xid shows no new event after a load run; nvidia-smi -q shows the GPU healthy",
+        revert="none",
+        persist="none",
+    )
+    return for_cloud(fix, f.platform, gpus, also=(_BUG_REPORT,))  # a cloud's hypervisor: the provider's steps
+
+
 def judge_xid(f: GpuHealthFacts) -> Finding:
     refs = (command_ref(DMESG),)
     if why := log_unavailable(f.dmesg, in_container=f.platform.in_container):
@@ -237,28 +295,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     for j in judged:
         where_seen = ", ".join(by_bdf[b].label if b in by_bdf else f"GPU {b}" for b in j.gpus)
         parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}")
-    explanation = " ".join(
-        (
-            f"Xid {j.code}: NVML shows the memory event on the GPU now ({j.memory.state}): {j.memory.severity}, act "
-            f"{j.memory.urgency}, as gpu.ecc_errors grades it ({SOURCE})"
-            if j.memory is not None
-            else f"Xid {j.code}: NVIDIA's resolution is to {RESOLUTION_TEXT[j.resolution]}"
-        )
-        + (_follow_up(j.entry.investigate) if j.entry and j.entry.investigate else "")
-        + "."
-        for j in judged
-    )
-    explanation += (
-        f" The worst of them sets the severity ({severity}): "
-        + {
-            "critical": "data on the GPU may be wrong or the GPU is gone until the machine is reset",
-            "high": "the GPU is unusable for every process until it is reset, so the server is down on it",
-            "medium": "the application that hit it was stopped; the GPU itself keeps working",
-            "low": "informational: nothing to do unless it repeats or accompanies another Xid",
-        }[severity]
-        + ". Last line: "
-        + events[-1].line[:200]
-    )
+    explanation = _explanation(judged, severity, events[-1].line)
     subjects = sorted({by_bdf[e.bdf].label if e.bdf in by_bdf else f"GPU {e.bdf}" for e in events})
     kind = RESOLUTION_FIX_KIND[strongest]
     if kind is None:
@@ -271,40 +308,5 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
         )
     memory = _memory_events(f, judged)
     others = [j for j in judged if j.memory is None and RESOLUTION_FIX_KIND[j.resolution] is not None]
-    if memory and not others:
-        # One event, one fix: the one gpu.ecc_errors gives it, which follows the event's most severe Xid.
-        shared = memory_fix(f.platform, memory)
-        codes = ", ".join(str(c) for c in XID_ORDER if any(j.code == c and j.memory for j in judged))
-        fix = shared.model_copy(
-            update={
-                "summary": f"Xid {codes}: {shared.summary}",
-                "edges": (Edge(kind="moot_after", check="gpu.ecc_errors", why="the same memory event, the same fix"),),
-            }
-        )
-        return XID_CHECK.problem_at(
-            severity, "; ".join(parts), "no Xid events", explanation, fix, subjects=subjects, evidence=refs
-        )
-    where = _where(f.platform, strongest)
-    gpus = [by_bdf[b] for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf]
-    investigate = [j.entry.investigate for j in judged if j.entry and j.entry.investigate]
-    fix = Fix(
-        kind=kind,
-        where=where,
-        summary=f"Xid {', '.join(str(j.code) for j in judged if j.resolution == strongest)}: "
-        f"{RESOLUTION_TEXT[strongest]} (NVIDIA's resolution)",
-        actions=_actions(strongest, where, gpus, investigate, f.platform.cloud if where == "hypervisor" else None),
-        risk="medium" if strongest in ("reset_gpu", "reboot", "restart_vm") else "low",
-        verify="dmesg | grep -i xid shows no new event after a load run; nvidia-smi -q shows the GPU healthy",
-        revert="none",
-        persist="none",
-    )
-    fix = for_cloud(fix, f.platform, gpus, also=(_BUG_REPORT,))  # a cloud's hypervisor: the provider's steps
-    return XID_CHECK.problem_at(
-        severity,
-        "; ".join(parts),
-        "no Xid events",
-        explanation,
-        fix,
-        subjects=subjects,
-        evidence=refs,
-    )
+    fix = _memory_event_fix(f, judged, memory) if memory and not others else _resolution_fix(f, judged, strongest, kind)
+    return XID_CHECK.problem_at(severity, "; ".join(parts), "no Xid events", explanation, fix, subjects=subjects, evidence=refs)
