@@ -42,7 +42,7 @@ def _strip(text: str | None) -> str | None:
 
 
 def cap(refs: Sequence[str]) -> tuple[str, ...]:
-    """The first few evidence refs: one per CPU would flood the finding."""
+    """The first few evidence refs: one per CPU (or per GPU, :mod:`.gpu`) would flood the finding."""
     return tuple(refs[:_MAX_REFS])
 
 

@@ -6,7 +6,15 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.investigators.power import premises
-from rigaudit.agents.investigators.power.cpu_facts import CPU, CSTATE_LIMIT_US, CpuPowerFacts, cap, cpu_where, oneshot_unit
+from rigaudit.agents.investigators.power.cpu_facts import (
+    CPU,
+    CSTATE_LIMIT_US,
+    CpuPowerFacts,
+    IdleState,
+    cap,
+    cpu_where,
+    oneshot_unit,
+)
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
 
@@ -78,38 +86,23 @@ SHALLOW_US = 50
 """Exit latencies up to this (Intel C1E, AMD C1) cost little against a decode step; above it (C6, AMD C2) they show."""
 
 
-def judge_cstates(facts: CpuPowerFacts) -> Finding:
-    if not facts.idle:
-        if facts.platform.in_vm:
-            return CSTATES_CHECK.unknown("no cpuidle in this guest; check on the hypervisor", evidence=facts.platform.evidence)
-        if facts.platform.in_container:
-            why = "no cpuidle in the kernel this container shares with its host; check on the container's host"
-            return CSTATES_CHECK.unknown(why, evidence=facts.platform.evidence)
-        why = f"no cpuidle states under {CPU}/cpu*/cpuidle (driver: {facts.cpuidle_driver or 'unknown'})"
-        return CSTATES_CHECK.unknown(why, evidence=(file_ref(f"{CPU}/cpuidle/current_driver"),))
-    readable = [s for s in facts.idle if s.latency_us is not None]
-    if not readable:
-        return CSTATES_CHECK.unknown("cpuidle state latency files are not readable")
-    deep = [s for s in readable if (s.latency_us or 0) > CSTATE_LIMIT_US]
-    bad = [s for s in deep if s.disabled is False]
-    if not bad and any(s.disabled is None for s in deep):
-        why = f"the disable flag of idle states above {CSTATE_LIMIT_US} us is not readable"
-        return CSTATES_CHECK.unknown(why, evidence=cap([file_ref(f"{s.path}/disable") for s in deep]))
-    kinds: dict[tuple[str, int], list[int]] = {}
-    for s in bad or deep:
-        kinds.setdefault((s.name or f"state{s.index}", s.latency_us or 0), []).append(s.cpu)
-    summary = "; ".join(f"{n} ({lat} us) on {cpu_ranges(cpus)}" for (n, lat), cpus in sorted(kinds.items()))
-    if not bad:
-        shallow = max((s.latency_us or 0 for s in readable if s not in deep), default=0)
-        observed = f"no enabled idle state above {CSTATE_LIMIT_US} us (deepest allowed: {shallow} us)"
-        observed += f"; disabled: {summary}" if deep else ""
-        refs = [file_ref(f"{s.path}/disable") for s in deep] or [file_ref(f"{readable[0].path}/latency")]
-        return CSTATES_CHECK.ok(observed, expected=f"no enabled state above {CSTATE_LIMIT_US} us", evidence=cap(refs))
+def _no_cpuidle(facts: CpuPowerFacts) -> Finding:
+    """No cpuidle states listed: the hypervisor's or the host's to check, or this kernel has none."""
+    if facts.platform.in_vm:
+        return CSTATES_CHECK.unknown("no cpuidle in this guest; check on the hypervisor", evidence=facts.platform.evidence)
+    if facts.platform.in_container:
+        why = "no cpuidle in the kernel this container shares with its host; check on the container's host"
+        return CSTATES_CHECK.unknown(why, evidence=facts.platform.evidence)
+    why = f"no cpuidle states under {CPU}/cpu*/cpuidle (driver: {facts.cpuidle_driver or 'unknown'})"
+    return CSTATES_CHECK.unknown(why, evidence=(file_ref(f"{CPU}/cpuidle/current_driver"),))
+
+
+def _disable_fix(facts: CpuPowerFacts, bad: list[IdleState]) -> Fix:
+    """Write 1 to each deep state's disable file, persisted by a oneshot unit (the boot option the alternative)."""
     paths = tuple(f"{s.path}/disable" for s in bad)
-    cpus = sorted({s.cpu for s in bad})
     driver = facts.cpuidle_driver or "acpi_idle"
     boot = "intel_idle.max_cstate=1" if driver == "intel_idle" else "processor.max_cstate=1"
-    fix = Fix(
+    return Fix(
         kind="runtime",
         where=cpu_where(facts.platform),
         summary=f"Disable idle states with exit latency above {CSTATE_LIMIT_US} us on every CPU ({len(paths)} states)",
@@ -125,20 +118,11 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
         + f"\n(alternative, with a reboot: {boot} on the kernel command line; do not use idle=poll or cpuidle.off=1, "
         "which burn power on idle cores, cost boost headroom, and remove the shallow states too)",
     )
-    fix, by_tuned = _by_tuned(facts, fix)
-    worst = max(s.latency_us or 0 for s in bad)
-    held = _held_by_tuned(facts)
-    if held is not None:
-        return CSTATES_CHECK.ok(
-            f"{summary} enabled in sysfs, but {held}: it holds /dev/cpu_dma_latency, so cores never enter them",
-            expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
-            evidence=("file:/etc/tuned/active_profile",),
-        )
-    bound = latency_bound(facts.servers)
-    # Medium rests on decode being latency-bound: a server seen capping its batch. With no server visible that premise
-    # is unread, and an unread premise never raises the severity.
-    severity: Severity = "medium" if worst > SHALLOW_US and bound is True else "low"
-    explanation = (
+
+
+def _explanation(summary: str, worst: int, severity: Severity, bound: bool | None) -> str:
+    """What deep idle states cost a decode step, and why this severity."""
+    return (
         f"Deep idle states are enabled: {summary}. The inference server's threads block between "
         "decode steps (waiting on the GPU, on NCCL, on the next request); a core that dropped into a deep C-state pays "
         "its exit latency before it can launch the next kernel or answer a collective, and with tensor parallelism "
@@ -162,14 +146,52 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
                 "batch 1 (single-stream, latency-bound decode)."
             )
         )
-        + by_tuned
     )
+
+
+def _deep_states_problem(facts: CpuPowerFacts, bad: list[IdleState], summary: str) -> Finding:
+    fix, by_tuned = _by_tuned(facts, _disable_fix(facts, bad))
+    worst = max(s.latency_us or 0 for s in bad)
+    bound = latency_bound(facts.servers)
+    # Medium rests on decode being latency-bound: a server seen capping its batch. With no server visible that premise
+    # is unread, and an unread premise never raises the severity.
+    severity: Severity = "medium" if worst > SHALLOW_US and bound is True else "low"
     return CSTATES_CHECK.problem_at(
         severity,
         summary + " (enabled)",
         f"no enabled idle state with exit latency above {CSTATE_LIMIT_US} us",
-        explanation,
+        _explanation(summary, worst, severity, bound) + by_tuned,
         fix,
-        subjects=(cpu_ranges(cpus),),
+        subjects=(cpu_ranges(sorted({s.cpu for s in bad})),),
         evidence=cap([ref for s in bad for ref in (file_ref(f"{s.path}/latency"), file_ref(f"{s.path}/disable"))]),
     )
+
+
+def judge_cstates(facts: CpuPowerFacts) -> Finding:
+    if not facts.idle:
+        return _no_cpuidle(facts)
+    readable = [s for s in facts.idle if s.latency_us is not None]
+    if not readable:
+        return CSTATES_CHECK.unknown("cpuidle state latency files are not readable")
+    deep = [s for s in readable if (s.latency_us or 0) > CSTATE_LIMIT_US]
+    bad = [s for s in deep if s.disabled is False]
+    if not bad and any(s.disabled is None for s in deep):
+        why = f"the disable flag of idle states above {CSTATE_LIMIT_US} us is not readable"
+        return CSTATES_CHECK.unknown(why, evidence=cap([file_ref(f"{s.path}/disable") for s in deep]))
+    kinds: dict[tuple[str, int], list[int]] = {}
+    for s in bad or deep:
+        kinds.setdefault((s.name or f"state{s.index}", s.latency_us or 0), []).append(s.cpu)
+    summary = "; ".join(f"{n} ({lat} us) on {cpu_ranges(cpus)}" for (n, lat), cpus in sorted(kinds.items()))
+    if not bad:
+        shallow = max((s.latency_us or 0 for s in readable if s not in deep), default=0)
+        observed = f"no enabled idle state above {CSTATE_LIMIT_US} us (deepest allowed: {shallow} us)"
+        observed += f"; disabled: {summary}" if deep else ""
+        refs = [file_ref(f"{s.path}/disable") for s in deep] or [file_ref(f"{readable[0].path}/latency")]
+        return CSTATES_CHECK.ok(observed, expected=f"no enabled state above {CSTATE_LIMIT_US} us", evidence=cap(refs))
+    if (held := _held_by_tuned(facts)) is not None:
+        return CSTATES_CHECK.ok(
+            f"{summary} enabled in sysfs, but {held}: it holds /dev/cpu_dma_latency, so cores never enter them",
+            expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
+            evidence=("file:/etc/tuned/active_profile",),
+        )
+    return _deep_states_problem(facts, bad, summary)

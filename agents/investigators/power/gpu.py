@@ -9,21 +9,17 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.power import premises
+from rigaudit.agents.investigators.power.cpu_facts import cap
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, nvml_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 
-_MAX_REFS = 8
 PSTATE_FN = "nvmlDeviceGetPerformanceState"
 UTIL_FN = "nvmlDeviceGetUtilizationRates"
 BUSY_PERCENT = 50
 """GPU utilization at which a GPU is doing work and should be in a high performance state."""
 MAX_BUSY_PSTATE = 2
 """P0 is the fastest state; compute work runs in P0 (P2 on some boards). P3 and above cap the clocks."""
-
-
-def _cap(refs: list[str]) -> tuple[str, ...]:
-    return tuple(refs[:_MAX_REFS])
 
 
 def _where(platform: Platform) -> Where:
@@ -95,6 +91,13 @@ async def collect_gpu(probe: Probe, platform: Platform) -> GpuPowerFacts:
     return GpuPowerFacts(platform, gpus, nvml_error, await _pstates(probe), await collect_gpus(probe))
 
 
+def _nvml_unavailable(check: Check, facts: GpuPowerFacts) -> Finding | None:
+    """The check's ``unknown`` when NVML did not load, else None."""
+    if facts.nvml_error is None:
+        return None
+    return check.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
+
+
 def _watts(mw: int | None) -> str:
     return "?" if mw is None else f"{mw / 1000:g} W"
 
@@ -110,25 +113,8 @@ GPU_POWER_LIMIT_CHECK = Check(
 )
 
 
-def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
-    if facts.nvml_error is not None:
-        return GPU_POWER_LIMIT_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
-    known = [g for g in facts.gpus if g.enforced_mw is not None and g.default_mw is not None]
-    refs = [r for g in facts.gpus for r in g.refs[:2]]
-    if not known and facts.inventory is not None and (why := hypervisor_side(facts.inventory, "power limits")):
-        return GPU_POWER_LIMIT_CHECK.unknown(why, evidence=_cap(refs))
-    if not known:
-        errors = sorted({g.error or "no value" for g in facts.gpus}) or ["no GPUs"]
-        return GPU_POWER_LIMIT_CHECK.unknown(f"power limits not readable: {', '.join(errors)}", evidence=_cap(refs))
-    low = [g for g in known if (g.enforced_mw or 0) < (g.default_mw or 0)]
-    if not low:
-        values = sorted({_watts(g.enforced_mw) for g in known})
-        note = f" ({len(facts.gpus) - len(known)} GPUs unreadable)" if len(known) < len(facts.gpus) else ""
-        observed = f"enforced = default ({', '.join(values)}) on {len(known)}/{len(facts.gpus)} GPUs{note}"
-        return GPU_POWER_LIMIT_CHECK.ok(observed, expected="enforced limit = default limit", evidence=_cap(refs))
-    ratio = min((g.enforced_mw or 0) / (g.default_mw or 1) for g in low)
-    severity: Severity = "medium" if ratio < 0.9 else "low"
-    user_capped = [g for g in low if g.requested_mw is not None and g.requested_mw < (g.default_mw or 0)]
+def _restore_limit_fix(facts: GpuPowerFacts, low: list[GpuPower]) -> Fix:
+    """nvidia-smi -pl back to the default on each GPU below it, described for a person to run."""
     where = _where(facts.platform)
     arg = {g.index: index_selector(facts.inventory, g.index, where) if facts.inventory else str(g.index) for g in low}
     actions = tuple(
@@ -138,7 +124,7 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
         )
         for g in low
     )
-    fix = Fix(
+    return Fix(
         kind="runtime",
         where=where,
         summary="Restore the default GPU power limit with nvidia-smi -pl (run by a person; rigaudit never changes GPU "
@@ -150,6 +136,28 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
         persist="the limit holds while the driver stays loaded (keep nvidia-persistenced running); remove whatever "
         "lowers it at boot (a systemd unit or script running nvidia-smi -pl) or re-apply it from a oneshot unit",
     )
+
+
+def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
+    if (unavailable := _nvml_unavailable(GPU_POWER_LIMIT_CHECK, facts)) is not None:
+        return unavailable
+    known = [g for g in facts.gpus if g.enforced_mw is not None and g.default_mw is not None]
+    refs = [r for g in facts.gpus for r in g.refs[:2]]
+    if not known and facts.inventory is not None and (why := hypervisor_side(facts.inventory, "power limits")):
+        return GPU_POWER_LIMIT_CHECK.unknown(why, evidence=cap(refs))
+    if not known:
+        errors = sorted({g.error or "no value" for g in facts.gpus}) or ["no GPUs"]
+        return GPU_POWER_LIMIT_CHECK.unknown(f"power limits not readable: {', '.join(errors)}", evidence=cap(refs))
+    low = [g for g in known if (g.enforced_mw or 0) < (g.default_mw or 0)]
+    if not low:
+        values = sorted({_watts(g.enforced_mw) for g in known})
+        note = f" ({len(facts.gpus) - len(known)} GPUs unreadable)" if len(known) < len(facts.gpus) else ""
+        observed = f"enforced = default ({', '.join(values)}) on {len(known)}/{len(facts.gpus)} GPUs{note}"
+        return GPU_POWER_LIMIT_CHECK.ok(observed, expected="enforced limit = default limit", evidence=cap(refs))
+    ratio = min((g.enforced_mw or 0) / (g.default_mw or 1) for g in low)
+    severity: Severity = "medium" if ratio < 0.9 else "low"
+    user_capped = [g for g in low if g.requested_mw is not None and g.requested_mw < (g.default_mw or 0)]
+    fix = _restore_limit_fix(facts, low)
     other = (
         ""
         if user_capped
@@ -171,7 +179,7 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
         explanation,
         fix,
         subjects=tuple(g.label for g in low),
-        evidence=_cap([r for g in low for r in g.refs]),
+        evidence=cap([r for g in low for r in g.refs]),
     )
 
 
@@ -186,15 +194,34 @@ GPU_PSTATE_CHECK = Check(
 )
 
 
+def _unlock_clocks_fix(platform: Platform) -> Fix:
+    """Find and remove what holds busy GPUs in a low performance state."""
+    return Fix(
+        kind="runtime",
+        where=_where(platform),
+        summary="Find what holds the busy GPUs in a low performance state (clock event reasons, locked clocks) and "
+        "remove it (run by a person; rigaudit never changes GPU settings automatically)",
+        actions=(
+            CommandAction(description="see why the clocks are held", argv=("nvidia-smi", "-q", "-d", "PERFORMANCE")),
+            CommandAction(description="reset locked GPU clocks", argv=("nvidia-smi", "-rgc")),
+            CommandAction(description="reset locked memory clocks", argv=("nvidia-smi", "-rmc")),
+        ),
+        risk="low",
+        verify="nvidia-smi --query-gpu=index,pstate,utilization.gpu --format=csv under load shows P0 (or P2)",
+        revert="nvidia-smi -lgc / -lmc with the previous values",
+        persist="keep nvidia-persistenced running; remove whatever locks the clocks at boot",
+    )
+
+
 def judge_gpu_pstate(facts: GpuPowerFacts) -> Finding:
-    if facts.nvml_error is not None:
-        return GPU_PSTATE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()",))
+    if (unavailable := _nvml_unavailable(GPU_PSTATE_CHECK, facts)) is not None:
+        return unavailable
     refs = [nvml_ref(fn, (g.index,)) for g in facts.pstates for fn in (PSTATE_FN, UTIL_FN)]
     known = [g for g in facts.pstates if g.pstate is not None and g.utilization is not None]
     if not known:
         errors = sorted({g.error or "no value" for g in facts.pstates}) or ["no GPUs"]
         shown = ["not recorded in this snapshot" if e == "NOT_RECORDED" else e for e in errors]
-        return GPU_PSTATE_CHECK.unknown(f"performance state or utilization not readable: {', '.join(shown)}", evidence=_cap(refs))
+        return GPU_PSTATE_CHECK.unknown(f"performance state or utilization not readable: {', '.join(shown)}", evidence=cap(refs))
     stuck = [g for g in known if (g.utilization or 0) >= BUSY_PERCENT and (g.pstate or 0) > MAX_BUSY_PSTATE]
     busy = [g for g in known if (g.utilization or 0) >= BUSY_PERCENT]
     if not stuck:
@@ -209,23 +236,8 @@ def judge_gpu_pstate(facts: GpuPowerFacts) -> Finding:
             expected=f"P0–P{MAX_BUSY_PSTATE} while utilization >= {BUSY_PERCENT}%",
             explanation="A GPU drops to P8 when idle and returns to P0 within milliseconds of work arriving; only a "
             "busy GPU in a low state is a problem. Re-read under load to judge it.",
-            evidence=_cap(refs),
+            evidence=cap(refs),
         )
-    fix = Fix(
-        kind="runtime",
-        where=_where(facts.platform),
-        summary="Find what holds the busy GPUs in a low performance state (clock event reasons, locked clocks) and "
-        "remove it (run by a person; rigaudit never changes GPU settings automatically)",
-        actions=(
-            CommandAction(description="see why the clocks are held", argv=("nvidia-smi", "-q", "-d", "PERFORMANCE")),
-            CommandAction(description="reset locked GPU clocks", argv=("nvidia-smi", "-rgc")),
-            CommandAction(description="reset locked memory clocks", argv=("nvidia-smi", "-rmc")),
-        ),
-        risk="low",
-        verify="nvidia-smi --query-gpu=index,pstate,utilization.gpu --format=csv under load shows P0 (or P2)",
-        revert="nvidia-smi -lgc / -lmc with the previous values",
-        persist="keep nvidia-persistenced running; remove whatever locks the clocks at boot",
-    )
     observed = "; ".join(f"{g.label}: P{g.pstate} at {g.utilization}% utilization" for g in stuck)
     return GPU_PSTATE_CHECK.problem_at(
         "medium",
@@ -235,7 +247,7 @@ def judge_gpu_pstate(facts: GpuPowerFacts) -> Finding:
         "all, memory clock) is far below P0's: decode is memory-bandwidth bound, so tokens/s drops roughly with the "
         "memory clock. Causes: locked clocks (nvidia-smi -lgc/-lmc), a power brake or thermal event (see gpu.clocks), "
         "or a driver that lost its settings (see driver.persistence).",
-        fix,
+        _unlock_clocks_fix(facts.platform),
         subjects=tuple(g.label for g in stuck),
-        evidence=_cap(refs),
+        evidence=cap(refs),
     )

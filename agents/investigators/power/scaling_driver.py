@@ -112,13 +112,9 @@ def _kernel_lacks_it(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
     )
 
 
-def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
-    if facts.drivers.amd_pstate != "yes":
-        return _kernel_lacks_it(facts, refs)
-    active = facts.drivers.amd_pstate_active == "yes"
-    param = "amd_pstate=active" if active else "amd_pstate=passive"
+def _switch_fix(facts: CpuPowerFacts, param: str, active: bool) -> tuple[Fix, str]:
+    """The switch to amd-pstate: at runtime where its status file exists, else by the boot option; and a note on it."""
     where = cpu_where(facts.platform)
-    status_ref = file_ref(AMD_PSTATE_STATUS)
     persist = facts.boot.words(f"add {param}")
     if facts.amd_pstate_status is not None:
         fix = Fix(
@@ -153,6 +149,15 @@ def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
             f" This kernel ({facts.drivers.release_text}) has amd_pstate without its active (EPP) mode (6.3+): passive "
             "mode under the performance governor is what it offers."
         )
+    return fix, runtime_note
+
+
+def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
+    if facts.drivers.amd_pstate != "yes":
+        return _kernel_lacks_it(facts, refs)
+    active = facts.drivers.amd_pstate_active == "yes"
+    param = "amd_pstate=active" if active else "amd_pstate=passive"
+    fix, runtime_note = _switch_fix(facts, param, active)
     explanation = (
         "This AMD Zen 2+ CPU exposes ACPI CPPC, but the kernel runs the legacy acpi-cpufreq driver, which only knows "
         "a handful of ACPI P-states and leaves boost decisions coarse. amd-pstate in active mode hands frequency selection "
@@ -172,5 +177,5 @@ def _amd_pstate_problem(facts: CpuPowerFacts, refs: tuple[str, ...]) -> Finding:
         explanation,
         fix,
         subjects=(cpu_ranges(facts.cpus),),
-        evidence=(*refs, status_ref, "file:/proc/cmdline", *facts.drivers.refs),
+        evidence=(*refs, file_ref(AMD_PSTATE_STATUS), "file:/proc/cmdline", *facts.drivers.refs),
     )
