@@ -130,50 +130,48 @@ def _quota_text(limit: CpuLimit) -> str:
     return f"{cpus}, CPU quota of {limit.quota_cpus:g} CPUs{share}: not enough throttling to cost anything"
 
 
-def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
-    if not f.limits:
-        if f.platform.in_container:
-            return CGROUP_CPU_CHECK.unknown(f"cgroup CPU limits not readable ({f.error})")
-        return CGROUP_CPU_CHECK.not_applicable("not a container, and hosts no GPU containers")
-    refs = tuple(dict.fromkeys(limit.ref for limit in f.limits))
-    found: list[tuple[CpuLimit, Severity, str]] = []
-    for limit in f.limits:
-        need = max(limit.gpus, 1) * PER_GPU
-        if limit.quota_cpus is not None:
-            throttled = ""
-            quota_severity: Severity = "medium"
-            if limit.throttled and limit.throttled[1]:
-                hit, periods = limit.throttled
-                share = hit / periods
-                throttled = f", throttled in {hit} of {periods} periods ({share:.1%})"
-                quota_severity = "high" if share >= 0.05 else "medium" if share >= 0.01 else "low"
-                if quota_severity == "low" and limit.quota_cpus >= limit.gpus + 2:
-                    continue  # a quota that throttles under 1% of periods, with room for the GPU workers: no cost
-            if limit.quota_cpus < limit.gpus + 2:
-                quota_severity = "high" if quota_severity == "high" else "medium"
-            found.append((limit, quota_severity, f"{limit.who}: CPU quota of {limit.quota_cpus:g} CPUs{throttled}"))
-        if limit.cpus is not None and limit.gpus and limit.cpus < need:
-            severity: Severity = "medium" if limit.cpus < limit.gpus + 2 else "low"
-            found.append((limit, severity, f"{limit.who}: {limit.cpus} CPUs for {limit.gpus} GPUs"))
-    if not found:
-        shown = "; ".join(f"{limit.who}: {_quota_text(limit)}" for limit in f.limits)
-        return CGROUP_CPU_CHECK.ok(shown, expected=f"no CPU quota; at least {PER_GPU} CPUs per GPU", evidence=refs)
-    target = found[0][0]
+def _limit_faults(limit: CpuLimit) -> list[tuple[Severity, str]]:
+    """What one container's CPU limits cost its GPU workers: a throttling quota, too few CPUs."""
+    faults: list[tuple[Severity, str]] = []
+    need = max(limit.gpus, 1) * PER_GPU
+    if limit.quota_cpus is not None:
+        throttled = ""
+        quota_severity: Severity = "medium"
+        if limit.throttled and limit.throttled[1]:
+            hit, periods = limit.throttled
+            share = hit / periods
+            throttled = f", throttled in {hit} of {periods} periods ({share:.1%})"
+            quota_severity = "high" if share >= 0.05 else "medium" if share >= 0.01 else "low"
+            if quota_severity == "low" and limit.quota_cpus >= limit.gpus + 2:
+                return []  # a quota that throttles under 1% of periods, with room for the GPU workers: no cost
+        if limit.quota_cpus < limit.gpus + 2:
+            quota_severity = "high" if quota_severity == "high" else "medium"
+        faults.append((quota_severity, f"{limit.who}: CPU quota of {limit.quota_cpus:g} CPUs{throttled}"))
+    if limit.cpus is not None and limit.gpus and limit.cpus < need:
+        severity: Severity = "medium" if limit.cpus < limit.gpus + 2 else "low"
+        faults.append((severity, f"{limit.who}: {limit.cpus} CPUs for {limit.gpus} GPUs"))
+    return faults
+
+
+_NO_QUOTA_BY = {
+    "kubernetes": "raise or remove resources.limits.cpu in the pod spec (keep the request): a CPU limit is a "
+    "CFS quota; with the static CPU manager and integer CPUs, pin whole cores instead",
+    "docker": "recreate the container without --cpus / --cpu-quota (pin with --cpuset-cpus if needed)",
+    "podman": "recreate the container without --cpus / --cpu-quota (pin with --cpuset-cpus if needed)",
+}
+"""How each container runtime's CPU quota is lifted."""
+
+
+def _lift_quota_fix(f: CgroupCpuFacts, target: CpuLimit) -> Fix:
+    """The LXC config lines of the first faulty container, else its runtime's way to lift the quota."""
     lines = ["remove 'cpulimit:' and any lxc.cgroup2.cpu.max line"] if target.quota_cpus is not None else []
     if target.cpus is not None and target.gpus and target.cpus < max(target.gpus, 1) * PER_GPU:
         lines.append(f"cores: {max(target.gpus, 1) * PER_GPU * 2} (or more)")
     config = target.config
     if config is None:
         runtime = f.platform.container_runtime or ""
-        lines = [
-            {
-                "kubernetes": "raise or remove resources.limits.cpu in the pod spec (keep the request): a CPU limit is a "
-                "CFS quota; with the static CPU manager and integer CPUs, pin whole cores instead",
-                "docker": "recreate the container without --cpus / --cpu-quota (pin with --cpuset-cpus if needed)",
-                "podman": "recreate the container without --cpus / --cpu-quota (pin with --cpuset-cpus if needed)",
-            }.get(runtime, "remove the container's CPU quota (docker --cpus, a pod's resources.limits.cpu)")
-        ]
-    fix = Fix(
+        lines = [_NO_QUOTA_BY.get(runtime, "remove the container's CPU quota (docker --cpus, a pod's resources.limits.cpu)")]
+    return Fix(
         kind="restart",
         where="container_config",
         summary=f"Lift the CPU quota / give {target.who} more CPUs, then restart it",
@@ -189,6 +187,18 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
         revert="restore the previous lines and restart the container",
         persist="the container config persists",
     )
+
+
+def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
+    if not f.limits:
+        if f.platform.in_container:
+            return CGROUP_CPU_CHECK.unknown(f"cgroup CPU limits not readable ({f.error})")
+        return CGROUP_CPU_CHECK.not_applicable("not a container, and hosts no GPU containers")
+    refs = tuple(dict.fromkeys(limit.ref for limit in f.limits))
+    found = [(limit, severity, text) for limit in f.limits for severity, text in _limit_faults(limit)]
+    if not found:
+        shown = "; ".join(f"{limit.who}: {_quota_text(limit)}" for limit in f.limits)
+        return CGROUP_CPU_CHECK.ok(shown, expected=f"no CPU quota; at least {PER_GPU} CPUs per GPU", evidence=refs)
     return CGROUP_CPU_CHECK.problem_at(
         min((s for _, s, _ in found), key=lambda s: SEVERITY_ORDER[s]),
         "; ".join(text for _, _, text in found),
@@ -198,7 +208,7 @@ def judge_cgroup_cpu(f: CgroupCpuFacts) -> Finding:
         "tens of milliseconds even when the average CPU load is low (tail latency, lower decode throughput). Each "
         "tensor-parallel worker also keeps one CPU busy driving its GPU; with fewer CPUs than GPUs plus the "
         "scheduler and tokenizer, they preempt each other.",
-        fix,
+        _lift_quota_fix(f, found[0][0]),
         subjects=tuple(dict.fromkeys(limit.who for limit, _, _ in found)),
         evidence=refs,
     )

@@ -8,12 +8,11 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
 from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import (
-    NO_GPU,
     ContainerFacts,
     gpu_minors,
     gpu_nodes,
     lxc_fix,
-    no_gpu_on_this_machine,
+    no_gpu_here,
     node_span,
     uvm_major,
 )
@@ -62,8 +61,8 @@ GPU_DEVICES_CHECK = Check(
 
 
 def judge_gpu_devices(f: ContainerFacts) -> Finding:
-    if no_gpu_on_this_machine(f):
-        return GPU_DEVICES_CHECK.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+    if (none_here := no_gpu_here(GPU_DEVICES_CHECK, f)) is not None:
+        return none_here
     if f.platform.in_container:
         return _judge_inside(f)
     if f.platform.kind == "vm" and not f.lxc.configs:
@@ -113,11 +112,8 @@ def judge_gpu_devices(f: ContainerFacts) -> Finding:
     )
 
 
-def _judge_inside(f: ContainerFacts) -> Finding:
-    refs = (dir_ref("/dev"), *(file_ref(f"/proc/driver/nvidia/gpus/{b}/information") for b in f.minors))
-    if f.dev_entries is None:
-        return GPU_DEVICES_CHECK.unknown(f"/dev not listable: {f.dev_error}", evidence=refs)
-    present = set(f.dev_entries)
+def _missing_nodes(f: ContainerFacts, present: set[str]) -> tuple[list[str], list[int]]:
+    """What is missing from this container's /dev, and the /dev/nvidiaN minors it has."""
     problems: list[str] = []
     for node in ("nvidiactl", "nvidia-uvm"):
         if node not in present:
@@ -129,18 +125,13 @@ def _judge_inside(f: ContainerFacts) -> Finding:
     gpu_nodes = sorted(int(e[6:]) for e in present if re.fullmatch(r"nvidia\d+", e))
     if not gpu_nodes and f.minors:
         problems.append(f"no /dev/nvidiaN at all while the host driver has {len(f.minors)} GPUs")
-    host_total = len(f.minors)
-    if not problems:
-        share = f" of the host's {host_total}" if host_total and host_total != len(gpu_nodes) else ""
-        return GPU_DEVICES_CHECK.ok(
-            f"{node_span(gpu_nodes)}{share}, nvidiactl, nvidia-uvm present",
-            expected="a node for every GPU, nvidiactl and nvidia-uvm",
-            evidence=refs,
-        )
-    if problems == ["/dev/nvidia-uvm missing"] and f.proc_devices is not None and uvm_major(f.proc_devices) is None:
-        return _no_uvm_on_the_host(f, refs)
+    return problems, gpu_nodes
+
+
+def _pass_nodes_fix(f: ContainerFacts) -> Fix:
+    """Recreate a Docker container with --gpus all; have the host's config of another pass each node."""
     docker = f.platform.kind == "docker"
-    fix = Fix(
+    return Fix(
         kind="restart",
         where="container_config",
         summary="Pass the GPU device nodes into the container"
@@ -158,13 +149,30 @@ def _judge_inside(f: ContainerFacts) -> Finding:
         revert="recreate/restart the container with its previous config",
         persist="the container's config",
     )
+
+
+def _judge_inside(f: ContainerFacts) -> Finding:
+    refs = (dir_ref("/dev"), *(file_ref(f"/proc/driver/nvidia/gpus/{b}/information") for b in f.minors))
+    if f.dev_entries is None:
+        return GPU_DEVICES_CHECK.unknown(f"/dev not listable: {f.dev_error}", evidence=refs)
+    problems, gpu_nodes = _missing_nodes(f, set(f.dev_entries))
+    host_total = len(f.minors)
+    if not problems:
+        share = f" of the host's {host_total}" if host_total and host_total != len(gpu_nodes) else ""
+        return GPU_DEVICES_CHECK.ok(
+            f"{node_span(gpu_nodes)}{share}, nvidiactl, nvidia-uvm present",
+            expected="a node for every GPU, nvidiactl and nvidia-uvm",
+            evidence=refs,
+        )
+    if problems == ["/dev/nvidia-uvm missing"] and f.proc_devices is not None and uvm_major(f.proc_devices) is None:
+        return _no_uvm_on_the_host(f, refs)
     return GPU_DEVICES_CHECK.problem_at(
         "high",
         "; ".join(problems),
         "a node for every GPU, nvidiactl and nvidia-uvm",
         "CUDA opens /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidiaN for each GPU; without them it fails to "
         "initialise or sees fewer GPUs than the server was told to use.",
-        fix,
+        _pass_nodes_fix(f),
         evidence=refs,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
 from rigaudit.agents.facts.platform import Platform, detect_platform
@@ -13,8 +14,8 @@ from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_cgroup_cpu
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, CommandAction, Fix
+from rigaudit.tools.hosts.probe import Probe, dir_ref
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 
 AREA: Area = "container"
 PCT_LIST = ("pct", "list")
@@ -134,9 +135,17 @@ def lxc_fix(config: LxcConfig, uvm: int | None, summary: str, lines: list[str]) 
     )
 
 
-def no_gpu_on_this_machine(f: ContainerFacts) -> bool:
-    """Inside a container with no NVIDIA GPU even in sysfs (which shows the host's PCI bus): nothing to pass in."""
-    return f.platform.in_container and not f.inventory.gpus and not f.inventory.nvml_ok
+def no_gpu_here(check: Check, f: ContainerFacts) -> Finding | None:
+    """The check's ``not_applicable`` inside a container with no NVIDIA GPU even in sysfs (which shows the host's PCI
+    bus): nothing to pass in. None where there is one."""
+    if f.platform.in_container and not f.inventory.gpus and not f.inventory.nvml_ok:
+        return check.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+    return None
+
+
+def servers_runtime(f: ContainerFacts) -> str:
+    """The container runtime to fix: this container's, else the first server container's (empty when none is known)."""
+    return f.platform.container_runtime or next((s.container.split()[0] for s in f.scan.servers if s.container), "")
 
 
 NO_GPU = "no NVIDIA GPU on this machine (none on the PCI bus as sysfs shows it, NVML unavailable): nothing to pass in"

@@ -7,8 +7,8 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import LxcConfig
 from rigaudit.agents.investigators.container import premises
-from rigaudit.agents.investigators.container.facts import NO_GPU, ContainerFacts, lxc_fix, no_gpu_on_this_machine
-from rigaudit.tools.hosts.probe import dir_ref, file_ref
+from rigaudit.agents.investigators.container.facts import ContainerFacts, lxc_fix, no_gpu_here, servers_runtime
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix
 
 
@@ -33,9 +33,8 @@ MEMLOCK_CHECK = Check(
 )
 
 
-def judge_memlock(f: ContainerFacts) -> Finding:
-    if no_gpu_on_this_machine(f):
-        return MEMLOCK_CHECK.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
+def _read_limits(f: ContainerFacts) -> tuple[list[str], list[str], list[str], LxcConfig | None]:
+    """(limited, unlimited, refs, the first LXC config to fix) from the LXC configs and the servers' limits."""
     limited: list[str] = []
     seen: list[str] = []
     refs: list[str] = []
@@ -54,6 +53,53 @@ def judge_memlock(f: ContainerFacts) -> Finding:
             continue
         refs.append(file_ref(f"/proc/{server.pid}/limits"))
         (seen if _unlimited(soft) else limited).append(f"{server.label}: max locked memory {soft}")
+    return limited, seen, refs, lxc_fix_config
+
+
+_UNLIMITED_BY = {
+    "docker": "recreate the container with --ulimit memlock=-1:-1",
+    "podman": "recreate the container with --ulimit memlock=-1:-1",
+    "lxc": "set lxc.prlimit.memlock: unlimited in its config",
+}
+"""How each container runtime is given an unlimited locked-memory limit."""
+
+
+def _raise_limit_fix(f: ContainerFacts, lxc_fix_config: LxcConfig | None) -> Fix:
+    """lxc.prlimit.memlock for an LXC container; else the runtime's own way (a Kubernetes node's containerd unit)."""
+    if lxc_fix_config is not None:
+        return lxc_fix(
+            lxc_fix_config,
+            None,
+            f"Set lxc.prlimit.memlock: unlimited for container {lxc_fix_config.ctid}",
+            ["lxc.prlimit.memlock: unlimited"],
+        )
+    runtime = servers_runtime(f)
+    k8s = runtime in ("kubernetes", "k8s", "containerd")
+    how = _UNLIMITED_BY.get(
+        runtime, "docker: --ulimit memlock=-1:-1; systemd unit: LimitMEMLOCK=infinity; LXC: lxc.prlimit.memlock"
+    )
+    if k8s:
+        how = (
+            "a pod cannot raise its own RLIMIT_MEMLOCK: containers inherit the container runtime's, so set "
+            "LimitMEMLOCK=infinity for containerd (systemctl edit containerd) on the node, restart it, then the pod"
+        )
+    inside = f.platform.in_container or any(s.container for s in f.scan.servers)
+    return Fix(
+        kind="restart",
+        where="container_host" if k8s else "container_config" if inside else "host",
+        summary="Raise the locked-memory limit of the server to unlimited",
+        actions=(CommandAction(description=how + "; then restart the server"),),
+        risk="low",
+        verify="grep 'Max locked memory' /proc/PID/limits of the server shows unlimited",
+        revert="restore the previous limit and restart",
+        persist="the container or unit config",
+    )
+
+
+def judge_memlock(f: ContainerFacts) -> Finding:
+    if (none_here := no_gpu_here(MEMLOCK_CHECK, f)) is not None:
+        return none_here
+    limited, seen, refs, lxc_fix_config = _read_limits(f)
     if not limited and not seen and f.platform.in_container:
         soft = parse_memlock(f.self_limits)
         refs.append(file_ref("/proc/self/limits"))
@@ -66,37 +112,6 @@ def judge_memlock(f: ContainerFacts) -> Finding:
         return MEMLOCK_CHECK.not_applicable("not a container, and hosts no GPU containers", evidence=refs)
     if not limited:
         return MEMLOCK_CHECK.ok("; ".join(seen), expected="unlimited", evidence=refs)
-    if lxc_fix_config is not None:
-        fix = lxc_fix(
-            lxc_fix_config,
-            None,
-            f"Set lxc.prlimit.memlock: unlimited for container {lxc_fix_config.ctid}",
-            ["lxc.prlimit.memlock: unlimited"],
-        )
-    else:
-        runtime = f.platform.container_runtime or next((s.container.split()[0] for s in f.scan.servers if s.container), None)
-        k8s = runtime in ("kubernetes", "k8s", "containerd")
-        how = {
-            "docker": "recreate the container with --ulimit memlock=-1:-1",
-            "podman": "recreate the container with --ulimit memlock=-1:-1",
-            "lxc": "set lxc.prlimit.memlock: unlimited in its config",
-        }.get(runtime or "", "docker: --ulimit memlock=-1:-1; systemd unit: LimitMEMLOCK=infinity; LXC: lxc.prlimit.memlock")
-        if k8s:
-            how = (
-                "a pod cannot raise its own RLIMIT_MEMLOCK: containers inherit the container runtime's, so set "
-                "LimitMEMLOCK=infinity for containerd (systemctl edit containerd) on the node, restart it, then the pod"
-            )
-        inside = f.platform.in_container or any(s.container for s in f.scan.servers)
-        fix = Fix(
-            kind="restart",
-            where="container_host" if k8s else "container_config" if inside else "host",
-            summary="Raise the locked-memory limit of the server to unlimited",
-            actions=(CommandAction(description=how + "; then restart the server"),),
-            risk="low",
-            verify="grep 'Max locked memory' /proc/PID/limits of the server shows unlimited",
-            revert="restore the previous limit and restart",
-            persist="the container or unit config",
-        )
     rdma = bool(f.rdma.active_nics)
     return MEMLOCK_CHECK.problem_at(
         "medium" if rdma else "low",
@@ -110,7 +125,7 @@ def judge_memlock(f: ContainerFacts) -> Finding:
             if rdma
             else "This host has no active RDMA NIC, so little here registers memory against the limit (low)."
         ),
-        fix,
+        _raise_limit_fix(f, lxc_fix_config),
         subjects=tuple(s.split(":")[0] for s in limited),
         evidence=(*refs, *f.rdma.refs),
     )

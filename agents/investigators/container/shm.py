@@ -7,8 +7,8 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.investigators.container import premises
-from rigaudit.agents.investigators.container.facts import NO_GPU, ContainerFacts, gpu_nodes, no_gpu_on_this_machine
-from rigaudit.tools.hosts.probe import dir_ref, file_ref
+from rigaudit.agents.investigators.container.facts import ContainerFacts, gpu_nodes, no_gpu_here, servers_runtime
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
 
 SHM_MIN = 2**30
@@ -62,10 +62,13 @@ def _may_serve_here(f: ContainerFacts) -> bool:
     return not f.scan.servers and not f.host_pids
 
 
-def judge_shm(f: ContainerFacts) -> Finding:
-    if no_gpu_on_this_machine(f):
-        return SHM_CHECK.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
-    readings: list[tuple[str, str, int | None]] = []
+_Reading = tuple[str, str, int | None]
+"""(whose /dev/shm, its mount options, its size in bytes or None for the tmpfs default)."""
+
+
+def _readings(f: ContainerFacts) -> tuple[list[_Reading], list[str]]:
+    """The /dev/shm of each server's container, and of this container where a workload may run in it."""
+    readings: list[_Reading] = []
     refs: list[str] = []
     for server in f.scan.servers[:16]:
         text = f.server_mounts.get(server.pid)
@@ -77,7 +80,12 @@ def judge_shm(f: ContainerFacts) -> Finding:
     if own is not None and _may_serve_here(f):
         refs.append(file_ref("/proc/mounts"))
         readings.append(("this container", *own))
-    if not readings and own is not None:
+    return readings, refs
+
+
+def _nothing_read(f: ContainerFacts) -> Finding:
+    """No workload's /dev/shm read: why not, or why none is to judge here."""
+    if f.platform.in_container and shm_size(f.mounts) is not None:
         if f.scan.servers:
             why = "the servers run in other containers and their /dev/shm could not be read (/proc/PID/mounts)"
             return SHM_CHECK.unknown(why, evidence=(file_ref("/proc/mounts"),))
@@ -86,36 +94,36 @@ def judge_shm(f: ContainerFacts) -> Finding:
             "its own /dev/shm is no workload's",
             evidence=(file_ref("/proc/mounts"),),
         )
-    if not readings:
-        if f.platform.in_container:
-            return SHM_CHECK.unknown("/dev/shm not found in /proc/mounts", evidence=(file_ref("/proc/mounts"),))
-        if f.lxc.gpu_configs:
-            ids = ", ".join(c.ctid for c in f.lxc.gpu_configs)
-            return SHM_CHECK.unknown(
-                f"measure inside container {ids}: its /dev/shm is its own tmpfs, not "
-                "visible from the host while no server process runs there",
-                evidence=tuple(c.ref for c in f.lxc.gpu_configs),
-            )
-        return SHM_CHECK.not_applicable("not a container: /dev/shm is the host's tmpfs (half of RAM by default)")
-    small = [(who, size) for who, _, size in readings if size is not None and size < SHM_MIN]
-    shown = "; ".join(
-        f"{who}: {'default (half of RAM)' if size is None else f'{size / 2**20:.0f} MiB'}" for who, _, size in readings
-    )
-    if not small:
-        return SHM_CHECK.ok(f"/dev/shm {shown}", expected="at least 1 GiB", evidence=tuple(refs))
-    runtime = f.platform.container_runtime or next((s.container.split()[0] for s in f.scan.servers if s.container), "")
-    how = {
-        "docker": "recreate the container with --shm-size=16g (or --ipc=host)",
-        "podman": "recreate the container with --shm-size=16g (or --ipc=host)",
-        "kubernetes": "mount an emptyDir volume with medium: Memory (sizeLimit: 16Gi) at /dev/shm in the pod spec",
-        "k8s": "mount an emptyDir volume with medium: Memory (sizeLimit: 16Gi) at /dev/shm in the pod spec",
-        "lxc": "mount a larger tmpfs on /dev/shm in the container's config (lxc.mount.entry: tmpfs dev/shm tmpfs "
-        "size=16g,nosuid,nodev 0 0)",
-    }.get(
+    if f.platform.in_container:
+        return SHM_CHECK.unknown("/dev/shm not found in /proc/mounts", evidence=(file_ref("/proc/mounts"),))
+    if f.lxc.gpu_configs:
+        ids = ", ".join(c.ctid for c in f.lxc.gpu_configs)
+        return SHM_CHECK.unknown(
+            f"measure inside container {ids}: its /dev/shm is its own tmpfs, not "
+            "visible from the host while no server process runs there",
+            evidence=tuple(c.ref for c in f.lxc.gpu_configs),
+        )
+    return SHM_CHECK.not_applicable("not a container: /dev/shm is the host's tmpfs (half of RAM by default)")
+
+
+_LARGER_SHM = {
+    "docker": "recreate the container with --shm-size=16g (or --ipc=host)",
+    "podman": "recreate the container with --shm-size=16g (or --ipc=host)",
+    "kubernetes": "mount an emptyDir volume with medium: Memory (sizeLimit: 16Gi) at /dev/shm in the pod spec",
+    "k8s": "mount an emptyDir volume with medium: Memory (sizeLimit: 16Gi) at /dev/shm in the pod spec",
+    "lxc": "mount a larger tmpfs on /dev/shm in the container's config (lxc.mount.entry: tmpfs dev/shm tmpfs "
+    "size=16g,nosuid,nodev 0 0)",
+}
+"""How each container runtime is given a larger /dev/shm."""
+
+
+def _larger_shm_fix(f: ContainerFacts) -> Fix:
+    runtime = servers_runtime(f)
+    how = _LARGER_SHM.get(
         runtime,
         "docker: --shm-size=16g or --ipc=host; Kubernetes: an emptyDir of medium Memory at /dev/shm; LXC: a larger tmpfs mount",
     )
-    fix = Fix(
+    return Fix(
         kind="restart",
         where="container_config",
         summary="Give the container a larger /dev/shm: " + how,
@@ -125,6 +133,10 @@ def judge_shm(f: ContainerFacts) -> Finding:
         revert="recreate/restart with the previous size",
         persist="the container's config",
     )
+
+
+def _small_shm_problem(f: ContainerFacts, small: list[tuple[str, int]], shown: str, refs: list[str]) -> Finding:
+    """/dev/shm under 1 GiB: high where NCCL runs across GPUs, low with one GPU."""
     tp = largest_tp([s.argv for s in f.scan.servers])
     gpus = max(_gpus_of(f, who) for who, _ in small)
     multi = (tp is not None and tp > 1) or (tp is None and gpus > 1)
@@ -144,7 +156,22 @@ def judge_shm(f: ContainerFacts) -> Finding:
         "in /dev/shm. Docker's 64 MiB default (and a Kubernetes pod's, without an emptyDir of medium Memory) makes "
         "NCCL fail with 'No space left on device' or errors such as 'unhandled system error' once tensor parallelism "
         "starts. " + cost,
-        fix,
+        _larger_shm_fix(f),
         subjects=tuple(who for who, _ in small),
         evidence=tuple(refs),
     )
+
+
+def judge_shm(f: ContainerFacts) -> Finding:
+    if (none_here := no_gpu_here(SHM_CHECK, f)) is not None:
+        return none_here
+    readings, refs = _readings(f)
+    if not readings:
+        return _nothing_read(f)
+    small = [(who, size) for who, _, size in readings if size is not None and size < SHM_MIN]
+    shown = "; ".join(
+        f"{who}: {'default (half of RAM)' if size is None else f'{size / 2**20:.0f} MiB'}" for who, _, size in readings
+    )
+    if not small:
+        return SHM_CHECK.ok(f"/dev/shm {shown}", expected="at least 1 GiB", evidence=tuple(refs))
+    return _small_shm_problem(f, small, shown, refs)
