@@ -90,37 +90,11 @@ CUDA_DRIVER_COMPAT_CHECK = Check(
 )
 
 
-def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, ...], no_torch: str) -> Finding:
-    ref = nvml_ref(CUDA_DRIVER_FN, ())
-    if not installs:
-        return CUDA_DRIVER_COMPAT_CHECK.unknown(no_torch, evidence=(ref,))
-    judged = [i for i in installs if i.server is not None] or list(installs)
-    refs = (*(file_ref(i.version_file) for i in judged), ref)
-    with_cuda = [i for i in judged if cuda_tuple(i.cuda) is not None]
-    if not with_cuda:
-        return CUDA_DRIVER_COMPAT_CHECK.not_applicable(
-            "CPU-only torch build: no CUDA runtime (see runtime.torch_cuda)", evidence=refs
-        )
-    supported = driver_cuda(f.driver_cuda.value) if f.driver_cuda.ok else None
-    if supported is None:
-        error = f.driver_cuda.error or f"unexpected value {f.driver_cuda.value!r}"
-        shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
-        return CUDA_DRIVER_COMPAT_CHECK.unknown(f"{CUDA_DRIVER_FN}: {shown}", evidence=refs)
+def _runtimes_against(
+    f: CudaCompatFacts, with_cuda: list[TorchInstall], supported: tuple[int, int], note: str, refs: tuple[str, ...]
+) -> Finding:
+    """Each torch build's CUDA runtime against the CUDA version the driver supports (``note``: what lifted it)."""
     drv = f"{supported[0]}.{supported[1]}"
-    names = tuple(dict.fromkeys(g.name for g in f.inventory.gpus if g.name))
-    compat = [c for c in f.compat if c.cuda is not None and c.cuda > supported]
-    if compat and forward_compat_support(names) == "no":
-        return _deferred_to_library(f, compat[0], supported, names, refs)
-    if compat and forward_compat_support(names) == "yes":
-        lifted = max(c.cuda for c in compat if c.cuda is not None)
-        refs = (*refs, *f.compat_refs)
-        note = (
-            f"; the servers map {compat[0].path}: CUDA forward compatibility lifts it to {lifted[0]}.{lifted[1]} on "
-            f"{', '.join(names)}"
-        )
-        supported, drv = lifted, f"{lifted[0]}.{lifted[1]}"
-    else:
-        note = ""
     rows = [(i, cuda_tuple(i.cuda) or (0, 0)) for i in with_cuda]
     newer_major = [(i, v) for i, v in rows if v[0] > supported[0]]
     newer_minor = [(i, v) for i, v in rows if v[0] == supported[0] and v > supported]
@@ -153,6 +127,39 @@ def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, .
         subjects=tuple(i.site for i, _ in bad),
         evidence=refs,
     )
+
+
+def judge_cuda_driver_compat(f: CudaCompatFacts, installs: tuple[TorchInstall, ...], no_torch: str) -> Finding:
+    ref = nvml_ref(CUDA_DRIVER_FN, ())
+    if not installs:
+        return CUDA_DRIVER_COMPAT_CHECK.unknown(no_torch, evidence=(ref,))
+    judged = [i for i in installs if i.server is not None] or list(installs)
+    refs = (*(file_ref(i.version_file) for i in judged), ref)
+    with_cuda = [i for i in judged if cuda_tuple(i.cuda) is not None]
+    if not with_cuda:
+        return CUDA_DRIVER_COMPAT_CHECK.not_applicable(
+            "CPU-only torch build: no CUDA runtime (see runtime.torch_cuda)", evidence=refs
+        )
+    supported = driver_cuda(f.driver_cuda.value) if f.driver_cuda.ok else None
+    if supported is None:
+        error = f.driver_cuda.error or f"unexpected value {f.driver_cuda.value!r}"
+        shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
+        return CUDA_DRIVER_COMPAT_CHECK.unknown(f"{CUDA_DRIVER_FN}: {shown}", evidence=refs)
+    names = tuple(dict.fromkeys(g.name for g in f.inventory.gpus if g.name))
+    compat = [c for c in f.compat if c.cuda is not None and c.cuda > supported]
+    if compat and forward_compat_support(names) == "no":
+        return _deferred_to_library(f, compat[0], supported, names, refs)
+    if compat and forward_compat_support(names) == "yes":
+        lifted = max(c.cuda for c in compat if c.cuda is not None)
+        refs = (*refs, *f.compat_refs)
+        note = (
+            f"; the servers map {compat[0].path}: CUDA forward compatibility lifts it to {lifted[0]}.{lifted[1]} on "
+            f"{', '.join(names)}"
+        )
+        supported = lifted
+    else:
+        note = ""
+    return _runtimes_against(f, with_cuda, supported, note, refs)
 
 
 def _deferred_to_library(
@@ -251,6 +258,41 @@ DEVICE_ORDER_CHECK = Check(
 )
 
 
+_Unordered = tuple[ServerProcess, str, str | None]
+"""(server, its CUDA_DEVICE_ORDER as shown, its CUDA_VISIBLE_DEVICES)."""
+
+
+def _unordered(readable: list[tuple[ServerProcess, dict[str, str]]]) -> list[_Unordered]:
+    """The servers that neither set CUDA_DEVICE_ORDER=PCI_BUS_ID nor name their GPUs by UUID."""
+    bad: list[_Unordered] = []
+    for server, env in readable:
+        order = env.get("CUDA_DEVICE_ORDER", "").strip()
+        visible = _visible(env)
+        by_uuid = visible is not None and visible != "" and all(re.match(_UUID, v.strip()) for v in visible.split(","))
+        if order != "PCI_BUS_ID" and not by_uuid:
+            bad.append((server, order or "unset (FASTEST_FIRST)", visible))
+    return bad
+
+
+def _pci_order_fix(f: CudaCompatFacts, bad: list[_Unordered]) -> Fix:
+    return Fix(
+        kind="restart",
+        where="container" if f.platform.in_container or any(s.container or s.foreign_mnt_ns for s, _, _ in bad) else "host",
+        summary="Start the server with CUDA_DEVICE_ORDER=PCI_BUS_ID (or name GPUs by UUID in CUDA_VISIBLE_DEVICES)",
+        actions=(
+            CommandAction(
+                description="add CUDA_DEVICE_ORDER=PCI_BUS_ID to the server's unit, container environment or launch script"
+            ),
+            CommandAction(description="restart the inference server"),
+        ),
+        risk="low",
+        verify="tr '\\0' '\\n' < /proc/PID/environ of the server shows CUDA_DEVICE_ORDER=PCI_BUS_ID; the GPUs the server "
+        "holds (nvidia-smi) are the ones it was told to use",
+        revert="remove the variable and restart",
+        persist="the edited launch config persists",
+    )
+
+
 def judge_device_order(
     f: CudaCompatFacts,
     servers: tuple[ServerProcess, ...],
@@ -286,35 +328,13 @@ def judge_device_order(
             f"{reason}: CUDA's default order may differ from nvidia-smi's, but {searched} to see CUDA_DEVICE_ORDER",
             evidence=refs + env_refs,
         )
-    bad = []
-    for server, env in readable:
-        order = env.get("CUDA_DEVICE_ORDER", "").strip()
-        visible = _visible(env)
-        by_uuid = visible is not None and visible != "" and all(re.match(_UUID, v.strip()) for v in visible.split(","))
-        if order != "PCI_BUS_ID" and not by_uuid:
-            bad.append((server, order or "unset (FASTEST_FIRST)", visible))
+    bad = _unordered(readable)
     if not bad:
         return DEVICE_ORDER_CHECK.ok(
             f"{reason}; the servers use CUDA_DEVICE_ORDER=PCI_BUS_ID or GPU UUIDs",
             expected="CUDA_DEVICE_ORDER=PCI_BUS_ID (or UUIDs in CUDA_VISIBLE_DEVICES)",
             evidence=refs + env_refs,
         )
-    fix = Fix(
-        kind="restart",
-        where="container" if f.platform.in_container or any(s.container or s.foreign_mnt_ns for s, _, _ in bad) else "host",
-        summary="Start the server with CUDA_DEVICE_ORDER=PCI_BUS_ID (or name GPUs by UUID in CUDA_VISIBLE_DEVICES)",
-        actions=(
-            CommandAction(
-                description="add CUDA_DEVICE_ORDER=PCI_BUS_ID to the server's unit, container environment or launch script"
-            ),
-            CommandAction(description="restart the inference server"),
-        ),
-        risk="low",
-        verify="tr '\\0' '\\n' < /proc/PID/environ of the server shows CUDA_DEVICE_ORDER=PCI_BUS_ID; the GPUs the server "
-        "holds (nvidia-smi) are the ones it was told to use",
-        revert="remove the variable and restart",
-        persist="the edited launch config persists",
-    )
     return DEVICE_ORDER_CHECK.problem_at(
         "medium",
         f"{reason}; "
@@ -327,7 +347,7 @@ def judge_device_order(
         "(or NVML indices out of PCI order) CUDA device 0 is not nvidia-smi's GPU0: CUDA_VISIBLE_DEVICES=0,1 then "
         "selects other GPUs than the operator meant (a display card, GPUs on the far socket, GPUs another server "
         "uses), and per-GPU tuning, NUMA binding and monitoring point at the wrong cards.",
-        fix,
+        _pci_order_fix(f, bad),
         subjects=tuple(s.label for s, _, _ in bad),
         evidence=refs + env_refs,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.python_env import TorchInstall
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.agents.investigators.runtime.facts import (
     CUDA_FOR_ARCH,
@@ -24,6 +25,28 @@ TORCH_CUDA_CHECK = Check(
     kinds=("restart",),
     premises=(premises.SERVERS, premises.PACKAGES, premises.GPUS),
 )
+
+
+def _torch_upgrade_fix(f: RuntimeFacts, target: TorchInstall, need: tuple[int, int] | None, arch: str) -> Fix:
+    """pip install a torch build for the CUDA the GPUs need, in the serving environment of ``target``."""
+    need_text = f"{need[0]}.{need[1]}" if need else "unknown"
+    tag = f"cu{need[0]}{need[1]}" if need else "cu128"
+    return Fix(
+        kind="restart",
+        where=fix_where(f, target.server),
+        summary=f"Install a torch build for CUDA ≥ {need_text} in the serving environment, then restart the server",
+        actions=(
+            CommandAction(
+                description=f"in the environment of {target.site}: pip install --upgrade torch --index-url "
+                f"https://download.pytorch.org/whl/{tag} (matching the serving framework's pinned torch version)"
+            ),
+            CommandAction(description="restart the inference server"),
+        ),
+        risk="medium",
+        verify=f"{target.site}/torch/version.py shows cuda ≥ {need_text}; torch.cuda.get_arch_list() includes {arch}",
+        revert="reinstall the previous torch version from the pip cache",
+        persist="the installed package persists",
+    )
 
 
 def judge_torch_cuda(f: RuntimeFacts) -> Finding:
@@ -57,24 +80,6 @@ def judge_torch_cuda(f: RuntimeFacts) -> Finding:
             evidence=refs,
         )
     severity: Severity = "high" if confirmed else "low"
-    target = bad[0]
-    tag = f"cu{need[0]}{need[1]}" if need else "cu128"
-    fix = Fix(
-        kind="restart",
-        where=fix_where(f, target.server),
-        summary=f"Install a torch build for CUDA ≥ {need_text} in the serving environment, then restart the server",
-        actions=(
-            CommandAction(
-                description=f"in the environment of {target.site}: pip install --upgrade torch --index-url "
-                f"https://download.pytorch.org/whl/{tag} (matching the serving framework's pinned torch version)"
-            ),
-            CommandAction(description="restart the inference server"),
-        ),
-        risk="medium",
-        verify=f"{target.site}/torch/version.py shows cuda ≥ {need_text}; torch.cuda.get_arch_list() includes {arch}",
-        revert="reinstall the previous torch version from the pip cache",
-        persist="the installed package persists",
-    )
     return TORCH_CUDA_CHECK.problem_at(
         severity,
         observed,
@@ -87,7 +92,7 @@ def judge_torch_cuda(f: RuntimeFacts) -> Finding:
             else " This torch was found in a system folder, not through a running server: confirm it is "
             "the one serving before changing it."
         ),
-        fix,
+        _torch_upgrade_fix(f, bad[0], need, arch),
         subjects=tuple(i.site for i in bad),
         evidence=refs,
     )
