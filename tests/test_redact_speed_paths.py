@@ -3,6 +3,8 @@ patterns give: the same hints, every repeated line redacted and counted."""
 
 from __future__ import annotations
 
+import base64
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,3 +77,14 @@ def test_a_short_file_counts_its_identifiers_each_time() -> None:
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         digest_ids("4c4c4544004a3010804bc4c04f575432\n", path=path, content=True, tally=tally)
     assert tally["identifier"] == 2
+
+
+def test_a_repeated_base64_line_is_digested_each_time() -> None:
+    encoded = base64.b64encode(b"machine_id=4c4c4544004a3010804bc4c04f575432\n").decode()
+    out = digest_ids("GenuineIntel cpu family\n" * 5 + f"got {encoded} back\n" * 3, content=True)
+    assert encoded not in out and out.count("got ") == 3 and out.count("GenuineIntel cpu family\n") == 5
+
+
+def test_lines_after_a_character_that_lower_casing_widens_are_still_redacted() -> None:
+    text = "\u0130\u0130\u0130 x\nexport DB_PASSWORD=hunter2xyz\nexport DB_PASSWORD=hunter2xyz\n"
+    assert "hunter2" not in redact_text(text)

@@ -19,6 +19,8 @@ import binascii
 import re
 from collections.abc import Callable
 
+from rigaudit.tools.redact import _known
+
 Digest = Callable[[str], str]
 _UTF16 = re.compile(r"(?:[\t\n\r\x20-\x7e]\x00){6,}")
 _B64_LINE = re.compile(r"(?m)^[ \t]*([A-Za-z0-9+/]{12,}={0,2})[ \t]*$")
@@ -75,6 +77,8 @@ def b64(text: str, digest: Digest) -> str:
         return text
     lines = text.split("\n")
     out: list[str] = []
+    kept: dict[str, int] = {}
+    """Lines left as they were, by the generation they were read in (the same again while nothing is learned)."""
     i = 0
     while i < len(lines):
         j = i
@@ -87,9 +91,21 @@ def b64(text: str, digest: Digest) -> str:
             out.extend(new)
             i = j
             continue
-        out.append(_B64_RUN.sub(lambda m: _b64_run(m.group(), digest), lines[i]))
+        out.append(_runs(lines[i], digest, kept))
         i += 1
     return "\n".join(out)
+
+
+def _runs(line: str, digest: Digest, kept: dict[str, int]) -> str:
+    """The base64 runs within a line digested; a line that held none to digest is not read again while no value is
+    learned (a digest would have changed it, and counted what it changed)."""
+    learned = _known.generation()
+    if kept.get(line) == learned:
+        return line
+    out = _B64_RUN.sub(lambda m: _b64_run(m.group(), digest), line)
+    if out == line and _known.generation() == learned:
+        kept[line] = learned
+    return out
 
 
 def _b64_run(run: str, digest: Digest) -> str:

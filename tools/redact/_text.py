@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rigaudit.tools.redact._argv import ArgvWalk
 from rigaudit.tools.redact._names import secret_strength
@@ -155,16 +155,29 @@ def _named(text: str, tally: Tally | None) -> str:
     out: list[str] = []
     pos = 0
     done: dict[str, _Done] = {}
-    for hint in _NAME_HINT.finditer(lowered):
+    for start, end in _hinted_lines(text, lowered):
+        out += [text[pos:start], _once(done, text[start:end], _named_line, tally)]
+        pos = end
+    out.append(text[pos:])
+    return _entries(_blocks("".join(out), tally), tally)
+
+
+def _hinted_lines(text: str, lowered: str) -> Iterator[tuple[int, int]]:
+    """Where each line that holds a :data:`_NAME_HINT` starts and ends (a hint found in ``lowered``, placed in ``text``).
+
+    Where lower-casing kept every character's place (nearly always), the next hint is looked for after the line."""
+    pos = after = 0
+    aligned = len(lowered) == len(text)
+    hints = _NAME_HINT.finditer(lowered)
+    while (hint := _NAME_HINT.search(lowered, after) if aligned else next(hints, None)) is not None:
+        after = hint.end()
         start = text.rfind("\n", 0, hint.start()) + 1
         if start < pos:
             continue
         end = text.find("\n", hint.end())
         end = len(text) if end < 0 else end
-        out += [text[pos:start], _once(done, text[start:end], _named_line, tally)]
-        pos = end
-    out.append(text[pos:])
-    return _entries(_blocks("".join(out), tally), tally)
+        yield start, end
+        pos = after = end
 
 
 def _named_line(line: str, tally: Tally | None) -> str:
