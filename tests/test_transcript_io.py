@@ -31,7 +31,7 @@ from rigaudit.tools.model.events.audit import (
     TopologyReported,
 )
 from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
-from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.chat import LlmExchange, Message, ReplyStreamed
 from rigaudit.tools.model.events.fleet import (
     FleetFinished,
     FleetStarted,
@@ -179,6 +179,7 @@ def every_event() -> list[Event]:
         ReportWritten(t=t + 12, path="/tmp/r.md", section="plan"),
         *query_events(t + 12.5, RESULT),
         Message(t=t + 13, role="assistant", text="done"),
+        ReplyStreamed(t=t + 13.5, text="do"),
         Warning_(t=t + 14, text="careful"),
         SessionEnded(t=t + 15, exit_code=3, reason="problems"),
     ]

@@ -25,7 +25,7 @@ What cannot be fixed by retrying ends with one clear line.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -99,6 +99,9 @@ class ChatRequest(Record):
     """Where every try of this request is paid for before it is sent; ``None``: not metered."""
     retries: int | None = None
     """Retries of a failed try (``None``: the settings'); the endpoint check asks for few."""
+    on_text: Callable[[str], None] | None = None
+    """Streams the answer (whatever ``stream`` says): called with its content so far at each piece, and with
+    ``""`` as each try starts (the chat shows the model's text as it comes)."""
 
 
 class ChatReply(Record):
@@ -321,7 +324,7 @@ class OpenAIChatModel:
             kwargs["response_format"] = {"type": "json_object"}
         if self.config.temperature is not None:
             kwargs["temperature"] = self.config.temperature
-        if self.config.stream:
+        if self.config.stream or request.on_text is not None:
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs
@@ -476,7 +479,7 @@ class OpenAIChatModel:
                 ticket = request.book.reserve(request.agent or "?", chars, int(kwargs[self.token_field]), model=model)
                 kwargs[self.token_field] = ticket.max_tokens
             try:
-                reply = await self._send(kwargs)
+                reply = await self._send(kwargs, request.on_text)
             except BaseException as exc:
                 if ticket is not None:
                     ticket.fail()
@@ -517,15 +520,20 @@ class OpenAIChatModel:
         if not reply.usage_reported:
             self.problems.note("no-usage", "the server reported no token usage: tokens estimated from characters")
 
-    async def _send(self, kwargs: dict[str, Any]) -> ChatReply:
+    async def _send(self, kwargs: dict[str, Any], on_text: Callable[[str], None] | None = None) -> ChatReply:
         client = self._openai()
         if kwargs.get("stream"):
             stream = await client.chat.completions.create(**kwargs)
             acc = _Accumulated()
             rid = ""
+            if on_text is not None:
+                on_text("")
             async for chunk in stream:
                 rid = rid or _request_id(chunk)
+                pieces = len(acc.content)
                 _absorb(acc, chunk)
+                if on_text is not None and len(acc.content) > pieces:
+                    on_text("".join(acc.content))
             calls = tuple(
                 ToolCallRequest(c.get("id") or f"call_{i}", c.get("name", ""), c.get("arguments", ""))
                 for i, c in sorted(acc.calls.items())

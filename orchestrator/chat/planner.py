@@ -6,6 +6,10 @@ still asks the person and goes through apply's gate, and ``--yes`` approves only
 own words asked for. The order is the order of the calls. Once a step is refused or fails,
 later calls of that request are not run: the model is told so, and tells the person.
 
+The model's text is streamed: what may be shown of it (:mod:`~rigaudit.agents.llm.streamed`) goes to the
+screen as it comes (:class:`~rigaudit.tools.model.events.chat.ReplyStreamed`, never recorded), and the whole
+answer is said as before.
+
 A turn waits on the model for at most ``deadline_s`` (``--llm-deadline``), its requests together: a stalled
 server ends the turn with one line, what was done said; the steps the turn runs (an audit, a benchmark, a
 question to the person) are not counted, nor cut short.
@@ -25,10 +29,12 @@ import anyio
 from rigaudit.agents.llm.agent import compact, history_arguments
 from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message, ToolCallRequest
 from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
+from rigaudit.agents.llm.streamed import shown_so_far
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
-from rigaudit.tools.model.events.chat import LlmExchange
+from rigaudit.tools.model.events.chat import LlmExchange, ReplyStreamed
+from rigaudit.tools.model.events.sink import EventSink
 
 SYSTEM = """\
 # chat coordinator
@@ -43,6 +49,20 @@ person's. Answer briefly, in plain text, citing check ids.
 
 
 MAX_TOOL_TEXT = 3000
+
+
+class _Shown:
+    """What the person sees of the answer streaming in: each change one :class:`ReplyStreamed` (``""`` clears it)."""
+
+    def __init__(self, emit: EventSink) -> None:
+        self.emit = emit
+        self.text = ""
+
+    def __call__(self, text: str) -> None:
+        now = shown_so_far(text)
+        if now != self.text:
+            self.text = now
+            self.emit(ReplyStreamed(text=now))
 
 
 def _asked_for_tools(reply: ChatReply) -> Message:
@@ -95,7 +115,8 @@ class LlmPlanner:
         left = self.deadline_s
         for _ in range(self.max_rounds):
             compact(self.messages)  # earlier rounds' results as summaries: cost grows linearly with the rounds
-            request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book)
+            shown = _Shown(self.coordinator.emit)  # the text as it streams
+            request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book, on_text=shown)
             started = anyio.current_time()
             try:
                 with anyio.move_on_after(max(0.0, left)) as waited:
@@ -106,6 +127,8 @@ class LlmPlanner:
             except LlmError as exc:
                 self.say(f"The model failed: {exc}. Slash commands still work (/help).")
                 return
+            finally:
+                shown("")  # the streamed text gives way to what follows: the whole answer, a step, a line
             left -= anyio.current_time() - started
             if waited.cancelled_caught:
                 self.say(

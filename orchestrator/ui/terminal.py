@@ -46,7 +46,7 @@ from rigaudit.tools.model.events.audit import (
 )
 from rigaudit.tools.model.events.bench import BenchResultReported
 from rigaudit.tools.model.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
-from rigaudit.tools.model.events.chat import Message
+from rigaudit.tools.model.events.chat import Message, ReplyStreamed
 from rigaudit.tools.model.events.diff import DiffReported, RediagnoseFinished
 from rigaudit.tools.model.events.gate import GateReported
 from rigaudit.tools.model.events.session import (
@@ -116,6 +116,8 @@ class TerminalUI:
         self._finished = False
         self._gate = False
         """A ``rigaudit check`` session: only its report is drawn (the gate shows no board, no audit screen)."""
+        self._streaming: Live | None = None
+        """The model's answer as it streams (a terminal only; it gives way to what comes next)."""
 
     # -- board ----------------------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class TerminalUI:
         question is never drawn under it."""
         wanted = self._live is not None
         self._stop_live()
+        self._stop_streaming()
         self._paused += 1
         try:
             yield
@@ -157,6 +160,30 @@ class TerminalUI:
             self._live.stop()
             self._live = None
         self._stop_bars()
+
+    # -- the model's answer as it streams (a terminal only; it vanishes for the whole answer) --
+
+    def _stream(self, text: str) -> None:
+        """Show ``text`` in place of the answer so far, as written (never markup), its last lines when it is taller
+        than the screen; ``""`` takes it away."""
+        if not text or not self.live_enabled or self._live is not None or self._paused:
+            self._stop_streaming()
+            return
+        shown = Text(printable(text))
+        lines = shown.wrap(self.console, self.console.width)
+        room = max(1, self.console.height - 1)
+        if len(lines) > room:
+            shown = Text("\n").join(lines[-room:])
+        if self._streaming is None:
+            self._streaming = Live(shown, console=self.console, refresh_per_second=8, transient=True)
+            self._streaming.start(refresh=True)
+        else:
+            self._streaming.update(shown, refresh=True)
+
+    def _stop_streaming(self) -> None:
+        if self._streaming is not None:
+            self._streaming.stop()
+            self._streaming = None
 
     # -- progress bars (a terminal only; they vanish when done) ----------------------------
 
@@ -268,6 +295,10 @@ class TerminalUI:
         )
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ReplyStreamed):
+            self._stream(event.text)
+            return
+        self._stop_streaming()  # whatever comes next takes the streamed text's place
         if isinstance(event, SessionStarted) and event.command == "check":
             self._gate = True
         if self._gate:
@@ -325,6 +356,7 @@ class TerminalUI:
             self._stop_live()
 
     def close(self) -> None:
+        self._stop_streaming()
         self._stop_live()
         if self._fleet is not None:
             self._fleet.close()

@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 _TITLE = re.compile(r"\s*#\s*([\w.-]+)")
+HOLD_S = 60.0
+"""How long a held stream (``Reply.hold``) waits for its test."""
 
 
 class ToolCallSpec(Record):
@@ -77,6 +79,9 @@ class Reply(Record):
     """(prompt_tokens, completion_tokens); default: estimated from characters / 4."""
     reasoning: str = ""
     """The model's thinking: a ``<think>`` block before the content, or ``reasoning_content`` (see :class:`Quirks`)."""
+    hold: threading.Event | None = None
+    """Streamed: the rest of the answer waits after its first piece until this is set (a test has seen that piece
+    shown); not set within :data:`HOLD_S`, the stream breaks with an error event."""
 
 
 class Quirks(Record):
@@ -428,7 +433,7 @@ class _Handler(LoopbackHandler):
         self.event(chunks.delta({"role": "assistant", "content": ""}))
         if out.reasoning:
             self.event(chunks.delta({"reasoning_content": out.reasoning}))
-        if not self._stream_content(chunks, out.content or "", broken=broken):
+        if not self._stream_content(chunks, out.content or "", broken=broken, hold=reply.hold):
             self.event({"error": {"message": "Provider returned error", "code": 502}, "id": chunks.ident})
             self.end_events()
             return
@@ -439,15 +444,15 @@ class _Handler(LoopbackHandler):
             self.event({**chunks.delta({}), "choices": [], "usage": out.usage})
         self.end_events()
 
-    def _stream_content(self, chunks: _Chunks, text: str, *, broken: bool) -> bool:
-        """The content in three pieces; ``False`` where the stream breaks after the first (OpenRouter: the provider
-        failed after the answer began)."""
+    def _stream_content(self, chunks: _Chunks, text: str, *, broken: bool, hold: threading.Event | None = None) -> bool:
+        """The content in three pieces, the rest after ``hold`` is set; ``False`` where the stream breaks after the
+        first (OpenRouter: the provider failed after the answer began; a hold never released)."""
         parts = self.server.state.quirks.content_parts
         step = max(1, len(text) // 3)
         for start in range(0, len(text), step):
             piece = text[start : start + step]
             self.event(chunks.delta({"content": _parts(piece) if parts else piece}))
-            if broken:
+            if broken or (hold is not None and start == 0 and not hold.wait(HOLD_S)):
                 return False
         return not broken
 

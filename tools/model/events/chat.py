@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -14,6 +14,16 @@ class Message(BaseEvent):
 
     type: Literal["message"] = "message"
     role: Literal["user", "assistant", "system"]
+    text: str
+
+
+class ReplyStreamed(BaseEvent):
+    """The model's answer so far as it streams, each in place of the last (``""``: nothing to show, the answer is
+    whole or a try starts again). What may be shown of it (:mod:`~rigaudit.agents.llm.streamed`); not recorded:
+    the whole answer's :class:`Message` follows it."""
+
+    display_only: ClassVar[bool] = True
+    type: Literal["reply_streamed"] = "reply_streamed"
     text: str
 
 

@@ -22,7 +22,7 @@ from rigaudit.tools.model.events.audit import (
 )
 from rigaudit.tools.model.events.bench import BenchResultReported
 from rigaudit.tools.model.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
-from rigaudit.tools.model.events.chat import LlmExchange, Message
+from rigaudit.tools.model.events.chat import LlmExchange, Message, ReplyStreamed
 from rigaudit.tools.model.events.diff import DiffReported, RediagnoseFinished
 from rigaudit.tools.model.events.fleet import FleetFinished, FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed
 from rigaudit.tools.model.events.gate import GateReported
@@ -65,6 +65,7 @@ Event = Annotated[
     | SnapshotWritten
     | ReportWritten
     | Message
+    | ReplyStreamed
     | Warning_
     | SessionEnded
     | DiffReported
