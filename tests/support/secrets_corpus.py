@@ -361,6 +361,46 @@ def _encoded_and_packed(root: Path, p: Planted) -> None:
     )
 
 
+def _spaced_and_keyed(root: Path, p: Planted) -> None:
+    """The fourth attack pass: a credential key, white space, its value (properties, comments, log lines, SQL), entries
+    on one line, and ``key`` members holding hex, in the notes the model reads and in the kernel log."""
+    v = {
+        "properties": p.add("properties line in a comment", _r(_B62, 13), "file"),
+        "bang": p.add("properties ! comment", _r(_B62, 12), "file"),
+        "yaml_comment": p.add("YAML pair in a comment", _r(_B62, 14), "file"),
+        "bare": p.add("password VALUE in a comment", _r(_B62, 11), "file"),
+        "sql": p.add("SQL IDENTIFIED BY", _r(_B62, 12), "file"),
+        "xml": p.add("XML key/value attributes", _r(_B62, 13), "file"),
+        "flow": p.add("YAML flow entry", _r(_B62, 12), "file"),
+        "json_key": p.add("JSON key hex", _r(_HEX, 40), "file"),
+        "session": p.add("session_key hex line", _r(_HEX, 64), "file"),
+        "log": p.add("compound key inside a log line", _r(_B62, 14), "log"),
+        "repr": p.add("python repr key hex in a log", _r(_HEX, 40), "log"),
+        "flag": p.add("--key hex in a log", _r(_HEX, 40), "log"),
+    }
+    notes = (root / "files/etc/modprobe.d/gpu-notes.conf").read_text() + (
+        f"# db.password {v['properties']}\n"
+        f"! ldap.bind.credential {v['bang']}\n"
+        f"# spring.datasource.password: {v['yaml_comment']}\n"
+        f"# password {v['bare']}\n"
+        f"CREATE USER 'app'@'%' IDENTIFIED BY '{v['sql']}';\n"
+        f'<add key="ApiKey" value="{v["xml"]}" />\n'
+        f"env: [{{name: DB_PASSWORD, value: {v['flow']}}}]\n"
+        f'{{"id": 7, "key": "{v["json_key"]}"}}\n'
+        f"session_key {v['session']}\n"
+    )
+    set_file(root, "/etc/modprobe.d/gpu-notes.conf", notes)
+    record = next(
+        json.loads(line) for line in (root / "commands.jsonl").read_text().splitlines() if json.loads(line)["argv"] == ["dmesg"]
+    )
+    lines = [
+        f"[   30.000000] app[999]: loaded jdbc.password {v['log']} from env",
+        f"[   31.000000] app[999]: cfg {{'key': '{v['repr']}', 'ttl': 9}}",
+        f"[   32.000000] signer[990]: started /usr/bin/signer --key {v['flag']} --out /tmp/x",
+    ]
+    set_command(root, ["dmesg"], str(record["stdout"]) + "\n".join(lines) + "\n")
+
+
 def plant(root: Path) -> Planted:
     """Plant the corpus into ``root`` (a light copy of the seed); return what was planted."""
     p = Planted()
@@ -371,6 +411,7 @@ def plant(root: Path) -> Planted:
     _logs(root, p)
     _credential_files(root, p)
     _encoded_and_packed(root, p)
+    _spaced_and_keyed(root, p)
     p.identities = [*(f"{h}.{DOMAIN}" for h in HOSTS), DOMAIN, "gpu-node-2", "gpu-node-1", "pgdb-main", "rabbit-main"]
     p.identities += ["pve-gpu01", *USERS, CONTAINER, DOCKER, "acme-gpu.io"]
     return p
