@@ -15,6 +15,13 @@ STREAM_FOLDERS = ("/dev/", "/proc/")
 ``/proc/self/fd/1``): written through even when it is a link."""
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd``: ``os.write`` may take less than it is given."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _through(path: Path) -> bool:
     """Whether ``path`` is a stream to write through (a FIFO, a terminal, ``/dev/null``) rather than a file to replace.
 

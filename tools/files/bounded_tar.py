@@ -15,6 +15,8 @@ import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from rigaudit.tools.files.atomic import write_all
+
 _CHUNK = 1024 * 1024
 _MIB = 1024 * 1024
 
@@ -72,9 +74,7 @@ class _Extraction:
             raise self.refused(Refusal.TWICE, member.name) from None
         try:
             while chunk := source.read(_CHUNK):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, chunk)
         except tarfile.ReadError:  # the archive ends inside the member's data
             raise self.refused(Refusal.CUT_SHORT, member.name) from None
         finally:

@@ -163,7 +163,8 @@ async def _drain(stream: anyio.abc.ByteReceiveStream | None, sink: CappedOutput)
         return
 
 
-def _kill_group(process: anyio.abc.Process) -> None:
+def kill_group(process: anyio.abc.Process) -> None:
+    """SIGKILL to the process's group (it was started in a session of its own), then to the process itself."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     if process.returncode is None:
@@ -234,10 +235,10 @@ async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int 
         if scope.cancelled_caught:
             # A grandchild holding the pipes after the command exited is not the command timing out.
             timed_out = process.returncode is None
-            _kill_group(process)
+            kill_group(process)
     finally:
         if process.returncode is None:
-            _kill_group(process)
+            kill_group(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()
     return finished(key, process.returncode, out, err, started=started, timed_out=timed_out, timeout_s=timeout_s)

@@ -22,6 +22,7 @@ from typing import Literal
 
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.core.record import Record, field
+from rigaudit.tools.files.atomic import write_all
 from rigaudit.tools.files.bounded import MAX_FILE_BYTES, InputError, kind_of, open_regular, read_fd_bounded
 
 Kind = Literal["file", "dir", "other"]
@@ -289,9 +290,7 @@ class Mirror:
                 os.unlink(temp, dir_fd=parent)
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=parent)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
             finally:
                 os.close(fd)
             os.rename(temp, name, src_dir_fd=parent, dst_dir_fd=parent)

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from rigaudit.tools.files.atomic import write_all
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.snapshot import SnapshotError
 
@@ -22,9 +23,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotError
 def _write(path: str, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
     finally:
         os.close(fd)
 

@@ -10,8 +10,6 @@ when the connection failed). The node's process group is killed on the way out, 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
@@ -21,7 +19,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.hosts.local import CappedOutput
+from rigaudit.tools.hosts.local import CappedOutput, kill_group
 from rigaudit.tools.remote.client import NodeClient, NodeServerError, RemoteHost
 from rigaudit.tools.remote.payload import framed_payload
 from rigaudit.tools.remote.transport import MARK
@@ -58,14 +56,6 @@ def last_words(stderr: str) -> str:
     """The line of stderr that says what went wrong (ssh prints it last)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("[rigaudit")]
     return lines[-1][:300] if lines else ""
-
-
-def _kill_group(process: anyio.abc.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
 
 
 async def _read_mark(reader: BufferedByteReceiveStream) -> str | None:
@@ -147,7 +137,7 @@ async def collect_node(
             group.cancel_scope.cancel()
     finally:
         if process.returncode is None:
-            _kill_group(process)
+            kill_group(process)
         with anyio.CancelScope(shield=True):
             with contextlib.suppress(Exception):
                 await process.aclose()
