@@ -16,7 +16,7 @@ from typing import Any
 
 from rigaudit.tools.bench.errors import BenchFailed, BenchUnavailable
 from rigaudit.tools.bench.gpu import check_gpus
-from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress, time_each_pair
 
 
 def _driver() -> Any:
@@ -187,15 +187,5 @@ def measure_pairs(
     infos = [_info(api, g) for g in chosen]
     rig = _Rig(api, chosen, size_bytes)
     pairs = [(s, d) for s in chosen for d in chosen if s != d]
-    results: list[PairMeasurement] = []
     access_of = {(s, d): rig.enable_peer(s, d) for s, d in pairs}  # both directions before any bidirectional copy
-    for done, (s, d) in enumerate(pairs, start=1):
-        access = access_of[(s, d)]
-        uni, uni_err = rig.unidir(s, d, iters, warmup)
-        bi, bi_err = rig.bidir(s, d, iters, warmup)
-        staged, staged_err = rig.staged(s, d, iters, warmup)
-        error = uni_err or bi_err or staged_err
-        results.append(PairMeasurement(s, d, access, uni, bi, staged, error is None, error))
-        if progress is not None:
-            progress(f"GPU{s}→GPU{d}", done, len(pairs))
-    return infos, results
+    return infos, time_each_pair(rig, pairs, lambda s, d: access_of[(s, d)], iters, warmup, progress)

@@ -17,7 +17,7 @@ from typing import Any
 from rigaudit.tools.bench.errors import BenchUnavailable
 from rigaudit.tools.bench.gpu import check_gpus
 from rigaudit.tools.bench.links import bus_id_from_uuid
-from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress
+from rigaudit.tools.bench.p2p_measure import GpuInfo, PairMeasurement, Progress, time_each_pair
 
 _SEED = 0x1F2E3D4C
 
@@ -186,14 +186,8 @@ def measure_pairs(
     infos = gpu_infos(torch, chosen)
     rig = _Rig(torch, chosen, size_bytes)
     pairs = [(s, d) for s in chosen for d in chosen if s != d]
-    results: list[PairMeasurement] = []
-    for done, (s, d) in enumerate(pairs, start=1):
-        access = bool(torch.cuda.can_device_access_peer(s, d))
-        uni, uni_err = rig.unidir(s, d, iters, warmup)
-        bi, bi_err = rig.bidir(s, d, iters, warmup)
-        staged, staged_err = rig.staged(s, d, iters, warmup)
-        error = uni_err or bi_err or staged_err
-        results.append(PairMeasurement(s, d, access, uni, bi, staged, error is None, error))
-        if progress is not None:
-            progress(f"GPU{s}→GPU{d}", done, len(pairs))
-    return infos, results
+
+    def access(s: int, d: int) -> bool:
+        return bool(torch.cuda.can_device_access_peer(s, d))
+
+    return infos, time_each_pair(rig, pairs, access, iters, warmup, progress)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from rigaudit.tools.core.record import Record
 
-__all__ = ["GpuInfo", "PairMeasurement", "Progress"]
+__all__ = ["GpuInfo", "PairMeasurement", "Progress", "time_each_pair"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -29,3 +30,33 @@ class PairMeasurement(Record):
     staged_gbps: float
     data_ok: bool
     data_error: str | None = None
+
+
+class _Copies(Protocol):
+    """A backend's three timed copies of one ordered pair: GB/s, and what went wrong (``None``: the data arrived)."""
+
+    def unidir(self, s: int, d: int, iters: int, warmup: int) -> tuple[float, str | None]: ...
+    def bidir(self, s: int, d: int, iters: int, warmup: int) -> tuple[float, str | None]: ...
+    def staged(self, s: int, d: int, iters: int, warmup: int) -> tuple[float, str | None]: ...
+
+
+def time_each_pair(
+    rig: _Copies,
+    pairs: Sequence[tuple[int, int]],
+    access: Callable[[int, int], bool],
+    iters: int,
+    warmup: int,
+    progress: Progress | None,
+) -> list[PairMeasurement]:
+    """Each ordered pair's peer access (as the backend tells it) and its three copies, in order, reported as it ends."""
+    results: list[PairMeasurement] = []
+    for done, (s, d) in enumerate(pairs, start=1):
+        peer = access(s, d)
+        uni, uni_err = rig.unidir(s, d, iters, warmup)
+        bi, bi_err = rig.bidir(s, d, iters, warmup)
+        staged, staged_err = rig.staged(s, d, iters, warmup)
+        error = uni_err or bi_err or staged_err
+        results.append(PairMeasurement(s, d, peer, uni, bi, staged, error is None, error))
+        if progress is not None:
+            progress(f"GPU{s}→GPU{d}", done, len(pairs))
+    return results
