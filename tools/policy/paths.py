@@ -143,10 +143,9 @@ def device_problem(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     return None
 
 
-def vet_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
-    """``None`` when a diagnostic may read ``path`` (a file's contents); otherwise the problem."""
-    if path == "-":
-        return PathProblem("ask", "not-allow-listed", "reads standard input, which is empty here")
+def _guarded(path: str, fs: FileSystem) -> Resolved | PathProblem:
+    """Where an absolute ``path`` that passes the :func:`guard` leads; the problem when it is relative, guarded, or
+    resolves through a magic link."""
     if not path.startswith("/"):
         return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
     if (problem := guard(path, fs)) is not None:
@@ -154,6 +153,16 @@ def vet_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     resolved = resolve(path, fs)
     if resolved.refused is not None:
         return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
+    return resolved
+
+
+def vet_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
+    """``None`` when a diagnostic may read ``path`` (a file's contents); otherwise the problem."""
+    if path == "-":
+        return PathProblem("ask", "not-allow-listed", "reads standard input, which is empty here")
+    resolved = _guarded(path, fs)
+    if isinstance(resolved, PathProblem):
+        return resolved
     where = _shown(path, resolved)
     if (problem := device_problem(path, fs)) is not None:
         return problem
@@ -171,13 +180,9 @@ def vet_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
 
 def vet_recursive_read(path: str, fs: FileSystem = LIVE) -> PathProblem | None:
     """``None`` when the tree at ``path`` may be read whole (``grep -r``); otherwise the problem."""
-    if not path.startswith("/"):
-        return PathProblem("ask", "relative-path", f"{path!r} is relative: name an absolute path")
-    if (problem := guard(path, fs)) is not None:
-        return problem
-    resolved = resolve(path, fs)
-    if resolved.refused is not None:
-        return PathProblem("deny", "magic-link", _from(resolved.refused, path, resolved))
+    resolved = _guarded(path, fs)
+    if isinstance(resolved, PathProblem):
+        return resolved
     where = _shown(path, resolved)
     if any(secrets.holds_secrets(c) for c in (lexical(path), resolved.path)):
         return PathProblem(
