@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from rigaudit.tools.bench.ab import AbComparison
-from rigaudit.tools.bench.compare import Comparison, MetricChange
+from rigaudit.tools.bench.compare import Comparison, LevelComparison, MetricChange
 from rigaudit.tools.bench.nccl import NcclReport
 from rigaudit.tools.bench.nccl_parse import human_size
 from rigaudit.tools.bench.p2p import P2PReport
@@ -175,29 +175,31 @@ COMPARE_LEGEND = (
 )
 
 
+def _change_cells(level: LevelComparison) -> list[str]:
+    """A level's headline: tok/s before and after, the change, its p and verdict; then TTFT's and ITL's changes."""
+    tput = level.headline
+    others = {m.metric: m for m in level.metrics[1:]}
+    return [
+        f"{_f(tput.base)} → {_f(tput.new)}",
+        _change(tput),
+        _p(tput),
+        tput.label,
+        _secondary(others.get("ttft_ms_p50")),
+        _secondary(others.get("itl_ms_p50")),
+    ]
+
+
 def compare_table(comparison: Comparison) -> Table:
     confidence = f"{comparison.confidence:.0%}"
     headers = ["concurrency", "tok/s base → new", f"change [{confidence} CI]", "p (Holm)", "verdict", "TTFT p50", "ITL p50"]
     rows = []
     for level in comparison.levels:
-        tput = level.headline
-        others = {m.metric: m for m in level.metrics[1:]}
         sides = f"{level.base_repeats}×/{level.new_repeats}×"
         if level.base_sessions > 1 or level.new_sessions > 1:
             counts = {level.base_sessions, level.new_sessions}
             shown = str(level.base_sessions) if len(counts) == 1 else f"{level.base_sessions}/{level.new_sessions}"
             sides = f"{shown} sessions: {sides}"
-        rows.append(
-            [
-                f"{level.concurrency} ({sides})",
-                f"{_f(tput.base)} → {_f(tput.new)}",
-                _change(tput),
-                _p(tput),
-                tput.label,
-                _secondary(others.get("ttft_ms_p50")),
-                _secondary(others.get("itl_ms_p50")),
-            ]
-        )
+        rows.append([f"{level.concurrency} ({sides})", *_change_cells(level)])
     return headers, rows
 
 
@@ -208,20 +210,7 @@ def ab_table(comparison: AbComparison) -> Table:
     rows = []
     for arm in comparison.arms:
         for level in arm.levels:
-            tput = level.headline
-            others = {m.metric: m for m in level.metrics[1:]}
-            rows.append(
-                [
-                    arm.arm,
-                    f"{level.concurrency} ({level.base_repeats} pairs)",
-                    f"{_f(tput.base)} → {_f(tput.new)}",
-                    _change(tput),
-                    _p(tput),
-                    tput.label,
-                    _secondary(others.get("ttft_ms_p50")),
-                    _secondary(others.get("itl_ms_p50")),
-                ]
-            )
+            rows.append([arm.arm, f"{level.concurrency} ({level.base_repeats} pairs)", *_change_cells(level)])
     return headers, rows
 
 
