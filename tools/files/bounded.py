@@ -104,15 +104,20 @@ def open_regular(path: Path | str, *, follow: bool = True, dir_fd: int | None = 
     return fd
 
 
-def read_regular(path: Path | str, *, limit: int = MAX_INPUT_BYTES, follow: bool = True, what: str | None = None) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; :class:`InputError` with one line otherwise."""
-    label = what or os.fspath(path)
+def _open_to_read(path: Path | str, follow: bool, label: str) -> int:
+    """:func:`open_regular`, its failure one :class:`InputError` line that names ``label``."""
     try:
-        fd = open_regular(path, follow=follow)
+        return open_regular(path, follow=follow)
     except FileNotFoundError:
         raise InputError(f"{label}: cannot read: no such file") from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_regular(path: Path | str, *, limit: int = MAX_INPUT_BYTES, follow: bool = True, what: str | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; :class:`InputError` with one line otherwise."""
+    label = what or os.fspath(path)
+    fd = _open_to_read(path, follow, label)
     try:
         return read_fd_bounded(fd, limit, label)
     except OSError as exc:
@@ -204,12 +209,7 @@ def iter_lines(
     longer than ``max_line`` (skipped without holding it in memory). Stops with :class:`InputError`
     past ``limit`` bytes or ``max_lines`` lines."""
     label = what or os.fspath(path)
-    try:
-        fd = open_regular(path, follow=follow)
-    except FileNotFoundError:
-        raise InputError(f"{label}: cannot read: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    fd = _open_to_read(path, follow, label)
     total = 0
     with os.fdopen(fd, "rb", buffering=1024 * 1024) as handle:
         number = 0
