@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rigaudit.orchestrator.fleet.result import FleetFix, FleetResult, FleetWait, HostAudit, Outlier
-from rigaudit.tools.model.events.fleet import FleetFinished
+from rigaudit.tools.model.events.fleet import FleetFinished, HostFailure
 from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
 
@@ -156,6 +156,31 @@ def fleet_plan(audits: Sequence[HostAudit]) -> list[FleetFix]:
 
 SUMMARY_SHOWN = 4
 """Outlier lines shown per host (the fleet report lists them all)."""
+
+
+def fleet_result(
+    targets: Sequence[str],
+    audits: Sequence[HostAudit],
+    failures: Sequence[HostFailure],
+    *,
+    kind: str,
+    started_at: str,
+    duration_s: float,
+    warnings: Sequence[str] = (),
+) -> FleetResult:
+    """The fleet's result: its audits compared (each check across the hosts, the outliers, the fleet's plan)."""
+    return FleetResult(
+        targets=tuple(targets),
+        audits=tuple(audits),
+        failures=tuple(failures),
+        matrix=status_matrix(audits),
+        outliers=tuple(outliers(audits)),
+        plan=tuple(fleet_plan(audits)),
+        started_at=started_at,
+        duration_s=duration_s,
+        kind=kind,
+        warnings=tuple(warnings),
+    )
 
 
 def fleet_finished(result: FleetResult, shown: int = SUMMARY_SHOWN) -> FleetFinished:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
+from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_result
 from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
 from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
 from rigaudit.orchestrator.hosts.identity import HostIdentity
@@ -257,17 +257,14 @@ def read_results(folder: Path, advance: Advance = _quiet) -> FleetResult:
         HostAudit(label[key], "gathered", r.audit, r.facts, 0.0, r.audit.duration_s, None)
         for key, r in sorted(newest.items(), key=lambda item: label[item[0]])
     ]
-    return FleetResult(
-        targets=(*[a.target for a in audits], *[f.target for f in failures]),
-        audits=tuple(audits),
-        failures=tuple(failures),
-        matrix=status_matrix(audits),
-        outliers=tuple(outliers(audits)),
-        plan=tuple(fleet_plan(audits)),
+    return fleet_result(
+        [*[a.target for a in audits], *[f.target for f in failures]],
+        audits,
+        failures,
+        kind="gathered",
         started_at=started_at,
         duration_s=time.perf_counter() - started,
-        kind="gathered",
-        warnings=tuple(warnings),
+        warnings=warnings,
     )
 
 

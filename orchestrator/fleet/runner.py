@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_plan, outliers, status_matrix
+from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_result
 from rigaudit.orchestrator.fleet.pool import AuditPool
 from rigaudit.orchestrator.fleet.result import FailureStage, FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
@@ -194,17 +194,14 @@ class _Run(Record, frozen=False):
         audits = sorted(self.audits.values(), key=lambda a: (order.get(a.target, len(order)), a.target))
         failures = sorted(self.failures.values(), key=lambda f: (order.get(f.target, len(order)), f.target))
         everyone = list(targets) + sorted(t for t in [*self.audits, *self.failures] if t not in order)
-        return FleetResult(
-            targets=tuple(everyone),
-            audits=tuple(audits),
-            failures=tuple(failures),
-            matrix=status_matrix(audits),
-            outliers=tuple(outliers(audits)),
-            plan=tuple(fleet_plan(audits)),
+        return fleet_result(
+            everyone,
+            audits,
+            failures,
+            kind=self.kind,
             started_at=started_at,
             duration_s=time.perf_counter() - started,
-            kind=self.kind,
-            warnings=tuple(warnings),
+            warnings=warnings,
         )
 
 
