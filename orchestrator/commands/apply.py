@@ -38,13 +38,12 @@ import anyio
 from rigaudit.orchestrator.change.apply import SCOPES, load_plan_file
 from rigaudit.orchestrator.change.apply_run import ApplyRequest, run_apply
 from rigaudit.orchestrator.change.approval import TerminalConsole
-from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._approval import add_approval_timeout
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, demo_path
 from rigaudit.orchestrator.hosts.identity import identify
-from rigaudit.orchestrator.options.arguments import positive_seconds
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import open_session
@@ -72,13 +71,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=SCOPES, default="runtime", help="which steps may run (default: runtime)")
     parser.add_argument("--only", metavar="STEP,...", help="only these step ids")
     parser.add_argument("--yes", action="store_true", help="approve every runtime step without asking (scripts)")
-    parser.add_argument(
-        "--approval-timeout",
-        type=positive_seconds,
-        default=APPROVAL_TIMEOUT_S,
-        metavar="S",
-        help=f"how long a step's question waits for your answer before it is no (default {APPROVAL_TIMEOUT_S:g})",
-    )
+    add_approval_timeout(parser)
     parser.add_argument("--persist", action="store_true", help="also write sysctl.d/modules-load.d/tmpfiles.d/udev files")
     output(parser.add_argument("--journal", type=Path, metavar="FILE", help="where to journal the changes (default: state dir)"))
     output(parser.add_argument("--emit-script", type=Path, metavar="FILE", help="write the steps not run here as a bash script"))

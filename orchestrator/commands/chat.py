@@ -37,15 +37,15 @@ from rigaudit.agents.llm.config import LlmConfig
 from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.change.approval import Console, TerminalConsole, is_interactive
-from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._approval import add_approval_timeout
 from rigaudit.orchestrator.commands._bench import inference_run
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, llm_config_from_args, terminal_approver
 from rigaudit.orchestrator.commands._options import add_host_arguments, host_source, screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.choose import open_host
-from rigaudit.orchestrator.options.arguments import positive_seconds, url
+from rigaudit.orchestrator.options.arguments import url
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.core.errors import UsageError
@@ -64,13 +64,7 @@ def _add(parser: argparse.ArgumentParser) -> None:
     into_help = "with --snapshot: the new copy changes go into (default: a temporary one, removed at the end)"
     output(parser.add_argument("--into", type=Path, metavar="DIR", help=into_help), Kind.NEW_FOLDER)
     parser.add_argument("--yes", action="store_true", help="approve every step without asking (scripts)")
-    parser.add_argument(
-        "--approval-timeout",
-        type=positive_seconds,
-        default=APPROVAL_TIMEOUT_S,
-        metavar="S",
-        help=f"how long a step's question waits for your answer before it is no (default {APPROVAL_TIMEOUT_S:g})",
-    )
+    add_approval_timeout(parser)
     bench = parser.add_argument_group("the inference benchmark a conversation reruns")
     bench.add_argument("--bench-base-url", type=url, metavar="URL", help="the inference server to benchmark")
     bench.add_argument("--bench-model", metavar="NAME", help="its model")
