@@ -3,14 +3,13 @@ port, in config files, LXC configs and server environments."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.investigators.nccl import premises
 from rigaudit.agents.investigators.nccl.facts import INFINIBAND, EnvSource, NcclFacts
 from rigaudit.agents.investigators.nccl.hca import SOURCE as HCA_SOURCE
 from rigaudit.agents.investigators.nccl.hca import exact_value, in_name_order, parse_hca
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
@@ -90,7 +89,7 @@ def _unread(f: NcclFacts) -> str | None:
     )
 
 
-class Hit(NamedTuple):
+class Hit(Record):
     """One override that costs something here, where it is set."""
 
     source: EnvSource
