@@ -5,9 +5,11 @@ from __future__ import annotations
 from itertools import combinations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.peer_groups import together
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_refs, fix_where
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_of, config_refs, fix_where
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
 from rigaudit.tools.pci import bridges_between
 
@@ -25,7 +27,8 @@ ACS_CHECK = Check(
 )
 
 
-def judge_acs(facts: PcieFacts) -> Finding:
+def _not_applicable(facts: PcieFacts, vfio: list[Gpu]) -> Finding | None:
+    """No GPU pair to judge: fewer than two GPUs, a VM guest's emulated bridges, or the GPUs passed to VMs."""
     if len(facts.gpus) < 2:
         return ACS_CHECK.not_applicable(f"{len(facts.gpus)} GPU(s): there is no GPU pair for peer-to-peer traffic")
     if facts.platform.in_vm:
@@ -34,163 +37,222 @@ def judge_acs(facts: PcieFacts) -> Finding:
             "on the hypervisor (see p2p.status for what the guest's GPUs are allowed)"
         )
         return ACS_CHECK.not_applicable(why)
-    vfio = [g for g in facts.gpus if facts.drivers.get(g.bdf) == "vfio-pci"]
-    host_gpus = [g for g in facts.gpus if g not in vfio]
-    if len(host_gpus) < 2:
+    if len(facts.gpus) - len(vfio) < 2:
         return ACS_CHECK.not_applicable(f"{len(vfio)} GPU(s) are bound to vfio-pci for VMs; ACS isolation is wanted there")
-    chains = {g.bdf: facts.chains[g.bdf].chain for g in host_gpus if g.bdf in facts.chains and facts.chains[g.bdf].chain}
-    evidence = [facts.chains[g.bdf].ref for g in host_gpus if g.bdf in facts.chains]
-    if len(chains) < 2:
-        return ACS_CHECK.unknown("the PCI tree is not readable (no /sys/bus/pci/devices/BDF links)", evidence=evidence)
+    return None
+
+
+class _SwitchPorts(Record):
+    """The switch ports between GPU pairs."""
+
+    between: dict[str, None]
+    via: dict[str, list[tuple[str, str]]]
+    """Switch port -> the GPU pairs (BDFs) whose peer traffic it routes."""
+    shared_pairs: int
+    """GPU pairs that meet below a switch."""
+
+
+def _switch_ports(chains: dict[str, tuple[str, ...]]) -> _SwitchPorts:
     between: dict[str, None] = {}
     via: dict[str, list[tuple[str, str]]] = {}
-    """Switch port -> the GPU pairs (BDFs) whose peer traffic it routes."""
     shared_pairs = 0
     for a, b in combinations(sorted(chains), 2):
-        ports = bridges_between(chains[a] or (), chains[b] or ())
+        ports = bridges_between(chains[a], chains[b])
         if ports:
             shared_pairs += 1
         between.update(dict.fromkeys(ports))
         for port in ports:
             via.setdefault(port, []).append((a, b))
-    evidence += config_refs(facts, list(between))
+    return _SwitchPorts(between, via, shared_pairs)
+
+
+def _redirect_names(facts: PcieFacts, bridge: str) -> str | None:
+    """The ACS control bits a port sets when it redirects peer traffic (None: it does not, or was not read)."""
+    config = config_of(facts, bridge)
+    if config is not None and config.acs is not None and config.acs.redirects:
+        return " ".join(config.acs.control.names)
+    return None
+
+
+def _gpu_redirects(facts: PcieFacts, between: dict[str, None]) -> tuple[dict[str, str], list[str]]:
+    """The redirecting ports between GPUs (port -> its ACSCtl bits), and the ports whose extended config was unread."""
     redirecting: dict[str, str] = {}
     unread: list[str] = []
     for bridge in between:
-        read = facts.configs.get(bridge)
-        config = read.config if read else None
+        config = config_of(facts, bridge)
         if config is None or not config.extended_known:
             unread.append(bridge)
-            continue
-        if config.acs is not None and config.acs.redirects:
-            redirecting[bridge] = " ".join(config.acs.control.names)
-    nic_paths: dict[str, None] = {}
+        elif names := _redirect_names(facts, bridge):
+            redirecting[bridge] = names
+    return redirecting, unread
+
+
+def _nic_paths(facts: PcieFacts, chains: dict[str, tuple[str, ...]]) -> dict[str, None]:
+    """The switch ports between the GPUs and the active RDMA NICs."""
+    paths: dict[str, None] = {}
     for read_nic in facts.nic_chains.values():
         for gpu_chain in chains.values():
-            nic_paths.update(dict.fromkeys(bridges_between(gpu_chain or (), read_nic.chain or ())))
-    nic_redirecting: dict[str, str] = {}
-    for bridge in nic_paths:
-        read = facts.configs.get(bridge)
-        config = read.config if read else None
-        if config is not None and config.acs is not None and config.acs.redirects and bridge not in redirecting:
-            nic_redirecting[bridge] = " ".join(config.acs.control.names)
+            paths.update(dict.fromkeys(bridges_between(gpu_chain, read_nic.chain or ())))
+    return paths
+
+
+def _root_notes(facts: PcieFacts) -> list[str]:
+    notes = []
+    for bridge in facts.bridges:
+        config = config_of(facts, bridge)
+        if config and config.express and config.express.port_type == 0x4 and config.acs is not None:
+            notes.append(f"{bridge} (root port) ACSCtl {' '.join(config.acs.control.names) or 'none set'}")
+    return notes
+
+
+def judge_acs(facts: PcieFacts) -> Finding:
+    vfio = [g for g in facts.gpus if facts.drivers.get(g.bdf) == "vfio-pci"]
+    if skipped := _not_applicable(facts, vfio):
+        return skipped
+    host_gpus = [g for g in facts.gpus if g not in vfio]
+    chains = {g.bdf: c for g in host_gpus if g.bdf in facts.chains and (c := facts.chains[g.bdf].chain)}
+    evidence = [facts.chains[g.bdf].ref for g in host_gpus if g.bdf in facts.chains]
+    if len(chains) < 2:
+        return ACS_CHECK.unknown("the PCI tree is not readable (no /sys/bus/pci/devices/BDF links)", evidence=evidence)
+    ports = _switch_ports(chains)
+    evidence += config_refs(facts, list(ports.between))
+    redirecting, unread = _gpu_redirects(facts, ports.between)
+    nic_paths = _nic_paths(facts, chains)
+    nic_redirecting = {b: names for b in nic_paths if b not in redirecting and (names := _redirect_names(facts, b))}
     if nic_paths:
         evidence += config_refs(facts, list(nic_paths)) + [c.ref for c in facts.nic_chains.values()]
-    gpu_pairs_redirected = bool(redirecting)
-    redirecting.update(nic_redirecting)
-    root_notes = []
-    for bridge in facts.bridges:
-        read = facts.configs.get(bridge)
-        config = read.config if read else None
-        if config and config.express and config.express.port_type == 0x4 and config.acs is not None:
-            root_notes.append(f"{bridge} (root port) ACSCtl {' '.join(config.acs.control.names) or 'none set'}")
-    if redirecting:
-        where = fix_where(facts.platform)
-        bridges = tuple(redirecting)
-        if vfio:
-            fix = Fix(
-                kind="reboot",
-                where=where,
-                summary="Do not clear ACS at runtime on a host that passes GPUs to VMs; keep host GPUs behind their own switch",
-                actions=(
-                    CommandAction(
-                        description=f"GPUs {', '.join(g.bdf for g in vfio)} are bound to vfio-pci: clearing ACS "
-                        "redirect would merge IOMMU groups and break VM isolation. Only if those GPUs "
-                        "sit behind other switches: pci=disable_acs_redir=" + ";".join(bridges)
-                    ),
-                ),
-                risk="high",
-                verify="lspci -vvv -s BRIDGE: ACSCtl ReqRedir- CmpltRedir-",
-            )
-        else:
-            fix = Fix(
-                kind="runtime",
-                where=where,
-                summary=f"Clear ACS P2P Request/Completion Redirect on {len(bridges)} switch port(s) between GPUs",
-                actions=(PciRegisterAction(devices=bridges, capability="ecap:0x000d", offset=6, width=2, value=0, mask=0x000C),),
-                risk="medium",
-                verify=f"lspci -vvv -s {bridges[0]} shows 'ACSCtl: ... ReqRedir- CmpltRedir-'; nvidia-smi topo -p2p r shows OK "
-                "for the GPU pairs; re-run the P2P benchmark",
-                revert="; ".join(f"setpci -s {b} ECAP_ACS+6.w={_acs_ctl(facts, b):04x}:000c" for b in bridges),
-                persist="pci=disable_acs_redir=" + ";".join(bridges) + " on the kernel command line (kernel >= 5.1), or ACS "
-                "disabled for these ports in the BIOS",
-                edges=(
-                    Edge(
-                        kind="not_before",
-                        fact="iommu.passthrough",
-                        why="with the IOMMU translating GPU DMA, peer traffic the switch then routes directly bypasses "
-                        "translation and can be misrouted: clear ACS only once the GPUs' DMA is passthrough",
-                    ),
-                ),
-            )
-        vfio_note = (
-            " vfio_pci is loaded but every GPU is bound to nvidia: do not apply this while planning to pass these GPUs to "
-            "VMs, since the redirect is what isolates devices behind one switch."
-            if facts.vfio_loaded and not vfio
-            else ""
-        )
-        moot = facts.p2p.pcie_peer_traffic()
-        pairs = {pair for bridge in bridges if bridge in via for pair in via[bridge]}
-        unused = _unused(facts, pairs) if moot is None else None
-        severity: Severity = "high"
-        cost = ""
-        if not gpu_pairs_redirected:
-            severity = "medium"
-            cost = (
-                " Here the redirect sits between the active RDMA NICs and the GPUs that share their switches: GPUDirect "
-                "RDMA writes detour through the root complex (multi-node and KV-transfer bandwidth, not single-node "
-                "tensor parallelism)."
-            )
-        elif moot is not None or unused is not None:
-            severity = "medium" if facts.p2p.rdma_active else "low"
-            cost = f" For GPU-to-GPU traffic it is moot here ({moot or unused})" + (
-                "; but the active RDMA NICs' GPUDirect traffic to GPUs under these switches is redirected too."
-                if facts.p2p.rdma_active
-                else "; what is left is hygiene."
-            )
-        elif facts.p2p.idle:
-            severity = "medium"
-            cost = (
-                " No GPU process runs now (a node between jobs), so nothing pays yet: the redirect is a latent fault of "
-                "the node, judged by what its GPUs can do. The next job whose tensor-parallel (or expert-parallel) "
-                "group puts two GPUs under one of these switches pays (high once one runs); a job of replicas at TP 1 "
-                "never does. It stays until cleared (the fix below), whatever runs; `rigaudit check --fail-on medium` "
-                "keeps such a node out of service."
-            )
-        elif facts.p2p.groups is None:
-            cost = (
-                " Which GPUs exchange traffic could not be told (not every GPU's process is traced to a server "
-                "instance): judged by what the GPUs can do; low where no instance holds two GPUs under one switch."
-            )
-        return ACS_CHECK.problem_at(
-            severity,
-            observed="; ".join(f"{b} ACSCtl {names}" for b, names in redirecting.items()),
-            expected="ReqRedir- CmpltRedir- on switch ports between GPUs (and between GPUs and RDMA NICs)",
-            explanation="With P2P Request/Completion Redirect set, peer writes between GPUs under one switch are sent up to "
-            "the root complex instead of being routed inside the switch: P2P bandwidth drops, latency rises, "
-            "and on AMD platforms hangs and IO_PAGE_FAULTs have been reported. Linux enables ACS redirect "
-            "when the IOMMU is on and the port supports it." + vfio_note + cost,
-            fix=fix,
-            subjects=bridges,
-            evidence=evidence,
-        )
-    if unread and not (set(between) - set(unread)):
+    if redirecting or nic_redirecting:
+        return _redirect_problem(facts, vfio, ports, redirecting, nic_redirecting, evidence)
+    if unread and not (set(ports.between) - set(unread)):
         return ACS_CHECK.unknown(
             f"extended config space not readable for {', '.join(unread[:4])} (needs root)", evidence=evidence
         )
-    if not between:
+    return _no_redirect(facts, ports, unread, evidence)
+
+
+def _no_redirect(facts: PcieFacts, ports: _SwitchPorts, unread: list[str], evidence: list[str]) -> Finding:
+    if not ports.between:
         observed = "no GPU pair shares a PCIe switch: peer traffic meets in the root complex, where switch ACS does not apply"
     else:
-        readable = [b for b in between if b not in unread]
+        readable = [b for b in ports.between if b not in unread]
         without = [b for b in readable if _acs_absent(facts, b)]
-        observed = f"{len(readable)} switch port(s) between {shared_pairs} GPU pair(s) ({', '.join(readable)}): no ACS redirect"
+        observed = (
+            f"{len(readable)} switch port(s) between {ports.shared_pairs} GPU pair(s) ({', '.join(readable)}): no ACS redirect"
+        )
         if without:
             observed += f" ({len(without)} of them have no ACS capability at all)"
     if unread:
         observed += f"; not readable: {', '.join(unread)}"
-    if root_notes:
+    if root_notes := _root_notes(facts):
         observed += "; " + "; ".join(root_notes)
     return ACS_CHECK.ok(observed, expected="ReqRedir- CmpltRedir- on switch ports between GPUs", evidence=evidence)
+
+
+def _redirect_problem(
+    facts: PcieFacts,
+    vfio: list[Gpu],
+    ports: _SwitchPorts,
+    redirecting: dict[str, str],
+    nic_redirecting: dict[str, str],
+    evidence: list[str],
+) -> Finding:
+    """Redirect set on ports between GPUs (or between GPUs and RDMA NICs): how much it costs here, and its fix."""
+    shown = {**redirecting, **nic_redirecting}
+    bridges = tuple(shown)
+    vfio_note = (
+        " vfio_pci is loaded but every GPU is bound to nvidia: do not apply this while planning to pass these GPUs to "
+        "VMs, since the redirect is what isolates devices behind one switch."
+        if facts.vfio_loaded and not vfio
+        else ""
+    )
+    pairs = {pair for bridge in bridges if bridge in ports.via for pair in ports.via[bridge]}
+    severity, cost = _redirect_cost(facts, bool(redirecting), pairs)
+    return ACS_CHECK.problem_at(
+        severity,
+        observed="; ".join(f"{b} ACSCtl {names}" for b, names in shown.items()),
+        expected="ReqRedir- CmpltRedir- on switch ports between GPUs (and between GPUs and RDMA NICs)",
+        explanation="With P2P Request/Completion Redirect set, peer writes between GPUs under one switch are sent up to "
+        "the root complex instead of being routed inside the switch: P2P bandwidth drops, latency rises, "
+        "and on AMD platforms hangs and IO_PAGE_FAULTs have been reported. Linux enables ACS redirect "
+        "when the IOMMU is on and the port supports it." + vfio_note + cost,
+        fix=_vfio_fix(facts, vfio, bridges) if vfio else _clear_fix(facts, bridges),
+        subjects=bridges,
+        evidence=evidence,
+    )
+
+
+def _redirect_cost(facts: PcieFacts, gpu_pairs_redirected: bool, pairs: set[tuple[str, str]]) -> tuple[Severity, str]:
+    """The severity of the redirect and the sentence saying what it costs on this host."""
+    moot = facts.p2p.pcie_peer_traffic()
+    unused = _unused(facts, pairs) if moot is None else None
+    if not gpu_pairs_redirected:
+        return "medium", (
+            " Here the redirect sits between the active RDMA NICs and the GPUs that share their switches: GPUDirect "
+            "RDMA writes detour through the root complex (multi-node and KV-transfer bandwidth, not single-node "
+            "tensor parallelism)."
+        )
+    if moot is not None or unused is not None:
+        return "medium" if facts.p2p.rdma_active else "low", f" For GPU-to-GPU traffic it is moot here ({moot or unused})" + (
+            "; but the active RDMA NICs' GPUDirect traffic to GPUs under these switches is redirected too."
+            if facts.p2p.rdma_active
+            else "; what is left is hygiene."
+        )
+    if facts.p2p.idle:
+        return "medium", (
+            " No GPU process runs now (a node between jobs), so nothing pays yet: the redirect is a latent fault of "
+            "the node, judged by what its GPUs can do. The next job whose tensor-parallel (or expert-parallel) "
+            "group puts two GPUs under one of these switches pays (high once one runs); a job of replicas at TP 1 "
+            "never does. It stays until cleared (the fix below), whatever runs; `rigaudit check --fail-on medium` "
+            "keeps such a node out of service."
+        )
+    if facts.p2p.groups is None:
+        return "high", (
+            " Which GPUs exchange traffic could not be told (not every GPU's process is traced to a server "
+            "instance): judged by what the GPUs can do; low where no instance holds two GPUs under one switch."
+        )
+    return "high", ""
+
+
+def _vfio_fix(facts: PcieFacts, vfio: list[Gpu], bridges: tuple[str, ...]) -> Fix:
+    """On a host passing GPUs to VMs the redirect is their isolation: no runtime clear."""
+    return Fix(
+        kind="reboot",
+        where=fix_where(facts.platform),
+        summary="Do not clear ACS at runtime on a host that passes GPUs to VMs; keep host GPUs behind their own switch",
+        actions=(
+            CommandAction(
+                description=f"GPUs {', '.join(g.bdf for g in vfio)} are bound to vfio-pci: clearing ACS "
+                "redirect would merge IOMMU groups and break VM isolation. Only if those GPUs "
+                "sit behind other switches: pci=disable_acs_redir=" + ";".join(bridges)
+            ),
+        ),
+        risk="high",
+        verify="lspci -vvv -s BRIDGE: ACSCtl ReqRedir- CmpltRedir-",
+    )
+
+
+def _clear_fix(facts: PcieFacts, bridges: tuple[str, ...]) -> Fix:
+    """Clear ReqRedir and CmpltRedir on the ports, once the GPUs' DMA is passthrough."""
+    return Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary=f"Clear ACS P2P Request/Completion Redirect on {len(bridges)} switch port(s) between GPUs",
+        actions=(PciRegisterAction(devices=bridges, capability="ecap:0x000d", offset=6, width=2, value=0, mask=0x000C),),
+        risk="medium",
+        verify=f"lspci -vvv -s {bridges[0]} shows 'ACSCtl: ... ReqRedir- CmpltRedir-'; nvidia-smi topo -p2p r shows OK "
+        "for the GPU pairs; re-run the P2P benchmark",
+        revert="; ".join(f"setpci -s {b} ECAP_ACS+6.w={_acs_ctl(facts, b):04x}:000c" for b in bridges),
+        persist="pci=disable_acs_redir=" + ";".join(bridges) + " on the kernel command line (kernel >= 5.1), or ACS "
+        "disabled for these ports in the BIOS",
+        edges=(
+            Edge(
+                kind="not_before",
+                fact="iommu.passthrough",
+                why="with the IOMMU translating GPU DMA, peer traffic the switch then routes directly bypasses "
+                "translation and can be misrouted: clear ACS only once the GPUs' DMA is passthrough",
+            ),
+        ),
+    )
 
 
 def _unused(facts: PcieFacts, pairs: set[tuple[str, str]]) -> str | None:
@@ -214,11 +276,10 @@ def _unused(facts: PcieFacts, pairs: set[tuple[str, str]]) -> str | None:
 
 
 def _acs_absent(facts: PcieFacts, bridge: str) -> bool:
-    read = facts.configs.get(bridge)
-    return read is not None and read.config is not None and read.config.acs is None
+    config = config_of(facts, bridge)
+    return config is not None and config.acs is None
 
 
 def _acs_ctl(facts: PcieFacts, bridge: str) -> int:
-    read = facts.configs.get(bridge)
-    acs = read.config.acs if read and read.config else None
-    return acs.control.raw if acs else 0
+    config = config_of(facts, bridge)
+    return config.acs.control.raw if config and config.acs else 0

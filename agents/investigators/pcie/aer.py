@@ -7,6 +7,7 @@ from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.pci.sysfs import AerCounts
 
 REPLAY_NOISE = 100
 """NVML PCIe replays since driver load below which, with no AER error, a single reading is not a problem."""
@@ -45,7 +46,6 @@ def judge_aer(facts: PcieFacts) -> Finding:
         return no_gpus(AER_CHECK)
     unreported = _unreported(facts)
     devices = [g.bdf for g in facts.gpus if g.bdf not in unreported] + list(facts.bridges)
-    labels = {g.bdf: g.label for g in facts.gpus}
     counts = [facts.aer[d] for d in devices if d in facts.aer and facts.aer[d].known]
     replays = {g.label: facts.nvml[g.bdf].replays for g in facts.gpus if g.bdf in facts.nvml}
     evidence = [r for c in counts for r in c.refs]
@@ -56,12 +56,12 @@ def judge_aer(facts: PcieFacts) -> Finding:
             + " and no NVML replay counter; NVML's PCIe replay counter (nvidia-smi -q -d PCIE) would tell",
             evidence=evidence,
         )
-    fatal = [c for c in counts if c.fatal]
-    nonfatal = [c for c in counts if c.nonfatal]
-    correctable = [c for c in counts if c.correctable]
+    erring = [c for c in counts if c.fatal or c.nonfatal or c.correctable]
     replaying = {label: v for label, v in replays.items() if v and v >= REPLAY_NOISE}
+    if erring or replaying:
+        return _errors_problem(facts, erring, replaying, evidence)
     few = {label: v for label, v in replays.items() if v and v < REPLAY_NOISE}
-    if not (fatal or nonfatal or correctable or replaying) and few:
+    if few:
         shown = ", ".join(f"{label}: {v}" for label, v in few.items())
         return AER_CHECK.ok(
             f"{_aer_text(len(counts), unreported)}; a few NVML PCIe replays since the driver loaded ({shown})",
@@ -70,22 +70,25 @@ def judge_aer(facts: PcieFacts) -> Finding:
             "only a count that keeps rising under load points at a marginal link. Re-read it after a load run.",
             evidence=evidence,
         )
-    if not (fatal or nonfatal or correctable or replaying):
-        return AER_CHECK.ok(
-            f"{_aer_text(len(counts), unreported)}; NVML PCIe replays "
-            f"0 on {sum(1 for v in replays.values() if v == 0)}/{len(facts.gpus)} GPUs",
-            expected="no PCIe errors",
-            evidence=evidence,
-        )
-    severity: Severity = "high" if fatal else "medium" if nonfatal else "low"
+    return AER_CHECK.ok(
+        f"{_aer_text(len(counts), unreported)}; NVML PCIe replays "
+        f"0 on {sum(1 for v in replays.values() if v == 0)}/{len(facts.gpus)} GPUs",
+        expected="no PCIe errors",
+        evidence=evidence,
+    )
+
+
+def _errors_problem(facts: PcieFacts, erring: list[AerCounts], replaying: dict[str, int], evidence: list[str]) -> Finding:
+    """AER errors on some devices or NVML replays past the noise: the worst error class sets the severity."""
+    labels = {g.bdf: g.label for g in facts.gpus}
+    severity: Severity = "high" if any(c.fatal for c in erring) else "medium" if any(c.nonfatal for c in erring) else "low"
     parts = [
         f"{labels.get(c.bdf, c.bdf)}: correctable {c.correctable or 0}, nonfatal {c.nonfatal or 0}, fatal {c.fatal or 0}"
         + (f" ({', '.join(c.nonzero[:4])})" if c.nonzero else "")
-        for c in counts
-        if c.fatal or c.nonfatal or c.correctable
+        for c in erring
     ]
     parts += [f"{label}: {v} PCIe replays (NVML)" for label, v in replaying.items()]
-    subjects = [labels.get(c.bdf, c.bdf) for c in counts if c.fatal or c.nonfatal or c.correctable] + list(replaying)
+    subjects = [labels.get(c.bdf, c.bdf) for c in erring] + list(replaying)
     fix = Fix(
         kind="hardware",
         where=fix_where(facts.platform),
@@ -100,7 +103,7 @@ def judge_aer(facts: PcieFacts) -> Finding:
         verify="after a load run, aer_dev_* counters in /sys/bus/pci/devices/BDF/ and nvidia-smi -q -d PCIE replay counters "
         "stay unchanged",
     )
-    affected = {c.bdf for c in counts if c.fatal or c.nonfatal or c.correctable}
+    affected = {c.bdf for c in erring}
     fix = for_cloud(fix, facts.platform, [g for g in facts.gpus if g.bdf in affected or g.label in replaying])
     return AER_CHECK.problem_at(
         severity,

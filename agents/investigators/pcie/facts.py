@@ -19,6 +19,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, nvml_ref
 from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.pci import PciConfig
 from rigaudit.tools.pci.sysfs import (
     AerCounts,
     ChainRead,
@@ -177,6 +178,12 @@ async def collect(probe: Probe) -> PcieFacts:
 def fix_where(platform: Platform, target: FixTarget = "hardware") -> Where:
     """PCIe links, slots, switches and error sources are the machine's: in a VM guest, the hypervisor's."""
     return layer_where(platform, target)
+
+
+def config_of(facts: PcieFacts, bdf: str) -> PciConfig | None:
+    """A device's decoded config space (None: not read, or not decodable)."""
+    read = facts.configs.get(bdf)
+    return read.config if read else None
 
 
 def config_refs(facts: PcieFacts, bdfs: list[str] | tuple[str, ...]) -> list[str]:

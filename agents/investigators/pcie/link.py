@@ -7,12 +7,13 @@ from typing import Literal
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
 from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.pci import SPEEDS_GTS
 
 
@@ -109,57 +110,97 @@ def judge_link(facts: PcieFacts) -> Finding:
         why = "neither sysfs link attributes nor NVML link information could be read"
         return PCIE_LINK_CHECK.unknown(f"{why} ({facts.nvml_error or 'NVML gave no link data'})", evidence=evidence)
     worst = min(known, key=lambda v: _LINK_RANK[v.kind])
-    total = len(views)
     if worst.kind in ("ok", "idle_down"):
-        at_max = [v for v in known if v.kind == "ok"]
-        speeds = sorted({v.text.split(": ", 1)[1].split(" (", 1)[0] for v in at_max})
-        observed = f"{len(at_max)}/{total} GPUs at full link" + (f" ({', '.join(speeds)})" if speeds else "")
-        idle = [v for v in known if v.kind == "idle_down"]
-        explanation = "Every GPU trained to the fastest speed and full width its slot and the GPU support."
-        if idle:
-            observed += f"; {len(idle)} idle GPU(s) trained down: " + "; ".join(v.text for v in idle)
-            explanation = (
-                "GPUs lower their link speed when idle (P8, clocks event reason 'idle') to save power and retrain to "
-                "full speed within microseconds of load: a lower speed at idle is not a fault. Re-read "
-                "current_link_speed while the GPU is busy to confirm it reaches the maximum."
-            )
-        unread = [v.text for v in views if v.kind == "unknown"]
-        if unread:
-            observed += f"; not readable: {'; '.join(unread)}"
-        if kernel:
-            explanation += " " + " ".join(kernel) + " (boot-time enumeration; links often retrain after driver load)."
-        return PCIE_LINK_CHECK.ok(
-            observed,
-            expected="current = max speed and width (at least under load)",
-            explanation=explanation,
-            subjects=[v.gpu.label for v in idle],
-            evidence=evidence,
+        return _full_links(views, kernel, evidence)
+    return _degraded_links(facts, known, worst.kind, kernel, evidence)
+
+
+def _full_links(views: list[_LinkView], kernel: list[str], evidence: list[str]) -> Finding:
+    """Every readable link at its maximum, or trained down only on an idle GPU."""
+    known = [v for v in views if v.kind != "unknown"]
+    at_max = [v for v in known if v.kind == "ok"]
+    speeds = sorted({v.text.split(": ", 1)[1].split(" (", 1)[0] for v in at_max})
+    observed = f"{len(at_max)}/{len(views)} GPUs at full link" + (f" ({', '.join(speeds)})" if speeds else "")
+    idle = [v for v in known if v.kind == "idle_down"]
+    explanation = "Every GPU trained to the fastest speed and full width its slot and the GPU support."
+    if idle:
+        observed += f"; {len(idle)} idle GPU(s) trained down: " + "; ".join(v.text for v in idle)
+        explanation = (
+            "GPUs lower their link speed when idle (P8, clocks event reason 'idle') to save power and retrain to "
+            "full speed within microseconds of load: a lower speed at idle is not a fault. Re-read "
+            "current_link_speed while the GPU is busy to confirm it reaches the maximum."
         )
-    bad = [v for v in known if _LINK_RANK[v.kind] <= _LINK_RANK["load_unknown_down"]]
-    severity: Severity = _LINK_SEVERITY.get(worst.kind, "low")
-    p2p = facts.p2p
-    gpu_traffic_on_pcie = len(p2p.gpus) > 1 and not p2p.all_nvlink and not p2p.all_mig and p2p.tp != 1
-    if severity == "high" and not gpu_traffic_on_pcie:
-        severity = "medium"
-    where = fix_where(facts.platform)
-    first = bad[0].gpu.bdf
-    verify = (
-        "with the GPU busy, inside this VM: nvidia-smi -q -d PCIE shows the maximum generation and width"
-        if facts.platform.in_vm
-        else f"with the GPU busy: cat /sys/bus/pci/devices/{first}/current_link_speed "
-        f"/sys/bus/pci/devices/{first}/current_link_width shows the maximum (e.g. 32.0 GT/s PCIe and 16); "
-        "nvidia-smi -q -d PCIE under load"
+    unread = [v.text for v in views if v.kind == "unknown"]
+    if unread:
+        observed += f"; not readable: {'; '.join(unread)}"
+    if kernel:
+        explanation += " " + " ".join(kernel) + " (boot-time enumeration; links often retrain after driver load)."
+    return PCIE_LINK_CHECK.ok(
+        observed,
+        expected="current = max speed and width (at least under load)",
+        explanation=explanation,
+        subjects=[v.gpu.label for v in idle],
+        evidence=evidence,
     )
-    which = "; ".join(gpu_words(v.gpu, where) for v in bad) if where == "hypervisor" else ""
-    cost = (
-        " Here the GPUs' tensor-parallel traffic crosses PCIe, so the narrower link slows every decode step (high)."
-        if gpu_traffic_on_pcie
-        else " Here GPU-to-GPU traffic does not cross PCIe ("
+
+
+def _gpu_traffic_on_pcie(p2p: P2pContext) -> bool:
+    """Whether the GPUs' tensor-parallel traffic crosses PCIe (not NVLink, MIG, one GPU or TP 1)."""
+    return len(p2p.gpus) > 1 and not p2p.all_nvlink and not p2p.all_mig and p2p.tp != 1
+
+
+def _link_cost(p2p: P2pContext) -> str:
+    """What a narrower link costs on this host."""
+    if _gpu_traffic_on_pcie(p2p):
+        return " Here the GPUs' tensor-parallel traffic crosses PCIe, so the narrower link slows every decode step (high)."
+    return (
+        " Here GPU-to-GPU traffic does not cross PCIe ("
         + ("NVLink" if p2p.all_nvlink else "MIG slices" if p2p.all_mig else "tensor parallelism 1" if p2p.tp == 1 else "one GPU")
         + "): the link carries host-to-device copies and weight loading, so it costs start-up time and offload "
         "bandwidth more than decode speed."
     )
-    if worst.kind == "slot_limited":
+
+
+def _link_verify(facts: PcieFacts, first: str) -> str:
+    if facts.platform.in_vm:
+        return "with the GPU busy, inside this VM: nvidia-smi -q -d PCIE shows the maximum generation and width"
+    return (
+        f"with the GPU busy: cat /sys/bus/pci/devices/{first}/current_link_speed "
+        f"/sys/bus/pci/devices/{first}/current_link_width shows the maximum (e.g. 32.0 GT/s PCIe and 16); "
+        "nvidia-smi -q -d PCIE under load"
+    )
+
+
+def _degraded_links(facts: PcieFacts, known: list[_LinkView], worst: LinkKind, kernel: list[str], evidence: list[str]) -> Finding:
+    """Links below their maximum: the worst kind sets the fix and the severity, the GPU traffic on PCIe the cost."""
+    bad = [v for v in known if _LINK_RANK[v.kind] <= _LINK_RANK["load_unknown_down"]]
+    severity: Severity = _LINK_SEVERITY.get(worst, "low")
+    if severity == "high" and not _gpu_traffic_on_pcie(facts.p2p):
+        severity = "medium"
+    where = fix_where(facts.platform)
+    fix, explanation = _link_fix(worst, where, _link_verify(facts, bad[0].gpu.bdf))
+    if kernel:
+        explanation += " " + " ".join(kernel)
+    if worst in ("width_down", "busy_down", "slot_limited"):
+        explanation += _link_cost(facts.p2p)
+    if where == "hypervisor" and (which := "; ".join(gpu_words(v.gpu, where) for v in bad)):
+        fix = fix.model_copy(
+            update={"actions": (*fix.actions, CommandAction(description=f"the GPU(s) on the hypervisor: {which}"))}
+        )
+    return PCIE_LINK_CHECK.problem_at(
+        severity,
+        observed="; ".join(v.text for v in bad),
+        expected="every GPU at its (and its slot's) maximum speed and width under load",
+        explanation=explanation,
+        fix=for_cloud(fix, facts.platform, [v.gpu for v in bad]),
+        subjects=[v.gpu.label for v in bad],
+        evidence=evidence,
+    )
+
+
+def _link_fix(worst: LinkKind, where: Where, verify: str) -> tuple[Fix, str]:
+    """The fix for the worst link's kind, and the explanation it starts from."""
+    if worst == "slot_limited":
         fix = Fix(
             kind="firmware",
             where=where,
@@ -173,11 +214,11 @@ def judge_link(facts: PcieFacts) -> Finding:
             risk="low",
             verify=verify,
         )
-        explanation = (
+        return fix, (
             "The slot (or what the BIOS allows on it) caps the GPU below its own maximum. Host-to-device copies, weight "
             "loading and PCIe P2P between GPUs scale with link bandwidth: one generation down halves it."
         )
-    elif worst.kind == "load_unknown_down":
+    if worst == "load_unknown_down":
         fix = Fix(
             kind="hardware",
             where=where,
@@ -191,44 +232,25 @@ def judge_link(facts: PcieFacts) -> Finding:
             risk="low",
             verify=verify,
         )
-        explanation = (
+        return fix, (
             "The link is below its maximum speed and NVML could not say whether the GPU is idle. GPUs train down at "
             "idle, so this is only a fault if it persists under load."
         )
-    else:
-        fix = Fix(
-            kind="hardware",
-            where=where,
-            summary="Reseat the GPU, check the riser/cable and the slot; check the BIOS slot speed setting",
-            actions=(
-                CommandAction(
-                    description="Power down; reseat the GPU and its riser/cable; confirm the slot is wired x16 "
-                    "and the BIOS link speed is Auto; replace the riser if the link stays degraded"
-                ),
+    fix = Fix(
+        kind="hardware",
+        where=where,
+        summary="Reseat the GPU, check the riser/cable and the slot; check the BIOS slot speed setting",
+        actions=(
+            CommandAction(
+                description="Power down; reseat the GPU and its riser/cable; confirm the slot is wired x16 "
+                "and the BIOS link speed is Auto; replace the riser if the link stays degraded"
             ),
-            risk="low",
-            verify=verify,
-        )
-        explanation = (
-            "A link trained below its width, or below its speed while the GPU is busy, is a signal-integrity or seating "
-            "problem (riser, cable, dirty or damaged edge connector) or a slot/BIOS limit. It cuts host-to-device and "
-            "PCIe P2P bandwidth proportionally (x8 = half), which directly slows tensor-parallel all-reduce on PCIe GPUs."
-        )
-    if kernel:
-        explanation += " " + " ".join(kernel)
-    if worst.kind in ("width_down", "busy_down", "slot_limited"):
-        explanation += cost
-    if which:
-        fix = fix.model_copy(
-            update={"actions": (*fix.actions, CommandAction(description=f"the GPU(s) on the hypervisor: {which}"))}
-        )
-    fix = for_cloud(fix, facts.platform, [v.gpu for v in bad])
-    return PCIE_LINK_CHECK.problem_at(
-        severity,
-        observed="; ".join(v.text for v in bad),
-        expected="every GPU at its (and its slot's) maximum speed and width under load",
-        explanation=explanation,
-        fix=fix,
-        subjects=[v.gpu.label for v in bad],
-        evidence=evidence,
+        ),
+        risk="low",
+        verify=verify,
+    )
+    return fix, (
+        "A link trained below its width, or below its speed while the GPU is busy, is a signal-integrity or seating "
+        "problem (riser, cable, dirty or damaged edge connector) or a slot/BIOS limit. It cuts host-to-device and "
+        "PCIe P2P bandwidth proportionally (x8 = half), which directly slows tensor-parallel all-reduce on PCIe GPUs."
     )

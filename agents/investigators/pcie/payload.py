@@ -7,6 +7,7 @@ from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_refs, fix_where, no_gpus
+from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
 MAX_READ_REQUEST_CHECK = Check(
@@ -34,9 +35,18 @@ def _link_gbs(facts: PcieFacts, gpus: list[Gpu]) -> float:
     return best or 63.0
 
 
-def judge_max_read_request(facts: PcieFacts) -> Finding:
-    if not facts.gpus:
-        return no_gpus(MAX_READ_REQUEST_CHECK)
+class _ReadRequests(Record):
+    """The GPUs' MaxReadReq as read from their Device Control register."""
+
+    values: dict[str, int]
+    """GPU BDF -> MaxReadReq in bytes."""
+    errors: list[str]
+    """Why a GPU's was not read."""
+    ext_tags_off: list[str]
+    """GPUs with Extended Tags off (32 reads in flight, not 256)."""
+
+
+def _read_requests(facts: PcieFacts) -> _ReadRequests:
     values: dict[str, int] = {}
     errors: list[str] = []
     ext_tags_off: list[str] = []
@@ -49,6 +59,14 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
         values[gpu.bdf] = express.max_read_request
         if express.extended_tags is False:
             ext_tags_off.append(gpu.bdf)
+    return _ReadRequests(values, errors, ext_tags_off)
+
+
+def judge_max_read_request(facts: PcieFacts) -> Finding:
+    if not facts.gpus:
+        return no_gpus(MAX_READ_REQUEST_CHECK)
+    found = _read_requests(facts)
+    values, errors = found.values, found.errors
     evidence = config_refs(facts, [g.bdf for g in facts.gpus])
     if not values:
         return MAX_READ_REQUEST_CHECK.unknown(
@@ -62,8 +80,20 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
     if not low:
         note = f"; unknown on {len(errors)}: {errors[0]}" if errors else ""
         return MAX_READ_REQUEST_CHECK.ok(f"MaxReadReq {summary}{note}", expected="MaxReadReq 4096 bytes", evidence=evidence)
-    bdfs = tuple(g.bdf for g in low)
-    reverts = "; ".join(f"setpci -s {g.bdf} CAP_EXP+8.w={(values[g.bdf].bit_length() - 8) << 12:04x}:7000" for g in low)
+    severity, explanation = _read_bound(facts, low, values, found.ext_tags_off)
+    return MAX_READ_REQUEST_CHECK.problem_at(
+        severity,
+        observed=f"MaxReadReq {summary}",
+        expected="MaxReadReq 4096 bytes on every GPU",
+        explanation=explanation,
+        fix=for_cloud(_mrrs_fix(facts, low, values), facts.platform, low),  # a cloud's guest cannot reach the register
+        subjects=[g.label for g in low],
+        evidence=evidence,
+    )
+
+
+def _read_bound(facts: PcieFacts, low: list[Gpu], values: dict[str, int], ext_tags_off: list[str]) -> tuple[Severity, str]:
+    """How far the small requests bound read bandwidth below the link's (medium when well below), and why."""
     smallest = min(values[g.bdf] for g in low)
     tags_in_flight = 32 if ext_tags_off else 256
     bound = tags_in_flight * smallest / 1000
@@ -89,7 +119,14 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
         "so the change is safe for the fabric; NCCL's P2P transport mostly uses writes (bounded by MaxPayload), so measure "
         "the gain with a copy benchmark. The setting is lost at reboot (firmware or pci=pcie_bus_perf sets it again)."
     )
-    fix = Fix(
+    return severity, explanation
+
+
+def _mrrs_fix(facts: PcieFacts, low: list[Gpu], values: dict[str, int]) -> Fix:
+    """Write MaxReadReq 4096 into each low GPU's Device Control, with a boot unit to keep it."""
+    bdfs = tuple(g.bdf for g in low)
+    reverts = "; ".join(f"setpci -s {g.bdf} CAP_EXP+8.w={(values[g.bdf].bit_length() - 8) << 12:04x}:7000" for g in low)
+    return Fix(
         kind="runtime",
         where=fix_where(facts.platform, "kernel"),
         summary=f"Set MaxReadReq to 4096 bytes on {len(low)} GPU(s) (PCIe DevCtl bits 14:12 = 5), with the GPUs idle",
@@ -101,16 +138,6 @@ def judge_max_read_request(facts: PcieFacts) -> Finding:
         persist="a oneshot unit run at boot before the inference service, e.g. /etc/systemd/system/rigaudit-mrrs.service with "
         + " ".join(f"ExecStart=/usr/bin/setpci -s {b} CAP_EXP+8.w=5000:7000" for b in bdfs)
         + " (Type=oneshot, WantedBy=multi-user.target), then systemctl enable rigaudit-mrrs",
-    )
-    fix = for_cloud(fix, facts.platform, low)  # a cloud's guest cannot reach the register
-    return MAX_READ_REQUEST_CHECK.problem_at(
-        severity,
-        observed=f"MaxReadReq {summary}",
-        expected="MaxReadReq 4096 bytes on every GPU",
-        explanation=explanation,
-        fix=fix,
-        subjects=[g.label for g in low],
-        evidence=evidence,
     )
 
 
@@ -135,6 +162,34 @@ def judge_max_payload(facts: PcieFacts) -> Finding:
             "MaxPayload is set by the hypervisor's kernel (check it there)"
         )
         return MAX_PAYLOAD_CHECK.not_applicable(why)
+    mismatches, checked, unread = _payload_paths(facts)
+    evidence = config_refs(facts, [*[g.bdf for g in facts.gpus], *facts.bridges]) + [c.ref for c in facts.chains.values()]
+    if mismatches:
+        return MAX_PAYLOAD_CHECK.problem_at(
+            "high",
+            observed="; ".join(mismatches),
+            expected="each GPU's MaxPayload no larger than any bridge's on its path",
+            explanation="A device sending TLPs larger than a bridge on its path accepts makes the bridge drop them as "
+            "Malformed TLPs: AER errors, stalls and in the worst case a GPU falling off the bus. The kernel "
+            "normally makes the path consistent at boot; a mismatch means firmware or a hand edit changed it.",
+            fix=_mps_fix(facts),
+            subjects=[m.split(" MaxPayload")[0] for m in mismatches],
+            evidence=evidence,
+        )
+    if not checked:
+        return MAX_PAYLOAD_CHECK.unknown(f"config space not readable for: {', '.join(unread[:4])}", evidence=evidence)
+    note = f"; not readable: {', '.join(unread[:4])}" if unread else ""
+    return MAX_PAYLOAD_CHECK.ok(
+        f"MaxPayload {'/'.join(sorted(set(checked)))} bytes on {len(checked)}/{len(facts.gpus)} GPUs; "
+        f"no bridge above them smaller{note}",
+        expected="GPU MaxPayload <= every bridge above it",
+        evidence=evidence,
+    )
+
+
+def _payload_paths(facts: PcieFacts) -> tuple[list[str], list[str], list[str]]:
+    """Each GPU's MaxPayload against the bridges above it: the mismatches, the GPUs' sizes where none, and what was
+    not readable."""
     mismatches: list[str] = []
     checked: list[str] = []
     unread: list[str] = []
@@ -157,42 +212,25 @@ def judge_max_payload(facts: PcieFacts) -> Finding:
             mismatches.append(f"{gpu.label} MaxPayload {gpu_mps} > " + ", ".join(f"{b} {v}" for b, v in smaller.items()))
         else:
             checked.append(f"{gpu_mps}")
-    evidence = config_refs(facts, [*[g.bdf for g in facts.gpus], *facts.bridges]) + [c.ref for c in facts.chains.values()]
-    if mismatches:
-        fix = Fix(
-            kind="reboot",
-            where=fix_where(facts.platform, "firmware"),
-            summary="Make MaxPayload consistent: pci=pcie_bus_safe on the kernel command line, or the BIOS",
-            actions=(
-                CommandAction(
-                    description="Add pci=pcie_bus_safe to the kernel command line (GRUB_CMDLINE_LINUX_DEFAULT in "
-                    "/etc/default/grub, or /etc/kernel/cmdline with proxmox-boot-tool), update the "
-                    "boot loader, reboot; or set PCIe MaxPayload to Auto in the BIOS. Never edit "
-                    "MaxPayload by hand with setpci."
-                ),
+    return mismatches, checked, unread
+
+
+def _mps_fix(facts: PcieFacts) -> Fix:
+    """pci=pcie_bus_safe (or the BIOS): never MaxPayload by hand."""
+    return Fix(
+        kind="reboot",
+        where=fix_where(facts.platform, "firmware"),
+        summary="Make MaxPayload consistent: pci=pcie_bus_safe on the kernel command line, or the BIOS",
+        actions=(
+            CommandAction(
+                description="Add pci=pcie_bus_safe to the kernel command line (GRUB_CMDLINE_LINUX_DEFAULT in "
+                "/etc/default/grub, or /etc/kernel/cmdline with proxmox-boot-tool), update the "
+                "boot loader, reboot; or set PCIe MaxPayload to Auto in the BIOS. Never edit "
+                "MaxPayload by hand with setpci."
             ),
-            risk="low",
-            verify="lspci -vvv: DevCtl MaxPayload of each GPU <= every bridge above it; re-run the audit",
-            revert="remove pci=pcie_bus_safe from the command line and reboot",
-            persist="the kernel command line is persistent once the boot loader is updated",
-        )
-        return MAX_PAYLOAD_CHECK.problem_at(
-            "high",
-            observed="; ".join(mismatches),
-            expected="each GPU's MaxPayload no larger than any bridge's on its path",
-            explanation="A device sending TLPs larger than a bridge on its path accepts makes the bridge drop them as "
-            "Malformed TLPs: AER errors, stalls and in the worst case a GPU falling off the bus. The kernel "
-            "normally makes the path consistent at boot; a mismatch means firmware or a hand edit changed it.",
-            fix=fix,
-            subjects=[m.split(" MaxPayload")[0] for m in mismatches],
-            evidence=evidence,
-        )
-    if not checked:
-        return MAX_PAYLOAD_CHECK.unknown(f"config space not readable for: {', '.join(unread[:4])}", evidence=evidence)
-    note = f"; not readable: {', '.join(unread[:4])}" if unread else ""
-    return MAX_PAYLOAD_CHECK.ok(
-        f"MaxPayload {'/'.join(sorted(set(checked)))} bytes on {len(checked)}/{len(facts.gpus)} GPUs; "
-        f"no bridge above them smaller{note}",
-        expected="GPU MaxPayload <= every bridge above it",
-        evidence=evidence,
+        ),
+        risk="low",
+        verify="lspci -vvv: DevCtl MaxPayload of each GPU <= every bridge above it; re-run the audit",
+        revert="remove pci=pcie_bus_safe from the command line and reboot",
+        persist="the kernel command line is persistent once the boot loader is updated",
     )
