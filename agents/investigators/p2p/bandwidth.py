@@ -12,7 +12,7 @@ from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Severity, Where
+from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Where
 
 SLOW_FRACTION = 0.5
 
@@ -73,24 +73,32 @@ P2P_BANDWIDTH_CHECK = Check(
 )
 
 
+def _no_bench(f: P2pFacts, refs: tuple[str, ...]) -> Finding:
+    """No benchmark file: nothing to benchmark, not run yet, or not readable."""
+    if len(f.inventory.gpus) < 2:
+        return P2P_BANDWIDTH_CHECK.not_applicable("fewer than two GPUs: no peer pairs to benchmark", evidence=refs)
+    if f.bench.error == "ENOENT":
+        return P2P_BANDWIDTH_CHECK.unknown("needs the P2P micro-benchmark: run `rigaudit bench p2p`", evidence=refs)
+    return P2P_BANDWIDTH_CHECK.unknown(f"{BENCH_FILE} not readable: {f.bench.error}", evidence=refs)
+
+
+def _slow(pair: BenchPair) -> bool:
+    """Below the fraction of its link limit, or slower than staging through the host."""
+    return (pair.limit is not None and pair.unidir < SLOW_FRACTION * pair.limit) or (
+        pair.staged is not None and pair.unidir < pair.staged
+    )
+
+
 def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
     refs = (file_ref(BENCH_FILE),)
     text = f.bench.text()
     if text is None:
-        if len(f.inventory.gpus) < 2:
-            return P2P_BANDWIDTH_CHECK.not_applicable("fewer than two GPUs: no peer pairs to benchmark", evidence=refs)
-        if f.bench.error == "ENOENT":
-            return P2P_BANDWIDTH_CHECK.unknown("needs the P2P micro-benchmark: run `rigaudit bench p2p`", evidence=refs)
-        return P2P_BANDWIDTH_CHECK.unknown(f"{BENCH_FILE} not readable: {f.bench.error}", evidence=refs)
+        return _no_bench(f, refs)
     parsed = parse_bench(text)
     if isinstance(parsed, str):
         return P2P_BANDWIDTH_CHECK.unknown(parsed, evidence=refs)
     corrupt = [p for p in parsed if not p.data_ok]
-    slow = [
-        p
-        for p in parsed
-        if (p.limit is not None and p.unidir < SLOW_FRACTION * p.limit) or (p.staged is not None and p.unidir < p.staged)
-    ]
+    slow = [p for p in parsed if _slow(p)]
     uni = [p.unidir for p in parsed]
     limits = sorted({p.limit for p in parsed if p.limit is not None})
     limit_text = f" (limit {'/'.join(f'{v:.0f}' for v in limits)} GB/s)" if limits else ""
@@ -104,22 +112,6 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
     where: Where = "hypervisor" if f.platform.is_guest else "host"
     subjects = sorted({label(f.inventory, i) for p in (corrupt or slow) for i in (p.src, p.dst)})
     if corrupt:
-        fix = Fix(
-            kind="reboot",
-            where=where,
-            summary="Stop translating peer DMA through the IOMMU (iommu=pt) and keep P2P off in NCCL until the data check passes",
-            actions=(
-                CommandAction(
-                    description="add iommu=pt (with amd_iommu=on or intel_iommu=on) to the kernel command line "
-                    "and reboot; see kernel.iommu"
-                ),
-                CommandAction(description="until then run the server with NCCL_P2P_DISABLE=1 so NCCL stages through host memory"),
-            ),
-            risk="medium",
-            verify="rigaudit bench p2p: data_ok true on every pair",
-            revert="restore the previous kernel command line",
-            persist="kernel command line",
-        )
         pairs = ", ".join(f"GPU{p.src}→GPU{p.dst}" for p in corrupt[:8])
         return P2P_BANDWIDTH_CHECK.problem_at(
             "critical",
@@ -128,7 +120,7 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
             "A peer copy that completes but delivers wrong bytes is the IOMMU failure mode: with DMA translation on, "
             "peer writes can be dropped or land elsewhere without an error. A model served over such a path returns "
             "wrong results silently. This outranks any performance finding.",
-            fix,
+            _corrupt_fix(where),
             subjects=subjects,
             evidence=refs,
         )
@@ -138,9 +130,43 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
         + (f", staged {p.staged:.1f}" if p.staged is not None else "")
         for p in slow[:8]
     )
-    kind: FixKind = "reboot"
-    fix = Fix(
-        kind=kind,
+    return P2P_BANDWIDTH_CHECK.problem_at(
+        "high",
+        f"{len(slow)} slow pairs: {shown}; {summary}",
+        f"≥ {SLOW_FRACTION:.0%} of the link limit and faster than staging through the host",
+        "Tensor-parallel all-reduce runs at the speed of the slowest pair in the ring. A pair below half its link, "
+        "or slower than bouncing through host memory, usually has its traffic redirected through the root complex "
+        "(ACS, IOMMU) or a link that trained down.",
+        _slow_fix(where),
+        subjects=subjects,
+        evidence=refs,
+    )
+
+
+def _corrupt_fix(where: Where) -> Fix:
+    """Peer DMA untranslated (iommu=pt), and P2P off in NCCL meanwhile."""
+    return Fix(
+        kind="reboot",
+        where=where,
+        summary="Stop translating peer DMA through the IOMMU (iommu=pt) and keep P2P off in NCCL until the data check passes",
+        actions=(
+            CommandAction(
+                description="add iommu=pt (with amd_iommu=on or intel_iommu=on) to the kernel command line "
+                "and reboot; see kernel.iommu"
+            ),
+            CommandAction(description="until then run the server with NCCL_P2P_DISABLE=1 so NCCL stages through host memory"),
+        ),
+        risk="medium",
+        verify="rigaudit bench p2p: data_ok true on every pair",
+        revert="restore the previous kernel command line",
+        persist="kernel command line",
+    )
+
+
+def _slow_fix(where: Where) -> Fix:
+    """The fixes of what slows a P2P path (ACS, IOMMU, link), then the benchmark again."""
+    return Fix(
+        kind="reboot",
         where=where,
         summary="Find what slows the P2P path: ACS redirect (pcie.acs), IOMMU translation (kernel.iommu), a degraded "
         "link (pcie.link); fix that, then re-run `rigaudit bench p2p`",
@@ -153,16 +179,4 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
         verify="rigaudit bench p2p: every pair above half its limit and faster than staged copies",
         revert="per the underlying fix",
         persist="per the underlying fix",
-    )
-    severity: Severity = "high"
-    return P2P_BANDWIDTH_CHECK.problem_at(
-        severity,
-        f"{len(slow)} slow pairs: {shown}; {summary}",
-        f"≥ {SLOW_FRACTION:.0%} of the link limit and faster than staging through the host",
-        "Tensor-parallel all-reduce runs at the speed of the slowest pair in the ring. A pair below half its link, "
-        "or slower than bouncing through host memory, usually has its traffic redirected through the root complex "
-        "(ACS, IOMMU) or a link that trained down.",
-        fix,
-        subjects=subjects,
-        evidence=refs,
     )

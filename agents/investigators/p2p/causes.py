@@ -147,90 +147,86 @@ RANK: dict[Cause, int] = {
 }
 
 
+_STEPS: dict[Cause, tuple[str, FixKind | None]] = {
+    "regkey": (
+        "remove the P2P-disabling NVreg_RegistryDwords entry from /etc/modprobe.d/*.conf, rebuild the initramfs and reboot",
+        None,
+    ),
+    "gpu_mode": (
+        "nvidia-smi -q | grep -A3 -e Virtualization -e 'MIG Mode': a vGPU profile without P2P or "
+        "a board mode refuses peers; use a profile or mode that allows P2P",
+        None,
+    ),
+    "fabric": (
+        "see driver.fabricmanager: its fix, chosen from the fabric manager's own reason, "
+        "completes the fabric; these pairs peer once NVML reports it completed (nvidia-smi -q | grep -A2 "
+        "Fabric -> State: Completed)",
+        "runtime",
+    ),
+    "nvlink_fabric": (
+        "NVSwitch system: start nvidia-fabricmanager (of exactly the driver's version) with the "
+        "GPUs idle; bridged pairs: reseat the NVLink bridge",
+        "runtime",
+    ),
+    "acs": ("clear ACS redirect on the switch ports between the GPUs (pcie.acs)", None),
+    "platform": (
+        "BIOS: enable 'PCIe peer-to-peer' / disable ACS where offered, IOMMU off or passthrough; "
+        "check the platform's P2P support with the server vendor",
+        "firmware",
+    ),
+}
+"""A cause's step in words, and the fix kind it makes the fix (None: it leaves the kind as it is)."""
+
+
+def _hypervisor_words(c: Context, names: str) -> str:
+    """Where the hypervisor decides which passed-through GPUs peer: the provider's in a cloud, else its admin's."""
+    if c.platform.cloud:
+        return (
+            f"this is a {c.platform.cloud} VM: the provider's hypervisor decides which passed-through "
+            f"GPUs may peer ({names}); for P2P choose an instance type whose GPUs peer (NVLink / P2P-enabled), "
+            "or keep tensor parallelism on shared memory"
+        )
+    return (
+        f"on the hypervisor, for the GPUs passed to this VM ({names}): put them behind one "
+        "virtual PCIe root port or switch and give their vfio-pci devices one x-nv-gpudirect-clique id "
+        "(libvirt: <qemu:arg value='-set'/> device.hostdevN.x-nv-gpudirect-clique=0; Proxmox: args: in "
+        "the VM config); on the host itself: iommu=pt and no ACS redirect between them. In a cloud: an "
+        "instance type whose GPUs peer (NVLink / P2P-enabled)"
+    )
+
+
+def _step(k: Cause, c: Context, names: str, alone: bool) -> tuple[list[Action], FixKind | None]:
+    """One cause's actions, and the fix kind it makes the fix (None: it leaves it); ``alone``: the only cause."""
+    if k in _STEPS:
+        words, kind = _STEPS[k]
+        return [CommandAction(description=words)], kind
+    if k == "vgpu":
+        words = (
+            f"on the hypervisor ({names}): for tensor parallelism over PCIe P2P pass the GPUs through "
+            "(vfio-pci) instead of vGPU; with vGPU, only boards joined by NVLink with full-framebuffer "
+            "C-series profiles peer; or keep each server on one vGPU"
+        )
+        return [CommandAction(description=words)], "restart"
+    if k == "iommu":
+        return list(c.boot.add("iommu=pt")), None
+    if k == "hypervisor":
+        return [CommandAction(description=_hypervisor_words(c, names))], "restart"
+    if k == "topology":
+        words = (
+            "keep each tensor-parallel group within one CPU socket (CUDA_VISIBLE_DEVICES of the "
+            "GPUs on one NUMA node), or accept NCCL's host-memory path across sockets"
+        )
+        return [CommandAction(description=words)], "restart" if alone else None
+    return [], None
+
+
 def _actions(kinds: list[Cause], c: Context, names: str) -> tuple[tuple[Action, ...], FixKind]:
     actions: list[Action] = []
     kind: FixKind = "reboot"
     for k in kinds:
-        if k == "regkey":
-            actions.append(
-                CommandAction(
-                    description="remove the P2P-disabling NVreg_RegistryDwords entry from /etc/modprobe.d/*.conf, "
-                    "rebuild the initramfs and reboot"
-                )
-            )
-        elif k == "vgpu":
-            actions.append(
-                CommandAction(
-                    description=f"on the hypervisor ({names}): for tensor parallelism over PCIe P2P pass the GPUs through "
-                    "(vfio-pci) instead of vGPU; with vGPU, only boards joined by NVLink with full-framebuffer "
-                    "C-series profiles peer; or keep each server on one vGPU"
-                )
-            )
-            kind = "restart"
-        elif k == "gpu_mode":
-            actions.append(
-                CommandAction(
-                    description="nvidia-smi -q | grep -A3 -e Virtualization -e 'MIG Mode': a vGPU profile without P2P or "
-                    "a board mode refuses peers; use a profile or mode that allows P2P"
-                )
-            )
-        elif k == "fabric":
-            actions.append(
-                CommandAction(
-                    description="see driver.fabricmanager: its fix, chosen from the fabric manager's own reason, "
-                    "completes the fabric; these pairs peer once NVML reports it completed (nvidia-smi -q | grep -A2 "
-                    "Fabric -> State: Completed)"
-                )
-            )
-            kind = "runtime"
-        elif k == "nvlink_fabric":
-            actions.append(
-                CommandAction(
-                    description="NVSwitch system: start nvidia-fabricmanager (of exactly the driver's version) with the "
-                    "GPUs idle; bridged pairs: reseat the NVLink bridge",
-                )
-            )
-            kind = "runtime"
-        elif k == "iommu":
-            actions += c.boot.add("iommu=pt")
-        elif k == "acs":
-            actions.append(CommandAction(description="clear ACS redirect on the switch ports between the GPUs (pcie.acs)"))
-        elif k == "hypervisor" and c.platform.cloud:
-            actions.append(
-                CommandAction(
-                    description=f"this is a {c.platform.cloud} VM: the provider's hypervisor decides which passed-through "
-                    f"GPUs may peer ({names}); for P2P choose an instance type whose GPUs peer (NVLink / P2P-enabled), "
-                    "or keep tensor parallelism on shared memory"
-                )
-            )
-            kind = "restart"
-        elif k == "hypervisor":
-            actions.append(
-                CommandAction(
-                    description=f"on the hypervisor, for the GPUs passed to this VM ({names}): put them behind one "
-                    "virtual PCIe root port or switch and give their vfio-pci devices one x-nv-gpudirect-clique id "
-                    "(libvirt: <qemu:arg value='-set'/> device.hostdevN.x-nv-gpudirect-clique=0; Proxmox: args: in "
-                    "the VM config); on the host itself: iommu=pt and no ACS redirect between them. In a cloud: an "
-                    "instance type whose GPUs peer (NVLink / P2P-enabled)"
-                )
-            )
-            kind = "restart"
-        elif k == "platform":
-            actions.append(
-                CommandAction(
-                    description="BIOS: enable 'PCIe peer-to-peer' / disable ACS where offered, IOMMU off or passthrough; "
-                    "check the platform's P2P support with the server vendor"
-                )
-            )
-            kind = "firmware"
-        elif k == "topology":
-            actions.append(
-                CommandAction(
-                    description="keep each tensor-parallel group within one CPU socket (CUDA_VISIBLE_DEVICES of the "
-                    "GPUs on one NUMA node), or accept NCCL's host-memory path across sockets"
-                )
-            )
-            kind = "restart" if len(kinds) == 1 else kind
+        step, step_kind = _step(k, c, names, len(kinds) == 1)
+        actions += step
+        kind = step_kind or kind
     return tuple(actions), kind
 
 

@@ -72,12 +72,8 @@ P2P_STATUS_CHECK = Check(
 )
 
 
-def judge_p2p_status(f: P2pFacts) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return P2P_STATUS_CHECK.unknown(why)
-    if len(f.inventory.nvml_indices) < 2:
-        return P2P_STATUS_CHECK.not_applicable("fewer than two GPUs: no peer pairs")
-    refs = tuple(
+def _status_refs(f: P2pFacts) -> tuple[str, ...]:
+    return tuple(
         nvml_ref(fn, args)
         for p in f.pairs
         for fn, args in (
@@ -86,27 +82,42 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
             ("nvmlDeviceGetTopologyCommonAncestor", (p.a, p.b)),
         )
     )
+
+
+def judge_p2p_status(f: P2pFacts) -> Finding:
+    if why := nvml_unusable(f.inventory):
+        return P2P_STATUS_CHECK.unknown(why)
+    if len(f.inventory.nvml_indices) < 2:
+        return P2P_STATUS_CHECK.not_applicable("fewer than two GPUs: no peer pairs")
+    refs = _status_refs(f)
     missing = [p for p in f.pairs if _status(p.read) is None or _status(p.write) is None]
     bad = [p for p in f.pairs if p not in missing and (_status(p.read) != 0 or _status(p.write) != 0)]
-    good = len(f.pairs) - len(missing) - len(bad)
-    topology = _topology_text(f)
-    if not bad and missing:
+    if bad:
+        return _refused(f, bad, missing, refs)
+    if missing:
         error = missing[0].read.error or missing[0].write.error or "unknown error"
         shown = "not recorded in this snapshot" if error == "NOT_RECORDED" else error
         return P2P_STATUS_CHECK.unknown(f"P2P status of {len(missing)}/{len(f.pairs)} pairs unavailable: {shown}", evidence=refs)
-    if not bad:
-        return P2P_STATUS_CHECK.ok(
-            f"{good}/{len(f.pairs)} pairs OK for read and write; topology: {topology}",
-            expected="OK for read and write on every pair",
-            explanation="NVML allows peer-to-peer on every pair. That says P2P is permitted, not that it is fast or "
-            "correct: pairs that cross the CPU interconnect go through the root complex, and only the P2P "
-            "micro-benchmark (p2p.bandwidth) shows the bandwidth and whether the copied data is intact.",
-            evidence=refs,
-        )
+    return P2P_STATUS_CHECK.ok(
+        f"{len(f.pairs)}/{len(f.pairs)} pairs OK for read and write; topology: {_topology_text(f)}",
+        expected="OK for read and write on every pair",
+        explanation="NVML allows peer-to-peer on every pair. That says P2P is permitted, not that it is fast or "
+        "correct: pairs that cross the CPU interconnect go through the root complex, and only the P2P "
+        "micro-benchmark (p2p.bandwidth) shows the bandwidth and whether the copied data is intact.",
+        evidence=refs,
+    )
+
+
+def _refusal_context(f: P2pFacts, bad: list[Pair], missing: list[Pair]) -> Context:
+    """What the causes are read against, with whether exactly the pairs across the CPU interconnect are refused."""
     across = [p for p in f.pairs if p.ancestor.ok and p.ancestor.value == SYS and not p.nvlink]
     within = [p for p in f.pairs if p not in across and p not in missing]
     pattern = bool(across) and all(p in bad for p in across) and not any(p in bad for p in within)
-    context = Context(f.platform, f.context, f.paths, f.cpu_vendor, f.boot, pattern)
+    return Context(f.platform, f.context, f.paths, f.cpu_vendor, f.boot, pattern)
+
+
+def _by_cause(f: P2pFacts, bad: list[Pair], context: Context) -> tuple[dict[Cause, list[Pair]], list[str]]:
+    """The refused pairs by cause, and each pair's refusal in words."""
     bdf = {g.index: g.bdf for g in f.inventory.gpus if g.index is not None}
     by_cause: dict[Cause, list[Pair]] = {}
     parts = []
@@ -123,11 +134,19 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
         )
         by_cause.setdefault(cause(view, context), []).append(p)
         parts.append(f"GPU{p.a}–GPU{p.b}: read {P2P_STATUS.get(r or 0, str(r))}, write {P2P_STATUS.get(w or 0, str(w))}")
+    return by_cause, parts
+
+
+def _refused(f: P2pFacts, bad: list[Pair], missing: list[Pair], refs: tuple[str, ...]) -> Finding:
+    """Some pairs refuse P2P: not applicable where the model never peers, ok where no server spans them, else a problem
+    at the worst cause's severity."""
+    context = _refusal_context(f, bad, missing)
+    by_cause, parts = _by_cause(f, bad, context)
     shown = "; ".join(parts[:8]) + (f"; and {len(parts) - 8} more" if len(parts) > 8 else "")
     subjects = sorted({label(f.inventory, i) for p in bad for i in (p.a, p.b)})
     kinds = sorted(by_cause, key=lambda k: RANK[k])
     causes_text = " ".join(f"{len(by_cause[k])} pair(s): {WHY[k]}." for k in kinds)
-    observed = f"{len(bad)}/{len(f.pairs)} pairs refuse P2P: {shown}; topology: {topology}"
+    observed = f"{len(bad)}/{len(f.pairs)} pairs refuse P2P: {shown}; topology: {_topology_text(f)}"
     faults = [k for k in kinds if SEVERITY[k] is not None]
     refs = (*refs, *f.context.refs, *f.paths.refs)
     if not faults:
@@ -136,33 +155,64 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
             "whatever the IOMMU, ACS or NCCL settings say.",
             evidence=refs,
         )
-    if faults == ["topology"] and (groups := f.context.groups) is not None:
-        used = [p for p in by_cause["topology"] if together(groups, p.a, p.b)]
-        if not used:
-            shown_groups = ", ".join("+".join(f"GPU{i}" for i in sorted(g)) for g in groups)
-            return P2P_STATUS_CHECK.ok(
-                f"{observed}. No server's GPUs span a refused pair (server GPU groups: {shown_groups})",
-                expected="OK for read and write on every pair a server uses",
-                explanation=f"{causes_text} Every server instance keeps its GPUs on one side of the CPU interconnect, "
-                "so no traffic between GPUs needs the refused path today; a server whose tensor-parallel group spans "
-                "the sockets would pay (NCCL stages its copies through host memory).",
-                evidence=refs,
-            )
+    if faults == ["topology"] and (unused := _unused_refusal(f, by_cause["topology"], observed, causes_text, refs)):
+        return unused
+    severity = _refusal_severity(f, faults)
+    return P2P_STATUS_CHECK.problem_at(
+        severity,
+        observed,
+        "OK for read and write on every pair",
+        f"{_refusal_cost(f, faults, severity)} Causes, read off this host: {causes_text}",
+        fix_for(faults, context, _fix_names(f, bad, subjects, faults)),
+        subjects=subjects,
+        evidence=refs,
+    )
+
+
+def _unused_refusal(f: P2pFacts, refused: list[Pair], observed: str, causes_text: str, refs: tuple[str, ...]) -> Finding | None:
+    """ok where pairs refused for the topology are spanned by no server's GPUs (None: some are, or it is not known)."""
+    groups = f.context.groups
+    if groups is None or any(together(groups, p.a, p.b) for p in refused):
+        return None
+    shown_groups = ", ".join("+".join(f"GPU{i}" for i in sorted(g)) for g in groups)
+    return P2P_STATUS_CHECK.ok(
+        f"{observed}. No server's GPUs span a refused pair (server GPU groups: {shown_groups})",
+        expected="OK for read and write on every pair a server uses",
+        explanation=f"{causes_text} Every server instance keeps its GPUs on one side of the CPU interconnect, "
+        "so no traffic between GPUs needs the refused path today; a server whose tensor-parallel group spans "
+        "the sockets would pay (NCCL stages its copies through host memory).",
+        evidence=refs,
+    )
+
+
+def _refusal_severity(f: P2pFacts, faults: list[Cause]) -> Severity:
+    """The worst cause's severity; low for a cloud's hypervisor, medium at most with tensor parallelism 1."""
     severity: Severity = min((SEVERITY[k] or "low" for k in faults), key=lambda s: SEVERITY_ORDER[s])
     if faults == ["hypervisor"] and f.platform.cloud:
         # The provider's hypervisor decides: nothing the user can change in place; NCCL uses shared memory.
         severity = "low"
     if severity == "high" and f.context.tp == 1:
         severity = "medium"
+    return severity
+
+
+def _fix_names(f: P2pFacts, bad: list[Pair], subjects: list[str], faults: list[Cause]) -> str:
+    """The GPUs as the fix names them: in a VM guest by what the hypervisor knows them by."""
     names = ", ".join(subjects)
     if f.platform.in_vm and faults != ["fabric"]:  # the fix runs on the hypervisor: guest addresses mean nothing there
         gpus = [g for i in sorted({i for p in bad for i in (p.a, p.b)}) if (g := f.inventory.by_index(i)) is not None]
         names = "; ".join(gpu_identity(g) for g in gpus) + f" (this VM sees them as {names}): {HYPERVISOR_LOOKUP}"
-    cost = (
-        "While NVML reports the NVLink fabric not completed, CUDA refuses work on these GPUs (cudaErrorSystemNotReady, "
-        "802): a server cannot start on them, whatever path P2P would take; the severity is driver.fabricmanager's."
-        if "fabric" in faults
-        else "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce "
+    return names
+
+
+def _refusal_cost(f: P2pFacts, faults: list[Cause], severity: Severity) -> str:
+    if "fabric" in faults:
+        return (
+            "While NVML reports the NVLink fabric not completed, CUDA refuses work on these GPUs (cudaErrorSystemNotReady, "
+            "802): a server cannot start on them, whatever path P2P would take; the severity is driver.fabricmanager's."
+        )
+    return (
+        "Without P2P, NCCL and the CUDA runtime stage every GPU-to-GPU copy through host memory: all-reduce "
         "bandwidth in tensor parallelism drops by about half on PCIe and latency rises."
         + (
             f" On a {f.platform.cloud} VM that is the instance type's property (low): nothing to change in place."
@@ -170,13 +220,4 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
             else ""
         )
         + (" The servers here run with tensor parallelism 1, so only multi-GPU work would pay." if f.context.tp == 1 else "")
-    )
-    return P2P_STATUS_CHECK.problem_at(
-        severity,
-        observed,
-        "OK for read and write on every pair",
-        f"{cost} Causes, read off this host: {causes_text}",
-        fix_for(faults, context, names),
-        subjects=subjects,
-        evidence=refs,
     )
