@@ -61,6 +61,11 @@ def scratch() -> Path:
     return _ROOTS[0]
 
 
+def session_snapshot(path: Path) -> bool:
+    """``path`` is a snapshot this session wrote (under its folder): shared and read-only."""
+    return bool(_ROOTS) and path.resolve().is_relative_to(_ROOTS[0].resolve())
+
+
 def snapshot(spec: HostSpec) -> Path:
     """The snapshot of ``spec``, written on first use. Read only: copy it (tests/mutate.light_copy) to change it.
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.hostgen.cache import session_snapshot
 from tests.support.ram import ram_base
 
 _UNSET: Any = object()
@@ -43,24 +44,35 @@ def _scratch(prefix: str) -> Path:
 def _pristine_files(source: Path) -> tuple[Path, list[str], list[str]]:
     """A private, read-only copy of ``source/files`` made once per test session (on the scratch
     file system), with its folders and files listed, so that light copies hard-link into it and
-    never into tests/fixtures, whatever a careless test does."""
+    never into tests/fixtures, whatever a careless test does. A snapshot the session generated
+    (tests/hostgen/cache.py) is private and read-only already: its own files are linked."""
     base = _scratch_base()
     key = (source.resolve(), os.stat(base or tempfile.gettempdir()).st_dev)
     if key not in _PRISTINE:
-        cache = _scratch("rigaudit-pristine-")
-        shutil.copytree(key[0] / "files", cache / "files", symlinks=True)
-        dirs: list[str] = []
-        files: list[str] = []
-        root = str(cache / "files")
-        for folder, _, names in os.walk(root):
-            relative = folder[len(root) :]
-            if relative:
-                dirs.append(relative)
-            for name in names:
-                files.append(f"{relative}/{name}")
-                os.chmod(f"{folder}/{name}", 0o444)
-        _PRISTINE[key] = (cache / "files", dirs, files)
+        if session_snapshot(key[0]):
+            files_root = key[0] / "files"
+        else:
+            files_root = _scratch("rigaudit-pristine-") / "files"
+            shutil.copytree(key[0] / "files", files_root, symlinks=True)
+        _PRISTINE[key] = (files_root, *_listing(files_root, read_only=files_root != key[0] / "files"))
     return _PRISTINE[key]
+
+
+def _listing(files_root: Path, *, read_only: bool) -> tuple[list[str], list[str]]:
+    """The folders and files under ``files_root`` (paths from it, each with a leading ``/``), its files made
+    read-only when ``read_only``."""
+    dirs: list[str] = []
+    files: list[str] = []
+    root = str(files_root)
+    for folder, _, names in os.walk(root):
+        relative = folder[len(root) :]
+        if relative:
+            dirs.append(relative)
+        for name in names:
+            files.append(f"{relative}/{name}")
+            if read_only:
+                os.chmod(f"{folder}/{name}", 0o444)
+    return dirs, files
 
 
 def light_copy(source: Path, target: Path) -> Path:
