@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("orchestrator", "agents", "tools", "transcripts")
 LIMIT = 60
-CEILING = 3
+CEILING = 0
 """Functions over ``LIMIT`` lines in the product; the count may fall below it, never rise above it."""
 
 

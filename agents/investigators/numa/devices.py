@@ -137,15 +137,7 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
     refs = [file_ref(r.source) for r in f.irqs if r.source] + [command_ref(IRQBALANCE)]
     read = [r for r in f.irqs if r.affinity is not None and r.gpu.local_cpulist]
     if not read:
-        missing = [r.irq for r in f.irqs if r.irq is not None and r.error and r.error.endswith("ENOENT")]
-        others = sorted({r.error or "local_cpulist unreadable" for r in f.irqs if r.irq not in missing})
-        shown = (
-            [f"/proc/irq/N/*affinity_list of GPU IRQs {', '.join(map(str, missing))}: not recorded in this snapshot"]
-            if missing
-            else []
-        )
-        why = "; ".join([*shown, *others[:3]])
-        return IRQ_AFFINITY_CHECK.unknown(f"GPU interrupt affinity not readable ({why})", evidence=refs[-1:])
+        return IRQ_AFFINITY_CHECK.unknown(f"GPU interrupt affinity not readable ({_unread_irqs(f)})", evidence=refs[-1:])
     balance = _irqbalance_state(f.irqbalance)
     remote = []
     for row in read:
@@ -159,23 +151,6 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
             expected="each GPU's interrupts on CPUs of its NUMA node",
             evidence=tuple(refs),
         )
-    fix = Fix(
-        kind="runtime",
-        where=_where(f.platform),
-        summary="Route each GPU's interrupt to CPUs of the GPU's NUMA node",
-        actions=tuple(
-            CommandAction(
-                description=f"{row.gpu.label}: IRQ {row.irq} to its local CPUs",
-                argv=("sh", "-c", f"echo {row.gpu.local_cpulist} > /proc/irq/{row.irq}/smp_affinity_list"),
-            )
-            for row, _, _ in remote
-        ),
-        risk="low",
-        verify="cat /proc/irq/N/effective_affinity_list of each GPU IRQ lies in the GPU's local_cpulist",
-        revert="; ".join(f"echo {row.affinity} > /proc/irq/{row.irq}/smp_affinity_list" for row, _, _ in remote),
-        persist="irqbalance rewrites affinities: ban these IRQs from it (IRQBALANCE_ARGS=--banirq=N in /etc/default/irqbalance) "
-        "and set them from a oneshot unit at boot",
-    )
     return IRQ_AFFINITY_CHECK.problem_at(
         "low",
         "; ".join(
@@ -186,9 +161,42 @@ def judge_irq_affinity(f: DeviceFacts, nodes: int | None) -> Finding:
         "A GPU interrupt (a completed copy or kernel the host waits on with blocking sync) served on the far socket "
         "adds a cross-socket wake-up to every such wait. The effect is small for servers that spin-wait on the GPU "
         "(the default of most frameworks) and larger for blocking synchronization; it matters most for the NICs.",
-        fix,
+        _irq_fix(f, [row for row, _, _ in remote]),
         subjects=tuple(row.gpu.label for row, _, _ in remote),
         evidence=tuple(refs),
+    )
+
+
+def _unread_irqs(f: DeviceFacts) -> str:
+    """Why no GPU's interrupt affinity was read: IRQ files the snapshot did not record, and the other errors."""
+    missing = [r.irq for r in f.irqs if r.irq is not None and r.error and r.error.endswith("ENOENT")]
+    others = sorted({r.error or "local_cpulist unreadable" for r in f.irqs if r.irq not in missing})
+    shown = (
+        [f"/proc/irq/N/*affinity_list of GPU IRQs {', '.join(map(str, missing))}: not recorded in this snapshot"]
+        if missing
+        else []
+    )
+    return "; ".join([*shown, *others[:3]])
+
+
+def _irq_fix(f: DeviceFacts, remote: list[GpuIrq]) -> Fix:
+    """Each remote GPU IRQ to its GPU's local CPUs, banned from irqbalance to keep it."""
+    return Fix(
+        kind="runtime",
+        where=_where(f.platform),
+        summary="Route each GPU's interrupt to CPUs of the GPU's NUMA node",
+        actions=tuple(
+            CommandAction(
+                description=f"{row.gpu.label}: IRQ {row.irq} to its local CPUs",
+                argv=("sh", "-c", f"echo {row.gpu.local_cpulist} > /proc/irq/{row.irq}/smp_affinity_list"),
+            )
+            for row in remote
+        ),
+        risk="low",
+        verify="cat /proc/irq/N/effective_affinity_list of each GPU IRQ lies in the GPU's local_cpulist",
+        revert="; ".join(f"echo {row.affinity} > /proc/irq/{row.irq}/smp_affinity_list" for row in remote),
+        persist="irqbalance rewrites affinities: ban these IRQs from it (IRQBALANCE_ARGS=--banirq=N in /etc/default/irqbalance) "
+        "and set them from a oneshot unit at boot",
     )
 
 

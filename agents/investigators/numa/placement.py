@@ -36,15 +36,17 @@ GPU_AFFINITY_CHECK = Check(
 )
 
 
+_CAVEAT = (
+    " Whether the server's workers actually run on their GPU's node cannot be seen without the server process "
+    "(check its CPU affinity with taskset -p PID or numactl --show inside it)."
+)
+
+
 def judge_gpu_affinity(facts: NumaFacts) -> Finding:
     if not facts.gpus:
         return GPU_AFFINITY_CHECK.unknown(facts.gpu_error or "no GPUs found", evidence=("dir:/sys/bus/pci/devices",))
     refs = tuple(r for g in facts.gpus for r in (file_ref(f"{g.sysfs}/numa_node"), file_ref(f"{g.sysfs}/local_cpulist")))
     placement = _placement(facts)
-    caveat = (
-        " Whether the server's workers actually run on their GPU's node cannot be seen without the server process "
-        "(check its CPU affinity with taskset -p PID or numactl --show inside it)."
-    )
     if all(g.numa_node is None for g in facts.gpus):
         return GPU_AFFINITY_CHECK.unknown("numa_node of the GPUs is not readable", evidence=refs)
     nodes = len(facts.nodes) if facts.nodes is not None else None
@@ -53,7 +55,7 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         note = " (-1 means no proximity information, normal with one NUMA node)" if orphans else ""
         explanation = (
             "Each GPU is reported on the NUMA node of the CPU socket / root complex it hangs off; bind each GPU's worker "
-            "(CPU threads and host memory) to that node to keep host-device copies and launches local." + caveat
+            "(CPU threads and host memory) to that node to keep host-device copies and launches local." + _CAVEAT
         )
         return GPU_AFFINITY_CHECK.ok(
             placement + note, explanation=explanation, subjects=(g.label for g in facts.gpus), evidence=refs
@@ -61,13 +63,33 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
     if facts.platform.kind == "vm":
         why = (
             f"{len(orphans)} GPUs report numa_node -1 inside this VM ({placement}): the hypervisor does not pass PCI "
-            "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor." + caveat
+            "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor." + _CAVEAT
         )
         return GPU_AFFINITY_CHECK.ok(placement, explanation=why, subjects=(g.label for g in orphans), evidence=refs)
     if nodes is None:
         why = f"{len(orphans)} GPUs report numa_node -1 and {NODES} cannot be listed to tell how many nodes exist"
         return GPU_AFFINITY_CHECK.unknown(why, evidence=refs)
-    fix = Fix(
+    explanation = (
+        f"This {nodes}-node bare-metal host reports numa_node -1 for {len(orphans)} GPUs: the firmware did not tell the "
+        "kernel which socket their PCIe root ports belong to. The driver, NCCL and frameworks then cannot place host "
+        "buffers, pinned staging memory and CPU threads next to the GPU, so host-device copies and kernel launches may "
+        "cross the socket interconnect (tens of percent lower H2D bandwidth and higher launch latency for the "
+        "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity." + _CAVEAT
+    )
+    return GPU_AFFINITY_CHECK.problem_at(
+        "medium",
+        placement,
+        "every GPU on a NUMA node (numa_node >= 0)",
+        explanation,
+        _proximity_fix(facts),
+        subjects=tuple(g.label for g in orphans),
+        evidence=refs,
+    )
+
+
+def _proximity_fix(facts: NumaFacts) -> Fix:
+    """Firmware that describes PCI proximity (SRAT/_PXM), and binding the workers by hand until then."""
+    return Fix(
         kind="firmware",
         where=fix_where(facts.platform, "firmware"),
         summary="Make the firmware describe PCI proximity (ACPI SRAT/_PXM): BIOS update or NUMA settings, then reboot",
@@ -85,20 +107,4 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         risk="low",
         verify="cat /sys/bus/pci/devices/<GPU BDF>/numa_node  -> 0..N-1 for every GPU; nvidia-smi topo -m shows NUMA Affinity",
         revert="restore the previous BIOS settings",
-    )
-    explanation = (
-        f"This {nodes}-node bare-metal host reports numa_node -1 for {len(orphans)} GPUs: the firmware did not tell the "
-        "kernel which socket their PCIe root ports belong to. The driver, NCCL and frameworks then cannot place host "
-        "buffers, pinned staging memory and CPU threads next to the GPU, so host-device copies and kernel launches may "
-        "cross the socket interconnect (tens of percent lower H2D bandwidth and higher launch latency for the "
-        "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity." + caveat
-    )
-    return GPU_AFFINITY_CHECK.problem_at(
-        "medium",
-        placement,
-        "every GPU on a NUMA node (numa_node >= 0)",
-        explanation,
-        fix,
-        subjects=tuple(g.label for g in orphans),
-        evidence=refs,
     )

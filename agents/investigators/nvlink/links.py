@@ -30,6 +30,16 @@ def judge_links(f: NvlinkFacts) -> Finding:
     first = {i: links[0] for i, links in f.states.items()}
     if all(r.error == "NOT_SUPPORTED" for r in first.values()):
         return NVLINK_LINKS_CHECK.not_applicable(no_nvlink_reason(f), evidence=refs)
+    active, present, unread = _link_states(f)
+    if not any(present.values()):
+        return NVLINK_LINKS_CHECK.unknown("NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
+    if not any(active.values()):
+        return _no_active_link(f, refs)
+    return _links_against_peers(f, active, present, unread, refs)
+
+
+def _link_states(f: NvlinkFacts) -> tuple[dict[int, set[int]], dict[int, set[int]], list[str]]:
+    """Per GPU index, its active links and the links it has; and the links whose state was not read."""
     active: dict[int, set[int]] = {}
     present: dict[int, set[int]] = {}
     unread: list[str] = []
@@ -43,16 +53,19 @@ def judge_links(f: NvlinkFacts) -> Finding:
             elif result.error not in ABSENT_STATES:
                 error = "not recorded in this snapshot" if result.error == "NOT_RECORDED" else result.error
                 unread.append(f"{label(f.inventory, index)} link {link}: {error}")
-    if not any(present.values()):
-        return NVLINK_LINKS_CHECK.unknown("NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
-    if not any(active.values()) and len(f.states) == 1:
+    return active, present, unread
+
+
+def _no_active_link(f: NvlinkFacts, refs: tuple[str, ...]) -> Finding:
+    """No link up on any GPU: one GPU has no peer; a fabric not completed brings them up later; else unknown."""
+    if len(f.states) == 1:
         why = (
             "one GPU and no active NVLink: there is no GPU peer to link to (a Grace Hopper's NVLink-C2C to its CPU is "
             "not an NVLink port)"
         )
         return NVLINK_LINKS_CHECK.not_applicable(why, evidence=refs)
     tray = any(re.search(RACK_GPUS, g.name or "") for g in f.inventory.gpus)  # a rack's fabric is its switch trays'
-    if not any(active.values()) and f.fabric_pending:
+    if f.fabric_pending:
         return NVLINK_LINKS_CHECK.unknown(
             f"no active NVLink on {len(f.states)} GPUs, and NVML reports the "
             + ("rack's NVLink fabric" if tray else "NVSwitch fabric")
@@ -67,12 +80,17 @@ def judge_links(f: NvlinkFacts) -> Finding:
             ),
             evidence=(*refs, *(nvml_ref("nvmlDeviceGetGpuFabricInfo", (i,)) for i in f.fabric_pending[:4])),
         )
-    if not any(active.values()):
-        return NVLINK_LINKS_CHECK.unknown(
-            "NVLink-capable GPUs report no active link: either no NVLink bridge or NVSwitch is fitted, or the fabric is "
-            "down (SXM boards: see driver.fabricmanager)",
-            evidence=refs,
-        )
+    return NVLINK_LINKS_CHECK.unknown(
+        "NVLink-capable GPUs report no active link: either no NVLink bridge or NVSwitch is fitted, or the fabric is "
+        "down (SXM boards: see driver.fabricmanager)",
+        evidence=refs,
+    )
+
+
+def _links_against_peers(
+    f: NvlinkFacts, active: dict[int, set[int]], present: dict[int, set[int]], unread: list[str], refs: tuple[str, ...]
+) -> Finding:
+    """Each GPU's links against those active on its peers: a link down where the peers have it up is a problem."""
     peers_active = set().union(*active.values())
     down = {i: sorted((present[i] & peers_active) - active[i]) for i in active}
     down = {i: links for i, links in down.items() if links}
