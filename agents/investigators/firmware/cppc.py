@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.firmware import premises
-from rigaudit.agents.investigators.firmware.facts import CPPC_DIR, CpuInfo, FirmwareFacts, fix_where
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.agents.investigators.firmware.facts import CPPC_DIR, CpuInfo, FirmwareFacts, firmware_fix
+from rigaudit.tools.model.finding import Finding, Fix
 
 CPPC_CHECK = Check(
     "firmware.cppc",
@@ -90,16 +90,10 @@ def _cppc_missing(facts: FirmwareFacts, cpu: CpuInfo, evidence: list[str]) -> Fi
 
 
 def _cppc_fix(facts: FirmwareFacts) -> Fix:
-    return Fix(
-        kind="firmware",
-        where=fix_where(facts.platform),
-        summary="Enable CPPC in the BIOS so the kernel can use amd_pstate",
-        actions=(
-            CommandAction(
-                description="BIOS: AMD CBS > NBIO Common Options > SMU Common Options > CPPC = Enabled (and 'CPPC Preferred "
-                "Cores' = Enabled where offered), then reboot"
-            ),
-        ),
-        risk="low",
-        verify=f"ls {CPPC_DIR} lists highest_perf, nominal_perf...; dmesg has no 'amd_pstate: the _CPC object is not present'",
+    return firmware_fix(
+        facts.platform,
+        "Enable CPPC in the BIOS so the kernel can use amd_pstate",
+        "BIOS: AMD CBS > NBIO Common Options > SMU Common Options > CPPC = Enabled (and 'CPPC Preferred "
+        "Cores' = Enabled where offered), then reboot",
+        f"ls {CPPC_DIR} lists highest_perf, nominal_perf...; dmesg has no 'amd_pstate: the _CPC object is not present'",
     )

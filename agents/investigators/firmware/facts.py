@@ -12,7 +12,7 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref, nvml_ref
-from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.model.finding import Area, CommandAction, Fix, Risk, Where
 from rigaudit.tools.pci.sysfs import ConfigRead, read_config
 
 AREA: Area = "firmware"
@@ -174,6 +174,18 @@ async def collect(probe: Probe) -> FirmwareFacts:
 def fix_where(platform: Platform) -> Where:
     """BIOS and VBIOS are the machine's: the hypervisor's below a VM guest, the host's below a container."""
     return layer_where(platform, "firmware")
+
+
+def firmware_fix(platform: Platform, summary: str, step: str, verify: str, risk: Risk = "low") -> Fix:
+    """A fix made in the machine's firmware (a BIOS setting, a flash), in one step that ends with a reboot."""
+    return Fix(
+        kind="firmware",
+        where=fix_where(platform),
+        summary=summary,
+        actions=(CommandAction(description=step),),
+        risk=risk,
+        verify=verify,
+    )
 
 
 def size_text(n: int) -> str:

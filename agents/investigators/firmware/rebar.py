@@ -7,8 +7,15 @@ from rigaudit.agents.facts.gpu_models import product_line
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.firmware import premises
-from rigaudit.agents.investigators.firmware.facts import NVIDIA_BAR1, FirmwareFacts, GpuFirmware, MiB, fix_where, size_text
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.investigators.firmware.facts import (
+    NVIDIA_BAR1,
+    FirmwareFacts,
+    GpuFirmware,
+    MiB,
+    firmware_fix,
+    size_text,
+)
+from rigaudit.tools.model.finding import Finding, Fix, Severity
 
 REBAR_CHECK = Check(
     "firmware.rebar",
@@ -151,17 +158,11 @@ def _small_bar1_explanation(resizable: bool, large_bar_line: bool, unused: str |
 
 
 def _bios_fix(facts: FirmwareFacts) -> Fix:
-    return Fix(
-        kind="firmware",
-        where=fix_where(facts.platform),
-        summary="Enable Above 4G Decoding and Re-Size BAR Support in the BIOS/UEFI, then reboot",
-        actions=(
-            CommandAction(
-                description="BIOS/UEFI: PCI Subsystem Settings: Above 4G Decoding = Enabled, Re-Size BAR Support = "
-                "Enabled (Auto); boot in UEFI mode; on a hypervisor also give the VM a large enough 64-bit MMIO window"
-            ),
-        ),
-        risk="low",
-        verify="nvidia-smi -q -d MEMORY: BAR1 Memory Usage Total at least the framebuffer size; lspci -vvv: "
+    return firmware_fix(
+        facts.platform,
+        "Enable Above 4G Decoding and Re-Size BAR Support in the BIOS/UEFI, then reboot",
+        "BIOS/UEFI: PCI Subsystem Settings: Above 4G Decoding = Enabled, Re-Size BAR Support = "
+        "Enabled (Auto); boot in UEFI mode; on a hypervisor also give the VM a large enough 64-bit MMIO window",
+        "nvidia-smi -q -d MEMORY: BAR1 Memory Usage Total at least the framebuffer size; lspci -vvv: "
         "'Physical Resizable BAR: BAR 1: current size' at the largest supported size",
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.firmware import premises
-from rigaudit.agents.investigators.firmware.facts import FirmwareFacts, fix_where
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.agents.investigators.firmware.facts import FirmwareFacts, firmware_fix
+from rigaudit.tools.model.finding import Finding
 
 VBIOS_CONSISTENCY_CHECK = Check(
     "firmware.vbios_consistency",
@@ -40,18 +40,13 @@ def judge_vbios(facts: FirmwareFacts) -> Finding:
         f"{name}: " + ", ".join(f"{ver} on {', '.join(labels)}" for ver, labels in versions.items())
         for name, versions in split.items()
     )
-    fix = Fix(
-        kind="firmware",
-        where=fix_where(facts.platform),
-        summary="Bring every GPU of one model to the same VBIOS with the vendor's (OEM's) update package",
-        actions=(
-            CommandAction(
-                description="Get the VBIOS bundle for this GPU model from the server vendor/NVIDIA support and flash all "
-                "GPUs to the same version (nvflash or the OEM tool), then reboot"
-            ),
-        ),
+    fix = firmware_fix(
+        facts.platform,
+        "Bring every GPU of one model to the same VBIOS with the vendor's (OEM's) update package",
+        "Get the VBIOS bundle for this GPU model from the server vendor/NVIDIA support and flash all "
+        "GPUs to the same version (nvflash or the OEM tool), then reboot",
+        "nvidia-smi --query-gpu=name,vbios_version --format=csv shows one version per model",
         risk="medium",
-        verify="nvidia-smi --query-gpu=name,vbios_version --format=csv shows one version per model",
     )
     return VBIOS_CONSISTENCY_CHECK.problem_at(
         "low",

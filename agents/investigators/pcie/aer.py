@@ -5,8 +5,8 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus, slot_fix
+from rigaudit.tools.model.finding import Finding, Severity
 from rigaudit.tools.pci.sysfs import AerCounts
 
 REPLAY_NOISE = 100
@@ -89,18 +89,13 @@ def _errors_problem(facts: PcieFacts, erring: list[AerCounts], replaying: dict[s
     ]
     parts += [f"{label}: {v} PCIe replays (NVML)" for label, v in replaying.items()]
     subjects = [labels.get(c.bdf, c.bdf) for c in erring] + list(replaying)
-    fix = Fix(
-        kind="hardware",
-        where=fix_where(facts.platform),
-        summary="Find the failing link: reseat the GPU, riser and cables of the devices with errors",
-        actions=(
-            CommandAction(
-                description="Note the counters, run a load, re-read them: if they rise, reseat/replace the "
-                "riser or cable of that link (or force one PCIe generation lower in the BIOS as a test)"
-            ),
-        ),
-        risk="low",
-        verify="after a load run, aer_dev_* counters in /sys/bus/pci/devices/BDF/ and nvidia-smi -q -d PCIE replay counters "
+    fix = slot_fix(
+        "hardware",
+        fix_where(facts.platform),
+        "Find the failing link: reseat the GPU, riser and cables of the devices with errors",
+        "Note the counters, run a load, re-read them: if they rise, reseat/replace the "
+        "riser or cable of that link (or force one PCIe generation lower in the BIOS as a test)",
+        "after a load run, aer_dev_* counters in /sys/bus/pci/devices/BDF/ and nvidia-smi -q -d PCIE replay counters "
         "stay unchanged",
     )
     affected = {c.bdf for c in erring}

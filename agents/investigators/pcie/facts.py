@@ -18,7 +18,7 @@ from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, nvml_ref
-from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, FixKind, Where
 from rigaudit.tools.pci import PciConfig
 from rigaudit.tools.pci.sysfs import (
     AerCounts,
@@ -178,6 +178,11 @@ async def collect(probe: Probe) -> PcieFacts:
 def fix_where(platform: Platform, target: FixTarget = "hardware") -> Where:
     """PCIe links, slots, switches and error sources are the machine's: in a VM guest, the hypervisor's."""
     return layer_where(platform, target)
+
+
+def slot_fix(kind: FixKind, where: Where, summary: str, step: str, verify: str) -> Fix:
+    """A fix at a GPU's slot or link (reseat, riser or cable, the BIOS slot speed): one step, low risk."""
+    return Fix(kind=kind, where=where, summary=summary, actions=(CommandAction(description=step),), risk="low", verify=verify)
 
 
 def config_of(facts: PcieFacts, bdf: str) -> PciConfig | None:

@@ -11,7 +11,7 @@ from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
-from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus
+from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus, slot_fix
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.pci import SPEEDS_GTS
@@ -201,53 +201,37 @@ def _degraded_links(facts: PcieFacts, known: list[_LinkView], worst: LinkKind, k
 def _link_fix(worst: LinkKind, where: Where, verify: str) -> tuple[Fix, str]:
     """The fix for the worst link's kind, and the explanation it starts from."""
     if worst == "slot_limited":
-        fix = Fix(
-            kind="firmware",
-            where=where,
-            summary="Set the slot's PCIe link speed to Auto in the BIOS, or move the GPU to a full-speed slot",
-            actions=(
-                CommandAction(
-                    description="BIOS: PCIe slot/port link speed Auto (or Gen5) for the GPU slots; "
-                    "check risers/retimers are rated for that generation; reboot"
-                ),
-            ),
-            risk="low",
-            verify=verify,
+        fix = slot_fix(
+            "firmware",
+            where,
+            "Set the slot's PCIe link speed to Auto in the BIOS, or move the GPU to a full-speed slot",
+            "BIOS: PCIe slot/port link speed Auto (or Gen5) for the GPU slots; "
+            "check risers/retimers are rated for that generation; reboot",
+            verify,
         )
         return fix, (
             "The slot (or what the BIOS allows on it) caps the GPU below its own maximum. Host-to-device copies, weight "
             "loading and PCIe P2P between GPUs scale with link bandwidth: one generation down halves it."
         )
     if worst == "load_unknown_down":
-        fix = Fix(
-            kind="hardware",
-            where=where,
-            summary="Re-check the link under load; if it stays below max, reseat the GPU, check the riser and BIOS slot speed",
-            actions=(
-                CommandAction(
-                    description="Run a GPU workload and re-read current_link_speed; only if it stays low: "
-                    "reseat, check riser/cable, BIOS slot speed"
-                ),
-            ),
-            risk="low",
-            verify=verify,
+        fix = slot_fix(
+            "hardware",
+            where,
+            "Re-check the link under load; if it stays below max, reseat the GPU, check the riser and BIOS slot speed",
+            "Run a GPU workload and re-read current_link_speed; only if it stays low: reseat, check riser/cable, BIOS slot speed",
+            verify,
         )
         return fix, (
             "The link is below its maximum speed and NVML could not say whether the GPU is idle. GPUs train down at "
             "idle, so this is only a fault if it persists under load."
         )
-    fix = Fix(
-        kind="hardware",
-        where=where,
-        summary="Reseat the GPU, check the riser/cable and the slot; check the BIOS slot speed setting",
-        actions=(
-            CommandAction(
-                description="Power down; reseat the GPU and its riser/cable; confirm the slot is wired x16 "
-                "and the BIOS link speed is Auto; replace the riser if the link stays degraded"
-            ),
-        ),
-        risk="low",
-        verify=verify,
+    fix = slot_fix(
+        "hardware",
+        where,
+        "Reseat the GPU, check the riser/cable and the slot; check the BIOS slot speed setting",
+        "Power down; reseat the GPU and its riser/cable; confirm the slot is wired x16 "
+        "and the BIOS link speed is Auto; replace the riser if the link stays degraded",
+        verify,
     )
     return fix, (
         "A link trained below its width, or below its speed while the GPU is busy, is a signal-integrity or seating "
