@@ -76,6 +76,16 @@ def _session_journal_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         yield key_path()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _audits_shared_by_workers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under pytest-xdist, the workers of a run keep the audits of generated hosts in one folder of the run's
+    temporary base (tests/support/audits.py), so that a host is audited once per run, not once per worker."""
+    if hasattr(request.config, "workerinput"):
+        from tests.support.audits import share_with_workers
+
+        share_with_workers(tmp_path_factory.getbasetemp().parent / "audits")
+
+
 @pytest.fixture(autouse=True)
 def _private_state_dirs(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, _session_journal_key: Path

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import vllm
-from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import GpuSpec, HostSpec, ProcessSpec
+from tests.support.audits import audited
 
 MODEL = "/models/Llama-3.1-8B-Instruct"
 L40S = ARCHETYPES["l40s-pex-iommu"]
@@ -55,7 +52,7 @@ GEFORCE_SWITCHED = replace(L40S, name="4090-pex", gpus=GpuSpec("rtx4090", 8))
 
 
 def acs(spec: HostSpec) -> Finding:
-    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
+    result = audited(spec)
     return next(f for f in result.findings if f.check == "pcie.acs")
 
 

@@ -21,6 +21,7 @@ from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import EPYC_9354, vllm
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import GpuSpec, HostSpec
+from tests.support.audits import audited
 from tests.support.mutate import light_copy, remove_nvml
 
 NVL = ARCHETYPES["h100nvl-bridged-pairs"]
@@ -44,7 +45,7 @@ BRIDGED = [NVL, NVL8_AMD, NVL8_TP4]
 
 
 def audit(spec: HostSpec) -> AuditResult:
-    return anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
+    return audited(spec)
 
 
 def finding(result: AuditResult, check: str) -> Finding:

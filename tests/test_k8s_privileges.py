@@ -11,13 +11,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from tests.hostgen import ARCHETYPES, faults
-from tests.hostgen.cache import snapshot
+from tests.support.audits import audited
 from tests.test_k8s_manifests import documents
 
 FLEET_MD = Path(__file__).resolve().parent.parent / "docs" / "fleet.md"
@@ -51,7 +48,7 @@ def test_every_privilege_the_daemonsets_hold_has_its_row_and_no_other() -> None:
 
 
 def _unknown(spec: Any) -> set[str]:
-    return {f.check for f in anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec)))).findings if f.status == "unknown"}
+    return {f.check for f in audited(spec).findings if f.status == "unknown"}
 
 
 @pytest.mark.parametrize("capability", sorted(faults.WITHOUT))

@@ -6,23 +6,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
-from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec, NicSpec
+from tests.support.audits import audited
 
 NVL = ARCHETYPES["h100nvl-bridged-pairs"]
 SNC_RDMA = replace(ARCHETYPES["intel-snc-h100pcie"], name="snc-h100pcie-4nics", nics=NicSpec("cx7", 4))
 
 
 def nic(spec: HostSpec) -> Finding:
-    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
+    result = audited(spec)
     return next(f for f in result.findings if f.check == "numa.nic_affinity")
 
 

@@ -3,16 +3,12 @@ the socket interconnect, and "a NIC per socket" does not give every node one."""
 
 from __future__ import annotations
 
-import anyio
-
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from tests.hostgen import ARCHETYPES
-from tests.hostgen.cache import snapshot
+from tests.support.audits import audited
 
 
 def test_a_nic_per_socket_is_judged_per_numa_node() -> None:
-    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(ARCHETYPES["epyc-nps4-l40s"]))))
+    result = audited(ARCHETYPES["epyc-nps4-l40s"])
     finding = next(f for f in result.findings if f.check == "numa.nic_affinity")
     assert finding.status == "problem" and finding.severity == "low"  # no server talks to another node
     assert "NPS4" in finding.explanation and "quadrants of one socket" in finding.explanation

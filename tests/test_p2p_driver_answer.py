@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import TR_5975WX, vllm
-from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import GpuSpec, HostSpec
+from tests.support.audits import audited
 
 ADA = ARCHETYPES["ws-rtx6000ada"]
 ADA_TR = replace(
@@ -33,7 +30,7 @@ REFUSING = [ADA, ADA_TR, L40S_REFUSED]
 
 
 def finding(spec: HostSpec, check: str) -> Finding:
-    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
+    result = audited(spec)
     return next(f for f in result.findings if f.check == check)
 
 

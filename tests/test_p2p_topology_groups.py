@@ -4,15 +4,12 @@ the sockets, low (judged by capability) when no server can be traced."""
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
-from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
+from tests.support.audits import audited
 
 NVL = ARCHETYPES["h100nvl-bridged-pairs"]
 L40S = ARCHETYPES["l40s-pex-iommu"]
@@ -20,7 +17,7 @@ SNC = ARCHETYPES["intel-snc-h100pcie"]
 
 
 def p2p(spec: HostSpec) -> Finding:
-    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
+    result = audited(spec)
     return next(f for f in result.findings if f.check == "p2p.status")
 
 

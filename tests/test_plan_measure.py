@@ -13,6 +13,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
 from tests.conftest import SEED
+from tests.support.audits import audited
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +83,8 @@ def test_an_unknown_only_a_new_snapshot_can_decide_asks_for_no_measurement() -> 
 
 def test_inside_a_pod_the_host_side_unknowns_ask_for_an_audit_of_the_node() -> None:
     from tests.hostgen import ARCHETYPES
-    from tests.hostgen.cache import snapshot
 
-    result = anyio.run(lambda: run_audit(SnapshotHost(snapshot(ARCHETYPES["k8s-pod-h100"]))))
+    result = audited(ARCHETYPES["k8s-pod-h100"])
     node = result.plan.step("measure.node")
     assert node is not None and node.where == "container_host" and "driver.dkms" in node.also_checks
     assert result.plan.step("measure.container") is None  # the audit already ran inside it

@@ -12,18 +12,16 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.check import CheckResult
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import vllm
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import GpuSpec, HostSpec
+from tests.support.audits import audited
 
 H100 = ARCHETYPES["kvm-vgpu-h100-guest"]
 L40S = replace(
@@ -38,7 +36,7 @@ PHYSICAL = ("pcie.link", "gpu.thermals", "gpu.clocks", "gpu.app_clocks", "gpu.re
 
 
 def audit(spec: HostSpec) -> AuditResult:
-    return anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
+    return audited(spec)
 
 
 @pytest.mark.parametrize("spec", GUESTS, ids=[s.name for s in GUESTS])

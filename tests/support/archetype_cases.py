@@ -13,16 +13,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import CommandAction, Finding, PciRegisterAction, SysfsWriteAction
 from tests.hostgen import ARCHETYPES, faults
-from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
+from tests.support.audits import audited
 
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
@@ -416,14 +413,6 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
 }
-_RESULTS: dict[HostSpec, AuditResult] = {}
-
-
-def audited(spec: HostSpec) -> AuditResult:
-    if spec not in _RESULTS:
-        root = snapshot(spec)
-        _RESULTS[spec] = anyio.run(lambda: run_audit(SnapshotHost(root)))
-    return _RESULTS[spec]
 
 
 def verdict(finding: Finding) -> str:

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-
-import anyio
-
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.model.finding import Finding
-from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
+from tests.support.audits import audited
 
 SERIOUS = ("medium", "high", "critical")
-
-
-@functools.cache
-def audited(spec: HostSpec) -> AuditResult:
-    """The full audit of ``spec``'s snapshot (once per session: specs are frozen and hashable)."""
-    return anyio.run(lambda: run_audit(SnapshotHost(snapshot(spec))))
 
 
 def by_check(spec: HostSpec) -> dict[str, Finding]:
