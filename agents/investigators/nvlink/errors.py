@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
+from rigaudit.agents.facts.nvml_reads import label, labels
 from rigaudit.agents.investigators.nvlink import premises
 from rigaudit.agents.investigators.nvlink.facts import (
     COUNTERS,
@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.nvlink.facts import (
     SERIOUS_COUNTERS,
     NvlinkFacts,
     hardware_fix,
-    no_nvlink_reason,
+    without_nvlink,
 )
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import Finding, Severity
@@ -28,12 +28,9 @@ NVLINK_ERRORS_CHECK = Check(
 
 
 def judge_errors(f: NvlinkFacts) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return NVLINK_ERRORS_CHECK.unknown(why)
-    first = {i: links[0] for i, links in f.states.items()}
     state_refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, 0)) for i in f.states)
-    if all(r.error == "NOT_SUPPORTED" for r in first.values()):
-        return NVLINK_ERRORS_CHECK.not_applicable(no_nvlink_reason(f), evidence=state_refs)
+    if skipped := without_nvlink(NVLINK_ERRORS_CHECK, f, state_refs):
+        return skipped
     active = [(i, k) for i, links in f.states.items() for k, r in links.items() if r.ok and r.value == 1]
     if not active and len(f.states) == 1:
         return NVLINK_ERRORS_CHECK.not_applicable("one GPU and no active NVLink: no link to count errors on", evidence=state_refs)

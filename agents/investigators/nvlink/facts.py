@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.nvml_reads import nvml_unusable
 from rigaudit.agents.facts.p2p_context import FABRIC_COMPLETED
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -14,7 +16,7 @@ from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, CommandAction, Fix
+from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
 
 AREA: Area = "nvlink"
 
@@ -86,6 +88,16 @@ def no_nvlink_reason(f: NvlinkFacts) -> str:
         f"NVML reports no NVLink on {_short_names(f.inventory)} (NOT_SUPPORTED on link 0): a PCIe-only card, "
         "or NVLink not exposed to this machine (a single GPU passed into a VM)"
     )
+
+
+def without_nvlink(check: Check, f: NvlinkFacts, evidence: tuple[str, ...]) -> Finding | None:
+    """``check``'s verdict where no link can be judged: unknown where NVML is unusable, not applicable where no GPU
+    has NVLink (its first link NOT_SUPPORTED); None where the links are to be judged."""
+    if why := nvml_unusable(f.inventory):
+        return check.unknown(why)
+    if all(links[0].error == "NOT_SUPPORTED" for links in f.states.values()):
+        return check.not_applicable(no_nvlink_reason(f), evidence=evidence)
+    return None
 
 
 def hardware_fix(f: NvlinkFacts, indices: Iterable[int] = ()) -> Fix:

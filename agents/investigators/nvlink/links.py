@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.nvml_reads import label, labels, nvml_unusable
+from rigaudit.agents.facts.nvml_reads import label, labels
 from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.agents.investigators.nvlink import premises
-from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, NvlinkFacts, hardware_fix, no_nvlink_reason
+from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, NvlinkFacts, hardware_fix, without_nvlink
 from rigaudit.tools.hosts.probe import nvml_ref
 from rigaudit.tools.model.finding import Finding
 
@@ -24,12 +24,9 @@ NVLINK_LINKS_CHECK = Check(
 
 
 def judge_links(f: NvlinkFacts) -> Finding:
-    if why := nvml_unusable(f.inventory):
-        return NVLINK_LINKS_CHECK.unknown(why)
     refs = tuple(nvml_ref("nvmlDeviceGetNvLinkState", (i, k)) for i, links in f.states.items() for k in links)
-    first = {i: links[0] for i, links in f.states.items()}
-    if all(r.error == "NOT_SUPPORTED" for r in first.values()):
-        return NVLINK_LINKS_CHECK.not_applicable(no_nvlink_reason(f), evidence=refs)
+    if skipped := without_nvlink(NVLINK_LINKS_CHECK, f, refs):
+        return skipped
     active, present, unread = _link_states(f)
     if not any(present.values()):
         return NVLINK_LINKS_CHECK.unknown("NVLink state not readable: " + "; ".join(unread[:4]), evidence=refs)
