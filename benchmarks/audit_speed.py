@@ -99,6 +99,40 @@ def transcript_overhead(snapshot: Path, repeats: int = 5) -> tuple[float, float,
     return without, min(t for t, _ in runs), runs[0][1]
 
 
+def transcript_overhead_cold(snapshot: Path, repeats: int = 3) -> tuple[float, float]:
+    """(CPU seconds of an in-process audit without a transcript, of the first with one), each pair in a new process:
+    what one ``rigaudit audit`` pays, nothing of this host's redaction cached yet (imports and event schemas warmed
+    first). Best of N each."""
+    import json
+
+    argv = [sys.executable, str(Path(__file__).resolve()), "--cold-transcript", str(snapshot)]
+    runs = [json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout) for _ in range(repeats)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def _cold_pair(snapshot: Path) -> None:
+    """One process's pair for :func:`transcript_overhead_cold`, printed as JSON."""
+    import json
+    import tempfile
+
+    from rigaudit.orchestrator.session.core import open_session, versions
+    from rigaudit.tools.model.events.session import SessionStarted
+    from rigaudit.transcripts.writer import encode_event
+
+    events: list[Any] = []
+    anyio.run(lambda: run_audit(SnapshotHost(snapshot)))
+    anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=events.append))  # every event's model built
+    encode_event(SessionStarted(command="audit", versions=versions()))  # the writer and redaction imported
+    start = time.process_time()
+    anyio.run(lambda: run_audit(SnapshotHost(snapshot)))
+    without = time.process_time() - start
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.process_time()
+        with open_session("audit", consumers=[], transcript=Path(folder) / "t.jsonl", announce=False) as session:
+            anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=session.emit))
+        print(json.dumps([without, time.process_time() - start]))
+
+
 def transcript_costs(snapshot: Path) -> tuple[float, float, list[tuple[float, str]]]:
     """Where a transcript's CPU goes: (encoding all events, redacting all events, the costliest reads' redaction)."""
     import json
@@ -152,6 +186,9 @@ def end_to_end(snapshot: Path, repeats: int = 3) -> tuple[float, float]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--cold-transcript"]:
+        _cold_pair(Path(sys.argv[2]))
+        return
     snapshot = Path(sys.argv[1]) if len(sys.argv) > 1 else SEED
     audit_cpu, judge_cpu = cpu_cost(snapshot)
     print(f"cpu: whole in-process audit {audit_cpu:.3f} s, judging alone {judge_cpu * 1000:.1f} ms")
@@ -164,6 +201,11 @@ def main() -> None:
     print(
         f"transcript: {without:.3f} s CPU without, {with_transcript:.3f} s with ({events} events): "
         f"+{extra / without:.0%}, {extra / max(events, 1) * 1e6:.0f} µs an event"
+    )
+    cold_without, cold_with = transcript_overhead_cold(snapshot)
+    print(
+        f"  a new process's first audit: {cold_without:.3f} s CPU without, {cold_with:.3f} s with: "
+        f"+{(cold_with - cold_without) / cold_without:.0%}"
     )
     encoding, redacting, costliest = transcript_costs(snapshot)
     heaviest = ", ".join(f"{what} {took * 1000:.1f} ms" for took, what in costliest)
