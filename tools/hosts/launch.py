@@ -18,7 +18,9 @@ import os
 import pwd
 import re
 import stat
+import subprocess
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.hosts.base import CommandResult
@@ -151,6 +153,20 @@ def resolve_program(program: str, inherited_path: str | None = None) -> str:
     where = _elsewhere(program, os.environ.get("PATH", "") if inherited_path is None else inherited_path)
     seen = f"; {where} is not run: rigaudit runs programs from the system directories only" if where else ""
     raise ProgramError(f"{program}: no such program in {':'.join(SYSTEM_PATH)}{seen}", not_found=True)
+
+
+def spawn_options() -> dict[str, Any]:
+    """How every vetted command starts (``subprocess.Popen`` or ``anyio.open_process``): no input, its output
+    piped, in :data:`WORKING_DIRECTORY` with :func:`command_environment`, in a session of its own (its group is
+    killed whole)."""
+    return {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "cwd": WORKING_DIRECTORY,
+        "env": command_environment(),
+        "start_new_session": True,
+    }
 
 
 def launch_argv(argv: Sequence[str]) -> list[str] | CommandResult:

@@ -23,7 +23,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import time
 from collections.abc import Sequence
 
@@ -31,7 +30,7 @@ import anyio
 import anyio.abc
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
-from rigaudit.tools.hosts.launch import WORKING_DIRECTORY, command_environment, launch_argv
+from rigaudit.tools.hosts.launch import launch_argv, spawn_options
 from rigaudit.tools.hosts.nvml_local import NvmlFacade
 
 MAX_READ_BYTES = 8 * 1024 * 1024
@@ -215,12 +214,7 @@ async def run_command(argv: Sequence[str], *, timeout_s: float, max_output: int 
     try:
         process = await anyio.open_process(
             launch,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=WORKING_DIRECTORY,
-            env=command_environment(),
-            start_new_session=True,
+            **spawn_options(),
         )
     except OSError as exc:
         return start_failure(key, exc)

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import IO, BinaryIO
 
 from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.hosts.launch import WORKING_DIRECTORY, command_environment, launch_argv
+from rigaudit.tools.hosts.launch import launch_argv, spawn_options
 from rigaudit.tools.hosts.local import (
     MAX_OUTPUT_BYTES,
     MAX_READ_BYTES,
@@ -92,12 +92,7 @@ def run_command_sync(
     try:
         process = subprocess.Popen(
             launch,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=WORKING_DIRECTORY,
-            env=command_environment(),
-            start_new_session=True,
+            **spawn_options(),
         )
     except OSError as exc:
         return start_failure(key, exc)
