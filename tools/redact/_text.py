@@ -16,7 +16,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator
 
-from rigaudit.tools.redact._argv import ArgvWalk
+from rigaudit.tools.redact._argv import ArgvWalk, redact_words
 from rigaudit.tools.redact._names import secret_strength
 from rigaudit.tools.redact._records import redact_records
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
@@ -398,8 +398,16 @@ def _short(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     return _redact(text, tally), tuple(tally.items())
 
 
+def _nul_words(text: str, tally: Tally | None) -> str:
+    """NUL-separated words (``cat /proc/PID/cmdline`` as a reader prints it): one argument vector, then each word."""
+    return "\x00".join(redact_text(word, tally) for word in redact_words(text.split("\x00"), tally))
+
+
 def redact_text(text: str, tally: Tally | None = None) -> str:
     """``text`` with every secret value replaced by ``<redacted>`` (the same object when nothing changed)."""
+    if "\x00" in text:
+        out = _nul_words(text, tally)
+        return text if out == text else out
     if len(text) < 4 or not _QUICK.search(text):
         return text
     if len(text) > 512:
