@@ -159,6 +159,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour("openai-reasoning", "400 'Use max_completion_tokens instead'", READ, quirks="openai-reasoning", tools=True),
     Behaviour("hermes-text", "Hermes/Qwen <tool_call> text in the content", READ, quirks="hermes-text", tools=True),
     Behaviour("hermes-text-stream", "<tool_call> text, streamed", READ, quirks="hermes-text", settings=STREAM, tools=True),
+    Behaviour("no-stream", "400 'streaming is not supported': sent whole", READ, quirks="no-stream", settings=STREAM, tools=True),
     Behaviour(
         "vllm-no-tool-parser",
         "vLLM without --enable-auto-tool-choice: every request with tools refused",

@@ -77,6 +77,13 @@ RATE_LIMITED_TRIES = 10
 """429s one request may wait out at the shared pace before they count as its retries."""
 FORMAT_REFUSALS = (400, 415, 422, 500, 501)
 """Statuses with which servers refuse a ``response_format`` (old llama.cpp answers 500)."""
+STREAM_REFUSALS = (400, 415, 422, 501)
+"""Statuses with which servers refuse ``stream`` (their message names it: "streaming is not supported")."""
+
+
+def refuses_streaming(message: str) -> bool:
+    """Whether a server's error message refuses a streamed request (it names ``stream`` or ``stream_options``)."""
+    return "stream" in message.lower()
 
 
 class ToolCallRequest(Record):
@@ -257,6 +264,8 @@ class OpenAIChatModel:
         self._chars_per_token = 0.0
         """The most characters a token this server counted for a prompt it did not cut (0: none seen yet)."""
         self.problems = Problems()
+        self.streams_refused = False
+        """The server refused a streamed request: every later one is sent whole."""
         """Each distinct endpoint problem once (format refusals, truncated prompts, cut answers...)."""
 
     # -- the client -------------------------------------------------------------------------
@@ -313,6 +322,12 @@ class OpenAIChatModel:
             return [None]
         return ["json_schema", "json_object", None] if self.json_schema_ok else ["json_object", None]
 
+    def _streamed(self, request: ChatRequest) -> bool:
+        """Whether ``request`` streams: as ``stream`` says; unset, when its text is shown as it comes (the chat)."""
+        if self.streams_refused:
+            return False
+        return self.config.stream if self.config.stream is not None else request.on_text is not None
+
     def _kwargs(self, request: ChatRequest, model: str, answer_format: str | None, max_tokens: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": model, "messages": redact_json(list(request.messages), ids=True)}
         kwargs[self.token_field] = max_tokens
@@ -324,7 +339,7 @@ class OpenAIChatModel:
             kwargs["response_format"] = {"type": "json_object"}
         if self.config.temperature is not None:
             kwargs["temperature"] = self.config.temperature
-        if self.config.stream or request.on_text is not None:
+        if self._streamed(request):
             kwargs["stream"] = True
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs
@@ -408,6 +423,18 @@ class OpenAIChatModel:
         tries.max_tokens *= 2
         return None
 
+    def _stream_refused(self, status: int, said: str, request: ChatRequest) -> bool:
+        """A streamed request the server refused for streaming: sent whole from then on (so at most once), told once."""
+        if status not in STREAM_REFUSALS or not self._streamed(request) or not refuses_streaming(said):
+            return False
+        self.streams_refused = True
+        self.problems.note(
+            "stream",
+            f"the server refused a streamed request (HTTP {status}: {said}): sent whole from then on (set stream to false)",
+            agent=request.agent,
+        )
+        return True
+
     def _adapted(self, exc: openai.APIStatusError, request: ChatRequest, tries: _Tries) -> bool:
         """A refusal the next try can meet (another answer format, the other completion-limit field): ``True``;
         one no retry can meet raises; else ``False``, the reason in ``tries.last_error``, to retry."""
@@ -421,6 +448,8 @@ class OpenAIChatModel:
                 agent=agent,
             )
             raise PromptTooLong(f"the prompt is longer than the server's context: HTTP {status}: {said}") from None
+        if self._stream_refused(status, said, request):
+            return True
         if answer_format is not None and status in FORMAT_REFUSALS and tries.level + 1 < len(tries.formats):
             tries.level += 1
             then = tries.formats[tries.level] or "plain JSON asked for in words"

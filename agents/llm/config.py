@@ -53,7 +53,9 @@ class LlmConfig(Record):
     connections and never answers is one line after it, not a hang."""
     json_schema: bool = True
     """Ask for structured output (``response_format`` json_schema) when the final answer is due."""
-    stream: bool = False
+    stream: bool | None = None
+    """Stream the answers (``--llm-stream``, ``--no-llm-stream``); unset: the chat's requests stream (its text
+    shows as it comes), the audit's agents' do not. A server that refuses a streamed request gets it whole."""
     max_parallel: int = 4
     """Requests in flight at once across all agents."""
     temperature: float | None = None

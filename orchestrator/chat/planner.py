@@ -29,6 +29,7 @@ import anyio
 from rigaudit.agents.llm.agent import compact, history_arguments
 from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message, ToolCallRequest
 from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
+from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.streamed import shown_so_far
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
@@ -49,6 +50,8 @@ person's. Answer briefly, in plain text, citing check ids.
 
 
 MAX_TOOL_TEXT = 3000
+TOLD = ("stream",)
+"""The client's fallbacks the chat says as they happen (:attr:`~agents.llm.client.OpenAIChatModel.problems`)."""
 
 
 class _Shown:
@@ -102,6 +105,8 @@ class LlmPlanner:
         self.max_rounds = max_rounds
         self.max_tokens = max_tokens
         self.messages: list[Message] = [{"role": "system", "content": SYSTEM}]
+        self.told: set[str] = set()
+        """The client's fallbacks (:data:`TOLD`) already said."""
 
     @property
     def say(self) -> Callable[[str], None]:
@@ -136,6 +141,7 @@ class LlmPlanner:
                     f"Done: {', '.join(done) or 'nothing'}. Slash commands still work (/help)."
                 )
                 return
+            self._tell_fallbacks()
             self.coordinator.emit(self._exchange(reply))
             if not reply.tool_calls:
                 answer = (reply.content or "").strip() or "(the model gave no answer)"
@@ -147,6 +153,15 @@ class LlmPlanner:
                 result, stopped = await self._run_call(call, stopped, done)
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result[:MAX_TOOL_TEXT]})
         self.say(f"Stopped: the model kept calling tools for {self.max_rounds} rounds. Done: {', '.join(done) or 'nothing'}.")
+
+    def _tell_fallbacks(self) -> None:
+        """Say once, in one line each, what the client changed to get answers (a server that does not stream)."""
+        problems: Problems | None = getattr(self.model, "problems", None)
+        for key in TOLD:
+            problem = problems.items.get(key) if problems is not None else None
+            if problem is not None and key not in self.told:
+                self.told.add(key)
+                self.say(f"LLM: {problem.text}.")
 
     def _exchange(self, reply: ChatReply) -> LlmExchange:
         """The round for the transcript: the request's size and last message, the reply cut short, the tokens."""

@@ -139,7 +139,7 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="how long an agent's command that the policy rates 'ask' waits for your answer before it is no (default 60)",
     )
-    group.add_argument("--llm-stream", action="store_true", help="stream completions (some servers behave better)")
+    group.add_argument("--llm-stream", action=argparse.BooleanOptionalAction, help="stream answers (default: the chat's only)")
     group.add_argument(
         "--llm-no-json-schema", action="store_true", help="never send response_format json_schema (json_object, else plain)"
     )
@@ -161,7 +161,7 @@ def _typed(name: str, value: Any, source: str) -> Any:
     ok = (
         (kind in ("int",) and isinstance(value, int) and not isinstance(value, bool))
         or (kind.startswith("float") and isinstance(value, (int, float)) and not isinstance(value, bool))
-        or (kind == "bool" and isinstance(value, bool))
+        or (kind.startswith("bool") and isinstance(value, bool))
         or (kind.startswith("str") and isinstance(value, str))
         or (kind.endswith("None") and value is None)
     )
@@ -208,8 +208,8 @@ def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None
     _models_and_prices(settings, from_file, path, args)
     if getattr(args, "llm_deadline", None) is not None:
         settings["deadline_s"] = settings["turn_deadline_s"] = args.llm_deadline
-    if getattr(args, "llm_stream", False):
-        settings["stream"] = True
+    if getattr(args, "llm_stream", None) is not None:
+        settings["stream"] = args.llm_stream
     if getattr(args, "llm_no_json_schema", False):
         settings["json_schema"] = False
     if getattr(args, "llm_token_field", None):

@@ -101,6 +101,8 @@ class Quirks(Record):
     token_field: str | None = None
     """The one completion-limit field accepted; the other is refused with 400 as OpenAI words it."""
     report_usage: bool = True
+    stream_refused: bool = False
+    """Streamed requests refused with 400 ``streaming is not supported`` (a gateway or server built without SSE)."""
     tools_refused: bool = False
     """Requests with ``tools`` refused with 400, as vLLM started without a tool-call parser answers."""
     context: int | None = None
@@ -135,6 +137,7 @@ FAMILIES: dict[str, Quirks] = {
     "openai-reasoning": Quirks(token_field="max_completion_tokens", reasoning_field=True),
     "hermes-text": Quirks(tool_calls_as_text=True),
     "vllm-no-tool-parser": Quirks(tools_refused=True),
+    "no-stream": Quirks(stream_refused=True),
     "vllm-short-context": Quirks(reasoning_field=True, context=2500),
     "tgi-short-context": Quirks(formats=frozenset(), format_refusal=422, context=2500, context_refusal="tgi"),
     "llama.cpp-short-context": Quirks(arguments_as_object=True, context=2500, context_refusal="llama.cpp"),
@@ -244,6 +247,15 @@ class Recorded(Record):
         return list(self.body.get("messages") or [])
 
 
+def _refusal(quirks: Quirks, body: Mapping[str, Any]) -> str:
+    """Why this server refuses ``body`` outright with 400 (streaming, tools), or ``""``."""
+    if quirks.stream_refused and body.get("stream"):
+        return "streaming is not supported by this server (stream must be false)"
+    if quirks.tools_refused and body.get("tools"):
+        return '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    return ""
+
+
 class _State(Record, frozen=False):
     scripts: dict[str, list[Reply | Responder]]
     default: Reply | Responder | None
@@ -311,9 +323,10 @@ class _Handler(LoopbackHandler):
             state.record(route_by_system_prompt(body), body, None, status)
             self._error(status, f"response_format type must be one of {sorted(accepted) or ['text']}, but got: {kind}")
             return
-        if quirks.tools_refused and body.get("tools"):
+        refused = _refusal(quirks, body)
+        if refused:
             state.record(route_by_system_prompt(body), body, None, 400)
-            self._error(400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+            self._error(400, refused)
             return
         if quirks.context is not None:
             asked = _estimate(json.dumps(body.get("messages") or []), quirks.chars_per_token)
