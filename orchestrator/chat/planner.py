@@ -8,7 +8,8 @@ later calls of that request are not run: the model is told so, and tells the per
 
 The model's text is streamed: what may be shown of it (:mod:`~rigaudit.agents.llm.streamed`) goes to the
 screen as it comes (:class:`~rigaudit.tools.model.events.chat.ReplyStreamed`, never recorded), and the whole
-answer is said as before.
+answer is said as before. Each request is recorded whole, as an agent's is
+(:func:`~rigaudit.agents.llm.recording.exchange`, agent ``chat``).
 
 A turn waits on the model for at most ``deadline_s`` (``--llm-deadline``), its requests together: a stalled
 server ends the turn with one line, what was done said; the steps the turn runs (an audit, a benchmark, a
@@ -30,11 +31,12 @@ from rigaudit.agents.llm.agent import compact, history_arguments
 from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message, ToolCallRequest
 from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
 from rigaudit.agents.llm.problems import Problems
+from rigaudit.agents.llm.recording import exchange
 from rigaudit.agents.llm.streamed import shown_so_far
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
-from rigaudit.tools.model.events.chat import LlmExchange, ReplyStreamed
+from rigaudit.tools.model.events.chat import ReplyStreamed
 from rigaudit.tools.model.events.sink import EventSink
 
 SYSTEM = """\
@@ -118,7 +120,7 @@ class LlmPlanner:
         stopped: str | None = None
         done: list[str] = []
         left = self.deadline_s
-        for _ in range(self.max_rounds):
+        for step in range(self.max_rounds):
             compact(self.messages)  # earlier rounds' results as summaries: cost grows linearly with the rounds
             shown = _Shown(self.coordinator.emit)  # the text as it streams
             request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book, on_text=shown)
@@ -142,7 +144,8 @@ class LlmPlanner:
                 )
                 return
             self._tell_fallbacks()
-            self.coordinator.emit(self._exchange(reply))
+            latency = anyio.current_time() - started
+            self.coordinator.emit(exchange("chat", step, not reply.tool_calls, request, reply, latency, ()))  # whole
             if not reply.tool_calls:
                 answer = (reply.content or "").strip() or "(the model gave no answer)"
                 self.messages.append({"role": "assistant", "content": answer})
@@ -162,22 +165,6 @@ class LlmPlanner:
             if problem is not None and key not in self.told:
                 self.told.add(key)
                 self.say(f"LLM: {problem.text}.")
-
-    def _exchange(self, reply: ChatReply) -> LlmExchange:
-        """The round for the transcript: the request's size and last message, the reply cut short, the tokens."""
-        return LlmExchange(
-            agent="chat",
-            request={"messages": len(self.messages), "last": str(self.messages[-1].get("content") or "")[:300]},
-            response={
-                "content": (reply.content or "")[:400],
-                "tool_calls": [{"name": c.name, "arguments": c.arguments[:300]} for c in reply.tool_calls],
-            },
-            usage={
-                "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            },
-        )
 
     async def _run_call(self, call: ToolCallRequest, stopped: str | None, done: list[str]) -> tuple[str, str | None]:
         step = step_for(call)
