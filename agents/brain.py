@@ -9,9 +9,9 @@ from rigaudit.agents.claims import unsupported
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.dropped import DropKind, DroppedFinding
-from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.dropped import DropKind, DroppedFinding
+from rigaudit.tools.schema.evidence import Evidence
+from rigaudit.tools.schema.finding import Finding
 
 
 class Brain(Protocol):

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from rigaudit.agents import findings
 from rigaudit.agents.premise import Premise
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
+from rigaudit.tools.schema.finding import Finding, Fix, FixKind, Severity
 
 CHECK_ID = r"[a-z][a-z0-9]*\.[a-z0-9_]+"
 """``area.name``: lower case, one dot."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.redact import digest_ids, redact_text
+from rigaudit.tools.schema.evidence import Evidence
 
 _QUOTED = re.compile(r"\"([^\"]+)\"|(?<!\w)'([^']+)'(?!\w)|`([^`]+)`|“([^”]+)”")
 _SPLIT = re.compile(r"[\s,;()\[\]{}<>]+")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rigaudit.tools.model.finding import Area, Finding, Fix, Severity, Status
+from rigaudit.tools.schema.finding import Area, Finding, Fix, Severity, Status
 
 
 def _finding(

@@ -9,7 +9,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.premise import enforce
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 FactsT = TypeVar("FactsT")
 

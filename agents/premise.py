@@ -5,7 +5,7 @@ reads it, and a function of the area's facts object that tells whether it was re
 or not (:func:`missing` with what would tell). Each area keeps a table of them (``<area>/premises.py``) and each
 ``Check`` names the ones its verdict rests on. :func:`enforce` applies them once, for every check: where a premise
 is missing, a verdict it guards (``ok`` or a ``problem``) becomes ``unknown`` naming what would tell, and every
-finding carries its premises as read (:class:`~rigaudit.tools.model.finding.PremiseRead`).
+finding carries its premises as read (:class:`~rigaudit.tools.schema.finding.PremiseRead`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import Finding, PremiseRead, Status
+from rigaudit.tools.schema.finding import Finding, PremiseRead, Status
 
 PREMISES: dict[str, str] = {
     "platform": "the layers the audit runs on: bare metal, VM guest, container, pod",

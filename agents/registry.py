@@ -14,7 +14,7 @@ from functools import cache
 from rigaudit.agents import investigators as _package
 from rigaudit.agents.investigator import AnyInvestigator, Investigator
 from rigaudit.tools.core.errors import OperationError
-from rigaudit.tools.model.finding import RENAMED_AREAS
+from rigaudit.tools.schema.finding import RENAMED_AREAS
 
 
 class RegistryError(OperationError):

@@ -116,7 +116,7 @@ def _cold_pair(snapshot: Path) -> None:
     import tempfile
 
     from rigaudit.orchestrator.session.core import open_session, versions
-    from rigaudit.tools.model.events.session import SessionStarted
+    from rigaudit.tools.schema.events.session import SessionStarted
     from rigaudit.transcripts.writer import encode_event
 
     events: list[Any] = []
@@ -137,8 +137,8 @@ def transcript_costs(snapshot: Path) -> tuple[float, float, list[tuple[float, st
     """Where a transcript's CPU goes: (encoding all events, redacting all events, the costliest reads' redaction)."""
     import json
 
-    from rigaudit.tools.model.events.audit import ToolCall
     from rigaudit.tools.redact import redact_json
+    from rigaudit.tools.schema.events.audit import ToolCall
 
     events: list[Any] = []
     anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=events.append))

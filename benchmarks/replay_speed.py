@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events.audit import (
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.events.audit import (
     AuditFinished,
     FindingReported,
     InvestigatorActivity,
@@ -29,10 +29,10 @@ from rigaudit.tools.model.events.audit import (
     PlanReady,
     ToolCall,
 )
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Finding
+from rigaudit.tools.schema.plan import Plan
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
 

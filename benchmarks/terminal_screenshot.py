@@ -24,9 +24,9 @@ from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.ui.terminal import TerminalUI
 from rigaudit.tools.hosts.demo import demo_snapshot
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.audit import InvestigatorActivity, InvestigatorFinished
-from rigaudit.tools.model.events.session import SessionStarted
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.audit import InvestigatorActivity, InvestigatorFinished
+from rigaudit.tools.schema.events.session import SessionStarted
+from rigaudit.tools.schema.events.union import Event
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "terminal"
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import vllm
 from tests.hostgen.spec import GpuSpec, HostSpec, ProcessSpec

@@ -15,10 +15,10 @@ from rigaudit.tools.actions.rollback import rollback
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.apply import ApprovalDecided, ChangeApplied
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.events.apply import ApprovalDecided, ChangeApplied
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import ModuleLoadAction, ServiceStartAction, SysctlAction, SysfsWriteAction
+from rigaudit.tools.schema.plan import Plan, PlanStep
 from tests.support.apply import CPUIDLE, DEVCTL, GPUS, NUMA, MemoryHost, devctl, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 

@@ -7,8 +7,8 @@ import pytest
 from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover, require_approval
 from rigaudit.tools.actions.preview import StepView
 from rigaudit.tools.core.errors import NotApprovedError
-from rigaudit.tools.model.events.apply import ApprovalDecided
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.apply import ApprovalDecided
+from rigaudit.tools.schema.events.union import Event
 
 
 def _view(step_id: str) -> StepView:

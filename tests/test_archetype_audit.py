@@ -20,7 +20,7 @@ from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.base import CommandResult, NvmlResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
 from tests.hostgen.catalog import GPUS

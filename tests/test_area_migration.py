@@ -10,10 +10,10 @@ import pytest
 
 from rigaudit.agents.registry import area_names, select
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.audit import FindingReported, InvestigatorFinished
-from rigaudit.tools.model.events.session import SessionStarted
-from rigaudit.tools.model.finding import RENAMED_AREAS, Finding, current_area
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.audit import FindingReported, InvestigatorFinished
+from rigaudit.tools.schema.events.session import SessionStarted
+from rigaudit.tools.schema.finding import RENAMED_AREAS, Finding, current_area
 from rigaudit.transcripts.format import CURRENT_FORMAT
 from rigaudit.transcripts.reader import read_transcript
 

@@ -11,7 +11,7 @@ import pytest
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.audit import AuditFinished
+from rigaudit.tools.schema.events.audit import AuditFinished
 from rigaudit.transcripts.reader import read_transcript
 from tests.test_audit_runner import BROKEN, HANGING, NUMA
 

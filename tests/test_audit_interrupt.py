@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rigaudit.tools.model.events.session import SessionEnded
+from rigaudit.tools.schema.events.session import SessionEnded
 from rigaudit.transcripts.reader import read_transcript
 from tests.conftest import SEED
 

@@ -13,9 +13,9 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.audit.run import AuditControl, AuditOptions, run_audit
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.audit import InvestigatorFinished, ToolCall
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Fix, SysctlAction
+from rigaudit.tools.schema.events.audit import InvestigatorFinished, ToolCall
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Fix, SysctlAction
 
 
 def _check(check_id: str) -> Check:

@@ -26,7 +26,7 @@ from rigaudit.tools.bench.ab import analyze
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.plan import Plan
 from tests.support.bench_ab import (
     FAST,
     JITTER,

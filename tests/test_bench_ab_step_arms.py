@@ -26,7 +26,7 @@ from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.restart import SwitchFailed, run_command
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.plan import PlanStep
 from rigaudit.tools.testing.restart_fake import RestartedServer
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot

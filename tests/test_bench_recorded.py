@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rigaudit.tools.model.events.bench import BenchResultReported
+from rigaudit.tools.schema.events.bench import BenchResultReported
 from rigaudit.transcripts.reader import read_transcript
 
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "validation" / "h200x2"

@@ -10,7 +10,7 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.diffing import ValueChange, fold_changes, headline
 from rigaudit.tools.diffing._volatile import volatile_file
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.conftest import FIXTURES
 
 

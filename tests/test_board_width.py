@@ -17,9 +17,9 @@ from rigaudit.orchestrator.ui.tables import BoardRow, board_table, plan_table
 from rigaudit.orchestrator.ui.terminal import TerminalUI
 from rigaudit.tools.actions.text import describe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
-from rigaudit.tools.model.events.audit import InvestigatorActivity, ToolCall
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AuditResult, HostSummary, InvestigatorRun
+from rigaudit.tools.schema.events.audit import InvestigatorActivity, ToolCall
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.conftest import SEED

@@ -15,8 +15,8 @@ import pytest
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import EPYC_9354, vllm
 from tests.hostgen.cache import snapshot

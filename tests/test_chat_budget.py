@@ -20,8 +20,8 @@ from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.coordinator import ChatSettings, Coordinator
 from rigaudit.orchestrator.chat.planner import LlmPlanner
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.chat import Message
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import Message
+from rigaudit.tools.schema.events.union import Event
 
 SEED = Path(__file__).resolve().parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 

@@ -11,8 +11,8 @@ import pytest
 from rigaudit.orchestrator.change.approval import ScriptedConsole
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
-from rigaudit.tools.model.events.chat import Message
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import Message
+from rigaudit.tools.schema.events.union import Event
 
 NUMA = Path("files/proc/sys/kernel/numa_balancing")
 

@@ -23,8 +23,8 @@ from rigaudit.orchestrator.chat.planner import LlmPlanner
 from rigaudit.orchestrator.commands._bench import inference_run
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.chat import Message
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import Message
+from rigaudit.tools.schema.events.union import Event
 
 
 @pytest.fixture

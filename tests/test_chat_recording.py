@@ -12,7 +12,7 @@ import pytest
 from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer
 from rigaudit.orchestrator.cli import build_parser, main
 from rigaudit.orchestrator.commands.chat import run_chat
-from rigaudit.tools.model.events.chat import LlmExchange
+from rigaudit.tools.schema.events.chat import LlmExchange
 from rigaudit.transcripts.reader import read_transcript
 from tests.test_llm_support import SEED
 

@@ -20,9 +20,9 @@ from rigaudit.orchestrator.change.approval import ScriptedConsole
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
 from rigaudit.tools.bench.fake_server import FakeTiming, OpenAIStreamServer, fake_server
-from rigaudit.tools.model.events.apply import ApprovalDecided
-from rigaudit.tools.model.events.chat import LlmExchange, Message
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.apply import ApprovalDecided
+from rigaudit.tools.schema.events.chat import LlmExchange, Message
+from rigaudit.tools.schema.events.union import Event
 
 STORY = (
     "write down in system-improve.md, apply the changes runtime only for now, check that p2p works with some manual "

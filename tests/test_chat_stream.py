@@ -16,8 +16,8 @@ from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands.chat import run_chat
 from rigaudit.orchestrator.ui.terminal import TerminalUI
-from rigaudit.tools.model.events.chat import LlmExchange, Message, ReplyStreamed
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import LlmExchange, Message, ReplyStreamed
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.reader import read_transcript
 from tests.support.tty import plain, spawn
 from tests.test_llm_support import SEED

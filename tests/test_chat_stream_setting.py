@@ -13,8 +13,8 @@ from rigaudit.agents.llm.testing.server import Quirks, Reply, ScriptedOpenAIServ
 from rigaudit.orchestrator.cli import build_parser
 from rigaudit.orchestrator.commands._llm import llm_config_from_args
 from rigaudit.orchestrator.commands.chat import run_chat
-from rigaudit.tools.model.events.chat import Message
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import Message
+from rigaudit.tools.schema.events.union import Event
 from tests.test_llm_support import SEED
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents import findings
 from rigaudit.agents.check import Check
-from rigaudit.tools.model.finding import Fix
+from rigaudit.tools.schema.finding import Fix
 
 CHECK = Check("kernel.example", "An example", reads="r", problem="p", fix="f", kinds=("runtime",))
 

@@ -21,8 +21,8 @@ from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.session import Warning_
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.session import Warning_
+from rigaudit.tools.schema.events.union import Event
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "checks.md"

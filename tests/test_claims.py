@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rigaudit.agents.claims import claimed_values, unsupported
-from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.redact import digest_ids, redact_text
+from rigaudit.tools.schema.evidence import Evidence
 
 CMDLINE = "file:/proc/cmdline"
 BALANCING = "file:/proc/sys/kernel/numa_balancing"

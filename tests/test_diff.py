@@ -9,7 +9,7 @@ import pytest
 
 from rigaudit.tools.diffing import diff_findings, diff_snapshots
 from rigaudit.tools.hosts.snapshot import SnapshotError
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.diff import DEVCTL_HIGH, GPU0_CONFIG, SEED, scratch
 from tests.support.mutate import light_copy, remove_tree, set_command, set_file, set_link, set_nvml, set_unreadable
 

@@ -12,8 +12,8 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.diffing import DIFF_SCHEMA
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.session import SessionStarted
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.session import SessionStarted
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.support.diff import SEED, after_update, audited, scratch
 

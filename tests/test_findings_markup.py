@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from rigaudit.orchestrator.ui.tables import findings_table
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 
 def test_markup_in_title_and_observed_is_literal() -> None:

@@ -17,11 +17,11 @@ from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.runner import FleetOptions, run_fleet
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events.fleet import FleetFinished, HostAudited, HostFailed
-from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.events.fleet import FleetFinished, HostAudited, HostFailed
+from rigaudit.tools.schema.events.union import Event
 from tests.support.fleet import NEW_DRIVER, OLD_DRIVER, fleet_snapshots
 
 

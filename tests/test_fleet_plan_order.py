@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from rigaudit.orchestrator.fleet.analysis import fleet_plan
 from rigaudit.orchestrator.fleet.result import FleetFix, HostAudit
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.plan import Plan, PlanStep, StepEdge
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.plan import Plan, PlanStep, StepEdge
 
 
 def fix_index(plan: list[FleetFix], host: str, step: PlanStep) -> int:

@@ -11,9 +11,9 @@ from rich.console import Console
 
 from rigaudit.orchestrator.fleet.gathered import READING, STEPS, WRITING, read_gathered
 from rigaudit.orchestrator.ui.terminal import TerminalUI
-from rigaudit.tools.model.events.fleet import FleetFinished, FleetStarted, HostFailed
-from rigaudit.tools.model.events.session import Progress
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.fleet import FleetFinished, FleetStarted, HostFailed
+from rigaudit.tools.schema.events.session import Progress
+from rigaudit.tools.schema.events.union import Event
 
 FILES = 1234
 

@@ -15,7 +15,7 @@ from rigaudit.agents.catalog import catalog
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.promised import CHECKS as PROMISED
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.check import CheckResult
+from rigaudit.tools.schema.check import CheckResult
 from tests.support.fleet import degrade_link
 from tests.support.mutate import light_copy, set_file
 

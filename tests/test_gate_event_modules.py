@@ -14,16 +14,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import get_args
 
-from rigaudit.tools.model.events.base import BaseEvent
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.base import BaseEvent
+from rigaudit.tools.schema.events.union import Event
 
-PACKAGE = "rigaudit.tools.model.events"
+PACKAGE = "rigaudit.tools.schema.events"
 EVENTS = importlib.import_module(PACKAGE)
 MODULES = [m.name for m in pkgutil.iter_modules(EVENTS.__path__)]
 ROOT = Path(__file__).resolve().parents[1]
 CODE = ("orchestrator", "agents", "tools", "transcripts", "prompts", "tests", "benchmarks")
 TEXT = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
-NAMED = re.compile(r"\b(?:from\s+)?rigaudit\.tools\.model\.events(?:\s+import\s+\(?\s*|\.)(\w+)")
+NAMED = re.compile(r"\b(?:from\s+)?rigaudit\.tools\.schema\.events(?:\s+import\s+\(?\s*|\.)(\w+)")
 """A name reached through the package in prose or a snippet: ``from PACKAGE import X`` or ``PACKAGE.X``."""
 
 
@@ -91,7 +91,7 @@ def test_every_import_of_an_event_names_its_module() -> None:
         for match in NAMED.finditer(path.read_text(encoding="utf-8"))
         if match.group(1) not in MODULES
     ]
-    assert offenders == [], "import each event from the module of tools/model/events/ that defines it"
+    assert offenders == [], "import each event from the module of tools/schema/events/ that defines it"
 
 
 def test_each_model_is_defined_in_one_module() -> None:

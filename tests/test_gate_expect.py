@@ -10,7 +10,7 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.expect import KEYS, MAX_FILE_BYTES, parse_expectations
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.check import CheckResult
+from rigaudit.tools.schema.check import CheckResult
 from tests.support.fleet import degrade_link
 from tests.support.mutate import light_copy, remove_file, remove_nvml, set_nvml
 

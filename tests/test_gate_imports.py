@@ -22,11 +22,11 @@ import dataclasses, gc, json, os, sys
 from rigaudit.orchestrator.cli import main
 code = main(sys.argv[2:])
 import pydantic
-from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.schema.events.base import BaseEvent
 from rigaudit.tools.policy import POLICY
 from rigaudit.tools.policy.globs import Globs
 from rigaudit.tools.core.record import Record
-built = [n for name, m in list(sys.modules.items()) if name.startswith("rigaudit.tools.model.events.")
+built = [n for name, m in list(sys.modules.items()) if name.startswith("rigaudit.tools.schema.events.")
          for n, c in vars(m).items() if isinstance(c, type) and issubclass(c, pydantic.BaseModel)
          and c.__module__ == name and c is not BaseEvent and c.__pydantic_complete__]
 records = [f"{m.__name__}.{k}" for name, m in list(sys.modules.items()) if name.startswith("rigaudit.")
@@ -64,15 +64,15 @@ HEAVY = (
     "rigaudit.tools.bench.p2p",
     "rigaudit.tools.redact",
     "rigaudit.agents.brain",
-    "rigaudit.tools.model.events.union",
-    "rigaudit.tools.model.events.session",
-    "rigaudit.tools.model.events.apply",
-    "rigaudit.tools.model.events.bench",
-    "rigaudit.tools.model.events.catalog",
-    "rigaudit.tools.model.events.chat",
-    "rigaudit.tools.model.events.diff",
-    "rigaudit.tools.model.events.fleet",
-    "rigaudit.tools.model.events.transcripts",
+    "rigaudit.tools.schema.events.union",
+    "rigaudit.tools.schema.events.session",
+    "rigaudit.tools.schema.events.apply",
+    "rigaudit.tools.schema.events.bench",
+    "rigaudit.tools.schema.events.catalog",
+    "rigaudit.tools.schema.events.chat",
+    "rigaudit.tools.schema.events.diff",
+    "rigaudit.tools.schema.events.fleet",
+    "rigaudit.tools.schema.events.transcripts",
 )
 """What the gate never needs: the terminal UI, the LLM code and its client, the transcript writer, the fleet,
 fix actions, benchmark records, the demo archives; the redaction of secrets (imported when a finding quotes a
@@ -147,7 +147,7 @@ EMITTED = {
     "GateReported",
 }
 """What a check of the fixture emits (``GateReported``: its lines are drawn from it; and ``TopologyReported``'s
-payload): the only models of tools/model/events/ it may build (each model's validator costs instructions at every start)."""
+payload): the only models of tools/schema/events/ it may build (each model's validator costs instructions at every start)."""
 
 
 def test_a_check_builds_only_the_events_it_emits(gate_run: dict[str, object]) -> None:
@@ -324,6 +324,6 @@ def test_a_check_s_imports_compile_no_regular_expression(gate_imports: dict[str,
 def test_a_check_s_imports_leave_the_union_of_events_out(gate_imports: dict[str, object]) -> None:
     modules = gate_imports["modules"]
     assert isinstance(modules, list)
-    events = sorted(m for m in modules if m.startswith("rigaudit.tools.model.events."))
-    base = "rigaudit.tools.model.events"
+    events = sorted(m for m in modules if m.startswith("rigaudit.tools.schema.events."))
+    base = "rigaudit.tools.schema.events"
     assert events == [f"{base}.audit", f"{base}.base", f"{base}.gate", f"{base}.sink"]

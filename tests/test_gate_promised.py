@@ -15,7 +15,7 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.slurm_gres import expand_hostlist, read_slurm_gres
-from rigaudit.tools.model.check import CheckResult
+from rigaudit.tools.schema.check import CheckResult
 from tests.support.mutate import light_copy, remove_tree, set_file, set_nvml
 
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"

@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.findings import ok, problem, unknown
 from rigaudit.orchestrator.gate.selection import Selection, select
 from rigaudit.orchestrator.gate.verdict import MAX_REASON, judge_checks, reason_line, verdict_of
-from rigaudit.tools.model.audit import InvestigatorRun
-from rigaudit.tools.model.finding import Finding, Fix
+from rigaudit.tools.schema.audit import InvestigatorRun
+from rigaudit.tools.schema.finding import Finding, Fix
 
 CHECKS = tuple(
     Check(f"{area}.{name}", f"{area} {name}", reads="r", problem="p", fix="f", kinds=("runtime",))

@@ -17,8 +17,8 @@ import pytest
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.check import CheckResult
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.check import CheckResult
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec

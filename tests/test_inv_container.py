@@ -8,7 +8,7 @@ import pytest
 
 from rigaudit.agents.investigators.container import INVESTIGATOR
 from rigaudit.agents.investigators.container.shm import shm_size
-from rigaudit.tools.model.finding import CommandAction, Finding
+from rigaudit.tools.schema.finding import CommandAction, Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_process, light_copy, remove_file, set_command, set_file, set_link
 

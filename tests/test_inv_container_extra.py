@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.investigators.container import INVESTIGATOR
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, set_command, set_file
 

@@ -12,8 +12,8 @@ from rigaudit.agents.investigators.nccl import INVESTIGATOR as NCCL
 from rigaudit.agents.investigators.p2p import INVESTIGATOR as P2P
 from rigaudit.agents.investigators.pcie import INVESTIGATOR as PCIE
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import CommandAction, Finding
 from rigaudit.tools.pci.sysfs import config_path
+from rigaudit.tools.schema.finding import CommandAction, Finding
 from tests.support.apply import GPUS
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_process, light_copy, set_file, set_nvml

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.investigators.cuda import INVESTIGATOR
-from rigaudit.tools.model.finding import CommandAction, Finding
+from rigaudit.tools.schema.finding import CommandAction, Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_process, light_copy, remove_nvml, set_nvml, set_nvml_many
 

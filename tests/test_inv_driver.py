@@ -9,7 +9,7 @@ import pytest
 
 from rigaudit.agents.facts.nvidia_driver import kernel_version
 from rigaudit.agents.investigators.driver import INVESTIGATOR
-from rigaudit.tools.model.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_dir, light_copy, ram_dir, set_command, set_file, set_nvml
 

@@ -9,8 +9,8 @@ import pytest
 from rigaudit.agents.investigators.firmware import INVESTIGATOR
 from rigaudit.agents.investigators.firmware.facts import parse_cpuinfo
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.pci.sysfs import config_path
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, remove_tree, set_command, set_file, set_nvml
 

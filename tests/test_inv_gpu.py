@@ -12,8 +12,8 @@ from rigaudit.agents.investigators.gpu import INVESTIGATOR
 from rigaudit.agents.investigators.gpu.xid import parse_xids
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy import Verdict
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, remove_command, remove_nvml, set_command, set_nvml
 

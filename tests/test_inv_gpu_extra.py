@@ -8,7 +8,7 @@ import pytest
 
 from rigaudit.agents.investigators.gpu import INVESTIGATOR
 from rigaudit.agents.investigators.gpu.gsp import gsp_lines
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, set_command, set_nvml, set_nvml_many
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.investigators.gpu import INVESTIGATOR
-from rigaudit.tools.model.finding import CommandAction, Finding
+from rigaudit.tools.schema.finding import CommandAction, Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, set_command, set_nvml
 from tests.support.platforms import as_docker, as_vm

@@ -9,7 +9,7 @@ import pytest
 
 from rigaudit.agents.investigators.kernel import INVESTIGATOR
 from rigaudit.agents.investigators.kernel.params import selected
-from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction, SysfsWriteAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, SysctlAction, SysfsWriteAction
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, remove_file, remove_link, remove_tree, set_command, set_file
 

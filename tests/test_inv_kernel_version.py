@@ -8,7 +8,7 @@ import pytest
 
 from rigaudit.agents.investigators.kernel import INVESTIGATOR
 from rigaudit.agents.investigators.kernel.version import parse_kernel_version, parse_nvrm
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, remove_file, remove_tree, set_command, set_file
 

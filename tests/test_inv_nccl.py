@@ -8,7 +8,7 @@ import pytest
 
 from rigaudit.agents.facts.python_env import dist_version, required_version
 from rigaudit.agents.investigators.nccl import INVESTIGATOR
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_dir, add_process, light_copy, set_file, set_link
 

@@ -9,7 +9,7 @@ import pytest
 
 from rigaudit.agents.investigators.numa import INVESTIGATOR
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import CommandAction, Finding, SysctlAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, SysctlAction
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, ram_dir, remove_tree, set_command, set_file
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.investigators.numa import INVESTIGATOR
-from rigaudit.tools.model.finding import Finding, SysctlAction
+from rigaudit.tools.schema.finding import Finding, SysctlAction
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_dir, light_copy, set_command, set_file
 

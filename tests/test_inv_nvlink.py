@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from rigaudit.agents.investigators.nvlink import INVESTIGATOR
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, set_nvml, set_nvml_many
 

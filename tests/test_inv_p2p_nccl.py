@@ -11,7 +11,7 @@ import pytest
 from rigaudit.agents.investigators.nccl import INVESTIGATOR as NCCL
 from rigaudit.agents.investigators.p2p import INVESTIGATOR as P2P
 from rigaudit.agents.investigators.p2p.facts import BENCH_FILE
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_dir, add_process, light_copy, remove_nvml, set_file, set_nvml, set_unreadable
 

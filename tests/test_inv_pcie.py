@@ -8,9 +8,9 @@ import pytest
 
 from rigaudit.agents.investigators.pcie import INVESTIGATOR
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import CommandAction, Finding, PciRegisterAction
 from rigaudit.tools.pci import register_offset
 from rigaudit.tools.pci.sysfs import config_path
+from rigaudit.tools.schema.finding import CommandAction, Finding, PciRegisterAction
 from tests.support.apply import GPUS
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, set_command, set_file, set_link, set_nvml

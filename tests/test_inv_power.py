@@ -9,7 +9,7 @@ import pytest
 
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.investigators.power import INVESTIGATOR
-from rigaudit.tools.model.finding import CommandAction, Finding, SysfsWriteAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, SysfsWriteAction
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, ram_dir, remove_file, remove_tree, set_command, set_file, set_nvml
 

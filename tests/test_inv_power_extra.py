@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.investigators.power import INVESTIGATOR
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import light_copy, remove_nvml, set_nvml
 

@@ -9,7 +9,7 @@ import pytest
 from rigaudit.agents.facts.python_env import parse_torch_version
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.agents.investigators.runtime.debug_env import debug_variables
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_process, light_copy, set_file, set_link, set_unreadable
 

@@ -9,7 +9,7 @@ import pytest
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_uid
 from rigaudit.agents.investigators.runtime import INVESTIGATOR
 from rigaudit.agents.investigators.runtime.cuda import driver_cuda
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.investigators import audit_snapshot
 from tests.support.mutate import add_process, light_copy, set_file, set_link, set_nvml
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
-from rigaudit.tools.model.finding import ServiceStartAction
+from rigaudit.tools.schema.finding import ServiceStartAction
 from tests.hostgen import faults
 from tests.hostgen.cache import built as build_once
 from tests.hostgen.cache import snapshot

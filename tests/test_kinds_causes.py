@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.tools.model.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, ModuleLoadAction, ServiceStartAction
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import faults
 from tests.hostgen.build import build
 from tests.hostgen.kinds import KINDS

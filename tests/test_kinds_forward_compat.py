@@ -11,7 +11,7 @@ import anyio
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import Fix
+from rigaudit.tools.schema.finding import Fix
 from tests.hostgen.cache import built, snapshot
 from tests.hostgen.faults import driver_upgraded_without_reboot
 from tests.hostgen.kinds import COMPAT_CUDA, KINDS

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
-from rigaudit.tools.model.finding import Finding, ServiceStartAction
+from rigaudit.tools.schema.finding import Finding, ServiceStartAction
 from tests.hostgen import faults
 from tests.hostgen.build import build
 from tests.hostgen.cache import snapshot

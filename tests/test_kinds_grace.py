@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rigaudit.agents.investigators.kernel import INVESTIGATOR
 from rigaudit.agents.investigators.numa import INVESTIGATOR as NUMA
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.tools.model.finding import CommandAction, Finding
+from rigaudit.tools.schema.finding import CommandAction, Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.investigators.driver import INVESTIGATOR
-from rigaudit.tools.model.finding import ServiceStartAction
+from rigaudit.tools.schema.finding import ServiceStartAction
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.support.investigators import audit_snapshot

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from rigaudit.tools.model.finding import SysfsWriteAction
+from rigaudit.tools.schema.finding import SysfsWriteAction
 from tests.hostgen import faults
 from tests.hostgen.kinds import KINDS
 from tests.support.kinds import by_check, serious

@@ -16,12 +16,12 @@ from rigaudit.agents.llm.testing import ScriptedModel
 from rigaudit.agents.llm.testing.server import Reply, call, final, say
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.chat import LlmExchange, Message
-from rigaudit.tools.model.events.session import Warning_
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import Verdict
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.chat import LlmExchange, Message
+from rigaudit.tools.schema.events.session import Warning_
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.evidence import Evidence
 from tests.test_llm_support import SeedHost, rule_findings
 
 AREA = "kernel"

@@ -14,8 +14,8 @@ from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, brain_from_args, llm_config_from_args
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.events.chat import LlmExchange
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import LlmExchange
+from rigaudit.tools.schema.events.union import Event
 from tests.test_llm_support import SEED, SeedHost
 
 AREAS = ["kernel", "numa", "pcie"]

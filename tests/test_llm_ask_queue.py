@@ -19,8 +19,8 @@ from rigaudit.agents.llm.ask_queue import AskQueue
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, final
 from rigaudit.orchestrator.audit.run import AuditOptions, current_area, run_audit
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, brain_from_args
-from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.policy.verdict import Verdict
+from rigaudit.tools.schema.audit import AuditResult
 from tests.test_llm_support import SeedHost, rule_findings
 
 AREAS = ["kernel", "numa", "pcie", "power", "container", "runtime", "cuda", "driver"]

@@ -27,7 +27,7 @@ from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, call
 from rigaudit.agents.llm.usage import TEMPLATE_TOKENS, UsageBook
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 from tests.test_llm_support import SeedHost, rule_findings
 
 BIG = "/etc/modprobe.d/big.conf"

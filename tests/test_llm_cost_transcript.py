@@ -11,7 +11,7 @@ import pytest
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, final, say
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.core import record
-from rigaudit.tools.model.events.chat import LlmExchange
+from rigaudit.tools.schema.events.chat import LlmExchange
 from rigaudit.transcripts.reader import read_transcript
 from tests.test_llm_support import SEED
 

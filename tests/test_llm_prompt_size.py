@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rigaudit.agents.llm.prompt import area_brief, judging_brief, summarize_findings, unwrapped
 from rigaudit.agents.registry import area_names
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import llm_prompt_size

@@ -24,7 +24,7 @@ from rigaudit.agents.llm import client as client_module
 from rigaudit.agents.llm.rate import retry_after
 from rigaudit.agents.llm.testing.server import Reply, ScriptedOpenAIServer, fail, final
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 from tests.test_llm_support import SeedHost, rule_findings
 
 AREAS = ["kernel", "numa", "pcie", "power", "container", "runtime"]

@@ -10,10 +10,10 @@ import anyio
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, final
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.chat import LlmExchange
-from rigaudit.tools.model.events.session import Warning_
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.chat import LlmExchange
+from rigaudit.tools.schema.events.session import Warning_
+from rigaudit.tools.schema.events.union import Event
 from tests.test_llm_support import SeedHost, rule_findings
 
 AREAS = ["driver", "nccl", "kernel"]

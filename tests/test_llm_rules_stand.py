@@ -18,10 +18,10 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.commands.audit import exit_status
 from rigaudit.orchestrator.ui.audit_view import audit_view
 from rigaudit.orchestrator.ui.suggestions import HEADING
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.audit import AuditFinished
-from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.audit import AuditFinished
+from rigaudit.tools.schema.evidence import Evidence
+from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 from rigaudit.transcripts.reader import read_transcript
 from tests.test_llm_support import SEED, rule_findings
 
@@ -217,7 +217,7 @@ def test_a_model_fix_never_carries_an_action_nor_reaches_the_plan() -> None:
 
 
 def test_an_older_transcripts_model_findings_are_not_among_its_findings(tmp_path: Path) -> None:
-    from rigaudit.tools.model.events.audit import FindingReported
+    from rigaudit.tools.schema.events.audit import FindingReported
     from rigaudit.transcripts.segments import recorded_findings
 
     rule = Finding.model_validate(rule_findings(["numa"])[0])

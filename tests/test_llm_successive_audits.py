@@ -7,7 +7,7 @@ import anyio
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, fail, final
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 from tests.test_llm_support import SeedHost
 
 AREAS = ["kernel", "numa"]

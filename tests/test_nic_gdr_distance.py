@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.kinds import KINDS
 from tests.hostgen.spec import HostSpec, NicSpec

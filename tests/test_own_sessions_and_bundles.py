@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.store import default_transcript_path, find_transcript
 from rigaudit.transcripts.writer import TranscriptWriter

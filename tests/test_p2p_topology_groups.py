@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.spec import HostSpec
 from tests.support.audits import audited

@@ -9,9 +9,9 @@ import json
 import struct
 
 from rigaudit.tools.bench.machine import digest
-from rigaudit.tools.model.events.audit import ToolCall
 from rigaudit.tools.pci import DSN_ID, dsn_serials, parse_config, zero_dsn
 from rigaudit.tools.redact import digest_ids
+from rigaudit.tools.schema.events.audit import ToolCall
 from rigaudit.transcripts.writer import encode_event
 from tests.support.diff import GPU0_CONFIG, SEED
 from tests.test_share_scrub import _with_dsn

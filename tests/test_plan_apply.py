@@ -13,8 +13,8 @@ from rigaudit.orchestrator.change.apply import AfterStep, ApplyOptions, ApplyRep
 from rigaudit.orchestrator.change.approval import ScriptedConsole, StepApprover
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.finding import CommandAction, SysctlAction, SysfsWriteAction
-from rigaudit.tools.model.plan import Plan, PlanStep, StepEdge
+from rigaudit.tools.schema.finding import CommandAction, SysctlAction, SysfsWriteAction
+from rigaudit.tools.schema.plan import Plan, PlanStep, StepEdge
 from tests.support.apply import CPUIDLE, NUMA, MemoryHost, fast_tmp
 
 SWAP = "/proc/sys/vm/swappiness"
@@ -223,7 +223,7 @@ def test_after_step_is_awaited_once_for_each_step_whose_changes_were_made(ram: P
 
 def test_a_persisted_setting_alone_still_gets_its_undo_line() -> None:
     from rigaudit.orchestrator.ui.lines import apply_lines
-    from rigaudit.tools.model.events.apply import ApplyFinished
+    from rigaudit.tools.schema.events.apply import ApplyFinished
 
     event = ApplyFinished(
         host="h",

@@ -9,8 +9,8 @@ import pytest
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.orchestrator.plan.text import plan_gain, plan_opening
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.finding import Finding, Fix, Gain, SysctlAction
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.finding import Finding, Fix, Gain, SysctlAction
 
 
 def _problem(check: str, low: float, high: float, of: str = "throughput", severity: str = "medium") -> Finding:

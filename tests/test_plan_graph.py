@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.orchestrator.plan.planner import build_plan
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, Gain, SysctlAction
-from rigaudit.tools.model.plan import Plan, PlanStep, StepEdge
+from rigaudit.tools.schema.finding import CommandAction, Edge, Finding, Fix, Gain, SysctlAction
+from rigaudit.tools.schema.plan import Plan, PlanStep, StepEdge
 
 
 def _problem(
@@ -166,7 +166,7 @@ def test_an_audit_json_of_an_earlier_release_loads_and_the_schema_publishes_the_
     from pathlib import Path
 
     from rigaudit.orchestrator.change.apply import load_plan_file
-    from rigaudit.tools.model.audit import AuditResult
+    from rigaudit.tools.schema.audit import AuditResult
 
     old = Path(__file__).parent.parent / "docs" / "validation" / "h200x2" / "audit.json"
     plan, host = load_plan_file(old)

@@ -10,8 +10,8 @@ from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.orchestrator.report.document import render_report
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 from tests.conftest import SEED
 from tests.support.audits import audited
 

@@ -24,9 +24,9 @@ from rigaudit.orchestrator.fleet.report import render_fleet_report
 from rigaudit.orchestrator.fleet.result import FleetResult, HostAudit
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Finding, Fix
-from rigaudit.tools.model.plan import Plan, StepEdge
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Finding, Fix
+from rigaudit.tools.schema.plan import Plan, StepEdge
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec

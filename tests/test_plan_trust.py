@@ -19,8 +19,8 @@ from rigaudit.orchestrator.fleet.gathered import read_results
 from rigaudit.tools.bench.machine import token
 from rigaudit.tools.hosts.base import FileResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.plan import PlanStep
 from tests.support.apply import SEED
 
 Audit = dict[str, Any]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.orchestrator.plan.planner import build_plan, rank
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, SysctlAction
+from rigaudit.tools.schema.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, SysctlAction
 
 
 def _problem(check: str, severity: str, kind: str = "runtime", risk: str = "low", actions: tuple = ()) -> Finding:  # type: ignore[type-arg]

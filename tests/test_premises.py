@@ -16,8 +16,8 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.agents.premise import PREMISES, Premise, held, missing
 from rigaudit.agents.registry import select
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Finding, PremiseRead
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Finding, PremiseRead
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import KINDS

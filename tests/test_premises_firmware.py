@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigaudit.agents.investigators.firmware import INVESTIGATOR
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.support.investigators import audit_snapshot

@@ -34,7 +34,7 @@ from rigaudit.tools.bench.profile_fake import busy_generator
 from rigaudit.tools.bench.profile_result import load_profiled
 from rigaudit.tools.bench.results import load_result
 from rigaudit.tools.hosts.fake_nvml import FakeGpu, fake_pynvml
-from rigaudit.tools.model.events.sink import discard
+from rigaudit.tools.schema.events.sink import discard
 from tests.support.bench_ab import ScriptedClock
 from tests.support.profile_load import GpuClient, InLoopHost
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.gate.prometheus import render
-from rigaudit.tools.model.check import CheckResult
+from rigaudit.tools.schema.check import CheckResult
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"

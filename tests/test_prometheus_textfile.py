@@ -23,7 +23,7 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.gate.prometheus import SEVERITY_VALUES, STATUS_VALUES, VERDICT_VALUES, _label, render
-from rigaudit.tools.model.check import GATE_STATUSES, CheckResult
+from rigaudit.tools.schema.check import GATE_STATUSES, CheckResult
 from tests.support.fleet import degrade_link, free_port
 from tests.support.mutate import light_copy
 

@@ -12,7 +12,7 @@ from rigaudit.orchestrator.audit.diff import diff_event, diff_json
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.report.output import warn
 from rigaudit.tools.diffing import SideInfo, diff_document, diff_findings
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.support.query_events import query_events
 
 H200X2 = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"

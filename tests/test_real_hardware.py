@@ -13,8 +13,8 @@ import pytest
 from rigaudit.orchestrator.audit.rediagnose import rediagnose
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.audit import InvestigatorFinished
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.audit import InvestigatorFinished
 from rigaudit.transcripts.reader import read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import pytest
 
 from rigaudit.agents.llm.prompt import value_of
-from rigaudit.tools.model.events.audit import ToolCall
-from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.redact import REDACTED, digest_ids, redact_argv, redact_bytes, redact_json, redact_json_text, redact_text
+from rigaudit.tools.schema.events.audit import ToolCall
+from rigaudit.tools.schema.evidence import Evidence
 from rigaudit.tools.share._harvest import Harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._rewrite import Rewriter

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from rigaudit.tools.bench.machine import digest, token
-from rigaudit.tools.model.events.audit import ToolCall
 from rigaudit.tools.redact import Tally, as_digest, digest_ids, digest_nvml, file_kind, redact_json
+from rigaudit.tools.schema.events.audit import ToolCall
 from rigaudit.transcripts.writer import encode_event
 
 MID = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"

@@ -9,7 +9,7 @@ import anyio
 
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 
 H200 = Path(__file__).parent / "fixtures" / "h200x2-vm"
 

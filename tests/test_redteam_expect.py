@@ -21,8 +21,8 @@ from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.check import GateCheck
 from rigaudit.tools.pci.sysfs import read_chain
+from rigaudit.tools.schema.check import GateCheck
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
 from tests.support.mutate import light_copy, set_file, set_nvml

@@ -11,7 +11,7 @@ import anyio
 from rigaudit.agents.investigators.container import INVESTIGATOR
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
 from tests.support.mutate import light_copy, set_file

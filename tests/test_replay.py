@@ -10,10 +10,10 @@ import pytest
 
 from rigaudit.orchestrator.cli import main
 from rigaudit.tools.diffing import diff_findings
-from rigaudit.tools.model.events.audit import InvestigatorActivity, ToolCall
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted, Warning_
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.events.audit import InvestigatorActivity, ToolCall
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.replay import replay_events
 from rigaudit.transcripts.segments import audit_segments

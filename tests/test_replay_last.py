@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted, Warning_
 from rigaudit.transcripts.store import AUDIT_COMMANDS, AUDIT_MARK, default_transcript_path, find_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.conftest import SEED

@@ -32,10 +32,10 @@ from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.bench.fake_server import FakeTiming, fake_server
 from rigaudit.tools.hosts.fake_nvml import FakeGpu
-from rigaudit.tools.model.events.diff import DiffReported, RediagnoseFinished
-from rigaudit.tools.model.events.gate import GateReported
 from rigaudit.tools.remote.tarstream import snapshot_tar_bytes
 from rigaudit.tools.remote.transport import ReplayTransport
+from rigaudit.tools.schema.events.diff import DiffReported, RediagnoseFinished
+from rigaudit.tools.schema.events.gate import GateReported
 from rigaudit.tools.testing.bench_pairs import Session, session_result
 from rigaudit.transcripts.reader import read_transcript
 from tests.support.bench_ab import ScriptedClock, SpeedClient, make_plan, make_snapshot

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.orchestrator.report.document import PLACEHOLDER, append_section, render_report, write_report
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysctlAction
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, SysctlAction
 
 
 def _result() -> AuditResult:

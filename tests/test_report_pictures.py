@@ -16,7 +16,7 @@ from rigaudit.orchestrator.report.plots import INSTALL_HINT, draw_nccl, draw_p2p
 from rigaudit.orchestrator.ui.pictures import nccl_plot, p2p_heatmap, pcie_tree, roofline_bar
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.audit import PcieDevice
+from rigaudit.tools.schema.events.audit import PcieDevice
 from tests.conftest import FIXTURES, SEED
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -13,7 +13,7 @@ import pytest
 from rigaudit.agents.registry import all_investigators
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 
 AREAS = ("firmware", "kernel", "numa", "pcie", "driver", "cuda", "gpu", "power", "p2p", "nccl", "nvlink", "container", "runtime")
 """Every area, in catalog order: the order ``rigaudit checks``, the report and the JSON list them in."""

@@ -20,8 +20,8 @@ import pytest
 
 from rigaudit.orchestrator.audit.diff import load_side
 from rigaudit.tools.hosts.snapshot import SnapshotError
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.tools.share import ShareError, ShareSummary, share_bundle
 from tests.support.diff import audited, scratch, snapshot_dirs
 

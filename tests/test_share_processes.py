@@ -17,7 +17,7 @@ import pytest
 from rigaudit.orchestrator.audit.diff import load_side
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.tools.share import share_bundle
 from tests.hostgen import ARCHETYPES, faults, write
 from tests.test_share import members

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rigaudit.tools.model.audit import AuditResult, HostSummary, InvestigatorRun
-from rigaudit.tools.model.check import CheckResult, GateCheck
-from rigaudit.tools.model.events.apply import (
+from rigaudit.tools.redact import REDACTED, redact_text
+from rigaudit.tools.schema.audit import AuditResult, HostSummary, InvestigatorRun
+from rigaudit.tools.schema.check import CheckResult, GateCheck
+from rigaudit.tools.schema.events.apply import (
     AppliedStep,
     ApplyFinished,
     ApprovalDecided,
@@ -19,7 +20,7 @@ from rigaudit.tools.model.events.apply import (
     RestoredGroup,
     RollbackFinished,
 )
-from rigaudit.tools.model.events.audit import (
+from rigaudit.tools.schema.events.audit import (
     AuditFinished,
     FindingReported,
     InvestigatorActivity,
@@ -30,9 +31,9 @@ from rigaudit.tools.model.events.audit import (
     ToolCall,
     TopologyReported,
 )
-from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
-from rigaudit.tools.model.events.chat import LlmExchange, Message, ReplyStreamed
-from rigaudit.tools.model.events.fleet import (
+from rigaudit.tools.schema.events.bench import BenchResultReported, BenchTable
+from rigaudit.tools.schema.events.chat import LlmExchange, Message, ReplyStreamed
+from rigaudit.tools.schema.events.fleet import (
     FleetFinished,
     FleetStarted,
     HostAudited,
@@ -41,8 +42,8 @@ from rigaudit.tools.model.events.fleet import (
     HostFailed,
     HostFailure,
 )
-from rigaudit.tools.model.events.gate import GateReported
-from rigaudit.tools.model.events.session import (
+from rigaudit.tools.schema.events.gate import GateReported
+from rigaudit.tools.schema.events.session import (
     Output,
     Progress,
     ReportWritten,
@@ -51,10 +52,9 @@ from rigaudit.tools.model.events.session import (
     SnapshotWritten,
     Warning_,
 )
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
-from rigaudit.tools.model.plan import Plan, PlanStep
-from rigaudit.tools.redact import REDACTED, redact_text
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.schema.plan import Plan, PlanStep
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION
 from rigaudit.transcripts.reader import KNOWN_TYPES, read_transcript

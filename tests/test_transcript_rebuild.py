@@ -12,9 +12,9 @@ import anyio
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.audit import ToolCall
-from rigaudit.tools.model.events.session import SessionStarted
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.audit import ToolCall
+from rigaudit.tools.schema.events.session import SessionStarted
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.rebuild import NOT_RECORDED, rebuild_snapshot, verify_rebuild
 from rigaudit.transcripts.tool_calls import host_result, tool_call_from_probe
 

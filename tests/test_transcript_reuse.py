@@ -12,11 +12,11 @@ import pytest
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events.audit import AuditFinished, FindingReported
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.redact import _known, as_digest
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.events.audit import AuditFinished, FindingReported
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts import reuse
 from rigaudit.transcripts.reuse import RedactedParts
 from rigaudit.transcripts.writer import TranscriptWriter, encode_event

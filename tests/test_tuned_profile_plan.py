@@ -8,8 +8,8 @@ import itertools
 import re
 
 from rigaudit.orchestrator.plan import build_plan
-from rigaudit.tools.model.finding import CommandAction
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.finding import CommandAction
+from rigaudit.tools.schema.plan import PlanStep
 from tests.hostgen import faults
 from tests.hostgen.kinds import KINDS
 from tests.support.kinds import audited

@@ -19,8 +19,8 @@ from rigaudit.tools.actions.provenance import restore_lines
 from rigaudit.tools.actions.seal import load_key
 from rigaudit.tools.actions.targets import ConfigFileTarget, ModuleTarget, PciRegisterTarget, ServiceTarget, ValueFileTarget
 from rigaudit.tools.bench.machine import token
-from rigaudit.tools.model.finding import ModuleLoadAction
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.finding import ModuleLoadAction
+from rigaudit.tools.schema.plan import Plan, PlanStep
 from tests.support.apply import NUMA, MemoryHost, fast_tmp, mini_seed, read, seed_plan, tree_digest
 
 Entry = dict[str, Any]

@@ -14,8 +14,8 @@ from rigaudit.tools.actions.persist import persist_lines
 from rigaudit.tools.actions.script import ScriptStep, before_checks, render_script
 from rigaudit.tools.actions.targets import ModuleTarget, PciRegisterTarget, ValueFileTarget
 from rigaudit.tools.actions.text import describe, shell_lines
-from rigaudit.tools.model import names
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema import names
+from rigaudit.tools.schema.finding import (
     CommandAction,
     ModuleLoadAction,
     PciRegisterAction,
@@ -23,7 +23,7 @@ from rigaudit.tools.model.finding import (
     SysctlAction,
     SysfsWriteAction,
 )
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.plan import PlanStep
 from tests.conftest import SEED
 from tests.support.mutate import light_copy, set_file, set_link, set_nvml
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.check import CheckResult
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.check import CheckResult
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.archetypes import vllm
 from tests.hostgen.cache import snapshot

@@ -17,7 +17,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from rigaudit.tools.model.finding import RENAMED_AREAS, current_area
+from rigaudit.tools.schema.finding import RENAMED_AREAS, current_area
 from rigaudit.transcripts.format import CURRENT_VERSION
 
 JsonObject = dict[str, Any]

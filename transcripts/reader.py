@@ -17,9 +17,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import MAX_INPUT_BYTES, MAX_LINE_BYTES, InputError, JsonError, loads, read_regular
-from rigaudit.tools.model.events.audit import AuditFinished, FindingReported
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.audit import AuditFinished, FindingReported
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
 from rigaudit.transcripts.migrations import OLDEST_SUPPORTED, migrate_event

@@ -23,9 +23,9 @@ from rigaudit.tools.hosts.links import resolve_links
 from rigaudit.tools.hosts.mirror import Mirror, MirrorError
 from rigaudit.tools.hosts.probe import HostOpResult
 from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
-from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
-from rigaudit.tools.model.events.session import SessionStarted
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.audit import AuditFinished, ToolCall
+from rigaudit.tools.schema.events.session import SessionStarted
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.tool_calls import decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"

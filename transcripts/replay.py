@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.events.union import Event
 
 DEFAULT_MAX_GAP_S = 2.0
 """A pause longer than this (a person thinking over an approval) is shortened to it."""

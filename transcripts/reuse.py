@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rigaudit.tools.model.events.audit import AuditFinished, FindingReported, PlanReady
-from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.redact import _known, redact_json
+from rigaudit.tools.schema.events.audit import AuditFinished, FindingReported, PlanReady
+from rigaudit.tools.schema.events.union import Event
 
 _UNSET = object()
 

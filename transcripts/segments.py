@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rigaudit.tools.model.events.audit import AuditFinished, FindingReported
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.events.audit import AuditFinished, FindingReported
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Finding
 
 
 def audit_segments(events: Sequence[Event]) -> list[list[Event]]:

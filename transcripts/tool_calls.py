@@ -12,7 +12,7 @@ from typing import Any
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
 from rigaudit.tools.hosts.probe import HostOpResult
-from rigaudit.tools.model.events.audit import ToolCall
+from rigaudit.tools.schema.events.audit import ToolCall
 
 OPS = ("read", "list_dir", "readlink", "exists", "run", "nvml")
 

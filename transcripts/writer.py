@@ -22,9 +22,9 @@ from types import TracebackType
 from typing import Any
 
 from rigaudit.tools.core.version import rigaudit_version
-from rigaudit.tools.model.events.audit import ToolCall
-from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.redact import redact_json
+from rigaudit.tools.schema.events.audit import ToolCall
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.format import make_header
 from rigaudit.transcripts.reuse import RedactedParts
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import Action, CommandAction
+from rigaudit.tools.schema.finding import Action, CommandAction
 
 Family = Literal["proxmox", "debian", "rhel", "suse", "unknown"]
 _RHEL = ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")

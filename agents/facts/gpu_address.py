@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rigaudit.agents.facts.gpu_models import short_name
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory
-from rigaudit.tools.model.finding import Where
+from rigaudit.tools.schema.finding import Where
 
 
 def gpu_selector(gpu: Gpu, where: Where) -> str | None:

@@ -28,7 +28,7 @@ from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.container_signs import CONTAINER_NAMES, KUBE_SECRETS, Mounts, Signs, container_signs, parse_mounts
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
-from rigaudit.tools.model.finding import Where
+from rigaudit.tools.schema.finding import Where
 
 PlatformKind = Literal["bare_metal", "vm", "lxc", "docker", "container", "unknown"]
 LayerKind = Literal["bare_metal", "vm", "container"]

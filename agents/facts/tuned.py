@@ -13,8 +13,8 @@ import configparser
 from rigaudit.agents.facts.deliberate import TUNED_PROFILE
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Fix
-from rigaudit.tools.model.tuned_profile import PROFILE_DIR, TUNED_OVERRIDE, write_action
+from rigaudit.tools.schema.finding import CommandAction, Fix
+from rigaudit.tools.schema.tuned_profile import PROFILE_DIR, TUNED_OVERRIDE, write_action
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"
 _ROOTS = ("/etc/tuned", "/etc/tuned/profiles", "/usr/lib/tuned", "/usr/lib/tuned/profiles")

@@ -17,7 +17,7 @@ import re
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
-from rigaudit.tools.model.finding import FixKind
+from rigaudit.tools.schema.finding import FixKind
 
 JOURNAL_LINES = 50
 LOG_LINES = 400

@@ -13,7 +13,7 @@ import re
 from typing import Literal
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import FixKind, Severity
+from rigaudit.tools.schema.finding import FixKind, Severity
 
 Resolution = Literal["none", "restart_app", "reset_gpu", "reboot", "restart_vm", "check_hardware", "update_software", "report"]
 """What NVIDIA says to do first: nothing, restart the application, reset the GPU, reboot the machine, restart the

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from rigaudit.agents.facts.gpu_address import gpu_identity
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform
-from rigaudit.tools.model.finding import Action, CommandAction, Fix, PciRegisterAction
+from rigaudit.tools.schema.finding import Action, CommandAction, Fix, PciRegisterAction
 
 _NAMES = {"azure": "Azure", "gcp": "GCP", "aws": "AWS", "oci": "OCI"}
 _STOP_START = {

@@ -9,7 +9,7 @@ compatibility (``MINOR_COMPAT``), newer PTX JIT excepted: only a newer major nee
 from __future__ import annotations
 
 from rigaudit.agents.facts.deliberate import MINOR_COMPAT, MINOR_COMPAT_MIN, minor_compatible
-from rigaudit.tools.model.finding import CommandAction, Edge, Fix, Where
+from rigaudit.tools.schema.finding import CommandAction, Edge, Fix, Where
 
 LIBRARY_CHECK = "driver.library_mismatch"
 

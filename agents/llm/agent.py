@@ -35,9 +35,9 @@ from rigaudit.tools.core import record
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy.shell import Approver
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.finding import Finding
 
 SUMMARY_CHARS = 240
 """An earlier round's tool result, as resent."""

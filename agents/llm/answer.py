@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rigaudit.tools.files.bounded import loads
-from rigaudit.tools.model.finding import Finding, Fix
+from rigaudit.tools.schema.finding import Finding, Fix
 
 CHECK_ID = r"^[a-z][a-z0-9_]*\.[a-z0-9_.]+$"
 MAX_FINDINGS = 8

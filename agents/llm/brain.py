@@ -23,12 +23,12 @@ from rigaudit.agents.llm.preflight import preflight
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.audit import AgentUsage, LlmRun, LlmStatus
-from rigaudit.tools.model.events.chat import LlmExchange, Message
-from rigaudit.tools.model.events.session import Warning_
-from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.policy.shell import Approver
+from rigaudit.tools.schema.audit import AgentUsage, LlmRun, LlmStatus
+from rigaudit.tools.schema.events.chat import LlmExchange, Message
+from rigaudit.tools.schema.events.session import Warning_
+from rigaudit.tools.schema.events.sink import EventSink, discard
+from rigaudit.tools.schema.finding import Finding
 
 
 def _error_line(exc: BaseException) -> str:

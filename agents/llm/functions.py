@@ -25,11 +25,11 @@ from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.nvml_local import is_read_only
 from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref, nvml_ref
-from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import filesystem_for, vet_argv
 from rigaudit.tools.policy.paths import listable, readable, resolved_path
 from rigaudit.tools.policy.shell import Approver, SandboxedShell, ShellOutcome, cap_text
 from rigaudit.tools.redact import digest_ids, digest_nvml, redact_text
+from rigaudit.tools.schema.evidence import Evidence
 
 
 class _Args(BaseModel):

@@ -16,9 +16,9 @@ from importlib import resources
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigator import AnyInvestigator
-from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.redact import digest_ids, digest_nvml, redact_text
+from rigaudit.tools.schema.evidence import Evidence
+from rigaudit.tools.schema.finding import Finding
 
 _CONTINUED = re.compile(r"\n(?=[ \t]+\S)[ \t]+|(?<=[^\n])\n(?=[^\n#\s-])")
 

@@ -1,6 +1,6 @@
 """An exchange with the model, recorded whole: what was sent, what came back, how long it took, what it cost.
 
-A transcript holds one :class:`~tools.model.events.chat.LlmExchange` per request an agent made. Its
+A transcript holds one :class:`~tools.schema.events.chat.LlmExchange` per request an agent made. Its
 ``request`` has every message as sent (the prompt was redacted before it left; the transcript's writer
 redacts again), the tools offered by name, the answer format, the completion limit and a digest of the
 messages, and the model it went to; its ``response`` has the content and every tool call whole, the finish reason, the server's
@@ -23,7 +23,7 @@ from typing import Any
 
 from rigaudit.agents.llm.client import ChatReply, ChatRequest, Message, ToolCallRequest, request_chars
 from rigaudit.agents.llm.errors import LlmError
-from rigaudit.tools.model.events.chat import LlmExchange
+from rigaudit.tools.schema.events.chat import LlmExchange
 
 RECORD_CHARS = 400_000
 """Message text one recorded exchange keeps (the audit prompt's bound is 150,000 characters)."""

@@ -20,11 +20,11 @@ from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.diffing import DIFF_SCHEMA, SideInfo
 from rigaudit.tools.files.bounded import InputError, JsonError, load_json, loads, open_regular
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.model.events.audit import AuditFinished, ToolCall
-from rigaudit.tools.model.events.diff import DiffReported, DiffValueChange
-from rigaudit.tools.model.events.session import SessionStarted
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.schema.events.audit import AuditFinished, ToolCall
+from rigaudit.tools.schema.events.diff import DiffReported, DiffValueChange
+from rigaudit.tools.schema.events.session import SessionStarted
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.tools.share import unpack_bundle
 from rigaudit.transcripts.format import HEADER_KEY
 from rigaudit.transcripts.reader import read_transcript

@@ -13,13 +13,13 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.diffing import FindingChange, diff_findings
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.audit import AuditFinished
-from rigaudit.tools.model.events.chat import LlmExchange
-from rigaudit.tools.model.events.diff import DiffFindingChange, LlmReplay, RediagnoseFinished
-from rigaudit.tools.model.events.session import SessionStarted
-from rigaudit.tools.model.events.union import Event
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.audit import AuditFinished
+from rigaudit.tools.schema.events.chat import LlmExchange
+from rigaudit.tools.schema.events.diff import DiffFindingChange, LlmReplay, RediagnoseFinished
+from rigaudit.tools.schema.events.session import SessionStarted
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
 from rigaudit.transcripts.segments import audit_segments, recorded_findings

@@ -20,9 +20,9 @@ from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.probe import HostOpResult, Probe
-from rigaudit.tools.model.audit import AuditResult, AuditStatus, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
-from rigaudit.tools.model.dropped import DroppedFinding
-from rigaudit.tools.model.events.audit import (
+from rigaudit.tools.schema.audit import AuditResult, AuditStatus, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
+from rigaudit.tools.schema.dropped import DroppedFinding
+from rigaudit.tools.schema.events.audit import (
     AuditFinished,
     FindingReported,
     InvestigatorActivity,
@@ -33,13 +33,13 @@ from rigaudit.tools.model.events.audit import (
     ToolCall,
     TopologyReported,
 )
-from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.events.sink import EventSink, discard
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
 if TYPE_CHECKING:
     from rigaudit.agents.brain import Brain
-    from rigaudit.tools.model.events.session import Warning_
+    from rigaudit.tools.schema.events.session import Warning_
 
 _current_area: contextvars.ContextVar[str | None] = contextvars.ContextVar("rigaudit_area", default=None)
 
@@ -99,7 +99,7 @@ class _Outcome(Record, frozen=False):
 def _warning(text: str) -> Warning_:
     """A warning event; its module (the session's events) is imported when an audit first warns, which a sound
     check never does (a rule's bug, an LLM's failure)."""
-    from rigaudit.tools.model.events.session import Warning_
+    from rigaudit.tools.schema.events.session import Warning_
 
     return Warning_(text=text)
 

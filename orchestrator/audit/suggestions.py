@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rigaudit.orchestrator.plan.planner import build_plan
-from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.finding import Finding
+from rigaudit.tools.schema.plan import Plan
 
 
 def plan_findings(findings: Sequence[Finding], facts: Mapping[str, str] | None = None) -> tuple[Plan, list[str]]:

@@ -40,10 +40,10 @@ from rigaudit.tools.bench.schedule import visit_order, williams_rows
 from rigaudit.tools.core.errors import NotApprovedError, OperationError, UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.audit import HostSummary
-from rigaudit.tools.model.events.session import Warning_
-from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.audit import HostSummary
+from rigaudit.tools.schema.events.session import Warning_
+from rigaudit.tools.schema.events.sink import EventSink, discard
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 MAX_CYCLES = 100
 MAX_SETTLE = 1000

@@ -39,8 +39,8 @@ from rigaudit.tools.bench.stats import growth
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError
-from rigaudit.tools.model.events.session import Output, Progress, Warning_
-from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.schema.events.session import Output, Progress, Warning_
+from rigaudit.tools.schema.events.sink import EventSink
 
 __all__ = ["CalibrationRun", "CompareRun", "compare_runs", "list_calibrations", "run_calibration"]
 

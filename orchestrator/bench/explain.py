@@ -38,9 +38,9 @@ from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
-from rigaudit.tools.model.events.session import Progress, Warning_
-from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.schema.events.bench import BenchResultReported, BenchTable
+from rigaudit.tools.schema.events.session import Progress, Warning_
+from rigaudit.tools.schema.events.sink import EventSink
 
 __all__ = [
     "CommOptions",

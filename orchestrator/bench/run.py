@@ -41,13 +41,13 @@ from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.events.bench import BenchResultReported, BenchTable
-from rigaudit.tools.model.events.session import Output, Progress, Warning_
-from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.schema.events.bench import BenchResultReported, BenchTable
+from rigaudit.tools.schema.events.session import Output, Progress, Warning_
+from rigaudit.tools.schema.events.sink import EventSink
 
 if TYPE_CHECKING:
-    from rigaudit.tools.model.audit import HostSummary
-    from rigaudit.tools.model.plan import PlanStep
+    from rigaudit.tools.schema.audit import HostSummary
+    from rigaudit.tools.schema.plan import PlanStep
 
 __all__ = [
     "AbBench",

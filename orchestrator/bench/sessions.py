@@ -18,8 +18,8 @@ from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.bench.power import detectable, headline_share
 from rigaudit.tools.bench.results import BenchResult
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.events.session import Output
-from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.schema.events.session import Output
+from rigaudit.tools.schema.events.sink import EventSink
 
 MAX_SESSIONS = 100
 MAX_GAP_S = 3600.0

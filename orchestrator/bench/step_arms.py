@@ -27,7 +27,7 @@ from rigaudit.tools.files.bounded import JsonError, loads
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.container_signs import cgroup_runtime
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.plan import PlanStep
 
 NOFILE = 1048576
 """The open-file limit runtime.nofile's fix sets (its LimitNOFILE=)."""

@@ -30,11 +30,11 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError, read_regular
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events.apply import ChangeApplied
-from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
-from rigaudit.tools.model.plan import BLOCKING, Plan, PlanStep
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.events.apply import ChangeApplied
+from rigaudit.tools.schema.events.sink import EventSink, discard
+from rigaudit.tools.schema.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
+from rigaudit.tools.schema.plan import BLOCKING, Plan, PlanStep
 
 StepStatus = Literal[
     "applied", "partial", "failed", "unchanged", "declined", "deferred", "elsewhere", "manual", "blocked", "not_attempted"

@@ -2,7 +2,7 @@
 
 The work is :func:`rigaudit.orchestrator.change.apply.apply_plan`; this module adds what surrounds it for
 a command (and what the chat reuses: :func:`reaudit`, :func:`finished`). Its summary is one
-:class:`~rigaudit.tools.model.events.apply.ApplyFinished` event; nothing here prints.
+:class:`~rigaudit.tools.schema.events.apply.ApplyFinished` event; nothing here prints.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import HostSummary
-from rigaudit.tools.model.events.apply import AppliedStep, ApplyFinished
-from rigaudit.tools.model.events.session import ReportWritten
-from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.audit import HostSummary
+from rigaudit.tools.schema.events.apply import AppliedStep, ApplyFinished
+from rigaudit.tools.schema.events.session import ReportWritten
+from rigaudit.tools.schema.events.sink import EventSink, discard
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 __all__ = ["ApplyRequest", "finished", "reaudit", "run_apply", "stopped_text"]
 

@@ -28,8 +28,8 @@ from rigaudit.tools.actions.journal import Approval, Decision
 from rigaudit.tools.actions.preview import StepView, target_text
 from rigaudit.tools.core.errors import NotApprovedError
 from rigaudit.tools.core.record import Record, field
-from rigaudit.tools.model.events.apply import ApprovalDecided
-from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.schema.events.apply import ApprovalDecided
+from rigaudit.tools.schema.events.sink import EventSink, discard
 
 CHOICES = ("yes", "no", "all", "details", "quit")
 _SHORT = {"y": "yes", "n": "no", "a": "all", "d": "details", "q": "quit"}

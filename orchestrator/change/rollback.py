@@ -25,9 +25,9 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.apply import ChangeApplied, RestoredGroup, RollbackFinished
-from rigaudit.tools.model.events.session import ReportWritten, Warning_
-from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.schema.events.apply import ChangeApplied, RestoredGroup, RollbackFinished
+from rigaudit.tools.schema.events.session import ReportWritten, Warning_
+from rigaudit.tools.schema.events.sink import EventSink, discard
 
 __all__ = ["PreparedRollback", "emit_restores", "groups", "open_target_host", "prepare_rollback", "run_rollback"]
 

@@ -23,8 +23,8 @@ from rigaudit.tools.actions.preview import preview
 from rigaudit.tools.actions.targets import expand
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.audit import HostSummary
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.audit import HostSummary
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 
 class PlanRefused(UsageError):

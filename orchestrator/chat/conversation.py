@@ -12,7 +12,7 @@ from rigaudit.orchestrator.chat.coordinator import Coordinator
 from rigaudit.orchestrator.chat.intent import parse_intent
 from rigaudit.orchestrator.chat.planner import LlmPlanner
 from rigaudit.orchestrator.chat.steps import HELP, CommandError, parse_command
-from rigaudit.tools.model.events.chat import Message
+from rigaudit.tools.schema.events.chat import Message
 
 GREETING = "rigaudit chat: say what you want done, or type /help. End with /quit (or end of input)."
 

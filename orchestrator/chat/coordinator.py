@@ -48,11 +48,11 @@ from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError, load_json
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.chat import Message
-from rigaudit.tools.model.events.session import ReportWritten
-from rigaudit.tools.model.events.sink import EventSink, discard
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.chat import Message
+from rigaudit.tools.schema.events.session import ReportWritten
+from rigaudit.tools.schema.events.sink import EventSink, discard
+from rigaudit.tools.schema.finding import Finding
 
 OutcomeStatus = Literal["done", "skipped", "refused", "failed"]
 
@@ -509,7 +509,7 @@ def _new_file(path: Path) -> Path:
 
 
 def _not_here(steps: Sequence[object], options: ApplyOptions) -> str:
-    from rigaudit.tools.model.plan import PlanStep
+    from rigaudit.tools.schema.plan import PlanStep
 
     reasons = [f"{s.id} ({classify(s, options)[1]})" for s in steps if isinstance(s, PlanStep)]
     return "; ".join(reasons) or "the plan is empty"

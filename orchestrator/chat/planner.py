@@ -7,7 +7,7 @@ own words asked for. The order is the order of the calls. Once a step is refused
 later calls of that request are not run: the model is told so, and tells the person.
 
 The model's text is streamed: what may be shown of it (:mod:`~rigaudit.agents.llm.streamed`) goes to the
-screen as it comes (:class:`~rigaudit.tools.model.events.chat.ReplyStreamed`, never recorded), and the whole
+screen as it comes (:class:`~rigaudit.tools.schema.events.chat.ReplyStreamed`, never recorded), and the whole
 answer is said as before. Each request is recorded whole, as an agent's is
 (:func:`~rigaudit.agents.llm.recording.exchange`, agent ``chat``).
 
@@ -36,8 +36,8 @@ from rigaudit.agents.llm.streamed import shown_so_far
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
-from rigaudit.tools.model.events.chat import ReplyStreamed
-from rigaudit.tools.model.events.sink import EventSink
+from rigaudit.tools.schema.events.chat import ReplyStreamed
+from rigaudit.tools.schema.events.sink import EventSink
 
 SYSTEM = """\
 # chat coordinator

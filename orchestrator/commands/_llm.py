@@ -28,9 +28,9 @@ from rigaudit.orchestrator.options.arguments import normalize_url, positive_seco
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import field_types
 from rigaudit.tools.files.bounded import JsonError, loads, read_regular
-from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.policy import Verdict
 from rigaudit.tools.policy.shell import Approver
+from rigaudit.tools.schema.events.union import Event
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 Models = tuple[tuple[str, str], ...]

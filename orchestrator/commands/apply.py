@@ -53,7 +53,7 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.session import Warning_
+from rigaudit.tools.schema.events.session import Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

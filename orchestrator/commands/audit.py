@@ -45,12 +45,12 @@ from rigaudit.orchestrator.ui.explain_check import explain_lines
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.audit import TopologyReported
-from rigaudit.tools.model.events.catalog import CheckEntry
-from rigaudit.tools.model.events.session import ReportWritten
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.finding import SEVERITY_ORDER
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.audit import TopologyReported
+from rigaudit.tools.schema.events.catalog import CheckEntry
+from rigaudit.tools.schema.events.session import ReportWritten
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.finding import SEVERITY_ORDER
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -52,9 +52,9 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.hosts.base import Host
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.events.chat import LlmExchange, Message
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.chat import LlmExchange, Message
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.events.union import Event
 
 PROMPT = "you> "
 

@@ -40,7 +40,7 @@ from rigaudit.tools.core.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.promised import Promises
-    from rigaudit.tools.model.check import CheckResult
+    from rigaudit.tools.schema.check import CheckResult
 
 SEVERITIES = ("critical", "high", "medium", "low")
 
@@ -127,7 +127,7 @@ def _check(args: argparse.Namespace) -> int:
     from rigaudit.orchestrator.gate.render import report_lines
     from rigaudit.orchestrator.gate.run import GateOptions, plan_gate, run_gate
     from rigaudit.tools.core.printable import printable
-    from rigaudit.tools.model.events.gate import GateReported
+    from rigaudit.tools.schema.events.gate import GateReported
 
     expectations = None
     if args.expect is not None:

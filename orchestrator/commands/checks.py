@@ -16,7 +16,7 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed
+from rigaudit.tools.schema.events.catalog import CheckEntry, ChecksListed
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -36,7 +36,7 @@ from rigaudit.orchestrator.report.output import check_writable, write_json
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.diffing import ValuesDiff, diff_document, diff_findings, diff_snapshots, headline
-from rigaudit.tools.model.events.diff import DiffReported
+from rigaudit.tools.schema.events.diff import DiffReported
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -16,10 +16,10 @@ from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.events.catalog import PolicyListed, PolicyRule, PolicyVerdict
-from rigaudit.tools.model.events.union import Event
 from rigaudit.tools.policy import POLICY, vet_command_line
 from rigaudit.tools.policy.engine import FALLBACKS
+from rigaudit.tools.schema.events.catalog import PolicyListed, PolicyRule, PolicyVerdict
+from rigaudit.tools.schema.events.union import Event
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

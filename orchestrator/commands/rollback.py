@@ -36,7 +36,7 @@ from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.orchestrator.report.document import choose_report
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import terminal_for
-from rigaudit.tools.model.events.session import Warning_
+from rigaudit.tools.schema.events.session import Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

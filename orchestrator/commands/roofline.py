@@ -42,9 +42,9 @@ from rigaudit.tools.bench.gpu_specs import SPECS, lookup, unknown_message
 from rigaudit.tools.bench.render import roofline_lines
 from rigaudit.tools.bench.roofline import PEAK_ACHIEVABLE, Roofline
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.events.bench import BenchResultReported
-from rigaudit.tools.model.events.session import ReportWritten
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.events.bench import BenchResultReported
+from rigaudit.tools.schema.events.session import ReportWritten
+from rigaudit.tools.schema.plan import Plan
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -11,8 +11,8 @@ import argparse
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.session.query import query_session
-from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.model.events.catalog import SchemaShown
+from rigaudit.tools.schema.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.schema.events.catalog import SchemaShown
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

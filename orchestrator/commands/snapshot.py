@@ -24,7 +24,7 @@ from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.hosts.snapshot_writer import check_target
-from rigaudit.tools.model.events.session import SnapshotWritten, Warning_
+from rigaudit.tools.schema.events.session import SnapshotWritten, Warning_
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,8 @@ from rigaudit.orchestrator.report.output import warn
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.orchestrator.session.transcripts import listed, summary
 from rigaudit.tools.core.errors import UsageError
-from rigaudit.tools.model.events.transcripts import TranscriptsFolder
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.transcripts import TranscriptsFolder
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.store import find_transcript, transcripts_dir
 

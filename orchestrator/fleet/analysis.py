@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rigaudit.orchestrator.fleet.result import FleetFix, FleetResult, FleetWait, HostAudit, Outlier
-from rigaudit.tools.model.events.fleet import FleetFinished, HostFailure
-from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
+from rigaudit.tools.schema.events.fleet import FleetFinished, HostFailure
+from rigaudit.tools.schema.finding import Finding
+from rigaudit.tools.schema.plan import PlanStep, StepEdgeKind
 
 MIN_COMPARED = 3
 _PRIORITY = {"P0": 0, "P1": 1, "P2": 2}

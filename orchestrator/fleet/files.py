@@ -11,7 +11,7 @@ from pathlib import Path
 from rigaudit.orchestrator.report.document import write_report
 from rigaudit.tools.files.atomic import atomic_write_bytes, atomic_write_text
 from rigaudit.tools.files.tree import held_folder, no_link
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 
 FILES = ("audit.json", "system-improve.md", "snapshot.tar.gz")
 

@@ -32,11 +32,11 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.files.bounded import InputError, JsonError, loads, read_regular
 from rigaudit.tools.files.when import utc_stamp
-from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.model.check import CHECK_SCHEMA, CheckResult
-from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostFailed, HostFailure
-from rigaudit.tools.model.events.session import Progress
-from rigaudit.tools.model.events.sink import EventSink, discard
+from rigaudit.tools.schema.audit import AUDIT_SCHEMA, AuditResult
+from rigaudit.tools.schema.check import CHECK_SCHEMA, CheckResult
+from rigaudit.tools.schema.events.fleet import FleetStarted, HostAudited, HostFailed, HostFailure
+from rigaudit.tools.schema.events.session import Progress
+from rigaudit.tools.schema.events.sink import EventSink, discard
 
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 32 * 1024 * 1024

@@ -9,8 +9,8 @@ from rigaudit.orchestrator.fleet.result import FleetFix, FleetResult, Outlier
 from rigaudit.tools.actions.text import describe, shell_lines
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.files.atomic import atomic_write_text
-from rigaudit.tools.model.plan import STEP_EDGE_TEXT
 from rigaudit.tools.redact import redact_text
+from rigaudit.tools.schema.plan import STEP_EDGE_TEXT
 
 OUTLIER_CHECKS_SHOWN = 12
 """Per host; a host that differs on more checks is probably another kind of machine."""

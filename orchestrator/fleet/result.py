@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Literal
 
 from rigaudit.tools.core.record import Record, field
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.fleet import HostFailure
-from rigaudit.tools.model.plan import PlanStep, StepEdgeKind
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.fleet import HostFailure
+from rigaudit.tools.schema.plan import PlanStep, StepEdgeKind
 
 FLEET_SCHEMA = "rigaudit.fleet/1"
 FailureStage = Literal["connect", "collect", "timeout", "audit"]

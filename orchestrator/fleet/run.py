@@ -25,11 +25,11 @@ from rigaudit.orchestrator.session.run_async import run_held
 from rigaudit.orchestrator.ui.terminal import terminal_for
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.events.session import ReportWritten
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.finding import SEVERITY_ORDER
 from rigaudit.tools.remote.slurm import SlurmJob
 from rigaudit.tools.remote.transport import SshTransport
+from rigaudit.tools.schema.events.session import ReportWritten
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.finding import SEVERITY_ORDER
 
 FleetKind = Literal["gathered", "slurm", "ssh"]
 

@@ -30,14 +30,14 @@ from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.tree import held_folder
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.recording import RecordingHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.fleet import FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed, HostFailure
-from rigaudit.tools.model.events.sink import EventSink, discard
 from rigaudit.tools.remote.client import RemoteHost
 from rigaudit.tools.remote.framing import NodeStream
 from rigaudit.tools.remote.session import DEFAULT_MAX_ARCHIVE_BYTES, NodeError, collect_node
 from rigaudit.tools.remote.slurm import SlurmJob, SrunOutcome, expand_nodelist, run_srun, task_argv
 from rigaudit.tools.remote.transport import Collector, Transport, node_script
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.fleet import FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed, HostFailure
+from rigaudit.tools.schema.events.sink import EventSink, discard
 
 DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_HOST_TIMEOUT_S = 120.0

@@ -19,9 +19,9 @@ from rigaudit.orchestrator.fleet.fingerprint import fingerprint
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
 from rigaudit.tools.redact import redact_json_text
 from rigaudit.tools.remote.tarstream import ArchiveError, extract_snapshot_tar, snapshot_tar_bytes
+from rigaudit.tools.schema.audit import AuditResult
 
 
 class AuditJob(Record):

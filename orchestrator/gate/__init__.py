@@ -3,7 +3,7 @@
 - :mod:`~rigaudit.orchestrator.gate.selection`: ``--only``/``--skip`` by check id or area;
 - :mod:`~rigaudit.orchestrator.gate.expect`: ``--expect FILE``, a fleet's expected values as checks;
 - :mod:`~rigaudit.orchestrator.gate.run`: the audit under a deadline, judged into a
-  :class:`~rigaudit.tools.model.check.CheckResult` (verdict, exit status, reason line);
+  :class:`~rigaudit.tools.schema.check.CheckResult` (verdict, exit status, reason line);
 - :mod:`~rigaudit.orchestrator.gate.render`: the reason line and the lines after it;
 - :mod:`~rigaudit.orchestrator.gate.prometheus`: the node_exporter textfile;
 - :mod:`~rigaudit.orchestrator.gate.watchdog`: the hard stop past the deadline.

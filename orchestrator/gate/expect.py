@@ -34,9 +34,9 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Finding, Fix, FixKind, Severity
 from rigaudit.tools.pci import SPEEDS_GTS
 from rigaudit.tools.pci.sysfs import read_chain, read_link
+from rigaudit.tools.schema.finding import Finding, Fix, FixKind, Severity
 
 AREA = "expect"
 MAX_FILE_BYTES = 64 * 1024

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rigaudit.tools.files.atomic import atomic_write_text
-from rigaudit.tools.model.check import GATE_STATUSES, CheckResult, GateCheck, GateGpu
+from rigaudit.tools.schema.check import GATE_STATUSES, CheckResult, GateCheck, GateGpu
 
 PREFIX = "rigaudit_check"
 STATUS_VALUES = {"ok": 0, "problem": 1, "unknown": 2, "not_applicable": 3, "not_checked": 4}

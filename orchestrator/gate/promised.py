@@ -25,7 +25,7 @@ from rigaudit.orchestrator.gate.kube_node import RESOURCE, KubeNode
 from rigaudit.orchestrator.gate.slurm_gres import SlurmGres
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Finding, Fix
+from rigaudit.tools.schema.finding import Finding, Fix
 
 AREA = "promised"
 MODULE = "/sys/module/nvidia"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigaudit.tools.model.check import CheckResult, GateCheck
-from rigaudit.tools.model.events.gate import GateReported
+from rigaudit.tools.schema.check import CheckResult, GateCheck
+from rigaudit.tools.schema.events.gate import GateReported
 
 _LABEL = {"problem": "problem", "unknown": "unknown", "not_checked": "not checked", "ok": "ok", "not_applicable": "n/a"}
 _ORDER = {"problem": 0, "not_checked": 1, "unknown": 2, "ok": 3, "not_applicable": 4}

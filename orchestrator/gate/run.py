@@ -1,5 +1,5 @@
 """Run the gate: the selected areas' investigators (rules only) under one deadline, judged into a
-:class:`~rigaudit.tools.model.check.CheckResult`.
+:class:`~rigaudit.tools.schema.check.CheckResult`.
 
 The deadline covers everything: at it, whatever still runs is cancelled and its checks are
 ``not_checked`` (what finished is kept), so the verdict comes in time even when a read hangs. The
@@ -23,10 +23,10 @@ from rigaudit.orchestrator.gate.selection import Selection, select
 from rigaudit.orchestrator.gate.verdict import judge_checks, reason_line, verdict_of
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.check import CheckResult, GateGpu
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.finding import Severity
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.check import CheckResult, GateGpu
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.finding import Severity
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.gate.expect import Expectations

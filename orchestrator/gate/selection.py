@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rigaudit.agents.check import Check
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import RENAMED_AREAS
+from rigaudit.tools.schema.finding import RENAMED_AREAS
 
 
 class Selection(Record):

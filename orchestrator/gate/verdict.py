@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 
 from rigaudit.orchestrator.gate import HEALTHY, NOT_CHECKED, PROBLEM
 from rigaudit.orchestrator.gate.selection import Selection
-from rigaudit.tools.model.audit import InvestigatorRun
-from rigaudit.tools.model.check import GateCheck, Verdict
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
+from rigaudit.tools.schema.audit import InvestigatorRun
+from rigaudit.tools.schema.check import GateCheck, Verdict
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Finding, Severity
 
 MAX_REASON = 160
 """Characters of the reason line (``sinfo -R`` shows its first 20, ``scontrol show node`` all)."""

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from rigaudit.orchestrator.plan import gains, measure
 from rigaudit.orchestrator.plan.graph import Node, blocking_closure, fold, node_for, order, resolve
 from rigaudit.orchestrator.plan.profiles import merge_profiles
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, Finding
-from rigaudit.tools.model.plan import Plan, PlanStep, Priority, StepEdge
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Action, Finding
+from rigaudit.tools.schema.plan import Plan, PlanStep, Priority, StepEdge
 
 _PRIORITY_ORDER: dict[str, int] = {"P0": 0, "P1": 1, "P2": 2}
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rigaudit.orchestrator.plan.measure import ALL as MEASUREMENTS
-from rigaudit.tools.model.finding import Finding, Gain
-from rigaudit.tools.model.plan import PlanStep, Priority
+from rigaudit.tools.schema.finding import Finding, Gain
+from rigaudit.tools.schema.plan import PlanStep, Priority
 
 ESTIMATES: dict[str, Gain] = {
     "pcie.mrrs": Gain(

@@ -12,8 +12,8 @@ import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rigaudit.tools.core.record import Record, field
-from rigaudit.tools.model.finding import Edge, Finding
-from rigaudit.tools.model.plan import BLOCKING, PlanStep, StepEdge
+from rigaudit.tools.schema.finding import Edge, Finding
+from rigaudit.tools.schema.plan import BLOCKING, PlanStep, StepEdge
 
 SYMPTOM_CAUSES: dict[str, tuple[str, ...]] = {
     "p2p.bandwidth": ("pcie.acs", "kernel.iommu", "pcie.link", "pcie.mrrs", "pcie.mps"),

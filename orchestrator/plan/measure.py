@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Finding, Where
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.finding import CommandAction, Finding, Where
+from rigaudit.tools.schema.plan import PlanStep
 
 
 class Measurement(Record):

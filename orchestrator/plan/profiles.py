@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rigaudit.tools.model.finding import Finding, Fix
-from rigaudit.tools.model.tuned_profile import TUNED_OVERRIDE, ProfileWrite, read_write, write_action
+from rigaudit.tools.schema.finding import Finding, Fix
+from rigaudit.tools.schema.tuned_profile import TUNED_OVERRIDE, ProfileWrite, read_write, write_action
 
 
 def _write(fix: Fix | None) -> ProfileWrite | None:

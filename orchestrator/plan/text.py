@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 
 class PlanGain(Record):

@@ -26,12 +26,12 @@ from rigaudit.tools.core.printable import printable
 from rigaudit.tools.files.atomic import atomic_write_text
 from rigaudit.tools.files.bounded import InputError, read_regular
 from rigaudit.tools.files.when import utc_stamp
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.dropped import drop_counts
-from rigaudit.tools.model.events.audit import PcieDevice
-from rigaudit.tools.model.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
-from rigaudit.tools.model.plan import Plan, PlanStep
 from rigaudit.tools.redact import redact_text
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.dropped import drop_counts
+from rigaudit.tools.schema.events.audit import PcieDevice
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, WHERE_TEXT, Finding
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 LATER_SECTIONS = ("Applied changes", "Validation", "Where the time goes", "Benchmark comparison")
 PLACEHOLDER = "_Not yet done._"

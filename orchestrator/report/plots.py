@@ -17,7 +17,7 @@ from rich.console import Console, RenderableType
 
 from rigaudit.tools.bench.p2p import FAR_BELOW, NEAR_LIMIT, share_of_limit
 from rigaudit.tools.files.outputs import Kind, OutputRefused, check_output
-from rigaudit.tools.model.events.audit import PcieDevice
+from rigaudit.tools.schema.events.audit import PcieDevice
 
 INSTALL_HINT = "pip install 'rigaudit[plots]'"
 SHARE_LABEL = "share of the link's limit (grey: limit unknown)"

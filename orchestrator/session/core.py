@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from rigaudit.tools.core.version import rigaudit_version
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted, Warning_
-from rigaudit.tools.model.events.sink import EventSink
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted, Warning_
+from rigaudit.tools.schema.events.sink import EventSink
+from rigaudit.tools.schema.events.union import Event
 
 
 def versions() -> dict[str, str]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from rigaudit.tools.model.events.apply import ApprovalDecided, ChangeApplied
-from rigaudit.tools.model.events.audit import FindingReported, InvestigatorActivity, InvestigatorFinished, ToolCall
-from rigaudit.tools.model.events.bench import BenchResultReported
-from rigaudit.tools.model.events.chat import LlmExchange, Message
-from rigaudit.tools.model.events.session import ReportWritten, Warning_
-from rigaudit.tools.model.events.transcripts import EventLine, TranscriptEntry, TranscriptShown, TranscriptsListed
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.apply import ApprovalDecided, ChangeApplied
+from rigaudit.tools.schema.events.audit import FindingReported, InvestigatorActivity, InvestigatorFinished, ToolCall
+from rigaudit.tools.schema.events.bench import BenchResultReported
+from rigaudit.tools.schema.events.chat import LlmExchange, Message
+from rigaudit.tools.schema.events.session import ReportWritten, Warning_
+from rigaudit.tools.schema.events.transcripts import EventLine, TranscriptEntry, TranscriptShown, TranscriptsListed
+from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.store import list_transcripts
 

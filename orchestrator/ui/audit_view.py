@@ -21,10 +21,10 @@ from rigaudit.orchestrator.ui.pictures import pcie_tree
 from rigaudit.orchestrator.ui.suggestions import suggestions_section
 from rigaudit.orchestrator.ui.tables import findings_table, ordered, plan_table
 from rigaudit.tools.core.printable import printable
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.dropped import drop_counts
-from rigaudit.tools.model.events.audit import PcieDevice
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.dropped import drop_counts
+from rigaudit.tools.schema.events.audit import PcieDevice
+from rigaudit.tools.schema.finding import Finding
 
 _NEEDS_GPU = re.compile(
     r"NVML unavailable|no NVIDIA GPU|no NVIDIA driver and no NVIDIA GPU|\b0 GPU\(s\)|fewer than two GPUs|for 0 GPUs"

@@ -15,7 +15,7 @@ from rigaudit.orchestrator.ui.tables import SEVERITY_STYLE, STATUS_STYLE, WIDE
 from rigaudit.tools.core.printable import printable
 from rigaudit.tools.diffing import ValueChange, fold_changes
 from rigaudit.tools.diffing._volatile import process_path
-from rigaudit.tools.model.events.diff import DiffFindingChange, DiffReported, DiffValueChange, DiffVerdict
+from rigaudit.tools.schema.events.diff import DiffFindingChange, DiffReported, DiffValueChange, DiffVerdict
 
 _KIND_STYLE = {
     "appeared": "bold red",

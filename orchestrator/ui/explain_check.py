@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rigaudit.orchestrator.ui.queries import one_line
-from rigaudit.tools.model.events.catalog import CheckEntry
-from rigaudit.tools.model.finding import WHERE_TEXT, Finding
+from rigaudit.tools.schema.events.catalog import CheckEntry
+from rigaudit.tools.schema.finding import WHERE_TEXT, Finding
 
 
 def explain_lines(check: CheckEntry, finding: Finding | None) -> list[str]:

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from rigaudit.tools.model.events.fleet import FleetFinished, FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.fleet import FleetFinished, FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed
+from rigaudit.tools.schema.events.union import Event
 
 FLEET_EVENTS = (FleetStarted, HostConnecting, HostCollected, HostAudited, HostFailed, FleetFinished)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.model.events.apply import ApplyFinished, RollbackFinished
+from rigaudit.tools.schema.events.apply import ApplyFinished, RollbackFinished
 
 MARK = {
     "applied": "ok",

@@ -19,7 +19,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from rigaudit.tools.bench.p2p import FAR_BELOW, NEAR_LIMIT, share_of_limit
-from rigaudit.tools.model.events.audit import PcieDevice
+from rigaudit.tools.schema.events.audit import PcieDevice
 
 _SHADES = ((NEAR_LIMIT, "black on green"), (FAR_BELOW, "black on yellow"), (0.0, "white on red"))
 P2P_LEGEND = (

@@ -10,9 +10,9 @@ import math
 
 from rigaudit.agents.llm.cost import usd
 from rigaudit.tools.files.when import local_stamp
-from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
-from rigaudit.tools.model.events.diff import RediagnoseFinished
-from rigaudit.tools.model.events.transcripts import TranscriptShown, TranscriptsListed
+from rigaudit.tools.schema.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
+from rigaudit.tools.schema.events.diff import RediagnoseFinished
+from rigaudit.tools.schema.events.transcripts import TranscriptShown, TranscriptsListed
 from rigaudit.transcripts.store import SKIPPED
 
 CHECKS_SCHEMA = "rigaudit.checks/1"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from rigaudit.tools.core.printable import printable
-from rigaudit.tools.model.finding import WHERE_TEXT, Finding
+from rigaudit.tools.schema.finding import WHERE_TEXT, Finding
 
 HEADING = "Model suggestions (LLM): not the rules' findings; never counted, planned or applied"
 MAX_CHARS = 600

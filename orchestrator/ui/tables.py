@@ -16,8 +16,8 @@ from rich.text import Text
 from rigaudit.orchestrator.ui.fitted import Column, FittedTable
 from rigaudit.tools.actions.text import describe
 from rigaudit.tools.core.record import Record, field
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
-from rigaudit.tools.model.plan import STEP_EDGE_TEXT, Plan, PlanStep
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Finding
+from rigaudit.tools.schema.plan import STEP_EDGE_TEXT, Plan, PlanStep
 
 STATUS_STYLE = {"problem": "bold red", "ok": "green", "unknown": "yellow", "not_applicable": "dim"}
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan"}

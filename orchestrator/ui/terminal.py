@@ -34,8 +34,8 @@ from rigaudit.orchestrator.ui.safe_console import SafeConsole
 from rigaudit.orchestrator.ui.tables import BoardRow, board_table
 from rigaudit.orchestrator.ui.wrap import wrap
 from rigaudit.tools.core.printable import printable
-from rigaudit.tools.model.events.apply import ApplyFinished, ApprovalDecided, RollbackFinished
-from rigaudit.tools.model.events.audit import (
+from rigaudit.tools.schema.events.apply import ApplyFinished, ApprovalDecided, RollbackFinished
+from rigaudit.tools.schema.events.audit import (
     AuditFinished,
     InvestigatorActivity,
     InvestigatorFinished,
@@ -44,12 +44,12 @@ from rigaudit.tools.model.events.audit import (
     ToolCall,
     TopologyReported,
 )
-from rigaudit.tools.model.events.bench import BenchResultReported
-from rigaudit.tools.model.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
-from rigaudit.tools.model.events.chat import Message, ReplyStreamed
-from rigaudit.tools.model.events.diff import DiffReported, RediagnoseFinished
-from rigaudit.tools.model.events.gate import GateReported
-from rigaudit.tools.model.events.session import (
+from rigaudit.tools.schema.events.bench import BenchResultReported
+from rigaudit.tools.schema.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
+from rigaudit.tools.schema.events.chat import Message, ReplyStreamed
+from rigaudit.tools.schema.events.diff import DiffReported, RediagnoseFinished
+from rigaudit.tools.schema.events.gate import GateReported
+from rigaudit.tools.schema.events.session import (
     Output,
     Progress,
     ReportWritten,
@@ -58,8 +58,8 @@ from rigaudit.tools.model.events.session import (
     SnapshotWritten,
     Warning_,
 )
-from rigaudit.tools.model.events.transcripts import TranscriptsFolder, TranscriptShown, TranscriptsListed
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.transcripts import TranscriptsFolder, TranscriptShown, TranscriptsListed
+from rigaudit.tools.schema.events.union import Event
 
 
 def terminal_for(screen: Screen, *, live: bool = True, show_all: bool = False) -> TerminalUI:

@@ -15,7 +15,7 @@ import anyio
 from rigaudit.agents.catalog import catalog
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
+from rigaudit.tools.schema.audit import AuditResult
 from tests.hostgen.archetypes import ALL
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec

@@ -20,8 +20,8 @@ import anyio
 
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, HostWriteError, NvmlResult
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import CommandAction, PciRegisterAction, SysctlAction, SysfsWriteAction
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.finding import CommandAction, PciRegisterAction, SysctlAction, SysfsWriteAction
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 SEED = Path(__file__).parent.parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 GPUS = (

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import CommandAction, Finding, PciRegisterAction, SysfsWriteAction
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import CommandAction, Finding, PciRegisterAction, SysfsWriteAction
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.spec import HostSpec
 from tests.support.audits import audited

@@ -17,8 +17,8 @@ import anyio
 
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.session import SessionEnded, SessionStarted
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.support.mutate import light_copy, set_command, set_file, set_nvml
 from tests.support.ram import ram_base

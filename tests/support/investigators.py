@@ -16,7 +16,7 @@ import anyio
 from rigaudit.agents.investigator import AnyInvestigator
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 
 def judged(investigator: AnyInvestigator, probe: Probe) -> list[Finding]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 from tests.hostgen.spec import HostSpec
 from tests.support.audits import audited
 

@@ -3,9 +3,9 @@ and drawing."""
 
 from __future__ import annotations
 
-from rigaudit.tools.model.audit import AuditResult, HostSummary
-from rigaudit.tools.model.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyRule, PolicyVerdict, SchemaShown
-from rigaudit.tools.model.events.diff import (
+from rigaudit.tools.schema.audit import AuditResult, HostSummary
+from rigaudit.tools.schema.events.catalog import CheckEntry, ChecksListed, PolicyListed, PolicyRule, PolicyVerdict, SchemaShown
+from rigaudit.tools.schema.events.diff import (
     DiffFindingChange,
     DiffFindings,
     DiffReported,
@@ -15,14 +15,14 @@ from rigaudit.tools.model.events.diff import (
     DiffVerdict,
     RediagnoseFinished,
 )
-from rigaudit.tools.model.events.transcripts import (
+from rigaudit.tools.schema.events.transcripts import (
     EventLine,
     TranscriptEntry,
     TranscriptsFolder,
     TranscriptShown,
     TranscriptsListed,
 )
-from rigaudit.tools.model.events.union import Event
+from rigaudit.tools.schema.events.union import Event
 
 CHANGE = DiffFindingChange(
     kind="appeared",

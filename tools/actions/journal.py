@@ -29,7 +29,7 @@ from rigaudit.tools.actions.targets import Target
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError, JsonError, iter_lines, loads
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.plan import Plan
 
 JOURNAL_SCHEMA = "rigaudit.journal/1"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024

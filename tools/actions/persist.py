@@ -18,7 +18,7 @@ from rigaudit.tools.actions.ops import read_value
 from rigaudit.tools.actions.targets import ConfigFileTarget
 from rigaudit.tools.actions.text import shell_lines
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema.finding import (
     Action,
     ModuleLoadAction,
     PciRegisterAction,

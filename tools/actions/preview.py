@@ -15,9 +15,9 @@ from rigaudit.tools.actions.targets import AnyTarget, PciRegisterTarget, ValueFi
 from rigaudit.tools.actions.text import compress_paths, shell_lines
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.finding import WHERE_TEXT, CommandAction
-from rigaudit.tools.model.plan import PlanStep
 from rigaudit.tools.pci import apply_masked
+from rigaudit.tools.schema.finding import WHERE_TEXT, CommandAction
+from rigaudit.tools.schema.plan import PlanStep
 
 
 def target_text(name: str, source: str) -> str:

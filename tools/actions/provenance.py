@@ -55,8 +55,8 @@ from rigaudit.tools.bench.machine import PRODUCT_UUID, product_digest, token
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.model.names import one_line
-from rigaudit.tools.model.plan import Plan, PlanStep
+from rigaudit.tools.schema.names import one_line
+from rigaudit.tools.schema.plan import Plan, PlanStep
 
 PERSIST_STEP = "persist"
 _RAW_MACHINE_ID = re.compile(r"machine-id:([0-9a-fA-F]{32})")

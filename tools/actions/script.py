@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from rigaudit.tools.actions.text import comment, compress_paths, quoted, setpci_register, shell_lines
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model import names
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema import names
+from rigaudit.tools.schema.finding import (
     Action,
     CommandAction,
     ModuleLoadAction,
@@ -24,7 +24,7 @@ from rigaudit.tools.model.finding import (
     SysctlAction,
     SysfsWriteAction,
 )
-from rigaudit.tools.model.plan import PlanStep
+from rigaudit.tools.schema.plan import PlanStep
 
 
 class ScriptStep(Record):

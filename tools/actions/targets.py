@@ -1,6 +1,6 @@
 """Targets: the single values an Action changes, each self-contained so a journal can restore it.
 
-A :class:`~tools.model.finding.SysfsWriteAction` on 128 CPUs is 128 targets; a PCI register write
+A :class:`~tools.schema.finding.SysfsWriteAction` on 128 CPUs is 128 targets; a PCI register write
 on 8 GPUs is 8. Values are text: file contents, ``0x283f`` for registers, ``loaded``/``absent`` for
 modules, the ``systemctl is-active`` word for services.
 
@@ -18,8 +18,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rigaudit.tools.actions.text import setpci_register
-from rigaudit.tools.model import names
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema import names
+from rigaudit.tools.schema.finding import (
     Action,
     BdfName,
     ModuleLoadAction,

@@ -1,7 +1,7 @@
 """Render typed actions as the exact shell commands a person would type (reports, scripts, prompts).
 
 Names come from a host or a snapshot, so each is checked again against its grammar
-(:mod:`rigaudit.tools.model.names`) and ``shlex.quote``'d here, whatever built the Action: a name
+(:mod:`rigaudit.tools.schema.names`) and ``shlex.quote``'d here, whatever built the Action: a name
 that fails is never rendered as a command, only as a comment saying why. Free text (a
 description) only ever appears after ``#``, on one line.
 """
@@ -12,8 +12,8 @@ import re
 import shlex
 from collections.abc import Callable
 
-from rigaudit.tools.model import names
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema import names
+from rigaudit.tools.schema.finding import (
     Action,
     CommandAction,
     ModuleLoadAction,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ChangeKind = Literal["appeared", "resolved", "status", "severity", "observed", "only_a", "only_b"]
 CHANGE_KINDS: tuple[ChangeKind, ...] = ("appeared", "resolved", "status", "severity", "observed", "only_a", "only_b")

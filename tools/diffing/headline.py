@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 _SKIPPED = frozenset({"host_id", "snapshot notes"})
 """Facts that name the machine or the recording, not its state."""

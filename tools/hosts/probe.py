@@ -1,7 +1,7 @@
 """Probe: an investigator's view of a host.
 
 Every read is memoized (investigators share one cache, so a fact is read once per audit),
-recorded as :class:`~tools.model.Evidence`, throttled by a host-wide limiter, and every
+recorded as :class:`~tools.schema.Evidence`, throttled by a host-wide limiter, and every
 command passes the policy first: the audit phase is provably read-only.
 """
 
@@ -17,8 +17,8 @@ import anyio
 
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult, answers_at_once
-from rigaudit.tools.model.evidence import Evidence
 from rigaudit.tools.policy import Verdict, vet_argv
+from rigaudit.tools.schema.evidence import Evidence
 
 _T = TypeVar("_T")
 _RAW_LIMIT = 4000

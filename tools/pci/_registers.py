@@ -1,6 +1,6 @@
 """Register writes computed from a config image, shared by the audit (fixes) and apply (the write).
 
-A :class:`~tools.model.finding.PciRegisterAction` names ``capability`` ("header", "exp",
+A :class:`~tools.schema.finding.PciRegisterAction` names ``capability`` ("header", "exp",
 "ecap:0x000d"), ``offset`` within it, ``width``, ``value`` and ``mask``; these helpers turn that
 into the absolute offset and the bytes to write, preserving the bits outside the mask.
 """

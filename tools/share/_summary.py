@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding
 from rigaudit.tools.redact import KIND_LABELS as SECRET_LABELS
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Finding
 from rigaudit.tools.share._pseudonyms import KIND_LABELS
 from rigaudit.tools.share._rewrite import Stats
 from rigaudit.tools.share._tree import Tree

@@ -26,9 +26,9 @@ from pathlib import Path
 from rigaudit.tools.core.errors import OperationError
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.core.version import rigaudit_version
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Finding
 from rigaudit.tools.redact import redact_text
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Finding
 from rigaudit.tools.share._harvest import harvest
 from rigaudit.tools.share._pseudonyms import Pseudonyms
 from rigaudit.tools.share._rewrite import Rewriter, Stats

@@ -13,7 +13,7 @@ from rigaudit.agents.investigators.container.facts import AREA, ContainerFacts, 
 from rigaudit.agents.investigators.container.memlock import MEMLOCK_CHECK, judge_memlock
 from rigaudit.agents.investigators.container.platform import PLATFORM_CHECK, judge_platform
 from rigaudit.agents.investigators.container.shm import SHM_CHECK, judge_shm
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 110
 

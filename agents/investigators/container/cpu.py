@@ -11,7 +11,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.investigators.container import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
 CGROUP = "/sys/fs/cgroup"
 CGROUP_V1 = "/sys/fs/cgroup/cpu"

@@ -17,7 +17,7 @@ from rigaudit.agents.investigators.container.facts import (
     uvm_major,
 )
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 CTL_MINOR = 255
 

@@ -15,7 +15,7 @@ from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, dir_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import Area, CommandAction, Finding, Fix
 
 AREA: Area = "container"
 PCT_LIST = ("pct", "list")

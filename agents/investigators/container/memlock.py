@@ -9,7 +9,7 @@ from rigaudit.agents.facts.lxc import LxcConfig
 from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import ContainerFacts, lxc_fix, no_gpu_here, servers_runtime
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 
 def parse_memlock(limits: str | None) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.container.facts import PCT_LIST, ContainerFacts, gpu_nodes, node_span
 from rigaudit.tools.hosts.probe import command_ref
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 
 def _running(f: ContainerFacts) -> dict[str, str]:

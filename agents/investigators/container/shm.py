@@ -9,7 +9,7 @@ from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import ContainerFacts, gpu_nodes, no_gpu_here, servers_runtime
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 SHM_MIN = 2**30
 

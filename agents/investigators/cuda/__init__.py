@@ -23,7 +23,7 @@ from rigaudit.agents.investigators.cuda.processes import (
     judge_foreign_processes,
     judge_mps_daemon,
 )
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 60
 

@@ -14,7 +14,7 @@ from rigaudit.agents.facts.serving import largest_tp
 from rigaudit.agents.investigators.cuda.processes import ProcessFacts, collect_processes
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.schema.finding import Area, Finding, Where
 
 AREA: Area = "cuda"
 

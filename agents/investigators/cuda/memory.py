@@ -8,7 +8,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import GpuProcess
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.agents.investigators.cuda.facts import LITTLE_USED, CudaFacts, gib_text
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 
 def _memory_used(f: CudaFacts) -> dict[int, tuple[int, int]]:

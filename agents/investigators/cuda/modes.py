@@ -10,7 +10,7 @@ from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.agents.investigators.cuda.facts import COMPUTE_MODES, CudaFacts, driver_where, mode_pairs, modes_or_finding
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 COMPUTE_MODE_CHECK = Check(
     "cuda.compute_mode",

@@ -12,7 +12,7 @@ from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_enviro
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 MPS_PIPE = "/tmp/nvidia-mps"
 MPS_COMMS = ("nvidia-cuda-mps", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server")

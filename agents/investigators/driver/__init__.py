@@ -35,7 +35,7 @@ from rigaudit.agents.investigators.driver.services import (
 )
 from rigaudit.agents.investigators.driver.version import DRIVER_VERSION_CHECK, judge_driver_version
 from rigaudit.agents.investigators.driver.vgpu_license import VGPU_LICENSE_CHECK, judge_vgpu_license
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 50
 

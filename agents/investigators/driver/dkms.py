@@ -7,7 +7,7 @@ from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import MODULES_ROOT, InstallFacts, KernelModules, host_where
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 
 def _build_fix(f: InstallFacts, kernels: list[str], summary: str) -> Fix:

@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.driver import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Edge, Finding, Fix
 
 DPKG_FM = ("dpkg-query", "-W", "nvidia-fabricmanager*")
 FM_LOG = "/var/log/fabricmanager.log"

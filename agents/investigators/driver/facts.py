@@ -24,7 +24,7 @@ from rigaudit.agents.investigators.driver.install_facts import InstallFacts, col
 from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref, nvml_ref
-from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.schema.finding import Area, Finding, Where
 
 AREA: Area = "driver"
 MODULE_VERSION = "/sys/module/nvidia/version"

@@ -15,7 +15,7 @@ from rigaudit.agents.facts.unit_reasons import IMEX, Cause, unit_cause
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import DriverFacts, fix_where
 from rigaudit.agents.investigators.driver.imex_facts import IMEX_CHANNELS, IMEX_UNIT, ImexFacts
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 IMEX_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/overview.html"
 CHANNELS_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/imexchannels.html"

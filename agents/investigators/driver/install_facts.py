@@ -17,7 +17,7 @@ from rigaudit.agents.facts.processes import ServerProcess, find_servers
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import Where
+from rigaudit.tools.schema.finding import Where
 
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib")
 LIB_LINKS = ("libnvidia-ml.so.1", "libcuda.so.1")

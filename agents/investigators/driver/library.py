@@ -16,7 +16,7 @@ from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, UserLibrary
 from rigaudit.agents.investigators.forward_compat import after_drop, drop_compat_fix
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, FixKind, Where
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, FixKind, Where
 
 LIBRARY_MISMATCH_CHECK = Check(
     "driver.library_mismatch",

@@ -19,7 +19,7 @@ from rigaudit.agents.investigators.driver.facts import (
 )
 from rigaudit.agents.investigators.driver.internode import Internode
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
 
 OWNERS = {"signature": "driver.secure_boot", "probe_not_called": "driver.version / driver.nouveau"}
 """The check that reports a reason nvidia.ko gave, when it is not driver.version."""

@@ -10,7 +10,7 @@ from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 _REJECTED = (
     r"(?i)"

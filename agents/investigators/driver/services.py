@@ -23,7 +23,7 @@ from rigaudit.agents.investigators.driver.facts import (
 )
 from rigaudit.tools.core.record import replace
 from rigaudit.tools.hosts.probe import dir_ref, file_ref, nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction
+from rigaudit.tools.schema.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction
 
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 

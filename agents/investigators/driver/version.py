@@ -17,7 +17,7 @@ from rigaudit.agents.investigators.driver.facts import (
     module_loaded,
 )
 from rigaudit.tools.hosts.probe import command_ref, file_ref, nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 
 def _branch(version: str) -> int | None:

@@ -13,7 +13,7 @@ from rigaudit.agents.facts.vgpu import LICENSE_FN
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import DriverFacts, fix_where
 from rigaudit.tools.hosts.probe import nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, ServiceStartAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, ServiceStartAction
 
 VGPU_LICENSE_CHECK = Check(
     "driver.vgpu_license",

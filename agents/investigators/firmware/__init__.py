@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.firmware.cppc import CPPC_CHECK, judge_cppc
 from rigaudit.agents.investigators.firmware.facts import AREA, FirmwareFacts, collect
 from rigaudit.agents.investigators.firmware.rebar import REBAR_CHECK, judge_rebar
 from rigaudit.agents.investigators.firmware.vbios import VBIOS_CONSISTENCY_CHECK, judge_vbios
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 10
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.firmware import premises
 from rigaudit.agents.investigators.firmware.facts import CPPC_DIR, CpuInfo, FirmwareFacts, firmware_fix
-from rigaudit.tools.model.finding import Finding, Fix
+from rigaudit.tools.schema.finding import Finding, Fix
 
 CPPC_CHECK = Check(
     "firmware.cppc",

@@ -12,8 +12,8 @@ from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref, nvml_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Fix, Risk, Where
 from rigaudit.tools.pci.sysfs import ConfigRead, read_config
+from rigaudit.tools.schema.finding import Area, CommandAction, Fix, Risk, Where
 
 AREA: Area = "firmware"
 

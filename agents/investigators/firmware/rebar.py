@@ -15,7 +15,7 @@ from rigaudit.agents.investigators.firmware.facts import (
     firmware_fix,
     size_text,
 )
-from rigaudit.tools.model.finding import Finding, Fix, Severity
+from rigaudit.tools.schema.finding import Finding, Fix, Severity
 
 REBAR_CHECK = Check(
     "firmware.rebar",

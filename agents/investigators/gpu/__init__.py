@@ -17,7 +17,7 @@ from rigaudit.agents.investigators.gpu.gsp import GSP_CHECK, judge_gsp
 from rigaudit.agents.investigators.gpu.retired import RETIRED_PAGES_CHECK, judge_retired_pages
 from rigaudit.agents.investigators.gpu.thermals import THERMALS_CHECK, judge_thermals
 from rigaudit.agents.investigators.gpu.xid import XID_CHECK, judge_xid
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 70
 

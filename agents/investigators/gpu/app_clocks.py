@@ -12,7 +12,7 @@ from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 GRAPHICS, MEMORY = 0, 2
 """nvmlClockType_t."""

@@ -9,7 +9,7 @@ from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, int_values
 from rigaudit.agents.investigators.gpu.memory import SOURCE, MemoryEvent, memory_fix
 from rigaudit.agents.investigators.gpu.xid import gpu_memory_event, parse_xids, xids_by_bdf
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Finding, Severity
 
 ECC_ERRORS_CHECK = Check(
     "gpu.ecc_errors",

@@ -13,7 +13,7 @@ from rigaudit.agents.investigators.gpu.retired import RetiredFacts, collect_reti
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area
+from rigaudit.tools.schema.finding import Area
 
 AREA: Area = "gpu"
 SLOWDOWN, GPU_MAX = 1, 3

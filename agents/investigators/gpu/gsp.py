@@ -11,7 +11,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.memory import reset_actions, reset_where
 from rigaudit.tools.hosts.base import CommandResult
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 GSP_XIDS = frozenset({119, 120})
 _XID = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"

@@ -8,7 +8,7 @@ from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.cloud import for_cloud
-from rigaudit.tools.model.finding import Action, Fix, Where
+from rigaudit.tools.schema.finding import Action, Fix, Where
 
 
 def hw_where(platform: Platform) -> Where:

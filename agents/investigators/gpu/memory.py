@@ -17,7 +17,7 @@ from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.platform import Platform, fix_where
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Fix, FixKind, Severity, Where
+from rigaudit.tools.schema.finding import CommandAction, Fix, FixKind, Severity, Where
 
 MEMORY_XIDS = frozenset({48, 63, 64, 94, 95})
 """The Xids that report a GPU memory event (NVIDIA's memory error management note, 'User Visible Statistics')."""

@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.hardware import hardware_fix
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import CommandAction, Finding, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Severity
 
 SBE, DBE = 0, 1
 """nvmlPageRetirementCause_t: multiple single-bit errors, double-bit error."""

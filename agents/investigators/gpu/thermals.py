@@ -8,7 +8,7 @@ from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, int_values
 from rigaudit.agents.investigators.gpu.hardware import hardware_fix
-from rigaudit.tools.model.finding import CommandAction, Finding, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Severity
 
 THERMAL_MARGIN_C = 10
 

@@ -42,7 +42,7 @@ from rigaudit.agents.investigators.gpu.memory import (
 )
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import command_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Action, CommandAction, Edge, Finding, Fix, FixKind, Severity, Where
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Action, CommandAction, Edge, Finding, Fix, FixKind, Severity, Where
 
 _XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
 

@@ -17,7 +17,7 @@ from rigaudit.agents.investigators.kernel.params import AREA
 from rigaudit.agents.investigators.kernel.swappiness import SWAPPINESS_CHECK, judge_swappiness
 from rigaudit.agents.investigators.kernel.thp import THP_CHECK, judge_thp
 from rigaudit.agents.investigators.kernel.version import KERNEL_VERSION_CHECK, judge_kernel_version
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 20
 

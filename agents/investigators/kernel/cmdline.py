@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import CMDLINE, KernelParamsFacts, cmdline_tokens, fix_where
-from rigaudit.tools.model.finding import Finding, Fix, Severity
+from rigaudit.tools.schema.finding import Finding, Fix, Severity
 
 CMDLINE_PCIE_CHECK = Check(
     "kernel.cmdline_pcie",

@@ -14,7 +14,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import KernelParamsFacts, fix_where
 from rigaudit.tools.hosts.probe import command_ref, file_ref
-from rigaudit.tools.model.finding import Finding, Fix
+from rigaudit.tools.schema.finding import Finding, Fix
 
 GRACE_GUIDE = "https://nvidia.github.io/grace-cpu-benchmarking-guide/platform/index.html"
 

@@ -14,7 +14,7 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.tuned import TunedState, collect_tuned
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
-from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.schema.finding import Area, Where
 
 AREA: Area = "kernel"
 

@@ -6,7 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import SWAPPINESS, SWAPPINESS_TARGET, KernelParamsFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
-from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 
 SWAPPINESS_CHECK = Check(
     "kernel.swappiness",

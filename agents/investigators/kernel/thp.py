@@ -6,7 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.tuned import by_tuned
 from rigaudit.agents.investigators.kernel import premises
 from rigaudit.agents.investigators.kernel.params import THP, KernelParamsFacts, fix_where
-from rigaudit.tools.model.finding import Finding, Fix, SysfsWriteAction
+from rigaudit.tools.schema.finding import Finding, Fix, SysfsWriteAction
 
 THP_CHECK = Check(
     "kernel.thp",

@@ -12,7 +12,7 @@ from rigaudit.agents.facts.platform import Platform, detect_platform, fix_where
 from rigaudit.agents.investigators.kernel import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Area, CommandAction, Finding, Fix, Severity
 
 AREA: Area = "kernel"
 OSRELEASE = "/proc/sys/kernel/osrelease"

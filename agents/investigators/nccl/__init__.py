@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.nccl.env import NCCL_ENV_CHECK, judge_nccl_en
 from rigaudit.agents.investigators.nccl.facts import AREA, NcclFacts, collect
 from rigaudit.agents.investigators.nccl.topo_file import NCCL_TOPO_FILE_CHECK, judge_topo_file
 from rigaudit.agents.investigators.nccl.version import NCCL_VERSION_CHECK, judge_nccl_version
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 95
 

@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.nccl.hca import SOURCE as HCA_SOURCE
 from rigaudit.agents.investigators.nccl.hca import exact_value, in_name_order, parse_hca
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
 
 def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tuple[list[tuple[str, Severity, str]], list[str]]:

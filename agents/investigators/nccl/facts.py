@@ -12,7 +12,7 @@ from rigaudit.agents.investigators.nccl.topo_facts import TopoChoice, choose, nd
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
 from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import Area
+from rigaudit.tools.schema.finding import Area
 
 AREA: Area = "nccl"
 NCCL_CONF_FILES = ("/etc/nccl.conf", "/root/.nccl.conf")

@@ -7,7 +7,7 @@ from rigaudit.agents.investigators.nccl import premises
 from rigaudit.agents.investigators.nccl.facts import NcclFacts
 from rigaudit.agents.investigators.nccl.topo_facts import NO_SERVER, VARIABLE, TopoChoice, nd_size, shipped_paths
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 NCCL_TOPO_FILE_CHECK = Check(
     "nccl.topo_file",

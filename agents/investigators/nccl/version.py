@@ -12,7 +12,7 @@ from rigaudit.agents.facts.python_env import TorchInstall, dist_version, find_to
 from rigaudit.agents.investigators.nccl import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 _NCCL_PROJECTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
 _MAPS_NCCL = r"(?m)\s(/\S*/libnccl\.so(?:\.[0-9.]+)?)\s*$"

@@ -19,7 +19,7 @@ from rigaudit.agents.investigators.numa.devices import (
 from rigaudit.agents.investigators.numa.facts import AREA, NumaFacts, collect
 from rigaudit.agents.investigators.numa.memory import HUGEPAGES_CHECK, ZONE_RECLAIM_CHECK, judge_hugepages, judge_zone_reclaim
 from rigaudit.agents.investigators.numa.placement import GPU_AFFINITY_CHECK, judge_gpu_affinity
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 30
 

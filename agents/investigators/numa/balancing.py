@@ -9,7 +9,7 @@ from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.investigators.numa.facts import BALANCING, NODES, NumaFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
-from rigaudit.tools.model.finding import Finding, Fix, SysctlAction
+from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 
 BALANCING_CHECK = Check(
     "numa.balancing",

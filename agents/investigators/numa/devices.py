@@ -17,9 +17,9 @@ from rigaudit.agents.investigators.numa.grace import grace_coupled
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, command_ref, dir_ref, file_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, Where
 from rigaudit.tools.pci import common_upstream
 from rigaudit.tools.pci.sysfs import read_chain
+from rigaudit.tools.schema.finding import Area, CommandAction, Finding, Fix, Where
 
 AREA: Area = "numa"
 INFINIBAND = "/sys/class/infiniband"

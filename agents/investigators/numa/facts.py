@@ -12,7 +12,7 @@ from rigaudit.agents.investigators.numa.devices import DeviceFacts, collect_devi
 from rigaudit.agents.investigators.numa.memory import MemoryFacts, collect_memory
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.schema.finding import Area, Where
 
 AREA: Area = "numa"
 

@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema.finding import (
     Action,
     Area,
     CommandAction,

@@ -7,7 +7,7 @@ from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.investigators.numa.facts import NODES, NumaFacts, fix_where
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 
 def _placement(facts: NumaFacts) -> str:

@@ -9,7 +9,7 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.agents.investigators.nvlink.errors import NVLINK_ERRORS_CHECK, judge_errors
 from rigaudit.agents.investigators.nvlink.facts import AREA, NvlinkFacts, collect
 from rigaudit.agents.investigators.nvlink.links import NVLINK_LINKS_CHECK, judge_links
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 100
 

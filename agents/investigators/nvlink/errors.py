@@ -14,7 +14,7 @@ from rigaudit.agents.investigators.nvlink.facts import (
     without_nvlink,
 )
 from rigaudit.tools.hosts.probe import nvml_ref
-from rigaudit.tools.model.finding import Finding, Severity
+from rigaudit.tools.schema.finding import Finding, Severity
 
 NVLINK_ERRORS_CHECK = Check(
     "nvlink.errors",

@@ -16,7 +16,7 @@ from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import Area, CommandAction, Finding, Fix
 
 AREA: Area = "nvlink"
 

@@ -10,7 +10,7 @@ from rigaudit.agents.investigators.driver.facts import RACK_GPUS
 from rigaudit.agents.investigators.nvlink import premises
 from rigaudit.agents.investigators.nvlink.facts import ABSENT_STATES, NvlinkFacts, hardware_fix, without_nvlink
 from rigaudit.tools.hosts.probe import nvml_ref
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 NVLINK_LINKS_CHECK = Check(
     "nvlink.links",

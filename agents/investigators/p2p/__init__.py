@@ -9,7 +9,7 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.agents.investigators.p2p.bandwidth import P2P_BANDWIDTH_CHECK, judge_p2p_bandwidth
 from rigaudit.agents.investigators.p2p.facts import AREA, P2pFacts, collect
 from rigaudit.agents.investigators.p2p.status import P2P_STATUS_CHECK, judge_p2p_status
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 90
 

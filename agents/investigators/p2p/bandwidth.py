@@ -12,7 +12,7 @@ from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Where
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Where
 
 SLOW_FRACTION = 0.5
 

@@ -15,7 +15,7 @@ from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.pci_paths import PciPaths
 from rigaudit.agents.facts.platform import FixTarget, Platform, fix_where
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
+from rigaudit.tools.schema.finding import Action, CommandAction, Edge, Fix, FixKind, Severity
 
 Cause = Literal[
     "model",

@@ -14,7 +14,7 @@ from rigaudit.tools.bench.p2p_file import DEFAULT_PATH
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import FileResult, NvmlResult
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area
+from rigaudit.tools.schema.finding import Area
 
 AREA: Area = "p2p"
 P2P_READ, P2P_WRITE = 0, 1

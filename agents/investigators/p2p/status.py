@@ -11,7 +11,7 @@ from rigaudit.agents.investigators.p2p.causes import RANK, SEVERITY, SYS, WHY, C
 from rigaudit.agents.investigators.p2p.facts import P2P_READ, P2P_WRITE, P2pFacts, Pair
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import nvml_ref
-from rigaudit.tools.model.finding import SEVERITY_ORDER, Finding, Severity
+from rigaudit.tools.schema.finding import SEVERITY_ORDER, Finding, Severity
 
 P2P_STATUS = {
     0: "OK",

@@ -19,7 +19,7 @@ from rigaudit.agents.investigators.pcie.payload import (
     judge_max_payload,
     judge_max_read_request,
 )
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 40
 

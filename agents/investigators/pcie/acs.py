@@ -10,8 +10,8 @@ from rigaudit.agents.facts.peer_groups import together
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_of, config_refs, fix_where
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
 from rigaudit.tools.pci import bridges_between
+from rigaudit.tools.schema.finding import CommandAction, Edge, Finding, Fix, PciRegisterAction, Severity
 
 ACS_CHECK = Check(
     "pcie.acs",

@@ -6,8 +6,8 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus, slot_fix
-from rigaudit.tools.model.finding import Finding, Severity
 from rigaudit.tools.pci.sysfs import AerCounts
+from rigaudit.tools.schema.finding import Finding, Severity
 
 REPLAY_NOISE = 100
 """NVML PCIe replays since driver load below which, with no AER error, a single reading is not a problem."""

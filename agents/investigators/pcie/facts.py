@@ -18,7 +18,6 @@ from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, nvml_ref
-from rigaudit.tools.model.finding import Area, CommandAction, Finding, Fix, FixKind, Where
 from rigaudit.tools.pci import PciConfig
 from rigaudit.tools.pci.sysfs import (
     AerCounts,
@@ -31,6 +30,7 @@ from rigaudit.tools.pci.sysfs import (
     read_driver,
     read_link,
 )
+from rigaudit.tools.schema.finding import Area, CommandAction, Finding, Fix, FixKind, Where
 
 AREA: Area = "pcie"
 IDLE_REASON = 0x1

@@ -13,8 +13,8 @@ from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus, slot_fix
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
 from rigaudit.tools.pci import SPEEDS_GTS
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity, Where
 
 
 def _gts(gen: int | None) -> float | None:

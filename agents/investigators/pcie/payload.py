@@ -8,7 +8,7 @@ from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_refs, fix_where, no_gpus
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
 MAX_READ_REQUEST_CHECK = Check(
     "pcie.mrrs",

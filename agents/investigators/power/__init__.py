@@ -26,7 +26,7 @@ from rigaudit.agents.investigators.power.gpu import (
     judge_gpu_pstate,
 )
 from rigaudit.agents.investigators.power.scaling_driver import SCALING_DRIVER_CHECK, judge_scaling_driver
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 80
 

@@ -16,7 +16,7 @@ from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.tuned import TunedState, collect_tuned
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref
-from rigaudit.tools.model.finding import Area, Finding, Where
+from rigaudit.tools.schema.finding import Area, Finding, Where
 
 AREA: Area = "power"
 CPU = "/sys/devices/system/cpu"

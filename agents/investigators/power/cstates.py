@@ -16,7 +16,7 @@ from rigaudit.agents.investigators.power.cpu_facts import (
     oneshot_unit,
 )
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import Finding, Fix, Severity, SysfsWriteAction
+from rigaudit.tools.schema.finding import Finding, Fix, Severity, SysfsWriteAction
 
 CSTATES_CHECK = Check(
     "power.cstates",

@@ -12,7 +12,7 @@ from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import cap
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity, Where
 
 PSTATE_FN = "nvmlDeviceGetPerformanceState"
 UTIL_FN = "nvmlDeviceGetUtilizationRates"

@@ -7,7 +7,7 @@ from rigaudit.agents.facts.cpulist import cpu_ranges
 from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import AMD_PSTATE_STATUS, CPU, CpuPowerFacts, cpu_where, no_cpufreq
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, SysfsWriteAction
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, SysfsWriteAction
 
 SCALING_DRIVER_CHECK = Check(
     "power.scaling_driver",

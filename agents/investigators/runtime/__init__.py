@@ -20,7 +20,7 @@ from rigaudit.agents.investigators.runtime.debug_env import DEBUG_ENV_CHECK, jud
 from rigaudit.agents.investigators.runtime.facts import AREA, RuntimeFacts, collect, no_torch_reason
 from rigaudit.agents.investigators.runtime.limits import NOFILE_CHECK, NPROC_CHECK, judge_nofile, judge_nproc
 from rigaudit.agents.investigators.runtime.torch_build import TORCH_CUDA_CHECK, judge_torch_cuda
-from rigaudit.tools.model.finding import Finding
+from rigaudit.tools.schema.finding import Finding
 
 ORDER = 120
 

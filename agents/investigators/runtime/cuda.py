@@ -25,7 +25,7 @@ from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import NvmlResult
 from rigaudit.tools.hosts.probe import Probe, file_ref, nvml_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity, Where
 
 CUDA_DRIVER_FN = "nvmlSystemGetCudaDriverVersion"
 _UUID = r"(?i)^(GPU|MIG)-"

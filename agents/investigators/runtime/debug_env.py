@@ -7,7 +7,7 @@ from rigaudit.agents.facts.processes import ServerProcess
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.agents.investigators.runtime.facts import RuntimeFacts, fix_where
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 
 def debug_variables(env: dict[str, str]) -> list[str]:

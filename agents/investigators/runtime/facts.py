@@ -18,7 +18,7 @@ from rigaudit.agents.investigators.runtime.cuda import (
 from rigaudit.agents.investigators.runtime.limits import LimitsFacts, collect_limits
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.model.finding import Area, Where
+from rigaudit.tools.schema.finding import Area, Where
 
 AREA: Area = "runtime"
 

@@ -9,7 +9,7 @@ from rigaudit.agents.facts.processes import ServerProcess, ServerScan
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity, Where
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity, Where
 
 NOFILE_MIN = 65536
 NOFILE_LOW = 4096

@@ -14,7 +14,7 @@ from rigaudit.agents.investigators.runtime.facts import (
     version_tuple,
 )
 from rigaudit.tools.hosts.probe import file_ref
-from rigaudit.tools.model.finding import CommandAction, Finding, Fix, Severity
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 TORCH_CUDA_CHECK = Check(
     "runtime.torch_cuda",

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rigaudit.tools.model.dropped import DroppedFinding
-from rigaudit.tools.model.evidence import Evidence
-from rigaudit.tools.model.finding import RENAMED_AREAS, Area, Finding, current_area
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.dropped import DroppedFinding
+from rigaudit.tools.schema.evidence import Evidence
+from rigaudit.tools.schema.finding import RENAMED_AREAS, Area, Finding, current_area
+from rigaudit.tools.schema.plan import Plan
 
 AUDIT_SCHEMA = "rigaudit.audit/1"
 InvestigatorStatus = Literal["done", "failed", "timeout", "cancelled"]

@@ -7,10 +7,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigaudit.tools.model.audit import AuditResult, InvestigatorStatus
-from rigaudit.tools.model.events.base import BaseEvent
-from rigaudit.tools.model.finding import Finding
-from rigaudit.tools.model.plan import Plan
+from rigaudit.tools.schema.audit import AuditResult, InvestigatorStatus
+from rigaudit.tools.schema.events.base import BaseEvent
+from rigaudit.tools.schema.finding import Finding
+from rigaudit.tools.schema.plan import Plan
 
 
 class InvestigatorStarted(BaseEvent):

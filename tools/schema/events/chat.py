@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.schema.events.base import BaseEvent
 
 
 class Message(BaseEvent):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from rigaudit.tools.model.finding import Area
+from rigaudit.tools.schema.finding import Area
 
 DropKind = Literal[
     "contradicts_rule", "duplicates_rule", "rule_check", "other_area", "duplicate", "no_evidence", "unsupported_claim"

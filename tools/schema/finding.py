@@ -1,7 +1,7 @@
 """Findings, fixes and actions: the answer to one check.
 
 Every name an Action carries (PCI address, sysctl key, module, unit, sysfs path, value) is
-checked against its grammar when the Action is built (:mod:`rigaudit.tools.model.names`), so
+checked against its grammar when the Action is built (:mod:`rigaudit.tools.schema.names`), so
 text read from a host can never become a shell word or a path outside /sys.
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from rigaudit.tools.model import names
+from rigaudit.tools.schema import names
 
 Area = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 """An investigator's area: a lower-case name. Which areas exist is discovered (``rigaudit.agents.registry``), so

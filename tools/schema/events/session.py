@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.schema.events.base import BaseEvent
 
 
 class SessionStarted(BaseEvent):

@@ -6,8 +6,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigaudit.tools.model.events.base import BaseEvent
-from rigaudit.tools.model.finding import FixKind
+from rigaudit.tools.schema.events.base import BaseEvent
+from rigaudit.tools.schema.finding import FixKind
 
 
 class PremiseEntry(BaseModel):

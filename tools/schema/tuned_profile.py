@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.model.finding import Action, CommandAction
+from rigaudit.tools.schema.finding import Action, CommandAction
 
 TUNED_OVERRIDE = "rigaudit-performance"
 PROFILE_DIR = f"/etc/tuned/{TUNED_OVERRIDE}"

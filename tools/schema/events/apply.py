@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.schema.events.base import BaseEvent
 
 
 class ApprovalDecided(BaseEvent):

@@ -3,7 +3,7 @@
 PCI addresses, sysctl keys, module names, systemd units and sysfs paths come from a host or a
 snapshot (a listing, an NVML bus id) and end up in ``setpci``/``sysctl``/``modprobe`` lines that a
 person runs, and in files rigaudit writes. Each is checked against its grammar here: at an
-Action's construction (the pydantic validators of :mod:`rigaudit.tools.model.finding`) and again
+Action's construction (the pydantic validators of :mod:`rigaudit.tools.schema.finding`) and again
 when it is rendered (:mod:`rigaudit.tools.actions.text`), where it is also ``shlex.quote``'d.
 Every check returns the name, or raises ``ValueError`` with one line.
 """

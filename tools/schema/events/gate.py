@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rigaudit.tools.model.check import CheckResult
-from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.schema.check import CheckResult
+from rigaudit.tools.schema.events.base import BaseEvent
 
 
 class GateReported(BaseEvent):

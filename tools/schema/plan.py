@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from rigaudit.tools.model.finding import Action, Gain, Risk, Severity, Where
+from rigaudit.tools.schema.finding import Action, Gain, Risk, Severity, Where
 
 Priority = Literal["P0", "P1", "P2"]
 StepKind = Literal["measure", "runtime", "restart", "reboot", "firmware", "hardware"]

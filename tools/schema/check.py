@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.finding import Area, Severity
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.finding import Area, Severity
 
 CHECK_SCHEMA = "rigaudit.check/1"
 Verdict = Literal["healthy", "problem", "could_not_check"]

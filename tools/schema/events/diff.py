@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigaudit.tools.model.audit import AuditResult
-from rigaudit.tools.model.events.base import BaseEvent
+from rigaudit.tools.schema.audit import AuditResult
+from rigaudit.tools.schema.events.base import BaseEvent
 
 
 class DiffSide(BaseModel):

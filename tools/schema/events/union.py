@@ -9,8 +9,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from rigaudit.tools.model.events.apply import ApplyFinished, ApprovalDecided, ChangeApplied, RollbackFinished
-from rigaudit.tools.model.events.audit import (
+from rigaudit.tools.schema.events.apply import ApplyFinished, ApprovalDecided, ChangeApplied, RollbackFinished
+from rigaudit.tools.schema.events.audit import (
     AuditFinished,
     FindingReported,
     InvestigatorActivity,
@@ -20,13 +20,13 @@ from rigaudit.tools.model.events.audit import (
     ToolCall,
     TopologyReported,
 )
-from rigaudit.tools.model.events.bench import BenchResultReported
-from rigaudit.tools.model.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
-from rigaudit.tools.model.events.chat import LlmExchange, Message, ReplyStreamed
-from rigaudit.tools.model.events.diff import DiffReported, RediagnoseFinished
-from rigaudit.tools.model.events.fleet import FleetFinished, FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed
-from rigaudit.tools.model.events.gate import GateReported
-from rigaudit.tools.model.events.session import (
+from rigaudit.tools.schema.events.bench import BenchResultReported
+from rigaudit.tools.schema.events.catalog import ChecksListed, PolicyListed, PolicyVerdict, SchemaShown
+from rigaudit.tools.schema.events.chat import LlmExchange, Message, ReplyStreamed
+from rigaudit.tools.schema.events.diff import DiffReported, RediagnoseFinished
+from rigaudit.tools.schema.events.fleet import FleetFinished, FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed
+from rigaudit.tools.schema.events.gate import GateReported
+from rigaudit.tools.schema.events.session import (
     Output,
     Progress,
     ReportWritten,
@@ -35,7 +35,7 @@ from rigaudit.tools.model.events.session import (
     SnapshotWritten,
     Warning_,
 )
-from rigaudit.tools.model.events.transcripts import TranscriptsFolder, TranscriptShown, TranscriptsListed
+from rigaudit.tools.schema.events.transcripts import TranscriptsFolder, TranscriptShown, TranscriptsListed
 
 Event = Annotated[
     SessionStarted

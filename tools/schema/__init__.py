@@ -1,8 +1,8 @@
 """The typed data that crosses every boundary of rigaudit (pydantic, frozen)."""
 
-from rigaudit.tools.model.audit import AUDIT_SCHEMA, AuditResult, InvestigatorRun, InvestigatorStatus
-from rigaudit.tools.model.evidence import Evidence, EvidenceKind
-from rigaudit.tools.model.finding import (
+from rigaudit.tools.schema.audit import AUDIT_SCHEMA, AuditResult, InvestigatorRun, InvestigatorStatus
+from rigaudit.tools.schema.evidence import Evidence, EvidenceKind
+from rigaudit.tools.schema.finding import (
     Action,
     Area,
     Finding,
@@ -13,7 +13,7 @@ from rigaudit.tools.model.finding import (
     Status,
     Where,
 )
-from rigaudit.tools.model.plan import Plan, PlanStep, Priority
+from rigaudit.tools.schema.plan import Plan, PlanStep, Priority
 
 __all__ = [
     "AUDIT_SCHEMA",

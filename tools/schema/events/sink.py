@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rigaudit.tools.model.events.union import Event
+    from rigaudit.tools.schema.events.union import Event
 
 EventSink = Callable[["Event"], None]
 """Anything that takes events: a session's ``emit``, the terminal UI, the transcript writer."""
