@@ -3,7 +3,8 @@
 A loopback gateway lets ``LIMIT`` requests through per ``WINDOW_S`` and answers 429 to the rest. Six
 agents that reach it at once: with the per-request retry alone (each request retrying on its own,
 429s counted as its retries) some are lost; with the shared gate none is, every rule finding stands.
-``Retry-After`` is read as milliseconds, seconds or an HTTP date.
+``Retry-After`` is read as milliseconds, seconds or an HTTP date. The limit is told once among what
+was handled.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def test_a_rate_limited_gateway_loses_no_agent_where_the_per_request_retry_lost_
     assert shared.llm is not None and shared.llm.status == "ok" and shared.llm.failed == ()
     assert {r.llm for r in shared.investigators} == {"answered"}
     assert [f.model_dump(mode="json") for f in shared.findings] == rule_findings(AREAS)
+    told = [n for n in shared.llm.notes if "limited the rate (HTTP 429)" in n]
+    assert len(told) == 1 and "agents:" in told[0]  # the pace it took is said once, with the agents it held back
 
 
 def _exc(headers: dict[str, str]) -> Any:

@@ -75,6 +75,10 @@ def is_context_refusal(message: str) -> bool:
 
 RATE_LIMITED_TRIES = 10
 """429s one request may wait out at the shared pace before they count as its retries."""
+RATE_LIMITED = (
+    "the server limited the rate (HTTP 429): every request waited as long as it asked (retry-after), "
+    "then went on at a slower pace"
+)
 FORMAT_REFUSALS = (400, 415, 422, 500, 501)
 """Statuses with which servers refuse a ``response_format`` (old llama.cpp answers 500)."""
 STREAM_REFUSALS = (400, 415, 422, 501)
@@ -264,9 +268,9 @@ class OpenAIChatModel:
         self._chars_per_token = 0.0
         """The most characters a token this server counted for a prompt it did not cut (0: none seen yet)."""
         self.problems = Problems()
+        """Each distinct endpoint problem once (format refusals, truncated prompts, cut answers, rate limits...)."""
         self.streams_refused = False
         """The server refused a streamed request: every later one is sent whole."""
-        """Each distinct endpoint problem once (format refusals, truncated prompts, cut answers...)."""
 
     # -- the client -------------------------------------------------------------------------
 
@@ -514,6 +518,7 @@ class OpenAIChatModel:
                     ticket.fail()
                 if getattr(exc, "status_code", None) == 429:
                     self.gate.limited(started, retry_after(exc))
+                    self.problems.note("rate", RATE_LIMITED, agent=request.agent)
                 raise
             self.gate.passed()
             if ticket is not None:
