@@ -152,6 +152,7 @@ class LLMBrain:
         since = endpoint.since(self._endpoint_mark) if isinstance(endpoint, Problems) else Problems()
         if isinstance(endpoint, Problems):
             self._endpoint_mark = endpoint.mark()
+            endpoint.told(key for key, p in since.items.items() if p.degrading)  # the audit's warnings tell them
         degrading = self.problems.lines() + since.lines(degrading=True)
         notes = since.lines(degrading=False)
         if self.budget_note is not None:

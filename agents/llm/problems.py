@@ -4,12 +4,14 @@ Thirteen agents hitting the same refused key, the same server without ``json_sch
 truncating context window are one problem, not thirteen warnings: each problem is kept once by its
 kind, with how often it happened and which agents it touched. ``degrading`` problems (an agent lost
 its answer, the model did not see the whole prompt) make the LLM part of an audit degraded; the
-others were handled (a format fallback, tool calls parsed from text) and are told as notes.
+others were handled (a format fallback, tool calls parsed from text) and are told as notes. A
+conversation tells each problem once as it happens (:meth:`Problems.untold`), whoever met it.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from rigaudit.tools.core.record import Record, field
 
@@ -36,6 +38,7 @@ class Problems(Record, frozen=False):
     """Distinct problems in the order they first happened (thread-safe: clients record from worker threads too)."""
 
     items: dict[str, Problem] = field(default_factory=dict)
+    _told: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def note(self, key: str, text: str, *, agent: str = "", degrading: bool = False) -> None:
@@ -53,6 +56,18 @@ class Problems(Record, frozen=False):
 
     def lines(self, *, degrading: bool | None = None) -> list[str]:
         return [p.line() for p in self.items.values() if degrading is None or p.degrading == degrading]
+
+    def untold(self) -> list[Problem]:
+        """The problems not told yet, in the order they first happened; from now on they count as told."""
+        with self._lock:
+            fresh = [p for key, p in self.items.items() if key not in self._told]
+            self._told.update(p.key for p in fresh)
+        return fresh
+
+    def told(self, keys: Iterable[str]) -> None:
+        """``keys`` were told elsewhere (an audit's warnings): :meth:`untold` leaves them out."""
+        with self._lock:
+            self._told.update(keys)
 
     def mark(self) -> dict[str, tuple[int, int]]:
         """Where each problem stands (its count, its agents): :meth:`since` a mark tells only what came after."""

@@ -23,7 +23,14 @@ class Conversation:
         self.planner = planner
 
     async def handle(self, line: str) -> bool:
-        """Answer one line; ``False`` when the person ends the conversation."""
+        """Answer one line; ``False`` when the person ends the conversation. What the LLM client met meanwhile
+        (the endpoint check, an audit's agents) is said after it, once (:meth:`LlmPlanner.tell_notices`)."""
+        going_on = await self._handle(line)
+        if self.planner is not None:
+            self.planner.tell_notices()
+        return going_on
+
+    async def _handle(self, line: str) -> bool:
         text = line.strip()
         if not text:
             return True
@@ -58,6 +65,8 @@ class Conversation:
 
     async def run(self, lines: AsyncIterator[str] | Iterable[str]) -> None:
         self.coordinator.emit(Message(role="system", text=GREETING))
+        if self.planner is not None:
+            self.planner.tell_notices()  # the endpoint check's
         if isinstance(lines, Iterable):
             for line in lines:
                 if not await self.handle(line):

@@ -52,8 +52,6 @@ person's. Answer briefly, in plain text, citing check ids.
 
 
 MAX_TOOL_TEXT = 3000
-TOLD = ("stream",)
-"""The client's fallbacks the chat says as they happen (:attr:`~agents.llm.client.OpenAIChatModel.problems`)."""
 
 
 class _Shown:
@@ -107,8 +105,6 @@ class LlmPlanner:
         self.max_rounds = max_rounds
         self.max_tokens = max_tokens
         self.messages: list[Message] = [{"role": "system", "content": SYSTEM}]
-        self.told: set[str] = set()
-        """The client's fallbacks (:data:`TOLD`) already said."""
 
     @property
     def say(self) -> Callable[[str], None]:
@@ -122,28 +118,14 @@ class LlmPlanner:
         left = self.deadline_s
         for step in range(self.max_rounds):
             compact(self.messages)  # earlier rounds' results as summaries: cost grows linearly with the rounds
-            shown = _Shown(self.coordinator.emit)  # the text as it streams
-            request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book, on_text=shown)
             started = anyio.current_time()
-            try:
-                with anyio.move_on_after(max(0.0, left)) as waited:
-                    reply = await self.model.complete(request)  # every try paid for in the book before it is sent
-            except BudgetExhausted as exc:
-                self.say(f"The model was not asked: {exc}. Slash commands still work (/help).")
-                return
-            except LlmError as exc:
-                self.say(f"The model failed: {exc}. Slash commands still work (/help).")
-                return
-            finally:
-                shown("")  # the streamed text gives way to what follows: the whole answer, a step, a line
+            asked = await self._asked(left, done)
             left -= anyio.current_time() - started
-            if waited.cancelled_caught:
-                self.say(
-                    f"Stopped: the model gave no answer within this turn's deadline of {self.deadline_s:g} s (--llm-deadline). "
-                    f"Done: {', '.join(done) or 'nothing'}. Slash commands still work (/help)."
-                )
+            self.tell_notices()
+            if isinstance(asked, str):  # no answer: one line, and the chat goes on
+                self.say(f"{asked} Slash commands still work (/help).")
                 return
-            self._tell_fallbacks()
+            request, reply = asked
             latency = anyio.current_time() - started
             self.coordinator.emit(exchange("chat", step, not reply.tool_calls, request, reply, latency, ()))  # whole
             if not reply.tool_calls:
@@ -157,13 +139,36 @@ class LlmPlanner:
                 self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result[:MAX_TOOL_TEXT]})
         self.say(f"Stopped: the model kept calling tools for {self.max_rounds} rounds. Done: {', '.join(done) or 'nothing'}.")
 
-    def _tell_fallbacks(self) -> None:
-        """Say once, in one line each, what the client changed to get answers (a server that does not stream)."""
-        problems: Problems | None = getattr(self.model, "problems", None)
-        for key in TOLD:
-            problem = problems.items.get(key) if problems is not None else None
-            if problem is not None and key not in self.told:
-                self.told.add(key)
+    async def _asked(self, left: float, done: list[str]) -> tuple[ChatRequest, ChatReply] | str:
+        """This round's request and the model's reply (every try paid for in the book before it is sent), or why
+        there is none: the turn's deadline (what was ``done`` named), the budget, the endpoint."""
+        shown = _Shown(self.coordinator.emit)  # the text as it streams
+        try:
+            with anyio.move_on_after(max(0.0, left)):
+                return await self._complete(shown)
+            return (
+                f"Stopped: the model gave no answer within this turn's deadline of {self.deadline_s:g} s (--llm-deadline). "
+                f"Done: {', '.join(done) or 'nothing'}."
+            )
+        except BudgetExhausted as exc:
+            return f"The model was not asked: {exc}."
+        except LlmError as exc:
+            return f"The model failed: {exc}."
+        finally:
+            shown("")  # the streamed text gives way to what follows: the whole answer, a step, a line
+
+    async def _complete(self, shown: _Shown) -> tuple[ChatRequest, ChatReply]:
+        request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book, on_text=shown)
+        return request, await self.model.complete(request)
+
+    def tell_notices(self) -> None:
+        """Say each of the client's one-time notices once, in one line, as it happens: what it changed to get
+        answers (a server that does not stream, a rate limit, another completion-limit field) and what it saw
+        go wrong (a prompt the server cut), whoever met it: this chat, its audits' agents, the endpoint check.
+        Those an audit told among its warnings are not said again."""
+        problems = getattr(self.model, "problems", None)
+        if isinstance(problems, Problems):
+            for problem in problems.untold():
                 self.say(f"LLM: {problem.text}.")
 
     async def _run_call(self, call: ToolCallRequest, stopped: str | None, done: list[str]) -> tuple[str, str | None]:
@@ -173,6 +178,7 @@ class LlmPlanner:
         if stopped is not None:
             return f"not run: {stopped}; tell the person instead of going on", stopped
         outcome: Outcome = await self.coordinator.run_step(step)
+        self.tell_notices()  # what the step's agents met (an audit with --llm-agents)
         self.say(f"{step.describe()}: {outcome.status}. {outcome.text}".rstrip())
         done.append(f"{step.describe()} ({outcome.status})")
         if outcome.stops:
