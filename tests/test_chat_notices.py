@@ -1,7 +1,8 @@
 """Every one-time notice of the LLM client that an audit shows reaches the chat's screen too, once: what it
 changed to get answers (a server that does not stream, a rate limit, the other completion-limit field) and
 what it saw go wrong (a prompt the server cut), whether the chat's own requests, the endpoint check or an
-audit's agents met it."""
+audit's agents met it; and a conversation grown longer than the server's context goes on, its earlier
+turns left out."""
 
 from __future__ import annotations
 
@@ -83,3 +84,18 @@ def test_an_audits_agents_notices_reach_the_chat_once_and_its_warnings_are_not_r
     warned = [e.text for e in events if isinstance(e, Warning_) and "cut the prompt" in e.text]
     assert len(warned) == 2  # each audit's own warning: that audit was degraded
     assert not [s for s in said if "cut the prompt" in s]  # and the chat does not say it a third time
+
+
+def test_a_conversation_longer_than_the_servers_context_goes_on_without_its_earlier_turns() -> None:
+    long = "please look at this: " + "the decode rate is low " * 80  # about 460 tokens a line
+    replies = {"chat": [Reply(content="first answer."), Reply(content="second answer.")]}
+    with ScriptedOpenAIServer(replies, quirks=Quirks(context=2000)) as server:
+        said = _said(_chat(server, [long + "one", long + "two"], "--llm-no-preflight"))
+        statuses = [r.status for r in server.requests]
+        resent = server.requests[-1].messages
+    assert statuses == [200, 400, 200]
+    assert [m["role"] for m in resent] == ["system", "user"] and resent[1]["content"].endswith("two")
+    assert server.requests[-1].body["max_tokens"] < server.requests[1].body["max_tokens"]
+    assert len([s for s in said if "longer than its context" in s]) == 1
+    assert len([s for s in said if "turns before this one were left out" in s]) == 1
+    assert said[-1] == "second answer."

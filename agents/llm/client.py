@@ -448,7 +448,7 @@ class OpenAIChatModel:
             self.problems.note(
                 "context",
                 f"the server refused a prompt longer than its context (HTTP {status}: {said}): resent once shorter "
-                "(the opening compact, tool results summarised, half the completion limit)",
+                "(tool results summarised, half the completion limit)",
                 agent=agent,
             )
             raise PromptTooLong(f"the prompt is longer than the server's context: HTTP {status}: {said}") from None

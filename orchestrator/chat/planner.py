@@ -27,15 +27,16 @@ from collections.abc import Callable
 
 import anyio
 
-from rigaudit.agents.llm.agent import compact, history_arguments
+from rigaudit.agents.llm.agent import MIN_SHORT_COMPLETION, compact, history_arguments, shorten
 from rigaudit.agents.llm.client import ChatModel, ChatReply, ChatRequest, Message, ToolCallRequest
-from rigaudit.agents.llm.errors import BudgetExhausted, LlmError
+from rigaudit.agents.llm.errors import BudgetExhausted, LlmError, PromptTooLong
 from rigaudit.agents.llm.problems import Problems
 from rigaudit.agents.llm.recording import exchange
 from rigaudit.agents.llm.streamed import shown_so_far
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.chat.actions import TOOLS, step_for
 from rigaudit.orchestrator.chat.coordinator import Coordinator, Outcome
+from rigaudit.tools.core import record
 from rigaudit.tools.schema.events.chat import ReplyStreamed
 from rigaudit.tools.schema.events.sink import EventSink
 
@@ -158,8 +159,20 @@ class LlmPlanner:
             shown("")  # the streamed text gives way to what follows: the whole answer, a step, a line
 
     async def _complete(self, shown: _Shown) -> tuple[ChatRequest, ChatReply]:
+        """One request; one the server's context refuses is resent once shorter: the turns before this one left
+        out (said once), every tool result a summary, half the completion limit (servers count it in the context)."""
         request = ChatRequest(tuple(self.messages), TOOLS, None, self.max_tokens, agent="chat", book=self.book, on_text=shown)
-        return request, await self.model.complete(request)
+        try:
+            return request, await self.model.complete(request)
+        except PromptTooLong:
+            current = max(i for i, m in enumerate(self.messages) if m.get("role") == "user")
+            if current > 1:
+                del self.messages[1:current]  # for good: the next turn would be refused too
+                self.say("LLM: the turns before this one were left out to fit the server's context: the model forgot them.")
+            shorten(self.messages)
+            smaller = max(MIN_SHORT_COMPLETION, self.max_tokens // 2)
+            request = record.replace(request, messages=tuple(self.messages), max_tokens=smaller)
+            return request, await self.model.complete(request)
 
     def tell_notices(self) -> None:
         """Say each of the client's one-time notices once, in one line, as it happens: what it changed to get
