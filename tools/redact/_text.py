@@ -22,7 +22,7 @@ from rigaudit.tools.redact._records import redact_records
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
 from rigaudit.tools.redact._spaced import directives, inline, words_lines
 from rigaudit.tools.redact._tally import Tally
-from rigaudit.tools.redact._values import secret_value
+from rigaudit.tools.redact._values import query_secret, secret_value
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*)=")
@@ -76,6 +76,14 @@ def _line_end(text: str, start: int) -> int:
     return end - 1 if end > start and text[end - 1] == "\r" else end
 
 
+def _in_query(text: str, start: int) -> bool:
+    """Whether the ``name=`` at ``start`` is a parameter of a URL's query: after the ``?`` or ``&`` of one token."""
+    if start == 0 or text[start - 1] not in "?&":
+        return False
+    token_start = max(text.rfind(blank, 0, start) for blank in " \t\n\"'<>") + 1
+    return "?" in text[token_start:start]
+
+
 def _assignments(text: str, tally: Tally | None) -> str:
     if "=" not in text:
         return text
@@ -91,7 +99,8 @@ def _assignments(text: str, tally: Tally | None) -> str:
         whole = prefix is not None and prefix.end() == match.start() and not _FLAG_AFTER.search(rest)
         value_end = _line_end(text, value_start) if whole else _value_end(text, value_start)
         value = text[value_start:value_end]
-        if not secret_value(name, value.strip("\"'")):
+        judge = query_secret if _in_query(text, match.start()) else secret_value
+        if not judge(name, value.strip("\"'")):
             continue
         out += [text[pos:value_start], REDACTED]
         pos = value_end
