@@ -40,7 +40,7 @@ def test_a_credential_in_a_query_reaches_no_output(url: str, secret: str) -> Non
     for output in outputs:
         assert secret not in output
         assert REDACTED in output
-        assert url.split("?")[0] in output  # the address itself is kept
+        assert url.split("?", maxsplit=1)[0] in output  # the address itself is kept
 
 
 @pytest.mark.parametrize("line", KEPT)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tests.support.mutate import add_process, set_command, set_file
 
-_RNG = random.Random(17)
+_SEED = 17
+_RNG = random.Random(_SEED)
 _B62 = string.ascii_letters + string.digits
 _URLSAFE = _B62 + "-_"
 _B64 = _B62 + "+/"
@@ -402,7 +403,11 @@ def _spaced_and_keyed(root: Path, p: Planted) -> None:
 
 
 def plant(root: Path) -> Planted:
-    """Plant the corpus into ``root`` (a light copy of the seed); return what was planted."""
+    """Plant the corpus into ``root`` (a light copy of the seed); return what was planted.
+
+    The generator starts again at its seed: the values are the same whatever was planted before in this process.
+    """
+    _RNG.seed(_SEED)
     p = Planted()
     env = _server_environment(p)
     add_process(root, p.pid, _server_argv(p), environ=env, cgroup="0::/lxc/101/ns/system.slice/sglang.service\n")

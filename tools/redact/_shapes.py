@@ -156,13 +156,22 @@ def looks_random(value: str) -> bool:
     letters = "".join(runs)
     has_upper, has_lower = any(c.isupper() for c in letters), any(c.islower() for c in letters)
     digits = sum(c.isdigit() for c in letters)
-    if not (has_lower and digits >= 2 and (has_upper or len(letters) >= 32)) and not (has_upper and has_lower and digits):
-        return False
     changes = sum(_class(a) != _class(b) for a, b in itertools.pairwise(letters))
+    wordy = sum(len(w) for w in _CAMEL.findall(letters) if len(w) >= 3 and _VOWELS.search(w))
+    if not (has_lower and digits >= 2 and (has_upper or len(letters) >= 32)) and not (has_upper and has_lower and digits):
+        return _random_letters(letters, changes, wordy)
     if changes < len(letters) * 0.3 or _entropy(core) < 3.7:
         return False
-    wordy = sum(len(w) for w in _CAMEL.findall(letters) if len(w) >= 3 and _VOWELS.search(w))
     return wordy < len(letters) * 0.6
+
+
+def _random_letters(letters: str, changes: int, wordy: int) -> bool:
+    """A token of letters only (``XWHnPgNEpAEbYKNgqXXAnWzJiVzJZizR``, one in some 250 random base62 tokens of 32):
+    long, its case changing at almost every other letter, and almost nothing in it a word (``NVreg_EnableStreamMemOPs``
+    and other names change case at their words only)."""
+    n = len(letters)
+    upper = sum(c.isupper() for c in letters)
+    return n >= 24 and 0 < upper < n and changes >= n * 0.35 and wordy < n * 0.6 and _entropy(letters) >= 4.0
 
 
 def random_spans(text: str) -> list[tuple[int, int]]:
