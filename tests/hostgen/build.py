@@ -17,8 +17,10 @@ from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
 from tests.hostgen.docker import write_inspect
 from tests.hostgen.imex import CHANNELS, imex_proc_devices, write_imex
 from tests.hostgen.imex import CONFIG as IMEX_CONFIG
+from tests.hostgen.mps import add_server_rows, write_mps
 from tests.hostgen.pci import Function, lspci_lines, write_topology
 from tests.hostgen.pciconfig import ACS_KERNEL_ENABLES
+from tests.hostgen.podman import write_podman
 from tests.hostgen.procs import KERNEL_THREADS, Proc, limits_text, write_proc
 from tests.hostgen.rdma import (
     NVLSM,
@@ -57,6 +59,8 @@ class Built:
     fabric_ready: bool = True
     gpu_process_map: dict[int, list[tuple[int, int, int, int]]] = field(default_factory=dict)
     """Physical GPU -> NVML compute process rows (pid, bytes, GPU instance, compute instance)."""
+    mps_clients: set[int] = field(default_factory=set)
+    """Pids that compute through the MPS server (NVML's MPS compute processes, nvidia-smi's ``M+C``)."""
     gpu_states_all: list[nv.GpuState] = field(default_factory=list)
     """Every physical GPU, also those a container does not see through NVML."""
     _by_bdf: dict[str, Function] = field(default_factory=dict)
@@ -265,6 +269,8 @@ def _placed(spec: HostSpec) -> topo.Placed:
         placed = topo.grace(spec.cpu, parts)
     elif spec.topology == "grace-nvl":
         placed = topo.gb200_tray(spec.cpu, parts)
+    elif spec.topology == "spark":
+        placed = topo.spark(spec.cpu, parts)
     else:
         placed = topo.direct(spec.cpu, parts)
     for gpu_index, gen, width in gpus.link_down:
@@ -443,7 +449,7 @@ def _compat_files(built: Built, path: str) -> None:
 
 def _maps(built: Built, server: ProcessSpec) -> str:
     version = built.spec.driver.userspace or built.spec.driver.version
-    libdir = "/usr/lib/aarch64-linux-gnu" if built.arch == "aarch64" else "/usr/lib/x86_64-linux-gnu"
+    libdir = pf.driver_libdir(built)
     site = server.site
     python = server.python.replace("python3", "python3.10")
     mapped = [
@@ -906,6 +912,7 @@ def build(spec: HostSpec) -> Built:
     kind, cloud = (spec.nics.kind if spec.nics else "cx7"), spec.platform.cloud
     built.rdma_names = [ib_name(kind, k, f, cloud=cloud) for k, f in enumerate(placed.nics)]
     _server_processes(built)
+    add_server_rows(built)
     _gpu_states(built)
     built.gpu_states_all = _all_states(built)
     if spec.driver.userspace and spec.driver.userspace != spec.driver.version:
@@ -1060,6 +1067,7 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
     tree.command(("lspci", "-D"), lspci_lines(topology, domains=True))
     if spec.os.tuned is not None and not built.container:
         write_tuned(tree, spec.os.tuned)
+    write_mps(built)
     tree.command(
         ("systemctl", "is-active", "irqbalance"), spec.os.irqbalance + "\n", exit_code=0 if spec.os.irqbalance == "active" else 3
     )
@@ -1216,6 +1224,8 @@ def _container_layer(built: Built, self_pid: int) -> None:
     p = spec.platform
     if p.container == "docker":
         tree.file("/.dockerenv", b"")
+    elif p.container == "podman":
+        write_podman(built, (1, self_pid, *(pid for pid in built.procs if pid > 1)))
     else:
         sa = "/var/run/secrets/kubernetes.io/serviceaccount"
         tree.link("/var/run", "../run")

@@ -56,6 +56,9 @@ class GpuModel:
     form_factor: str = "SXM"
     mig_profiles: tuple[tuple[str, int, int], ...] = ()
     """(profile, memory MiB, slices) a GPU instance of this model can take."""
+    unified_memory: bool = False
+    """The GPU of a system-on-chip whose memory is the system's (GB10): NVML answers no framebuffer, BAR1 or power
+    limit query (NOT_SUPPORTED; nvidia-smi prints ``Not Supported`` for Memory-Usage and ``N/A`` for the cap)."""
 
 
 GPUS: dict[str, GpuModel] = {
@@ -469,6 +472,43 @@ GPUS: dict[str, GpuModel] = {
             True,
             board_part="699-2G548-0201-000",
             mig_profiles=(("1g.24gb", 20480, 1), ("1g.47gb", 46592, 1), ("2g.47gb", 46592, 2)),
+        ),
+        GpuModel(
+            # GB10 (DGX Spark): NVML's name "NVIDIA GB10", compute capability 12.1, one GPU on PCI domain 000F
+            # (nvidia-smi: 0000000F:01:00.0), memory the system's 128 GB LPDDR5X (nvidia-smi: "Memory-Usage: Not
+            # Supported", power cap "N/A"), no MIG, no ECC reporting, no NVLink ports, as public DGX Spark nvidia-smi
+            # outputs (driver 580.95.05) print them. Not from a public source read here, so stand-ins: the PCI device
+            # and subsystem ids, the VBIOS, the thermal thresholds, clock maxima and the idle power; memory_mib is the
+            # system's memory as a stand-in for tools that print a size.
+            "gb10",
+            "NVIDIA GB10",
+            0x2E12,
+            (0x10DE, 0x2008),
+            ARCH_BLACKWELL,
+            "Blackwell",
+            (12, 1),
+            122570,
+            256 * 1 << 20,
+            140000,
+            140000,
+            5,
+            0,
+            0,
+            "9A.0B.19.00.01",
+            87,
+            92,
+            87,
+            None,
+            False,
+            False,
+            False,
+            (2418, 2418, 4266),
+            11,
+            False,
+            True,
+            board_part="N/A",
+            form_factor="SoC",
+            unified_memory=True,
         ),
     )
 }

@@ -94,6 +94,8 @@ class CpuSpec:
     online_cpus: str | None = None
     bogomips: float = 4000.0
     distances: tuple[tuple[int, ...], ...] = ()
+    arm_parts: tuple[str, ...] = ()
+    """Arm: the ``CPU part`` of each CPU in order (a big.LITTLE SoC's two core types); empty: Neoverse V2 (0xd4f)."""
 
     @property
     def logical(self) -> int:
@@ -272,7 +274,8 @@ def _cpuinfo_arm(spec: CpuSpec) -> str:
     for cpu in range(spec.logical):
         blocks.append(
             f"processor\t: {cpu}\nBogoMIPS\t: {spec.bogomips:.2f}\nFeatures\t: {ARM_FEATURES}\nCPU implementer\t: 0x41\n"
-            f"CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n"
+            f"CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: {spec.arm_parts[cpu] if spec.arm_parts else '0xd4f'}\n"
+            "CPU revision\t: 0\n"
         )
     return "\n".join(blocks) + "\n"
 

@@ -801,3 +801,39 @@ def imex_no_channel(spec: HostSpec) -> HostSpec:
 
     fault = Fault("imex-no-channel", "no IMEX channel created", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "imex-no-channel", "no IMEX channel")
+
+
+def cdi_spec_without_uvm(spec: HostSpec) -> HostSpec:
+    """A container given its GPUs by a CDI spec generated before ``nvidia_uvm`` was loaded (``nvidia-ctk cdi
+    generate`` run at boot ahead of the module, as the NVIDIA Container Toolkit's CDI documentation warns: the spec
+    lists the device nodes present when it is generated): the host has the module and its nodes, the container has no
+    /dev/nvidia-uvm, so CUDA initialization fails in it and the server holds no GPU memory."""
+
+    def apply(built: Built) -> None:
+        tree = built.tree
+        for node in ("/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"):
+            tree.remove(node)
+        for path in [p for p in tree.files if p.startswith("/proc/") and p.endswith(("/mounts", "/mountinfo"))]:
+            lines = (tree.text(path) or "").splitlines(True)
+            tree.file(path, "".join(ln for ln in lines if " /dev/nvidia-uvm" not in ln))
+        for g in built.gpu_states:  # cuInit failed in the server: it holds no GPU memory
+            tree.call("nvmlDeviceGetComputeRunningProcesses", (g.index,), [])
+            tree.call("nvmlDeviceGetMPSComputeRunningProcesses", (g.index,), [])
+            total = g.total_bytes
+            tree.call("nvmlDeviceGetMemoryInfo", (g.index,), {"total": total, "free": total - (1 << 20), "used": 1 << 20})
+
+    fault = Fault("cdi-without-uvm", "the CDI spec predates nvidia_uvm: no /dev/nvidia-uvm in the container", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "cdi-no-uvm", "CDI spec without /dev/nvidia-uvm")
+
+
+def rdma_passed_in(spec: HostSpec) -> HostSpec:
+    """The container is given the host's RDMA devices (``--device /dev/infiniband``): its server can register memory
+    with them."""
+
+    def apply(built: Built) -> None:
+        for k in range(len(built.rdma_names)):
+            built.tree.unreadable[f"/dev/infiniband/uverbs{k}"] = "NOT_RECORDED"
+        built.tree.unreadable["/dev/infiniband/rdma_cm"] = "NOT_RECORDED"
+
+    fault = Fault("rdma-passed-in", "/dev/infiniband passed into the container", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "rdma-in", "RDMA devices passed in")

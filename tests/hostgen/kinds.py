@@ -16,9 +16,11 @@ from tests.hostgen.archetypes import (
     GRACE,
     HGX_H100,
     IB_ENV,
+    INTEL_SNC,
     JAMMY,
     NOBLE,
     TIB_KIB,
+    XEON_6448Y,
     XEON_8462,
     sglang,
     vllm,
@@ -323,6 +325,110 @@ defaults), the NICs' and NVMe's PCI domains, the GPUs' PCI ids, VBIOS and thresh
 clique id, the BlueField-3 DPUs of a real tray (left out), and the NVLink switch trays' own state (not on this host;
 rules judge it by NVML's fabric state)."""
 
+
+def _replica(gpu: int, k: int) -> ProcessSpec:
+    server = vllm("/models/Llama-3.1-8B-Instruct", (gpu,), mib=36000, port=8000 + 2 * gpu + k)
+    return replace(server, argv=(*server.argv, "--gpu-memory-utilization", "0.45"))
+
+
+MPS_H100 = replace(
+    INTEL_SNC,
+    name="mps-h100pcie-replicas",
+    summary="Supermicro SYS-421GE-TNRT, 2x Xeon Gold 6448Y, 4x H100 PCIe, Ubuntu 24.04 (6.8), driver 550; NVIDIA MPS "
+    "run by a unit (nvidia-cuda-mps-control -d, default pipe directory, EXCLUSIVE_PROCESS set by the unit) so that two "
+    "vLLM replicas of an 8B model share each GPU (--gpu-memory-utilization 0.45), each an MPS client",
+    hostname="gpu-mps-01",
+    cpu=XEON_6448Y,
+    gpus=GpuSpec("h100-pcie", 4, compute_mode=3),
+    driver=DriverSpec("550.127.05", cuda=12040, mps=True),
+    processes=tuple(_replica(g, k) for g in range(4) for k in range(2)),
+    expect="healthy and deliberate: MPS with EXCLUSIVE_PROCESS is NVIDIA's documented way to share a GPU between "
+    "processes; the MPS server's own context is not a foreign process",
+)
+"""MPS as NVIDIA's MPS guide runs it (tests/hostgen/mps.py); the SYS-421GE-TNRT's DMI is the intel-snc-h100pcie
+archetype's. The replicas run as root like the other archetypes' servers (the MPS server is then root's too)."""
+
+RHEL_L40S = replace(
+    RHEL94,
+    cmdline="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root quiet",
+    memory_kib=527996928,
+    tuned=None,
+)
+
+PODMAN_ROOTLESS_CDI = HostSpec(
+    "podman-rootless-cdi",
+    "Rootless Podman 4.9 container (user svc-llm, uid 1001) on a RHEL 9.4 host with 2x L40S and 2x ConnectX-7 RoCE: "
+    "GPUs through CDI (podman run --device nvidia.com/gpu=all, /etc/cdi/nvidia.yaml from nvidia-ctk cdi generate), the "
+    "driver's libraries at their host paths (/usr/lib64), no nvidia-container-runtime hook; the user's limits "
+    "(memlock 8 MiB), only memory and pids delegated to the user's cgroup, --shm-size 16g; vLLM at TP 2, audited inside",
+    "vllm",
+    XEON_6448Y,
+    RHEL_L40S,
+    GpuSpec("l40s", 2),
+    DriverSpec("550.127.05", open=True, cuda=12040, dkms=False),
+    topology="direct",
+    root_complex="intel-spr",
+    nics=NicSpec("cx7", 2, link_layer="Ethernet", rate_gbps=200, ofed=None),
+    platform=PlatformSpec(container="podman", rootless_uid=1001, shm_bytes=16 * 2**30, memlock="8388608"),
+    processes=(vllm("/models/Qwen2.5-32B-Instruct-AWQ", (0, 1), mib=42000, memlock="8388608"),),
+    iommu=None,
+    expect="healthy rootless container: the driver, kernel and limits are the host's and the user's; a single-node "
+    "server that is given no RDMA device needs no locked-memory limit for RDMA",
+)
+"""The RHEL host's packages (the open module 550 as NVIDIA's precompiled kmod stream) and the RoCE NICs' addresses are
+of the forms the other kinds use, not read off one host; 8 MiB is the default RLIMIT_MEMLOCK of current kernels (5.16
+and later) and systemd (253 and later): whether RHEL 9's 5.14 kernel and systemd 252 give a login session that much or
+64 KiB is not shown by a public source read here."""
+
+SPARK_MEM_KIB = 124780544
+GB10_CPU = replace(
+    GRACE,
+    cores_per_socket=20,
+    base_mhz=3900,
+    max_mhz=3900,
+    min_mhz=338,
+    memory_kib_per_node=(SPARK_MEM_KIB,),
+    extra_nodes=(),
+    distances=(),
+    bogomips=2000.0,
+    arm_parts=("0xd87",) * 10 + ("0xd85",) * 10,
+)
+"""GB10's CPU: 10 Cortex-X925 (part 0xd85) and 10 Cortex-A725 (0xd87) cores, one NUMA node holding the whole 128 GB
+LPDDR5X the GPU shares (public ``free -h``: 119Gi). Not from a public source read here: which CPU numbers are which core
+type, the frequency limits, the cpufreq and cpuidle drivers (Grace's cppc_cpufreq and WFI stand in)."""
+
+DGX_SPARK = HostSpec(
+    "dgx-spark-gb10",
+    "NVIDIA DGX Spark: GB10 superchip (20 Arm cores, a Blackwell GPU sharing the 128 GB LPDDR5X: unified memory, no "
+    "framebuffer NVML can size), DGX OS 7 (Ubuntu 24.04, 6.11 NVIDIA kernel), open driver 580 (CUDA 13.0), the "
+    "ConnectX-7 (2x 200G QSFP, four functions) with the inbox rdma-core; vLLM on its one GPU",
+    "spark-7f3a",
+    GB10_CPU,
+    replace(NOBLE, kernel="6.11.0-1016-nvidia", old_kernels=(), memory_kib=SPARK_MEM_KIB, cmdline="quiet splash"),
+    GpuSpec("gb10", 1),
+    DriverSpec("580.95.05", open=True, cuda=13000),
+    topology="spark",
+    nics=NicSpec("cx7", 4, link_layer="Ethernet", rate_gbps=200, ofed=None),
+    platform=PlatformSpec(dmi=(("sys_vendor", "NVIDIA"), ("product_name", "DGX Spark"))),
+    processes=(
+        replace(
+            vllm("/models/Qwen3-30B-A3B-FP8", (0,), mib=88000),
+            site="/usr/local/lib/python3.12/dist-packages",
+            torch="2.9.0+cu130",
+            torch_cuda="13.0",
+            nccl="2.27.7",
+        ),
+    ),
+    iommu="identity",
+    expect="healthy: one GPU on unified memory (NVML sizes no framebuffer, no BAR1, no power cap: not faults), no "
+    "P2P peers, no NVLink, no MIG; the ConnectX-7 is for a second Spark",
+)
+"""From public DGX Spark outputs: NVML's name, 0000000F:01:00.0, driver 580.95.05 with CUDA 13.0, Memory-Usage "Not
+Supported", the power cap N/A, the kernel 6.11.0-1016-nvidia, the ConnectX-7's four functions. Not shown by a public
+source read here, so stand-ins: the DMI strings beyond vendor and product, the kernel command line, the hostname, the
+GPU's PCI ids and VBIOS (catalog.py), the NVMe, whether DGX OS runs irqbalance and nvidia-persistenced (the generator's
+defaults: both)."""
+
 KINDS: dict[str, HostSpec] = {
     spec.name: spec
     for spec in (
@@ -334,5 +440,8 @@ KINDS: dict[str, HostSpec] = {
         AZURE_ND_H100_V5,
         HGX_B200,
         GB200_TRAY,
+        MPS_H100,
+        PODMAN_ROOTLESS_CDI,
+        DGX_SPARK,
     )
 }

@@ -27,6 +27,10 @@ P2P_LETTERS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
 TOPO_INTERNAL, TOPO_SINGLE, TOPO_MULTIPLE, TOPO_HOSTBRIDGE, TOPO_NODE, TOPO_SYSTEM = 0, 10, 20, 30, 40, 50
 TOPO_WORDS = {TOPO_SINGLE: "PIX", TOPO_MULTIPLE: "PXB", TOPO_HOSTBRIDGE: "PHB", TOPO_NODE: "NODE", TOPO_SYSTEM: "SYS"}
 NO_INSTANCE = 0xFFFFFFFF
+COMPUTE_MODE = {0: "Default", 2: "Prohibited", 3: "E. Process"}
+"""nvidia-smi's words for nvmlComputeMode_t in its summary (which shortens Exclusive_Process to ``E. Process``)."""
+COMPUTE_MODE_Q = {0: "Default", 2: "Prohibited", 3: "Exclusive_Process"}
+"""The same in ``nvidia-smi -q``."""
 MIG_PROFILE_IDS = {
     "1g.10gb": 19,
     "1g.18gb": 19,
@@ -193,11 +197,8 @@ def _device(built: Built, g: GpuState) -> None:
     c("nvmlDeviceGetPcieThroughput", (i, 0), 1120)
     c("nvmlDeviceGetPcieThroughput", (i, 1), 980)
     c("nvmlDeviceGetPcieLinkMaxSpeed", (i,), {5: 32000, 4: 16000, 3: 8000}[m.pcie_gen])
-    c("nvmlDeviceGetMemoryInfo", (i,), {"total": g.total_bytes, "free": g.total_bytes - g.used_bytes, "used": g.used_bytes})
-    bar1_total = built.bar1_bytes(g)
-    bar1_used = 1703936 + (g.used_bytes // 4096 if g.used_mib > 16 else 0) % (bar1_total // 2)
-    c("nvmlDeviceGetBAR1MemoryInfo", (i,), {"bar1Total": bar1_total, "bar1Free": bar1_total - bar1_used, "bar1Used": bar1_used})
-    c("nvmlDeviceGetComputeMode", (i,), 0)
+    _memory(built, g)
+    c("nvmlDeviceGetComputeMode", (i,), spec.gpus.compute_mode)
     c("nvmlDeviceGetPersistenceMode", (i,), 1 if spec.driver.persistence else 0)
     c("nvmlDeviceGetDisplayMode", (i,), 0)
     c("nvmlDeviceGetDisplayActive", (i,), 0)
@@ -234,7 +235,7 @@ def _device(built: Built, g: GpuState) -> None:
     procs = [{"pid": p[0], "usedGpuMemory": p[1], "gpuInstanceId": p[2], "computeInstanceId": p[3]} for p in g.processes]
     c("nvmlDeviceGetComputeRunningProcesses", (i,), procs)
     c("nvmlDeviceGetGraphicsRunningProcesses", (i,), [])
-    c("nvmlDeviceGetMPSComputeRunningProcesses", (i,), [])
+    c("nvmlDeviceGetMPSComputeRunningProcesses", (i,), [p for p in procs if p["pid"] in built.mps_clients])
     busy = bool(g.processes)
     if m.ecc and g.ecc:
         c("nvmlDeviceGetEccMode", (i,), [1, 1])
@@ -286,14 +287,23 @@ def _device(built: Built, g: GpuState) -> None:
     watts = m.idle_watts + (m.power_default_mw // 1000 - m.idle_watts) // 6 * busy
     c("nvmlDeviceGetPowerUsage", (i,), watts * 1000 + 417)
     c("nvmlDeviceGetTotalEnergyConsumption", (i,), 81234567890 + 1000003 * i)
-    c("nvmlDeviceGetPowerManagementDefaultLimit", (i,), m.power_default_mw)
-    c("nvmlDeviceGetPowerManagementLimit", (i,), g.power_limit_mw)
-    c("nvmlDeviceGetEnforcedPowerLimit", (i,), g.power_limit_mw)
-    c(
-        "nvmlDeviceGetPowerManagementLimitConstraints",
-        (i,),
-        [m.power_default_mw // 7 * 3 if m.hbm else m.power_default_mw // 3, m.power_max_mw],
-    )
+    if m.unified_memory:
+        for fn in (
+            "nvmlDeviceGetPowerManagementDefaultLimit",
+            "nvmlDeviceGetPowerManagementLimit",
+            "nvmlDeviceGetEnforcedPowerLimit",
+            "nvmlDeviceGetPowerManagementLimitConstraints",
+        ):
+            _unsupported(tree, fn, (i,))
+    else:
+        c("nvmlDeviceGetPowerManagementDefaultLimit", (i,), m.power_default_mw)
+        c("nvmlDeviceGetPowerManagementLimit", (i,), g.power_limit_mw)
+        c("nvmlDeviceGetEnforcedPowerLimit", (i,), g.power_limit_mw)
+        c(
+            "nvmlDeviceGetPowerManagementLimitConstraints",
+            (i,),
+            [m.power_default_mw // 7 * 3 if m.hbm else m.power_default_mw // 3, m.power_max_mw],
+        )
     c("nvmlDeviceGetPerformanceState", (i,), 0)
     c("nvmlDeviceGetUtilizationRates", (i,), {"gpu": 37 if busy else 0, "memory": 21 if busy else 0})
     c("nvmlDeviceGetEncoderUtilization", (i,), [0, 167000])
@@ -324,6 +334,23 @@ def _device(built: Built, g: GpuState) -> None:
     c("nvmlDeviceGetAutoBoostedClocksEnabled", (i,), error="NOT_SUPPORTED")
     _fabric(built, g)
     _nvlinks(built, g)
+
+
+def _memory(built: Built, g: GpuState) -> None:
+    """Framebuffer and BAR1 (a unified-memory SoC GPU answers neither)."""
+    tree, i = built.tree, g.index
+    if g.model.unified_memory:
+        for fn in ("nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetBAR1MemoryInfo"):
+            _unsupported(tree, fn, (i,))
+        return
+    tree.call(
+        "nvmlDeviceGetMemoryInfo", (i,), {"total": g.total_bytes, "free": g.total_bytes - g.used_bytes, "used": g.used_bytes}
+    )
+    bar1_total = built.bar1_bytes(g)
+    bar1_used = 1703936 + (g.used_bytes // 4096 if g.used_mib > 16 else 0) % (bar1_total // 2)
+    tree.call(
+        "nvmlDeviceGetBAR1MemoryInfo", (i,), {"bar1Total": bar1_total, "bar1Free": bar1_total - bar1_used, "bar1Used": bar1_used}
+    )
 
 
 def _fabric(built: Built, g: GpuState) -> None:
@@ -531,11 +558,14 @@ def smi_summary(built: Built) -> str:
         name = g.model.name[:29]
         bus = f"{int(g.bdf.split(':')[0], 16):08X}:{g.bdf.split(':', 1)[1].upper()}"
         watts = g.model.idle_watts
+        unified = g.model.unified_memory
+        cap = "N/A" if unified else f"{g.power_limit_mw // 1000:>4}W"
+        memory = "Not Supported" if unified else f"{g.used_mib:>9}MiB / {g.model.memory_mib:>6}MiB"
         out += [
             f"| {g.index:>3}  {name:<29} {pm:>4}  | {bus:>16} Off | {ecc:>20} |",
             (
-                f"| {fan:>3}  {g.temperature:>3}C    P0 {watts:>17}W / {g.power_limit_mw // 1000:>4}W "
-                f"| {g.used_mib:>9}MiB / {g.model.memory_mib:>6}MiB | {'0%':>9}      Default "
+                f"| {fan:>3}  {g.temperature:>3}C    P0 {watts:>17}W / {cap:>5} "
+                f"| {memory:>24} | {'0%':>9} {COMPUTE_MODE[built.spec.gpus.compute_mode]:>12} "
                 "|"
             ),
             f"| {'':<39} | {'':<22} | {('Enabled' if g.mig is not None else 'Disabled') if g.model.mig else 'N/A':>20} |",
@@ -556,7 +586,8 @@ def smi_summary(built: Built) -> str:
             name = built.process_name(pid)
             gi_text = "N/A" if gi == NO_INSTANCE else str(gi)
             ci_text = "N/A" if ci == NO_INSTANCE else str(ci)
-            out.append(f"|  {g.index:>3}  {gi_text:>4} {ci_text:>4} {pid:>10}      C   {name:<40} {used // MIB:>6}MiB |")
+            kind = "M+C" if pid in built.mps_clients else "C"
+            out.append(f"|  {g.index:>3}  {gi_text:>4} {ci_text:>4} {pid:>10}    {kind:>3}   {name:<40} {used // MIB:>6}MiB |")
     if not listed:
         out.append("|  No running processes found                                                             |")
     out.append(line)
@@ -648,7 +679,7 @@ def smi_query(built: Built) -> str:
             f"        Total                             : {built.bar1_bytes(g) // MIB} MiB",
             "        Used                              : 1 MiB",
             f"        Free                              : {built.bar1_bytes(g) // MIB - 1} MiB",
-            "    Compute Mode                          : Default",
+            f"    Compute Mode                          : {COMPUTE_MODE_Q[built.spec.gpus.compute_mode]}",
             "    ECC Mode",
             f"        Current                           : {('Enabled' if g.ecc else 'Disabled') if m.ecc else 'N/A'}",
             f"        Pending                           : {('Enabled' if g.ecc else 'Disabled') if m.ecc else 'N/A'}",

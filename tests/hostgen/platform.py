@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tests.hostgen import podman
 from tests.hostgen.tree import Tree
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ def container_mounts(built: Built) -> str:
             "io.containerd.snapshotter.v1.overlayfs/snapshots/4519/fs,workdir=/var/lib/containerd/io.containerd.snapshotter.v1."
             "overlayfs/snapshots/4519/work,uuid=on 0 0\n"
         )
+    elif spec.container == "podman":
+        root = podman.root_mount(built)
     else:
         root = (
             "overlay / overlay rw,relatime,"
@@ -165,7 +168,7 @@ def container_mounts(built: Built) -> str:
             "/dev/nvme1n1 /root/.cache/huggingface xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,noquota 0 0\n",
         ]
     version = built.spec.driver.userspace or built.spec.driver.version
-    libdir = "/usr/lib/aarch64-linux-gnu" if built.arch == "aarch64" else "/usr/lib/x86_64-linux-gnu"
+    libdir = driver_libdir(built)
     for lib in (
         "libnvidia-ml.so",
         "libcuda.so",
@@ -208,6 +211,12 @@ def container_mounts(built: Built) -> str:
     return "".join(lines)
 
 
+def driver_libdir(built: Built) -> str:
+    """Where the driver's libraries are in the process's filesystem: the distribution's multiarch folder, or the host
+    path a CDI container gets them at."""
+    return podman.libdir(built) or ("/usr/lib/aarch64-linux-gnu" if built.arch == "aarch64" else "/usr/lib/x86_64-linux-gnu")
+
+
 def mountinfo(mounts: str) -> str:
     """/proc/PID/mountinfo for the same mounts (ids and parents numbered in order)."""
     out = []
@@ -242,6 +251,10 @@ def write_cgroup(built: Built) -> None:
     tree, spec = built.tree, built.spec.platform
     base = "/sys/fs/cgroup"
     controllers = "cpuset cpu io memory hugetlb pids rdma misc"
+    if podman.rootless(built):  # systemd delegates memory and pids to a user's cgroups unless told otherwise
+        tree.attrs(base, {"cgroup.controllers": "memory pids", "cgroup.subtree_control": ""})
+        tree.attrs(base, {"memory.max": "max", "memory.current": str(41 * 2**30), "pids.max": "max"})
+        return
     tree.attrs(base, {"cgroup.controllers": controllers, "cgroup.subtree_control": "" if spec.container else controllers})
     if spec.container:
         quota = "max 100000" if spec.cpu_quota is None else f"{int(spec.cpu_quota * 100000)} 100000"

@@ -72,6 +72,9 @@ class DriverSpec:
     imex: str | None = None
     """``systemctl is-active nvidia-imex`` on a multi-node NVLink compute tray (``active``, ``failed``); None: IMEX
     not installed."""
+    mps: bool = False
+    """NVIDIA MPS: ``nvidia-cuda-mps-control -d`` started by a unit (``nvidia-mps.service``, default pipe directory
+    /tmp/nvidia-mps), the servers its clients (:mod:`tests.hostgen.mps`)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ class GpuSpec:
     rack_fabric: bool = True
     """On a multi-node NVLink rack's compute tray (topology ``grace-nvl``): the switch trays completed the GPUs'
     fabric registration."""
+    compute_mode: int = 0
+    """nvmlComputeMode_t of every GPU: 0 Default, 2 Prohibited, 3 Exclusive_Process (what NVIDIA's MPS guide
+    recommends under MPS)."""
     vgpu: str | None = None
     """NVIDIA vGPU profile each GPU of a guest is (``80C``: a C-series vGPU with the whole framebuffer of an H100
     PCIe): the guest's NVML name is ``NVIDIA H100-80C`` and physical properties are the hypervisor's."""
@@ -165,7 +171,7 @@ class PlatformSpec:
     """``aws``, ``gcp``: whose DMI the VM shows."""
     instance_type: str = ""
     container: str | None = None
-    """``docker`` or ``k8s`` (containerd)."""
+    """``docker``, ``podman`` (GPUs through CDI) or ``k8s`` (containerd)."""
     shm_bytes: int | None = None
     """/dev/shm size inside the container (None: --ipc=host, the host's)."""
     cpu_quota: float | None = None
@@ -181,6 +187,9 @@ class PlatformSpec:
     vm_root_port: tuple[int, int] = (4, 32)
     """A q35 guest's emulated root ports: (generation, width) QEMU advertises (x-speed 16 GT/s, x-width 32 since
     machine type 4.0; 2.5 GT/s x1 before); (0, 0): no root port, the GPUs on the root bus (pcie.0)."""
+    rootless_uid: int | None = None
+    """A rootless Podman container (``container="podman"``): the uid of the host user it runs as
+    (:mod:`tests.hostgen.podman`)."""
     visible_gpus: tuple[int, ...] | None = None
     """Physical GPUs (in bus order) the container was given; None: all of them."""
 

@@ -509,6 +509,32 @@ def grace(cpu: CpuSpec, parts: Parts) -> Placed:
     return placed
 
 
+def spark(cpu: CpuSpec, parts: Parts) -> Placed:
+    """A DGX Spark (GB10): the GPU alone on PCI domain 000F behind a root port (nvidia-smi: 0000000F:01:00.0); the
+    ConnectX-7's two ports each as two functions, on domains 0000 and 0002 (public DGX Spark interface names:
+    enp1s0f0np0, enp1s0f1np1, enP2p1s0f0np0, enP2p1s0f1np1: one PCIe x4 link per pair); the NVMe on domain 0004 (a
+    stand-in: no public listing read here)."""
+    placed = Placed(Topology(iommu=parts.iommu))
+    mmio = dv.Mmio(low=0x4000_0000, high=0x6100_0000_0000)
+    cpus, mask = node_cpulist(cpu, 0), node_cpumask(cpu, 0)
+    gpu_rc = RootComplex(0x000F, 0, 0, cpus, mask)
+    rp = gpu_rc.add(dv.port("grace-rp", pc.PORT_ROOT, "rp-gpu", gen=5, width=16, slot=0, physical_slot=None))
+    rp.add(dv.gpu(parts.model, mmio, 0, parts.gpu_pci))
+    for half, domain in enumerate((0x0000, 0x0002)):
+        rc = RootComplex(domain, 0, 0, cpus, mask)
+        rp_nic = rc.add(dv.port("grace-rp", pc.PORT_ROOT, f"rp-nic{half}", gen=5, width=4, slot=0))
+        for fn in range(min(2, max(0, parts.nics - 2 * half))):
+            nic = dv.endpoint(parts.nic_key, mmio, f"nic{2 * half + fn}", gen=5, width=4, fn=fn, max_read_request=4096)
+            placed.nics.append(rp_nic.add(nic))
+        placed.topology.roots.append(rc)
+    nvme_rc = RootComplex(0x0004, 0, 0, cpus, mask)
+    rp_nvme = nvme_rc.add(dv.port("grace-rp", pc.PORT_ROOT, "rp-nvme", gen=5, width=4, slot=0))
+    rp_nvme.add(dv.endpoint("nvme-samsung", mmio, "nvme0", gen=4, width=4, bar_layout=[(16384, True, False)]))
+    placed.topology.roots += [nvme_rc, gpu_rc]
+    placed.gpus = [f for f in placed.topology.functions() if f.role == "gpu"]
+    return placed
+
+
 GB200_GPU_DOMAINS = (0x0008, 0x0009, 0x0018, 0x0019)
 """The PCI domains a GB200 NVL72 compute tray's four GPUs show (``nvidia-smi``: 00000008:01:00.0 ... 00000019:01:00.0):
 two per Grace, each GPU behind its own root port."""
