@@ -69,6 +69,21 @@ PERSISTENCE_BY_UNIT = Deliberate(
     ),
     "https://docs.nvidia.com/deploy/driver-persistence/",
 )
+MPS_DOC = "https://docs.nvidia.com/deploy/mps/"
+MPS_SHARING = Deliberate(
+    "cuda.mps_sharing",
+    "NVIDIA MPS: CUDA processes share GPUs through one MPS server that nvidia-cuda-mps-control spawns",
+    (
+        "NVML lists the serving processes as MPS clients (nvmlDeviceGetMPSComputeRunningProcesses; nvidia-smi's M+C "
+        "rows): they run through MPS on purpose (with the default pipe directory /tmp/nvidia-mps a client needs no "
+        "CUDA_MPS_PIPE_DIRECTORY)",
+        "the nvidia-cuda-mps-server process holds the GPUs for its clients: its memory and context are theirs, and "
+        "stopping it ends every client",
+        "EXCLUSIVE_PROCESS compute mode is what the MPS guide recommends: only the MPS server opens each GPU, and every "
+        "client reaches it through the server",
+    ),
+    MPS_DOC,
+)
 MINOR_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 MINOR_COMPAT_MIN: dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 """The least Linux driver on which every CUDA runtime of a major version runs (the CUDA Toolkit release notes)."""
@@ -85,7 +100,14 @@ MINOR_COMPAT = Deliberate(
     ),
     MINOR_COMPAT_DOC,
 )
-DELIBERATE: tuple[Deliberate, ...] = (FORWARD_COMPAT, MINOR_COMPAT, MIG_IN_USE, TUNED_PROFILE, PERSISTENCE_BY_UNIT)
+DELIBERATE: tuple[Deliberate, ...] = (
+    FORWARD_COMPAT,
+    MINOR_COMPAT,
+    MIG_IN_USE,
+    MPS_SHARING,
+    TUNED_PROFILE,
+    PERSISTENCE_BY_UNIT,
+)
 
 COMPAT_LIBCUDA = r"/cuda(?:-(\d+)\.(\d+))?/compat(?:/lib(?:\.real)?)?/libcuda\.so\.(\d+)\.\d+(?:\.\d+)?$"
 """A libcuda of the CUDA forward-compatibility package: ``/usr/local/cuda-12.8/compat/libcuda.so.570.124.06`` (the

@@ -95,16 +95,30 @@ def _no_process_finding(f: CudaFacts, used: dict[int, tuple[int, int]], refs: tu
     )
 
 
+def _unified(f: CudaFacts) -> bool:
+    """NVML sizes no framebuffer on any GPU (NOT_SUPPORTED): a GPU that shares the system's memory (GB10), whose
+    memory held is told by the compute processes alone."""
+    failed = f.memory.failed()
+    return bool(failed) and len(failed) == len(f.memory.results) and set(failed.values()) == {"NOT_SUPPORTED"}
+
+
+def _mps_server_for_servers(f: CudaFacts, p: GpuProcess) -> bool:
+    """``p`` is the MPS server that holds the GPUs for the inference servers (their context, not another program)."""
+    mps = f.processes.mps
+    return p.pid in mps.servers and any(q.server and mps.client(q.pid) for q in f.scan.gpu_processes)
+
+
 def judge_memory_in_use(f: CudaFacts) -> Finding:
     if why := nvml_unusable(f.inventory):
         return MEMORY_IN_USE_CHECK.unknown(why)
     used = _memory_used(f)
     proc_refs = tuple(f"nvml:nvmlDeviceGetComputeRunningProcesses({i})" for i in f.memory.results)
     refs = f.memory.refs + proc_refs
-    if not used:
+    unified = not used and _unified(f) and f.scan.nvml_listed
+    if not used and not unified:
         return MEMORY_IN_USE_CHECK.unknown(failure_text(f.memory, f.inventory), evidence=refs)
     procs = f.scan.gpu_processes
-    others = [p for p in procs if p.argv is not None and not p.server]
+    others = [p for p in procs if p.argv is not None and not p.server and not _mps_server_for_servers(f, p)]
     unidentified = [p for p in procs if p.argv is None]
     if others and not f.scan.servers:  # none known: one of them may be the server (a custom one, or one not listed)
         return MEMORY_IN_USE_CHECK.unknown(
@@ -123,9 +137,17 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
         )
     if procs:
         total = sum(p.used_bytes or 0 for p in procs)
+        mps = " (with the MPS server that holds the GPUs for them)" if any(_mps_server_for_servers(f, p) for p in procs) else ""
+        shared = "; NVML sizes no framebuffer (the GPU shares the system's memory)" if unified else ""
         return MEMORY_IN_USE_CHECK.ok(
-            f"GPU memory held by the inference server only: {len(procs)} processes, {gib_text(total)} in all",
+            f"GPU memory held by the inference server only{mps}: {len(procs)} processes, {gib_text(total)} in all{shared}",
             expected="only the inference server holds GPU memory",
+            evidence=refs,
+        )
+    if unified:
+        return MEMORY_IN_USE_CHECK.ok(
+            "no compute process on GPUs that share the system's memory (NVML sizes no framebuffer: NOT_SUPPORTED)",
+            expected="no memory held by processes other than the server",
             evidence=refs,
         )
     return _no_process_finding(f, used, refs)

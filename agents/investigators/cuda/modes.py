@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.deliberate import MIG_IN_USE
+from rigaudit.agents.facts.deliberate import MIG_IN_USE, MPS_SHARING
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
@@ -23,6 +23,21 @@ COMPUTE_MODE_CHECK = Check(
 )
 
 
+def _exclusive_for_mps(f: CudaFacts, bad: dict[int, int]) -> Finding | None:
+    """Exclusive_Process on every such GPU while the MPS control daemon runs: the mode the MPS guide recommends."""
+    mps = f.processes.mps
+    if not mps.running or set(bad.values()) != {3}:
+        return None
+    return COMPUTE_MODE_CHECK.ok(
+        "; ".join(f"{label(f.inventory, i)}: Exclusive_Process" for i in bad)
+        + f" with the MPS control daemon running (pids {', '.join(map(str, (*mps.controls, *mps.servers)))})",
+        expected="Default (0), or Exclusive_Process under MPS",
+        explanation=f"Deliberate ({MPS_SHARING.key}): {MPS_SHARING.conditions[2]} ({MPS_SHARING.source}). Setting "
+        "Default would let processes open the GPUs beside the MPS server instead of through it.",
+        evidence=f.compute_mode.refs,
+    )
+
+
 def judge_compute_mode(f: CudaFacts) -> Finding:
     if why := nvml_unusable(f.inventory):
         return COMPUTE_MODE_CHECK.unknown(why)
@@ -37,6 +52,8 @@ def judge_compute_mode(f: CudaFacts) -> Finding:
             expected="Default (0)",
             evidence=f.compute_mode.refs,
         )
+    if (deliberate := _exclusive_for_mps(f, bad)) is not None:
+        return deliberate
     prohibited = [i for i, m in bad.items() if m == 2]
     observed = "; ".join(f"{label(f.inventory, i)}: {COMPUTE_MODES[m]}" for i, m in bad.items())
     where = driver_where(f.platform)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import MPS_SHARING
 from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -32,6 +34,7 @@ class ProcessFacts(Record):
     mps_pipe: tuple[str, ...] | None
     """Entries of /tmp/nvidia-mps, or None when it does not exist."""
     server_env: dict[int, dict[str, str]]
+    mps: MpsState = MpsState((), (), None)
 
 
 async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Platform, scan: ServerScan) -> ProcessFacts:
@@ -44,6 +47,7 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
     pipe = await probe.list_dir(MPS_PIPE)
     environs = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in scan.servers[:16]])
     server_env = {s.pid: env for s, r in zip(scan.servers[:16], environs, strict=True) if (env := parse_environ(r.data))}
+    mps_state = await collect_mps(probe, inventory, mps)
     return ProcessFacts(
         inventory,
         platform,
@@ -53,6 +57,7 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
         mps,
         pipe.entries,
         server_env,
+        mps_state,
     )
 
 
@@ -209,10 +214,56 @@ def _mps_problem(f: ProcessFacts, limits: dict[int, list[str]], refs: tuple[str,
     )
 
 
+def _sharing_ok(f: ProcessFacts, clients: list[int], refs: tuple[str, ...]) -> Finding:
+    """The servers are MPS clients (NVML's MPS process list): the daemon is theirs (the default pipe needs no
+    CUDA_MPS_PIPE_DIRECTORY)."""
+    servers = ", ".join(map(str, f.mps.servers)) or "?"
+    return MPS_DAEMON_CHECK.ok(
+        f"MPS in use: NVML lists the servers as MPS clients (pids {', '.join(map(str, clients[:8]))}) of "
+        f"nvidia-cuda-mps-server pid {servers}",
+        expected="no MPS daemon unless the server is set up for it",
+        explanation=f"Deliberate ({MPS_SHARING.key}): {MPS_SHARING.what}; {MPS_SHARING.conditions[0]} ({MPS_SHARING.source}).",
+        evidence=refs + tuple(f"nvml:{MPS_CLIENTS_FN}({i})" for i in f.inventory.nvml_indices),
+    )
+
+
+def _sharing_limits(f: ProcessFacts, limits: dict[int, list[str]], clients: list[int], refs: tuple[str, ...]) -> Finding:
+    """MPS limits on servers that share GPUs through MPS on purpose: the guide's way to provision each client's share,
+    at the cost of capping a client while the others idle."""
+    fix = Fix(
+        kind="restart",
+        where=layer_where(f.platform, "workload"),
+        summary="Keep MPS; raise or drop the per-client limits only if a replica should use the whole GPU while the others idle",
+        actions=(
+            CommandAction(
+                description="for a server that should burst: raise CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment "
+                "(or set it per client through nvidia-cuda-mps-control's set_active_thread_percentage) and restart it"
+            ),
+        ),
+        risk="low",
+        verify="the servers' throughput under load with the new share (rigaudit bench inference)",
+        revert="restore the previous CUDA_MPS_* values and restart the server",
+        persist="the server's unit or launch environment",
+    )
+    return MPS_DAEMON_CHECK.problem_at(
+        "low",
+        "; ".join(f"pid {pid}: {', '.join(v)}" for pid, v in limits.items())
+        + f"; the servers are MPS clients (pids {', '.join(map(str, clients[:8]))})",
+        "MPS limits that match how the GPUs are shared",
+        f"Deliberate ({MPS_SHARING.key}): the servers share GPUs through MPS, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / "
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT are the MPS guide's way to provision each client's share. The cost: a client "
+        f"never uses more than its share, even while the others on its GPU idle ({MPS_SHARING.source}).",
+        fix,
+        subjects=tuple(f"pid {pid}" for pid in limits),
+        evidence=refs,
+    )
+
+
 def judge_mps_daemon(f: ProcessFacts) -> Finding:
     refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
     env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
     configured = [pid for pid, env in f.server_env.items() if "CUDA_MPS_PIPE_DIRECTORY" in env]
+    clients = sorted({p.pid for p in f.scan.gpu_processes if p.server and f.mps.client(p.pid)})
     limits = _mps_limits(f)
     daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
     if not daemon and not limits:
@@ -227,6 +278,8 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
             expected="no MPS daemon unless the server is set up for it",
             evidence=refs,
         )
+    if daemon and clients and not limits:
+        return _sharing_ok(f, clients, refs + env_refs)
     if daemon and configured and not limits:
         return MPS_DAEMON_CHECK.ok(
             f"MPS daemon running and the server is configured for it (CUDA_MPS_PIPE_DIRECTORY in pids "
@@ -234,4 +287,6 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
             expected="no MPS daemon unless the server is set up for it",
             evidence=refs + env_refs,
         )
+    if daemon and clients:
+        return _sharing_limits(f, limits, clients, refs + env_refs)
     return _mps_problem(f, limits, refs + env_refs)

@@ -1,0 +1,66 @@
+"""NVIDIA MPS as the host runs it: the control daemon, its MPS servers, and the processes NVML lists as MPS clients.
+
+Reads ``/proc/PID/cmdline`` of the processes whose ``comm`` is ``nvidia-cuda-mps`` (both programs' names are cut to
+that) and ``nvmlDeviceGetMPSComputeRunningProcesses`` per GPU (nvidia-smi's ``M+C`` rows). Judged against
+:data:`~rigaudit.agents.facts.deliberate.MPS_SHARING`.
+"""
+
+from __future__ import annotations
+
+from rigaudit.agents.facts.gpus import GpuInventory
+from rigaudit.agents.facts.processes import split_cmdline
+from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import Probe
+
+MPS_COMM = "nvidia-cuda-mps"
+SERVER_PROGRAM = "nvidia-cuda-mps-server"
+CONTROL_PROGRAM = "nvidia-cuda-mps-control"
+MPS_CLIENTS_FN = "nvmlDeviceGetMPSComputeRunningProcesses"
+
+
+class MpsState(Record):
+    """What runs of MPS on this host."""
+
+    controls: tuple[int, ...]
+    """nvidia-cuda-mps-control pids."""
+    servers: tuple[int, ...]
+    """nvidia-cuda-mps-server pids: each holds the GPUs for its clients."""
+    clients: tuple[int, ...] | None
+    """Pids NVML lists as MPS clients on any GPU (None: NVML did not answer for every GPU)."""
+
+    @property
+    def running(self) -> bool:
+        return bool(self.controls or self.servers)
+
+    def client(self, pid: int) -> bool:
+        return self.clients is not None and pid in self.clients
+
+    @property
+    def sharing(self) -> bool:
+        """An MPS server holds the GPUs for clients NVML lists: MPS in use."""
+        return bool(self.servers) and bool(self.clients)
+
+
+def _program(argv: tuple[str, ...] | None) -> str:
+    return argv[0].rsplit("/", 1)[-1] if argv else ""
+
+
+async def collect_mps(probe: Probe, inventory: GpuInventory, mps_pids: tuple[int, ...]) -> MpsState:
+    """The MPS processes among ``mps_pids`` (comm ``nvidia-cuda-mps*``) and NVML's MPS clients."""
+    cmdlines = await probe.gather(*[lambda p=p: probe.read(f"/proc/{p}/cmdline") for p in mps_pids])
+    programs = {p: _program(split_cmdline(r.data)) for p, r in zip(mps_pids, cmdlines, strict=True)}
+    indices = inventory.nvml_indices if inventory.nvml_ok else []
+    listed = await probe.gather(*[lambda i=i: probe.nvml(MPS_CLIENTS_FN, i) for i in indices])
+    clients: tuple[int, ...] | None = None
+    if indices and all(r.ok for r in listed):
+        pids = {item["pid"] for r in listed if isinstance(r.value, list) for item in r.value if _pid_row(item)}
+        clients = tuple(sorted(pids))
+    return MpsState(
+        controls=tuple(p for p, name in programs.items() if name == CONTROL_PROGRAM),
+        servers=tuple(p for p, name in programs.items() if name == SERVER_PROGRAM),
+        clients=clients,
+    )
+
+
+def _pid_row(item: object) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("pid"), int)

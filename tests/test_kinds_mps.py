@@ -1,0 +1,70 @@
+"""NVIDIA MPS run on purpose (the third review, docs/validation/archetypes-review.md, M1-M4): two vLLM replicas per
+H100 as MPS clients, the control daemon from a unit that sets EXCLUSIVE_PROCESS. Before these fixes the audit told the
+operator to kill the MPS server (medium), stop the daemon and set the compute mode back to Default."""
+
+from __future__ import annotations
+
+from rigaudit.agents.facts.deliberate import DELIBERATE, MPS_SHARING
+from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
+from rigaudit.tools.schema.finding import Finding
+from tests.hostgen import faults
+from tests.hostgen.cache import snapshot
+from tests.hostgen.kinds import MPS_H100
+from tests.hostgen.mps import SERVER_PID
+from tests.hostgen.spec import HostSpec
+from tests.support.investigators import audit_snapshot
+from tests.support.kinds import by_check, serious
+
+
+def cuda(spec: HostSpec) -> dict[str, Finding]:
+    return audit_snapshot(CUDA, snapshot(spec), evidence_read=True, problem_has_fix=True)
+
+
+def test_the_mps_host_shows_its_server_and_clients_as_nvidia_smi_does() -> None:
+    tree = snapshot(MPS_H100)
+    smi = next(r for r in (tree / "commands.jsonl").read_text().splitlines() if '"argv": ["nvidia-smi"]' in r)
+    assert "M+C" in smi and "nvidia-cuda-mps-server" in smi and "E. Process" in smi
+
+
+def test_the_healthy_mps_host_has_no_serious_problem() -> None:
+    assert serious(MPS_H100) == {}
+    found = by_check(MPS_H100)
+    assert {c: found[c].status for c in ("cuda.mps", "cuda.compute_mode", "cuda.memory_in_use")} == dict.fromkeys(
+        ("cuda.mps", "cuda.compute_mode", "cuda.memory_in_use"), "ok"
+    )
+
+
+def test_the_mps_server_is_the_clients_context_not_memory_another_program_holds() -> None:
+    """M1. Before: medium, 'stop pid 2950 (nvidia-cuda-mps-server)', which ends all eight replicas."""
+    found = by_check(MPS_H100)["cuda.memory_in_use"]
+    assert found.status == "ok" and "MPS server" in found.observed, found.observed
+    assert str(SERVER_PID) not in found.observed
+
+
+def test_servers_nvml_lists_as_mps_clients_make_the_daemon_deliberate() -> None:
+    """M2. The default pipe directory needs no CUDA_MPS_PIPE_DIRECTORY; NVML's MPS process list tells. Before: low,
+    'stop the MPS control daemon'."""
+    found = by_check(MPS_H100)["cuda.mps"]
+    assert found.status == "ok" and "MPS clients" in found.observed, found.observed
+    assert MPS_SHARING.key in found.explanation and MPS_SHARING in DELIBERATE
+
+
+def test_exclusive_process_under_mps_is_the_mode_the_mps_guide_recommends() -> None:
+    """M3. Before: low, 'nvidia-smi -c 0' on every GPU."""
+    found = by_check(MPS_H100)["cuda.compute_mode"]
+    assert found.status == "ok" and "MPS control daemon" in found.observed, found.observed
+    assert MPS_SHARING.source in found.explanation
+
+
+def test_mps_limits_on_clients_that_share_a_gpu_are_provisioning() -> None:
+    """M4. Two replicas per GPU at 50 % each is MPS's documented provisioning. Before: medium, 'stop the MPS daemon'."""
+    found = cuda(faults.server_env(MPS_H100, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="50"))["cuda.mps"]
+    assert (found.status, found.severity) == ("problem", "low"), found.observed
+    assert found.fix is not None and found.fix.summary.startswith("Keep MPS")
+    assert not any("quit" in a.description for a in found.fix.actions)
+
+
+def test_an_mps_daemon_no_server_uses_is_still_told() -> None:
+    found = cuda(faults.no_server(MPS_H100))["cuda.mps"]
+    assert (found.status, found.severity) == ("problem", "low"), found.observed
+    assert found.fix is not None and "unless the deployment relies on MPS" in found.fix.summary
