@@ -426,6 +426,11 @@ def patched_p2p_with_p2p_disabled(spec: HostSpec) -> HostSpec:
     return faults.server_env(faults.p2p_driver(spec), NCCL_P2P_DISABLE="1")
 
 
+def memlock_with_rdma(spec: HostSpec) -> HostSpec:
+    """A container given the host's RDMA devices (/dev/infiniband) with a small locked-memory limit."""
+    return faults.rdma_passed_in(faults.memlock(spec))
+
+
 def patched_p2p_with_small_bar1(spec: HostSpec) -> HostSpec:
     """GeForce cards on a driver built with P2P, Resizable BAR off: the P2P path maps VRAM through BAR1."""
     return faults.bar1_small(faults.p2p_driver(spec))
@@ -450,7 +455,9 @@ FAULTS: list[tuple[str, Callable[..., HostSpec], dict[str, Any], str, str]] = [
     ("k8s-pod-h100", faults.shm, {}, "container.shm", "high@container_config"),
     ("docker-h100-bm", faults.shm, {}, "container.shm", "high@container_config"),
     ("k8s-pod-h100", faults.cpu_throttled, {}, "container.cgroup_cpu", "high@container_config"),
-    ("docker-h100-bm", faults.memlock, {}, "container.memlock", "medium@container_config"),
+    # no /dev/infiniband in the container: its server registers no memory with the host's NICs (third review, P1)
+    ("docker-h100-bm", faults.memlock, {}, "container.memlock", "low@container_config"),
+    ("docker-h100-bm", memlock_with_rdma, {}, "container.memlock", "medium@container_config"),
     ("dgx-a100-mig", faults.mig_pending, {}, "cuda.mig", "medium@host"),
     ("hgx-h100-jammy", faults.mig_unused, {}, "cuda.mig", "unknown"),
     ("hgx-h100-jammy", faults.nvlink_down, {}, "nvlink.links", "high@host"),

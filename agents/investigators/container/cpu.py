@@ -32,6 +32,8 @@ class CpuLimit(Record):
     """(periods throttled, periods) from cpu.stat, inside a container."""
     ref: str
     config: LxcConfig | None = None
+    note: str = ""
+    """Why there is no quota, where that is itself read (a cgroup without the cpu controller)."""
 
 
 class CgroupCpuFacts(Record):
@@ -102,9 +104,24 @@ async def collect_cgroup_cpu(probe: Probe, platform: Platform, lxc: LxcConfigs, 
             quota, ref = v1
             v1_stat = await probe.text(f"{CGROUP_V1}/cpu.stat")
             limits.append(CpuLimit("this container", quota, cpus, gpus, _stat(v1_stat), ref))
+        elif (undelegated := await _without_cpu_controller(probe, cpus, gpus)) is not None:
+            limits.append(undelegated)
         else:
             error = f"{CGROUP}/cpu.max: {cpu_max.error}; {CGROUP_V1}/cpu.cfs_quota_us not readable either"
     return CgroupCpuFacts(platform, tuple(limits), error)
+
+
+async def _without_cpu_controller(probe: Probe, cpus: int | None, gpus: int) -> CpuLimit | None:
+    """A cgroup v2 whose controllers leave out cpu (a rootless container's: systemd delegates memory and pids to a
+    user's cgroups by default): no CFS quota can apply to it. None: the controllers are unread or include cpu."""
+    controllers = await probe.text(f"{CGROUP}/cgroup.controllers")
+    if controllers is None or "cpu" in controllers.split():
+        return None
+    note = (
+        f" (no cpu controller in this cgroup: cgroup.controllers is '{controllers.strip()}', so no CFS quota can "
+        "apply; a rootless container gets one only where the host delegates cpu to its user)"
+    )
+    return CpuLimit("this container", None, cpus, gpus, None, file_ref(f"{CGROUP}/cgroup.controllers"), note=note)
 
 
 CGROUP_CPU_CHECK = Check(
@@ -124,7 +141,7 @@ CGROUP_CPU_CHECK = Check(
 def _quota_text(limit: CpuLimit) -> str:
     cpus = f"{limit.cpus if limit.cpus is not None else 'all'} CPUs for {limit.gpus} GPUs"
     if limit.quota_cpus is None:
-        return f"{cpus}, no CPU quota"
+        return f"{cpus}, no CPU quota{limit.note}"
     hit, periods = limit.throttled or (0, 0)
     share = f", throttled in {hit} of {periods} periods ({hit / periods:.2%})" if periods else ""
     return f"{cpus}, CPU quota of {limit.quota_cpus:g} CPUs{share}: not enough throttling to cost anything"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cdi import regenerate_spec_fix
 from rigaudit.agents.facts.lxc import NVIDIA_MAJOR, DeviceAllow, LxcConfig
 from rigaudit.agents.investigators.container import premises
 from rigaudit.agents.investigators.container.facts import (
@@ -172,7 +173,9 @@ def _judge_inside(f: ContainerFacts) -> Finding:
         "a node for every GPU, nvidiactl and nvidia-uvm",
         "CUDA opens /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidiaN for each GPU; without them it fails to "
         "initialise or sees fewer GPUs than the server was told to use.",
-        _pass_nodes_fix(f),
+        regenerate_spec_fix(f.cdi, ", ".join(p.split()[0] if p.startswith("/dev/") else "the GPUs' nodes" for p in problems))
+        if f.cdi.given
+        else _pass_nodes_fix(f),
         evidence=refs,
     )
 

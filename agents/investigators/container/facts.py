@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cdi import CdiUse, read_cdi
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs, read_lxc_configs
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.processes import ServerScan, find_servers
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
+from rigaudit.agents.facts.rootless import Rootless, read_rootless
 from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_cgroup_cpu
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.base import CommandResult
@@ -41,6 +43,8 @@ class ContainerFacts(Record):
     host_pids: bool = False
     """This container shares the machine's PID namespace (Kubernetes' ``hostPID``, a DaemonSet's): PID 1 runs in
     another mount namespace, so every server on the machine is visible from here, and one in none is elsewhere."""
+    rootless: Rootless = Rootless(False, None, "not read")
+    cdi: CdiUse = CdiUse(False, "not read")
 
 
 async def _minor(probe: Probe, bdf: str) -> int | None:
@@ -88,6 +92,8 @@ async def collect(probe: Probe) -> ContainerFacts:
         cpu=cpu,
         rdma=await collect_rdma(probe),
         host_pids=host_pids,
+        rootless=await read_rootless(probe, platform),
+        cdi=await read_cdi(probe, platform),
     )
 
 
@@ -141,6 +147,16 @@ def no_gpu_here(check: Check, f: ContainerFacts) -> Finding | None:
     if f.platform.in_container and not f.inventory.gpus and not f.inventory.nvml_ok:
         return check.not_applicable(NO_GPU, evidence=(dir_ref("/sys/bus/pci/devices"),))
     return None
+
+
+def rdma_devices_here(f: ContainerFacts) -> bool | None:
+    """Whether the server can reach an RDMA device: on a host always; in a container only with /dev/infiniband
+    passed in (the host's NICs show in sysfs either way). None: this container's /dev unread."""
+    if not f.platform.in_container:
+        return True
+    if f.dev_entries is None:
+        return None
+    return "infiniband" in f.dev_entries
 
 
 def servers_runtime(f: ContainerFacts) -> str:

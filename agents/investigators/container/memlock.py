@@ -7,8 +7,14 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.lxc import LxcConfig
 from rigaudit.agents.investigators.container import premises
-from rigaudit.agents.investigators.container.facts import ContainerFacts, lxc_fix, no_gpu_here, servers_runtime
-from rigaudit.tools.hosts.probe import file_ref
+from rigaudit.agents.investigators.container.facts import (
+    ContainerFacts,
+    lxc_fix,
+    no_gpu_here,
+    rdma_devices_here,
+    servers_runtime,
+)
+from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 
@@ -83,6 +89,8 @@ def _raise_limit_fix(f: ContainerFacts, lxc_fix_config: LxcConfig | None) -> Fix
             "a pod cannot raise its own RLIMIT_MEMLOCK: containers inherit the container runtime's, so set "
             "LimitMEMLOCK=infinity for containerd (systemctl edit containerd) on the node, restart it, then the pod"
         )
+    if f.rootless.rootless:
+        return _rootless_fix(f)
     inside = f.platform.in_container or any(s.container for s in f.scan.servers)
     return Fix(
         kind="restart",
@@ -93,6 +101,32 @@ def _raise_limit_fix(f: ContainerFacts, lxc_fix_config: LxcConfig | None) -> Fix
         verify="grep 'Max locked memory' /proc/PID/limits of the server shows unlimited",
         revert="restore the previous limit and restart",
         persist="the container or unit config",
+    )
+
+
+def _rootless_fix(f: ContainerFacts) -> Fix:
+    """A rootless container's limits are capped by its user's hard limit on the host: raise that first."""
+    user = f"uid {f.rootless.host_uid}" if f.rootless.host_uid is not None else "the user that runs the container"
+    return Fix(
+        kind="restart",
+        where="container_host",
+        summary=f"Raise the locked-memory hard limit of {user} on the host, then recreate the rootless container",
+        actions=(
+            CommandAction(
+                description=f"on the host: a rootless container cannot raise RLIMIT_MEMLOCK above its user's hard limit "
+                f"({f.rootless.how}); set it for {user}: a line '<user> - memlock unlimited' in "
+                "/etc/security/limits.d/90-memlock.conf for a login session, or LimitMEMLOCK=infinity in a drop-in "
+                f"for user@{f.rootless.host_uid or '<uid>'}.service when the user's systemd runs the container"
+            ),
+            CommandAction(
+                description="log the user in again (or restart its user manager), then recreate the container with "
+                "--ulimit memlock=-1:-1 and restart the server"
+            ),
+        ),
+        risk="low",
+        verify="grep 'Max locked memory' /proc/PID/limits of the server shows unlimited",
+        revert="remove the limits.d line or the drop-in, and recreate the container",
+        persist="the limits.d file or the user@.service drop-in, and the container's definition",
     )
 
 
@@ -112,10 +146,23 @@ def judge_memlock(f: ContainerFacts) -> Finding:
         return MEMLOCK_CHECK.not_applicable("not a container, and hosts no GPU containers", evidence=refs)
     if not limited:
         return MEMLOCK_CHECK.ok("; ".join(seen), expected="unlimited", evidence=refs)
-    rdma = bool(f.rdma.active_nics)
+    return _limited_problem(f, limited, refs, lxc_fix_config)
+
+
+def _rdma_reach(f: ContainerFacts) -> tuple[bool, str]:
+    """Whether the limit meets RDMA registrations here (medium), and why (the observed text's tail)."""
+    if not f.rdma.active_nics:
+        return False, "; no active RDMA NIC"
+    if rdma_devices_here(f) is False:
+        return False, "; the host's RDMA NICs are not passed into this container (no /dev/infiniband)"
+    return True, ""
+
+
+def _limited_problem(f: ContainerFacts, limited: list[str], refs: list[str], lxc_fix_config: LxcConfig | None) -> Finding:
+    rdma, why = _rdma_reach(f)
     return MEMLOCK_CHECK.problem_at(
         "medium" if rdma else "low",
-        "; ".join(limited) + ("" if rdma else "; no active RDMA NIC"),
+        "; ".join(limited) + why,
         "unlimited",
         "RDMA memory registration (NCCL over InfiniBand/RoCE, GPUDirect) and mlock-based pinned buffers count "
         "against RLIMIT_MEMLOCK; with a small limit they fail or fall back to slower paths. CUDA's own pinned "
@@ -123,9 +170,12 @@ def judge_memlock(f: ContainerFacts) -> Finding:
         + (
             "This host has active RDMA NICs, so NCCL's registrations hit the limit (medium)."
             if rdma
+            else "This host has active RDMA NICs, but this container is given no RDMA device (/dev/infiniband), so its "
+            "server cannot register memory with them: little here counts against the limit (low)."
+            if f.rdma.active_nics
             else "This host has no active RDMA NIC, so little here registers memory against the limit (low)."
         ),
         _raise_limit_fix(f, lxc_fix_config),
         subjects=tuple(s.split(":")[0] for s in limited),
-        evidence=(*refs, *f.rdma.refs),
+        evidence=(*refs, *f.rdma.refs, *((dir_ref("/dev"),) if f.platform.in_container else ())),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cdi import CdiUse, read_cdi
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
@@ -83,6 +84,8 @@ class DriverFacts(Record):
     """The IMEX service, read only where the GPUs are in a multi-node NVLink domain (:func:`multi_node`)."""
     nvlsm: Nvlsm | None = None
     """NVLSM's own state (read only when the fabric manager is not active on Blackwell or newer GPUs)."""
+    cdi: CdiUse = CdiUse(False, "not read")
+    """Whether the container the audit runs in got its GPUs through CDI (its device nodes are the host spec's)."""
 
 
 RACK_GPUS = r"\bGB[23]00\b"
@@ -234,6 +237,7 @@ async def collect(probe: Probe) -> DriverFacts:
         persistenced_log=pd_log,
         imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, fabric.cluster) else None,
         nvlsm=nvlsm,
+        cdi=await read_cdi(probe, platform),
     )
 
 

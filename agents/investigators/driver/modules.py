@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cdi import regenerate_spec_fix
 from rigaudit.agents.facts.kernel_log import DMESG_REF
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.nvlink_management import management_text
@@ -258,6 +259,9 @@ def _uvm_gap(facts: DriverFacts, loaded: bool, cause: Cause | None, feeds_contai
             persist="echo nvidia_uvm > /etc/modules-load.d/nvidia-uvm.conf",
         )
         return fix, "nvidia_uvm not loaded (the kernel log names no reason: nothing loaded it)", "high"
+    if facts.cdi.given:
+        fix = regenerate_spec_fix(facts.cdi, "/dev/nvidia-uvm")
+        return fix, "nvidia_uvm loaded (the host's kernel), /dev/nvidia-uvm absent in this CDI container", "high"
     fix = Fix(
         kind="runtime",
         where=where,
