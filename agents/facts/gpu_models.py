@@ -20,6 +20,16 @@ _BRIDGE_ONLY = r"GeForce RTX 3090|TITAN RTX|GeForce RTX 2080 Ti|GeForce RTX 2080
 _MIG = r"\b(A100|A30|H100|H200|H20|H800|A800|B200|B300|GB200|GB300|GH200|RTX PRO 6000)\b"
 
 
+_UNIFIED_MEMORY = r"\bGB10\b"
+"""GPUs of a system-on-chip that share the system's memory: DGX Spark's GB10 (NVML answers NOT_SUPPORTED for its
+framebuffer, BAR1 and power limits; nvidia-smi prints "Memory-Usage: Not Supported" and the cap as N/A)."""
+
+
+def unified_memory(name: str) -> bool:
+    """Whether a GPU of this NVML name has no memory, BAR1 or board power limit of its own (``NVIDIA GB10``)."""
+    return re.search(_UNIFIED_MEMORY, name) is not None
+
+
 def product_line(name: str) -> ProductLine:
     """``NVIDIA GeForce RTX 4090`` -> geforce; ``NVIDIA H200`` -> datacenter; ``NVIDIA RTX 6000 Ada Generation`` ->
     workstation."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.gpu_models import product_line
+from rigaudit.agents.facts.gpu_models import product_line, unified_memory
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.firmware import premises
@@ -39,6 +39,12 @@ def judge_rebar(facts: FirmwareFacts) -> Finding:
             evidence=evidence,
         )
     known = [g for g in facts.gpus if g.bar1 is not None]
+    if not known and all(unified_memory(g.gpu.name) for g in facts.gpus):
+        return REBAR_CHECK.not_applicable(
+            f"{', '.join(sorted({g.gpu.name for g in facts.gpus}))}: the GPU shares the system's memory (no framebuffer "
+            "of its own, NVML answers no BAR1), so there is no BAR1 for the firmware to size",
+            evidence=evidence,
+        )
     if not known:
         why = f"BAR1 size not readable (NVML: {facts.nvml_error or 'no BAR1 info'}; sysfs resource not readable)"
         return REBAR_CHECK.unknown(why, evidence=evidence)

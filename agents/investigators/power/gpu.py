@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import index_selector
+from rigaudit.agents.facts.gpu_models import unified_memory
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -138,6 +139,10 @@ def _restore_limit_fix(facts: GpuPowerFacts, low: list[GpuPower]) -> Fix:
     )
 
 
+def _all_unified(inventory: GpuInventory) -> bool:
+    return bool(inventory.gpus) and all(unified_memory(g.name) for g in inventory.gpus)
+
+
 def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
     if (unavailable := _nvml_unavailable(GPU_POWER_LIMIT_CHECK, facts)) is not None:
         return unavailable
@@ -145,6 +150,12 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
     refs = [r for g in facts.gpus for r in g.refs[:2]]
     if not known and facts.inventory is not None and (why := hypervisor_side(facts.inventory, "power limits")):
         return GPU_POWER_LIMIT_CHECK.unknown(why, evidence=cap(refs))
+    if not known and facts.inventory is not None and _all_unified(facts.inventory):
+        return GPU_POWER_LIMIT_CHECK.not_applicable(
+            "the GPU of a system-on-chip that shares the system's memory and power (NVML: no power limit, "
+            "NOT_SUPPORTED): there is no board limit to lower or restore",
+            evidence=cap(refs),
+        )
     if not known:
         errors = sorted({g.error or "no value" for g in facts.gpus}) or ["no GPUs"]
         return GPU_POWER_LIMIT_CHECK.unknown(f"power limits not readable: {', '.join(errors)}", evidence=cap(refs))

@@ -1,0 +1,53 @@
+"""DGX Spark (GB10): a GPU that shares the system's memory, so NVML answers NOT_SUPPORTED for its framebuffer, BAR1
+and power limits (the third review, G1-G2). NOT_SUPPORTED there is the product's answer, not a failed read: before
+these fixes three checks stopped at it as `unknown`, and an other user's notebook holding 29 GiB went unseen by
+cuda.memory_in_use."""
+
+from __future__ import annotations
+
+from rigaudit.agents.facts.gpu_models import unified_memory
+from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
+from tests.hostgen import faults
+from tests.hostgen.cache import snapshot
+from tests.hostgen.kinds import DGX_SPARK
+from tests.hostgen.spec import ProcessSpec
+from tests.support.investigators import audit_snapshot
+from tests.support.kinds import by_check, serious
+
+NOTEBOOK = ProcessSpec(
+    ("/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/home/ana/.local/share/jupyter/runtime/kernel-1.json"),
+    gpus=(0,),
+    gpu_memory_mib=30000,
+    user=1000,
+)
+
+
+def test_spark_prints_not_supported_where_a_discrete_gpu_prints_its_memory() -> None:
+    smi = next(r for r in (snapshot(DGX_SPARK) / "commands.jsonl").read_text().splitlines() if '"argv": ["nvidia-smi"]' in r)
+    assert "NVIDIA GB10" in smi and "Not Supported" in smi and "0000000F:01:00.0" in smi
+    assert unified_memory("NVIDIA GB10") and not unified_memory("NVIDIA GH200 480GB")
+
+
+def test_the_healthy_spark_has_no_serious_problem() -> None:
+    assert serious(DGX_SPARK) == {}
+
+
+def test_unified_memory_is_judged_by_the_compute_processes() -> None:
+    """G1. Before: unknown, 'nvmlDeviceGetMemoryInfo: NOT_SUPPORTED'."""
+    found = by_check(DGX_SPARK)["cuda.memory_in_use"]
+    assert found.status == "ok" and "shares the system's memory" in found.observed, found.observed
+
+
+def test_another_users_notebook_on_unified_memory_is_found() -> None:
+    """G1 with a fault: the notebook's 29 GiB come out of the server's memory. Before: unknown."""
+    spec = faults.server(DGX_SPARK, NOTEBOOK)
+    found = audit_snapshot(CUDA, snapshot(spec), evidence_read=True, problem_has_fix=True)["cuda.memory_in_use"]
+    assert (found.status, found.severity) == ("problem", "medium"), found.observed
+    assert "ipykernel_launcher" in found.observed
+
+
+def test_a_soc_gpu_has_no_bar1_or_board_power_limit_to_judge() -> None:
+    """G2. Before: both unknown ('not readable')."""
+    found = by_check(DGX_SPARK)
+    assert found["firmware.rebar"].status == "not_applicable", found["firmware.rebar"].observed
+    assert found["power.gpu_power_limit"].status == "not_applicable", found["power.gpu_power_limit"].observed
