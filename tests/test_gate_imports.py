@@ -121,6 +121,7 @@ def test_a_check_loads_no_heavy_module(gate_run: dict[str, object]) -> None:
     commands = _loaded(gate_run["modules"], ("rigaudit.orchestrator.commands",))
     assert commands == [
         "rigaudit.orchestrator.commands",
+        "rigaudit.orchestrator.commands._arguments",
         "rigaudit.orchestrator.commands._options",
         "rigaudit.orchestrator.commands._outputs",
         "rigaudit.orchestrator.commands.check",

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from rigaudit.orchestrator.cli import build_parser, main
-from rigaudit.orchestrator.options.arguments import number, positive_seconds
+from rigaudit.orchestrator.commands._arguments import number, positive_seconds
 
 PARSER = build_parser()
 

@@ -22,7 +22,6 @@ ALLOWED = ("orchestrator/commands/", "orchestrator/cli.py", "orchestrator/comman
 ARGPARSE = {
     "agents/llm/testing/server.py": "a test server's own command line (python -m)",
     "tools/bench/fake_server.py": "a test server's own command line (python -m)",
-    "orchestrator/options/arguments.py": "argument types: they raise argparse.ArgumentTypeError",
 }
 """What imports argparse below the commands, and why."""
 

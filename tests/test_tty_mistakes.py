@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
-from rigaudit.orchestrator.options.arguments import normalize_url
+from rigaudit.orchestrator.commands._arguments import normalize_url
 from rigaudit.tools.core.errors import UsageError
 from tests.conftest import SEED
 

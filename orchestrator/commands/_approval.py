@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.change.timed_prompt import APPROVAL_TIMEOUT_S
-from rigaudit.orchestrator.options.arguments import positive_seconds
+from rigaudit.orchestrator.commands._arguments import positive_seconds
 
 
 def add_approval_timeout(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ import typing
 from collections.abc import Sequence
 
 from rigaudit.orchestrator.bench.run import InferenceRun
-from rigaudit.orchestrator.options.arguments import number, positive_seconds, url
+from rigaudit.orchestrator.commands._arguments import number, positive_seconds, url
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings, check_settings
 from rigaudit.tools.bench.loadgen import LoadSpec
 from rigaudit.tools.core.errors import UsageError

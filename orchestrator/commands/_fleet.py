@@ -14,12 +14,12 @@ import argparse
 from pathlib import Path
 
 from rigaudit.orchestrator.commands._areas import areas
+from rigaudit.orchestrator.commands._arguments import positive_seconds
 from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.fleet.run import FleetOutputs, FleetRun, run_fleet_command, slurm_job
 from rigaudit.orchestrator.fleet.runner import DEFAULT_HOST_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, FleetOptions
 from rigaudit.orchestrator.fleet.targets import parse_hosts
-from rigaudit.orchestrator.options.arguments import positive_seconds
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_words

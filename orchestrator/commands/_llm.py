@@ -23,8 +23,8 @@ from typing import Any, cast
 from rigaudit.agents.llm import LLMBrain, LlmConfig
 from rigaudit.agents.llm.client import TOKEN_FIELDS
 from rigaudit.orchestrator.change.timed_prompt import DEFAULT_TIMEOUT_S, Pause
+from rigaudit.orchestrator.commands._arguments import normalize_url, positive_seconds, url
 from rigaudit.orchestrator.commands._llm_models import area_models, model_settings, prices
-from rigaudit.orchestrator.options.arguments import normalize_url, positive_seconds, url
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import field_types
 from rigaudit.tools.files.bounded import JsonError, loads, read_regular

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rigaudit.orchestrator.options.arguments import number
+from rigaudit.orchestrator.commands._arguments import number
 from rigaudit.tools.bench.comm import ASSUMED_US, CommTerm, comm_term, load_curve, message_bytes, parse_latency
 from rigaudit.tools.bench.model_spec import ModelSpec, model_spec
 from rigaudit.tools.core.errors import UsageError

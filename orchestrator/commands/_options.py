@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rigaudit.orchestrator.commands._arguments import number
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.choose import DEMO_HELP, HostSource
-from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.options.screen import Screen
 
 

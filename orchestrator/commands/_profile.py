@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from rigaudit.orchestrator.bench.explain import MAX_INTERVAL_MS, MIN_INTERVAL_MS, CommOptions, ProfileOptions
+from rigaudit.orchestrator.commands._arguments import number
 from rigaudit.orchestrator.commands._model import add_comm_arguments, add_model_arguments, spec_from_args
-from rigaudit.orchestrator.options.arguments import number
 from rigaudit.tools.bench.comm import load_curve, parse_latency
 from rigaudit.tools.core.errors import UsageError
 

@@ -30,13 +30,13 @@ from rigaudit.agents.registry import area_names
 from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._areas import areas as read_areas
+from rigaudit.orchestrator.commands._arguments import positive_seconds
 from rigaudit.orchestrator.commands._fleet import add_fleet_arguments, is_fleet, run_fleet_from_args
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, brain_from_args
 from rigaudit.orchestrator.commands._options import add_host_arguments, add_session_arguments, host_source, screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.choose import open_host
 from rigaudit.orchestrator.hosts.identity import identify
-from rigaudit.orchestrator.options.arguments import positive_seconds
 from rigaudit.orchestrator.report.document import check_report, write_report
 from rigaudit.orchestrator.report.output import write_json
 from rigaudit.orchestrator.session.core import Session, open_session

@@ -79,6 +79,7 @@ from rigaudit.orchestrator.bench.run import (
 )
 from rigaudit.orchestrator.change.approval import require_approval
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._arguments import number, positive_seconds
 from rigaudit.orchestrator.commands._bench import (
     API_KEY_NOTE,
     add_inference_arguments,
@@ -91,7 +92,6 @@ from rigaudit.orchestrator.commands._bench import (
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.identity import this_machine
-from rigaudit.orchestrator.options.arguments import number, positive_seconds
 from rigaudit.orchestrator.report.document import check_report, report_host
 from rigaudit.orchestrator.report.output import check_writable
 from rigaudit.orchestrator.session.core import Session, open_session

@@ -40,12 +40,12 @@ from rigaudit.orchestrator.change.approval import Console, TerminalConsole, is_i
 from rigaudit.orchestrator.chat import ChatSettings, Conversation, Coordinator, LlmPlanner
 from rigaudit.orchestrator.command import Command
 from rigaudit.orchestrator.commands._approval import add_approval_timeout
+from rigaudit.orchestrator.commands._arguments import url
 from rigaudit.orchestrator.commands._bench import inference_run
 from rigaudit.orchestrator.commands._llm import add_llm_arguments, llm_config_from_args, terminal_approver
 from rigaudit.orchestrator.commands._options import add_host_arguments, host_source, screen
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.hosts.choose import open_host
-from rigaudit.orchestrator.options.arguments import url
 from rigaudit.orchestrator.session.core import open_session
 from rigaudit.orchestrator.ui.terminal import TerminalUI, terminal_for
 from rigaudit.tools.core.errors import UsageError

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._arguments import number
 from rigaudit.orchestrator.commands._options import add_host_arguments, host_source
 from rigaudit.orchestrator.commands._outputs import output
 from rigaudit.orchestrator.gate import (
@@ -35,7 +36,6 @@ from rigaudit.orchestrator.gate import (
     without_pydantic_plugins,
 )
 from rigaudit.orchestrator.hosts.choose import open_host
-from rigaudit.orchestrator.options.arguments import number
 from rigaudit.tools.core.errors import RigauditError, UsageError
 
 if TYPE_CHECKING:

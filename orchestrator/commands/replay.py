@@ -26,9 +26,9 @@ from rich.text import Text
 
 from rigaudit.orchestrator.audit.rediagnose import rediagnose_json, rediagnosis
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._arguments import number
 from rigaudit.orchestrator.commands._options import add_transcript_argument, screen, transcript_path
 from rigaudit.orchestrator.commands._outputs import output
-from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.report.output import check_writable, warn, write_json
 from rigaudit.orchestrator.session.query import query_session
 from rigaudit.orchestrator.ui.queries import when

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from rigaudit.orchestrator.change.apply import load_plan_file
 from rigaudit.orchestrator.command import Command
+from rigaudit.orchestrator.commands._arguments import number
 from rigaudit.orchestrator.commands._model import add_comm_arguments, add_model_arguments, comm_from_args, spec_from_args
 from rigaudit.orchestrator.commands._options import add_session_arguments, screen
 from rigaudit.orchestrator.commands._outputs import output
-from rigaudit.orchestrator.options.arguments import number
 from rigaudit.orchestrator.plan.text import plan_gain
 from rigaudit.orchestrator.report.document import append_section, report_host
 from rigaudit.orchestrator.report.output import check_writable

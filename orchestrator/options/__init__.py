@@ -1,1 +1,1 @@
-"""Option types several commands and the work below them share: values checked as they are parsed, the screen."""
+"""What the commands hand to the work below them besides their own options: the screen."""
