@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rigaudit.agents.llm.cost import Price
+from rigaudit.agents.llm.cost import Price, usd
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, final
 from rigaudit.agents.llm.usage import UsageBook
 from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
@@ -67,6 +67,15 @@ def test_cost_per_agent_and_in_total_at_each_models_price() -> None:
     assert lines[1].split()[:2] == ["kernel", "big"] and lines[1].endswith(", $0.4")
     assert lines[2].split()[:2] == ["numa", "small"] and lines[2].endswith(", $0.3")
     assert book.cost("kernel") == pytest.approx(0.4) and book.total_cost() == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [(7.5e-05, "$0.000075"), (1.234567e-06, "$0.000001235"), (0.00052, "$0.00052"), (0.4, "$0.4"), (12.3456, "$12.35"),
+     (0.0, "$0"), (1234.5, "$1,234.50")],
+)  # fmt: skip
+def test_a_cost_is_shown_in_dollars_never_with_an_exponent(amount: float, shown: str) -> None:
+    assert usd(amount) == shown
 
 
 def test_no_price_no_cost_and_an_unpriced_model_is_said() -> None:

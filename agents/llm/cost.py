@@ -6,12 +6,15 @@ model named, for every model without its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rigaudit.tools.core.record import Record
 
 PER = 1_000_000
 """Prices are per this many tokens."""
+SIGNIFICANT = 4
+"""Digits of a cost shown (under $1,000)."""
 
 
 class Price(Record):
@@ -35,8 +38,14 @@ def price_for(prices: Sequence[Price], model: str) -> Price | None:
 
 
 def usd(amount: float) -> str:
-    """``$0.00052``, ``$0.4``, ``$12.35``, ``$1,234.50``: four significant digits, cents from $1,000."""
-    return f"${amount:,.2f}" if amount >= 1000 else f"${amount:.4g}"
+    """``$0.000075``, ``$0.00052``, ``$0.4``, ``$12.35``, ``$1,234.50``: four significant digits, cents from $1,000;
+    never an exponent (a request of a cheap model costs a few millionths)."""
+    if amount >= 1000:
+        return f"${amount:,.2f}"
+    if amount <= 0:
+        return "$0"
+    places = max(0, SIGNIFICANT - 1 - math.floor(math.log10(amount)))
+    return "$" + f"{amount:.{places}f}".rstrip("0").rstrip(".")
 
 
 __all__ = ["Price", "price_for", "usd"]
