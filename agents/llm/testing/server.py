@@ -611,39 +611,48 @@ class ScriptedOpenAIServer(BackgroundServer):
 
 def reply_from_json(spec: Mapping[str, Any]) -> Reply:
     """A reply written as JSON: ``{"content": ...}``, ``{"tool_calls": [{"name": ..., "arguments": {...}}]}``,
-    ``{"status": 429, "error": ...}``."""
+    ``{"status": 429, "error": ...}``; any of them with ``"delay_s": 30`` (a stalled server), ``"usage": [100, 5]``
+    (the prompt and completion tokens counted) or ``"reasoning": ...``."""
     tool_calls = tuple(
         ToolCallSpec(
             str(c["name"]), c["arguments"] if isinstance(c.get("arguments"), str) else json.dumps(c.get("arguments") or {})
         )
         for c in spec.get("tool_calls") or []
     )
+    usage = spec.get("usage")
     return Reply(
         content=spec.get("content"),
         tool_calls=tool_calls,
         status=int(spec.get("status", 200)),
         error=str(spec.get("error", "")),
         retry_after_ms=spec.get("retry_after_ms", 1 if spec.get("status") else None),
+        delay_s=float(spec.get("delay_s", 0.0)),
+        usage=(int(usage[0]), int(usage[1])) if isinstance(usage, list) and len(usage) == 2 else None,
+        reasoning=str(spec.get("reasoning", "")),
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rigaudit.agents.llm.testing.server SCRIPT.json [--port N]``: serve a script by hand.
+    """``python -m rigaudit.agents.llm.testing SCRIPT.json [--port N] [--family NAME]``: serve a script by hand,
+    as a server family answers (:data:`FAMILIES`: ``no-stream``, ``ollama``, ``tgi-old``...).
 
     SCRIPT.json: ``{"scripts": {"chat": [reply, ...], "pcie": [...]}, "default": reply}`` (see :func:`reply_from_json`).
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rigaudit.agents.llm.testing.server", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rigaudit.agents.llm.testing", description=main.__doc__)
     parser.add_argument("script", help="the JSON script")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--family", choices=sorted(FAMILIES), help="answer as this server family does")
     args = parser.parse_args(argv)
     with open(args.script, encoding="utf-8") as handle:
         data = json.load(handle)
     scripts = {key: [reply_from_json(r) for r in replies] for key, replies in (data.get("scripts") or {}).items()}
     default = reply_from_json(data["default"]) if data.get("default") else None
-    server = ScriptedOpenAIServer(scripts, default=default, port=args.port)
-    sys.stderr.write(f"scripted OpenAI-compatible server at {server.base_url} (Ctrl-C stops it)\n")
+    server = ScriptedOpenAIServer(scripts, default=default, port=args.port, quirks=args.family)
+    family = f", answering as {args.family}" if args.family else ""
+    sys.stderr.write(f"scripted OpenAI-compatible server at {server.base_url}{family} (Ctrl-C stops it)\n")
+    sys.stderr.flush()
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     left = server.remaining()
