@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from rigaudit.agents.llm.known_ids import learn_named_ids
+from rigaudit.agents.llm.redaction import file_text, output_text
 from rigaudit.tools.core import record
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.files.bounded import loads
@@ -211,7 +212,7 @@ class ModelFunctions:
         evidence = self.probe.evidence[ref]
         if evidence.error == "EISDIR" and listable(path, fs) is None:  # a directory: listed, as list_dir would
             return await self._list_dir(path)
-        body = digest_ids(redact_text(evidence.raw), path=norm, content=True) if evidence.ok else f"error: {evidence.error}"
+        body = digest_ids(file_text(evidence.raw, norm), path=norm, content=True) if evidence.ok else f"error: {evidence.error}"
         return FunctionResult(
             _framed("read_file", ref, body, self.output_chars), ref, {"tool": "read_file", "ref": ref, "ok": evidence.ok}
         )
@@ -259,6 +260,6 @@ class ModelFunctions:
         fs = filesystem_for(self.probe.host)
         words = list(result.argv)
         words += [resolved_path(w, fs) for w in result.argv[1:] if w.startswith("/")]
-        stdout = digest_ids(redact_text(result.stdout), argv=words, content=True)
+        stdout = digest_ids(output_text(result.argv, result.stdout), argv=words, content=True)
         stderr = digest_ids(redact_text(result.stderr), argv=words, content=True)
         return record.replace(outcome, result=record.replace(result, stdout=stdout, stderr=stderr))

@@ -16,7 +16,8 @@ from importlib import resources
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.investigator import AnyInvestigator
-from rigaudit.tools.redact import digest_ids, digest_nvml, redact_text
+from rigaudit.agents.llm.redaction import evidence_text
+from rigaudit.tools.redact import digest_ids, digest_nvml
 from rigaudit.tools.schema.evidence import Evidence
 from rigaudit.tools.schema.finding import Finding
 
@@ -92,7 +93,7 @@ def value_of(evidence: Evidence, limit: int = 150) -> str:
     on one line, cut."""
     if not evidence.ok:
         return f"<error: {_cut(evidence.error or 'unreadable', 60)}>"
-    raw = redact_text(evidence.raw)
+    raw = evidence_text(evidence)
     if evidence.kind == "file":
         raw = digest_ids(raw, path=evidence.source, content=True)
     elif evidence.kind == "command":
