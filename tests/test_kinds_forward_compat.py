@@ -55,7 +55,8 @@ def test_libraries_the_toolkit_binds_from_the_host_are_the_hosts_to_fix(tmp_path
     into the image. The same versions baked into the image (no such mounts) stay the container's to fix."""
     upgraded = driver_upgraded_without_reboot(DC, new="535.247.01")
     bound = by_check(upgraded)["driver.library_mismatch"]
-    assert (bound.status, bound.severity, bound.fix.where if bound.fix else None) == ("problem", "high", "host")
+    # the machine that runs the container (its driver packages, its module): container_host, as driver.uvm says
+    assert (bound.status, bound.severity, bound.fix.where if bound.fix else None) == ("problem", "high", "container_host")
     assert bound.fix is not None and "reboot" in bound.fix.summary and "container toolkit" in bound.observed
     baked = light_copy(snapshot(upgraded), tmp_path / "baked")
     path = SnapshotHost(baked).resolve("/proc/mounts")  # /proc/self/mounts

@@ -66,3 +66,12 @@ def test_a_cdi_spec_without_uvm_is_generated_again_on_the_host_by_both_checks() 
         assert (finding.status, finding.severity) == ("problem", "high"), (check, finding.observed)
         assert finding.fix is not None and finding.fix.where == "container_host", check
         assert finding.fix.actions[0].argv == ("nvidia-ctk", "cdi", "generate", "--output=/etc/cdi/nvidia.yaml"), check
+
+
+def test_a_host_driver_upgraded_without_reboot_is_rebooted_on_the_container_host() -> None:
+    """P5. The CDI-mounted libraries are the host's: the reboot is the machine's that runs the container. Before:
+    high @host, a layer that names the container's own machine."""
+    found = audit(faults.driver_upgraded_without_reboot(PODMAN_ROOTLESS_CDI))["driver.library_mismatch"]
+    assert (found.status, found.severity) == ("problem", "high"), found.observed
+    assert "/usr/lib64/libnvidia-ml.so.1" in found.observed and "the host's" in found.observed
+    assert found.fix is not None and found.fix.where == "container_host" and "reboot" in found.fix.summary

@@ -533,7 +533,7 @@ def _driver_files(built: Built) -> None:
         {"NVreg_OpenRmEnableUnsupportedGpus": 1, "NVreg_EnableGpuFirmware": 18, "NVreg_RegistryDwords": "(null)"},
     )
     tree.attrs("/sys/module/nvidia_drm/parameters", {"modeset": "Y" if spec.os.distro == "ubuntu-24.04" else "N", "fbdev": "N"})
-    libdir = "/usr/lib/aarch64-linux-gnu" if built.arch == "aarch64" else "/usr/lib/x86_64-linux-gnu"
+    libdir = pf.driver_libdir(built)
     user = d.userspace or d.version
     for lib in ("libnvidia-ml.so", "libcuda.so"):
         tree.file(f"{libdir}/{lib}.{user}", b"\x7fELF\x02\x01\x01")

@@ -12,6 +12,7 @@ from rigaudit.agents.facts.deliberate import (
     forward_compat_support,
 )
 from rigaudit.agents.facts.nvidia_driver import PROC_VERSION
+from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.install_facts import InstallFacts, UserLibrary
 from rigaudit.agents.investigators.forward_compat import after_drop, drop_compat_fix
@@ -75,9 +76,14 @@ def _matching(f: InstallFacts, kernel: str, seen: Seen, refs: list[str]) -> Find
     return LIBRARY_MISMATCH_CHECK.ok(
         f"kernel module {kernel}; {shown}",
         expected="user-space libraries of the kernel module's version",
-        explanation="A container has its own copy of the user-space libraries (libcuda, libnvidia-ml): they must "
-        "be re-installed in it whenever the host's driver changes. Containers without a visible server process "
-        "are not checked here.",
+        explanation=(
+            "This container's driver libraries are the host's, mounted in one by one at its start (the NVIDIA container "
+            "toolkit or a CDI spec): they follow the host's driver and change with it at the container's next start. "
+            if f.platform.in_container and f.platform.lib_mounts
+            else "A container with its own copy of the user-space libraries (libcuda, libnvidia-ml) needs them "
+            "re-installed whenever the host's driver changes. "
+        )
+        + "Containers without a visible server process are not checked here.",
         evidence=refs,
     )
 
@@ -85,7 +91,7 @@ def _matching(f: InstallFacts, kernel: str, seen: Seen, refs: list[str]) -> Find
 def _mismatch_fix(f: InstallFacts, kernel: str, container_side: bool, upgrade: bool) -> Fix:
     """The container's libraries installed for the host's module, or the host rebooted into its installed driver."""
     kind: FixKind = "restart" if container_side else "reboot"
-    where: Where = "container" if container_side else "host"
+    where: Where = "container" if container_side else layer_where(f.platform, "gpu_driver")
     pending = f.pending
     return Fix(
         kind=kind,
