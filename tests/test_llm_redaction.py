@@ -1,7 +1,7 @@
 """What the model is shown of a command's output or a file is redacted as the share bundle redacts it: an
-environment a person let the model print (``env``, ``printenv``) by the allow-list, so a value with no known
-shape under a name that says nothing (``CUSTOM_SETTING=opaquevalue123``) never reaches the model, while the
-settings the checks read stay."""
+environment a person let the model print (``env``, ``printenv``), or a unit's that ``systemctl show`` prints,
+by the allow-list, so a value with no known shape under a name that says nothing
+(``CUSTOM_SETTING=opaquevalue123``) never reaches the model, while the settings the checks read stay."""
 
 from __future__ import annotations
 
@@ -26,12 +26,15 @@ ENVIRONMENT = "CUSTOM_SETTING=opaquevalue123\nNCCL_DEBUG=INFO\nCUDA_VISIBLE_DEVI
 
 
 class PrintingHost(SeedHost):
-    """The seed, where ``env`` and ``printenv`` print :data:`ENVIRONMENT`."""
+    """The seed, where ``env`` and ``printenv`` print :data:`ENVIRONMENT`, and ``systemctl show`` a unit's."""
 
     async def run(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> CommandResult:
         if tuple(argv)[:1] in (("env",), ("printenv",)):
             self.ran.append(tuple(argv))
             return CommandResult(tuple(argv), 0, ENVIRONMENT, "", 0.01)
+        if tuple(argv)[:2] == ("systemctl", "show"):
+            self.ran.append(tuple(argv))
+            return CommandResult(tuple(argv), 0, "Environment=" + " ".join(ENVIRONMENT.split()) + "\n", "", 0.01)
         return await super().run(argv, timeout_s=timeout_s)
 
 
@@ -39,13 +42,13 @@ async def _yes(verdict: Verdict) -> bool:
     return True
 
 
-@pytest.mark.parametrize("command", ["env", "printenv"])
-def test_an_environment_the_model_was_let_print_is_redacted_by_the_allow_list(command: str) -> None:
+@pytest.mark.parametrize("command", ["env", "printenv", "systemctl show vllm -p Environment"])
+def test_an_environment_the_model_printed_is_redacted_by_the_allow_list(command: str) -> None:
     model = ScriptedModel([call("shell", command=command), final({"findings": []})])
-    brain = LLMBrain(LlmConfig(), model=model, approver=_yes)
+    brain = LLMBrain(LlmConfig(), model=model, approver=_yes)  # env asks a person; systemctl show is allowed
     host = PrintingHost()
     anyio.run(lambda: run_audit(host, options=AuditOptions(investigators=select(["kernel"]), brain=brain)))
-    assert (command,) in host.ran
+    assert tuple(command.split()) in host.ran
     shown = next(str(m["content"]) for m in model.requests[1].messages if m["role"] == "tool")
     assert "opaquevalue123" not in shown and f"CUSTOM_SETTING={REDACTED}" in shown
     assert "NCCL_DEBUG=INFO" in shown and "CUDA_VISIBLE_DEVICES=0,1" in shown  # what the checks read stays

@@ -22,6 +22,7 @@ from rigaudit.tools.redact._records import redact_records
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
 from rigaudit.tools.redact._spaced import directives, inline, words_lines
 from rigaudit.tools.redact._tally import Tally
+from rigaudit.tools.redact._units import unit_environments
 from rigaudit.tools.redact._values import query_secret, secret_value
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -396,7 +397,7 @@ def _k8s_secrets(text: str, tally: Tally | None) -> str:
 
 
 def _redact(text: str, tally: Tally | None) -> str:
-    text = _k8s_secrets(_netrc(text, tally), tally)
+    text = _k8s_secrets(_netrc(unit_environments(text, tally), tally), tally)
     return _random(_options(_named(_shapes(redact_records(text, _redact, tally), tally), tally), tally), tally)
 
 
