@@ -5,9 +5,10 @@ operator to kill the MPS server (medium), stop the daemon and set the compute mo
 from __future__ import annotations
 
 from rigaudit.agents.facts.deliberate import DELIBERATE, MPS_SHARING
+from rigaudit.agents.facts.mps import MPS_CLIENTS_FN
 from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
 from rigaudit.tools.schema.finding import Finding
-from tests.hostgen import faults
+from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import MPS_H100
 from tests.hostgen.mps import SERVER_PID
@@ -68,3 +69,12 @@ def test_an_mps_daemon_no_server_uses_is_still_told() -> None:
     found = cuda(faults.no_server(MPS_H100))["cuda.mps"]
     assert (found.status, found.severity) == ("problem", "low"), found.observed
     assert found.fix is not None and "unless the deployment relies on MPS" in found.fix.summary
+
+
+def test_no_mps_seen_from_a_container_is_told_by_nvmls_client_list() -> None:
+    """M5. A host's MPS daemon never shows in a container's /proc: NVML's MPS client list is what tells. Before: ok
+    from the container's own processes, also where that list was not recorded."""
+    healthy = cuda(ARCHETYPES["docker-h100-bm"])["cuda.mps"]
+    assert healthy.status == "ok" and "NVML lists no MPS client" in healthy.observed, healthy.observed
+    unread = cuda(faults.nvml_unrecorded(ARCHETYPES["docker-h100-bm"], MPS_CLIENTS_FN))["cuda.mps"]
+    assert unread.status == "unknown" and MPS_CLIENTS_FN in unread.observed, unread.observed

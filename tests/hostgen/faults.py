@@ -837,3 +837,14 @@ def rdma_passed_in(spec: HostSpec) -> HostSpec:
 
     fault = Fault("rdma-passed-in", "/dev/infiniband passed into the container", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "rdma-in", "RDMA devices passed in")
+
+
+def nvml_unrecorded(spec: HostSpec, fn: str) -> HostSpec:
+    """A snapshot that holds no answer of NVML's ``fn`` (recorded by a rigaudit that did not ask it)."""
+
+    def apply(built: Built) -> None:
+        for key in [k for k in built.tree.nvml if k[0] == fn]:
+            del built.tree.nvml[key]
+
+    fault = Fault(f"unrecorded-{fn}", f"no {fn} record", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), f"no-{fn}", f"{fn} not recorded")

@@ -259,6 +259,35 @@ def _sharing_limits(f: ProcessFacts, limits: dict[int, list[str]], clients: list
     )
 
 
+def _no_daemon(f: ProcessFacts, clients: list[int], refs: tuple[str, ...]) -> Finding:
+    """No MPS daemon seen here. In a container a host's daemon never shows in /proc: NVML's MPS client list tells."""
+    if f.pids is None or not f.pids:
+        return MPS_DAEMON_CHECK.unknown(
+            f"{MPS_PIPE} absent, but the process list is not recorded here (no PID under /proc), so a daemon using "
+            "another pipe directory, or one inside a container, cannot be ruled out",
+            evidence=refs,
+        )
+    seen = f"no nvidia-cuda-mps process among {len(f.pids)} /proc entries; no {MPS_PIPE}/control"
+    expected = "no MPS daemon unless the server is set up for it"
+    if not f.platform.in_container:
+        return MPS_DAEMON_CHECK.ok(seen, expected=expected, evidence=refs)
+    nvml = tuple(f"nvml:{MPS_CLIENTS_FN}({i})" for i in f.inventory.nvml_indices)
+    if f.mps.clients is None:
+        return MPS_DAEMON_CHECK.unknown(
+            f"{seen} in this container, where a host's MPS daemon does not show; NVML's MPS client list was not "
+            f"answered ({MPS_CLIENTS_FN} would tell whether the servers compute through MPS)",
+            evidence=refs,
+        )
+    if clients:
+        return _sharing_ok(f, clients, refs)
+    return MPS_DAEMON_CHECK.ok(
+        f"{seen}; NVML lists no MPS client on {len(f.inventory.nvml_indices)} GPUs (a host's daemon, not visible from "
+        "this container, would show its clients there)",
+        expected=expected,
+        evidence=refs + nvml,
+    )
+
+
 def judge_mps_daemon(f: ProcessFacts) -> Finding:
     refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
     env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
@@ -267,17 +296,7 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
     limits = _mps_limits(f)
     daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
     if not daemon and not limits:
-        if f.pids is None or not f.pids:
-            return MPS_DAEMON_CHECK.unknown(
-                f"{MPS_PIPE} absent, but the process list is not recorded here (no PID under /proc), so a daemon using "
-                "another pipe directory, or one inside a container, cannot be ruled out",
-                evidence=refs,
-            )
-        return MPS_DAEMON_CHECK.ok(
-            f"no nvidia-cuda-mps process among {len(f.pids)} /proc entries; no {MPS_PIPE}/control",
-            expected="no MPS daemon unless the server is set up for it",
-            evidence=refs,
-        )
+        return _no_daemon(f, clients, refs)
     if daemon and clients and not limits:
         return _sharing_ok(f, clients, refs + env_refs)
     if daemon and configured and not limits:
