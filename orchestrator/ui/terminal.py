@@ -278,7 +278,8 @@ class TerminalUI:
         if not self.live_enabled:
             summary = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items())) or "no findings"
             tail = f": {event.error}" if event.error else ""
-            self.console.print(f"  {event.area:<15} {event.status:<8} {event.duration_s:6.2f}s  {summary}{tail}")
+            line = f"  {event.area:<15} {event.status:<8} {event.duration_s:6.2f}s  {summary}{tail}"
+            self.console.print(Text(printable(line)))  # an agent's error may quote the model: never markup
 
     def _audit_finished(self, event: AuditFinished) -> None:
         """The board stopped, the audit's view drawn, and its one-line tally."""
