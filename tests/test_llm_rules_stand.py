@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from rigaudit.agents.brain import merge_refinement
+from rigaudit.agents.llm.answer import parse_report
 from rigaudit.agents.llm.testing.server import ScriptedOpenAIServer, call, final
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.commands.audit import exit_status
@@ -228,3 +229,13 @@ def test_an_older_transcripts_model_findings_are_not_among_its_findings(tmp_path
     header = {"transcript": "rigaudit.transcript/2", "rigaudit": "0.1", "created_at": ""}
     path.write_text("\n".join([json.dumps(header), *(e.model_dump_json() for e in events)]) + "\n")
     assert [e.finding for e in read_transcript(path).findings] == [rule]
+
+
+def test_a_key_the_model_invents_is_named_in_its_error_without_its_markup() -> None:
+    answer = {"findings": [{"check": "numa.x", "status": "ok", "evidence": [], MARKUP: 1, "confidence": 0.9}]}
+    with pytest.raises(ValueError) as caught:
+        parse_report(answer)
+    said = str(caught.value)  # goes back to the model, and on to the warnings, the board and the report
+    named = re.findall(r"findings\.0\.(.*?): Extra inputs are not permitted", said)
+    assert len(named) == 2 and "confidence" in named, said
+    assert all(re.fullmatch(r"[\w-]+", key) for key in named), said  # no markup, link or markdown left

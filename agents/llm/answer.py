@@ -107,6 +107,8 @@ SCHEMA: dict[str, Any] = {
 
 RESPONSE_FORMAT: dict[str, Any] = {"name": "report_findings", "schema": SCHEMA}
 
+_UNSAFE = re.compile(r"[^\w-]")
+"""What a key named in an error may not hold (markup, links, spaces: a model's key is its own text)."""
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
@@ -134,8 +136,14 @@ def parse_report(payload: str | Any) -> FindingsReport:
     try:
         return FindingsReport.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()[:6])
+        problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors()[:6])
         raise ValueError(f"{exc.error_count()} validation error(s): {problems}") from None
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """Where in the answer an error is (``findings.0.confidence``). A key the schema does not have is the model's
+    own text and goes on to warnings, the board and the report: only its word characters are kept, at most 40."""
+    return ".".join(_UNSAFE.sub("", str(part))[:40] or "?" for part in loc) or "answer"
 
 
 def to_findings(report: FindingsReport, area: str, rule_findings: list[Finding]) -> list[Finding]:
