@@ -146,6 +146,8 @@ def _args(*argv: str) -> argparse.Namespace:
     ("argv", "message"),
     [
         (["--hosts", "a,b", "--snapshot", "x"], "leave out --snapshot"),
+        (["--hosts", "a,b", "--llm"], "--llm audits one host"),  # never ignored without a word
+        (["--results", "gathered", "--llm"], "--llm audits one host"),
         (["--hosts", "a", "--partition", "gpu"], "go with --slurm"),
         (["--slurm", "--nodes", "0"], "at least 1"),
         (["--hosts", "a", "--max-connections", "0"], "at least 1"),

@@ -82,6 +82,8 @@ def _check(args: argparse.Namespace) -> None:
     given = vars(args)
     if given.get("snapshot") is not None or given.get("demo") is not None:
         raise UsageError("--hosts/--slurm/--results audit other machines: leave out --snapshot and --demo")
+    if given.get("llm"):
+        raise UsageError("--llm audits one host: a fleet (--hosts/--slurm/--results) is judged by the rules alone")
     if not args.slurm and (args.partition or args.nodes is not None or args.nodelist):
         raise UsageError("--partition, --nodes and --nodelist go with --slurm")
     if args.nodes is not None and args.nodes < 1:
