@@ -51,3 +51,13 @@ def test_a_soc_gpu_has_no_bar1_or_board_power_limit_to_judge() -> None:
     found = by_check(DGX_SPARK)
     assert found["firmware.rebar"].status == "not_applicable", found["firmware.rebar"].observed
     assert found["power.gpu_power_limit"].status == "not_applicable", found["power.gpu_power_limit"].observed
+
+
+def test_a_soc_gpu_has_no_gpudirect_rdma_to_load() -> None:
+    """Fourth review, S1. NVIDIA: GB10's iGPU memory is not reachable by PCIe devices, so GPUDirect RDMA (nvidia-peermem,
+    DMA-BUF) does not work on DGX Spark and NCCL stages through registered host buffers. Before: ok, 'GPUDirect RDMA
+    over DMA-BUF', a path that does not exist."""
+    found = by_check(DGX_SPARK)["driver.peermem"]
+    assert found.status == "not_applicable", found.observed
+    assert "GPUDirect RDMA is not supported" in found.observed and "DMA-BUF" not in found.observed.split(";")[0]
+    assert "memlock" in found.explanation

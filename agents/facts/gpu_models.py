@@ -22,7 +22,13 @@ _MIG = r"\b(A100|A30|H100|H200|H20|H800|A800|B200|B300|GB200|GB300|GH200|RTX PRO
 
 _UNIFIED_MEMORY = r"\bGB10\b"
 """GPUs of a system-on-chip that share the system's memory: DGX Spark's GB10 (NVML answers NOT_SUPPORTED for its
-framebuffer, BAR1 and power limits; nvidia-smi prints "Memory-Usage: Not Supported" and the cap as N/A)."""
+framebuffer, BAR1 and power limits; nvidia-smi prints "Memory-Usage: Not Supported" and the cap as N/A). Such a GPU
+has no GPUDirect RDMA either: :data:`NO_GPUDIRECT_RDMA`."""
+
+NO_GPUDIRECT_RDMA = "https://forums.developer.nvidia.com/t/dgx-spark-gpudirect-rdma/348787"
+"""NVIDIA's answer on DGX Spark: memory that cudaMalloc returns for the iGPU's contexts cannot be accessed coherently
+by the CPU or by PCIe devices, so GPUDirect RDMA is not supported and nvidia-peermem, dma-buf and GDRCopy do not work;
+RDMA applications register host buffers (cudaHostAlloc) with the NIC instead (NCCL: "GPU Direct RDMA Disabled")."""
 
 
 def unified_memory(name: str) -> bool:

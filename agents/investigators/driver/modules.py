@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cdi import regenerate_spec_fix
+from rigaudit.agents.facts.gpu_models import NO_GPUDIRECT_RDMA, unified_memory
 from rigaudit.agents.facts.kernel_log import DMESG_REF
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.facts.nvlink_management import management_text
@@ -93,6 +94,24 @@ def _peermem_not_needed(facts: DriverFacts, nics: str, refs: tuple[str, ...]) ->
     return None
 
 
+def _no_gpudirect(facts: DriverFacts, nics: str, refs: tuple[str, ...]) -> Finding | None:
+    """A GPU that shares the system's memory (GB10) has no GPUDirect RDMA at all: nothing to load or to fix."""
+    if not facts.gpus or not all(unified_memory(g.name) for g in facts.gpus):
+        return None
+    quiet = PEERMEM_CHECK.not_applicable(
+        f"{nics}; {facts.gpus[0].name} shares the system's memory: GPUDirect RDMA is not supported on it "
+        "(nvidia-peermem, DMA-BUF and GDRCopy do not work)",
+        evidence=refs,
+    )
+    why = (
+        " NCCL stages inter-node traffic through host buffers it registers with the NIC (NCCL_DEBUG=INFO: 'GPU Direct "
+        "RDMA Disabled for HCA'), which is this platform's design, not a fault; `modprobe nvidia-peermem` fails on it "
+        "(Invalid argument). Those registrations are locked memory: the server's RLIMIT_MEMLOCK must allow them "
+        f"(container.memlock) ({NO_GPUDIRECT_RDMA})."
+    )
+    return quiet.model_copy(update={"explanation": PEERMEM_PURPOSE + why})
+
+
 def _gpudirect_fix(facts: DriverFacts) -> Fix:
     """The GPUDirect path this host can get: DMA-BUF on an inbox RDMA stack, the kernel log's remedy, or a modprobe."""
     if facts.rdma.ofed is False:
@@ -152,6 +171,8 @@ def judge_peermem(facts: DriverFacts) -> Finding:
         return quiet.model_copy(update={"explanation": PEERMEM_PURPOSE})
     nics = (describe_nics(rdma.nics) if rdma.nics else ", ".join(facts.infiniband)) + left_out
     refs = (*refs, *rdma.refs)
+    if (none := _no_gpudirect(facts, nics, refs)) is not None:
+        return none
     loaded = module_loaded(facts, "nvidia_peermem")
     if loaded is None:
         return modules_unknown(PEERMEM_CHECK, facts)
