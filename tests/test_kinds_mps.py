@@ -4,6 +4,8 @@ operator to kill the MPS server (medium), stop the daemon and set the compute mo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rigaudit.agents.facts.deliberate import DELIBERATE, MPS_SHARING
 from rigaudit.agents.facts.mps import MPS_CLIENTS_FN
 from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
@@ -63,6 +65,16 @@ def test_mps_limits_on_clients_that_share_a_gpu_are_provisioning() -> None:
     assert (found.status, found.severity) == ("problem", "low"), found.observed
     assert found.fix is not None and found.fix.summary.startswith("Keep MPS")
     assert not any("quit" in a.description for a in found.fix.actions)
+
+
+def test_an_mps_limit_that_leaves_a_gpus_sms_to_no_client_is_medium() -> None:
+    """Fourth review, M6. One replica per GPU at 50 %: half of every GPU's SMs serve no one (the MPS guide provisions n
+    clients at 100/n % or more). Before: low, 'keep MPS', the same as two clients at 50 % each."""
+    one_each = replace(MPS_H100, processes=MPS_H100.processes[::2])
+    found = cuda(faults.server_env(one_each, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="50"))["cuda.mps"]
+    assert (found.status, found.severity) == ("problem", "medium"), found.observed
+    assert "GPU0: its 1 MPS client(s) may use 50 % of its SMs" in found.observed
+    assert found.fix is not None and "100 %" in found.fix.actions[0].description
 
 
 def test_an_mps_daemon_no_server_uses_is_still_told() -> None:

@@ -64,3 +64,22 @@ async def collect_mps(probe: Probe, inventory: GpuInventory, mps_pids: tuple[int
 
 def _pid_row(item: object) -> bool:
     return isinstance(item, dict) and isinstance(item.get("pid"), int)
+
+
+THREAD_PERCENTAGE = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
+
+
+def _percentage(env: dict[str, str]) -> float:
+    """A client's share of a GPU's SMs: its CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (all of them when unset or unreadable)."""
+    try:
+        value = float(env.get(THREAD_PERCENTAGE, "100").strip() or "100")
+    except ValueError:
+        return 100.0
+    return value if 0 < value <= 100 else 100.0
+
+
+def idle_shares(clients_by_gpu: dict[int, list[int]], env: dict[int, dict[str, str]]) -> dict[int, float]:
+    """GPU index -> the SM share its MPS clients may use together, for the GPUs where that is below 100 %: the rest of
+    the GPU's SMs serve no one (the MPS guide provisions n clients at 100/n % each, or more so that they overlap)."""
+    shares = {gpu: sum(_percentage(env.get(pid, {})) for pid in pids) for gpu, pids in clients_by_gpu.items() if pids}
+    return {gpu: share for gpu, share in sorted(shares.items()) if share < 100}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import MPS_SHARING
 from rigaudit.agents.facts.gpus import GpuInventory
-from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps
+from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps, idle_shares
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -163,7 +163,9 @@ MPS_DAEMON_CHECK = Check(
     "cuda.mps",
     "CUDA MPS daemon",
     reads="`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps`, the server's CUDA_MPS_* environment",
-    problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on the server (medium)",
+    problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on a server that is no "
+    "MPS client (medium); limits on MPS clients are provisioning (low), medium where a GPU's clients together may not "
+    "use all of its SMs",
     fix="stop the MPS control daemon; unset CUDA_MPS_* limits",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS),
@@ -229,30 +231,48 @@ def _sharing_ok(f: ProcessFacts, clients: list[int], refs: tuple[str, ...]) -> F
 
 def _sharing_limits(f: ProcessFacts, limits: dict[int, list[str]], clients: list[int], refs: tuple[str, ...]) -> Finding:
     """MPS limits on servers that share GPUs through MPS on purpose: the guide's way to provision each client's share,
-    at the cost of capping a client while the others idle."""
+    at the cost of capping a client while the others idle. Medium where a GPU's clients together may not use all of
+    its SMs (one replica at 50 %): the rest of that GPU computes for no one."""
+    by_gpu: dict[int, list[int]] = {}
+    for p in f.scan.gpu_processes:
+        if p.server and p.pid in clients:
+            by_gpu.setdefault(p.gpu_index, []).append(p.pid)
+    idle = idle_shares(by_gpu, f.server_env)
+    unused = "; ".join(f"GPU{g}: its {len(by_gpu[g])} MPS client(s) may use {share:g} % of its SMs" for g, share in idle.items())
+    action = (
+        "raise CUDA_MPS_ACTIVE_THREAD_PERCENTAGE so that each GPU's clients together reach 100 % (the MPS guide: "
+        "100/n % for n clients, or up to 200/n % to let them overlap), or drop it where one server has the GPU, "
+        "and restart the servers"
+        if idle
+        else "for a server that should burst: raise CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment "
+        "(or set it per client through nvidia-cuda-mps-control's set_active_thread_percentage) and restart it"
+    )
     fix = Fix(
         kind="restart",
         where=layer_where(f.platform, "workload"),
-        summary="Keep MPS; raise or drop the per-client limits only if a replica should use the whole GPU while the others idle",
-        actions=(
-            CommandAction(
-                description="for a server that should burst: raise CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment "
-                "(or set it per client through nvidia-cuda-mps-control's set_active_thread_percentage) and restart it"
-            ),
-        ),
+        summary="Keep MPS; give each GPU's clients all of its SMs between them"
+        if idle
+        else "Keep MPS; raise or drop the per-client limits only if a replica should use the whole GPU while the others idle",
+        actions=(CommandAction(description=action),),
         risk="low",
         verify="the servers' throughput under load with the new share (rigaudit bench inference)",
         revert="restore the previous CUDA_MPS_* values and restart the server",
         persist="the server's unit or launch environment",
     )
+    cost = (
+        f"The limits leave SMs that no client may use: {unused}."
+        if idle
+        else "The cost: a client never uses more than its share, even while the others on its GPU idle."
+    )
     return MPS_DAEMON_CHECK.problem_at(
-        "low",
+        "medium" if idle else "low",
         "; ".join(f"pid {pid}: {', '.join(v)}" for pid, v in limits.items())
-        + f"; the servers are MPS clients (pids {', '.join(map(str, clients[:8]))})",
+        + f"; the servers are MPS clients (pids {', '.join(map(str, clients[:8]))})"
+        + (f"; {unused}" if idle else ""),
         "MPS limits that match how the GPUs are shared",
         f"Deliberate ({MPS_SHARING.key}): the servers share GPUs through MPS, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / "
-        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT are the MPS guide's way to provision each client's share. The cost: a client "
-        f"never uses more than its share, even while the others on its GPU idle ({MPS_SHARING.source}).",
+        f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT are the MPS guide's way to provision each client's share. {cost} "
+        f"({MPS_SHARING.source})",
         fix,
         subjects=tuple(f"pid {pid}" for pid in limits),
         evidence=refs,
