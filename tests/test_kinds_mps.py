@@ -27,6 +27,8 @@ def test_the_mps_host_shows_its_server_and_clients_as_nvidia_smi_does() -> None:
     tree = snapshot(MPS_H100)
     smi = next(r for r in (tree / "commands.jsonl").read_text().splitlines() if '"argv": ["nvidia-smi"]' in r)
     assert "M+C" in smi and "nvidia-cuda-mps-server" in smi and "E. Process" in smi
+    query = next(r for r in (tree / "commands.jsonl").read_text().splitlines() if '"argv": ["nvidia-smi", "-q"]' in r)
+    assert "Type                          : M+C" in query  # fourth review, R2: the clients' -q rows said C
 
 
 def test_the_healthy_mps_host_has_no_serious_problem() -> None:

@@ -28,6 +28,16 @@ def test_spark_prints_not_supported_where_a_discrete_gpu_prints_its_memory() -> 
     assert unified_memory("NVIDIA GB10") and not unified_memory("NVIDIA GH200 480GB")
 
 
+def test_spark_query_prints_na_where_nvml_answers_not_supported() -> None:
+    """Fourth review, R1: `nvidia-smi -q` printed a 122570 MiB framebuffer, a 256 MiB BAR1 and a 140 W cap that NVML and
+    the table say the GB10 does not have."""
+    rows = (snapshot(DGX_SPARK) / "commands.jsonl").read_text().splitlines()
+    query = next(r for r in rows if '"argv": ["nvidia-smi", "-q"]' in r)
+    for field in ("Total", "Current Power Limit", "Max Power Limit"):
+        assert f"{field:<34}: N/A" in query.replace("\\n", "\n"), field
+    assert " MiB\\n    BAR1" not in query
+
+
 def test_the_healthy_spark_has_no_serious_problem() -> None:
     assert serious(DGX_SPARK) == {}
 

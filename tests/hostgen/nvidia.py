@@ -594,6 +594,31 @@ def smi_summary(built: Built) -> str:
     return "\n".join(out) + "\n"
 
 
+def _memory_section(built: Built, g: GpuState) -> list[str]:
+    """``nvidia-smi -q``'s FB and BAR1 usage: N/A where NVML answers NOT_SUPPORTED (a unified-memory SoC GPU), as
+    nvidia-smi prints every field it cannot query (the exact lines of a DGX Spark's ``-q`` are not in a public source
+    read here; its table's "Not Supported" is)."""
+    m = g.model
+    if m.unified_memory:
+        fields = {"FB": ("Total", "Reserved", "Used", "Free"), "BAR1": ("Total", "Used", "Free")}
+        return [
+            line
+            for part, names in fields.items()
+            for line in (f"    {part} Memory Usage", *(f"        {n:<34}: N/A" for n in names))
+        ]
+    return [
+        "    FB Memory Usage",
+        f"        Total                             : {m.memory_mib} MiB",
+        f"        Reserved                          : {552 if m.hbm else 354} MiB",
+        f"        Used                              : {g.used_mib} MiB",
+        f"        Free                              : {m.memory_mib - g.used_mib} MiB",
+        "    BAR1 Memory Usage",
+        f"        Total                             : {built.bar1_bytes(g) // MIB} MiB",
+        "        Used                              : 1 MiB",
+        f"        Free                              : {built.bar1_bytes(g) // MIB - 1} MiB",
+    ]
+
+
 def smi_query(built: Built) -> str:
     d = built.spec.driver
     cuda = f"{d.cuda // 1000}.{d.cuda % 1000 // 10}"
@@ -617,6 +642,7 @@ def smi_query(built: Built) -> str:
         clique, cluster = (str(RACK_CLIQUE), RACK_CLUSTER_UUID) if built.rack_tray else ("N/A", "N/A")
         profile = built.spec.gpus.vgpu
         na = profile is not None
+        no_cap = na or m.unified_memory
         out += [
             f"GPU {bus}",
             f"    Product Name                          : {vgpu.name(m, profile) if profile else m.name}",
@@ -670,15 +696,7 @@ def smi_query(built: Built) -> str:
             f"        SW Power Cap                      : {'Active' if g.reasons & 0x4 else 'Not Active'}",
             f"        HW Slowdown                       : {'Active' if g.reasons & 0x8 else 'Not Active'}",
             f"        SW Thermal Slowdown               : {'Active' if g.reasons & 0x20 else 'Not Active'}",
-            "    FB Memory Usage",
-            f"        Total                             : {m.memory_mib} MiB",
-            f"        Reserved                          : {552 if m.hbm else 354} MiB",
-            f"        Used                              : {g.used_mib} MiB",
-            f"        Free                              : {m.memory_mib - g.used_mib} MiB",
-            "    BAR1 Memory Usage",
-            f"        Total                             : {built.bar1_bytes(g) // MIB} MiB",
-            "        Used                              : 1 MiB",
-            f"        Free                              : {built.bar1_bytes(g) // MIB - 1} MiB",
+            *_memory_section(built, g),
             f"    Compute Mode                          : {COMPUTE_MODE_Q[built.spec.gpus.compute_mode]}",
             "    ECC Mode",
             f"        Current                           : {('Enabled' if g.ecc else 'Disabled') if m.ecc else 'N/A'}",
@@ -690,9 +708,9 @@ def smi_query(built: Built) -> str:
             f"        GPU Max Operating Temp            : {'N/A' if na else f'{m.gpu_max_c} C'}",
             "    GPU Power Readings",
             f"        Power Draw                        : {'N/A' if na else f'{m.idle_watts}.42 W'}",
-            f"        Current Power Limit               : {'N/A' if na else f'{g.power_limit_mw / 1000:.2f} W'}",
-            f"        Default Power Limit               : {'N/A' if na else f'{m.power_default_mw / 1000:.2f} W'}",
-            f"        Max Power Limit                   : {'N/A' if na else f'{m.power_max_mw / 1000:.2f} W'}",
+            f"        Current Power Limit               : {'N/A' if no_cap else f'{g.power_limit_mw / 1000:.2f} W'}",
+            f"        Default Power Limit               : {'N/A' if no_cap else f'{m.power_default_mw / 1000:.2f} W'}",
+            f"        Max Power Limit                   : {'N/A' if no_cap else f'{m.power_max_mw / 1000:.2f} W'}",
             "    Max Clocks",
             f"        Graphics                          : {m.clocks_max[0]} MHz",
             f"        SM                                : {m.clocks_max[1]} MHz",
@@ -709,7 +727,7 @@ def smi_query(built: Built) -> str:
                 f"        GPU instance ID                   : {'N/A' if gi == NO_INSTANCE else gi}",
                 f"        Compute instance ID               : {'N/A' if ci == NO_INSTANCE else ci}",
                 f"        Process ID                        : {pid}",
-                "            Type                          : C",
+                f"            Type                          : {'M+C' if pid in built.mps_clients else 'C'}",
                 f"            Name                          : {built.process_name(pid)}",
                 f"            Used GPU Memory               : {used // MIB} MiB",
             ]
