@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,22 @@ def _write_config(data: object) -> Path:
 def test_no_llm_flag_means_no_brain_and_no_request() -> None:
     assert llm_config_from_args(_parse()) is None
     assert brain_from_args(_parse()) is None
-    with pytest.raises(UsageError, match="--base-url only apply with --llm"):
+    with pytest.raises(UsageError, match="--base-url only applies with --llm"):
         llm_config_from_args(_parse("--base-url", "http://127.0.0.1:1/v1"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--llm-deadline", "5"], "--llm-deadline only applies with --llm"),
+        (["--no-llm-stream"], "--llm-stream/--no-llm-stream only applies with --llm"),
+        (["--llm-max-steps", "0", "--llm-no-preflight"], "--llm-max-steps, --llm-no-preflight only apply with --llm"),
+        (["--api-key-env", "KEY", "--llm-token-field", "max_tokens"], "--api-key-env, --llm-token-field only apply"),
+    ],
+)
+def test_an_llm_option_without_llm_is_one_line_never_ignored(argv: list[str], said: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(said)):
+        llm_config_from_args(_parse(*argv))
 
 
 def test_cli_beats_environment_beats_config_file() -> None:

@@ -180,14 +180,33 @@ _SECONDS = {
 }
 
 
+_LLM_ONLY: tuple[tuple[str, str, object], ...] = (
+    ("--base-url", "base_url", None),
+    ("--model", "model", None),
+    ("--llm-model", "llm_model", []),
+    ("--llm-price", "llm_price", []),
+    ("--api-key-env", "api_key_env", None),
+    ("--llm-max-steps", "llm_max_steps", None),
+    ("--llm-max-tokens", "llm_max_tokens", None),
+    ("--llm-timeout", "llm_timeout", None),
+    ("--llm-deadline", "llm_deadline", None),
+    ("--llm-ask-timeout", "llm_ask_timeout", None),
+    ("--llm-stream/--no-llm-stream", "llm_stream", None),
+    ("--llm-no-json-schema", "llm_no_json_schema", False),
+    ("--llm-token-field", "llm_token_field", None),
+    ("--llm-no-preflight", "llm_no_preflight", False),
+)
+"""The options that only mean something with ``--llm``, and their defaults: given without it, one line (never
+ignored)."""
+
+
 def llm_config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> LlmConfig | None:
     """The settings ``--llm`` asks for, or ``None`` without ``--llm``."""
     env = os.environ if env is None else env
     if not getattr(args, "llm", False):
-        flags = (("--base-url", "base_url"), ("--model", "model"), ("--llm-model", "llm_model"), ("--llm-price", "llm_price"))
-        stray = [flag for flag, name in flags if getattr(args, name, None)]
+        stray = [flag for flag, name, default in _LLM_ONLY if getattr(args, name, default) != default]
         if stray:
-            raise UsageError(f"{' and '.join(stray)} only apply with --llm")
+            raise UsageError(f"{', '.join(stray)} only appl{'y' if len(stray) > 1 else 'ies'} with --llm")
         return None
     path = config_path(env)
     from_file = load_config_file(path)
