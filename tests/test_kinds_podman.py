@@ -75,3 +75,11 @@ def test_a_host_driver_upgraded_without_reboot_is_rebooted_on_the_container_host
     assert (found.status, found.severity) == ("problem", "high"), found.observed
     assert "/usr/lib64/libnvidia-ml.so.1" in found.observed and "the host's" in found.observed
     assert found.fix is not None and found.fix.where == "container_host" and "reboot" in found.fix.summary
+
+
+def test_a_kernel_log_the_container_may_not_read_is_not_sent_to_root() -> None:
+    """Fourth review, P6. A rootless container's root is uid 1001 on the host: 'run as root' cannot read dmesg there.
+    Before: 'kernel.dmesg_restrict=1: run as root'."""
+    found = by_check(PODMAN_ROOTLESS_CDI)["gpu.xid"]
+    assert found.status == "unknown" and "run as root" not in found.observed, found.observed
+    assert "CAP_SYSLOG" in found.observed and "dmesg on the node" in found.observed
