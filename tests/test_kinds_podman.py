@@ -6,8 +6,11 @@ reported a medium for RDMA the container cannot reach, could not tell the CPU qu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rigaudit.agents.investigators.container import INVESTIGATOR as CONTAINER
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
+from rigaudit.agents.investigators.runtime import INVESTIGATOR as RUNTIME
 from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import faults
 from tests.hostgen.cache import snapshot
@@ -83,3 +86,16 @@ def test_a_kernel_log_the_container_may_not_read_is_not_sent_to_root() -> None:
     found = by_check(PODMAN_ROOTLESS_CDI)["gpu.xid"]
     assert found.status == "unknown" and "run as root" not in found.observed, found.observed
     assert "CAP_SYSLOG" in found.observed and "dmesg on the node" in found.observed
+
+
+def test_a_rootless_containers_root_is_held_to_its_users_process_limit() -> None:
+    """Fourth review, P7. The kernel exempts only the host's root from RLIMIT_NPROC; a rootless container's root is
+    uid 1001 there. Before: ok at 1024, '(root: RLIMIT_NPROC is not enforced for it)'."""
+    healthy = by_check(PODMAN_ROOTLESS_CDI)["runtime.nproc"]
+    assert healthy.status == "ok" and "host uid 1001" in healthy.observed, healthy.observed
+    spec = replace(PODMAN_ROOTLESS_CDI, processes=tuple(replace(p, nproc=1024) for p in PODMAN_ROOTLESS_CDI.processes))
+    found = audit_snapshot(RUNTIME, snapshot(spec), evidence_read=True, problem_has_fix=True)["runtime.nproc"]
+    assert found.status == "problem", found.observed
+    assert (
+        found.fix is not None and found.fix.where == "container_host" and "user@1001.service" in found.fix.actions[0].description
+    )

@@ -348,7 +348,7 @@ def _server_processes(built: Built) -> None:
         if server.compat and built.container:
             _compat_files(built, server.compat)
         mounts = pf.container_mounts(built) if (in_docker or built.container) else pf.host_mounts(built)
-        limits = limits_text(memlock=server.memlock, nofile=server.nofile)
+        limits = limits_text(memlock=server.memlock, nofile=server.nofile, nproc=server.nproc)
         cpus = built.all_cpus
         base = Proc(
             main,

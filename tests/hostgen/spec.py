@@ -145,6 +145,8 @@ class ProcessSpec:
     """Overrides the platform's cgroup line."""
     memlock: str = "unlimited"
     nofile: tuple[int, int] = (1048576, 1048576)
+    nproc: int = 8255462
+    """RLIMIT_NPROC, soft and hard (the kernel's default on a large host)."""
     mig: tuple[tuple[int, int, int], ...] = ()
     """(gpu, gi, ci) MIG instances it runs on."""
     python: str = "/usr/bin/python3"

@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.proc_info import Limit, parse_limits, status_threads, status_uid
 from rigaudit.agents.facts.processes import ServerProcess, ServerScan
+from rigaudit.agents.facts.rootless import read_rootless
 from rigaudit.agents.investigators.runtime import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
@@ -33,6 +34,8 @@ class LimitsFacts(Record):
     searched: str
     file_nr: tuple[int, int] | None
     """(allocated, max) file handles of the whole system, from /proc/sys/fs/file-nr."""
+    root_host_uid: int | None = None
+    """The host uid this container's root is (a rootless or user-namespaced container); None: root is root."""
 
 
 def _file_nr(text: str | None) -> tuple[int, int] | None:
@@ -51,7 +54,8 @@ async def collect_limits(probe: Probe, scan: ServerScan, platform: Platform) -> 
         ServerLimits(s, parse_limits(r.text()) if r.ok else None, r.error, status_uid(st), status_threads(st))
         for s, r, st in zip(servers, limits, status, strict=True)
     )
-    return LimitsFacts(platform, rows, scan.searched, _file_nr(file_nr))
+    rootless = await read_rootless(probe, platform)
+    return LimitsFacts(platform, rows, scan.searched, _file_nr(file_nr), rootless.host_uid)
 
 
 def _where(f: LimitsFacts, server: ServerProcess) -> Where:
@@ -166,6 +170,39 @@ NPROC_CHECK = Check(
 )
 
 
+def _user_nproc_fix(host_uid: int) -> Fix:
+    """A rootless container cannot raise a limit above its user's hard limit: the user's limit is raised on the host."""
+    return Fix(
+        kind="restart",
+        where="container_host",
+        summary=f"Raise the process limit of uid {host_uid} on the host, then recreate the rootless container",
+        actions=(
+            CommandAction(
+                description=f"on the host: '<user> - nproc unlimited' for uid {host_uid} in /etc/security/limits.d/ (RHEL's "
+                f"20-nproc.conf gives users 4096), or LimitNPROC=infinity in a drop-in for user@{host_uid}.service"
+            ),
+            CommandAction(
+                description="log the user in again, recreate the container with --ulimit nproc=-1 and restart the server"
+            ),
+        ),
+        risk="low",
+        verify="grep 'Max processes' /proc/PID/limits of the restarted server",
+        revert="remove the limits.d line or the drop-in",
+        persist="the limits.d file or the user@.service drop-in",
+    )
+
+
+def _root_note(host_uid: int | None) -> str:
+    """Whether the kernel exempts this root: only the host's root (and CAP_SYS_RESOURCE / CAP_SYS_ADMIN in the host's
+    user namespace) is; a rootless container's root is an ordinary host user, counted with all its threads there."""
+    if host_uid is None:
+        return " (root: RLIMIT_NPROC is not enforced for it)"
+    return (
+        f" (root here is host uid {host_uid}: RLIMIT_NPROC is enforced and counts every thread of that user on the "
+        "host, this container's included)"
+    )
+
+
 def judge_nproc(f: LimitsFacts) -> Finding:
     pairs = _limits(NPROC_CHECK, f, _NPROC)
     if isinstance(pairs, Finding):
@@ -176,15 +213,16 @@ def judge_nproc(f: LimitsFacts) -> Finding:
     for r in rows:
         threads[r.uid] = threads.get(r.uid, 0) + (r.threads or 0)
     tight: list[tuple[ServerLimits, int, int]] = []
+    mapped = f.root_host_uid
     for r, lim in pairs:
         soft = lim.soft
-        if soft is None or r.uid == 0:
+        if soft is None or (r.uid == 0 and mapped is None):
             continue
         used = threads.get(r.uid, 0)
         if soft < NPROC_MIN or used >= soft // 2:
             tight.append((r, soft, used))
     if not tight:
-        root = " (root: RLIMIT_NPROC is not enforced for it)" if any(r.uid == 0 for r in rows) else ""
+        root = _root_note(mapped) if any(r.uid == 0 for r in rows) else ""
         shown = sorted({Limit.word(lim.soft) for _, lim in pairs})
         total = sum(threads.values())
         return NPROC_CHECK.ok(
@@ -195,6 +233,8 @@ def judge_nproc(f: LimitsFacts) -> Finding:
     severity: Severity = "medium" if any(used >= 0.8 * soft for _, soft, used in tight) else "low"
     uid_text = {r.uid for r, _, _ in tight}
     fix = _limit_fix(f, tight[0][0].server, _NPROC, "LimitNPROC=infinity", "--ulimit nproc=-1", "lxc.prlimit.nproc: unlimited")
+    if mapped is not None:
+        fix = _user_nproc_fix(mapped)
     return NPROC_CHECK.problem_at(
         severity,
         "; ".join(
@@ -204,7 +244,9 @@ def judge_nproc(f: LimitsFacts) -> Finding:
         "RLIMIT_NPROC counts every thread of the user, not processes: each tensor-parallel worker runs OpenMP, NCCL, "
         "tokenizer and CUDA threads, often over a hundred each. When the count reaches the limit, thread creation "
         "fails ('Resource temporarily unavailable', 'pthread_create failed') and workers die at start or under load. "
-        f"Root is exempt; these processes run as uid {', '.join(str(u) for u in sorted(uid_text, key=str))}.",
+        f"Root is exempt; these processes run as uid {', '.join(str(u) for u in sorted(uid_text, key=str))}"
+        + (_root_note(mapped) if mapped is not None else "")
+        + ".",
         fix,
         subjects=tuple(r.server.label for r, _, _ in tight),
         evidence=refs,
