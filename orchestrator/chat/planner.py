@@ -166,6 +166,7 @@ class LlmPlanner:
             return request, await self.model.complete(request)
         except PromptTooLong:
             current = max(i for i, m in enumerate(self.messages) if m.get("role") == "user")
+            self.tell_notices()  # the server's refusal first
             if current > 1:
                 del self.messages[1:current]  # for good: the next turn would be refused too
                 self.say("LLM: the turns before this one were left out to fit the server's context: the model forgot them.")
