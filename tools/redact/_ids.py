@@ -35,6 +35,7 @@ from typing import Any
 from rigaudit.tools.bench.machine import digest, token
 from rigaudit.tools.pci import dsn_serials, mask_vpd, zero_dsn
 from rigaudit.tools.redact import _encoded, _known
+from rigaudit.tools.redact._memo import TextMemo
 from rigaudit.tools.redact._tally import Tally
 
 HEX = "[0-9A-Fa-f]"
@@ -338,7 +339,21 @@ def digest_ids(text: str, *, path: str = "", argv: Sequence[str] = (), content: 
         if tally is not None and found:
             tally.add("identifier", found)
         return text if out == text else out
-    return _digest(text, path, argv, content, tally)
+    return _long_digest(text, path, tuple(argv), content, tally)
+
+
+_LONG = TextMemo()
+"""A long text's digests, by its path, command and the values known (a digest that learned a value is not kept)."""
+
+
+def _long_digest(text: str, path: str, argv: tuple[str, ...], content: bool, tally: Tally | None) -> str:
+    learned = _known.generation()
+
+    def digest(counted: Tally) -> str:
+        return _digest(text, path, argv, content, counted)
+
+    out = _LONG.run((text, path, argv, content, learned), digest, tally, keep=lambda: _known.generation() == learned)
+    return text if out == text else out
 
 
 def _binary_kind(path: str) -> str:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from rigaudit.tools.redact._argv import ArgvWalk, redact_words
+from rigaudit.tools.redact._memo import TextMemo
 from rigaudit.tools.redact._names import secret_strength
 from rigaudit.tools.redact._records import redact_records
 from rigaudit.tools.redact._shapes import PEM, REDACTED, SHAPES, random_spans
@@ -401,6 +402,10 @@ def _redact(text: str, tally: Tally | None) -> str:
     return _random(_options(_named(_shapes(redact_records(text, _redact, tally), tally), tally), tally), tally)
 
 
+_LONG = TextMemo()
+"""A long text's redaction and what it counted (a text redacted again: the same file recorded twice)."""
+
+
 @functools.lru_cache(maxsize=16384)
 def _short(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     """A short text's redaction and what it counted (paths, refs and sysfs values repeat: done once)."""
@@ -421,7 +426,7 @@ def redact_text(text: str, tally: Tally | None = None) -> str:
     if len(text) < 4 or not _QUICK.search(text):
         return text
     if len(text) > 512:
-        out = _redact(text, tally)
+        out = _LONG.run((text,), lambda counted: _redact(text, counted), tally)
     else:
         out, counts = _short(text)
         if tally is not None:
