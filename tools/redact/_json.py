@@ -36,6 +36,7 @@ from rigaudit.tools.redact._values import secret_value
 ID_KEYS = frozenset({"id", "tool_call_id", "call_id"})
 _OUTPUT_KEYS = frozenset({"stdout", "stderr"})
 _VALUE_KEYS = frozenset({"value", "Value"})
+_SCALARS = frozenset({int, float, bool})
 
 
 class _Context(Record):
@@ -102,8 +103,9 @@ def _argv_of(value: dict[str, Any]) -> list[str] | None:
 
 def _dict(value: dict[str, Any], ctx: _Context, tally: Tally | None) -> dict[str, Any]:
     for key in ("target", "path"):
-        if isinstance(value.get(key), str) and str(value[key]).startswith("/"):
-            ctx = replace(ctx, path=str(value[key]))
+        place = value.get(key)
+        if isinstance(place, str) and place.startswith("/") and place != ctx.path:
+            ctx = replace(ctx, path=place)
     argv = _argv_of(value)
     if argv is not None and ctx.ids:
         ctx = replace(ctx, argv=tuple(argv))
@@ -125,6 +127,9 @@ def _dict(value: dict[str, Any], ctx: _Context, tally: Tally | None) -> dict[str
     changed = False
     for key, item in value.items():
         new: Any
+        if item is None or type(item) in _SCALARS:  # nothing to redact in a number or a boolean
+            out[key] = item
+            continue
         if not isinstance(key, str) or (key in ID_KEYS and isinstance(item, str)):
             new = item
         elif isinstance(item, str) and key == "data_b64":
@@ -158,7 +163,7 @@ def _walk(value: Any, tally: Tally | None, ctx: _Context) -> Any:
             if ctx.ids:
                 words = [digest_ids(w, tally=tally) for w in words]
             return value if words == value else words
-        items = [_walk(item, tally, ctx) for item in value]
+        items = [item if item is None or type(item) in _SCALARS else _walk(item, tally, ctx) for item in value]
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     return value
 
