@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 
 from rigaudit.tools.redact._tally import Tally
 
-MOST_CHARS = 8_000_000
+MOST_CHARS = 4_000_000
 """What the kept texts may hold at most, in characters (their results are about as long)."""
 
 _Done = tuple[str, tuple[tuple[str, int], ...]]
