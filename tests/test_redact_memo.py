@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigaudit.tools.redact import REDACTED, Tally, _ids, _text, as_digest, digest_ids, redact_text
+from rigaudit.tools.redact import REDACTED, Tally, _ids, _json, _text, as_digest, digest_ids, redact_json, redact_text
 from rigaudit.tools.redact._memo import TextMemo
 
 _FILLER = "".join(f"cpu MHz\t\t: {2400 + i}.000\nflags\t\t: fpu vme pat pse\n" for i in range(40))
@@ -71,3 +71,20 @@ def test_the_memo_keeps_at_most_its_bound_the_oldest_going_first() -> None:
     for text in ("a" * 10, "b" * 10, "c" * 10, "a" * 10, "c" * 10, "d" * 30):
         assert memo.run((text,), lambda counted, t=text: redact(t), None) == text.upper()
     assert done == ["a" * 10, "b" * 10, "c" * 10, "a" * 10, "d" * 30]  # "a" went first; "d" is longer than the bound
+
+
+def test_a_string_met_again_in_the_json_walk_is_redacted_once_and_counted_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting(monkeypatch, _json, "redact_text")
+    secret = "export API_TOKEN=hunter2xyz9"
+    tallies = [Tally(), Tally()]
+    outs = [redact_json({"op": "run", "result": {"line": secret}, "again": [secret, 1]}, t, ids=True) for t in tallies]
+    assert outs[0] == outs[1] and f"API_TOKEN={REDACTED}" in outs[0]["result"]["line"]
+    assert tallies[0] == tallies[1] and tallies[0]["credential"] == 2
+    assert calls.count(secret) == 1
+
+
+def test_a_string_is_walked_again_knowing_a_value_learned_since() -> None:
+    event = {"target": "/dev/disk/by-id/nvme-PXR4410071234", "note": "slot PXR4410071234"}
+    assert redact_json(event, ids=True) == event
+    token = as_digest("serial", "PXR4410071234")
+    assert token is not None and redact_json(event, ids=True)["note"] == f"slot {token}"

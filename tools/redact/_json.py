@@ -26,8 +26,10 @@ from typing import Any
 from rigaudit.tools.core.record import Record, replace
 from rigaudit.tools.files.bounded import loads
 from rigaudit.tools.pci import mask_vpd, zero_dsn
+from rigaudit.tools.redact import _known
 from rigaudit.tools.redact._blocks import PROC_CMDLINE, PROC_ENVIRON, redact_argv, redact_bytes, redact_output
 from rigaudit.tools.redact._ids import digest_ids, digest_nvml, learn_config
+from rigaudit.tools.redact._memo import TextMemo
 from rigaudit.tools.redact._shapes import REDACTED
 from rigaudit.tools.redact._tally import Tally
 from rigaudit.tools.redact._text import redact_text
@@ -152,9 +154,26 @@ def _dict(value: dict[str, Any], ctx: _Context, tally: Tally | None) -> dict[str
     return out if changed else value
 
 
+_STRINGS = TextMemo(most_chars=2_000_000)
+"""Short strings walked before (a path, a ref, a name repeated across events), by what their redaction depends on:
+the string, whether identifiers are digested, and the identifiers known (a walk that learned one is not kept)."""
+
+
+def _string(value: str, tally: Tally | None, ctx: _Context) -> str:
+    if len(value) > 512:  # long texts: their own memos (tools/redact/_memo.py)
+        return _text_ids(redact_text(value, tally), ctx, tally)
+    learned = _known.generation()
+
+    def walk(counted: Tally) -> str:
+        return _text_ids(redact_text(value, counted), ctx, counted)
+
+    out = _STRINGS.run((value, ctx.ids, learned), walk, tally, keep=lambda: _known.generation() == learned)
+    return value if out == value else out
+
+
 def _walk(value: Any, tally: Tally | None, ctx: _Context) -> Any:
     if isinstance(value, str):
-        return _text_ids(redact_text(value, tally), ctx, tally)
+        return _string(value, tally, ctx)
     if isinstance(value, dict):
         return _dict(value, ctx, tally)
     if isinstance(value, list):
