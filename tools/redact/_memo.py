@@ -1,10 +1,11 @@
-"""Long texts redacted once: what a redaction of a text gave, and what it counted, kept by what it depended on.
+"""Texts redacted once: what a redaction of a text gave, and what it counted, kept by what it depended on.
 
-The same long text comes again wherever one process redacts one host more than once (an audit recorded again, a
-fleet's hosts that share files, a model shown a file a transcript already holds). A text's redaction is a function
-of the text (and, for identifiers, of the values learned so far: the key holds :func:`._known.generation`), so the
-kept result is the result; the counts are counted again for each use. At most :data:`MOST_CHARS` characters of keys
-are kept; the oldest go first.
+The same text comes again wherever one process redacts one host more than once: a long file recorded again (an
+audit recorded twice, a model shown a file a transcript already holds), a short path, ref or name that many events
+repeat. A text's redaction is a function of the text (and, for identifiers, of the values learned so far: the key
+holds :func:`._known.generation`, and a redaction that learned a value is not kept), so the kept result is the
+result; what it counted is counted again for each use. At most ``most_chars`` characters of keys are kept; the
+oldest go first.
 """
 
 from __future__ import annotations
