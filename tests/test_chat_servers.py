@@ -9,11 +9,16 @@ import io
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from rigaudit.agents.llm.testing.server import FAMILIES, Reply, ScriptedOpenAIServer, call
+from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
+from rigaudit.orchestrator.chat import coordinator
 from rigaudit.orchestrator.cli import build_parser, main
 from rigaudit.orchestrator.commands.chat import run_chat
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.schema.audit import AuditResult
 from rigaudit.tools.schema.events.chat import Message
 from rigaudit.tools.schema.events.union import Event
 from tests.test_llm_support import SEED
@@ -35,6 +40,22 @@ def _model(body: dict[str, Any]) -> Reply:
 def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture(scope="module")
+def _seed_audit() -> AuditResult:
+    return anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+
+
+@pytest.fixture(autouse=True)
+def _one_rule_audit(_seed_audit: AuditResult, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed's rule audit is made once for the module: what differs between families is the model's side."""
+
+    async def audited(host: object, options: AuditOptions | None = None, **_: object) -> AuditResult:
+        assert options is None or options.brain is None
+        return _seed_audit
+
+    monkeypatch.setattr(coordinator, "run_audit", audited)
 
 
 def _said(family: str) -> list[str]:
