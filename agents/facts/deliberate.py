@@ -84,6 +84,17 @@ MPS_SHARING = Deliberate(
     ),
     MPS_DOC,
 )
+CONFIDENTIAL_COMPUTING = Deliberate(
+    "gpu.confidential_computing",
+    "NVIDIA confidential computing: Hopper or later GPUs in CC mode inside a confidential VM (Intel TDX, AMD SEV-SNP)",
+    (
+        "NVML's CC state is on (nvmlSystemGetConfComputeState ccFeature): GPU-to-GPU traffic is encrypted by the copy "
+        "engines and bounces through shared system memory, so the driver offers no P2P; that is the mode's design",
+        "for tensor parallelism at NVLink speed NVIDIA's Protected PCIe mode (PPCIe) gives a whole HGX system to one "
+        "CVM and trusts NVLink with plain text",
+    ),
+    "https://github.com/NVIDIA/nvtrust/blob/main/guest_tools/ppcie-verifier/README.md",
+)
 MINOR_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 MINOR_COMPAT_MIN: dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 """The least Linux driver on which every CUDA runtime of a major version runs (the CUDA Toolkit release notes)."""
@@ -105,6 +116,7 @@ DELIBERATE: tuple[Deliberate, ...] = (
     MINOR_COMPAT,
     MIG_IN_USE,
     MPS_SHARING,
+    CONFIDENTIAL_COMPUTING,
     TUNED_PROFILE,
     PERSISTENCE_BY_UNIT,
 )

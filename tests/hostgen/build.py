@@ -121,8 +121,10 @@ class Built:
     def cuda_ready(self) -> bool:
         """CUDA initializes on these GPUs: on an NVSwitch system of the Hopper generation and later it refuses work
         until the fabric manager has completed the fabric (cudaErrorSystemNotReady, 802), so no compute process holds
-        GPU memory and the driver lets no pair peer."""
-        return self.fabric_ready or not (self.spec.gpus.nvswitches or self.rack_tray) or self.model.arch < 9
+        GPU memory and the driver lets no pair peer; in CC mode, until the CVM sets the GPUs ready (the same 802,
+        "system not yet initialized": NVIDIA/nvtrust issue 87)."""
+        fabric = self.fabric_ready or not (self.spec.gpus.nvswitches or self.rack_tray) or self.model.arch < 9
+        return fabric and (self.spec.driver.cc is None or self.spec.driver.cc_ready)
 
     def cuda_starts(self, server: ProcessSpec) -> bool:
         """The server's CUDA initializes: not before the fabric (``cuda_ready``), and not with a forward-compatibility

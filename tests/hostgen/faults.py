@@ -848,3 +848,14 @@ def nvml_unrecorded(spec: HostSpec, fn: str) -> HostSpec:
 
     fault = Fault(f"unrecorded-{fn}", f"no {fn} record", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), f"no-{fn}", f"{fn} not recorded")
+
+
+def cc_not_ready(spec: HostSpec) -> HostSpec:
+    """A CVM whose GPUs are in CC mode but were never set ready (no attestation, or its unit did not run): CUDA
+    refuses every context (802, "system not yet initialized"), the server holds no GPU memory."""
+    return _named(replace(spec, driver=replace(spec.driver, cc_ready=False)), "cc-not-ready", "CC GPUs not ready")
+
+
+def cc_devtools(spec: HostSpec) -> HostSpec:
+    """GPUs whose CC mode is ``devtools`` (set so on the hypervisor host): not a production CC mode."""
+    return _named(replace(spec, driver=replace(spec.driver, cc_devtools=True)), "cc-devtools", "CC DevTools mode")

@@ -19,6 +19,7 @@ from tests.hostgen.archetypes import (
     INTEL_SNC,
     JAMMY,
     NOBLE,
+    PROXMOX_H100,
     TIB_KIB,
     XEON_6448Y,
     XEON_8462,
@@ -429,6 +430,23 @@ source read here, so stand-ins: the DMI strings beyond vendor and product, the k
 GPU's PCI ids and VBIOS (catalog.py), the NVMe, whether DGX OS runs irqbalance and nvidia-persistenced (the generator's
 defaults: both)."""
 
+CVM_H100_CC = replace(
+    PROXMOX_H100,
+    name="cvm-h100-cc",
+    summary="Confidential VM (KVM, Intel TDX guest, Ubuntu 24.04) with 2x H100 PCIe passed through in CC mode: the open "
+    "driver 550, NVML's CC state on (production) and the GPUs set ready after attestation; GPU-to-GPU traffic is "
+    "encrypted and bounces through shared system memory, so NVML offers no P2P; vLLM at TP 2",
+    hostname="cvm-llm-01",
+    os=replace(NOBLE, old_kernels=(), memory_kib=263921396, cmdline="quiet"),
+    driver=DriverSpec("550.127.05", open=True, cuda=12040, cc="on"),
+    dmesg_extra=("Memory Encryption Features active: Intel TDX",),
+    expect="healthy and deliberate: CC mode refuses P2P by design; the ready state is set",
+)
+"""NVIDIA's CC deployment guides (TDX and SEV-SNP with KVM) run the open driver in an Ubuntu guest; the CC state, the
+ready state and what CC does to P2P are in tests/hostgen/confcompute.py. Stand-ins: the guest's vCPU model (the Proxmox
+archetype's Sapphire Rapids; the guides use 5th-generation Xeon or EPYC 9004), its DMI, and whether the TDX guest's
+boot line is worded so on this kernel."""
+
 KINDS: dict[str, HostSpec] = {
     spec.name: spec
     for spec in (
@@ -443,5 +461,6 @@ KINDS: dict[str, HostSpec] = {
         MPS_H100,
         PODMAN_ROOTLESS_CDI,
         DGX_SPARK,
+        CVM_H100_CC,
     )
 }

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.hostgen import vgpu
 from tests.hostgen.catalog import MIB, GpuModel
+from tests.hostgen.confcompute import write_conf_compute
 
 if TYPE_CHECKING:
     from tests.hostgen.build import Built
@@ -129,6 +130,7 @@ def write_nvml(built: Built) -> None:
     tree.call("nvmlSystemGetCudaDriverVersion", (), spec.driver.cuda)
     tree.call("nvmlSystemGetCudaDriverVersion_v2", (), spec.driver.cuda)
     tree.call("nvmlDeviceGetCount", (), len(gpus))
+    write_conf_compute(built)
     for g in gpus:
         _device(built, g)
         if spec.gpus.vgpu is not None:

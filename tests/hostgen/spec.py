@@ -72,6 +72,13 @@ class DriverSpec:
     imex: str | None = None
     """``systemctl is-active nvidia-imex`` on a multi-node NVLink compute tray (``active``, ``failed``); None: IMEX
     not installed."""
+    cc: str | None = None
+    """Confidential computing (Hopper and later, in a CVM guest): ``on`` (CC mode); None: off
+    (:mod:`tests.hostgen.confcompute`)."""
+    cc_ready: bool = True
+    """The CVM set the GPUs' CC ready state (after attesting them); CUDA refuses work until it does."""
+    cc_devtools: bool = False
+    """The GPUs' CC mode is ``devtools`` (profiling and debugging allowed; not a production CC mode)."""
     mps: bool = False
     """NVIDIA MPS: ``nvidia-cuda-mps-control -d`` started by a unit (``nvidia-mps.service``, default pipe directory
     /tmp/nvidia-mps), the servers its clients (:mod:`tests.hostgen.mps`)."""

@@ -3,8 +3,8 @@
 ``facts`` reads the evidence (with ``install_facts``, ``fabric`` and ``imex_facts``); the rules: ``version``
 (driver.version), ``services`` (driver.persistence, driver.fabricmanager), ``imex`` (driver.imex), ``modules``
 (driver.peermem, driver.nouveau, driver.uvm), ``library`` (driver.library_mismatch), ``dkms`` (driver.dkms),
-``secure_boot`` (driver.secure_boot), ``fabric`` (driver.fabricmanager_version) and ``vgpu_license``
-(driver.vgpu_license).
+``secure_boot`` (driver.secure_boot), ``fabric`` (driver.fabricmanager_version), ``vgpu_license``
+(driver.vgpu_license) and ``confcompute`` (driver.confidential_computing).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 
 from rigaudit.agents.facts.nvidia_driver import kernel_version
 from rigaudit.agents.investigator import Investigator
+from rigaudit.agents.investigators.driver.confcompute import CC_CHECK, judge_confidential_computing
 from rigaudit.agents.investigators.driver.dkms import DKMS_CHECK, judge_dkms
 from rigaudit.agents.investigators.driver.fabric import FABRICMANAGER_VERSION_CHECK, judge_fabricmanager_version
 from rigaudit.agents.investigators.driver.facts import AREA, DriverFacts, collect, rack_gpus
@@ -62,6 +63,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
             rack=bool(rack_gpus(facts)),
         ),
         judge_vgpu_license(facts),
+        judge_confidential_computing(facts),
     ]
 
 
@@ -94,6 +96,7 @@ INVESTIGATOR: Investigator[DriverFacts] = Investigator(
         SECURE_BOOT_CHECK,
         FABRICMANAGER_VERSION_CHECK,
         VGPU_LICENSE_CHECK,
+        CC_CHECK,
     ),
     collect=collect,
     judge=judge,

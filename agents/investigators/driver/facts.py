@@ -8,6 +8,7 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cdi import CdiUse, read_cdi
+from rigaudit.agents.facts.confcompute import ConfCompute, read_conf_compute
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
@@ -84,6 +85,8 @@ class DriverFacts(Record):
     """The IMEX service, read only where the GPUs are in a multi-node NVLink domain (:func:`multi_node`)."""
     nvlsm: Nvlsm | None = None
     """NVLSM's own state (read only when the fabric manager is not active on Blackwell or newer GPUs)."""
+    conf_compute: ConfCompute = ConfCompute(on=None, devtools=False, ready=None, error="not read", asked=False)
+    """NVML's confidential-computing state and the GPUs' ready state."""
     cdi: CdiUse = CdiUse(False, "not read")
     """Whether the container the audit runs in got its GPUs through CDI (its device nodes are the host spec's)."""
 
@@ -238,6 +241,9 @@ async def collect(probe: Probe) -> DriverFacts:
         imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, fabric.cluster) else None,
         nvlsm=nvlsm,
         cdi=await read_cdi(probe, platform),
+        conf_compute=await read_conf_compute(probe)
+        if inventory.nvml_ok
+        else ConfCompute(on=None, devtools=False, ready=None, error=inventory.nvml_error, asked=False),
     )
 
 

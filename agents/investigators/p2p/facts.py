@@ -6,6 +6,7 @@ import re
 from itertools import combinations
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
+from rigaudit.agents.facts.confcompute import read_conf_compute
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.pci_paths import PciPaths, collect_pci_paths
@@ -42,6 +43,8 @@ class P2pFacts(Record):
     paths: PciPaths
     cpu_vendor: str | None
     boot: BootLine
+    cc_on: bool | None = None
+    """NVML's confidential-computing state: CC mode refuses P2P by design (None: not read)."""
 
 
 async def _pair(probe: Probe, a: int, b: int, nvlinked: frozenset[tuple[int, int]]) -> Pair:
@@ -63,4 +66,7 @@ async def collect(probe: Probe) -> P2pFacts:
     cpuinfo = await probe.text("/proc/cpuinfo")
     vendor = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo or "", re.MULTILINE)
     boot = await collect_boot_line(probe)
-    return P2pFacts(inventory, platform, tuple(pairs), bench, context, paths, vendor.group(1) if vendor else None, boot)
+    cc = await read_conf_compute(probe) if inventory.nvml_ok and len(indices) > 1 else None
+    return P2pFacts(
+        inventory, platform, tuple(pairs), bench, context, paths, vendor.group(1) if vendor else None, boot, cc.on if cc else None
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import CONFIDENTIAL_COMPUTING
 from rigaudit.agents.facts.gpu_address import HYPERVISOR_LOOKUP, gpu_identity
 from rigaudit.agents.facts.nvml_reads import label, nvml_unusable
 from rigaudit.agents.facts.peer_groups import together
@@ -92,6 +93,8 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
     refs = _status_refs(f)
     missing = [p for p in f.pairs if _status(p.read) is None or _status(p.write) is None]
     bad = [p for p in f.pairs if p not in missing and (_status(p.read) != 0 or _status(p.write) != 0)]
+    if bad and f.cc_on:
+        return _confidential(f, bad, refs)
     if bad:
         return _refused(f, bad, missing, refs)
     if missing:
@@ -105,6 +108,19 @@ def judge_p2p_status(f: P2pFacts) -> Finding:
         "correct: pairs that cross the CPU interconnect go through the root complex, and only the P2P "
         "micro-benchmark (p2p.bandwidth) shows the bandwidth and whether the copied data is intact.",
         evidence=refs,
+    )
+
+
+def _confidential(f: P2pFacts, bad: list[Pair], refs: tuple[str, ...]) -> Finding:
+    """CC mode refuses P2P by design: nothing on the hypervisor or the host would let it through."""
+    cc = CONFIDENTIAL_COMPUTING
+    return P2P_STATUS_CHECK.ok(
+        f"{len(bad)}/{len(f.pairs)} pairs refuse P2P with the GPUs in confidential-computing mode (NVML's CC state on); "
+        f"topology: {_topology_text(f)}",
+        expected="OK for read and write on every pair, unless a mode refuses it by design",
+        explanation=f"Deliberate ({cc.key}): {cc.what}; {cc.conditions[0]}. The cost: copies between GPUs (NCCL's "
+        f"all-reduce in tensor parallelism) go through encrypted staging buffers; {cc.conditions[1]} ({cc.source}).",
+        evidence=(*refs, "nvml:nvmlSystemGetConfComputeState()"),
     )
 
 
