@@ -92,3 +92,10 @@ def test_no_mps_seen_from_a_container_is_told_by_nvmls_client_list() -> None:
     assert healthy.status == "ok" and "NVML lists no MPS client" in healthy.observed, healthy.observed
     unread = cuda(faults.nvml_unrecorded(ARCHETYPES["docker-h100-bm"], MPS_CLIENTS_FN))["cuda.mps"]
     assert unread.status == "unknown" and MPS_CLIENTS_FN in unread.observed, unread.observed
+
+
+def test_a_refusal_no_setting_can_lift_is_not_sent_to_let_p2p_through() -> None:
+    """Fourth review, M7. Pairs across Intel's UPI refuse P2P by the platform's design. Before: 'Let peer-to-peer
+    through: the pair crosses the CPU interconnect...', a summary that promised a setting."""
+    found = by_check(MPS_H100)["p2p.status"]
+    assert found.fix is not None and found.fix.summary.startswith("No setting lets these pairs peer"), found.fix

@@ -130,6 +130,8 @@ WHY: dict[Cause, str] = {
     "platform": "the path between them (the root complex or the firmware's PCIe settings) is not one the driver trusts "
     "for P2P: check the BIOS (ACS, 'PCIe peer-to-peer', IOMMU) and the platform's support",
 }
+PROPERTIES: frozenset[Cause] = frozenset({"model", "driver", "topology"})
+"""Causes that are properties of the machine or the product, not settings: the fix works around them."""
 RANK: dict[Cause, int] = {
     "vgpu": 0,
     "driver": 8,
@@ -264,7 +266,10 @@ def fix_for(kinds: list[Cause], c: Context, names: str) -> Fix:
     actions, kind = _actions(sorted(set(kinds), key=lambda k: RANK[k]), c, names)
     target: FixTarget = _TARGET.get(strongest, "kernel")
     others = sorted(set(kinds) - {"fabric"}, key=lambda k: RANK[k])
-    summary = "Let peer-to-peer through: " + "; ".join(WHY[k].split(":")[0] for k in others)
+    causes = "; ".join(WHY[k].split(":")[0] for k in others)
+    summary = "Let peer-to-peer through: " + causes
+    if others and set(others) <= PROPERTIES:
+        summary = f"No setting lets these pairs peer ({causes}): place tensor-parallel groups on GPUs that can"
     if "fabric" in kinds:
         fabric = "The NVLink fabric is not completed: see driver.fabricmanager (its fix lets these pairs peer)"
         summary = fabric + ("; then " + summary[0].lower() + summary[1:] if others else "")
