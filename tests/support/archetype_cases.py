@@ -23,6 +23,7 @@ from tests.support.audits import audited
 
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -40,6 +41,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "dgx-a100-mig": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -55,6 +57,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "runtime.cuda_driver_compat": "low@host",
     },
     "docker-h100-bm": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -68,6 +71,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "p2p.bandwidth": "unknown",
     },
     "docker-host-h100": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -79,6 +83,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "docker-in-gcp-vm": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -108,6 +113,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.shm": "high@container_config",
     },
     "epyc-nps4-l40s": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -128,6 +134,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "gcp-g2-2xl4-vm": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -156,6 +163,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "geforce-4x4090": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -183,6 +191,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "gh200-node": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "driver.vgpu_license": "na",
@@ -202,6 +211,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "proxmox-q35-h100pcie-vm": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -229,6 +239,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "hgx-h100-jammy": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -241,6 +252,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "hgx-h100-upgraded-no-reboot": {
+        "driver.confidential_computing": "unknown",  # NVML refuses every query: its CC state is unread
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -276,6 +288,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "runtime.device_order": "unknown",
     },
     "hgx-h200-noble": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -288,6 +301,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "intel-snc-h100pcie": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -307,6 +321,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "k8s-pod-h100": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -320,6 +335,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "p2p.bandwidth": "unknown",
     },
     "l40s-pex-iommu": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -340,6 +356,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "h100nvl-bridged-pairs": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -356,6 +373,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "kvm-vgpu-h100-guest": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -390,6 +408,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "container.cgroup_cpu": "na",
     },
     "ws-rtx6000ada": {
+        "driver.confidential_computing": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
