@@ -159,6 +159,14 @@ def _rdma_reach(f: ContainerFacts) -> tuple[bool, str]:
 
 
 def _limited_problem(f: ContainerFacts, limited: list[str], refs: list[str], lxc_fix_config: LxcConfig | None) -> Finding:
+    if f.rdma.active_nics and rdma_devices_here(f) is None:
+        return MEMLOCK_CHECK.unknown(
+            "; ".join(limited) + f"; this container's /dev could not be listed ({f.dev_error or 'not read'}), so whether "
+            "the host's active RDMA NICs are passed in is unread: medium if /dev/infiniband is there (NCCL's "
+            "registrations hit the limit), low if not; `ls /dev/infiniband` in the container would tell",
+            subjects=tuple(s.split(":")[0] for s in limited),
+            evidence=(*refs, *f.rdma.refs, dir_ref("/dev")),
+        )
     rdma, why = _rdma_reach(f)
     return MEMLOCK_CHECK.problem_at(
         "medium" if rdma else "low",
