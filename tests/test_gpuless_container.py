@@ -61,6 +61,7 @@ def test_no_gpu_no_invented_problem(tmp_path: Path) -> None:
     by_check = {f.check: f for f in result.findings}
     assert by_check["container.gpu_devices"].status == "not_applicable"
     assert by_check["container.memlock"].status == "not_applicable"
+    assert by_check["driver.confidential_computing"].status == "not_applicable"  # no GPU: no CC state to read
     # Docker inside a KVM guest: CPPC is the hypervisor's firmware, not this machine's.
     assert by_check["firmware.cppc"].status == "not_applicable"
     assert all(r.status == "done" for r in result.investigators)

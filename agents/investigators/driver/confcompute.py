@@ -88,6 +88,8 @@ def _devtools(facts: DriverFacts, cc: ConfCompute) -> Finding:
 
 def judge_confidential_computing(facts: DriverFacts) -> Finding:
     cc = facts.conf_compute
+    if cc.on is None and not facts.gpus:
+        return CC_CHECK.not_applicable(f"no NVIDIA GPU on this host (NVML: {cc.error})", evidence=cc.refs[:1])
     if cc.on is None:
         return CC_CHECK.unknown(
             f"NVML's CC state not read ({cc.error}): nvmlSystemGetConfComputeState would tell", evidence=cc.refs[:1]
