@@ -64,8 +64,3 @@ class TextMemo:
                 del self._done[oldest]
             self._done[key] = done
             self._chars += size
-
-    def clear(self) -> None:
-        with self._lock:
-            self._done.clear()
-            self._chars = 0
