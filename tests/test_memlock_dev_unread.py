@@ -4,32 +4,20 @@ would tell. Before, an unread /dev counted as RDMA reachable and the verdict was
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rigaudit.agents.investigators.container import INVESTIGATOR as CONTAINER
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
 from tests.support.investigators import audit_snapshot
-from tests.support.mutate import light_copy, remove_tree
+from tests.support.mutate import light_copy, unlist_tree
 
 LIMITED_WITH_RDMA = faults.rdma_passed_in(faults.memlock(ARCHETYPES["docker-h100-bm"]))
 
 
-def _forget_dev(root: Path) -> None:
-    """The snapshot as one whose /dev could not be listed: no entry under it anywhere."""
-    remove_tree(root, "/dev")
-    for name in ("dirs.json", "links.json", "unreadable.json"):
-        path = root / name
-        if path.exists():
-            entries = json.loads(path.read_text())
-            keep = [e for e in entries if e != "/dev" and not e.startswith("/dev/")]
-            path.write_text(json.dumps(keep if isinstance(entries, list) else {k: entries[k] for k in keep}))
-
-
 def test_an_unlisted_dev_leaves_the_limits_severity_unknown_and_names_what_would_tell(tmp_path: Path) -> None:
     root = light_copy(snapshot(LIMITED_WITH_RDMA), tmp_path / "snap")
-    _forget_dev(root)
+    unlist_tree(root, "/dev")
     found = audit_snapshot(CONTAINER, root, evidence_read=True)["container.memlock"]
     assert found.status == "unknown"
     assert "65536" in found.observed and "ls /dev/infiniband" in found.observed

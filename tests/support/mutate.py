@@ -182,6 +182,19 @@ def remove_tree(root: Path, path: str) -> None:
         shutil.rmtree(target)  # a real folder (of links at most): the links go, never their targets
 
 
+def unlist_tree(root: Path, path: str) -> None:
+    """Make the host folder ``path`` one that could not be listed: its files gone, and no entry under it recorded
+    anywhere (a folder, a link, an unreadable file)."""
+    remove_tree(root, path)
+
+    def under(entry: str) -> bool:
+        return entry == path or entry.startswith(f"{path}/")
+
+    _edit_json(root, "dirs.json", [], lambda dirs: [d for d in dirs if not under(d)])
+    _edit_json(root, "links.json", {}, lambda links: {k: v for k, v in links.items() if not under(k)})
+    _edit_json(root, "unreadable.json", {}, lambda entries: {k: v for k, v in entries.items() if not under(k)})
+
+
 def _edit_json(root: Path, name: str, default: Any, edit: Callable[[Any], Any]) -> None:
     _guard(root)
     target = root / name
