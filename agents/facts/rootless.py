@@ -45,8 +45,14 @@ def _containerenv_rootless(text: str | None) -> bool | None:
     return None if match is None else match.group(1) == "1"
 
 
-async def read_rootless(probe: Probe, platform: Platform) -> Rootless:
+async def read_rootless(probe: Probe, platform: Platform, contained: tuple[int, ...] = ()) -> Rootless:
+    """This container's rootlessness; on a host, that of the servers' containers (``contained``: their pids), whose
+    ``/proc/PID/uid_map`` the host reads."""
     if not platform.in_container:
+        maps = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/uid_map") for p in contained])
+        for pid, uid_map in zip(contained, maps, strict=True):
+            if (uid := host_uid(uid_map)) is not None:
+                return Rootless(True, uid, f"/proc/{pid}/uid_map of a server: its container's uid 0 is host uid {uid}")
         return Rootless(False, None, "not a container")
     env, uid_map = await probe.gather(lambda: probe.text(CONTAINERENV), lambda: probe.text(UID_MAP))
     uid = host_uid(uid_map)

@@ -9,9 +9,10 @@ from pathlib import Path
 from tests.hostgen import kernel as kn
 from tests.hostgen import nvidia as nv
 from tests.hostgen import platform as pf
-from tests.hostgen import topo, vgpu
+from tests.hostgen import podman, topo, vgpu
 from tests.hostgen.azure import write_topology_file
 from tests.hostgen.catalog import GPUS, MIB, GpuModel
+from tests.hostgen.cdi import write_cdi
 from tests.hostgen.cpu import Layout, cpulist, write_cpus
 from tests.hostgen.devices import BAR1_SMALL, GpuPci, with_link
 from tests.hostgen.docker import write_inspect
@@ -373,7 +374,7 @@ def _server_processes(built: Built) -> None:
         built.procs[main] = base
         if (unit := _service_of(cgroup)) is not None:
             unit_shown(built, unit)
-        if in_docker:
+        if in_docker and server.engine == "docker":
             write_inspect(built, pf.docker_cgroup().split("docker-", 1)[1][:12], server)
         pid += 1
         workers: list[int] = []
@@ -431,6 +432,8 @@ def _cgroup_line(built: Built, server: ProcessSpec) -> str:
         return server.cgroup
     if built.container:
         return "0::/\n"
+    if server.in_container and server.engine == "podman":
+        return f"0::{podman.user_slice(server.user)}/libpod-{podman.CONTAINER_ID}.scope/container\n"
     if server.in_container:
         return f"0::{pf.docker_cgroup()}\n"
     return "0::/system.slice/vllm.service\n"
@@ -1056,6 +1059,40 @@ def _dev_nodes(built: Built) -> list[str]:
     return nodes
 
 
+DOCKER_DAEMONS = (
+    (1810, ("/usr/bin/containerd",), "containerd", "0::/system.slice/containerd.service\n"),
+    (
+        1902,
+        ("/usr/bin/dockerd", "-H", "fd://", "--containerd=/run/containerd/containerd.sock"),
+        "dockerd",
+        "0::/system.slice/docker.service\n",
+    ),
+    (
+        3100,
+        (
+            "/usr/bin/containerd-shim-runc-v2",
+            *("-namespace", "moby", "-id", "5e8a2b9c7d1f", "-address", "/run/containerd/containerd.sock"),
+        ),
+        "containerd-shim",
+        "0::/system.slice/containerd.service\n",
+    ),
+)
+
+
+def _engine_daemons(spec: HostSpec) -> list[tuple[int, tuple[str, ...], str, str]]:
+    """The engine's processes on a host whose servers run in containers: dockerd and its shim, or (Podman has no
+    daemon) the user's pause process and the container's conmon, in the user's systemd slice (podman.py)."""
+    engines = {s.engine: s.user for s in spec.processes if s.in_container}
+    daemons = list(DOCKER_DAEMONS) if "docker" in engines else []
+    if "podman" in engines:
+        uid = engines["podman"]
+        daemons += [
+            (2410, ("catatonit", "-P"), "catatonit", f"0::{podman.user_slice(uid)}/podman-pause-4b7e1c2a.scope\n"),
+            (3100, podman.conmon_argv(uid), "conmon", f"0::{podman.user_slice(uid)}/libpod-conmon-{podman.CONTAINER_ID}.scope\n"),
+        ]
+    return daemons
+
+
 def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
     tree, spec = built.tree, built.spec
     virt = pf.DETECT_VIRT.get(spec.platform.cloud or "kvm", "kvm") if vm else "none"
@@ -1070,6 +1107,7 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
     if spec.os.tuned is not None and not built.container:
         write_tuned(tree, spec.os.tuned)
     write_mps(built)
+    write_cdi(built)
     tree.command(
         ("systemctl", "is-active", "irqbalance"), spec.os.irqbalance + "\n", exit_code=0 if spec.os.irqbalance == "active" else 3
     )
@@ -1120,30 +1158,9 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
         daemons.append(
             (1766, ("/usr/bin/nvidia-imex", "-c", IMEX_CONFIG), "nvidia-imex", "0::/system.slice/nvidia-imex.service\n")
         )
-    if any(s.in_container for s in spec.processes):
-        daemons += [
-            (1810, ("/usr/bin/containerd",), "containerd", "0::/system.slice/containerd.service\n"),
-            (
-                1902,
-                ("/usr/bin/dockerd", "-H", "fd://", "--containerd=/run/containerd/containerd.sock"),
-                "dockerd",
-                "0::/system.slice/docker.service\n",
-            ),
-            (
-                3100,
-                (
-                    "/usr/bin/containerd-shim-runc-v2",
-                    "-namespace",
-                    "moby",
-                    "-id",
-                    "5e8a2b9c7d1f",
-                    "-address",
-                    "/run/containerd/containerd.sock",
-                ),
-                "containerd-shim",
-                "0::/system.slice/containerd.service\n",
-            ),
-        ]
+    daemons += _engine_daemons(spec)
+    contained = {pid: proc.uid for pid, proc in built.procs.items() if proc.mnt_ns == CONTAINER_NS}
+    podman.write_host_view(built, contained)
     for pid, argv, comm, cgroup in daemons:
         built.procs[pid] = Proc(
             pid, argv, comm=comm, cgroup=cgroup, exe=argv[0] if argv[0].startswith("/") else "/usr/sbin/sshd", vm_kib=24000

@@ -831,9 +831,13 @@ def rdma_passed_in(spec: HostSpec) -> HostSpec:
     with them."""
 
     def apply(built: Built) -> None:
-        for k in range(len(built.rdma_names)):
-            built.tree.unreadable[f"/dev/infiniband/uverbs{k}"] = "NOT_RECORDED"
-        built.tree.unreadable["/dev/infiniband/rdma_cm"] = "NOT_RECORDED"
+        from tests.hostgen.build import CONTAINER_NS
+
+        roots = [""] if built.container else [f"/proc/{pid}/root" for pid, p in built.procs.items() if p.mnt_ns == CONTAINER_NS]
+        for root in roots:
+            for k in range(len(built.rdma_names)):
+                built.tree.unreadable[f"{root}/dev/infiniband/uverbs{k}"] = "NOT_RECORDED"
+            built.tree.unreadable[f"{root}/dev/infiniband/rdma_cm"] = "NOT_RECORDED"
 
     fault = Fault("rdma-passed-in", "/dev/infiniband passed into the container", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "rdma-in", "RDMA devices passed in")
@@ -859,3 +863,32 @@ def cc_not_ready(spec: HostSpec) -> HostSpec:
 def cc_devtools(spec: HostSpec) -> HostSpec:
     """GPUs whose CC mode is ``devtools`` (set so on the hypervisor host): not a production CC mode."""
     return _named(replace(spec, driver=replace(spec.driver, cc_devtools=True)), "cc-devtools", "CC DevTools mode")
+
+
+def cdi_spec_stale(spec: HostSpec, new: str = "550.144.03") -> HostSpec:
+    """The driver upgraded to ``new`` and the host rebooted, while the CDI spec stays the one generated for the old
+    driver (no ``nvidia-cdi-refresh``, or its path unit disabled): the spec names the old version's libraries and
+    firmware, which the upgrade removed, so the server's container no longer starts (crun: error stat'ing file
+    /usr/lib64/libcuda.so.<old>: No such file or directory) and no server runs."""
+    assert spec.cdi is not None, spec.name
+    cdi = replace(spec.cdi, driver=spec.driver.version)
+    driver = replace(spec.driver, version=new, userspace=None)
+    said = f"driver {new} with a CDI spec for {spec.driver.version}"
+    return _named(replace(spec, driver=driver, cdi=cdi, processes=()), "cdi-stale", said)
+
+
+def cdi_refresh_disabled(spec: HostSpec, new: str = "550.144.03") -> HostSpec:
+    """Toolkit 1.18's ``nvidia-cdi-refresh`` units installed but the path unit disabled: the driver upgrade to ``new``
+    (and a reboot before the service ran) left /var/run/cdi/nvidia.yaml naming the old driver's files."""
+    assert spec.cdi is not None and spec.cdi.refresh, spec.name
+    stale = cdi_spec_stale(spec, new)
+    assert stale.cdi is not None
+    cdi = replace(stale.cdi, refresh=False, refresh_disabled=True)
+    return _named(replace(stale, cdi=cdi), "cdi-refresh-off", "nvidia-cdi-refresh.path disabled")
+
+
+def cdi_spec_before_uvm(spec: HostSpec) -> HostSpec:
+    """The host's CDI spec generated before ``nvidia_uvm`` loaded (it lists no /dev/nvidia-uvm): containers started
+    from it fail CUDA initialization, so the server's processes hold no GPU memory (seen from the host)."""
+    assert spec.cdi is not None, spec.name
+    return _named(replace(spec, cdi=replace(spec.cdi, uvm=False), processes=()), "cdi-no-uvm-host", "host CDI spec without uvm")

@@ -27,7 +27,7 @@ from tests.hostgen.archetypes import (
     vllm,
 )
 from tests.hostgen.azure import nccl_conf
-from tests.hostgen.spec import DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
+from tests.hostgen.spec import CdiSpec, DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
 
 COMPAT_CUDA = "/usr/local/cuda-12.8/compat"
 COMPAT_LIBCUDA = f"{COMPAT_CUDA}/libcuda.so.570.124.06"
@@ -381,6 +381,27 @@ of the forms the other kinds use, not read off one host; 8 MiB is the default RL
 and later) and systemd (253 and later): whether RHEL 9's 5.14 kernel and systemd 252 give a login session that much or
 64 KiB is not shown by a public source read here."""
 
+PODMAN_HOST = replace(
+    PODMAN_ROOTLESS_CDI,
+    name="podman-rootless-host",
+    summary="The RHEL 9.4 host of podman-rootless-cdi, audited on the host: 2x L40S, the open driver 550 with its "
+    "libraries in /usr/lib64, the NVIDIA Container Toolkit 1.17 and the CDI spec it generated "
+    "(/etc/cdi/nvidia.yaml, nvidia-ctk cdi generate), vLLM at TP 2 in a rootless Podman container of user svc-llm "
+    "(uid 1001: conmon and the container in the user's systemd slice, no container daemon)",
+    hostname="gpu-l40s-07",
+    platform=PlatformSpec(),
+    processes=tuple(
+        replace(p, in_container=True, engine="podman", user=1001, memlock="8388608", nofile=(524288, 524288))
+        for p in PODMAN_ROOTLESS_CDI.processes
+    ),
+    cdi=CdiSpec(),
+    expect="healthy: the CDI spec names the loaded driver's files and every device node; the server is another "
+    "user's process in a container",
+)
+"""The spec is what ``nvidia-ctk cdi generate`` writes (tests/hostgen/cdi.py); the rootless container's processes are
+seen from the host as uid 1001's in the user's slice (tests/hostgen/podman.py). nofile 524288 is systemd's default hard
+limit, which a rootless container cannot exceed (fourth review, R6)."""
+
 SPARK_MEM_KIB = 124780544
 GB10_CPU = replace(
     GRACE,
@@ -460,6 +481,7 @@ KINDS: dict[str, HostSpec] = {
         GB200_TRAY,
         MPS_H100,
         PODMAN_ROOTLESS_CDI,
+        PODMAN_HOST,
         DGX_SPARK,
         CVM_H100_CC,
     )

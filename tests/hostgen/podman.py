@@ -26,13 +26,33 @@ USER = "svc-llm"
 SUBUID_START = 524288
 
 
+def user_slice(uid: int) -> str:
+    """The user's own systemd's slice, where a rootless container's processes are (seen from the host)."""
+    return f"/user.slice/user-{uid}.slice/user@{uid}.service/user.slice"
+
+
+def conmon_argv(uid: int) -> tuple[str, ...]:
+    """conmon, the monitor Podman leaves beside each container (podman has no daemon), as ps shows it for a rootless
+    container (the storage is the user's; the exit command's options are cut to the ones that name the container)."""
+    store = f"/home/{USER}/.local/share/containers/storage/overlay-containers/{CONTAINER_ID}/userdata"
+    return (
+        "/usr/bin/conmon",
+        *("--api-version", "1", "-c", CONTAINER_ID, "-u", CONTAINER_ID, "-r", "/usr/bin/crun", "-b", store),
+        *("-p", f"/run/user/{uid}/containers/overlay-containers/{CONTAINER_ID}/userdata/pidfile", "-n", "vllm"),
+        *("--exit-dir", f"/run/user/{uid}/libpod/tmp/exits", "--log-path", f"{store}/ctr.log", "--log-driver", "k8s-file"),
+        *("--conmon-pidfile", f"/run/user/{uid}/containers/overlay-containers/{CONTAINER_ID}/userdata/conmon.pid"),
+        *("--exit-command", "/usr/bin/podman", "--exit-command-arg", "container", "--exit-command-arg", "cleanup"),
+    )
+
+
 def rootless(built: Built) -> bool:
     return built.spec.platform.container == "podman" and built.spec.platform.rootless_uid is not None
 
 
 def libdir(built: Built) -> str | None:
-    """Where CDI mounts the driver's libraries: their host path (RHEL's /usr/lib64); None: not a CDI container."""
-    if built.spec.platform.container != "podman":
+    """Where the driver's libraries are on a RHEL host and where CDI mounts them in its containers: /usr/lib64; None:
+    elsewhere (a distribution's multiarch folder, or an image's own)."""
+    if built.container and built.spec.platform.container != "podman":
         return None
     return "/usr/lib64" if built.spec.os.distro.startswith("rhel") else None
 
@@ -72,3 +92,22 @@ def write_podman(built: Built, pids: tuple[int, ...]) -> None:
     if folder is not None:
         tree.file("/etc/ld.so.conf.d/00-nvcr-2871503946.conf", folder + "\n")
     tree.file("/etc/hosts", f"127.0.0.1\tlocalhost\n::1\tlocalhost\n10.88.0.4\t{tree.hostname} vllm\n")
+
+
+CONTAINER_DEV = ("null", "zero", "full", "random", "urandom", "tty", "console", "ptmx", "pts", "shm", "mqueue")
+
+
+def write_host_view(built: Built, pids: dict[int, int]) -> None:
+    """What a host shows of its containers' servers (``pids``: pid -> host uid of the container's root): the
+    container's /dev under /proc/PID/root (the GPU nodes its runtime gave it; /dev/infiniband where its server uses
+    RDMA: ``NCCL_IB_HCA`` in its environment), and a rootless container's user-namespace maps."""
+    nodes = [f"nvidia{m}" for m in built.visible_gpu_minors] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]
+    for pid, uid in pids.items():
+        proc = built.procs[pid]
+        extra = ["infiniband"] if "NCCL_IB_HCA" in proc.env else []
+        for name in (*nodes, *CONTAINER_DEV, *extra):
+            built.tree.unreadable[f"/proc/{pid}/root/dev/{name}"] = "NOT_RECORDED"
+        if uid:
+            maps = f"{0:>10} {uid:>10} {1:>10}\n{1:>10} {SUBUID_START:>10} {65536:>10}\n"
+            built.tree.file(f"/proc/{pid}/uid_map", maps)
+            built.tree.file(f"/proc/{pid}/gid_map", maps)

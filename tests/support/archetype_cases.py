@@ -24,6 +24,7 @@ from tests.support.audits import audited
 EXPECTED: dict[str, dict[str, str]] = {
     "aws-p5-vm": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -42,6 +43,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "dgx-a100-mig": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -58,6 +60,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "docker-h100-bm": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -72,6 +75,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "docker-host-h100": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -84,6 +88,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "docker-in-gcp-vm": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -114,6 +119,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "epyc-nps4-l40s": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -135,6 +141,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "gcp-g2-2xl4-vm": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -164,6 +171,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "geforce-4x4090": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -192,6 +200,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "gh200-node": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "driver.vgpu_license": "na",
@@ -212,6 +221,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "proxmox-q35-h100pcie-vm": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -240,6 +250,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "hgx-h100-jammy": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -253,6 +264,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "hgx-h100-upgraded-no-reboot": {
         "driver.confidential_computing": "unknown",  # NVML refuses every query: its CC state is unread
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -289,6 +301,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "hgx-h200-noble": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -302,6 +315,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "intel-snc-h100pcie": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -322,6 +336,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "k8s-pod-h100": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -336,6 +351,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "l40s-pex-iommu": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -357,6 +373,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "h100nvl-bridged-pairs": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -374,6 +391,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "kvm-vgpu-h100-guest": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",
@@ -409,6 +427,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "ws-rtx6000ada": {
         "driver.confidential_computing": "na",
+        "driver.cdi_spec": "na",
         "driver.imex": "na",
         "nccl.topo_file": "na",
         "kernel.grace_boot": "na",

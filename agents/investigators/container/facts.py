@@ -14,7 +14,7 @@ from rigaudit.agents.facts.processes import ServerScan, find_servers
 from rigaudit.agents.facts.rdma import RdmaFacts, collect_rdma
 from rigaudit.agents.facts.rootless import Rootless, read_rootless
 from rigaudit.agents.investigators.container.cpu import CgroupCpuFacts, collect_cgroup_cpu
-from rigaudit.tools.core.record import Record
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe, dir_ref
 from rigaudit.tools.schema.finding import Area, CommandAction, Finding, Fix
@@ -45,6 +45,8 @@ class ContainerFacts(Record):
     another mount namespace, so every server on the machine is visible from here, and one in none is elsewhere."""
     rootless: Rootless = Rootless(False, None, "not read")
     cdi: CdiUse = CdiUse(False, "not read")
+    server_dev: dict[int, tuple[str, ...] | None] = field(default_factory=dict)
+    """On a host: the /dev of each server that runs in a container (``/proc/PID/root/dev``; None: unread)."""
 
 
 async def _minor(probe: Probe, bdf: str) -> int | None:
@@ -75,6 +77,8 @@ async def collect(probe: Probe) -> ContainerFacts:
     server_mounts = await probe.gather(*[lambda s=s: probe.text(f"/proc/{s.pid}/mounts") for s in servers])
     pct = await probe.run(PCT_LIST) if lxc.configs else None
     cpu = await collect_cgroup_cpu(probe, platform, lxc, len(inventory.gpus))
+    contained = [] if platform.in_container else [s for s in servers if s.container]
+    server_dev = await probe.gather(*[lambda s=s: probe.list_dir(f"/proc/{s.pid}/root/dev") for s in contained])
     return ContainerFacts(
         platform=platform,
         inventory=inventory,
@@ -92,8 +96,9 @@ async def collect(probe: Probe) -> ContainerFacts:
         cpu=cpu,
         rdma=await collect_rdma(probe),
         host_pids=host_pids,
-        rootless=await read_rootless(probe, platform),
+        rootless=await read_rootless(probe, platform, tuple(s.pid for s in contained)),
         cdi=await read_cdi(probe, platform),
+        server_dev={s.pid: d.entries for s, d in zip(contained, server_dev, strict=True)},
     )
 
 
@@ -150,10 +155,16 @@ def no_gpu_here(check: Check, f: ContainerFacts) -> Finding | None:
 
 
 def rdma_devices_here(f: ContainerFacts) -> bool | None:
-    """Whether the server can reach an RDMA device: on a host always; in a container only with /dev/infiniband
-    passed in (the host's NICs show in sysfs either way). None: this container's /dev unread."""
+    """Whether the server can reach an RDMA device: on a host, a server of the host always and one in a container
+    only with /dev/infiniband in its /dev (``/proc/PID/root/dev``); in a container only with /dev/infiniband passed
+    in (the host's NICs show in sysfs either way). None: the container's /dev unread."""
     if not f.platform.in_container:
-        return True
+        if not f.server_dev:
+            return True
+        listed = list(f.server_dev.values())
+        if any(d is not None and "infiniband" in d for d in listed):
+            return True
+        return None if any(d is None for d in listed) else False
     if f.dev_entries is None:
         return None
     return "infiniband" in f.dev_entries

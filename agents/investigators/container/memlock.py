@@ -109,7 +109,7 @@ def _rootless_fix(f: ContainerFacts) -> Fix:
     user = f"uid {f.rootless.host_uid}" if f.rootless.host_uid is not None else "the user that runs the container"
     return Fix(
         kind="restart",
-        where="container_host",
+        where="container_host" if f.platform.in_container else "host",
         summary=f"Raise the locked-memory hard limit of {user} on the host, then recreate the rootless container",
         actions=(
             CommandAction(
@@ -154,14 +154,22 @@ def _rdma_reach(f: ContainerFacts) -> tuple[bool, str]:
     if not f.rdma.active_nics:
         return False, "; no active RDMA NIC"
     if rdma_devices_here(f) is False:
-        return False, "; the host's RDMA NICs are not passed into this container (no /dev/infiniband)"
+        which = "this container" if f.platform.in_container else "the server's container (/proc/PID/root/dev)"
+        return False, f"; the host's RDMA NICs are not passed into {which} (no /dev/infiniband)"
     return True, ""
+
+
+def _dev_unread(f: ContainerFacts) -> str:
+    if f.platform.in_container:
+        return f"this container's /dev could not be listed ({f.dev_error or 'not read'})"
+    unread = [f"/proc/{pid}/root/dev" for pid, d in f.server_dev.items() if d is None]
+    return f"the server's container's /dev could not be listed ({', '.join(unread)})"
 
 
 def _limited_problem(f: ContainerFacts, limited: list[str], refs: list[str], lxc_fix_config: LxcConfig | None) -> Finding:
     if f.rdma.active_nics and rdma_devices_here(f) is None:
         return MEMLOCK_CHECK.unknown(
-            "; ".join(limited) + f"; this container's /dev could not be listed ({f.dev_error or 'not read'}), so whether "
+            "; ".join(limited) + f"; {_dev_unread(f)}, so whether "
             "the host's active RDMA NICs are passed in is unread: medium if /dev/infiniband is there (NCCL's "
             "registrations hit the limit), low if not; `ls /dev/infiniband` in the container would tell",
             subjects=tuple(s.split(":")[0] for s in limited),

@@ -4,7 +4,7 @@
 (driver.version), ``services`` (driver.persistence, driver.fabricmanager), ``imex`` (driver.imex), ``modules``
 (driver.peermem, driver.nouveau, driver.uvm), ``library`` (driver.library_mismatch), ``dkms`` (driver.dkms),
 ``secure_boot`` (driver.secure_boot), ``fabric`` (driver.fabricmanager_version), ``vgpu_license``
-(driver.vgpu_license) and ``confcompute`` (driver.confidential_computing).
+(driver.vgpu_license), ``confcompute`` (driver.confidential_computing) and ``cdi_spec`` (driver.cdi_spec).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 
 from rigaudit.agents.facts.nvidia_driver import kernel_version
 from rigaudit.agents.investigator import Investigator
+from rigaudit.agents.investigators.driver.cdi_spec import CDI_SPEC_CHECK, judge_cdi_spec
 from rigaudit.agents.investigators.driver.confcompute import CC_CHECK, judge_confidential_computing
 from rigaudit.agents.investigators.driver.dkms import DKMS_CHECK, judge_dkms
 from rigaudit.agents.investigators.driver.fabric import FABRICMANAGER_VERSION_CHECK, judge_fabricmanager_version
@@ -64,6 +65,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
         ),
         judge_vgpu_license(facts),
         judge_confidential_computing(facts),
+        judge_cdi_spec(facts),
     ]
 
 
@@ -97,6 +99,7 @@ INVESTIGATOR: Investigator[DriverFacts] = Investigator(
         FABRICMANAGER_VERSION_CHECK,
         VGPU_LICENSE_CHECK,
         CC_CHECK,
+        CDI_SPEC_CHECK,
     ),
     collect=collect,
     judge=judge,

@@ -8,6 +8,7 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cdi import CdiUse, read_cdi
+from rigaudit.agents.facts.cdi_spec import HostCdi, read_host_cdi
 from rigaudit.agents.facts.confcompute import ConfCompute, read_conf_compute
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
@@ -89,6 +90,8 @@ class DriverFacts(Record):
     """NVML's confidential-computing state and the GPUs' ready state."""
     cdi: CdiUse = CdiUse(False, "not read")
     """Whether the container the audit runs in got its GPUs through CDI (its device nodes are the host spec's)."""
+    host_cdi: HostCdi | None = None
+    """The host's CDI specs for its GPUs (None: not read, as in a container)."""
 
 
 RACK_GPUS = r"\bGB[23]00\b"
@@ -241,6 +244,7 @@ async def collect(probe: Probe) -> DriverFacts:
         imex=await collect_imex(probe, devices) if multi_node(inventory.gpus, fabric.cluster) else None,
         nvlsm=nvlsm,
         cdi=await read_cdi(probe, platform),
+        host_cdi=None if platform.in_container or not inventory.gpus else await read_host_cdi(probe),
         conf_compute=await read_conf_compute(probe)
         if inventory.nvml_ok
         else ConfCompute(on=None, devtools=False, ready=None, error=inventory.nvml_error, asked=False),
