@@ -188,6 +188,12 @@ async def _stopped_daemons(
     return fm_log, nvlsm, pd_log
 
 
+async def _conf_compute(probe: Probe, inventory: GpuInventory) -> ConfCompute:
+    if inventory.nvml_ok:
+        return await read_conf_compute(probe)
+    return ConfCompute(on=None, devtools=False, ready=None, error=inventory.nvml_error, asked=False)
+
+
 async def collect(probe: Probe) -> DriverFacts:
     names = (PROC_VERSION, MODULE_VERSION, MODULES, "/proc/devices", "/proc/sys/kernel/osrelease")
     files = await probe.gather(*[lambda p=p: probe.read(p) for p in names])
@@ -245,9 +251,7 @@ async def collect(probe: Probe) -> DriverFacts:
         nvlsm=nvlsm,
         cdi=await read_cdi(probe, platform),
         host_cdi=None if platform.in_container or not inventory.gpus else await read_host_cdi(probe),
-        conf_compute=await read_conf_compute(probe)
-        if inventory.nvml_ok
-        else ConfCompute(on=None, devtools=False, ready=None, error=inventory.nvml_error, asked=False),
+        conf_compute=await _conf_compute(probe, inventory),
     )
 
 
