@@ -99,3 +99,14 @@ def test_a_refusal_no_setting_can_lift_is_not_sent_to_let_p2p_through() -> None:
     through: the pair crosses the CPU interconnect...', a summary that promised a setting."""
     found = by_check(MPS_H100)["p2p.status"]
     assert found.fix is not None and found.fix.summary.startswith("No setting lets these pairs peer"), found.fix
+
+
+def test_a_client_of_another_user_queued_behind_the_mps_server_is_told_with_its_way_out() -> None:
+    """MPS runs one server per user: uid 1002's job waits on the control daemon's pending list while root's server
+    has clients (the replicas never exit). Before: ok, 'MPS in use', and the job hung with nothing said."""
+    found = cuda(faults.mps_client_of_another_user(MPS_H100))["cuda.mps"]
+    assert (found.status, found.severity) == ("problem", "medium"), found.observed
+    assert "pid 4410 of uid 1002 waits on the control daemon's pending list" in found.observed
+    assert "MPS server(s) of uid 0" in found.observed and "push client to pending list" in found.observed
+    assert found.fix is not None and found.fix.where == "host" and "as uid 0" in found.fix.actions[0].description
+    assert "quit" not in found.fix.summary  # MPS stays: the replicas rely on it

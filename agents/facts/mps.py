@@ -7,15 +7,32 @@ that) and ``nvmlDeviceGetMPSComputeRunningProcesses`` per GPU (nvidia-smi's ``M+
 
 from __future__ import annotations
 
+import re
+
 from rigaudit.agents.facts.gpus import GpuInventory
-from rigaudit.agents.facts.processes import split_cmdline
+from rigaudit.agents.facts.proc_info import status_uid
+from rigaudit.agents.facts.processes import parse_environ, split_cmdline
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.hosts.probe import Probe
+from rigaudit.tools.hosts.probe import Probe, file_ref
 
 MPS_COMM = "nvidia-cuda-mps"
 SERVER_PROGRAM = "nvidia-cuda-mps-server"
 CONTROL_PROGRAM = "nvidia-cuda-mps-control"
 MPS_CLIENTS_FN = "nvmlDeviceGetMPSComputeRunningProcesses"
+LOG_DIR = "/var/log/nvidia-mps"
+LOG_LINES = 400
+"""The control log's last lines read: its connections of the current servers' lifetime."""
+_PENDING = re.compile(r"NEW CLIENT (\d+) from user (\d+): Server is not ready, push client to pending list")
+_STARTED = re.compile(r"Starting new server (\d+) for user (\d+)")
+
+
+class Queued(Record):
+    """A client the control daemon put on its pending list that no server of its user has taken since."""
+
+    pid: int
+    """Its pid as the daemon saw it (0 when the client is in another PID namespace)."""
+    uid: int
+    line: str
 
 
 class MpsState(Record):
@@ -27,6 +44,12 @@ class MpsState(Record):
     """nvidia-cuda-mps-server pids: each holds the GPUs for its clients."""
     clients: tuple[int, ...] | None
     """Pids NVML lists as MPS clients on any GPU (None: NVML did not answer for every GPU)."""
+    server_uids: tuple[int, ...] = ()
+    """The users the running MPS servers run as (/proc/PID/status)."""
+    queued: tuple[Queued, ...] = ()
+    """Clients of another user than every running server's, waiting on the control log's pending list."""
+    log: str | None = None
+    """The control log's path, where it was read (None: not read)."""
 
     @property
     def running(self) -> bool:
@@ -55,11 +78,36 @@ async def collect_mps(probe: Probe, inventory: GpuInventory, mps_pids: tuple[int
     if indices and all(r.ok for r in listed):
         pids = {item["pid"] for r in listed if isinstance(r.value, list) for item in r.value if _pid_row(item)}
         clients = tuple(sorted(pids))
-    return MpsState(
-        controls=tuple(p for p, name in programs.items() if name == CONTROL_PROGRAM),
-        servers=tuple(p for p, name in programs.items() if name == SERVER_PROGRAM),
-        clients=clients,
-    )
+    controls = tuple(p for p, name in programs.items() if name == CONTROL_PROGRAM)
+    servers = tuple(p for p, name in programs.items() if name == SERVER_PROGRAM)
+    statuses = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/status") for p in servers])
+    uids = tuple(sorted({u for t in statuses if (u := status_uid(t)) is not None}))
+    log, queued = await _queued(probe, controls, uids) if controls and uids else (None, ())
+    return MpsState(controls=controls, servers=servers, clients=clients, server_uids=uids, queued=queued, log=log)
+
+
+async def _queued(probe: Probe, controls: tuple[int, ...], uids: tuple[int, ...]) -> tuple[str | None, tuple[Queued, ...]]:
+    """The control log (in the daemon's CUDA_MPS_LOG_DIRECTORY) and the clients on its pending list that are of
+    another user than the running servers': the MPS guide's one server per user, whose clients of another user wait
+    until every client of the running server has exited."""
+    env = parse_environ((await probe.read(f"/proc/{controls[0]}/environ")).data) or {}
+    path = f"{env.get('CUDA_MPS_LOG_DIRECTORY', LOG_DIR).rstrip('/')}/control.log"
+    text = (await probe.read(path)).text()
+    if text is None:
+        return None, ()
+    pending: dict[tuple[int, int], str] = {}
+    for line in text.splitlines()[-LOG_LINES:]:
+        if (m := _PENDING.search(line)) is not None:
+            pending[(int(m.group(1)), int(m.group(2)))] = line.strip()
+        elif (m := _STARTED.search(line)) is not None:
+            pending = {k: v for k, v in pending.items() if k[1] != int(m.group(2))}
+    waiting = [(pid, uid, line) for (pid, uid), line in pending.items() if uid not in uids]
+    alive = await probe.gather(*[lambda p=p: probe.exists(f"/proc/{p}") for p, _, _ in waiting])
+    return path, tuple(Queued(pid, uid, line) for (pid, uid, line), up in zip(waiting, alive, strict=True) if up or not pid)
+
+
+def log_ref(state: MpsState) -> tuple[str, ...]:
+    return (file_ref(state.log),) if state.log else ()
 
 
 def _pid_row(item: object) -> bool:

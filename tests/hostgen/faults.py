@@ -892,3 +892,37 @@ def cdi_spec_before_uvm(spec: HostSpec) -> HostSpec:
     from it fail CUDA initialization, so the server's processes hold no GPU memory (seen from the host)."""
     assert spec.cdi is not None, spec.name
     return _named(replace(spec, cdi=replace(spec.cdi, uvm=False), processes=()), "cdi-no-uvm-host", "host CDI spec without uvm")
+
+
+def mps_client_of_another_user(spec: HostSpec, uid: int = 1002) -> HostSpec:
+    """A second user's CUDA job (a fine-tuning script of uid ``uid``) started on the MPS host while root's MPS server
+    holds the GPUs for the replicas: the control daemon logs it onto its pending list (the wording of public control
+    logs, NVIDIA/k8s-device-plugin issue 679: "NEW CLIENT 0 from user 1000: Server is not ready, push client to pending
+    list") and starts no server for it until every client of root's server has exited (nvidia-cuda-mps-control(1)); the
+    job waits in CUDA initialization and holds no GPU memory."""
+    pid = 4410
+
+    def apply(built: Built) -> None:
+        from tests.hostgen.mps import CONTROL_PID, LOGS
+
+        proc = Proc(
+            pid,
+            ("/usr/bin/python3", "/home/ana/finetune.py"),
+            comm="python3",
+            uid=uid,
+            cgroup=f"0::/user.slice/user-{uid}.slice/session-7.scope\n",
+        )
+        write_proc(built.tree, proc)
+        day = "2026-11-30 14:02"
+        lines = (
+            f"[{day}:51.118 Control {CONTROL_PID}] Accepting connection...\n"
+            f"[{day}:51.118 Control {CONTROL_PID}] User did not send valid credentials\n"
+            f"[{day}:51.118 Control {CONTROL_PID}] Accepting connection...\n"
+            f"[{day}:51.119 Control {CONTROL_PID}] NEW CLIENT {pid} from user {uid}: "
+            "Server is not ready, push client to pending list\n"
+        )
+        path = f"{LOGS}/control.log"
+        built.tree.file(path, (built.tree.text(path) or "") + lines)
+
+    fault = Fault("mps-other-user", f"a client of uid {uid} queued behind root's MPS server", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), "mps-other-user", f"uid {uid}'s client waits for the MPS server")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import MPS_SHARING
 from rigaudit.agents.facts.gpus import GpuInventory
-from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps, idle_shares
+from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps, idle_shares, log_ref
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -162,11 +162,12 @@ def judge_foreign_processes(f: ProcessFacts) -> Finding:
 MPS_DAEMON_CHECK = Check(
     "cuda.mps",
     "CUDA MPS daemon",
-    reads="`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps`, the server's CUDA_MPS_* environment",
+    reads="`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps`, the server's CUDA_MPS_* environment, the MPS "
+    "servers' users and the control daemon's `control.log` (its pending list)",
     problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on a server that is no "
     "MPS client (medium); limits on MPS clients are provisioning (low), medium where a GPU's clients together may not "
-    "use all of its SMs",
-    fix="stop the MPS control daemon; unset CUDA_MPS_* limits",
+    "use all of its SMs; a client of another user waiting behind the running MPS server (medium)",
+    fix="stop the MPS control daemon; unset CUDA_MPS_* limits; run a waiting client as the MPS server's user",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS),
 )
@@ -308,6 +309,50 @@ def _no_daemon(f: ProcessFacts, clients: list[int], refs: tuple[str, ...]) -> Fi
     )
 
 
+MPS_MAN = "nvidia-cuda-mps-control(1); NVIDIA MPS guide, docs.nvidia.com/deploy/mps"
+
+
+def _queued(f: ProcessFacts, refs: tuple[str, ...]) -> Finding:
+    """A client of another user waits on the control daemon's pending list: one MPS server per user, and a client of
+    another user is served only once every client of the running server has exited (inference servers never do)."""
+    users = ", ".join(f"uid {u}" for u in f.mps.server_uids)
+    waiting = "; ".join(
+        f"{'pid ' + str(q.pid) if q.pid else 'a client in another PID namespace'} of uid {q.uid}" for q in f.mps.queued
+    )
+    fix = Fix(
+        kind="restart",
+        where=layer_where(f.platform, "workload"),
+        summary=f"Run the waiting client as the MPS server's user ({users}); the daemon's multi-user mode only where "
+        "isolation between users may be given up",
+        actions=(
+            CommandAction(
+                description=f"stop the waiting client ({waiting}) and start it again as {users}, the user of the MPS "
+                "server that holds the GPUs (outside MPS it cannot open them: the MPS server holds them)"
+            ),
+            CommandAction(
+                description="only if every user's clients may share one server (no isolation between them): restart "
+                "the control daemon in multi-user mode (nvidia-cuda-mps-control -d -M, Volta and later), then the servers"
+            ),
+        ),
+        risk="medium",
+        verify="the control log shows no client left on the pending list; the waiting client's work starts",
+        revert="stop the client again",
+        persist="the waiting job's launch user (or the MPS unit's ExecStart)",
+    )
+    return MPS_DAEMON_CHECK.problem_at(
+        "medium",
+        f"MPS server(s) of {users} hold the GPUs; {waiting} waits on the control daemon's pending list: "
+        + "; ".join(q.line for q in f.mps.queued[:2]),
+        "every MPS client of the running server's user",
+        "MPS runs one server per user: a client of another user is queued until every client of the running server "
+        "has exited, then the daemon starts a server for the new user. Inference servers never exit, so the waiting "
+        f"client hangs at CUDA initialization for as long as they run ({MPS_MAN}).",
+        fix,
+        subjects=tuple(f"pid {q.pid}" if q.pid else f"uid {q.uid}" for q in f.mps.queued),
+        evidence=refs + log_ref(f.mps),
+    )
+
+
 def judge_mps_daemon(f: ProcessFacts) -> Finding:
     refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
     env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
@@ -317,6 +362,8 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
     daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
     if not daemon and not limits:
         return _no_daemon(f, clients, refs)
+    if daemon and f.mps.queued:
+        return _queued(f, refs + env_refs)
     if daemon and clients and not limits:
         return _sharing_ok(f, clients, refs + env_refs)
     if daemon and configured and not limits:
