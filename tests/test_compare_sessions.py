@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 
 from rigaudit.orchestrator.cli import main
+from rigaudit.tools.bench import stats
 from rigaudit.tools.bench.calibration import calibrate, calibrations_dir, find, load_calibration, save
 from rigaudit.tools.bench.compare import DEFAULT_SESSION_CV, Settings, compare
 from rigaudit.tools.bench.errors import BenchInputError
 from rigaudit.tools.bench.like import WorkloadMismatch
 from rigaudit.tools.bench.machine import same_container
 from rigaudit.tools.bench.results import BenchResult
-from rigaudit.tools.bench.sessions import Between, anova, log_sessions, needed, nested
-from rigaudit.tools.bench.stats import t_quantile, t_two_sided_p, welch
+from rigaudit.tools.bench.sessions import Between, _spread, anova, log_sessions, needed, nested
+from rigaudit.tools.bench.stats import betainc, t_quantile, t_two_sided_p, welch
 from rigaudit.tools.files.bounded import InputError
-from rigaudit.tools.testing.bench_pairs import Session, session_result
+from rigaudit.tools.testing.bench_pairs import Judging, Session, compare_rates, session_result
 from tests.support.bench_files import write_results
 
 H200 = Session(drift=0.065, session_cv=0.06, levels=(1, 4))
@@ -112,6 +113,37 @@ def test_what_would_narrow_it_repeats_or_sessions() -> None:
         b, w = 2 * model.between_sd**2 / k, 2 * model.within_sd**2 / (k * model.repeats)
         df = (b + w) ** 2 / (w**2 / (2 * k * (model.repeats - 1)))
         assert (t_quantile(0.975, df) * math.sqrt(b + w) <= math.log1p(0.10)) == fits
+
+
+def test_what_would_narrow_it_is_the_first_count_the_exact_quantile_fits() -> None:
+    # a target set to the exact half-width at n repeats (or s sessions) is first met at n (at s): the whole-number
+    # bounds that decide most counts must never decide one the exact quantile decides otherwise
+    rng = random.Random(8)
+    for _ in range(200):
+        found = nested(_draw(rng.randrange(1000), 1), _draw(rng.randrange(1000), 1), Between("assumed", sd=rng.uniform(0, 0.1)))
+        assert found is not None
+        model, n = found[1], rng.randint(3, 60)
+        df, se = _spread(model, 1, n, model.between_df)
+        assert needed(model, resolution=0.1, confidence=0.95, half_width=t_quantile(0.975, df) * se)[0] == n
+        if model.between_sd > 0:
+            s = rng.randint(3, 60)
+            df, se = _spread(model, s, max(model.repeats, 2.0), model.between_df + 2.0 * (s - 1))
+            assert needed(model, resolution=0.1, confidence=0.95, half_width=t_quantile(0.975, df) * se)[1] == s
+
+
+def test_what_would_narrow_it_takes_few_newton_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each count tried has fractional degrees of freedom; its quantile is bounded by the cached whole-number ones
+    calls = []
+
+    def counted(a: float, b: float, x: float) -> float:
+        calls.append(x)
+        return betainc(a, b, x)
+
+    monkeypatch.setattr(stats, "betainc", counted)
+    t_quantile.cache_clear()
+    h200 = Session(drift=0.065, session_cv=0.06)
+    compare_rates(40, repeats=5, gain=1.0, session=h200, seed=26, judging=Judging("calibrated"))
+    assert len(calls) < 6000  # 21,000 when each count's quantile was searched for
 
 
 def test_nothing_to_learn_from_is_no_estimate() -> None:

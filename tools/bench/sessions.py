@@ -29,7 +29,15 @@ from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import Literal
 
-from rigaudit.tools.bench.stats import MAX_REPEATS_ADVISED, Estimate, betainc, growth, t_quantile, t_two_sided_p
+from rigaudit.tools.bench.stats import (
+    CORNISH_FISHER_DF,
+    MAX_REPEATS_ADVISED,
+    Estimate,
+    betainc,
+    growth,
+    t_quantile,
+    t_two_sided_p,
+)
 from rigaudit.tools.core.record import Record
 
 Source = Literal["calibrated", "assumed", "sessions", "none"]
@@ -266,13 +274,36 @@ def _estimate(diff: float, se: float, df: float, confidence: float, noise: float
 # --- what would narrow the interval ------------------------------------------------------------------
 
 
-def _half_width(model: Model, k: int, n: float, between_df: float, confidence: float) -> float:
+def _spread(model: Model, k: int, n: float, between_df: float) -> tuple[float, float]:
+    """(degrees of freedom, standard error) of the log-scale difference of k sessions a side of n repeats each."""
     between = model.between_sd**2 * 2.0 / k
     within = model.within_sd**2 * 2.0 / (k * n)
     dfw = 2.0 * k * max(n - 1.0, 1.0)
     den = (between**2 / between_df if math.isfinite(between_df) and between > 0 else 0.0) + within**2 / dfw
     df = max((between + within) ** 2 / den, 1.0) if den > 0 else math.inf
-    return quantile(0.5 + confidence / 2.0, df) * math.sqrt(between + within)
+    return df, math.sqrt(between + within)
+
+
+_SLACK = 1e-9
+"""Far more than the quantiles' error (about 1e-12): a bound closer than this to the target does not decide."""
+
+
+def _narrow_enough(model: Model, k: int, n: float, between_df: float, confidence: float, target: float) -> bool:
+    """The interval's log-scale half-width is at most ``target``: ``quantile(p, df) * se <= target``.
+
+    Student's quantile falls as the degrees of freedom grow, so the quantiles at the whole numbers either side of
+    Welch's fractional df decide it, but for a target between them; then the exact quantile does. The answer is
+    the exact comparison's; the whole numbers' quantiles are cached by ``t_quantile`` (below 100 there are few),
+    where each fractional one is a fresh Newton search and a compare asks thousands.
+    """
+    df, se = _spread(model, k, n, between_df)
+    p = 0.5 + confidence / 2.0
+    if df < CORNISH_FISHER_DF - 1.0 and not df.is_integer():  # above, the exact quantile is a cheap expansion
+        if quantile(p, float(math.floor(df))) * se <= target * (1.0 - _SLACK):
+            return True
+        if quantile(p, float(math.ceil(df))) * se > target * (1.0 + _SLACK):
+            return False
+    return quantile(p, df) * se <= target
 
 
 def _smallest(low: int, high: int, fits: Callable[[int], bool]) -> int | None:
@@ -298,13 +329,13 @@ def needed(
     if not target > 0:
         return None, None
     k = min(model.sessions)
-    repeats = _smallest(2, MAX_REPEATS_ADVISED, lambda n: _half_width(model, k, n, model.between_df, confidence) <= target)
+    repeats = _smallest(2, MAX_REPEATS_ADVISED, lambda n: _narrow_enough(model, k, n, model.between_df, confidence, target))
     sessions = None
     if model.between_sd > 0:
         n = max(model.repeats, 2.0)
         sessions = _smallest(
             max(k, 2),
             MAX_REPEATS_ADVISED,
-            lambda s: _half_width(model, s, n, model.between_df + 2.0 * (s - k), confidence) <= target,
+            lambda s: _narrow_enough(model, s, n, model.between_df + 2.0 * (s - k), confidence, target),
         )
     return repeats, sessions

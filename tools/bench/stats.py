@@ -128,6 +128,10 @@ def _cornish_fisher(p: float, df: float) -> float:
     return z + math.fsum(term / df ** (i + 1) for i, term in enumerate(terms))
 
 
+CORNISH_FISHER_DF = 100.0
+"""From these degrees of freedom on (and p <= 0.9999), ``t_quantile`` is the Cornish-Fisher expansion."""
+
+
 @functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile (0.5 <= p < 1) of Student's t with ``df`` degrees of freedom.
@@ -139,7 +143,7 @@ def t_quantile(p: float, df: float) -> float:
         raise ValueError(f"t_quantile wants 0.5 <= p < 1 and df > 0, not p={p}, df={df}")
     if p == 0.5:
         return 0.0
-    if df >= 100.0 and p <= 0.9999:
+    if df >= CORNISH_FISHER_DF and p <= 0.9999:
         return _cornish_fisher(p, df)
     target = 2.0 * (1.0 - p)  # the two-sided tail beyond the quantile
     low, high = 0.0, 1.0
