@@ -95,6 +95,20 @@ CONFIDENTIAL_COMPUTING = Deliberate(
     ),
     "https://github.com/NVIDIA/nvtrust/blob/main/guest_tools/ppcie-verifier/README.md",
 )
+TIME_SLICING = Deliberate(
+    "k8s.time_slicing",
+    "GPU time-slicing by the NVIDIA Kubernetes device plugin: each GPU advertised as several nvidia.com/gpu replicas "
+    "(devices <GPU UUID>::<n>), each handed to a pod; the pods' contexts interleave on the GPU",
+    (
+        "the plugin's config sets sharing.timeSlicing with replicas > 1 (its CONFIG_FILE, a ConfigMap), or GPU feature "
+        "discovery labels the node nvidia.com/gpu.replicas > 1: several pods on one GPU are scheduled there on purpose",
+        "no memory or fault isolation between replicas: the pods' memory fractions must fit the GPU together, and one "
+        "pod's fault can take down the others",
+        "every replica opens its own context on the GPU, so a compute mode that allows one context per GPU "
+        "(Exclusive_Process) leaves the pods of every replica but the first without their GPU",
+    ),
+    "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html",
+)
 MINOR_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 MINOR_COMPAT_MIN: dict[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 """The least Linux driver on which every CUDA runtime of a major version runs (the CUDA Toolkit release notes)."""
@@ -116,6 +130,7 @@ DELIBERATE: tuple[Deliberate, ...] = (
     MINOR_COMPAT,
     MIG_IN_USE,
     MPS_SHARING,
+    TIME_SLICING,
     CONFIDENTIAL_COMPUTING,
     TUNED_PROFILE,
     PERSISTENCE_BY_UNIT,

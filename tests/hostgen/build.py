@@ -6,10 +6,10 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tests.hostgen import k8s, podman, topo, vgpu
 from tests.hostgen import kernel as kn
 from tests.hostgen import nvidia as nv
 from tests.hostgen import platform as pf
-from tests.hostgen import podman, topo, vgpu
 from tests.hostgen.azure import write_topology_file
 from tests.hostgen.catalog import GPUS, MIB, GpuModel
 from tests.hostgen.cdi import write_cdi
@@ -296,7 +296,7 @@ def _gpu_states(built: Built) -> None:
         exp = function.express
         assert exp is not None
         procs = tuple(server_pids.get(p, ()))
-        used = sum(u for _, u, _, _ in procs) // MIB
+        used = sum(u for _, u, _, _ in procs) // MIB + (spec.platform.shared_mib if built.container else 0)
         built.gpu_states.append(
             nv.GpuState(
                 index=nvml_index,
@@ -432,6 +432,8 @@ def _cgroup_line(built: Built, server: ProcessSpec) -> str:
         return server.cgroup
     if built.container:
         return "0::/\n"
+    if server.in_container and server.engine == "containerd":
+        return k8s.pod_cgroup(built.spec.processes.index(server))
     if server.in_container and server.engine == "podman":
         return f"0::{podman.user_slice(server.user)}/libpod-{podman.CONTAINER_ID}.scope/container\n"
     if server.in_container:
@@ -1084,6 +1086,20 @@ def _engine_daemons(spec: HostSpec) -> list[tuple[int, tuple[str, ...], str, str
     daemon) the user's pause process and the container's conmon, in the user's systemd slice (podman.py)."""
     engines = {s.engine: s.user for s in spec.processes if s.in_container}
     daemons = list(DOCKER_DAEMONS) if "docker" in engines else []
+    if "containerd" in engines:
+        daemons += [
+            (1810, ("/usr/bin/containerd",), "containerd", "0::/system.slice/containerd.service\n"),
+            (
+                1850,
+                (
+                    "/usr/bin/kubelet",
+                    "--config=/var/lib/kubelet/config.yaml",
+                    "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+                ),
+                "kubelet",
+                "0::/system.slice/kubelet.service\n",
+            ),
+        ]
     if "podman" in engines:
         uid = engines["podman"]
         daemons += [
@@ -1108,6 +1124,7 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
         write_tuned(tree, spec.os.tuned)
     write_mps(built)
     write_cdi(built)
+    k8s.write_node(built)
     tree.command(
         ("systemctl", "is-active", "irqbalance"), spec.os.irqbalance + "\n", exit_code=0 if spec.os.irqbalance == "active" else 3
     )

@@ -926,3 +926,16 @@ def mps_client_of_another_user(spec: HostSpec, uid: int = 1002) -> HostSpec:
 
     fault = Fault("mps-other-user", f"a client of uid {uid} queued behind root's MPS server", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), "mps-other-user", f"uid {uid}'s client waits for the MPS server")
+
+
+def exclusive_on_time_sliced(spec: HostSpec) -> HostSpec:
+    """Exclusive_Process set on the GPUs of a node whose device plugin time-slices them (a boot script left from an
+    MPS setup): one context per GPU, so each GPU's first pod holds it and the pods of its other replicas fail CUDA
+    initialization ("all CUDA-capable devices are busy or unavailable") and hold no GPU memory."""
+    assert spec.time_slicing, spec.name
+    first: dict[int, ProcessSpec] = {}
+    for p in spec.processes:
+        first.setdefault(p.gpus[0], p)
+    failed = tuple(replace(p, gpus=()) if first[p.gpus[0]] is not p else p for p in spec.processes)
+    gpus = replace(spec.gpus, compute_mode=3)
+    return _named(replace(spec, gpus=gpus, processes=failed), "exclusive-sliced", "Exclusive_Process on time-sliced GPUs")

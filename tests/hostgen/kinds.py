@@ -18,6 +18,7 @@ from tests.hostgen.archetypes import (
     IB_ENV,
     INTEL_SNC,
     JAMMY,
+    K8S_POD,
     NOBLE,
     PROXMOX_H100,
     TIB_KIB,
@@ -349,6 +350,46 @@ MPS_H100 = replace(
 """MPS as NVIDIA's MPS guide runs it (tests/hostgen/mps.py); the SYS-421GE-TNRT's DMI is the intel-snc-h100pcie
 archetype's. The replicas run as root like the other archetypes' servers (the MPS server is then root's too)."""
 
+K8S_NODE_TIMESLICED = replace(
+    MPS_H100,
+    name="k8s-node-timesliced",
+    summary="Kubernetes GPU node (Ubuntu 24.04, containerd, kubelet) with 4x H100 PCIe whose NVIDIA device plugin "
+    "shares each GPU by time-slicing (sharing.timeSlicing, replicas 4: 16 nvidia.com/gpu advertised, devices "
+    "GPU-<uuid>::<n>): eight vLLM pods of an 8B model, two per GPU, each given one replica "
+    "(--gpu-memory-utilization 0.45); audited on the node",
+    hostname="gpu-node-ts-01",
+    gpus=GpuSpec("h100-pcie", 4),
+    driver=DriverSpec("550.127.05", cuda=12040),
+    processes=tuple(replace(p, in_container=True, engine="containerd") for p in MPS_H100.processes),
+    time_slicing=4,
+    expect="healthy and deliberate: several pods on one GPU is the device plugin's time-slicing, configured on "
+    "purpose; the pods' memory fractions fit the GPU together",
+)
+"""The node of MPS_H100's machine with the device plugin's time-slicing in place of MPS (tests/hostgen/k8s.py): the
+compute mode stays Default (time-slicing sets none); the pods' servers are root's, as the vLLM image runs."""
+
+K8S_POD_TIMESLICED = replace(
+    K8S_POD,
+    name="k8s-pod-timesliced",
+    summary="A pod of k8s-node-timesliced, audited inside: given one time-slicing replica of GPU 2 (NVIDIA_VISIBLE_DEVICES "
+    "its UUID), vLLM of an 8B model at --gpu-memory-utilization 0.45; another pod's server holds 35 GiB of the same GPU",
+    hostname="vllm-ts-5",
+    cpu=XEON_6448Y,
+    gpus=GpuSpec("h100-pcie", 4),
+    driver=DriverSpec("550.127.05", cuda=12040),
+    topology="direct",
+    nics=None,
+    platform=PlatformSpec(
+        container="k8s", shm_bytes=16 * 2**30, cpu_quota=16, throttled=(41, 388210), visible_gpus=(2,), shared_mib=36000
+    ),
+    processes=(MPS_H100.processes[4],),
+    expect="healthy and deliberate, but not seen so from inside: the other pod's memory counts in NVML's memory info, "
+    "and nothing in the pod tells that the GPU is shared on purpose",
+)
+"""What NVML lists in a pod of the other pods' processes on a time-sliced GPU is not shown by a public source read
+here: the fixture lists the pod's own process only, as users of containers report (nvidia-smi in a container shows
+the memory used but not other namespaces' processes); the memory info counts every pod's memory."""
+
 RHEL_L40S = replace(
     RHEL94,
     cmdline="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root quiet",
@@ -480,6 +521,8 @@ KINDS: dict[str, HostSpec] = {
         HGX_B200,
         GB200_TRAY,
         MPS_H100,
+        K8S_NODE_TIMESLICED,
+        K8S_POD_TIMESLICED,
         PODMAN_ROOTLESS_CDI,
         PODMAN_HOST,
         DGX_SPARK,

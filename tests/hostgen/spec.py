@@ -169,8 +169,9 @@ class ProcessSpec:
     torch_cuda: str | None = "12.4"
     nccl: str | None = "2.20.5"
     engine: str = "docker"
-    """The engine of the container it runs in (``in_container``): ``docker``, or ``podman`` (rootless when ``user``
-    is not 0: conmon under the user's systemd, the user's cgroup slice)."""
+    """The engine of the container it runs in (``in_container``): ``docker``, ``podman`` (rootless when ``user``
+    is not 0: conmon under the user's systemd, the user's cgroup slice), or ``containerd`` (a Kubernetes pod on this
+    node: :mod:`tests.hostgen.k8s`)."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,9 @@ class PlatformSpec:
     (:mod:`tests.hostgen.podman`)."""
     visible_gpus: tuple[int, ...] | None = None
     """Physical GPUs (in bus order) the container was given; None: all of them."""
+    shared_mib: int = 0
+    """Memory other pods hold on each GPU given to this container (a GPU the device plugin time-slices): counted in
+    NVML's memory info, absent from the container's process list."""
 
 
 Tweak = Callable[["Built"], None]
@@ -264,6 +268,9 @@ class HostSpec:
     """The NCCL topology file an Azure HPC image ships for its ND size (``ndv5``: /opt/microsoft/ndv5-topo.xml and
     its /opt/microsoft/ndv5/topo.xml link; :mod:`tests.hostgen.azure`); None: none."""
     dmesg_extra: tuple[str, ...] = ()
+    time_slicing: int | None = None
+    """A Kubernetes node whose device plugin shares each GPU by time-slicing: the replicas per GPU
+    (:mod:`tests.hostgen.k8s`); None: none."""
     cdi: CdiSpec | None = None
     """The host's CDI spec (a host whose containers get their GPUs by CDI); None: none."""
     expect: str = ""

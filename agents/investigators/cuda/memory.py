@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -108,6 +110,24 @@ def _mps_server_for_servers(f: CudaFacts, p: GpuProcess) -> bool:
     return p.pid in mps.servers and any(q.server and mps.client(q.pid) for q in f.scan.gpu_processes)
 
 
+SHARED_TELLS = (
+    "on the node, nvidia-smi lists them; its labels nvidia.com/gpu.replicas and nvidia.com/gpu.sharing-strategy (GPU "
+    "feature discovery) tell whether the device plugin shares the GPU on purpose (time-slicing, MPS)"
+)
+
+
+def _unlisted(f: CudaFacts, used: dict[int, tuple[int, int]], procs: Sequence[GpuProcess]) -> dict[int, int]:
+    """In a container: GPU index -> memory used beyond what the processes NVML lists here hold (other PID namespaces:
+    another pod's on a shared GPU, or the node's); empty on a host, or where a process's memory is unread."""
+    if not f.platform.in_container or any(p.used_bytes is None for p in procs):
+        return {}
+    listed: dict[int, int] = {}
+    for p in procs:
+        listed[p.gpu_index] = listed.get(p.gpu_index, 0) + (p.used_bytes or 0)
+    gaps = {i: u - listed.get(i, 0) for i, (u, _) in used.items()}
+    return {i: gap for i, gap in sorted(gaps.items()) if gap >= LITTLE_USED}
+
+
 def judge_memory_in_use(f: CudaFacts) -> Finding:
     if why := nvml_unusable(f.inventory):
         return MEMORY_IN_USE_CHECK.unknown(why)
@@ -133,6 +153,16 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
         return MEMORY_IN_USE_CHECK.unknown(
             f"{_held_text(unidentified)} but their command lines could not be read "
             f"(pids {', '.join(str(p.pid) for p in unidentified[:8])}: another PID namespace, or gone)",
+            evidence=refs,
+        )
+    if procs and (gaps := _unlisted(f, used, procs)):
+        return MEMORY_IN_USE_CHECK.unknown(
+            "; ".join(
+                f"{label(f.inventory, i)}: {gib_text(used[i][0])} used, {gib_text(gap)} of it by processes NVML does "
+                "not list in this container"
+                for i, gap in gaps.items()
+            )
+            + f" (another pod's on a GPU shared by the device plugin, or a process of the node): {SHARED_TELLS}",
             evidence=refs,
         )
     if procs:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.check import Check
-from rigaudit.agents.facts.deliberate import MIG_IN_USE, MPS_SHARING
+from rigaudit.agents.facts.deliberate import MIG_IN_USE, MPS_SHARING, TIME_SLICING
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
 from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_unusable
 from rigaudit.agents.facts.vgpu import hypervisor_side
@@ -15,8 +15,9 @@ from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 COMPUTE_MODE_CHECK = Check(
     "cuda.compute_mode",
     "CUDA compute mode",
-    reads="NVML compute mode",
-    problem="Prohibited (high), Exclusive (low)",
+    reads="NVML compute mode; on a Kubernetes node the device plugin's time-slicing (GPU feature discovery's "
+    "labels, the plugin's config)",
+    problem="Prohibited (high), Exclusive (low; high on GPUs the device plugin time-slices)",
     fix="`nvidia-smi -c 0` (by a person)",
     kinds=("runtime",),
     premises=(premises.GPUS, premises.NVML),
@@ -35,6 +36,26 @@ def _exclusive_for_mps(f: CudaFacts, bad: dict[int, int]) -> Finding | None:
         explanation=f"Deliberate ({MPS_SHARING.key}): {MPS_SHARING.conditions[2]} ({MPS_SHARING.source}). Setting "
         "Default would let processes open the GPUs beside the MPS server instead of through it.",
         evidence=f.compute_mode.refs,
+    )
+
+
+def _exclusive_time_sliced(f: CudaFacts, bad: dict[int, int], observed: str, fix: Fix) -> Finding | None:
+    """Exclusive_Process on GPUs the device plugin time-slices: one context per GPU, so the pods of every replica but
+    the first cannot open their GPU. None where the GPUs are not time-sliced (or MPS holds them)."""
+    sliced = f.processes.time_slicing
+    exclusive = [i for i, m in bad.items() if m == 3]
+    if not sliced.shared or not exclusive or f.processes.mps.running:
+        return None
+    return COMPUTE_MODE_CHECK.problem_at(
+        "high",
+        f"{observed}; {sliced.how}",
+        "Default (0) on GPUs shared by time-slicing",
+        f"{TIME_SLICING.what} ({TIME_SLICING.key}): {TIME_SLICING.conditions[2]}: {(sliced.replicas or 2) - 1} "
+        'of each GPU\'s replicas fail CUDA initialization ("all CUDA-capable devices are busy or unavailable") '
+        f"({TIME_SLICING.source}).",
+        fix,
+        subjects=labels(f.inventory, exclusive),
+        evidence=(*f.compute_mode.refs, *sliced.refs),
     )
 
 
@@ -85,6 +106,8 @@ def judge_compute_mode(f: CudaFacts) -> Finding:
             subjects=labels(f.inventory, list(bad)),
             evidence=f.compute_mode.refs,
         )
+    if (sliced := _exclusive_time_sliced(f, bad, observed, fix)) is not None:
+        return sliced
     return COMPUTE_MODE_CHECK.problem_at(
         "low",
         observed,

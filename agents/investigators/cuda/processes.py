@@ -11,6 +11,7 @@ from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.proc_info import status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
+from rigaudit.agents.facts.time_slicing import PLUGIN_COMM, TimeSlicing, read_time_slicing
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
@@ -35,6 +36,7 @@ class ProcessFacts(Record):
     """Entries of /tmp/nvidia-mps, or None when it does not exist."""
     server_env: dict[int, dict[str, str]]
     mps: MpsState = MpsState((), (), None)
+    time_slicing: TimeSlicing = TimeSlicing(None, "not read")
 
 
 async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Platform, scan: ServerScan) -> ProcessFacts:
@@ -48,6 +50,8 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
     environs = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in scan.servers[:16]])
     server_env = {s.pid: env for s, r in zip(scan.servers[:16], environs, strict=True) if (env := parse_environ(r.data))}
     mps_state = await collect_mps(probe, inventory, mps)
+    plugin = tuple(p for p, c in zip(pids or (), comms, strict=True) if c and c.strip() == PLUGIN_COMM)
+    sliced = await read_time_slicing(probe, plugin, platform.in_container)
     return ProcessFacts(
         inventory,
         platform,
@@ -58,6 +62,7 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
         pipe.entries,
         server_env,
         mps_state,
+        sliced,
     )
 
 
