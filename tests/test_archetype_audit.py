@@ -9,59 +9,26 @@ diagnosis tests.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
-from rigaudit.tools.hosts.base import CommandResult, NvmlResult
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AuditResult
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
 from tests.hostgen.catalog import GPUS
 from tests.hostgen.table import render
 from tests.hostgen.vgpu import name as vgpu_name
+from tests.support.audits import audited as shared_audit
+from tests.support.audits import unanswered
 
 DOC = Path(__file__).parent.parent / "docs" / "validation" / "archetypes-before.md"
 
 
-class _Spy:
-    """A SnapshotHost that notes the commands and NVML calls the snapshot does not answer."""
-
-    def __init__(self, inner: SnapshotHost) -> None:
-        self.inner = inner
-        self.missing: set[str] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def run(self, argv: Sequence[str], *, timeout_s: float = 10.0) -> CommandResult:
-        result = await self.inner.run(argv, timeout_s=timeout_s)
-        if result.error == "not_recorded":
-            self.missing.add("cmd:" + " ".join(argv))
-        return result
-
-    async def nvml(self, fn: str, *args: int) -> NvmlResult:
-        result = await self.inner.nvml(fn, *args)
-        if result.error == "NOT_RECORDED":
-            self.missing.add(f"nvml:{fn}")
-        return result
-
-
-_RESULTS: dict[str, tuple[AuditResult, set[str]]] = {}
-
-
-def audited(name: str) -> tuple[AuditResult, set[str]]:
-    if name not in _RESULTS:
-        spy = _Spy(SnapshotHost(snapshot(ARCHETYPES[name])))
-        result = anyio.run(lambda: run_audit(spy))  # type: ignore[arg-type]
-        _RESULTS[name] = (result, spy.missing)
-    return _RESULTS[name]
+def audited(name: str) -> tuple[AuditResult, frozenset[str]]:
+    """The session's audit of the archetype (tests/support/audits.py), and what its snapshot did not answer."""
+    return shared_audit(ARCHETYPES[name]), unanswered(ARCHETYPES[name])
 
 
 @pytest.mark.parametrize("name", sorted(ARCHETYPES))
