@@ -1258,6 +1258,7 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
 def _container_layer(built: Built, self_pid: int) -> None:
     tree, spec = built.tree, built.spec
     p = spec.platform
+    write_mps(built)
     if p.container == "docker":
         tree.file("/.dockerenv", b"")
     elif p.container == "podman":

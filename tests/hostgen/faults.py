@@ -939,3 +939,19 @@ def exclusive_on_time_sliced(spec: HostSpec) -> HostSpec:
     failed = tuple(replace(p, gpus=()) if first[p.gpus[0]] is not p else p for p in spec.processes)
     gpus = replace(spec.gpus, compute_mode=3)
     return _named(replace(spec, gpus=gpus, processes=failed), "exclusive-sliced", "Exclusive_Process on time-sliced GPUs")
+
+
+def mps_daemon_not_serving(spec: HostSpec) -> HostSpec:
+    """The node's MPS control daemon (the device plugin's) is not running: the pipe directory the pod's server is
+    given holds no control socket (the device plugin's known issue: it may advertise shared GPUs before its MPS
+    daemon is up), so the server's CUDA runs without MPS on an Exclusive_Process GPU and fails to initialize."""
+
+    def apply(built: Built) -> None:
+        from tests.hostgen.mps import PLUGIN_PIPE
+
+        built.tree.remove(PLUGIN_PIPE)
+        built.tree.directory(PLUGIN_PIPE)
+
+    processes = tuple(replace(p, gpus=()) for p in spec.processes)
+    fault = Fault("mps-not-serving", "no MPS control daemon serves the pod's pipe directory", apply)
+    return _named(replace(spec, processes=processes, faults=(*spec.faults, fault)), "mps-down", "MPS daemon not serving")

@@ -28,6 +28,8 @@ from tests.hostgen.archetypes import (
     vllm,
 )
 from tests.hostgen.azure import nccl_conf
+from tests.hostgen.mps import PLUGIN_LOG as MPS_PLUGIN_LOG
+from tests.hostgen.mps import PLUGIN_PIPE as MPS_PLUGIN_PIPE
 from tests.hostgen.spec import CdiSpec, DriverSpec, GpuSpec, HostSpec, NicSpec, OsSpec, PlatformSpec, ProcessSpec
 
 COMPAT_CUDA = "/usr/local/cuda-12.8/compat"
@@ -390,6 +392,35 @@ K8S_POD_TIMESLICED = replace(
 here: the fixture lists the pod's own process only, as users of containers report (nvidia-smi in a container shows
 the memory used but not other namespaces' processes); the memory info counts every pod's memory."""
 
+K8S_POD_MPS = replace(
+    K8S_POD_TIMESLICED,
+    name="k8s-pod-mps",
+    summary="A pod on a node whose NVIDIA device plugin shares each H100 PCIe by MPS (sharing.mps, replicas 2: the "
+    "plugin's MPS control daemon sets EXCLUSIVE_PROCESS and passes CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY to "
+    "its clients), audited inside: vLLM of an 8B model at --gpu-memory-utilization 0.45 on one replica of GPU 2, an MPS "
+    "client; another pod's client holds 35 GiB of the GPU",
+    hostname="vllm-mps-3",
+    gpus=GpuSpec("h100-pcie", 4, compute_mode=3),
+    driver=DriverSpec("550.127.05", cuda=12040, mps=True),
+    processes=(
+        replace(
+            MPS_H100.processes[4],
+            env=(
+                *MPS_H100.processes[4].env,
+                ("CUDA_MPS_PIPE_DIRECTORY", MPS_PLUGIN_PIPE),
+                ("CUDA_MPS_LOG_DIRECTORY", MPS_PLUGIN_LOG),
+            ),
+        ),
+    ),
+    expect="healthy and deliberate: MPS run by the device plugin on the node; EXCLUSIVE_PROCESS is its mode, and "
+    "nothing in the pod can or should change it",
+)
+"""The device plugin's MPS (k8s-device-plugin's MPS daemon: EXCLUSIVE_PROCESS, the client environment, a thread
+percentage of 100/replicas and a pinned-memory limit of total/replicas set as the daemon's defaults, so not in the
+client's environment); the pipe directory's path in the pod is of the form the plugin's code gives (tests/hostgen/mps.py).
+What NVML in the pod lists of the node's MPS server and the other pod's client is not shown by a public source read
+here: the fixture lists the pod's own server, as an MPS client."""
+
 RHEL_L40S = replace(
     RHEL94,
     cmdline="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root quiet",
@@ -523,6 +554,7 @@ KINDS: dict[str, HostSpec] = {
         MPS_H100,
         K8S_NODE_TIMESLICED,
         K8S_POD_TIMESLICED,
+        K8S_POD_MPS,
         PODMAN_ROOTLESS_CDI,
         PODMAN_HOST,
         DGX_SPARK,

@@ -43,10 +43,23 @@ UNIT_FILE = (
 )
 
 
+PLUGIN_PIPE = "/mps/nvidia.com/gpu/pipe"
+PLUGIN_LOG = "/mps/nvidia.com/gpu/log"
+"""The pipe and log directories the NVIDIA device plugin's MPS daemon uses for the resource nvidia.com/gpu and passes
+to its clients (``CUDA_MPS_PIPE_DIRECTORY`` and ``CUDA_MPS_LOG_DIRECTORY``, the plugin's ``Daemon.Envvars``; the daemon
+runs in a chroot where the node's /run/nvidia/mps is /mps). That a client container sees the pipe directory at the
+same path is of the form the plugin's code gives, not read off one pod."""
+
+
 def add_server_rows(built: Built) -> None:
     """The daemon and its server as processes, and the server's own row on every GPU its clients hold (after the
-    servers' rows: they are its clients). A host's MPS (not a container's)."""
-    if not built.spec.driver.mps or built.container:
+    servers' rows: they are its clients). In a container (a pod given a GPU the device plugin shares by MPS) only
+    its own servers, as MPS clients: the node's daemon and server are not in its PID namespace."""
+    if not built.spec.driver.mps:
+        return
+    if built.container:
+        for rows in built.gpu_process_map.values():
+            built.mps_clients.update(pid for pid, _, _, _ in rows)
         return
     from tests.hostgen.nvidia import NO_INSTANCE
 
@@ -86,8 +99,13 @@ def _logs(built: Built) -> tuple[str, str]:
 
 
 def write_mps(built: Built) -> None:
-    """The unit that starts the daemon, the pipe and log directories (a host, not a container)."""
-    if not built.spec.driver.mps or built.container:
+    """The unit that starts the daemon, the pipe and log directories (a host); in a pod, the plugin's pipe directory
+    mounted in."""
+    if not built.spec.driver.mps:
+        return
+    if built.container:
+        for pipe in ("control", "control_lock", "control_privileged"):
+            built.tree.unreadable[f"{PLUGIN_PIPE}/{pipe}"] = "NOT_RECORDED"
         return
     tree = built.tree
     tree.file(f"/etc/systemd/system/{UNIT}.service", UNIT_FILE)

@@ -25,13 +25,28 @@ COMPUTE_MODE_CHECK = Check(
 
 
 def _exclusive_for_mps(f: CudaFacts, bad: dict[int, int]) -> Finding | None:
-    """Exclusive_Process on every such GPU while the MPS control daemon runs: the mode the MPS guide recommends."""
+    """Exclusive_Process on every such GPU while MPS holds them: the mode the MPS guide recommends. MPS shows as the
+    control daemon running here, or (in a container, whose PID namespace holds no daemon) as NVML listing the servers
+    as MPS clients."""
     mps = f.processes.mps
-    if not mps.running or set(bad.values()) != {3}:
+    clients = sorted({p.pid for p in f.scan.gpu_processes if p.server and mps.client(p.pid)})
+    configured = sorted(pid for pid, env in f.processes.server_env.items() if "CUDA_MPS_PIPE_DIRECTORY" in env)
+    if not (mps.running or clients or configured) or set(bad.values()) != {3}:
         return None
+    if mps.running:
+        by = f"with the MPS control daemon running (pids {', '.join(map(str, (*mps.controls, *mps.servers)))})"
+    elif clients:
+        by = (
+            f"with the servers MPS clients (NVML: pids {', '.join(map(str, clients[:8]))}) of a daemon outside this "
+            "container (the node's: a device plugin's MPS sets this mode)"
+        )
+    else:
+        by = (
+            f"with the servers configured for MPS (CUDA_MPS_PIPE_DIRECTORY in pids {', '.join(map(str, configured[:8]))}); "
+            "whether a daemon serves them is cuda.mps's verdict"
+        )
     return COMPUTE_MODE_CHECK.ok(
-        "; ".join(f"{label(f.inventory, i)}: Exclusive_Process" for i in bad)
-        + f" with the MPS control daemon running (pids {', '.join(map(str, (*mps.controls, *mps.servers)))})",
+        "; ".join(f"{label(f.inventory, i)}: Exclusive_Process" for i in bad) + f" {by}",
         expected="Default (0), or Exclusive_Process under MPS",
         explanation=f"Deliberate ({MPS_SHARING.key}): {MPS_SHARING.conditions[2]} ({MPS_SHARING.source}). Setting "
         "Default would let processes open the GPUs beside the MPS server instead of through it.",

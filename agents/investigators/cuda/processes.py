@@ -13,7 +13,7 @@ from rigaudit.agents.facts.proc_info import status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
 from rigaudit.agents.facts.time_slicing import PLUGIN_COMM, TimeSlicing, read_time_slicing
 from rigaudit.agents.investigators.cuda import premises
-from rigaudit.tools.core.record import Record
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
@@ -37,6 +37,8 @@ class ProcessFacts(Record):
     server_env: dict[int, dict[str, str]]
     mps: MpsState = MpsState((), (), None)
     time_slicing: TimeSlicing = TimeSlicing(None, "not read")
+    pipes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    """The servers' CUDA_MPS_PIPE_DIRECTORY folders other than the default, and their entries (None: absent)."""
 
 
 async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Platform, scan: ServerScan) -> ProcessFacts:
@@ -51,6 +53,8 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
     server_env = {s.pid: env for s, r in zip(scan.servers[:16], environs, strict=True) if (env := parse_environ(r.data))}
     mps_state = await collect_mps(probe, inventory, mps)
     plugin = tuple(p for p, c in zip(pids or (), comms, strict=True) if c and c.strip() == PLUGIN_COMM)
+    named = sorted({d for env in server_env.values() if (d := env.get("CUDA_MPS_PIPE_DIRECTORY", MPS_PIPE)) != MPS_PIPE})[:4]
+    listed = await probe.gather(*[lambda d=d: probe.list_dir(d) for d in named])
     sliced = await read_time_slicing(probe, plugin, platform.in_container)
     return ProcessFacts(
         inventory,
@@ -63,6 +67,7 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
         server_env,
         mps_state,
         sliced,
+        {d: r.entries for d, r in zip(named, listed, strict=True)},
     )
 
 
@@ -167,12 +172,15 @@ def judge_foreign_processes(f: ProcessFacts) -> Finding:
 MPS_DAEMON_CHECK = Check(
     "cuda.mps",
     "CUDA MPS daemon",
-    reads="`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps`, the server's CUDA_MPS_* environment, the MPS "
-    "servers' users and the control daemon's `control.log` (its pending list)",
+    reads="`/proc/*/comm` (nvidia-cuda-mps-*), `/tmp/nvidia-mps` and the servers' own CUDA_MPS_PIPE_DIRECTORY, the "
+    "server's CUDA_MPS_* environment, NVML's MPS clients, the MPS servers' users and the control daemon's "
+    "`control.log` (its pending list)",
     problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on a server that is no "
     "MPS client (medium); limits on MPS clients are provisioning (low), medium where a GPU's clients together may not "
-    "use all of its SMs; a client of another user waiting behind the running MPS server (medium)",
-    fix="stop the MPS control daemon; unset CUDA_MPS_* limits; run a waiting client as the MPS server's user",
+    "use all of its SMs; a client of another user waiting behind the running MPS server (medium); a server's "
+    "CUDA_MPS_PIPE_DIRECTORY that no daemon serves (high)",
+    fix="stop the MPS control daemon; unset CUDA_MPS_* limits; run a waiting client as the MPS server's user; start the "
+    "daemon that serves the server's pipe (on a node, the device plugin's)",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS),
 )
@@ -225,10 +233,15 @@ def _mps_problem(f: ProcessFacts, limits: dict[int, list[str]], refs: tuple[str,
 def _sharing_ok(f: ProcessFacts, clients: list[int], refs: tuple[str, ...]) -> Finding:
     """The servers are MPS clients (NVML's MPS process list): the daemon is theirs (the default pipe needs no
     CUDA_MPS_PIPE_DIRECTORY)."""
-    servers = ", ".join(map(str, f.mps.servers)) or "?"
+    pipes = sorted({env["CUDA_MPS_PIPE_DIRECTORY"] for env in f.server_env.values() if "CUDA_MPS_PIPE_DIRECTORY" in env})
+    of = (
+        f"nvidia-cuda-mps-server pid {', '.join(map(str, f.mps.servers))}"
+        if f.mps.servers
+        else "an MPS server outside this container's PID namespace"
+        + (f" (CUDA_MPS_PIPE_DIRECTORY={', '.join(pipes)})" if pipes else " (the default pipe)")
+    )
     return MPS_DAEMON_CHECK.ok(
-        f"MPS in use: NVML lists the servers as MPS clients (pids {', '.join(map(str, clients[:8]))}) of "
-        f"nvidia-cuda-mps-server pid {servers}",
+        f"MPS in use: NVML lists the servers as MPS clients (pids {', '.join(map(str, clients[:8]))}) of {of}",
         expected="no MPS daemon unless the server is set up for it",
         explanation=f"Deliberate ({MPS_SHARING.key}): {MPS_SHARING.what}; {MPS_SHARING.conditions[0]} ({MPS_SHARING.source}).",
         evidence=refs + tuple(f"nvml:{MPS_CLIENTS_FN}({i})" for i in f.inventory.nvml_indices),
@@ -358,6 +371,52 @@ def _queued(f: ProcessFacts, refs: tuple[str, ...]) -> Finding:
     )
 
 
+def _pipe_not_served(f: ProcessFacts, refs: tuple[str, ...]) -> Finding | None:
+    """A server names an MPS pipe directory with no control socket in it: no daemon serves it, so its CUDA cannot
+    reach MPS, and on GPUs in Exclusive_Process (MPS's mode) it cannot open them either."""
+    here = bool(f.mps.controls)  # a daemon here: an unlisted folder is unread, not absent
+    dead = {d: e for d, e in f.pipes.items() if (e is None and not here) or (e is not None and "control" not in e)}
+    if not dead:
+        return None
+    users = [pid for pid, env in f.server_env.items() if env.get("CUDA_MPS_PIPE_DIRECTORY") in dead]
+    node = f.platform.in_container
+    fix = Fix(
+        kind="restart",
+        where=layer_where(f.platform, "gpu_driver"),
+        summary="Start the MPS control daemon that serves "
+        + ", ".join(dead)
+        + (" on the node (with the NVIDIA device plugin's MPS, its mps-control-daemon pod)" if node else "")
+        + ", then restart the server",
+        actions=(
+            CommandAction(
+                description="read why the daemon is not running: "
+                + (
+                    "kubectl -n <plugin namespace> logs of the device plugin's mps-control-daemon pod on this node"
+                    if node
+                    else "its unit's journal (journalctl -u <the MPS unit>) or the control.log of its CUDA_MPS_LOG_DIRECTORY"
+                )
+            ),
+            CommandAction(description="once it serves the pipe (its control socket is there), restart the server"),
+        ),
+        risk="low",
+        verify=f"ls {next(iter(dead))} shows control; NVML lists the server as an MPS client",
+        revert="none needed",
+        persist="the daemon's unit or DaemonSet",
+    )
+    return MPS_DAEMON_CHECK.problem_at(
+        "high",
+        "; ".join(f"{d}: {'absent' if e is None else 'no control socket'}" for d, e in dead.items())
+        + f" (CUDA_MPS_PIPE_DIRECTORY of pids {', '.join(map(str, users))})",
+        "the server's MPS pipe directory served by a control daemon",
+        "A CUDA client that names an MPS pipe directory connects to the control daemon there; with none, it runs without "
+        "MPS, and on GPUs in Exclusive_Process (the mode MPS sets) the MPS server, or the first process, holds each GPU: "
+        f"its CUDA initialization fails ({MPS_MAN}).",
+        fix,
+        subjects=tuple(f"pid {pid}" for pid in users),
+        evidence=refs + tuple(dir_ref(d) for d in dead),
+    )
+
+
 def judge_mps_daemon(f: ProcessFacts) -> Finding:
     refs = (dir_ref(MPS_PIPE), dir_ref("/proc"))
     env_refs = tuple(file_ref(f"/proc/{pid}/environ") for pid in f.server_env)
@@ -365,6 +424,8 @@ def judge_mps_daemon(f: ProcessFacts) -> Finding:
     clients = sorted({p.pid for p in f.scan.gpu_processes if p.server and f.mps.client(p.pid)})
     limits = _mps_limits(f)
     daemon = bool(f.mps_pids) or (f.mps_pipe is not None and "control" in f.mps_pipe)
+    if (unserved := _pipe_not_served(f, refs + env_refs)) is not None:
+        return unserved
     if not daemon and not limits:
         return _no_daemon(f, clients, refs)
     if daemon and f.mps.queued:
