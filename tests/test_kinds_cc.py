@@ -5,6 +5,8 @@ no check said why)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rigaudit.agents.facts.deliberate import CONFIDENTIAL_COMPUTING
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
 from rigaudit.tools.schema.finding import Finding
@@ -52,3 +54,18 @@ def test_devtools_mode_is_set_off_on_the_hypervisor() -> None:
     found = driver(faults.cc_devtools(CVM_H100_CC))["driver.confidential_computing"]
     assert (found.status, found.severity) == ("problem", "medium"), found.observed
     assert found.fix is not None and found.fix.where == "hypervisor"
+
+
+def test_a_slow_p2p_benchmark_in_cc_mode_names_the_bounce_buffers_not_acs() -> None:
+    """CC mode stages every copy between GPUs through encrypted bounce buffers. Before: high @hypervisor, 'find what
+    slows the P2P path: ACS redirect, IOMMU translation, a degraded link', none of which is the cause."""
+    from rigaudit.agents.investigators.p2p import INVESTIGATOR as P2P
+
+    spec = faults.p2p_bench_result(CVM_H100_CC, 3.1, 3.0, access=False)
+    found = audit_snapshot(P2P, snapshot(spec), evidence_read=True, problem_has_fix=True)["p2p.bandwidth"]
+    assert (found.status, found.severity) == ("problem", "low"), found.observed
+    assert "confidential-computing mode" in found.observed and "bounce buffer" in found.explanation
+    assert found.fix is not None and "PPCIe" in found.fix.summary and "ACS" not in found.fix.summary
+    outside = faults.p2p_bench_result(replace(CVM_H100_CC, driver=replace(CVM_H100_CC.driver, cc=None)), 3.1, 3.0)
+    slow = audit_snapshot(P2P, snapshot(outside), evidence_read=True, problem_has_fix=True)["p2p.bandwidth"]
+    assert (slow.status, slow.severity) == ("problem", "high") and "ACS" in (slow.fix.summary if slow.fix else "")

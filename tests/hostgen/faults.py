@@ -955,3 +955,30 @@ def mps_daemon_not_serving(spec: HostSpec) -> HostSpec:
     processes = tuple(replace(p, gpus=()) for p in spec.processes)
     fault = Fault("mps-not-serving", "no MPS control daemon serves the pod's pipe directory", apply)
     return _named(replace(spec, processes=processes, faults=(*spec.faults, fault)), "mps-down", "MPS daemon not serving")
+
+
+def p2p_bench_result(spec: HostSpec, unidir: float, staged: float, *, access: bool = True, limit: float = 63.0) -> HostSpec:
+    """``rigaudit bench p2p`` left its result (``/var/tmp/rigaudit/p2p.json``, ``rigaudit.p2p/1``) with every ordered
+    pair at ``unidir`` GB/s one way and ``staged`` through a pinned host buffer, against a link limit of ``limit``
+    (PCIe Gen5 x16). The figures are the caller's: no public measurement of a given pair is read here."""
+
+    def apply(built: Built) -> None:
+        import json
+
+        from rigaudit.tools.bench.p2p_file import P2P_SCHEMA
+
+        n = len(built.gpu_states)
+        pairs = [
+            {
+                **{"src": a, "dst": b, "unidir_gbps": unidir, "bidir_gbps": unidir * 1.6, "staged_gbps": staged},
+                **{"limit_gbps": limit, "data_ok": True, "p2p_access": access, "link": "pcie"},
+            }
+            for a in range(n)
+            for b in range(n)
+            if a != b
+        ]
+        report = {"schema": P2P_SCHEMA, "host": built.tree.hostname, "backend": "cuda", "size_mib": 256, "pairs": pairs}
+        built.tree.file("/var/tmp/rigaudit/p2p.json", json.dumps(report))
+
+    fault = Fault("p2p-bench", f"a P2P benchmark at {unidir} GB/s", apply)
+    return _named(replace(spec, faults=(*spec.faults, fault)), f"p2p-bench-{unidir:g}", f"P2P benchmark {unidir} GB/s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.deliberate import CONFIDENTIAL_COMPUTING
 from rigaudit.agents.facts.nvml_reads import label
 from rigaudit.agents.investigators.p2p import premises
 from rigaudit.agents.investigators.p2p.facts import BENCH_FILE, P2pFacts
@@ -66,7 +67,8 @@ P2P_BANDWIDTH_CHECK = Check(
     "p2p.bandwidth",
     "GPU peer-to-peer bandwidth and data check",
     reads="the P2P micro-benchmark's result (`/var/tmp/rigaudit/p2p.json`)",
-    problem="a pair far below its link, slower than staging through the host, or corrupting data",
+    problem="a pair far below its link, slower than staging through the host, or corrupting data; on GPUs in "
+    "confidential-computing mode, slow pairs are CC's encrypted bounce-buffer copies (low)",
     fix="per cause",
     kinds=("runtime", "reboot", "hardware"),
     premises=(premises.PLATFORM, premises.GPUS, premises.BENCHMARK),
@@ -124,6 +126,8 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
             subjects=subjects,
             evidence=refs,
         )
+    if f.cc_on:
+        return _cc_cost(f, slow, summary, where, subjects, refs)
     shown = "; ".join(
         f"GPU{p.src}→GPU{p.dst} {p.unidir:.1f} GB/s"
         + (f" of {p.limit:.0f}" if p.limit is not None else "")
@@ -140,6 +144,48 @@ def judge_p2p_bandwidth(f: P2pFacts) -> Finding:
         _slow_fix(where),
         subjects=subjects,
         evidence=refs,
+    )
+
+
+CC_COPIES = "https://forums.developer.nvidia.com/t/memory-allocation-and-data-copy-in-cc-mode/261009"
+
+
+def _cc_cost(
+    f: P2pFacts, slow: list[BenchPair], summary: str, where: Where, subjects: list[str], refs: tuple[str, ...]
+) -> Finding:
+    """Slow pairs on GPUs in CC mode: every copy leaving a GPU is encrypted and staged through a bounce buffer in
+    shared memory, by design; no ACS, IOMMU or link setting is the cause."""
+    cc = CONFIDENTIAL_COMPUTING
+    fix = Fix(
+        kind="runtime",
+        where=where,
+        summary="Nothing lifts CC's copy cost inside the CVM: keep tensor-parallel groups to the fewest GPUs, or give "
+        "an HGX baseboard to one CVM in PPCIe mode, where NVLink carries peer traffic",
+        actions=(
+            CommandAction(
+                description="serve with the fewest GPUs per model (TP 1 replicas where the model fits): each all-reduce "
+                "step crosses the encrypted bounce buffers"
+            ),
+            CommandAction(description=f"for NVLink-speed tensor parallelism: {cc.conditions[1]} ({cc.source})"),
+        ),
+        risk="low",
+        verify="rigaudit bench inference at the new layout",
+        revert="the previous layout",
+        persist="the serving layout",
+    )
+    slowest = min(slow, key=lambda p: p.unidir)
+    return P2P_BANDWIDTH_CHECK.problem_at(
+        "low",
+        f"{len(slow)} slow pairs (slowest GPU{slowest.src}→GPU{slowest.dst} {slowest.unidir:.1f} GB/s) with the GPUs in "
+        f"confidential-computing mode (NVML's CC state on); {summary}",
+        "CC mode's copy cost, or ≥ half the link limit outside CC",
+        f"Deliberate ({cc.key}): {cc.conditions[0]}. In CC mode the CUDA driver encrypts every copy that leaves a GPU and "
+        f"stages it through a bounce buffer in memory the CVM shares with the host, where the other GPU decrypts it "
+        f"({CC_COPIES}): that staging, not ACS, the IOMMU or a link, is what these pairs measure. Tensor-parallel "
+        "all-reduce pays it on every step.",
+        fix,
+        subjects=subjects,
+        evidence=(*refs, "nvml:nvmlSystemGetConfComputeState()"),
     )
 
 
