@@ -5,6 +5,8 @@ cuda.memory_in_use."""
 
 from __future__ import annotations
 
+import json
+
 from rigaudit.agents.facts.gpu_models import unified_memory
 from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
 from tests.hostgen import faults
@@ -71,3 +73,12 @@ def test_a_soc_gpu_has_no_gpudirect_rdma_to_load() -> None:
     assert found.status == "not_applicable", found.observed
     assert "GPUDirect RDMA is not supported" in found.observed and "DMA-BUF" not in found.observed.split(";")[0]
     assert "memlock" in found.explanation
+
+
+def test_spark_rdma_devices_carry_the_names_dgx_os_gives_them() -> None:
+    """Fourth review, R3: the inbox rdma-core names the ConnectX-7's functions by PCI address (NCCL's NET/IB lines on
+    a Spark: rocep1s0f0, rocep1s0f1, roceP2p1s0f0, roceP2p1s0f1), where the generator wrote mlx5_0-mlx5_3."""
+    links = json.loads((snapshot(DGX_SPARK) / "links.json").read_text())
+    names = sorted(path.rsplit("/", 1)[1] for path in links if path.startswith("/sys/class/infiniband/"))
+    assert names == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]
+    assert serious(DGX_SPARK) == {}

@@ -917,7 +917,8 @@ def build(spec: HostSpec) -> Built:
             irq += 17
     write_topology(tree, placed.topology)
     kind, cloud = (spec.nics.kind if spec.nics else "cx7"), spec.platform.cloud
-    built.rdma_names = [ib_name(kind, k, f, cloud=cloud) for k, f in enumerate(placed.nics)]
+    spark = spec.topology == "spark"  # DGX OS: rdma-core's names by PCI address, not mlx5_N
+    built.rdma_names = [ib_name(kind, k, f, cloud=cloud, by_pci=spark) for k, f in enumerate(placed.nics)]
     _server_processes(built)
     add_server_rows(built)
     _gpu_states(built)

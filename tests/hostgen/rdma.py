@@ -88,7 +88,7 @@ def vpd(index: int, management: bool) -> bytes:
     return b"\x82" + len(ident).to_bytes(2, "little") + ident + b"\x90" + len(body).to_bytes(2, "little") + body + b"\x78"
 
 
-def ib_name(kind: str, index: int, function: Function, *, cloud: str | None = None) -> str:
+def ib_name(kind: str, index: int, function: Function, *, cloud: str | None = None, by_pci: bool = False) -> str:
     if cloud == "azure":
         # Azure's HPC images name the InfiniBand VFs mlx5_ib0.. (ND-series job scripts: UCX_NET_DEVICES=mlx5_ib0:1)
         return f"mlx5_ib{index}"
@@ -96,6 +96,14 @@ def ib_name(kind: str, index: int, function: Function, *, cloud: str | None = No
         # rdma-core names EFA devices by PCI address: rdmap<bus>s<slot>, in decimal (rdmap115s0)
         bus, slot = function.bdf.split(":")[1], function.bdf.split(":")[2].split(".")[0]
         return f"rdmap{int(bus, 16)}s{int(slot, 16)}"
+    if by_pci and kind != "efa":
+        # rdma-core's persistent naming (NAME_PCI): roce + P<domain> when not 0 + p<bus>s<slot>f<function>, in
+        # decimal: DGX OS names a Spark's ConnectX-7 rocep1s0f0, rocep1s0f1, roceP2p1s0f0, roceP2p1s0f1 (NCCL's
+        # NET/IB lines in NVIDIA's forum thread "Enabling GPU Direct RDMA for DGX Spark Clustering")
+        domain, bus, rest = function.bdf.split(":") if function.bdf.count(":") == 2 else ("0000", *function.bdf.split(":"))
+        slot, fn = rest.split(".")
+        prefix = f"P{int(domain, 16)}" if int(domain, 16) else ""
+        return f"roce{prefix}p{int(bus, 16)}s{int(slot, 16)}f{int(fn, 16)}"
     return f"mlx5_{index}"
 
 
