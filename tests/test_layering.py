@@ -34,30 +34,41 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
-@functools.cache
-def _parsed(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"))
+_Import = ast.Import | ast.ImportFrom
 
 
-def _type_only(tree: ast.Module) -> set[int]:
-    """The ids of the import nodes under ``if TYPE_CHECKING:``: names for the type checker, never run."""
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-        ):
-            found.update(id(inner) for child in node.body for inner in ast.walk(child))  # type: ignore[attr-defined]
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(body: list[ast.stmt], type_only: bool) -> list[tuple[_Import, bool]]:
+    """The import statements in ``body`` and every block below it (an import is a statement: no expression holds
+    one), each with whether it sits under ``if TYPE_CHECKING:`` (names for the type checker, never run)."""
+    found: list[tuple[_Import, bool]] = []
+    for node in body:
+        if isinstance(node, _Import):
+            found.append((node, type_only))
+        blocks: list[tuple[list[ast.stmt], bool]] = [(getattr(node, f, []), type_only) for f in ("orelse", "finalbody")]
+        blocks.append((getattr(node, "body", []), type_only or (isinstance(node, ast.If) and _is_type_checking(node.test))))
+        blocks += [(h.body, type_only) for h in getattr(node, "handlers", [])]
+        blocks += [(c.body, type_only) for c in getattr(node, "cases", [])]
+        for block, under in blocks:
+            found += _walk(block, under)
     return found
+
+
+@functools.cache
+def _import_nodes(path: Path) -> list[tuple[_Import, bool]]:
+    return _walk(ast.parse(path.read_text(encoding="utf-8")).body, False)
 
 
 def _imports(name: str, path: Path, *, typing: bool = True) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    tree = _parsed(path)
-    skipped = set() if typing else _type_only(tree)
-    for node in ast.walk(tree):
-        if id(node) in skipped:
+    for node, type_only in _import_nodes(path):
+        if type_only and not typing:
             continue
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
