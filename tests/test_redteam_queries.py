@@ -55,13 +55,18 @@ def test_transcripts_show_draws_whatever_the_times(store: Path, name: str, capsy
     assert "session:" in out.out and "findings:" in out.out, out.out + out.err
 
 
+@pytest.fixture(scope="module")
+def recorded() -> int:
+    """The exit status of ``diff --values`` of the snapshot against the transcript as recorded."""
+    return main(["diff", "--values", str(SNAPSHOT), str(H200X2)])
+
+
 @pytest.mark.parametrize("name", list(TIMES))
 def test_rediagnosis_and_diff_of_a_retimed_transcript(
-    store: Path, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: Path, recorded: int, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = store / f"20260101-000000-audit-{name}.jsonl"
     assert main(["replay", str(path), "--rediagnose", "--no-live"]) == 1  # today's rules differ from the recording's
-    recorded = main(["diff", "--values", str(SNAPSHOT), str(H200X2)])
     assert main(["diff", "--values", str(SNAPSHOT), str(path)]) == recorded  # times change no value
     out = capsys.readouterr()
     assert "Traceback" not in out.err and "Rebuilt the host" in out.out, out.err

@@ -71,33 +71,15 @@ def test_plan_ranked_by_what_each_step_buys(seed_result: AuditResult) -> None:
     assert len(action["devices"]) == 8
 
 
-def test_cli_audit_report_and_json(tmp_path: Path) -> None:
+def test_cli_audit_report_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command in this process (the process itself: test_bad_snapshot_is_one_line_exit_2)."""
+    from rigaudit.orchestrator.cli import main
     from tests.conftest import SEED
 
     report, out = tmp_path / "system-improve.md", tmp_path / "audit.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rigaudit",
-            "audit",
-            "--snapshot",
-            str(SEED),
-            "--no-live",
-            "--report",
-            str(report),
-            "--json",
-            str(out),
-            "--transcript",
-            str(tmp_path / "t.jsonl"),
-            "--fail-on",
-            "medium",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 1, proc.stderr
+    argv = ["audit", "--snapshot", str(SEED), "--no-live", "--report", str(report), "--json", str(out)]
+    code = main([*argv, "--transcript", str(tmp_path / "t.jsonl"), "--fail-on", "medium"])
+    assert code == 1, capsys.readouterr().err
     data = json.loads(out.read_text())
     assert data["schema"] == "rigaudit.audit/1"
     assert {f["check"] for f in data["findings"] if f["status"] == "problem" and f["severity"] == "medium"} == EXPECTED_PROBLEMS
