@@ -19,7 +19,8 @@ from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.finding import Finding
 from rigaudit.tools.share import share_bundle
-from tests.hostgen import ARCHETYPES, faults, write
+from tests.hostgen import ARCHETYPES, faults
+from tests.hostgen.cache import snapshot
 from tests.test_share import members
 
 OTHERS = 150
@@ -36,7 +37,7 @@ def _pids(root: Path, name: str) -> set[int]:
 @pytest.fixture(scope="module")
 def busy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes], Path]:
     folder = tmp_path_factory.mktemp("busy")
-    source = write(faults.busy_machine(ARCHETYPES["hgx-h100-jammy"], OTHERS), folder / "snap")
+    source = snapshot(faults.busy_machine(ARCHETYPES["hgx-h100-jammy"], OTHERS))  # the session's: read only
     share_bundle(source, folder / "bundle.tar.gz")
     return source, members(folder / "bundle.tar.gz"), folder
 
