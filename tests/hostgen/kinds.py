@@ -443,7 +443,7 @@ PODMAN_ROOTLESS_CDI = HostSpec(
     root_complex="intel-spr",
     nics=NicSpec("cx7", 2, link_layer="Ethernet", rate_gbps=200, ofed=None),
     platform=PlatformSpec(container="podman", rootless_uid=1001, shm_bytes=16 * 2**30, memlock="8388608"),
-    processes=(vllm("/models/Qwen2.5-32B-Instruct-AWQ", (0, 1), mib=42000, memlock="8388608"),),
+    processes=(replace(vllm("/models/Qwen2.5-32B-Instruct-AWQ", (0, 1), mib=42000, memlock="8388608"), nofile=(524288, 524288)),),
     iommu=None,
     expect="healthy rootless container: the driver, kernel and limits are the host's and the user's; a single-node "
     "server that is given no RDMA device needs no locked-memory limit for RDMA",
@@ -451,7 +451,8 @@ PODMAN_ROOTLESS_CDI = HostSpec(
 """The RHEL host's packages (the open module 550 as NVIDIA's precompiled kmod stream) and the RoCE NICs' addresses are
 of the forms the other kinds use, not read off one host; 8 MiB is the default RLIMIT_MEMLOCK of current kernels (5.16
 and later) and systemd (253 and later): whether RHEL 9's 5.14 kernel and systemd 252 give a login session that much or
-64 KiB is not shown by a public source read here."""
+64 KiB is not shown by a public source read here. nofile 524288 is systemd's default hard limit, which a rootless
+container cannot exceed (fourth review, R6)."""
 
 PODMAN_HOST = replace(
     PODMAN_ROOTLESS_CDI,
@@ -463,16 +464,14 @@ PODMAN_HOST = replace(
     hostname="gpu-l40s-07",
     platform=PlatformSpec(),
     processes=tuple(
-        replace(p, in_container=True, engine="podman", user=1001, memlock="8388608", nofile=(524288, 524288))
-        for p in PODMAN_ROOTLESS_CDI.processes
+        replace(p, in_container=True, engine="podman", user=1001, memlock="8388608") for p in PODMAN_ROOTLESS_CDI.processes
     ),
     cdi=CdiSpec(),
     expect="healthy: the CDI spec names the loaded driver's files and every device node; the server is another "
     "user's process in a container",
 )
 """The spec is what ``nvidia-ctk cdi generate`` writes (tests/hostgen/cdi.py); the rootless container's processes are
-seen from the host as uid 1001's in the user's slice (tests/hostgen/podman.py). nofile 524288 is systemd's default hard
-limit, which a rootless container cannot exceed (fourth review, R6)."""
+seen from the host as uid 1001's in the user's slice (tests/hostgen/podman.py)."""
 
 SPARK_MEM_KIB = 124780544
 GB10_CPU = replace(
