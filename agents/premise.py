@@ -27,6 +27,7 @@ PREMISES: dict[str, str] = {
     "nvml": "NVML: the driver's view of each GPU",
     "driver": "the NVIDIA driver: loaded module, version",
     "driver_flavor": "the NVIDIA kernel module's flavor: open or proprietary",
+    "driver_origin": "where the driver comes from: DKMS, Ubuntu's precompiled modules, the GPU Operator, a guest (vfio-pci)",
     "modules": "the loaded kernel modules",
     "pci_topology": "the PCIe tree above the GPUs (bridges, switches, links)",
     "p2p": "whether the GPUs can peer (NVML P2P status, product line)",

@@ -281,8 +281,11 @@ KERNEL: tuple[Reason, ...] = (
     ),
     Reason(
         key="signature",
-        pattern=r"Loading of unsigned module is rejected|Key was rejected by service|Lockdown: .*unsigned module",
-        cause="Secure Boot's lockdown rejects the unsigned module",
+        pattern=r"Loading of (?:unsigned module|module with unavailable key|module with unsupported crypto) is rejected"
+        r"|Key was rejected by service|Lockdown: .*unsigned module",
+        # kernel/module/signing.c: pr_notice("Loading of %s is rejected\n", reason), reason "unsigned module",
+        # "module with unavailable key" (signed by a key not enrolled) or "module with unsupported crypto".
+        cause="Secure Boot's lockdown rejects the module: unsigned, or signed by a key that is not enrolled",
         fix="sign the modules with an enrolled Machine Owner Key (see driver.secure_boot) or turn Secure Boot off",
         kind="reboot",
         again=True,

@@ -62,6 +62,7 @@ def judge(facts: DriverFacts) -> list[Finding]:
             facts.install.pending.installed,
             down=facts.fabricmanager is not None and facts.fabricmanager.state not in (None, "active"),
             rack=bool(rack_gpus(facts)),
+            operator=facts.install.origin.origin == "operator",
         ),
         judge_vgpu_license(facts),
         judge_confidential_computing(facts),

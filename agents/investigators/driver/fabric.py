@@ -67,10 +67,12 @@ def judge_fabricmanager_version(
     *,
     down: bool = False,
     rack: bool = False,
+    operator: bool = False,
 ) -> Finding:
     """``switches`` describes the NVSwitches found (None: no NVSwitch system); ``down``: the fabric manager is not
     active, so a mismatch is the outage driver.fabricmanager reports (critical there and here), not one to come;
-    ``rack``: a multi-node NVLink rack's compute tray, whose fabric manager runs on the switch trays."""
+    ``rack``: a multi-node NVLink rack's compute tray, whose fabric manager runs on the switch trays; ``operator``: the GPU
+    Operator's driver container runs the driver and its fabric manager, one image of one version."""
     refs = (command_ref(DPKG_FM), file_ref(FM_LOG))
     if switches is None or fm is None:
         return FABRICMANAGER_VERSION_CHECK.not_applicable("no NVSwitch: no fabric manager to match with the driver")
@@ -79,6 +81,10 @@ def judge_fabricmanager_version(
         return FABRICMANAGER_VERSION_CHECK.not_applicable(
             why + "(NVOS), none on this tray to match with its driver", evidence=refs
         )
+    if operator and not fm.package_versions:
+        why = "the GPU Operator's driver container runs the driver and the fabric manager of the same release (one image); "
+        why += "none is installed on the host to match"
+        return FABRICMANAGER_VERSION_CHECK.not_applicable(why, evidence=refs)
     versions = dict(fm.package_versions)
     if (logged := fm.log_version) is not None:
         versions[f"running (per {FM_LOG})"] = logged

@@ -10,6 +10,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cdi import CdiUse, read_cdi
 from rigaudit.agents.facts.cdi_spec import HostCdi, read_host_cdi
 from rigaudit.agents.facts.confcompute import ConfCompute, read_conf_compute
+from rigaudit.agents.facts.driver_origin import PASSTHROUGH_SOURCE
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import NVIDIA_VENDOR, PCI_DEVICES, Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION
@@ -285,3 +286,11 @@ def module_loaded(facts: DriverFacts, name: str) -> bool | None:
 def modules_unknown(check: Check, facts: DriverFacts) -> Finding:
     """``check`` cannot tell: /proc/modules is not readable."""
     return check.unknown(f"{MODULES} not readable: {facts.modules_error}", evidence=(file_ref(MODULES),))
+
+
+def passed_through(check: Check, facts: DriverFacts) -> Finding:
+    """Every GPU is bound to vfio-pci for a guest: the driver and its daemons are the guest's, none runs here."""
+    origin = facts.install.origin
+    why = f"{origin.said}: in NVIDIA's full-passthrough model the driver, its daemons and the fabric manager run in the "
+    why += f"guest, not on this host; judge them there ({PASSTHROUGH_SOURCE})"
+    return check.not_applicable(why, evidence=origin.evidence)

@@ -7,6 +7,7 @@ import posixpath
 import re
 
 from rigaudit.agents.facts.deliberate import compat_library
+from rigaudit.agents.facts.driver_origin import DriverOrigin, read_origin
 from rigaudit.agents.facts.gpus import Gpu, GpuInventory, collect_gpus
 from rigaudit.agents.facts.kernel_log import read_kernel_log
 from rigaudit.agents.facts.nvidia_driver import MODULES, PROC_VERSION, kernel_version, loaded_modules, version_key
@@ -26,10 +27,14 @@ _MAPS_LIB = r"(?m)\s(/\S*/lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?))\s*$"
 MODULES_ROOT = "/lib/modules"
 DKMS_TREE = "/var/lib/dkms/nvidia"
 _KERNEL_LIMIT = 8
+_BUILD_LOG_TAIL = 64 * 1024
 _NVIDIA_KO = r"(?m)(?:^|/)nvidia\.ko(?:\.(?:xz|gz|zst))?:"
 SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 EFI = "/sys/firmware/efi"
 LOCKDOWN = "/sys/kernel/security/lockdown"
+MOK_NEW = "/sys/firmware/efi/efivars/MokNew-605dab50-e046-4300-abb6-3dd810dd8b23"
+"""shim's EFI variable of the keys queued by ``mokutil --import`` for MokManager to enroll at the next boot (a file
+read: ``mokutil --list-new`` itself needs a person's approval under the policy)."""
 
 
 class UserLibrary(Record):
@@ -56,6 +61,20 @@ class KernelModules(Record):
         return None if self.modules_dep is None else bool(re.search(_NVIDIA_KO, self.modules_dep))
 
 
+class BuildLog(Record):
+    """DKMS's log of its last NVIDIA module build: for which kernel, and the compiler's first error."""
+
+    path: str
+    kernel: str | None
+    error: str | None
+
+    @classmethod
+    def parse(cls, path: str, text: str) -> BuildLog:
+        header = re.search(r"DKMS make\.log for \S+ for kernel (\S+)", text)
+        error = re.search(r"(?m)^.*\berror: .*$", text[-_BUILD_LOG_TAIL:])
+        return cls(path, header.group(1) if header else None, error.group(0).strip()[:300] if error else None)
+
+
 class InstallFacts(Record):
     platform: Platform
     gpus: tuple[Gpu, ...]
@@ -75,6 +94,13 @@ class InstallFacts(Record):
     efi: bool
     lockdown: str | None
     dmesg: CommandResult
+    origin: DriverOrigin = DriverOrigin("unknown", "not read")
+    """Where the driver comes from (DKMS, Ubuntu's precompiled modules, the GPU Operator, a guest's via vfio-pci)."""
+    build_log: BuildLog | None = None
+    mok_new: bool = False
+    """A Machine Owner Key is queued for enrolment at the next boot (read only where Secure Boot is on and the nvidia
+    module is not loaded)."""
+    """DKMS's make.log of its newest NVIDIA build, read only where a kernel lacks the module."""
 
     @property
     def kernel_module(self) -> str | None:
@@ -136,7 +162,9 @@ async def collect_install(probe: Probe) -> InstallFacts:
         running = (uname.stdout.strip() or None) if uname.ok else None
     kernels = await _kernels(probe, running)
     dkms = await probe.list_dir(DKMS_TREE)
+    dkms_versions = tuple(sorted((e for e in dkms.entries or () if re.match(r"\d", e)), key=version_key))
     dmesg = await read_kernel_log(probe)
+    dep = next((k.modules_dep for k in kernels if k.kernel == running), None)
     return InstallFacts(
         pending=await collect_pending_reboot(probe),
         platform=platform,
@@ -150,13 +178,38 @@ async def collect_install(probe: Probe) -> InstallFacts:
         modules_error=modules.error,
         running=running,
         kernels=kernels,
-        dkms_versions=tuple(e for e in dkms.entries or () if re.match(r"\d", e)),
+        dkms_versions=dkms_versions,
         secure_boot=secure_boot.data,
         secure_boot_error=secure_boot.error,
         efi=efi,
         lockdown=(lockdown.text() or "").strip() or None,
         dmesg=dmesg,
+        origin=await read_origin(probe, inventory.gpus, dep, dkms_versions),
+        build_log=await _build_log(probe, kernels, dkms_versions),
+        mok_new=await _mok_new(probe, secure_boot.data, loaded_modules(modules.text())),
     )
+
+
+def secure_boot_state(data: bytes | None) -> bool | None:
+    """The SecureBoot EFI variable: 4 bytes of attributes, then 1 (on) or 0 (off)."""
+    if data is None or len(data) < 5:
+        return None
+    return data[4] == 1
+
+
+async def _mok_new(probe: Probe, secure_boot: bytes | None, modules: frozenset[str] | None) -> bool:
+    if secure_boot_state(secure_boot) is not True or modules is None or "nvidia" in modules:
+        return False
+    return await probe.exists(MOK_NEW)
+
+
+async def _build_log(probe: Probe, kernels: tuple[KernelModules, ...], versions: tuple[str, ...]) -> BuildLog | None:
+    """DKMS's make.log of the newest NVIDIA version, where an installed kernel has no NVIDIA module."""
+    if not versions or not any(k.has_image and k.has_nvidia is False for k in kernels):
+        return None
+    path = f"{DKMS_TREE}/{versions[-1]}/build/make.log"
+    text = await probe.text(path)
+    return None if text is None else BuildLog.parse(path, text)
 
 
 def host_where(platform: Platform) -> Where:

@@ -18,6 +18,7 @@ from rigaudit.agents.investigators.driver.facts import (
     kernel_log,
     module_loaded,
     modules_unknown,
+    passed_through,
 )
 from rigaudit.agents.investigators.driver.internode import Internode
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
@@ -334,6 +335,8 @@ def judge_uvm(facts: DriverFacts) -> Finding:
         return modules_unknown(UVM_CHECK, facts)
     if not facts.gpus and not loaded:
         return UVM_CHECK.not_applicable("no NVIDIA GPU on this host", evidence=refs)
+    if facts.install.origin.origin == "vfio" and not loaded:
+        return passed_through(UVM_CHECK, facts)
     if not loaded and module_loaded(facts, "nvidia") is False:
         return _uvm_without_nvidia(facts, refs)
     node = None if facts.dev is None else "nvidia-uvm" in facts.dev

@@ -107,6 +107,12 @@ NVLINK = Premise("nvlink", "NVIDIA PCI bridges (class 0x0680), NVML fabric info"
 NVLINK_DOMAIN = Premise("nvlink", "NVML fabric info (cluster UUID, clique), the GPU model", _nvlink_domain)
 GPU_CONFIG = Premise("gpu_config", "NVML virtualization mode", _gpu_config)
 KERNEL = Premise("kernel", reads.KERNEL_READS, _kernel)
+ORIGIN = Premise(
+    "driver_origin",
+    "the GPUs' bound driver (sysfs), `/run/nvidia/driver`, `/var/lib/dkms/nvidia`, the running kernel's modules.dep",
+    lambda f: held(f.install.origin.said),
+)
+"""Where the driver comes from: a DKMS build, Ubuntu's precompiled modules, the GPU Operator or a guest (vfio-pci)."""
 RDMA = Premise("rdma", reads.RDMA_READS, lambda f: reads.rdma(f.rdma))
 NVML = Premise(
     "nvml",

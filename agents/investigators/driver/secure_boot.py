@@ -8,22 +8,24 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.kernel_log import DMESG_REF, log_unavailable
 from rigaudit.agents.facts.nvidia_driver import MODULES
 from rigaudit.agents.investigators.driver import premises
-from rigaudit.agents.investigators.driver.install_facts import LOCKDOWN, SECURE_BOOT, InstallFacts, host_where
+from rigaudit.agents.investigators.driver.install_facts import (
+    LOCKDOWN,
+    MOK_NEW,
+    SECURE_BOOT,
+    InstallFacts,
+    host_where,
+    secure_boot_state,
+)
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 _REJECTED = (
     r"(?i)"
-    r"(Lockdown: .*unsigned module|Loading of unsigned module is rejected|Key was rejected by service|"
+    r"(Lockdown: .*unsigned module|Key was rejected by service|"
     r"module verification failed.*(?:rejected|denied)|nvidia\S*: .*Key was rejected)"
 )
-
-
-def secure_boot_state(data: bytes | None) -> bool | None:
-    """The SecureBoot EFI variable: 4 bytes of attributes, then 1 (on) or 0 (off)."""
-    if data is None or len(data) < 5:
-        return None
-    return data[4] == 1
+_KERNEL_REFUSED = r"Loading of (?:unsigned module|module with unavailable key|module with unsupported crypto) is rejected"
+"""kernel/module/signing.c's notice: it names no module, so it counts where an NVIDIA module is the one missing."""
 
 
 SECURE_BOOT_CHECK = Check(
@@ -31,10 +33,11 @@ SECURE_BOOT_CHECK = Check(
     "Secure Boot and the NVIDIA module's signature",
     reads=(
         "EFI variable `SecureBoot-8be4df61-…`, `/sys/kernel/security/lockdown`, `/proc/modules`, kernel log (unsigned "
-        "module rejected, Lockdown)"
+        "module rejected, Lockdown), shim's `MokNew` variable (a key queued for enrolment) where a module is refused"
     ),
     problem="an NVIDIA module is not loaded while Secure Boot/lockdown is on or the kernel log shows it rejected",
-    fix="sign the module with an enrolled MOK (`mokutil --import`) or turn Secure Boot off",
+    fix="sign the module with an enrolled MOK (`mokutil --import`) or turn Secure Boot off; a key already queued "
+    "for enrolment: the reboot that enrolls it",
     kinds=("reboot",),
     premises=(premises.PLATFORM_FIX, premises.MODULES),
 )
@@ -64,6 +67,7 @@ def _rejections(f: InstallFacts) -> list[str]:
     """The kernel log's lines refusing an unsigned NVIDIA module (or any, under lockdown)."""
     log = f.dmesg.stdout if log_unavailable(f.dmesg) is None else ""
     rejected = [line.strip() for line in log.splitlines() if re.search(_REJECTED, line) and "nvidia" in line.lower()]
+    rejected += [line.strip() for line in log.splitlines() if re.search(_KERNEL_REFUSED, line)]
     return rejected + [line.strip() for line in log.splitlines() if "Lockdown:" in line and "unsigned module" in line]
 
 
@@ -87,8 +91,29 @@ def _sign_fix(f: InstallFacts) -> Fix:
     )
 
 
+def _enroll_fix(f: InstallFacts) -> Fix:
+    """A key is already queued for enrolment (``mokutil --list-new``): the reboot that confirms it is the fix."""
+    return Fix(
+        kind="reboot",
+        where=host_where(f.platform),
+        summary="Reboot and confirm the Machine Owner Key already queued for enrolment (mokutil --list-new shows it) "
+        "in MokManager at the console: the modules are signed with it, and no new key is needed",
+        actions=(
+            CommandAction(description="at the console during the reboot: MokManager -> Enroll MOK -> the one-time password"),
+            CommandAction(description="reboot", argv=("systemctl", "reboot")),
+        ),
+        risk="medium",
+        verify="after the reboot: mokutil --list-new lists nothing; grep -w nvidia /proc/modules; nvidia-smi lists every GPU",
+        revert="mokutil --delete the key's certificate, then reboot",
+        persist="the enrolled key persists in the firmware",
+    )
+
+
 def judge_secure_boot(f: InstallFacts) -> Finding:
     refs = [file_ref(SECURE_BOOT), file_ref(MODULES), DMESG_REF]
+    if f.origin.origin == "vfio":
+        why = f"{f.origin.said}: no NVIDIA module is to load on this host; the guest's Secure Boot is the guest's"
+        return SECURE_BOOT_CHECK.not_applicable(why, evidence=f.origin.evidence)
     state, sb_text = _boot_state(f, refs)
     if f.modules is None:
         return SECURE_BOOT_CHECK.unknown(f"{MODULES} not readable: {f.modules_error}", evidence=refs)
@@ -116,6 +141,10 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
     observed = f"{', '.join(missing)} not loaded; {sb_text}"
     if rejected:
         observed += "; kernel log: " + rejected[-1][:200]
+    queued = f.mok_new
+    if queued:
+        observed += "; a Machine Owner Key is queued for enrolment (shim's MokNew variable), not yet enrolled"
+        refs.append(file_ref(MOK_NEW))
     return SECURE_BOOT_CHECK.problem_at(
         "high",
         observed,
@@ -124,7 +153,7 @@ def judge_secure_boot(f: InstallFacts) -> Finding:
         "NVIDIA module built by DKMS or the .run installer without signing never loads, so CUDA sees no GPU. The fix "
         "is to sign it with a Machine Owner Key enrolled in the firmware (needs a person at the console once), or to "
         "turn Secure Boot off where policy allows.",
-        _sign_fix(f),
+        _enroll_fix(f) if queued else _sign_fix(f),
         subjects=tuple(g.label for g in f.gpus),
         evidence=refs,
     )

@@ -6,6 +6,7 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
+from rigaudit.agents.facts.driver_origin import OPERATOR_ROOT, OPERATOR_SOURCE
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.facts.nvlsm import LOG as NVLSM_LOG
@@ -19,6 +20,7 @@ from rigaudit.agents.investigators.driver.facts import (
     fix_where,
     gpu_labels,
     kernel_log,
+    passed_through,
     rack_gpus,
 )
 from rigaudit.tools.core.record import replace
@@ -82,7 +84,7 @@ PERSISTENCE_CHECK = Check(
     problem="disabled (every CUDA start pays driver init; settings are lost in between)",
     fix="`systemctl enable --now nvidia-persistenced`; a running daemon started with --no-persistence-mode: its unit's option",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.NVML),
+    premises=(premises.PLATFORM, premises.NVML, premises.ORIGIN),
 )
 
 
@@ -128,6 +130,15 @@ def _persistence_why(facts: DriverFacts, cause: Cause | None, by_option: bool) -
 def judge_persistence(facts: DriverFacts) -> Finding:
     daemon = facts.persistenced
     refs = [*[nvml_ref("nvmlDeviceGetPersistenceMode", (i,)) for i in sorted(facts.persistence)][:8], daemon.ref]
+    origin = facts.install.origin
+    if origin.origin == "vfio":
+        return passed_through(PERSISTENCE_CHECK, facts)
+    if not facts.nvml_ok and origin.origin == "operator":
+        pid = origin.daemon("nvidia-persistenced")
+        why = f"NVML unavailable on the host ({facts.nvml_error}): the driver is {origin.said}, whose libraries stay "
+        why += "in it; nvidia-persistenced " + (f"runs there (pid {pid})" if pid else "is not seen as a process")
+        why += "; what would tell: kubectl exec into the node's nvidia-driver-daemonset pod: nvidia-smi -q | grep Persistence"
+        return PERSISTENCE_CHECK.unknown(why, evidence=("nvml:nvmlInit()", *origin.evidence))
     if not facts.nvml_ok:
         return PERSISTENCE_CHECK.unknown(f"NVML unavailable: {facts.nvml_error}", evidence=("nvml:nvmlInit()", daemon.ref))
     known = {i: v for i, v in facts.persistence.items() if v is not None}
@@ -238,7 +249,7 @@ FABRICMANAGER_CHECK = Check(
     fix="what the unit's own reason asks (its journal, status and fabricmanager.log): the fabric manager package of the "
     "driver's version, the open modules, ib_umad or NVLSM on NVLink 5, unmask; a bare start only where none is read",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK),
+    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK, premises.ORIGIN),
 )
 
 
@@ -348,10 +359,53 @@ def _fm_stopped(facts: DriverFacts, seen: str, state: str, cause: Cause | None, 
     )
 
 
+def _operator_fabric(facts: DriverFacts, seen: str, switches: list[str], refs: list[str]) -> Finding:
+    """The GPU Operator's driver container runs the fabric manager: judged by its process, never by a host unit."""
+    origin = facts.install.origin
+    refs = [*refs, *origin.evidence]
+    pid = origin.daemon("nv-fabricmanager")
+    if pid is not None:
+        return FABRICMANAGER_CHECK.ok(
+            f"{seen}; nv-fabricmanager runs (pid {pid}) in {origin.said}; no host unit, as the Operator deploys it",
+            expected="the fabric manager running",
+            explanation=f"On NVSwitch systems the GPU Operator's driver container starts the fabric manager itself "
+            f"({OPERATOR_SOURCE}); the host has no nvidia-fabricmanager unit to start.",
+            evidence=refs,
+        )
+    fix = Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary="Read why the GPU Operator's driver container has no fabric manager, then restart that node's driver "
+        "pod; no host unit or package is to be installed under the Operator's driver",
+        actions=(
+            CommandAction(
+                description="kubectl -n gpu-operator logs -l app=nvidia-driver-daemonset -c nvidia-driver-ctr "
+                "--field-selector spec.nodeName=NODE (the Operator's namespace may differ): its reason for the fabric manager"
+            ),
+            CommandAction(description="with the node drained: delete that node's nvidia-driver-daemonset pod (it is recreated)"),
+        ),
+        risk="medium",
+        verify="a nv-fabricmanager process runs; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
+    )
+    return FABRICMANAGER_CHECK.problem_at(
+        "critical",
+        f"{seen}; no nv-fabricmanager process, and the driver is {origin.said}",
+        "nv-fabricmanager running in the Operator's driver container",
+        "On NVSwitch systems the fabric manager programs the switches; here the GPU Operator's driver container runs it "
+        f"({OPERATOR_SOURCE}), and no nv-fabricmanager process is running, so the NVLink fabric is not set up. The "
+        f"container's log (its root on the host: {OPERATOR_ROOT}) says why.",
+        fix,
+        subjects=_fm_subjects(facts, switches),
+        evidence=refs,
+    )
+
+
 def judge_fabricmanager(facts: DriverFacts) -> Finding:
     switches_dev = [e for e in facts.dev or () if re.fullmatch(r"nvidia-nvswitch\d+", e)]
     refs = [dir_ref(PCI_DEVICES), dir_ref("/dev")] + ([facts.fabric_ref] if facts.fabric_ref else [])
     fabric = FABRIC_STATES.get(facts.fabric_state) if facts.fabric_state is not None else None
+    if facts.install.origin.origin == "vfio":
+        return passed_through(FABRICMANAGER_CHECK, facts)
     if facts.fabricmanager is None:
         return _no_nvswitch(facts, fabric, refs)
     switches = list(facts.nvswitch_pci) or switches_dev
@@ -361,6 +415,8 @@ def judge_fabricmanager(facts: DriverFacts) -> Finding:
     if service.state == "active":
         state = f"; GPU fabric state: {fabric}" if fabric else ""
         return FABRICMANAGER_CHECK.ok(f"{seen}; nvidia-fabricmanager active{state}", evidence=refs)
+    if facts.install.origin.origin == "operator" and facts.fabric_state != 3:
+        return _operator_fabric(facts, seen, switches, refs)
     if rack := rack_gpus(facts):
         rack_seen = f"{len(rack)} {rack[0].name} GPUs on NVLink to the rack's switch trays"
         return _rack_fabric(facts, rack_seen, service.state, fabric, refs)

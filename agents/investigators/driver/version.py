@@ -15,6 +15,7 @@ from rigaudit.agents.investigators.driver.facts import (
     gpu_labels,
     kernel_log,
     module_loaded,
+    passed_through,
 )
 from rigaudit.tools.hosts.probe import command_ref, file_ref, nvml_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
@@ -158,6 +159,8 @@ def judge_driver_version(facts: DriverFacts) -> Finding:
     kernel = kernel or facts.module_version
     refs = [file_ref(PROC_VERSION), file_ref(MODULE_VERSION), "nvml:nvmlInit()"]
     refs += ["nvml:nvmlSystemGetDriverVersion()"] if facts.nvml_init else []
+    if facts.install.origin.origin == "vfio":
+        return passed_through(DRIVER_VERSION_CHECK, facts)
     if (refused := _not_loading(facts, refs)) is not None:
         return refused
     if kernel is None and facts.nvml_version is None:
