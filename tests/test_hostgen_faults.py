@@ -120,6 +120,17 @@ def test_a_fault_variant_is_written_as_its_archetype_with_shared_files(tmp_path:
     assert b'"result": 0' in (light / "nvml.jsonl").read_bytes()  # persistence mode 0 recorded
 
 
+def test_a_changed_archetype_under_its_name_gets_its_own_folder() -> None:
+    """A spec changed with ``replace`` keeps its archetype's name: it was written into the folder its archetype, written
+    first to link from, had just taken."""
+    base = ARCHETYPES["gcp-g2-2xl4-vm"]
+    spec = replace(base, os=replace(base.os, numa_balancing=1 - base.os.numa_balancing))
+    changed = snapshot(spec)
+    assert changed != snapshot(base) and (changed / "snapshot.json").is_file()
+    balancing = "files/proc/sys/kernel/numa_balancing"
+    assert (changed / balancing).read_text() != (snapshot(base) / balancing).read_text()
+
+
 @pytest.mark.parametrize(
     ("name", "change", "why"),
     [

@@ -73,10 +73,11 @@ def snapshot(spec: HostSpec) -> Path:
     with its archetype's snapshot; any other host, with a written snapshot of the same CPU or OS (``_kin``).
     """
     if spec not in _WRITTEN:
-        target = scratch() / f"{len(_WRITTEN):03d}-{spec.name.replace('+', '_')}"
         base = ARCHETYPES.get(spec.name.split("+", 1)[0])
-        if base is not None and base != spec:
-            _WRITTEN[spec] = built(spec).tree.write(target, like=(built(base).tree, snapshot(base)))
+        like = (built(base).tree, snapshot(base)) if base is not None and base != spec else None  # the base's folder first
+        target = scratch() / f"{len(_WRITTEN):03d}-{spec.name.replace('+', '_')}"
+        if like is not None:
+            _WRITTEN[spec] = built(spec).tree.write(target, like=like)
         else:
             tree = built(spec).tree if spec in ARCHETYPES.values() else build(spec).tree
             _WRITTEN[spec] = tree.write(target, like=_kin(spec))
