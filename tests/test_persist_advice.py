@@ -17,7 +17,8 @@ import pytest
 
 from rigaudit.agents.persist import sysctl_file, sysctl_persist
 from rigaudit.orchestrator.cli import main
-from tests.hostgen import ARCHETYPES, write
+from tests.hostgen import ARCHETYPES
+from tests.hostgen.cache import snapshot
 
 _WRITE = re.compile(r"echo '([^']*)' (>>?) (/etc/\S+)")
 
@@ -42,7 +43,7 @@ def test_following_every_persist_line_in_either_order_keeps_every_setting(
 ) -> None:
     base = ARCHETYPES["hgx-h100-jammy"]  # two NUMA nodes: balancing and zone reclaim both apply
     spec = replace(base, os=replace(base.os, numa_balancing=1, zone_reclaim=1))
-    root = write(spec, tmp_path / "snap")
+    root = snapshot(spec)  # the session's (its files linked to the archetype's): read only
     out = tmp_path / "audit.json"
     assert main(["audit", "--snapshot", str(root), "--json", str(out), "--no-transcript", "--no-live"]) in (0, 1)
     capsys.readouterr()
