@@ -1,6 +1,6 @@
-"""MPS inside a container: a pod given a GPU the NVIDIA device plugin shares by MPS. The plugin's daemon runs on the
-node (it sets EXCLUSIVE_PROCESS and hands its clients CUDA_MPS_PIPE_DIRECTORY); from the pod only NVML's MPS client
-list and the server's environment show it."""
+"""MPS inside a container: a pod given a GPU the NVIDIA device plugin shares by MPS (the plugin's daemon runs on the
+node, sets EXCLUSIVE_PROCESS and hands its clients CUDA_MPS_PIPE_DIRECTORY: from the pod only NVML's MPS client list
+and the server's environment show it), and a container that runs its own daemon."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
 from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import faults
 from tests.hostgen.cache import snapshot
-from tests.hostgen.kinds import K8S_POD_MPS
+from tests.hostgen.kinds import DOCKER_MPS_INSIDE, K8S_POD_MPS
 from tests.hostgen.mps import PLUGIN_PIPE
 from tests.hostgen.spec import HostSpec
 from tests.support.investigators import audit_snapshot
@@ -45,3 +45,13 @@ def test_a_pipe_no_daemon_serves_is_sent_to_the_nodes_mps_daemon() -> None:
     assert f"{PLUGIN_PIPE}: no control socket" in mps.observed
     assert mps.fix is not None and mps.fix.where == "container_host" and "mps-control-daemon" in mps.fix.summary
     assert found["cuda.compute_mode"].status == "ok", found["cuda.compute_mode"].observed
+
+
+def test_an_mps_daemon_run_inside_the_container_is_its_servers_context() -> None:
+    assert serious(DOCKER_MPS_INSIDE) == {}
+    found = by_check(DOCKER_MPS_INSIDE)
+    assert {c: found[c].status for c in ("cuda.mps", "cuda.compute_mode", "cuda.memory_in_use")} == dict.fromkeys(
+        ("cuda.mps", "cuda.compute_mode", "cuda.memory_in_use"), "ok"
+    )
+    assert "with the MPS control daemon running" in found["cuda.compute_mode"].observed
+    assert "MPS server that holds the GPUs" in found["cuda.memory_in_use"].observed

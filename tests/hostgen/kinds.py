@@ -421,6 +421,20 @@ client's environment); the pipe directory's path in the pod is of the form the p
 What NVML in the pod lists of the node's MPS server and the other pod's client is not shown by a public source read
 here: the fixture lists the pod's own server, as an MPS client."""
 
+DOCKER_MPS_INSIDE = replace(
+    K8S_POD_MPS,
+    name="docker-mps-inside",
+    summary="Docker container (--gpus device=2) whose entrypoint starts the MPS control daemon itself (nvidia-cuda-mps-"
+    "control -d, the default pipe /tmp/nvidia-mps inside the container) before two vLLM replicas of an 8B model, both MPS "
+    "clients; the GPU in EXCLUSIVE_PROCESS, set on the host; audited inside",
+    hostname="3f2a9c1d7e6b",
+    platform=PlatformSpec(container="docker", shm_bytes=None, visible_gpus=(2,)),
+    processes=(MPS_H100.processes[4], MPS_H100.processes[5]),
+    expect="healthy and deliberate: MPS run inside the container, its daemon and server in the container's /proc",
+)
+"""The daemon, server, pipe and logs are the MPS guide's defaults (tests/hostgen/mps.py), started by the container's
+entrypoint rather than a unit; their pids are the host kind's (a container's would be smaller), a stand-in."""
+
 RHEL_L40S = replace(
     RHEL94,
     cmdline="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root quiet",
@@ -554,6 +568,7 @@ KINDS: dict[str, HostSpec] = {
         K8S_NODE_TIMESLICED,
         K8S_POD_TIMESLICED,
         K8S_POD_MPS,
+        DOCKER_MPS_INSIDE,
         PODMAN_ROOTLESS_CDI,
         PODMAN_HOST,
         DGX_SPARK,

@@ -51,19 +51,25 @@ runs in a chroot where the node's /run/nvidia/mps is /mps). That a client contai
 same path is of the form the plugin's code gives, not read off one pod."""
 
 
+def plugin_mps(built: Built) -> bool:
+    """A container whose servers are given a pipe directory (a device plugin's MPS on the node); a container with MPS
+    and no such variable runs its own daemon (the MPS guide's default pipe, started by its entrypoint)."""
+    return built.container and any("CUDA_MPS_PIPE_DIRECTORY" in dict(p.env) for p in built.spec.processes)
+
+
 def add_server_rows(built: Built) -> None:
     """The daemon and its server as processes, and the server's own row on every GPU its clients hold (after the
-    servers' rows: they are its clients). In a container (a pod given a GPU the device plugin shares by MPS) only
-    its own servers, as MPS clients: the node's daemon and server are not in its PID namespace."""
+    servers' rows: they are its clients). In a pod given a GPU the device plugin shares by MPS only its own servers,
+    as MPS clients: the node's daemon and server are not in its PID namespace."""
     if not built.spec.driver.mps:
         return
-    if built.container:
+    if plugin_mps(built):
         for rows in built.gpu_process_map.values():
             built.mps_clients.update(pid for pid, _, _, _ in rows)
         return
     from tests.hostgen.nvidia import NO_INSTANCE
 
-    cgroup = f"0::/system.slice/{UNIT}.service\n"
+    cgroup = "0::/\n" if built.container else f"0::/system.slice/{UNIT}.service\n"
     env = {"CUDA_MPS_PIPE_DIRECTORY": PIPE, "CUDA_MPS_LOG_DIRECTORY": LOGS}
     built.procs[CONTROL_PID] = Proc(
         CONTROL_PID, ("nvidia-cuda-mps-control", "-d"), comm="nvidia-cuda-mps", cgroup=cgroup, env=env, vm_kib=12000
@@ -103,13 +109,14 @@ def write_mps(built: Built) -> None:
     mounted in."""
     if not built.spec.driver.mps:
         return
-    if built.container:
+    if plugin_mps(built):
         for pipe in ("control", "control_lock", "control_privileged"):
             built.tree.unreadable[f"{PLUGIN_PIPE}/{pipe}"] = "NOT_RECORDED"
         return
     tree = built.tree
-    tree.file(f"/etc/systemd/system/{UNIT}.service", UNIT_FILE)
-    tree.command(("systemctl", "is-active", UNIT), "active\n")
+    if not built.container:
+        tree.file(f"/etc/systemd/system/{UNIT}.service", UNIT_FILE)
+        tree.command(("systemctl", "is-active", UNIT), "active\n")
     for pipe in ("control", "control_lock", "control_privileged"):
         tree.unreadable[f"{PIPE}/{pipe}"] = "NOT_RECORDED"
     control, server = _logs(built)
