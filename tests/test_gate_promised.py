@@ -115,6 +115,17 @@ def test_nvml_that_hides_the_gpus_is_could_not_check(tmp_path: Path) -> None:
     assert check(tmp_path, broken).exit_code == 1
 
 
+def test_a_gpu_operator_node_whose_library_is_in_the_driver_container_is_could_not_check(tmp_path: Path) -> None:
+    # NVML's library is the GPU Operator's, under /run/nvidia/driver: not "0 GPUs", which would drain a healthy node
+    node = light_copy(H200, tmp_path / "operator")
+    set_nvml(node, "nvmlInit", [], error="LIBRARY_NOT_FOUND")
+    assert check(tmp_path, node).exit_code == 1  # no Operator root: the host's own library is missing
+    set_file(node, "/run/nvidia/driver/usr/bin/nvidia-smi", b"\x7fELF")
+    result = check(tmp_path, node)
+    assert (result.exit_code, status(result, "promised.pci")) == (3, "unknown")
+    assert "/run/nvidia/driver" in next(c.observed for c in result.checks if c.check == "promised.pci")
+
+
 def test_in_cluster_names_the_pods_node_on_its_api_server() -> None:
     from rigaudit.orchestrator.gate.kube_node import in_cluster_url, load
 

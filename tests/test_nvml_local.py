@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from rigaudit.tools.hosts.local import LocalHost
-from rigaudit.tools.hosts.nvml_local import NvmlFacade, device_arg_positions, is_read_only, to_json
+from rigaudit.tools.hosts.nvml_local import NvmlFacade, device_arg_positions, is_read_only, root_owned, to_json
 
 ERRORS = {
     "INVALID_ARGUMENT": 2,
@@ -277,3 +277,39 @@ def test_this_machine_without_a_gpu_reports_an_error() -> None:
     init_error, count_error = anyio.run(main)
     assert init_error in {"LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED"}
     assert count_error == init_error
+
+
+def _library_found_once_loaded(tmp_path: Path) -> tuple[Any, Path, list[str]]:
+    """A pynvml that finds no libnvidia-ml until one is loaded; the GPU Operator's copy, where the facade may look."""
+    module = fake_pynvml(init_error="LIBRARY_NOT_FOUND")
+    library = tmp_path / "run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"\x7fELF")
+    loaded: list[str] = []
+
+    def init() -> None:
+        module.calls.append(("init",))
+        if not loaded:
+            raise module.NVMLError(ERRORS["LIBRARY_NOT_FOUND"])
+
+    module.nvmlInit = init
+    return module, library, loaded
+
+
+def test_the_gpu_operator_s_library_is_loaded_where_the_host_has_none(tmp_path: Path) -> None:
+    module, library, loaded = _library_found_once_loaded(tmp_path)
+    facade = NvmlFacade(
+        module=module, libraries=(str(library),), loader=lambda p: loaded.append(p) or True, trusted=lambda p: True
+    )
+    result = anyio.run(facade.call, "nvmlDeviceGetCount")
+    assert (result.error, result.value) == (None, 2)
+    assert loaded == [str(library)]
+
+
+def test_a_library_someone_else_can_write_is_never_loaded(tmp_path: Path) -> None:
+    module, library, loaded = _library_found_once_loaded(tmp_path)
+    library.chmod(0o666)
+    facade = NvmlFacade(module=module, libraries=(str(library),), loader=lambda p: loaded.append(p) or True)
+    assert anyio.run(facade.call, "nvmlDeviceGetCount").error == "LIBRARY_NOT_FOUND"
+    assert loaded == []
+    assert not root_owned(str(library))

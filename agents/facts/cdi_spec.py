@@ -25,10 +25,10 @@ REFRESH = "nvidia-cdi-refresh"
 REFRESH_UNITS = ("/usr/lib/systemd/system", "/lib/systemd/system", "/etc/systemd/system")
 ENABLED = ("systemctl", "is-enabled", f"{REFRESH}.path")
 MAX_PATHS = 96
-_HOST_PATH = re.compile(r"""(?m)["']?hostPath["']?\s*:\s*["']?([^"',\s}]+)""")
-_NODE = re.compile(r"""(?m)["']?path["']?\s*:\s*["']?(/dev/[^"',\s}]+)""")
-_KIND = re.compile(r"""(?m)^\s*["']?kind["']?\s*:\s*["']?([^"',\s}]+)""")
-_VERSION = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$|/firmware/nvidia/(\d+\.\d+(?:\.\d+)?)/")
+_HOST_PATH = r"""(?m)["']?hostPath["']?\s*:\s*["']?([^"',\s}]+)"""
+_NODE = r"""(?m)["']?path["']?\s*:\s*["']?(/dev/[^"',\s}]+)"""
+_KIND = r"""(?m)^\s*["']?kind["']?\s*:\s*["']?([^"',\s}]+)"""
+_VERSION = r"\.so\.(\d+\.\d+(?:\.\d+)?)$|/firmware/nvidia/(\d+\.\d+(?:\.\d+)?)/"
 
 
 class CdiSpecFile(Record):
@@ -60,16 +60,16 @@ class HostCdi(Record):
 
 
 def _versions(paths: tuple[str, ...]) -> tuple[str, ...]:
-    found = (m.group(1) or m.group(2) for p in paths if (m := _VERSION.search(p)))
+    found = (m.group(1) or m.group(2) for p in paths if (m := re.search(_VERSION, p)))
     return tuple(dict.fromkeys(found))
 
 
 async def _spec(probe: Probe, path: str, text: str) -> CdiSpecFile | None:
-    kinds = _KIND.findall(text)
+    kinds = re.findall(_KIND, text)
     if NVIDIA_KIND not in kinds:
         return None
-    host_paths = tuple(dict.fromkeys(_HOST_PATH.findall(text)))
-    nodes = tuple(dict.fromkeys(_NODE.findall(text)))
+    host_paths = tuple(dict.fromkeys(re.findall(_HOST_PATH, text)))
+    nodes = tuple(dict.fromkeys(re.findall(_NODE, text)))
     asked = [*nodes, *host_paths][:MAX_PATHS]
     there = await probe.gather(*[lambda p=p: probe.exists(p) for p in asked])
     missing = tuple(p for p, ok in zip(asked, there, strict=True) if not ok)

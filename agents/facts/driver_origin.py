@@ -20,11 +20,11 @@ from typing import Literal
 
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.nvml_local import OPERATOR_ROOT
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 
 Origin = Literal["operator", "vfio", "dkms", "precompiled", "unknown"]
 
-OPERATOR_ROOT = "/run/nvidia/driver"
 OPERATOR_MARKS = (f"{OPERATOR_ROOT}/usr/bin/nvidia-smi", "/run/nvidia/validations/driver-ready")
 """The driver container's root as the host sees it, and the Operator validator's mark that the driver is up."""
 OPERATOR_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/index.html"
@@ -64,6 +64,11 @@ async def _daemons(probe: Probe) -> tuple[tuple[str, int], ...]:
     comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids])
     found = {DAEMONS[c.strip()]: p for p, c in zip(pids, comms, strict=True) if c and c.strip() in DAEMONS}
     return tuple(sorted(found.items()))
+
+
+async def operator_node(probe: Probe) -> bool:
+    """The GPU Operator's driver container runs this host's driver (its root or its validator's mark is there)."""
+    return any(await probe.gather(*[lambda p=p: probe.exists(p) for p in OPERATOR_MARKS]))
 
 
 async def read_origin(probe: Probe, gpus: Sequence[Gpu], modules_dep: str | None, dkms_versions: Sequence[str]) -> DriverOrigin:

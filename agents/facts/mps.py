@@ -22,8 +22,8 @@ MPS_CLIENTS_FN = "nvmlDeviceGetMPSComputeRunningProcesses"
 LOG_DIR = "/var/log/nvidia-mps"
 LOG_LINES = 400
 """The control log's last lines read: its connections of the current servers' lifetime."""
-_PENDING = re.compile(r"NEW CLIENT (\d+) from user (\d+): Server is not ready, push client to pending list")
-_STARTED = re.compile(r"Starting new server (\d+) for user (\d+)")
+_PENDING = r"NEW CLIENT (\d+) from user (\d+): Server is not ready, push client to pending list"
+_STARTED = r"Starting new server (\d+) for user (\d+)"
 
 
 class Queued(Record):
@@ -97,9 +97,9 @@ async def _queued(probe: Probe, controls: tuple[int, ...], uids: tuple[int, ...]
         return None, ()
     pending: dict[tuple[int, int], str] = {}
     for line in text.splitlines()[-LOG_LINES:]:
-        if (m := _PENDING.search(line)) is not None:
+        if (m := re.search(_PENDING, line)) is not None:
             pending[(int(m.group(1)), int(m.group(2)))] = line.strip()
-        elif (m := _STARTED.search(line)) is not None:
+        elif (m := re.search(_STARTED, line)) is not None:
             pending = {k: v for k, v in pending.items() if k[1] != int(m.group(2))}
     waiting = [(pid, uid, line) for (pid, uid), line in pending.items() if uid not in uids]
     alive = await probe.gather(*[lambda p=p: probe.exists(f"/proc/{p}") for p, _, _ in waiting])

@@ -18,8 +18,8 @@ from rigaudit.tools.hosts.probe import Probe, file_ref
 
 GFD_FEATURES = "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 PLUGIN_COMM = "nvidia-device-p"
-_LABEL = re.compile(r"(?m)^nvidia\.com/gpu\.replicas=(\d+)\s*$")
-_CONFIG = re.compile(r"timeSlicing:\s*\n(?:\s+.*\n)*?\s+replicas:\s*(\d+)")
+_LABEL = r"(?m)^nvidia\.com/gpu\.replicas=(\d+)\s*$"
+_CONFIG = r"timeSlicing:\s*\n(?:\s+.*\n)*?\s+replicas:\s*(\d+)"
 
 
 class TimeSlicing(Record):
@@ -38,7 +38,7 @@ async def read_time_slicing(probe: Probe, plugin_pids: tuple[int, ...], in_conta
     if in_container:
         return TimeSlicing(None, "in a container: the node's labels (nvidia.com/gpu.replicas) would tell")
     labels = await probe.text(GFD_FEATURES)
-    if labels is not None and (m := _LABEL.search(labels)) is not None:
+    if labels is not None and (m := re.search(_LABEL, labels)) is not None:
         return TimeSlicing(int(m.group(1)), f"{GFD_FEATURES}: nvidia.com/gpu.replicas={m.group(1)}", (file_ref(GFD_FEATURES),))
     for pid in plugin_pids[:2]:
         env = parse_environ((await probe.read(f"/proc/{pid}/environ")).data) or {}
@@ -47,7 +47,7 @@ async def read_time_slicing(probe: Probe, plugin_pids: tuple[int, ...], in_conta
         if text is None:
             continue
         ref = file_ref(f"/proc/{pid}/root{path}")
-        m = _CONFIG.search(text)
+        m = re.search(_CONFIG, text)
         replicas = int(m.group(1)) if m else 1
         return TimeSlicing(replicas, f"the device plugin's config {path} (pid {pid}): timeSlicing replicas {replicas}", (ref,))
     if plugin_pids:

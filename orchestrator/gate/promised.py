@@ -17,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.driver_origin import operator_node
 from rigaudit.agents.facts.gpus import PCI_DEVICES, GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
@@ -24,6 +25,7 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.gate.kube_node import RESOURCE, KubeNode
 from rigaudit.orchestrator.gate.slurm_gres import SlurmGres
 from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.nvml_local import OPERATOR_ROOT
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.schema.finding import Finding, Fix
 
@@ -86,6 +88,8 @@ class PromisedFacts(Record):
     lost: tuple[tuple[int, str], ...]
     """NVML indices that answer an error to a query, and the error."""
     in_container: bool
+    operator: bool = False
+    """The GPU Operator's driver container holds the driver and its libraries (:func:`operator_node`)."""
 
 
 def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Awaitable[PromisedFacts]]:
@@ -106,7 +110,8 @@ def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Await
             error = next((a.error for a in answers if a.error and a.error not in HARMLESS), None)
             if error is not None:
                 lost.append((index, error))
-        return PromisedFacts(inventory, listing is not None, module, drivers, tuple(lost), platform.in_container)
+        operator = inventory.nvml_error == "LIBRARY_NOT_FOUND" and await operator_node(probe)
+        return PromisedFacts(inventory, listing is not None, module, drivers, tuple(lost), platform.in_container, operator)
 
     return collect
 
@@ -198,6 +203,11 @@ def _pci(check: Check, facts: PromisedFacts) -> Finding:
             return not_applicable(check.id, AREA, check.title, f"NVML: {error}")
         if error in HIDDEN:
             return unknown(check.id, AREA, check.title, f"NVML: {error} with {len(ours)} NVIDIA GPU function(s) on the bus")
+        if facts.operator:
+            why = f"NVML: {error}: the driver's libraries are the GPU Operator's, in its driver container ({OPERATOR_ROOT}), "
+            why += f"and none could be loaded from there; {len(ours)} NVIDIA GPU function(s) on the bus. What would tell: "
+            why += "run the check with that root's library folder on LD_LIBRARY_PATH, or inside the driver container"
+            return unknown(check.id, AREA, check.title, why)
         text = f"NVML fails ({error}) with the module loaded and {len(ours)} NVIDIA GPU function(s) on the bus"
         return problem(check.id, AREA, check.title, "critical", text, "NVML shows them", text, _fix())
     missing = [bdf for bdf in ours if bdf not in on_nvml]

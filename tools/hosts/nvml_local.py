@@ -7,7 +7,9 @@ handles (argument 0 of ``nvmlDevice*`` functions, and argument 1 of the two-devi
 ctypes structs become dicts of their fields, tuples become lists, process lists become
 ``[{"pid", "usedGpuMemory"}]``. Errors are NVML return-code names without ``NVML_ERROR_``.
 
-``nvmlInit`` runs once, lazily; when it fails every later call returns that same error.
+``nvmlInit`` runs once, lazily; when it fails every later call returns that same error. Where the library is not
+on the loader's path and the NVIDIA GPU Operator's driver container holds it (its root is mounted on the host at
+``/run/nvidia/driver``), that copy is loaded first, so a gate run on the node sees the GPUs.
 Only read functions are called (``Get``/``Is``/``Query``...); setters, resets and event
 registration return ``NO_PERMISSION`` without reaching the library: auditing never changes a GPU.
 Calls are blocking C calls, so they run in a worker thread, one at a time, each time-limited.
@@ -19,8 +21,11 @@ import contextlib
 import ctypes
 import importlib
 import math
+import os
 import re
+import stat
 import threading
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -38,6 +43,34 @@ _READ_ONLY = (
     r"|nvmlErrorString|nvmlDeviceWorkloadPowerProfileGet\w*"
 )
 DEFAULT_CALL_TIMEOUT_S = 30.0
+OPERATOR_ROOT = "/run/nvidia/driver"
+"""The GPU Operator's driver container root as the host sees it (the Operator's ``driver.root``)."""
+OPERATOR_LIBRARIES = tuple(
+    f"{OPERATOR_ROOT}{folder}/libnvidia-ml.so.1"
+    for folder in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
+)
+
+
+def root_owned(path: str) -> bool:
+    """``path`` (followed) and its folder are root's and writable by no one else: a library fit to load."""
+    try:
+        real = os.path.realpath(path)
+        for item in (real, os.path.dirname(real)):
+            info = os.stat(item)
+            if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def preload(path: str) -> bool:
+    """Load ``path`` into the process so that pynvml's ``libnvidia-ml.so.1`` resolves to it (by its soname)."""
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
 
 
 def is_read_only(fn: str) -> bool:
@@ -102,8 +135,19 @@ def error_name(exc: BaseException, module: ModuleType | None) -> str:
 class NvmlFacade:
     """NVML over ``pynvml`` for one host. ``module`` injects a stand-in library (tests)."""
 
-    def __init__(self, *, module: ModuleType | None = None, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        *,
+        module: ModuleType | None = None,
+        call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+        libraries: Sequence[str] = OPERATOR_LIBRARIES,
+        loader: Callable[[str], bool] = preload,
+        trusted: Callable[[str], bool] = root_owned,
+    ) -> None:
         self._module = module
+        self._libraries = tuple(libraries)
+        self._loader = loader
+        self._trusted = trusted
         self._lock = threading.Lock()
         self._initialized = False
         self._init_error: str | None = None
@@ -139,16 +183,26 @@ class NvmlFacade:
         if module is None:
             self._init_error = "LIBRARY_NOT_FOUND"
             return self._init_error
+        self._init_error = self._init_module(module, fn, args)
+        if self._init_error == "LIBRARY_NOT_FOUND" and self._preload_operator_copy():
+            self._init_error = self._init_module(module, fn, args)
+        self._initialized = self._init_error is None
+        return self._init_error
+
+    @staticmethod
+    def _init_module(module: ModuleType, fn: str, args: tuple[int, ...]) -> str | None:
         try:
             if fn == "nvmlInitWithFlags" and args:
                 module.nvmlInitWithFlags(args[0])
             else:
                 module.nvmlInit()
         except Exception as exc:
-            self._init_error = error_name(exc, module)
-            return self._init_error
-        self._initialized = True
+            return error_name(exc, module)
         return None
+
+    def _preload_operator_copy(self) -> bool:
+        """The GPU Operator's copy of the library, where one is there and root's alone."""
+        return any(os.path.exists(path) and self._trusted(path) and self._loader(path) for path in self._libraries)
 
     def _handle(self, module: ModuleType, index: int) -> object:
         if index not in self._handles:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.driver_origin import (
-    OPERATOR_ROOT,
     PASSTHROUGH_SOURCE,
     precompiled_meta,
     precompiled_package,
@@ -18,6 +17,7 @@ from rigaudit.agents.investigators.driver.install_facts import (
     KernelModules,
     host_where,
 )
+from rigaudit.tools.hosts.nvml_local import OPERATOR_ROOT
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 

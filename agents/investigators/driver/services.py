@@ -6,7 +6,7 @@ import re
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import PERSISTENCE_BY_UNIT
-from rigaudit.agents.facts.driver_origin import OPERATOR_ROOT, OPERATOR_SOURCE
+from rigaudit.agents.facts.driver_origin import OPERATOR_SOURCE
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.facts.nvlsm import LOG as NVLSM_LOG
@@ -24,6 +24,7 @@ from rigaudit.agents.investigators.driver.facts import (
     rack_gpus,
 )
 from rigaudit.tools.core.record import replace
+from rigaudit.tools.hosts.nvml_local import OPERATOR_ROOT
 from rigaudit.tools.hosts.probe import dir_ref, file_ref, nvml_ref
 from rigaudit.tools.schema.finding import CommandAction, Edge, Finding, Fix, ModuleLoadAction, ServiceStartAction
 
