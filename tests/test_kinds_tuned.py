@@ -7,9 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from rigaudit.tools.schema.finding import SysfsWriteAction
+from rigaudit.agents.investigators.power import INVESTIGATOR as POWER
+from rigaudit.tools.schema.finding import Finding, SysfsWriteAction
 from tests.hostgen import faults
+from tests.hostgen.cache import snapshot
 from tests.hostgen.kinds import KINDS
+from tests.hostgen.spec import HostSpec
+from tests.support.investigators import audit_snapshot
 from tests.support.kinds import by_check, serious
 
 RHEL = KINDS["rhel9-hgx-h100-tuned"]
@@ -92,3 +96,24 @@ def test_a_latency_profile_of_a_stopped_tuned_holds_nothing() -> None:
     assert by_check(latency)["power.cstates"].status == "ok"
     finding = by_check(faults.tuned_stopped(latency))["power.cstates"]
     assert (finding.status, finding.severity) == ("problem", "low"), finding.observed
+
+
+def _cstates(spec: HostSpec) -> Finding:
+    return audit_snapshot(POWER, snapshot(spec))["power.cstates"]
+
+
+def test_a_numeric_force_latency_keeps_the_states_above_it_unused() -> None:
+    """Fifth review W9. Before: low 'C6 (290 us) on cpu0-127 (enabled)' under tuned's packaged
+    accelerator-performance, whose [cpu] force_latency=99 tuned holds on /dev/cpu_dma_latency: cpuidle never enters
+    a state whose exit latency is above 99 us, so C6 is never used. Only a value up to 10 us counted as a hold."""
+    finding = _cstates(faults.tuned_profile(RHEL, "accelerator-performance"))
+    assert finding.status == "ok", (finding.status, finding.observed)
+    assert "force_latency=99" in finding.observed and "above 99 us" in finding.observed, finding.observed
+
+
+def test_a_numeric_force_latency_above_a_state_leaves_it_entered() -> None:
+    """A held latency L keeps only the states above L out: C6 at 290 us under force_latency=300 is still entered."""
+    finding = _cstates(faults.tuned_force_latency_child(RHEL, "300"))
+    assert (finding.status, finding.severity) == ("problem", "low"), finding.observed
+    assert finding.observed.startswith("C6 (290 us)"), finding.observed
+    assert "force_latency=300" in finding.explanation and "at or below it" in finding.explanation

@@ -296,7 +296,11 @@ def cppc_off(spec: HostSpec) -> HostSpec:
     return _named(replace(spec, cpu=cpu), "cppc-off", "CPPC off in the BIOS (no acpi_cppc)")
 
 
-TUNED_CPU = {"balanced": ("powersave", "balance_performance"), "throughput-performance": ("performance", "performance")}
+TUNED_CPU = {
+    "balanced": ("powersave", "balance_performance"),
+    "throughput-performance": ("performance", "performance"),
+    "accelerator-performance": ("performance", "performance"),
+}
 """What a profile leaves the cores at under intel_pstate (balanced: ``conservative|powersave``, of which intel_pstate
 offers powersave; its EPP ``balance_performance``)."""
 
@@ -375,22 +379,23 @@ def tuned_thp_defrag(spec: HostSpec) -> HostSpec:
     return _named(changed, "tuned-thp-defrag", "tuned profile llm-serving sets transparent_hugepage.defrag=always")
 
 
-def tuned_force_latency_child(spec: HostSpec) -> HostSpec:
+def tuned_force_latency_child(spec: HostSpec, value: str = "cstate.id_no_zero:1|3") -> HostSpec:
     """rigaudit's own power.cstates fix applied on a host run by tuned: the child profile
-    ``/etc/tuned/rigaudit-performance`` (including the active profile, ``[cpu] force_latency=cstate.id_no_zero:1|3``)
-    selected. tuned holds /dev/cpu_dma_latency; the deep states stay enabled in sysfs (force_latency is a PM QoS
-    request, not a ``disable`` write)."""
+    ``/etc/tuned/rigaudit-performance`` (including the active profile, ``[cpu] force_latency=cstate.id_no_zero:1|3``,
+    or ``value``: a number of microseconds) selected. tuned holds /dev/cpu_dma_latency; the deep states stay enabled in
+    sysfs (force_latency is a PM QoS request, not a ``disable`` write)."""
     base = spec.os.tuned or "throughput-performance"
 
     def apply(built: Built) -> None:
         built.tree.file(
             "/etc/tuned/rigaudit-performance/tuned.conf",
-            f"[main]\nsummary=rigaudit\ninclude={base}\n\n[cpu]\nforce_latency=cstate.id_no_zero:1|3\n",
+            f"[main]\nsummary=rigaudit\ninclude={base}\n\n[cpu]\nforce_latency={value}\n",
         )
 
-    fault = Fault("tuned-force-latency", "a tuned child profile holds force_latency", apply)
+    fault = Fault("tuned-force-latency", f"a tuned child profile holds force_latency={value}", apply)
     changed = replace(spec, os=replace(spec.os, tuned="rigaudit-performance"), faults=(*spec.faults, fault))
-    return _named(changed, "tuned-force-latency", "tuned child profile rigaudit-performance with [cpu] force_latency")
+    suffix = "tuned-force-latency" if value.startswith("cstate.") else f"tuned-force-latency-{value}"
+    return _named(changed, suffix, f"tuned child profile rigaudit-performance with [cpu] force_latency={value}")
 
 
 def tuned_stopped(spec: HostSpec) -> HostSpec:

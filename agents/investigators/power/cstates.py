@@ -22,7 +22,8 @@ CSTATES_CHECK = Check(
     "power.cstates",
     "CPU idle states (C-states)",
     reads="`/sys/devices/system/cpu/cpu*/cpuidle/state*/{name,latency,disable}`; tuned's state and active profile",
-    problem="enabled idle states with exit latency above 10 µs",
+    problem="enabled idle states with exit latency above 10 µs; under a running tuned whose profile holds a numeric "
+    "`[cpu] force_latency` L, only those at or below L (cpuidle enters no state above the held latency)",
     fix="write 1 to `stateN/disable` on every CPU; `processor.max_cstate=1`; where tuned runs, a tuned profile with "
     "`[cpu] force_latency`",
     kinds=("runtime", "reboot"),
@@ -58,18 +59,23 @@ FORCE_LATENCY = "cstate.id_no_zero:1|3"
 where it cannot be read, so no deeper state is entered."""
 
 
-def _held_by_tuned(facts: CpuPowerFacts) -> str | None:
-    """Why a running tuned keeps the deep states unused (its profile's [cpu] force_latency, a PM QoS hold on
-    /dev/cpu_dma_latency), or None. A stopped tuned holds nothing, whatever /etc/tuned/active_profile names."""
+def _held_by_tuned(facts: CpuPowerFacts) -> tuple[str, int] | None:
+    """Why a running tuned keeps deep states unused (its profile's [cpu] force_latency, a PM QoS hold on
+    /dev/cpu_dma_latency) and the exit latency up to which states are still entered, or None. cpuidle never enters a
+    state whose exit latency is above the held value: ``cstate.id_no_zero:1|3`` or a number up to the limit holds
+    every deep state (the limit returned), a larger number L only those above L (L returned). A stopped tuned holds
+    nothing, whatever /etc/tuned/active_profile names."""
     state = facts.tuned_state
     if state is None or not state.running:
         return None
     value = state.owns("cpu", "force_latency")
     if value is not None:
-        held = value.startswith("cstate.") or (value.isdigit() and int(value) <= CSTATE_LIMIT_US)
-        return f"tuned's {state.active} profile sets [cpu] force_latency={value}" if held else None
+        why = f"tuned's {state.active} profile sets [cpu] force_latency={value}"
+        if value.startswith("cstate."):
+            return why, CSTATE_LIMIT_US
+        return (why, max(int(value), CSTATE_LIMIT_US)) if value.isdigit() else None
     if state.unread and facts.tuned in LATENCY_PROFILES:
-        return f"tuned's {state.active} profile (unread here) is one that holds a CPU DMA latency"
+        return f"tuned's {state.active} profile (unread here) is one that holds a CPU DMA latency", CSTATE_LIMIT_US
     return None
 
 
@@ -167,6 +173,24 @@ def _deep_states_problem(facts: CpuPowerFacts, bad: list[IdleState], summary: st
     )
 
 
+def _summary(states: list[IdleState]) -> str:
+    kinds: dict[tuple[str, int], list[int]] = {}
+    for s in states:
+        kinds.setdefault((s.name or f"state{s.index}", s.latency_us or 0), []).append(s.cpu)
+    return "; ".join(f"{n} ({lat} us) on {cpu_ranges(cpus)}" for (n, lat), cpus in sorted(kinds.items()))
+
+
+def _held_ok(bad: list[IdleState], held: tuple[str, int]) -> Finding:
+    """Every enabled deep state lies above the latency tuned holds: none is entered."""
+    why, ceiling = held
+    never = "never enter them" if ceiling <= CSTATE_LIMIT_US else f"never enter a state whose exit latency is above {ceiling} us"
+    return CSTATES_CHECK.ok(
+        f"{_summary(bad)} enabled in sysfs, but {why}: it holds /dev/cpu_dma_latency, so cores {never}",
+        expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
+        evidence=("file:/etc/tuned/active_profile",),
+    )
+
+
 def judge_cstates(facts: CpuPowerFacts) -> Finding:
     if not facts.idle:
         return _no_cpuidle(facts)
@@ -178,20 +202,21 @@ def judge_cstates(facts: CpuPowerFacts) -> Finding:
     if not bad and any(s.disabled is None for s in deep):
         why = f"the disable flag of idle states above {CSTATE_LIMIT_US} us is not readable"
         return CSTATES_CHECK.unknown(why, evidence=cap([file_ref(f"{s.path}/disable") for s in deep]))
-    kinds: dict[tuple[str, int], list[int]] = {}
-    for s in bad or deep:
-        kinds.setdefault((s.name or f"state{s.index}", s.latency_us or 0), []).append(s.cpu)
-    summary = "; ".join(f"{n} ({lat} us) on {cpu_ranges(cpus)}" for (n, lat), cpus in sorted(kinds.items()))
+    held = _held_by_tuned(facts) if bad else None
+    if held is not None:
+        entered = [s for s in bad if (s.latency_us or 0) <= held[1]]
+        if not entered:
+            return _held_ok(bad, held)
+        bad = entered
+    summary = _summary(bad or deep)
     if not bad:
         shallow = max((s.latency_us or 0 for s in readable if s not in deep), default=0)
         observed = f"no enabled idle state above {CSTATE_LIMIT_US} us (deepest allowed: {shallow} us)"
         observed += f"; disabled: {summary}" if deep else ""
         refs = [file_ref(f"{s.path}/disable") for s in deep] or [file_ref(f"{readable[0].path}/latency")]
         return CSTATES_CHECK.ok(observed, expected=f"no enabled state above {CSTATE_LIMIT_US} us", evidence=cap(refs))
-    if (held := _held_by_tuned(facts)) is not None:
-        return CSTATES_CHECK.ok(
-            f"{summary} enabled in sysfs, but {held}: it holds /dev/cpu_dma_latency, so cores never enter them",
-            expected=f"no deep idle state entered (enabled ones above {CSTATE_LIMIT_US} us only under a PM QoS hold)",
-            evidence=("file:/etc/tuned/active_profile",),
-        )
-    return _deep_states_problem(facts, bad, summary)
+    problem = _deep_states_problem(facts, bad, summary)
+    if held is None:
+        return problem
+    note = f" {held[0]}: cores never enter states above {held[1]} us, but these lie at or below it and are entered."
+    return problem.model_copy(update={"explanation": problem.explanation + note})
