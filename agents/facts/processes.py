@@ -11,7 +11,7 @@ from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.container_signs import cgroup_container
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.hosts.server_argv import SERVER_MARKERS, server_marker
+from rigaudit.tools.hosts.server_argv import SERVER_MARKERS, raylet, server_marker
 
 _COMM_HINTS = ("python", "pt_main_thread", "ray::", *SERVER_MARKERS)
 SCAN_LIMIT = 4096
@@ -51,6 +51,17 @@ class GpuProcess(Record):
     argv: tuple[str, ...] | None
     """None when /proc/PID/cmdline could not be read (another PID namespace, gone, no permission)."""
     server: bool
+    container: str | None = None
+    """``docker 0123456789ab`` / ``lxc 101`` / ``kubepods ...`` from /proc/PID/cgroup, when it lives in one."""
+    foreign_mnt_ns: bool | None = None
+    """True when it runs in another mount namespace than the audit (a container seen from its host)."""
+    marker: str | None = None
+    """The server marker that matched (its own command line or an ancestor's), when ``server``."""
+
+    @property
+    def contained(self) -> bool:
+        """It runs in a container (its cgroup says so, or another mount namespace than the audit's)."""
+        return bool(self.container) or bool(self.foreign_mnt_ns)
 
 
 class ServerScan(Record):
@@ -120,13 +131,15 @@ async def _marker_with_ancestors(probe: Probe, pid: int) -> str | None:
 
 async def server_root(probe: Probe, pid: int) -> int | None:
     """The outermost of ``pid`` and its few nearest ancestors that carries a server marker: the server instance a
-    worker belongs to (vLLM's engine core and its TP workers, a multiprocessing child of SGLang); None when none does."""
+    worker belongs to (vLLM's engine core and its TP workers, a multiprocessing child of SGLang; for Ray actors, the
+    node's raylet: its actors may be ranks of one server); None when none does."""
     root: int | None = None
     current: int | None = pid
     for _ in range(_ANCESTOR_HOPS + 1):
         if current is None or current < 1:
             break
-        if server_marker(await _argv(probe, current)):
+        argv = await _argv(probe, current)
+        if server_marker(argv) or (root is not None and raylet(argv)):
             root = current
         if current == 1:
             break
@@ -138,8 +151,7 @@ async def _describe(probe: Probe, pid: int, marker: str, own_ns: str | None, gpu
     argv = await _argv(probe, pid)
     cgroup = await probe.text(f"/proc/{pid}/cgroup")
     ns = await probe.readlink(f"/proc/{pid}/ns/mnt")
-    foreign = None if ns is None or own_ns is None else ns != own_ns
-    return ServerProcess(pid, argv or (), marker, cgroup_container(cgroup), foreign, gpu_memory)
+    return ServerProcess(pid, argv or (), marker, cgroup_container(cgroup), _foreign(ns, own_ns), gpu_memory)
 
 
 def _nvml_processes(value: object) -> list[tuple[int, int | None]]:
@@ -153,6 +165,22 @@ def _nvml_processes(value: object) -> list[tuple[int, int | None]]:
     return out
 
 
+async def _gpu_processes(probe: Probe, raw: list[tuple[int, int, int | None]], own_ns: str | None) -> list[GpuProcess]:
+    """Each process NVML lists on a GPU: its command line, whether it is (a worker of) a server, its container."""
+    markers = await probe.gather(*[lambda p=p: _marker_with_ancestors(probe, p) for p, _, _ in raw])
+    argvs = await probe.gather(*[lambda p=p: _argv(probe, p) for p, _, _ in raw])
+    cgroups = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/cgroup") for p, _, _ in raw])
+    namespaces = await probe.gather(*[lambda p=p: probe.readlink(f"/proc/{p}/ns/mnt") for p, _, _ in raw])
+    return [
+        GpuProcess(pid, index, used, argv, marker is not None, cgroup_container(cgroup), _foreign(ns, own_ns), marker)
+        for (pid, index, used), marker, argv, cgroup, ns in zip(raw, markers, argvs, cgroups, namespaces, strict=True)
+    ]
+
+
+def _foreign(ns: str | None, own_ns: str | None) -> bool | None:
+    return None if ns is None or own_ns is None else ns != own_ns
+
+
 async def find_servers(probe: Probe) -> ServerScan:
     """Inference server processes and every process NVML lists on a GPU (memoized reads)."""
     inventory = await collect_gpus(probe)
@@ -160,14 +188,10 @@ async def find_servers(probe: Probe) -> ServerScan:
     listed = await probe.gather(*[lambda i=i: probe.nvml("nvmlDeviceGetComputeRunningProcesses", i) for i in indices])
     nvml_listed = bool(indices) and all(r.ok for r in listed)
     raw_gpu = [(pid, i, used) for i, r in zip(indices, listed, strict=True) if r.ok for pid, used in _nvml_processes(r.value)]
-    gpu_markers = await probe.gather(*[lambda p=p: _marker_with_ancestors(probe, p) for p, _, _ in raw_gpu])
-    gpu_argv = await probe.gather(*[lambda p=p: _argv(probe, p) for p, _, _ in raw_gpu])
-    gpu_processes = tuple(
-        GpuProcess(pid, index, used, argv, marker is not None)
-        for (pid, index, used), marker, argv in zip(raw_gpu, gpu_markers, gpu_argv, strict=True)
-    )
+    own_ns = await probe.readlink("/proc/self/ns/mnt")
+    gpu_processes = tuple(await _gpu_processes(probe, raw_gpu, own_ns))
 
-    candidates: dict[int, str] = {p.pid: m for p, m in zip(gpu_processes, gpu_markers, strict=True) if m}
+    candidates: dict[int, str] = {p.pid: p.marker for p in gpu_processes if p.marker}
     listing = await probe.list_dir("/proc")
     pids = sorted(int(n) for n in (listing.entries or ()) if n.isdigit())[:SCAN_LIMIT]
     comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids])
@@ -178,7 +202,6 @@ async def find_servers(probe: Probe) -> ServerScan:
         if marker and pid not in candidates:
             candidates[pid] = marker
 
-    own_ns = await probe.readlink("/proc/self/ns/mnt")
     memory: dict[int, int] = {}
     for p in gpu_processes:
         if p.used_bytes is not None:

@@ -26,8 +26,25 @@ SERVER_MARKERS: tuple[str, ...] = (
     "lorax-launcher",
     "mistralrs-server",
     "llamafile",
+    "nim_llm_sdk",
+    "ray::rayworkerwrapper",
+    "ray::servereplica",
 )
-"""Substrings (lower case) of a command line that mark an inference server or one of its workers."""
+"""Substrings (lower case) of a command line that mark an inference server or one of its workers. ``nim_llm_sdk``:
+NVIDIA NIM for LLMs' engine (``python3 -m nim_llm_sdk.entrypoints.openai.api_server``, as its start_server.sh starts
+it). Ray actors carry their title as their command line (setproctitle): ``ray::RayWorkerWrapper...`` is vLLM's Ray
+worker (multi-node vLLM on Ray: a worker node runs only these, under ``raylet``), ``ray::ServeReplica:APP:DEPLOYMENT`` a
+Ray Serve replica."""
+
+RAYLET = "raylet"
+"""The basename of Ray's per-node daemon, whose children the Ray actors are: one Ray instance on this node."""
+
+
+def raylet(argv: Sequence[str] | None) -> bool:
+    """Whether the command line is Ray's per-node daemon (``.../ray/core/src/ray/raylet/raylet --node_ip_address=...``)."""
+    if not argv:
+        return False
+    return argv[0].rsplit("/", 1)[-1] == RAYLET
 
 
 def server_marker(argv: Sequence[str] | None) -> str | None:

@@ -33,16 +33,18 @@ def _proc_text(p: GpuProcess) -> str:
 MEMORY_IN_USE_CHECK = Check(
     "cuda.memory_in_use",
     "GPU memory in use",
-    reads="NVML memory info and compute processes, `/proc/PID/cmdline`",
-    problem="memory held by processes that are not the inference server",
+    reads="NVML memory info and compute processes, `/proc/PID/cmdline`, `/proc/PID/cgroup`",
+    problem="memory held by processes that are not the inference server; a process no server marker names that runs in "
+    "a container or holds more than half its GPU's memory may be a server rigaudit does not know: unknown (is it a "
+    "server?), never a fix that stops it",
     fix="stop them",
     kinds=("restart",),
     premises=(premises.SERVERS, premises.NVML),
 )
 
 
-def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...]) -> Finding:
-    """Processes that are not the server hold GPU memory."""
+def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...], maybe: list[GpuProcess]) -> Finding:
+    """Processes that are not the server hold GPU memory (``maybe``: others, shaped like servers, left unjudged)."""
     pids = sorted({p.pid for p in others})
     fix = Fix(
         kind="restart",
@@ -56,9 +58,10 @@ def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...
         revert="start the stopped programs again if they were needed",
         persist="disable whatever starts them (their systemd unit, cron job or container)",
     )
+    unjudged = f"; not judged, shaped like a server: {'; '.join(_proc_text(p) for p in maybe[:4])}" if maybe else ""
     return MEMORY_IN_USE_CHECK.problem_at(
         "medium",
-        "; ".join(_proc_text(p) for p in others),
+        "; ".join(_proc_text(p) for p in others) + unjudged,
         "only the inference server holds GPU memory",
         "Memory held by other processes is memory the server cannot use for the KV cache: its start-up memory "
         "fraction check fails or it allocates fewer KV blocks (less concurrency, more preemption). Leftover "
@@ -66,6 +69,38 @@ def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...
         "culprits.",
         fix,
         subjects=labels(f.inventory, sorted({p.gpu_index for p in others})),
+        evidence=refs,
+    )
+
+
+MAYBE_SERVER_SHARE = 0.5
+"""A process holding more than this share of its GPU's memory is sized like a server (its KV cache), not a tool."""
+
+
+def _maybe_server(p: GpuProcess, used: dict[int, tuple[int, int]]) -> str | None:
+    """Why ``p``, which no server marker names, may still be an inference server: it runs in a container, or it holds
+    more than half of its GPU's memory; None when neither."""
+    reasons = [f"runs in {p.container or 'another mount namespace'}"] if p.contained else []
+    total = used.get(p.gpu_index, (0, 0))[1]
+    if p.used_bytes is not None and total and p.used_bytes > MAYBE_SERVER_SHARE * total:
+        reasons.append(f"holds {100 * p.used_bytes // total}% of GPU{p.gpu_index}'s memory")
+    return " and ".join(reasons) or None
+
+
+MAYBE_TELLS = (
+    "its container's image (docker inspect --format '{{.Config.Image}}' of the container in its /proc/PID/cgroup), the "
+    "port it listens on (ss -ltnp) or the unit or script that starts it would tell"
+)
+
+
+def _maybe_servers(f: CudaFacts, maybe: dict[int, str], procs: list[GpuProcess], refs: tuple[str, ...]) -> Finding:
+    """Unknown: processes that may be servers rigaudit does not know (no stop fix for a production server)."""
+    shown = "; ".join(f"{_proc_text(p)} ({maybe[p.pid]})" for p in procs[:4])
+    pids = sorted(maybe)[:8]
+    ask = f"is pid {pids[0]} a server?" if len(pids) == 1 else f"are pids {', '.join(map(str, pids))} servers?"
+    return MEMORY_IN_USE_CHECK.unknown(
+        f"{ask} {shown}: no inference server rigaudit knows, yet shaped like one; if it is a server, "
+        f"that memory is its own, if not it holds memory the server cannot use for its KV cache: {MAYBE_TELLS}",
         evidence=refs,
     )
 
@@ -147,8 +182,11 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
             "holds memory the server cannot use for its KV cache",
             evidence=refs,
         )
+    maybe = {p.pid: why for p in others if (why := _maybe_server(p, used))}
+    if clear := [p for p in others if p.pid not in maybe]:
+        return _others_problem(f, clear, refs, [p for p in others if p.pid in maybe])
     if others:
-        return _others_problem(f, others, refs)
+        return _maybe_servers(f, maybe, others, refs)
     if unidentified:
         return MEMORY_IN_USE_CHECK.unknown(
             f"{_held_text(unidentified)} but their command lines could not be read "
