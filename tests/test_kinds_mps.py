@@ -9,6 +9,7 @@ from dataclasses import replace
 from rigaudit.agents.facts.deliberate import DELIBERATE, MPS_SHARING
 from rigaudit.agents.facts.mps import MPS_CLIENTS_FN
 from rigaudit.agents.investigators.cuda import INVESTIGATOR as CUDA
+from rigaudit.agents.investigators.p2p import INVESTIGATOR as P2P
 from rigaudit.tools.schema.finding import Finding
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
@@ -97,8 +98,16 @@ def test_no_mps_seen_from_a_container_is_told_by_nvmls_client_list() -> None:
 def test_a_refusal_no_setting_can_lift_is_not_sent_to_let_p2p_through() -> None:
     """Fourth review, M7. Pairs across Intel's UPI refuse P2P by the platform's design. Before: 'Let peer-to-peer
     through: the pair crosses the CPU interconnect...', a summary that promised a setting."""
-    found = by_check(MPS_H100)["p2p.status"]
+    found = audit_snapshot(P2P, snapshot(faults.no_server(MPS_H100)))["p2p.status"]
     assert found.fix is not None and found.fix.summary.startswith("No setting lets these pairs peer"), found.fix
+
+
+def test_the_replicas_behind_the_mps_server_span_no_refused_pair() -> None:
+    """Fifth review W8: the MPS server's NVML rows are its clients' context, not a job of its own. Before, they left
+    the GPUs' server groups unknown, so p2p.status judged pairs no replica spans (TP 1, one GPU each)."""
+    found = by_check(MPS_H100)["p2p.status"]
+    assert found.status == "ok", found.observed
+    assert "server GPU groups: GPU0, GPU1, GPU2, GPU3" in found.observed
 
 
 def test_a_client_of_another_user_queued_behind_the_mps_server_is_told_with_its_way_out() -> None:

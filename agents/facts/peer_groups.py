@@ -8,7 +8,8 @@ process in another PID namespace, a non-server job (a training run may use every
 
 from __future__ import annotations
 
-from rigaudit.agents.facts.processes import ServerScan, server_root, split_cmdline
+from rigaudit.agents.facts.mps import SERVER_PROGRAM as MPS_SERVER
+from rigaudit.agents.facts.processes import GpuProcess, ServerScan, server_root, split_cmdline
 from rigaudit.agents.facts.serving import tensor_parallel
 from rigaudit.tools.hosts.probe import Probe
 
@@ -34,18 +35,24 @@ def _exchanges(argv: tuple[str, ...]) -> bool:
     return any(arg.partition("=")[0] in _ACROSS_GPUS for arg in argv)
 
 
+def _mps_server(p: GpuProcess) -> bool:
+    """An MPS server: it holds the GPUs for its clients (the servers), no job of its own."""
+    return p.argv is not None and p.argv[:1] != () and p.argv[0].rsplit("/", 1)[-1] == MPS_SERVER
+
+
 async def server_groups(probe: Probe, scan: ServerScan) -> Groups | None:
     """The NVML indices each server instance holds (one group per instance; one per GPU for an instance whose GPUs
-    exchange nothing: data-parallel replicas at TP 1)."""
-    if not scan.nvml_listed or not scan.gpu_processes:
+    exchange nothing: data-parallel replicas at TP 1). An MPS server's rows are its clients' context, not an instance."""
+    procs = [p for p in scan.gpu_processes if not _mps_server(p)]
+    if not scan.nvml_listed or not procs:
         return None
-    if any(not p.server for p in scan.gpu_processes):
+    if any(not p.server for p in procs):
         return None
-    roots = await probe.gather(*[lambda pid=p.pid: server_root(probe, pid) for p in scan.gpu_processes])
+    roots = await probe.gather(*[lambda pid=p.pid: server_root(probe, pid) for p in procs])
     if None in roots:
         return None
     by_root: dict[int, set[int]] = {}
-    for process, root in zip(scan.gpu_processes, roots, strict=True):
+    for process, root in zip(procs, roots, strict=True):
         by_root.setdefault(root or 0, set()).add(process.gpu_index)
     argvs = await probe.gather(*[lambda r=r: probe.read(f"/proc/{r}/cmdline") for r in by_root])
     groups: list[frozenset[int]] = []
@@ -54,7 +61,7 @@ async def server_groups(probe: Probe, scan: ServerScan) -> Groups | None:
             groups += [frozenset({i}) for i in indices]
         else:
             groups.append(frozenset(indices))
-    return tuple(sorted(groups, key=sorted))
+    return tuple(sorted(set(groups), key=sorted))  # two replicas on one GPU (MPS, time-slicing) are one group
 
 
 def together(groups: Groups | None, a: int, b: int) -> bool | None:

@@ -174,6 +174,16 @@ def server_env(spec: HostSpec, **env: str) -> HostSpec:
     return _named(replace(spec, processes=processes), "env-" + "-".join(k.lower() for k in env), f"server environment {shown}")
 
 
+def ib_disabled_on_one_node(spec: HostSpec) -> HostSpec:
+    """``NCCL_IB_DISABLE=1`` on servers that serve from this node alone: their environment names no NCCL network
+    (no ``NCCL_IB_HCA``, ``NCCL_SOCKET_IFNAME``) and no flag of theirs reaches another node."""
+    network = ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
+    processes = tuple(
+        replace(p, env=(*[(k, v) for k, v in p.env if k not in network], ("NCCL_IB_DISABLE", "1"))) for p in spec.processes
+    )
+    return _named(replace(spec, processes=processes), "ib-disabled-one-node", "NCCL_IB_DISABLE=1 on single-node servers")
+
+
 def nccl_topo_unset(spec: HostSpec) -> HostSpec:
     """An Azure ND guest from a plain Marketplace image: no /opt/microsoft topology file, no /etc/nccl.conf."""
     return _named(replace(spec, nccl_conf=None, nccl_topo=None), "no-nccl-topo", "no NCCL topology file configured")

@@ -13,13 +13,66 @@ from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.schema.finding import SEVERITY_ORDER, CommandAction, Finding, Fix, Severity
 
+IbVerdict = tuple[Severity | None, str]
+"""What NCCL_IB_DISABLE=1 costs here: (severity, why), or (None, why it is harmless)."""
 
-def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tuple[list[tuple[str, Severity, str]], list[str]]:
+
+def _ib_disable(f: NcclFacts) -> IbVerdict | None:
+    """NCCL_IB_DISABLE=1 judged once for the host (None: no RDMA device, nothing to judge). EFA is no IB for it: NCCL
+    reaches EFA through the aws-ofi-nccl net plugin, not its IB verbs transport. Medium only where a server's
+    collectives cross nodes (driver.peermem's premise, :mod:`...driver.internode`), or where that is unread."""
+    if not f.ib_devices:
+        return None
+    nics = f.p2p.rdma.nics or ()
+    if nics and all(n.kind == "EFA" for n in nics):
+        return (
+            None,
+            "NCCL_IB_DISABLE=1 is harmless here (EFA: NCCL reaches it through the aws-ofi-nccl net plugin, not its IB transport)",
+        )
+    if nics and all(n.state is not None and not n.active for n in nics if n.kind != "EFA"):
+        return None, "NCCL_IB_DISABLE=1 is harmless here (no RDMA port is active)"
+    cross = f.internode
+    if cross is not None and cross.used:
+        signals = ", ".join(cross.signals[:3])
+        return (
+            "medium",
+            f"InfiniBand present but disabled, and a server talks to other nodes ({signals}): inter-node traffic over TCP",
+        )
+    ray = [s.label for s in f.scan.servers if s.marker.startswith("ray::")]
+    if cross is None or cross.used is None or ray:
+        unread = f"Ray places workers ({ray[0]}) on other nodes unseen here" if ray else "no server found to tell by"
+        return (
+            "medium",
+            "InfiniBand present but disabled: inter-node traffic over TCP (whether a server's collectives cross nodes "
+            f"is unread: {unread})",
+        )
+    return "low", (
+        "InfiniBand present but disabled; no server here talks to other nodes (its collectives stay on NVLink or PCIe "
+        "inside this host): no cost now, inter-node traffic over TCP once one does"
+    )
+
+
+def _p2p_cost(ctx: P2pContext) -> tuple[Severity, str] | None:
+    """Low where no server instance spans GPUs (TP 1, no PP/DP across GPUs): NCCL creates no communicator at world
+    size 1, so P2P off changes nothing yet; None where the usual cost applies."""
+    if ctx.tp == 1 and ctx.groups is not None and ctx.groups and all(len(g) == 1 for g in ctx.groups):
+        return (
+            "low",
+            "no effect now (every server instance runs on one GPU: NCCL builds no communicator at world size 1); it "
+            "will cost P2P if a server is made tensor-parallel",
+        )
+    return None
+
+
+def _bad_settings(
+    env: dict[str, str], ib: IbVerdict | None, ctx: P2pContext
+) -> tuple[list[tuple[str, Severity, str]], list[str]]:
     """(overrides that cost something here, overrides that are harmless here with why)."""
     bad: list[tuple[str, Severity, str]] = []
     harmless: list[str] = []
     moot = ctx.p2p_refused() if not ctx.all_nvlink else None
     p2p_cost: Severity = "medium" if ctx.tp == 1 else "high"
+    single = _p2p_cost(ctx)
     p2p_off = []
     if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
         p2p_off.append(("NCCL_P2P_DISABLE=1", "P2P off: every GPU-to-GPU transfer staged through host memory"))
@@ -29,6 +82,8 @@ def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tup
     for setting, why in p2p_off:
         if moot is not None:
             harmless.append(f"{setting} is harmless here ({moot})")
+        elif single is not None:
+            bad.append((setting, single[0], f"{setting}: {single[1]}"))
         elif ctx.all_nvlink:
             bad.append((setting, "high", why + ", NVLink included (hundreds of GB/s given up for PCIe through the host)"))
         else:
@@ -40,23 +95,27 @@ def _bad_settings(env: dict[str, str], ib_present: bool, ctx: P2pContext) -> tup
             )
         else:
             bad.append(("NCCL_SHM_DISABLE=1", "medium", "shared-memory transport off: pairs without P2P fall to sockets"))
-    if ib_present and env.get("NCCL_IB_DISABLE", "").strip() == "1":
-        if ctx.rdma.nics and all(n.state is not None and not n.active for n in ctx.rdma.nics):
-            harmless.append("NCCL_IB_DISABLE=1 is harmless here (no RDMA port is active)")
+    if ib is not None and env.get("NCCL_IB_DISABLE", "").strip() == "1":
+        if ib[0] is None:
+            harmless.append(ib[1])
         else:
-            bad.append(("NCCL_IB_DISABLE=1", "medium", "InfiniBand present but disabled: inter-node traffic over TCP"))
+            bad.append(("NCCL_IB_DISABLE=1", ib[0], ib[1]))
     return bad, harmless
 
 
 NCCL_ENV_CHECK = Check(
     "nccl.env",
     "NCCL overrides in configs and server environments",
-    reads="`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers, the NVLink "
-    "management ports among the RDMA devices (VPD SMDL=SW_MNG)",
-    problem="`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`, `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC; "
-    "a P2P override is harmless where NVML refuses P2P on every pair or the cards have none (P2P the driver allows "
-    "outranks the product line); an `NCCL_IB_HCA` that also selects an NVLink management port (a name without `=` "
-    "is a prefix: `mlx5` takes in HGX B200's mlx5_8-11)",
+    reads="`/etc/nccl.conf`, `~/.nccl.conf`, LXC `lxc.environment`, `/proc/PID/environ` of the servers (where none is "
+    "recognized, of the processes NVML lists on the GPUs), the NVLink management ports among the RDMA devices (VPD "
+    "SMDL=SW_MNG), the RDMA NICs' kind, whether a server talks to other nodes (the premise `driver.peermem` grades by)",
+    problem="`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL=LOC` (low where every server instance runs on one GPU: NCCL builds "
+    "no communicator at world size 1), `NCCL_SHM_DISABLE=1`, `NCCL_IB_DISABLE=1` with an IB NIC (EFA is no IB for it: "
+    "NCCL drives EFA through the aws-ofi-nccl plugin; medium where a server's collectives cross nodes or that is "
+    "unread, as on a Ray worker node, low where no server does); a P2P override is harmless where NVML refuses P2P on "
+    "every pair or the cards have none (P2P the driver allows outranks the product line); an `NCCL_IB_HCA` that also "
+    "selects an NVLink management port (a name without `=` is a prefix: `mlx5` takes in HGX B200's mlx5_8-11); "
+    "unknown where no process environment was there to read (no server, nothing on the GPUs)",
     fix="remove the override; name the data ports exactly (`NCCL_IB_HCA==mlx5_0,…`)",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
@@ -89,6 +148,21 @@ def _unread(f: NcclFacts) -> str | None:
     )
 
 
+def _no_environment(f: NcclFacts, harmless: list[str], refs: tuple[str, ...]) -> Finding | None:
+    """Unknown where no process environment was there to read (no server, nothing on the GPUs): NCCL takes these
+    variables from the server's environment too, so clean config files alone are no ``ok``."""
+    if any(s.ref.endswith("/environ") for s in f.sources):
+        return None
+    read = [s.name for s in f.sources if s.variables is not None] + [f"{p} (absent)" for p in f.absent]
+    return NCCL_ENV_CHECK.unknown(
+        f"no inference server process found to read its environment ({f.scan.searched}), and no process on the GPUs; "
+        f"read: {', '.join(read) or 'nothing'}"
+        + (f"; {'; '.join(harmless)}" if harmless else "")
+        + ": auditing while the server runs (or tr '\\0' '\\n' < /proc/PID/environ of its process) would tell",
+        evidence=refs,
+    )
+
+
 class Hit(Record):
     """One override that costs something here, where it is set."""
 
@@ -106,9 +180,10 @@ def _hits(f: NcclFacts) -> tuple[list[Hit], list[str]]:
     """(the overrides that cost something, those harmless here with why) across every source read."""
     hits: list[Hit] = []
     harmless: list[str] = []
+    ib = _ib_disable(f)
     for source in f.sources:
         if source.variables is not None:
-            bad, fine = _bad_settings(source.variables, bool(f.ib_devices), f.p2p)
+            bad, fine = _bad_settings(source.variables, ib, f.p2p)
             hits += [Hit(source, setting, sev, why, f"remove {setting} from {source.name}") for setting, sev, why in bad]
             harmless += [f"{text} in {source.name}" for text in fine]
             hits += [hit] if (hit := _hca_hit(source, source.variables, f)) is not None else []
@@ -155,7 +230,7 @@ def _no_override(f: NcclFacts, harmless: list[str], refs: tuple[str, ...]) -> Fi
     if f.absent:
         parts.append("absent: " + ", ".join(f.absent))
     if not f.scan.servers:
-        parts.append(f"no inference server process found to read its environment ({f.scan.searched})")
+        parts.append(f"no inference server recognized ({f.scan.searched}): read the environments of the GPUs' processes")
     if unreadable:
         parts.append("not readable: " + ", ".join(unreadable))
     return NCCL_ENV_CHECK.ok(
@@ -190,7 +265,13 @@ def _override_fix(hits: list[Hit]) -> Fix:
     return Fix(
         kind="restart",
         where="container_config" if from_options else "container" if in_container else "host",
-        summary=summary + " and restart the server: " + ", ".join(sorted({h.setting for h in hits})),
+        summary=summary
+        + (
+            " at the server's next restart (nothing is lost now): "
+            if all(h.severity == "low" for h in hits)
+            else " and restart the server: "
+        )
+        + ", ".join(sorted({h.setting for h in hits})),
         actions=actions,
         risk="low",
         verify=verify,
@@ -206,10 +287,12 @@ def _overrides_why(hits: list[Hit]) -> str:
     hca = sorted({h.why for h in hits if h.hca})
     parts = []
     if removed:
+        parts.append("; ".join(removed) + ".")
+    if any(h.setting.startswith("NCCL_P2P") for h in hits) and not all(h.severity == "low" for h in hits if not h.hca):
         parts.append(
-            "; ".join(removed) + ". With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about half its bandwidth. "
-            "Such overrides are sometimes a deliberate workaround for broken P2P (the IOMMU data corruption case): remove "
-            "them only once p2p.bandwidth shows the data check passing on every pair."
+            "With P2P off, tensor-parallel all-reduce on PCIe GPUs loses about half its bandwidth. Such overrides are "
+            "sometimes a deliberate workaround for broken P2P (the IOMMU data corruption case): remove them only once "
+            "p2p.bandwidth shows the data check passing on every pair."
         )
     if hca:
         parts.append("; ".join(hca) + ". " + HCA_WHY)
@@ -222,7 +305,7 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
     if not hits and (why := _unread(f)) is not None:
         return NCCL_ENV_CHECK.unknown(why, evidence=refs)
     if not hits:
-        return _no_override(f, harmless, refs)
+        return _no_environment(f, harmless, refs) or _no_override(f, harmless, refs)
     expected = "no override that turns off P2P, SHM or IB" if any(not h.hca for h in hits) else ""
     if any(h.hca for h in hits):
         expected += ("; " if expected else "") + "an NCCL_IB_HCA that names the data ports only"

@@ -6,7 +6,7 @@ from rigaudit.agents.facts.lxc import LxcConfigs, read_lxc_configs
 from rigaudit.agents.facts.nvlink_management import rdma_devices
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
-from rigaudit.agents.facts.processes import ServerProcess, ServerScan, find_servers, parse_environ
+from rigaudit.agents.facts.processes import ServerScan, find_servers, parse_environ
 from rigaudit.agents.investigators.driver.internode import Internode, collect_internode
 from rigaudit.agents.investigators.nccl.topo_facts import TopoChoice, choose, nd_size, shipped_paths
 from rigaudit.agents.investigators.nccl.version import NcclVersionFacts, collect_nccl_version
@@ -46,7 +46,8 @@ class NcclFacts(Record):
     shipped: tuple[str, ...] = ()
     """Azure's topology file of this ND size and its link, those present on this host."""
     internode: Internode | None = None
-    """On an Azure VM: whether a server talks to other nodes (its collectives cross the NICs)."""
+    """Where RDMA NICs are (and on an Azure VM): whether a server talks to other nodes (its collectives cross the
+    NICs); None elsewhere."""
     ib_management: tuple[str, ...] = ()
     """The NVLink management ports left out of ``ib_devices`` (VPD SMDL=SW_MNG): an NCCL_IB_HCA must not select them."""
 
@@ -75,19 +76,42 @@ async def _conf_sources(probe: Probe, paths: list[tuple[str, bool, str | None]])
     return sources, absent
 
 
-async def _process_sources(probe: Probe, servers: tuple[ServerProcess, ...], platform: Platform) -> list[EnvSource]:
-    environs = await probe.gather(*[lambda s=s: probe.read(f"/proc/{s.pid}/environ") for s in servers])
+class _Environ(Record):
+    """A process whose environment NCCL would run with: a server, or where none is known, a process on a GPU."""
+
+    pid: int
+    label: str
+    container: str | None
+    foreign_mnt_ns: bool
+
+
+def _environ_targets(scan: ServerScan) -> list[_Environ]:
+    """The servers; where none is recognized, the processes NVML lists on the GPUs (an engine rigaudit does not know:
+    NCCL reads its variables there all the same)."""
+    if scan.servers:
+        return [_Environ(s.pid, s.label, s.container, bool(s.foreign_mnt_ns)) for s in scan.servers[:16]]
+    seen: dict[int, _Environ] = {}
+    for p in scan.gpu_processes:
+        name = p.argv[0].rsplit("/", 1)[-1] if p.argv else "command unknown"
+        where = f" in {p.container}" if p.container else ""
+        label = f"pid {p.pid} ({name}{where} on GPU{p.gpu_index}, not a server rigaudit knows)"
+        seen.setdefault(p.pid, _Environ(p.pid, label, p.container, bool(p.foreign_mnt_ns)))
+    return list(seen.values())[:16]
+
+
+async def _process_sources(probe: Probe, targets: list[_Environ], platform: Platform) -> list[EnvSource]:
+    environs = await probe.gather(*[lambda t=t: probe.read(f"/proc/{t.pid}/environ") for t in targets])
     out = []
-    for server, result in zip(servers, environs, strict=True):
-        inside = platform.in_container or bool(server.container) or bool(server.foreign_mnt_ns)
+    for target, result in zip(targets, environs, strict=True):
+        inside = platform.in_container or bool(target.container) or target.foreign_mnt_ns
         out.append(
             EnvSource(
-                f"environment of {server.label}",
-                file_ref(f"/proc/{server.pid}/environ"),
+                f"environment of {target.label}",
+                file_ref(f"/proc/{target.pid}/environ"),
                 parse_environ(result.data),
                 result.error,
                 inside,
-                server.container or platform.container_runtime,
+                target.container or platform.container_runtime,
             )
         )
     return out
@@ -103,17 +127,20 @@ async def collect(probe: Probe) -> NcclFacts:
             conf_paths += [(f"{server.root}{p}", True, server.container) for p in NCCL_CONF_FILES]
     sources, absent = await _conf_sources(probe, list(dict.fromkeys(conf_paths)))
     sources += _lxc_sources(lxc)
-    sources += await _process_sources(probe, scan.servers[:16], platform)
+    sources += await _process_sources(probe, _environ_targets(scan), platform)
     ib = await rdma_devices(probe)
     version = await collect_nccl_version(probe, platform, scan)
     p2p = await collect_p2p_context(probe)
-    facts = NcclFacts(tuple(sources), tuple(absent), scan, ib.entries or (), version, p2p, ib_management=ib.management)
+    internode = await collect_internode(probe) if ib.entries else None
+    facts = NcclFacts(
+        tuple(sources), tuple(absent), scan, ib.entries or (), version, p2p, internode=internode, ib_management=ib.management
+    )
     size = nd_size(p2p.gpus) if platform.cloud == "azure" else None
     if size is None:
         return facts
     shipped = [p for p in shipped_paths(size[1]) if await probe.exists(p)]
     topo = await _topo_choices(probe, scan, sources, platform)
-    return replace(facts, topo=topo, shipped=tuple(shipped), internode=await collect_internode(probe))
+    return replace(facts, topo=topo, shipped=tuple(shipped), internode=internode or await collect_internode(probe))
 
 
 async def _topo_choices(probe: Probe, scan: ServerScan, sources: list[EnvSource], platform: Platform) -> tuple[TopoChoice, ...]:
