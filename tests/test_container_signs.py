@@ -7,6 +7,7 @@ cgroup alone (the audit saw it), so a calibration was keyed by a container the a
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import anyio
@@ -41,7 +42,11 @@ CASES = [
 ]
 
 
+@functools.cache
 def _both(root: Path) -> tuple[bool, str]:
+    """Whether the audit's platform detection sees a container, and the token benchmark results record (a session
+    snapshot is read only: one reading each)."""
+
     async def read() -> tuple[bool, dict[str, bytes | None]]:
         probe = Probe(SnapshotHost(root))
         platform = await detect_platform(probe)
