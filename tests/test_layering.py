@@ -10,6 +10,8 @@ import ast
 import functools
 from pathlib import Path
 
+from tests.support.source import statements
+
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("orchestrator", "agents", "tools", "transcripts", "prompts")
 COMMANDS = "rigaudit.orchestrator.commands."
@@ -37,31 +39,19 @@ def _owner(name: str) -> str | None:
 _Import = ast.Import | ast.ImportFrom
 
 
-def _is_type_checking(test: ast.expr) -> bool:
+def _type_checking(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:``: names for the type checker, never run."""
+    test = node.test if isinstance(node, ast.If) else None
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
 
 
-def _walk(body: list[ast.stmt], type_only: bool) -> list[tuple[_Import, bool]]:
-    """The import statements in ``body`` and every block below it (an import is a statement: no expression holds
-    one), each with whether it sits under ``if TYPE_CHECKING:`` (names for the type checker, never run)."""
-    found: list[tuple[_Import, bool]] = []
-    for node in body:
-        if isinstance(node, _Import):
-            found.append((node, type_only))
-        blocks: list[tuple[list[ast.stmt], bool]] = [(getattr(node, f, []), type_only) for f in ("orelse", "finalbody")]
-        blocks.append((getattr(node, "body", []), type_only or (isinstance(node, ast.If) and _is_type_checking(node.test))))
-        blocks += [(h.body, type_only) for h in getattr(node, "handlers", [])]
-        blocks += [(c.body, type_only) for c in getattr(node, "cases", [])]
-        for block, under in blocks:
-            found += _walk(block, under)
-    return found
-
-
 @functools.cache
 def _import_nodes(path: Path) -> list[tuple[_Import, bool]]:
-    return _walk(ast.parse(path.read_text(encoding="utf-8")).body, False)
+    """The module's import statements, each with whether it sits under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [(node, under) for node, under in statements(tree.body, marks=_type_checking) if isinstance(node, _Import)]
 
 
 def _imports(name: str, path: Path, *, typing: bool = True) -> set[str]:
