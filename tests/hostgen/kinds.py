@@ -377,6 +377,7 @@ K8S_POD_TIMESLICED = replace(
     "its UUID), vLLM of an 8B model at --gpu-memory-utilization 0.45; another pod's server holds 35 GiB of the same GPU",
     hostname="vllm-ts-5",
     cpu=XEON_6448Y,
+    os=replace(K8S_NODE_TIMESLICED.os, distro="ubuntu-22.04"),
     gpus=GpuSpec("h100-pcie", 4),
     driver=DriverSpec("550.127.05", cuda=12040),
     topology="direct",
@@ -388,9 +389,10 @@ K8S_POD_TIMESLICED = replace(
     expect="healthy and deliberate, but not seen so from inside: the other pod's memory counts in NVML's memory info, "
     "and nothing in the pod tells that the GPU is shared on purpose",
 )
-"""What NVML lists in a pod of the other pods' processes on a time-sliced GPU is not shown by a public source read
-here: the fixture lists the pod's own process only, as users of containers report (nvidia-smi in a container shows
-the memory used but not other namespaces' processes); the memory info counts every pod's memory."""
+"""The pod sees the node's kernel and memory (K8S_NODE_TIMESLICED's) under its image's Ubuntu 22.04. What NVML lists in a
+pod of the other pods' processes on a time-sliced GPU is not shown by a public source read here: the fixture lists the
+pod's own process only, as users of containers report (nvidia-smi in a container shows the memory used but not other
+namespaces' processes); the memory info counts every pod's memory."""
 
 K8S_POD_MPS = replace(
     K8S_POD_TIMESLICED,
