@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-from functools import cache
 from pathlib import Path
 
 import anyio
@@ -23,13 +22,14 @@ from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
 from tests.conftest import SEED
+from tests.support.audits import audited
 
 WIDTHS = (80, 120)
 
 
-@cache
 def seed_result() -> AuditResult:
-    return anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+    """The session's audit of the seed (tests/support/audits.py): read only."""
+    return audited(SEED)
 
 
 def render(renderables: list[RenderableType] | RenderableType, width: int) -> str:

@@ -9,18 +9,17 @@ import io
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from rigaudit.agents.llm.testing.server import FAMILIES, Reply, ScriptedOpenAIServer, call
-from rigaudit.orchestrator.audit.run import AuditOptions, run_audit
+from rigaudit.orchestrator.audit.run import AuditOptions
 from rigaudit.orchestrator.chat import coordinator
 from rigaudit.orchestrator.cli import build_parser, main
 from rigaudit.orchestrator.commands.chat import run_chat
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AuditResult
 from rigaudit.tools.schema.events.chat import Message
 from rigaudit.tools.schema.events.union import Event
+from tests.support.audits import audited
 from tests.test_llm_support import SEED
 
 ANSWER = "numa.balancing is the problem here."
@@ -44,7 +43,7 @@ def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def _seed_audit() -> AuditResult:
-    return anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+    return audited(SEED)
 
 
 @pytest.fixture(autouse=True)

@@ -3,13 +3,10 @@ with the measurements that decide them, and marks the steps whose gain they deci
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
-from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.plan.planner import build_plan
 from rigaudit.orchestrator.report.document import render_report
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AuditResult
 from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 from tests.conftest import SEED
@@ -18,7 +15,7 @@ from tests.support.audits import audited
 
 @pytest.fixture(scope="module")
 def seed() -> AuditResult:
-    return anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+    return audited(SEED)
 
 
 def test_the_seed_plan_starts_with_the_measurements_that_decide_its_unknowns(seed: AuditResult) -> None:

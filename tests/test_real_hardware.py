@@ -16,6 +16,7 @@ from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AuditResult
 from rigaudit.tools.schema.events.audit import InvestigatorFinished
 from rigaudit.transcripts.reader import read_transcript
+from tests.support.audits import audited
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200x2-vm"
@@ -24,7 +25,7 @@ TRANSCRIPT = FIXTURES / "transcripts" / "h200x2-audit.jsonl"
 
 @pytest.fixture(scope="module")
 def h200() -> AuditResult:
-    return anyio.run(lambda: run_audit(SnapshotHost(H200)))
+    return audited(H200)
 
 
 def test_no_false_problem_on_real_h200s(h200: AuditResult) -> None:

@@ -7,13 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from rigaudit.agents.registry import all_investigators
-from rigaudit.orchestrator.audit.run import run_audit
-from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AuditResult
+from tests.support.audits import audited
 
 AREAS = ("firmware", "kernel", "numa", "pcie", "driver", "cuda", "gpu", "power", "p2p", "nccl", "nvlink", "container", "runtime")
 """Every area, in catalog order: the order ``rigaudit checks``, the report and the JSON list them in."""
@@ -26,7 +24,7 @@ EXPECTED_OK = {"kernel.iommu", "pcie.link", "firmware.rebar", "gpu.thermals", "p
 def seed_result() -> AuditResult:
     from tests.conftest import SEED
 
-    return anyio.run(lambda: run_audit(SnapshotHost(SEED)))
+    return audited(SEED)
 
 
 def test_every_area_has_an_investigator() -> None:

@@ -1,4 +1,5 @@
-"""The full audit of a generated host, made once per test session and shared by every test file that needs it.
+"""The full audit of a generated host (or of a fixture snapshot), made once per test session and shared by every test
+file that needs it.
 
 Under pytest-xdist the workers share one folder of the session's temporary base (set by tests/conftest.py): the
 first worker to audit a host writes the result there as JSON and the others read it back (the round trip is exact:
@@ -25,7 +26,9 @@ from rigaudit.tools.schema.audit import AuditResult
 from tests.hostgen.cache import snapshot
 from tests.hostgen.spec import HostSpec
 
-_DONE: dict[HostSpec, tuple[AuditResult, frozenset[str]]] = {}
+Snapshot = HostSpec | Path
+"""A generated host (its snapshot is the session's: tests/hostgen/cache.py) or a snapshot folder (tests/fixtures)."""
+_DONE: dict[Snapshot, tuple[AuditResult, frozenset[str]]] = {}
 _SHARED: list[Path] = []
 
 
@@ -35,18 +38,18 @@ def share_with_workers(folder: Path) -> None:
     _SHARED[:] = [folder]
 
 
-def audited(spec: HostSpec) -> AuditResult:
-    """The full audit of ``spec``'s snapshot (tests/hostgen/cache.py), once per session. Read only."""
+def audited(spec: Snapshot) -> AuditResult:
+    """The full audit of ``spec``'s snapshot, once per session. Read only."""
     return _done(spec)[0]
 
 
-def unanswered(spec: HostSpec) -> frozenset[str]:
+def unanswered(spec: Snapshot) -> frozenset[str]:
     """What that audit asked and the snapshot does not answer: ``cmd:ARGV`` and ``nvml:FUNCTION`` (a real snapshot of
     the host would have recorded them)."""
     return _done(spec)[1]
 
 
-def _done(spec: HostSpec) -> tuple[AuditResult, frozenset[str]]:
+def _done(spec: Snapshot) -> tuple[AuditResult, frozenset[str]]:
     if spec not in _DONE:
         _DONE[spec] = _shared(spec) or _audit(spec)
     return _DONE[spec]
@@ -75,13 +78,14 @@ class _Noting:
         return result
 
 
-def _file(spec: HostSpec) -> Path | None:
+def _file(spec: Snapshot) -> Path | None:
     if not _SHARED:
         return None
-    return _SHARED[0] / f"{hashlib.sha256(repr(spec).encode()).hexdigest()[:24]}.json"
+    key = repr(spec.resolve() if isinstance(spec, Path) else spec)
+    return _SHARED[0] / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 
-def _shared(spec: HostSpec) -> tuple[AuditResult, frozenset[str]] | None:
+def _shared(spec: Snapshot) -> tuple[AuditResult, frozenset[str]] | None:
     path = _file(spec)
     if path is None or not path.is_file():
         return None
@@ -89,8 +93,8 @@ def _shared(spec: HostSpec) -> tuple[AuditResult, frozenset[str]] | None:
     return AuditResult.model_validate_json(text), frozenset(json.loads(missing))
 
 
-def _audit(spec: HostSpec) -> tuple[AuditResult, frozenset[str]]:
-    host = _Noting(SnapshotHost(snapshot(spec)))
+def _audit(spec: Snapshot) -> tuple[AuditResult, frozenset[str]]:
+    host = _Noting(SnapshotHost(spec if isinstance(spec, Path) else snapshot(spec)))
     result = anyio.run(lambda: run_audit(host))  # type: ignore[arg-type]
     path = _file(spec)
     if path is not None:
