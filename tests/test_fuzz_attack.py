@@ -152,15 +152,26 @@ def test_a_crafted_transcript(kind: str, tmp_path: Path, transcript: bytes, monk
     no_raw_controls(outcome, f"transcript {kind}")
 
 
-@pytest.mark.parametrize("kind", TEXTS)
-def test_a_crafted_journal(kind: str, tmp_path: Path, mini: Path) -> None:
-    for folder in fast_tmp(tmp_path):
+@pytest.fixture(scope="module")
+def applied(mini: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, bytes]]:
+    """One apply of the seed plan into a copy of the mini seed: that copy and its journal (each case rolls back a
+    copy of its own)."""
+    for folder in fast_tmp(tmp_path_factory.mktemp("attack-applied")):
         plan = folder / "plan.json"
         plan.write_text(seed_plan().model_dump_json())
         journal = folder / "j.jsonl"
         argv = ["apply", "--snapshot", str(mini), "--into", str(folder / "copy"), "--plan", str(plan), "--yes"]
         assert main([*argv, "--journal", str(journal), "--no-transcript"]) == 0
-        journal.write_bytes(crafted_lines(journal.read_bytes(), kind, index=1))
+        yield folder / "copy", journal.read_bytes()
+
+
+@pytest.mark.parametrize("kind", TEXTS)
+def test_a_crafted_journal(kind: str, tmp_path: Path, applied: tuple[Path, bytes]) -> None:
+    copy, journaled = applied
+    for folder in fast_tmp(tmp_path):
+        shutil.copytree(copy, folder / "copy")
+        journal = folder / "j.jsonl"
+        journal.write_bytes(crafted_lines(journaled, kind, index=1))
         outcome = run_cli(["rollback", str(journal), "--snapshot", str(folder / "copy"), "--yes", "--no-transcript"])
         check(outcome, f"journal {kind}", canary=MARKER, allowed=frozenset({0, 1, 2}))
         no_raw_controls(outcome, f"journal {kind}")
