@@ -40,13 +40,13 @@ def test_a_host_that_answers_at_once_is_read_in_order_and_gives_the_same_audit()
     overlap. Both give the same findings and the same evidence."""
     from rigaudit.orchestrator.audit.run import run_audit
 
-    started: list[str] = []
-    probe = Probe(SnapshotHost(SEED), on_activity=started.append)
+    done: list[str] = []
+    probe = Probe(SnapshotHost(SEED), observer=lambda ref, _: done.append(ref))
 
     async def read_all() -> list[str | None]:
         async def first_then_check(path: str) -> str | None:
             text = await probe.text(path)
-            assert started[-1] == f"file:{path}", "another read started in between"
+            assert done[-1] == f"file:{path}", "another read ended in between"
             return text
 
         return await probe.gather(*[lambda p=p: first_then_check(p) for p in PATHS])

@@ -28,6 +28,7 @@ from rigaudit.tools.schema.events.audit import (
     InvestigatorStarted,
     PcieDevice,
     PlanReady,
+    SnapshotReferenced,
     ToolCall,
     TopologyReported,
 )
@@ -97,6 +98,8 @@ def every_event() -> list[Event]:
         ToolCall(
             t=t + 3, area="numa", op="read", target="/proc/x", result={"data_b64": base64.b64encode(b"\x00\xff1\n").decode()}
         ),
+        SnapshotReferenced(t=t + 3.25, path="/snapshots/h", manifest="ab" * 32),
+        ToolCall(t=t + 3.5, area="numa", op="read", target="/proc/y", result={"digest": "cd" * 16}),
         InvestigatorFinished(t=t + 4, area="numa", status="failed", duration_s=0.25, error="boom", counts={"problem": 1}),
         FindingReported(t=t + 5, finding=FINDING),
         PlanReady(t=t + 6, plan=PLAN),

@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 FORMAT_PREFIX = "rigaudit.transcript/"
-CURRENT_VERSION = 2
+CURRENT_VERSION = 3
 CURRENT_FORMAT = f"{FORMAT_PREFIX}{CURRENT_VERSION}"
 HEADER_KEY = "transcript"
-"""The first line is ``{"transcript": "rigaudit.transcript/2", "created_at": ..., ...}``."""
+"""The first line is ``{"transcript": "rigaudit.transcript/3", "created_at": ..., ...}``."""
 
 _VERSION = re.compile(r"rigaudit\.transcript/(\d+)")
 

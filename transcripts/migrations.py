@@ -9,6 +9,11 @@ instead of base64 bytes.
 
 Version 1 named areas since renamed (``kernel_params`` and ``kernel_version`` are ``kernel``, ``cuda_memory``
 is ``cuda``, ``nccl_p2p`` is ``p2p`` and ``nccl``): version 2 names them as today, a finding's by its check.
+
+Version 3 may record the reads of a sealed snapshot by reference (a :class:`SnapshotReferenced` event, then tool
+calls whose result is ``{"digest": ...}``; :mod:`rigaudit.transcripts.references`). Every version-2 event means the
+same in version 3: its migration changes nothing (a reader older than version 3 refuses a version-3 file instead of
+taking its references for empty results).
 """
 
 from __future__ import annotations
@@ -59,10 +64,17 @@ def _v1_to_v2(event: JsonObject) -> JsonObject:
     return out
 
 
-MIGRATIONS: dict[int, EventMigration] = {0: _v0_to_v1, 1: _v1_to_v2}
+def _v2_to_v3(event: JsonObject) -> JsonObject:
+    """Nothing to change: version 3 only adds reads recorded by reference."""
+    return event
+
+
+MIGRATIONS: dict[int, EventMigration] = {0: _v0_to_v1, 1: _v1_to_v2, 2: _v2_to_v3}
 """``MIGRATIONS[n]`` upgrades an event from version ``n`` to ``n + 1``."""
 
 OLDEST_SUPPORTED = min(MIGRATIONS)
+UNCHANGED_SINCE = 2
+"""Events of this version and later read as the current version's, unmigrated (the reader's fast path)."""
 
 
 def migration_chain(version: int) -> list[EventMigration]:

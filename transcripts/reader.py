@@ -22,7 +22,7 @@ from rigaudit.tools.schema.events.session import SessionEnded, SessionStarted
 from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
-from rigaudit.transcripts.migrations import OLDEST_SUPPORTED, migrate_event
+from rigaudit.transcripts.migrations import OLDEST_SUPPORTED, UNCHANGED_SINCE, migrate_event
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 KNOWN_TYPES: frozenset[str] = frozenset(model.model_fields["type"].default for model in get_args(get_args(Event)[0]))
@@ -146,7 +146,7 @@ def _parse_slow(line: bytes, number: int, version: int, problems: _Problems) -> 
     if not isinstance(data, dict):
         problems.add(f"line {number}: not a JSON object; skipped")
         return None
-    if version != CURRENT_VERSION:
+    if version < UNCHANGED_SINCE:
         data = migrate_event(data, version)
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in KNOWN_TYPES:
@@ -180,7 +180,7 @@ def parse_transcript(raw: bytes, path: Path) -> Transcript:
     last_number = items[-1][0] if items else 0
     for number, line in items:
         event: Event | None = None
-        if version == CURRENT_VERSION:
+        if version >= UNCHANGED_SINCE:
             try:
                 event = validate_json(line)
             except (ValidationError, ValueError):

@@ -24,37 +24,44 @@ def _op_from_ref(ref: str) -> str:
     )
 
 
-def encode_result(result: HostOpResult, ref: str = "") -> tuple[str, str, list[Any], dict[str, Any]]:
-    """``(op, target, args, result)`` for one host operation's result."""
+def operation(result: HostOpResult, ref: str = "") -> tuple[str, str, list[Any]]:
+    """``(op, target, args)`` of the host operation that gave ``result`` (its ``ref`` tells a readlink from an exists)."""
+    if isinstance(result, (FileResult, DirResult)):
+        return ("read" if isinstance(result, FileResult) else "list_dir"), result.path, []
+    if isinstance(result, CommandResult):
+        return "run", " ".join(result.argv), list(result.argv)
+    if isinstance(result, NvmlResult):
+        return "nvml", result.fn, list(result.args)
+    path, value = result
+    return ("exists" if isinstance(value, bool) and _op_from_ref(ref) != "readlink" else "readlink"), path, []
+
+
+def encode_answer(result: HostOpResult, op: str) -> dict[str, Any]:
+    """The ``result`` of a :class:`ToolCall` of ``op`` that ``result`` answered."""
     if isinstance(result, FileResult):
         if result.data is None:
-            return "read", result.path, [], {"error": result.error or "ENOENT"}
-        return "read", result.path, [], {"data_b64": base64.b64encode(result.data).decode("ascii")}
+            return {"error": result.error or "ENOENT"}
+        return {"data_b64": base64.b64encode(result.data).decode("ascii")}
     if isinstance(result, DirResult):
-        if result.entries is None:
-            return "list_dir", result.path, [], {"error": result.error or "ENOENT"}
-        return "list_dir", result.path, [], {"entries": list(result.entries)}
+        return {"error": result.error or "ENOENT"} if result.entries is None else {"entries": list(result.entries)}
     if isinstance(result, CommandResult):
-        return (
-            "run",
-            " ".join(result.argv),
-            list(result.argv),
-            {
-                "exit_code": result.exit_code,
-                "stdout": result.stdout,
-                "stderr": result.stderr,
-                "duration_s": result.duration_s,
-                "error": result.error,
-                "truncated": result.truncated,
-            },
-        )
+        return {
+            "exit_code": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "duration_s": result.duration_s,
+            "error": result.error,
+            "truncated": result.truncated,
+        }
     if isinstance(result, NvmlResult):
-        encoded: dict[str, Any] = {"error": result.error} if result.error else {"result": result.value}
-        return "nvml", result.fn, list(result.args), encoded
-    path, value = result
-    if isinstance(value, bool) and _op_from_ref(ref) != "readlink":
-        return "exists", path, [], {"exists": value}
-    return "readlink", path, [], {"target": value}
+        return {"error": result.error} if result.error else {"result": result.value}
+    return {"exists": result[1]} if op == "exists" else {"target": result[1]}
+
+
+def encode_result(result: HostOpResult, ref: str = "") -> tuple[str, str, list[Any], dict[str, Any]]:
+    """``(op, target, args, result)`` for one host operation's result."""
+    op, target, args = operation(result, ref)
+    return op, target, args, encode_answer(result, op)
 
 
 def tool_call_from_probe(area: str | None, ref: str, result: HostOpResult) -> ToolCall:

@@ -14,18 +14,21 @@ out.
 from __future__ import annotations
 
 import json
+import json.encoder
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from rigaudit.tools.core.version import rigaudit_version
-from rigaudit.tools.redact import redact_json
+from rigaudit.tools.redact import _known, redact_json
 from rigaudit.tools.schema.events.audit import ToolCall
 from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.format import make_header
+from rigaudit.transcripts.references import REFERENCE_KEY, embedded, is_reference
 from rigaudit.transcripts.reuse import RedactedParts
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
@@ -33,13 +36,65 @@ READS_FLUSH_S = 0.5
 """The longest a recorded host read waits in the buffer (a crash loses at most this much of the reads)."""
 
 
+_DUMPS = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps`` with these separators, its encoder made once (not for every line)."""
+_string: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+"""A JSON string as ``json.dumps`` writes it (ASCII, escaped)."""
+_KEPT_MOST = 100_000
+
+
+class _Kept:
+    """The paths and commands redaction leaves as they are, while the identifiers it knows stay the same (what it
+    learns may change them): a read's path, redacted once, is not walked again for every transcript."""
+
+    def __init__(self) -> None:
+        self.state = (-1, -1)
+        self.texts: set[str | tuple[str, ...]] = set()
+
+    def unchanged(self, text: str | tuple[str, ...], value: Any) -> bool:
+        state = (_known.epoch(), _known.generation())
+        if state != self.state or len(self.texts) > _KEPT_MOST:
+            self.state, self.texts = state, set()
+        if text in self.texts:
+            return True
+        same: bool = redact_json(value, ids=True) == value
+        if same and (_known.epoch(), _known.generation()) == state:
+            self.texts.add(text)
+        return same
+
+
+_KEPT = _Kept()
+
+
+def _reference_line(call: ToolCall) -> str | None:
+    """The line of a read recorded by reference: its digest as it is (rigaudit's, of no host text), its path or
+    command as redaction leaves it; ``None`` where redaction changes them (a replay could not name the read in the
+    snapshot), so that the answer kept aside is embedded instead."""
+    if not _KEPT.unchanged(call.target, call.target):
+        return None
+    if call.args and not _KEPT.unchanged(tuple(str(a) for a in call.args), call.args):
+        return None
+    area = "null" if call.area is None else _string(call.area)
+    args = _DUMPS(call.args) if call.args else "[]"
+    result = _string(call.result[REFERENCE_KEY])
+    return (
+        f'{{"t":{float.__repr__(call.t)},"type":"tool_call","area":{area},"op":{_string(call.op)},'
+        f'"target":{_string(call.target)},"args":{args},"result":{{"{REFERENCE_KEY}":{result}}}}}'
+    )
+
+
 def encode_event(event: Event, *, redact: bool = True, parts: RedactedParts | None = None) -> str:
     """One transcript line (without its newline) for ``event``; ``parts``: what this transcript's earlier lines
     redacted, reused where it is written again (the same line either way)."""
+    if redact and isinstance(event, ToolCall) and is_reference(event.result):
+        line = _reference_line(event)
+        if line is not None:
+            return line
+        event = embedded(event)
     data: dict[str, Any] = event.model_dump(mode="json", by_alias=True)
     if redact and not event.verbatim:
         data = parts.redact(event, data) if parts is not None else redact_json(data, ids=True)
-    return json.dumps(data, separators=(",", ":"))
+    return _DUMPS(data)
 
 
 class TranscriptWriter:

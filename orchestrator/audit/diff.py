@@ -29,6 +29,7 @@ from rigaudit.tools.share import unpack_bundle
 from rigaudit.transcripts.format import HEADER_KEY
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.rebuild import rebuild_snapshot
+from rigaudit.transcripts.references import resolve_references
 from rigaudit.transcripts.segments import audit_segments, recorded_findings
 
 SideKind = Literal["snapshot", "audit", "transcript", "bundle"]
@@ -129,6 +130,7 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
     side = Side(path, "transcript", host, findings, warnings=list(transcript.warnings), facts=facts)
     if values:
         if any(isinstance(e, ToolCall) for e in events):
+            events = await resolve_references(events)
             rebuilt = scratch / "rebuilt"
             report = await anyio.to_thread.run_sync(lambda: rebuild_snapshot(events, rebuilt, source=str(path)))
             side.snapshot = rebuilt

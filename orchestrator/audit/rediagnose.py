@@ -22,6 +22,7 @@ from rigaudit.tools.schema.events.union import Event
 from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.reader import Transcript
 from rigaudit.transcripts.rebuild import RebuildReport, rebuild_snapshot, verify_rebuild
+from rigaudit.transcripts.references import resolved
 from rigaudit.transcripts.segments import audit_segments, recorded_findings
 
 
@@ -53,9 +54,12 @@ def _scratch_dir() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
-def rediagnose(transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None) -> Rediagnosis:
-    """Rebuild the audit's snapshot, audit it today, and compare: (changes, recorded, rebuild, mismatches, result)."""
-    segment = _rediagnose_segment(transcript, number)
+def rediagnose(
+    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None, snapshot: Path | None = None
+) -> Rediagnosis:
+    """Rebuild the audit's snapshot, audit it today, and compare: (changes, recorded, rebuild, mismatches, result).
+    Reads recorded by reference are answered from the snapshot they name (``snapshot``: that one, elsewhere)."""
+    segment = resolved(_rediagnose_segment(transcript, number), snapshot)
     recorded = recorded_findings(segment)
     with tempfile.TemporaryDirectory(prefix="rigaudit-rediagnose-", dir=_scratch_dir()) as tmp:
         root = keep if keep is not None else Path(tmp) / "snapshot"
@@ -141,10 +145,10 @@ REDIAGNOSE_SCHEMA = "rigaudit.rediagnose/1"
 
 
 def rediagnosis(
-    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None
+    transcript: Transcript, *, number: int = 1, all_areas: bool = False, keep: Path | None = None, snapshot: Path | None = None
 ) -> RediagnoseFinished:
     """:func:`rediagnose` as the event ``replay --rediagnose`` shows and records."""
-    done = rediagnose(transcript, number=number, all_areas=all_areas, keep=keep)
+    done = rediagnose(transcript, number=number, all_areas=all_areas, keep=keep, snapshot=snapshot)
     session = transcript.session
     return RediagnoseFinished(
         transcript=str(transcript.path),

@@ -35,6 +35,7 @@ from rigaudit.tools.schema.events.audit import (
 )
 from rigaudit.tools.schema.events.sink import EventSink, discard
 from rigaudit.tools.schema.finding import Finding
+from rigaudit.transcripts.references import reference_call, snapshot_reference
 from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
 if TYPE_CHECKING:
@@ -198,13 +199,20 @@ async def _take_baseline(
 
 
 def _probe(host: Host, options: AuditOptions, emit: EventSink) -> Probe:
-    """The host behind the audit's concurrency limit; every read a tool-call event when someone listens."""
+    """The host behind the audit's concurrency limit; every read a tool-call event when someone listens: of a sealed
+    snapshot, by reference (its digest: the snapshot holds the text; :mod:`rigaudit.transcripts.references`)."""
+    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
+    if not listened:
+        return Probe(host, concurrency=options.concurrency)
+    reference = snapshot_reference(host)
+    if reference is not None:
+        emit(reference)
+    call = tool_call_from_probe if reference is None else reference_call
 
     def observe(ref: str, result: HostOpResult) -> None:
-        emit(tool_call_from_probe(_current_area.get(), ref, result))
+        emit(call(_current_area.get(), ref, result))
 
-    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
-    return Probe(host, concurrency=options.concurrency, observer=observe if listened else None)
+    return Probe(host, concurrency=options.concurrency, observer=observe)
 
 
 def _run_entry(area: str, outcome: _Outcome) -> InvestigatorRun:

@@ -9,6 +9,8 @@ Examples:
                                                 run today's investigators, show what changed
   rigaudit replay FILE --rediagnose --json changes.json
   rigaudit replay FILE --rediagnose --transcript rediag.jsonl   also record the re-diagnosis
+  rigaudit replay FILE --rediagnose --snapshot DIR   an audit of a snapshot: its reads are recorded by reference,
+                                                answered from the snapshot (DIR: where it is now)
 
 FILE is a path, `last`, or a unique part of a stored transcript's name (`rigaudit transcripts list`).
 Exit status: 0 replayed, or re-diagnosed with no change; 1 re-diagnosis found changes;
@@ -72,6 +74,13 @@ def _add(parser: argparse.ArgumentParser) -> None:
     output(
         group.add_argument("--save-snapshot", type=Path, metavar="DIR", help="keep the rebuilt snapshot in DIR"), Kind.NEW_FOLDER
     )
+    group.add_argument(
+        "--snapshot",
+        type=Path,
+        metavar="DIR",
+        help="the snapshot an audit of a snapshot read, where it is not at the path recorded (its reads are recorded "
+        "by reference)",
+    )
     add_transcript_argument(group, "with --rediagnose: record the re-diagnosis to FILE (default: not recorded)")
 
 
@@ -106,7 +115,9 @@ def _run_rediagnose(args: argparse.Namespace, transcript: Transcript) -> int:
     if args.json is not None:
         check_writable(args.json, "--json")
     with query_session("replay", screen(args), transcript_path(args)) as session:
-        event = rediagnosis(transcript, number=args.audit, all_areas=args.all_areas, keep=args.save_snapshot)
+        event = rediagnosis(
+            transcript, number=args.audit, all_areas=args.all_areas, keep=args.save_snapshot, snapshot=args.snapshot
+        )
         session.emit(event)
         session.exit_code = 1 if event.changes else 0
         if args.json:
@@ -115,7 +126,7 @@ def _run_rediagnose(args: argparse.Namespace, transcript: Transcript) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    for given, option in ((args.json, "--json"), (args.transcript, "--transcript")):
+    for given, option in ((args.json, "--json"), (args.transcript, "--transcript"), (args.snapshot, "--snapshot")):
         if given is not None and not args.rediagnose:
             raise UsageError(f"{option} needs --rediagnose")
     transcript = load(args.file, audited=args.rediagnose)

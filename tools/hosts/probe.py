@@ -158,7 +158,7 @@ class Probe:
         shared = self._shared
         if ref in shared.cache:
             return shared.cache[ref]  # type: ignore[return-value]
-        if self._on_activity is not None:
+        if self._on_activity is not None and not shared.at_once:  # a read that ends at once is never seen in flight
             self._on_activity(ref)
         if shared.adaptive:
             started = time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rigaudit.tools.schema.audit import AuditResult, InvestigatorStatus
 from rigaudit.tools.schema.events.base import BaseEvent
@@ -34,7 +34,9 @@ class ToolCall(BaseEvent):
 
     ``op`` is ``read``, ``list_dir``, ``readlink``, ``exists``, ``run`` or ``nvml``. ``result`` is
     JSON: for ``read`` ``{"data_b64": ...}`` or ``{"error": ...}``; for ``run`` the command
-    result's fields; for ``nvml`` ``{"result": ...}`` or ``{"error": ...}``.
+    result's fields; for ``nvml`` ``{"result": ...}`` or ``{"error": ...}``. A read of a sealed snapshot is recorded
+    by reference: ``{"digest": ...}``, the digest of what the snapshot answered, read there again by a replay
+    (:class:`SnapshotReferenced` before it names the snapshot; :mod:`rigaudit.transcripts.references`).
     """
 
     type: Literal["tool_call"] = "tool_call"
@@ -43,6 +45,19 @@ class ToolCall(BaseEvent):
     target: str
     args: list[Any] = Field(default_factory=list)
     result: dict[str, Any] = Field(default_factory=dict)
+    _answer: object = PrivateAttr(default=None)
+    """The host's answer behind a reference, never serialized: a transcript embeds it where the read's path or
+    command would not survive redaction (a replay could not name it in the snapshot)."""
+
+
+class SnapshotReferenced(BaseEvent):
+    """The audit reads a sealed snapshot: the tool calls after it hold digests of its answers, not their text."""
+
+    type: Literal["snapshot_referenced"] = "snapshot_referenced"
+    path: str
+    """The snapshot's folder, absolute."""
+    manifest: str
+    """The SHA-256 of its ``snapshot.json``: which snapshot it was (checked before a replay reads it again)."""
 
 
 class InvestigatorFinished(BaseEvent):

@@ -17,6 +17,7 @@ from rigaudit.tools.schema.events.audit import (
     InvestigatorFinished,
     InvestigatorStarted,
     PlanReady,
+    SnapshotReferenced,
     ToolCall,
     TopologyReported,
 )
@@ -42,6 +43,7 @@ Event = Annotated[
     | InvestigatorStarted
     | InvestigatorActivity
     | ToolCall
+    | SnapshotReferenced
     | InvestigatorFinished
     | FindingReported
     | PlanReady

@@ -1,0 +1,140 @@
+"""An audit of a sealed snapshot records its reads by reference (the snapshot's digest of each answer, not its text);
+a replay answers them from that snapshot, and a snapshot that is missing, another one or changed is one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rigaudit.orchestrator.audit.run import run_audit
+from rigaudit.orchestrator.cli import main
+from rigaudit.tools.hosts.base import FileResult
+from rigaudit.tools.hosts.snapshot import SnapshotHost
+from rigaudit.tools.schema.events.audit import InvestigatorActivity, SnapshotReferenced, ToolCall
+from rigaudit.tools.schema.events.union import Event
+from rigaudit.transcripts.reader import read_transcript
+from rigaudit.transcripts.references import reference_call, resolved
+from rigaudit.transcripts.writer import encode_event
+from tests.support.mutate import set_file
+
+SMALL = Path(__file__).resolve().parent / "fixtures" / "h200x1-vm"
+
+
+@pytest.fixture
+def audited(tmp_path: Path) -> tuple[Path, Path]:
+    """(a private copy of a snapshot, the transcript of its audit)."""
+    snapshot, transcript = tmp_path / "snap", tmp_path / "audit.jsonl"
+    shutil.copytree(SMALL, snapshot)
+    args = [
+        "audit",
+        "--snapshot",
+        str(snapshot),
+        "--no-live",
+        "--json",
+        str(tmp_path / "a.json"),
+        "--transcript",
+        str(transcript),
+    ]
+    assert main(args) == 0
+    return snapshot, transcript
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_snapshot_audit_records_no_read_text(audited: tuple[Path, Path]) -> None:
+    snapshot, transcript = audited
+    lines = _lines(transcript)
+    named = [e for e in lines if e["type"] == "snapshot_referenced"]
+    assert len(named) == 1 and named[0]["path"] == str(snapshot.resolve())
+    calls = [e for e in lines if e["type"] == "tool_call"]
+    assert len(calls) > 100 and all(set(e["result"]) == {"digest"} for e in calls)  # type: ignore[arg-type]
+    cpuinfo = (snapshot / "files" / "proc" / "cpuinfo").read_text()
+    flags = json.dumps(next(line for line in cpuinfo.splitlines() if line.startswith("flags")))[1:-1]
+    holding = [json.loads(line)["type"] for line in transcript.read_text().splitlines() if flags in line]
+    assert holding == ["audit_finished"]  # only where the result cites it as evidence, never as a read
+
+
+def test_its_rediagnosis_answers_the_reads_from_the_snapshot(
+    audited: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot, transcript = audited
+    out = tmp_path / "changes.json"
+    assert main(["replay", str(transcript), "--rediagnose", "--no-live", "--json", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["identical"] and document["recorded"] == document["current"] > 0
+    moved = tmp_path / "moved"
+    snapshot.rename(moved)
+    assert main(["replay", str(transcript), "--rediagnose", "--no-live"]) == 2
+    assert "cannot be read (not found); pass the snapshot it audited with --snapshot DIR" in _one_line_error(capsys)
+    assert main(["replay", str(transcript), "--rediagnose", "--no-live", "--snapshot", str(moved)]) == 0
+    assert main(["replay", str(transcript), "--no-live"]) == 0  # the screens need no snapshot
+
+
+def test_a_changed_or_another_snapshot_is_one_line(
+    audited: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot, transcript = audited
+    other = tmp_path / "other"
+    shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "h200x2-vm", other)
+    assert main(["replay", str(transcript), "--rediagnose", "--no-live", "--snapshot", str(other)]) == 2
+    assert "is not the snapshot the transcript audited (its snapshot.json differs)" in _one_line_error(capsys)
+    set_file(snapshot, "/proc/cpuinfo", "processor : 0\n")
+    assert main(["replay", str(transcript), "--rediagnose", "--no-live"]) == 2
+    assert "answers read /proc/cpuinfo differently" in _one_line_error(capsys)
+
+
+def test_resolved_reads_are_what_an_embedding_transcript_records(tmp_path: Path) -> None:
+    """Answered from the snapshot, each read is the event a transcript of the same audit embedding its reads holds."""
+    referenced: list[Event] = []
+    anyio.run(lambda: run_audit(SnapshotHost(SMALL), emit=referenced.append))
+    embedded: list[Event] = []
+    anyio.run(lambda: run_audit(SnapshotHost(SMALL, writable=True), emit=embedded.append))  # written to: embedded
+    assert not any(isinstance(e, SnapshotReferenced) for e in embedded)
+
+    def recorded(events: list[Event]) -> list[dict[str, object]]:
+        calls = [json.loads(encode_event(e)) for e in events if isinstance(e, ToolCall)]
+        return sorted(({k: v for k, v in c.items() if k != "t"} for c in calls), key=json.dumps)
+
+    answered = [e for e in resolved(referenced) if not isinstance(e, SnapshotReferenced)]
+    assert recorded(answered) == recorded(embedded) and any("data_b64" in str(c["result"]) for c in recorded(answered))
+
+
+def test_a_read_whose_path_redaction_changes_is_embedded() -> None:
+    """A path holding an identifier is written digested: a replay could not name it, so its answer is embedded."""
+    path = "/run/nvidia/GPU-3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d/state"
+    line = json.loads(encode_event(reference_call("gpu", f"file:{path}", FileResult(path, b"data\n"))))
+    assert "data_b64" in line["result"] and "3f2b1c4d" not in line["target"]
+    plain = reference_call("kernel", "file:/proc/version", FileResult("/proc/version", b"Linux 6.8\n"))
+    dumped = json.dumps(plain.model_dump(mode="json", by_alias=True), separators=(",", ":"))
+    assert encode_event(plain) == dumped  # the line written by hand is the model's, byte for byte
+
+
+def test_an_old_transcript_still_rediagnoses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = Path(__file__).resolve().parent / "fixtures" / "transcripts" / "h200x2-audit.jsonl"
+    transcript = read_transcript(old)
+    assert transcript.version < 3 and not transcript.warnings
+    assert any(isinstance(e, ToolCall) and "data_b64" in e.result for e in transcript.events)
+    assert main(["replay", str(old), "--rediagnose", "--no-live"]) in (0, 1)
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_reads_that_end_at_once_send_no_now_reading_pings() -> None:
+    """A snapshot without latency answers within the same step: its "now reading" pings would never be seen."""
+    at_once: list[Event] = []
+    anyio.run(lambda: run_audit(SnapshotHost(SMALL), emit=at_once.append))
+    waited: list[Event] = []
+    anyio.run(lambda: run_audit(SnapshotHost(SMALL, latency_s=1e-6), emit=waited.append))
+    assert not any(isinstance(e, InvestigatorActivity) for e in at_once)
+    assert any(isinstance(e, InvestigatorActivity) for e in waited)
