@@ -159,7 +159,11 @@ async def _gpus_at(probe: Probe, bdfs: list[str], by_bdf: dict[str, _NvmlGpu]) -
 
 
 async def collect_gpus(probe: Probe) -> GpuInventory:
-    """Enumerate GPUs. Memoized reads make repeated calls from several investigators cheap."""
+    """Enumerate GPUs, once per audit (:meth:`Probe.derived`): every investigator asks."""
+    return await probe.derived("gpus", _collect_gpus)
+
+
+async def _collect_gpus(probe: Probe) -> GpuInventory:
     init = await probe.nvml("nvmlInit")
     nvml_error = init.error
     count: int | None = None

@@ -342,7 +342,11 @@ async def _configs(probe: Probe) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 async def detect_platform(probe: Probe) -> Platform:
-    """The layers under the audit (memoized reads: every investigator may call it)."""
+    """The layers under the audit, detected once per audit (:meth:`Probe.derived`): every investigator may ask."""
+    return await probe.derived("platform", _detect_platform)
+
+
+async def _detect_platform(probe: Probe) -> Platform:
     s = await _signals(probe)
     lxc_configs, vm_configs = await _configs(probe)
     container, note = _container_layer(s)

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     import openai
 
 Message = dict[str, Any]
-TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
 CONTEXT_REFUSALS = (
     "context length",
     "context_length",

@@ -5,6 +5,9 @@ from __future__ import annotations
 from rigaudit.agents.llm.cost import Price
 from rigaudit.tools.core.record import Record, field
 
+TOKEN_FIELDS = ("auto", "max_tokens", "max_completion_tokens")
+"""How a request's completion limit may be sent (``token_field``): ``auto`` chooses."""
+
 
 class LlmConfig(Record):
     """Where the model is, and how much each agent and the whole audit may use."""

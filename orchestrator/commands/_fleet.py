@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rigaudit.orchestrator.commands._areas import areas
 from rigaudit.orchestrator.commands._arguments import positive_seconds
 from rigaudit.orchestrator.commands._options import screen
 from rigaudit.orchestrator.commands._outputs import output
-from rigaudit.orchestrator.fleet.run import FleetOutputs, FleetRun, run_fleet_command, slurm_job
-from rigaudit.orchestrator.fleet.runner import DEFAULT_HOST_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, FleetOptions
-from rigaudit.orchestrator.fleet.targets import parse_hosts
+from rigaudit.orchestrator.fleet.defaults import DEFAULT_HOST_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_words
+
+if TYPE_CHECKING:
+    from rigaudit.orchestrator.fleet.run import FleetOutputs, FleetRun
+    from rigaudit.orchestrator.fleet.runner import FleetOptions
 
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +104,8 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _options(args: argparse.Namespace) -> FleetOptions:
+    from rigaudit.orchestrator.fleet.runner import FleetOptions
+
     given = vars(args)
     check_words(args.node_rigaudit, "--node-rigaudit")
     chosen = areas(given.get("areas"))
@@ -118,6 +123,8 @@ def _options(args: argparse.Namespace) -> FleetOptions:
 
 
 def _outputs(args: argparse.Namespace) -> FleetOutputs:
+    from rigaudit.orchestrator.fleet.run import FleetOutputs
+
     given = vars(args)
     return FleetOutputs(
         screen=screen(args),
@@ -130,7 +137,12 @@ def _outputs(args: argparse.Namespace) -> FleetOutputs:
 
 
 def fleet_run(args: argparse.Namespace) -> FleetRun:
-    """The fleet the options ask for, checked (one clear line when they do not make one)."""
+    """The fleet the options ask for, checked (one clear line when they do not make one). The fleet's code is
+    imported here: an audit of one host never needs it."""
+    from rigaudit.orchestrator.fleet.run import FleetRun, slurm_job
+    from rigaudit.orchestrator.fleet.runner import FleetOptions
+    from rigaudit.orchestrator.fleet.targets import parse_hosts
+
     _check(args)
     if args.results is not None:
         return FleetRun(options=FleetOptions(out=args.out), outputs=_outputs(args), results=args.results)
@@ -151,6 +163,8 @@ def fleet_run(args: argparse.Namespace) -> FleetRun:
 
 def run_fleet_from_args(args: argparse.Namespace) -> int:
     """``rigaudit audit --hosts/--slurm/--results``: read the options, run the fleet."""
+    from rigaudit.orchestrator.fleet.run import run_fleet_command
+
     return run_fleet_command(fleet_run(args))
 
 

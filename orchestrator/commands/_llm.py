@@ -18,10 +18,9 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from rigaudit.agents.llm import LLMBrain, LlmConfig
-from rigaudit.agents.llm.client import TOKEN_FIELDS
+from rigaudit.agents.llm.config import TOKEN_FIELDS, LlmConfig
 from rigaudit.orchestrator.change.timed_prompt import DEFAULT_TIMEOUT_S, Pause
 from rigaudit.orchestrator.commands._arguments import normalize_url, positive_seconds, url
 from rigaudit.orchestrator.commands._llm_models import area_models, model_settings, prices
@@ -30,7 +29,10 @@ from rigaudit.tools.core.record import field_types
 from rigaudit.tools.files.bounded import JsonError, loads, read_regular
 from rigaudit.tools.policy import Verdict
 from rigaudit.tools.policy.shell import Approver
-from rigaudit.tools.schema.events.union import Event
+
+if TYPE_CHECKING:
+    from rigaudit.agents.llm.brain import LLMBrain
+    from rigaudit.tools.schema.events.union import Event
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 Models = tuple[tuple[str, str], ...]
@@ -288,5 +290,7 @@ def brain_from_args(
     config = llm_config_from_args(args)
     if config is None:
         return None
+    from rigaudit.agents.llm.brain import LLMBrain  # the agents and their client: only for --llm
+
     asks = approver if approver is not None else terminal_approver(pause, timeout_s=config.ask_timeout_s)
     return LLMBrain(config, emit=emit, approver=asks)

@@ -22,10 +22,10 @@ import argparse
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
-from rigaudit.agents.llm import LLMBrain
 from rigaudit.agents.registry import area_names
 from rigaudit.orchestrator.audit.run import DEFAULT_CONCURRENCY, AuditControl, AuditOptions, run_audit
 from rigaudit.orchestrator.command import Command
@@ -51,6 +51,9 @@ from rigaudit.tools.schema.events.catalog import CheckEntry
 from rigaudit.tools.schema.events.session import ReportWritten
 from rigaudit.tools.schema.events.sink import EventSink
 from rigaudit.tools.schema.finding import SEVERITY_ORDER
+
+if TYPE_CHECKING:
+    from rigaudit.agents.llm.brain import LLMBrain
 
 
 def _add(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 
 from rigaudit.orchestrator.fleet.analysis import fleet_finished, fleet_result
+from rigaudit.orchestrator.fleet.defaults import DEFAULT_HOST_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 from rigaudit.orchestrator.fleet.pool import AuditPool
 from rigaudit.orchestrator.fleet.result import FailureStage, FleetResult, HostAudit
 from rigaudit.orchestrator.fleet.worker import AuditJob, AuditOutcome, audit_job
@@ -38,9 +39,6 @@ from rigaudit.tools.remote.transport import Collector, Transport, node_script
 from rigaudit.tools.schema.audit import AuditResult
 from rigaudit.tools.schema.events.fleet import FleetStarted, HostAudited, HostCollected, HostConnecting, HostFailed, HostFailure
 from rigaudit.tools.schema.events.sink import EventSink, discard
-
-DEFAULT_MAX_CONNECTIONS = 16
-DEFAULT_HOST_TIMEOUT_S = 120.0
 
 
 class FleetOptions(Record):

@@ -71,6 +71,9 @@ def terminal_for(screen: Screen, *, live: bool = True, show_all: bool = False) -
     return TerminalUI(console, live=live and not screen.no_live and not screen.json_to_stdout, show_all=show_all)
 
 
+_READS = (InvestigatorActivity, ToolCall)
+"""The events of one read (in flight, done): most of an audit's events, told apart first."""
+
 QUERY_LINES = (PolicyVerdict, PolicyListed, TranscriptsListed, TranscriptsFolder, TranscriptShown, RediagnoseFinished)
 """The query commands' events that are plain lines."""
 
@@ -295,7 +298,17 @@ class TerminalUI:
             f"in {result.duration_s:.2f} s"
         )
 
+    def _read(self, event: InvestigatorActivity | ToolCall) -> None:
+        if isinstance(event, InvestigatorActivity):  # a read in flight (live only: transcripts do not keep these)
+            self._row(event.area).reading = event.ref
+        elif event.area in self.rows:  # a read done (live, and in a replay)
+            row = self.rows[event.area]
+            row.reading, row.reads = f"{event.op} {event.target}", row.reads + 1
+
     def __call__(self, event: Event) -> None:
+        if type(event) in _READS and self._streaming is None and not self._gate:  # most of an audit's events: first
+            self._read(event)  # type: ignore[arg-type]
+            return
         if isinstance(event, ReplyStreamed):
             self._stream(event.text)
             return
@@ -313,11 +326,8 @@ class TerminalUI:
         elif isinstance(event, InvestigatorStarted):
             self._row(event.area).state = "running"
             self._start_live()
-        elif isinstance(event, InvestigatorActivity):  # a read in flight (live only: transcripts do not keep these)
-            self._row(event.area).reading = event.ref
-        elif isinstance(event, ToolCall) and event.area in self.rows:  # a read done (live, and in a replay)
-            row = self.rows[event.area]
-            row.reading, row.reads = f"{event.op} {event.target}", row.reads + 1
+        elif isinstance(event, (InvestigatorActivity, ToolCall)):
+            self._read(event)
         elif isinstance(event, InvestigatorFinished):
             self._investigator_finished(event)
         elif isinstance(event, AuditFinished):

@@ -76,6 +76,9 @@ class _Shared(Record, frozen=False):
     cache: dict[str, object] = field(default_factory=dict)
     pending: dict[str, anyio.Event] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)
+    derived: dict[str, tuple[object, tuple[str, ...]]] = field(default_factory=dict)
+    """Facts derived from reads (:meth:`Probe.derived`), by name: each with the refs it read."""
+    deriving: dict[str, anyio.Event] = field(default_factory=dict)
 
 
 def _follow_latency(shared: _Shared, took_s: float) -> None:
@@ -171,6 +174,33 @@ class Probe:
         if shared.observer is not None:
             shared.observer(ref, result)  # type: ignore[arg-type]
         return result
+
+    def _saw(self, refs: Sequence[str]) -> None:
+        for ref in refs:
+            if ref not in self._seen:
+                self._seen.add(ref)
+                self.refs.append(ref)
+
+    async def derived(self, name: str, derive: Callable[[Probe], Awaitable[_T]]) -> _T:
+        """``derive(probe)``, once per probe family: a fact several investigators derive from the same reads (the
+        GPU inventory, the platform) is derived once; every caller's refs then list the reads it rests on, as if it
+        had read them itself. A derivation that fails is not kept (the next caller derives it again)."""
+        shared = self._shared
+        while name not in shared.derived:
+            waiter = shared.deriving.get(name)
+            if waiter is None:
+                shared.deriving[name] = event = anyio.Event()
+                child = self.scoped(self._on_activity)
+                try:
+                    shared.derived[name] = (await derive(child), tuple(child.refs))
+                finally:
+                    del shared.deriving[name]
+                    event.set()
+                break
+            await waiter.wait()
+        found, refs = shared.derived[name]
+        self._saw(refs)
+        return found  # type: ignore[return-value]
 
     async def read(self, path: str) -> FileResult:
         def record(r: FileResult) -> Evidence:
