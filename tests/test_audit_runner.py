@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -96,13 +97,16 @@ def test_tool_calls_are_made_only_for_a_listener(seed_dir: Path, monkeypatch: py
     from rigaudit.orchestrator.audit import run as audit
 
     made: list[str] = []
-    real = audit.tool_call_from_probe
 
-    def counted(area: str, ref: str, result: object) -> ToolCall:
-        made.append(ref)
-        return real(area, ref, result)  # type: ignore[arg-type]
+    def counting(real: Callable[[str, str, object], ToolCall]) -> Callable[[str, str, object], ToolCall]:
+        def counted(area: str, ref: str, result: object) -> ToolCall:
+            made.append(ref)
+            return real(area, ref, result)
 
-    monkeypatch.setattr(audit, "tool_call_from_probe", counted)
+        return counted
+
+    for name in ("tool_call_from_probe", "reference_call"):  # a live host's reads, a snapshot's (by reference)
+        monkeypatch.setattr(audit, name, counting(getattr(audit, name)))
     options = AuditOptions(investigators=[NUMA])
     quiet = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options))
     assert made == [] and [e.ref for e in quiet.evidence] == ["file:/proc/sys/kernel/numa_balancing"]
