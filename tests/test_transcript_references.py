@@ -74,10 +74,16 @@ def test_its_rediagnosis_answers_the_reads_from_the_snapshot(
     assert main(["replay", str(transcript), "--rediagnose", "--no-live", "--json", str(out)]) == 0
     document = json.loads(out.read_text())
     assert document["identical"] and document["recorded"] == document["current"] > 0
+    capsys.readouterr()
+    assert main(["diff", str(transcript), str(snapshot), "--values"]) == 1  # the values too: the rebuilt side's digests
+    assert "findings: no change" in capsys.readouterr().out
     moved = tmp_path / "moved"
     snapshot.rename(moved)
+    capsys.readouterr()
     assert main(["replay", str(transcript), "--rediagnose", "--no-live"]) == 2
     assert "cannot be read (not found); pass the snapshot it audited with --snapshot DIR" in _one_line_error(capsys)
+    assert main(["diff", str(transcript), str(moved), "--values"]) == 2
+    assert "cannot be read (not found); diff it against the snapshot where it is now" in _one_line_error(capsys)
     assert main(["replay", str(transcript), "--rediagnose", "--no-live", "--snapshot", str(moved)]) == 0
     assert main(["replay", str(transcript), "--no-live"]) == 0  # the screens need no snapshot
 

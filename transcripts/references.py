@@ -109,12 +109,11 @@ async def _ask(host: SnapshotHost, call: ToolCall) -> HostOpResult | None:
     return None
 
 
-def _open(named: SnapshotReferenced, given: Path | None) -> SnapshotHost:
+def _open(named: SnapshotReferenced, given: Path | None, hint: str) -> SnapshotHost:
     """The snapshot a reference names (or ``given`` in its place), checked to be that one."""
     from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
 
     root = given if given is not None else Path(named.path)
-    hint = "" if given is not None else "; pass the snapshot it audited with --snapshot DIR"
     try:
         found = manifest_digest(root)
         host = SnapshotHost(root)
@@ -135,13 +134,12 @@ def _as_recorded(call: ToolCall) -> ToolCall:
     return ToolCall.model_validate(redact_json(call.model_dump(mode="json", by_alias=True), ids=True))
 
 
-async def _answered(host: SnapshotHost | None, call: ToolCall, given: Path | None) -> ToolCall:
+async def _answered(host: SnapshotHost | None, call: ToolCall, hint: str) -> ToolCall:
     """``call`` with the answer of ``host`` (the snapshot named before it) embedded, checked against its digest."""
     if host is None:
         raise TranscriptError("a read recorded by reference names no snapshot (the transcript is damaged)")
     answer = await _ask(host, call)
     if answer is None or answer_digest(answer) != call.result[REFERENCE_KEY]:
-        hint = "" if given is not None else "; pass the snapshot it audited with --snapshot DIR"
         raise TranscriptError(
             f"{host.root} answers {call.op} {call.target} differently than when the transcript recorded it "
             f"(the snapshot changed since){hint}"
@@ -149,19 +147,22 @@ async def _answered(host: SnapshotHost | None, call: ToolCall, given: Path | Non
     return _as_recorded(call.model_copy(update={"result": encode_answer(answer, call.op)}))
 
 
-async def resolve_references(events: Sequence[Event], snapshot: Path | None = None) -> list[Event]:
+ELSEWHERE = "pass the snapshot it audited with --snapshot DIR"
+"""What to do when the snapshot a transcript names is not there as it was (``replay --rediagnose``)."""
+
+
+async def resolve_references(events: Sequence[Event], snapshot: Path | None = None, *, elsewhere: str = ELSEWHERE) -> list[Event]:
     """``events`` with every read recorded by reference answered from its snapshot (``snapshot``: that snapshot,
     found elsewhere), as a transcript that embeds its reads records them (redacted); the events as they are when
     none is. :class:`TranscriptError` (one line) when the snapshot is missing, is another one, or answers a read
     differently."""
     out: list[Event] = []
     host: SnapshotHost | None = None
+    hint = "" if snapshot is not None else f"; {elsewhere}"
     for event in events:
         if isinstance(event, SnapshotReferenced):
-            host = _open(event, snapshot)
-        out.append(
-            await _answered(host, event, snapshot) if isinstance(event, ToolCall) and is_reference(event.result) else event
-        )
+            host = _open(event, snapshot, hint)
+        out.append(await _answered(host, event, hint) if isinstance(event, ToolCall) and is_reference(event.result) else event)
     return out
 
 

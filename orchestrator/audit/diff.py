@@ -130,7 +130,7 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
     side = Side(path, "transcript", host, findings, warnings=list(transcript.warnings), facts=facts)
     if values:
         if any(isinstance(e, ToolCall) for e in events):
-            events = await resolve_references(events)
+            events = await resolve_references(events, elsewhere="diff it against the snapshot where it is now")
             rebuilt = scratch / "rebuilt"
             report = await anyio.to_thread.run_sync(lambda: rebuild_snapshot(events, rebuilt, source=str(path)))
             side.snapshot = rebuilt
