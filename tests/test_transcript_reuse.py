@@ -3,6 +3,7 @@ line is the one redacting the whole event gives."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,12 @@ SEED = Path(__file__).parent / "fixtures" / "seed-lxc-8x-rtxpro6000"
 SERIAL = "PXR4410071234"
 
 
-def _seed_events() -> list[Event]:
+@functools.cache
+def _seed_events() -> tuple[Event, ...]:
+    """The events of one audit of the seed (what a transcript records), for every test here: read only."""
     events: list[Event] = []
     anyio.run(lambda: run_audit(SnapshotHost(SEED), emit=events.append))
-    return [e for e in events if not e.display_only]
+    return tuple(e for e in events if not e.display_only)
 
 
 def test_every_line_is_the_one_the_whole_event_gives() -> None:
