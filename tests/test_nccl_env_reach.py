@@ -29,6 +29,7 @@ def test_ib_disable_on_efa_is_harmless() -> None:
     finding = nccl_env(faults.server_env(ARCHETYPES["aws-p5-vm"], NCCL_IB_DISABLE="1"))
     assert finding.status == "ok", finding.observed
     assert "NCCL_IB_DISABLE=1 is harmless here (EFA" in finding.observed
+    assert finding.observed.count("harmless") == 1 and "and 8 more source(s) alike" in finding.observed
 
 
 def test_ib_disable_on_a_single_node_server_is_low() -> None:

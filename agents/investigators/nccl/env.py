@@ -179,15 +179,22 @@ class Hit(Record):
 def _hits(f: NcclFacts) -> tuple[list[Hit], list[str]]:
     """(the overrides that cost something, those harmless here with why) across every source read."""
     hits: list[Hit] = []
-    harmless: list[str] = []
+    harmless: dict[str, list[str]] = {}
     ib = _ib_disable(f)
     for source in f.sources:
         if source.variables is not None:
             bad, fine = _bad_settings(source.variables, ib, f.p2p)
             hits += [Hit(source, setting, sev, why, f"remove {setting} from {source.name}") for setting, sev, why in bad]
-            harmless += [f"{text} in {source.name}" for text in fine]
+            for text in fine:
+                harmless.setdefault(text, []).append(source.name)
             hits += [hit] if (hit := _hca_hit(source, source.variables, f)) is not None else []
-    return hits, harmless
+    return hits, [_where(text, names) for text, names in harmless.items()]
+
+
+def _where(text: str, names: list[str]) -> str:
+    """``text`` once for the sources that share it (a server's workers all carry its environment)."""
+    more = f" and {len(names) - 1} more source(s) alike" if len(names) > 1 else ""
+    return f"{text} in {names[0]}{more}"
 
 
 HCA_WHY = (
