@@ -65,3 +65,17 @@ def test_vllm_ray_workers_are_the_server_of_a_ray_worker_node() -> None:
     runtime = found(RUNTIME, RAY_ENV)["runtime.env"]
     assert (runtime.status, runtime.severity) == ("problem", "medium"), runtime.observed
     assert found(CUDA, RAY_ENV)["cuda.memory_in_use"].status == "ok"
+
+
+def test_a_ray_worker_node_whose_head_is_elsewhere_talks_to_other_nodes() -> None:
+    """A worker node's raylet names the head's GCS (``--gcs-address=10.40.0.11:6379``) beside its own address: its
+    servers' collectives cross nodes (what GPUDirect RDMA and NCCL's IB transport carry)."""
+    import anyio
+
+    from rigaudit.agents.investigators.driver.internode import collect_internode
+    from rigaudit.tools.hosts.probe import Probe
+    from rigaudit.tools.hosts.snapshot import SnapshotHost
+
+    internode = anyio.run(lambda: collect_internode(Probe(SnapshotHost(snapshot(RAY_ENV)))))
+    assert internode.used is True
+    assert any("--gcs-address 10.40.0.11" in s for s in internode.signals), internode.signals

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tests.hostgen.archetypes import vllm
-from tests.hostgen.procs import Proc
+from tests.hostgen.procs import Proc, write_proc
 from tests.hostgen.spec import Fault, HostSpec, ProcessSpec
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ def ray_worker_node(
         for pid, proc in list(built.procs.items()):
             if proc.argv[:1] == (actor,):
                 built.procs[pid] = replace(proc, ppid=RAYLET, comm=actor[:15], cgroup=RAY_CGROUP)
+            if pid in (RAY_START, RAYLET) or proc.argv[:1] == (actor,):
+                write_proc(built.tree, built.procs[pid])  # faults run after the processes were written
 
     fault = Fault("ray-worker-node", "vLLM's Ray workers under raylet hold the GPUs", apply)
     said = f" with {', '.join(f'{k}={v}' for k, v in extra)} in the workers' environment" if extra else ""
