@@ -997,3 +997,8 @@ def p2p_bench_result(spec: HostSpec, unidir: float, staged: float, *, access: bo
 
     fault = Fault("p2p-bench", f"a P2P benchmark at {unidir} GB/s", apply)
     return _named(replace(spec, faults=(*spec.faults, fault)), f"p2p-bench-{unidir:g}", f"P2P benchmark {unidir} GB/s")
+
+
+def ecc_off(spec: HostSpec) -> HostSpec:
+    """ECC disabled on every GPU (``nvidia-smi -e 0`` and a reboot): NVML answers NOT_SUPPORTED to every error count."""
+    return _named(replace(spec, gpus=replace(spec.gpus, ecc=False)), "ecc-off", "ECC disabled on every GPU")

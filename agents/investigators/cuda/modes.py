@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import MIG_IN_USE, MPS_SHARING, TIME_SLICING
 from rigaudit.agents.facts.gpu_address import gpu_selector, gpu_words, index_selector
@@ -311,12 +313,16 @@ def judge_mig(f: CudaFacts) -> Finding:
     return _mig_pending_problem(f, use, targets, refs)
 
 
+HBM_GPUS = r"\b(?:A100|A800|A30|H100|H200|H800|H20|GH200|B100|B200|B300|GB200|GB300)\b"
+"""Data-center GPUs with HBM, whose ECC is on as shipped: with it off, memory errors go undetected."""
+ECC_SOURCE = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+
 ECC_MODE_CHECK = Check(
     "cuda.ecc_mode",
     "ECC mode",
-    reads="NVML ECC mode (current, pending)",
-    problem="current ≠ pending",
-    fix="reboot or GPU reset",
+    reads="NVML ECC mode (current, pending), the GPU model",
+    problem="current ≠ pending; ECC off on a data-center HBM GPU (memory errors undetected)",
+    fix="reboot or GPU reset; `nvidia-smi -e 1` then a reboot where ECC is off on an HBM GPU",
     kinds=("reboot",),
     premises=(premises.GPUS, premises.NVML),
 )
@@ -342,6 +348,37 @@ def _ecc_pending_problem(f: CudaFacts, modes: dict[int, tuple[int, int]], pendin
         "some memories). Mixed modes inside one TP group also make the GPUs' free memory differ.",
         fix,
         subjects=labels(f.inventory, pending),
+        evidence=f.ecc.refs,
+    )
+
+
+def _ecc_off_problem(f: CudaFacts, off: list[int]) -> Finding:
+    where = driver_where(f.platform)
+    fix = Fix(
+        kind="reboot",
+        where=where,
+        summary="Turn ECC back on (the data-center default), then reboot with the server stopped",
+        actions=tuple(
+            CommandAction(
+                description=f"enable ECC on GPU{i}",
+                argv=("nvidia-smi", "-i", index_selector(f.inventory, i, where), "-e", "1"),
+            )
+            for i in off
+        ),
+        risk="medium",
+        verify="after the reboot: nvidia-smi --query-gpu=index,ecc.mode.current --format=csv: Enabled on every GPU",
+        revert="nvidia-smi -i N -e 0, then reboot",
+        persist="ECC mode is stored on the GPU",
+    )
+    return ECC_MODE_CHECK.problem_at(
+        "medium",
+        f"ECC off on {len(off)} data-center HBM GPU(s): {', '.join(labels(f.inventory, off))}",
+        "ECC on (as these GPUs ship)",
+        "With ECC off the GPU detects no memory error: no Xid 48/63/94/95, no row remapping, no containment, so a "
+        "flipped bit becomes a silent wrong answer, and gpu.ecc_errors has nothing to count. On HBM the ECC costs no "
+        f"capacity; NVIDIA's memory error management relies on it ({ECC_SOURCE}).",
+        fix,
+        subjects=labels(f.inventory, off),
         evidence=f.ecc.refs,
     )
 
@@ -385,6 +422,9 @@ def judge_ecc_mode(f: CudaFacts) -> Finding:
     if len(states) > 1:
         return _ecc_mixed_problem(f, modes)
     mode = "on" if states == {1} else "off"
+    hbm = [i for i in modes if (g := f.inventory.by_index(i)) is not None and re.search(HBM_GPUS, g.name or "")]
+    if mode == "off" and hbm:
+        return _ecc_off_problem(f, hbm)
     return ECC_MODE_CHECK.ok(
         f"ECC {mode} (current = pending) on {len(modes)}/{len(f.ecc.results)} GPUs",
         expected="current = pending",

@@ -95,6 +95,11 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     pending = sorted({i for i, v in remap.items() if v[2]} | {i for i, v in pages_pending.items() if v})
     if failure or pending or any(v > 0 for v in uncorrected.values()):
         return _errors_problem(f, failure, pending, uncorrected, refs)
+    if not uncorrected:
+        why = f"no remap pending or failed on {len(remap)} GPU(s), but no uncorrectable ECC count was read "
+        why += f"({failure_text(f.volatile_uncorrected, f.inventory)}); NVML counts them only with ECC mode on "
+        why += "(see cuda.ecc_mode): nvidia-smi -q -d ECC would tell"
+        return ECC_ERRORS_CHECK.unknown(why, evidence=refs)
     remapped_rows = {i: int(v[0]) + int(v[1]) for i, v in remap.items() if (v[0] or v[1])}
     note = ""
     if remapped_rows:
@@ -102,8 +107,8 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
             f"{label(f.inventory, i)} {n}" for i, n in remapped_rows.items()
         )
     return ECC_ERRORS_CHECK.ok(
-        f"no remap pending or failed, 0 volatile uncorrectable ECC errors, no retired page pending on "
-        f"{len(judged)}/{len(f.inventory.nvml_indices)} GPUs{note}",
+        f"no remap pending or failed, 0 volatile uncorrectable ECC errors on {len(uncorrected)} GPU(s), no retired page "
+        f"pending on {len(judged)}/{len(f.inventory.nvml_indices)} GPUs{note}",
         expected="no pending remap, no remap failure, no uncorrectable errors",
         evidence=refs,
     )
