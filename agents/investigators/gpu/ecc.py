@@ -96,10 +96,12 @@ def judge_ecc_errors(f: GpuHealthFacts) -> Finding:
     if failure or pending or any(v > 0 for v in uncorrected.values()):
         return _errors_problem(f, failure, pending, uncorrected, refs)
     if not uncorrected:
-        why = f"no remap pending or failed on {len(remap)} GPU(s), but no uncorrectable ECC count was read "
-        why += f"({failure_text(f.volatile_uncorrected, f.inventory)}); NVML counts them only with ECC mode on "
-        why += "(see cuda.ecc_mode): nvidia-smi -q -d ECC would tell"
-        return ECC_ERRORS_CHECK.unknown(why, evidence=refs)
+        unread = failure_text(f.volatile_uncorrected, f.inventory)
+        said = f"no remap pending or failed on {len(remap)} GPU(s); no uncorrectable ECC count was read ({unread})"
+        if set(f.volatile_uncorrected.failed().values()) == {"NOT_SUPPORTED"}:
+            why = f"{said}: NVML counts memory errors only with ECC mode on, so none is judged (whether ECC should be "
+            return ECC_ERRORS_CHECK.not_applicable(why + "on: cuda.ecc_mode)", evidence=refs)
+        return ECC_ERRORS_CHECK.unknown(f"{said}; nvidia-smi -q -d ECC would tell", evidence=refs)
     remapped_rows = {i: int(v[0]) + int(v[1]) for i, v in remap.items() if (v[0] or v[1])}
     note = ""
     if remapped_rows:

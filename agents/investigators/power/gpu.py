@@ -8,6 +8,7 @@ from rigaudit.agents.facts.gpu_models import unified_memory
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.vgpu import hypervisor_side
 from rigaudit.agents.investigators.power import premises
 from rigaudit.agents.investigators.power.cpu_facts import cap
@@ -69,6 +70,9 @@ class GpuPowerFacts(Record):
     nvml_error: str | None
     pstates: tuple[GpuPState, ...]
     inventory: GpuInventory | None = None
+    busy: frozenset[int] | None = None
+    """NVML indices of the GPUs a process runs on (None: NVML's process lists were not read). Where some GPUs run
+    work and others none, a cap on an idle one slows nothing now."""
 
 
 async def _pstates(probe: Probe) -> tuple[GpuPState, ...]:
@@ -89,7 +93,9 @@ async def _pstates(probe: Probe) -> tuple[GpuPState, ...]:
 
 async def collect_gpu(probe: Probe, platform: Platform) -> GpuPowerFacts:
     gpus, nvml_error = await _gpu_power(probe)
-    return GpuPowerFacts(platform, gpus, nvml_error, await _pstates(probe), await collect_gpus(probe))
+    scan = await find_servers(probe)
+    busy = frozenset(p.gpu_index for p in scan.gpu_processes) if scan.nvml_listed else None
+    return GpuPowerFacts(platform, gpus, nvml_error, await _pstates(probe), await collect_gpus(probe), busy)
 
 
 def _nvml_unavailable(check: Check, facts: GpuPowerFacts) -> Finding | None:
@@ -165,8 +171,10 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
         note = f" ({len(facts.gpus) - len(known)} GPUs unreadable)" if len(known) < len(facts.gpus) else ""
         observed = f"enforced = default ({', '.join(values)}) on {len(known)}/{len(facts.gpus)} GPUs{note}"
         return GPU_POWER_LIMIT_CHECK.ok(observed, expected="enforced limit = default limit", evidence=cap(refs))
-    ratio = min((g.enforced_mw or 0) / (g.default_mw or 1) for g in low)
-    severity: Severity = "medium" if ratio < 0.9 else "low"
+    working = [g for g in low if not facts.busy or g.index in facts.busy]  # nothing running: no GPU is a spare
+    ratio = min((g.enforced_mw or 0) / (g.default_mw or 1) for g in working or low)
+    severity: Severity = "medium" if ratio < 0.9 and working else "low"
+    idle = [g.label for g in low if g not in working]
     user_capped = [g for g in low if g.requested_mw is not None and g.requested_mw < (g.default_mw or 0)]
     fix = _restore_limit_fix(facts, low)
     other = (
@@ -180,7 +188,14 @@ def judge_gpu_power_limit(facts: GpuPowerFacts) -> Finding:
     explanation = (
         "The enforced power limit is below the board's default, so the GPU lowers its clocks when a heavy phase "
         "(prefill, large batches) reaches the cap; memory-bound single-stream decode suffers less. Lower limits are "
-        "sometimes deliberate (PSU or cooling budget): confirm before raising them." + other
+        "sometimes deliberate (PSU or cooling budget): confirm before raising them."
+        + other
+        + (
+            f" No process runs on {', '.join(idle)} now (NVML's process lists): the cap slows nothing there until a "
+            "server is placed on them."
+            if idle
+            else ""
+        )
     )
     observed = ", ".join(f"{g.label}: {_watts(g.enforced_mw)} of {_watts(g.default_mw)}" for g in low)
     return GPU_POWER_LIMIT_CHECK.problem_at(
