@@ -7,6 +7,7 @@ user-space libraries, NVML, nvidia-smi, the kernel log and the fabric manager at
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -1002,3 +1003,18 @@ def p2p_bench_result(spec: HostSpec, unidir: float, staged: float, *, access: bo
 def ecc_off(spec: HostSpec) -> HostSpec:
     """ECC disabled on every GPU (``nvidia-smi -e 0`` and a reboot): NVML answers NOT_SUPPORTED to every error count."""
     return _named(replace(spec, gpus=replace(spec.gpus, ecc=False)), "ecc-off", "ECC disabled on every GPU")
+
+
+def ports_capped(spec: HostSpec, gen: int = 4) -> HostSpec:
+    """Every GPU trained at Gen``gen`` x16 under a port whose own maximum is Gen``gen``: a BIOS speed cap, or a CPU
+    whose root ports go no faster (which one is the CPU's to tell)."""
+    speed = {3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe"}[gen]
+    for g in range(spec.gpus.count):
+        spec = replace(spec, gpus=replace(spec.gpus, link_down=(*spec.gpus.link_down, (g, gen, 16))))
+
+    def apply(built: Built) -> None:
+        for function in built.placed.gpus:
+            built.tree.attrs(posixpath.dirname(function.path), {"max_link_speed": speed, "current_link_speed": speed})
+
+    capped = replace(spec, faults=(*spec.faults, Fault(f"ports-gen{gen}", f"the GPUs' ports top out at Gen{gen}", apply)))
+    return _named(capped, f"ports-gen{gen}", f"every GPU at Gen{gen} x16 under ports whose maximum is Gen{gen}")

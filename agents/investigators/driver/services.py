@@ -89,6 +89,14 @@ PERSISTENCE_CHECK = Check(
 )
 
 
+NODE_ORIGINS = (
+    "on the node, by where its driver comes from: a host package's unit (the start below), or the GPU Operator's "
+    "driver container, which runs nvidia-persistenced itself: there read the driver pod's log "
+    "(kubectl -n gpu-operator logs -l app=nvidia-driver-daemonset -c nvidia-driver-ctr) and restart that pod"
+)
+"""What a container cannot tell: whether the node's daemons are host units or the GPU Operator's (``driver_origin``)."""
+
+
 def _persistence_fix(facts: DriverFacts, cause: Cause | None, by_option: bool) -> Fix:
     """The journal's reason removed, the unit's --no-persistence-mode dropped, or the daemon started."""
     daemon, unit = facts.persistenced, facts.persistenced_unit
@@ -97,12 +105,20 @@ def _persistence_fix(facts: DriverFacts, cause: Cause | None, by_option: bool) -
     if by_option and unit is not None:
         return _unit_option_fix(facts, unit.path, unit.exec_start)
     failed = daemon.state == "failed" and cause is not None
+    before = (CommandAction(description=f"first read why it failed: {cause.tell}"),) if failed and cause else ()
+    if facts.platform.in_container:  # where the node's driver comes from is not seen from here
+        before = (*before, CommandAction(description=NODE_ORIGINS))
     return _start(
         facts,
         "nvidia-persistenced",
-        "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized",
+        "Start nvidia-persistenced (and enable it at boot) so the driver keeps the GPUs initialized"
+        + (
+            " where the node's driver is a host package; with the GPU Operator, its driver pod runs it"
+            if facts.platform.in_container
+            else ""
+        ),
         "nvidia-smi -q | grep 'Persistence Mode'  -> Enabled",
-        before=(CommandAction(description=f"first read why it failed: {cause.tell}"),) if failed and cause else (),
+        before=before,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cpu_pcie import CpuPcie, root_port_gen
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
@@ -81,6 +82,8 @@ class PcieFacts(Record):
     p2p: P2pContext
     nic_chains: Mapping[str, ChainRead]
     """Where the active RDMA NICs sit (GPUDirect RDMA crosses the switch a NIC shares with a GPU)."""
+    cpu_pcie: CpuPcie | None = None
+    """The PCIe generation the CPU's root ports top out at (None: a CPU not listed, or unread)."""
 
     @property
     def bridges(self) -> tuple[str, ...]:
@@ -169,6 +172,7 @@ async def collect(probe: Probe) -> PcieFacts:
         dmesg_ref=command_ref(["dmesg"]) if dmesg.ok else None,
         p2p=context,
         nic_chains={c.bdf: c for c in nic_chains if c.chain},
+        cpu_pcie=root_port_gen(await probe.text("/proc/cpuinfo")),
     )
 
 

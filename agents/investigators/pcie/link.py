@@ -13,6 +13,7 @@ from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, fix_where, no_gpus, slot_fix
 from rigaudit.tools.core.record import Record
+from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.pci import SPEEDS_GTS
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity, Where
 
@@ -43,6 +44,8 @@ class _LinkView(Record):
     gpu: Gpu
     kind: LinkKind
     text: str
+    slot_gts: float | None = None
+    """What the slot (the port above the GPU) tops out at, where it is below the GPU's own maximum."""
 
 
 def _link_view(facts: PcieFacts, gpu: Gpu) -> _LinkView:
@@ -76,9 +79,9 @@ def _link_view(facts: PcieFacts, gpu: Gpu) -> _LinkView:
         kind: LinkKind = "busy_down" if load == "busy" else "idle_down" if load == "idle" else "load_unknown_down"
         if kind == "idle_down" and eff_s < max_s:
             kind = "slot_limited"
-        return _LinkView(gpu, kind, text)
+        return _LinkView(gpu, kind, text, slot_s if kind == "slot_limited" else None)
     if eff_s < max_s or eff_w < max_w:
-        return _LinkView(gpu, "slot_limited", text)
+        return _LinkView(gpu, "slot_limited", text, slot_s if eff_w >= max_w else None)
     return _LinkView(gpu, "ok", text)
 
 
@@ -171,9 +174,42 @@ def _link_verify(facts: PcieFacts, first: str) -> str:
     )
 
 
+def _platform_capped(facts: PcieFacts, bad: list[_LinkView]) -> bool:
+    """Every capped GPU's slot tops out at the CPU's own PCIe generation: the platform's limit, nothing to set."""
+    cpu = facts.cpu_pcie
+    top = _gts(cpu.gen) if cpu else None
+    return top is not None and all(v.kind == "slot_limited" and v.slot_gts == top for v in bad)
+
+
+def _platform_finding(facts: PcieFacts, bad: list[_LinkView], evidence: list[str]) -> Finding:
+    cpu = facts.cpu_pcie
+    assert cpu is not None
+    fix = slot_fix(
+        "hardware",
+        fix_where(facts.platform),
+        f"Nothing to set: the {cpu.cpu} root ports top out at PCIe Gen{cpu.gen}; full GPU link speed needs a platform "
+        f"of the GPUs' generation",
+        f"keep it, or move these GPUs to a host whose CPU has PCIe Gen{cpu.gen + 1} lanes",
+        "lspci -vv -s BDF | grep LnkSta (the GPU's link) and the CPU model (lscpu)",
+    )
+    return PCIE_LINK_CHECK.problem_at(
+        "low",
+        observed="; ".join(v.text for v in bad),
+        expected="every GPU at its (and its slot's) maximum speed and width under load",
+        explanation=f"The GPUs run at the slot's maximum, and the slot is the CPU's: {cpu.cpu} has PCIe Gen{cpu.gen} "
+        "lanes, so no BIOS setting or other slot raises it. Host-to-device copies (weight loading, KV offload) and "
+        "PCIe P2P get that generation's bandwidth." + _link_cost(facts.p2p),
+        fix=fix,
+        subjects=[v.gpu.label for v in bad],
+        evidence=[*evidence, file_ref("/proc/cpuinfo")],
+    )
+
+
 def _degraded_links(facts: PcieFacts, known: list[_LinkView], worst: LinkKind, kernel: list[str], evidence: list[str]) -> Finding:
     """Links below their maximum: the worst kind sets the fix and the severity, the GPU traffic on PCIe the cost."""
     bad = [v for v in known if _LINK_RANK[v.kind] <= _LINK_RANK["load_unknown_down"]]
+    if worst == "slot_limited" and not facts.platform.in_vm and _platform_capped(facts, bad):
+        return _platform_finding(facts, bad, evidence)
     severity: Severity = _LINK_SEVERITY.get(worst, "low")
     if severity == "high" and not _gpu_traffic_on_pcie(facts.p2p):
         severity = "medium"

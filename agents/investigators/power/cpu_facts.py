@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
+from rigaudit.agents.facts.cpu_pcie import cpu_identity
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.facts.platform import Platform, detect_platform
@@ -114,14 +115,6 @@ class CpuPowerFacts(Record):
     """``/proc/cpuinfo`` was read (an Arm CPU's has no ``vendor_id``): the premise ``cpu``."""
 
 
-def _cpu_identity(cpuinfo: str | None) -> tuple[str | None, int | None, int | None]:
-    if cpuinfo is None:
-        return None, None, None
-    first = cpuinfo.split("\n\n", 1)[0]
-    fields = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in first.splitlines()))
-    return fields.get("vendor_id"), _int(fields.get("cpu family")), _int(fields.get("model"))
-
-
 async def _cpus(probe: Probe) -> tuple[int, ...]:
     listing = await probe.list_dir(CPU)
     present = sorted(int(m.group(1)) for e in listing.entries or () if (m := re.fullmatch(r"cpu(\d+)", e)))
@@ -173,7 +166,7 @@ async def collect_cpu(probe: Probe) -> CpuPowerFacts:
             )
             epp = {c: _strip(t) for c, t in zip(cpus, texts, strict=True)}
     idle = await _idle_states(probe, cpus)
-    vendor, family, model = _cpu_identity(cpuinfo)
+    vendor, family, model = cpu_identity(cpuinfo)
     platform = await detect_platform(probe)
     return CpuPowerFacts(
         platform=platform,
