@@ -26,7 +26,7 @@ from rigaudit.tools.hosts.snapshot import SNAPSHOT_FORMAT, SnapshotHost
 from rigaudit.tools.schema.events.audit import AuditFinished, ToolCall
 from rigaudit.tools.schema.events.session import SessionStarted
 from rigaudit.tools.schema.events.union import Event
-from rigaudit.transcripts.tool_calls import decode_data, host_result
+from rigaudit.transcripts.tool_calls import ask, decode_data, host_result
 
 NOT_RECORDED = "NOT_RECORDED"
 """The read error of a path the session saw (listed, or found to exist) but never read."""
@@ -235,23 +235,6 @@ def _comparable(result: HostOpResult) -> tuple[object, ...]:
     return ("value", *result)
 
 
-async def _replay_call(host: SnapshotHost, call: ToolCall) -> HostOpResult | None:
-    if call.op == "read":
-        return await host.read(call.target)
-    if call.op == "list_dir":
-        return await host.list_dir(call.target)
-    if call.op == "readlink":
-        return (call.target, await host.readlink(call.target))
-    if call.op == "exists":
-        return (call.target, await host.exists(call.target))
-    if call.op == "run":
-        argv = [str(a) for a in call.args] if call.args else call.target.split()
-        return await host.run(argv)
-    if call.op == "nvml" and all(isinstance(a, int) and not isinstance(a, bool) for a in call.args):
-        return await host.nvml(call.target, *(int(a) for a in call.args))
-    return None
-
-
 def _short(value: tuple[object, ...]) -> str:
     text = repr(value[1:])
     return text if len(text) <= 80 else text[:77] + "..."
@@ -264,7 +247,7 @@ async def verify_rebuild(events: Iterable[Event], root: Path) -> list[str]:
     count = 0
     for call in (e for e in events if isinstance(e, ToolCall)):
         expected = host_result(call)
-        actual = await _replay_call(host, call)
+        actual = await ask(host, call)
         if expected is None or actual is None:
             continue
         if call.op == "run" and isinstance(expected, CommandResult) and expected.error == "not_recorded":

@@ -23,7 +23,7 @@ from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host
 from rigaudit.tools.hosts.probe import HostOpResult
 from rigaudit.tools.schema.events.audit import SnapshotReferenced, ToolCall
 from rigaudit.transcripts.errors import TranscriptError
-from rigaudit.transcripts.tool_calls import encode_answer, encode_result, operation
+from rigaudit.transcripts.tool_calls import ask, encode_answer, encode_result, operation
 
 if TYPE_CHECKING:
     from rigaudit.tools.hosts.snapshot import SnapshotHost
@@ -92,23 +92,6 @@ def embedded(call: ToolCall) -> ToolCall:
     return call.model_copy(update={"result": encode_answer(answer, call.op)})  # type: ignore[arg-type]
 
 
-async def _ask(host: SnapshotHost, call: ToolCall) -> HostOpResult | None:
-    """The snapshot's answer to the operation ``call`` recorded; ``None`` for an operation it does not know."""
-    if call.op == "read":
-        return await host.read(call.target)
-    if call.op == "list_dir":
-        return await host.list_dir(call.target)
-    if call.op == "readlink":
-        return (call.target, await host.readlink(call.target))
-    if call.op == "exists":
-        return (call.target, await host.exists(call.target))
-    if call.op == "run":
-        return await host.run(tuple(str(a) for a in call.args) if call.args else tuple(call.target.split()))
-    if call.op == "nvml" and all(isinstance(a, int) and not isinstance(a, bool) for a in call.args):
-        return await host.nvml(call.target, *call.args)
-    return None
-
-
 def _open(named: SnapshotReferenced, given: Path | None, hint: str) -> SnapshotHost:
     """The snapshot a reference names (or ``given`` in its place), checked to be that one."""
     from rigaudit.tools.hosts.snapshot import SnapshotError, SnapshotHost
@@ -138,7 +121,7 @@ async def _answered(host: SnapshotHost | None, call: ToolCall, hint: str) -> Too
     """``call`` with the answer of ``host`` (the snapshot named before it) embedded, checked against its digest."""
     if host is None:
         raise TranscriptError("a read recorded by reference names no snapshot (the transcript is damaged)")
-    answer = await _ask(host, call)
+    answer = await ask(host, call)
     if answer is None or answer_digest(answer) != call.result[REFERENCE_KEY]:
         raise TranscriptError(
             f"{host.root} answers {call.op} {call.target} differently than when the transcript recorded it "

@@ -10,7 +10,7 @@ import base64
 import binascii
 from typing import Any
 
-from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, NvmlResult
+from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
 from rigaudit.tools.hosts.probe import HostOpResult
 from rigaudit.tools.schema.events.audit import ToolCall
 
@@ -124,4 +124,21 @@ def host_result(call: ToolCall) -> HostOpResult | None:
         if error:
             return NvmlResult(call.target, args, error=str(error))
         return NvmlResult(call.target, args, value=result.get("result"))
+    return None
+
+
+async def ask(host: Host, call: ToolCall) -> HostOpResult | None:
+    """Ask ``host`` the operation ``call`` recorded (a replay's, a rebuild's); ``None`` for one it does not know."""
+    if call.op == "read":
+        return await host.read(call.target)
+    if call.op == "list_dir":
+        return await host.list_dir(call.target)
+    if call.op == "readlink":
+        return (call.target, await host.readlink(call.target))
+    if call.op == "exists":
+        return (call.target, await host.exists(call.target))
+    if call.op == "run":
+        return await host.run(tuple(str(a) for a in call.args) if call.args else tuple(call.target.split()))
+    if call.op == "nvml" and all(isinstance(a, int) and not isinstance(a, bool) for a in call.args):
+        return await host.nvml(call.target, *(int(a) for a in call.args))
     return None
