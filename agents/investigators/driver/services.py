@@ -89,10 +89,16 @@ PERSISTENCE_CHECK = Check(
 )
 
 
+DRIVER_POD_LOG = (
+    "find the node's driver pod (kubectl -n gpu-operator get pods -l app=nvidia-driver-daemonset --field-selector "
+    "spec.nodeName=NODE; the Operator's namespace may differ) and read its log (kubectl -n gpu-operator logs POD -c "
+    "nvidia-driver-ctr)"
+)
+"""How to read the GPU Operator's driver container on one node (``kubectl logs`` takes no field selector)."""
+
 NODE_ORIGINS = (
     "on the node, by where its driver comes from: a host package's unit (the start below), or the GPU Operator's "
-    "driver container, which runs nvidia-persistenced itself: there read the driver pod's log "
-    "(kubectl -n gpu-operator logs -l app=nvidia-driver-daemonset -c nvidia-driver-ctr) and restart that pod"
+    f"driver container, which runs nvidia-persistenced itself: there {DRIVER_POD_LOG}, and restart that pod"
 )
 """What a container cannot tell: whether the node's daemons are host units or the GPU Operator's (``driver_origin``)."""
 
@@ -395,10 +401,7 @@ def _operator_fabric(facts: DriverFacts, seen: str, switches: list[str], refs: l
         summary="Read why the GPU Operator's driver container has no fabric manager, then restart that node's driver "
         "pod; no host unit or package is to be installed under the Operator's driver",
         actions=(
-            CommandAction(
-                description="kubectl -n gpu-operator logs -l app=nvidia-driver-daemonset -c nvidia-driver-ctr "
-                "--field-selector spec.nodeName=NODE (the Operator's namespace may differ): its reason for the fabric manager"
-            ),
+            CommandAction(description=f"{DRIVER_POD_LOG}: its reason for the fabric manager"),
             CommandAction(description="with the node drained: delete that node's nvidia-driver-daemonset pod (it is recreated)"),
         ),
         risk="medium",
