@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rigaudit.orchestrator.bench.restart import RestartOptions, plan_power, run_restart_ab
@@ -20,9 +21,9 @@ from rigaudit.orchestrator.cli import main
 from rigaudit.tools.actions.journal import read_journal
 from rigaudit.tools.bench.ab import analyze
 from rigaudit.tools.bench.compare import Settings
-from rigaudit.tools.bench.loadgen import LoadSpec
+from rigaudit.tools.bench.loadgen import Load, LoadSpec
 from rigaudit.tools.bench.power import cycles_for, detectable
-from rigaudit.tools.bench.restart import ArmCommand, parse_arms
+from rigaudit.tools.bench.restart import ArmCommand, SwitchFailed, parse_arms, wait_ready
 from rigaudit.tools.core.errors import NotApprovedError, UsageError
 from rigaudit.tools.testing.restart_fake import RestartedServer
 
@@ -201,3 +202,22 @@ def test_a_restart_step_named_by_only_asks_for_the_two_commands(
     err = capsys.readouterr().err.strip()
     assert "runtime.env needs a server restart (Unset CUDA_LAUNCH_BLOCKING" in err and "--arm base=" in err
     assert "\n" not in err
+
+
+def test_waiting_for_a_down_server_ends_when_the_remainder_is_below_the_clocks_resolution(server: RestartedServer) -> None:
+    # A deadline whose remainder rounds away when added to the clock (here 2.8e-14 s at 1005 s) must still end the wait.
+    server.state.write_text("down\n")
+    server.clock.now = 1000.4295548755265
+    load = server.load()
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        assert len(sleeps) < 100, "the wait does not end"
+        await server.clock.sleep(seconds)
+
+    counted = Load(connect=load.connect, clock=load.clock, sleep=sleep)
+    waiting = functools.partial(wait_ready, SPEC, timeout_s=4.9974275410000075, load=counted)
+    with pytest.raises(SwitchFailed, match="served no token within"):
+        anyio.run(waiting)
+    assert len(sleeps) <= 11

@@ -26,6 +26,7 @@ from rigaudit.tools.core.record import Record
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 MAX_COMMAND = 4096
 RETRY_S = 0.5
+MIN_WAIT_S = 0.001
 
 
 class SwitchFailed(OperationError):
@@ -103,16 +104,16 @@ async def run_command(arm: ArmCommand, *, log: Path, timeout_s: float) -> float:
 async def wait_ready(spec: LoadSpec, *, timeout_s: float, load: Load = REAL) -> float:
     """Seconds until the endpoint streams the first token of a one-token request; SwitchFailed after ``timeout_s``."""
     start = load.clock()
+    deadline = start + timeout_s
     body = {**request_body(spec, make_prompt(8, -1, spec.seed)), "max_tokens": 1}
     path = url_path(endpoint(spec.base_url, spec.api))
     last = "no answer"
-    while True:
-        left = timeout_s - (load.clock() - start)
-        if left <= 0:
-            raise SwitchFailed(f"the server at {spec.base_url} served no token within {timeout_s:g} s ({last})")
+    while (left := deadline - load.clock()) > 0:
         async with load.connect(spec) as client:
             sample = await one_request(client, path, body, min(left, spec.timeout_s), load.clock)
         if sample.ok:
             return load.clock() - start
         last = sample.error or "no token"
-        await load.sleep(min(RETRY_S, max(0.0, timeout_s - (load.clock() - start))))
+        # At least a millisecond: a remainder too small to move the clock (float rounding) would never end the wait.
+        await load.sleep(max(MIN_WAIT_S, min(RETRY_S, deadline - load.clock())))
+    raise SwitchFailed(f"the server at {spec.base_url} served no token within {timeout_s:g} s ({last})")
