@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -298,9 +299,7 @@ def _library_found_once_loaded(tmp_path: Path) -> tuple[Any, Path, list[str]]:
 
 def test_the_gpu_operator_s_library_is_loaded_where_the_host_has_none(tmp_path: Path) -> None:
     module, library, loaded = _library_found_once_loaded(tmp_path)
-    facade = NvmlFacade(
-        module=module, libraries=(str(library),), loader=lambda p: loaded.append(p) or True, trusted=lambda p: True
-    )
+    facade = NvmlFacade(module=module, libraries=(str(library),), loader=lambda p: loaded.append(p) or True, trusted=lambda p: p)
     result = anyio.run(facade.call, "nvmlDeviceGetCount")
     assert (result.error, result.value) == (None, 2)
     assert loaded == [str(library)]
@@ -313,3 +312,45 @@ def test_a_library_someone_else_can_write_is_never_loaded(tmp_path: Path) -> Non
     assert anyio.run(facade.call, "nvmlDeviceGetCount").error == "LIBRARY_NOT_FOUND"
     assert loaded == []
     assert not root_owned(str(library))
+
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="ownership is judged as root runs the gate")
+NOBODY = 65534
+
+
+@root_only
+def test_the_operator_s_library_is_loaded_by_its_real_path(tmp_path: Path) -> None:
+    module, library, loaded = _library_found_once_loaded(tmp_path)
+    real = library.with_name("libnvidia-ml.so.580.95.05")
+    library.rename(real)
+    library.symlink_to(real.name)
+    facade = NvmlFacade(module=module, libraries=(str(library),), loader=lambda p: loaded.append(p) or True)
+    assert anyio.run(facade.call, "nvmlDeviceGetCount").error is None
+    assert loaded == [str(real)]
+
+
+@root_only
+def test_a_link_in_a_folder_another_user_owns_is_never_trusted(tmp_path: Path) -> None:
+    """Its owner could switch the link to a library of theirs between the check and the load."""
+    folder = tmp_path / "run/nvidia/driver/usr/lib64"
+    folder.mkdir(parents=True)
+    os.chown(folder, NOBODY, NOBODY)
+    (folder / "libnvidia-ml.so.1").symlink_to(sys.executable)
+    assert root_owned(sys.executable) == os.path.realpath(sys.executable)
+    assert root_owned(str(folder / "libnvidia-ml.so.1")) is None
+
+
+@root_only
+def test_a_library_below_a_folder_another_user_owns_is_never_trusted(tmp_path: Path) -> None:
+    module, library, loaded = _library_found_once_loaded(tmp_path)
+    os.chown(library.parent.parent, NOBODY, NOBODY)  # its owner could put another folder in the library's place
+    facade = NvmlFacade(module=module, libraries=(str(library),), loader=lambda p: loaded.append(p) or True)
+    assert anyio.run(facade.call, "nvmlDeviceGetCount").error == "LIBRARY_NOT_FOUND"
+    assert loaded == []
+
+
+@root_only
+def test_a_fifo_named_as_the_library_is_never_loaded(tmp_path: Path) -> None:
+    fifo = tmp_path / "libnvidia-ml.so.1"
+    os.mkfifo(fifo, 0o644)
+    assert root_owned(str(fifo)) is None

@@ -51,17 +51,34 @@ OPERATOR_LIBRARIES = tuple(
 )
 
 
-def root_owned(path: str) -> bool:
-    """``path`` (followed) and its folder are root's and writable by no one else: a library fit to load."""
+def _folders(path: str) -> list[str]:
+    """The folders above ``path``, up to ``/``."""
+    folders = [os.path.dirname(path)]
+    while folders[-1] != os.path.dirname(folders[-1]):
+        folders.append(os.path.dirname(folders[-1]))
+    return folders
+
+
+def _root_only(info: os.stat_result) -> bool:
+    return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def root_owned(path: str) -> str | None:
+    """The real path of ``path`` where it is a regular file of root's, and every folder above it, as named and as
+    resolved, is root's and writable by no one else (a sticky one aside): a library fit to load, by a name no other
+    user can switch to a file of theirs."""
     try:
         real = os.path.realpath(path)
-        for item in (real, os.path.dirname(real)):
-            info = os.stat(item)
-            if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return False
+        info = os.stat(real)
+        if not stat.S_ISREG(info.st_mode) or not _root_only(info):
+            return None
+        for folder in dict.fromkeys((*_folders(os.path.abspath(path)), *_folders(real))):
+            info = os.stat(folder)
+            if not _root_only(info) and not (info.st_uid == 0 and info.st_mode & stat.S_ISVTX):
+                return None
     except OSError:
-        return False
-    return True
+        return None
+    return real
 
 
 def preload(path: str) -> bool:
@@ -142,7 +159,7 @@ class NvmlFacade:
         call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
         libraries: Sequence[str] = OPERATOR_LIBRARIES,
         loader: Callable[[str], bool] = preload,
-        trusted: Callable[[str], bool] = root_owned,
+        trusted: Callable[[str], str | None] = root_owned,
     ) -> None:
         self._module = module
         self._libraries = tuple(libraries)
@@ -201,8 +218,10 @@ class NvmlFacade:
         return None
 
     def _preload_operator_copy(self) -> bool:
-        """The GPU Operator's copy of the library, where one is there and root's alone."""
-        return any(os.path.exists(path) and self._trusted(path) and self._loader(path) for path in self._libraries)
+        """The GPU Operator's copy of the library, where one is there and root's alone, loaded by its real path (a
+        link someone else could switch between the check and the load is never followed again)."""
+        real = (self._trusted(path) for path in self._libraries if os.path.exists(path))
+        return any(path is not None and self._loader(path) for path in real)
 
     def _handle(self, module: ModuleType, index: int) -> object:
         if index not in self._handles:
