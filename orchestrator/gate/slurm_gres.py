@@ -20,8 +20,11 @@ DEFAULT_CONF = Path("/etc/slurm/slurm.conf")
 MAX_CONF_BYTES = 1024 * 1024
 MAX_EXPANDED = 4096
 """Names one host list may expand to (``gpu[0-999999]`` is refused, not walked)."""
+MAX_NAME = 1024
+"""Characters of one name of a host list, its ranges written out (each name it expands to is no longer)."""
+_COUNT = r"[0-9]{1,9}"
 _BRACKET = r"\[([^\]]*)\]"
-_RANGE = r"^(\d+)(?:-(\d+))?$"
+_RANGE = r"^([0-9]{1,9})(?:-([0-9]{1,9}))?$"
 
 
 class GresPromise(Record):
@@ -63,21 +66,28 @@ def _split_top(text: str) -> list[str]:
     return [p for p in (*parts, current) if p]
 
 
+def _range(item: str) -> list[str]:
+    bounds = re.match(_RANGE, item.strip())
+    if bounds is None:
+        raise ValueError(f"not a host range: [{item[:40]}]")
+    low, high = bounds.group(1), bounds.group(2) or bounds.group(1)
+    if int(high) - int(low) > MAX_EXPANDED:
+        raise ValueError(f"host range [{item[:40]}] is too long")
+    return [f"{n:0{len(low)}d}" for n in range(int(low), int(high) + 1)]
+
+
 def _expand_one(name: str) -> list[str]:
-    match = re.search(_BRACKET, name)
-    if match is None:
-        return [name]
-    head, tail = name[: match.start()], name[match.end() :]
-    found: list[str] = []
-    for item in match.group(1).split(","):
-        bounds = re.match(_RANGE, item.strip())
-        if bounds is None:
-            raise ValueError(f"not a host range: [{item}]")
-        low, high = bounds.group(1), bounds.group(2) or bounds.group(1)
-        if int(high) - int(low) > MAX_EXPANDED:
-            raise ValueError(f"host range [{item}] is too long")
-        found.extend(f"{head}{n:0{len(low)}d}" for n in range(int(low), int(high) + 1))
-    return [f + t for f in found for t in _expand_one(tail)]
+    """One name of a host list, its ranges multiplied out (``n[1-2]x[1-2]``: four), each range in turn."""
+    if len(name) > MAX_NAME:
+        raise ValueError(f"host name {name[:40]!r}... is longer than {MAX_NAME} characters")
+    names, done = [""], 0
+    for match in re.finditer(_BRACKET, name):
+        found = [n for item in match.group(1).split(",") for n in _range(item)]
+        if len(names) * len(found) > MAX_EXPANDED:
+            raise ValueError(f"host list {name[:40]!r} names more than {MAX_EXPANDED} nodes")
+        names = [f"{n}{name[done : match.start()]}{f}" for n in names for f in found]
+        done = match.end()
+    return [n + name[done:] for n in names]
 
 
 def _lines(text: str) -> Iterable[dict[str, str]]:
@@ -111,8 +121,8 @@ def _count(text: str) -> int:
     """``8``, ``2K`` (Slurm's suffixes) -> a number."""
     scale = {"k": 1024, "m": 1024**2, "g": 1024**3}.get(text[-1:].lower(), 1)
     digits = text[:-1] if scale > 1 else text
-    if not digits.isdigit():
-        raise ValueError(f"not a GRES count: {text!r}")
+    if not re.fullmatch(_COUNT, digits):  # int() also takes non-ASCII digits, and 5,000 of them is an error
+        raise ValueError(f"not a GRES count: {text[:40]!r}")
     return int(digits) * scale
 
 
