@@ -9,8 +9,8 @@ one line in :attr:`KubeNode.error`, never an exception.
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +22,7 @@ RESOURCE = "nvidia.com/gpu"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 MAX_OBJECT_BYTES = 4 * 1024 * 1024
 TIMEOUT_S = 5.0
+_COUNT = r"[0-9]{1,9}"
 
 
 class KubeNode(Record):
@@ -35,7 +36,7 @@ class KubeNode(Record):
 
 def _quantity(value: object) -> int | None:
     text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
-    return int(text) if text.isdigit() else None
+    return int(text) if re.fullmatch(_COUNT, text) else None  # int() also takes non-ASCII digits, and fails on 5,000
 
 
 def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -44,8 +45,10 @@ def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def parse_node(data: bytes, source: str) -> KubeNode:
+    from rigaudit.tools.files.bounded import loads
+
     try:
-        node = json.loads(data)
+        node = loads(data)
     except ValueError as exc:
         return KubeNode(source, error=f"{source}: not a JSON node object ({exc})")
     if not isinstance(node, dict) or node.get("kind") != "Node":
