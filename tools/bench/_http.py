@@ -155,7 +155,11 @@ class StreamingClient:
             raise HttpError(f"connection lost: {exc or type(exc).__name__}") from None
         head = (await conn.read_until(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         status_line = head[0].split(" ", 2)
-        if len(status_line) < 2 or not status_line[0].startswith("HTTP/") or not status_line[1].isdigit():
+        if (
+            len(status_line) < 2
+            or not status_line[0].startswith("HTTP/")
+            or not (len(status_line[1]) == 3 and status_line[1].isdecimal())
+        ):
             raise HttpError(f"bad status line {head[0][:60]!r}")
         headers: dict[str, str] = {}
         for line in head[1:]:

@@ -111,7 +111,7 @@ def _served(body: bytes) -> list[str]:
     """The model ids of an OpenAI ``/v1/models`` answer; ``[]`` when it is not one."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     items = data.get("data") if isinstance(data, dict) else None
     if not isinstance(items, list):

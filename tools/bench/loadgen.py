@@ -173,7 +173,7 @@ class _Stream:
             return
         try:
             event = json.loads(data)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # a server's event nested past the parser's stack
             self.error = f"bad event: {data[:80].decode(errors='replace')}"
             return
         if not isinstance(event, dict):

@@ -12,10 +12,10 @@ SGLang's ``/get_server_info``, TGI's ``/info``): one GET each, a short deadline,
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import shutil
 import subprocess
-import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
@@ -92,7 +92,7 @@ def server_version(base_url: str, *, timeout_s: float = 2.0) -> str | None:
         try:
             with urllib.request.urlopen(_root(base_url) + path, timeout=timeout_s) as response:
                 data = json.loads(response.read(MAX_VERSION_BYTES + 1)[:MAX_VERSION_BYTES])
-        except (OSError, ValueError, urllib.error.URLError):
+        except (OSError, ValueError, RecursionError, http.client.HTTPException):  # URLError is an OSError
             continue
         if not isinstance(data, dict):
             continue
