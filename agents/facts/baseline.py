@@ -50,7 +50,7 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
         kib = int(total.split()[0])
         facts["memory"] = f"{kib / 1024 / 1024:.0f} GiB"
     if nodes is not None and not isinstance(nodes, str) and nodes.entries is not None:
-        count = sum(1 for n in nodes.entries if n.startswith("node") and n[4:].isdigit())
+        count = sum(1 for n in nodes.entries if n.startswith("node") and n[4:].isdecimal())
         if count:
             facts["numa_nodes"] = str(count)
     if inventory.gpus:

@@ -60,7 +60,7 @@ async def _bound_to_vfio(probe: Probe, gpus: Sequence[Gpu]) -> bool:
 
 async def _daemons(probe: Probe) -> tuple[tuple[str, int], ...]:
     listing = await probe.list_dir("/proc")
-    pids = sorted(int(n) for n in listing.entries or () if n.isdigit())[:_SCAN]
+    pids = sorted(int(n) for n in listing.entries or () if n.isdecimal())[:_SCAN]
     comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids])
     found = {DAEMONS[c.strip()]: p for p, c in zip(pids, comms, strict=True) if c and c.strip() in DAEMONS}
     return tuple(sorted(found.items()))

@@ -38,7 +38,7 @@ def management_text(management: tuple[str, ...]) -> str:
 
 def _number(name: str) -> tuple[str, int]:
     stem, _, tail = name.rpartition("_")
-    return (stem, int(tail)) if tail.isdigit() else (name, -1)
+    return (stem, int(tail)) if tail.isdecimal() else (name, -1)
 
 
 async def rdma_devices(probe: Probe) -> RdmaDevices:

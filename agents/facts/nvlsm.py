@@ -50,7 +50,7 @@ async def collect_nvlsm(probe: Probe) -> Nvlsm:
     installed = await probe.exists(BINARY)
     pid_file = await probe.read(PID_FILE)
     text = (pid_file.text() or "").strip()
-    pid = int(text) if text.isdigit() else None
+    pid = int(text) if text.isdecimal() else None
     running: bool | None
     if pid is not None:
         comm = await probe.read(f"/proc/{pid}/comm")

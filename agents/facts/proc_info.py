@@ -51,9 +51,9 @@ def parse_status(text: str | None) -> dict[str, str]:
 def status_uid(text: str | None) -> int | None:
     """The real user id (first field of ``Uid:``)."""
     fields = parse_status(text).get("Uid", "").split()
-    return int(fields[0]) if fields and fields[0].isdigit() else None
+    return int(fields[0]) if fields and fields[0].isdecimal() else None
 
 
 def status_threads(text: str | None) -> int | None:
     value = parse_status(text).get("Threads", "")
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isdecimal() else None

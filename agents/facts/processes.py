@@ -193,7 +193,7 @@ async def find_servers(probe: Probe) -> ServerScan:
 
     candidates: dict[int, str] = {p.pid: p.marker for p in gpu_processes if p.marker}
     listing = await probe.list_dir("/proc")
-    pids = sorted(int(n) for n in (listing.entries or ()) if n.isdigit())[:SCAN_LIMIT]
+    pids = sorted(int(n) for n in (listing.entries or ()) if n.isdecimal())[:SCAN_LIMIT]
     comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids])
     hinted = [p for p, c in zip(pids, comms, strict=True) if c and any(h in c.lower() for h in _COMM_HINTS)]
     markers = await probe.gather(*[lambda p=p: _argv(probe, p) for p in hinted])

@@ -81,7 +81,7 @@ class RdmaFacts(Record):
         """Kernel 5.12+ with NVIDIA's open kernel module R515+: GPUDirect RDMA over DMA-BUF is possible."""
         if self.kernel is None or self.open_module is None:
             return None
-        branch = int(self.driver.split(".")[0]) if self.driver and self.driver.split(".")[0].isdigit() else None
+        branch = int(self.driver.split(".")[0]) if self.driver and self.driver.split(".")[0].isdecimal() else None
         return self.kernel >= DMABUF_KERNEL and self.open_module and (branch is None or branch >= DMABUF_DRIVER)
 
     @property

@@ -18,7 +18,7 @@ def tensor_parallel(argv: Sequence[str]) -> int | None:
         if flag not in _TP_FLAGS:
             continue
         text = value if sep else (argv[i + 1] if i + 1 < len(argv) else "")
-        if text.isdigit() and int(text) > 0:
+        if text.isdecimal() and int(text) > 0:
             return int(text)
     return None
 

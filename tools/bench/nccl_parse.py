@@ -72,7 +72,7 @@ class NcclTestRow(Record):
 
 
 def _wrong(token: str) -> int | None:
-    return int(token) if token.isdigit() else None
+    return int(token) if token.isdecimal() else None
 
 
 def parse_nccl_tests(text: str) -> list[NcclTestRow]:
@@ -82,7 +82,7 @@ def parse_nccl_tests(text: str) -> list[NcclTestRow]:
         if line.lstrip().startswith("#") or "NCCL" in line:
             continue
         tokens = line.split()
-        if len(tokens) < 8 or not tokens[0].isdigit() or not tokens[1].isdigit():
+        if len(tokens) < 8 or not tokens[0].isdecimal() or not tokens[1].isdecimal():
             continue
         try:
             tail = tokens[-8:] if len(tokens) >= 12 else tokens[-4:]

@@ -123,7 +123,7 @@ def parse_aer_counters(text: str | None) -> tuple[int | None, dict[str, int]]:
     counters: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 2 or not parts[1].isdigit():
+        if len(parts) != 2 or not parts[1].isdecimal():
             continue
         if parts[0].startswith("TOTAL_"):
             total = int(parts[1])

@@ -206,7 +206,7 @@ def _operands_shape(compiled: CompiledForm, operands: list[str]) -> str | None:
 def _recursive(compiled: CompiledForm, parsed: _Parsed) -> bool:
     if compiled.form.depth:
         depth = parsed.values.get(compiled.form.depth)
-        return depth is None or not depth.isdigit() or int(depth) > 1
+        return depth is None or not depth.isdecimal() or int(depth) > 1
     return _any(compiled.recursive, parsed.options)
 
 

@@ -216,7 +216,7 @@ def passwd_users(text: str) -> list[str]:
     users = []
     for line in text.splitlines():
         fields = line.split(":")
-        if len(fields) >= 3 and fields[2].isdigit() and 1000 <= int(fields[2]) < 60000:
+        if len(fields) >= 3 and fields[2].isdecimal() and 1000 <= int(fields[2]) < 60000:
             users.append(fields[0])
     return users
 

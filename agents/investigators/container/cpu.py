@@ -45,14 +45,14 @@ class CgroupCpuFacts(Record):
 def _quota(text: str | None) -> float | None:
     """``cpu.max`` (``max 100000`` / ``400000 100000``) -> CPUs of quota."""
     fields = (text or "").split()
-    if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and int(fields[1]) > 0:
+    if len(fields) == 2 and fields[0].isdecimal() and fields[1].isdecimal() and int(fields[1]) > 0:
         return int(fields[0]) / int(fields[1])
     return None
 
 
 def _stat(text: str | None) -> tuple[int, int] | None:
     values = dict(line.split(maxsplit=1) for line in (text or "").splitlines() if len(line.split()) == 2)
-    if values.get("nr_throttled", "").isdigit() and values.get("nr_periods", "").isdigit():
+    if values.get("nr_throttled", "").isdecimal() and values.get("nr_periods", "").isdecimal():
         return int(values["nr_throttled"]), int(values["nr_periods"])
     return None
 
@@ -81,7 +81,7 @@ def _lxc_limit(config: LxcConfig) -> CpuLimit:
         quota = _quota(value) or quota
     cpus = None
     for value in config.values("cores"):
-        cpus = int(value) if value.isdigit() else cpus
+        cpus = int(value) if value.isdecimal() else cpus
     for value in config.values("lxc.cgroup2.cpuset.cpus"):
         cpus = len(parse_cpulist(value) or []) or cpus
     return CpuLimit(f"container {config.ctid}", quota, cpus, gpus, None, config.ref, config)

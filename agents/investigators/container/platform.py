@@ -15,7 +15,7 @@ def _running(f: ContainerFacts) -> dict[str, str]:
     out = {}
     for line in f.pct.stdout.splitlines()[1:]:
         parts = line.split()
-        if len(parts) >= 2 and parts[0].isdigit():
+        if len(parts) >= 2 and parts[0].isdecimal():
             out[parts[0]] = parts[1]
     return out
 

@@ -45,7 +45,7 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
     pids_of_interest = sorted({p.pid for p in scan.gpu_processes} | {s.pid for s in scan.servers})
     status = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/status") for p in pids_of_interest])
     listing = await probe.list_dir("/proc")
-    pids = None if listing.entries is None else tuple(sorted(int(n) for n in listing.entries if n.isdigit())[:_SCAN_LIMIT])
+    pids = None if listing.entries is None else tuple(sorted(int(n) for n in listing.entries if n.isdecimal())[:_SCAN_LIMIT])
     comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids or ()])
     mps = tuple(p for p, c in zip(pids or (), comms, strict=True) if c and c.strip().startswith(MPS_COMMS[0]))
     pipe = await probe.list_dir(MPS_PIPE)

@@ -66,7 +66,7 @@ def _argv_signals(argv: tuple[str, ...]) -> list[str]:
         text = value if sep else (argv[i + 1] if i + 1 < len(argv) else "")
         if flag in _FLAGS:
             found.append(flag)
-        elif flag in _COUNTS and text.isdigit() and int(text) > 1:
+        elif flag in _COUNTS and text.isdecimal() and int(text) > 1:
             found.append(f"{flag} {text}")
     return found
 

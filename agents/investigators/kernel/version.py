@@ -102,7 +102,7 @@ def _cpu_field(cpuinfo: str | None, key: str) -> str | None:
 
 def _cpu_int(cpuinfo: str | None, key: str) -> int | None:
     value = _cpu_field(cpuinfo, key)
-    return int(value) if value and value.isdigit() else None
+    return int(value) if value and value.isdecimal() else None
 
 
 async def collect(probe: Probe) -> KernelVersionFacts:

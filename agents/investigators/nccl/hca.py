@@ -43,7 +43,7 @@ def in_name_order(devices: Iterable[str]) -> list[str]:
 
     def key(name: str) -> tuple[str, int]:
         stem, _, tail = name.rpartition("_")
-        return (stem, int(tail)) if tail.isdigit() else (name, -1)
+        return (stem, int(tail)) if tail.isdecimal() else (name, -1)
 
     return sorted(devices, key=key)
 

@@ -60,13 +60,13 @@ def parse_meminfo(text: str | None) -> dict[str, int]:
     for line in (text or "").splitlines():
         key, sep, rest = line.partition(":")
         fields = rest.split()
-        if sep and fields and fields[0].isdigit():
+        if sep and fields and fields[0].isdecimal():
             out[key.strip()] = int(fields[0])
     return out
 
 
 def _int(text: str | None) -> int | None:
-    return int(text.strip()) if text is not None and text.strip().isdigit() else None
+    return int(text.strip()) if text is not None and text.strip().isdecimal() else None
 
 
 async def collect_memory(probe: Probe, platform: Platform) -> MemoryFacts:

@@ -49,7 +49,7 @@ def latency_bound(servers: tuple[tuple[str, ...], ...]) -> bool | None:
         for i, arg in enumerate(argv):
             flag, sep, value = arg.partition("=")
             text = value if sep else (argv[i + 1] if i + 1 < len(argv) else "")
-            if flag in _BATCH_FLAGS and text.isdigit() and int(text) <= 4:
+            if flag in _BATCH_FLAGS and text.isdecimal() and int(text) <= 4:
                 return True
     return False
 
@@ -73,7 +73,7 @@ def _held_by_tuned(facts: CpuPowerFacts) -> tuple[str, int] | None:
         why = f"tuned's {state.active} profile sets [cpu] force_latency={value}"
         if value.startswith("cstate."):
             return why, CSTATE_LIMIT_US
-        return (why, max(int(value), CSTATE_LIMIT_US)) if value.isdigit() else None
+        return (why, max(int(value), CSTATE_LIMIT_US)) if value.isdecimal() else None
     if state.unread and facts.tuned in LATENCY_PROFILES:
         return f"tuned's {state.active} profile (unread here) is one that holds a CPU DMA latency", CSTATE_LIMIT_US
     return None

@@ -40,7 +40,7 @@ class LimitsFacts(Record):
 
 def _file_nr(text: str | None) -> tuple[int, int] | None:
     fields = (text or "").split()
-    if len(fields) == 3 and all(f.isdigit() for f in fields):
+    if len(fields) == 3 and all(f.isdecimal() for f in fields):
         return int(fields[0]), int(fields[2])
     return None
 
