@@ -134,3 +134,18 @@ def test_an_old_transcript_still_rediagnoses(tmp_path: Path, capsys: pytest.Capt
     assert any(isinstance(e, ToolCall) and "data_b64" in e.result for e in transcript.events)
     assert main(["replay", str(old), "--rediagnose", "--no-live"]) in (0, 1)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_snapshot_named_before_every_read_is_opened_once(audited: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crafted transcript naming its snapshot again before each of its reads: opened once, not once a read."""
+    from rigaudit.transcripts import references
+
+    _, transcript = audited
+    events = read_transcript(transcript).events
+    named = next(e for e in events if isinstance(e, SnapshotReferenced))
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    opened: list[str] = []
+    real_open = references._open
+    monkeypatch.setattr(references, "_open", lambda *args: opened.append(args[0].path) or real_open(*args))
+    resolved([item for call in calls for item in (named, call)])
+    assert opened == [named.path] and len(calls) > 100

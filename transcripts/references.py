@@ -141,10 +141,12 @@ async def resolve_references(events: Sequence[Event], snapshot: Path | None = No
     differently."""
     out: list[Event] = []
     host: SnapshotHost | None = None
+    opened: dict[tuple[str, str], SnapshotHost] = {}
     hint = "" if snapshot is not None else f"; {elsewhere}"
     for event in events:
-        if isinstance(event, SnapshotReferenced):
-            host = _open(event, snapshot, hint)
+        if isinstance(event, SnapshotReferenced):  # each snapshot opened once, however often a transcript names it
+            key = (event.path, event.manifest)
+            host = opened[key] if key in opened else opened.setdefault(key, _open(event, snapshot, hint))
         out.append(await _answered(host, event, hint) if isinstance(event, ToolCall) and is_reference(event.result) else event)
     return out
 
