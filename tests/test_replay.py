@@ -134,6 +134,20 @@ def test_replay_paces_events_by_their_recorded_times() -> None:
     assert replay_events(events, seen.append, speed=0, sleep=sleep).slept_s == 0.0
 
 
+def test_events_stepping_back_in_time_are_never_slept_again() -> None:
+    """A crafted transcript whose times go back and forth replays in its recorded span, not once per step."""
+    events: list[Event] = [SessionStarted(t=100.0, command="audit")]
+    for _ in range(1000):
+        events += [InvestigatorActivity(t=101.0, area="numa", ref="file:/a"), Warning_(t=100.0, text="back")]
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    stats = replay_events(events, lambda event: None, speed=1.0, clock=lambda: now[0], sleep=sleep)
+    assert stats.events == 2001 and stats.slept_s == pytest.approx(1.0, abs=0.01)
+
+
 def test_compare_findings_names_each_kind_of_change() -> None:
     def f(check: str, status: str, severity: str | None = None, observed: str = "") -> Finding:
         return Finding(check=check, area="numa", status=status, severity=severity, title=check, observed=observed)  # type: ignore[arg-type]

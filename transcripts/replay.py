@@ -34,7 +34,8 @@ def replay_events(
     """Give every event to ``consumer`` in order; ``speed`` 0 means as fast as possible.
 
     With ``speed`` > 0 each recorded gap is capped at ``max_gap_s`` and divided by ``speed``; the
-    schedule is kept against the clock, so many tiny gaps do not add up to oversleeping.
+    schedule is kept against the clock, so many tiny gaps do not add up to oversleeping, and an event recorded
+    before the latest one is given at once (the pauses add up to the recorded span at most).
     """
     stats = ReplayStats()
     if speed <= 0:
@@ -48,7 +49,7 @@ def replay_events(
     for event in events:
         if previous is not None:
             offset += min(max(0.0, event.t - previous), max_gap_s) / speed
-        previous = event.t
+        previous = event.t if previous is None else max(previous, event.t)  # a step back in time is never slept again
         wait = start + offset - clock()
         if wait >= _MIN_SLEEP_S:
             sleep(wait)
