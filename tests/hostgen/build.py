@@ -88,6 +88,12 @@ class Built:
         return cpulist(list(range(self.spec.cpu.logical)))
 
     @property
+    def all_mems(self) -> str:
+        """Mems_allowed_list of a process no cpuset restricts: every node with memory (memory-only ones too)."""
+        cpu = self.spec.cpu
+        return cpulist(sorted({*range(cpu.nodes), *(node for node, _ in cpu.extra_nodes)}))
+
+    @property
     def nvswitch_bdfs(self) -> list[str]:
         return [f.bdf for f in self.placed.nvswitches]
 
@@ -370,6 +376,7 @@ def _server_processes(built: Built) -> None:
             mnt_ns=ns,
             vm_kib=41_000_000,
             cpus=cpus,
+            mems=built.all_mems,
         )
         built.procs[main] = base
         if (unit := _service_of(cgroup)) is not None:
@@ -404,6 +411,7 @@ def _server_processes(built: Built) -> None:
                 mnt_ns=ns,
                 vm_kib=38_000_000,
                 cpus=cpus,
+                mems=built.all_mems,
             )
             built.procs[pid] = worker
             workers.append(pid)
@@ -1194,6 +1202,7 @@ def _host_layer(built: Built, self_pid: int, vm: str | None) -> None:
         exe="/usr/bin/python3.10",
         vm_kib=98000,
         cpus=built.all_cpus,
+        mems=built.all_mems,
     )
     for name in [
         *_dev_nodes(built),
@@ -1324,6 +1333,7 @@ def _container_layer(built: Built, self_pid: int) -> None:
         mnt_ns=CONTAINER_NS,
         vm_kib=98000,
         cpus=built.all_cpus,
+        mems=built.all_mems,
     )
     for name in [
         *_dev_nodes(built),

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 from rigaudit.agents.check import Check
+from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
+from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
 from rigaudit.agents.investigators.numa import premises
-from rigaudit.agents.investigators.numa.facts import BALANCING, NODES, NumaFacts, fix_where
+from rigaudit.agents.investigators.numa.facts import BALANCING, NODES, TIERS, NumaFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
@@ -14,8 +16,9 @@ from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 BALANCING_CHECK = Check(
     "numa.balancing",
     "Automatic NUMA balancing",
-    reads="`/proc/sys/kernel/numa_balancing`, `/sys/devices/system/node`",
-    problem="`1` on a multi-node host",
+    reads="`/proc/sys/kernel/numa_balancing`, `/sys/devices/system/node`, `/sys/devices/virtual/memory_tiering`, "
+    "the kernel's release",
+    problem="bit 1 (NUMA_BALANCING_NORMAL) on a multi-node host; bit 2 (memory tiering) with a lower memory tier",
     fix="`sysctl -w kernel.numa_balancing=0`, persisted in `/etc/sysctl.d`",
     kinds=("runtime",),
     premises=(premises.PLATFORM, premises.NUMA),
@@ -44,6 +47,35 @@ def _grace_reason(nodes: list[int]) -> str:
     )
 
 
+TIERING_KERNEL = (5, 18, 0)
+"""Since Linux 5.18 the value is a bit mask: 1 NUMA_BALANCING_NORMAL, 2 NUMA_BALANCING_MEMORY_TIERING
+(Documentation/admin-guide/sysctl/kernel.rst); before, only 0 or 1."""
+KERNEL_DOC = "https://docs.kernel.org/admin-guide/sysctl/kernel.html#numa-balancing"
+
+
+def _modes(value: str, release: str | None) -> tuple[bool, bool]:
+    """(NORMAL, MEMORY_TIERING) of ``value`` on this kernel; a value that is no number reads as NORMAL."""
+    if not value.isdecimal():
+        return True, False
+    bits = int(value)
+    version = parse_kernel_version(release)
+    if version is not None and version < TIERING_KERNEL:
+        return bits != 0, False
+    return bool(bits & 1), bool(bits & 2)
+
+
+def _lower_tier(facts: NumaFacts) -> tuple[list[int], str]:
+    """The nodes below the top memory tier, and how they were read: the kernel's tiers (6.1+), else the nodes
+    with memory and no CPU (the top tier of 5.18-6.0 is the nodes with CPUs)."""
+    if facts.tiers:
+        top = min(facts.tiers)
+        lower = sorted({n for t, nodes in facts.tiers.items() if t != top for n in parse_cpulist(nodes) or ()})
+        shown = ", ".join(f"memory_tier{t}: nodes {nodes}" for t, nodes in sorted(facts.tiers.items()))
+        return lower, f"{TIERS}: {shown}"
+    cpuless = sorted(n for n in facts.nodes or () if not facts.node_cpus.get(n))
+    return cpuless, f"nodes without CPUs: {cpu_ranges(cpuless).removeprefix('cpu')}" if cpuless else "every node has CPUs"
+
+
 def judge_balancing(facts: NumaFacts) -> Finding:
     refs = (file_ref(BALANCING), dir_ref(NODES))
     if facts.balancing is None:
@@ -61,6 +93,18 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         return BALANCING_CHECK.unknown(why, evidence=refs)
     nodes = len(facts.nodes)
     gpu_nodes = _gpu_memory_nodes(facts)
+    normal, tiering = _modes(value, facts.release)
+    lower, tiers_read = _lower_tier(facts) if tiering and not normal else ([], "")
+    if not normal and (not tiering or not lower):
+        why = (
+            f"kernel.numa_balancing={value} is memory tiering only (bit 2, NUMA_BALANCING_MEMORY_TIERING, Linux 5.18+): "
+            "the kernel scans and promotes only pages on lower memory tiers, never those on top-tier (DRAM) nodes "
+            f"({KERNEL_DOC}). Here there is no lower tier ({tiers_read}), so no page of the servers is scanned."
+        )
+        if not tiering:
+            why = f"kernel.numa_balancing={value} sets neither NUMA_BALANCING_NORMAL (1) nor memory tiering (2)"
+        observed = f"kernel.numa_balancing={value} (memory tiering only; no lower memory tier)" if tiering else why
+        return BALANCING_CHECK.ok(observed, expected="kernel.numa_balancing=0", explanation=why, evidence=(*refs, dir_ref(TIERS)))
     summary = "Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0"
     if gpu_nodes:
         summary += " (the same as the boot option numa_balancing=disable that NVIDIA's Grace guide sets)"
@@ -74,8 +118,29 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         revert=f"sysctl -w kernel.numa_balancing={value}",
         persist=sysctl_persist("kernel.numa_balancing", "0"),
     )
+    if not normal:
+        plural = "s" if len(lower) > 1 else ""
+        shown = cpu_ranges(lower).removeprefix("cpu")
+        explanation = (
+            f"kernel.numa_balancing={value} is memory tiering (bit 2, NUMA_BALANCING_MEMORY_TIERING): the kernel does "
+            f"not scan top-tier (DRAM) pages, but it samples every task's pages on the lower tier (node{plural} "
+            f"{shown}; {tiers_read}) through NUMA hinting faults and promotes the hot ones to the top tier ({KERNEL_DOC}). "
+            "A server's host memory placed there (pinned buffers, the CPU side of a KV cache offload) takes hinting "
+            "faults and migration stalls at random moments in the decode loop. Unless the slow tier is meant to be "
+            "managed this way, turn it off and place memory by binding (numactl --membind)."
+        ) + (_grace_reason(gpu_nodes) if gpu_nodes else "")
+        return BALANCING_CHECK.problem_at(
+            "medium",
+            f"kernel.numa_balancing={value} (memory tiering) with a lower memory tier on node{plural} {shown}",
+            "kernel.numa_balancing=0",
+            explanation,
+            fix,
+            subjects=("kernel.numa_balancing",),
+            evidence=(*refs, dir_ref(TIERS)),
+        )
     explanation = (
-        f"This host has {nodes} NUMA nodes and the kernel's automatic NUMA balancing is on. It periodically unmaps "
+        f"This host has {nodes} NUMA nodes and the kernel's automatic NUMA balancing is on (NUMA_BALANCING_NORMAL). "
+        "It periodically unmaps "
         "ranges of every task's memory to sample accesses through NUMA hinting faults, and migrates pages (or moves "
         "tasks) toward the node that touches them. For an inference server that is pure overhead: the worker "
         "processes driving the GPUs take page faults and migration stalls at random moments in the decode loop, "

@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.investigators.numa.facts import NODES, NumaFacts, fix_where
+from rigaudit.agents.investigators.numa.server_binding import judge_binding
 from rigaudit.tools.hosts.probe import file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
@@ -28,17 +29,13 @@ def _placement(facts: NumaFacts) -> str:
 GPU_AFFINITY_CHECK = Check(
     "numa.gpu_affinity",
     "GPU NUMA placement",
-    reads="each GPU's `numa_node`, `local_cpulist`; node CPU lists",
-    problem="`numa_node` -1 on a multi-socket bare-metal host",
-    fix="BIOS NUMA / SRAT settings; bind workers with numactl",
-    kinds=("firmware",),
-    premises=(premises.PLATFORM, premises.NUMA, premises.GPUS),
-)
-
-
-_CAVEAT = (
-    " Whether the server's workers actually run on their GPU's node cannot be seen without the server process "
-    "(check its CPU affinity with taskset -p PID or numactl --show inside it)."
+    reads="each GPU's `numa_node`, `local_cpulist`; node CPU lists; each server's GPUs (NVML processes, "
+    "`CUDA_VISIBLE_DEVICES`) and its `Cpus_allowed_list` / `Mems_allowed_list`",
+    problem="`numa_node` -1 on a multi-socket bare-metal host; a server bound wholly to other NUMA nodes than its GPUs'",
+    fix="BIOS NUMA / SRAT settings; bind each server to its GPUs' nodes (numactl, the unit's `CPUAffinity=`/"
+    "`NUMAPolicy=`, the container's `--cpuset-cpus`/`--cpuset-mems`)",
+    kinds=("firmware", "restart"),
+    premises=(premises.PLATFORM, premises.NUMA, premises.GPUS, premises.SERVERS),
 )
 
 
@@ -51,19 +48,17 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         return GPU_AFFINITY_CHECK.unknown("numa_node of the GPUs is not readable", evidence=refs)
     nodes = len(facts.nodes) if facts.nodes is not None else None
     orphans = [g for g in facts.gpus if g.numa_node is not None and g.numa_node < 0]
-    if not orphans or (nodes is not None and nodes <= 1):
+    if nodes is not None and nodes <= 1:
         note = " (-1 means no proximity information, normal with one NUMA node)" if orphans else ""
-        explanation = (
-            "Each GPU is reported on the NUMA node of the CPU socket / root complex it hangs off; bind each GPU's worker "
-            "(CPU threads and host memory) to that node to keep host-device copies and launches local." + _CAVEAT
-        )
-        return GPU_AFFINITY_CHECK.ok(
-            placement + note, explanation=explanation, subjects=(g.label for g in facts.gpus), evidence=refs
-        )
+        why = "One NUMA node: every CPU and all host memory are equally near every GPU; no binding can help."
+        return GPU_AFFINITY_CHECK.ok(placement + note, explanation=why, subjects=(g.label for g in facts.gpus), evidence=refs)
+    if not orphans:
+        return judge_binding(GPU_AFFINITY_CHECK, facts, placement, refs)
     if facts.platform.kind == "vm":
         why = (
             f"{len(orphans)} GPUs report numa_node -1 inside this VM ({placement}): the hypervisor does not pass PCI "
-            "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor." + _CAVEAT
+            "proximity to the guest. Pin the VM's vCPUs and memory to the GPUs' host node on the hypervisor; inside the "
+            "guest the servers' binding to a node cannot be judged."
         )
         return GPU_AFFINITY_CHECK.ok(placement, explanation=why, subjects=(g.label for g in orphans), evidence=refs)
     if nodes is None:
@@ -74,7 +69,8 @@ def judge_gpu_affinity(facts: NumaFacts) -> Finding:
         "kernel which socket their PCIe root ports belong to. The driver, NCCL and frameworks then cannot place host "
         "buffers, pinned staging memory and CPU threads next to the GPU, so host-device copies and kernel launches may "
         "cross the socket interconnect (tens of percent lower H2D bandwidth and higher launch latency for the "
-        "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity." + _CAVEAT
+        "affected GPUs), and nvidia-smi topo -m shows no NUMA affinity. Until it does, the servers' binding to their "
+        "GPUs' nodes cannot be judged."
     )
     return GPU_AFFINITY_CHECK.problem_at(
         "medium",

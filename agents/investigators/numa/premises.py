@@ -36,3 +36,8 @@ PLATFORM_FIX = Premise("platform", reads.PLATFORM_READS, lambda f: reads.platfor
 NUMA = Premise("numa", "`/sys/devices/system/node`", _numa)
 GPUS = Premise("gpus", "`/sys/bus/pci/devices/*/{numa_node,local_cpulist}`", _gpus)
 RDMA = Premise("rdma", reads.RDMA_READS, _rdma)
+SERVERS = Premise(
+    "servers",
+    reads.SERVERS_READS + ", their `/proc/PID/status` (`Cpus_allowed_list`, `Mems_allowed_list`)",
+    lambda f: reads.servers(f.scan),
+)
