@@ -35,6 +35,7 @@ _PRECOMPILED = r"(?m)^kernel/nvidia-(\d+)(srv)?/nvidia\.ko"
 DAEMONS = {"nv-fabricmanage": "nv-fabricmanager", "nvidia-persiste": "nvidia-persistenced"}
 """The driver daemons by their ``/proc/PID/comm`` (the kernel keeps 15 characters of the name)."""
 _SCAN = 4096
+_SHOWN = 4
 
 
 class DriverOrigin(Record):
@@ -49,6 +50,12 @@ class DriverOrigin(Record):
 
     def daemon(self, name: str) -> int | None:
         return next((pid for daemon, pid in self.daemons if daemon == name), None)
+
+
+def versions_said(versions: Sequence[str]) -> str:
+    """The newest few of DKMS's versions (oldest first), and how many older ones there are."""
+    shown = ", ".join(versions[-_SHOWN:])
+    return shown if len(versions) <= _SHOWN else f"{shown} and {len(versions) - _SHOWN} older"
 
 
 async def _bound_to_vfio(probe: Probe, gpus: Sequence[Gpu]) -> bool:
@@ -83,7 +90,7 @@ async def read_origin(probe: Probe, gpus: Sequence[Gpu], modules_dep: str | None
         refs = (*(file_ref(p) for p, seen in zip(OPERATOR_MARKS, marks, strict=True) if seen), dir_ref("/proc"))
         return DriverOrigin("operator", f"the GPU Operator's driver container ({OPERATOR_ROOT})", refs, daemons=daemons)
     if dkms_versions:
-        return DriverOrigin("dkms", f"DKMS (nvidia {', '.join(dkms_versions)})", (dir_ref("/var/lib/dkms/nvidia"),))
+        return DriverOrigin("dkms", f"DKMS (nvidia {versions_said(dkms_versions)})", (dir_ref("/var/lib/dkms/nvidia"),))
     if modules_dep is not None and (match := re.search(_PRECOMPILED, modules_dep)):
         branch = match.group(1) + ("-server" if match.group(2) else "")
         said = f"Ubuntu's precompiled modules (linux-modules-nvidia-{branch})"

@@ -7,6 +7,7 @@ from rigaudit.agents.facts.driver_origin import (
     PASSTHROUGH_SOURCE,
     precompiled_meta,
     precompiled_package,
+    versions_said,
 )
 from rigaudit.agents.facts.nvidia_driver import MODULES, version_key
 from rigaudit.agents.investigators.driver import premises
@@ -187,7 +188,7 @@ def judge_dkms(f: InstallFacts) -> Finding:
     if not f.gpus and not loaded and not running.has_nvidia:
         return DKMS_CHECK.not_applicable("no NVIDIA GPU and no NVIDIA module on this host", evidence=refs)
     newer = [k for k in f.kernels if k.has_image and version_key(k.kernel) > version_key(f.running) and k.has_nvidia is False]
-    dkms = f" (DKMS builds: nvidia {', '.join(f.dkms_versions)})" if f.dkms_versions else ""
+    dkms = f" (DKMS builds: nvidia {versions_said(f.dkms_versions)})" if f.dkms_versions else ""
     if running.has_nvidia and not newer:
         others = [k.kernel for k in f.kernels if k.kernel != f.running and k.has_nvidia]
         extra = f"; also built for {', '.join(others)}" if others else ""
