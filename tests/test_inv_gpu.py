@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rigaudit.agents.investigators.gpu import INVESTIGATOR
-from rigaudit.agents.investigators.gpu.xid import parse_xids
+from rigaudit.agents.investigators.gpu.xid_after import parse_xids
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.policy import Verdict

@@ -412,10 +412,18 @@ RECOVERY_ACTIONS: dict[int, tuple[str, Resolution]] = {
 (Node Reboot Required)``)."""
 
 
+def recovery_code(line: str) -> int | None:
+    """The new recovery action an Xid 154 line names (``... to 0x1 (GPU Reset Required)`` -> 1), or None."""
+    match = re.search(r"to\s+0x([0-9a-fA-F]{1,8})\b", line)
+    return int(match.group(1), 16) if match else None
+
+
+def recovery_resolution(code: int | None) -> Resolution | None:
+    """The resolution a recovery action value asks for (None: not a value NVML defines)."""
+    action = RECOVERY_ACTIONS.get(code) if code is not None else None
+    return action[1] if action else None
+
+
 def recovery_action(line: str) -> Resolution | None:
     """The resolution an Xid 154 line asks for (its new recovery action), or None when the line does not say."""
-    match = re.search(r"to\s+0x([0-9a-fA-F]+)", line)
-    if match is None:
-        return None
-    action = RECOVERY_ACTIONS.get(int(match.group(1), 16))
-    return action[1] if action else None
+    return recovery_resolution(recovery_code(line))

@@ -26,6 +26,41 @@ SPEEDS = {
 }
 
 
+_UNCORRECTABLE = (
+    "Undefined",
+    "DLP",
+    "SDES",
+    "TLP",
+    "FCP",
+    "CmpltTO",
+    "CmpltAbrt",
+    "UnxCmplt",
+    "RxOF",
+    "MalfTLP",
+    "ECRC",
+    "UnsupReq",
+    "ACSViol",
+    "UncorrIntErr",
+    "BlockedTLP",
+    "AtomicOpBlocked",
+    "TLPBlockedErr",
+    "PoisonTLPBlocked",
+)
+AER_NAMES: dict[str, tuple[str, ...]] = {
+    "correctable": ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"),
+    "nonfatal": _UNCORRECTABLE,
+    "fatal": _UNCORRECTABLE,
+}
+"""The kernel's names of the AER error bits, in the order ``aer_dev_{correctable,nonfatal,fatal}`` lists them."""
+
+
+def aer_text(kind: str, counts: dict[str, int]) -> str:
+    """``/sys/bus/pci/devices/BDF/aer_dev_<kind>`` with ``counts`` (the others 0) and its TOTAL_ERR_ line."""
+    lines = [f"{n} {counts.get(n, 0)}" for n in AER_NAMES[kind]]
+    lines.append(f"TOTAL_ERR_{'COR' if kind == 'correctable' else kind.upper()} {sum(counts.values())}")
+    return "\n".join(lines) + "\n"
+
+
 @dataclass
 class Function:
     """One PCI function. ``config`` makes its configuration space from the function (bus numbers known)."""
@@ -221,59 +256,8 @@ def write_topology(tree: Tree, topology: Topology, *, kernel_5_15_or_later: bool
         if spec.header_type == 0:
             attrs["resource"] = _resource_lines(spec, function.bar_sizes)
         if function.aer and function.express is not None:
-            for kind, names in (
-                ("correctable", ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF")),
-                (
-                    "nonfatal",
-                    (
-                        "Undefined",
-                        "DLP",
-                        "SDES",
-                        "TLP",
-                        "FCP",
-                        "CmpltTO",
-                        "CmpltAbrt",
-                        "UnxCmplt",
-                        "RxOF",
-                        "MalfTLP",
-                        "ECRC",
-                        "UnsupReq",
-                        "ACSViol",
-                        "UncorrIntErr",
-                        "BlockedTLP",
-                        "AtomicOpBlocked",
-                        "TLPBlockedErr",
-                        "PoisonTLPBlocked",
-                    ),
-                ),
-                (
-                    "fatal",
-                    (
-                        "Undefined",
-                        "DLP",
-                        "SDES",
-                        "TLP",
-                        "FCP",
-                        "CmpltTO",
-                        "CmpltAbrt",
-                        "UnxCmplt",
-                        "RxOF",
-                        "MalfTLP",
-                        "ECRC",
-                        "UnsupReq",
-                        "ACSViol",
-                        "UncorrIntErr",
-                        "BlockedTLP",
-                        "AtomicOpBlocked",
-                        "TLPBlockedErr",
-                        "PoisonTLPBlocked",
-                    ),
-                ),
-            ):
-                counts = function.aer_counts.get(kind, {})
-                lines = [f"{n} {counts.get(n, 0)}" for n in names]
-                lines.append(f"TOTAL_ERR_{'COR' if kind == 'correctable' else kind.upper()} {sum(counts.values())}")
-                attrs[f"aer_dev_{kind}"] = "\n".join(lines) + "\n"
+            for kind in AER_NAMES:
+                attrs[f"aer_dev_{kind}"] = aer_text(kind, function.aer_counts.get(kind, {}))
         attrs.update(function.extra)
         tree.attrs(folder, attrs)
         tree.file(f"{folder}/uevent", _uevent(function))

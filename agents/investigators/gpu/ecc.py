@@ -8,7 +8,8 @@ from rigaudit.agents.facts.nvml_reads import failure_text, label, labels, nvml_u
 from rigaudit.agents.investigators.gpu import premises
 from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts, int_values
 from rigaudit.agents.investigators.gpu.memory import SOURCE, MemoryEvent, memory_fix
-from rigaudit.agents.investigators.gpu.xid import gpu_memory_event, parse_xids, xids_by_bdf
+from rigaudit.agents.investigators.gpu.xid_after import parse_xids
+from rigaudit.agents.investigators.gpu.xid_settled import gpu_memory_event, xids_by_bdf
 from rigaudit.tools.schema.finding import SEVERITY_ORDER, Finding, Severity
 
 ECC_ERRORS_CHECK = Check(

@@ -10,7 +10,14 @@ from rigaudit.agents.facts.nvml_reads import GpuReads, read_per_gpu
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.investigators.gpu.app_clocks import AppClockFacts, collect_app_clocks
 from rigaudit.agents.investigators.gpu.retired import RetiredFacts, collect_retired
-from rigaudit.tools.core.record import Record
+from rigaudit.agents.investigators.gpu.xid_after import (
+    RECOVERY_FIELD,
+    RECOVERY_SCOPE,
+    XidProcess,
+    collect_xid_processes,
+    parse_xids,
+)
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import CommandResult
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.schema.finding import Area
@@ -35,6 +42,10 @@ class GpuHealthFacts(Record):
     app_clocks: AppClockFacts
     retired: RetiredFacts
     proc_version: str | None
+    recovery: GpuReads | None = None
+    """nvmlDeviceGetFieldValues(GPU, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): the recovery action each GPU needs now."""
+    xid_processes: dict[int, XidProcess] = field(default_factory=dict)
+    """The processes application-fault Xid lines name (``pid=``), as /proc shows them now."""
 
 
 async def collect(probe: Probe) -> GpuHealthFacts:
@@ -57,6 +68,8 @@ async def collect(probe: Probe) -> GpuHealthFacts:
     app_clocks = await collect_app_clocks(probe, inventory, platform)
     retired = await collect_retired(probe, inventory, platform)
     proc_version = await probe.text(PROC_VERSION)
+    recovery = await _recovery(probe, inventory, dmesg.stdout if dmesg.ok else "")
+    processes = await collect_xid_processes(probe, dmesg.stdout if dmesg.ok else "", in_container=platform.in_container)
     return GpuHealthFacts(
         inventory,
         platform,
@@ -72,7 +85,18 @@ async def collect(probe: Probe) -> GpuHealthFacts:
         app_clocks,
         retired,
         proc_version,
+        recovery,
+        processes,
     )
+
+
+async def _recovery(probe: Probe, inventory: GpuInventory, log: str) -> GpuReads:
+    """The recovery action of each GPU the kernel log has an Xid for (one NVML field read each: none without Xids)."""
+    fn, extra = "nvmlDeviceGetFieldValues", (RECOVERY_FIELD, RECOVERY_SCOPE)
+    logged = {e.bdf for e in parse_xids(log)}
+    indices = [g.index for g in inventory.gpus if g.bdf in logged and g.index is not None]
+    results = await probe.gather(*[lambda i=i: probe.nvml(fn, i, *extra) for i in indices])
+    return GpuReads(fn, extra, dict(zip(indices, results, strict=True)))
 
 
 def int_values(reads: GpuReads) -> dict[int, int]:

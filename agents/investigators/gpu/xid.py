@@ -6,15 +6,16 @@ that resolution runs on: a GPU reset where the NVIDIA driver runs, a reboot of t
 fell off the bus, a stop and start from the hypervisor; on a cloud, the provider's steps of
 :func:`~rigaudit.agents.investigators.cloud.for_cloud`), a restart of the serving application, a report to support.
 A memory Xid whose event NVML shows takes the fix gpu.ecc_errors gives that event (:func:`.memory.memory_fix`).
+An Xid whose resolution what followed it shows done (:mod:`.xid_after`: the GPU's recovery action None after an
+Xid 154 that followed it; an application fault's process exited) is low: watch for a repeat
+(:mod:`.xid_settled`). Xid 154 counts each GPU's action now, not the worst line it ever logged.
 """
 
 from __future__ import annotations
 
-import re
-
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.gpu_address import gpu_words
-from rigaudit.agents.facts.gpus import Gpu, normalize_bdf
+from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.facts.kernel_log import DMESG, log_unavailable
 from rigaudit.agents.facts.platform import Platform, fix_where
 from rigaudit.agents.facts.xid_catalog import (
@@ -25,7 +26,7 @@ from rigaudit.agents.facts.xid_catalog import (
     Resolution,
     Xid,
     lookup,
-    recovery_action,
+    recovery_resolution,
 )
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.gpu import premises
@@ -35,33 +36,23 @@ from rigaudit.agents.investigators.gpu.memory import (
     SOURCE,
     XID_ORDER,
     MemoryEvent,
-    memory_event,
     memory_fix,
     reset_actions,
     reset_where,
 )
+from rigaudit.agents.investigators.gpu.xid_after import XidEvent, parse_xids
+from rigaudit.agents.investigators.gpu.xid_settled import (
+    SETTLED_EXPLANATION,
+    current_actions,
+    gpu_memory_event,
+    settle,
+    settled_fix,
+    settled_text,
+    xids_by_bdf,
+)
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import command_ref
 from rigaudit.tools.schema.finding import SEVERITY_ORDER, Action, CommandAction, Edge, Finding, Fix, FixKind, Severity, Where
-
-_XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
-
-
-class XidEvent(Record):
-    bdf: str
-    xid: int
-    line: str
-
-
-def parse_xids(text: str) -> list[XidEvent]:
-    events = []
-    for line in text.splitlines():
-        if match := re.search(_XID_LINE, line):
-            bdf = match.group(1)
-            if "." not in bdf:
-                bdf += ".0"
-            events.append(XidEvent(normalize_bdf(bdf), int(match.group(2)), line.strip()))
-    return events
 
 
 class _Judged(Record):
@@ -90,31 +81,13 @@ class _Judged(Record):
         return self.entry.text
 
 
-def xids_by_bdf(events: list[XidEvent]) -> dict[str, frozenset[int]]:
-    out: dict[str, set[int]] = {}
-    for e in events:
-        out.setdefault(e.bdf, set()).add(e.xid)
-    return {b: frozenset(codes) for b, codes in out.items()}
-
-
-def gpu_memory_event(f: GpuHealthFacts, index: int, xids: frozenset[int]) -> MemoryEvent | None:
-    """The memory event of GPU ``index`` as NVML and its memory Xids show it (:func:`memory_event`)."""
-    remap = f.remapped.value(index)
-    uncorrected = f.volatile_uncorrected.value(index)
-    pages = f.retired_pending.value(index)
-    return memory_event(
-        xids & MEMORY_XIDS,
-        remap if isinstance(remap, list) else None,
-        uncorrected if isinstance(uncorrected, int) else None,
-        pages if isinstance(pages, int) else None,
-    )
-
-
 def _worst(events: list[MemoryEvent]) -> MemoryEvent | None:
     return min(events, key=lambda e: SEVERITY_ORDER[e.severity]) if events else None
 
 
-def _judge_codes(events: list[XidEvent], f: GpuHealthFacts | None = None) -> list[_Judged]:
+def _judge_codes(
+    events: list[XidEvent], f: GpuHealthFacts | None = None, current: dict[str, tuple[int, str]] | None = None
+) -> list[_Judged]:
     out = []
     logged = xids_by_bdf(events)
     by_bdf = {g.bdf: g for g in f.inventory.gpus} if f is not None else {}
@@ -122,8 +95,10 @@ def _judge_codes(events: list[XidEvent], f: GpuHealthFacts | None = None) -> lis
         mine = [e for e in events if e.xid == code]
         entry = lookup(code)
         resolution: Resolution = entry.resolution if entry else "report"
-        if code == 154:
-            asked = [r for e in mine if (r := recovery_action(e.line)) is not None]
+        if code == 154:  # each GPU's action now (NVML, else its last line), not the worst line ever logged
+            now = current if current is not None else (current_actions(f, events) if f is not None else {})
+            gpus = dict.fromkeys(e.bdf for e in mine)
+            asked = [r for b in gpus if b in now and (r := recovery_resolution(now[b][0])) is not None]
             resolution = min(asked, key=lambda r: RESOLUTION_RANK[r]) if asked else "none"
         bdfs = tuple(dict.fromkeys(e.bdf for e in mine))
         memory = None
@@ -205,9 +180,11 @@ def _actions(
 XID_CHECK = Check(
     "gpu.xid",
     "Xid events in the kernel log",
-    reads="kernel log `NVRM: Xid` lines, judged by NVIDIA's Xid catalog (172 codes)",
+    reads="kernel log `NVRM: Xid` lines, judged by NVIDIA's Xid catalog (172 codes); each GPU's recovery action now "
+    "(NVML field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, else its last Xid 154); the processes the lines name (/proc)",
     problem="any Xid; severity by NVIDIA's resolution: informational low, restart-the-application medium, GPU reset or "
-    "reboot high; critical when data or the GPU is lost (48, 64, 79, 95, 140, 167, 171, 172)",
+    "reboot high; critical when data or the GPU is lost (48, 64, 79, 95, 140, 167, 171, 172); low when dealt with "
+    "since (recovery action None after an Xid 154 that followed it, no remap pending; the faulting process exited)",
     fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
     "report to support; a memory event NVML shows: gpu.ecc_errors' fix (drain and RMA; restart the application, reset "
     "at the next window)",
@@ -275,7 +252,7 @@ def _resolution_fix(f: GpuHealthFacts, judged: list[_Judged], strongest: Resolut
 
 
 def judge_xid(f: GpuHealthFacts) -> Finding:
-    refs = (command_ref(DMESG),)
+    refs = (command_ref(DMESG), *(f.recovery.refs if f.recovery is not None else ()))
     if why := log_unavailable(f.dmesg, in_container=f.platform.in_container):
         return XID_CHECK.unknown(why, evidence=refs)
     events = parse_xids(f.dmesg.stdout)
@@ -288,17 +265,44 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
             evidence=refs,
         )
     by_bdf = {g.bdf: g for g in f.inventory.gpus}
-    judged = _judge_codes(events, f)
+    subjects = sorted({by_bdf[e.bdf].label if e.bdf in by_bdf else f"GPU {e.bdf}" for e in events})
+    still, settled, notes = settle(f, events)
+    done = settled_text(settled, by_bdf)
+    investigate = [e.entry.investigate for e in _judge_codes([s.event for s in settled]) if e.entry and e.entry.investigate]
+    expected = "no Xid events, or each one dealt with since"
+    if not still:
+        return XID_CHECK.problem_at(
+            "low",
+            "; ".join(done),
+            expected,
+            SETTLED_EXPLANATION,
+            settled_fix(f, settled, investigate),
+            subjects=subjects,
+            evidence=refs,
+        )
+    judged = _judge_codes(still, f, current_actions(f, events))
     severity = min((j.severity for j in judged), key=lambda s: SEVERITY_ORDER[s])
     strongest = min((j.resolution for j in judged), key=lambda r: RESOLUTION_RANK[r])
     parts = []
     for j in judged:
         where_seen = ", ".join(by_bdf[b].label if b in by_bdf else f"GPU {b}" for b in j.gpus)
-        parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}")
-    explanation = _explanation(judged, severity, events[-1].line)
-    subjects = sorted({by_bdf[e.bdf].label if e.bdf in by_bdf else f"GPU {e.bdf}" for e in events})
+        said = "; ".join(dict.fromkeys(notes.get(j.code, [])))
+        parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}" + (f" ({said})" if said else ""))
+    explanation = _explanation(judged, severity, still[-1].line)
+    if settled:
+        explanation += " Dealt with since (low): " + SETTLED_EXPLANATION
     kind = RESOLUTION_FIX_KIND[strongest]
     if kind is None:
+        if settled:
+            return XID_CHECK.problem_at(
+                "low",
+                "; ".join(parts + done),
+                expected,
+                explanation,
+                settled_fix(f, settled, investigate),
+                subjects=subjects,
+                evidence=refs,
+            )
         return XID_CHECK.ok(
             "; ".join(parts) + " (informational in NVIDIA's catalog)",
             expected="no Xid that needs an action",
@@ -309,4 +313,4 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     memory = _memory_events(f, judged)
     others = [j for j in judged if j.memory is None and RESOLUTION_FIX_KIND[j.resolution] is not None]
     fix = _memory_event_fix(f, judged, memory) if memory and not others else _resolution_fix(f, judged, strongest, kind)
-    return XID_CHECK.problem_at(severity, "; ".join(parts), "no Xid events", explanation, fix, subjects=subjects, evidence=refs)
+    return XID_CHECK.problem_at(severity, "; ".join(parts + done), expected, explanation, fix, subjects=subjects, evidence=refs)
