@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from itertools import pairwise
 from typing import Literal
 
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
@@ -38,6 +39,8 @@ class RdmaNic(Record):
     """The PCI vendor id of the NIC (``0x15b3`` Mellanox/NVIDIA, ``0x1d0f`` Amazon)."""
     bdf: str | None = None
     """The NIC's PCI address (``/sys/class/infiniband/NAME/device``)."""
+    vf: bool = False
+    """An SR-IOV virtual function (its PCI function has a ``physfn`` link), not a port of its own."""
 
     @property
     def active(self) -> bool:
@@ -136,6 +139,7 @@ async def _nic(probe: Probe, name: str) -> RdmaNic:
     link, state, rate = await probe.gather(*[lambda f=f: probe.text(f"{base}/{f}") for f in ("link_layer", "state", "rate")])
     vendor = await probe.text(f"{INFINIBAND}/{name}/device/vendor")
     bdf = await nic_bdf(probe, name)
+    physfn = await probe.readlink(f"{INFINIBAND}/{name}/device/physfn")
     return RdmaNic(
         name,
         link.strip() if link else None,
@@ -143,6 +147,7 @@ async def _nic(probe: Probe, name: str) -> RdmaNic:
         rate.strip() if rate else None,
         vendor.strip() if vendor else None,
         bdf,
+        physfn is not None,
     )
 
 
@@ -173,10 +178,34 @@ async def collect_rdma(probe: Probe) -> RdmaFacts:
     )
 
 
+def _natural(name: str) -> tuple[str, int]:
+    """``mlx5_10`` -> ("mlx5_", 10): sorts mlx5_2 before mlx5_10."""
+    match = re.fullmatch(r"(.*?)(\d+)", name)
+    return (match.group(1), int(match.group(2))) if match else (name, -1)
+
+
+def name_span(names: list[str]) -> str:
+    """``mlx5_0–mlx5_7`` for a run of consecutive numbers, else the names (the first three and a count)."""
+    keys = sorted(_natural(n) for n in names)
+    ordered = sorted(names, key=_natural)
+    run = len({k[0] for k in keys}) == 1 and all(b[1] == a[1] + 1 for a, b in pairwise(keys))
+    if len(names) > 3 and run:
+        return f"{ordered[0]}–{ordered[-1]}"
+    return ", ".join(ordered) if len(names) <= 4 else f"{', '.join(ordered[:3])} and {len(names) - 3} more"
+
+
 def describe_nics(nics: tuple[RdmaNic, ...]) -> str:
-    """``8 InfiniBand NICs (mlx5_0–mlx5_7), 8 active``."""
-    kinds = sorted({n.kind for n in nics})
-    names = [n.name for n in nics]
-    shown = f"{names[0]}–{names[-1]}" if len(names) > 3 else ", ".join(names)
-    active = sum(1 for n in nics if n.active)
-    return f"{len(nics)} {'/'.join(kinds)} NIC{'s' if len(nics) != 1 else ''} ({shown}), {active} active"
+    """``8 InfiniBand NICs (mlx5_0–mlx5_7), 8 active``; SR-IOV VFs counted apart: ``; 32 SR-IOV VFs (...), 0 active``."""
+    pfs = tuple(n for n in nics if not n.vf)
+    vfs = tuple(n for n in nics if n.vf)
+    parts = []
+    if pfs:
+        kinds = sorted({n.kind for n in pfs})
+        active = sum(1 for n in pfs if n.active)
+        shown = name_span([n.name for n in pfs])
+        parts.append(f"{len(pfs)} {'/'.join(kinds)} NIC{'s' if len(pfs) != 1 else ''} ({shown}), {active} active")
+    if vfs:
+        active = sum(1 for n in vfs if n.active)
+        shown = name_span([n.name for n in vfs])
+        parts.append(f"{len(vfs)} SR-IOV VF{'s' if len(vfs) != 1 else ''} ({shown}), {active} active")
+    return "; ".join(parts)

@@ -57,6 +57,8 @@ class Proc:
     cpus: str = "0-1"
     """Cpus_allowed_list."""
     mems: str = "0"
+    swap_kib: int = 0
+    """VmSwap: what of it is swapped out."""
 
     @property
     def name(self) -> str:
@@ -101,6 +103,7 @@ def write_proc(tree: Tree, proc: Proc) -> None:
             "VmPin:\t       0 kB",
             f"VmHWM:\t{proc.vm_kib // 12:>8} kB",
             f"VmRSS:\t{proc.vm_kib // 14:>8} kB",
+            f"VmSwap:\t{proc.swap_kib:>8} kB",
         ]
     status += [
         f"Threads:\t{proc.threads}",

@@ -34,6 +34,8 @@ class CpuLimit(Record):
     config: LxcConfig | None = None
     note: str = ""
     """Why there is no quota, where that is itself read (a cgroup without the cpu controller)."""
+    v1: bool = False
+    """Read from cgroup v1's cpu controller (``cpu.cfs_quota_us``), which has no ``cpu.max``."""
 
 
 class CgroupCpuFacts(Record):
@@ -103,7 +105,7 @@ async def collect_cgroup_cpu(probe: Probe, platform: Platform, lxc: LxcConfigs, 
         elif (v1 := await _cgroup_v1(probe)) is not None:
             quota, ref = v1
             v1_stat = await probe.text(f"{CGROUP_V1}/cpu.stat")
-            limits.append(CpuLimit("this container", quota, cpus, gpus, _stat(v1_stat), ref))
+            limits.append(CpuLimit("this container", quota, cpus, gpus, _stat(v1_stat), ref, v1=True))
         elif (undelegated := await _without_cpu_controller(probe, cpus, gpus)) is not None:
             limits.append(undelegated)
         else:
@@ -200,7 +202,12 @@ def _lift_quota_fix(f: CgroupCpuFacts, target: CpuLimit) -> Fix:
             ),
         ),
         risk="low",
-        verify="cat /sys/fs/cgroup/cpu.max inside the container -> 'max 100000'; nproc shows the CPU count",
+        verify=(
+            f"cat {CGROUP_V1}/cpu.cfs_quota_us inside the container -> -1; nr_throttled in {CGROUP_V1}/cpu.stat "
+            "stops growing; nproc shows the CPU count"
+            if target.v1
+            else "cat /sys/fs/cgroup/cpu.max inside the container -> 'max 100000'; nproc shows the CPU count"
+        ),
         revert="restore the previous lines and restart the container",
         persist="the container config persists",
     )

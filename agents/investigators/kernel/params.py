@@ -11,6 +11,8 @@ from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
+from rigaudit.agents.facts.proc_info import parse_status
+from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.tuned import TunedState, collect_tuned
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, command_ref, file_ref
@@ -66,6 +68,8 @@ class KernelParamsFacts(Record):
     refs: Mapping[str, tuple[str, ...]]
     tuned: TunedState | None = None
     """tuned's state: a [vm] setting its active profile sets is fixed by a profile."""
+    server_swap: tuple[tuple[str, int | None], ...] = ()
+    """Each server process and GPU worker (its label) with its ``VmSwap`` in kB (None: not read)."""
 
 
 def selected(text: str | None) -> str | None:
@@ -95,6 +99,23 @@ async def _gpu_iommu(probe: Probe, gpu: Gpu) -> GpuIommu:
     group = target.rstrip("/").rsplit("/", 1)[-1]
     kind = await probe.text(f"{IOMMU_GROUPS}/{group}/type")
     return GpuIommu(gpu, group, kind.strip() if kind else None)
+
+
+async def _server_swap(probe: Probe) -> tuple[tuple[str, int | None], ...]:
+    """``VmSwap`` of the servers and of the GPU processes that belong to them (at most 32 processes)."""
+    scan = await find_servers(probe)
+    labels = {s.pid: s.label for s in scan.servers}
+    for p in scan.gpu_processes:
+        if p.server:
+            labels.setdefault(p.pid, f"pid {p.pid} ({p.marker or 'server'} worker)")
+    pids = sorted(labels)[:32]
+    statuses = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/status") for p in pids])
+    return tuple((labels[pid], _status_kb(text, "VmSwap")) for pid, text in zip(pids, statuses, strict=True))
+
+
+def _status_kb(text: str | None, key: str) -> int | None:
+    value = parse_status(text).get(key, "").removesuffix("kB").strip()
+    return int(value) if value.isdecimal() else None
 
 
 async def collect(probe: Probe) -> KernelParamsFacts:
@@ -136,6 +157,7 @@ async def collect(probe: Probe) -> KernelParamsFacts:
         p2p=await collect_p2p_context(probe, inventory),
         boot=await collect_boot_line(probe),
         tuned=await collect_tuned(probe),
+        server_swap=await _server_swap(probe),
         refs={
             "iommu": (file_ref(CMDLINE), *group_refs, *((command_ref(["dmesg"]),) if iommu_line else ())),
             "thp": (file_ref(f"{THP}/enabled"), file_ref(f"{THP}/defrag"), file_ref("/proc/vmstat")),

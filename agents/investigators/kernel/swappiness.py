@@ -11,12 +11,36 @@ from rigaudit.tools.schema.finding import Finding, Fix, SysctlAction
 SWAPPINESS_CHECK = Check(
     "kernel.swappiness",
     "Swappiness and swap in use",
-    reads="`/proc/sys/vm/swappiness`, swap in use",
+    reads="`/proc/sys/vm/swappiness`, swap in use, the servers' `VmSwap` (`/proc/PID/status`)",
     problem="server process swapping",
     fix="`vm.swappiness=10`",
     kinds=("runtime",),
     premises=(premises.PLATFORM_FIX,),
 )
+
+
+_LOWER = "A lower swappiness makes the kernel reclaim page cache first."
+_COST = (
+    "Pages of a serving process (tokenizer, scheduler, pinned-buffer bookkeeping) that are swapped out cost a disk "
+    f"read on the next touch: latency spikes on the CPU path that feeds the GPUs. {_LOWER}"
+)
+
+
+def _whose(facts: KernelParamsFacts, used_mib: int) -> str:
+    """Whose pages the swap holds, as far as the servers' VmSwap tells."""
+    read = [(label, kb) for label, kb in facts.server_swap if kb is not None]
+    swapped = [(label, kb) for label, kb in read if kb > 0]
+    if swapped:
+        shown = ", ".join(f"{label} {kb // 1024} MiB" for label, kb in swapped)
+        return f"Servers' pages are swapped out (VmSwap: {shown}). {_COST}"
+    if read and len(read) == len(facts.server_swap):
+        return (
+            f"The servers swap nothing (VmSwap 0 kB in {len(read)} server process(es)): the {used_mib} MiB in swap "
+            "belong to other processes. Under the next memory pressure the kernel may swap the servers' anonymous "
+            f"memory too, which would then cost a disk read on the next touch. {_LOWER}"
+        )
+    why = "no server process was found" if not facts.server_swap else "the servers' VmSwap was not read"
+    return f"Whose pages are swapped is not known here ({why}). {_COST}"
 
 
 def judge_swappiness(facts: KernelParamsFacts) -> Finding:
@@ -58,9 +82,7 @@ def judge_swappiness(facts: KernelParamsFacts) -> Finding:
         "low",
         observed=observed,
         expected=f"vm.swappiness<={SWAPPINESS_TARGET} with swap in use",
-        explanation="Pages of the serving process (tokenizer, scheduler, pinned-buffer bookkeeping) that are swapped out "
-        "cost a disk read on the next touch: latency spikes on the CPU path that feeds the GPUs. A lower swappiness "
-        "makes the kernel reclaim page cache first.",
+        explanation=_whose(facts, used_mib),
         fix=fix,
         evidence=evidence,
     )
