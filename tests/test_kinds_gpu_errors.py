@@ -3,6 +3,8 @@ has exited, one NVLink far above its siblings, a corrected-error storm on a GPU'
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rigaudit.orchestrator.cli import main
@@ -76,3 +78,66 @@ def test_an_application_fault_of_a_live_server_stays_medium_and_names_it() -> No
     assert (xid.status, xid.severity) == ("problem", "medium"), xid.observed
     assert "still runs: it is the serving process pid" in xid.observed
     assert xid.fix is not None and xid.fix.kind == "restart"
+
+
+def test_one_nvlink_orders_of_magnitude_above_its_siblings_is_named_first_and_medium() -> None:
+    """Before: low, graded by counter type alone, the outlier buried in a 3,480-character list of every link."""
+    errors = by_check(gpu_errors.nvlink_outlier(HGX))["nvlink.errors"]
+    assert (errors.status, errors.severity) == ("problem", "medium"), errors.observed[:300]
+    assert errors.observed.startswith("GPU5 (") and " link 7: DL_REPLAY=481,223" in errors.observed
+    assert "an outlier" in errors.observed and "the other 143 active links" in errors.observed
+    assert len(errors.observed) < 600
+    assert errors.fix is not None and errors.fix.summary.startswith("GPU5 (") and "link 7" in errors.fix.summary
+
+
+def test_a_crc_only_outlier_is_medium_too() -> None:
+    """Before: ok ('CRC counts only'): retry corrects CRC errors, but one link at 10^5 times the others' is its own."""
+    errors = by_check(gpu_errors.nvlink_outlier(HGX, replay=0, crc_flit=5_000_000, crc_data=0))["nvlink.errors"]
+    assert (errors.status, errors.severity) == ("problem", "medium"), errors.observed[:300]
+
+
+def test_uniform_small_replays_stay_low() -> None:
+    errors = by_check(gpu_errors.nvlink_uniform_replays(HGX))["nvlink.errors"]
+    assert (errors.status, errors.severity) == ("problem", "low"), errors.observed[:300]
+    assert "outlier" not in errors.observed
+
+
+SNC = ARCHETYPES["intel-snc-h100pcie"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        gpu_errors.aer_storm(SNC),
+        gpu_errors.aer_storm(replace(SNC, os=replace(SNC.os, kernel="6.16.0-061600-generic"))),
+        gpu_errors.aer_storm(HGX),
+    ],
+    ids=["6.8-no-rate-limit", "6.16-rate-limited", "5.15-hgx-switch-port"],
+)
+def test_a_corrected_error_storm_on_a_gpus_link_is_medium_and_named_first(spec: HostSpec) -> None:
+    """Before: low, like a handful since boot, although the kernel log showed the burst (the rate the explanation
+    said one sample cannot show)."""
+    aer = by_check(spec)["pcie.aer"]
+    assert (aer.status, aer.severity) == ("problem", "medium"), aer.observed[:300]
+    assert aer.observed.startswith("GPU2 (") and "'s link, at its port" in aer.observed
+    assert "AER messages in the kernel log" in aer.observed and "Physical Layer RxErr" in aer.observed
+    assert "correctable 184213" in aer.observed
+    assert aer.fix is not None and aer.fix.summary.startswith("GPU2 (")
+
+
+def test_the_rate_limits_dropped_count_is_counted() -> None:
+    spec = gpu_errors.aer_storm(replace(SNC, os=replace(SNC.os, kernel="6.16.0-061600-generic")), blocks=3)
+    aer = by_check(spec)["pcie.aer"]
+    assert aer.severity == "medium" and "3,102 dropped by the kernel's rate limit" in aer.observed
+
+
+def test_a_handful_of_corrected_errors_since_boot_stays_low() -> None:
+    aer = by_check(gpu_errors.aer_few(SNC))["pcie.aer"]
+    assert (aer.status, aer.severity) == ("problem", "low"), aer.observed
+    assert "no burst" in aer.explanation
+
+
+def test_without_the_kernel_log_it_says_what_would_tell() -> None:
+    aer = by_check(gpu_errors.kernel_log_denied(gpu_errors.aer_storm(SNC)))["pcie.aer"]
+    assert (aer.status, aer.severity) == ("problem", "low"), aer.observed
+    assert "the kernel log would tell" in aer.explanation and "not permitted" in aer.explanation

@@ -205,17 +205,22 @@ def _aer_lines(kernel: str, port: str, device: str, blocks: int, suppressed: int
     return lines
 
 
-def aer_storm(spec: HostSpec, gpu: int = 2, *, count: int = 184213, blocks: int = 12, suppressed: int = 3102) -> HostSpec:
+def aer_storm(
+    spec: HostSpec, gpu: int = 2, *, count: int = 184213, blocks: int | None = None, suppressed: int = 3102
+) -> HostSpec:
     """Corrected Receiver Errors on the link to ``gpu``, seen by the port above it: ``count`` in its sysfs counter and
-    a burst of the kernel's AER messages (from 6.16 rate-limited, with the count it dropped)."""
+    a burst of the kernel's AER messages: from 6.16 rate-limited (12 blocks and the count it dropped), before it each
+    one printed (150 blocks here, the rest of the burst gone with the ring buffer's wrap)."""
 
     def apply(built: Built) -> None:
+        limited = kernel_tuple(built.spec.os.kernel) >= (6, 16)
+        shown = blocks if blocks is not None else 12 if limited else 150
         port = built.chain(built.gpu_states_all[gpu].bdf)[-2]
         function = built.function(port)
         folder = function.path if function.path.startswith("/sys/") else f"/sys/devices/{function.path}"
         built.tree.file(f"{folder}/aer_dev_correctable", aer_text("correctable", {"RxErr": count}))
         device = f"{function.vendor:04x}:{function.device:04x}"
-        add_dmesg(built, _aer_lines(built.spec.os.kernel, port, device, blocks, suppressed), 88000.0)
+        add_dmesg(built, _aer_lines(built.spec.os.kernel, port, device, shown, suppressed), 88000.0)
 
     return _with(spec, f"aer-storm-gpu{gpu}", f"{count} corrected RxErr on GPU{gpu}'s link (its port), a log burst", apply)
 
@@ -232,3 +237,12 @@ def aer_few(spec: HostSpec, gpu: int = 2, count: int = 3) -> HostSpec:
         add_dmesg(built, _aer_lines(built.spec.os.kernel, port, device, count, 0), 12.5)
 
     return _with(spec, f"aer-few-gpu{gpu}", f"{count} corrected RxErr on GPU{gpu}'s link since boot", apply)
+
+
+def kernel_log_denied(spec: HostSpec) -> HostSpec:
+    """``kernel.dmesg_restrict=1`` and an audit without CAP_SYSLOG: dmesg refuses to read the log."""
+
+    def apply(built: Built) -> None:
+        built.tree.command(("dmesg",), exit_code=1, stderr="dmesg: read kernel buffer failed: Operation not permitted\n")
+
+    return _with(spec, "dmesg-denied", "dmesg: Operation not permitted (dmesg_restrict)", apply)

@@ -1,6 +1,8 @@
-"""nvlink.errors: NVLink error counters (replay, recovery, CRC)."""
+"""nvlink.errors: NVLink error counters (replay, recovery, CRC), and the link far above its siblings."""
 
 from __future__ import annotations
+
+from statistics import median
 
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.nvml_reads import label, labels
@@ -20,11 +22,70 @@ NVLINK_ERRORS_CHECK = Check(
     "nvlink.errors",
     "NVLink error counters",
     reads="NVML NvLink error counters (replay, recovery, CRC flit, CRC data) of every active link",
-    problem="any counter above 0 (medium for recoveries; CRC and replay counts, corrected by link-level retry, low)",
+    problem="any counter above 0 (medium for recoveries, or for a link whose counts are orders of magnitude above its "
+    "siblings': an outlier, named first; CRC and replay counts, corrected by link-level retry, low)",
     fix="reset; reseat or RMA if they keep rising",
     kinds=("hardware",),
     premises=(premises.NVML, premises.NVLINK),
 )
+
+
+OUTLIER_FACTOR = 100
+"""A link's count at least this many times the median of the same counter on every other active link..."""
+OUTLIER_FLOOR = 1000
+"""...and at least this many: a few dozen CRC errors on one link among links with a handful is no outlier."""
+
+
+def outliers(counters: dict[tuple[int, int, int], int]) -> dict[tuple[int, int], dict[int, tuple[int, float]]]:
+    """(GPU, link) -> counter -> (its value, the other links' median), for the links whose count of a counter is
+    orders of magnitude above the same counter on the other active links (same GPUs, same time since reset)."""
+    out: dict[tuple[int, int], dict[int, tuple[int, float]]] = {}
+    for counter in COUNTERS:
+        values = {(i, k): v for (i, k, c), v in counters.items() if c == counter}
+        for key, value in values.items():
+            others = [v for other, v in values.items() if other != key]
+            if value < OUTLIER_FLOOR or not others:
+                continue
+            baseline = median(others)
+            if value >= OUTLIER_FACTOR * max(baseline, 1):
+                out.setdefault(key, {})[counter] = (value, baseline)
+    return out
+
+
+def _outlier_problem(
+    f: NvlinkFacts, found: dict[tuple[int, int], dict[int, tuple[int, float]]], refs: tuple[str, ...]
+) -> Finding:
+    """Medium, the outlying links named first, the rest of the links summed up by counter."""
+    named = []
+    for (i, link), items in sorted(found.items()):
+        mine = {c: v for (gi, k, c), v in f.counters.items() if (gi, k) == (i, link) and v > 0}
+        shown = ", ".join(f"{COUNTERS[c]}={v:,}" for c, v in sorted(mine.items()))
+        medians = ", ".join(f"{COUNTERS[c]} {b:g}" for c, (_, b) in sorted(items.items()))
+        named.append(f"{label(f.inventory, i)} link {link}: {shown} (an outlier: the other links' median {medians})")
+    rest = {(i, k) for i, k, _ in f.counters} - set(found)
+    ranges = []
+    for counter, name in COUNTERS.items():
+        seen = [v for (i, k, c), v in f.counters.items() if c == counter and (i, k) in rest and v > 0]
+        if seen:
+            ranges.append(f"{name} {min(seen)}-{max(seen)} on {len(seen)}")
+    baseline = f"the other {len(rest)} active links: " + ("; ".join(ranges) if ranges else "all counters 0")
+    gpus = sorted({i for i, _ in found})
+    fix = hardware_fix(f, gpus)
+    where = ", ".join(f"{label(f.inventory, i)} link {k}" for i, k in sorted(found))
+    fix = fix.model_copy(update={"summary": f"{where}: {fix.summary[0].lower()}{fix.summary[1:]}"})
+    return NVLINK_ERRORS_CHECK.problem_at(
+        "medium",
+        "; ".join(named) + "; " + baseline,
+        "error counters 0; no link far above the others",
+        "One link whose CRC or replay counts are orders of magnitude above every other link's, on the same GPUs "
+        "under the same traffic and the same time since the last reset, is that link's own fault (its connector, "
+        "cable, bridge or NVSwitch port), not load: link-level retry keeps correcting it, but every retry costs that "
+        "link bandwidth, and such a link precedes recoveries, Xid 74 and the link's loss. Read `nvidia-smi nvlink -e` "
+        "again under load: a count still climbing on it confirms it.",
+        fix,
+        subjects=[label(f.inventory, i) for i in gpus],
+        evidence=refs,
+    )
 
 
 def judge_errors(f: NvlinkFacts) -> Finding:
@@ -51,6 +112,8 @@ def judge_errors(f: NvlinkFacts) -> Finding:
             explanation="Counters are cumulative since the last driver load or reset; read them again under load.",
             evidence=refs,
         )
+    if found := outliers(f.counters):
+        return _outlier_problem(f, found, refs)
     by_gpu: dict[int, list[str]] = {}
     for (i, link, counter), value in sorted(errors.items()):
         by_gpu.setdefault(i, []).append(f"link {link} {COUNTERS[counter]}={value}")

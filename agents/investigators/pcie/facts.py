@@ -14,10 +14,12 @@ from typing import Literal
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpu_pcie import CpuPcie, root_port_gen
 from rigaudit.agents.facts.gpus import Gpu, collect_gpus
+from rigaudit.agents.facts.kernel_log import log_unavailable
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import FixTarget, Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.tools.core.record import Record
+from rigaudit.agents.investigators.pcie.aer_log import AerLog, parse_aer_log
+from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.probe import Probe, command_ref, nvml_ref
 from rigaudit.tools.pci import PciConfig
 from rigaudit.tools.pci.sysfs import (
@@ -84,6 +86,10 @@ class PcieFacts(Record):
     """Where the active RDMA NICs sit (GPUDirect RDMA crosses the switch a NIC shares with a GPU)."""
     cpu_pcie: CpuPcie | None = None
     """The PCIe generation the CPU's root ports top out at (None: a CPU not listed, or unread)."""
+    aer_log: Mapping[str, AerLog] = field(default_factory=dict)
+    """The kernel log's AER messages, by the device they name."""
+    kernel_log_gap: str | None = None
+    """Why the kernel log could not be read (None: it was)."""
 
     @property
     def bridges(self) -> tuple[str, ...]:
@@ -173,6 +179,8 @@ async def collect(probe: Probe) -> PcieFacts:
         p2p=context,
         nic_chains={c.bdf: c for c in nic_chains if c.chain},
         cpu_pcie=root_port_gen(await probe.text("/proc/cpuinfo")),
+        aer_log=parse_aer_log(dmesg.stdout) if dmesg.ok else {},
+        kernel_log_gap=log_unavailable(dmesg, in_container=platform.in_container),
     )
 
 
