@@ -11,7 +11,7 @@ from rigaudit.agents.facts.gpus import collect_gpus
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.container_signs import cgroup_container
 from rigaudit.tools.hosts.probe import Probe
-from rigaudit.tools.hosts.server_argv import SERVER_MARKERS, raylet, server_marker
+from rigaudit.tools.hosts.server_argv import SERVER_MARKERS, argv_words, raylet, server_marker
 
 _COMM_HINTS = ("python", "pt_main_thread", "ray::", *SERVER_MARKERS)
 SCAN_LIMIT = 4096
@@ -86,7 +86,7 @@ class ServerScan(Record):
 def split_cmdline(data: bytes | None) -> tuple[str, ...] | None:
     if data is None:
         return None
-    return tuple(p.decode("utf-8", "replace") for p in data.split(b"\x00") if p)
+    return tuple(p.decode("utf-8", "replace") for p in argv_words(data))
 
 
 def parse_environ(data: bytes | None) -> dict[str, str] | None:

@@ -36,6 +36,18 @@ it). Ray actors carry their title as their command line (setproctitle): ``ray::R
 worker (multi-node vLLM on Ray: a worker node runs only these, under ``raylet``), ``ray::ServeReplica:APP:DEPLOYMENT`` a
 Ray Serve replica."""
 
+MAX_ARGV_BYTES = 128 * 1024
+"""The bytes of a command line read as its words (the kernel's longest single argument, MAX_ARG_STRLEN): a server's
+flags lie within them, and a process of any user with a 2 MB argument vector is not decoded whole at every look."""
+MAX_ARGV_WORDS = 1024
+"""The words of a command line read, at most."""
+
+
+def argv_words(data: bytes) -> list[bytes]:
+    """The first words of a NUL-separated command line (``/proc/PID/cmdline``), within the bounds above."""
+    return [w for w in data[:MAX_ARGV_BYTES].split(b"\x00", MAX_ARGV_WORDS)[:MAX_ARGV_WORDS] if w]
+
+
 RAYLET = "raylet"
 """The basename of Ray's per-node daemon, whose children the Ray actors are: one Ray instance on this node."""
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.hosts.server_argv import server_marker
+from rigaudit.tools.hosts.server_argv import argv_words, server_marker
 from rigaudit.tools.redact import REDACTED
 
 PROCESS_FILE = re.compile(r"^/proc/(\d+)(?:/task/\d+)?/(cmdline|environ)$")
@@ -52,7 +52,7 @@ def gpu_pids(nvml: list[dict[str, object] | str]) -> set[int]:
 
 def _words(data: bytes) -> list[str]:
     """A command line's words as the audit reads them (:func:`rigaudit.agents.facts.processes.split_cmdline`)."""
-    return [w.decode("utf-8", "replace") for w in data.split(b"\x00") if w]
+    return [w.decode("utf-8", "replace") for w in argv_words(data)]
 
 
 def needed_pids(files: Mapping[str, bytes], nvml: list[dict[str, object] | str]) -> set[int]:
