@@ -27,6 +27,11 @@ PREMISES_TEXT = (
     "verdict with each of its premises, held or missing, and its evidence."
 )
 PREMISE_LIST = [f"- `{name}`: {text}" for name, text in PREMISES.items()]
+WORKLOAD_TEXT = (
+    "Workload checks judge what runs on the node rather than the node (a server's image and packages, its environment "
+    "and limits, its container's options, the processes on its GPUs): `rigaudit check` lists their problems and never "
+    'drains a node for them (docs/fleet.md, "Whose fault"). They are '
+)
 
 
 def catalog(investigators: Sequence[AnyInvestigator] | None = None) -> list[Check]:
@@ -63,6 +68,8 @@ def render_entries(entries: Sequence[Mapping[str, object]]) -> str:
         PREMISES_TEXT,
         "",
         *PREMISE_LIST,
+        "",
+        WORKLOAD_TEXT + (", ".join(f"`{e['check']}`" for e in entries if e.get("layer") == "workload") or "none") + ".",
         "",
         HOW_TO_ADD,
         "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal
 
 from rigaudit.agents import findings
 from rigaudit.agents.premise import Premise
@@ -19,6 +20,11 @@ from rigaudit.tools.schema.finding import Finding, Fix, FixKind, Severity
 
 CHECK_ID = r"[a-z][a-z0-9]*\.[a-z0-9_]+"
 """``area.name``: lower case, one dot."""
+
+CheckLayer = Literal["node", "workload"]
+"""Whose fault a check's problem is: the node's (its hardware, firmware, kernel, driver, their settings), or the
+workload's (what runs on the node: a server's image and packages, its environment and limits, its container's
+options, the processes on its GPUs). ``rigaudit check`` drains only on the node's."""
 
 
 class Check(Record):
@@ -34,6 +40,9 @@ class Check(Record):
     premises: tuple[Premise, ...] | None = None
     """The facts its verdict rests on (its area's table, ``<area>/premises.py``); ``()``: it rests on none but what it
     reads itself; ``None``: not declared. Where one is missing its verdict is ``unknown`` (:mod:`~rigaudit.agents.premise`)."""
+    layer: CheckLayer = "node"
+    """Whose fault its problem is (:data:`CheckLayer`): a ``workload`` check's problem is reported by the gate,
+    never a drain (a node is not drained for an image's build or a container's quota)."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(CHECK_ID, self.id):
@@ -55,6 +64,7 @@ class Check(Record):
             "fix": self.fix,
             "fix_kinds": list(self.kinds),
             "premises": [{"name": p.name, "reads": p.reads} for p in self.premises or ()],
+            "layer": self.layer,
         }
 
     def ok(

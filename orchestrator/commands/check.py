@@ -10,11 +10,12 @@ Examples:
   rigaudit check --expect /etc/rigaudit/expect.conf --prometheus /var/lib/node_exporter/rigaudit.prom
   rigaudit check --snapshot DIR --json result.json  a recorded host (the fleet report reads such files)
 
-Exit status: 0 healthy; 1 a problem at or above --fail-on (a GPU the node should have is missing: Slurm's
-GRES, --kube-node's nvidia.com/gpu capacity, the PCI bus, NVML); 2 usage error; 3 could not check (a check
+Exit status: 0 healthy; 1 a problem of the node at or above --fail-on (a GPU the node should have is missing:
+Slurm's GRES, --kube-node's nvidia.com/gpu capacity, the PCI bus, NVML); 2 usage error; 3 could not check (a check
 did not finish within the deadline or its investigator failed, an --expect value or the node's promised
 GPUs could not be read, or with --strict any unknown; or, healthy, an output could not be written); 4 rigaudit itself
-failed. Wrappers must never drain on 3 or 4.
+failed. Wrappers must never drain on 3 or 4. A workload check's problem (runtime.*, container.*, nccl.*, the
+processes on the GPUs: the image's or its container's, not the node's) is listed and never decides.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ def _line(name: str, label: str, text: str) -> str:
 def _check_line(check: GateCheck, fail_on: str) -> str:
     label = _LABEL[check.status]
     if check.status == "problem":
-        label = f"{check.severity}" + ("" if check.counts else f" (below {fail_on})")
+        label = f"{check.severity}" + ("" if check.counts else " (workload's)" if check.workload else f" (below {fail_on})")
     return _line(check.check, label, check.title + (f": {check.observed}" if check.observed else ""))
 
 

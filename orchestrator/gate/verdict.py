@@ -7,6 +7,11 @@
   ``strict`` any ``unknown``, makes it ``could_not_check`` (exit 3): a scheduler must never drain on that;
 - otherwise ``healthy`` (exit 0). Problems below ``fail_on`` and the rules' ``unknown`` verdicts are
   reported, and counted in the metrics, but do not decide.
+
+A problem of a workload check (:data:`~rigaudit.agents.check.CheckLayer`: a server's image or packages, its
+environment and limits, its container's options, the processes on its GPUs) never decides, at any severity: it is
+the workload's fault, not the node's, and draining the node fixes nothing (every node on that driver would be
+drained by the same image). It is listed, and a healthy reason line names it as the workload's.
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ def judge_checks(
             )
             continue
         severity = finding.severity if finding.status == "problem" else None
-        counts = (finding.status == "problem" and SEVERITY_ORDER.get(severity or "low", 9) <= limit) or (
+        workload = check.layer == "workload"
+        counts = (finding.status == "problem" and not workload and SEVERITY_ORDER.get(severity or "low", 9) <= limit) or (
             finding.status == "unknown" and (strict or check.area in ASKED)
         )
         judged.append(
@@ -78,6 +84,7 @@ def judge_checks(
                 title=finding.title,
                 observed=_one_line(finding.observed),
                 counts=counts,
+                workload=workload,
             )
         )
     return tuple(judged)
@@ -132,11 +139,19 @@ def reason_line(checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity
                 by_why.setdefault(c.observed, {})[c.area if c.status == "not_checked" else c.check] = None
         parts = [f"{_ids(list(names))} ({why})" if why else _ids(list(names)) for why, names in by_why.items()]
         return _cut("could not check: " + "; ".join(parts))
-    below = sum(1 for c in checks if c.status == "problem")
+    limit = SEVERITY_ORDER[fail_on]
+    theirs = [c for c in checks if c.status == "problem" and c.workload and SEVERITY_ORDER.get(c.severity or "low", 9) <= limit]
+    below = sum(1 for c in checks if c.status == "problem") - len(theirs)
     unknown = sum(1 for c in checks if c.status == "unknown")
     extra = ", ".join(t for t in (f"{below} below {fail_on}" if below else "", f"{unknown} unknown" if unknown else "") if t)
     lead = f"{_no_gpu(checks)}; " if gpus == 0 else ""
-    return _cut(f"healthy: {lead}no problem at or above {fail_on} in {len(checks)} checks" + (f" ({extra})" if extra else ""))
+    node = ""
+    if theirs:
+        theirs.sort(key=lambda c: SEVERITY_ORDER.get(c.severity or "low", 9))
+        lead += f"the workload's, not the node's: {_ids([f'{c.check} {c.severity}' for c in theirs])}; "
+        node = "node "
+    tail = f" ({extra})" if extra else ""
+    return _cut(f"healthy: {lead}no {node}problem at or above {fail_on} in {len(checks)} checks{tail}")
 
 
 __all__ = ["judge_checks", "reason_line", "verdict_of"]

@@ -37,6 +37,9 @@ class GateCheck(_Frozen):
     counts: bool = False
     """Whether this check decided the verdict: a problem at or above ``fail_on``, or a check that could not be
     made (``not_checked``, an asked-for ``unknown``)."""
+    workload: bool = False
+    """The check judges the workload (its image, environment, limits, container options, the processes on the GPUs),
+    not the node: its problem is reported and never decides (a node is drained only for its own faults)."""
 
 
 class GateGpu(_Frozen):

@@ -137,6 +137,7 @@ CGROUP_CPU_CHECK = Check(
     fix="remove the quota, give it more cores",
     kinds=("restart",),
     premises=(premises.PLATFORM, premises.GPUS),
+    layer="workload",
 )
 
 

@@ -58,6 +58,7 @@ GPU_DEVICES_CHECK = Check(
     fix="edit the container config",
     kinds=("restart",),
     premises=(premises.PLATFORM, premises.GPUS),
+    layer="workload",
 )
 
 

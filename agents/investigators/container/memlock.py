@@ -36,6 +36,7 @@ MEMLOCK_CHECK = Check(
     fix="raise it to unlimited",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
+    layer="workload",
 )
 
 

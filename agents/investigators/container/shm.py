@@ -35,6 +35,7 @@ SHM_CHECK = Check(
     fix="`--shm-size` / `--ipc=host` / a larger tmpfs",
     kinds=("restart",),
     premises=(premises.PLATFORM, premises.SERVERS),
+    layer="workload",
 )
 
 

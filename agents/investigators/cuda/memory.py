@@ -40,6 +40,7 @@ MEMORY_IN_USE_CHECK = Check(
     fix="stop them",
     kinds=("restart",),
     premises=(premises.SERVERS, premises.NVML),
+    layer="workload",
 )
 
 

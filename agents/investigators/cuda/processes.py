@@ -85,6 +85,7 @@ FOREIGN_PROCESSES_CHECK = Check(
     fix="stop them; reserve the GPUs (scheduler, device permissions)",
     kinds=("restart",),
     premises=(premises.SERVERS, premises.NVML),
+    layer="workload",
 )
 
 
@@ -183,6 +184,7 @@ MPS_DAEMON_CHECK = Check(
     "daemon that serves the server's pipe (on a node, the device plugin's)",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS),
+    layer="workload",
 )
 
 

@@ -119,6 +119,7 @@ NCCL_ENV_CHECK = Check(
     fix="remove the override; name the data ports exactly (`NCCL_IB_HCA==mlx5_0,…`)",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
+    layer="workload",
 )
 
 

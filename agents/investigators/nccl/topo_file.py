@@ -20,6 +20,7 @@ NCCL_TOPO_FILE_CHECK = Check(
     fix="set `NCCL_TOPO_FILE` to Azure's file for the size in `/etc/nccl.conf` or the server's environment, restart it",
     kinds=("restart",),
     premises=(premises.PLATFORM, premises.GPUS, premises.SERVERS),
+    layer="workload",
 )
 
 WHY = (

@@ -92,6 +92,7 @@ NCCL_VERSION_CHECK = Check(
     fix="install the pinned nvidia-nccl wheel; drop LD_LIBRARY_PATH overrides",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.PACKAGES),
+    layer="workload",
 )
 
 

@@ -87,6 +87,7 @@ CUDA_DRIVER_COMPAT_CHECK = Check(
     fix="newer driver, or a torch build for the driver's CUDA; on GeForce, drop the forward-compatibility path",
     kinds=("reboot",),
     premises=(premises.SERVERS, premises.PACKAGES, premises.GPUS),
+    layer="workload",
 )
 
 
@@ -255,6 +256,7 @@ DEVICE_ORDER_CHECK = Check(
     fix="set `CUDA_DEVICE_ORDER=PCI_BUS_ID`",
     kinds=("restart",),
     premises=(premises.GPUS, premises.SERVERS, premises.NVML),
+    layer="workload",
 )
 
 

@@ -40,6 +40,7 @@ DEBUG_ENV_CHECK = Check(
     fix="unset them",
     kinds=("restart",),
     premises=(premises.SERVERS,),
+    layer="workload",
 )
 
 

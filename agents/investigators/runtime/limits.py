@@ -112,6 +112,7 @@ NOFILE_CHECK = Check(
     fix="`LimitNOFILE=` / `--ulimit nofile` / `lxc.prlimit.nofile`",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS),
+    layer="workload",
 )
 
 
@@ -167,6 +168,7 @@ NPROC_CHECK = Check(
     fix="`LimitNPROC=` / `--ulimit nproc` / `lxc.prlimit.nproc`",
     kinds=("restart",),
     premises=(premises.SERVERS,),
+    layer="workload",
 )
 
 

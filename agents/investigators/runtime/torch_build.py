@@ -24,6 +24,7 @@ TORCH_CUDA_CHECK = Check(
     fix="install a matching torch build",
     kinds=("restart",),
     premises=(premises.SERVERS, premises.PACKAGES, premises.GPUS),
+    layer="workload",
 )
 
 

@@ -32,6 +32,8 @@ class CheckEntry(BaseModel):
     fix: str
     fix_kinds: list[FixKind] = Field(default_factory=list)
     premises: list[PremiseEntry] = Field(default_factory=list)
+    layer: Literal["node", "workload"] = "node"
+    """Whose fault a problem of it is: the node's, or the workload's (``rigaudit check`` never drains on those)."""
 
 
 class ChecksListed(BaseEvent):
