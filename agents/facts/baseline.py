@@ -58,8 +58,9 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
         for gpu in inventory.gpus:
             names[gpu.name] = names.get(gpu.name, 0) + 1
         facts["gpus"] = ", ".join(f"{n} x {name}" for name, n in names.items())
-        if inventory.elsewhere:
-            facts["gpus"] += f" (the host has {inventory.elsewhere} more, not given to this container)"
+        if inventory.elsewhere and inventory.nvml_indices:
+            here = f"this job step ({inventory.confined})" if inventory.confined else "this container"
+            facts["gpus"] += f" (the host has {inventory.elsewhere} more, not given to {here})"
     if inventory.driver_version:
         facts["driver"] = inventory.driver_version
     elif isinstance(nv_version, str) and nv_version.strip():
@@ -70,6 +71,11 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
     if cuda.ok and isinstance(cuda.value, int):
         facts["cuda_driver"] = f"{cuda.value // 1000}.{cuda.value % 1000 // 10}"
     facts["platform"] = platform.label
+    step = platform.job_step
+    if step is not None:
+        facts["job_step"] = f"{step.label}, given {step.given}, {step.constraint}"
+        if step.confines_gpus and inventory.nvml_count == 0 and inventory.gpus:
+            facts["job_step"] += f": NVML shows none of the node's {len(inventory.gpus)} GPU(s) on the PCI bus"
     if platform.lxc_configs:
         facts["lxc_containers"] = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".conf") for p in platform.lxc_configs)
     return facts

@@ -74,7 +74,10 @@ class GpuInventory(Record):
     nvml_count: int | None
     driver_version: str | None
     elsewhere: int = 0
-    """GPUs the machine's PCI bus shows that NVML does not give this container (another tenant's)."""
+    """GPUs the machine's PCI bus shows that NVML does not give this container or job step (another tenant's). A job
+    step given no GPU lists the bus's GPUs (none on NVML), and counts them here too."""
+    confined: str = ""
+    """The device-constrained job step the audit runs in (``Slurm job 7 step 0``), whose NVML shows only its GPUs."""
 
     def by_index(self, index: int) -> Gpu | None:
         return next((g for g in self.gpus if g.index == index), None)
@@ -183,10 +186,18 @@ async def _collect_gpus(probe: Probe) -> GpuInventory:
             nvml_error = count_result.error
     sysfs_bdfs = await _sysfs_gpus(probe)
     bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
-    elsewhere = 0
-    if by_bdf and (await detect_platform(probe)).in_container:
-        # A container sees the host's whole PCI bus in sysfs, but only the GPUs it was given through NVML.
+    elsewhere, confined = 0, ""
+    platform = await detect_platform(probe)
+    step = platform.job_step if platform.job_step is not None and platform.job_step.confines_gpus else None
+    if step is not None and count is not None:
+        confined = step.label
+    if by_bdf and platform.gpus_confined:
+        # A container or a device-constrained job step sees the host's whole PCI bus in sysfs, but only the GPUs it
+        # was given through NVML.
         elsewhere = len(set(bdfs) - set(by_bdf))
         bdfs = sorted(by_bdf)
+    elif step is not None and count == 0:
+        # A job step given no GPU: NVML lists none, the bus every GPU of the node (all another's, none missing).
+        elsewhere = len(bdfs)
     gpus = await _gpus_at(probe, bdfs, by_bdf)
-    return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver, elsewhere)
+    return GpuInventory(tuple(gpus), init.ok and count is not None, nvml_error, count, driver, elsewhere, confined)

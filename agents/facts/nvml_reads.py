@@ -60,6 +60,12 @@ def nvml_unusable(inventory: GpuInventory) -> str | None:
     if not inventory.nvml_ok:
         return f"NVML unavailable: {nvml_error_text(inventory.nvml_error)}"
     if not inventory.nvml_indices:
+        if inventory.confined:
+            return (
+                f"NVML reports no GPU: this runs in {inventory.confined}, whose device cgroup opens only the GPUs the "
+                f"step was given, none of the node's {inventory.elsewhere or len(inventory.gpus)} on the PCI bus; audit "
+                "the node from the host (ssh, slurmd's HealthCheckProgram) or in a step given its GPUs (srun --gres=gpu:N)"
+            )
         return "NVML reports no GPU"
     return None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from rigaudit.agents.facts.job_step import JobStep, detect_job_step
 from rigaudit.agents.facts.platform_signals import (
     DMI_FIELDS,
     Dmi,
@@ -76,6 +77,9 @@ class Platform(Record):
     """NVIDIA libraries mounted one by one into the container the audit runs in (the container toolkit's binds of
     the host's files): their version is the host's driver's, not the image's."""
     """Signals that were weighed and set aside (a /.dockerenv left in a VM image...)."""
+    job_step: JobStep | None = None
+    """The scheduler's job step the audit runs in (:mod:`~rigaudit.agents.facts.job_step`): under Slurm's
+    ``ConstrainDevices=yes`` it sees only the GPUs the step was given."""
 
     # -- the layers --------------------------------------------------------------------------
 
@@ -130,22 +134,32 @@ class Platform(Record):
         return self.vm.name if self.container is not None and self.vm is not None else None
 
     @property
+    def gpus_confined(self) -> bool:
+        """NVML here shows only the GPUs given to where the audit runs (a container, a device-constrained job step),
+        while the PCI bus shows the node's."""
+        return self.in_container or (self.job_step is not None and self.job_step.confines_gpus)
+
+    @property
     def evidence(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(ref for layer in self.layers for ref in layer.evidence))
+        step = self.job_step.evidence if self.job_step is not None else ()
+        return tuple(dict.fromkeys([*(ref for layer in self.layers for ref in layer.evidence), *step]))
 
     @property
     def how(self) -> str:
         if not self.layers:
             return "neither systemd-detect-virt nor /proc/cpuinfo could be read"
-        return "; ".join(layer.how for layer in reversed(self.layers))
+        step = self.job_step
+        lead = f"{step.how}, given {step.given}, {step.constraint}; " if step is not None else ""
+        return lead + "; ".join(layer.how for layer in reversed(self.layers))
 
     @property
     def label(self) -> str:
-        """``bare metal``, ``VM (kvm)``, ``kubernetes container in VM (kvm, aws)``..."""
+        """``bare metal``, ``VM (kvm)``, ``kubernetes container in VM (kvm, aws)``, ``Slurm job 7 step 0 on bare metal``..."""
         if not self.layers:
             return "unknown"
         inner = [layer.label for layer in reversed(self.layers) if not (layer.kind == "bare_metal" and len(self.layers) > 1)]
-        return " in ".join(inner)
+        step = f"{self.job_step.label} on " if self.job_step is not None else ""
+        return step + " in ".join(inner)
 
     @property
     def is_guest(self) -> bool:
@@ -364,4 +378,5 @@ async def _detect_platform(probe: Probe) -> Platform:
     if container is not None:
         layers.append(container)
     lib_mounts = s.mounts.lib_mounts if container is not None else frozenset()
-    return Platform(tuple(layers), lxc_configs, vm_configs, notes, lib_mounts)
+    step = await detect_job_step(probe, s.self_cgroup)
+    return Platform(tuple(layers), lxc_configs, vm_configs, notes, lib_mounts, step)

@@ -11,6 +11,7 @@ A helper of the command modules: :func:`fleet_run` hands a typed
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,9 @@ from rigaudit.orchestrator.fleet.defaults import DEFAULT_HOST_TIMEOUT_S, DEFAULT
 from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.files.outputs import Kind
 from rigaudit.tools.remote.transport import COLLECTORS, SshTransport, check_words
+
+GRES = r"[a-z][a-z0-9_]{0,31}(:[A-Za-z0-9_.-]{1,40})?:[0-9]{1,4}(,[a-z][a-z0-9_]{0,31}(:[A-Za-z0-9_.-]{1,40})?:[0-9]{1,4}){0,7}"
+"""``--slurm-gres``: what srun's ``--gres`` takes, ``NAME[:TYPE]:COUNT`` (comma-separated), in ASCII."""
 
 if TYPE_CHECKING:
     from rigaudit.orchestrator.fleet.run import FleetOutputs, FleetRun
@@ -45,6 +49,12 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     count = group.add_mutually_exclusive_group()
     count.add_argument("--nodes", type=int, metavar="N", help="number of Slurm nodes (with --slurm; default: Slurm's)")
     count.add_argument("--nodelist", metavar="LIST", help="these Slurm nodes, e.g. gpu[01-16] (with --slurm)")
+    group.add_argument(
+        "--slurm-gres",
+        metavar="SPEC",
+        help="srun --gres for each node, e.g. gpu:8 (with --slurm): under ConstrainDevices=yes a step sees only the GPUs "
+        "it was given, none without this; with it the step waits until they are free (docs/fleet.md)",
+    )
     group.add_argument(
         "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N", help="SSH connections at once (default 16)"
     )
@@ -87,8 +97,10 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--hosts/--slurm/--results audit other machines: leave out --snapshot and --demo")
     if given.get("llm"):
         raise UsageError("--llm audits one host: a fleet (--hosts/--slurm/--results) is judged by the rules alone")
-    if not args.slurm and (args.partition or args.nodes is not None or args.nodelist):
-        raise UsageError("--partition, --nodes and --nodelist go with --slurm")
+    if not args.slurm and (args.partition or args.nodes is not None or args.nodelist or args.slurm_gres):
+        raise UsageError("--partition, --nodes, --nodelist and --slurm-gres go with --slurm")
+    if args.slurm_gres is not None and not re.fullmatch(GRES, args.slurm_gres):
+        raise UsageError(f"--slurm-gres {args.slurm_gres!r}: give Slurm's NAME[:TYPE]:COUNT, e.g. gpu:8 or gpu:h100:8")
     if args.nodes is not None and args.nodes < 1:
         raise UsageError("--nodes must be at least 1")
     if args.max_connections < 1:
@@ -148,7 +160,7 @@ def fleet_run(args: argparse.Namespace) -> FleetRun:
         return FleetRun(options=FleetOptions(out=args.out), outputs=_outputs(args), results=args.results)
     options = _options(args)
     if args.slurm:
-        job = slurm_job(args.partition, args.nodes, args.nodelist, options)
+        job = slurm_job(args.partition, args.nodes, args.nodelist, options, args.slurm_gres)
         return FleetRun(options=options, outputs=_outputs(args), job=job)
     targets = parse_hosts(args.hosts)
     command = check_words(args.ssh_command, "--ssh-command")

@@ -65,10 +65,12 @@ class FleetRun(Record):
         return "gathered" if self.results is not None else "slurm" if self.job is not None else "ssh"
 
 
-def slurm_job(partition: str | None, nodes: int | None, nodelist: str | None, options: FleetOptions) -> SlurmJob:
-    """The srun step: its time limit is the host timeout, in whole minutes, plus one."""
+def slurm_job(
+    partition: str | None, nodes: int | None, nodelist: str | None, options: FleetOptions, gres: str | None = None
+) -> SlurmJob:
+    """The srun step: its time limit is the host timeout, in whole minutes, plus one; ``gres``: srun's ``--gres``."""
     minutes = math.ceil(options.host_timeout_s / 60) + 1
-    return SlurmJob(partition=partition, nodes=nodes, nodelist=nodelist, time_limit_min=minutes)
+    return SlurmJob(partition=partition, nodes=nodes, nodelist=nodelist, time_limit_min=minutes, gres=gres)
 
 
 def _failing(result: FleetResult, threshold: str | None) -> bool:

@@ -348,10 +348,29 @@ async def run_slurm_fleet(
         finally:
             if run.pool is not None:
                 await run.pool.aclose()
-    warnings = _account_for_the_rest(run, outcome, expected, options.host_timeout_s)
+    warnings = _account_for_the_rest(run, outcome, expected, options.host_timeout_s) + _steps_without_gpus(run, job)
     result = run.result(expected, started_at, started, warnings)
     emit(fleet_finished(result))
     return result
+
+
+STEP_SAW_NO_GPU = "NVML shows none of the node's"
+"""What a node's ``job_step`` fact says when its srun step was given no GPU (agents/facts/baseline.py)."""
+
+
+def _steps_without_gpus(run: _Run, job: SlurmJob) -> list[str]:
+    """One warning naming the nodes whose srun step saw none of their GPUs (``ConstrainDevices=yes`` and no GRES
+    asked for): their GPU checks are unknown, not judged."""
+    blind = sorted(t for t, a in run.audits.items() if STEP_SAW_NO_GPU in a.result.host.facts.get("job_step", ""))
+    if not blind:
+        return []
+    shown = ", ".join(blind[:8]) + (f" +{len(blind) - 8} more" if len(blind) > 8 else "")
+    return [
+        f"the srun step saw no GPU on {len(blind)} node(s) ({shown}): cgroup.conf's ConstrainDevices=yes lets a step open "
+        f"only the GPUs it was given{', and it asked for none' if job.gres is None else f' (--gres={job.gres})'}, so "
+        "their GPU checks are unknown, not judged. Ask for the nodes' GPUs with --slurm-gres gpu:N (the step waits "
+        "until they are free), or audit the nodes from the host with --hosts"
+    ]
 
 
 def _account_for_the_rest(run: _Run, outcome: SrunOutcome, expected: list[str], timeout_s: float) -> list[str]:

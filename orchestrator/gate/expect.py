@@ -440,17 +440,15 @@ def _gpus(facts: ExpectFacts, expected: int) -> Finding:
     detail = f"{count} GPU(s)" + (
         f" (NVML {inventory.nvml_count}, PCI {seen})" if inventory.nvml_count not in (None, seen) else ""
     )
-    if facts.in_container and inventory.nvml_count is not None:
-        # NVML shows the GPUs this container was given; the node's PCI bus (sysfs is not namespaced) the rest.
+    if (facts.in_container or inventory.confined) and inventory.nvml_count is not None:
+        # NVML shows the GPUs this container (or job step) was given; the node's PCI bus (sysfs is not namespaced) the rest.
+        here = inventory.confined or "this container"
         if inventory.elsewhere:
-            count += inventory.elsewhere
-            detail = (
-                f"{count} GPU(s) on the node's PCI bus: {inventory.nvml_count} given to this container, "
-                f"{inventory.elsewhere} more"
-            )
+            count = inventory.nvml_count + inventory.elsewhere
+            detail = f"{count} GPU(s) on the node's PCI bus: {inventory.nvml_count} given to {here}, {inventory.elsewhere} more"
         elif not facts.pci_listed and count < expected:
             why = (
-                f"{count} GPU(s) given to this container and the node's PCI bus cannot be listed from it: "
+                f"{count} GPU(s) given to {here} and the node's PCI bus cannot be listed from it: "
                 "run the check on the host, or in a container given every GPU (NVIDIA_VISIBLE_DEVICES=all)"
             )
             return unknown(key.check.id, AREA, key.check.title, why)

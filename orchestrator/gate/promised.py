@@ -3,7 +3,8 @@
 - ``promised.slurm``: Slurm's GRES for this node (:mod:`.slurm_gres`);
 - ``promised.kubernetes``: the node object's ``nvidia.com/gpu`` capacity (``--kube-node``, :mod:`.kube_node`);
 - ``promised.pci``: with the NVIDIA module loaded, every NVIDIA GPU function on the PCI bus that no other driver
-  holds (vfio-pci for a VM is another's) is one NVML shows;
+  holds (vfio-pci for a VM is another's) is one NVML shows; inside a device-constrained Slurm job step, every GPU
+  the step was given (``SLURM_STEP_GPUS``/``SLURM_JOB_GPUS``) is, and the node's others are another's;
 - ``promised.query``: every GPU NVML lists answers NVML (``GPU_IS_LOST`` is a GPU fallen off the bus).
 
 A missing GPU is a ``critical`` problem. An ``unknown`` here is counted as "could not check" (exit 3), as an
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.driver_origin import operator_node
 from rigaudit.agents.facts.gpus import PCI_DEVICES, GpuInventory, collect_gpus
+from rigaudit.agents.facts.job_step import STEP_VARIABLES, JobStep
 from rigaudit.agents.facts.platform import detect_platform
 from rigaudit.agents.findings import not_applicable, ok, problem, unknown
 from rigaudit.agents.investigator import Investigator
@@ -60,8 +62,10 @@ CHECKS = (
     _check(
         "pci",
         "Every NVIDIA GPU on the PCI bus is on NVML",
-        f"{MODULE}, the NVIDIA display functions of {PCI_DEVICES} and their drivers, NVML's device count",
-        "the NVIDIA module is loaded and a GPU function no other driver holds is not on NVML",
+        f"{MODULE}, the NVIDIA display functions of {PCI_DEVICES} and their drivers, NVML's device count; in a "
+        "Slurm job step, the GPUs it was given (SLURM_STEP_GPUS, SLURM_JOB_GPUS) and cgroup.conf's ConstrainDevices",
+        "the NVIDIA module is loaded and a GPU function no other driver holds is not on NVML (in a device-constrained "
+        "job step: a GPU the step was given; one given none cannot tell: unknown)",
     ),
     _check(
         "query",
@@ -90,6 +94,8 @@ class PromisedFacts(Record):
     in_container: bool
     operator: bool = False
     """The GPU Operator's driver container holds the driver and its libraries (:func:`operator_node`)."""
+    job_step: JobStep | None = None
+    """The Slurm job step the check runs in, when its device cgroup confines it to the GPUs it was given."""
 
 
 def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Awaitable[PromisedFacts]]:
@@ -111,7 +117,8 @@ def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Await
             if error is not None:
                 lost.append((index, error))
         operator = inventory.nvml_error == "LIBRARY_NOT_FOUND" and await operator_node(probe)
-        return PromisedFacts(inventory, listing is not None, module, drivers, tuple(lost), platform.in_container, operator)
+        step = platform.job_step if platform.job_step is not None and platform.job_step.confines_gpus else None
+        return PromisedFacts(inventory, listing is not None, module, drivers, tuple(lost), platform.in_container, operator, step)
 
     return collect
 
@@ -127,7 +134,7 @@ def usable(facts: PromisedFacts) -> Usable:
     """The GPUs a job could use: NVML's, less those it cannot query; the PCI bus's where NVML was not recorded."""
     inv = facts.inventory
     if inv.nvml_count is not None:
-        count = inv.nvml_count - len(facts.lost) + (inv.elsewhere if facts.in_container else 0)
+        count = inv.nvml_count - len(facts.lost) + (inv.elsewhere if facts.in_container or facts.job_step else 0)
         lost = f", {len(facts.lost)} NVML cannot query" if facts.lost else ""
         return Usable(count, f"{count} usable GPU(s) (NVML {inv.nvml_count}{lost})")
     error = inv.nvml_error or "no answer"
@@ -195,6 +202,8 @@ def _pci(check: Check, facts: PromisedFacts) -> Finding:
         return not_applicable(check.id, AREA, check.title, f"the NVIDIA module is not loaded ({MODULE} absent)")
     if facts.in_container:
         return not_applicable(check.id, AREA, check.title, "in a container: NVML shows the GPUs it was given, the bus every GPU")
+    if facts.job_step is not None and inv.nvml_count is not None:
+        return _in_step(check, facts, facts.job_step)
     ours = [bdf for bdf, driver in facts.drivers if driver in (None, "nvidia")]
     on_nvml = {g.bdf for g in inv.gpus if g.index is not None}
     if inv.nvml_count is None:
@@ -219,6 +228,31 @@ def _pci(check: Check, facts: PromisedFacts) -> Finding:
         )
         return problem(check.id, AREA, check.title, "critical", text, expected, text, _fix())
     return ok(check.id, AREA, check.title, f"NVML shows the {len(ours)} NVIDIA GPU function(s) on the PCI bus", expected=expected)
+
+
+def _in_step(check: Check, facts: PromisedFacts, step: JobStep) -> Finding:
+    """Inside a device-constrained job step: NVML shows the GPUs the step was given; the node's others are another's."""
+    inv = facts.inventory
+    ours = len([bdf for bdf, driver in facts.drivers if driver in (None, "nvidia")])
+    on_bus = ours + (inv.elsewhere if inv.nvml_indices else 0)  # given none, the inventory lists the bus's GPUs
+    shown = (inv.nvml_count or 0) - len(facts.lost)
+    where = f"inside {step.label} ({step.constraint})"
+    if not step.gpus and shown == 0:
+        why = f"in {step.label}, which was given no GPU: its device cgroup ({step.constraint}) opens none of the "
+        why += f"{on_bus} on the PCI bus, so they cannot be judged from here; check the node from the host (slurmd's "
+        why += "HealthCheckProgram, ssh) or in a step given its GPUs (srun --gres=gpu:N)"
+        return unknown(check.id, AREA, check.title, why)
+    if not step.gpus:
+        observed = f"{where}: NVML shows {shown} of the {on_bus} GPU(s) on the PCI bus; Slurm names none given to the step "
+        observed += f"({', '.join(STEP_VARIABLES)} unset), so none can be missing"
+        return ok(check.id, AREA, check.title, observed, expected="the GPUs the step was given on NVML")
+    given = len(step.gpus)
+    expected = f"the {given} GPU(s) the step was given on NVML"
+    if shown < given:
+        text = f"{where}: NVML shows {shown} of the {given} GPU(s) the step was given ({step.given})"
+        return problem(check.id, AREA, check.title, "critical", text, expected, text, _fix())
+    observed = f"{where}: NVML shows the {shown} GPU(s) the step was given ({step.given}) of the {on_bus} on the PCI bus"
+    return ok(check.id, AREA, check.title, observed, expected=expected)
 
 
 def _query(check: Check, facts: PromisedFacts) -> Finding:

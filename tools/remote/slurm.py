@@ -1,5 +1,9 @@
 """Run the collection on Slurm nodes: one ``srun --ntasks-per-node=1`` step, one task per node.
 
+The step asks for no GPU unless :attr:`SlurmJob.gres` says so: it then runs beside the nodes' jobs at once, but
+under cgroup.conf's ``ConstrainDevices=yes`` it can open none of their GPUs (the audit says so per node and the
+fleet warns); ``gres`` (``--slurm-gres gpu:8``) makes each node's step hold its GPUs, waiting until they are free.
+
 Each task runs ``rigaudit snapshot --stdout`` (the node's own rigaudit: a shared install or venv)
 under :data:`~tools.remote.framing.FRAMER`, so every node's snapshot comes back over srun's one
 stdout, tagged with the node's name; no shared folder is needed. As each node's stream completes,
@@ -36,6 +40,9 @@ class SlurmJob(Record):
     srun: Sequence[str] = ("srun",)
     job_name: str = "rigaudit-fleet"
     time_limit_min: int | None = None
+    gres: str | None = None
+    """``--gres`` for each node (``gpu:8``): under ``ConstrainDevices=yes`` a step opens only the GPUs it was given,
+    so without it NVML in the step lists none; with it the job waits until that many GPUs are free on each node."""
 
     def argv(self, task: Sequence[str]) -> list[str]:
         argv = [*self.srun, "--ntasks-per-node=1", f"--job-name={self.job_name}", "--input=none", "--kill-on-bad-exit=0"]
@@ -47,6 +54,8 @@ class SlurmJob(Record):
             argv.append(f"--nodelist={self.nodelist}")
         if self.time_limit_min is not None:
             argv.append(f"--time={max(1, self.time_limit_min)}")
+        if self.gres:
+            argv.append(f"--gres={self.gres}")
         return [*argv, *task]
 
 

@@ -26,10 +26,12 @@ PLATFORM_CHECK = Check(
     reads=(
         "`/proc/cpuinfo` hypervisor flag, `/sys/class/dmi/id`, `/sys/hypervisor/type`, `/proc/cmdline`, `/.dockerenv`, "
         "`/run/.containerenv`, `/dev/.lxc-boot-id`, PID 1's environment and cgroup, `/proc/self/mountinfo`, "
-        "`/var/run/secrets/kubernetes.io`, `systemd-detect-virt`, `/etc/pve/lxc/*.conf`, `pct list`"
+        "`/var/run/secrets/kubernetes.io`, `systemd-detect-virt`, `/etc/pve/lxc/*.conf`, `pct list`; the audit's own "
+        "cgroup and environment (`/proc/self/cgroup`, `/proc/self/environ`: a Slurm job step, its GPUs) and Slurm's "
+        "cgroup.conf (`ConstrainDevices`)"
     ),
     problem="never a problem: says the layers the audit runs on (bare metal, VM guest, container, and their "
-    "combinations) and where fixes must go",
+    "combinations, a scheduler's job step) and where fixes must go",
     fix="—",
     kinds=(),
     premises=(),
