@@ -5,6 +5,7 @@ by what its container was given (its /dev, its user namespace), not by what the 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from rigaudit.agents.investigators.container import INVESTIGATOR as CONTAINER
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
@@ -15,6 +16,7 @@ from tests.hostgen.kinds import PODMAN_HOST, PODMAN_ROOTLESS_CDI
 from tests.hostgen.spec import CdiSpec, HostSpec
 from tests.support.investigators import audit_snapshot
 from tests.support.kinds import by_check, serious
+from tests.support.mutate import light_copy
 
 REFRESHED = replace(PODMAN_HOST, cdi=CdiSpec(path="/var/run/cdi/nvidia.yaml", refresh=True, toolkit="1.18.0"))
 
@@ -84,3 +86,14 @@ def test_a_rootless_server_seen_from_the_host_is_judged_by_its_containers_dev() 
     given = audit(faults.rdma_passed_in(PODMAN_HOST))["container.memlock"]
     assert (given.status, given.severity) == ("problem", "medium"), given.observed
     assert given.fix is not None and given.fix.where == "host" and "uid 1001" in given.fix.summary
+
+
+def test_a_folder_of_thousands_of_specs_is_read_for_its_first_sixteen(tmp_path: Path) -> None:
+    """A crafted /etc/cdi of 3,000 NVIDIA specs took the audit 26 s (each spec's paths asked, then all listed)."""
+    root = light_copy(snapshot(PODMAN_HOST), tmp_path / "snap")
+    spec = (root / "files/etc/cdi/nvidia.yaml").read_text()
+    for n in range(3000):
+        (root / f"files/etc/cdi/n{n:04d}.yaml").write_text(spec)
+    found = audit_snapshot(DRIVER, root)["driver.cdi_spec"]
+    assert found.status == "ok" and found.observed.endswith("; /etc/cdi: 2985 more spec files, not read")
+    assert found.observed.count(".yaml:") == 16

@@ -25,6 +25,8 @@ REFRESH = "nvidia-cdi-refresh"
 REFRESH_UNITS = ("/usr/lib/systemd/system", "/lib/systemd/system", "/etc/systemd/system")
 ENABLED = ("systemctl", "is-enabled", f"{REFRESH}.path")
 MAX_PATHS = 96
+MAX_SPECS = 16
+"""Spec files read in each folder (a host has one to three): the rest are counted in :attr:`HostCdi.unread`."""
 _HOST_PATH = r"""(?m)["']?hostPath["']?\s*:\s*["']?([^"',\s}]+)"""
 _NODE = r"""(?m)["']?path["']?\s*:\s*["']?(/dev/[^"',\s}]+)"""
 _KIND = r"""(?m)^\s*["']?kind["']?\s*:\s*["']?([^"',\s}]+)"""
@@ -87,7 +89,10 @@ async def _files(probe: Probe) -> tuple[list[tuple[str, str]], list[str]]:
             if listing.error not in (None, "ENOENT", "ENOTDIR"):
                 unread.append(f"{folder}: {listing.error}")
             continue
-        for name in sorted(e for e in listing.entries if e.endswith((".yaml", ".yml", ".json"))):
+        names = sorted(e for e in listing.entries if e.endswith((".yaml", ".yml", ".json")))
+        if len(names) > MAX_SPECS:
+            unread.append(f"{folder}: {len(names) - MAX_SPECS} more spec files, not read")
+        for name in names[:MAX_SPECS]:
             result = await probe.read(f"{folder}/{name}")
             text = result.text()
             if text is None:

@@ -143,8 +143,9 @@ def judge_cdi_spec(facts: DriverFacts) -> Finding:
             return _stale(facts, cdi, spec, loaded, lacks)
     shown = "; ".join(f"{s.path}: {len(s.nodes)} device nodes, {len(s.host_paths)} host paths" for s in cdi.specs)
     unchecked = sum(s.unchecked for s in cdi.specs)
+    left = (f"; {unchecked} more paths not asked" if unchecked else "") + "".join(f"; {u}" for u in cdi.unread)
     return CDI_SPEC_CHECK.ok(
-        f"{shown}, all present (driver {loaded or 'unread'})" + (f"; {unchecked} more paths not asked" if unchecked else ""),
+        f"{shown}, all present (driver {loaded or 'unread'}){left}",
         expected="every path of the spec present on the host",
         explanation=WHY,
         evidence=cdi.refs,
