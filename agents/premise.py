@@ -18,6 +18,8 @@ from rigaudit.tools.schema.finding import Finding, PremiseRead, Status
 
 PREMISES: dict[str, str] = {
     "platform": "the layers the audit runs on: bare metal, VM guest, container, pod",
+    "os": "the OS kind: a distribution, or an image-based OS (Talos, Bottlerocket, Flatcar/CoreOS) whose settings "
+    "persist only through its own configuration",
     "kernel": "the running kernel's release",
     "kernel_log": "the kernel log",
     "cmdline": "the kernel command line",

@@ -2,8 +2,10 @@
 
 Proxmox keeps the line in ``/etc/default/grub`` or ``/etc/kernel/cmdline`` (systemd-boot on ZFS/UEFI) and copies it
 with ``proxmox-boot-tool refresh``; Debian and Ubuntu regenerate GRUB with ``update-grub``; RHEL, Rocky, Alma and
-Fedora change every installed kernel's entry with ``grubby``; SUSE regenerates with ``grub2-mkconfig``. A VM
-guest's line is its own; a container has none (its host's).
+Fedora change every installed kernel's entry with ``grubby``; SUSE regenerates with ``grub2-mkconfig``. Image-based
+systems keep it in their own configuration: Talos in the machine config (``machine.install.extraKernelArgs``, applied
+by ``talosctl upgrade``), Bottlerocket in ``settings.boot.kernel-parameters``, Fedora CoreOS and RHCOS by
+``rpm-ostree kargs``, Flatcar in ``/oem/grub.cfg``. A VM guest's line is its own; a container has none (its host's).
 """
 
 from __future__ import annotations
@@ -11,11 +13,21 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from rigaudit.agents.facts.os_image import image_kind
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.schema.finding import Action, CommandAction
 
-Family = Literal["proxmox", "debian", "rhel", "suse", "unknown"]
+Family = Literal["proxmox", "debian", "rhel", "suse", "talos", "bottlerocket", "coreos", "flatcar", "unknown"]
+IMAGES: dict[str, str] = {
+    "talos": "in the machine config's machine.install.extraKernelArgs (talosctl patch machineconfig), then talosctl "
+    "upgrade --nodes <node> (the installer writes the boot entry; Talos' boot line is not edited by hand)",
+    "bottlerocket": "in settings.boot.kernel-parameters (apiclient set, from the admin or control container)",
+    "coreos": "with rpm-ostree kargs (--append=PARAM to add, --delete=PARAM to remove)",
+    "flatcar": "in the linux_append line of /oem/grub.cfg (or the Butane config's kernel_arguments)",
+}
+"""How an image-based OS changes its kernel command line."""
+REBOOT = {"talos": ("talosctl", "reboot", "--nodes", "<node>"), "bottlerocket": ("apiclient", "reboot")}
 _RHEL = ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")
 
 
@@ -43,6 +55,7 @@ class BootLine(Record):
             "rhel": "with grubby --update-kernel=ALL (--args to add, --remove-args to remove)",
             "suse": "in GRUB_CMDLINE_LINUX_DEFAULT of /etc/default/grub, then grub2-mkconfig -o /boot/grub2/grub.cfg",
             "unknown": "in the boot loader's configuration (GRUB: /etc/default/grub, then regenerate its config)",
+            **IMAGES,
         }[self.family]
         return f"{what} on the kernel command line {how}, then reboot"
 
@@ -50,8 +63,10 @@ class BootLine(Record):
         verb = "append" if add else "remove"
         reboot = CommandAction(
             description=f"reboot, then check that {param} is {'in' if add else 'gone from'} /proc/cmdline",
-            argv=("systemctl", "reboot"),
+            argv=REBOOT.get(self.family, ("systemctl", "reboot")),
         )
+        if self.family in IMAGES:
+            return (CommandAction(description=self.words(f"{verb} {param}").removesuffix(", then reboot")), reboot)
         if self.family == "rhel":
             flag = "--args" if add else "--remove-args"
             return (
@@ -109,7 +124,10 @@ async def collect_boot_line(probe: Probe) -> BootLine:
     fields = _os_release(os_release)
     ids = {fields.get("ID", ""), *fields.get("ID_LIKE", "").split()}
     family: Family
-    if pve or (release or "").strip().endswith("-pve"):
+    image = image_kind(fields, release)
+    if image is not None:
+        family = image
+    elif pve or (release or "").strip().endswith("-pve"):
         family = "proxmox"
     elif ids & {"debian", "ubuntu"}:
         family = "debian"

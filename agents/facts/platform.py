@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Literal
 
 from rigaudit.agents.facts.job_step import JobStep, detect_job_step
+from rigaudit.agents.facts.os_image import OsImage, detect_os_image
 from rigaudit.agents.facts.platform_signals import (
     DMI_FIELDS,
     Dmi,
@@ -80,6 +81,9 @@ class Platform(Record):
     job_step: JobStep | None = None
     """The scheduler's job step the audit runs in (:mod:`~rigaudit.agents.facts.job_step`): under Slurm's
     ``ConstrainDevices=yes`` it sees only the GPUs the step was given."""
+    image: OsImage | None = None
+    """The OS the host's settings persist on: an image-based one (Talos, Bottlerocket...) takes no systemctl or
+    /etc fix (:mod:`.os_image`)."""
 
     # -- the layers --------------------------------------------------------------------------
 
@@ -379,4 +383,5 @@ async def _detect_platform(probe: Probe) -> Platform:
         layers.append(container)
     lib_mounts = s.mounts.lib_mounts if container is not None else frozenset()
     step = await detect_job_step(probe, s.self_cgroup)
-    return Platform(tuple(layers), lxc_configs, vm_configs, notes, lib_mounts, step)
+    image = await detect_os_image(probe, container is not None)
+    return Platform(tuple(layers), lxc_configs, vm_configs, notes, lib_mounts, step, image)

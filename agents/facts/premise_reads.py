@@ -9,6 +9,7 @@ from __future__ import annotations
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.kernel_log import log_unavailable
+from rigaudit.agents.facts.os_image import OsImage
 from rigaudit.agents.facts.p2p_context import P2pContext
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.processes import ServerScan
@@ -23,6 +24,7 @@ SERVERS_READS = "NVML compute processes, `/proc/*/cmdline` of inference servers"
 KERNEL_READS = "`/proc/sys/kernel/osrelease`"
 KERNEL_LOG_READS = "`dmesg` (the kernel log)"
 RDMA_READS = "`/sys/class/infiniband/*`"
+OS_READS = "`/etc/os-release` (`ID`, `VARIANT_ID`), the kernel's release, the `/` mount's options, PID 1's name"
 CPUFREQ_READS = "`/sys/devices/system/cpu/cpu*/cpufreq/`, the running kernel's config"
 
 
@@ -30,6 +32,12 @@ def platform(facts: Platform) -> Reading:
     if not facts.layers:
         return missing("systemd-detect-virt, /proc/cpuinfo's hypervisor flag or /sys/class/dmi/id would tell")
     return held(facts.label)
+
+
+def os_image(image: OsImage | None) -> Reading:
+    if image is None:
+        return missing("/etc/os-release, /proc/mounts and /proc/1/comm would tell")
+    return held(image.label)
 
 
 def gpus(inventory: GpuInventory) -> Reading:

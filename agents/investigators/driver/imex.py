@@ -15,6 +15,7 @@ from rigaudit.agents.facts.unit_reasons import IMEX, Cause, unit_cause
 from rigaudit.agents.investigators.driver import premises
 from rigaudit.agents.investigators.driver.facts import DriverFacts, fix_where
 from rigaudit.agents.investigators.driver.imex_facts import IMEX_CHANNELS, IMEX_UNIT, ImexFacts
+from rigaudit.agents.persist import service_persist
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
 
 IMEX_DOC = "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/overview.html"
@@ -37,7 +38,7 @@ IMEX_CHECK = Check(
     fix="what the service's own reason asks (the nodes config listing every node of the domain, this one's address "
     "among them); create the IMEX channel; a bare start only where no reason is read",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK_DOMAIN),
+    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK_DOMAIN, premises.OS),
 )
 
 
@@ -58,7 +59,7 @@ def _restart(facts: DriverFacts, summary: str, first: CommandAction) -> Fix:
         risk="low",
         verify=f"systemctl is-active {IMEX_UNIT} -> active; nvidia-imex-ctl -N -> every node Connected",
         revert="restore the previous nodes config and restart nvidia-imex",
-        persist=f"systemctl enable {IMEX_UNIT}",
+        persist=service_persist(IMEX_UNIT, facts.platform.image),
     )
 
 

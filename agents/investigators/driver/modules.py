@@ -21,6 +21,7 @@ from rigaudit.agents.investigators.driver.facts import (
     passed_through,
 )
 from rigaudit.agents.investigators.driver.internode import Internode
+from rigaudit.agents.persist import module_persist
 from rigaudit.tools.hosts.probe import dir_ref, file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, ModuleLoadAction, Severity
 
@@ -43,7 +44,7 @@ def cause_fix(facts: DriverFacts, cause: Cause, module: str, verify: str) -> Fix
         risk="medium" if cause.kind in ("reboot", "restart") else "low",
         verify=verify,
         revert="undo the change named above",
-        persist=f"echo {module} > /etc/modules-load.d/{module.replace('_', '-')}.conf",
+        persist=module_persist(module, facts.platform.image),
     )
 
 
@@ -144,7 +145,7 @@ def _gpudirect_fix(facts: DriverFacts) -> Fix:
         risk="low",
         verify="grep nvidia_peermem /proc/modules; NCCL_DEBUG=INFO shows 'GPU Direct RDMA Enabled'",
         revert="modprobe -r nvidia_peermem",
-        persist="echo nvidia_peermem > /etc/modules-load.d/nvidia-peermem.conf",
+        persist=module_persist("nvidia_peermem", facts.platform.image),
     )
 
 
@@ -278,7 +279,7 @@ def _uvm_gap(facts: DriverFacts, loaded: bool, cause: Cause | None, feeds_contai
             risk="low",
             verify="grep -w nvidia_uvm /proc/modules; ls -l /dev/nvidia-uvm",
             revert="modprobe -r nvidia_uvm",
-            persist="echo nvidia_uvm > /etc/modules-load.d/nvidia-uvm.conf",
+            persist=module_persist("nvidia_uvm", facts.platform.image),
         )
         return fix, "nvidia_uvm not loaded (the kernel log names no reason: nothing loaded it)", "high"
     if facts.cdi.given:

@@ -119,3 +119,5 @@ NVML = Premise(
     reads.NVML_READS,
     lambda f: held(f"driver {f.nvml_version or '?'}") if f.nvml_ok else missing(f"NVML: {f.nvml_error or 'not usable'}"),
 )
+OS = Premise("os", reads.OS_READS, lambda f: reads.os_image(f.platform.image), guards=())
+"""How a fix persists (systemctl and /etc, or an image-based OS's own configuration): recorded, guarding no verdict."""

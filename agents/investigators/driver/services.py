@@ -10,6 +10,7 @@ from rigaudit.agents.facts.driver_origin import OPERATOR_SOURCE
 from rigaudit.agents.facts.driver_support import BLACKWELL
 from rigaudit.agents.facts.gpus import PCI_DEVICES
 from rigaudit.agents.facts.nvlsm import LOG as NVLSM_LOG
+from rigaudit.agents.facts.os_image import NAMES
 from rigaudit.agents.facts.platform import FixTarget
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.unit_reasons import FABRICMANAGER, PERSISTENCED, Cause, unit_cause
@@ -23,6 +24,7 @@ from rigaudit.agents.investigators.driver.facts import (
     passed_through,
     rack_gpus,
 )
+from rigaudit.agents.persist import service_persist
 from rigaudit.tools.core.record import replace
 from rigaudit.tools.hosts.nvml_local import OPERATOR_ROOT
 from rigaudit.tools.hosts.probe import dir_ref, file_ref, nvml_ref
@@ -41,7 +43,23 @@ def _start(
     before: tuple[CommandAction, ...] = (),
 ) -> Fix:
     """The runtime fix that starts a driver daemon's systemd ``unit`` and enables it at boot; ``verify``: what
-    shows it working, after ``systemctl is-active``; ``before``: steps ahead of the start (reading its reason)."""
+    shows it working, after ``systemctl is-active``; ``before``: steps ahead of the start (reading its reason).
+    On an image-based OS without systemd units to enable (Talos, Bottlerocket), the OS's own way to run it."""
+    image = facts.platform.image
+    if image is not None and image.image_based and image.kind not in ("flatcar", "coreos"):
+        how = service_persist(unit, image)
+        return Fix(
+            kind="runtime",
+            where=fix_where(facts.platform),
+            summary=f"{summary} ({NAMES.get(image.kind or '', 'this image-based OS')}: through its own configuration, "
+            "not systemctl)",
+            actions=(*before, CommandAction(description=how)),
+            risk="low",
+            verify=("talosctl services shows it Running; " if image.kind == "talos" else "") + verify,
+            revert="remove it from the OS's configuration",
+            persist=how,
+            edges=edges,
+        )
     return Fix(
         kind="runtime",
         where=fix_where(facts.platform),
@@ -50,7 +68,7 @@ def _start(
         risk="low",
         verify=f"systemctl is-active {unit}  -> active; {verify}",
         revert=f"systemctl stop {unit}",
-        persist=f"systemctl enable {unit}",
+        persist=service_persist(unit, facts.platform.image),
         edges=edges,
     )
 
@@ -83,9 +101,10 @@ PERSISTENCE_CHECK = Check(
     "GPU persistence mode",
     reads="NVML persistence mode, `systemctl is-active nvidia-persistenced`, its unit's ExecStart (and drop-ins)",
     problem="disabled (every CUDA start pays driver init; settings are lost in between)",
-    fix="`systemctl enable --now nvidia-persistenced`; a running daemon started with --no-persistence-mode: its unit's option",
+    fix="`systemctl enable --now nvidia-persistenced` (Talos: its system extension); a running daemon started with "
+    "--no-persistence-mode: its unit's option",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.NVML, premises.ORIGIN),
+    premises=(premises.PLATFORM, premises.NVML, premises.ORIGIN, premises.OS),
 )
 
 
@@ -213,7 +232,7 @@ def _persistenced_cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
         risk="low",
         verify="systemctl is-active nvidia-persistenced -> active; nvidia-smi -q | grep 'Persistence Mode' -> Enabled",
         revert="undo the change named above",
-        persist="systemctl enable nvidia-persistenced",
+        persist=service_persist("nvidia-persistenced", facts.platform.image),
     )
 
 
@@ -272,7 +291,7 @@ FABRICMANAGER_CHECK = Check(
     fix="what the unit's own reason asks (its journal, status and fabricmanager.log): the fabric manager package of the "
     "driver's version, the open modules, ib_umad or NVLSM on NVLink 5, unmask; a bare start only where none is read",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK, premises.ORIGIN),
+    premises=(premises.PLATFORM, premises.GPUS, premises.NVLINK, premises.ORIGIN, premises.OS),
 )
 
 
@@ -524,6 +543,7 @@ def _cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
     install (a restart step): this fix restarts the daemon once that is done (the requires edge orders it), never
     before."""
     target: FixTarget = "hardware" if cause.kind == "hardware" else "gpu_driver"
+    enable = service_persist("nvidia-fabricmanager", facts.platform.image)
     return Fix(
         kind="runtime" if cause.key == "fm_version" else cause.kind or "runtime",
         where=layer_where(facts.platform, target),
@@ -536,9 +556,7 @@ def _cause_fix(facts: DriverFacts, cause: Cause) -> Fix:
         risk="medium" if cause.kind in ("reboot", "restart") else "low",
         verify="systemctl is-active nvidia-fabricmanager -> active; nvidia-smi -q | grep -A2 Fabric -> State: Completed",
         revert="undo the change named above",
-        persist="echo ib_umad > /etc/modules-load.d/ib_umad.conf; systemctl enable nvidia-fabricmanager"
-        if cause.key == "ib_umad"
-        else "systemctl enable nvidia-fabricmanager",
+        persist=f"echo ib_umad > /etc/modules-load.d/ib_umad.conf; {enable}" if cause.key == "ib_umad" else enable,
         edges=(NEEDS_FM_VERSION,) if cause.key == "fm_version" else (),
     )
 

@@ -44,3 +44,5 @@ KERNEL = Premise("kernel", reads.KERNEL_READS, lambda f: reads.kernel(f.version.
 DRIVER = Premise("driver", "`/proc/driver/nvidia/version`, `/sys/module/nvidia/version`", _driver, guards=("ok",))
 """A kernel too old for the CPU stands without the driver; an ok needs the driver's build read too."""
 CPU = Premise("cpu", "`/proc/cpuinfo`", _cpu, guards=("ok",))
+OS = Premise("os", reads.OS_READS, lambda f: reads.os_image(f.params.platform.image), guards=())
+"""How a fix persists (systemctl and /etc, or an image-based OS's own configuration): recorded, guarding no verdict."""

@@ -15,7 +15,7 @@ SWAPPINESS_CHECK = Check(
     problem="server process swapping",
     fix="`vm.swappiness=10`",
     kinds=("runtime",),
-    premises=(premises.PLATFORM_FIX,),
+    premises=(premises.PLATFORM_FIX, premises.OS),
 )
 
 
@@ -76,7 +76,7 @@ def judge_swappiness(facts: KernelParamsFacts) -> Finding:
         risk="low",
         verify=f"cat {SWAPPINESS} shows {SWAPPINESS_TARGET}; SwapFree in /proc/meminfo stops falling",
         revert=f"sysctl -w vm.swappiness={facts.swappiness}",
-        persist=sysctl_persist("vm.swappiness", str(SWAPPINESS_TARGET)),
+        persist=sysctl_persist("vm.swappiness", str(SWAPPINESS_TARGET), facts.platform.image),
     )
     return SWAPPINESS_CHECK.problem_at(
         "low",

@@ -19,9 +19,9 @@ BALANCING_CHECK = Check(
     reads="`/proc/sys/kernel/numa_balancing`, `/sys/devices/system/node`, `/sys/devices/virtual/memory_tiering`, "
     "the kernel's release",
     problem="bit 1 (NUMA_BALANCING_NORMAL) on a multi-node host; bit 2 (memory tiering) with a lower memory tier",
-    fix="`sysctl -w kernel.numa_balancing=0`, persisted in `/etc/sysctl.d`",
+    fix="`sysctl -w kernel.numa_balancing=0`, persisted in `/etc/sysctl.d` (an image-based OS: its machine config or settings)",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.NUMA),
+    premises=(premises.PLATFORM, premises.NUMA, premises.OS),
 )
 
 
@@ -116,7 +116,7 @@ def judge_balancing(facts: NumaFacts) -> Finding:
         risk="low",
         verify=f"cat {BALANCING}  -> 0",
         revert=f"sysctl -w kernel.numa_balancing={value}",
-        persist=sysctl_persist("kernel.numa_balancing", "0"),
+        persist=sysctl_persist("kernel.numa_balancing", "0", facts.platform.image),
     )
     if not normal:
         plural = "s" if len(lower) > 1 else ""

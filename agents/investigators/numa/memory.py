@@ -54,6 +54,16 @@ class MemoryFacts(Record):
     zone_reclaim_error: str | None
 
 
+def _hugepages_persist(f: MemoryFacts) -> str:
+    line = sysctl_persist("vm.nr_hugepages", "0", f.platform.image)
+    image = f.platform.image
+    return (
+        line
+        if image is not None and image.image_based
+        else f"{line}; remove nr_hugepages settings from other files in /etc/sysctl.d"
+    )
+
+
 def parse_meminfo(text: str | None) -> dict[str, int]:
     """``HugePages_Total:  16`` -> {"HugePages_Total": 16}; kB values stay in kB."""
     out = {}
@@ -117,7 +127,7 @@ HUGEPAGES_CHECK = Check(
     ),
     fix="`sysctl -w vm.nr_hugepages=0` (and other sizes through sysfs); drop `hugepages=` from the boot line",
     kinds=("runtime",),
-    premises=(premises.PLATFORM_FIX,),
+    premises=(premises.PLATFORM_FIX, premises.OS),
 )
 
 
@@ -158,11 +168,7 @@ def judge_hugepages(f: MemoryFacts) -> Finding:
         risk="low",
         verify=f"grep -e HugePages_Total -e Hugetlb {MEMINFO}  -> 0",
         revert="; ".join(f"echo {p.total} > {p.path}/nr_hugepages" for p in pools),
-        persist=(
-            "remove hugepages= from the kernel command line"
-            if on_cmdline
-            else f"{sysctl_persist('vm.nr_hugepages', '0')}; remove nr_hugepages settings from other files in /etc/sysctl.d"
-        ),
+        persist=("remove hugepages= from the kernel command line" if on_cmdline else _hugepages_persist(f)),
     )
     refs.append(file_ref(CMDLINE))
     return HUGEPAGES_CHECK.problem_at(
@@ -187,7 +193,7 @@ ZONE_RECLAIM_CHECK = Check(
     problem="non-zero on a multi-node host (local reclaim of the model's page cache instead of remote pages)",
     fix="`sysctl -w vm.zone_reclaim_mode=0`",
     kinds=("runtime",),
-    premises=(premises.PLATFORM, premises.NUMA),
+    premises=(premises.PLATFORM, premises.NUMA, premises.OS),
 )
 
 
@@ -210,7 +216,7 @@ def judge_zone_reclaim(f: MemoryFacts, nodes: int | None) -> Finding:
         risk="low",
         verify=f"cat {ZONE_RECLAIM}  -> 0",
         revert=f"sysctl -w vm.zone_reclaim_mode={f.zone_reclaim}",
-        persist=sysctl_persist("vm.zone_reclaim_mode", "0"),
+        persist=sysctl_persist("vm.zone_reclaim_mode", "0", f.platform.image),
     )
     return ZONE_RECLAIM_CHECK.problem_at(
         "low",

@@ -41,3 +41,5 @@ SERVERS = Premise(
     reads.SERVERS_READS + ", their `/proc/PID/status` (`Cpus_allowed_list`, `Mems_allowed_list`)",
     lambda f: reads.servers(f.scan),
 )
+OS = Premise("os", reads.OS_READS, lambda f: reads.os_image(f.platform.image), guards=())
+"""How a fix persists (systemctl and /etc, or an image-based OS's own configuration): recorded, guarding no verdict."""

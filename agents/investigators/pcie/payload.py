@@ -7,6 +7,7 @@ from rigaudit.agents.facts.gpus import Gpu
 from rigaudit.agents.investigators.cloud import for_cloud
 from rigaudit.agents.investigators.pcie import premises
 from rigaudit.agents.investigators.pcie.facts import PcieFacts, config_refs, fix_where, no_gpus
+from rigaudit.agents.persist import boot_script_persist
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, PciRegisterAction, Severity
 
@@ -135,7 +136,10 @@ def _mrrs_fix(facts: PcieFacts, low: list[Gpu], values: dict[str, int]) -> Fix:
         verify=f"setpci -s {bdfs[0]} CAP_EXP+8.w shows bits 14:12 = 5 (0x5xxx); lspci -vvv -s {bdfs[0]} shows "
         "'MaxReadReq 4096 bytes'; re-run the audit",
         revert=reverts,
-        persist="a oneshot unit run at boot before the inference service, e.g. /etc/systemd/system/rigaudit-mrrs.service with "
+        persist=boot_script_persist(
+            "rigaudit-mrrs", "; ".join(f"setpci -s {b} CAP_EXP+8.w=5000:7000" for b in bdfs), facts.platform.image
+        )
+        or "a oneshot unit run at boot before the inference service, e.g. /etc/systemd/system/rigaudit-mrrs.service with "
         + " ".join(f"ExecStart=/usr/bin/setpci -s {b} CAP_EXP+8.w=5000:7000" for b in bdfs)
         + " (Type=oneshot, WantedBy=multi-user.target), then systemctl enable rigaudit-mrrs",
     )

@@ -11,10 +11,12 @@ from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.cpu_pcie import cpu_identity
 from rigaudit.agents.facts.cpufreq_drivers import FrequencyDrivers, collect_frequency_drivers
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.facts.os_image import OsImage
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import find_servers
 from rigaudit.agents.facts.tuned import TunedState, collect_tuned
+from rigaudit.agents.persist import boot_script_persist
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, dir_ref
 from rigaudit.tools.schema.finding import Area, Finding, Where
@@ -65,9 +67,10 @@ def describe(groups: dict[str, list[int]]) -> str:
     return "; ".join(f"{value} on {cpu_ranges(cpus)}" for value, cpus in sorted(groups.items()))
 
 
-def oneshot_unit(name: str, script: str) -> str:
-    """Shell lines that install and enable a oneshot systemd unit running ``script`` at boot."""
-    return (
+def oneshot_unit(name: str, script: str, image: OsImage | None = None) -> str:
+    """Shell lines that install and enable a oneshot systemd unit running ``script`` at boot; on an image-based OS,
+    that OS's way to write the same files at boot."""
+    return boot_script_persist(name, script, image) or (
         f"cat > /etc/systemd/system/{name}.service <<'EOF'\n[Unit]\nDescription={name} (rigaudit)\n"
         f"[Service]\nType=oneshot\nExecStart=/bin/sh -c '{script}'\n[Install]\nWantedBy=multi-user.target\nEOF\n"
         f"systemctl daemon-reload && systemctl enable {name}.service"

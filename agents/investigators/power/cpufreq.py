@@ -61,7 +61,9 @@ def _set_performance(facts: CpuPowerFacts, name: str, summary: str, paths: tuple
         risk="low",
         verify=f"cat {CPU}/cpu*/cpufreq/{name} | sort | uniq -c  -> only 'performance'",
         revert=revert,
-        persist=oneshot_unit(unit, f"for f in {CPU}/cpu[0-9]*/cpufreq/{name}; do echo performance > $f; done"),
+        persist=oneshot_unit(
+            unit, f"for f in {CPU}/cpu[0-9]*/cpufreq/{name}; do echo performance > $f; done", facts.platform.image
+        ),
     )
 
 
@@ -206,7 +208,7 @@ def judge_boost(facts: CpuPowerFacts) -> Finding:
         risk="low",
         verify=f"cat {path}  -> {want}",
         revert=f"echo {value} > {path}",
-        persist=oneshot_unit("rigaudit-cpu-boost", f"echo {want} > {path}"),
+        persist=oneshot_unit("rigaudit-cpu-boost", f"echo {want} > {path}", facts.platform.image),
     )
     return BOOST_CHECK.problem_at(
         "medium",

@@ -120,6 +120,7 @@ def _disable_fix(facts: CpuPowerFacts, bad: list[IdleState]) -> Fix:
             "rigaudit-cstates",
             f"for s in {CPU}/cpu[0-9]*/cpuidle/state*; do "
             f"[ $(cat $s/latency) -gt {CSTATE_LIMIT_US} ] && echo 1 > $s/disable; done; true",
+            facts.platform.image,
         )
         + f"\n(alternative, with a reboot: {boot} on the kernel command line; do not use idle=poll or cpuidle.off=1, "
         "which burn power on idle cores, cost boost headroom, and remove the shallow states too)",
