@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from rigaudit.orchestrator.gate.kube_node import load
 from rigaudit.orchestrator.gate.slurm_gres import expand_hostlist, read_slurm_gres
 from tests.test_gate_promised import H200, check, node_object, status
 
@@ -45,3 +48,39 @@ def test_a_gres_count_in_other_digits_or_too_long_is_one_line(tmp_path: Path) ->
         conf.write_text(f"NodeName=gpu01 Gres=gpu:{count}\n")
         error = read_slurm_gres(conf, "gpu01").error
         assert error is not None and error.startswith("not a GRES count") and len(error) < 80
+
+
+def test_a_node_object_s_redirect_is_never_followed(tmp_path: Path) -> None:
+    """Followed, a redirect took the pod's service-account token to the host it named, over plain http too."""
+    reached: list[str] = []
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            reached.append(self.headers.get("Authorization", ""))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(json.dumps(node_object("8")).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_address[1]}/api/v1/nodes/gpu-7")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        node = load(f"http://127.0.0.1:{server.server_address[1]}/api/v1/nodes/gpu-7")
+    finally:
+        server.shutdown()
+        other.shutdown()
+    assert reached == [] and node.error is not None and "a redirect to http://127.0.0.1:" in node.error

@@ -63,6 +63,7 @@ def parse_node(data: bytes, source: str) -> KubeNode:
 
 def _fetch(url: str) -> bytes:
     import ssl  # only when a URL is named: a plain check loads no TLS
+    import urllib.error
     import urllib.request
 
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
@@ -73,7 +74,15 @@ def _fetch(url: str) -> bytes:
         token = SERVICE_ACCOUNT / "token"
         if token.exists():
             request.add_header("Authorization", "Bearer " + token.read_text().strip())
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=context) as response:
+
+    class Unfollowed(urllib.request.HTTPRedirectHandler):
+        """A redirect is an error: followed, it would take the pod's token to whatever host, or plain http, it names."""
+
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+            raise urllib.error.HTTPError(req.full_url, code, f"a redirect to {newurl[:200]}, not followed", headers, fp)
+
+    opener = urllib.request.build_opener(Unfollowed, urllib.request.HTTPSHandler(context=context))
+    with opener.open(request, timeout=TIMEOUT_S) as response:
         data: bytes = response.read(MAX_OBJECT_BYTES + 1)
     if len(data) > MAX_OBJECT_BYTES:
         raise ValueError(f"larger than {MAX_OBJECT_BYTES // 1024 // 1024} MiB")
