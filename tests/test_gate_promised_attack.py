@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -30,15 +29,14 @@ def test_a_node_object_nested_past_the_bound_is_could_not_check(tmp_path: Path) 
     node.write_text('{"kind": "Node", "status": ' + "[" * 100_000 + "]" * 100_000 + "}")
     result = check(tmp_path, H200, "--kube-node", str(node))
     assert (result.exit_code, status(result, "promised.kubernetes")) == (3, "unknown")
-    assert "not a JSON node object (nested deeper than" in result.reason
+    observed = next(c.observed for c in result.checks if c.check == "promised.kubernetes")
+    assert "not a JSON node object (nested deeper than" in observed  # the reason line is cut to fit, by path length
 
 
 def test_a_host_list_of_many_ranges_is_refused_before_it_is_walked() -> None:
-    started = time.monotonic()
     for names in ("n[0-4000][0-4000]", "n[0-4000][0-4000][0-4000]", "n" + "[1]" * 5000, "a" * 100_000 + "[0-4000]"):
         with pytest.raises(ValueError, match=r"more than 4096 nodes|longer than 1024 characters"):
-            expand_hostlist(names)
-    assert time.monotonic() - started < 1.0
+            expand_hostlist(names)  # a walk of 4001**3 names would not end within the test's timeout
     assert expand_hostlist("rack[1-2]node[01-02]") == ["rack1node01", "rack1node02", "rack2node01", "rack2node02"]
 
 
