@@ -49,6 +49,22 @@ def test_the_reset_is_read_where_the_driver_logged_it() -> None:
     assert "recovery action back to None at 71890.2 s" in xid.observed
 
 
+def test_an_xid_that_came_back_after_its_reset_is_medium() -> None:
+    xid = by_check(gpu_errors.xid95_reset(HGX, episodes=2, nvml_now=0))["gpu.xid"]
+    assert (xid.status, xid.severity) == ("problem", "medium"), xid.observed
+    assert "×2, repeated after a reset (at 77234.5 s)" in xid.observed
+    assert xid.fix is not None and "DCGM diagnostics" in xid.fix.summary and "after its reset" in xid.fix.summary
+
+
+def test_a_reset_is_asked_once_per_gpu() -> None:
+    """Before: Xid 95 and its Xid 154 on GPU3 gave the same reset step twice."""
+    xid = by_check(gpu_errors.xid95_pending(HGX))["gpu.xid"]
+    assert xid.fix is not None
+    steps = [a.description for a in xid.fix.actions]  # type: ignore[union-attr]
+    assert len([d for d in steps if d.startswith("reset GPU3")]) == 1, steps
+    assert not any(d.startswith("if it repeats: none") for d in steps), steps
+
+
 @pytest.mark.parametrize("nvml_now", [None, 1], ids=["log-only", "nvml-reset-required"])
 def test_an_xid_with_no_reset_since_stays_critical_and_drains(nvml_now: int | None, capsys: pytest.CaptureFixture[str]) -> None:
     spec = gpu_errors.xid95_pending(HGX, nvml_now=nvml_now)

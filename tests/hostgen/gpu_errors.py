@@ -76,25 +76,29 @@ def recovery_field(action: int) -> list[dict[str, object]]:
     ]
 
 
-def xid95_reset(spec: HostSpec, gpu: int = 3, *, logged_back: bool = True, nvml_now: int | None = None) -> HostSpec:
+def xid95_reset(
+    spec: HostSpec, gpu: int = 3, *, logged_back: bool = True, nvml_now: int | None = None, episodes: int = 1
+) -> HostSpec:
     """Xid 95 (uncontained) on ``gpu`` at 71234 s, the driver asking for a reset (Xid 154 -> 0x1); at 71890 s the
     operator reset the GPU (``nvidia-smi -r``): the uncorrectable row's remap applied (rows 0,1,0,0), the volatile
     counts cleared. ``logged_back``: the driver logged Xid 154 back to None; ``nvml_now``: NVML's recovery action
-    field as read now (None: not recorded)."""
+    field as read now (None: not recorded). ``episodes``: the same again every 6,000 s (the header, printed once
+    per GPU state the driver builds, again after each reset)."""
 
     def apply(built: Built) -> None:
         bus = _bus(built, gpu)
-        add_dmesg(
-            built,
-            [
-                *_first_xid_header(built, gpu),
-                f"NVRM: Xid (PCI:{bus}): 95, pid=48213, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No",
-                _recovery_154(bus, 0, 1),
-            ],
-            71234.5,
-        )
-        if logged_back:
-            add_dmesg(built, [_recovery_154(bus, 1, 0)], 71890.2)
+        for k in range(episodes):
+            add_dmesg(
+                built,
+                [
+                    *_first_xid_header(built, gpu),
+                    f"NVRM: Xid (PCI:{bus}): 95, pid={48213 + k}, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No",
+                    _recovery_154(bus, 0, 1),
+                ],
+                71234.5 + 6000 * k,
+            )
+            if logged_back:
+                add_dmesg(built, [_recovery_154(bus, 1, 0)], 71890.2 + 6000 * k)
         index = built.gpu_states_all[gpu].index
         built.tree.call("nvmlDeviceGetRemappedRows", (index,), [0, 1, 0, 0])
         if nvml_now is not None:
@@ -103,7 +107,8 @@ def xid95_reset(spec: HostSpec, gpu: int = 3, *, logged_back: bool = True, nvml_
     said = ("Xid 154 back to None" if logged_back else "no Xid 154 since") + (
         f", NVML recovery action {nvml_now}" if nvml_now is not None else ""
     )
-    return _with(spec, f"xid95-reset-gpu{gpu}", f"Xid 95 on GPU{gpu}, GPU reset since ({said})", apply)
+    name = f"xid95-reset-gpu{gpu}" + (f"-x{episodes}" if episodes > 1 else "")
+    return _with(spec, name, f"Xid 95 on GPU{gpu} ×{episodes}, GPU reset since each ({said})", apply)
 
 
 def xid95_pending(spec: HostSpec, gpu: int = 3, *, nvml_now: int | None = 1) -> HostSpec:

@@ -47,6 +47,7 @@ from rigaudit.agents.investigators.gpu.xid_settled import (
     gpu_memory_event,
     settle,
     settled_fix,
+    settled_severity,
     settled_text,
     xids_by_bdf,
 )
@@ -171,7 +172,7 @@ def _actions(
         actions.append(CommandAction(description=RESOLUTION_TEXT[resolution]))
     for item in dict.fromkeys(investigate):
         what = item.replace("NVIDIA support", f"the provider ({cloud} support)") if cloud else item
-        if what:
+        if what and not what.startswith("none"):  # "none (it qualifies another Xid)": no step of its own
             actions.append(CommandAction(description=what if "if it repeats" in what else f"if it repeats: {what}"))
     actions.append(_BUG_REPORT)
     return tuple(actions)
@@ -184,7 +185,8 @@ XID_CHECK = Check(
     "(NVML field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, else its last Xid 154); the processes the lines name (/proc)",
     problem="any Xid; severity by NVIDIA's resolution: informational low, restart-the-application medium, GPU reset or "
     "reboot high; critical when data or the GPU is lost (48, 64, 79, 95, 140, 167, 171, 172); low when dealt with "
-    "since (recovery action None after an Xid 154 that followed it, no remap pending; the faulting process exited)",
+    "since (recovery action None after an Xid 154 that followed it, no remap pending; the faulting process exited), "
+    "medium where it came back on the same GPU after its reset",
     fix="NVIDIA's resolution of the worst Xid: restart the application, reset the GPU, reboot, check power cabling, "
     "report to support; a memory event NVML shows: gpu.ecc_errors' fix (drain and RMA; restart the application, reset "
     "at the next window)",
@@ -235,7 +237,8 @@ def _resolution_fix(f: GpuHealthFacts, judged: list[_Judged], strongest: Resolut
     """NVIDIA's resolution of the strongest code, on the GPUs that logged it."""
     by_bdf = {g.bdf: g for g in f.inventory.gpus}
     where = _where(f.platform, strongest)
-    gpus = [by_bdf[b] for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf]
+    bdfs = dict.fromkeys(b for j in judged if j.resolution == strongest for b in j.gpus if b in by_bdf)
+    gpus = [by_bdf[b] for b in bdfs]  # one reset per GPU, however many of its Xids ask for it
     investigate = [j.entry.investigate for j in judged if j.entry and j.entry.investigate]
     fix = Fix(
         kind=kind,
@@ -272,7 +275,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     expected = "no Xid events, or each one dealt with since"
     if not still:
         return XID_CHECK.problem_at(
-            "low",
+            settled_severity(settled),
             "; ".join(done),
             expected,
             SETTLED_EXPLANATION,
@@ -281,7 +284,8 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
             evidence=refs,
         )
     judged = _judge_codes(still, f, current_actions(f, events))
-    severity = min((j.severity for j in judged), key=lambda s: SEVERITY_ORDER[s])
+    graded = [j.severity for j in judged] + ([settled_severity(settled)] if settled else [])
+    severity = min(graded, key=lambda s: SEVERITY_ORDER[s])
     strongest = min((j.resolution for j in judged), key=lambda r: RESOLUTION_RANK[r])
     parts = []
     for j in judged:
@@ -295,7 +299,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     if kind is None:
         if settled:
             return XID_CHECK.problem_at(
-                "low",
+                severity,
                 "; ".join(parts + done),
                 expected,
                 explanation,

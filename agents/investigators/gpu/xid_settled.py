@@ -9,7 +9,7 @@ from rigaudit.agents.investigators.gpu.facts import GpuHealthFacts
 from rigaudit.agents.investigators.gpu.memory import MEMORY_XIDS, MemoryEvent, memory_event
 from rigaudit.agents.investigators.gpu.xid_after import XidEvent, app_fault, line_name, line_pid, recovery_now
 from rigaudit.tools.core.record import Record
-from rigaudit.tools.schema.finding import CommandAction, Fix
+from rigaudit.tools.schema.finding import CommandAction, Fix, Severity
 
 GUIDE = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html"
 
@@ -136,6 +136,20 @@ def settle(f: GpuHealthFacts, events: list[XidEvent]) -> tuple[list[XidEvent], l
     return still, settled, notes
 
 
+def repeated(settled: list[Settled]) -> dict[tuple[int, str], int]:
+    """(code, GPU) -> times, for a GPU-level Xid settled more than once on one GPU: it came back after its reset."""
+    counts: dict[tuple[int, str], int] = {}
+    for s in settled:
+        if s.event.xid != 154 and not app_fault(s.event.xid):
+            counts[(s.event.xid, s.event.bdf)] = counts.get((s.event.xid, s.event.bdf), 0) + 1
+    return {key: n for key, n in counts.items() if n > 1}
+
+
+def settled_severity(settled: list[Settled]) -> Severity:
+    """Low: dealt with, watch for a repeat; medium where it has repeated on the same GPU after a reset."""
+    return "medium" if repeated(settled) else "low"
+
+
 def settled_text(settled: list[Settled], by_bdf: dict[str, Gpu]) -> list[str]:
     """One part per code and GPU: ``Xid 95 (...) on GPU3 (...) at 71234.5 s ×1: dealt with since: ...``."""
     groups: dict[tuple[int, str], list[Settled]] = {}
@@ -146,7 +160,10 @@ def settled_text(settled: list[Settled], by_bdf: dict[str, Gpu]) -> list[str]:
         entry = lookup(code)
         meaning = entry.text if entry else "not in NVIDIA's Xid catalog"
         where = by_bdf[bdf].label if bdf in by_bdf else f"GPU {bdf}"
-        parts.append(f"Xid {code} ({meaning}) on {where} {items[0].event.when} ×{len(items)}: dealt with since: {items[-1].why}")
+        again = ", repeated after a reset (" + ", ".join(i.event.when for i in items[1:]) + ")" if repeated(items) else ""
+        parts.append(
+            f"Xid {code} ({meaning}) on {where} {items[0].event.when} ×{len(items)}{again}: dealt with since: {items[-1].why}"
+        )
     return parts
 
 
@@ -155,7 +172,8 @@ SETTLED_EXPLANATION = (
     "followed it decides. NVIDIA's recovery action None means no recovery action is needed: the GPU can be used again "
     f"by starting a new GPU process ({GUIDE}); a row remap no longer pending was applied at a reset; an application "
     "fault whose process has exited has had its resolution (the process that hit it is stopped), and the servers, "
-    "other processes, are unaffected. Watch for a repeat: the same Xid again on the same GPU points at the hardware."
+    "other processes, are unaffected. Watch for a repeat: the same Xid again on the same GPU after its reset (medium "
+    "here) points at the hardware."
 )
 
 
@@ -173,10 +191,17 @@ def settled_fix(f: GpuHealthFacts, settled: list[Settled], investigate: list[str
     actions.append(
         CommandAction(description="if it repeats: collect nvidia-bug-report.sh and run DCGM diagnostics (dcgmi diag -r 3)")
     )
+    summary = f"Xid {codes}: dealt with since; watch for a repeat (DCGM diagnostics and a report if it comes back)"
+    if again := repeated(settled):
+        names = ", ".join(f"Xid {code} ×{n}" for (code, _), n in again.items())
+        summary = (
+            f"{names} on the same GPU after its reset: drain it, run DCGM diagnostics (dcgmi diag -r 3) and report "
+            "it to NVIDIA support (or the system vendor) with nvidia-bug-report.sh"
+        )
     return Fix(
         kind="restart" if apps else "hardware",
         where=where,
-        summary=f"Xid {codes}: dealt with since; watch for a repeat (DCGM diagnostics and a report if it comes back)",
+        summary=summary,
         actions=tuple(actions),
         risk="low",
         verify="dmesg | grep -i xid shows no new event after a load run",
