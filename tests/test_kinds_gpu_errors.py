@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from rigaudit.agents.investigators.gpu.xid_after import recovery_now
 from rigaudit.orchestrator.cli import main
 from tests.hostgen import ARCHETYPES, gpu_errors
 from tests.hostgen.cache import snapshot
@@ -157,3 +158,25 @@ def test_without_the_kernel_log_it_says_what_would_tell() -> None:
     aer = by_check(gpu_errors.kernel_log_denied(gpu_errors.aer_storm(SNC)))["pcie.aer"]
     assert (aer.status, aer.severity) == ("problem", "low"), aer.observed
     assert "the kernel log would tell" in aer.explanation and "not permitted" in aer.explanation
+
+
+H100_ANSWER = [
+    {
+        "fieldId": 230,
+        "scopeId": 0,
+        "timestamp": 1796594284736742,
+        "latencyUsec": 13,
+        "valueType": 1,
+        "nvmlReturn": 0,
+        "value": {"dVal": 0.0, "uiVal": 0, "ulVal": 0, "ullVal": 0, "sllVal": 0, "siVal": 0, "usVal": 0},
+    }
+]
+"""nvmlDeviceGetFieldValues(0, [(230, 0)]) through pynvml on a lent H100 (driver 580.159.04, nvidia-smi -q: GPU Recovery
+Action: None), as the NVML facade records it."""
+
+
+def test_the_recovery_action_field_reads_as_an_h100_answers_it() -> None:
+    assert recovery_now(H100_ANSWER) == 0
+    assert recovery_now([{**H100_ANSWER[0], "value": {**H100_ANSWER[0]["value"], "uiVal": 1}}]) == 1  # type: ignore[dict-item]
+    assert recovery_now([{**H100_ANSWER[0], "nvmlReturn": 3}]) is None  # NOT_SUPPORTED on an older driver
+    assert recovery_now(gpu_errors.recovery_field(2)) == 2

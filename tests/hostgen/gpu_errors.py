@@ -60,9 +60,12 @@ def _recovery_154(bus: str, old: int, new: int) -> str:
 
 
 def recovery_field(action: int) -> list[dict[str, object]]:
-    """``nvmlDeviceGetFieldValues(GPU, 230, 0)`` as the snapshot records it (pynvml's struct as a dict)."""
+    """``nvmlDeviceGetFieldValues(GPU, 230, 0)`` as the snapshot records it (pynvml's struct as a dict, the shape an
+    H100 on driver 580.159.04 answered: valueType 1, the action in ``uiVal``)."""
     as_double = struct.unpack("<d", struct.pack("<Q", action))[0]
+    small = action & 0xFFFF
     value = {"dVal": as_double, "uiVal": action, "ulVal": action, "ullVal": action, "sllVal": action, "siVal": action}
+    value["usVal"] = small
     return [
         {
             "fieldId": RECOVERY_FIELD,
