@@ -6,6 +6,8 @@ Bottlerocket sets sysctls through its settings API. A distribution keeps its sys
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rigaudit.agents.facts.os_image import OsImage, parse_os_release
 from rigaudit.agents.investigators.driver import INVESTIGATOR as DRIVER
 from rigaudit.agents.investigators.kernel import INVESTIGATOR as KERNEL
@@ -83,3 +85,38 @@ def test_talos_boot_time_writes_and_modules_name_the_machine_config() -> None:
     assert "machine.sysfs" in cstates.fix.persist
     image = OsImage("talos", None, "talos", True, "machined", "ID=talos")
     assert '"modules": [{"name": "nvidia_peermem"}]' in module_persist("nvidia_peermem", image)
+
+
+def test_apply_persist_writes_no_etc_files_on_talos(tmp_path: Path) -> None:
+    import anyio
+
+    from rigaudit.orchestrator.change.apply import ApplyOptions, apply_plan
+    from rigaudit.orchestrator.change.approval import StepApprover
+    from rigaudit.tools.hosts.snapshot import SnapshotHost
+    from rigaudit.tools.schema.finding import SysctlAction
+    from rigaudit.tools.schema.plan import Plan, PlanStep
+    from tests.hostgen import write
+
+    root = write(osimage.talos(HGX), tmp_path / "talos")
+    step = PlanStep(
+        id="numa.balancing",
+        check="numa.balancing",
+        priority="P2",
+        kind="runtime",
+        where="host",
+        title="balancing",
+        actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
+    )
+    plan = Plan(steps=(step,))
+    approver = StepApprover(plan.digest(), assume_yes=True, interactive=False, who="test@here")
+
+    async def main() -> list[str]:
+        host = SnapshotHost(root, writable=True)
+        options = ApplyOptions(persist=True)
+        report = await apply_plan(host, plan, approver=approver, journal_path=tmp_path / "j.jsonl", options=options)
+        assert report.persist == []
+        return report.persist_notes
+
+    notes = anyio.run(main)
+    assert any("persist files not written: Talos Linux" in n for n in notes), notes
+    assert not (root / "files" / "etc" / "sysctl.d" / "90-rigaudit.conf").exists()

@@ -17,6 +17,8 @@ from typing import Literal
 import anyio
 from pydantic import ValidationError
 
+from rigaudit.agents.facts.os_image import detect_os_image
+from rigaudit.agents.persist import service_persist
 from rigaudit.orchestrator.change.approval import StepApprover
 from rigaudit.tools.actions.execute import TargetResult, apply_targets, short
 from rigaudit.tools.actions.journal import Approval, Journal
@@ -30,10 +32,11 @@ from rigaudit.tools.core.errors import UsageError
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.files.bounded import InputError, read_regular
 from rigaudit.tools.hosts.base import Host
+from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.schema.audit import AuditResult, HostSummary
 from rigaudit.tools.schema.events.apply import ChangeApplied
 from rigaudit.tools.schema.events.sink import EventSink, discard
-from rigaudit.tools.schema.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction
+from rigaudit.tools.schema.finding import WHERE_TEXT, Action, CommandAction, PciRegisterAction, ServiceStartAction
 from rigaudit.tools.schema.plan import BLOCKING, Plan, PlanStep
 
 StepStatus = Literal[
@@ -350,7 +353,7 @@ async def apply_plan(
             raise
         if options.persist and not approver.quit and not report.interrupted:
             try:
-                await _persist(host, report, approver, journal, emit)
+                await _persist(host, report, approver, journal, emit, in_container=options.in_container)
             except KeyboardInterrupt:
                 report.interrupted = True
                 report.persist_notes.append("persist not attempted: interrupted (Ctrl-C)")
@@ -425,8 +428,19 @@ def _persistable(report: ApplyReport) -> list[Action]:
     return actions
 
 
-async def _persist(host: Host, report: ApplyReport, approver: StepApprover, journal: Journal, emit: EventSink) -> None:
+async def _persist(
+    host: Host, report: ApplyReport, approver: StepApprover, journal: Journal, emit: EventSink, *, in_container: bool = False
+) -> None:
     actions = _persistable(report)
+    image = await detect_os_image(Probe(host), in_container)
+    if image.image_based and image.kind not in ("flatcar", "coreos"):  # no systemd-sysctl, tmpfiles or /etc to write
+        report.persist_notes = [service_persist(a.unit, image) for a in actions if isinstance(a, ServiceStartAction)]
+        if persist_lines(actions):
+            report.persist_notes.append(
+                f"persist files not written: {image.label} keeps no /etc/sysctl.d, modules-load.d, tmpfiles.d or udev "
+                "rules; set each change in its own configuration (each step's persist advice names it)"
+            )
+        return
     report.persist_notes = manual_persist(actions)
     targets = await persist_targets(host, actions)
     if not targets:

@@ -72,7 +72,11 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="STEP,...", help="only these step ids")
     parser.add_argument("--yes", action="store_true", help="approve every runtime step without asking (scripts)")
     add_approval_timeout(parser)
-    parser.add_argument("--persist", action="store_true", help="also write sysctl.d/modules-load.d/tmpfiles.d/udev files")
+    parser.add_argument(
+        "--persist",
+        action="store_true",
+        help="also write sysctl.d/modules-load.d/tmpfiles.d/udev files (not on Talos or Bottlerocket: their own config)",
+    )
     output(parser.add_argument("--journal", type=Path, metavar="FILE", help="where to journal the changes (default: state dir)"))
     output(parser.add_argument("--emit-script", type=Path, metavar="FILE", help="write the steps not run here as a bash script"))
     output(
