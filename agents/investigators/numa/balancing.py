@@ -91,56 +91,17 @@ def judge_balancing(facts: NumaFacts) -> Finding:
     if facts.nodes is None:
         why = f"kernel.numa_balancing={value}, but {NODES} cannot be listed to tell whether the host has several NUMA nodes"
         return BALANCING_CHECK.unknown(why, evidence=refs)
-    nodes = len(facts.nodes)
     gpu_nodes = _gpu_memory_nodes(facts)
     normal, tiering = _modes(value, facts.release)
     lower, tiers_read = _lower_tier(facts) if tiering and not normal else ([], "")
     if not normal and (not tiering or not lower):
-        why = (
-            f"kernel.numa_balancing={value} is memory tiering only (bit 2, NUMA_BALANCING_MEMORY_TIERING, Linux 5.18+): "
-            "the kernel scans and promotes only pages on lower memory tiers, never those on top-tier (DRAM) nodes "
-            f"({KERNEL_DOC}). Here there is no lower tier ({tiers_read}), so no page of the servers is scanned."
-        )
-        if not tiering:
-            why = f"kernel.numa_balancing={value} sets neither NUMA_BALANCING_NORMAL (1) nor memory tiering (2)"
-        observed = f"kernel.numa_balancing={value} (memory tiering only; no lower memory tier)" if tiering else why
-        return BALANCING_CHECK.ok(observed, expected="kernel.numa_balancing=0", explanation=why, evidence=(*refs, dir_ref(TIERS)))
-    summary = "Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0"
-    if gpu_nodes:
-        summary += " (the same as the boot option numa_balancing=disable that NVIDIA's Grace guide sets)"
-    fix = Fix(
-        kind="runtime",
-        where=fix_where(facts.platform),
-        summary=summary,
-        actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
-        risk="low",
-        verify=f"cat {BALANCING}  -> 0",
-        revert=f"sysctl -w kernel.numa_balancing={value}",
-        persist=sysctl_persist("kernel.numa_balancing", "0", facts.platform.image),
-    )
+        return _nothing_scanned(value, tiering=tiering, tiers_read=tiers_read, refs=refs)
+    fix = _balancing_fix(facts, value, gpu_nodes)
     if not normal:
-        plural = "s" if len(lower) > 1 else ""
-        shown = cpu_ranges(lower).removeprefix("cpu")
-        explanation = (
-            f"kernel.numa_balancing={value} is memory tiering (bit 2, NUMA_BALANCING_MEMORY_TIERING): the kernel does "
-            f"not scan top-tier (DRAM) pages, but it samples every task's pages on the lower tier (node{plural} "
-            f"{shown}; {tiers_read}) through NUMA hinting faults and promotes the hot ones to the top tier ({KERNEL_DOC}). "
-            "A server's host memory placed there (pinned buffers, the CPU side of a KV cache offload) takes hinting "
-            "faults and migration stalls at random moments in the decode loop. Unless the slow tier is meant to be "
-            "managed this way, turn it off and place memory by binding (numactl --membind)."
-        ) + (_grace_reason(gpu_nodes) if gpu_nodes else "")
-        return BALANCING_CHECK.problem_at(
-            "medium",
-            f"kernel.numa_balancing={value} (memory tiering) with a lower memory tier on node{plural} {shown}",
-            "kernel.numa_balancing=0",
-            explanation,
-            fix,
-            subjects=("kernel.numa_balancing",),
-            evidence=(*refs, dir_ref(TIERS)),
-        )
+        return _tiering_problem(value, lower, tiers_read, gpu_nodes, fix, refs)
     explanation = (
-        f"This host has {nodes} NUMA nodes and the kernel's automatic NUMA balancing is on (NUMA_BALANCING_NORMAL). "
-        "It periodically unmaps "
+        f"This host has {len(facts.nodes)} NUMA nodes and the kernel's automatic NUMA balancing is on "
+        "(NUMA_BALANCING_NORMAL). It periodically unmaps "
         "ranges of every task's memory to sample accesses through NUMA hinting faults, and migrates pages (or moves "
         "tasks) toward the node that touches them. For an inference server that is pure overhead: the worker "
         "processes driving the GPUs take page faults and migration stalls at random moments in the decode loop, "
@@ -151,10 +112,64 @@ def judge_balancing(facts: NumaFacts) -> Finding:
     ) + (_grace_reason(gpu_nodes) if gpu_nodes else "")
     return BALANCING_CHECK.problem_at(
         "medium",
-        f"kernel.numa_balancing={value} on {nodes} NUMA nodes",
+        f"kernel.numa_balancing={value} on {len(facts.nodes)} NUMA nodes",
         "kernel.numa_balancing=0",
         explanation,
         fix,
         subjects=("kernel.numa_balancing",),
         evidence=refs,
+    )
+
+
+def _nothing_scanned(value: str, *, tiering: bool, tiers_read: str, refs: tuple[str, ...]) -> Finding:
+    """Balancing on, but in a mode that scans no page here: tiering with no lower tier, or neither mode's bit."""
+    why = (
+        f"kernel.numa_balancing={value} is memory tiering only (bit 2, NUMA_BALANCING_MEMORY_TIERING, Linux 5.18+): "
+        "the kernel scans and promotes only pages on lower memory tiers, never those on top-tier (DRAM) nodes "
+        f"({KERNEL_DOC}). Here there is no lower tier ({tiers_read}), so no page of the servers is scanned."
+    )
+    if not tiering:
+        why = f"kernel.numa_balancing={value} sets neither NUMA_BALANCING_NORMAL (1) nor memory tiering (2)"
+    observed = f"kernel.numa_balancing={value} (memory tiering only; no lower memory tier)" if tiering else why
+    return BALANCING_CHECK.ok(observed, expected="kernel.numa_balancing=0", explanation=why, evidence=(*refs, dir_ref(TIERS)))
+
+
+def _balancing_fix(facts: NumaFacts, value: str, gpu_nodes: list[int]) -> Fix:
+    summary = "Turn automatic NUMA balancing off: sysctl kernel.numa_balancing=0"
+    if gpu_nodes:
+        summary += " (the same as the boot option numa_balancing=disable that NVIDIA's Grace guide sets)"
+    return Fix(
+        kind="runtime",
+        where=fix_where(facts.platform),
+        summary=summary,
+        actions=(SysctlAction(key="kernel.numa_balancing", value="0"),),
+        risk="low",
+        verify=f"cat {BALANCING}  -> 0",
+        revert=f"sysctl -w kernel.numa_balancing={value}",
+        persist=sysctl_persist("kernel.numa_balancing", "0", facts.platform.image),
+    )
+
+
+def _tiering_problem(
+    value: str, lower: list[int], tiers_read: str, gpu_nodes: list[int], fix: Fix, refs: tuple[str, ...]
+) -> Finding:
+    """Memory tiering with a lower tier: the servers' host memory there takes hinting faults and migrations."""
+    plural = "s" if len(lower) > 1 else ""
+    shown = cpu_ranges(lower).removeprefix("cpu")
+    explanation = (
+        f"kernel.numa_balancing={value} is memory tiering (bit 2, NUMA_BALANCING_MEMORY_TIERING): the kernel does "
+        f"not scan top-tier (DRAM) pages, but it samples every task's pages on the lower tier (node{plural} "
+        f"{shown}; {tiers_read}) through NUMA hinting faults and promotes the hot ones to the top tier ({KERNEL_DOC}). "
+        "A server's host memory placed there (pinned buffers, the CPU side of a KV cache offload) takes hinting "
+        "faults and migration stalls at random moments in the decode loop. Unless the slow tier is meant to be "
+        "managed this way, turn it off and place memory by binding (numactl --membind)."
+    ) + (_grace_reason(gpu_nodes) if gpu_nodes else "")
+    return BALANCING_CHECK.problem_at(
+        "medium",
+        f"kernel.numa_balancing={value} (memory tiering) with a lower memory tier on node{plural} {shown}",
+        "kernel.numa_balancing=0",
+        explanation,
+        fix,
+        subjects=("kernel.numa_balancing",),
+        evidence=(*refs, dir_ref(TIERS)),
     )
