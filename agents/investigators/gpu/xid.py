@@ -254,6 +254,25 @@ def _resolution_fix(f: GpuHealthFacts, judged: list[_Judged], strongest: Resolut
     return for_cloud(fix, f.platform, gpus, also=(_BUG_REPORT,))  # a cloud's hypervisor: the provider's steps
 
 
+def _no_xid(lines: int, refs: tuple[str, ...]) -> Finding:
+    return XID_CHECK.ok(
+        f"no NVRM Xid line in the kernel log ({lines} lines)",
+        expected="no Xid",
+        explanation="The ring buffer holds the messages since boot unless it has wrapped.",
+        evidence=refs,
+    )
+
+
+def _described(judged: list[_Judged], notes: dict[int, list[str]], by_bdf: dict[str, Gpu]) -> list[str]:
+    """One phrase per Xid code still open: its text, the GPUs that logged it, how often, what was said since."""
+    parts = []
+    for j in judged:
+        where_seen = ", ".join(by_bdf[b].label if b in by_bdf else f"GPU {b}" for b in j.gpus)
+        said = "; ".join(dict.fromkeys(notes.get(j.code, [])))
+        parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}" + (f" ({said})" if said else ""))
+    return parts
+
+
 def judge_xid(f: GpuHealthFacts) -> Finding:
     refs = (command_ref(DMESG), *(f.recovery.refs if f.recovery is not None else ()))
     if why := log_unavailable(f.dmesg, in_container=f.platform.in_container):
@@ -261,12 +280,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     events = parse_xids(f.dmesg.stdout)
     lines = len(f.dmesg.stdout.splitlines())
     if not events:
-        return XID_CHECK.ok(
-            f"no NVRM Xid line in the kernel log ({lines} lines)",
-            expected="no Xid",
-            explanation="The ring buffer holds the messages since boot unless it has wrapped.",
-            evidence=refs,
-        )
+        return _no_xid(lines, refs)
     by_bdf = {g.bdf: g for g in f.inventory.gpus}
     subjects = sorted({by_bdf[e.bdf].label if e.bdf in by_bdf else f"GPU {e.bdf}" for e in events})
     still, settled, notes = settle(f, events)
@@ -287,11 +301,7 @@ def judge_xid(f: GpuHealthFacts) -> Finding:
     graded = [j.severity for j in judged] + ([settled_severity(settled)] if settled else [])
     severity = min(graded, key=lambda s: SEVERITY_ORDER[s])
     strongest = min((j.resolution for j in judged), key=lambda r: RESOLUTION_RANK[r])
-    parts = []
-    for j in judged:
-        where_seen = ", ".join(by_bdf[b].label if b in by_bdf else f"GPU {b}" for b in j.gpus)
-        said = "; ".join(dict.fromkeys(notes.get(j.code, [])))
-        parts.append(f"Xid {j.code} ({j.text}) on {where_seen} ×{j.count}" + (f" ({said})" if said else ""))
+    parts = _described(judged, notes, by_bdf)
     explanation = _explanation(judged, severity, still[-1].line)
     if settled:
         explanation += " Dealt with since (low): " + SETTLED_EXPLANATION

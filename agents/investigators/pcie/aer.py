@@ -123,6 +123,24 @@ def _storm_text(where: str, log: AerLog) -> str:
     )
 
 
+def _rate_text(facts: PcieFacts, storm: bool) -> str:
+    """What the kernel log says of the errors' rate: a storm, no burst, or why it was not read."""
+    if storm:
+        return (
+            "The kernel log shows the rate the counters cannot: its AER messages carry their time, and a burst of "
+            f"{STORM} or more on one device, at {STORM} an hour or faster (the rate limit's dropped count included), "
+            "is a link erring continuously, "
+            "not a handful since boot; the port above a GPU counts what it receives from the GPU (Receiver ID), "
+            "so its errors are that GPU's link. "
+        )
+    if facts.kernel_log_gap:
+        return (
+            "Whether they came in a burst the kernel log would tell (its AER messages carry their time, and "
+            f"`callbacks suppressed` counts those its rate limit dropped), but it was not read: {facts.kernel_log_gap}. "
+        )
+    return "The kernel log shows no burst of AER messages on these devices. "
+
+
 def _errors_problem(
     facts: PcieFacts,
     erring: list[AerCounts],
@@ -158,26 +176,12 @@ def _errors_problem(
         fix = fix.model_copy(update={"summary": f"{first}: reseat the GPU and its riser or cables, or replace them"})
     affected = {c.bdf for c in erring} | {g.bdf for _, g, _ in storms}
     fix = for_cloud(fix, facts.platform, [g for g in facts.gpus if g.bdf in affected or g.label in replaying])
-    if storms:
-        rate = (
-            "The kernel log shows the rate the counters cannot: its AER messages carry their time, and a burst of "
-            f"{STORM} or more on one device, at {STORM} an hour or faster (the rate limit's dropped count included), "
-            "is a link erring continuously, "
-            "not a handful since boot; the port above a GPU counts what it receives from the GPU (Receiver ID), "
-            "so its errors are that GPU's link. "
-        )
-    elif facts.kernel_log_gap:
-        rate = (
-            "Whether they came in a burst the kernel log would tell (its AER messages carry their time, and "
-            f"`callbacks suppressed` counts those its rate limit dropped), but it was not read: {facts.kernel_log_gap}. "
-        )
-    else:
-        rate = "The kernel log shows no burst of AER messages on these devices. "
     return AER_CHECK.problem_at(
         severity,
         observed="; ".join(parts),
         expected="AER and replay counters at zero",
-        explanation=rate + "Counters count since boot; one sample cannot show whether they are still rising. "
+        explanation=_rate_text(facts, bool(storms))
+        + "Counters count since boot; one sample cannot show whether they are still rising. "
         "Correctable errors and replays are retried transparently but cost bandwidth and usually mean a marginal link "
         "(riser, cable, connector, retimer); uncorrectable (nonfatal/fatal) errors can stall DMA, corrupt transfers or "
         "drop the GPU off the bus (Xid 79).",
