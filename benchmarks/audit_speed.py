@@ -1,13 +1,16 @@
 """Audit speed on the seed snapshot: CPU cost of judging, fan-out speed-up (in process and end to end), transcript
 recording overhead, end-to-end wall time and memory.
 
-Run: python benchmarks/audit_speed.py [SNAPSHOT_DIR]
-Prints figures; docs/performance.md records them. The bytecode of rigaudit and its dependencies is compiled first
-(what an installed package has: a fresh copy under PYTHONDONTWRITEBYTECODE compiles every module at every start).
+Run: python benchmarks/audit_speed.py [SNAPSHOT_DIR] [--instructions]
+Prints figures; docs/performance.md records them. ``--instructions`` also counts the instructions of an audit without
+and with a transcript (valgrind, a few minutes): the figure the machine's load does not move. The bytecode of rigaudit
+and its dependencies is compiled first (what an installed package has: a fresh copy under PYTHONDONTWRITEBYTECODE
+compiles every module at every start).
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -86,27 +89,29 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def transcript_overhead(snapshot: Path, repeats: int = 5) -> tuple[float, float, int]:
-    """(CPU seconds of an in-process audit without a transcript, with one, events recorded), best of N each."""
+def transcript_overhead(snapshot: Path, repeats: int = 5) -> tuple[float, float, int, int]:
+    """(CPU seconds of an in-process audit without a transcript, with one, events recorded, reads they hold), best of
+    N each, the two interleaved (a change in the machine's load falls on both)."""
+    import json
     import tempfile
 
     from rigaudit.orchestrator.session.core import open_session
 
-    def audit(record: Path | None) -> tuple[float, int]:
+    def audit(record: Path | None) -> float:
         start = time.process_time()
         if record is None:
             anyio.run(lambda: run_audit(SnapshotHost(snapshot)))
-            return time.process_time() - start, 0
+            return time.process_time() - start
         with open_session("audit", consumers=[], transcript=record, announce=False) as session:
             anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=session.emit))
-        took = time.process_time() - start
-        return took, sum(1 for _ in record.open()) - 1
+        return time.process_time() - start
 
     audit(None)  # imports and first-use caches out of the figure
     with tempfile.TemporaryDirectory() as folder:
-        without = min(audit(None)[0] for _ in range(repeats))
-        runs = [audit(Path(folder) / f"t{i}.jsonl") for i in range(repeats)]
-    return without, min(t for t, _ in runs), runs[0][1]
+        runs = [(audit(None), audit(Path(folder) / f"t{i}.jsonl")) for i in range(repeats)]
+        events = [json.loads(line) for line in (Path(folder) / "t0.jsonl").read_text().splitlines()[1:]]
+    reads = sum(len(e["reads"]) if e["type"] == "snapshot_reads" else e["type"] == "tool_call" for e in events)
+    return min(w for w, _ in runs), min(t for _, t in runs), len(events), reads
 
 
 def transcript_overhead_cold(snapshot: Path, repeats: int = 3) -> tuple[float, float]:
@@ -143,6 +148,53 @@ def _cold_pair(snapshot: Path) -> None:
         print(json.dumps([without, time.process_time() - start]))
 
 
+def transcript_instructions(snapshot: Path) -> tuple[float, float] | None:
+    """Millions of instructions (valgrind's callgrind: load-proof) of one in-process audit without a transcript and
+    of one with, each in a process warmed by one of each; ``None`` without valgrind. Callgrind counts only inside
+    ``exec()``: the measured call runs in one, and so does every import, so a process executing nothing is
+    subtracted."""
+    import re
+    import shutil
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    toggled = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no"]
+    toggled.append("--toggle-collect=builtin_exec")
+    counts = []
+    for what in ("none", "without", "with"):
+        argv = [*toggled, sys.executable, str(Path(__file__).resolve()), "--counted", what, str(snapshot)]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same sets' order, the same work, in each process
+        done = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=600, env=env)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if found is None:
+            return None
+        counts.append(int(found.group(1)) / 1e6)
+    return counts[1] - counts[0], counts[2] - counts[0]
+
+
+def _counted(what: str, snapshot: Path) -> None:
+    """One process of :func:`transcript_instructions`: one audit of each kind, then the one counted in ``exec()``."""
+    import gc
+    import tempfile
+
+    from rigaudit.orchestrator.session.core import open_session
+
+    folder = Path(tempfile.mkdtemp())
+
+    def audit(record: bool) -> None:
+        if not record:
+            anyio.run(lambda: run_audit(SnapshotHost(snapshot)))
+            return
+        with open_session("audit", consumers=[], transcript=folder / "t.jsonl", announce=False) as session:
+            anyio.run(lambda: run_audit(SnapshotHost(snapshot), emit=session.emit))
+
+    audit(False)
+    audit(True)
+    gc.collect()  # each counted audit from the same collector's state (a full collection costs 60-80 M)
+    exec({"none": "pass", "without": "audit(False)", "with": "audit(True)"}[what])  # counted: callgrind's toggle
+
+
 def transcript_costs(snapshot: Path) -> dict[str, Any]:
     """Where a transcript's CPU goes, in a new process, as its writer encodes the events: the lines without
     redaction (dump and JSON), the lines the first time (nothing redacted before: what one ``rigaudit audit`` pays)
@@ -157,7 +209,7 @@ def _costs(snapshot: Path) -> None:
     """:func:`transcript_costs` in this process, printed as JSON."""
     import json
 
-    from rigaudit.tools.schema.events.audit import ToolCall
+    from rigaudit.tools.schema.events.audit import SnapshotReads, ToolCall
     from rigaudit.transcripts.reuse import RedactedParts
     from rigaudit.transcripts.writer import encode_event
 
@@ -173,9 +225,10 @@ def _costs(snapshot: Path) -> None:
         began = time.process_time()
         encode_event(event, parts=parts)
         took = time.process_time() - began
-        read = isinstance(event, ToolCall)
+        read = isinstance(event, (ToolCall, SnapshotReads))
         reads += took if read else 0.0
-        costs.append((took, f"{event.op} {event.target}" if read else event.type))
+        what = f"{event.op} {event.target}" if isinstance(event, ToolCall) else event.type
+        costs.append((took, f"{what} {event.area}" if isinstance(event, SnapshotReads) else what))
     first = time.process_time() - start
     start = time.process_time()
     parts = RedactedParts()
@@ -221,7 +274,12 @@ def main() -> None:
     if sys.argv[1:2] == ["--costs"]:
         _costs(Path(sys.argv[2]))
         return
-    snapshot = Path(sys.argv[1]) if len(sys.argv) > 1 else SEED
+    if sys.argv[1:2] == ["--counted"]:
+        _counted(sys.argv[2], Path(sys.argv[3]))
+        return
+    counting = "--instructions" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--instructions"]
+    snapshot = Path(args[0]) if args else SEED
     from gate_speed import compile_bytecode  # the sibling script: the processes below start as an installed one does
 
     print(f"bytecode compiled in {compile_bytecode()} packages (rigaudit and its dependencies, where writable)", flush=True)
@@ -234,11 +292,11 @@ def main() -> None:
         f"end to end at 5 ms per host op: default {auto:.2f} s ({auto_cpu:.2f} s CPU), --concurrency 1 {one:.2f} s, "
         f"speed-up {one / auto:.1f}x"
     )
-    without, with_transcript, events = transcript_overhead(snapshot)
+    without, with_transcript, events, reads = transcript_overhead(snapshot)
     extra = with_transcript - without
     print(
-        f"transcript: {without:.3f} s CPU without, {with_transcript:.3f} s with ({events} events): "
-        f"+{extra / without:.0%}, {extra / max(events, 1) * 1e6:.0f} µs an event"
+        f"transcript: {without:.3f} s CPU without, {with_transcript:.3f} s with ({events} events, {reads} reads): "
+        f"+{extra / without:.0%}, {extra / max(reads, 1) * 1e6:.1f} µs a read"
     )
     cold_without, cold_with = transcript_overhead_cold(snapshot)
     print(
@@ -252,6 +310,12 @@ def main() -> None:
         f"redacted the first time ({costs['reads'] * 1000:.0f} ms of it the reads; costliest: {heaviest}), "
         f"{costs['again'] * 1000:.0f} ms again (every text's redaction kept)"
     )
+    counted = transcript_instructions(snapshot) if counting else None
+    if counted is not None:
+        print(
+            f"  instructions (callgrind) of one audit without / with: {counted[0]:.0f} M / {counted[1]:.0f} M: "
+            f"+{(counted[1] - counted[0]) / counted[0]:.1%}"
+        )
     wall, peak = end_to_end(snapshot)
     print(f"end to end (process start included): {wall:.2f} s, peak RSS {peak:.0f} MiB")
 

@@ -121,5 +121,5 @@ def test_audit_areas_rejects_an_unknown_name_in_one_line(seed_dir: Path, capsys:
     assert len(err.splitlines()) == 1 and "unknown area(s) warp" in err and "kernel" in err
 
 
-def test_new_transcripts_are_version_3() -> None:
-    assert CURRENT_FORMAT == "rigaudit.transcript/3"
+def test_new_transcripts_are_version_4() -> None:
+    assert CURRENT_FORMAT == "rigaudit.transcript/4"

@@ -14,7 +14,7 @@ from rigaudit.agents.investigator import Investigator
 from rigaudit.orchestrator.audit.run import AuditControl, AuditOptions, run_audit
 from rigaudit.tools.hosts.probe import Probe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
-from rigaudit.tools.schema.events.audit import InvestigatorFinished, ToolCall
+from rigaudit.tools.schema.events.audit import InvestigatorFinished, SnapshotReads, ToolCall
 from rigaudit.tools.schema.events.union import Event
 from rigaudit.tools.schema.finding import Fix, SysctlAction
 
@@ -66,8 +66,10 @@ def test_failures_and_timeouts_are_entries(seed_dir: Path) -> None:
     assert [e.ref for e in result.evidence] == ["file:/proc/sys/kernel/numa_balancing"]
     finished = [e for e in events if isinstance(e, InvestigatorFinished)]
     assert {e.area for e in finished} == {"numa", "gpu", "power"}
-    calls = [e for e in events if isinstance(e, ToolCall) and e.area == "numa"]
-    assert calls and calls[0].op == "read" and calls[0].target == "/proc/sys/kernel/numa_balancing"
+    reads = [read for e in events if isinstance(e, SnapshotReads) and e.area == "numa" for read in e.reads]
+    assert reads and reads[0][:2] == ("read", "/proc/sys/kernel/numa_balancing")
+    told = [type(e).__name__ for e in events if getattr(e, "area", None) == "numa"]
+    assert told[-2:] == ["SnapshotReads", "InvestigatorFinished"]  # an area's reads, told as it ends
 
 
 def test_cancel_keeps_finished_work(seed_dir: Path) -> None:
@@ -92,9 +94,11 @@ def test_cancel_keeps_finished_work(seed_dir: Path) -> None:
 
 
 def test_tool_calls_are_made_only_for_a_listener(seed_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each read becomes a ToolCall event (redacted, digested) for the terminal or the transcript; with nobody
-    listening (``rigaudit check`` without --transcript) none is made: that was a fifth of a seed check's work."""
+    """Each read is told (a live host's a ToolCall event, redacted, digested; a sealed snapshot's kept by reference, an
+    area's in one event) for the terminal or the transcript; with nobody listening (``rigaudit check`` without
+    --transcript) nothing is made: that was a fifth of a seed check's work."""
     from rigaudit.orchestrator.audit import run as audit
+    from rigaudit.transcripts.references import ReferencedReads
 
     made: list[str] = []
 
@@ -105,13 +109,19 @@ def test_tool_calls_are_made_only_for_a_listener(seed_dir: Path, monkeypatch: py
 
         return counted
 
-    for name in ("tool_call_from_probe", "reference_call"):  # a live host's reads, a snapshot's (by reference)
-        monkeypatch.setattr(audit, name, counting(getattr(audit, name)))
+    kept = ReferencedReads.observe
+
+    def observed(self: ReferencedReads, ref: str, result: object) -> None:
+        made.append(ref)
+        kept(self, ref, result)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(audit, "tool_call_from_probe", counting(audit.tool_call_from_probe))  # a live host's reads
+    monkeypatch.setattr(ReferencedReads, "observe", observed)  # a snapshot's, by reference
     options = AuditOptions(investigators=[NUMA])
     quiet = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options))
     assert made == [] and [e.ref for e in quiet.evidence] == ["file:/proc/sys/kernel/numa_balancing"]
     events: list[Event] = []
     heard = anyio.run(lambda: run_audit(SnapshotHost(seed_dir), options=options, emit=events.append))
     assert "file:/proc/sys/kernel/numa_balancing" in made  # with the baseline's reads (the host's facts)
-    assert len([e for e in events if isinstance(e, ToolCall)]) == len(made)
+    assert sum(len(e.reads) for e in events if isinstance(e, SnapshotReads)) == len(made)
     assert heard.findings == quiet.findings

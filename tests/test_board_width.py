@@ -17,7 +17,7 @@ from rigaudit.orchestrator.ui.terminal import TerminalUI
 from rigaudit.tools.actions.text import describe
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AuditResult, HostSummary, InvestigatorRun
-from rigaudit.tools.schema.events.audit import InvestigatorActivity, ToolCall
+from rigaudit.tools.schema.events.audit import InvestigatorActivity, SnapshotReads, ToolCall
 from rigaudit.tools.schema.finding import Finding
 from rigaudit.transcripts.reader import read_transcript
 from rigaudit.transcripts.writer import TranscriptWriter
@@ -164,13 +164,15 @@ def test_an_incomplete_audit_is_shouted_not_passed() -> None:
 
 
 def test_a_replayed_board_counts_the_reads_its_transcript_holds(tmp_path: Path) -> None:
-    """Transcripts leave out the "now reading" pings: the board counts each area's reads from its tool calls."""
+    """Transcripts leave out the "now reading" pings: the board counts each area's reads from its tool calls, or a
+    sealed snapshot's from the area's reads by reference, at once (live, and in a replay)."""
     path = tmp_path / "t.jsonl"
     with TranscriptWriter(path) as writer:
         anyio.run(lambda: run_audit(SnapshotHost(SEED), options=AuditOptions(areas=("numa",)), emit=writer))
     events = read_transcript(path).events
     assert not any(isinstance(e, InvestigatorActivity) for e in events)
     reads = sum(1 for e in events if isinstance(e, ToolCall) and e.area == "numa")
+    reads += sum(len(e.reads) for e in events if isinstance(e, SnapshotReads) and e.area == "numa")
     ui = TerminalUI(Console(file=io.StringIO(), width=80), live=False)
     for event in events:
         ui(event)

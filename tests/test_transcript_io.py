@@ -28,6 +28,7 @@ from rigaudit.tools.schema.events.audit import (
     InvestigatorStarted,
     PcieDevice,
     PlanReady,
+    SnapshotReads,
     SnapshotReferenced,
     ToolCall,
     TopologyReported,
@@ -100,6 +101,9 @@ def every_event() -> list[Event]:
         ),
         SnapshotReferenced(t=t + 3.25, path="/snapshots/h", manifest="ab" * 32),
         ToolCall(t=t + 3.5, area="numa", op="read", target="/proc/y", result={"digest": "cd" * 16}),
+        SnapshotReads(
+            t=t + 3.75, area="numa", reads=(("read", "/proc/z", (), "ef" * 16), ("nvml", "nvmlDeviceGetCount", (0,), "01" * 16))
+        ),
         InvestigatorFinished(t=t + 4, area="numa", status="failed", duration_s=0.25, error="boom", counts={"problem": 1}),
         FindingReported(t=t + 5, finding=FINDING),
         PlanReady(t=t + 6, plan=PLAN),

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
 FORMAT_PREFIX = "rigaudit.transcript/"
-CURRENT_VERSION = 3
+CURRENT_VERSION = 4
 CURRENT_FORMAT = f"{FORMAT_PREFIX}{CURRENT_VERSION}"
 HEADER_KEY = "transcript"
-"""The first line is ``{"transcript": "rigaudit.transcript/3", "created_at": ..., ...}``."""
+"""The first line is ``{"transcript": "rigaudit.transcript/4", "created_at": ..., ...}``."""
+
+DUMPS: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":")).encode
+"""A line's JSON, as ``json.dumps`` with these separators writes it (its encoder made once, not for every line); a
+value's text is the same wherever it sits, so a line may be put together from the texts of its parts."""
 
 _VERSION = re.compile(r"rigaudit\.transcript/(\d+)")
 

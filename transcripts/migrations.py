@@ -14,6 +14,12 @@ Version 3 may record the reads of a sealed snapshot by reference (a :class:`Snap
 calls whose result is ``{"digest": ...}``; :mod:`rigaudit.transcripts.references`). Every version-2 event means the
 same in version 3: its migration changes nothing (a reader older than version 3 refuses a version-3 file instead of
 taking its references for empty results).
+
+Version 4 records the reads of a sealed snapshot an area at a time (a :class:`SnapshotReads` event: each read's
+operation and digest), and an audit's result may refer to the findings and the plan recorded before it instead of
+holding them again (``"recorded": {"findings": N, "plan": true}`` beside the result: :mod:`rigaudit.transcripts.recorded`).
+Every version-3 event means the same in version 4: its migration changes nothing (a reader older than version 4
+refuses the file instead of reading such a result as one without findings).
 """
 
 from __future__ import annotations
@@ -69,7 +75,12 @@ def _v2_to_v3(event: JsonObject) -> JsonObject:
     return event
 
 
-MIGRATIONS: dict[int, EventMigration] = {0: _v0_to_v1, 1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(event: JsonObject) -> JsonObject:
+    """Nothing to change: version 4 only adds reads an area at a time and results that refer to what was recorded."""
+    return event
+
+
+MIGRATIONS: dict[int, EventMigration] = {0: _v0_to_v1, 1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 """``MIGRATIONS[n]`` upgrades an event from version ``n`` to ``n + 1``."""
 
 OLDEST_SUPPORTED = min(MIGRATIONS)

@@ -1,7 +1,8 @@
 """Reading transcripts: header and version check, migrations, tolerant event parsing.
 
 A damaged or truncated line, an event of an unknown type or an invalid event becomes a
-warning and is skipped: the valid rest still replays. A file that is not a transcript at all
+warning and is skipped: the valid rest still replays. An audit's result that refers to the findings and the plan
+recorded before it gets them back (:mod:`.recorded`), or is skipped with why. A file that is not a transcript at all
 raises :class:`TranscriptError` with one line. A transcript is untrusted input: only a regular file
 is read, bounded in size, line length and JSON depth.
 """
@@ -23,6 +24,10 @@ from rigaudit.tools.schema.events.union import Event
 from rigaudit.transcripts.errors import TranscriptError
 from rigaudit.transcripts.format import CURRENT_FORMAT, CURRENT_VERSION, HEADER_KEY, parse_version
 from rigaudit.transcripts.migrations import OLDEST_SUPPORTED, UNCHANGED_SINCE, migrate_event
+from rigaudit.transcripts.recorded import RECORDED_KEY, Recorded
+
+REFERRING_SINCE = 4
+"""The first format whose audit results may refer to the findings and the plan recorded before them."""
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 KNOWN_TYPES: frozenset[str] = frozenset(model.model_fields["type"].default for model in get_args(get_args(Event)[0]))
@@ -133,30 +138,40 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg", "invalid"))
 
 
-def _parse_slow(line: bytes, number: int, version: int, problems: _Problems) -> Event | None:
-    """Parse a line the fast path refused (or any line of an older version), explaining why it is skipped."""
+def _parse_slow(line: bytes, number: int, version: int, problems: _Problems, recorded: Recorded) -> Event | None:
+    """Parse a line the fast path refused (or any line of an older version), explaining why it is skipped (and
+    telling ``recorded`` what kind of line was lost)."""
     if len(line) > MAX_LINE_BYTES:
         problems.add(f"line {number}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB; skipped")
+        recorded.skipped(None)
         return None
     try:
         data = loads(line)
     except JsonError:
         problems.add(f"line {number}: damaged line skipped")
+        recorded.skipped(None)
         return None
     if not isinstance(data, dict):
         problems.add(f"line {number}: not a JSON object; skipped")
+        recorded.skipped(None)
         return None
     if version < UNCHANGED_SINCE:
         data = migrate_event(data, version)
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in KNOWN_TYPES:
         problems.unknown[str(kind)] += 1
+        recorded.skipped(kind)
         return None
     try:
+        if kind == "audit_finished" and RECORDED_KEY in data and version >= REFERRING_SINCE:
+            data = recorded.restore(data)
         return EVENT_ADAPTER.validate_python(data)
     except ValidationError as exc:
         problems.add(f"line {number}: invalid {kind!r} event skipped ({_first_error(exc)})")
-        return None
+    except ValueError as exc:
+        problems.add(f"line {number}: invalid {kind!r} event skipped ({exc})")
+    recorded.skipped(kind)
+    return None
 
 
 def iter_lines(raw: bytes, path: Path) -> tuple[dict[str, Any], int, Iterator[tuple[int, bytes]], bool]:
@@ -176,6 +191,7 @@ def parse_transcript(raw: bytes, path: Path) -> Transcript:
     problems = _Problems()
     events = transcript.events
     validate_json = EVENT_ADAPTER.validator.validate_json  # the core validator: no per-call wrapper overhead
+    recorded = Recorded()
     items = list(numbered)
     last_number = items[-1][0] if items else 0
     for number, line in items:
@@ -189,10 +205,11 @@ def parse_transcript(raw: bytes, path: Path) -> Transcript:
             if number == last_number and tail_missing and not _is_json(line):
                 transcript.truncated = True
                 continue
-            event = _parse_slow(line, number, version, problems)
+            event = _parse_slow(line, number, version, problems, recorded)
             if event is None:
                 transcript.skipped += 1
                 continue
+        recorded.saw(event)
         events.append(event)
     if transcript.truncated:
         transcript.warnings.append(

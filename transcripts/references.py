@@ -1,18 +1,22 @@
-"""Reads recorded by reference: an audit of a sealed snapshot (read-only) records each read as a digest of what the
-snapshot answered, not its text; the snapshot already holds the evidence, so the transcript neither copies nor
+"""Reads recorded by reference: an audit of a sealed snapshot (read-only) records its reads as digests of what the
+snapshot answered, not their text; the snapshot already holds the evidence, so the transcript neither copies nor
 redacts it. A replay that needs the answers (``replay --rediagnose``, ``diff``) reads them in that snapshot again.
 
-Before the reads, :class:`SnapshotReferenced` names the snapshot (its folder, the SHA-256 of its ``snapshot.json``);
-each :class:`ToolCall` then holds ``{"digest": ...}``, the BLAKE2b digest of the answer. :func:`resolve_references`
-gives the events back with the answers embedded, as a transcript of a live host holds them; a snapshot that is
-missing, another one, or one whose answer changed is one line (:class:`TranscriptError`), never a guess.
+Before the reads, :class:`SnapshotReferenced` names the snapshot (its folder, the SHA-256 of its ``snapshot.json``).
+:class:`ReferencedReads` keeps each read as ``(op, target, args, digest)`` (the BLAKE2b digest of the answer), by
+area, no event made for it; when an area's investigator ends, its reads are one :class:`SnapshotReads` event.
+A transcript of an older release (format 3) recorded each read as a :class:`ToolCall` whose result is
+``{"digest": ...}``. :func:`resolve_references` gives the events back with every read a :class:`ToolCall` whose
+answer is embedded, as a transcript of a live host holds them; a snapshot that is missing, another one, or one whose
+answer changed is one line (:class:`TranscriptError`), never a guess.
 """
 
 from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,9 +25,9 @@ import anyio
 from rigaudit.tools.files.bounded import InputError, read_regular
 from rigaudit.tools.hosts.base import CommandResult, DirResult, FileResult, Host, NvmlResult
 from rigaudit.tools.hosts.probe import HostOpResult
-from rigaudit.tools.schema.events.audit import SnapshotReferenced, ToolCall
+from rigaudit.tools.schema.events.audit import ReferencedRead, SnapshotReads, SnapshotReferenced, ToolCall
 from rigaudit.transcripts.errors import TranscriptError
-from rigaudit.transcripts.tool_calls import ask, encode_answer, encode_result, operation
+from rigaudit.transcripts.tool_calls import ask, encode_answer, operation, tool_call_from_probe
 
 if TYPE_CHECKING:
     from rigaudit.tools.hosts.snapshot import SnapshotHost
@@ -52,44 +56,83 @@ def snapshot_reference(host: Host) -> SnapshotReferenced | None:
         return None
 
 
+_BLAKE2B = hashlib.blake2b(digest_size=16)
+_FILE = hashlib.blake2b(b"f", digest_size=16)
+"""A digest begun, copied for each answer (a copy costs less than a new one: most answers are a few bytes)."""
+
+
+def _file_digest(data: bytes) -> str:
+    digest = _FILE.copy()
+    digest.update(data)
+    return digest.hexdigest()
+
+
 def answer_digest(result: HostOpResult) -> str:
     """The digest of one answer: what a replay compares to know the snapshot still answers the same."""
-    h = hashlib.blake2b(digest_size=16)
     if isinstance(result, FileResult):
-        h.update(b"f" + result.data if result.data is not None else f"e{result.error}".encode())
+        if result.data is not None:
+            return _file_digest(result.data)
+        raw = f"e{result.error}".encode()
     elif isinstance(result, DirResult):
-        h.update("\0".join(result.entries).encode() if result.entries is not None else f"\1{result.error}".encode())
+        raw = "\0".join(result.entries).encode() if result.entries is not None else f"\1{result.error}".encode()
     elif isinstance(result, CommandResult):
-        h.update(repr((result.exit_code, result.stdout, result.stderr, result.error, result.truncated)).encode())
+        raw = repr((result.exit_code, result.stdout, result.stderr, result.error, result.truncated)).encode()
     elif isinstance(result, NvmlResult):
-        h.update(repr((result.value, result.error)).encode())
+        raw = repr((result.value, result.error)).encode()
     else:
-        h.update(repr(result[1]).encode())
-    return h.hexdigest()
+        raw = repr(result[1]).encode()
+    digest = _BLAKE2B.copy()
+    digest.update(raw)
+    return digest.hexdigest()
 
 
-def reference_call(area: str | None, ref: str, result: HostOpResult) -> ToolCall:
-    """The event for one read of a sealed snapshot: its digest, the answer kept aside (never serialized). A command
-    the policy denied is no answer of the snapshot's: it is embedded."""
-    if isinstance(result, CommandResult) and result.error == "denied":
-        op, target, args, encoded = encode_result(result, ref)
-        return ToolCall(area=area, op=op, target=target, args=args, result=encoded)
-    op, target, args = operation(result, ref)
-    call = ToolCall(area=area, op=op, target=target, args=args, result={REFERENCE_KEY: answer_digest(result)})
-    call._answer = result
-    return call
+class ReferencedReads:
+    """The reads of a sealed snapshot kept by area, cheaply (its ref and the answer, nothing made of them) until
+    :meth:`take` makes an area's one :class:`SnapshotReads` event. :meth:`observe` is a probe's observer; ``area``
+    tells whose read it is."""
+
+    def __init__(self, area: Callable[[], str | None]) -> None:
+        self._area = area
+        self._kept: dict[str | None, list[tuple[str, HostOpResult]]] = {}
+
+    def observe(self, ref: str, result: HostOpResult) -> None:
+        """Keep one read."""
+        area = self._area()
+        kept = self._kept.get(area)
+        if kept is None:
+            self._kept[area] = [(ref, result)]
+        else:
+            kept.append((ref, result))
+
+    def take(self, area: str | None) -> list[ToolCall | SnapshotReads]:
+        """``area``'s reads kept so far, forgotten here: one event by reference (none when there are none), after the
+        commands the policy denied (no answer of the snapshot's: each its event, the answer embedded)."""
+        reads: list[ReferencedRead] = []
+        answers: list[HostOpResult] = []
+        denied: list[ToolCall | SnapshotReads] = []
+        for ref, result in self._kept.pop(area, ()):
+            if type(result) is FileResult and result.data is not None:  # most reads: as operation() names them
+                reads.append(("read", result.path, (), _file_digest(result.data)))
+            elif isinstance(result, CommandResult) and result.error == "denied":
+                denied.append(tool_call_from_probe(area, ref, result))
+                continue
+            else:
+                op, target, args = operation(result, ref)
+                reads.append((op, target, tuple(args), answer_digest(result)))
+            answers.append(result)
+        if not reads:
+            return denied
+        event = SnapshotReads.model_construct(t=time.time(), area=area, reads=tuple(reads))  # its own reads: not checked
+        event._answers = tuple(answers)
+        return [*denied, event]
+
+    def take_all(self) -> list[ToolCall | SnapshotReads]:
+        """Every area's reads kept so far."""
+        return [event for area in list(self._kept) for event in self.take(area)]
 
 
 def is_reference(result: dict[str, Any]) -> bool:
     return len(result) == 1 and isinstance(result.get(REFERENCE_KEY), str)
-
-
-def embedded(call: ToolCall) -> ToolCall:
-    """``call`` with its answer embedded, where it was kept aside (what is written when it cannot be referenced)."""
-    answer = call._answer
-    if answer is None or not is_reference(call.result):
-        return call
-    return call.model_copy(update={"result": encode_answer(answer, call.op)})  # type: ignore[arg-type]
 
 
 def _open(named: SnapshotReferenced, given: Path | None, hint: str) -> SnapshotHost:
@@ -122,7 +165,11 @@ async def _answered(host: SnapshotHost | None, call: ToolCall, hint: str) -> Too
     if host is None:
         raise TranscriptError("a read recorded by reference names no snapshot (the transcript is damaged)")
     answer = await ask(host, call)
-    if answer is None or answer_digest(answer) != call.result[REFERENCE_KEY]:
+    if answer is None:
+        raise TranscriptError(
+            f"a read recorded by reference, {call.op} {call.target[:200]!r}, is none rigaudit knows (the transcript is damaged)"
+        )
+    if answer_digest(answer) != call.result[REFERENCE_KEY]:
         raise TranscriptError(
             f"{host.root} answers {call.op} {call.target} differently than when the transcript recorded it "
             f"(the snapshot changed since){hint}"
@@ -147,8 +194,19 @@ async def resolve_references(events: Sequence[Event], snapshot: Path | None = No
         if isinstance(event, SnapshotReferenced):  # each snapshot opened once, however often a transcript names it
             key = (event.path, event.manifest)
             host = opened[key] if key in opened else opened.setdefault(key, _open(event, snapshot, hint))
+        if isinstance(event, SnapshotReads):
+            out.extend([await _answered(host, call, hint) for call in _calls(event)])
+            continue
         out.append(await _answered(host, event, hint) if isinstance(event, ToolCall) and is_reference(event.result) else event)
     return out
+
+
+def _calls(event: SnapshotReads) -> list[ToolCall]:
+    """Each read of ``event`` as the :class:`ToolCall` by reference a transcript of format 3 recorded."""
+    return [
+        ToolCall(t=event.t, area=event.area, op=op, target=target, args=list(args), result={REFERENCE_KEY: digest})
+        for op, target, args, digest in event.reads
+    ]
 
 
 def resolved(events: Sequence[Event], snapshot: Path | None = None) -> list[Event]:
@@ -160,4 +218,4 @@ def resolved(events: Sequence[Event], snapshot: Path | None = None) -> list[Even
 
 def has_references(events: Sequence[Event]) -> bool:
     """Whether any read of ``events`` is recorded by reference."""
-    return any(isinstance(e, ToolCall) and is_reference(e.result) for e in events)
+    return any(isinstance(e, SnapshotReads) or (isinstance(e, ToolCall) and is_reference(e.result)) for e in events)

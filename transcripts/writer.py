@@ -1,14 +1,15 @@
 """TranscriptWriter: appends a session's events to a JSONL file, one flushed line per event.
 
-The first line is the header (``{"transcript": "rigaudit.transcript/1", "created_at": ...}``);
+The first line is the header (``{"transcript": "rigaudit.transcript/4", "created_at": ...}``);
 every later line is one event as ``Event`` serializes it, secrets redacted and identifiers (machine and boot ids,
 UUIDs, serial numbers, hardware addresses) written as digests (but in the events that hold only
-rigaudit's own text, ``verbatim``: the check catalog, a schema, the policy's rules); the findings and the plan,
-written again inside the audit's result, reuse what their own lines redacted (:mod:`.reuse`). Each line is
-flushed as it is written (and fsync'd with ``fsync=True`` or ``RIGAUDIT_TRANSCRIPT_FSYNC=1``), so a
-crash leaves a readable prefix; only the lines of host reads (:class:`ToolCall`, the bulk of an audit) wait in the
-buffer, for the next other event or :data:`READS_FLUSH_S` at most. Display-only events are left
-out.
+rigaudit's own text, ``verbatim``: the check catalog, a schema, the policy's rules). The reads of a sealed snapshot
+(:class:`SnapshotReads`, an area's at once) are written by hand, each path or command as redaction leaves it; the
+audit's result refers to the findings and the plan written before it instead of writing them again
+(:mod:`.reuse`, :mod:`.recorded`). Each line is flushed as it is written (and fsync'd with ``fsync=True`` or
+``RIGAUDIT_TRANSCRIPT_FSYNC=1``), so a crash leaves a readable prefix; only the lines an audit writes by the dozen
+(:data:`HELD`: its reads, an investigator's start and end, each finding) wait in the buffer, for the next other event
+(the plan follows the findings) or :data:`READS_FLUSH_S` at most. Display-only events are left out.
 """
 
 from __future__ import annotations
@@ -25,76 +26,119 @@ from typing import Any
 
 from rigaudit.tools.core.version import rigaudit_version
 from rigaudit.tools.redact import _known, redact_json
-from rigaudit.tools.schema.events.audit import ToolCall
+from rigaudit.tools.schema.events.audit import (
+    FindingReported,
+    InvestigatorFinished,
+    InvestigatorStarted,
+    ReferencedRead,
+    SnapshotReads,
+    ToolCall,
+)
 from rigaudit.tools.schema.events.union import Event
-from rigaudit.transcripts.format import make_header
-from rigaudit.transcripts.references import REFERENCE_KEY, embedded, is_reference
+from rigaudit.transcripts.format import DUMPS, make_header
+from rigaudit.transcripts.references import REFERENCE_KEY
 from rigaudit.transcripts.reuse import RedactedParts
+from rigaudit.transcripts.tool_calls import OPS, encode_answer
 
 FSYNC_ENV = "RIGAUDIT_TRANSCRIPT_FSYNC"
 READS_FLUSH_S = 0.5
-"""The longest a recorded host read waits in the buffer (a crash loses at most this much of the reads)."""
+"""The longest a line of :data:`HELD` waits in the buffer (a crash loses at most this much of them)."""
+HELD = (ToolCall, SnapshotReads, InvestigatorStarted, InvestigatorFinished, FindingReported)
 
 
-_DUMPS = json.JSONEncoder(separators=(",", ":")).encode
-"""``json.dumps`` with these separators, its encoder made once (not for every line)."""
 _string: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 """A JSON string as ``json.dumps`` writes it (ASCII, escaped)."""
 _KEPT_MOST = 100_000
+_UNSET = object()
+
+
+def _text(read: ReferencedRead) -> str:
+    """One read's JSON in a ``snapshot_reads`` line: ``["read","/proc/x",[],"1f2e..."]``."""
+    op, target, args, digest = read
+    return f"[{_string(op)},{_string(target)},{DUMPS(args)},{_string(digest)}]"
+
+
+def _unchanged(op: str, target: str, args: tuple[Any, ...]) -> bool:
+    """Whether redaction leaves a read's path or command as it is (else a replay could not name it in the snapshot),
+    its operation rigaudit's own."""
+    return op in OPS and redact_json(target, ids=True) == target and (not args or redact_json(list(args), ids=True) == list(args))
 
 
 class _Kept:
-    """The paths and commands redaction leaves as they are, while the identifiers it knows stay the same (what it
-    learns may change them): a read's path, redacted once, is not walked again for every transcript."""
+    """The reads of a sealed snapshot as a ``snapshot_reads`` line writes them (``None``: a read whose path or command
+    redaction changes), while the identifiers redaction knows stay the same (what it learns may change them): a
+    read's path, redacted once, is not walked again for every transcript."""
 
     def __init__(self) -> None:
         self.state = (-1, -1)
-        self.texts: set[str | tuple[str, ...]] = set()
+        self.texts: dict[ReferencedRead, str | None] = {}
 
-    def unchanged(self, text: str | tuple[str, ...], value: Any) -> bool:
+    def current(self) -> dict[ReferencedRead, str | None]:
+        """The reads' texts known in the state of now (forgotten when it changed)."""
         state = (_known.epoch(), _known.generation())
         if state != self.state or len(self.texts) > _KEPT_MOST:
-            self.state, self.texts = state, set()
-        if text in self.texts:
-            return True
-        same: bool = redact_json(value, ids=True) == value
-        if same and (_known.epoch(), _known.generation()) == state:
-            self.texts.add(text)
-        return same
+            self.state, self.texts = state, {}
+        return self.texts
+
+    def text(self, read: ReferencedRead) -> str | None:
+        """A read not in :meth:`current`: its text, kept where redaction learned nothing meanwhile."""
+        self.current()
+        state = self.state
+        op, target, args, _ = read
+        text = _text(read) if _unchanged(op, target, args) else None
+        if (_known.epoch(), _known.generation()) == state:
+            self.texts[read] = text
+        return text
 
 
 _KEPT = _Kept()
 
 
-def _reference_line(call: ToolCall) -> str | None:
-    """The line of a read recorded by reference: its digest as it is (rigaudit's, of no host text), its path or
-    command as redaction leaves it; ``None`` where redaction changes them (a replay could not name the read in the
-    snapshot), so that the answer kept aside is embedded instead."""
-    if not _KEPT.unchanged(call.target, call.target):
-        return None
-    if call.args and not _KEPT.unchanged(tuple(str(a) for a in call.args), call.args):
-        return None
-    area = "null" if call.area is None else _string(call.area)
-    args = _DUMPS(call.args) if call.args else "[]"
-    result = _string(call.result[REFERENCE_KEY])
-    return (
-        f'{{"t":{float.__repr__(call.t)},"type":"tool_call","area":{area},"op":{_string(call.op)},'
-        f'"target":{_string(call.target)},"args":{args},"result":{{"{REFERENCE_KEY}":{result}}}}}'
-    )
+def _reads_lines(event: SnapshotReads, redact: bool) -> str:
+    """The line of an area's reads of a sealed snapshot, written by hand (the same bytes as the model's JSON): its
+    digests as they are (rigaudit's hex, of no host text), each path or command as redaction leaves it. A read whose
+    path or command redaction changes is a line of its own before it, a :class:`ToolCall` with the answer embedded."""
+    kept: list[str] = []
+    embedded: list[str] = []
+    answers = event._answers
+    known = _KEPT.current()
+    for number, read in enumerate(event.reads):
+        if not redact:
+            text: str | None = _text(read)
+        else:
+            try:
+                text = known.get(read, _UNSET)  # type: ignore[arg-type]
+            except TypeError:  # an argument no read of rigaudit's has (a list): embedded
+                text = None
+            if text is _UNSET:
+                text = _KEPT.text(read)
+                known = _KEPT.current()  # what redaction learned for it makes the texts before it stale
+        if text is not None:
+            kept.append(text)
+            continue
+        op, target, args, digest = read
+        answer = answers[number] if number < len(answers) else None
+        result = encode_answer(answer, op) if answer is not None else {REFERENCE_KEY: digest}  # type: ignore[arg-type]
+        call = ToolCall(t=event.t, area=event.area, op=op, target=target, args=list(args), result=result)
+        embedded.append(DUMPS(redact_json(call.model_dump(mode="json", by_alias=True), ids=True)))
+    if kept:
+        area = "null" if event.area is None else _string(event.area)
+        embedded.append(f'{{"t":{DUMPS(event.t)},"type":"snapshot_reads","area":{area},"reads":[{",".join(kept)}]}}')
+    return "\n".join(embedded)
 
 
 def encode_event(event: Event, *, redact: bool = True, parts: RedactedParts | None = None) -> str:
-    """One transcript line (without its newline) for ``event``; ``parts``: what this transcript's earlier lines
-    redacted, reused where it is written again (the same line either way)."""
-    if redact and isinstance(event, ToolCall) and is_reference(event.result):
-        line = _reference_line(event)
-        if line is not None:
-            return line
-        event = embedded(event)
+    """The transcript line (without its newline) for ``event``: for an area's reads of a sealed snapshot, the lines
+    (those embedding a read, then the reads by reference). ``parts``: what this transcript's earlier lines redacted
+    and recorded, reused where the audit's result repeats it (:mod:`.reuse`)."""
+    if isinstance(event, SnapshotReads):
+        return _reads_lines(event, redact)
+    if redact and not event.verbatim and parts is not None:
+        return parts.line(event)
     data: dict[str, Any] = event.model_dump(mode="json", by_alias=True)
     if redact and not event.verbatim:
-        data = parts.redact(event, data) if parts is not None else redact_json(data, ids=True)
-    return _DUMPS(data)
+        data = redact_json(data, ids=True)
+    return DUMPS(data)
 
 
 class TranscriptWriter:
@@ -148,7 +192,7 @@ class TranscriptWriter:
         with self._lock:
             if self._closed:
                 return
-            self._write_line(line, hold=isinstance(event, ToolCall))
+            self._write_line(line, hold=isinstance(event, HELD))
             self.events_written += 1
 
     @property

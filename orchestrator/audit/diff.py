@@ -21,7 +21,7 @@ from rigaudit.tools.diffing import DIFF_SCHEMA, SideInfo
 from rigaudit.tools.files.bounded import InputError, JsonError, load_json, loads, open_regular
 from rigaudit.tools.hosts.snapshot import SnapshotHost
 from rigaudit.tools.schema.audit import AUDIT_SCHEMA, AuditResult
-from rigaudit.tools.schema.events.audit import AuditFinished, ToolCall
+from rigaudit.tools.schema.events.audit import AuditFinished, SnapshotReads, ToolCall
 from rigaudit.tools.schema.events.diff import DiffReported, DiffValueChange
 from rigaudit.tools.schema.events.session import SessionStarted
 from rigaudit.tools.schema.finding import Finding
@@ -129,7 +129,7 @@ async def load_side(path: Path, *, values: bool, scratch: Path, options: AuditOp
     facts = dict(audit.result.host.facts) if audit is not None else {}
     side = Side(path, "transcript", host, findings, warnings=list(transcript.warnings), facts=facts)
     if values:
-        if any(isinstance(e, ToolCall) for e in events):
+        if any(isinstance(e, (ToolCall, SnapshotReads)) for e in events):
             events = await resolve_references(events, elsewhere="diff it against the snapshot where it is now")
             rebuilt = scratch / "rebuilt"
             report = await anyio.to_thread.run_sync(lambda: rebuild_snapshot(events, rebuilt, source=str(path)))

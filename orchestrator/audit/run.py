@@ -19,7 +19,7 @@ from rigaudit.orchestrator.hosts.identity import FACT as IDENTITY_FACT
 from rigaudit.orchestrator.hosts.identity import identify
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.base import Host
-from rigaudit.tools.hosts.probe import HostOpResult, Probe
+from rigaudit.tools.hosts.probe import Observer, Probe
 from rigaudit.tools.schema.audit import AuditResult, AuditStatus, HostSummary, InvestigatorRun, InvestigatorStatus, LlmRun
 from rigaudit.tools.schema.dropped import DroppedFinding
 from rigaudit.tools.schema.events.audit import (
@@ -35,7 +35,7 @@ from rigaudit.tools.schema.events.audit import (
 )
 from rigaudit.tools.schema.events.sink import EventSink, discard
 from rigaudit.tools.schema.finding import Finding
-from rigaudit.transcripts.references import reference_call, snapshot_reference
+from rigaudit.transcripts.references import ReferencedReads, snapshot_reference
 from rigaudit.transcripts.tool_calls import tool_call_from_probe
 
 if TYPE_CHECKING:
@@ -135,7 +135,9 @@ async def _refine(inv: AnyInvestigator, scoped: Probe, brain: Brain, owners: dic
     outcome.findings, outcome.suggestions, outcome.dropped = merged.findings, merged.suggestions, merged.dropped
 
 
-async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: EventSink, outcome: _Outcome) -> None:
+async def _investigate(
+    inv: AnyInvestigator, probe: Probe, options: AuditOptions, emit: EventSink, outcome: _Outcome, reads: _Reads
+) -> None:
     timeout_s = options.timeout_s
     _current_area.set(inv.area)
     emit(InvestigatorStarted(area=inv.area, title=inv.title))
@@ -169,13 +171,14 @@ async def _investigate(inv: AnyInvestigator, probe: Probe, options: AuditOptions
         for finding in outcome.findings:
             counts[finding.status] = counts.get(finding.status, 0) + 1
         error = outcome.error or (f"LLM: {outcome.llm_error}" if outcome.llm == "failed" else None)  # shown on the board
+        reads.done(inv.area)
         emit(
             InvestigatorFinished(area=inv.area, status=outcome.status, duration_s=outcome.duration_s, error=error, counts=counts)
         )
 
 
 async def _take_baseline(
-    host: Host, probe: Probe, timeout_s: float, emit: EventSink, baseline: dict[str, str], warnings: list[str]
+    host: Host, probe: Probe, timeout_s: float, emit: EventSink, baseline: dict[str, str], warnings: list[str], reads: _Reads
 ) -> None:
     """The host's facts (GPUs, driver, kernel...) and its PCIe tree, within the investigators' time limit: a read
     that never returns (a hung mount, a stuck NVML call) must not hold the audit after they all ended."""
@@ -196,23 +199,39 @@ async def _take_baseline(
         raise
     except Exception as exc:
         warnings.append(f"baseline facts incomplete: {_error_line(exc)}")
+    finally:
+        reads.done("baseline")
 
 
-def _probe(host: Host, options: AuditOptions, emit: EventSink) -> Probe:
-    """The host behind the audit's concurrency limit; every read a tool-call event when someone listens: of a sealed
-    snapshot, by reference (its digest: the snapshot holds the text; :mod:`rigaudit.transcripts.references`)."""
-    listened = emit is not discard  # nobody listens (a check without a transcript): no tool-call events made
-    if not listened:
-        return Probe(host, concurrency=options.concurrency)
-    reference = snapshot_reference(host)
-    if reference is not None:
+class _Reads:
+    """How the audit's reads reach whoever listens: each a :class:`ToolCall` as it ends (a live host's, its answer
+    embedded), or an area's all at once when its investigator ends (a sealed snapshot's, by reference: its digests,
+    the snapshot holds the text; :mod:`rigaudit.transcripts.references`). Nobody listening (a check without a
+    transcript): no event is made."""
+
+    def __init__(self, host: Host, emit: EventSink) -> None:
+        self.emit = emit
+        self.kept: ReferencedReads | None = None
+        self.observer: Observer | None = None
+        if emit is discard:
+            return
+        reference = snapshot_reference(host)
+        if reference is None:
+            self.observer = lambda ref, result: emit(tool_call_from_probe(_current_area.get(), ref, result))
+            return
         emit(reference)
-    call = tool_call_from_probe if reference is None else reference_call
+        self.kept = ReferencedReads(_current_area.get)
+        self.observer = self.kept.observe
 
-    def observe(ref: str, result: HostOpResult) -> None:
-        emit(call(_current_area.get(), ref, result))
+    def done(self, area: str) -> None:
+        """``area``'s investigator (or the baseline) ended: its reads of a snapshot told."""
+        for event in self.kept.take(area) if self.kept is not None else ():
+            self.emit(event)
 
-    return Probe(host, concurrency=options.concurrency, observer=observe)
+    def finish(self) -> None:
+        """The audit ended: the reads not told yet (made outside any area) told."""
+        for event in self.kept.take_all() if self.kept is not None else ():
+            self.emit(event)
 
 
 def _run_entry(area: str, outcome: _Outcome) -> InvestigatorRun:
@@ -274,7 +293,8 @@ async def run_audit(
     )
     started_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     started = time.perf_counter()
-    probe = _probe(host, options, emit)
+    reads = _Reads(host, emit)
+    probe = Probe(host, concurrency=options.concurrency, observer=reads.observer)
     if isinstance(options.brain, ReportingBrain):
         options.brain.agents_expected = len(investigators)
     outcomes = {inv.area: _Outcome() for inv in investigators}
@@ -285,9 +305,10 @@ async def run_audit(
         if control.cancelled:
             scope.cancel()
         async with anyio.create_task_group() as group:
-            group.start_soon(_take_baseline, host, probe, options.timeout_s, emit, baseline, warnings)
+            group.start_soon(_take_baseline, host, probe, options.timeout_s, emit, baseline, warnings, reads)
             for inv in investigators:
-                group.start_soon(_investigate, inv, probe, options, emit, outcomes[inv.area])
+                group.start_soon(_investigate, inv, probe, options, emit, outcomes[inv.area], reads)
+    reads.finish()
     ordered = [outcomes[inv.area] for inv in investigators]
     runs = tuple(_run_entry(inv.area, outcomes[inv.area]) for inv in investigators)
     llm = _llm_run(options.brain, len(investigators), emit, warnings)

@@ -6,7 +6,13 @@ from collections import Counter
 from pathlib import Path
 
 from rigaudit.tools.schema.events.apply import ApprovalDecided, ChangeApplied
-from rigaudit.tools.schema.events.audit import FindingReported, InvestigatorActivity, InvestigatorFinished, ToolCall
+from rigaudit.tools.schema.events.audit import (
+    FindingReported,
+    InvestigatorActivity,
+    InvestigatorFinished,
+    SnapshotReads,
+    ToolCall,
+)
 from rigaudit.tools.schema.events.bench import BenchResultReported
 from rigaudit.tools.schema.events.chat import LlmExchange, Message
 from rigaudit.tools.schema.events.session import ReportWritten, Warning_
@@ -24,6 +30,8 @@ def describe(event: Event) -> str:
     if isinstance(event, ToolCall):
         error = event.result.get("error")
         return f"{event.area or '-'}: {event.op} {event.target}" + (f" -> {error}" if error else "")
+    if isinstance(event, SnapshotReads):
+        return f"{event.area or '-'}: {len(event.reads)} read(s) of the snapshot, by reference"
     if isinstance(event, InvestigatorActivity):
         return f"{event.area}: {event.ref}"
     if isinstance(event, InvestigatorFinished):

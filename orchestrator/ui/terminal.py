@@ -41,6 +41,7 @@ from rigaudit.tools.schema.events.audit import (
     InvestigatorFinished,
     InvestigatorStarted,
     PcieDevice,
+    SnapshotReads,
     ToolCall,
     TopologyReported,
 )
@@ -305,6 +306,13 @@ class TerminalUI:
             row = self.rows[event.area]
             row.reading, row.reads = f"{event.op} {event.target}", row.reads + 1
 
+    def _snapshot_reads(self, event: SnapshotReads) -> None:
+        """An area's reads of a sealed snapshot, all at once (live, and in a replay)."""
+        if event.area in self.rows and event.reads:
+            row = self.rows[event.area]
+            op, target = event.reads[-1][:2]
+            row.reading, row.reads = f"{op} {target}", row.reads + len(event.reads)
+
     def __call__(self, event: Event) -> None:
         if type(event) in _READS and self._streaming is None and not self._gate:  # most of an audit's events: first
             self._read(event)  # type: ignore[arg-type]
@@ -328,6 +336,8 @@ class TerminalUI:
             self._start_live()
         elif isinstance(event, (InvestigatorActivity, ToolCall)):
             self._read(event)
+        elif isinstance(event, SnapshotReads):
+            self._snapshot_reads(event)
         elif isinstance(event, InvestigatorFinished):
             self._investigator_finished(event)
         elif isinstance(event, AuditFinished):

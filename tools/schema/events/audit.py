@@ -3,9 +3,9 @@ the plan, the result, the PCIe topology."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 from rigaudit.tools.schema.audit import AuditResult, InvestigatorStatus
 from rigaudit.tools.schema.events.base import BaseEvent
@@ -14,6 +14,9 @@ from rigaudit.tools.schema.plan import Plan
 
 
 class InvestigatorStarted(BaseEvent):
+    """An investigator starts: its area and title, rigaudit's own text (recorded as it is)."""
+
+    verbatim: ClassVar[bool] = True
     type: Literal["investigator_started"] = "investigator_started"
     area: str
     title: str = ""
@@ -34,8 +37,9 @@ class ToolCall(BaseEvent):
 
     ``op`` is ``read``, ``list_dir``, ``readlink``, ``exists``, ``run`` or ``nvml``. ``result`` is
     JSON: for ``read`` ``{"data_b64": ...}`` or ``{"error": ...}``; for ``run`` the command
-    result's fields; for ``nvml`` ``{"result": ...}`` or ``{"error": ...}``. A read of a sealed snapshot is recorded
-    by reference: ``{"digest": ...}``, the digest of what the snapshot answered, read there again by a replay
+    result's fields; for ``nvml`` ``{"result": ...}`` or ``{"error": ...}``. The reads of a sealed snapshot are
+    :class:`SnapshotReads` instead, an area's at once; a transcript of an older release recorded each by reference
+    here: ``{"digest": ...}``, the digest of what the snapshot answered, read there again by a replay
     (:class:`SnapshotReferenced` before it names the snapshot; :mod:`rigaudit.transcripts.references`).
     """
 
@@ -45,19 +49,37 @@ class ToolCall(BaseEvent):
     target: str
     args: list[Any] = Field(default_factory=list)
     result: dict[str, Any] = Field(default_factory=dict)
-    _answer: object = PrivateAttr(default=None)
-    """The host's answer behind a reference, never serialized: a transcript embeds it where the read's path or
-    command would not survive redaction (a replay could not name it in the snapshot)."""
 
 
 class SnapshotReferenced(BaseEvent):
-    """The audit reads a sealed snapshot: the tool calls after it hold digests of its answers, not their text."""
+    """The audit reads a sealed snapshot: the reads after it (:class:`SnapshotReads`) hold digests of its answers,
+    not their text."""
 
     type: Literal["snapshot_referenced"] = "snapshot_referenced"
     path: str
     """The snapshot's folder, absolute."""
     manifest: str
     """The SHA-256 of its ``snapshot.json``: which snapshot it was (checked before a replay reads it again)."""
+
+
+AnswerDigest = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+"""The BLAKE2b digest (16 bytes, hex) of one answer: :func:`rigaudit.transcripts.references.answer_digest`."""
+ReferencedRead = tuple[str, str, tuple[Any, ...], AnswerDigest]
+"""One read of a sealed snapshot as :class:`SnapshotReads` holds it: ``(op, target, args, digest)``, as a
+:class:`ToolCall` names it and the digest of what the snapshot answered."""
+
+
+class SnapshotReads(BaseEvent):
+    """An area's reads of a sealed snapshot, all at once (after :class:`SnapshotReferenced`): each its operation and
+    the digest of the snapshot's answer, never its text; told when the area's investigator ends (the board and a
+    replay count an area's reads then). ``area`` ``None``: reads made outside any area's investigator."""
+
+    type: Literal["snapshot_reads"] = "snapshot_reads"
+    area: str | None = None
+    reads: tuple[ReferencedRead, ...] = ()
+    _answers: tuple[object, ...] = PrivateAttr(default=())
+    """The snapshot's answers, one per read, never serialized: a transcript embeds a read's answer where its path or
+    command would not survive redaction (a replay could not name it in the snapshot)."""
 
 
 class InvestigatorFinished(BaseEvent):

@@ -17,6 +17,7 @@ from rigaudit.tools.schema.events.audit import (
     InvestigatorFinished,
     InvestigatorStarted,
     PlanReady,
+    SnapshotReads,
     SnapshotReferenced,
     ToolCall,
     TopologyReported,
@@ -44,6 +45,7 @@ Event = Annotated[
     | InvestigatorActivity
     | ToolCall
     | SnapshotReferenced
+    | SnapshotReads
     | InvestigatorFinished
     | FindingReported
     | PlanReady
