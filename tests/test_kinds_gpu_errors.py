@@ -50,9 +50,14 @@ def test_the_reset_is_read_where_the_driver_logged_it() -> None:
     assert "recovery action back to None at 71890.2 s" in xid.observed
 
 
-def test_an_xid_that_came_back_after_its_reset_is_medium() -> None:
+def test_a_memory_xid_that_came_back_after_its_reset_is_high_and_drains(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: medium, so an uncontained memory error returning after every reset passed the gate."""
+    spec = gpu_errors.xid95_reset(HGX, episodes=3, nvml_now=0)
+    xid = by_check(spec)["gpu.xid"]
+    assert (xid.status, xid.severity) == ("problem", "high"), xid.observed
+    assert _gate(spec, capsys)[0] == 1
     xid = by_check(gpu_errors.xid95_reset(HGX, episodes=2, nvml_now=0))["gpu.xid"]
-    assert (xid.status, xid.severity) == ("problem", "medium"), xid.observed
+    assert (xid.status, xid.severity) == ("problem", "high"), xid.observed
     assert "×2, repeated after a reset (at 77234.5 s)" in xid.observed
     assert xid.fix is not None and "DCGM diagnostics" in xid.fix.summary and "after its reset" in xid.fix.summary
 

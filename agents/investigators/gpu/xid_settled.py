@@ -146,8 +146,14 @@ def repeated(settled: list[Settled]) -> dict[tuple[int, str], int]:
 
 
 def settled_severity(settled: list[Settled]) -> Severity:
-    """Low: dealt with, watch for a repeat; medium where it has repeated on the same GPU after a reset."""
-    return "medium" if repeated(settled) else "low"
+    """Low: dealt with, watch for a repeat. Repeated on the same GPU after its reset: high where the Xid is one
+    NVIDIA's catalog grades high or critical (memory, the GPU's hardware: a reset each time does not make the GPU
+    sound, and the gate drains it), medium otherwise."""
+    again = repeated(settled)
+    if not again:
+        return "low"
+    hardware = any((entry := lookup(code)) is not None and entry.severity in ("critical", "high") for code, _ in again)
+    return "high" if hardware else "medium"
 
 
 def settled_text(settled: list[Settled], by_bdf: dict[str, Gpu]) -> list[str]:
