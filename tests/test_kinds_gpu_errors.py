@@ -102,6 +102,29 @@ def test_an_application_fault_of_a_live_server_stays_medium_and_names_it() -> No
     assert xid.fix is not None and xid.fix.kind == "restart"
 
 
+def test_a_pid_reused_by_a_process_started_after_the_xid_is_not_the_one_that_hit_it() -> None:
+    """Before: 'still runs: it is the serving process', because the pid and the name (python3) matched."""
+    xid = by_check(gpu_errors.app_fault(HGX, code=13, who="reused"))["gpu.xid"]
+    assert (xid.status, xid.severity) == ("problem", "low"), xid.observed
+    assert "is now another process, started at 64510.8 s, after the Xid" in xid.observed
+
+
+def test_one_gpu_faulting_the_jobs_of_many_processes_is_the_gpus_and_drains(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: low (each process had exited), though five processes hit Xid 13 on GPU6 and none on another GPU."""
+    spec = gpu_errors.app_faults_of_many(HGX)
+    xid = by_check(spec)["gpu.xid"]
+    assert (xid.status, xid.severity) == ("problem", "high"), xid.observed
+    assert xid.observed.startswith("Xid 13 from 5 different processes on GPU6 (") and "the GPU's pattern" in xid.observed
+    assert xid.fix is not None and "dcgmi diag -r 3 -i 6" in xid.fix.summary
+    assert _gate(spec, capsys)[0] == 1
+
+
+@pytest.mark.parametrize("gpus", [(0, 1, 2, 3, 4), (6, 6)], ids=["spread-over-gpus", "two-processes"])
+def test_application_faults_spread_over_gpus_or_of_two_processes_stay_low(gpus: tuple[int, ...]) -> None:
+    xid = by_check(gpu_errors.app_faults_of_many(HGX, gpus))["gpu.xid"]
+    assert (xid.status, xid.severity) == ("problem", "low"), xid.observed
+
+
 def test_one_nvlink_orders_of_magnitude_above_its_siblings_is_named_first_and_medium() -> None:
     """Before: low, graded by counter type alone, the outlier buried in a 3,480-character list of every link."""
     errors = by_check(gpu_errors.nvlink_outlier(HGX))["nvlink.errors"]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from tests.hostgen.kernel import kernel_tuple
 from tests.hostgen.pci import aer_text
+from tests.hostgen.procs import write_proc
 from tests.hostgen.spec import Fault, HostSpec
 
 if TYPE_CHECKING:
@@ -153,17 +154,39 @@ def _server_pid(built: Built) -> tuple[int, str]:
 
 def app_fault(spec: HostSpec, gpu: int = 6, code: int = 13, *, who: str = "exited") -> HostSpec:
     """Application fault ``code`` on ``gpu`` by a process that has exited (``who="exited"``: a user's notebook,
-    pid 91822, no /proc entry) or by the host's first serving process, still running (``who="server"``)."""
+    pid 91822, no /proc entry) or by the host's first serving process, still running (``who="server"``), or by a
+    process whose pid and name the server has now, the server started after the Xid (``who="reused"``)."""
 
     def apply(built: Built) -> None:
         pid, name = (91822, "python") if who == "exited" else _server_pid(built)
         if who == "exited":
             assert pid not in built.procs
+        if who == "reused":  # the server's pid and name, but the server started after the Xid: another process
+            built.procs[pid] = replace(built.procs[pid], start_ticks=int(64210.75 * 100) + 30_000)
+            write_proc(built.tree, built.procs[pid])
         bus = _bus(built, gpu)
         line = f"NVRM: Xid (PCI:{bus}): {code}, pid={pid}, name={name}, {APP_FAULT_TEXT[code]}"
         add_dmesg(built, [*_first_xid_header(built, gpu), line], 64210.75)
 
     return _with(spec, f"xid{code}-{who}", f"Xid {code} on GPU{gpu} by a process that {who}", apply)
+
+
+def app_faults_of_many(spec: HostSpec, gpus: tuple[int, ...] = (6,) * 5, code: int = 13) -> HostSpec:
+    """Application fault ``code`` once per entry of ``gpus``, each by another process (pids 91822, 91823...), all
+    exited: five on GPU6 is one GPU faulting every job; five over five GPUs, five applications' bugs."""
+
+    def apply(built: Built) -> None:
+        lines: list[str] = []
+        for n, gpu in enumerate(gpus):
+            pid = 91822 + n * 7
+            assert pid not in built.procs
+            if gpu not in gpus[:n]:
+                lines += _first_xid_header(built, gpu)
+            lines.append(f"NVRM: Xid (PCI:{_bus(built, gpu)}): {code}, pid={pid}, name=python3, {APP_FAULT_TEXT[code]}")
+        add_dmesg(built, lines, 64210.75)
+
+    where = "-".join(str(g) for g in dict.fromkeys(gpus))
+    return _with(spec, f"xid{code}-many-{where}", f"Xid {code} from {len(gpus)} processes on GPU(s) {where}", apply)
 
 
 def nvlink_outlier(

@@ -59,6 +59,8 @@ class Proc:
     mems: str = "0"
     swap_kib: int = 0
     """VmSwap: what of it is swapped out."""
+    start_ticks: int = 1842
+    """When it started, in clock ticks (1/100 s) since boot: /proc/PID/stat's field 22."""
 
     @property
     def name(self) -> str:
@@ -74,7 +76,7 @@ def write_proc(tree: Tree, proc: Proc) -> None:
     tree.file(
         f"{base}/stat",
         f"{proc.pid} ({name}) {proc.state} {proc.ppid} {proc.pid} {proc.pid} 0 -1 {flags} 1523 0 12 0 41 18 0 0 20 0 "
-        f"{proc.threads} 0 1842 {proc.vm_kib * 1024} {proc.vm_kib // 16} 18446744073709551615 "
+        f"{proc.threads} 0 {proc.start_ticks} {proc.vm_kib * 1024} {proc.vm_kib // 16} 18446744073709551615 "
         "0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n",
     )
     status = [

@@ -41,6 +41,8 @@ from rigaudit.agents.investigators.gpu.memory import (
     reset_where,
 )
 from rigaudit.agents.investigators.gpu.xid_after import XidEvent, parse_xids
+from rigaudit.agents.investigators.gpu.xid_pattern import EXPLANATION as PATTERN_EXPLANATION
+from rigaudit.agents.investigators.gpu.xid_pattern import gpu_pattern, pattern_fix, pattern_text
 from rigaudit.agents.investigators.gpu.xid_settled import (
     SETTLED_EXPLANATION,
     current_actions,
@@ -274,6 +276,27 @@ def _described(judged: list[_Judged], notes: dict[int, list[str]], by_bdf: dict[
 
 
 def judge_xid(f: GpuHealthFacts) -> Finding:
+    """The Xids as each GPU's history judges them (:func:`_judged`), raised to high where one GPU's application
+    faults came from many processes and no other GPU logged one (:mod:`.xid_pattern`)."""
+    finding = _judged(f)
+    if finding.status != "problem" or SEVERITY_ORDER[finding.severity or "low"] <= SEVERITY_ORDER["high"]:
+        return finding
+    pattern = gpu_pattern(parse_xids(f.dmesg.stdout), len(f.inventory.gpus))
+    if pattern is None:
+        return finding
+    by_bdf = {g.bdf: g for g in f.inventory.gpus}
+    return XID_CHECK.problem_at(
+        "high",
+        f"{pattern_text(pattern, by_bdf)}; {finding.observed}",
+        finding.expected,
+        f"{PATTERN_EXPLANATION} {finding.explanation}",
+        pattern_fix(pattern, by_bdf, f.platform),
+        subjects=finding.subjects,
+        evidence=finding.evidence,
+    )
+
+
+def _judged(f: GpuHealthFacts) -> Finding:
     refs = (command_ref(DMESG), *(f.recovery.refs if f.recovery is not None else ()))
     if why := log_unavailable(f.dmesg, in_container=f.platform.in_container):
         return XID_CHECK.unknown(why, evidence=refs)

@@ -30,6 +30,8 @@ unsigned int (an H100 on driver 580.159.04 answered in 13 us: ``valueType`` 1, `
 "GPU Recovery Action: None")."""
 RECOVERY_SCOPE = 0
 PID_LIMIT = 32
+USER_HZ = 100
+"""The clock ticks a second of /proc's times (``sysconf(_SC_CLK_TCK)``: 100 on every Linux architecture)."""
 """At most this many distinct ``pid=`` of Xid lines are looked up in /proc."""
 _PID = r"\bpid=(\d{1,9})\b"
 _NAME = r"\bname=([^,\s]{1,64})"
@@ -76,6 +78,8 @@ class XidProcess(Record):
     """``pid 4242 (vllm)``: the serving process it is (or is a worker of), when it is one."""
     why: str = ""
     """Why its state is unknown."""
+    started: float | None = None
+    """When the process with that pid started, in seconds since boot (/proc/PID/stat's starttime; None: not read)."""
 
 
 def line_pid(line: str) -> int | None:
@@ -112,7 +116,14 @@ async def _process(probe: Probe, pid: int, names: frozenset[str]) -> XidProcess:
     if root is not None:
         marker = server_marker(split_cmdline((await probe.read(f"/proc/{root}/cmdline")).data))
         server = f"pid {root} ({marker})"
-    return XidProcess(pid, "running", comm.strip(), server)
+    return XidProcess(pid, "running", comm.strip(), server, started=start_time(await probe.text(f"/proc/{pid}/stat")))
+
+
+def start_time(stat: str | None) -> float | None:
+    """Seconds since boot a process started: /proc/PID/stat's field 22 (starttime, in USER_HZ ticks: 100 a second
+    on Linux), counted after the ``(comm)`` that may hold spaces (None: not read or not that shape)."""
+    fields = stat.rpartition(")")[2].split() if stat else []
+    return int(fields[19]) / USER_HZ if len(fields) > 19 and fields[19].isdecimal() and len(fields[19]) < 20 else None
 
 
 async def collect_xid_processes(probe: Probe, log: str, *, in_container: bool) -> dict[int, XidProcess]:

@@ -111,6 +111,8 @@ def _exited(f: GpuHealthFacts, e: XidEvent) -> tuple[str | None, str | None]:
         return why + "no serving process is that pid", None
     if seen.state == "running" and name and seen.comm and seen.comm[:15] != name[:15]:
         return f"{who} has exited (pid {pid} is now {seen.comm}, another process)", None
+    if seen.state == "running" and seen.started is not None and (at := e.at) is not None and seen.started > at:
+        return f"{who} has exited (pid {pid} is now another process, started at {seen.started:g} s, after the Xid)", None
     if seen.state == "running":
         return None, f"{who} still runs" + (f": it is the serving process {seen.server}" if seen.server else ", no server")
     return None, f"{who}: whether it still runs is unknown ({seen.why})"
