@@ -358,7 +358,14 @@ class TerminalUI:
             self._lines(rollback_lines(event))
         elif isinstance(event, QUERY_LINES):
             self._lines(_query_lines(event))
-        elif isinstance(event, ChecksListed):
+        elif isinstance(event, SessionEnded):
+            self._stop_live()
+        else:
+            self._print(event)
+
+    def _print(self, event: Event) -> None:
+        """The events a command prints as they come: documents, a diff, what was written, messages, warnings."""
+        if isinstance(event, ChecksListed):
             self._document(checks_text(event))
         elif isinstance(event, SchemaShown):
             self._document(schema_text(event))
@@ -373,8 +380,6 @@ class TerminalUI:
             self.console.print(Text(printable(event.text), style=_MESSAGE_STYLE[event.role]))
         elif isinstance(event, Warning_):
             self.console.print(Text(printable(f"warning: {event.text}"), style="yellow"))
-        elif isinstance(event, SessionEnded):
-            self._stop_live()
 
     def close(self) -> None:
         self._stop_streaming()
