@@ -3,6 +3,9 @@
 Under cgroup.conf's ``ConstrainDevices=yes`` a step sees only the GPUs it was given: NVML lists those, the PCI bus
 all of the node's. The gate judges the step's GPUs, never drains for the others (another job's), says it could not
 look where the step was given none, and still drains for a GPU really lost, seen from the host or from the step.
+A step is taken as confined only where NVML agrees (it shows no more GPUs than the step was given), never because
+cgroup.conf went unread; one whose environment names no GPU (an ssh login adopted into the extern step) is never ok
+with a GPU missing; a healthy step that saw some of the node's GPUs says how many it judged.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from rigaudit.agents.facts.job_step import constrain_devices, step_of
+from rigaudit.agents.facts.job_step import JobStep, constrain_devices, step_of
 from rigaudit.orchestrator.audit.run import run_audit
 from rigaudit.orchestrator.cli import main
 from rigaudit.orchestrator.fleet.runner import _steps_without_gpus
@@ -23,7 +26,7 @@ from rigaudit.tools.remote.slurm import SlurmJob
 from rigaudit.tools.schema.audit import AuditResult
 from tests.hostgen import ARCHETYPES
 from tests.hostgen.cache import snapshot
-from tests.hostgen.jobstep import slurm_step, step_cgroup
+from tests.hostgen.jobstep import lose_gpu, slurm_step, step_cgroup
 
 HGX = ARCHETYPES["hgx-h100-jammy"]
 
@@ -123,6 +126,101 @@ def test_the_step_is_read_from_the_cgroup_path_alone() -> None:
     assert constrain_devices("ConstrainDevices=yes\nConstrainDevices=no\n") is False  # the last line wins
     assert constrain_devices("ConstrainCores=yes\n") is False  # Slurm's default
     assert constrain_devices(None) is None
+
+
+def _fleet_warnings(result: AuditResult) -> list[str]:
+    run = SimpleNamespace(audits={"gpu07": SimpleNamespace(result=result)})
+    return _steps_without_gpus(run, SlurmJob(gres="gpu:2"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("conf_dir", ["/usr/local/etc/slurm", "/etc/slurm-llnl"])
+def test_a_step_whose_cgroup_conf_is_beside_a_built_slurm_conf_drains_a_lost_gpu(
+    capsys: pytest.CaptureFixture[str], conf_dir: str
+) -> None:
+    """Review 8 F1: Slurm built from source keeps cgroup.conf in /usr/local/etc/slurm; ConstrainDevices=no there."""
+    spec = lose_gpu(slurm_step(HGX, (2, 3), constrain="no", conf_dir=conf_dir))
+    code, lines = check(capsys, snapshot(spec))
+    assert code == 1, lines[0]  # was 0: "(/etc/slurm/cgroup.conf not read: ConstrainDevices taken as yes)"
+    assert lines[0].startswith("promised.pci critical: NVML shows 7 of the 8 NVIDIA GPU functions"), lines[0]
+    assert f"ConstrainDevices=no in {conf_dir}/cgroup.conf" in line(lines, "container.platform")
+
+
+def test_a_step_whose_cgroup_conf_is_unread_is_judged_by_what_nvml_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    """cgroup.conf where the audit does not look (no SLURM_CONF): more GPUs on NVML than given is no confinement."""
+    spec = lose_gpu(slurm_step(HGX, (2, 3), constrain="no", conf_dir="/opt/slurm/etc"))
+    code, lines = check(capsys, snapshot(spec))
+    assert code == 1 and lines[0].startswith("promised.pci critical: NVML shows 7 of the 8"), lines[0]
+    assert "taken as yes" not in "\n".join(lines)
+    found = next(ln for ln in lines if "cgroup.conf not read" in ln)
+    assert "/usr/local/etc/slurm/cgroup.conf" in found and "judged by what NVML shows" in found
+    named = slurm_step(HGX, (2, 3), constrain="no", conf_dir="/opt/slurm/etc", slurm_conf=True)
+    code, lines = check(capsys, snapshot(named))
+    assert code == 0 and "ConstrainDevices=no in /opt/slurm/etc/cgroup.conf" in line(lines, "container.platform")
+    code, lines = check(capsys, snapshot(lose_gpu(named)))
+    assert code == 1 and lines[0].startswith("promised.pci critical: NVML shows 7 of the 8"), lines[0]
+
+
+def test_a_step_confined_but_unread_is_judged_by_its_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """No cgroup.conf read and NVML shows just the 2 GPUs given: confined, by what agrees."""
+    code, lines = check(capsys, snapshot(slurm_step(HGX, (2, 3), constrain=None)))
+    assert code == 0, lines[0]
+    pci = line(lines, "promised.pci")
+    assert "cgroup.conf not read" in pci and "NVML shows the 2 GPU(s) the step was given" in pci
+
+
+def test_a_step_whose_nvml_shows_more_than_it_was_given_is_judged_as_the_host(capsys: pytest.CaptureFixture[str]) -> None:
+    """ConstrainDevices=yes read, yet NVML shows 7 GPUs for a step given 2: what NVML shows wins, and one is missing."""
+    spec = slurm_step(HGX, (2, 3))
+    spec = replace(spec, platform=replace(spec.platform, visible_gpus=tuple(range(7))))
+    code, lines = check(capsys, snapshot(spec))
+    assert code == 1 and lines[0].startswith("promised.pci critical: NVML shows 7 of the 8"), lines[0]
+
+
+def test_an_ssh_login_adopted_into_the_extern_step_is_never_ok_with_a_gpu_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 8 F2: pam_slurm_adopt's login holds the job's devices but sshd's environment: no GPU named."""
+    whole = slurm_step(HGX, tuple(range(8)), job=9, step="extern", adopted=True)
+    code, lines = check(capsys, snapshot(lose_gpu(whole)))
+    assert code == 3, lines[0]  # was 0: "Slurm names none given to the step (...), so none can be missing"
+    assert lines[0].startswith("could not check: promised.pci (inside Slurm job 9 step extern"), lines[0]
+    assert "no GPU of the step named, NVML shows 7 of the 8" in lines[0]
+    assert "pam_slurm_adopt" in line(lines, "promised.pci")
+    code, lines = check(capsys, snapshot(slurm_step(HGX, (2, 3), job=9, step="extern", adopted=True)))
+    assert code == 3 and "NVML shows 2 of the 8" in lines[0], lines[0]  # never a drain for another job's six
+    code, lines = check(capsys, snapshot(whole))
+    assert code == 0 and "NVML shows the 8 NVIDIA GPU function(s) on the PCI bus" in line(lines, "promised.pci"), lines[0]
+
+
+def test_a_healthy_step_says_it_judged_only_its_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 8 F7: given 2 of 8, the healthy line and the fleet report say the other 6 went unjudged."""
+    root = snapshot(slurm_step(HGX, (2, 3)))
+    code, lines = check(capsys, root)
+    assert code == 0 and lines[0].startswith("healthy: judged 2 of 8 GPUs (the job step's); no problem at or above high")
+    fact = audit(root).host.facts["job_step"]
+    assert "NVML shows 2 of the node's 8 GPU(s) on the PCI bus, the other 6 unjudged" in fact, fact
+    warned = _fleet_warnings(audit(root))
+    assert len(warned) == 1 and "judged only some GPUs on 1 node(s) (gpu07 2 of 8)" in warned[0], warned
+    assert not _fleet_warnings(audit(snapshot(slurm_step(HGX, tuple(range(8))))))
+
+
+@pytest.mark.parametrize(
+    ("constrained", "gpus", "shown", "confines"),
+    [
+        (False, ("2", "3"), 2, False),
+        (None, ("2", "3"), 2, True),
+        (None, ("2", "3"), 7, False),
+        (True, ("2", "3"), 7, False),
+        (True, ("2", "3"), 1, True),
+        (True, (), 0, True),
+        (True, (), 8, False),
+        (True, (), 7, None),
+        (None, (), 2, None),
+    ],
+)
+def test_a_step_is_confined_only_where_nvml_agrees(
+    constrained: bool | None, gpus: tuple[str, ...], shown: int, confines: bool | None
+) -> None:
+    step = JobStep("7", "0", gpus, "SLURM_STEP_GPUS" if gpus else "", constrained, "/etc/slurm/cgroup.conf", "")
+    assert step.confines(shown, 8) is confines
 
 
 def test_srun_asks_for_the_gres_it_is_given() -> None:

@@ -74,8 +74,14 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
     step = platform.job_step
     if step is not None:
         facts["job_step"] = f"{step.label}, given {step.given}, {step.constraint}"
-        if step.confines_gpus and inventory.nvml_count == 0 and inventory.gpus:
+        shown = len(inventory.nvml_indices)
+        if inventory.confined and inventory.nvml_count == 0 and inventory.gpus:
             facts["job_step"] += f": NVML shows none of the node's {len(inventory.gpus)} GPU(s) on the PCI bus"
+        elif inventory.confined and shown and inventory.elsewhere:
+            facts["job_step"] += (
+                f": NVML shows {shown} of the node's {shown + inventory.elsewhere} GPU(s) on the PCI bus, "
+                f"the other {inventory.elsewhere} unjudged"
+            )
     if platform.lxc_configs:
         facts["lxc_containers"] = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".conf") for p in platform.lxc_configs)
     return facts

@@ -188,15 +188,16 @@ async def _collect_gpus(probe: Probe) -> GpuInventory:
     bdfs = sorted(set(sysfs_bdfs) | set(by_bdf))
     elsewhere, confined = 0, ""
     platform = await detect_platform(probe)
-    step = platform.job_step if platform.job_step is not None and platform.job_step.confines_gpus else None
-    if step is not None and count is not None:
+    step = platform.job_step
+    step_confined = step is not None and step.confines(count, len(bdfs)) is not False  # None: promised.pci says unknown
+    if step is not None and step_confined and count is not None:
         confined = step.label
-    if by_bdf and platform.gpus_confined:
+    if by_bdf and (platform.in_container or step_confined):
         # A container or a device-constrained job step sees the host's whole PCI bus in sysfs, but only the GPUs it
         # was given through NVML.
         elsewhere = len(set(bdfs) - set(by_bdf))
         bdfs = sorted(by_bdf)
-    elif step is not None and count == 0:
+    elif confined and count == 0:
         # A job step given no GPU: NVML lists none, the bus every GPU of the node (all another's, none missing).
         elsewhere = len(bdfs)
     gpus = await _gpus_at(probe, bdfs, by_bdf)

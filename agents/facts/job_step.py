@@ -3,9 +3,15 @@
 A Slurm job step (``srun``, a batch script) runs in a cgroup slurmstepd made for it: ``.../slurmstepd.scope/job_N/
 step_M/...`` on cgroup v2, ``/slurm/uid_U/job_N/step_M`` on v1. With ``ConstrainDevices=yes`` in cgroup.conf, the
 step's device cgroup allows only the GRES it was allocated (cgroup.conf(5)), so NVML inside it lists those GPUs
-and no others while the node's PCI bus (sysfs is not namespaced) still shows every GPU. Slurm names the step's GPUs
-by their global IDs in ``SLURM_STEP_GPUS`` (an ``srun`` step) or ``SLURM_JOB_GPUS`` (a batch or interactive step),
-not relative to the device cgroup (srun(1)); a step that asked for no GPU gets neither.
+and no others while the node's PCI bus (sysfs is not namespaced) still shows every GPU. ``ConstrainDevices``
+defaults to no, and cgroup.conf lives beside slurm.conf, whose folder is the build's (``/etc/slurm`` packaged,
+``/usr/local/etc/slurm`` from source, ``/etc/slurm-llnl`` on older Debian) or ``SLURM_CONF``'s. Slurm names the
+step's GPUs by their global IDs in ``SLURM_STEP_GPUS`` (an ``srun`` step) or ``SLURM_JOB_GPUS`` (a batch or
+interactive step), not relative to the device cgroup (srun(1)); a step that asked for no GPU gets neither, and
+neither does an ssh login pam_slurm_adopt put in a job's ``extern`` step (its environment is sshd's).
+
+Whether NVML here shows the step's GPUs alone is taken from what agrees (:meth:`JobStep.confines`), never from an
+unread file: a step whose NVML shows more GPUs than it was given is not confined, and is judged as the host.
 
 Only the audit's own process counts (``/proc/self``): a server in a job's cgroup seen from the host (a health check,
 which slurmd runs outside any job's cgroup) is not confined. Prolog and epilog run outside the job's cgroup too
@@ -23,7 +29,13 @@ from rigaudit.tools.hosts.probe import Probe, file_ref
 
 SELF_CGROUP = "/proc/self/cgroup"
 SELF_ENVIRON = "/proc/self/environ"
-CGROUP_CONF = "/etc/slurm/cgroup.conf"
+CGROUP_CONFS = (
+    "/etc/slurm/cgroup.conf",
+    "/usr/local/etc/slurm/cgroup.conf",
+    "/etc/slurm-llnl/cgroup.conf",
+    "/var/spool/slurmd/conf-cache/cgroup.conf",
+)
+"""Where cgroup.conf is looked for after ``SLURM_CONF``'s folder: packaged, from source, older Debian, configless."""
 _V2 = r"/slurmstepd\.scope/job_(\d+)/step_([A-Za-z0-9_]+)(?:/|$)"
 _V1 = r"/slurm[^/]*/uid_\d+/job_(\d+)/step_([A-Za-z0-9_]+)(?:/|$)"
 _GPU_ID = r"[0-9]{1,4}"
@@ -42,11 +54,11 @@ class JobStep(Record):
     gpus: tuple[str, ...]
     """The global IDs of the GPUs the step was given (empty: none)."""
     gpus_from: str
-    """The variable that said so (``SLURM_STEP_GPUS``...), or ``""`` when none did (the step was given none)."""
+    """The variable that said so (``SLURM_STEP_GPUS``...), or ``""`` when none did (given none, or not known)."""
     constrained: bool | None
-    """cgroup.conf's ``ConstrainDevices``: ``True`` yes, ``False`` no, ``None`` not read (taken as yes)."""
+    """cgroup.conf's ``ConstrainDevices``: ``True`` yes, ``False`` no, ``None`` not read."""
     conf: str
-    """The cgroup.conf read (or tried)."""
+    """The cgroup.conf read, or those tried (comma-separated) when none could be."""
     how: str
     evidence: tuple[str, ...] = ()
 
@@ -54,10 +66,18 @@ class JobStep(Record):
     def label(self) -> str:
         return f"Slurm job {self.job} step {self.step}"
 
-    @property
-    def confines_gpus(self) -> bool:
-        """NVML here shows the step's GPUs alone (ConstrainDevices=yes, or not read: a job step may not see more)."""
-        return self.constrained is not False
+    def confines(self, shown: int | None, on_bus: int) -> bool | None:
+        """Whether NVML here shows the step's GPUs alone, from what agrees: ``True`` judge the step's GPUs, ``False``
+        judge as the host, ``None`` cannot tell (no GPU named, NVML shows some but not all of the bus's).
+
+        ``shown``: NVML's device count (``None``: NVML unusable); ``on_bus``: the NVIDIA GPUs on the PCI bus."""
+        if self.constrained is False:
+            return False
+        if shown is None:
+            return self.constrained
+        if not self.gpus:
+            return True if shown == 0 else (False if shown >= on_bus else None)
+        return shown <= len(self.gpus)  # more than it was given: not confined (fewer: one of its own is missing)
 
     @property
     def given(self) -> str:
@@ -69,7 +89,7 @@ class JobStep(Record):
     @property
     def constraint(self) -> str:
         if self.constrained is None:
-            return f"{self.conf} not read: ConstrainDevices taken as yes"
+            return f"cgroup.conf not read ({self.conf}): judged by what NVML shows"
         return f"ConstrainDevices={'yes' if self.constrained else 'no'} in {self.conf}"
 
 
@@ -110,11 +130,15 @@ async def detect_job_step(probe: Probe, self_cgroup: str | None) -> JobStep | No
     env = environ_vars((await probe.read(SELF_ENVIRON)).data)
     gpus, source = _gpus(env)
     slurm_conf = env.get("SLURM_CONF", "")
-    conf = posixpath.join(posixpath.dirname(slurm_conf), "cgroup.conf") if slurm_conf.startswith("/") else CGROUP_CONF
-    constrained = constrain_devices(await probe.text(conf))
+    beside = (posixpath.join(posixpath.dirname(slurm_conf), "cgroup.conf"),) if slurm_conf.startswith("/") else ()
+    tried = tuple(dict.fromkeys((*beside, *CGROUP_CONFS)))
+    texts = await probe.gather(*[lambda c=c: probe.text(c) for c in tried])
+    read = next(((c, t) for c, t in zip(tried, texts, strict=True) if t is not None), None)
+    conf = read[0] if read else ", ".join(tried)
+    constrained = constrain_devices(read[1] if read else None)
     how = f"{SELF_CGROUP} names {'slurmstepd.scope/' if 'slurmstepd.scope' in (self_cgroup or '') else ''}job_{job}/step_{step}"
-    evidence = (file_ref(SELF_CGROUP), file_ref(SELF_ENVIRON), file_ref(conf))
+    evidence = (file_ref(SELF_CGROUP), file_ref(SELF_ENVIRON), *(file_ref(c) for c in ((read[0],) if read else tried)))
     return JobStep(job, step, gpus, source, constrained, conf, how, evidence)
 
 
-__all__ = ["STEP_VARIABLES", "JobStep", "constrain_devices", "detect_job_step", "step_of"]
+__all__ = ["CGROUP_CONFS", "STEP_VARIABLES", "JobStep", "constrain_devices", "detect_job_step", "step_of"]

@@ -80,7 +80,7 @@ class Platform(Record):
     """Signals that were weighed and set aside (a /.dockerenv left in a VM image...)."""
     job_step: JobStep | None = None
     """The scheduler's job step the audit runs in (:mod:`~rigaudit.agents.facts.job_step`): under Slurm's
-    ``ConstrainDevices=yes`` it sees only the GPUs the step was given."""
+    ``ConstrainDevices=yes`` it sees only the GPUs the step was given (:meth:`JobStep.confines` tells from NVML)."""
     image: OsImage | None = None
     """The OS the host's settings persist on: an image-based one (Talos, Bottlerocket...) takes no systemctl or
     /etc fix (:mod:`.os_image`)."""
@@ -136,12 +136,6 @@ class Platform(Record):
     def vm_below(self) -> str | None:
         """For a container: the hypervisor of the VM it runs in, when one shows."""
         return self.vm.name if self.container is not None and self.vm is not None else None
-
-    @property
-    def gpus_confined(self) -> bool:
-        """NVML here shows only the GPUs given to where the audit runs (a container, a device-constrained job step),
-        while the PCI bus shows the node's."""
-        return self.in_container or (self.job_step is not None and self.job_step.confines_gpus)
 
     @property
     def evidence(self) -> tuple[str, ...]:

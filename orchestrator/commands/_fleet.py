@@ -53,7 +53,8 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         "--slurm-gres",
         metavar="SPEC",
         help="srun --gres for each node, e.g. gpu:8 (with --slurm): under ConstrainDevices=yes a step sees only the GPUs "
-        "it was given, none without this; with it the step waits until they are free (docs/fleet.md)",
+        "it was given, none without this, and the node's other GPUs go unjudged; with it the step waits until they "
+        "are free (docs/fleet.md)",
     )
     group.add_argument(
         "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N", help="SSH connections at once (default 16)"

@@ -356,21 +356,37 @@ async def run_slurm_fleet(
 
 STEP_SAW_NO_GPU = "NVML shows none of the node's"
 """What a node's ``job_step`` fact says when its srun step was given no GPU (agents/facts/baseline.py)."""
+STEP_SAW_SOME = r"NVML shows (\d+) of the node's (\d+) GPU"
+"""What it says when the step saw some of the node's GPUs: the others went unjudged."""
 
 
 def _steps_without_gpus(run: _Run, job: SlurmJob) -> list[str]:
-    """One warning naming the nodes whose srun step saw none of their GPUs (``ConstrainDevices=yes`` and no GRES
-    asked for): their GPU checks are unknown, not judged."""
-    blind = sorted(t for t, a in run.audits.items() if STEP_SAW_NO_GPU in a.result.host.facts.get("job_step", ""))
-    if not blind:
-        return []
-    shown = ", ".join(blind[:8]) + (f" +{len(blind) - 8} more" if len(blind) > 8 else "")
-    return [
-        f"the srun step saw no GPU on {len(blind)} node(s) ({shown}): cgroup.conf's ConstrainDevices=yes lets a step open "
-        f"only the GPUs it was given{', and it asked for none' if job.gres is None else f' (--gres={job.gres})'}, so "
-        "their GPU checks are unknown, not judged. Ask for the nodes' GPUs with --slurm-gres gpu:N (the step waits "
-        "until they are free), or audit the nodes from the host with --hosts"
-    ]
+    """Warnings naming the nodes whose srun step saw none, or only some, of their GPUs (``ConstrainDevices=yes``
+    and fewer GRES asked for than the node has): those GPUs' checks are unknown or went unjudged."""
+    facts = {t: a.result.host.facts.get("job_step", "") for t, a in run.audits.items()}
+    blind = sorted(t for t, fact in facts.items() if STEP_SAW_NO_GPU in fact)
+    some = {t: m for t, fact in sorted(facts.items()) if (m := re.search(STEP_SAW_SOME, fact))}
+    asked = ", and it asked for none" if job.gres is None else f" (--gres={job.gres})"
+    warnings = []
+    if blind:
+        warnings.append(
+            f"the srun step saw no GPU on {len(blind)} node(s) ({_some(blind)}): cgroup.conf's ConstrainDevices=yes lets "
+            f"a step open only the GPUs it was given{asked}, so their GPU checks are unknown, not judged. Ask for the "
+            "nodes' GPUs with --slurm-gres gpu:N (the step waits until they are free), or audit the nodes from the host "
+            "with --hosts"
+        )
+    if some:
+        named = [f"{t} {m.group(1)} of {m.group(2)}" for t, m in some.items()]
+        warnings.append(
+            f"the srun step judged only some GPUs on {len(some)} node(s) ({_some(named)}): a step opens only the GPUs "
+            f"it was given{asked}, so the others went unjudged (their node counts as healthy for what was seen). Ask "
+            "for every GPU of the node with --slurm-gres gpu:N, or audit the nodes from the host with --hosts"
+        )
+    return warnings
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:8]) + (f" +{len(names) - 8} more" if len(names) > 8 else "")
 
 
 def _account_for_the_rest(run: _Run, outcome: SrunOutcome, expected: list[str], timeout_s: float) -> list[str]:

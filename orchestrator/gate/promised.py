@@ -3,8 +3,9 @@
 - ``promised.slurm``: Slurm's GRES for this node (:mod:`.slurm_gres`);
 - ``promised.kubernetes``: the node object's ``nvidia.com/gpu`` capacity (``--kube-node``, :mod:`.kube_node`);
 - ``promised.pci``: with the NVIDIA module loaded, every NVIDIA GPU function on the PCI bus that no other driver
-  holds (vfio-pci for a VM is another's) is one NVML shows; inside a device-constrained Slurm job step, every GPU
-  the step was given (``SLURM_STEP_GPUS``/``SLURM_JOB_GPUS``) is, and the node's others are another's;
+  holds (vfio-pci for a VM is another's) is one NVML shows; inside a Slurm job step whose NVML shows no more GPUs
+  than it was given (``SLURM_STEP_GPUS``/``SLURM_JOB_GPUS``), every GPU it was given is, and the node's others are
+  another's; a step that shows more is judged as the host, one that names no GPU but shows some not all: unknown;
 - ``promised.query``: every GPU NVML lists answers NVML (``GPU_IS_LOST`` is a GPU fallen off the bus).
 
 A missing GPU is a ``critical`` problem. An ``unknown`` here is counted as "could not check" (exit 3), as an
@@ -64,8 +65,9 @@ CHECKS = (
         "Every NVIDIA GPU on the PCI bus is on NVML",
         f"{MODULE}, the NVIDIA display functions of {PCI_DEVICES} and their drivers, NVML's device count; in a "
         "Slurm job step, the GPUs it was given (SLURM_STEP_GPUS, SLURM_JOB_GPUS) and cgroup.conf's ConstrainDevices",
-        "the NVIDIA module is loaded and a GPU function no other driver holds is not on NVML (in a device-constrained "
-        "job step: a GPU the step was given; one given none cannot tell: unknown)",
+        "the NVIDIA module is loaded and a GPU function no other driver holds is not on NVML (in a job step whose NVML "
+        "shows no more GPUs than it was given: a GPU the step was given; one given none, or naming none while NVML "
+        "shows some of the bus's, cannot tell: unknown)",
     ),
     _check(
         "query",
@@ -95,7 +97,7 @@ class PromisedFacts(Record):
     operator: bool = False
     """The GPU Operator's driver container holds the driver and its libraries (:func:`operator_node`)."""
     job_step: JobStep | None = None
-    """The Slurm job step the check runs in, when its device cgroup confines it to the GPUs it was given."""
+    """The Slurm job step the check runs in, unless what NVML shows says it is not confined (judged as the host)."""
 
 
 def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Awaitable[PromisedFacts]]:
@@ -117,7 +119,7 @@ def collector(seen: list[GpuInventory] | None = None) -> Callable[[Probe], Await
             if error is not None:
                 lost.append((index, error))
         operator = inventory.nvml_error == "LIBRARY_NOT_FOUND" and await operator_node(probe)
-        step = platform.job_step if platform.job_step is not None and platform.job_step.confines_gpus else None
+        step = platform.job_step if inventory.confined else None
         return PromisedFacts(inventory, listing is not None, module, drivers, tuple(lost), platform.in_container, operator, step)
 
     return collect
@@ -231,21 +233,24 @@ def _pci(check: Check, facts: PromisedFacts) -> Finding:
 
 
 def _in_step(check: Check, facts: PromisedFacts, step: JobStep) -> Finding:
-    """Inside a device-constrained job step: NVML shows the GPUs the step was given; the node's others are another's."""
+    """Inside a job step NVML shows no more GPUs than it was given: those must all be there; the node's others are
+    another's. Naming none while NVML shows some of the bus's, it cannot tell which are missing: unknown."""
     inv = facts.inventory
     ours = len([bdf for bdf, driver in facts.drivers if driver in (None, "nvidia")])
     on_bus = ours + (inv.elsewhere if inv.nvml_indices else 0)  # given none, the inventory lists the bus's GPUs
     shown = (inv.nvml_count or 0) - len(facts.lost)
     where = f"inside {step.label} ({step.constraint})"
+    if step.confines(inv.nvml_count, len(inv.gpus) + (inv.elsewhere if inv.nvml_indices else 0)) is None:
+        why = f"{where}: no GPU of the step named, NVML shows {inv.nvml_count} of the {on_bus} GPU(s) on the PCI bus "
+        why += f"({', '.join(STEP_VARIABLES)} unset: an ssh login pam_slurm_adopt put in the job's extern step has "
+        why += "sshd's environment), so whether one is missing cannot be told; check the node from the host "
+        why += "(slurmd's HealthCheckProgram, ssh outside a job) or in a step given its GPUs (srun --gres=gpu:N)"
+        return unknown(check.id, AREA, check.title, why)
     if not step.gpus and shown == 0:
         why = f"in {step.label}, which was given no GPU: its device cgroup ({step.constraint}) opens none of the "
         why += f"{on_bus} on the PCI bus, so they cannot be judged from here; check the node from the host (slurmd's "
         why += "HealthCheckProgram, ssh) or in a step given its GPUs (srun --gres=gpu:N)"
         return unknown(check.id, AREA, check.title, why)
-    if not step.gpus:
-        observed = f"{where}: NVML shows {shown} of the {on_bus} GPU(s) on the PCI bus; Slurm names none given to the step "
-        observed += f"({', '.join(STEP_VARIABLES)} unset), so none can be missing"
-        return ok(check.id, AREA, check.title, observed, expected="the GPUs the step was given on NVML")
     given = len(step.gpus)
     expected = f"the {given} GPU(s) the step was given on NVML"
     if shown < given:

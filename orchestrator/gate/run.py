@@ -84,6 +84,15 @@ def _selected(audit: AuditResult, selection: Selection) -> AuditResult:
     return audit.model_copy(update={"findings": findings, "plan": plan, "evidence": ()})
 
 
+def _judged(seen: list[GpuInventory]) -> str:
+    """``judged 2 of 8 GPUs (the job step's)`` when the check ran in a job step whose NVML shows some of the node's."""
+    inventory = seen[0] if seen else None
+    if inventory is None or not inventory.confined or not inventory.elsewhere or not inventory.nvml_indices:
+        return ""
+    shown = len(inventory.nvml_indices)
+    return f"judged {shown} of {shown + inventory.elsewhere} GPUs (the job step's)"
+
+
 def _gpus(seen: list[GpuInventory]) -> tuple[GateGpu, ...]:
     if not seen:
         return ()
@@ -127,7 +136,7 @@ async def run_gate(host: Host, plan: GatePlan, options: GateOptions | None = Non
     return CheckResult(
         verdict=verdict,
         exit_code=code,
-        reason=reason_line(checks, verdict, options.fail_on, len(plan.seen[0].gpus) if plan.seen else None),
+        reason=reason_line(checks, verdict, options.fail_on, len(plan.seen[0].gpus) if plan.seen else None, _judged(plan.seen)),
         host=audit.host.name,
         source=audit.host.source,
         started_at=audit.started_at,

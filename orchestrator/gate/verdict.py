@@ -121,11 +121,14 @@ def _no_gpu(checks: Sequence[GateCheck]) -> str:
     return f"no NVIDIA GPU on this node and none promised ({', '.join(read)} read)"
 
 
-def reason_line(checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity, gpus: int | None = None) -> str:
+def reason_line(
+    checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity, gpus: int | None = None, judged: str = ""
+) -> str:
     """One short line naming the check ids that decided: what ``sinfo -R`` and a node condition show.
 
     ``gpus``: the NVIDIA GPUs the promised checks found (``None``: not read); a healthy line on a node with none
-    says so first, so that "healthy" is never read as "its GPUs are fine"."""
+    says so first, so that "healthy" is never read as "its GPUs are fine". ``judged``: ``judged 2 of 8 GPUs (the
+    job step's)`` where only some of the node's GPUs were seen, said first on a healthy line."""
     if verdict == "problem":
         bad = sorted(
             (c for c in checks if c.counts and c.status == "problem"), key=lambda c: SEVERITY_ORDER.get(c.severity or "low", 9)
@@ -144,7 +147,7 @@ def reason_line(checks: Sequence[GateCheck], verdict: Verdict, fail_on: Severity
     below = sum(1 for c in checks if c.status == "problem") - len(theirs)
     unknown = sum(1 for c in checks if c.status == "unknown")
     extra = ", ".join(t for t in (f"{below} below {fail_on}" if below else "", f"{unknown} unknown" if unknown else "") if t)
-    lead = f"{_no_gpu(checks)}; " if gpus == 0 else ""
+    lead = f"{_no_gpu(checks)}; " if gpus == 0 else (f"{judged}; " if judged else "")
     node = ""
     if theirs:
         theirs.sort(key=lambda c: SEVERITY_ORDER.get(c.severity or "low", 9))

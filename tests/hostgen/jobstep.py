@@ -7,6 +7,11 @@ environment (``SLURM_STEP_GPUS`` the global GPU IDs, ``CUDA_VISIBLE_DEVICES`` 0.
 NVML listing only the step's GPUs while the PCI bus shows all of them. ``gpus=()`` is the step ``rigaudit audit
 --slurm`` runs without ``--gres``: NVML lists none. The generator builds at least one visible GPU, so that case takes
 NVML's last device away after the build (its records, the count, nvidia-smi), as the device cgroup does.
+
+``conf_dir`` is where slurm.conf and cgroup.conf live (``/usr/local/etc/slurm`` for Slurm built from source; a folder
+the audit does not look in, without ``slurm_conf``, leaves cgroup.conf unread), ``slurm_conf`` puts ``SLURM_CONF`` in
+the step's environment, ``adopted`` is an ssh login pam_slurm_adopt put in the job's step (``step="extern"``): the
+job's devices, sshd's environment (no ``SLURM_*`` variable). :func:`lose_gpu` takes a GPU off NVML, the bus keeping it.
 """
 
 from __future__ import annotations
@@ -58,17 +63,24 @@ def slurm_step(
     constrain: str | None = "yes",
     v1: bool = False,
     node: str = "hgx-h100-01",
+    conf_dir: str = "/etc/slurm",
+    slurm_conf: bool = False,
+    adopted: bool = False,
 ) -> HostSpec:
     """``spec`` audited from inside Slurm job ``job``'s step ``step``, given the node's GPUs ``gpus`` (global IDs, bus
-    order). ``constrain``: cgroup.conf's ``ConstrainDevices`` (``None``: no cgroup.conf); with ``no`` the step sees
-    every GPU. The server runs in the same step on the step's GPUs."""
+    order). ``constrain``: cgroup.conf's ``ConstrainDevices`` in ``conf_dir`` (``None``: no cgroup.conf, the step
+    confined); with ``no`` the step sees every GPU. The server runs in the same step on the step's GPUs."""
     count = spec.gpus.count
     confined = constrain == "yes" or constrain is None
     shown = gpus if confined else tuple(range(count))
     visible = None if len(shown) == count else (shown or (0,))
     cgroup = step_cgroup(job, step, v1=v1)
     env = {"SLURM_JOB_ID": str(job), "SLURM_STEP_ID": step, "SLURMD_NODENAME": node, "SLURM_JOB_NAME": "rigaudit"}
-    if gpus:
+    if slurm_conf:
+        env["SLURM_CONF"] = f"{conf_dir}/slurm.conf"
+    if adopted:
+        env = {}
+    if gpus and not adopted:
         env |= {"SLURM_STEP_GPUS": ",".join(map(str, gpus)), "SLURM_JOB_GPUS": ",".join(map(str, gpus))}
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpus))) if confined else ",".join(map(str, gpus))
     server_gpus = tuple(range(len(gpus))) if confined else gpus
@@ -85,13 +97,26 @@ def slurm_step(
         me.env = {**me.env, **env}
         write_proc(tree, me)
         if constrain is not None:
-            tree.file(CGROUP_CONF, f"CgroupPlugin=autodetect\nConstrainCores=yes\nConstrainDevices={constrain}\n")
+            tree.remove(CGROUP_CONF)
+            tree.file(f"{conf_dir}/cgroup.conf", f"CgroupPlugin=autodetect\nConstrainCores=yes\nConstrainDevices={constrain}\n")
         if not shown:
             _hide_nvml_device(built, 0)
 
     given = f"GPUs {','.join(map(str, gpus))}" if gpus else "no GPU"
-    summary = f"audited in Slurm job {job} step {step} given {given} (ConstrainDevices={constrain}, cgroup v{1 if v1 else 2})"
-    return _named(base, f"slurm-step-{len(gpus)}gpu", summary, apply)
+    how = f"ConstrainDevices={constrain} in {conf_dir}, cgroup v{1 if v1 else 2}" + (", ssh adopted" if adopted else "")
+    summary = f"audited in Slurm job {job} step {step} given {given} ({how})"
+    suffix = f"slurm-step-{len(gpus)}gpu" + (f"-{conf_dir.strip('/').replace('/', '-')}" if conf_dir != "/etc/slurm" else "")
+    return _named(base, suffix + ("-adopted" if adopted else ""), summary, apply)
 
 
-__all__ = ["slurm_step", "step_cgroup"]
+def lose_gpu(spec: HostSpec, index: int | None = None) -> HostSpec:
+    """``spec`` with GPU ``index`` (default the last) fallen off NVML in what the audit sees, the PCI bus keeping it."""
+    count = spec.gpus.count
+    lost = count - 1 if index is None else index
+    shown = spec.platform.visible_gpus if spec.platform.visible_gpus is not None else tuple(range(count))
+    platform = replace(spec.platform, visible_gpus=tuple(i for i in shown if i != lost))
+    summary = f"{spec.summary}; FAULT: GPU{lost} off NVML"
+    return replace(spec, name=f"{spec.name}+gpu{lost}-off-nvml", summary=summary, platform=platform)
+
+
+__all__ = ["lose_gpu", "slurm_step", "step_cgroup"]
