@@ -16,6 +16,7 @@ from rigaudit.agents.persist import module_persist, service_persist, sysctl_pers
 from rigaudit.tools.schema.finding import CommandAction, Finding, ServiceStartAction
 from tests.hostgen import ARCHETYPES, faults, osimage
 from tests.hostgen.cache import snapshot
+from tests.hostgen.kinds import KINDS
 from tests.support.investigators import audit_snapshot
 
 HGX = faults.persistence_off(faults.numa_balancing_on(ARCHETYPES["hgx-h100-jammy"]))
@@ -120,3 +121,14 @@ def test_apply_persist_writes_no_etc_files_on_talos(tmp_path: Path) -> None:
     notes = anyio.run(main)
     assert any("persist files not written: Talos Linux" in n for n in notes), notes
     assert not (root / "files" / "etc" / "sysctl.d" / "90-rigaudit.conf").exists()
+
+
+def test_an_ostree_host_changes_its_boot_line_with_rpm_ostree_kargs_not_grubby() -> None:
+    """Before: grubby --update-kernel=ALL on RHEL image mode, which does not change an ostree deployment's line."""
+    plain = faults.iommu_translated(KINDS["rhel9-hgx-h100-tuned"])
+    image = audit_snapshot(KERNEL, snapshot(osimage.rhel_image_mode(plain)))["kernel.iommu"]
+    assert image.status == "problem" and image.fix is not None, image.observed
+    said = _said(image) + repr(image.fix.actions)
+    assert "rpm-ostree kargs" in said and "grubby" not in said, said
+    rhel = audit_snapshot(KERNEL, snapshot(plain))["kernel.iommu"]
+    assert "grubby" in _said(rhel) + repr(rhel.fix.actions if rhel.fix else ())

@@ -5,7 +5,8 @@ with ``proxmox-boot-tool refresh``; Debian and Ubuntu regenerate GRUB with ``upd
 Fedora change every installed kernel's entry with ``grubby``; SUSE regenerates with ``grub2-mkconfig``. Image-based
 systems keep it in their own configuration: Talos in the machine config (``machine.install.extraKernelArgs``, applied
 by ``talosctl upgrade``), Bottlerocket in ``settings.boot.kernel-parameters``, Fedora CoreOS and RHCOS by
-``rpm-ostree kargs``, Flatcar in ``/oem/grub.cfg``. A VM guest's line is its own; a container has none (its host's).
+``rpm-ostree kargs``, as every rpm-ostree or bootc host (RHEL image mode: ``/run/ostree-booted``, ``ostree=`` on the
+line), Flatcar in ``/oem/grub.cfg``. A VM guest's line is its own; a container has none (its host's).
 """
 
 from __future__ import annotations
@@ -13,18 +14,20 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from rigaudit.agents.facts.os_image import image_kind
+from rigaudit.agents.facts.os_image import OSTREE_BOOTED, image_kind
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe, file_ref
 from rigaudit.tools.schema.finding import Action, CommandAction
 
-Family = Literal["proxmox", "debian", "rhel", "suse", "talos", "bottlerocket", "coreos", "flatcar", "unknown"]
+Family = Literal["proxmox", "debian", "rhel", "suse", "talos", "bottlerocket", "coreos", "flatcar", "ostree", "unknown"]
 IMAGES: dict[str, str] = {
     "talos": "in the machine config's machine.install.extraKernelArgs (talosctl patch machineconfig), then talosctl "
     "upgrade --nodes <node> (the installer writes the boot entry; Talos' boot line is not edited by hand)",
     "bottlerocket": "in settings.boot.kernel-parameters (apiclient set, from the admin or control container)",
     "coreos": "with rpm-ostree kargs (--append=PARAM to add, --delete=PARAM to remove)",
     "flatcar": "in the linux_append line of /oem/grub.cfg (or the Butane config's kernel_arguments)",
+    "ostree": "with rpm-ostree kargs (--append=PARAM to add, --delete=PARAM to remove; the deployment's line "
+    "is not the boot loader's; a bootc image: a file in /usr/lib/bootc/kargs.d of the image)",
 }
 """How an image-based OS changes its kernel command line."""
 REBOOT = {"talos": ("talosctl", "reboot", "--nodes", "<node>"), "bottlerocket": ("apiclient", "reboot")}
@@ -120,11 +123,11 @@ async def collect_boot_line(probe: Probe) -> BootLine:
         lambda: probe.text("/proc/cmdline"),
         lambda: probe.text("/proc/sys/kernel/osrelease"),
     )
-    pve = await probe.exists("/etc/pve")
+    pve, ostree = await probe.gather(lambda: probe.exists("/etc/pve"), lambda: probe.exists(OSTREE_BOOTED))
     fields = _os_release(os_release)
     ids = {fields.get("ID", ""), *fields.get("ID_LIKE", "").split()}
     family: Family
-    image = image_kind(fields, release)
+    image = image_kind(fields, release, ostree=ostree or any(w.startswith("ostree=") for w in (cmdline or "").split()))
     if image is not None:
         family = image
     elif pve or (release or "").strip().endswith("-pve"):

@@ -4,7 +4,9 @@ Talos (no systemd, a read-only SquashFS root, set by its machine config through 
 read-only root, set by its API: ``apiclient``, or its user data) and Flatcar / Fedora CoreOS / RHCOS (a read-only
 ``/usr``, provisioned by Ignition from a Butane config) cannot take a fix persisted by ``systemctl enable`` or a file
 in ``/etc/sysctl.d`` the way a distribution can. Read from ``/etc/os-release`` (``ID``, ``VARIANT_ID``), the kernel's
-release (``-talos``, ``-flatcar``), the ``/`` mount's options and PID 1's name. Inside a container the files are the
+release (``-talos``, ``-flatcar``), the ``/`` mount's options and PID 1's name. An rpm-ostree or bootc host (RHEL
+image mode, Fedora Silverblue/Kinoite/IoT: ``/run/ostree-booted``, ``ostree=`` on the boot line) keeps ``/etc`` and
+its units, but changes its kernel command line with ``rpm-ostree kargs``, never ``grubby``. Inside a container the files are the
 image's, not the host's: only the kernel release and PID 1's root (``/proc/1/root``, when PID 1 is the host's) tell.
 """
 
@@ -15,8 +17,11 @@ from typing import Literal
 from rigaudit.tools.core.record import Record
 from rigaudit.tools.hosts.probe import Probe
 
-ImageKind = Literal["talos", "bottlerocket", "flatcar", "coreos"]
+ImageKind = Literal["talos", "bottlerocket", "flatcar", "coreos", "ostree"]
+OSTREE_VARIANTS = frozenset({"silverblue", "kinoite", "iot", "sericea", "onyx"})
+"""Fedora's rpm-ostree desktops and IoT (``VARIANT_ID``): ostree hosts even where ``/run/ostree-booted`` is not read."""
 OS_RELEASE = "/etc/os-release"
+OSTREE_BOOTED = "/run/ostree-booted"
 
 
 class OsImage(Record):
@@ -35,19 +40,28 @@ class OsImage(Record):
     @property
     def image_based(self) -> bool:
         """Settings persist only through the OS's own configuration: a known image, or a read-only ``/`` under an
-        init that is not systemd."""
-        return self.kind is not None or (self.root_ro is True and self.init is not None and self.init != "systemd")
+        init that is not systemd. An rpm-ostree host is not: its ``/etc`` and units persist (its boot line is
+        changed with ``rpm-ostree kargs``: :mod:`rigaudit.agents.facts.boot_line`)."""
+        if self.kind is not None:
+            return self.kind != "ostree"
+        return self.root_ro is True and self.init is not None and self.init != "systemd"
 
     @property
     def label(self) -> str:
         if self.kind is not None:
-            return f"{NAMES[self.kind]} (image-based: {self.how})"
+            return f"{NAMES[self.kind]} ({'image-based: ' if self.image_based else ''}{self.how})"
         if self.image_based:
             return f"image-based OS ({self.how})"
         return self.id or "unknown OS"
 
 
-NAMES: dict[str, str] = {"talos": "Talos Linux", "bottlerocket": "Bottlerocket", "flatcar": "Flatcar", "coreos": "CoreOS"}
+NAMES: dict[str, str] = {
+    "talos": "Talos Linux",
+    "bottlerocket": "Bottlerocket",
+    "flatcar": "Flatcar",
+    "coreos": "CoreOS",
+    "ostree": "an rpm-ostree (bootc) host",
+}
 
 
 def parse_os_release(text: str | None) -> dict[str, str]:
@@ -59,8 +73,9 @@ def parse_os_release(text: str | None) -> dict[str, str]:
     return out
 
 
-def image_kind(fields: dict[str, str], release: str | None) -> ImageKind | None:
-    """The image-based OS that os-release ``fields`` and the kernel ``release`` name, if any."""
+def image_kind(fields: dict[str, str], release: str | None, *, ostree: bool = False) -> ImageKind | None:
+    """The image-based OS that os-release ``fields`` and the kernel ``release`` name, if any (``ostree``: the host
+    booted an ostree deployment, ``/run/ostree-booted`` or ``ostree=`` on its boot line)."""
     os_id, variant = fields.get("ID", "").lower(), fields.get("VARIANT_ID", "").lower()
     if os_id == "talos" or "-talos" in (release or ""):
         return "talos"
@@ -70,6 +85,8 @@ def image_kind(fields: dict[str, str], release: str | None) -> ImageKind | None:
         return "flatcar"
     if os_id in ("rhcos", "fedora-coreos") or (os_id == "fedora" and variant == "coreos"):
         return "coreos"
+    if ostree or variant in OSTREE_VARIANTS:
+        return "ostree"
     return None
 
 
@@ -93,6 +110,7 @@ async def detect_os_image(probe: Probe, in_container: bool) -> OsImage:
     text, mounts, init = await probe.gather(
         lambda: probe.text(OS_RELEASE), lambda: probe.text("/proc/mounts"), lambda: probe.text("/proc/1/comm")
     )
+    ostree = await probe.exists(OSTREE_BOOTED)
     fields = parse_os_release(text)
     root_ro = _root_ro(mounts)
     shown = [f"ID={fields['ID']}" if "ID" in fields else "no os-release"]
@@ -103,7 +121,7 @@ async def detect_os_image(probe: Probe, in_container: bool) -> OsImage:
     return OsImage(
         fields.get("ID"),
         fields.get("VARIANT_ID"),
-        image_kind(fields, release),
+        image_kind(fields, release, ostree=ostree),
         root_ro,
         init.strip() if init else None,
         ", ".join(shown),

@@ -3,7 +3,8 @@
 Talos 1.9: ``ID=talos``, a ``-talos`` kernel, ``/`` a read-only SquashFS, PID 1 ``machined`` (no systemd, no
 systemctl, journalctl, apt or DKMS), NVIDIA from system extensions. Bottlerocket (an NVIDIA Kubernetes variant):
 ``ID=bottlerocket`` with its ``VARIANT_ID``, ``/`` a read-only dm-verity ext4, PID 1 systemd, no package manager.
-Kept apart from :mod:`tests.hostgen.faults`; each helper returns a changed copy of a description.
+RHEL 9 in image mode (bootc over rpm-ostree): ``/run/ostree-booted`` and ``ostree=`` on the boot line, ``/etc``
+writable. Kept apart from :mod:`tests.hostgen.faults`; each helper returns a changed copy of a description.
 """
 
 from __future__ import annotations
@@ -80,4 +81,20 @@ def bottlerocket(spec: HostSpec) -> HostSpec:
         name=f"{spec.name}+bottlerocket",
         summary=f"{spec.summary}; OS: {summary}",
         faults=(*spec.faults, Fault("bottlerocket", summary, apply)),
+    )
+
+
+def rhel_image_mode(spec: HostSpec, deployment: str = "/ostree/boot.1/default/4f1c2e9a7b3d/0") -> HostSpec:
+    """The host as RHEL image mode boots it: an ostree deployment (bootc), its kernel line changed by rpm-ostree."""
+
+    def apply(built: Built) -> None:
+        built.tree.file("/run/ostree-booted", "")
+
+    summary = "RHEL image mode (bootc): an ostree deployment, /run/ostree-booted"
+    changed = replace(spec, os=replace(spec.os, cmdline=f"{spec.os.cmdline} ostree={deployment}"))
+    return replace(
+        changed,
+        name=f"{spec.name}+image-mode",
+        summary=f"{spec.summary}; OS: {summary}",
+        faults=(*spec.faults, Fault("image-mode", summary, apply)),
     )
