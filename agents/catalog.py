@@ -30,7 +30,8 @@ PREMISE_LIST = [f"- `{name}`: {text}" for name, text in PREMISES.items()]
 WORKLOAD_TEXT = (
     "Workload checks judge what runs on the node rather than the node (a server's image and packages, its environment "
     "and limits, its container's options, the processes on its GPUs): `rigaudit check` lists their problems and never "
-    'drains a node for them (docs/fleet.md, "Whose fault"). They are '
+    "drains a node for them, unless a finding places its cause on the node (a host `/etc/nccl.conf`, the device "
+    'plugin\'s MPS daemon, GPU memory no job owns; docs/fleet.md, "Whose fault"). They are '
 )
 
 

@@ -23,9 +23,11 @@ from rigaudit.tools.schema.audit import InvestigatorRun
 from rigaudit.tools.schema.finding import Fix
 from tests.hostgen import ARCHETYPES, faults
 from tests.hostgen.cache import snapshot
-from tests.hostgen.workload import torch_newer_than_driver
+from tests.hostgen.kinds import K8S_POD_MPS
+from tests.hostgen.workload import gpu_process, memory_held_no_process, node_nccl_conf, torch_newer_than_driver
 
 DEPLOY = Path(__file__).parent.parent / "deploy"
+HGX = ARCHETYPES["hgx-h100-jammy"]
 WORKLOAD_AREAS = ("runtime", "container", "nccl")
 
 
@@ -92,12 +94,79 @@ def test_the_catalog_names_the_workload_checks() -> None:
     assert "`runtime.cuda_driver_compat`" in (Path(__file__).parent.parent / "docs" / "checks.md").read_text()
 
 
-@pytest.mark.parametrize("script", ["prolog.sh", "epilog.sh"])
-def test_the_prolog_and_epilog_select_node_checks_alone(script: str) -> None:
+@pytest.mark.parametrize(("script", "workload"), [("prolog.sh", []), ("epilog.sh", ["cuda.memory_in_use"])])
+def test_the_prolog_and_epilog_select_node_checks_alone(script: str, workload: list[str]) -> None:
     """The prolog and epilog judge the node's areas; the health mode (every check) lists the workload's without
-    draining: the three modes drain on the same faults."""
+    draining: the three modes drain on the same faults. The epilog adds cuda.memory_in_use, whose findings are the
+    node's where the ended job left memory behind (a process of no job, memory no process holds)."""
     text = (DEPLOY / "slurm" / script).read_text()
     only = re.search(r"--only (\S+)", text)
     assert only is not None
     chosen = select(catalog(), only=",".join(a for a in only.group(1).split(",") if a not in ("promised", "expect")))
-    assert [c.id for c in chosen.checks if c.layer == "workload"] == []
+    assert [c.id for c in chosen.checks if c.layer == "workload"] == workload
+
+
+def test_a_node_nccl_conf_is_the_nodes_and_drains(capsys: pytest.CaptureFixture[str]) -> None:
+    """/etc/nccl.conf on a host is read by every NCCL process there: a node edit fixes it (review 8, F4)."""
+    code, lines = check(capsys, snapshot(node_nccl_conf(HGX)))
+    assert code == 1, lines[0]  # was 0: "healthy: the workload's, not the node's: nccl.env high"
+    assert lines[0].startswith("nccl.env high: NCCL_P2P_DISABLE=1 in /etc/nccl.conf")
+
+
+def test_a_servers_own_nccl_override_stays_the_workloads(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = check(capsys, snapshot(faults.server_env(HGX, NCCL_P2P_DISABLE="1")))
+    assert code == 0, lines[0]
+    assert "the workload's, not the node's: nccl.env high" in lines[0]
+
+
+def test_the_device_plugins_mps_daemon_down_is_the_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every MPS-shared pod on the node fails CUDA until the plugin's daemon serves again (review 8, F5)."""
+    code, lines = check(capsys, snapshot(faults.mps_daemon_not_serving(K8S_POD_MPS)))
+    assert code == 1, lines[0]  # was 0: "healthy: the workload's, not the node's: cuda.mps high"
+    assert lines[0].startswith("cuda.mps high: /mps/nvidia.com/gpu/pipe: no control socket")
+
+
+def test_a_dead_jobs_process_on_an_idle_node_drains(capsys: pytest.CaptureFixture[str]) -> None:
+    """No server; a dead job's process (parent pid 1) holds 70 GiB: the classic epilog drain (review 8, F6)."""
+    code, lines = check(capsys, snapshot(gpu_process(faults.no_server(HGX))))
+    assert code == 1, lines[0]  # was 0: cuda.memory_in_use unknown
+    assert lines[0].startswith("cuda.memory_in_use high: pid 4242 (python3 train.py) 70.0 GiB on GPU3 (1 left over")
+    only = re.search(r"--only (\S+)", (DEPLOY / "slurm" / "epilog.sh").read_text())
+    assert only is not None
+    areas = ",".join(a for a in only.group(1).split(",") if a != "expect")  # expect needs --expect FILE
+    code, lines = check(capsys, snapshot(gpu_process(faults.no_server(HGX))), "--only", areas)
+    assert code == 1 and lines[0].startswith("cuda.memory_in_use high"), lines[0]  # the epilog drains it
+
+
+def test_memory_no_process_holds_on_an_idle_host_drains(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = check(capsys, snapshot(memory_held_no_process(faults.no_server(HGX))))
+    assert code == 1, lines[0]  # was 0: cuda.memory_in_use unknown
+    assert lines[0].startswith("cuda.memory_in_use high: GPU3 (") and "the node's" in lines[0]
+
+
+def test_a_leftover_beside_a_server_is_the_nodes_at_medium(capsys: pytest.CaptureFixture[str]) -> None:
+    root = snapshot(gpu_process(HGX, gib=6))
+    code, lines = check(capsys, root)
+    assert code == 0, lines[0]
+    assert "(workload's)" not in "".join(ln for ln in lines if "cuda.memory_in_use" in ln)
+    code, lines = check(capsys, root, "--fail-on", "medium")
+    assert code == 1, lines[0]  # was 0: "the workload's, not the node's: cuda.memory_in_use medium, ..."
+    assert lines[0].startswith("cuda.memory_in_use medium, cuda.foreign_processes medium: pid 4242")
+
+
+def test_a_running_jobs_process_beside_a_server_stays_the_workloads(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = check(capsys, snapshot(gpu_process(HGX, gib=6, ppid=5151)), "--fail-on", "medium")
+    assert code == 0, lines[0]
+    assert "the workload's, not the node's: cuda.memory_in_use medium" in lines[0]
+
+
+def test_a_findings_own_layer_outranks_its_checks() -> None:
+    image = Check("nccl.env", "env", reads="r", problem="p", fix="f", kinds=("restart",), layer="workload")
+    fix = Fix(kind="restart", where="host", summary="edit /etc/nccl.conf")
+    found = problem("nccl.env", "nccl", "env", "high", "NCCL_P2P_DISABLE=1 in /etc/nccl.conf", "e", "x", fix)
+    runs = [InvestigatorRun(area="nccl", status="done", duration_s=0.1)]
+    for layer, code in (("node", 1), ("workload", 0), (None, 0)):
+        checks = judge_checks(
+            Selection((image,)), [found.model_copy(update={"layer": layer})], runs, fail_on="high", deadline_s=20
+        )
+        assert verdict_of(checks)[1] == code and checks[0].workload is (code == 0)

@@ -127,11 +127,13 @@ def test_memory_held_by_the_server_and_its_spawned_workers_is_ok(snap: Path) -> 
     assert "inference server only" in finding.observed
 
 
-def test_memory_used_without_visible_process_is_unknown(snap: Path) -> None:
+def test_memory_used_without_visible_process_on_a_host_is_the_nodes(snap: Path) -> None:
+    """NVML on the host lists every process with a context (a container's too): memory none holds is orphaned."""
     set_nvml(snap, "nvmlDeviceGetMemoryInfo", [5], {"total": 96 * GIB, "free": 56 * GIB, "used": 40 * GIB})
     finding = audit(snap)["cuda.memory_in_use"]
-    assert finding.status == "unknown"
+    assert (finding.status, finding.severity, finding.layer) == ("problem", "high", "node")
     assert "GPU5 (0000:84:00.0) 40.0 GiB" in finding.observed
+    assert finding.fix is not None and finding.fix.actions[0].argv == ("nvidia-smi", "-r", "-i", "5")
 
 
 def test_ecc_pending_change_needs_reboot(snap: Path) -> None:

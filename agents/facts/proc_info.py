@@ -54,6 +54,12 @@ def status_uid(text: str | None) -> int | None:
     return int(fields[0]) if fields and fields[0].isdecimal() else None
 
 
+def status_ppid(text: str | None) -> int | None:
+    """The parent's pid (``PPid:``)."""
+    value = parse_status(text).get("PPid", "")
+    return int(value) if value.isdecimal() else None
+
+
 def status_threads(text: str | None) -> int | None:
     value = parse_status(text).get("Threads", "")
     return int(value) if value.isdecimal() else None

@@ -57,6 +57,8 @@ class GpuProcess(Record):
     """True when it runs in another mount namespace than the audit (a container seen from its host)."""
     marker: str | None = None
     """The server marker that matched (its own command line or an ancestor's), when ``server``."""
+    cgroup: str | None = None
+    """``/proc/PID/cgroup`` as read (None: not read)."""
 
     @property
     def contained(self) -> bool:
@@ -172,7 +174,7 @@ async def _gpu_processes(probe: Probe, raw: list[tuple[int, int, int | None]], o
     cgroups = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/cgroup") for p, _, _ in raw])
     namespaces = await probe.gather(*[lambda p=p: probe.readlink(f"/proc/{p}/ns/mnt") for p, _, _ in raw])
     return [
-        GpuProcess(pid, index, used, argv, marker is not None, cgroup_container(cgroup), _foreign(ns, own_ns), marker)
+        GpuProcess(pid, index, used, argv, marker is not None, cgroup_container(cgroup), _foreign(ns, own_ns), marker, cgroup)
         for (pid, index, used), marker, argv, cgroup, ns in zip(raw, markers, argvs, cgroups, namespaces, strict=True)
     ]
 

@@ -15,7 +15,9 @@ Slurm's GRES, --kube-node's nvidia.com/gpu capacity, the PCI bus, NVML); 2 usage
 did not finish within the deadline or its investigator failed, an --expect value or the node's promised
 GPUs could not be read, or with --strict any unknown; or, healthy, an output could not be written); 4 rigaudit itself
 failed. Wrappers must never drain on 3 or 4. A workload check's problem (runtime.*, container.*, nccl.*, the
-processes on the GPUs: the image's or its container's, not the node's) is listed and never decides; inside a
+processes on the GPUs: the image's or its container's, not the node's) is listed and never decides, unless its
+finding places the cause on the node (a host /etc/nccl.conf, the device plugin's MPS daemon, GPU memory no job
+owns); inside a
 Slurm job step the GPUs the step was given are judged, not the node's others.
 """
 

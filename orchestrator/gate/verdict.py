@@ -8,10 +8,11 @@
 - otherwise ``healthy`` (exit 0). Problems below ``fail_on`` and the rules' ``unknown`` verdicts are
   reported, and counted in the metrics, but do not decide.
 
-A problem of a workload check (:data:`~rigaudit.agents.check.CheckLayer`: a server's image or packages, its
-environment and limits, its container's options, the processes on its GPUs) never decides, at any severity: it is
-the workload's fault, not the node's, and draining the node fixes nothing (every node on that driver would be
-drained by the same image). It is listed, and a healthy reason line names it as the workload's.
+A workload's problem never decides, at any severity: it is the workload's fault, not the node's, and draining the
+node fixes nothing (every node on that driver would be drained by the same image). It is listed, and a healthy
+reason line names it as the workload's. Whose fault it is, the finding says where its rule knows from where the cause
+lives (``Finding.layer``: a node file such as ``/etc/nccl.conf``, the device plugin's MPS daemon, GPU memory no job
+owns are the node's); else its check's layer (:data:`~rigaudit.agents.check.CheckLayer`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def judge_checks(
             )
             continue
         severity = finding.severity if finding.status == "problem" else None
-        workload = check.layer == "workload"
+        workload = (finding.layer or check.layer) == "workload"
         counts = (finding.status == "problem" and not workload and SEVERITY_ORDER.get(severity or "low", 9) <= limit) or (
             finding.status == "unknown" and (strict or check.area in ASKED)
         )

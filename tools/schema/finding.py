@@ -268,3 +268,6 @@ class Finding(_Frozen):
     premises: tuple[PremiseRead, ...] = ()
     """The check's premises as this audit read them (empty: none declared, or a finding of an older release)."""
     source: Literal["rules", "llm"] = "rules"
+    layer: Literal["node", "workload"] | None = None
+    """Whose fault this problem is, where the rule knows from where its cause lives (a host file or a node daemon:
+    ``node``; a server's own environment or image: ``workload``); ``None``: its check's ``Check.layer``."""

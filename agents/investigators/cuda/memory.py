@@ -10,7 +10,8 @@ from rigaudit.agents.facts.platform import fix_where as layer_where
 from rigaudit.agents.facts.processes import GpuProcess
 from rigaudit.agents.investigators.cuda import premises
 from rigaudit.agents.investigators.cuda.facts import LITTLE_USED, CudaFacts, gib_text
-from rigaudit.tools.schema.finding import CommandAction, Finding, Fix
+from rigaudit.agents.investigators.cuda.leftover import LEFTOVER_WHY, NO_PROCESS_WHY, left_over
+from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 
 def _memory_used(f: CudaFacts) -> dict[int, tuple[int, int]]:
@@ -33,10 +34,12 @@ def _proc_text(p: GpuProcess) -> str:
 MEMORY_IN_USE_CHECK = Check(
     "cuda.memory_in_use",
     "GPU memory in use",
-    reads="NVML memory info and compute processes, `/proc/PID/cmdline`, `/proc/PID/cgroup`",
+    reads="NVML memory info and compute processes, `/proc/PID/cmdline`, `/proc/PID/cgroup`, `/proc/PID/status` (PPid)",
     problem="memory held by processes that are not the inference server; a process no server marker names that runs in "
     "a container or holds more than half its GPU's memory may be a server rigaudit does not know: unknown (is it a "
-    "server?), never a fix that stops it",
+    "server?), never a fix that stops it; the node's fault, seen from a host: a process left over from a job (parent pid "
+    "1, no service unit, no server: medium beside a server, high on an idle node) or memory in use that no listed "
+    "process holds (a context nothing owns; high on an idle node)",
     fix="stop them",
     kinds=("restart",),
     premises=(premises.SERVERS, premises.NVML),
@@ -44,7 +47,15 @@ MEMORY_IN_USE_CHECK = Check(
 )
 
 
-def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...], maybe: list[GpuProcess]) -> Finding:
+def _others_problem(
+    f: CudaFacts,
+    others: list[GpuProcess],
+    refs: tuple[str, ...],
+    maybe: list[GpuProcess],
+    *,
+    severity: Severity = "medium",
+    note: str = "",
+) -> Finding:
     """Processes that are not the server hold GPU memory (``maybe``: others, shaped like servers, left unjudged)."""
     pids = sorted({p.pid for p in others})
     fix = Fix(
@@ -61,8 +72,8 @@ def _others_problem(f: CudaFacts, others: list[GpuProcess], refs: tuple[str, ...
     )
     unjudged = f"; not judged, shaped like a server: {'; '.join(_proc_text(p) for p in maybe[:4])}" if maybe else ""
     return MEMORY_IN_USE_CHECK.problem_at(
-        "medium",
-        "; ".join(_proc_text(p) for p in others) + unjudged,
+        severity,
+        "; ".join(_proc_text(p) for p in others) + (f" ({note})" if note else "") + unjudged,
         "only the inference server holds GPU memory",
         "Memory held by other processes is memory the server cannot use for the KV cache: its start-up memory "
         "fraction check fails or it allocates fewer KV blocks (less concurrency, more preemption). Leftover "
@@ -88,6 +99,19 @@ def _maybe_server(p: GpuProcess, used: dict[int, tuple[int, int]]) -> str | None
     return " and ".join(reasons) or None
 
 
+def _leftover_problem(
+    f: CudaFacts, left: list[GpuProcess], others: list[GpuProcess], used: dict[int, tuple[int, int]], refs: tuple[str, ...]
+) -> Finding:
+    """Processes left over from a job hold GPU memory: the node's (high on an idle node: no job can have it)."""
+    rest = [p for p in others if p not in left]
+    maybe = [p for p in rest if not f.scan.servers or _maybe_server(p, used)]
+    shown = left + [p for p in rest if p not in maybe]
+    finding = _others_problem(
+        f, shown, refs, maybe, severity="medium" if f.scan.servers else "high", note=f"{len(left)} {LEFTOVER_WHY}"
+    )
+    return finding.model_copy(update={"layer": "node"})
+
+
 MAYBE_TELLS = (
     "its container's image (docker inspect --format '{{.Config.Image}}' of the container in its /proc/PID/cgroup), the "
     "port it listens on (ss -ltnp) or the unit or script that starts it would tell"
@@ -110,9 +134,41 @@ def _held_text(procs: list[GpuProcess]) -> str:
     return f"{len(procs)} processes hold {gib_text(sum(p.used_bytes or 0 for p in procs))} on the GPUs"
 
 
+def _orphan_memory(f: CudaFacts, busy: dict[int, int], refs: tuple[str, ...]) -> Finding:
+    """Seen from the host, memory in use with no compute process listed: a context nothing owns, the node's fault."""
+    gpus = sorted(busy)
+    fix = Fix(
+        kind="restart",
+        where=layer_where(f.platform, "gpu_driver"),
+        summary="Reset the GPUs whose memory no process holds: " + ", ".join(label(f.inventory, i) for i in gpus),
+        actions=tuple(
+            CommandAction(description=f"reset GPU {i} once nothing uses it", argv=("nvidia-smi", "-r", "-i", str(i)))
+            for i in gpus
+        ),
+        risk="medium",
+        verify="nvidia-smi --query-gpu=index,memory.used --format=csv shows only the driver's reservation",
+        revert="none needed",
+        persist="find what leaves contexts behind (a job killed mid-allocation, a hung process); the epilog gate catches it",
+    )
+    finding = MEMORY_IN_USE_CHECK.problem_at(
+        "medium" if f.scan.servers else "high",
+        ", ".join(f"{label(f.inventory, i)} {gib_text(u)}" for i, u in busy.items()) + f" ({NO_PROCESS_WHY})",
+        "no memory held beyond the driver's reservation with no process on the GPU",
+        "NVML on the host lists every process that holds a context, those of containers included; memory in use "
+        "with none listed belongs to nothing that can free it, and no job can have it until the GPU is reset.",
+        fix,
+        subjects=labels(f.inventory, gpus),
+        evidence=refs,
+    )
+    return finding.model_copy(update={"layer": "node"})
+
+
 def _no_process_finding(f: CudaFacts, used: dict[int, tuple[int, int]], refs: tuple[str, ...]) -> Finding:
     """No compute process listed: memory beyond the driver's reservation is held out of sight, else the GPUs idle."""
     busy = {i: u for i, (u, _) in used.items() if u >= LITTLE_USED}
+    mig = {s.gpu.index for s in f.mig_states if s.enabled}  # its processes are listed on its instances, not here
+    if busy and f.scan.nvml_listed and not f.platform.in_container and not mig & set(busy):
+        return _orphan_memory(f, busy, refs)
     if busy and f.scan.nvml_listed:
         return MEMORY_IN_USE_CHECK.unknown(
             "memory in use with no compute process visible to NVML: "
@@ -176,6 +232,8 @@ def judge_memory_in_use(f: CudaFacts) -> Finding:
     procs = f.scan.gpu_processes
     others = [p for p in procs if p.argv is not None and not p.server and not _mps_server_for_servers(f, p)]
     unidentified = [p for p in procs if p.argv is None]
+    if left := [p for p in others if left_over(p, f.processes.ppids.get(p.pid), f.platform)]:
+        return _leftover_problem(f, left, others, used, refs)
     if others and not f.scan.servers:  # none known: one of them may be the server (a custom one, or one not listed)
         return MEMORY_IN_USE_CHECK.unknown(
             f"{_held_text(others)} and none is an inference server rigaudit knows "

@@ -9,16 +9,20 @@ from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps, idl
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
-from rigaudit.agents.facts.proc_info import status_uid
+from rigaudit.agents.facts.proc_info import status_ppid, status_uid
 from rigaudit.agents.facts.processes import GpuProcess, ServerScan, parse_environ
 from rigaudit.agents.facts.time_slicing import PLUGIN_COMM, TimeSlicing, read_time_slicing
 from rigaudit.agents.investigators.cuda import premises
+from rigaudit.agents.investigators.cuda.leftover import LEFTOVER_WHY, left_over
 from rigaudit.tools.core.record import Record, field
 from rigaudit.tools.hosts.probe import Probe, dir_ref, file_ref
 from rigaudit.tools.schema.finding import CommandAction, Finding, Fix, Severity
 
 MPS_PIPE = "/tmp/nvidia-mps"
 MPS_COMMS = ("nvidia-cuda-mps", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server")
+PLUGIN_MPS_ROOT = "/mps/"
+"""Where the NVIDIA device plugin's MPS control daemon puts each resource's pipe directory in a pod
+(``/mps/nvidia.com/gpu/pipe``)."""
 MPS_LIMITS = ("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
 _SCAN_LIMIT = 4096
 
@@ -39,6 +43,8 @@ class ProcessFacts(Record):
     time_slicing: TimeSlicing = TimeSlicing(None, "not read")
     pipes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     """The servers' CUDA_MPS_PIPE_DIRECTORY folders other than the default, and their entries (None: absent)."""
+    ppids: dict[int, int | None] = field(default_factory=dict)
+    """pid -> parent pid (``/proc/PID/status`` PPid), for every NVML GPU process and every server."""
 
 
 async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Platform, scan: ServerScan) -> ProcessFacts:
@@ -68,6 +74,7 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
         mps_state,
         sliced,
         {d: r.entries for d, r in zip(named, listed, strict=True)},
+        {p: status_ppid(t) for p, t in zip(pids_of_interest, status, strict=True)},
     )
 
 
@@ -81,7 +88,8 @@ FOREIGN_PROCESSES_CHECK = Check(
     "cuda.foreign_processes",
     "Other users' processes on the serving GPUs",
     reads="NVML compute processes per GPU, `/proc/PID/status` Uid of each and of the server",
-    problem="a process of another user than the server's on a GPU the server uses (high when it is another server)",
+    problem="a process of another user than the server's on a GPU the server uses (high when it is another server; "
+    "the node's where it is left over from a job: on a host, parent pid 1, no service unit)",
     fix="stop them; reserve the GPUs (scheduler, device permissions)",
     kinds=("restart",),
     premises=(premises.SERVERS, premises.NVML),
@@ -116,10 +124,12 @@ def _foreign_problem(f: ProcessFacts, foreign: list[GpuProcess], owner: int, ref
         revert="none",
         persist="the GPU reservation (scheduler or device permissions)",
     )
-    return FOREIGN_PROCESSES_CHECK.problem_at(
+    left = [p for p in foreign if left_over(p, f.ppids.get(p.pid), f.platform)]
+    finding = FOREIGN_PROCESSES_CHECK.problem_at(
         severity,
         "; ".join(f"pid {p.pid} (uid {f.uids.get(p.pid)}, {_cmd(p)}) on GPU{p.gpu_index}" for p in foreign)
-        + f"; the server runs as uid {owner}",
+        + f"; the server runs as uid {owner}"
+        + (f"; {len(left)} {LEFTOVER_WHY}" if left else ""),
         "only the server's user on its GPUs",
         "Processes of other users time-slice the GPU with the server (CUDA contexts of different processes do not run "
         "concurrently without MPS) and take memory the server sized its KV cache for: latency jumps whenever they "
@@ -132,6 +142,8 @@ def _foreign_problem(f: ProcessFacts, foreign: list[GpuProcess], owner: int, ref
         subjects=labels(f.inventory, sorted({p.gpu_index for p in foreign})),
         evidence=refs,
     )
+    node = any(p in left for p in foreign if p.server or severity == "medium")
+    return finding.model_copy(update={"layer": "node" if node else "workload"})
 
 
 def judge_foreign_processes(f: ProcessFacts) -> Finding:
@@ -179,7 +191,8 @@ MPS_DAEMON_CHECK = Check(
     problem="an MPS daemon the server is not configured for (low), or MPS thread/memory limits on a server that is no "
     "MPS client (medium); limits on MPS clients are provisioning (low), medium where a GPU's clients together may not "
     "use all of its SMs; a client of another user waiting behind the running MPS server (medium); a server's "
-    "CUDA_MPS_PIPE_DIRECTORY that no daemon serves (high)",
+    "CUDA_MPS_PIPE_DIRECTORY that no daemon serves (high; the node's where the pipe is the device plugin's or its "
+    "folder is there without a control socket)",
     fix="stop the MPS control daemon; unset CUDA_MPS_* limits; run a waiting client as the MPS server's user; start the "
     "daemon that serves the server's pipe (on a node, the device plugin's)",
     kinds=("restart",),
@@ -405,7 +418,7 @@ def _pipe_not_served(f: ProcessFacts, refs: tuple[str, ...]) -> Finding | None:
         revert="none needed",
         persist="the daemon's unit or DaemonSet",
     )
-    return MPS_DAEMON_CHECK.problem_at(
+    finding = MPS_DAEMON_CHECK.problem_at(
         "high",
         "; ".join(f"{d}: {'absent' if e is None else 'no control socket'}" for d, e in dead.items())
         + f" (CUDA_MPS_PIPE_DIRECTORY of pids {', '.join(map(str, users))})",
@@ -417,6 +430,15 @@ def _pipe_not_served(f: ProcessFacts, refs: tuple[str, ...]) -> Finding | None:
         subjects=tuple(f"pid {pid}" for pid in users),
         evidence=refs + tuple(dir_ref(d) for d in dead),
     )
+    return finding.model_copy(update={"layer": "node" if any(map(_node_daemons, dead.items())) else "workload"})
+
+
+def _node_daemons(pipe: tuple[str, tuple[str, ...] | None]) -> bool:
+    """The pipe is a node daemon's: the device plugin's (``/mps/...``, every MPS-shared pod on the node fails), or a
+    folder that is there without its control socket (a daemon made it and no longer serves it); an absent folder
+    that only the server's environment names may be the server's own mistake."""
+    folder, entries = pipe
+    return folder.startswith(PLUGIN_MPS_ROOT) or entries is not None
 
 
 def judge_mps_daemon(f: ProcessFacts) -> Finding:

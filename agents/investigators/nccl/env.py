@@ -115,7 +115,8 @@ NCCL_ENV_CHECK = Check(
     "unread, as on a Ray worker node, low where no server does); a P2P override is harmless where NVML refuses P2P on "
     "every pair or the cards have none (P2P the driver allows outranks the product line); an `NCCL_IB_HCA` that also "
     "selects an NVLink management port (a name without `=` is a prefix: `mlx5` takes in HGX B200's mlx5_8-11); "
-    "unknown where no process environment was there to read (no server, nothing on the GPUs)",
+    "unknown where no process environment was there to read (no server, nothing on the GPUs); the node's fault where "
+    "the worst override is in a host file (`/etc/nccl.conf` read outside a container), else the workload's",
     fix="remove the override; name the data ports exactly (`NCCL_IB_HCA==mlx5_0,…`)",
     kinds=("restart",),
     premises=(premises.PLATFORM_FIX, premises.SERVERS, premises.RDMA),
@@ -133,6 +134,12 @@ def _from_runtime_options(source: EnvSource) -> bool:
         return False
     label = source.container or ""
     return not label.startswith("lxc")
+
+
+def _node_file(source: EnvSource) -> bool:
+    """The variable is set in a host's own config file (``/etc/nccl.conf``, ``/root/.nccl.conf`` read outside a
+    container): node configuration every NCCL process on the host inherits, fixed by a node edit."""
+    return not source.ref.endswith("/environ") and not source.in_container and not _from_runtime_options(source)
 
 
 def _unread(f: NcclFacts) -> str | None:
@@ -317,8 +324,9 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
     expected = "no override that turns off P2P, SHM or IB" if any(not h.hca for h in hits) else ""
     if any(h.hca for h in hits):
         expected += ("; " if expected else "") + "an NCCL_IB_HCA that names the data ports only"
-    return NCCL_ENV_CHECK.problem_at(
-        min((h.severity for h in hits), key=lambda sev: SEVERITY_ORDER[sev]),
+    worst = min((h.severity for h in hits), key=lambda sev: SEVERITY_ORDER[sev])
+    finding = NCCL_ENV_CHECK.problem_at(
+        worst,
         "; ".join(f"{h.setting} in {h.source.name}" for h in hits),
         expected,
         _overrides_why(hits),
@@ -326,3 +334,5 @@ def judge_nccl_env(f: NcclFacts) -> Finding:
         subjects=tuple(sorted({h.source.name for h in hits})),
         evidence=refs,
     )
+    node = any(_node_file(h.source) for h in hits if h.severity == worst)
+    return finding.model_copy(update={"layer": "node" if node else "workload"})
