@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rigaudit.agents.facts.gpus import collect_gpus
-from rigaudit.agents.facts.platform import detect_platform
+from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.tools.hosts.probe import Probe
 
 
@@ -47,12 +47,28 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
         if model:
             facts["cpu"] = f"{model} ({len(sockets) or '?'} socket(s), {logical} logical CPUs)"
     if isinstance(meminfo, str) and (total := _first_value(meminfo, "MemTotal")):
-        kib = int(total.split()[0])
-        facts["memory"] = f"{kib / 1024 / 1024:.0f} GiB"
+        kib = total.split()[0] if total.split() else ""
+        if kib.isdecimal() and len(kib) < 20:  # a kernel's count, never a crafted file's 5,000 digits
+            facts["memory"] = f"{int(kib) / 1024 / 1024:.0f} GiB"
     if nodes is not None and not isinstance(nodes, str) and nodes.entries is not None:
         count = sum(1 for n in nodes.entries if n.startswith("node") and n[4:].isdecimal())
         if count:
             facts["numa_nodes"] = str(count)
+    facts.update(_gpu_facts(inventory, nv_version if isinstance(nv_version, str) else None))
+    cuda = await probe.nvml("nvmlSystemGetCudaDriverVersion")
+    if cuda.ok and isinstance(cuda.value, int):
+        facts["cuda_driver"] = f"{cuda.value // 1000}.{cuda.value % 1000 // 10}"
+    facts["platform"] = platform.label
+    if (step := _job_step_fact(platform, inventory)) is not None:
+        facts["job_step"] = step
+    if platform.lxc_configs:
+        facts["lxc_containers"] = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".conf") for p in platform.lxc_configs)
+    return facts
+
+
+def _gpu_facts(inventory: GpuInventory, nv_version: str | None) -> dict[str, str]:
+    """The GPUs by model (and those the host has beyond what this audit was given), the driver, NVML's state."""
+    facts: dict[str, str] = {}
     if inventory.gpus:
         names: dict[str, int] = {}
         for gpu in inventory.gpus:
@@ -67,21 +83,21 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
         facts["driver"] = nv_version.splitlines()[0].strip()
     if not inventory.nvml_ok:
         facts["nvml"] = f"unavailable ({inventory.nvml_error or 'unknown error'})"
-    cuda = await probe.nvml("nvmlSystemGetCudaDriverVersion")
-    if cuda.ok and isinstance(cuda.value, int):
-        facts["cuda_driver"] = f"{cuda.value // 1000}.{cuda.value % 1000 // 10}"
-    facts["platform"] = platform.label
-    step = platform.job_step
-    if step is not None:
-        facts["job_step"] = f"{step.label}, given {step.given}, {step.constraint}"
-        shown = len(inventory.nvml_indices)
-        if inventory.confined and inventory.nvml_count == 0 and inventory.gpus:
-            facts["job_step"] += f": NVML shows none of the node's {len(inventory.gpus)} GPU(s) on the PCI bus"
-        elif inventory.confined and shown and inventory.elsewhere:
-            facts["job_step"] += (
-                f": NVML shows {shown} of the node's {shown + inventory.elsewhere} GPU(s) on the PCI bus, "
-                f"the other {inventory.elsewhere} unjudged"
-            )
-    if platform.lxc_configs:
-        facts["lxc_containers"] = ", ".join(p.rsplit("/", 1)[-1].removesuffix(".conf") for p in platform.lxc_configs)
     return facts
+
+
+def _job_step_fact(platform: Platform, inventory: GpuInventory) -> str | None:
+    """The scheduler's job step this audit runs in, what it was given, and the GPUs it leaves unjudged."""
+    step = platform.job_step
+    if step is None:
+        return None
+    said = f"{step.label}, given {step.given}, {step.constraint}"
+    shown = len(inventory.nvml_indices)
+    if inventory.confined and inventory.nvml_count == 0 and inventory.gpus:
+        return said + f": NVML shows none of the node's {len(inventory.gpus)} GPU(s) on the PCI bus"
+    if inventory.confined and shown and inventory.elsewhere:
+        return said + (
+            f": NVML shows {shown} of the node's {shown + inventory.elsewhere} GPU(s) on the PCI bus, "
+            f"the other {inventory.elsewhere} unjudged"
+        )
+    return said
