@@ -40,9 +40,9 @@ _V2 = r"/slurmstepd\.scope/job_(\d+)/step_([A-Za-z0-9_]+)(?:/|$)"
 _V1 = r"/slurm[^/]*/uid_\d+/job_(\d+)/step_([A-Za-z0-9_]+)(?:/|$)"
 _GPU_ID = r"[0-9]{1,4}"
 _CONSTRAIN = r"(?im)^[ \t]*ConstrainDevices[ \t]*=[ \t]*(\S+)"
-NO_DEVICES = "NoDevFiles"
-"""What Slurm sets CUDA_VISIBLE_DEVICES to where a job has GPUs elsewhere but none here."""
 STEP_VARIABLES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
+"""Where Slurm names a step's GPUs (global IDs): ``SLURM_STEP_GPUS`` in an srun step, ``SLURM_JOB_GPUS`` in the
+batch and interactive steps only (srun's steps inherit the job's, whatever they were given)."""
 
 
 class JobStep(Record):
@@ -103,10 +103,12 @@ def step_of(cgroup: str | None) -> tuple[str, str] | None:
     return None
 
 
-def _gpus(env: dict[str, str]) -> tuple[tuple[str, ...], str]:
-    for name in STEP_VARIABLES:
+def _gpus(env: dict[str, str], step: str) -> tuple[tuple[str, ...], str]:
+    """The GPUs ``step`` was given and the variable that says so: an srun step (``0``, ``1``...) by its own
+    variable alone, since the job's is in its environment too, however few it was given."""
+    for name in STEP_VARIABLES[:1] if step.isdecimal() else STEP_VARIABLES:
         value = env.get(name, "").strip()
-        if value and value != NO_DEVICES:
+        if value:
             ids = tuple(v.strip() for v in value.split(","))
             if all(re.fullmatch(_GPU_ID, i) for i in ids):
                 return ids, name
@@ -128,7 +130,7 @@ async def detect_job_step(probe: Probe, self_cgroup: str | None) -> JobStep | No
         return None
     job, step = found
     env = environ_vars((await probe.read(SELF_ENVIRON)).data)
-    gpus, source = _gpus(env)
+    gpus, source = _gpus(env, step)
     slurm_conf = env.get("SLURM_CONF", "")
     beside = (posixpath.join(posixpath.dirname(slurm_conf), "cgroup.conf"),) if slurm_conf.startswith("/") else ()
     tried = tuple(dict.fromkeys((*beside, *CGROUP_CONFS)))

@@ -136,8 +136,14 @@ def usable(facts: PromisedFacts) -> Usable:
     """The GPUs a job could use: NVML's, less those it cannot query; the PCI bus's where NVML was not recorded."""
     inv = facts.inventory
     if inv.nvml_count is not None:
-        count = inv.nvml_count - len(facts.lost) + (inv.elsewhere if facts.in_container or facts.job_step else 0)
+        outside = inv.elsewhere if facts.in_container or facts.job_step else 0
+        count = inv.nvml_count - len(facts.lost) + outside
         lost = f", {len(facts.lost)} NVML cannot query" if facts.lost else ""
+        if outside:  # given to other containers or jobs: on the bus, not queried from here
+            here = "this job step" if facts.job_step else "this container"
+            return Usable(
+                count, f"{count} GPU(s): NVML {inv.nvml_count} here{lost}, {outside} on the PCI bus outside {here} (not queried)"
+            )
         return Usable(count, f"{count} usable GPU(s) (NVML {inv.nvml_count}{lost})")
     error = inv.nvml_error or "no answer"
     if error in HIDDEN:
