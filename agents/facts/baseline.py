@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigaudit.agents.facts.gpus import GpuInventory, collect_gpus
+from rigaudit.agents.facts.numbers import count as kernel_number
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.tools.hosts.probe import Probe
 
@@ -46,10 +47,9 @@ async def collect_baseline(probe: Probe) -> dict[str, str]:
         sockets = {v for line in cpuinfo.splitlines() if line.startswith("physical id") for v in [line.split(":", 1)[1].strip()]}
         if model:
             facts["cpu"] = f"{model} ({len(sockets) or '?'} socket(s), {logical} logical CPUs)"
-    if isinstance(meminfo, str) and (total := _first_value(meminfo, "MemTotal")):
-        kib = total.split()[0] if total.split() else ""
-        if kib.isdecimal() and len(kib) < 20:  # a kernel's count, never a crafted file's 5,000 digits
-            facts["memory"] = f"{int(kib) / 1024 / 1024:.0f} GiB"
+    total = _first_value(meminfo, "MemTotal") if isinstance(meminfo, str) else None
+    if (kib := kernel_number(total.split()[0] if total and total.split() else None)) is not None:
+        facts["memory"] = f"{kib / 1024 / 1024:.0f} GiB"
     if nodes is not None and not isinstance(nodes, str) and nodes.entries is not None:
         count = sum(1 for n in nodes.entries if n.startswith("node") and n[4:].isdecimal())
         if count:

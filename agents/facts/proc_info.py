@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from rigaudit.agents.facts.numbers import count
 from rigaudit.tools.core.record import Record
 
 _LIMIT_LINE = r"(?m)^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)"
@@ -24,7 +25,11 @@ class Limit(Record):
 
 
 def _value(text: str) -> int | None:
-    return None if text.lower() in ("unlimited", "infinity") else int(text)
+    if text.lower() in ("unlimited", "infinity"):
+        return None
+    if (value := count(text)) is None:
+        raise ValueError(text)
+    return value
 
 
 def parse_limits(text: str | None) -> dict[str, Limit]:
@@ -51,15 +56,13 @@ def parse_status(text: str | None) -> dict[str, str]:
 def status_uid(text: str | None) -> int | None:
     """The real user id (first field of ``Uid:``)."""
     fields = parse_status(text).get("Uid", "").split()
-    return int(fields[0]) if fields and fields[0].isdecimal() else None
+    return count(fields[0]) if fields else None
 
 
 def status_ppid(text: str | None) -> int | None:
     """The parent's pid (``PPid:``)."""
-    value = parse_status(text).get("PPid", "")
-    return int(value) if value.isdecimal() else None
+    return count(parse_status(text).get("PPid"))
 
 
 def status_threads(text: str | None) -> int | None:
-    value = parse_status(text).get("Threads", "")
-    return int(value) if value.isdecimal() else None
+    return count(parse_status(text).get("Threads"))

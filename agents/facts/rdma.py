@@ -180,7 +180,7 @@ async def collect_rdma(probe: Probe) -> RdmaFacts:
 
 def _natural(name: str) -> tuple[str, int]:
     """``mlx5_10`` -> ("mlx5_", 10): sorts mlx5_2 before mlx5_10."""
-    match = re.fullmatch(r"(.*?)(\d+)", name)
+    match = re.fullmatch(r"(.*?)([0-9]{1,9})", name)
     return (match.group(1), int(match.group(2))) if match else (name, -1)
 
 

@@ -7,6 +7,7 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpulist import parse_cpulist
 from rigaudit.agents.facts.lxc import LxcConfig, LxcConfigs
+from rigaudit.agents.facts.numbers import count
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.investigators.container import premises
 from rigaudit.tools.core.record import Record
@@ -47,16 +48,14 @@ class CgroupCpuFacts(Record):
 def _quota(text: str | None) -> float | None:
     """``cpu.max`` (``max 100000`` / ``400000 100000``) -> CPUs of quota."""
     fields = (text or "").split()
-    if len(fields) == 2 and fields[0].isdecimal() and fields[1].isdecimal() and int(fields[1]) > 0:
-        return int(fields[0]) / int(fields[1])
-    return None
+    quota, period = (count(fields[0]), count(fields[1])) if len(fields) == 2 else (None, None)
+    return quota / period if quota is not None and period else None
 
 
 def _stat(text: str | None) -> tuple[int, int] | None:
     values = dict(line.split(maxsplit=1) for line in (text or "").splitlines() if len(line.split()) == 2)
-    if values.get("nr_throttled", "").isdecimal() and values.get("nr_periods", "").isdecimal():
-        return int(values["nr_throttled"]), int(values["nr_periods"])
-    return None
+    throttled, periods = count(values.get("nr_throttled")), count(values.get("nr_periods"))
+    return (throttled, periods) if throttled is not None and periods is not None else None
 
 
 async def _cgroup_v1(probe: Probe) -> tuple[float | None, str] | None:
@@ -83,7 +82,7 @@ def _lxc_limit(config: LxcConfig) -> CpuLimit:
         quota = _quota(value) or quota
     cpus = None
     for value in config.values("cores"):
-        cpus = int(value) if value.isdecimal() else cpus
+        cpus = count(value.strip()) if count(value.strip()) is not None else cpus
     for value in config.values("lxc.cgroup2.cpuset.cpus"):
         cpus = len(parse_cpulist(value) or []) or cpus
     return CpuLimit(f"container {config.ctid}", quota, cpus, gpus, None, config.ref, config)

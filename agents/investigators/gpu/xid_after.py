@@ -17,6 +17,7 @@ import re
 from typing import Literal
 
 from rigaudit.agents.facts.gpus import normalize_bdf
+from rigaudit.agents.facts.numbers import count
 from rigaudit.agents.facts.processes import server_root, split_cmdline
 from rigaudit.agents.facts.xid_catalog import lookup
 from rigaudit.agents.investigators.gpu.memory import MEMORY_XIDS
@@ -30,13 +31,13 @@ unsigned int (an H100 on driver 580.159.04 answered in 13 us: ``valueType`` 1, `
 "GPU Recovery Action: None")."""
 RECOVERY_SCOPE = 0
 PID_LIMIT = 32
+"""At most this many distinct ``pid=`` of Xid lines are looked up in /proc."""
 USER_HZ = 100
 """The clock ticks a second of /proc's times (``sysconf(_SC_CLK_TCK)``: 100 on every Linux architecture)."""
-"""At most this many distinct ``pid=`` of Xid lines are looked up in /proc."""
 _PID = r"\bpid=(\d{1,9})\b"
 _NAME = r"\bname=([^,\s]{1,64})"
 _AT = r"^\s*\[\s*(\d{1,10}\.\d{1,9})\]"
-_XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d+)"
+_XID_LINE = r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): (\d{1,5})\b"
 
 
 class XidEvent(Record):
@@ -123,7 +124,8 @@ def start_time(stat: str | None) -> float | None:
     """Seconds since boot a process started: /proc/PID/stat's field 22 (starttime, in USER_HZ ticks: 100 a second
     on Linux), counted after the ``(comm)`` that may hold spaces (None: not read or not that shape)."""
     fields = stat.rpartition(")")[2].split() if stat else []
-    return int(fields[19]) / USER_HZ if len(fields) > 19 and fields[19].isdecimal() and len(fields[19]) < 20 else None
+    ticks = count(fields[19]) if len(fields) > 19 else None
+    return ticks / USER_HZ if ticks is not None else None
 
 
 async def collect_xid_processes(probe: Probe, log: str, *, in_container: bool) -> dict[int, XidProcess]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from rigaudit.agents.facts.boot_line import BootLine, collect_boot_line
 from rigaudit.agents.facts.gpus import PCI_DEVICES, Gpu, collect_gpus
+from rigaudit.agents.facts.numbers import count
 from rigaudit.agents.facts.p2p_context import P2pContext, collect_p2p_context
 from rigaudit.agents.facts.platform import Platform, detect_platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -114,8 +115,7 @@ async def _server_swap(probe: Probe) -> tuple[tuple[str, int | None], ...]:
 
 
 def _status_kb(text: str | None, key: str) -> int | None:
-    value = parse_status(text).get(key, "").removesuffix("kB").strip()
-    return int(value) if value.isdecimal() else None
+    return count(parse_status(text).get(key, "").removesuffix("kB").strip())
 
 
 async def collect(probe: Probe) -> KernelParamsFacts:

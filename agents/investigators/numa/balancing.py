@@ -7,6 +7,7 @@ import re
 from rigaudit.agents.check import Check
 from rigaudit.agents.facts.cpufreq_drivers import parse_kernel_version
 from rigaudit.agents.facts.cpulist import cpu_ranges, parse_cpulist
+from rigaudit.agents.facts.numbers import count
 from rigaudit.agents.investigators.numa import premises
 from rigaudit.agents.investigators.numa.facts import BALANCING, NODES, TIERS, NumaFacts, fix_where
 from rigaudit.agents.persist import sysctl_persist
@@ -55,9 +56,8 @@ KERNEL_DOC = "https://docs.kernel.org/admin-guide/sysctl/kernel.html#numa-balanc
 
 def _modes(value: str, release: str | None) -> tuple[bool, bool]:
     """(NORMAL, MEMORY_TIERING) of ``value`` on this kernel; a value that is no number reads as NORMAL."""
-    if not value.isdecimal():
+    if (bits := count(value)) is None:
         return True, False
-    bits = int(value)
     version = parse_kernel_version(release)
     if version is not None and version < TIERING_KERNEL:
         return bits != 0, False

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from rigaudit.agents.facts.cpulist import parse_cpulist
 from rigaudit.agents.facts.gpus import Gpu
+from rigaudit.agents.facts.numbers import count
 from rigaudit.agents.facts.proc_info import parse_status
 from rigaudit.agents.facts.processes import ServerScan, parse_environ, server_root
 from rigaudit.tools.core.record import Record
@@ -59,7 +60,7 @@ def _visible(env: dict[str, str] | None, gpus: Sequence[Gpu], in_container: bool
     out: list[int] = []
     for item in (v.strip() for v in value.split(",")):
         match = next((g for g in gpus if g.uuid and item and g.uuid.startswith(item)), None) if item.startswith("GPU-") else None
-        index = match.index if match is not None else (int(item) if item.isdecimal() else None)
+        index = match.index if match is not None else count(item)
         if index is None:
             return None
         out.append(index)
