@@ -170,3 +170,16 @@ def test_a_findings_own_layer_outranks_its_checks() -> None:
             Selection((image,)), [found.model_copy(update={"layer": layer})], runs, fail_on="high", deadline_s=20
         )
         assert verdict_of(checks)[1] == code and checks[0].workload is (code == 0)
+
+
+def test_a_users_nohup_process_in_a_login_session_is_not_left_over() -> None:
+    """Before: a process reparented to init in an ssh session's scope was 'left over', a drain on an idle node."""
+    from rigaudit.agents.facts.platform import Platform
+    from rigaudit.agents.facts.processes import GpuProcess
+    from rigaudit.agents.investigators.cuda.leftover import left_over
+
+    host = Platform(layers=())
+    session = "0::/user.slice/user-1000.slice/session-12.scope\n"
+    step = "0::/system.slice/slurmstepd.scope/job_77/step_0/user/task_0\n"
+    assert not left_over(GpuProcess(4242, 3, 6 << 30, ("python3",), False, cgroup=session), 1, host)
+    assert left_over(GpuProcess(4242, 3, 6 << 30, ("python3",), False, cgroup=step), 1, host)

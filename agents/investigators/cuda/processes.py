@@ -6,6 +6,7 @@ from rigaudit.agents.check import Check
 from rigaudit.agents.facts.deliberate import MPS_SHARING
 from rigaudit.agents.facts.gpus import GpuInventory
 from rigaudit.agents.facts.mps import MPS_CLIENTS_FN, MpsState, collect_mps, idle_shares, log_ref
+from rigaudit.agents.facts.numbers import count
 from rigaudit.agents.facts.nvml_reads import labels, nvml_unusable
 from rigaudit.agents.facts.platform import Platform
 from rigaudit.agents.facts.platform import fix_where as layer_where
@@ -51,7 +52,11 @@ async def collect_processes(probe: Probe, inventory: GpuInventory, platform: Pla
     pids_of_interest = sorted({p.pid for p in scan.gpu_processes} | {s.pid for s in scan.servers})
     status = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/status") for p in pids_of_interest])
     listing = await probe.list_dir("/proc")
-    pids = None if listing.entries is None else tuple(sorted(int(n) for n in listing.entries if n.isdecimal())[:_SCAN_LIMIT])
+    pids = (
+        None
+        if listing.entries is None
+        else tuple(sorted(c for n in listing.entries if (c := count(n)) is not None)[:_SCAN_LIMIT])
+    )
     comms = await probe.gather(*[lambda p=p: probe.text(f"/proc/{p}/comm") for p in pids or ()])
     mps = tuple(p for p, c in zip(pids or (), comms, strict=True) if c and c.strip().startswith(MPS_COMMS[0]))
     pipe = await probe.list_dir(MPS_PIPE)
@@ -142,7 +147,7 @@ def _foreign_problem(f: ProcessFacts, foreign: list[GpuProcess], owner: int, ref
         subjects=labels(f.inventory, sorted({p.gpu_index for p in foreign})),
         evidence=refs,
     )
-    node = any(p in left for p in foreign if p.server or severity == "medium")
+    node = bool(left)
     return finding.model_copy(update={"layer": "node" if node else "workload"})
 
 
