@@ -22,7 +22,7 @@ def test_swap_of_other_processes_is_not_said_to_be_the_servers() -> None:
     finding = audit_snapshot(KERNEL, snapshot(legacy_io.swap_used(H200)))["kernel.swappiness"]
     assert (finding.status, finding.severity) == ("problem", "low"), finding.observed
     assert "The servers swap nothing (VmSwap 0 kB" in finding.explanation
-    assert "belong to other processes" in finding.explanation
+    assert "are not theirs" in finding.explanation
 
 
 def test_a_server_with_swapped_pages_is_named() -> None:
@@ -53,3 +53,14 @@ def test_a_name_span_is_a_numeric_run_or_the_names() -> None:
     assert name_span([f"mlx5_{n}" for n in range(12)]) == "mlx5_0–mlx5_11"
     assert name_span(["mlx5_0", "mlx5_2", "mlx5_3", "mlx5_9", "mlx5_10"]) == "mlx5_0, mlx5_2, mlx5_3 and 2 more"
     assert name_span(["mlx5_1", "mlx5_0"]) == "mlx5_0, mlx5_1"
+
+
+def test_numbers_no_kernel_writes_read_as_no_number() -> None:
+    """A crafted snapshot's 5,000-digit PPid or cgroup quota (or another script's digits) is no number, not a
+    ValueError that ends the investigator."""
+    from rigaudit.agents.facts.numbers import count
+    from rigaudit.agents.facts.proc_info import status_ppid
+
+    assert status_ppid("PPid:\t" + "9" * 5000) is None and status_ppid("PPid:\t٨") is None
+    assert status_ppid("PPid:\t1") == 1 and count("9223372036854775807") == 9223372036854775807
+    assert count("9" * 20) is None and count("") is None and count(None) is None

@@ -7,7 +7,7 @@ in ``/etc/sysctl.d`` the way a distribution can. Read from ``/etc/os-release`` (
 release (``-talos``, ``-flatcar``), the ``/`` mount's options and PID 1's name. An rpm-ostree or bootc host (RHEL
 image mode, Fedora Silverblue/Kinoite/IoT: ``/run/ostree-booted``, ``ostree=`` on the boot line) keeps ``/etc`` and
 its units, but changes its kernel command line with ``rpm-ostree kargs``, never ``grubby``. Inside a container the files are the
-image's, not the host's: only the kernel release and PID 1's root (``/proc/1/root``, when PID 1 is the host's) tell.
+image's, not the host's (PID 1's root too: the container's own init): only the kernel release tells.
 """
 
 from __future__ import annotations
@@ -101,12 +101,10 @@ def _root_ro(mounts: str | None) -> bool | None:
 async def detect_os_image(probe: Probe, in_container: bool) -> OsImage:
     """The OS the fixes of this host's kernel and services persist on (:class:`OsImage`)."""
     release = await probe.text("/proc/sys/kernel/osrelease")
-    if in_container:
-        text = await probe.text(f"/proc/1/root{OS_RELEASE}")
-        fields = parse_os_release(text)
-        kind = image_kind(fields, release)
+    if in_container:  # the files here, /proc/1's root too, are the image's: only the host's kernel tells
+        kind = image_kind({}, release)
         how = f"kernel {release.strip()}" if release else "the container's host is not read"
-        return OsImage(fields.get("ID"), fields.get("VARIANT_ID"), kind, None, None, how)
+        return OsImage(None, None, kind, None, None, how)
     text, mounts, init = await probe.gather(
         lambda: probe.text(OS_RELEASE), lambda: probe.text("/proc/mounts"), lambda: probe.text("/proc/1/comm")
     )

@@ -48,8 +48,9 @@ def pattern_text(pattern: GpuPattern, by_bdf: dict[str, Gpu]) -> str:
 
 
 EXPLANATION = (
-    "An application fault is one process's bug, but the same fault from several unrelated processes on one GPU, "
-    "while the other GPUs of the host run the same kind of work without one, points at that GPU: NVIDIA's next step "
+    "An application fault is one process's bug, but the same fault from several different processes on one GPU, "
+    "while the kernel log holds none on the host's other GPUs, points at that GPU (where the others ran the same "
+    "work: the log does not say what they ran): NVIDIA's next step "
     "for Xid 13 is to run DCGM diagnostics, and to debug the application only if the hardware passes "
     "(docs.nvidia.com/deploy/xid-errors). Until then every job placed on it can fail the same way."
 )

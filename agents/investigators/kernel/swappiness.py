@@ -35,8 +35,8 @@ def _whose(facts: KernelParamsFacts, used_mib: int) -> str:
         return f"Servers' pages are swapped out (VmSwap: {shown}). {_COST}"
     if read and len(read) == len(facts.server_swap):
         return (
-            f"The servers swap nothing (VmSwap 0 kB in {len(read)} server process(es)): the {used_mib} MiB in swap "
-            "belong to other processes. Under the next memory pressure the kernel may swap the servers' anonymous "
+            f"The servers swap nothing (VmSwap 0 kB in the {len(read)} server and GPU worker process(es) read): the "
+            f"{used_mib} MiB in swap are not theirs. Under the next memory pressure the kernel may swap the servers' anonymous "
             f"memory too, which would then cost a disk read on the next touch. {_LOWER}"
         )
     why = "no server process was found" if not facts.server_swap else "the servers' VmSwap was not read"
